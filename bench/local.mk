@@ -1,0 +1,1 @@
+# bench: rules for this layer (see top Makefile.am).

@@ -1,0 +1,85 @@
+/* arenactl.c - command-line front end: offline tools on model files and a client of arenad.
+ *
+ *   arenactl [-s SOCKET] COMMAND [ARGS]
+ * `plan` goes offline when its argument names a model file, and asks the daemon otherwise.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clients/arenactl.h"
+
+const char *arenactl_socket = NULL;
+
+typedef struct {
+  const char *name;
+  int (*fn)(int, char **);
+  const char *help;
+} command_t;
+
+static const command_t commands[] = {
+  {"inspect", ar_cmd_inspect, "inspect MODEL [--json]             operators, tensors, I/O, weights (offline)"},
+  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--json] [--svg F]"},
+  {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S]   (offline)"},
+  {"ping", ar_cmd_ping, "ping                               round trip to the daemon"},
+  {"stats", ar_cmd_stats, "stats [--json] [--watch SECONDS]   pool map, models, latency"},
+  {"models", ar_cmd_models, "models                             loaded models"},
+  {"load", ar_cmd_load, "load NAME PATH [--group G] [--strategy S]"},
+  {"unload", ar_cmd_unload, "unload NAME"},
+  {"invoke", ar_cmd_invoke, "invoke NAME --input F...|--image FILE [--output DIR]"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: arenactl [-s SOCKET] COMMAND [ARGS]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    fprintf(out, "  %s\n", commands[i].help);
+  fprintf(out, "\nThe socket is -s PATH, else $ARENAD_SOCKET, else %s.\n", AR_DEFAULT_SOCKET);
+}
+
+/* A plan argument is a model file when it exists as a regular file or looks like a path. */
+static int is_model_file(const char *arg) {
+  struct stat st;
+  if (strchr(arg, '/') != NULL) return 1;
+  size_t n = strlen(arg);
+  if (n > 7 && strcmp(arg + n - 7, ".tflite") == 0) return 1;
+  return stat(arg, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int main(int argc, char **argv) {
+  int i = 1;
+  arenactl_socket = getenv("ARENAD_SOCKET");
+  while (i < argc && argv[i][0] == '-') {
+    if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) && i + 1 < argc) {
+      arenactl_socket = argv[i + 1];
+      i += 2;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "arenactl: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (arenactl_socket == NULL || *arenactl_socket == '\0') arenactl_socket = AR_DEFAULT_SOCKET;
+  if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[i];
+  if (strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "plan") == 0) {
+    if (i + 1 < argc && argv[i + 1][0] != '-' && is_model_file(argv[i + 1]))
+      return ar_cmd_plan_file(argc - i, argv + i);
+    return ar_cmd_plan_remote(argc - i, argv + i);
+  }
+  for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++)
+    if (commands[c].fn && strcmp(cmd, commands[c].name) == 0) return commands[c].fn(argc - i, argv + i);
+  fprintf(stderr, "arenactl: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,28 @@
+/* arenactl.h - the commands of arenactl, one file each, dispatched by arenactl.c.
+ *
+ * Every command takes (argc, argv) with argv[0] the command name, parses its own options with
+ * getopt_long, and returns the process exit code: 0 ok, 1 failure (message on stderr, the
+ * server's message for daemon errors), 2 usage error.
+ */
+#ifndef ARENACTL_H
+#define ARENACTL_H
+
+/* Socket of the daemon: -s PATH, else $ARENAD_SOCKET, else AR_DEFAULT_SOCKET. */
+extern const char *arenactl_socket;
+#define AR_DEFAULT_SOCKET "/run/arenad/arenad.sock"
+
+/* Offline (no daemon). */
+int ar_cmd_inspect(int argc, char **argv);     /* clients/cmd_inspect.c */
+int ar_cmd_plan_file(int argc, char **argv);   /* clients/cmd_plan.c    */
+int ar_cmd_run(int argc, char **argv);         /* clients/cmd_run.c     */
+
+/* Online (through libarenaclient), clients/cmd_online.c. */
+int ar_cmd_ping(int argc, char **argv);
+int ar_cmd_stats(int argc, char **argv);
+int ar_cmd_models(int argc, char **argv);
+int ar_cmd_load(int argc, char **argv);
+int ar_cmd_unload(int argc, char **argv);
+int ar_cmd_invoke(int argc, char **argv);
+int ar_cmd_plan_remote(int argc, char **argv);
+
+#endif

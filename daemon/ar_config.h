@@ -1,0 +1,54 @@
+/* ar_config.h - the daemon's configuration file (JSON, read with jansson).
+ *
+ * Example (/etc/arenad/arenad.json):
+ *   {
+ *     "socket": "/run/arenad/arenad.sock", "socket_mode": "0660", "socket_group": "arenad",
+ *     "pool_bytes": 67108864, "workers": 2, "max_frame_bytes": 67108864,
+ *     "max_connections": 256,
+ *     "models": [
+ *       {"name": "palm", "path": "/var/lib/arenad/models/palm_detection_lite.tflite",
+ *        "group": "hands", "strategy": "best"},
+ *       ...
+ *     ]
+ *   }
+ * Every key but "models" is optional (defaults below); unknown keys are errors. Sizes are bytes
+ * (integers, or strings with a K/M/G suffix such as "64M").
+ */
+#ifndef AR_CONFIG_H
+#define AR_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AR_NAME_MAX 64          /* model / group name length limit, bytes incl. NUL */
+#define AR_CONFIG_MAX_MODELS 64
+
+typedef struct ar_config_model {
+  char name[AR_NAME_MAX];       /* [A-Za-z0-9_.-]+ */
+  char path[4096];
+  char group[AR_NAME_MAX];      /* "" = its own activation region */
+  char strategy[32];            /* planner strategy name, default "best" */
+} ar_config_model_t;
+
+typedef struct ar_config {
+  char socket_path[108];        /* default /run/arenad/arenad.sock */
+  uint32_t socket_mode;         /* default 0660 */
+  char socket_group[AR_NAME_MAX]; /* "" = leave the group as created */
+  uint64_t pool_bytes;          /* default 64 MiB */
+  uint32_t workers;             /* invoke worker threads, default 2 */
+  uint64_t max_frame_bytes;     /* default 64 MiB */
+  uint32_t max_connections;     /* default 256 */
+  uint32_t n_models;
+  ar_config_model_t models[AR_CONFIG_MAX_MODELS];
+} ar_config_t;
+
+/* Defaults, no models. */
+void ar_config_defaults(ar_config_t *cfg);
+
+/* Read and validate the JSON file at `path` into *cfg (caller-owned). Errors: AR_ENOENT/AR_EIO
+ * (file), AR_ECONFIG with `msg` naming the key and the problem, e.g.
+ * "models[1].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes". */
+int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes);
+
+#endif /* AR_CONFIG_H */

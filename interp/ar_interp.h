@@ -1,0 +1,111 @@
+/* ar_interp.h - the interpreter: a loaded model plus its execution plan, run on the CPU.
+ *
+ * TFLite's phases, split so that the daemon can place memory itself:
+ *   1. ar_interp_new      prepare: runtime tensor views from the stored shapes, each kernel's
+ *                         prepare (checks, scratch sizes, state sizes), lifetimes, memory plan
+ *                         (measure only). Unsupported shapes/options fail here, naming the operator.
+ *   2. ar_interp_place    the caller hands an activation region (arena_bytes, non-persistent
+ *                         tensors + scratch) and a persistent region (persistent_bytes: folded
+ *                         constants such as DEQUANTIZE(fp16) / DENSIFY outputs, kernel state).
+ *                         Constant folding runs here, once. Regions must be 64-byte aligned.
+ *   3. ar_interp_invoke   runs the operators in stored order. No checks, no heap allocation.
+ *
+ * Memory (what the caller provides):
+ *
+ *   activation region (may be shared by models that never run at the same time)
+ *   +--------------------------------------------------------------+
+ *   | planned tensors + scratch at planner offsets                  |  ar_interp_arena_bytes()
+ *   +--------------------------------------------------------------+
+ *   persistent region (owned by this interpreter alone)
+ *   +----------------------------------------------+
+ *   | folded constants | per-node kernel state      |  ar_interp_persistent_bytes()
+ *   +----------------------------------------------+
+ *   weights: read-only inside the model's file mapping (never copied)
+ *
+ * Graph inputs: write them through ar_interp_input(i)->data after place and before each invoke
+ * (with the `arenad` lifetime convention an input's bytes may be reused once it has been read, so
+ * write inputs before every invoke). Graph outputs are valid after invoke until the next invoke of
+ * any interpreter sharing the activation region.
+ */
+#ifndef AR_INTERP_H
+#define AR_INTERP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/ar_kernels.h"
+#include "loader/ar_model.h"
+#include "planner/ar_planner.h"
+#include "interp/ar_lifetimes.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AR_ARENA_ALIGNMENT 64   /* bytes; TFLite's tensor alignment */
+
+typedef struct ar_interp_options {
+  ar_strategy_t strategy;      /* default AR_STRATEGY_BEST */
+  ar_lifetimes_t lifetimes;    /* default AR_LIFETIMES_ARENAD */
+  bool inplace;                /* default true: apply the convention's in-place rules */
+  int32_t blas_threads;        /* OpenBLAS threads per invoke, default 1 */
+} ar_interp_options_t;
+
+typedef struct ar_interp ar_interp_t;
+
+/* Fill *opt with the defaults above. */
+void ar_interp_options_default(ar_interp_options_t *opt);
+
+/* Prepare and plan subgraph 0 of `model` (which must outlive the interpreter). Errors:
+ * AR_EUNSUPPORTED / AR_ESHAPE / AR_EINVAL from a kernel's prepare (message names the operator),
+ * AR_EOVERFLOW, AR_ENOMEM, AR_EPLAN. */
+int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt, ar_interp_t **out,
+                  char *msg, size_t msg_bytes);
+void ar_interp_free(ar_interp_t *in);
+
+/* Bytes of the activation region this plan needs (tensors + scratch). */
+uint64_t ar_interp_arena_bytes(const ar_interp_t *in);
+/* Bytes of the persistent region (folded constants + kernel state, 64-byte aligned). */
+uint64_t ar_interp_persistent_bytes(const ar_interp_t *in);
+/* The planner holding the plan (buffers, offsets, figures) for reports; owned by `in`. */
+const ar_planner_t *ar_interp_planner(const ar_interp_t *in);
+/* The tensor -> buffer map (per tensor of subgraph 0), owned by `in`. */
+const ar_tensor_plan_t *ar_interp_tensor_plan(const ar_interp_t *in);
+const ar_model_t *ar_interp_model(const ar_interp_t *in);
+
+/* Place the plan: `activation` (>= arena_bytes) and `persistent` (>= persistent_bytes), both
+ * 64-byte aligned, owned by the caller and kept alive until free. Folds constants and runs kernel
+ * init. Can be called again to move the activation region (persistent must stay). Errors:
+ * AR_EINVAL (too small / misaligned, message says which). */
+int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,
+                    void *persistent, uint64_t persistent_bytes, char *msg, size_t msg_bytes);
+
+/* Convenience for offline tools and tests: allocate both regions with aligned_alloc, owned by
+ * `in`, and place. */
+int ar_interp_place_owned(ar_interp_t *in, char *msg, size_t msg_bytes);
+
+/* Graph inputs/outputs (subgraph input/output order). Views stay valid for the interpreter's life;
+ * data pointers change only on place. */
+int32_t ar_interp_n_inputs(const ar_interp_t *in);
+int32_t ar_interp_n_outputs(const ar_interp_t *in);
+ar_tview_t *ar_interp_input(ar_interp_t *in, int32_t i);
+const ar_tview_t *ar_interp_output(const ar_interp_t *in, int32_t i);
+/* Name of graph input/output i (tensor name). */
+const char *ar_interp_input_name(const ar_interp_t *in, int32_t i);
+const char *ar_interp_output_name(const ar_interp_t *in, int32_t i);
+
+/* Run every operator once. Returns 0, or AR_ESTATE if not placed. Never allocates heap memory. */
+int ar_interp_invoke(ar_interp_t *in);
+
+/* Number of operators executed per invoke (folded constant operators excluded). */
+int32_t ar_interp_runtime_operators(const ar_interp_t *in);
+
+/* Multiply-accumulates of one invoke (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, transpose
+ * conv), for GFLOP/s reports. */
+uint64_t ar_interp_macs(const ar_interp_t *in);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AR_INTERP_H */

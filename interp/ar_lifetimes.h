@@ -1,0 +1,70 @@
+/* ar_lifetimes.h - from an execution plan to planner buffers: lifetimes, classes, in-place.
+ *
+ * Walks subgraph 0 in stored order (operator k = step k) and adds one planner buffer per
+ * non-constant tensor, plus one scratch buffer per operator that asked for one. Two conventions:
+ *
+ *  AR_LIFETIMES_TFLITE  TFLite's ArenaPlanner: graph inputs and outputs live for the whole invoke;
+ *     an operator's inputs and outputs overlap at that operator; in-place only where TFLite allows
+ *     it (ADD/SUB/MUL/DIV output over an input of equal byte size > 4 B whose only consumer is this
+ *     operator; RESHAPE/SQUEEZE/EXPAND_DIMS outputs alias their input); never graph inputs/outputs.
+ *  AR_LIFETIMES_ARENAD  the daemon's default: inputs are copied in before each invoke, so a graph
+ *     input dies after its last reader; in-place widened to every elementwise op where safe (unary
+ *     RELU/RELU6/LOGISTIC/HARD_SWISH, PRELU, broadcasting binary ops whose output has the
+ *     input's shape), never for graph outputs.
+ *
+ * Both: DEQUANTIZE/DENSIFY whose inputs are constants (or folded) produce AR_BUF_PERSISTENT
+ * tensors, folded once at place time and not run at invoke. Variables are persistent too.
+ */
+#ifndef AR_LIFETIMES_H
+#define AR_LIFETIMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loader/ar_model.h"
+#include "planner/ar_planner.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ar_lifetimes { AR_LIFETIMES_TFLITE = 0, AR_LIFETIMES_ARENAD = 1 } ar_lifetimes_t;
+
+/* "tflite" / "arenad"; parse returns 0 or AR_EINVAL. */
+const char *ar_lifetimes_name(ar_lifetimes_t l);
+int ar_lifetimes_parse(const char *name, ar_lifetimes_t *out);
+
+/* How one tensor of the subgraph is held. */
+typedef enum ar_tensor_home {
+  AR_HOME_NONE = 0,       /* not used by any operator nor a graph input/output */
+  AR_HOME_CONSTANT = 1,   /* read-only data in the model mapping */
+  AR_HOME_ARENA = 2,      /* planner buffer (AR_BUF_ARENA), possibly an alias */
+  AR_HOME_PERSISTENT = 3, /* planner buffer (AR_BUF_PERSISTENT): folded constant or variable */
+} ar_tensor_home_t;
+
+typedef struct ar_tensor_plan {
+  ar_tensor_home_t home;
+  int32_t buffer;          /* planner buffer index, -1 unless ARENA/PERSISTENT */
+  int32_t first_use, last_use;
+  bool folded;             /* produced at place time by a folded DEQUANTIZE/DENSIFY */
+  int32_t inplace_of;      /* tensor whose bytes this one reuses, -1 if none */
+} ar_tensor_plan_t;
+
+typedef struct ar_lifetime_options {
+  ar_lifetimes_t convention;
+  bool inplace;                      /* false: no in-place at all (every tensor its own buffer) */
+  const uint64_t *scratch_bytes;     /* per operator (n_operators entries), or NULL for none */
+} ar_lifetime_options_t;
+
+/* Fill `p` (empty planner) with the buffers of subgraph 0 of `model`; `tensor_plan` has
+ * n_tensors entries and `scratch_buf` n_operators entries (-1 where no scratch), both caller-owned.
+ * Operators that are folded (constant DEQUANTIZE/DENSIFY) are marked in `op_folded` (n_operators
+ * entries, may be NULL). Errors: AR_EINVAL, AR_ENOMEM, AR_EMODEL (message names the tensor). */
+int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt, ar_planner_t *p,
+                       ar_tensor_plan_t *tensor_plan, int32_t *scratch_buf, bool *op_folded,
+                       char *msg, size_t msg_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AR_LIFETIMES_H */

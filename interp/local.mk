@@ -1,0 +1,1 @@
+# interp: rules for this layer (see top Makefile.am).

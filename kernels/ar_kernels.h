@@ -1,0 +1,85 @@
+/* ar_kernels.h - CPU float32 kernels and the interface the interpreter drives them through.
+ *
+ * Kernels know nothing of the pool, the planner or the model file: they see ar_node_t, a view of
+ * one operator with its input/output tensors already pointing at their bytes. Each op has:
+ *   prepare(node): validate shapes/dtypes/options against TFLite's rules, check that the stored
+ *                  output shape equals the inferred one, and state how many scratch bytes (e.g.
+ *                  im2col) and persistent state bytes the node needs. Fails with a message naming
+ *                  the operator. Never touches tensor data (it is not placed yet), except that
+ *                  constant inputs (is_constant) may be read.
+ *   init(node):    optional; runs once after placement with node->state valid (e.g. pack weights).
+ *   eval(node):    computes outputs. Runs blindly: no checks, no heap allocation, no locks.
+ * All shapes are TFLite's: NHWC activations, OHWI conv filters, 1HW(I*M) depthwise filters.
+ * Only float32 activations are implemented; DEQUANTIZE (float16 -> float32) and DENSIFY are
+ * evaluated by the interpreter at prepare time into persistent memory (constant folding).
+ */
+#ifndef AR_KERNELS_H
+#define AR_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader/ar_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A tensor as the kernels see it at run time. */
+typedef struct ar_tview {
+  void *data;                  /* float32 (etc.) elements; NULL until placed */
+  ar_dtype_t dtype;
+  int32_t rank;
+  int32_t dims[AR_MAX_RANK];
+  uint64_t bytes;              /* product(dims) * dtype size */
+  bool is_constant;            /* data is read-only constant (weights / folded) and valid at prepare */
+  const ar_sparsity_t *sparsity; /* for DENSIFY inputs */
+} ar_tview_t;
+
+/* One operator ready to run. */
+typedef struct ar_node {
+  ar_op_t op;
+  int32_t index;               /* operator index in the execution plan (for messages) */
+  int32_t version;
+  const ar_options_t *options;
+  const uint8_t *custom_options; uint32_t custom_options_bytes;
+  int32_t n_inputs, n_outputs;
+  ar_tview_t *inputs[AR_MAX_OP_INPUTS];   /* NULL for an omitted optional input */
+  ar_tview_t *outputs[AR_MAX_OP_INPUTS];
+  uint64_t scratch_bytes;      /* set by prepare; 0 = none */
+  void *scratch;               /* valid during eval: planned scratch, lifetime [index, index] */
+  uint64_t state_bytes;        /* set by prepare; persistent per-node state */
+  void *state;                 /* valid from init on */
+  int32_t blas_threads;        /* threads OpenBLAS may use in this eval (1 = single) */
+} ar_node_t;
+
+typedef struct ar_kernel {
+  const char *name;
+  /* Returns 0 or AR_EUNSUPPORTED / AR_ESHAPE / AR_EINVAL with `msg` naming the operator, e.g.
+   * "operator 7 (CONV_2D): filter shape [32,3,3,4] does not match input channels 3". */
+  int (*prepare)(ar_node_t *node, char *msg, size_t msg_bytes);
+  void (*init)(ar_node_t *node);   /* may be NULL */
+  void (*eval)(const ar_node_t *node);
+} ar_kernel_t;
+
+/* The kernel for `op`, or NULL when there is none. */
+const ar_kernel_t *ar_kernel_for(ar_op_t op);
+
+/* Apply a TFLite fused activation to n floats in place (NONE, RELU, RELU_N1_TO_1, RELU6, TANH,
+ * SIGN_BIT). */
+void ar_apply_activation(float *x, size_t n, ar_activation_t act);
+
+/* TFLite padding computation (kernels/padding.h semantics): for SAME, total padding
+ * max((out-1)*stride + (filter-1)*dilation + 1 - in, 0), split with the odd one at the
+ * bottom/right; for VALID 0. Returns the output size and writes the leading padding. */
+int32_t ar_compute_padding(ar_padding_t padding, int32_t in, int32_t filter, int32_t stride,
+                           int32_t dilation, int32_t *pad_before);
+
+/* float16 (IEEE binary16) bits -> float32, exact including subnormals, inf, NaN. */
+float ar_fp16_to_fp32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AR_KERNELS_H */

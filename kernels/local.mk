@@ -1,0 +1,1 @@
+# kernels: rules for this layer (see top Makefile.am).

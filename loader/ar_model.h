@@ -1,0 +1,208 @@
+/* ar_model.h - a verified, read-only view of a TensorFlow Lite model file.
+ *
+ * The loader maps the .tflite file read-only (mmap), verifies the whole flatbuffer before anything
+ * reads it (every offset, vtable, vector and string inside the file, with checked 64-bit
+ * arithmetic; nesting and counts bounded), then decodes it into the plain structs below. Constant
+ * tensor data is NOT copied: ar_tensor.data points into the mapping. Everything else (names, index
+ * vectors, shapes, decoded builtin options) lives in one allocation owned by the ar_model.
+ *
+ * Field order and meaning follow TFLite's public schema (schema.fbs, version 3): Model,
+ * OperatorCode (builtin code = max(deprecated_builtin_code, builtin_code)), SubGraph, Tensor
+ * (with quantization, sparsity, shape_signature, is_variable), Operator (builtin_options union,
+ * custom_options), Buffer (incl. the 64-bit offset/size form for files > 2 GB), Metadata,
+ * SignatureDef.
+ *
+ * Semantic checks done at load (each failure names the tensor/operator index and what is wrong):
+ * indices in range, dims >= 0, byte sizes computed with overflow checks, a constant's buffer size
+ * equals its tensor's byte size (dense) or holds the stored values (sparse), every operator input
+ * is a constant, graph input, variable or output of an earlier operator (stored order is the
+ * execution order), graph inputs/outputs valid, every op known (ar_ops.h) at a supported version.
+ *
+ * Memory layout of a loaded model:
+ *
+ *   file mapping (PROT_READ, MAP_PRIVATE)        ar_model heap block
+ *   +------------------------------------+       +----------------------------------------+
+ *   | flatbuffer: vtables, tables,       |<------| ar_tensor.data   (constants, in place) |
+ *   | buffers (constant weights)         |       | ar_subgraph[], ar_tensor[], ar_operator|
+ *   +------------------------------------+       | names (NUL-terminated copies), options |
+ *                                                +----------------------------------------+
+ */
+#ifndef AR_MODEL_H
+#define AR_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader/ar_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AR_MAX_RANK 8          /* largest tensor rank accepted */
+#define AR_MAX_OP_INPUTS 16    /* largest operator input/output count accepted */
+
+/* TFLite TensorType values (schema.fbs). */
+typedef enum ar_dtype {
+  AR_DTYPE_FLOAT32 = 0, AR_DTYPE_FLOAT16 = 1, AR_DTYPE_INT32 = 2, AR_DTYPE_UINT8 = 3,
+  AR_DTYPE_INT64 = 4, AR_DTYPE_STRING = 5, AR_DTYPE_BOOL = 6, AR_DTYPE_INT16 = 7,
+  AR_DTYPE_COMPLEX64 = 8, AR_DTYPE_INT8 = 9, AR_DTYPE_FLOAT64 = 10, AR_DTYPE_COMPLEX128 = 11,
+  AR_DTYPE_UINT64 = 12, AR_DTYPE_RESOURCE = 13, AR_DTYPE_VARIANT = 14, AR_DTYPE_UINT32 = 15,
+  AR_DTYPE_UINT16 = 16, AR_DTYPE_INT4 = 17,
+} ar_dtype_t;
+
+/* Bytes per element of a dtype; 0 for dtypes arenad cannot size (STRING, RESOURCE, VARIANT, INT4). */
+size_t ar_dtype_size(ar_dtype_t dtype);
+/* "FLOAT32", "FLOAT16", ...; "UNKNOWN" otherwise. */
+const char *ar_dtype_name(ar_dtype_t dtype);
+
+/* TFLite Padding enum. */
+typedef enum { AR_PADDING_SAME = 0, AR_PADDING_VALID = 1 } ar_padding_t;
+
+/* TFLite ActivationFunctionType enum. */
+typedef enum {
+  AR_ACT_NONE = 0, AR_ACT_RELU = 1, AR_ACT_RELU_N1_TO_1 = 2, AR_ACT_RELU6 = 3,
+  AR_ACT_TANH = 4, AR_ACT_SIGN_BIT = 5,
+} ar_activation_t;
+
+/* ---- Builtin options, decoded into typed structs (defaults as in schema.fbs). ---- */
+typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; ar_activation_t activation;
+                 int32_t dilation_w, dilation_h; } ar_conv2d_options_t;
+typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; int32_t depth_multiplier;
+                 ar_activation_t activation; int32_t dilation_w, dilation_h; } ar_depthwise_options_t;
+typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; int32_t filter_w, filter_h;
+                 ar_activation_t activation; } ar_pool2d_options_t;
+typedef struct { ar_activation_t activation; int32_t weights_format; bool keep_num_dims;
+                 bool asymmetric_quantize_inputs; } ar_fully_connected_options_t;
+typedef struct { ar_activation_t activation; } ar_elementwise_options_t;   /* ADD, MUL */
+typedef struct { int32_t axis; ar_activation_t activation; } ar_concatenation_options_t;
+typedef struct { int32_t rank; int32_t new_shape[AR_MAX_RANK]; bool has_new_shape; } ar_reshape_options_t;
+typedef struct { bool align_corners, half_pixel_centers; } ar_resize_bilinear_options_t;
+typedef struct { bool keep_dims; } ar_reducer_options_t;                   /* MEAN */
+typedef struct { int32_t block_size; } ar_depth_to_space_options_t;
+/* MediaPipe Convolution2DTransposeBias: TfLiteTransposeConvParams in custom_options. */
+typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; } ar_transpose_conv_options_t;
+
+typedef union ar_options {
+  ar_conv2d_options_t conv2d;
+  ar_depthwise_options_t depthwise;
+  ar_pool2d_options_t pool2d;
+  ar_fully_connected_options_t fully_connected;
+  ar_elementwise_options_t elementwise;
+  ar_concatenation_options_t concatenation;
+  ar_reshape_options_t reshape;
+  ar_resize_bilinear_options_t resize_bilinear;
+  ar_reducer_options_t reducer;
+  ar_depth_to_space_options_t depth_to_space;
+  ar_transpose_conv_options_t transpose_conv;
+} ar_options_t;
+
+/* ---- Sparsity (TFLite SparsityParameters, for DENSIFY). ---- */
+typedef enum { AR_DIM_DENSE = 0, AR_DIM_SPARSE_CSR = 1 } ar_dim_format_t;
+typedef enum { AR_IDX_NONE = 0, AR_IDX_INT32 = 1, AR_IDX_UINT16 = 2, AR_IDX_UINT8 = 3 } ar_index_type_t;
+typedef struct {
+  ar_index_type_t type;   /* element type of the vector */
+  uint32_t length;        /* number of elements */
+  const void *data;       /* little-endian elements, points into the mapping */
+} ar_index_vector_t;
+typedef struct {
+  ar_dim_format_t format;
+  int32_t dense_size;          /* DENSE dims */
+  ar_index_vector_t array_segments, array_indices;   /* SPARSE_CSR dims */
+} ar_dim_metadata_t;
+typedef struct {
+  int32_t n_traversal_order; int32_t traversal_order[2 * AR_MAX_RANK];
+  int32_t n_block_map;       int32_t block_map[AR_MAX_RANK];
+  int32_t n_dim_metadata;    ar_dim_metadata_t dim_metadata[2 * AR_MAX_RANK];
+} ar_sparsity_t;
+
+/* ---- Tensors, operators, subgraphs. ---- */
+typedef struct ar_tensor {
+  const char *name;            /* NUL-terminated copy ("" if absent) */
+  ar_dtype_t dtype;
+  int32_t rank;
+  int32_t dims[AR_MAX_RANK];   /* shape, NHWC for images; all >= 0 */
+  bool has_shape_signature;
+  int32_t shape_signature[AR_MAX_RANK];  /* -1 marks a dynamic dim */
+  uint32_t buffer;             /* index into the model's buffers; 0 = no data */
+  const uint8_t *data;         /* constant data inside the mapping, or NULL */
+  uint64_t data_bytes;         /* bytes of constant data (0 if not constant) */
+  uint64_t bytes;              /* dense byte size = product(dims) * ar_dtype_size(dtype) */
+  bool is_variable;
+  bool has_quantization;       /* scale/zero_point present */
+  float scale;                 /* first scale (per-tensor quantization), 0 if none */
+  int64_t zero_point;          /* first zero point */
+  const ar_sparsity_t *sparsity;  /* NULL unless the constant is stored sparse */
+} ar_tensor_t;
+
+typedef struct ar_operator {
+  uint32_t opcode_index;
+  ar_op_t op;                  /* resolved builtin/custom op */
+  int32_t version;
+  int32_t n_inputs, n_outputs, n_intermediates;
+  const int32_t *inputs;       /* tensor indices; -1 = optional input omitted */
+  const int32_t *outputs;
+  const int32_t *intermediates;
+  ar_options_t options;        /* the member matching `op` is valid; zeroed for option-less ops */
+  const uint8_t *custom_options;  /* into the mapping, or NULL */
+  uint32_t custom_options_bytes;
+} ar_operator_t;
+
+typedef struct ar_subgraph {
+  const char *name;
+  uint32_t n_tensors, n_operators, n_inputs, n_outputs;
+  ar_tensor_t *tensors;
+  ar_operator_t *operators;    /* execution order = stored order */
+  const int32_t *inputs;       /* graph input tensor indices */
+  const int32_t *outputs;      /* graph output tensor indices */
+} ar_subgraph_t;
+
+typedef struct ar_opcode {
+  int32_t builtin_code;        /* max(deprecated_builtin_code, builtin_code) */
+  const char *custom_code;     /* NUL-terminated copy, or NULL */
+  int32_t version;
+  ar_op_t op;
+} ar_opcode_t;
+
+typedef struct ar_metadata { const char *name; uint32_t buffer; } ar_metadata_t;
+
+typedef struct ar_model {
+  const uint8_t *file;         /* the read-only mapping (or the caller's buffer) */
+  uint64_t file_bytes;
+  uint32_t schema_version;
+  const char *description;
+  uint32_t n_opcodes, n_subgraphs, n_buffers, n_metadata, n_signature_defs;
+  ar_opcode_t *opcodes;
+  ar_subgraph_t *subgraphs;    /* subgraphs[0] is the main graph */
+  ar_metadata_t *metadata;
+  uint64_t constant_bytes;     /* bytes of distinct non-empty buffers referenced by tensors */
+  uint8_t sha256[32];          /* of the whole file */
+  /* private */
+  void *priv;
+} ar_model_t;
+
+/* Load and verify the model file at `path`. On success *out owns the mapping and all decoded
+ * data; free with ar_model_free. Errors: AR_ENOENT / AR_EIO (open, stat, mmap), AR_EMODEL
+ * (flatbuffer or semantic check failed), AR_EUNSUPPORTED (unknown op, custom op or version),
+ * AR_EOVERFLOW (sizes), AR_ENOMEM. `msg` (msg_bytes, may be NULL) receives e.g.
+ * "operator 12 (CONV_2D): input 1 is tensor 900, but the subgraph has 544 tensors". */
+int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes);
+
+/* Same as ar_model_load on `bytes` bytes at `data`; nothing is copied: the caller keeps `data`
+ * alive and unchanged until ar_model_free. Used by tests and the fuzzer. */
+int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char *msg, size_t msg_bytes);
+
+/* Release a model (unmaps the file if ar_model_load mapped it). NULL is a no-op. */
+void ar_model_free(ar_model_t *model);
+
+/* True when tensor `t` of subgraph `sg` is a constant (has buffer data). */
+static inline bool ar_tensor_is_constant(const ar_tensor_t *t) { return t->data != NULL; }
+
+/* Number of elements of a tensor (product of dims, 1 for rank 0). */
+uint64_t ar_tensor_elements(const ar_tensor_t *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AR_MODEL_H */

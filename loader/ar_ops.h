@@ -1,0 +1,68 @@
+/* ar_ops.h - the operator vocabulary arenad understands.
+ *
+ * One X-macro lists every builtin operator the loader accepts: its TFLite BuiltinOperator code
+ * (TFLite schema.fbs enum values) and the highest op version the kernels implement. The loader
+ * rejects any other builtin code, any custom op other than the ones in AR_CUSTOM_OP_MAP, and any
+ * version above the maximum, naming the op, version and operator index.
+ */
+#ifndef AR_OPS_H
+#define AR_OPS_H
+
+/* XX(enum suffix, TFLite builtin code, max version supported) */
+#define AR_BUILTIN_OP_MAP(XX)              \
+  XX(ADD,                0, 1)             \
+  XX(AVERAGE_POOL_2D,    1, 1)             \
+  XX(CONCATENATION,      2, 1)             \
+  XX(CONV_2D,            3, 1)             \
+  XX(DEPTHWISE_CONV_2D,  4, 2)             \
+  XX(DEPTH_TO_SPACE,     5, 1)             \
+  XX(DEQUANTIZE,         6, 4)             \
+  XX(FULLY_CONNECTED,    9, 1)             \
+  XX(LOGISTIC,          14, 1)             \
+  XX(MAX_POOL_2D,       17, 1)             \
+  XX(MUL,               18, 1)             \
+  XX(RELU,              19, 1)             \
+  XX(RELU6,             21, 1)             \
+  XX(RESHAPE,           22, 1)             \
+  XX(RESIZE_BILINEAR,   23, 3)             \
+  XX(PAD,               34, 1)             \
+  XX(MEAN,              40, 1)             \
+  XX(PRELU,             54, 1)             \
+  XX(HARD_SWISH,       117, 1)             \
+  XX(DENSIFY,          124, 1)
+
+/* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
+ * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw
+ * little-endian int32 custom options. */
+#define AR_CUSTOM_OP_MAP(XX) \
+  XX(CONVOLUTION_2D_TRANSPOSE_BIAS, "Convolution2DTransposeBias", 1)
+
+/* TFLite's BuiltinOperator code for CUSTOM. */
+#define AR_TFLITE_BUILTIN_CUSTOM 32
+
+typedef enum ar_op {
+  AR_OP_INVALID = 0,
+#define AR__OP_ENUM(name, code, maxv) AR_OP_##name,
+  AR_BUILTIN_OP_MAP(AR__OP_ENUM)
+  AR_CUSTOM_OP_MAP(AR__OP_ENUM)
+#undef AR__OP_ENUM
+  AR_OP_COUNT
+} ar_op_t;
+
+/* Name of an op ("CONV_2D", "Convolution2DTransposeBias"); "INVALID" for others. */
+const char *ar_op_name(ar_op_t op);
+
+/* Highest version of `op` the kernels implement; 0 for AR_OP_INVALID. */
+int ar_op_max_version(ar_op_t op);
+
+/* Map a TFLite builtin code to ar_op_t; AR_OP_INVALID when arenad does not know the code. */
+ar_op_t ar_op_from_builtin(int builtin_code);
+
+/* Map a custom_code string of `len` bytes (not NUL-terminated) to ar_op_t; AR_OP_INVALID if unknown. */
+ar_op_t ar_op_from_custom(const char *custom_code, size_t len);
+
+/* TFLite's BuiltinOperator name for a builtin code it defines even if arenad has no kernel
+ * ("SOFTMAX" for 25), for error messages; NULL when unknown to this table. */
+const char *ar_tflite_builtin_name(int builtin_code);
+
+#endif /* AR_OPS_H */

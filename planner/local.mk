@@ -1,0 +1,1 @@
+# planner: rules for this layer (see top Makefile.am).

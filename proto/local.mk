@@ -1,0 +1,1 @@
+# proto: rules for this layer (see top Makefile.am).

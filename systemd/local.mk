@@ -1,0 +1,1 @@
+# systemd: rules for this layer (see top Makefile.am).

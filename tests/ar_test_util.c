@@ -1,0 +1,56 @@
+/* ar_test_util.c - see ar_test_util.h. */
+#include "tests/ar_test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *const ar_test_models[] = {
+  "face_detection_full_range", "face_detection_full_range_sparse", "face_detection_short_range",
+  "hand_landmark_full", "hand_landmark_lite", "object_detection_3d_camera",
+  "object_detection_3d_cup", "palm_detection_full", "palm_detection_lite",
+  "selfie_segmentation", "selfie_segmentation_landscape",
+};
+const int ar_test_n_models = (int)(sizeof(ar_test_models) / sizeof(ar_test_models[0]));
+
+const char *ar_test_models_dir(void) {
+  const char *d = getenv("AR_MODELS_DIR");
+  return d && *d ? d : AR_SRCDIR "/models";
+}
+
+const char *ar_test_golden_dir(void) {
+  const char *d = getenv("AR_GOLDEN_DIR");
+  return d && *d ? d : AR_SRCDIR "/tests/golden";
+}
+
+char *ar_test_model_path(char *buf, size_t n, const char *stem) {
+  snprintf(buf, n, "%s/%s.tflite", ar_test_models_dir(), stem);
+  return buf;
+}
+
+void *ar_test_read_file(const char *path, size_t *bytes) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return NULL; }
+  long len = ftell(f);
+  if (len < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return NULL; }
+  void *buf = malloc(len > 0 ? (size_t)len : 1);
+  if (buf && len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) { free(buf); buf = NULL; }
+  fclose(f);
+  if (buf && bytes) *bytes = (size_t)len;
+  return buf;
+}
+
+size_t ar_test_golden_mismatches(const float *got, const float *want, size_t n, double *worst) {
+  double maxabs = 0, w = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs((double)want[i]));
+  double tol = 1e-4 * maxabs + 1e-5;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - (double)want[i]);
+    if (!(d <= tol)) bad++;        /* NaN counts as a mismatch */
+    if (d > w || d != d) w = d;
+  }
+  if (worst) *worst = w;
+  return bad;
+}

@@ -1,0 +1,27 @@
+/* ar_test_util.h - helpers shared by the Check suites: where the real models and goldens are,
+ * reading raw tensors, and the golden acceptance rule. */
+#ifndef AR_TEST_UTIL_H
+#define AR_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The 11 shipped MediaPipe models, by stem (file = <stem>.tflite, goldens in <stem>/). */
+extern const char *const ar_test_models[];
+extern const int ar_test_n_models;
+
+/* Directory of the real models: $AR_MODELS_DIR, else <srcdir>/models. */
+const char *ar_test_models_dir(void);
+/* Directory of the goldens: $AR_GOLDEN_DIR, else <srcdir>/tests/golden. */
+const char *ar_test_golden_dir(void);
+/* Path of model `stem` into buf (returns buf). */
+char *ar_test_model_path(char *buf, size_t n, const char *stem);
+
+/* Read a whole file; returns a malloc'd buffer (caller frees) and its size, or NULL. */
+void *ar_test_read_file(const char *path, size_t *bytes);
+
+/* Golden acceptance: |got - want| <= 1e-4 * max|want| + 1e-5 elementwise. Returns the number of
+ * elements out of tolerance and writes the worst absolute error to *worst (may be NULL). */
+size_t ar_test_golden_mismatches(const float *got, const float *want, size_t n, double *worst);
+
+#endif
