@@ -1,0 +1,19 @@
+/* ar_kernel_impl.h - internal to the kernels layer: the kernel tables each kernels/<op>.c file
+ * exports, so kernels/registry.c can map ar_op_t to them (ar_kernel_for). Not a public header:
+ * everything above the kernels layer goes through ar_kernel_for(). Keep it a plain list of extern
+ * declarations, one per kernel, grouped by the file that defines it. */
+#ifndef AR_KERNEL_IMPL_H
+#define AR_KERNEL_IMPL_H
+
+#include "kernels/ar_kernels.h"
+
+/* kernels/conv.c: TFLite CONV_2D (im2col + cblas_sgemm; 1x1 stride-1 straight to GEMM). */
+extern const ar_kernel_t ar_kernel_conv_2d;
+/* kernels/depthwise.c: TFLite DEPTHWISE_CONV_2D (channel-innermost loops, 3x3/5x5 fast paths). */
+extern const ar_kernel_t ar_kernel_depthwise_conv_2d;
+/* kernels/transpose_conv.c: MediaPipe custom op Convolution2DTransposeBias. */
+extern const ar_kernel_t ar_kernel_transpose_conv_bias;
+/* kernels/fully_connected.c: TFLite FULLY_CONNECTED (cblas_sgemv / cblas_sgemm). */
+extern const ar_kernel_t ar_kernel_fully_connected;
+
+#endif /* AR_KERNEL_IMPL_H */
