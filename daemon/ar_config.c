@@ -1,0 +1,267 @@
+/* ar_config.c - reads and validates the daemon's JSON configuration (see ar_config.h).
+ *
+ * The file is parsed with jansson, then every key is checked by hand so that an error names the key
+ * (with its array index, e.g. "models[1].group") and what is wrong with it. Unknown keys are errors:
+ * a typo in a service config should fail at `arenad --check-config`, not be silently ignored.
+ * Nothing here touches the pool or the loader; the daemon acts on the validated struct.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/ar_error.h"
+#include "common/ar_util.h"
+#include "daemon/ar_config.h"
+
+/* Limits (inclusive). Sizes are bytes. */
+#define AR_CFG_POOL_MIN (64ull * 1024)
+#define AR_CFG_POOL_MAX (1ull << 40)          /* 1 TiB: larger is a typo, not a gateway */
+#define AR_CFG_FRAME_MIN 1024ull
+#define AR_CFG_FRAME_MAX 0xffffffffull        /* frames carry a 32-bit length */
+#define AR_CFG_WORKERS_MAX 256u
+#define AR_CFG_CONN_MAX 65536u
+
+/* Planner strategy names accepted in models[i].strategy (the names ar_strategy_name() prints). */
+static const char *const strategy_names[] = {"linear", "first-fit", "greedy-by-size", "best"};
+
+void ar_config_defaults(ar_config_t *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", "/run/arenad/arenad.sock");
+  cfg->socket_mode = 0660;
+  cfg->pool_bytes = 64ull << 20;
+  cfg->workers = 2;
+  cfg->max_frame_bytes = 64ull << 20;
+  cfg->max_connections = 256;
+}
+
+/* Parse "123", "64K", "64M", "1G" (powers of 1024; suffix case-insensitive) into *out. */
+static int parse_size_string(const char *s, uint64_t *out) {
+  uint64_t v = 0;
+  const char *p = s;
+  if (*p < '0' || *p > '9') return -1;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (ar_mul_overflow_u64(v, 10, &v) || ar_add_overflow_u64(v, (uint64_t)(*p - '0'), &v)) return -1;
+  }
+  uint64_t mult = 1;
+  switch (*p) {
+    case '\0': break;
+    case 'k': case 'K': mult = 1ull << 10; p++; break;
+    case 'm': case 'M': mult = 1ull << 20; p++; break;
+    case 'g': case 'G': mult = 1ull << 30; p++; break;
+    default: return -1;
+  }
+  if (*p != '\0') return -1;
+  if (ar_mul_overflow_u64(v, mult, &v)) return -1;
+  *out = v;
+  return 0;
+}
+
+/* A size in bytes: a non-negative integer or a size string, within [lo, hi]. */
+static int get_size(json_t *v, const char *key, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
+                    size_t n) {
+  uint64_t x = 0;
+  if (json_is_integer(v)) {
+    json_int_t i = json_integer_value(v);
+    if (i < 0) return ar_errf(msg, n, AR_ECONFIG, "%s: must not be negative (got %" JSON_INTEGER_FORMAT ")", key, i);
+    x = (uint64_t)i;
+  } else if (json_is_string(v)) {
+    if (parse_size_string(json_string_value(v), &x) != 0)
+      return ar_errf(msg, n, AR_ECONFIG,
+                     "%s: \"%s\" is not a size (bytes, or a number with a K, M or G suffix such as \"64M\")",
+                     key, json_string_value(v));
+  } else {
+    return ar_errf(msg, n, AR_ECONFIG, "%s: must be a size in bytes (integer or string such as \"64M\")", key);
+  }
+  if (x < lo || x > hi)
+    return ar_errf(msg, n, AR_ECONFIG, "%s: %" PRIu64 " bytes is out of range [%" PRIu64 ", %" PRIu64 "]",
+                   key, x, lo, hi);
+  *out = x;
+  return 0;
+}
+
+/* An integer within [lo, hi]. */
+static int get_uint(json_t *v, const char *key, uint32_t lo, uint32_t hi, uint32_t *out, char *msg,
+                    size_t n) {
+  if (!json_is_integer(v)) return ar_errf(msg, n, AR_ECONFIG, "%s: must be an integer", key);
+  json_int_t i = json_integer_value(v);
+  if (i < (json_int_t)lo || i > (json_int_t)hi)
+    return ar_errf(msg, n, AR_ECONFIG, "%s: %" JSON_INTEGER_FORMAT " is out of range [%u, %u]", key, i,
+                   lo, hi);
+  *out = (uint32_t)i;
+  return 0;
+}
+
+/* A string of at most cap-1 bytes; `name_chars` restricts it to [A-Za-z0-9_.-]. */
+static int get_string(json_t *v, const char *key, char *dst, size_t cap, bool allow_empty,
+                      bool name_chars, char *msg, size_t n) {
+  const char *what = name_chars ? "a string of [A-Za-z0-9_.-]" : "a string";
+  if (!json_is_string(v))
+    return ar_errf(msg, n, AR_ECONFIG, "%s: must be %s, at most %zu bytes", key, what, cap - 1);
+  const char *s = json_string_value(v);
+  size_t len = json_string_length(v);
+  if (len == 0 && !allow_empty) return ar_errf(msg, n, AR_ECONFIG, "%s: must not be empty", key);
+  if (len >= cap || strlen(s) != len)  /* an embedded NUL would silently shorten the value */
+    return ar_errf(msg, n, AR_ECONFIG, "%s: must be %s, at most %zu bytes", key, what, cap - 1);
+  if (name_chars) {
+    for (size_t i = 0; i < len; i++) {
+      char c = s[i];
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                c == '.' || c == '-';
+      if (!ok)
+        return ar_errf(msg, n, AR_ECONFIG, "%s: must be %s, at most %zu bytes (bad character at %zu)", key,
+                       what, cap - 1, i);
+    }
+  }
+  memcpy(dst, s, len + 1);
+  return 0;
+}
+
+/* socket_mode: "0660" (octal string) or an integer, permission bits only. */
+static int get_mode(json_t *v, const char *key, uint32_t *out, char *msg, size_t n) {
+  long long m = -1;
+  if (json_is_integer(v)) {
+    m = json_integer_value(v);
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    size_t len = strlen(s);
+    if (len >= 1 && len <= 4 && strspn(s, "01234567") == len) m = strtoll(s, NULL, 8);
+  } else {
+    return ar_errf(msg, n, AR_ECONFIG, "%s: must be an octal string such as \"0660\"", key);
+  }
+  if (m < 0 || m > 0777)
+    return ar_errf(msg, n, AR_ECONFIG, "%s: must be permission bits between \"0000\" and \"0777\"", key);
+  *out = (uint32_t)m;
+  return 0;
+}
+
+static int load_model(json_t *obj, uint32_t idx, ar_config_model_t *m, char *msg, size_t n) {
+  char key[96];
+  if (!json_is_object(obj))
+    return ar_errf(msg, n, AR_ECONFIG, "models[%u]: must be an object with name and path", idx);
+  memset(m, 0, sizeof(*m));
+  snprintf(m->strategy, sizeof(m->strategy), "%s", "best");
+  bool have_name = false, have_path = false;
+  const char *k;
+  json_t *v;
+  json_object_foreach(obj, k, v) {
+    int rc;
+    snprintf(key, sizeof(key), "models[%u].%s", idx, k);
+    if (strcmp(k, "name") == 0) {
+      rc = get_string(v, key, m->name, sizeof(m->name), false, true, msg, n);
+      have_name = true;
+    } else if (strcmp(k, "path") == 0) {
+      rc = get_string(v, key, m->path, sizeof(m->path), false, false, msg, n);
+      have_path = true;
+    } else if (strcmp(k, "group") == 0) {
+      rc = get_string(v, key, m->group, sizeof(m->group), true, true, msg, n);
+    } else if (strcmp(k, "strategy") == 0) {
+      rc = get_string(v, key, m->strategy, sizeof(m->strategy), false, false, msg, n);
+      if (rc == 0) {
+        bool known = false;
+        for (size_t i = 0; i < AR_ARRAY_LEN(strategy_names); i++)
+          if (strcmp(m->strategy, strategy_names[i]) == 0) known = true;
+        if (!known)
+          rc = ar_errf(msg, n, AR_ECONFIG,
+                       "%s: unknown planner strategy \"%s\" (linear, first-fit, greedy-by-size, best)", key,
+                       m->strategy);
+      }
+    } else {
+      rc = ar_errf(msg, n, AR_ECONFIG, "%s: unknown key (allowed: name, path, group, strategy)", key);
+    }
+    if (rc != 0) return rc;
+  }
+  if (!have_name) return ar_errf(msg, n, AR_ECONFIG, "models[%u].name: missing (required)", idx);
+  if (!have_path) return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: missing (required)", idx);
+  return 0;
+}
+
+static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
+  if (!json_is_object(root)) return ar_errf(msg, n, AR_ECONFIG, "(top level): must be a JSON object");
+  bool have_models = false;
+  const char *k;
+  json_t *v;
+  json_object_foreach(root, k, v) {
+    int rc;
+    if (strcmp(k, "socket") == 0) {
+      rc = get_string(v, k, cfg->socket_path, sizeof(cfg->socket_path), false, false, msg, n);
+    } else if (strcmp(k, "socket_mode") == 0) {
+      rc = get_mode(v, k, &cfg->socket_mode, msg, n);
+    } else if (strcmp(k, "socket_group") == 0) {
+      rc = get_string(v, k, cfg->socket_group, sizeof(cfg->socket_group), true, true, msg, n);
+    } else if (strcmp(k, "pool_bytes") == 0) {
+      rc = get_size(v, k, AR_CFG_POOL_MIN, AR_CFG_POOL_MAX, &cfg->pool_bytes, msg, n);
+    } else if (strcmp(k, "workers") == 0) {
+      rc = get_uint(v, k, 1, AR_CFG_WORKERS_MAX, &cfg->workers, msg, n);
+    } else if (strcmp(k, "max_frame_bytes") == 0) {
+      rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_FRAME_MAX, &cfg->max_frame_bytes, msg, n);
+    } else if (strcmp(k, "max_connections") == 0) {
+      rc = get_uint(v, k, 1, AR_CFG_CONN_MAX, &cfg->max_connections, msg, n);
+    } else if (strcmp(k, "models") == 0) {
+      have_models = true;
+      if (!json_is_array(v)) {
+        rc = ar_errf(msg, n, AR_ECONFIG, "models: must be an array of {name, path, group, strategy}");
+      } else if (json_array_size(v) > AR_CONFIG_MAX_MODELS) {
+        rc = ar_errf(msg, n, AR_ECONFIG, "models: %zu entries, at most %d", json_array_size(v),
+                     AR_CONFIG_MAX_MODELS);
+      } else {
+        rc = 0;
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) {
+          rc = load_model(m, (uint32_t)i, &cfg->models[i], msg, n);
+          if (rc != 0) break;
+          for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->models[j].name, cfg->models[i].name) == 0) {
+              rc = ar_errf(msg, n, AR_ECONFIG, "models[%zu].name: \"%s\" is already used by models[%zu]", i,
+                           cfg->models[i].name, j);
+              break;
+            }
+          if (rc != 0) break;
+        }
+        if (rc == 0) cfg->n_models = (uint32_t)json_array_size(v);
+      }
+    } else {
+      rc = ar_errf(msg, n, AR_ECONFIG,
+                   "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
+                   "max_frame_bytes, max_connections, models)",
+                   k);
+    }
+    if (rc != 0) return rc;
+  }
+  if (!have_models) return ar_errf(msg, n, AR_ECONFIG, "models: missing (required; [] for none)");
+  return 0;
+}
+
+int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes) {
+  ar_config_defaults(cfg);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    int e = errno;
+    return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
+  }
+  json_error_t jerr;
+  /* Duplicate keys would let a later line silently override an earlier one: reject them. */
+  json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+  int read_failed = ferror(f);
+  fclose(f);
+  if (read_failed) {
+    json_decref(root);
+    return ar_errf(msg, msg_bytes, AR_EIO, "%s: read error", path);
+  }
+  if (root == NULL)
+    return ar_errf(msg, msg_bytes, AR_ECONFIG, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
+                   jerr.text);
+  int rc = load_root(root, cfg, msg, msg_bytes);
+  json_decref(root);
+  if (rc != 0) {
+    /* Keep the caller's view consistent: a failed load leaves defaults with no models. */
+    ar_config_defaults(cfg);
+  }
+  return rc;
+}

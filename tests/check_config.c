@@ -1,0 +1,222 @@
+/* check_config.c - the daemon's config file (daemon/ar_config.c): defaults, a full valid file,
+ * size strings, and for each way a key can be wrong the exact key named in the message. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/ar_error.h"
+#include "daemon/ar_config.h"
+
+static char tmpdir[256];
+static char cfg_path[300];
+
+static void setup(void) {
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_config.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  snprintf(cfg_path, sizeof(cfg_path), "%s/arenad.json", tmpdir);
+}
+
+static void teardown(void) {
+  unlink(cfg_path);
+  rmdir(tmpdir);
+}
+
+/* Write `json` to the config file and load it. */
+static int load_text(const char *json, ar_config_t *cfg, char *msg, size_t n) {
+  FILE *f = fopen(cfg_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(json, f);
+  fclose(f);
+  msg[0] = '\0';
+  return ar_config_load(cfg_path, cfg, msg, n);
+}
+
+START_TEST(defaults_are_documented_values) {
+  ar_config_t cfg;
+  ar_config_defaults(&cfg);
+  ck_assert_str_eq(cfg.socket_path, "/run/arenad/arenad.sock");
+  ck_assert_uint_eq(cfg.socket_mode, 0660);
+  ck_assert_str_eq(cfg.socket_group, "");
+  ck_assert_uint_eq(cfg.pool_bytes, 64u << 20);
+  ck_assert_uint_eq(cfg.workers, 2);
+  ck_assert_uint_eq(cfg.max_frame_bytes, 64u << 20);
+  ck_assert_uint_eq(cfg.max_connections, 256);
+  ck_assert_uint_eq(cfg.n_models, 0);
+}
+END_TEST
+
+START_TEST(full_valid_file) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  int rc = load_text(
+      "{\"socket\": \"/tmp/a.sock\", \"socket_mode\": \"0600\", \"socket_group\": \"arenad\",\n"
+      " \"pool_bytes\": \"48M\", \"workers\": 4, \"max_frame_bytes\": 1048576, \"max_connections\": 8,\n"
+      " \"models\": [\n"
+      "  {\"name\": \"face\", \"path\": \"/m/face.tflite\", \"group\": \"vision\", \"strategy\": \"greedy-by-size\"},\n"
+      "  {\"name\": \"seg-1.v2\", \"path\": \"/m/seg.tflite\", \"group\": \"vision\"},\n"
+      "  {\"name\": \"palm_x\", \"path\": \"relative/palm.tflite\"}]}\n",
+      &cfg, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "rc %d: %s", rc, msg);
+  ck_assert_str_eq(cfg.socket_path, "/tmp/a.sock");
+  ck_assert_uint_eq(cfg.socket_mode, 0600);
+  ck_assert_str_eq(cfg.socket_group, "arenad");
+  ck_assert_uint_eq(cfg.pool_bytes, 48ull << 20);
+  ck_assert_uint_eq(cfg.workers, 4);
+  ck_assert_uint_eq(cfg.max_frame_bytes, 1048576);
+  ck_assert_uint_eq(cfg.max_connections, 8);
+  ck_assert_uint_eq(cfg.n_models, 3);
+  ck_assert_str_eq(cfg.models[0].name, "face");
+  ck_assert_str_eq(cfg.models[0].path, "/m/face.tflite");
+  ck_assert_str_eq(cfg.models[0].group, "vision");
+  ck_assert_str_eq(cfg.models[0].strategy, "greedy-by-size");
+  ck_assert_str_eq(cfg.models[1].name, "seg-1.v2");
+  ck_assert_str_eq(cfg.models[1].strategy, "best");  /* default */
+  ck_assert_str_eq(cfg.models[2].group, "");          /* own activation region */
+}
+END_TEST
+
+START_TEST(minimal_file_gets_defaults) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(load_text("{\"models\": []}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_str_eq(cfg.socket_path, "/run/arenad/arenad.sock");
+  ck_assert_uint_eq(cfg.pool_bytes, 64u << 20);
+  ck_assert_uint_eq(cfg.n_models, 0);
+}
+END_TEST
+
+/* Size strings: powers of 1024, suffix case-insensitive. */
+START_TEST(size_strings) {
+  static const struct { const char *text; uint64_t bytes; } cases[] = {
+    {"65536", 65536}, {"64K", 65536}, {"64k", 65536}, {"3M", 3ull << 20}, {"1G", 1ull << 30},
+    {"2g", 2ull << 30}, {"1024G", 1ull << 40},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char json[128], msg[AR_MSG_BYTES];
+    ar_config_t cfg;
+    snprintf(json, sizeof(json), "{\"pool_bytes\": \"%s\", \"models\": []}", cases[i].text);
+    int rc = load_text(json, &cfg, msg, sizeof(msg));
+    ck_assert_msg(rc == 0, "%s: %s", cases[i].text, msg);
+    ck_assert_uint_eq(cfg.pool_bytes, cases[i].bytes);
+  }
+}
+END_TEST
+
+/* Each bad file: the error code and a fragment the message must contain (key + problem). */
+static const struct {
+  const char *json;
+  const char *want;
+} bad[] = {
+  {"{\"models\": [], \"pool_byte\": 1}", "pool_byte: unknown key"},
+  {"{}", "models: missing"},
+  {"[]", "(top level): must be a JSON object"},
+  {"{\"models\": {}}", "models: must be an array"},
+  {"{\"models\": [], \"socket\": 5}", "socket: must be a string"},
+  {"{\"models\": [], \"socket\": \"\"}", "socket: must not be empty"},
+  {"{\"models\": [], \"socket\": \"/tmp/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.sock\"}",
+   "socket: must be a string, at most 107 bytes"},
+  {"{\"models\": [], \"socket_mode\": \"0980\"}", "socket_mode: must be permission bits"},
+  {"{\"models\": [], \"socket_mode\": 4095}", "socket_mode: must be permission bits"},
+  {"{\"models\": [], \"socket_mode\": true}", "socket_mode: must be an octal string"},
+  {"{\"models\": [], \"socket_group\": \"wheel users\"}", "socket_group: must be a string of [A-Za-z0-9_.-]"},
+  {"{\"models\": [], \"pool_bytes\": -5}", "pool_bytes: must not be negative"},
+  {"{\"models\": [], \"pool_bytes\": \"64X\"}", "pool_bytes: \"64X\" is not a size"},
+  {"{\"models\": [], \"pool_bytes\": \"M\"}", "pool_bytes: \"M\" is not a size"},
+  {"{\"models\": [], \"pool_bytes\": \"99999999999999999999\"}", "pool_bytes: \"99999999999999999999\" is not a size"},
+  {"{\"models\": [], \"pool_bytes\": \"99999999999G\"}", "pool_bytes: \"99999999999G\" is not a size"},
+  {"{\"models\": [], \"pool_bytes\": 100}", "pool_bytes: 100 bytes is out of range"},
+  {"{\"models\": [], \"pool_bytes\": \"2048G\"}", "pool_bytes: 2199023255552 bytes is out of range"},
+  {"{\"models\": [], \"pool_bytes\": 1.5}", "pool_bytes: must be a size in bytes"},
+  {"{\"models\": [], \"workers\": 0}", "workers: 0 is out of range [1, 256]"},
+  {"{\"models\": [], \"workers\": \"2\"}", "workers: must be an integer"},
+  {"{\"models\": [], \"max_frame_bytes\": \"8G\"}", "max_frame_bytes: 8589934592 bytes is out of range"},
+  {"{\"models\": [], \"max_connections\": 100000}", "max_connections: 100000 is out of range [1, 65536]"},
+  {"{\"models\": [5]}", "models[0]: must be an object"},
+  {"{\"models\": [{\"path\": \"/a\"}]}", "models[0].name: missing"},
+  {"{\"models\": [{\"name\": \"a\"}]}", "models[0].path: missing"},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\"}, {\"name\": \"b/c\", \"path\": \"/b\"}]}",
+   "models[1].name: must be a string of [A-Za-z0-9_.-]"},
+  {"{\"models\": [{\"name\": \"\", \"path\": \"/a\"}]}", "models[0].name: must not be empty"},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"group\": \"x y\"}]}",
+   "models[0].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes"},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"group\": 3}]}", "models[0].group: must be a string"},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"strategy\": \"fastest\"}]}",
+   "models[0].strategy: unknown planner strategy \"fastest\""},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"grop\": \"g\"}]}", "models[0].grop: unknown key"},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\"}, {\"name\": \"a\", \"path\": \"/b\"}]}",
+   "models[1].name: \"a\" is already used by models[0]"},
+  {"{\"models\": [], \"models\": []}", "duplicate object key"},
+  {"{\"models\": [], \"workers\": 2,}", "line 1 column"},
+  {"{\"models\": [{\"name\": \"a\\u0000b\", \"path\": \"/a\"}]}", "is not allowed"},
+};
+
+START_TEST(bad_key_named_in_message) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  int rc = load_text(bad[_i].json, &cfg, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_ECONFIG, "case %d (%s): rc %d (%s)", _i, bad[_i].json, rc, msg);
+  ck_assert_msg(strstr(msg, bad[_i].want) != NULL, "case %d: message \"%s\" lacks \"%s\"", _i, msg,
+                bad[_i].want);
+  /* A rejected file leaves defaults behind, never half a config. */
+  ck_assert_uint_eq(cfg.n_models, 0);
+  ck_assert_uint_eq(cfg.pool_bytes, 64u << 20);
+}
+END_TEST
+
+START_TEST(too_many_models) {
+  char *json = malloc(16384);
+  size_t off = (size_t)snprintf(json, 16384, "{\"models\": [");
+  for (int i = 0; i <= AR_CONFIG_MAX_MODELS; i++)
+    off += (size_t)snprintf(json + off, 16384 - off, "%s{\"name\": \"m%d\", \"path\": \"/m\"}", i ? "," : "", i);
+  snprintf(json + off, 16384 - off, "]}");
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(load_text(json, &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_str_eq(msg, "models: 65 entries, at most 64");
+  free(json);
+}
+END_TEST
+
+START_TEST(missing_file_is_enoent) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_config_load("/nonexistent/arenad.json", &cfg, msg, sizeof(msg)), AR_ENOENT);
+  ck_assert_ptr_nonnull(strstr(msg, "/nonexistent/arenad.json"));
+}
+END_TEST
+
+START_TEST(example_config_is_valid) {
+  /* The example shipped in systemd/ must pass its own validator. */
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_config_load(AR_SRCDIR "/systemd/arenad.json.example", &cfg, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_uint_ge(cfg.n_models, 1);
+}
+END_TEST
+
+static Suite *config_suite(void) {
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("load");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, defaults_are_documented_values);
+  tcase_add_test(tc, full_valid_file);
+  tcase_add_test(tc, minimal_file_gets_defaults);
+  tcase_add_test(tc, size_strings);
+  tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+  tcase_add_test(tc, too_many_models);
+  tcase_add_test(tc, missing_file_is_enoent);
+  tcase_add_test(tc, example_config_is_valid);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(config_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
