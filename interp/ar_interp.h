@@ -105,6 +105,16 @@ int32_t ar_interp_runtime_operators(const ar_interp_t *in);
  * conv), for GFLOP/s reports. */
 uint64_t ar_interp_macs(const ar_interp_t *in);
 
+/* Same as ar_interp_invoke, but adds each executed operator's wall time (ns, CLOCK_MONOTONIC) to
+ * op_ns[k] (n_operators entries, caller-owned and zeroed by the caller). For profiles only. */
+int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns);
+
+/* Operators of subgraph 0 (folded ones included), operator k's node (shapes, scratch, state;
+ * NULL for a bad index), and whether operator k is folded at place (not run at invoke). */
+int32_t ar_interp_n_operators(const ar_interp_t *in);
+const ar_node_t *ar_interp_node(const ar_interp_t *in, int32_t k);
+bool ar_interp_op_folded(const ar_interp_t *in, int32_t k);
+
 #ifdef __cplusplus
 }
 #endif

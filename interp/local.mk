@@ -1,1 +1,3 @@
 # interp: rules for this layer (see top Makefile.am).
+# interpreter (owner: interpreter work): prepare / place / invoke over the kernels.
+libarinterp_la_SOURCES += interp/ar_interp.c interp/ar_interp.h

@@ -1,0 +1,431 @@
+/* ar_interp.c - the interpreter: tensor views, kernel prepare, lifetimes + plan, placement,
+ * constant folding and invoke.
+ *
+ * ar_interp_new builds one ar_tview_t per tensor of subgraph 0 from the loader's stored shapes,
+ * decides which operators are folded (DEQUANTIZE/DENSIFY of constants, the rule ar_lifetimes_build
+ * also applies; both are checked to agree), runs every kernel's prepare in stored order, hands the
+ * scratch sizes to ar_lifetimes_build and plans. Nothing is placed yet: views of folded tensors are
+ * marked constant (so consumers' prepare sees weights) but their data appear only at place, so
+ * kernels read only the shapes of weights at prepare.
+ *
+ * ar_interp_place points every view at its bytes (mapping, activation region, persistent region),
+ * evaluates the folded operators once in stored order into persistent memory, then runs each
+ * kernel's init. ar_interp_invoke is a loop over the remaining operators' eval: no checks, no
+ * allocation.
+ *
+ * Persistent region layout:
+ *   [ planner persistent area (folded constants, variables) | node state, 64-byte aligned each ]
+ */
+#include "interp/ar_interp.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/ar_error.h"
+#include "common/ar_util.h"
+
+struct ar_interp {
+  const ar_model_t *model;
+  const ar_subgraph_t *sg;
+  ar_interp_options_t opt;
+  int32_t n_tensors, n_ops;
+
+  ar_tview_t *views;              /* n_tensors */
+  ar_node_t *nodes;               /* n_ops */
+  const ar_kernel_t **kernels;    /* n_ops */
+  bool *op_folded;                /* n_ops */
+  uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
+  int32_t *scratch_buf;           /* n_ops, planner buffer or -1 */
+  uint64_t *state_offset;         /* n_ops, offset of node state in the persistent region */
+  int32_t *run_ops;               /* indices of the operators executed at invoke */
+  int32_t n_run;
+
+  ar_planner_t *planner;
+  ar_tensor_plan_t *tensor_plan;  /* n_tensors */
+  uint64_t arena_bytes;
+  uint64_t planner_persistent_bytes;  /* aligned; node state starts here */
+  uint64_t persistent_bytes;
+  uint64_t macs;
+
+  bool placed;
+  void *owned_activation, *owned_persistent;   /* from ar_interp_place_owned */
+};
+
+void ar_interp_options_default(ar_interp_options_t *opt) {
+  memset(opt, 0, sizeof(*opt));
+  opt->strategy = AR_STRATEGY_BEST;
+  opt->lifetimes = AR_LIFETIMES_ARENAD;
+  opt->inplace = true;
+  opt->blas_threads = 1;
+}
+
+static bool is_foldable_op(ar_op_t op) { return op == AR_OP_DEQUANTIZE || op == AR_OP_DENSIFY; }
+
+static uint64_t elems_of(const ar_tview_t *v) {
+  uint64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= (uint64_t)v->dims[d];
+  return n;
+}
+
+/* Multiply-accumulates of one operator, from its (already validated) shapes. */
+static uint64_t node_macs(const ar_node_t *nd) {
+  if (nd->n_inputs < 2 || nd->n_outputs < 1 || !nd->inputs[0] || !nd->inputs[1] || !nd->outputs[0])
+    return 0;
+  const ar_tview_t *in = nd->inputs[0], *w = nd->inputs[1], *out = nd->outputs[0];
+  uint64_t wn = elems_of(w);
+  switch (nd->op) {
+    case AR_OP_CONV_2D:   /* filter OHWI: each output element takes KH*KW*I products */
+      return w->rank == 4 && w->dims[0] > 0 ? elems_of(out) * (wn / (uint64_t)w->dims[0]) : 0;
+    case AR_OP_DEPTHWISE_CONV_2D:   /* filter 1HW(I*M): KH*KW products per output element */
+      return w->rank == 4 && w->dims[3] > 0 ? elems_of(out) * (wn / (uint64_t)w->dims[3]) : 0;
+    case AR_OP_FULLY_CONNECTED:     /* weights [O, I] */
+      return w->rank == 2 ? elems_of(out) * (uint64_t)w->dims[1] : 0;
+    case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS:   /* filter OHWI: each input element feeds O*KH*KW */
+      return w->rank == 4 && w->dims[3] > 0 ? elems_of(in) * (wn / (uint64_t)w->dims[3]) : 0;
+    default:
+      return 0;
+  }
+}
+
+static void view_from_tensor(ar_tview_t *v, const ar_tensor_t *t) {
+  memset(v, 0, sizeof(*v));
+  v->dtype = t->dtype;
+  v->rank = t->rank;
+  memcpy(v->dims, t->dims, sizeof(v->dims));
+  v->bytes = t->bytes;
+  v->is_constant = ar_tensor_is_constant(t);
+  v->data = v->is_constant ? (void *)t->data : NULL;
+  v->sparsity = t->sparsity;
+}
+
+int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
+                  char *msg, size_t msg_bytes) {
+  if (out) *out = NULL;
+  if (!model || !out || model->n_subgraphs < 1)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "interp: no model or no subgraph");
+  ar_interp_options_t opt;
+  if (opt_in) opt = *opt_in; else ar_interp_options_default(&opt);
+  if (opt.blas_threads < 1) opt.blas_threads = 1;
+
+  const ar_subgraph_t *sg = &model->subgraphs[0];
+  ar_interp_t *in = calloc(1, sizeof(*in));
+  if (!in) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+  in->model = model;
+  in->sg = sg;
+  in->opt = opt;
+  in->n_tensors = (int32_t)sg->n_tensors;
+  in->n_ops = (int32_t)sg->n_operators;
+  size_t nt = sg->n_tensors ? sg->n_tensors : 1, no = sg->n_operators ? sg->n_operators : 1;
+  in->views = calloc(nt, sizeof(*in->views));
+  in->nodes = calloc(no, sizeof(*in->nodes));
+  in->kernels = calloc(no, sizeof(*in->kernels));
+  in->op_folded = calloc(no, sizeof(*in->op_folded));
+  in->scratch_bytes = calloc(no, sizeof(*in->scratch_bytes));
+  in->scratch_buf = calloc(no, sizeof(*in->scratch_buf));
+  in->state_offset = calloc(no, sizeof(*in->state_offset));
+  in->run_ops = calloc(no, sizeof(*in->run_ops));
+  in->tensor_plan = calloc(nt, sizeof(*in->tensor_plan));
+  in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
+  int rc = 0;
+  if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->scratch_bytes ||
+      !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
+    rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+    goto fail;
+  }
+
+  for (int32_t t = 0; t < in->n_tensors; t++) view_from_tensor(&in->views[t], &sg->tensors[t]);
+
+  /* Which operators are folded: DEQUANTIZE/DENSIFY whose every input is a constant or the output
+   * of an earlier folded operator (same rule as ar_lifetimes_build, cross-checked below). Their
+   * outputs become constants for the consumers' prepare. */
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (!is_foldable_op(op->op) || op->n_inputs < 1) continue;
+    bool all_const = true;
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t ti = op->inputs[i];
+      if (ti < 0) continue;
+      if (!in->views[ti].is_constant) all_const = false;
+    }
+    if (!all_const) continue;
+    in->op_folded[k] = true;
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] >= 0) in->views[op->outputs[o]].is_constant = true;
+  }
+
+  /* Nodes and kernel prepare, in stored order. */
+  uint64_t state_total = 0;
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    ar_node_t *nd = &in->nodes[k];
+    nd->op = op->op;
+    nd->index = k;
+    nd->version = op->version;
+    nd->options = &op->options;
+    nd->custom_options = op->custom_options;
+    nd->custom_options_bytes = op->custom_options_bytes;
+    nd->blas_threads = opt.blas_threads;
+    if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) {
+      rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): %d inputs / %d outputs", k,
+                   ar_op_name(op->op), op->n_inputs, op->n_outputs);
+      goto fail;
+    }
+    nd->n_inputs = op->n_inputs;
+    nd->n_outputs = op->n_outputs;
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      nd->inputs[i] = op->inputs[i] >= 0 ? &in->views[op->inputs[i]] : NULL;
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      nd->outputs[o] = op->outputs[o] >= 0 ? &in->views[op->outputs[o]] : NULL;
+    const ar_kernel_t *kern = ar_kernel_for(op->op);
+    if (!kern || !kern->prepare || !kern->eval) {
+      rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): no kernel for this op", k,
+                   ar_op_name(op->op));
+      goto fail;
+    }
+    in->kernels[k] = kern;
+    rc = kern->prepare(nd, msg, msg_bytes);
+    if (rc != 0) goto fail;
+    if (in->op_folded[k]) {
+      /* Folding runs at place, when the activation region may be in use by another model, so a
+       * folded operator cannot have scratch. */
+      if (nd->scratch_bytes != 0) {
+        rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED,
+                     "operator %d (%s): folded constant operator asks for %llu scratch bytes", k,
+                     ar_op_name(op->op), (unsigned long long)nd->scratch_bytes);
+        goto fail;
+      }
+    } else {
+      in->scratch_bytes[k] = nd->scratch_bytes;
+      in->run_ops[in->n_run++] = k;
+      in->macs += node_macs(nd);
+    }
+    if (nd->state_bytes > 0) {
+      in->state_offset[k] = state_total;
+      uint64_t a = ar_align_up(nd->state_bytes, AR_ARENA_ALIGNMENT);
+      if (a < nd->state_bytes || ar_add_overflow_u64(state_total, a, &state_total)) {
+        rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "operator %d (%s): state bytes overflow", k,
+                     ar_op_name(op->op));
+        goto fail;
+      }
+    }
+  }
+
+  /* Lifetimes, classes, in-place -> planner buffers; then the plan (measure only). */
+  ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes};
+  bool *lt_folded = calloc(no, sizeof(*lt_folded));
+  if (!lt_folded) {
+    rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+    goto fail;
+  }
+  rc = ar_lifetimes_build(model, &lo, in->planner, in->tensor_plan, in->scratch_buf, lt_folded,
+                          msg, msg_bytes);
+  if (rc == 0) {
+    for (int32_t k = 0; k < in->n_ops; k++) {
+      if (lt_folded[k] != in->op_folded[k]) {
+        rc = ar_errf(msg, msg_bytes, AR_EINTERNAL,
+                     "operator %d (%s): lifetimes and interpreter disagree on folding", k,
+                     ar_op_name(sg->operators[k].op));
+        break;
+      }
+    }
+  }
+  free(lt_folded);
+  if (rc != 0) goto fail;
+  rc = ar_planner_plan(in->planner, opt.strategy);
+  if (rc != 0) {
+    if (msg && msg_bytes && !msg[0])
+      ar_errf(msg, msg_bytes, rc, "planner (%s): %s", ar_strategy_name(opt.strategy), ar_strerror(rc));
+    goto fail;
+  }
+  ar_plan_figures_t fig;
+  ar_planner_figures(in->planner, &fig);
+  in->arena_bytes = ar_align_up(fig.arena_bytes, AR_ARENA_ALIGNMENT);
+  in->planner_persistent_bytes = ar_align_up(fig.persistent_bytes, AR_ARENA_ALIGNMENT);
+  if (ar_add_overflow_u64(in->planner_persistent_bytes, state_total, &in->persistent_bytes)) {
+    rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "interp: persistent bytes overflow");
+    goto fail;
+  }
+  *out = in;
+  return 0;
+
+fail:
+  if (rc == 0) rc = AR_EINTERNAL;
+  ar_interp_free(in);
+  return rc;
+}
+
+void ar_interp_free(ar_interp_t *in) {
+  if (!in) return;
+  ar_planner_free(in->planner);
+  free(in->views);
+  free(in->nodes);
+  free(in->kernels);
+  free(in->op_folded);
+  free(in->scratch_bytes);
+  free(in->scratch_buf);
+  free(in->state_offset);
+  free(in->run_ops);
+  free(in->tensor_plan);
+  free(in->owned_activation);
+  free(in->owned_persistent);
+  free(in);
+}
+
+uint64_t ar_interp_arena_bytes(const ar_interp_t *in) { return in->arena_bytes; }
+uint64_t ar_interp_persistent_bytes(const ar_interp_t *in) { return in->persistent_bytes; }
+const ar_planner_t *ar_interp_planner(const ar_interp_t *in) { return in->planner; }
+const ar_tensor_plan_t *ar_interp_tensor_plan(const ar_interp_t *in) { return in->tensor_plan; }
+const ar_model_t *ar_interp_model(const ar_interp_t *in) { return in->model; }
+int32_t ar_interp_runtime_operators(const ar_interp_t *in) { return in->n_run; }
+uint64_t ar_interp_macs(const ar_interp_t *in) { return in->macs; }
+
+/* Touch OpenBLAS once on this thread so that its lazily allocated work buffers exist before the
+ * first invoke (a 1x1x1 product on stack data). */
+static void blas_warm_up(void) {
+  float a[64] = {1}, b[64] = {1}, c[64] = {0};
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 8, 8, 8, 1.0f, a, 8, b, 8, 0.0f, c, 8);
+}
+
+int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,
+                    void *persistent, uint64_t persistent_bytes, char *msg, size_t msg_bytes) {
+  if (in->arena_bytes > 0 && (!activation || activation_bytes < in->arena_bytes))
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "place: activation region of %llu bytes, plan needs %llu",
+                   (unsigned long long)activation_bytes, (unsigned long long)in->arena_bytes);
+  if (in->persistent_bytes > 0 && (!persistent || persistent_bytes < in->persistent_bytes))
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "place: persistent region of %llu bytes, plan needs %llu",
+                   (unsigned long long)persistent_bytes, (unsigned long long)in->persistent_bytes);
+  if (((uintptr_t)activation % AR_ARENA_ALIGNMENT) != 0)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "place: activation region is not %d-byte aligned",
+                   AR_ARENA_ALIGNMENT);
+  if (((uintptr_t)persistent % AR_ARENA_ALIGNMENT) != 0)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "place: persistent region is not %d-byte aligned",
+                   AR_ARENA_ALIGNMENT);
+  in->placed = false;
+  uint8_t *act = activation, *pers = persistent;
+
+  for (int32_t t = 0; t < in->n_tensors; t++) {
+    const ar_tensor_plan_t *tp = &in->tensor_plan[t];
+    ar_tview_t *v = &in->views[t];
+    switch (tp->home) {
+      case AR_HOME_ARENA:
+        v->data = act + ar_planner_offset(in->planner, tp->buffer);
+        break;
+      case AR_HOME_PERSISTENT: {
+        v->data = pers + ar_planner_offset(in->planner, tp->buffer);
+        /* Variables start at zero (TFLite resets variable tensors at AllocateTensors). */
+        if (!tp->folded) memset(v->data, 0, v->bytes);
+        break;
+      }
+      case AR_HOME_CONSTANT:
+        v->data = (void *)in->sg->tensors[t].data;
+        break;
+      case AR_HOME_NONE:
+      default:
+        v->data = in->sg->tensors[t].data ? (void *)in->sg->tensors[t].data : NULL;
+        break;
+    }
+  }
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    ar_node_t *nd = &in->nodes[k];
+    nd->scratch = in->scratch_buf[k] >= 0 ? act + ar_planner_offset(in->planner, in->scratch_buf[k])
+                                          : NULL;
+    nd->state = nd->state_bytes > 0 ? pers + in->planner_persistent_bytes + in->state_offset[k] : NULL;
+  }
+  /* Constant folding, once, in stored order (a DENSIFY feeding a DEQUANTIZE comes first). */
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    if (!in->op_folded[k]) continue;
+    if (in->kernels[k]->init) in->kernels[k]->init(&in->nodes[k]);
+    in->kernels[k]->eval(&in->nodes[k]);
+  }
+  for (int32_t i = 0; i < in->n_run; i++) {
+    int32_t k = in->run_ops[i];
+    if (in->kernels[k]->init) in->kernels[k]->init(&in->nodes[k]);
+  }
+  openblas_set_num_threads(in->opt.blas_threads);
+  blas_warm_up();
+  in->placed = true;
+  return 0;
+}
+
+int ar_interp_place_owned(ar_interp_t *in, char *msg, size_t msg_bytes) {
+  uint64_t ab = ar_align_up(in->arena_bytes ? in->arena_bytes : 1, AR_ARENA_ALIGNMENT);
+  uint64_t pb = ar_align_up(in->persistent_bytes ? in->persistent_bytes : 1, AR_ARENA_ALIGNMENT);
+  if (ab > SIZE_MAX || pb > SIZE_MAX)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "place: regions too large");
+  void *a = aligned_alloc(AR_ARENA_ALIGNMENT, (size_t)ab);
+  void *p = aligned_alloc(AR_ARENA_ALIGNMENT, (size_t)pb);
+  if (!a || !p) {
+    free(a);
+    free(p);
+    return ar_errf(msg, msg_bytes, AR_ENOMEM, "place: cannot allocate %llu + %llu bytes",
+                   (unsigned long long)ab, (unsigned long long)pb);
+  }
+  int rc = ar_interp_place(in, a, ab, p, pb, msg, msg_bytes);
+  if (rc != 0) {
+    free(a);
+    free(p);
+    return rc;
+  }
+  free(in->owned_activation);
+  free(in->owned_persistent);
+  in->owned_activation = a;
+  in->owned_persistent = p;
+  return 0;
+}
+
+int32_t ar_interp_n_inputs(const ar_interp_t *in) { return (int32_t)in->sg->n_inputs; }
+int32_t ar_interp_n_outputs(const ar_interp_t *in) { return (int32_t)in->sg->n_outputs; }
+
+ar_tview_t *ar_interp_input(ar_interp_t *in, int32_t i) {
+  if (i < 0 || (uint32_t)i >= in->sg->n_inputs) return NULL;
+  return &in->views[in->sg->inputs[i]];
+}
+const ar_tview_t *ar_interp_output(const ar_interp_t *in, int32_t i) {
+  if (i < 0 || (uint32_t)i >= in->sg->n_outputs) return NULL;
+  return &in->views[in->sg->outputs[i]];
+}
+const char *ar_interp_input_name(const ar_interp_t *in, int32_t i) {
+  if (i < 0 || (uint32_t)i >= in->sg->n_inputs) return NULL;
+  return in->sg->tensors[in->sg->inputs[i]].name;
+}
+const char *ar_interp_output_name(const ar_interp_t *in, int32_t i) {
+  if (i < 0 || (uint32_t)i >= in->sg->n_outputs) return NULL;
+  return in->sg->tensors[in->sg->outputs[i]].name;
+}
+
+int ar_interp_invoke(ar_interp_t *in) {
+  if (!in->placed) return AR_ESTATE;
+  const int32_t *run = in->run_ops;
+  for (int32_t i = 0, n = in->n_run; i < n; i++) {
+    int32_t k = run[i];
+    in->kernels[k]->eval(&in->nodes[k]);
+  }
+  return 0;
+}
+
+int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns) {
+  if (!in->placed) return AR_ESTATE;
+  for (int32_t i = 0; i < in->n_run; i++) {
+    int32_t k = in->run_ops[i];
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    in->kernels[k]->eval(&in->nodes[k]);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    op_ns[k] += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+  }
+  return 0;
+}
+
+const ar_node_t *ar_interp_node(const ar_interp_t *in, int32_t k) {
+  if (k < 0 || k >= in->n_ops) return NULL;
+  return &in->nodes[k];
+}
+
+int32_t ar_interp_n_operators(const ar_interp_t *in) { return in->n_ops; }
+
+bool ar_interp_op_folded(const ar_interp_t *in, int32_t k) {
+  return k >= 0 && k < in->n_ops && in->op_folded[k];
+}
