@@ -14,3 +14,35 @@ tests_check_config_CFLAGS = $(TEST_CFLAGS)
 tests_check_config_LDADD = libarservice.la libarcommon.la $(TEST_LIBS)
 
 EXTRA_DIST += systemd/arenad.json.example
+
+# Units: @sbindir@ and @sysconfdir@ are filled in at build time (make expands ${prefix} there).
+EXTRA_DIST += systemd/arenad.service.in systemd/arenad.socket systemd/sysusers/arenad.conf \
+  systemd/verify-units
+CLEANFILES += systemd/arenad.service
+systemd/arenad.service: $(top_srcdir)/systemd/arenad.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) systemd && \
+	  sed -e 's|[@]sbindir[@]|$(sbindir)|g' -e 's|[@]sysconfdir[@]|$(sysconfdir)|g' \
+	    $(top_srcdir)/systemd/arenad.service.in > $@.tmp && mv -f $@.tmp $@
+
+if WITH_SYSTEMD
+systemdunitdir = $(SYSTEMD_UNITDIR)
+systemdunit_DATA = systemd/arenad.service systemd/arenad.socket
+sysusersdir = $(SYSUSERS_DIR)
+sysusers_DATA = systemd/sysusers/arenad.conf
+noinst_DATA = systemd/arenad.service
+endif
+
+# The example config goes next to where the unit looks for the real one; the real one is created
+# from it on first install only, never overwritten.
+arenadconfdir = $(sysconfdir)/arenad
+arenadconf_DATA = systemd/arenad.json.example
+install-data-hook: install-arenad-config
+install-arenad-config:
+	@if test ! -f "$(DESTDIR)$(arenadconfdir)/arenad.json"; then \
+	  echo " install example as $(arenadconfdir)/arenad.json"; \
+	  $(INSTALL_DATA) $(top_srcdir)/systemd/arenad.json.example "$(DESTDIR)$(arenadconfdir)/arenad.json"; \
+	fi
+.PHONY: install-arenad-config
+
+# systemd-analyze verify must accept the units (skips when the tool is absent).
+TESTS += systemd/verify-units
