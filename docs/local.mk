@@ -1,1 +1,2 @@
-# docs: rules for this layer (see top Makefile.am).
+# docs: man pages, installed to $(mandir)/man{1,5,8}.
+dist_man_MANS += docs/arenad.8 docs/arenactl.1 docs/arenad.json.5
