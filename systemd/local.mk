@@ -46,3 +46,10 @@ install-arenad-config:
 
 # systemd-analyze verify must accept the units (skips when the tool is absent).
 TESTS += systemd/verify-units
+
+# arenad under a simulated service manager: NOTIFY_SOCKET messages and socket activation.
+check_PROGRAMS += tests/check_service
+tests_check_service_SOURCES = tests/check_service.c
+tests_check_service_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_service_LDADD = libarproto.la $(TEST_LIBS)
+EXTRA_tests_check_service_DEPENDENCIES = arenad
