@@ -1,0 +1,1160 @@
+/* ar_model.c - load a TFLite model: map the file, verify the FlatBuffer, decode it into the plain
+ * structs of ar_model.h and check what the planner and interpreter rely on.
+ *
+ * Order of work (each step fails with a message naming the index and what is wrong):
+ *   1. buffers: inline data vectors or the 64-bit offset/size form (data after the FlatBuffer);
+ *   2. operator codes: builtin code = max(deprecated_builtin_code, builtin_code), custom codes;
+ *   3. per subgraph: tensors (shape, dtype, byte size with overflow checks, constant data size,
+ *      quantization, sparsity, shape_signature), graph inputs/outputs, then operators in stored
+ *      order (known op and version, tensor indices, builtin/custom options) and the dataflow check
+ *      (every input exists when its operator runs);
+ *   4. description, metadata, signature defs; constant_bytes and sha256.
+ * Decoded data lives in a chunked arena owned by the model (freed in one call); constant tensor
+ * data and sparse index vectors point into the mapping.
+ */
+#include "loader/ar_model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ar_error.h"
+#include "loader/ar_flatbuf.h"
+#include "loader/ar_schema.h"
+#include "loader/ar_sha256.h"
+
+/* Counts accepted per model; larger files are rejected as implausible before allocating. */
+#define AR_MAX_SUBGRAPHS 256u
+#define AR_MAX_TENSORS (1u << 20)       /* per subgraph */
+#define AR_MAX_OPERATORS (1u << 20)     /* per subgraph */
+#define AR_MAX_BUFFERS (1u << 24)
+#define AR_MAX_OPCODES (1u << 16)
+#define AR_MAX_METADATA (1u << 16)
+#define AR_MAX_SIGNATURE_DEFS (1u << 12)
+/* Largest dense tensor accepted (1 TiB): keeps the planner's offset arithmetic far from 2^64. */
+#define AR_MAX_TENSOR_BYTES (1ull << 40)
+
+/* ---- Arena: a list of malloc'd chunks, all freed by ar_model_free. ---- */
+typedef struct chunk {
+  struct chunk *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+} chunk_t;
+
+typedef struct model_priv {
+  chunk_t *chunks;
+  void *map;            /* mmap'd file, or NULL for ar_model_load_buffer */
+  size_t map_bytes;
+} model_priv_t;
+
+static void *arena_alloc(model_priv_t *p, size_t bytes) {
+  bytes = (bytes + 15) & ~(size_t)15;
+  if (bytes == 0) bytes = 16;
+  chunk_t *c = p->chunks;
+  if (!c || c->cap - c->used < bytes) {
+    size_t cap = bytes > (256u << 10) ? bytes : (256u << 10);
+    c = malloc(sizeof(chunk_t) + cap);
+    if (!c) return NULL;
+    c->cap = cap;
+    c->used = 0;
+    c->next = p->chunks;
+    p->chunks = c;
+  }
+  void *r = c->data + c->used;
+  c->used += bytes;
+  memset(r, 0, bytes);
+  return r;
+}
+
+/* ---- Loader state. ---- */
+typedef struct buffer_info {
+  const uint8_t *data;  /* NULL when empty */
+  uint64_t bytes;
+} buffer_info_t;
+
+typedef struct loader {
+  ar_fb_t fb;
+  ar_model_t *m;
+  model_priv_t *priv;
+  char *msg;
+  size_t msg_bytes;
+  buffer_info_t *bufs;  /* n_buffers entries, temporary */
+} loader_t;
+
+static int oom(loader_t *L, const char *what) {
+  return ar_errf(L->msg, L->msg_bytes, AR_ENOMEM, "out of memory decoding %s", what);
+}
+
+static void *alloc_array(loader_t *L, uint64_t n, size_t elem, const char *what) {
+  if (n > SIZE_MAX / (elem ? elem : 1)) return NULL;
+  void *r = arena_alloc(L->priv, (size_t)n * elem);
+  if (!r) oom(L, what);
+  return r;
+}
+
+static const char *copy_string(loader_t *L, const char *s, uint32_t len) {
+  char *r = arena_alloc(L->priv, (size_t)len + 1);
+  if (!r) return NULL;
+  if (len) memcpy(r, s, len);
+  r[len] = 0;
+  return r;
+}
+
+/* Read a verified string field and copy it; absent strings become "" (or NULL when
+ * `null_if_absent`). */
+static int get_string_copy(loader_t *L, const ar_fb_table_t *t, unsigned id, const char *what,
+                           bool null_if_absent, const char **out) {
+  const char *s;
+  uint32_t len;
+  int rc = ar_fb_get_string(&L->fb, t, id, what, &s, &len);
+  if (rc) return rc;
+  if (!s && null_if_absent) {
+    *out = NULL;
+    return 0;
+  }
+  *out = copy_string(L, s ? s : "", len);
+  return *out ? 0 : oom(L, what);
+}
+
+static int32_t vec_i32(const ar_fb_t *fb, const ar_fb_vec_t *v, uint32_t i) {
+  return (int32_t)ar_fb_load_u32(fb, v->pos + 4 * (uint64_t)i);
+}
+
+/* "CONV_2D v1", "CUSTOM:Foo v1", "SOFTMAX v1" or "BUILTIN_300 v1" for messages. */
+static void op_label(const ar_opcode_t *oc, char *buf, size_t n) {
+  if (oc->op != AR_OP_INVALID && oc->builtin_code != AR_TFLITE_BUILTIN_CUSTOM)
+    snprintf(buf, n, "%s", ar_op_name(oc->op));
+  else if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
+    snprintf(buf, n, "CUSTOM:%s", oc->custom_code ? oc->custom_code : "(no custom_code)");
+  else if (ar_tflite_builtin_name(oc->builtin_code))
+    snprintf(buf, n, "%s", ar_tflite_builtin_name(oc->builtin_code));
+  else
+    snprintf(buf, n, "BUILTIN_%d", oc->builtin_code);
+}
+
+static void format_shape(const ar_tensor_t *t, char *buf, size_t n) {
+  size_t used = 0;
+  used += (size_t)snprintf(buf + used, n - used, "[");
+  for (int32_t i = 0; i < t->rank && used < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, i ? ",%d" : "%d", t->dims[i]);
+  if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+/* ---- 1. Buffers. ---- */
+static int decode_buffers(loader_t *L, const ar_fb_table_t *model) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t v;
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  int rc = ar_fb_get_vector(fb, model, AR_FB_MODEL_BUFFERS, 4, "Model.buffers", &v);
+  if (rc) return rc;
+  if (v.count > AR_MAX_BUFFERS)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "model has %u buffers, more than the %u accepted",
+                   v.count, AR_MAX_BUFFERS);
+  L->m->n_buffers = v.count;
+  L->bufs = calloc(v.count ? v.count : 1, sizeof(*L->bufs));
+  if (!L->bufs) return oom(L, "buffers");
+  for (uint32_t i = 0; i < v.count; i++) {
+    ar_fb_table_t b;
+    snprintf(fb->ctx, sizeof(fb->ctx), "buffer %u", i);
+    if ((rc = ar_fb_vec_table(fb, &v, i, "Model.buffers", &b))) return rc;
+    ar_fb_vec_t data;
+    uint64_t off, size;
+    if ((rc = ar_fb_get_vector(fb, &b, AR_FB_BUFFER_DATA, 1, "Buffer.data", &data))) return rc;
+    if ((rc = ar_fb_get_u64(fb, &b, AR_FB_BUFFER_OFFSET, 0, "Buffer.offset", &off))) return rc;
+    if ((rc = ar_fb_get_u64(fb, &b, AR_FB_BUFFER_SIZE, 0, "Buffer.size", &size))) return rc;
+    /* schema.fbs: offset/size locate data stored after the FlatBuffer (files > 2 GB), relative
+     * to the start of the file, and are "only valid if > 1". */
+    if (off > 1) {
+      uint64_t end;
+      if (data.count > 0)
+        return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "buffer %u has both %u bytes of inline data "
+                       "and an external offset %llu", i, data.count, (unsigned long long)off);
+      if (__builtin_add_overflow(off, size, &end))
+        return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "buffer %u: offset %llu + size %llu wraps "
+                       "past 2^64", i, (unsigned long long)off, (unsigned long long)size);
+      if (end > fb->len)
+        return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "buffer %u: data at offset %llu, size %llu "
+                       "runs past the end of the file (%llu bytes)", i, (unsigned long long)off,
+                       (unsigned long long)size, (unsigned long long)fb->len);
+      L->bufs[i].data = size ? fb->buf + off : NULL;
+      L->bufs[i].bytes = size;
+    } else if (data.count > 0) {
+      L->bufs[i].data = fb->buf + data.pos;
+      L->bufs[i].bytes = data.count;
+    }
+  }
+  return 0;
+}
+
+/* ---- 2. Operator codes. ---- */
+static int decode_opcodes(loader_t *L, const ar_fb_table_t *model) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t v;
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  int rc = ar_fb_get_vector(fb, model, AR_FB_MODEL_OPERATOR_CODES, 4, "Model.operator_codes", &v);
+  if (rc) return rc;
+  if (v.count > AR_MAX_OPCODES)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "model has %u operator codes, more than the %u "
+                   "accepted", v.count, AR_MAX_OPCODES);
+  L->m->n_opcodes = v.count;
+  L->m->opcodes = alloc_array(L, v.count, sizeof(ar_opcode_t), "operator codes");
+  if (!L->m->opcodes) return AR_ENOMEM;
+  for (uint32_t i = 0; i < v.count; i++) {
+    ar_opcode_t *oc = &L->m->opcodes[i];
+    ar_fb_table_t t;
+    int8_t deprecated;
+    int32_t code;
+    snprintf(fb->ctx, sizeof(fb->ctx), "operator code %u", i);
+    if ((rc = ar_fb_vec_table(fb, &v, i, "Model.operator_codes", &t))) return rc;
+    if ((rc = ar_fb_get_i8(fb, &t, AR_FB_OPCODE_DEPRECATED_BUILTIN_CODE, 0,
+                           "OperatorCode.deprecated_builtin_code", &deprecated))) return rc;
+    if ((rc = ar_fb_get_i32(fb, &t, AR_FB_OPCODE_BUILTIN_CODE, 0, "OperatorCode.builtin_code", &code)))
+      return rc;
+    if ((rc = ar_fb_get_i32(fb, &t, AR_FB_OPCODE_VERSION, 1, "OperatorCode.version", &oc->version)))
+      return rc;
+    if ((rc = get_string_copy(L, &t, AR_FB_OPCODE_CUSTOM_CODE, "OperatorCode.custom_code", true,
+                              &oc->custom_code))) return rc;
+    /* TFLite GetBuiltinCode: old writers fill only the byte field, new ones both (the byte
+     * saturated at 127 = PLACEHOLDER_FOR_GREATER_OP_CODES); the larger value is the code. */
+    oc->builtin_code = code > deprecated ? code : deprecated;
+    if (oc->builtin_code < 0)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator code %u: builtin code %d is negative",
+                     i, oc->builtin_code);
+    if (oc->version < 1)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator code %u: version %d is below 1", i,
+                     oc->version);
+    if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
+      oc->op = oc->custom_code ? ar_op_from_custom(oc->custom_code, strlen(oc->custom_code))
+                               : AR_OP_INVALID;
+    else
+      oc->op = ar_op_from_builtin(oc->builtin_code);
+  }
+  return 0;
+}
+
+/* ---- 3a. Tensors. ---- */
+static int decode_index_vector(loader_t *L, const ar_fb_table_t *dm, unsigned type_id, unsigned id,
+                               const char *what, ar_index_vector_t *out) {
+  ar_fb_t *fb = &L->fb;
+  uint8_t type;
+  ar_fb_table_t t;
+  bool present;
+  ar_fb_vec_t v;
+  int rc;
+  memset(out, 0, sizeof(*out));
+  if ((rc = ar_fb_get_u8(fb, dm, type_id, 0, what, &type))) return rc;
+  if ((rc = ar_fb_get_table(fb, dm, id, what, &t, &present))) return rc;
+  if (type == AR_IDX_NONE || !present) return 0;
+  unsigned elem = type == AR_IDX_INT32 ? 4 : type == AR_IDX_UINT16 ? 2 : type == AR_IDX_UINT8 ? 1 : 0;
+  if (elem == 0) return ar_fb_fail(fb, what, "index vector union type %u is not 1, 2 or 3", type);
+  if ((rc = ar_fb_get_vector(fb, &t, AR_FB_INDEX_VECTOR_VALUES, elem, what, &v))) return rc;
+  out->type = (ar_index_type_t)type;
+  out->length = v.count;
+  out->data = fb->buf + v.pos;
+  if ((uintptr_t)out->data % elem != 0)
+    return ar_fb_fail(fb, what, "index vector data at offset %llu is not aligned to %u bytes",
+                      (unsigned long long)v.pos, elem);
+  return 0;
+}
+
+static uint32_t index_at(const ar_index_vector_t *v, uint32_t i) {
+  const uint8_t *p = v->data;
+  switch (v->type) {
+  case AR_IDX_INT32: { int32_t x; memcpy(&x, p + 4 * (size_t)i, 4); return x < 0 ? UINT32_MAX : (uint32_t)x; }
+  case AR_IDX_UINT16: { uint16_t x; memcpy(&x, p + 2 * (size_t)i, 2); return x; }
+  case AR_IDX_UINT8: return p[i];
+  default: return UINT32_MAX;
+  }
+}
+
+static int decode_sparsity(loader_t *L, const ar_fb_table_t *st, ar_sparsity_t *sp) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t trav, bmap, dims;
+  int rc;
+  if ((rc = ar_fb_get_vector(fb, st, AR_FB_SPARSITY_TRAVERSAL_ORDER, 4, "SparsityParameters.traversal_order", &trav))) return rc;
+  if ((rc = ar_fb_get_vector(fb, st, AR_FB_SPARSITY_BLOCK_MAP, 4, "SparsityParameters.block_map", &bmap))) return rc;
+  if ((rc = ar_fb_get_vector(fb, st, AR_FB_SPARSITY_DIM_METADATA, 4, "SparsityParameters.dim_metadata", &dims))) return rc;
+  if (trav.count > 2 * AR_MAX_RANK || bmap.count > AR_MAX_RANK || dims.count > 2 * AR_MAX_RANK)
+    return ar_fb_fail(fb, "SparsityParameters", "traversal_order %u, block_map %u, dim_metadata %u "
+                      "entries (at most %d, %d, %d)", trav.count, bmap.count, dims.count,
+                      2 * AR_MAX_RANK, AR_MAX_RANK, 2 * AR_MAX_RANK);
+  sp->n_traversal_order = (int32_t)trav.count;
+  sp->n_block_map = (int32_t)bmap.count;
+  sp->n_dim_metadata = (int32_t)dims.count;
+  for (uint32_t i = 0; i < trav.count; i++) sp->traversal_order[i] = vec_i32(fb, &trav, i);
+  for (uint32_t i = 0; i < bmap.count; i++) sp->block_map[i] = vec_i32(fb, &bmap, i);
+  for (uint32_t i = 0; i < dims.count; i++) {
+    ar_fb_table_t dm;
+    int8_t format;
+    ar_dim_metadata_t *d = &sp->dim_metadata[i];
+    if ((rc = ar_fb_vec_table(fb, &dims, i, "SparsityParameters.dim_metadata", &dm))) return rc;
+    if ((rc = ar_fb_get_i8(fb, &dm, AR_FB_DIM_FORMAT, 0, "DimensionMetadata.format", &format))) return rc;
+    if (format != AR_DIM_DENSE && format != AR_DIM_SPARSE_CSR)
+      return ar_fb_fail(fb, "DimensionMetadata.format", "dim_metadata %u format is %d", i, format);
+    d->format = (ar_dim_format_t)format;
+    if ((rc = ar_fb_get_i32(fb, &dm, AR_FB_DIM_DENSE_SIZE, 0, "DimensionMetadata.dense_size", &d->dense_size)))
+      return rc;
+    if ((rc = decode_index_vector(L, &dm, AR_FB_DIM_ARRAY_SEGMENTS_TYPE, AR_FB_DIM_ARRAY_SEGMENTS,
+                                  "DimensionMetadata.array_segments", &d->array_segments))) return rc;
+    if ((rc = decode_index_vector(L, &dm, AR_FB_DIM_ARRAY_INDICES_TYPE, AR_FB_DIM_ARRAY_INDICES,
+                                  "DimensionMetadata.array_indices", &d->array_indices))) return rc;
+  }
+  return 0;
+}
+
+/* Number of values a sparse tensor stores, checking the metadata against its dense shape
+ * (TFLite SparsityParameters: traversal_order is a permutation of the n dims then of the k block
+ * dims; block_map maps block dims to tensor dims; dim_metadata walks the traversal order, a DENSE
+ * dim multiplying the count, a SPARSE_CSR dim replacing it by its segment total). */
+static int sparse_stored_values(loader_t *L, uint32_t ti, const ar_tensor_t *t, uint64_t *out) {
+  const ar_sparsity_t *sp = t->sparsity;
+  int32_t r = t->rank, n = sp->n_traversal_order, k = sp->n_block_map;
+  int64_t expect[2 * AR_MAX_RANK];
+  bool seen[2 * AR_MAX_RANK] = {false};
+#define SPERR(...) ar_errf(L->msg, L->msg_bytes, AR_EMODEL, __VA_ARGS__)
+  if (n != r + k || sp->n_dim_metadata != n || k > r)
+    return SPERR("tensor %u (%s): sparsity has %d traversal dims, %d block dims and %d dim_metadata "
+                 "for a rank %d tensor", ti, t->name, n, k, sp->n_dim_metadata, r);
+  for (int32_t i = 0; i < n; i++) {
+    int32_t d = sp->traversal_order[i];
+    bool ok = i < r ? (d >= 0 && d < r) : (d >= r && d < n);
+    if (!ok || seen[d])
+      return SPERR("tensor %u (%s): sparsity traversal_order[%d] = %d is not a valid permutation",
+                   ti, t->name, i, d);
+    seen[d] = true;
+  }
+  for (int32_t d = 0; d < r; d++) expect[d] = t->dims[d];
+  for (int32_t b = 0; b < k; b++) {
+    int32_t orig = sp->block_map[b], pos = -1;
+    if (orig < 0 || orig >= r)
+      return SPERR("tensor %u (%s): sparsity block_map[%d] = %d, rank is %d", ti, t->name, b, orig, r);
+    for (int32_t i = 0; i < n; i++)
+      if (sp->traversal_order[i] == r + b) pos = i;
+    const ar_dim_metadata_t *dm = &sp->dim_metadata[pos];
+    if (dm->format != AR_DIM_DENSE || dm->dense_size <= 0 || t->dims[orig] % dm->dense_size != 0)
+      return SPERR("tensor %u (%s): sparsity block dim %d must be dense with a size dividing dim %d",
+                   ti, t->name, b, orig);
+    expect[r + b] = dm->dense_size;
+    expect[orig] = t->dims[orig] / dm->dense_size;
+  }
+  uint64_t count = 1;
+  for (int32_t i = 0; i < n; i++) {
+    const ar_dim_metadata_t *dm = &sp->dim_metadata[i];
+    int64_t size = expect[sp->traversal_order[i]];
+    if (dm->format == AR_DIM_DENSE) {
+      if (dm->dense_size != size)
+        return SPERR("tensor %u (%s): sparsity dim_metadata %d is dense with size %d, expected %lld",
+                     ti, t->name, i, dm->dense_size, (long long)size);
+      if (__builtin_mul_overflow(count, (uint64_t)size, &count))
+        return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "tensor %u (%s): sparse value count overflows",
+                       ti, t->name);
+      continue;
+    }
+    const ar_index_vector_t *seg = &dm->array_segments, *idx = &dm->array_indices;
+    if (seg->type == AR_IDX_NONE || idx->type == AR_IDX_NONE || (uint64_t)seg->length != count + 1)
+      return SPERR("tensor %u (%s): sparsity dim_metadata %d is SPARSE_CSR with %u array_segments, "
+                   "expected %llu", ti, t->name, i, seg->length, (unsigned long long)count + 1);
+    uint32_t prev = 0;
+    for (uint32_t s = 0; s < seg->length; s++) {
+      uint32_t x = index_at(seg, s);
+      if ((s == 0 && x != 0) || x < prev || x > idx->length)
+        return SPERR("tensor %u (%s): sparsity dim_metadata %d array_segments[%u] = %u is not a "
+                     "non-decreasing offset into %u indices starting at 0", ti, t->name, i, s, x,
+                     idx->length);
+      prev = x;
+    }
+    if (prev != idx->length)
+      return SPERR("tensor %u (%s): sparsity dim_metadata %d array_segments end at %u, but there are "
+                   "%u array_indices", ti, t->name, i, prev, idx->length);
+    for (uint32_t j = 0; j < idx->length; j++)
+      if ((int64_t)index_at(idx, j) >= size)
+        return SPERR("tensor %u (%s): sparsity dim_metadata %d array_indices[%u] = %u is outside "
+                     "the dimension of size %lld", ti, t->name, i, j, index_at(idx, j), (long long)size);
+    count = idx->length;
+  }
+#undef SPERR
+  *out = count;
+  return 0;
+}
+
+static int decode_tensor(loader_t *L, uint32_t sgi, uint32_t ti, const ar_fb_table_t *tt, ar_tensor_t *t) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t shape, sig;
+  int8_t type;
+  int rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u, tensor %u", sgi, ti);
+  if ((rc = get_string_copy(L, tt, AR_FB_TENSOR_NAME, "Tensor.name", false, &t->name))) return rc;
+  if ((rc = ar_fb_get_vector(fb, tt, AR_FB_TENSOR_SHAPE, 4, "Tensor.shape", &shape))) return rc;
+  if ((rc = ar_fb_get_i8(fb, tt, AR_FB_TENSOR_TYPE, 0, "Tensor.type", &type))) return rc;
+  if ((rc = ar_fb_get_u32(fb, tt, AR_FB_TENSOR_BUFFER, 0, "Tensor.buffer", &t->buffer))) return rc;
+  if ((rc = ar_fb_get_bool(fb, tt, AR_FB_TENSOR_IS_VARIABLE, false, "Tensor.is_variable", &t->is_variable)))
+    return rc;
+  if ((rc = ar_fb_get_vector(fb, tt, AR_FB_TENSOR_SHAPE_SIGNATURE, 4, "Tensor.shape_signature", &sig)))
+    return rc;
+
+  if (shape.count > AR_MAX_RANK)
+    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "tensor %u (%s): rank %u exceeds the "
+                   "maximum %d", ti, t->name, shape.count, AR_MAX_RANK);
+  t->rank = (int32_t)shape.count;
+  for (uint32_t d = 0; d < shape.count; d++) {
+    t->dims[d] = vec_i32(fb, &shape, d);
+    if (t->dims[d] < 0)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): shape dim %u is %d", ti,
+                     t->name, d, t->dims[d]);
+  }
+  if (type < 0 || type > AR_DTYPE_INT4)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): type %d is not a TFLite TensorType",
+                   ti, t->name, type);
+  t->dtype = (ar_dtype_t)type;
+  size_t esize = ar_dtype_size(t->dtype);
+  if (esize == 0)
+    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "tensor %u (%s): dtype %s is not supported",
+                   ti, t->name, ar_dtype_name(t->dtype));
+  uint64_t bytes = esize;
+  for (int32_t d = 0; d < t->rank; d++) {
+    if (__builtin_mul_overflow(bytes, (uint64_t)t->dims[d], &bytes)) {
+      char sh[128];
+      format_shape(t, sh, sizeof(sh));
+      return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "tensor %u (%s): byte size of shape %s x %zu "
+                     "bytes overflows 64 bits", ti, t->name, sh, esize);
+    }
+  }
+  if (bytes > AR_MAX_TENSOR_BYTES) {
+    char sh[128];
+    format_shape(t, sh, sizeof(sh));
+    return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "tensor %u (%s): shape %s needs %llu bytes, "
+                   "more than the %llu accepted", ti, t->name, sh, (unsigned long long)bytes,
+                   (unsigned long long)AR_MAX_TENSOR_BYTES);
+  }
+  t->bytes = bytes;
+
+  if (sig.present) {
+    if (sig.count != shape.count)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): shape_signature has %u dims, "
+                     "shape has %u", ti, t->name, sig.count, shape.count);
+    t->has_shape_signature = true;
+    for (uint32_t d = 0; d < sig.count; d++) {
+      t->shape_signature[d] = vec_i32(fb, &sig, d);
+      if (t->shape_signature[d] < -1)
+        return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): shape_signature dim %u is %d",
+                       ti, t->name, d, t->shape_signature[d]);
+    }
+  }
+
+  /* Quantization: arenad keeps the first scale / zero point (per-tensor parameters). */
+  ar_fb_table_t qt;
+  bool has_q;
+  if ((rc = ar_fb_get_table(fb, tt, AR_FB_TENSOR_QUANTIZATION, "Tensor.quantization", &qt, &has_q)))
+    return rc;
+  if (has_q) {
+    ar_fb_vec_t scale, zp;
+    if ((rc = ar_fb_get_vector(fb, &qt, AR_FB_QUANT_SCALE, 4, "QuantizationParameters.scale", &scale))) return rc;
+    if ((rc = ar_fb_get_vector(fb, &qt, AR_FB_QUANT_ZERO_POINT, 8, "QuantizationParameters.zero_point", &zp)))
+      return rc;
+    if (scale.count > 0) {
+      uint32_t bits = ar_fb_load_u32(fb, scale.pos);
+      memcpy(&t->scale, &bits, sizeof(t->scale));
+      t->has_quantization = true;
+      if (zp.count > 0) t->zero_point = (int64_t)ar_fb_load_u64(fb, zp.pos);
+    }
+  }
+
+  ar_fb_table_t st;
+  bool has_sparsity;
+  if ((rc = ar_fb_get_table(fb, tt, AR_FB_TENSOR_SPARSITY, "Tensor.sparsity", &st, &has_sparsity))) return rc;
+  if (has_sparsity) {
+    ar_sparsity_t *sp = arena_alloc(L->priv, sizeof(*sp));
+    if (!sp) return oom(L, "sparsity");
+    if ((rc = decode_sparsity(L, &st, sp))) return rc;
+    t->sparsity = sp;
+  }
+
+  if (t->buffer >= L->m->n_buffers)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): buffer %u, but the model has %u "
+                   "buffers", ti, t->name, t->buffer, L->m->n_buffers);
+  /* Buffer 0 is the schema's always-empty sentinel: "no data". */
+  const buffer_info_t *b = &L->bufs[t->buffer];
+  if (t->buffer != 0 && b->bytes > 0) {
+    uint64_t want = t->bytes;
+    if (t->sparsity) {
+      uint64_t values = 0;
+      if ((rc = sparse_stored_values(L, ti, t, &values))) return rc;
+      if (__builtin_mul_overflow(values, (uint64_t)esize, &want))
+        return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "tensor %u (%s): sparse size overflows", ti, t->name);
+    }
+    if (b->bytes != want) {
+      char sh[128];
+      format_shape(t, sh, sizeof(sh));
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): constant buffer %u holds %llu "
+                     "bytes, but %s%s %s needs %llu", ti, t->name, t->buffer, (unsigned long long)b->bytes,
+                     t->sparsity ? "sparse " : "", sh, ar_dtype_name(t->dtype), (unsigned long long)want);
+    }
+    if ((uintptr_t)b->data % esize != 0)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): constant data at file offset "
+                     "%llu is not aligned to %zu bytes", ti, t->name,
+                     (unsigned long long)(b->data - fb->buf), esize);
+    t->data = b->data;
+    t->data_bytes = b->bytes;
+  } else if (t->sparsity) {
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): sparsity parameters on a tensor "
+                   "without constant data", ti, t->name);
+  }
+  return 0;
+}
+
+/* ---- 3b. Operators and options. ---- */
+static int expected_options_type(ar_op_t op) {
+  switch (op) {
+  case AR_OP_CONV_2D: return AR_FB_OPTIONS_CONV2D;
+  case AR_OP_DEPTHWISE_CONV_2D: return AR_FB_OPTIONS_DEPTHWISE_CONV2D;
+  case AR_OP_AVERAGE_POOL_2D: case AR_OP_MAX_POOL_2D: return AR_FB_OPTIONS_POOL2D;
+  case AR_OP_FULLY_CONNECTED: return AR_FB_OPTIONS_FULLY_CONNECTED;
+  case AR_OP_CONCATENATION: return AR_FB_OPTIONS_CONCATENATION;
+  case AR_OP_ADD: return AR_FB_OPTIONS_ADD;
+  case AR_OP_MUL: return AR_FB_OPTIONS_MUL;
+  case AR_OP_RESIZE_BILINEAR: return AR_FB_OPTIONS_RESIZE_BILINEAR;
+  case AR_OP_RESHAPE: return AR_FB_OPTIONS_RESHAPE;
+  case AR_OP_PAD: return AR_FB_OPTIONS_PAD;
+  case AR_OP_MEAN: return AR_FB_OPTIONS_REDUCER;
+  case AR_OP_DEQUANTIZE: return AR_FB_OPTIONS_DEQUANTIZE;
+  case AR_OP_HARD_SWISH: return AR_FB_OPTIONS_HARD_SWISH;
+  case AR_OP_DEPTH_TO_SPACE: return AR_FB_OPTIONS_DEPTH_TO_SPACE;
+  case AR_OP_DENSIFY: return AR_FB_OPTIONS_DENSIFY;
+  default: return AR_FB_OPTIONS_NONE;  /* LOGISTIC, RELU, RELU6, PRELU, custom ops */
+  }
+}
+
+typedef struct opctx {
+  loader_t *L;
+  uint32_t index;
+  const char *label;
+  const ar_fb_table_t *t;   /* options table; when absent every getter yields the default */
+  bool present;
+} opctx_t;
+
+static int opt_i32(opctx_t *c, unsigned id, int32_t dflt, const char *what, int32_t *out) {
+  if (!c->present) { *out = dflt; return 0; }
+  return ar_fb_get_i32(&c->L->fb, c->t, id, dflt, what, out);
+}
+static int opt_bool(opctx_t *c, unsigned id, const char *what, bool *out) {
+  if (!c->present) { *out = false; return 0; }
+  return ar_fb_get_bool(&c->L->fb, c->t, id, false, what, out);
+}
+static int opt_padding(opctx_t *c, unsigned id, ar_padding_t *out) {
+  int8_t v = 0;
+  int rc;
+  if (c->present && (rc = ar_fb_get_i8(&c->L->fb, c->t, id, 0, "padding", &v))) return rc;
+  if (v != AR_PADDING_SAME && v != AR_PADDING_VALID)
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): padding is %d (SAME 0 "
+                   "or VALID 1)", c->index, c->label, v);
+  *out = (ar_padding_t)v;
+  return 0;
+}
+static int opt_act(opctx_t *c, unsigned id, ar_activation_t *out) {
+  int8_t v = 0;
+  int rc;
+  if (c->present && (rc = ar_fb_get_i8(&c->L->fb, c->t, id, 0, "fused_activation_function", &v))) return rc;
+  if (v < AR_ACT_NONE || v > AR_ACT_SIGN_BIT)
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): fused_activation_function "
+                   "is %d", c->index, c->label, v);
+  *out = (ar_activation_t)v;
+  return 0;
+}
+static int need_positive(opctx_t *c, const char *field, int32_t v) {
+  if (v >= 1) return 0;
+  return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): %s is %d (must be >= 1)",
+                 c->index, c->label, field, v);
+}
+
+static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
+  ar_fb_t *fb = &c->L->fb;
+  int rc = 0;
+  switch (op) {
+  case AR_OP_CONV_2D: {
+    ar_conv2d_options_t *x = &o->conv2d;
+    if ((rc = opt_padding(c, AR_FB_CONV_PADDING, &x->padding)) ||
+        (rc = opt_i32(c, AR_FB_CONV_STRIDE_W, 0, "Conv2DOptions.stride_w", &x->stride_w)) ||
+        (rc = opt_i32(c, AR_FB_CONV_STRIDE_H, 0, "Conv2DOptions.stride_h", &x->stride_h)) ||
+        (rc = opt_act(c, AR_FB_CONV_ACTIVATION, &x->activation)) ||
+        (rc = opt_i32(c, AR_FB_CONV_DILATION_W, 1, "Conv2DOptions.dilation_w_factor", &x->dilation_w)) ||
+        (rc = opt_i32(c, AR_FB_CONV_DILATION_H, 1, "Conv2DOptions.dilation_h_factor", &x->dilation_h)))
+      return rc;
+    if ((rc = need_positive(c, "stride_w", x->stride_w)) || (rc = need_positive(c, "stride_h", x->stride_h)) ||
+        (rc = need_positive(c, "dilation_w_factor", x->dilation_w)) ||
+        (rc = need_positive(c, "dilation_h_factor", x->dilation_h)))
+      return rc;
+    break;
+  }
+  case AR_OP_DEPTHWISE_CONV_2D: {
+    ar_depthwise_options_t *x = &o->depthwise;
+    if ((rc = opt_padding(c, AR_FB_DW_PADDING, &x->padding)) ||
+        (rc = opt_i32(c, AR_FB_DW_STRIDE_W, 0, "DepthwiseConv2DOptions.stride_w", &x->stride_w)) ||
+        (rc = opt_i32(c, AR_FB_DW_STRIDE_H, 0, "DepthwiseConv2DOptions.stride_h", &x->stride_h)) ||
+        (rc = opt_i32(c, AR_FB_DW_DEPTH_MULTIPLIER, 0, "DepthwiseConv2DOptions.depth_multiplier",
+                      &x->depth_multiplier)) ||
+        (rc = opt_act(c, AR_FB_DW_ACTIVATION, &x->activation)) ||
+        (rc = opt_i32(c, AR_FB_DW_DILATION_W, 1, "DepthwiseConv2DOptions.dilation_w_factor", &x->dilation_w)) ||
+        (rc = opt_i32(c, AR_FB_DW_DILATION_H, 1, "DepthwiseConv2DOptions.dilation_h_factor", &x->dilation_h)))
+      return rc;
+    if ((rc = need_positive(c, "stride_w", x->stride_w)) || (rc = need_positive(c, "stride_h", x->stride_h)) ||
+        (rc = need_positive(c, "dilation_w_factor", x->dilation_w)) ||
+        (rc = need_positive(c, "dilation_h_factor", x->dilation_h)))
+      return rc;
+    if (x->depth_multiplier < 0)
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): depth_multiplier is %d",
+                     c->index, c->label, x->depth_multiplier);
+    break;
+  }
+  case AR_OP_AVERAGE_POOL_2D:
+  case AR_OP_MAX_POOL_2D: {
+    ar_pool2d_options_t *x = &o->pool2d;
+    if ((rc = opt_padding(c, AR_FB_POOL_PADDING, &x->padding)) ||
+        (rc = opt_i32(c, AR_FB_POOL_STRIDE_W, 0, "Pool2DOptions.stride_w", &x->stride_w)) ||
+        (rc = opt_i32(c, AR_FB_POOL_STRIDE_H, 0, "Pool2DOptions.stride_h", &x->stride_h)) ||
+        (rc = opt_i32(c, AR_FB_POOL_FILTER_W, 0, "Pool2DOptions.filter_width", &x->filter_w)) ||
+        (rc = opt_i32(c, AR_FB_POOL_FILTER_H, 0, "Pool2DOptions.filter_height", &x->filter_h)) ||
+        (rc = opt_act(c, AR_FB_POOL_ACTIVATION, &x->activation)))
+      return rc;
+    if ((rc = need_positive(c, "stride_w", x->stride_w)) || (rc = need_positive(c, "stride_h", x->stride_h)) ||
+        (rc = need_positive(c, "filter_width", x->filter_w)) ||
+        (rc = need_positive(c, "filter_height", x->filter_h)))
+      return rc;
+    break;
+  }
+  case AR_OP_FULLY_CONNECTED: {
+    ar_fully_connected_options_t *x = &o->fully_connected;
+    int8_t wf = 0;
+    if ((rc = opt_act(c, AR_FB_FC_ACTIVATION, &x->activation))) return rc;
+    if (c->present && (rc = ar_fb_get_i8(fb, c->t, AR_FB_FC_WEIGHTS_FORMAT, 0,
+                                         "FullyConnectedOptions.weights_format", &wf))) return rc;
+    if ((rc = opt_bool(c, AR_FB_FC_KEEP_NUM_DIMS, "FullyConnectedOptions.keep_num_dims", &x->keep_num_dims)) ||
+        (rc = opt_bool(c, AR_FB_FC_ASYMMETRIC_QUANTIZE_INPUTS,
+                       "FullyConnectedOptions.asymmetric_quantize_inputs", &x->asymmetric_quantize_inputs)))
+      return rc;
+    x->weights_format = wf;
+    if (wf != 0)
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s): weights_format %d "
+                     "(only DEFAULT 0 is supported)", c->index, c->label, wf);
+    break;
+  }
+  case AR_OP_ADD:
+  case AR_OP_MUL:
+    return opt_act(c, AR_FB_ADD_ACTIVATION, &o->elementwise.activation);
+  case AR_OP_CONCATENATION:
+    if ((rc = opt_i32(c, AR_FB_CONCAT_AXIS, 0, "ConcatenationOptions.axis", &o->concatenation.axis)))
+      return rc;
+    return opt_act(c, AR_FB_CONCAT_ACTIVATION, &o->concatenation.activation);
+  case AR_OP_RESHAPE: {
+    ar_fb_vec_t v = {0};
+    if (c->present &&
+        (rc = ar_fb_get_vector(fb, c->t, AR_FB_RESHAPE_NEW_SHAPE, 4, "ReshapeOptions.new_shape", &v)))
+      return rc;
+    if (v.count > AR_MAX_RANK)
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s): new_shape has %u "
+                     "dims (at most %d)", c->index, c->label, v.count, AR_MAX_RANK);
+    o->reshape.has_new_shape = v.present;
+    o->reshape.rank = (int32_t)v.count;
+    for (uint32_t i = 0; i < v.count; i++) {
+      o->reshape.new_shape[i] = vec_i32(fb, &v, i);
+      if (o->reshape.new_shape[i] < -1)
+        return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): new_shape dim %u is %d",
+                       c->index, c->label, i, o->reshape.new_shape[i]);
+    }
+    break;
+  }
+  case AR_OP_RESIZE_BILINEAR:
+    if ((rc = opt_bool(c, AR_FB_RESIZE_BILINEAR_ALIGN_CORNERS, "ResizeBilinearOptions.align_corners",
+                       &o->resize_bilinear.align_corners)))
+      return rc;
+    return opt_bool(c, AR_FB_RESIZE_BILINEAR_HALF_PIXEL_CENTERS, "ResizeBilinearOptions.half_pixel_centers",
+                    &o->resize_bilinear.half_pixel_centers);
+  case AR_OP_MEAN:
+    return opt_bool(c, AR_FB_REDUCER_KEEP_DIMS, "ReducerOptions.keep_dims", &o->reducer.keep_dims);
+  case AR_OP_DEPTH_TO_SPACE:
+    if ((rc = opt_i32(c, AR_FB_DEPTH_TO_SPACE_BLOCK_SIZE, 0, "DepthToSpaceOptions.block_size",
+                      &o->depth_to_space.block_size)))
+      return rc;
+    return need_positive(c, "block_size", o->depth_to_space.block_size);
+  default:
+    break;   /* PAD, DEQUANTIZE, HARD_SWISH, DENSIFY: empty option tables; others have none */
+  }
+  return 0;
+}
+
+/* MediaPipe Convolution2DTransposeBias: custom_options are TfLiteTransposeConvParams, three
+ * little-endian int32: padding (TfLitePadding: 1 SAME, 2 VALID), stride_width, stride_height. */
+static int decode_transpose_conv(opctx_t *c, const ar_operator_t *op, ar_transpose_conv_options_t *x) {
+  if (!op->custom_options || op->custom_options_bytes != 12)
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): custom_options has %u "
+                   "bytes, expected 12 (padding, stride_width, stride_height as int32)", c->index,
+                   c->label, op->custom_options_bytes);
+  int32_t v[3];
+  memcpy(v, op->custom_options, sizeof(v));
+  if (v[0] != 1 && v[0] != 2)
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): custom_options padding is "
+                   "%d (TfLitePadding SAME 1 or VALID 2)", c->index, c->label, v[0]);
+  x->padding = v[0] == 1 ? AR_PADDING_SAME : AR_PADDING_VALID;
+  x->stride_w = v[1];
+  x->stride_h = v[2];
+  int rc;
+  if ((rc = need_positive(c, "stride_width", v[1])) || (rc = need_positive(c, "stride_height", v[2])))
+    return rc;
+  return 0;
+}
+
+static int copy_index_list(loader_t *L, const ar_fb_vec_t *v, const int32_t **out) {
+  int32_t *a = alloc_array(L, v->count, sizeof(int32_t), "index list");
+  if (!a) return AR_ENOMEM;
+  for (uint32_t i = 0; i < v->count; i++) a[i] = vec_i32(&L->fb, v, i);
+  *out = a;
+  return 0;
+}
+
+static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_table_t *t,
+                           ar_subgraph_t *sg, ar_operator_t *op) {
+  ar_fb_t *fb = &L->fb;
+  int rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u, operator %u", sgi, oi);
+  if ((rc = ar_fb_get_u32(fb, t, AR_FB_OP_OPCODE_INDEX, 0, "Operator.opcode_index", &op->opcode_index)))
+    return rc;
+  if (op->opcode_index >= L->m->n_opcodes)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u: opcode index %u, but the model has "
+                   "%u operator codes", oi, op->opcode_index, L->m->n_opcodes);
+  const ar_opcode_t *oc = &L->m->opcodes[op->opcode_index];
+  char label[96];
+  op_label(oc, label, sizeof(label));
+  op->op = oc->op;
+  op->version = oc->version;
+  if (oc->op == AR_OP_INVALID) {
+    if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
+      return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s v%d): custom op \"%s\" is "
+                     "not supported", oi, label, oc->version, oc->custom_code ? oc->custom_code : "");
+    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s v%d): builtin op %d is not "
+                   "supported", oi, label, oc->version, oc->builtin_code);
+  }
+  if (oc->version > ar_op_max_version(oc->op))
+    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s v%d): version %d is above "
+                   "the highest supported version %d", oi, label, oc->version, oc->version,
+                   ar_op_max_version(oc->op));
+
+  ar_fb_vec_t in, out, inter, copts;
+  if ((rc = ar_fb_get_vector(fb, t, AR_FB_OP_INPUTS, 4, "Operator.inputs", &in)) ||
+      (rc = ar_fb_get_vector(fb, t, AR_FB_OP_OUTPUTS, 4, "Operator.outputs", &out)) ||
+      (rc = ar_fb_get_vector(fb, t, AR_FB_OP_INTERMEDIATES, 4, "Operator.intermediates", &inter)) ||
+      (rc = ar_fb_get_vector(fb, t, AR_FB_OP_CUSTOM_OPTIONS, 1, "Operator.custom_options", &copts)))
+    return rc;
+  if (in.count > AR_MAX_OP_INPUTS || out.count > AR_MAX_OP_INPUTS || inter.count > AR_MAX_OP_INPUTS)
+    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s): %u inputs, %u outputs, %u "
+                   "intermediates (at most %d each)", oi, label, in.count, out.count, inter.count,
+                   AR_MAX_OP_INPUTS);
+  if (out.count == 0)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): no outputs", oi, label);
+  op->n_inputs = (int32_t)in.count;
+  op->n_outputs = (int32_t)out.count;
+  op->n_intermediates = (int32_t)inter.count;
+  if ((rc = copy_index_list(L, &in, &op->inputs)) || (rc = copy_index_list(L, &out, &op->outputs)) ||
+      (rc = copy_index_list(L, &inter, &op->intermediates)))
+    return rc;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (op->inputs[i] < -1 || op->inputs[i] >= (int64_t)sg->n_tensors)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): input %d is tensor %d, but "
+                     "subgraph %u has %u tensors", oi, label, i, op->inputs[i], sgi, sg->n_tensors);
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (op->outputs[i] < 0 || op->outputs[i] >= (int64_t)sg->n_tensors)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): output %d is tensor %d, but "
+                     "subgraph %u has %u tensors", oi, label, i, op->outputs[i], sgi, sg->n_tensors);
+  for (int32_t i = 0; i < op->n_intermediates; i++)
+    if (op->intermediates[i] < 0 || op->intermediates[i] >= (int64_t)sg->n_tensors)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): intermediate %d is tensor %d, "
+                     "but subgraph %u has %u tensors", oi, label, i, op->intermediates[i], sgi, sg->n_tensors);
+
+  /* Custom options: inline bytes, or the 64-bit form for files > 2 GB. */
+  uint64_t loff, lsize;
+  if ((rc = ar_fb_get_u64(fb, t, AR_FB_OP_LARGE_CUSTOM_OPTIONS_OFFSET, 0,
+                          "Operator.large_custom_options_offset", &loff)) ||
+      (rc = ar_fb_get_u64(fb, t, AR_FB_OP_LARGE_CUSTOM_OPTIONS_SIZE, 0,
+                          "Operator.large_custom_options_size", &lsize)))
+    return rc;
+  if (loff > 1) {
+    uint64_t end;
+    if (__builtin_add_overflow(loff, lsize, &end))
+      return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "operator %u (%s): custom options offset %llu "
+                     "+ size %llu wraps past 2^64", oi, label, (unsigned long long)loff,
+                     (unsigned long long)lsize);
+    if (end > fb->len || lsize > UINT32_MAX)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): custom options at offset %llu, "
+                     "size %llu run past the end of the file (%llu bytes)", oi, label,
+                     (unsigned long long)loff, (unsigned long long)lsize, (unsigned long long)fb->len);
+    op->custom_options = lsize ? fb->buf + loff : NULL;
+    op->custom_options_bytes = (uint32_t)lsize;
+  } else if (copts.count > 0) {
+    op->custom_options = fb->buf + copts.pos;
+    op->custom_options_bytes = copts.count;
+  }
+
+  opctx_t c = {.L = L, .index = oi, .label = label};
+  if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM) {
+    if (oc->op == AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS)
+      return decode_transpose_conv(&c, op, &op->options.transpose_conv);
+    return 0;
+  }
+  uint8_t type;
+  ar_fb_table_t ot;
+  if ((rc = ar_fb_get_u8(fb, t, AR_FB_OP_BUILTIN_OPTIONS_TYPE, 0, "Operator.builtin_options_type", &type)) ||
+      (rc = ar_fb_get_table(fb, t, AR_FB_OP_BUILTIN_OPTIONS, "Operator.builtin_options", &ot, &c.present)))
+    return rc;
+  int want = expected_options_type(oc->op);
+  if (type != AR_FB_OPTIONS_NONE && type != want)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): builtin_options has union type "
+                   "%u, expected %d", oi, label, type, want);
+  if (type == AR_FB_OPTIONS_NONE) c.present = false;   /* schema defaults */
+  c.t = &ot;
+  return decode_builtin_options(&c, oc->op, &op->options);
+}
+
+/* Dataflow in stored order: every input must exist when its operator runs (TFLite executes
+ * operators in the order stored; arenad plans lifetimes on that order). */
+static int check_dataflow(loader_t *L, uint32_t sgi, ar_subgraph_t *sg) {
+  enum { UNSET = 0, AVAILABLE = 1 };
+  int rc = 0;
+  /* producer[t] = operator index + 1 that writes t, 0 if none; ready[t] = available from start. */
+  uint32_t *producer = calloc(sg->n_tensors ? sg->n_tensors : 1, sizeof(uint32_t));
+  uint8_t *ready = calloc(sg->n_tensors ? sg->n_tensors : 1, 1);
+  if (!producer || !ready) {
+    rc = oom(L, "dataflow check");
+    goto done;
+  }
+  for (uint32_t t = 0; t < sg->n_tensors; t++)
+    if (ar_tensor_is_constant(&sg->tensors[t]) || sg->tensors[t].is_variable) ready[t] = AVAILABLE;
+  for (uint32_t i = 0; i < sg->n_inputs; i++) ready[sg->inputs[i]] = AVAILABLE;
+  for (uint32_t oi = 0; oi < sg->n_operators; oi++) {
+    const ar_operator_t *op = &sg->operators[oi];
+    char label[96];
+    op_label(&L->m->opcodes[op->opcode_index], label, sizeof(label));
+    for (int32_t o = 0; o < op->n_outputs; o++) {
+      int32_t t = op->outputs[o];
+      const ar_tensor_t *tt = &sg->tensors[t];
+      if (ar_tensor_is_constant(tt)) {
+        rc = ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): output %d is tensor %d (%s), "
+                     "which is a constant", oi, label, o, t, tt->name);
+        goto done;
+      }
+      if (producer[t]) {
+        rc = ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): output %d is tensor %d (%s), "
+                     "already written by operator %u", oi, label, o, t, tt->name, producer[t] - 1);
+        goto done;
+      }
+      producer[t] = oi + 1;
+    }
+  }
+  for (uint32_t oi = 0; oi < sg->n_operators; oi++) {
+    const ar_operator_t *op = &sg->operators[oi];
+    char label[96];
+    op_label(&L->m->opcodes[op->opcode_index], label, sizeof(label));
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t t = op->inputs[i];
+      if (t < 0 || ready[t] || (producer[t] && producer[t] - 1 < oi)) continue;
+      if (producer[t])
+        rc = ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): input %d is tensor %d (%s), "
+                     "which is produced later, by operator %u", oi, label, i, t, sg->tensors[t].name,
+                     producer[t] - 1);
+      else
+        rc = ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): input %d is tensor %d (%s), "
+                     "which is not a constant, graph input or variable and no operator produces it",
+                     oi, label, i, t, sg->tensors[t].name);
+      goto done;
+    }
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++) {
+    int32_t t = sg->outputs[i];
+    if (!ready[t] && !producer[t]) {
+      rc = ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u: output %u is tensor %d (%s), which "
+                   "no operator produces", sgi, i, t, sg->tensors[t].name);
+      goto done;
+    }
+  }
+done:
+  free(producer);
+  free(ready);
+  return rc;
+}
+
+static int decode_graph_io(loader_t *L, uint32_t sgi, const ar_fb_table_t *t, unsigned id,
+                           const char *what, const char *kind, const int32_t **list, uint32_t *n,
+                           uint32_t n_tensors) {
+  ar_fb_vec_t v;
+  int rc = ar_fb_get_vector(&L->fb, t, id, 4, what, &v);
+  if (rc) return rc;
+  if ((rc = copy_index_list(L, &v, list))) return rc;
+  *n = v.count;
+  for (uint32_t i = 0; i < v.count; i++)
+    if ((*list)[i] < 0 || (*list)[i] >= (int64_t)n_tensors)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u: %s %u is tensor %d, but the subgraph "
+                     "has %u tensors", sgi, kind, i, (*list)[i], n_tensors);
+  return 0;
+}
+
+static int decode_subgraph(loader_t *L, uint32_t sgi, const ar_fb_table_t *t, ar_subgraph_t *sg) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t tensors, ops;
+  int rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u", sgi);
+  if ((rc = get_string_copy(L, t, AR_FB_SUBGRAPH_NAME, "SubGraph.name", false, &sg->name))) return rc;
+  if ((rc = ar_fb_get_vector(fb, t, AR_FB_SUBGRAPH_TENSORS, 4, "SubGraph.tensors", &tensors)) ||
+      (rc = ar_fb_get_vector(fb, t, AR_FB_SUBGRAPH_OPERATORS, 4, "SubGraph.operators", &ops)))
+    return rc;
+  if (tensors.count > AR_MAX_TENSORS || ops.count > AR_MAX_OPERATORS)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u has %u tensors and %u operators (at most "
+                   "%u each)", sgi, tensors.count, ops.count, AR_MAX_TENSORS);
+  sg->n_tensors = tensors.count;
+  sg->n_operators = ops.count;
+  sg->tensors = alloc_array(L, tensors.count, sizeof(ar_tensor_t), "tensors");
+  sg->operators = alloc_array(L, ops.count, sizeof(ar_operator_t), "operators");
+  if (!sg->tensors || !sg->operators) return AR_ENOMEM;
+  for (uint32_t i = 0; i < tensors.count; i++) {
+    ar_fb_table_t tt;
+    snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u, tensor %u", sgi, i);
+    if ((rc = ar_fb_vec_table(fb, &tensors, i, "SubGraph.tensors", &tt))) return rc;
+    if ((rc = decode_tensor(L, sgi, i, &tt, &sg->tensors[i]))) return rc;
+  }
+  snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u", sgi);
+  if ((rc = decode_graph_io(L, sgi, t, AR_FB_SUBGRAPH_INPUTS, "SubGraph.inputs", "input", &sg->inputs,
+                            &sg->n_inputs, sg->n_tensors)) ||
+      (rc = decode_graph_io(L, sgi, t, AR_FB_SUBGRAPH_OUTPUTS, "SubGraph.outputs", "output", &sg->outputs,
+                            &sg->n_outputs, sg->n_tensors)))
+    return rc;
+  for (uint32_t i = 0; i < ops.count; i++) {
+    ar_fb_table_t ot;
+    snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u, operator %u", sgi, i);
+    if ((rc = ar_fb_vec_table(fb, &ops, i, "SubGraph.operators", &ot))) return rc;
+    if ((rc = decode_operator(L, sgi, i, &ot, sg, &sg->operators[i]))) return rc;
+  }
+  return check_dataflow(L, sgi, sg);
+}
+
+/* ---- 4. Metadata and signature defs. ---- */
+static int decode_metadata(loader_t *L, const ar_fb_table_t *model) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t v, old;
+  int rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  if ((rc = ar_fb_get_vector(fb, model, AR_FB_MODEL_METADATA_BUFFER, 4, "Model.metadata_buffer", &old)))
+    return rc;
+  for (uint32_t i = 0; i < old.count; i++) {
+    int32_t b = vec_i32(fb, &old, i);
+    if (b < 0 || (uint32_t)b >= L->m->n_buffers)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "metadata_buffer %u is buffer %d, but the model has "
+                     "%u buffers", i, b, L->m->n_buffers);
+  }
+  if ((rc = ar_fb_get_vector(fb, model, AR_FB_MODEL_METADATA, 4, "Model.metadata", &v))) return rc;
+  if (v.count > AR_MAX_METADATA)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "model has %u metadata entries (at most %u)", v.count,
+                   AR_MAX_METADATA);
+  L->m->n_metadata = v.count;
+  L->m->metadata = alloc_array(L, v.count, sizeof(ar_metadata_t), "metadata");
+  if (!L->m->metadata) return AR_ENOMEM;
+  for (uint32_t i = 0; i < v.count; i++) {
+    ar_fb_table_t t;
+    ar_metadata_t *md = &L->m->metadata[i];
+    snprintf(fb->ctx, sizeof(fb->ctx), "metadata %u", i);
+    if ((rc = ar_fb_vec_table(fb, &v, i, "Model.metadata", &t)) ||
+        (rc = get_string_copy(L, &t, AR_FB_METADATA_NAME, "Metadata.name", false, &md->name)) ||
+        (rc = ar_fb_get_u32(fb, &t, AR_FB_METADATA_BUFFER, 0, "Metadata.buffer", &md->buffer)))
+      return rc;
+    if (md->buffer >= L->m->n_buffers)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "metadata %u (%s): buffer %u, but the model has %u "
+                     "buffers", i, md->name, md->buffer, L->m->n_buffers);
+  }
+  return 0;
+}
+
+static int check_tensor_maps(loader_t *L, uint32_t si, const ar_fb_table_t *t, unsigned id, const char *what,
+                             const ar_subgraph_t *sg) {
+  ar_fb_vec_t v;
+  int rc = ar_fb_get_vector(&L->fb, t, id, 4, what, &v);
+  if (rc) return rc;
+  for (uint32_t i = 0; i < v.count; i++) {
+    ar_fb_table_t m;
+    const char *name;
+    uint32_t len, ti;
+    if ((rc = ar_fb_vec_table(&L->fb, &v, i, what, &m)) ||
+        (rc = ar_fb_get_string(&L->fb, &m, AR_FB_TENSORMAP_NAME, "TensorMap.name", &name, &len)) ||
+        (rc = ar_fb_get_u32(&L->fb, &m, AR_FB_TENSORMAP_TENSOR_INDEX, 0, "TensorMap.tensor_index", &ti)))
+      return rc;
+    if (ti >= sg->n_tensors)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "signature def %u: %s %u is tensor %u, but its "
+                     "subgraph has %u tensors", si, what, i, ti, sg->n_tensors);
+  }
+  return 0;
+}
+
+static int decode_signature_defs(loader_t *L, const ar_fb_table_t *model) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_vec_t v;
+  int rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  if ((rc = ar_fb_get_vector(fb, model, AR_FB_MODEL_SIGNATURE_DEFS, 4, "Model.signature_defs", &v))) return rc;
+  if (v.count > AR_MAX_SIGNATURE_DEFS)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "model has %u signature defs (at most %u)", v.count,
+                   AR_MAX_SIGNATURE_DEFS);
+  L->m->n_signature_defs = v.count;
+  for (uint32_t i = 0; i < v.count; i++) {
+    ar_fb_table_t t;
+    const char *key;
+    uint32_t len, sgi;
+    snprintf(fb->ctx, sizeof(fb->ctx), "signature def %u", i);
+    if ((rc = ar_fb_vec_table(fb, &v, i, "Model.signature_defs", &t)) ||
+        (rc = ar_fb_get_string(fb, &t, AR_FB_SIGDEF_SIGNATURE_KEY, "SignatureDef.signature_key", &key, &len)) ||
+        (rc = ar_fb_get_u32(fb, &t, AR_FB_SIGDEF_SUBGRAPH_INDEX, 0, "SignatureDef.subgraph_index", &sgi)))
+      return rc;
+    if (sgi >= L->m->n_subgraphs)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "signature def %u: subgraph %u, but the model has %u "
+                     "subgraphs", i, sgi, L->m->n_subgraphs);
+    if ((rc = check_tensor_maps(L, i, &t, AR_FB_SIGDEF_INPUTS, "input", &L->m->subgraphs[sgi])) ||
+        (rc = check_tensor_maps(L, i, &t, AR_FB_SIGDEF_OUTPUTS, "output", &L->m->subgraphs[sgi])))
+      return rc;
+  }
+  return 0;
+}
+
+/* ---- Whole model. ---- */
+static int decode_model(loader_t *L) {
+  ar_fb_t *fb = &L->fb;
+  ar_fb_table_t model;
+  ar_fb_vec_t sgs;
+  int rc;
+  if ((rc = ar_fb_root(fb, "TFL3", &model))) return rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  if ((rc = ar_fb_get_u32(fb, &model, AR_FB_MODEL_VERSION, 0, "Model.version", &L->m->schema_version)))
+    return rc;
+  if (L->m->schema_version != 3)
+    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "model schema version %u (arenad reads "
+                   "version 3)", L->m->schema_version);
+  if ((rc = get_string_copy(L, &model, AR_FB_MODEL_DESCRIPTION, "Model.description", false,
+                            &L->m->description)))
+    return rc;
+  if ((rc = decode_buffers(L, &model)) || (rc = decode_opcodes(L, &model))) return rc;
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  if ((rc = ar_fb_get_vector(fb, &model, AR_FB_MODEL_SUBGRAPHS, 4, "Model.subgraphs", &sgs))) return rc;
+  if (sgs.count == 0 || sgs.count > AR_MAX_SUBGRAPHS)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "model has %u subgraphs (1 to %u accepted)", sgs.count,
+                   AR_MAX_SUBGRAPHS);
+  L->m->n_subgraphs = sgs.count;
+  L->m->subgraphs = alloc_array(L, sgs.count, sizeof(ar_subgraph_t), "subgraphs");
+  if (!L->m->subgraphs) return AR_ENOMEM;
+  for (uint32_t i = 0; i < sgs.count; i++) {
+    ar_fb_table_t t;
+    snprintf(fb->ctx, sizeof(fb->ctx), "subgraph %u", i);
+    if ((rc = ar_fb_vec_table(fb, &sgs, i, "Model.subgraphs", &t))) return rc;
+    if ((rc = decode_subgraph(L, i, &t, &L->m->subgraphs[i]))) return rc;
+  }
+  if ((rc = decode_metadata(L, &model)) || (rc = decode_signature_defs(L, &model))) return rc;
+
+  /* constant_bytes: distinct non-empty buffers referenced by tensors of any subgraph. */
+  uint8_t *seen = calloc(L->m->n_buffers ? L->m->n_buffers : 1, 1);
+  if (!seen) return oom(L, "buffer census");
+  uint64_t total = 0;
+  for (uint32_t s = 0; s < L->m->n_subgraphs; s++) {
+    const ar_subgraph_t *sg = &L->m->subgraphs[s];
+    for (uint32_t t = 0; t < sg->n_tensors; t++) {
+      const ar_tensor_t *tt = &sg->tensors[t];
+      if (tt->data && !seen[tt->buffer]) {
+        seen[tt->buffer] = 1;
+        total += tt->data_bytes;   /* each <= file size, count <= 2^24: no overflow */
+      }
+    }
+  }
+  free(seen);
+  L->m->constant_bytes = total;
+  ar_sha256(fb->buf, (size_t)fb->len, L->m->sha256);
+  return 0;
+}
+
+static int load_common(const void *data, size_t bytes, void *map, ar_model_t **out, char *msg,
+                       size_t msg_bytes) {
+  if (msg && msg_bytes) msg[0] = 0;
+  if (!out || (!data && bytes)) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load: NULL argument");
+  *out = NULL;
+  model_priv_t *priv = calloc(1, sizeof(*priv));
+  if (!priv) return ar_errf(msg, msg_bytes, AR_ENOMEM, "out of memory");
+  loader_t L = {.priv = priv, .msg = msg, .msg_bytes = msg_bytes};
+  L.m = arena_alloc(priv, sizeof(ar_model_t));
+  if (!L.m) {
+    free(priv);
+    return ar_errf(msg, msg_bytes, AR_ENOMEM, "out of memory");
+  }
+  L.m->file = data;
+  L.m->file_bytes = bytes;
+  L.m->priv = priv;
+  ar_fb_init(&L.fb, data, bytes, msg, msg_bytes);
+  int rc = decode_model(&L);
+  free(L.bufs);
+  if (rc) {
+    ar_model_free(L.m);   /* map stays with the caller on failure */
+    return rc;
+  }
+  priv->map = map;
+  priv->map_bytes = map ? bytes : 0;
+  *out = L.m;
+  return 0;
+}
+
+int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char *msg, size_t msg_bytes) {
+  return load_common(data, bytes, NULL, out, msg, msg_bytes);
+}
+
+int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes) {
+  if (!path || !out) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load: NULL argument");
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_EIO, "%s: stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_EIO, "%s: not a regular file", path);
+  }
+  if (st.st_size <= 0) {
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_EMODEL, "%s: file is empty", path);
+  }
+  if ((uint64_t)st.st_size > SIZE_MAX) {
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "%s: file too large to map", path);
+  }
+  size_t bytes = (size_t)st.st_size;
+  void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);   /* the mapping keeps the file referenced */
+  if (map == MAP_FAILED) return ar_errf(msg, msg_bytes, AR_EIO, "%s: mmap: %s", path, strerror(e));
+  int rc = load_common(map, bytes, map, out, msg, msg_bytes);
+  if (rc) munmap(map, bytes);
+  return rc;
+}
+
+void ar_model_free(ar_model_t *model) {
+  if (!model) return;
+  model_priv_t *priv = model->priv;
+  void *map = priv->map;
+  size_t map_bytes = priv->map_bytes;
+  chunk_t *c = priv->chunks;   /* the model itself lives in the arena */
+  while (c) {
+    chunk_t *next = c->next;
+    free(c);
+    c = next;
+  }
+  free(priv);
+  if (map) munmap(map, map_bytes);
+}

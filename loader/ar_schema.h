@@ -1,0 +1,88 @@
+/* ar_schema.h - field ids and union type numbers of TFLite's schema.fbs (internal to the loader
+ * and its tests).
+ *
+ * A FlatBuffers field id is its declaration position in the table (a union takes two ids: the
+ * type byte, then the value); the vtable entry for id i is at vtable + 4 + 2*i. Union type
+ * numbers are the member's position in the union, 1-based (0 = NONE). Values checked against
+ * TFLite's public tensorflow/lite/schema/schema.fbs (schema version 3c).
+ */
+#ifndef AR_SCHEMA_H
+#define AR_SCHEMA_H
+
+/* table Model */
+enum { AR_FB_MODEL_VERSION = 0, AR_FB_MODEL_OPERATOR_CODES = 1, AR_FB_MODEL_SUBGRAPHS = 2,
+       AR_FB_MODEL_DESCRIPTION = 3, AR_FB_MODEL_BUFFERS = 4, AR_FB_MODEL_METADATA_BUFFER = 5,
+       AR_FB_MODEL_METADATA = 6, AR_FB_MODEL_SIGNATURE_DEFS = 7 };
+/* table OperatorCode */
+enum { AR_FB_OPCODE_DEPRECATED_BUILTIN_CODE = 0, AR_FB_OPCODE_CUSTOM_CODE = 1,
+       AR_FB_OPCODE_VERSION = 2, AR_FB_OPCODE_BUILTIN_CODE = 3 };
+/* table SubGraph */
+enum { AR_FB_SUBGRAPH_TENSORS = 0, AR_FB_SUBGRAPH_INPUTS = 1, AR_FB_SUBGRAPH_OUTPUTS = 2,
+       AR_FB_SUBGRAPH_OPERATORS = 3, AR_FB_SUBGRAPH_NAME = 4 };
+/* table Tensor */
+enum { AR_FB_TENSOR_SHAPE = 0, AR_FB_TENSOR_TYPE = 1, AR_FB_TENSOR_BUFFER = 2, AR_FB_TENSOR_NAME = 3,
+       AR_FB_TENSOR_QUANTIZATION = 4, AR_FB_TENSOR_IS_VARIABLE = 5, AR_FB_TENSOR_SPARSITY = 6,
+       AR_FB_TENSOR_SHAPE_SIGNATURE = 7, AR_FB_TENSOR_HAS_RANK = 8 };
+/* table QuantizationParameters */
+enum { AR_FB_QUANT_MIN = 0, AR_FB_QUANT_MAX = 1, AR_FB_QUANT_SCALE = 2, AR_FB_QUANT_ZERO_POINT = 3,
+       AR_FB_QUANT_DETAILS_TYPE = 4, AR_FB_QUANT_DETAILS = 5, AR_FB_QUANT_QUANTIZED_DIMENSION = 6 };
+/* table SparsityParameters, DimensionMetadata, Int32Vector/Uint16Vector/Uint8Vector */
+enum { AR_FB_SPARSITY_TRAVERSAL_ORDER = 0, AR_FB_SPARSITY_BLOCK_MAP = 1, AR_FB_SPARSITY_DIM_METADATA = 2 };
+enum { AR_FB_DIM_FORMAT = 0, AR_FB_DIM_DENSE_SIZE = 1, AR_FB_DIM_ARRAY_SEGMENTS_TYPE = 2,
+       AR_FB_DIM_ARRAY_SEGMENTS = 3, AR_FB_DIM_ARRAY_INDICES_TYPE = 4, AR_FB_DIM_ARRAY_INDICES = 5 };
+enum { AR_FB_INDEX_VECTOR_VALUES = 0 };
+/* table Operator */
+enum { AR_FB_OP_OPCODE_INDEX = 0, AR_FB_OP_INPUTS = 1, AR_FB_OP_OUTPUTS = 2,
+       AR_FB_OP_BUILTIN_OPTIONS_TYPE = 3, AR_FB_OP_BUILTIN_OPTIONS = 4, AR_FB_OP_CUSTOM_OPTIONS = 5,
+       AR_FB_OP_CUSTOM_OPTIONS_FORMAT = 6, AR_FB_OP_MUTATING_VARIABLE_INPUTS = 7,
+       AR_FB_OP_INTERMEDIATES = 8, AR_FB_OP_LARGE_CUSTOM_OPTIONS_OFFSET = 9,
+       AR_FB_OP_LARGE_CUSTOM_OPTIONS_SIZE = 10, AR_FB_OP_BUILTIN_OPTIONS_2_TYPE = 11,
+       AR_FB_OP_BUILTIN_OPTIONS_2 = 12 };
+/* table Buffer, Metadata, TensorMap, SignatureDef */
+enum { AR_FB_BUFFER_DATA = 0, AR_FB_BUFFER_OFFSET = 1, AR_FB_BUFFER_SIZE = 2 };
+enum { AR_FB_METADATA_NAME = 0, AR_FB_METADATA_BUFFER = 1 };
+enum { AR_FB_TENSORMAP_NAME = 0, AR_FB_TENSORMAP_TENSOR_INDEX = 1 };
+enum { AR_FB_SIGDEF_INPUTS = 0, AR_FB_SIGDEF_OUTPUTS = 1, AR_FB_SIGDEF_SIGNATURE_KEY = 2,
+       AR_FB_SIGDEF_DEPRECATED_TAG = 3, AR_FB_SIGDEF_SUBGRAPH_INDEX = 4 };
+
+/* Builtin options tables (fields in declaration order). */
+enum { AR_FB_CONV_PADDING = 0, AR_FB_CONV_STRIDE_W = 1, AR_FB_CONV_STRIDE_H = 2,
+       AR_FB_CONV_ACTIVATION = 3, AR_FB_CONV_DILATION_W = 4, AR_FB_CONV_DILATION_H = 5 };
+enum { AR_FB_DW_PADDING = 0, AR_FB_DW_STRIDE_W = 1, AR_FB_DW_STRIDE_H = 2,
+       AR_FB_DW_DEPTH_MULTIPLIER = 3, AR_FB_DW_ACTIVATION = 4, AR_FB_DW_DILATION_W = 5,
+       AR_FB_DW_DILATION_H = 6 };
+enum { AR_FB_POOL_PADDING = 0, AR_FB_POOL_STRIDE_W = 1, AR_FB_POOL_STRIDE_H = 2,
+       AR_FB_POOL_FILTER_W = 3, AR_FB_POOL_FILTER_H = 4, AR_FB_POOL_ACTIVATION = 5 };
+enum { AR_FB_FC_ACTIVATION = 0, AR_FB_FC_WEIGHTS_FORMAT = 1, AR_FB_FC_KEEP_NUM_DIMS = 2,
+       AR_FB_FC_ASYMMETRIC_QUANTIZE_INPUTS = 3 };
+enum { AR_FB_CONCAT_AXIS = 0, AR_FB_CONCAT_ACTIVATION = 1 };
+enum { AR_FB_ADD_ACTIVATION = 0 };          /* AddOptions, MulOptions */
+enum { AR_FB_RESIZE_BILINEAR_ALIGN_CORNERS = 2, AR_FB_RESIZE_BILINEAR_HALF_PIXEL_CENTERS = 3 };
+enum { AR_FB_RESHAPE_NEW_SHAPE = 0 };
+enum { AR_FB_REDUCER_KEEP_DIMS = 0 };
+enum { AR_FB_DEPTH_TO_SPACE_BLOCK_SIZE = 0 };
+
+/* union BuiltinOptions type numbers (1-based position in the union). */
+enum {
+  AR_FB_OPTIONS_NONE = 0,
+  AR_FB_OPTIONS_CONV2D = 1,
+  AR_FB_OPTIONS_DEPTHWISE_CONV2D = 2,
+  AR_FB_OPTIONS_POOL2D = 5,
+  AR_FB_OPTIONS_FULLY_CONNECTED = 8,
+  AR_FB_OPTIONS_CONCATENATION = 10,
+  AR_FB_OPTIONS_ADD = 11,
+  AR_FB_OPTIONS_RESIZE_BILINEAR = 15,
+  AR_FB_OPTIONS_RESHAPE = 17,
+  AR_FB_OPTIONS_MUL = 21,
+  AR_FB_OPTIONS_PAD = 22,
+  AR_FB_OPTIONS_REDUCER = 27,
+  AR_FB_OPTIONS_DEQUANTIZE = 38,
+  AR_FB_OPTIONS_HARD_SWISH = 91,
+  AR_FB_OPTIONS_DEPTH_TO_SPACE = 94,
+  AR_FB_OPTIONS_DENSIFY = 99,
+};
+
+/* union SparseIndexVector type numbers = ar_index_type_t (Int32Vector 1, Uint16Vector 2,
+ * Uint8Vector 3). */
+
+#endif /* AR_SCHEMA_H */
