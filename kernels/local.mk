@@ -1,1 +1,16 @@
 # kernels: rules for this layer (see top Makefile.am).
+# Convolution family (conv, depthwise, transpose conv, fully connected) and the shared helpers.
+libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
+  kernels/conv.c kernels/depthwise.c kernels/transpose_conv.c kernels/fully_connected.c
+# GCC 12's -O3 set for the vectorized loops, spelled out because the user's CFLAGS (-O2) come
+# last on the command line and would override a plain -O3; explicit -f flags survive a later -O2.
+# Portable: no -march; the AVX2+FMA clones of the hot loops are picked at run time.
+libarkernels_la_CFLAGS += -fvect-cost-model=dynamic -fpeel-loops -funswitch-loops \
+  -fpredictive-commoning -fipa-cp-clone -fsplit-loops -fsplit-paths -ftree-partial-pre \
+  -fgcse-after-reload -ftree-loop-distribution -fversion-loops-for-strides -floop-interchange \
+  -floop-unroll-and-jam
+check_PROGRAMS += tests/check_kernels_conv
+TESTS += tests/check_kernels_conv
+tests_check_kernels_conv_SOURCES = tests/check_kernels_conv.c
+tests_check_kernels_conv_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_kernels_conv_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)

@@ -1,0 +1,186 @@
+/* conv.c - TFLite CONV_2D, float32.
+ *
+ * Input [N,H,W,I] (NHWC), filter [O,KH,KW,I] (OHWI), optional bias [O], output [N,OH,OW,O].
+ * TFLite semantics: SAME padding puts the odd row/column at the bottom/right and clamps negative
+ * padding to 0; dilation spreads the taps; the fused activation is applied to bias + sum.
+ *
+ * Speed: a convolution is a GEMM once the input patches are laid out as rows (im2col):
+ *   out[M = N*OH*OW, O] = patches[M, K = KH*KW*I] x filter[O, K]^T
+ * and OHWI is already [O, K] row-major, so the filter is used in place (cblas Trans). A 1x1
+ * stride-1 convolution needs no im2col: the input itself is [M, I]. Otherwise im2col fills a
+ * planned scratch buffer in tiles of output pixels (AR_CONV_TILE_BYTES), which bounds the
+ * scratch the planner has to place and keeps each patch tile in cache for the GEMM.
+ */
+#include "kernels/ar_kernel_impl.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/conv_util.h"
+
+/* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
+#define AR_CONV_TILE_BYTES (512u * 1024u)
+#define AR_CONV_TILE_MIN_PIXELS 64
+
+typedef struct {
+  int32_t n, h, w, ci;          /* input */
+  int32_t co, kh, kw;           /* filter */
+  int32_t oh, ow;               /* output */
+  int32_t sh, sw, dh, dw;       /* strides, dilations */
+  int32_t pt, pl;               /* leading padding (top, left) */
+  int64_t m, k;                 /* GEMM: M = N*OH*OW rows, K = KH*KW*I */
+  bool direct;                  /* 1x1 stride 1: the input is the GEMM's left matrix */
+  int64_t tile_pixels;          /* im2col rows per tile */
+} conv_geom_t;
+
+static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
+  const ar_conv2d_options_t *o = &node->options->conv2d;
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  g->n = in->dims[0]; g->h = in->dims[1]; g->w = in->dims[2]; g->ci = in->dims[3];
+  g->co = f->dims[0]; g->kh = f->dims[1]; g->kw = f->dims[2];
+  g->sh = o->stride_h; g->sw = o->stride_w; g->dh = o->dilation_h; g->dw = o->dilation_w;
+  g->oh = ar_compute_padding(o->padding, g->h, g->kh, g->sh, g->dh, &g->pt);
+  g->ow = ar_compute_padding(o->padding, g->w, g->kw, g->sw, g->dw, &g->pl);
+  g->m = (int64_t)g->n * g->oh * g->ow;
+  g->k = (int64_t)g->kh * g->kw * g->ci;
+  g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1;
+  int64_t t = (int64_t)AR_CONV_TILE_BYTES / (g->k * (int64_t)sizeof(float));
+  if (t < AR_CONV_TILE_MIN_PIXELS) t = AR_CONV_TILE_MIN_PIXELS;
+  g->tile_pixels = g->m < t ? g->m : t;
+}
+
+static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  const char *name = "CONV_2D";
+  int idx = node->index;
+  char s1[96], s2[96];
+  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
+      !node->inputs[1] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) "
+                   "and one output, got %d inputs and %d outputs", idx, name, node->n_inputs,
+                   node->n_outputs);
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_tview_t *out = node->outputs[0];
+  const ar_conv2d_options_t *o = &node->options->conv2d;
+  if (in->dtype != AR_DTYPE_FLOAT32 || f->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32 ||
+      (bias && bias->dtype != AR_DTYPE_FLOAT32))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/filter/bias/output "
+                   "are supported (input %s, filter %s, output %s)", idx, name,
+                   ar_dtype_name(in->dtype), ar_dtype_name(f->dtype), ar_dtype_name(out->dtype));
+  if (in->rank != 4 || f->rank != 4)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input %s and filter %s must both be rank 4 "
+                   "(NHWC, OHWI)", idx, name, ar__shape_str(s1, sizeof s1, in),
+                   ar__shape_str(s2, sizeof s2, f));
+  if (f->dims[3] != in->dims[3])
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "filter shape %s does not match input "
+                   "channels %d", idx, name, ar__shape_str(s1, sizeof s1, f), (int)in->dims[3]);
+  if (bias && (bias->rank != 1 || bias->dims[0] != f->dims[0]))
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "bias shape %s does not match %d output "
+                   "channels", idx, name, ar__shape_str(s1, sizeof s1, bias), (int)f->dims[0]);
+  if (o->stride_h < 1 || o->stride_w < 1 || o->dilation_h < 1 || o->dilation_w < 1 ||
+      (o->padding != AR_PADDING_SAME && o->padding != AR_PADDING_VALID) ||
+      !ar__activation_valid(o->activation))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "invalid options: stride %dx%d, "
+                   "dilation %dx%d, padding %d, activation %d", idx, name, (int)o->stride_h,
+                   (int)o->stride_w, (int)o->dilation_h, (int)o->dilation_w, (int)o->padding,
+                   (int)o->activation);
+  for (int i = 0; i < 4; i++)
+    if (in->dims[i] <= 0 || f->dims[i] <= 0)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "empty input %s or filter %s", idx, name,
+                     ar__shape_str(s1, sizeof s1, in), ar__shape_str(s2, sizeof s2, f));
+  conv_geom_t g;
+  conv_geometry(node, &g);
+  if (g.oh <= 0 || g.ow <= 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "filter %s with dilation %dx%d is larger "
+                   "than input %s under VALID padding", idx, name, ar__shape_str(s1, sizeof s1, f),
+                   (int)g.dh, (int)g.dw, ar__shape_str(s2, sizeof s2, in));
+  int32_t want[4] = {g.n, g.oh, g.ow, g.co};
+  if (out->rank != 4 || memcmp(out->dims, want, sizeof want) != 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
+                   idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
+                   (int)want[2], (int)want[3]);
+  /* cblas takes int sizes. */
+  if (g.m > INT_MAX || g.k > INT_MAX || (int64_t)g.n * g.h * g.w * g.ci > INT_MAX)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
+                   name, (long long)g.m, (long long)g.k);
+  node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_pixels * (uint64_t)g.k * sizeof(float);
+  node->state_bytes = 0;
+  return 0;
+}
+
+/* One im2col row: the KH*KW*I input values under output pixel (b, oy, ox), zeros outside. */
+static void im2col_row(const conv_geom_t *g, const float *in, int32_t b, int32_t oy, int32_t ox,
+                       float *row) {
+  const size_t ci = (size_t)g->ci;
+  const size_t span = (size_t)g->kw * ci;
+  const int32_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+  const bool cols_inside = ix0 >= 0 && ix0 + (g->kw - 1) * g->dw < g->w;
+  for (int32_t ky = 0; ky < g->kh; ky++, row += span) {
+    const int32_t iy = iy0 + ky * g->dh;
+    if (iy < 0 || iy >= g->h) { memset(row, 0, span * sizeof(float)); continue; }
+    const float *src = in + (((size_t)b * g->h + iy) * g->w) * ci;
+    if (cols_inside && g->dw == 1) {   /* the whole filter row is one contiguous run */
+      memcpy(row, src + (size_t)ix0 * ci, span * sizeof(float));
+      continue;
+    }
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      const int32_t ix = ix0 + kx * g->dw;
+      float *dst = row + (size_t)kx * ci;
+      if (ix < 0 || ix >= g->w) memset(dst, 0, ci * sizeof(float));
+      else memcpy(dst, src + (size_t)ix * ci, ci * sizeof(float));
+    }
+  }
+}
+
+static void conv_eval(const ar_node_t *node) {
+  const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const float *in = node->inputs[0]->data, *filter = node->inputs[1]->data;
+  const float *bias = bias_t ? bias_t->data : NULL;
+  float *out = node->outputs[0]->data;
+  const ar_activation_t act = node->options->conv2d.activation;
+  conv_geom_t g;
+  conv_geometry(node, &g);
+  const int co = g.co, k = (int)g.k;
+
+  if (g.direct) {
+    ar__fill_bias_rows(out, (size_t)g.m, (size_t)co, bias);
+    if (g.m == 1)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, in, 1, 1.0f, out, 1);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.m, co, k, 1.0f, in, k, filter, k,
+                  1.0f, out, co);
+    ar__activate(out, (size_t)g.m * (size_t)co, act);
+    return;
+  }
+
+  float *col = node->scratch;
+  const int64_t per_image = (int64_t)g.oh * g.ow;
+  for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_pixels) {
+    const int64_t tm = AR_MIN(g.tile_pixels, g.m - m0);
+    int32_t b = (int32_t)(m0 / per_image);
+    int64_t rem = m0 % per_image;
+    int32_t oy = (int32_t)(rem / g.ow), ox = (int32_t)(rem % g.ow);
+    for (int64_t r = 0; r < tm; r++) {
+      im2col_row(&g, in, b, oy, ox, col + r * g.k);
+      if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
+    }
+    float *dst = out + m0 * co;
+    ar__fill_bias_rows(dst, (size_t)tm, (size_t)co, bias);
+    if (tm == 1)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, col, 1, 1.0f, dst, 1);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, co, k, 1.0f, col, k, filter, k,
+                  1.0f, dst, co);
+    ar__activate(dst, (size_t)tm * (size_t)co, act);
+  }
+}
+
+const ar_kernel_t ar_kernel_conv_2d = {
+  .name = "CONV_2D",
+  .prepare = conv_prepare,
+  .init = NULL,
+  .eval = conv_eval,
+};

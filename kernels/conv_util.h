@@ -1,0 +1,82 @@
+/* conv_util.h - internal helpers shared by the convolution-family kernels (conv.c, depthwise.c,
+ * transpose_conv.c, fully_connected.c): shape strings for prepare messages, the clamp range of a
+ * fused activation, the bias + activation pass over GEMM output rows, and the AVX2/FMA clone
+ * switch. Header-only, static inline; not part of the kernels API. */
+#ifndef AR_CONV_UTIL_H
+#define AR_CONV_UTIL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "kernels/ar_kernels.h"
+
+/* Hot loops are compiled twice, for the baseline ISA and for AVX2+FMA, and picked at run time, so
+ * the build stays portable (no -march=native) but runs 8-wide on machines that have it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang_analyzer__)
+#define AR_HAVE_AVX2_CLONE 1
+#define AR_TARGET_AVX2 __attribute__((target("avx2,fma")))
+static inline bool ar__cpu_has_avx2_fma(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#else
+#define AR_HAVE_AVX2_CLONE 0
+#define AR_TARGET_AVX2
+static inline bool ar__cpu_has_avx2_fma(void) { return false; }
+#endif
+
+#define AR_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* "[32,3,3,4]" for a tensor view (or "(none)"), for prepare messages. */
+static inline const char *ar__shape_str(char *buf, size_t n, const ar_tview_t *t) {
+  if (!t) { snprintf(buf, n, "(none)"); return buf; }
+  size_t used = 0;
+  used += (size_t)snprintf(buf + used, n - used, "[");
+  for (int32_t i = 0; i < t->rank && used < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, i ? ",%d" : "%d", (int)t->dims[i]);
+  if (used < n) snprintf(buf + used, n - used, "]");
+  return buf;
+}
+
+static inline bool ar__activation_valid(ar_activation_t act) {
+  return act >= AR_ACT_NONE && act <= AR_ACT_SIGN_BIT;
+}
+
+/* The clamp that RELU / RELU_N1_TO_1 / RELU6 reduce to (TFLite CalculateActivationRange);
+ * NONE, TANH and SIGN_BIT clamp to [-inf, inf] and TANH / SIGN_BIT are applied afterwards. */
+static inline void ar__act_range(ar_activation_t act, float *lo, float *hi) {
+  *lo = -INFINITY; *hi = INFINITY;
+  if (act == AR_ACT_RELU) *lo = 0.0f;
+  else if (act == AR_ACT_RELU6) { *lo = 0.0f; *hi = 6.0f; }
+  else if (act == AR_ACT_RELU_N1_TO_1) { *lo = -1.0f; *hi = 1.0f; }
+}
+static inline bool ar__act_is_clamp(ar_activation_t act) {
+  return act == AR_ACT_RELU || act == AR_ACT_RELU6 || act == AR_ACT_RELU_N1_TO_1;
+}
+
+/* Fill `rows` rows of `cols` floats with the bias (or zeros when bias is NULL): GEMM then
+ * accumulates with beta = 1, which saves OpenBLAS's own zeroing pass. */
+static inline void ar__fill_bias_rows(float *out, size_t rows, size_t cols, const float *bias) {
+  if (!bias) { memset(out, 0, rows * cols * sizeof(float)); return; }
+  for (size_t r = 0; r < rows; r++) memcpy(out + r * cols, bias, cols * sizeof(float));
+}
+
+/* Apply a fused activation to n floats after the GEMM (clamps vectorize; TANH / SIGN_BIT go
+ * through ar_apply_activation). */
+static inline void ar__activate(float *x, size_t n, ar_activation_t act) {
+  if (act == AR_ACT_NONE) return;
+  if (!ar__act_is_clamp(act)) { ar_apply_activation(x, n, act); return; }
+  float lo, hi;
+  ar__act_range(act, &lo, &hi);
+  for (size_t i = 0; i < n; i++) {
+    float v = x[i] < lo ? lo : x[i];
+    x[i] = v > hi ? hi : v;
+  }
+}
+
+/* Prepare-time message prefix: "operator 7 (CONV_2D): ". */
+#define AR__OPFMT "operator %d (%s): "
+
+#endif /* AR_CONV_UTIL_H */

@@ -1,0 +1,258 @@
+/* depthwise.c - TFLite DEPTHWISE_CONV_2D, float32.
+ *
+ * Input [N,H,W,C] (NHWC), filter [1,KH,KW,C*M] with depth multiplier M, optional bias [C*M],
+ * output [N,OH,OW,C*M]; output channel c*M+m reads input channel c (TFLite's layout). Padding,
+ * stride, dilation and the fused activation follow TFLite (SAME: odd pad at the bottom/right).
+ *
+ * Speed: in NHWC the channels of one pixel are contiguous, so the channel loop is innermost and
+ * vectorizes. Output pixels whose taps all fall inside the input (the interior) run a loop with no
+ * bounds checks that keeps 16 channel accumulators in registers across all taps; 3x3 and 5x5 with
+ * stride 1 or 2 are specialised so the tap loops unroll. Border pixels (and M > 1) take a checked
+ * path that skips the out-of-bounds taps (zero padding). The whole loop nest is compiled for the
+ * baseline ISA and for AVX2+FMA and picked at run time.
+ */
+#include "kernels/ar_kernel_impl.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/conv_util.h"
+
+typedef struct {
+  int32_t n, h, w, c, mult, oc;   /* input, multiplier, output channels = c * mult */
+  int32_t kh, kw, oh, ow;
+  int32_t sh, sw, dh, dw, pt, pl;
+} dw_geom_t;
+
+static void dw_geometry(const ar_node_t *node, dw_geom_t *g) {
+  const ar_depthwise_options_t *o = &node->options->depthwise;
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  g->n = in->dims[0]; g->h = in->dims[1]; g->w = in->dims[2]; g->c = in->dims[3];
+  g->kh = f->dims[1]; g->kw = f->dims[2]; g->oc = f->dims[3];
+  g->mult = g->c > 0 ? g->oc / g->c : 0;
+  g->sh = o->stride_h; g->sw = o->stride_w; g->dh = o->dilation_h; g->dw = o->dilation_w;
+  g->oh = ar_compute_padding(o->padding, g->h, g->kh, g->sh, g->dh, &g->pt);
+  g->ow = ar_compute_padding(o->padding, g->w, g->kw, g->sw, g->dw, &g->pl);
+}
+
+static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  const char *name = "DEPTHWISE_CONV_2D";
+  int idx = node->index;
+  char s1[96], s2[96];
+  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
+      !node->inputs[1] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) "
+                   "and one output, got %d inputs and %d outputs", idx, name, node->n_inputs,
+                   node->n_outputs);
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_tview_t *out = node->outputs[0];
+  const ar_depthwise_options_t *o = &node->options->depthwise;
+  if (in->dtype != AR_DTYPE_FLOAT32 || f->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32 ||
+      (bias && bias->dtype != AR_DTYPE_FLOAT32))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/filter/bias/output "
+                   "are supported (input %s, filter %s, output %s)", idx, name,
+                   ar_dtype_name(in->dtype), ar_dtype_name(f->dtype), ar_dtype_name(out->dtype));
+  if (in->rank != 4 || f->rank != 4 || f->dims[0] != 1)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input %s must be rank 4 (NHWC) and filter "
+                   "%s must be [1,KH,KW,C*M]", idx, name, ar__shape_str(s1, sizeof s1, in),
+                   ar__shape_str(s2, sizeof s2, f));
+  for (int i = 0; i < 4; i++)
+    if (in->dims[i] <= 0 || f->dims[i] <= 0)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "empty input %s or filter %s", idx, name,
+                     ar__shape_str(s1, sizeof s1, in), ar__shape_str(s2, sizeof s2, f));
+  /* TFLite: filter channels = input channels * depth_multiplier (a 0 multiplier in old files is
+   * inferred from the shapes). */
+  if (f->dims[3] % in->dims[3] != 0 ||
+      (o->depth_multiplier != 0 && (int64_t)o->depth_multiplier * in->dims[3] != f->dims[3]))
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "filter shape %s does not match input "
+                   "channels %d with depth_multiplier %d", idx, name,
+                   ar__shape_str(s1, sizeof s1, f), (int)in->dims[3], (int)o->depth_multiplier);
+  if (bias && (bias->rank != 1 || bias->dims[0] != f->dims[3]))
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "bias shape %s does not match %d output "
+                   "channels", idx, name, ar__shape_str(s1, sizeof s1, bias), (int)f->dims[3]);
+  if (o->stride_h < 1 || o->stride_w < 1 || o->dilation_h < 1 || o->dilation_w < 1 ||
+      (o->padding != AR_PADDING_SAME && o->padding != AR_PADDING_VALID) ||
+      !ar__activation_valid(o->activation))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "invalid options: stride %dx%d, "
+                   "dilation %dx%d, padding %d, activation %d", idx, name, (int)o->stride_h,
+                   (int)o->stride_w, (int)o->dilation_h, (int)o->dilation_w, (int)o->padding,
+                   (int)o->activation);
+  dw_geom_t g;
+  dw_geometry(node, &g);
+  if (g.oh <= 0 || g.ow <= 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "filter %s is larger than input %s under "
+                   "VALID padding", idx, name, ar__shape_str(s1, sizeof s1, f),
+                   ar__shape_str(s2, sizeof s2, in));
+  int32_t want[4] = {g.n, g.oh, g.ow, g.oc};
+  if (out->rank != 4 || memcmp(out->dims, want, sizeof want) != 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
+                   idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
+                   (int)want[2], (int)want[3]);
+  node->scratch_bytes = 0;
+  node->state_bytes = 0;
+  return 0;
+}
+
+static AR_ALWAYS_INLINE float dw_clamp(float v, float lo, float hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+/* One output pixel with bounds checks: any multiplier, taps outside the input skipped. */
+static AR_ALWAYS_INLINE void dw_pixel_checked(const dw_geom_t *g, const float *in, const float *wt,
+                                              const float *bias, float *o, int32_t b, int32_t oy,
+                                              int32_t ox, float lo, float hi) {
+  const int32_t oc = g->oc, c = g->c, mult = g->mult;
+  if (bias) memcpy(o, bias, (size_t)oc * sizeof(float));
+  else memset(o, 0, (size_t)oc * sizeof(float));
+  const int32_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+  for (int32_t ky = 0; ky < g->kh; ky++) {
+    const int32_t iy = iy0 + ky * g->dh;
+    if (iy < 0 || iy >= g->h) continue;
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      const int32_t ix = ix0 + kx * g->dw;
+      if (ix < 0 || ix >= g->w) continue;
+      const float *ip = in + (((size_t)b * g->h + iy) * g->w + ix) * (size_t)c;
+      const float *wp = wt + ((size_t)ky * g->kw + kx) * (size_t)oc;
+      if (mult == 1) {
+        for (int32_t j = 0; j < oc; j++) o[j] += ip[j] * wp[j];
+      } else {
+        for (int32_t ci = 0; ci < c; ci++)
+          for (int32_t m = 0; m < mult; m++)
+            o[ci * mult + m] += ip[ci] * wp[ci * mult + m];
+      }
+    }
+  }
+  for (int32_t j = 0; j < oc; j++) o[j] = dw_clamp(o[j], lo, hi);
+}
+
+/* `npix` consecutive interior output pixels of one row, multiplier 1. `ip0` points at input
+ * [b, iy0, ix0, 0] of the first pixel; every tap is inside the input. KH, KW, SW, DH, DW are
+ * compile-time constants in the specialised instantiations below, so the tap loops unroll and the
+ * 16 accumulators stay in registers. */
+static AR_ALWAYS_INLINE void dw_interior(const float *ip0, size_t row_stride, const float *wt,
+                                         const float *bias, float *o, int32_t npix, int32_t C,
+                                         int32_t KH, int32_t KW, int32_t SW, int32_t DH,
+                                         int32_t DW, float lo, float hi) {
+  for (int32_t p = 0; p < npix; p++, o += C) {
+    const float *ip = ip0 + (size_t)p * SW * C;
+    int32_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+      float acc[16];
+      for (int j = 0; j < 16; j++) acc[j] = bias ? bias[c + j] : 0.0f;
+      for (int32_t ky = 0; ky < KH; ky++)
+        for (int32_t kx = 0; kx < KW; kx++) {
+          const float *a = ip + (size_t)ky * DH * row_stride + (size_t)kx * DW * C + c;
+          const float *w = wt + (size_t)(ky * KW + kx) * C + c;
+          for (int j = 0; j < 16; j++) acc[j] += a[j] * w[j];
+        }
+      for (int j = 0; j < 16; j++) o[c + j] = dw_clamp(acc[j], lo, hi);
+    }
+    for (; c + 4 <= C; c += 4) {
+      float acc[4];
+      for (int j = 0; j < 4; j++) acc[j] = bias ? bias[c + j] : 0.0f;
+      for (int32_t ky = 0; ky < KH; ky++)
+        for (int32_t kx = 0; kx < KW; kx++) {
+          const float *a = ip + (size_t)ky * DH * row_stride + (size_t)kx * DW * C + c;
+          const float *w = wt + (size_t)(ky * KW + kx) * C + c;
+          for (int j = 0; j < 4; j++) acc[j] += a[j] * w[j];
+        }
+      for (int j = 0; j < 4; j++) o[c + j] = dw_clamp(acc[j], lo, hi);
+    }
+    for (; c < C; c++) {
+      float acc = bias ? bias[c] : 0.0f;
+      for (int32_t ky = 0; ky < KH; ky++)
+        for (int32_t kx = 0; kx < KW; kx++)
+          acc += ip[(size_t)ky * DH * row_stride + (size_t)kx * DW * C + c] *
+                 wt[(size_t)(ky * KW + kx) * C + c];
+      o[c] = dw_clamp(acc, lo, hi);
+    }
+  }
+}
+
+static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const float *wt,
+                                     const float *bias, float *out, float lo, float hi) {
+  const int32_t C = g->oc;
+  const size_t row_stride = (size_t)g->w * g->c;
+  /* Interior columns: ox*sw - pl >= 0 and ox*sw - pl + (kw-1)*dw <= w-1. */
+  int32_t ox_lo = (g->pl + g->sw - 1) / g->sw;
+  int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl;
+  int32_t ox_hi = last >= 0 ? last / g->sw + 1 : 0;
+  if (ox_hi > g->ow) ox_hi = g->ow;
+  if (ox_lo > ox_hi) ox_lo = ox_hi;
+  const bool fast = g->mult == 1 && ox_hi > ox_lo;
+  /* Which specialised interior loop applies (the vertical stride only moves iy0, so it does not
+   * matter here): 1 = 3x3/s1, 2 = 3x3/s2, 3 = 5x5/s1, 4 = 5x5/s2, 0 = generic. */
+  int spec = 0;
+  if (g->dh == 1 && g->dw == 1 && g->kh == g->kw && (g->kh == 3 || g->kh == 5) &&
+      (g->sw == 1 || g->sw == 2))
+    spec = (g->kh == 3 ? 1 : 3) + (g->sw == 2);
+  for (int32_t b = 0; b < g->n; b++)
+    for (int32_t oy = 0; oy < g->oh; oy++) {
+      float *orow = out + (((size_t)b * g->oh + oy) * g->ow) * C;
+      const int32_t iy0 = oy * g->sh - g->pt;
+      const bool rows_inside = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh < g->h;
+      if (!fast || !rows_inside) {
+        for (int32_t ox = 0; ox < g->ow; ox++)
+          dw_pixel_checked(g, in, wt, bias, orow + (size_t)ox * C, b, oy, ox, lo, hi);
+        continue;
+      }
+      for (int32_t ox = 0; ox < ox_lo; ox++)
+        dw_pixel_checked(g, in, wt, bias, orow + (size_t)ox * C, b, oy, ox, lo, hi);
+      const float *ip0 = in + (((size_t)b * g->h + iy0) * g->w + (size_t)(ox_lo * g->sw - g->pl)) * C;
+      float *o = orow + (size_t)ox_lo * C;
+      const int32_t np = ox_hi - ox_lo;
+      switch (spec) {
+      case 1: dw_interior(ip0, row_stride, wt, bias, o, np, C, 3, 3, 1, 1, 1, lo, hi); break;
+      case 2: dw_interior(ip0, row_stride, wt, bias, o, np, C, 3, 3, 2, 1, 1, lo, hi); break;
+      case 3: dw_interior(ip0, row_stride, wt, bias, o, np, C, 5, 5, 1, 1, 1, lo, hi); break;
+      case 4: dw_interior(ip0, row_stride, wt, bias, o, np, C, 5, 5, 2, 1, 1, lo, hi); break;
+      default:
+        dw_interior(ip0, row_stride, wt, bias, o, np, C, g->kh, g->kw, g->sw, g->dh, g->dw, lo, hi);
+        break;
+      }
+      for (int32_t ox = ox_hi; ox < g->ow; ox++)
+        dw_pixel_checked(g, in, wt, bias, orow + (size_t)ox * C, b, oy, ox, lo, hi);
+    }
+}
+
+static void dw_run_base(const dw_geom_t *g, const float *in, const float *wt, const float *bias,
+                        float *out, float lo, float hi) {
+  dw_body(g, in, wt, bias, out, lo, hi);
+}
+
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void dw_run_avx2(const dw_geom_t *g, const float *in, const float *wt,
+                                       const float *bias, float *out, float lo, float hi) {
+  dw_body(g, in, wt, bias, out, lo, hi);
+}
+#endif
+
+static void dw_eval(const ar_node_t *node) {
+  const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_activation_t act = node->options->depthwise.activation;
+  dw_geom_t g;
+  dw_geometry(node, &g);
+  float lo, hi;
+  ar__act_range(act, &lo, &hi);
+  const float *in = node->inputs[0]->data, *wt = node->inputs[1]->data;
+  const float *bias = bias_t ? bias_t->data : NULL;
+  float *out = node->outputs[0]->data;
+#if AR_HAVE_AVX2_CLONE
+  if (ar__cpu_has_avx2_fma()) dw_run_avx2(&g, in, wt, bias, out, lo, hi);
+  else
+#endif
+    dw_run_base(&g, in, wt, bias, out, lo, hi);
+  if (act == AR_ACT_TANH || act == AR_ACT_SIGN_BIT)
+    ar_apply_activation(out, (size_t)g.n * g.oh * g.ow * g.oc, act);
+}
+
+const ar_kernel_t ar_kernel_depthwise_conv_2d = {
+  .name = "DEPTHWISE_CONV_2D",
+  .prepare = dw_prepare,
+  .init = NULL,
+  .eval = dw_eval,
+};

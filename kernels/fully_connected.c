@@ -1,0 +1,112 @@
+/* fully_connected.c - TFLite FULLY_CONNECTED, float32.
+ *
+ * Inputs: input (any rank), weights [O, I], optional bias [O]; output [B, O] where B is the input
+ * element count / I (keep_num_dims false: TFLite flattens the input to [B, I]), or the input shape
+ * with its last dimension (which must be I) replaced by O (keep_num_dims true). Only the DEFAULT
+ * weights format is supported. The fused activation is applied to bias + product.
+ *
+ * Speed: one BLAS call with the output pre-filled with the bias and beta = 1: cblas_sgemv when
+ * B = 1 (every FULLY_CONNECTED in the shipped models), cblas_sgemm otherwise (weights used in
+ * place through Trans, since [O, I] row-major is already W^T of the GEMM).
+ */
+#include "kernels/ar_kernel_impl.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/conv_util.h"
+
+static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  const char *name = "FULLY_CONNECTED";
+  int idx = node->index;
+  char s1[96], s2[96];
+  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
+      !node->inputs[1] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, weights[, bias]) and "
+                   "one output, got %d inputs and %d outputs", idx, name, node->n_inputs,
+                   node->n_outputs);
+  const ar_tview_t *in = node->inputs[0], *wt = node->inputs[1];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_tview_t *out = node->outputs[0];
+  const ar_fully_connected_options_t *o = &node->options->fully_connected;
+  if (in->dtype != AR_DTYPE_FLOAT32 || wt->dtype != AR_DTYPE_FLOAT32 ||
+      out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/weights/bias/output "
+                   "are supported (input %s, weights %s, output %s)", idx, name,
+                   ar_dtype_name(in->dtype), ar_dtype_name(wt->dtype), ar_dtype_name(out->dtype));
+  if (o->weights_format != 0 || !ar__activation_valid(o->activation))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "unsupported options: weights_format "
+                   "%d (only DEFAULT), activation %d", idx, name, (int)o->weights_format,
+                   (int)o->activation);
+  if (wt->rank != 2 || wt->dims[0] <= 0 || wt->dims[1] <= 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "weights shape %s must be [O, I]", idx, name,
+                   ar__shape_str(s1, sizeof s1, wt));
+  const int32_t units = wt->dims[0], depth = wt->dims[1];
+  if (bias && (bias->rank != 1 || bias->dims[0] != units))
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "bias shape %s does not match %d output "
+                   "units", idx, name, ar__shape_str(s1, sizeof s1, bias), (int)units);
+  if (in->rank < 1)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input must have rank >= 1", idx, name);
+  uint64_t elems = 1;
+  for (int32_t i = 0; i < in->rank; i++) elems *= (uint64_t)in->dims[i];
+  if (elems == 0 || elems % (uint64_t)depth != 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input %s (%llu elements) is not a whole "
+                   "number of rows of weights %s", idx, name, ar__shape_str(s1, sizeof s1, in),
+                   (unsigned long long)elems, ar__shape_str(s2, sizeof s2, wt));
+  const uint64_t batch = elems / (uint64_t)depth;
+  if (batch > INT_MAX)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "batch %llu is too large", idx, name,
+                   (unsigned long long)batch);
+  int32_t want[AR_MAX_RANK];
+  int32_t want_rank;
+  if (o->keep_num_dims) {
+    if (in->dims[in->rank - 1] != depth)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "keep_num_dims needs the input's last "
+                     "dimension (%s) to equal the weights' input size %d", idx, name,
+                     ar__shape_str(s1, sizeof s1, in), (int)depth);
+    want_rank = in->rank;
+    memcpy(want, in->dims, sizeof(int32_t) * (size_t)in->rank);
+    want[want_rank - 1] = units;
+  } else {
+    want_rank = 2;
+    want[0] = (int32_t)batch;
+    want[1] = units;
+  }
+  if (out->rank != want_rank || memcmp(out->dims, want, sizeof(int32_t) * (size_t)want_rank) != 0) {
+    ar_tview_t w = {.rank = want_rank};
+    memcpy(w.dims, want, sizeof(int32_t) * (size_t)want_rank);
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected %s", idx, name,
+                   ar__shape_str(s1, sizeof s1, out), ar__shape_str(s2, sizeof s2, &w));
+  }
+  node->scratch_bytes = 0;
+  node->state_bytes = 0;
+  return 0;
+}
+
+static void fc_eval(const ar_node_t *node) {
+  const ar_tview_t *in_t = node->inputs[0], *wt_t = node->inputs[1];
+  const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const int units = wt_t->dims[0], depth = wt_t->dims[1];
+  uint64_t elems = 1;
+  for (int32_t i = 0; i < in_t->rank; i++) elems *= (uint64_t)in_t->dims[i];
+  const int batch = (int)(elems / (uint64_t)depth);
+  const float *in = in_t->data, *wt = wt_t->data;
+  float *out = node->outputs[0]->data;
+  ar__fill_bias_rows(out, (size_t)batch, (size_t)units, bias_t ? bias_t->data : NULL);
+  if (batch == 1)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, units, depth, 1.0f, wt, depth, in, 1, 1.0f, out, 1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, units, depth, 1.0f, in, depth, wt,
+                depth, 1.0f, out, units);
+  ar__activate(out, (size_t)batch * (size_t)units, node->options->fully_connected.activation);
+}
+
+const ar_kernel_t ar_kernel_fully_connected = {
+  .name = "FULLY_CONNECTED",
+  .prepare = fc_prepare,
+  .init = NULL,
+  .eval = fc_eval,
+};

@@ -1,0 +1,170 @@
+/* transpose_conv.c - MediaPipe's custom operator Convolution2DTransposeBias, float32.
+ *
+ * Inputs: input [N,H,W,I] (NHWC), weights [O,KH,KW,I] (OHWI), bias [O]; output [N,OH,OW,O].
+ * Options (TfLiteTransposeConvParams in custom_options): padding, stride_w, stride_h.
+ * Semantics follow mediapipe/util/tflite/operations/transpose_conv_bias.cc: every output pixel
+ * starts at the bias, then each input pixel (iy, ix) scatters input . weights[o, ky, kx, :] into
+ * output (iy*stride_h - pad_top + ky, ix*stride_w - pad_left + kx), dropping taps that fall
+ * outside. Output size: stride*(in-1) + k - pad_total, where pad_total = 0 for VALID and
+ * max(0, k - (in-1) % stride - 1) for SAME (so in*stride when k >= stride); pad_top/left =
+ * pad_total / 2.
+ *
+ * Speed: the per-pixel products are one GEMM, col[M = N*H*W, KH*KW*O] = input[M, I] x W'^T, where
+ * init repacks the weights once into state as W' = [KH,KW,O,I] so a pixel's contributions to one
+ * output position are contiguous in O; a col2im pass then adds them into the output. The GEMM
+ * runs in tiles of input pixels through a planned scratch buffer.
+ */
+#include "kernels/ar_kernel_impl.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/conv_util.h"
+
+#define AR_TCONV_TILE_BYTES (256u * 1024u)
+#define AR_TCONV_TILE_MIN_PIXELS 64
+
+typedef struct {
+  int32_t n, h, w, ci, co, kh, kw, sh, sw, oh, ow, pt, pl;
+  int64_t m, cols;        /* GEMM rows (input pixels) and columns (KH*KW*O) */
+  int64_t tile_pixels;
+} tconv_geom_t;
+
+/* MediaPipe's output size and leading padding along one axis. */
+static int32_t tconv_axis(ar_padding_t padding, int32_t in, int32_t k, int32_t stride,
+                          int32_t *pad_before) {
+  int32_t total = 0;
+  if (padding == AR_PADDING_SAME) {
+    total = k - (in - 1) % stride - 1;
+    if (total < 0) total = 0;
+  }
+  *pad_before = total / 2;
+  return stride * (in - 1) + k - total;
+}
+
+static void tconv_geometry(const ar_node_t *node, tconv_geom_t *g) {
+  const ar_transpose_conv_options_t *o = &node->options->transpose_conv;
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  g->n = in->dims[0]; g->h = in->dims[1]; g->w = in->dims[2]; g->ci = in->dims[3];
+  g->co = f->dims[0]; g->kh = f->dims[1]; g->kw = f->dims[2];
+  g->sh = o->stride_h; g->sw = o->stride_w;
+  g->oh = tconv_axis(o->padding, g->h, g->kh, g->sh, &g->pt);
+  g->ow = tconv_axis(o->padding, g->w, g->kw, g->sw, &g->pl);
+  g->m = (int64_t)g->n * g->h * g->w;
+  g->cols = (int64_t)g->kh * g->kw * g->co;
+  int64_t t = (int64_t)AR_TCONV_TILE_BYTES / (g->cols * (int64_t)sizeof(float));
+  if (t < AR_TCONV_TILE_MIN_PIXELS) t = AR_TCONV_TILE_MIN_PIXELS;
+  g->tile_pixels = g->m < t ? g->m : t;
+}
+
+static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  const char *name = "Convolution2DTransposeBias";
+  int idx = node->index;
+  char s1[96], s2[96];
+  if (node->n_inputs != 3 || node->n_outputs != 1 || !node->inputs[0] || !node->inputs[1] ||
+      !node->inputs[2] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, weights, bias) and one "
+                   "output, got %d inputs and %d outputs", idx, name, node->n_inputs, node->n_outputs);
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *bias = node->inputs[2];
+  const ar_tview_t *out = node->outputs[0];
+  const ar_transpose_conv_options_t *o = &node->options->transpose_conv;
+  if (in->dtype != AR_DTYPE_FLOAT32 || f->dtype != AR_DTYPE_FLOAT32 ||
+      bias->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32)
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/weights/bias/output "
+                   "are supported (input %s, weights %s, output %s)", idx, name,
+                   ar_dtype_name(in->dtype), ar_dtype_name(f->dtype), ar_dtype_name(out->dtype));
+  if (in->rank != 4 || f->rank != 4 || bias->rank != 1)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input %s and weights %s must be rank 4, "
+                   "bias rank 1", idx, name, ar__shape_str(s1, sizeof s1, in),
+                   ar__shape_str(s2, sizeof s2, f));
+  for (int i = 0; i < 4; i++)
+    if (in->dims[i] <= 0 || f->dims[i] <= 0)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "empty input %s or weights %s", idx, name,
+                     ar__shape_str(s1, sizeof s1, in), ar__shape_str(s2, sizeof s2, f));
+  if (f->dims[3] != in->dims[3])
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "weights shape %s does not match input "
+                   "channels %d", idx, name, ar__shape_str(s1, sizeof s1, f), (int)in->dims[3]);
+  if (bias->dims[0] != f->dims[0])
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "bias shape %s does not match %d output "
+                   "channels", idx, name, ar__shape_str(s1, sizeof s1, bias), (int)f->dims[0]);
+  if (o->stride_h < 1 || o->stride_w < 1 ||
+      (o->padding != AR_PADDING_SAME && o->padding != AR_PADDING_VALID))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "invalid options: stride %dx%d, "
+                   "padding %d", idx, name, (int)o->stride_h, (int)o->stride_w, (int)o->padding);
+  if (!f->is_constant)
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "weights must be constant (they are "
+                   "repacked once at init)", idx, name);
+  tconv_geom_t g;
+  tconv_geometry(node, &g);
+  int32_t want[4] = {g.n, g.oh, g.ow, g.co};
+  if (out->rank != 4 || memcmp(out->dims, want, sizeof want) != 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
+                   idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
+                   (int)want[2], (int)want[3]);
+  if (g.m > INT_MAX || g.cols > INT_MAX)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
+                   name, (long long)g.m, (long long)g.cols);
+  node->scratch_bytes = (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
+  node->state_bytes = (uint64_t)g.cols * (uint64_t)g.ci * sizeof(float);
+  return 0;
+}
+
+/* OHWI -> HWOI, so col[m] holds, for each tap (ky, kx), the O contributions side by side. */
+static void tconv_init(ar_node_t *node) {
+  const ar_tview_t *f = node->inputs[1];
+  const float *src = f->data;
+  float *dst = node->state;
+  const int32_t co = f->dims[0], kh = f->dims[1], kw = f->dims[2], ci = f->dims[3];
+  for (int32_t o = 0; o < co; o++)
+    for (int32_t ky = 0; ky < kh; ky++)
+      for (int32_t kx = 0; kx < kw; kx++)
+        memcpy(dst + (((size_t)ky * kw + kx) * co + o) * ci,
+               src + (((size_t)o * kh + ky) * kw + kx) * ci, (size_t)ci * sizeof(float));
+}
+
+static void tconv_eval(const ar_node_t *node) {
+  tconv_geom_t g;
+  tconv_geometry(node, &g);
+  const float *in = node->inputs[0]->data, *bias = node->inputs[2]->data;
+  const float *wr = node->state;
+  float *out = node->outputs[0]->data;
+  float *col = node->scratch;
+  const int32_t co = g.co;
+  const int cols = (int)g.cols;
+  ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)co, bias);
+  const int64_t per_image = (int64_t)g.h * g.w;
+  for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_pixels) {
+    const int64_t tm = AR_MIN(g.tile_pixels, g.m - m0);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, cols, g.ci, 1.0f,
+                in + m0 * g.ci, g.ci, wr, g.ci, 0.0f, col, cols);
+    int32_t b = (int32_t)(m0 / per_image);
+    int64_t rem = m0 % per_image;
+    int32_t iy = (int32_t)(rem / g.w), ix = (int32_t)(rem % g.w);
+    for (int64_t r = 0; r < tm; r++) {
+      const float *c = col + r * g.cols;
+      for (int32_t ky = 0; ky < g.kh; ky++) {
+        const int32_t oy = iy * g.sh - g.pt + ky;
+        if (oy < 0 || oy >= g.oh) continue;
+        float *orow = out + ((size_t)b * g.oh + oy) * g.ow * co;
+        for (int32_t kx = 0; kx < g.kw; kx++) {
+          const int32_t ox = ix * g.sw - g.pl + kx;
+          if (ox < 0 || ox >= g.ow) continue;
+          float *dst = orow + (size_t)ox * co;
+          const float *srcv = c + ((size_t)ky * g.kw + kx) * co;
+          for (int32_t o = 0; o < co; o++) dst[o] += srcv[o];
+        }
+      }
+      if (++ix == g.w) { ix = 0; if (++iy == g.h) { iy = 0; b++; } }
+    }
+  }
+}
+
+const ar_kernel_t ar_kernel_transpose_conv_bias = {
+  .name = "Convolution2DTransposeBias",
+  .prepare = tconv_prepare,
+  .init = tconv_init,
+  .eval = tconv_eval,
+};

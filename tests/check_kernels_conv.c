@@ -1,0 +1,859 @@
+/* check_kernels_conv.c - the convolution-family kernels (CONV_2D, DEPTHWISE_CONV_2D, MediaPipe
+ * Convolution2DTransposeBias, FULLY_CONNECTED) and the shared kernel helpers (padding, fused
+ * activations, float16 conversion).
+ *
+ * Two kinds of evidence: small cases whose outputs were computed by hand from the TFLite
+ * definitions (SAME padding with the odd pixel at the bottom/right, strides, dilation, depth
+ * multiplier channel order, transpose-conv scatter), and randomized comparisons of each optimized
+ * path (im2col tiles, 1x1 GEMM, GEMV, depthwise 3x3/5x5 interiors and borders) against naive
+ * reference loops written here straight from the TFLite / MediaPipe definitions. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_kernels.h"
+
+/* ---------- harness ---------- */
+
+typedef struct {
+  ar_tview_t t[4];     /* inputs 0..2, output = t[3] */
+  ar_options_t opt;
+  ar_node_t node;
+} tnode_t;
+
+static void tview_set(ar_tview_t *t, float *data, int32_t rank, const int32_t *dims, bool constant) {
+  memset(t, 0, sizeof *t);
+  t->data = data;
+  t->dtype = AR_DTYPE_FLOAT32;
+  t->rank = rank;
+  uint64_t n = 1;
+  for (int32_t i = 0; i < rank; i++) { t->dims[i] = dims[i]; n *= (uint64_t)dims[i]; }
+  t->bytes = n * sizeof(float);
+  t->is_constant = constant;
+}
+
+/* A node with input, filter/weights, optional bias (bias == NULL and bias_rank 0 -> omitted). */
+static void tnode_init(tnode_t *tn, ar_op_t op, float *in, int32_t in_rank, const int32_t *in_dims,
+                       float *w, int32_t w_rank, const int32_t *w_dims, float *bias, int32_t bias_n,
+                       float *out, int32_t out_rank, const int32_t *out_dims) {
+  memset(tn, 0, sizeof *tn);
+  tview_set(&tn->t[0], in, in_rank, in_dims, false);
+  tview_set(&tn->t[1], w, w_rank, w_dims, true);
+  tview_set(&tn->t[3], out, out_rank, out_dims, false);
+  tn->node.op = op;
+  tn->node.index = 7;
+  tn->node.version = 1;
+  tn->node.options = &tn->opt;
+  tn->node.n_inputs = 3;
+  tn->node.n_outputs = 1;
+  tn->node.inputs[0] = &tn->t[0];
+  tn->node.inputs[1] = &tn->t[1];
+  if (bias) {
+    tview_set(&tn->t[2], bias, 1, &bias_n, true);
+    tn->node.inputs[2] = &tn->t[2];
+  }
+  tn->node.outputs[0] = &tn->t[3];
+  tn->node.blas_threads = 1;
+}
+
+/* prepare (must succeed), then scratch/state from the heap, init, eval. */
+static void tnode_run(tnode_t *tn, const ar_kernel_t *k) {
+  char msg[AR_MSG_BYTES] = "";
+  int rc = k->prepare(&tn->node, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s prepare: %s (%s)", k->name, ar_err_name(rc), msg);
+  /* Poison the scratch so a kernel that reads scratch it did not write shows up. */
+  tn->node.scratch = tn->node.scratch_bytes ? malloc(tn->node.scratch_bytes) : NULL;
+  if (tn->node.scratch) memset(tn->node.scratch, 0xff, tn->node.scratch_bytes);
+  tn->node.state = tn->node.state_bytes ? malloc(tn->node.state_bytes) : NULL;
+  if (k->init) k->init(&tn->node);
+  k->eval(&tn->node);
+  free(tn->node.scratch);
+  free(tn->node.state);
+  tn->node.scratch = tn->node.state = NULL;
+}
+
+static int tnode_prepare_err(tnode_t *tn, const ar_kernel_t *k, char *msg, size_t n) {
+  msg[0] = '\0';
+  return k->prepare(&tn->node, msg, n);
+}
+
+static void assert_close(const float *got, const float *want, size_t n, float tol, const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    float scale = fabsf(want[i]) > 1.0f ? fabsf(want[i]) : 1.0f;
+    ck_assert_msg(fabsf(got[i] - want[i]) <= tol * scale, "%s: element %zu is %.7g, want %.7g", what,
+                  i, (double)got[i], (double)want[i]);
+  }
+}
+
+static float *iota(size_t n, float start) {
+  float *p = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) p[i] = start + (float)i;
+  return p;
+}
+static float *filled(size_t n, float v) {
+  float *p = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) p[i] = v;
+  return p;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float frand(void) {   /* uniform in [-1, 1), deterministic (xorshift64*) */
+  rng_state ^= rng_state >> 12; rng_state ^= rng_state << 25; rng_state ^= rng_state >> 27;
+  uint64_t r = rng_state * 2685821657736338717ull;
+  return (float)((r >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static float *randv(size_t n) {
+  float *p = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) p[i] = frand();
+  return p;
+}
+
+/* ---------- naive references, from the TFLite / MediaPipe definitions ---------- */
+
+/* TFLite padding.h, written independently of ar_compute_padding. */
+static int ref_out_size(int in, int k, int s, int d, bool same) {
+  int eff = (k - 1) * d + 1;
+  return same ? (in + s - 1) / s : (in - eff + s) / s;
+}
+static int ref_pad(int in, int k, int s, int d, int out) {
+  int total = (out - 1) * s + (k - 1) * d + 1 - in;
+  return total > 0 ? total / 2 : 0;
+}
+static float ref_act(float v, ar_activation_t act) {
+  switch (act) {
+  case AR_ACT_RELU: return v < 0 ? 0 : v;
+  case AR_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
+  case AR_ACT_RELU_N1_TO_1: return v < -1 ? -1 : v > 1 ? 1 : v;
+  case AR_ACT_TANH: return tanhf(v);
+  case AR_ACT_SIGN_BIT: return signbit(v) ? 1.0f : 0.0f;
+  default: return v;
+  }
+}
+
+typedef struct {
+  int n, h, w, c, o, kh, kw, sh, sw, dh, dw, mult;
+  bool same, bias;
+  ar_activation_t act;
+} cfg_t;
+
+static void ref_conv(const cfg_t *c, const float *in, const float *f, const float *b, float *out,
+                     int oh, int ow) {
+  int pt = ref_pad(c->h, c->kh, c->sh, c->dh, oh), pl = ref_pad(c->w, c->kw, c->sw, c->dw, ow);
+  for (int n = 0; n < c->n; n++)
+    for (int y = 0; y < oh; y++)
+      for (int x = 0; x < ow; x++)
+        for (int o = 0; o < c->o; o++) {
+          double acc = b ? b[o] : 0.0;
+          for (int ky = 0; ky < c->kh; ky++)
+            for (int kx = 0; kx < c->kw; kx++) {
+              int iy = y * c->sh - pt + ky * c->dh, ix = x * c->sw - pl + kx * c->dw;
+              if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
+              for (int i = 0; i < c->c; i++)
+                acc += (double)in[((n * c->h + iy) * c->w + ix) * c->c + i] *
+                       f[((o * c->kh + ky) * c->kw + kx) * c->c + i];
+            }
+          out[((n * oh + y) * ow + x) * c->o + o] = ref_act((float)acc, c->act);
+        }
+}
+
+static void ref_dw(const cfg_t *c, const float *in, const float *f, const float *b, float *out,
+                   int oh, int ow) {
+  int pt = ref_pad(c->h, c->kh, c->sh, c->dh, oh), pl = ref_pad(c->w, c->kw, c->sw, c->dw, ow);
+  int oc = c->c * c->mult;
+  for (int n = 0; n < c->n; n++)
+    for (int y = 0; y < oh; y++)
+      for (int x = 0; x < ow; x++)
+        for (int ic = 0; ic < c->c; ic++)
+          for (int m = 0; m < c->mult; m++) {
+            int o = ic * c->mult + m;
+            double acc = b ? b[o] : 0.0;
+            for (int ky = 0; ky < c->kh; ky++)
+              for (int kx = 0; kx < c->kw; kx++) {
+                int iy = y * c->sh - pt + ky * c->dh, ix = x * c->sw - pl + kx * c->dw;
+                if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
+                acc += (double)in[((n * c->h + iy) * c->w + ix) * c->c + ic] *
+                       f[(ky * c->kw + kx) * oc + o];
+              }
+            out[((n * oh + y) * ow + x) * oc + o] = ref_act((float)acc, c->act);
+          }
+}
+
+/* MediaPipe transpose_conv_bias.cc: bias, then scatter every input pixel through the filter. */
+static void ref_tconv(const cfg_t *c, const float *in, const float *f, const float *b, float *out,
+                      int oh, int ow, int pt, int pl) {
+  for (int n = 0; n < c->n; n++) {
+    for (int i = 0; i < oh * ow; i++)
+      for (int o = 0; o < c->o; o++) out[(n * oh * ow + i) * c->o + o] = b[o];
+    for (int iy = 0; iy < c->h; iy++)
+      for (int ix = 0; ix < c->w; ix++)
+        for (int i = 0; i < c->c; i++)
+          for (int ky = 0; ky < c->kh; ky++)
+            for (int kx = 0; kx < c->kw; kx++)
+              for (int o = 0; o < c->o; o++) {
+                int y = iy * c->sh - pt + ky, x = ix * c->sw - pl + kx;
+                if (y < 0 || y >= oh || x < 0 || x >= ow) continue;
+                out[((n * oh + y) * ow + x) * c->o + o] +=
+                    in[((n * c->h + iy) * c->w + ix) * c->c + i] *
+                    f[((o * c->kh + ky) * c->kw + kx) * c->c + i];
+              }
+  }
+}
+
+/* ---------- shared helpers ---------- */
+
+START_TEST(padding_same_puts_odd_pixel_last) {
+  int32_t pad = -1;
+  /* in 4, k 3, s 2: out 2, total (2-1)*2+3-4 = 1 -> 0 before, 1 after. */
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_SAME, 4, 3, 2, 1, &pad), 2);
+  ck_assert_int_eq(pad, 0);
+  /* in 5, k 3, s 2: out 3, total 2 -> 1 before. */
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_SAME, 5, 3, 2, 1, &pad), 3);
+  ck_assert_int_eq(pad, 1);
+  /* in 5, k 2, s 2: out 3, total 1 -> 0 before. */
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_SAME, 5, 2, 2, 1, &pad), 3);
+  ck_assert_int_eq(pad, 0);
+  /* in 6, k 1, s 2: total (3-1)*2+1-6 = -1 clamps to 0. */
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_SAME, 6, 1, 2, 1, &pad), 3);
+  ck_assert_int_eq(pad, 0);
+  /* dilation 2: k 3 spans 5; in 7 s 1: total 4 -> 2 before. */
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_SAME, 7, 3, 1, 2, &pad), 7);
+  ck_assert_int_eq(pad, 2);
+  /* VALID: (in - eff + s) / s, no padding. */
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_VALID, 7, 3, 2, 1, &pad), 3);
+  ck_assert_int_eq(pad, 0);
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_VALID, 8, 3, 2, 1, &pad), 3);
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_VALID, 7, 3, 1, 3, &pad), 1);
+  ck_assert_int_eq(ar_compute_padding(AR_PADDING_VALID, 2, 3, 1, 1, &pad), 0);
+}
+END_TEST
+
+START_TEST(activations_follow_tflite) {
+  float x[6] = {-7.0f, -0.5f, -0.0f, 0.25f, 3.0f, 9.0f};
+  float y[6];
+  const struct { ar_activation_t act; float want[6]; } cases[] = {
+    {AR_ACT_NONE, {-7.0f, -0.5f, -0.0f, 0.25f, 3.0f, 9.0f}},
+    {AR_ACT_RELU, {0.0f, 0.0f, 0.0f, 0.25f, 3.0f, 9.0f}},
+    {AR_ACT_RELU_N1_TO_1, {-1.0f, -0.5f, 0.0f, 0.25f, 1.0f, 1.0f}},
+    {AR_ACT_RELU6, {0.0f, 0.0f, 0.0f, 0.25f, 3.0f, 6.0f}},
+    {AR_ACT_SIGN_BIT, {1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    memcpy(y, x, sizeof x);
+    ar_apply_activation(y, 6, cases[c].act);
+    for (int i = 0; i < 6; i++)
+      ck_assert_msg(y[i] == cases[c].want[i], "act %d elem %d: %g", cases[c].act, i, (double)y[i]);
+  }
+  memcpy(y, x, sizeof x);
+  ar_apply_activation(y, 6, AR_ACT_TANH);
+  ck_assert_float_eq_tol(y[1], -0.46211716f, 1e-6f);
+  ck_assert_float_eq_tol(y[4], 0.99505475f, 1e-6f);
+  ck_assert_float_eq_tol(y[0], -0.99999834f, 1e-6f);
+}
+END_TEST
+
+START_TEST(fp16_conversion_is_exact) {
+  ck_assert(ar_fp16_to_fp32(0x3c00) == 1.0f);
+  ck_assert(ar_fp16_to_fp32(0xc000) == -2.0f);
+  ck_assert(ar_fp16_to_fp32(0x3555) == 0.333251953125f);
+  ck_assert(ar_fp16_to_fp32(0x7bff) == 65504.0f);
+  ck_assert(ar_fp16_to_fp32(0x0400) == ldexpf(1.0f, -14));      /* smallest normal */
+  ck_assert(ar_fp16_to_fp32(0x0001) == ldexpf(1.0f, -24));      /* smallest subnormal */
+  ck_assert(ar_fp16_to_fp32(0x03ff) == ldexpf(1023.0f, -24));   /* largest subnormal */
+  ck_assert(ar_fp16_to_fp32(0x8001) == -ldexpf(1.0f, -24));
+  float z = ar_fp16_to_fp32(0x8000);
+  ck_assert(z == 0.0f && signbit(z));
+  ck_assert(isinf(ar_fp16_to_fp32(0x7c00)) && ar_fp16_to_fp32(0x7c00) > 0);
+  ck_assert(isinf(ar_fp16_to_fp32(0xfc00)) && ar_fp16_to_fp32(0xfc00) < 0);
+  ck_assert(isnan(ar_fp16_to_fp32(0x7e00)));
+  ck_assert(isnan(ar_fp16_to_fp32(0x7c01)));
+  /* Every finite half round-trips through a double computation of its value. */
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0x1f) continue;
+    double v = e ? ldexp(1.0 + m / 1024.0, (int)e - 15) : ldexp(m / 1024.0, -14);
+    if (h & 0x8000) v = -v;
+    ck_assert_msg(ar_fp16_to_fp32((uint16_t)h) == (float)v, "half 0x%04x", h);
+  }
+}
+END_TEST
+
+/* ---------- CONV_2D ---------- */
+
+static void conv_opts(tnode_t *tn, ar_padding_t pad, int sh, int sw, int dh, int dw,
+                      ar_activation_t act) {
+  tn->opt.conv2d = (ar_conv2d_options_t){.padding = pad, .stride_h = sh, .stride_w = sw,
+                                         .dilation_h = dh, .dilation_w = dw, .activation = act};
+}
+
+/* 4x4 input 1..16, 3x3 all-ones filter: each output is the sum of the in-bounds neighbourhood. */
+START_TEST(conv_same_even_stride1) {
+  float *in = iota(16, 1), *f = filled(9, 1), out[16];
+  int32_t di[4] = {1, 4, 4, 1}, df[4] = {1, 3, 3, 1}, dout[4] = {1, 4, 4, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  const float want[16] = {14, 24, 30, 22, 33, 54, 63, 45, 57, 90, 99, 69, 46, 72, 78, 54};
+  assert_close(out, want, 16, 0, "conv SAME 4x4 s1");
+  free(in); free(f);
+}
+END_TEST
+
+/* Even input, stride 2: total padding 1 goes to the bottom/right, so output (0,0) covers rows and
+ * columns 0..2 (54), not -1..1 (14). */
+START_TEST(conv_same_even_stride2_pads_bottom_right) {
+  float *in = iota(16, 1), *f = filled(9, 1), out[4];
+  int32_t di[4] = {1, 4, 4, 1}, df[4] = {1, 3, 3, 1}, dout[4] = {1, 2, 2, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  const float want[4] = {54, 45, 72, 54};
+  assert_close(out, want, 4, 0, "conv SAME 4x4 s2");
+  free(in); free(f);
+}
+END_TEST
+
+/* Odd input 5x5 (1..25), stride 2: 3x3 pads 1 on each side; 2x2 pads 0 before, 1 after. */
+START_TEST(conv_same_odd_stride2) {
+  float *in = iota(25, 1), *f = filled(9, 1), out[9];
+  int32_t di[4] = {1, 5, 5, 1}, df[4] = {1, 3, 3, 1}, dout[4] = {1, 3, 3, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  const float want[9] = {16, 33, 28, 69, 117, 87, 76, 123, 88};
+  assert_close(out, want, 9, 0, "conv SAME 5x5 s2 k3");
+
+  int32_t df2[4] = {1, 2, 2, 1};
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  const float want2[9] = {16, 24, 15, 56, 64, 35, 43, 47, 25};
+  assert_close(out, want2, 9, 0, "conv SAME 5x5 s2 k2");
+  free(in); free(f);
+}
+END_TEST
+
+/* 2x2 all-ones filter, dilation 2, VALID on 5x5: out(y,x) = in(y,x)+in(y,x+2)+in(y+2,x)+in(y+2,x+2). */
+START_TEST(conv_dilation) {
+  float *in = iota(25, 1), *f = filled(4, 1), out[9];
+  int32_t di[4] = {1, 5, 5, 1}, df[4] = {1, 2, 2, 1}, dout[4] = {1, 3, 3, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_VALID, 1, 1, 2, 2, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  const float want[9] = {28, 32, 36, 48, 52, 56, 68, 72, 76};
+  assert_close(out, want, 9, 0, "conv dilation 2");
+  free(in); free(f);
+}
+END_TEST
+
+/* 1x1 (direct GEMM path), two pixels, three output channels, bias, RELU6. */
+START_TEST(conv_1x1_bias_relu6) {
+  float in[4] = {1, 2, 3, -4};
+  float f[6] = {1, 1, 1, -1, 2, 3};
+  float b[3] = {0.5f, -1, 0};
+  float out[6];
+  int32_t di[4] = {1, 2, 1, 2}, df[4] = {3, 1, 1, 2}, dout[4] = {1, 2, 1, 3};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, b, 3, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, AR_ACT_RELU6);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  ck_assert_uint_eq(tn.node.scratch_bytes, 0);   /* no im2col for 1x1 stride 1 */
+  const float want[6] = {3.5f, 0, 6, 0, 6, 0};
+  assert_close(out, want, 6, 0, "conv 1x1 RELU6");
+  /* Same through RELU: the 8 is kept. */
+  conv_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, AR_ACT_RELU);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  const float want2[6] = {3.5f, 0, 8, 0, 6, 0};
+  assert_close(out, want2, 6, 0, "conv 1x1 RELU");
+}
+END_TEST
+
+static void conv_random_case(const cfg_t *c) {
+  int oh = ref_out_size(c->h, c->kh, c->sh, c->dh, c->same);
+  int ow = ref_out_size(c->w, c->kw, c->sw, c->dw, c->same);
+  size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->o * c->kh * c->kw * c->c;
+  size_t nout = (size_t)c->n * oh * ow * c->o;
+  float *in = randv(nin), *f = randv(nf), *b = c->bias ? randv((size_t)c->o) : NULL;
+  float *out = malloc(nout * sizeof(float)), *want = malloc(nout * sizeof(float));
+  int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {c->o, c->kh, c->kw, c->c};
+  int32_t dout[4] = {c->n, oh, ow, c->o};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, b, c->o, out, 4, dout);
+  conv_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw, c->act);
+  tnode_run(&tn, &ar_kernel_conv_2d);
+  ref_conv(c, in, f, b, want, oh, ow);
+  char what[160];
+  snprintf(what, sizeof what, "conv n%d %dx%dx%d -> %d k%dx%d s%dx%d d%dx%d %s act %d", c->n, c->h,
+           c->w, c->c, c->o, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID",
+           c->act);
+  assert_close(out, want, nout, 2e-5f, what);
+  free(in); free(f); free(b); free(out); free(want);
+}
+
+START_TEST(conv_random_vs_naive) {
+  const cfg_t cases[] = {
+    /* n  h   w   c   o  kh kw sh sw dh dw m  same  bias  act */
+    {1, 16, 16, 8, 12, 1, 1, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},      /* 1x1 GEMM */
+    {1, 1, 1, 96, 24, 1, 1, 1, 1, 1, 1, 1, false, true, AR_ACT_RELU},      /* 1x1 GEMV */
+    {2, 7, 5, 16, 9, 1, 1, 1, 1, 1, 1, 1, true, false, AR_ACT_RELU6},      /* batch 2 */
+    {1, 17, 16, 3, 16, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},      /* first-layer style */
+    {1, 20, 20, 64, 8, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},     /* several im2col tiles */
+    {1, 13, 11, 5, 7, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},       /* 5x5 s2 odd */
+    {1, 12, 12, 4, 6, 3, 3, 2, 2, 1, 1, 1, false, true, AR_ACT_RELU},      /* VALID s2 */
+    {1, 9, 10, 3, 5, 3, 3, 1, 1, 2, 3, 1, true, true, AR_ACT_NONE},        /* dilation SAME */
+    {2, 9, 8, 6, 4, 3, 2, 2, 1, 1, 1, 1, true, false, AR_ACT_RELU_N1_TO_1},/* non-square */
+    {1, 8, 8, 10, 6, 1, 1, 2, 2, 1, 1, 1, true, true, AR_ACT_TANH},        /* 1x1 stride 2 */
+    {1, 64, 64, 16, 16, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},     /* many tiles */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_random_case(&cases[i]);
+}
+END_TEST
+
+START_TEST(conv_prepare_errors) {
+  float in[48] = {0}, f[288] = {0}, out[512] = {0};
+  char msg[AR_MSG_BYTES];
+  tnode_t tn;
+  int32_t di[4] = {1, 4, 4, 3}, df[4] = {8, 3, 3, 4}, dout[4] = {1, 2, 2, 8};
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (CONV_2D): filter shape [8,3,3,4] does not match input channels 3");
+
+  int32_t df2[4] = {8, 3, 3, 3}, dbad[4] = {1, 4, 4, 8};
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dbad);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (CONV_2D): output shape [1,4,4,8], expected [1,2,2,8]");
+
+  /* The same node with the right output shape prepares, with an im2col scratch of 4 pixels x 27. */
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), 0);
+  ck_assert_uint_eq(tn.node.scratch_bytes, 4 * 27 * sizeof(float));
+
+  tn.t[0].dtype = AR_DTYPE_FLOAT16;
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "operator 7 (CONV_2D): only float32") == msg, "%s", msg);
+  tn.t[0].dtype = AR_DTYPE_FLOAT32;
+
+  float b[5] = {0};
+  int32_t nb = 5;
+  tview_set(&tn.t[2], b, 1, &nb, true);
+  tn.node.inputs[2] = &tn.t[2];
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (CONV_2D): bias shape [5] does not match 8 output channels");
+  tn.node.inputs[2] = NULL;
+
+  conv_opts(&tn, AR_PADDING_SAME, 0, 2, 1, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+}
+END_TEST
+
+/* ---------- DEPTHWISE_CONV_2D ---------- */
+
+static void dw_opts(tnode_t *tn, ar_padding_t pad, int sh, int sw, int dh, int dw, int mult,
+                    ar_activation_t act) {
+  tn->opt.depthwise = (ar_depthwise_options_t){.padding = pad, .stride_h = sh, .stride_w = sw,
+                                               .dilation_h = dh, .dilation_w = dw,
+                                               .depth_multiplier = mult, .activation = act};
+}
+
+/* Two channels: channel 0 = 1..16 with weights 1, channel 1 = -(1..16) with weights 2; bias 1, -1. */
+START_TEST(dw_3x3_same_even) {
+  float in[32], f[18], b[2] = {1, -1}, out[32];
+  for (int i = 0; i < 16; i++) { in[2 * i] = (float)(i + 1); in[2 * i + 1] = -(float)(i + 1); }
+  for (int i = 0; i < 9; i++) { f[2 * i] = 1; f[2 * i + 1] = 2; }
+  int32_t di[4] = {1, 4, 4, 2}, df[4] = {1, 3, 3, 2}, dout[4] = {1, 4, 4, 2};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, b, 2, out, 4, dout);
+  dw_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  const float sums[16] = {14, 24, 30, 22, 33, 54, 63, 45, 57, 90, 99, 69, 46, 72, 78, 54};
+  float want[32];
+  for (int i = 0; i < 16; i++) { want[2 * i] = sums[i] + 1; want[2 * i + 1] = -2 * sums[i] - 1; }
+  assert_close(out, want, 32, 0, "dw 3x3 SAME 4x4");
+}
+END_TEST
+
+START_TEST(dw_stride2_same_odd_and_even) {
+  float *in16 = iota(16, 1), *in25 = iota(25, 1), *f = filled(9, 1), out[9];
+  int32_t di[4] = {1, 4, 4, 1}, df[4] = {1, 3, 3, 1}, dout[4] = {1, 2, 2, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in16, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  dw_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  const float want_even[4] = {54, 45, 72, 54};
+  assert_close(out, want_even, 4, 0, "dw SAME 4x4 s2");
+
+  int32_t di5[4] = {1, 5, 5, 1}, dout5[4] = {1, 3, 3, 1};
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in25, 4, di5, f, 4, df, NULL, 0, out, 4, dout5);
+  dw_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  const float want_odd[9] = {16, 33, 28, 69, 117, 87, 76, 123, 88};
+  assert_close(out, want_odd, 9, 0, "dw SAME 5x5 s2");
+  free(in16); free(in25); free(f);
+}
+END_TEST
+
+/* 5x5 all-ones on 5x5 (1..25), SAME stride 1: the centre sees everything (325); the corner sees
+ * rows/cols 0..2 (63); RELU6 clamps both to 6 in a second run. */
+START_TEST(dw_5x5_same) {
+  float *in = iota(25, 1), *f = filled(25, 1), out[25];
+  int32_t di[4] = {1, 5, 5, 1}, df[4] = {1, 5, 5, 1}, dout[4] = {1, 5, 5, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  dw_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, 1, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  ck_assert_float_eq(out[12], 325);
+  ck_assert_float_eq(out[0], 63);
+  ck_assert_float_eq(out[24], 13 + 14 + 15 + 18 + 19 + 20 + 23 + 24 + 25);
+  ck_assert_float_eq(out[2], 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 + 15);
+  dw_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, 1, AR_ACT_RELU6);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  for (int i = 0; i < 25; i++) ck_assert_float_eq(out[i], 6);
+  free(in); free(f);
+}
+END_TEST
+
+/* Depth multiplier 2: output channel c*2+m reads input channel c. */
+START_TEST(dw_depth_multiplier_2) {
+  float in[2] = {3, 5}, f[4] = {1, 2, 3, 4}, b[4] = {0, 0, 0, 0.5f}, out[4];
+  int32_t di[4] = {1, 1, 1, 2}, df[4] = {1, 1, 1, 4}, dout[4] = {1, 1, 1, 4};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, b, 4, out, 4, dout);
+  dw_opts(&tn, AR_PADDING_VALID, 1, 1, 1, 1, 2, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  const float want[4] = {3, 6, 15, 20.5f};
+  assert_close(out, want, 4, 0, "dw multiplier 2 order");
+
+  /* 2x2 input [1,2;3,4], one channel, multiplier 2, 2x2 VALID: m0 all ones, m1 = (1,0,0,-1). */
+  float in2[4] = {1, 2, 3, 4}, f2[8] = {1, 1, 1, 0, 1, 0, 1, -1}, b2[2] = {1, 2}, out2[2];
+  int32_t di2[4] = {1, 2, 2, 1}, df2[4] = {1, 2, 2, 2}, dout2[4] = {1, 1, 1, 2};
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in2, 4, di2, f2, 4, df2, b2, 2, out2, 4, dout2);
+  dw_opts(&tn, AR_PADDING_VALID, 1, 1, 1, 1, 2, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  const float want2[2] = {11, -1};
+  assert_close(out2, want2, 2, 0, "dw multiplier 2 taps");
+}
+END_TEST
+
+static void dw_random_case(const cfg_t *c) {
+  int oh = ref_out_size(c->h, c->kh, c->sh, c->dh, c->same);
+  int ow = ref_out_size(c->w, c->kw, c->sw, c->dw, c->same);
+  int oc = c->c * c->mult;
+  size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->kh * c->kw * oc;
+  size_t nout = (size_t)c->n * oh * ow * oc;
+  float *in = randv(nin), *f = randv(nf), *b = c->bias ? randv((size_t)oc) : NULL;
+  float *out = malloc(nout * sizeof(float)), *want = malloc(nout * sizeof(float));
+  int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {1, c->kh, c->kw, oc};
+  int32_t dout[4] = {c->n, oh, ow, oc};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, b, oc, out, 4, dout);
+  dw_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw, c->mult,
+          c->act);
+  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+  ref_dw(c, in, f, b, want, oh, ow);
+  char what[160];
+  snprintf(what, sizeof what, "dw n%d %dx%dx%d m%d k%dx%d s%dx%d d%dx%d %s act %d", c->n, c->h, c->w,
+           c->c, c->mult, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID",
+           c->act);
+  assert_close(out, want, nout, 2e-6f, what);
+  free(in); free(f); free(b); free(out); free(want);
+}
+
+START_TEST(dw_random_vs_naive) {
+  static const int chans[] = {1, 3, 8, 16, 21, 35, 64};
+  static const int kernels[] = {3, 5};
+  for (size_t ci = 0; ci < sizeof chans / sizeof chans[0]; ci++)
+    for (int ki = 0; ki < 2; ki++)
+      for (int s = 1; s <= 2; s++)
+        for (int same = 0; same <= 1; same++) {
+          cfg_t c = {.n = 1, .h = 11 + s, .w = 10 + same, .c = chans[ci], .o = chans[ci],
+                     .kh = kernels[ki], .kw = kernels[ki], .sh = s, .sw = s, .dh = 1, .dw = 1,
+                     .mult = 1, .same = same, .bias = (ci & 1) == 0,
+                     .act = (ci % 3 == 0) ? AR_ACT_RELU6 : AR_ACT_NONE};
+          dw_random_case(&c);
+        }
+  const cfg_t odd[] = {
+    /* n  h   w   c  o  kh kw sh sw dh dw m  same  bias  act */
+    {2, 9, 7, 5, 5, 3, 3, 1, 1, 2, 2, 1, true, true, AR_ACT_RELU},     /* dilation (generic) */
+    {1, 8, 9, 3, 6, 3, 3, 2, 2, 1, 1, 2, true, true, AR_ACT_NONE},     /* multiplier 2 */
+    {1, 6, 6, 4, 12, 3, 3, 1, 1, 1, 1, 3, false, false, AR_ACT_RELU6}, /* multiplier 3 VALID */
+    {1, 10, 12, 24, 24, 3, 5, 2, 1, 1, 1, 1, true, true, AR_ACT_NONE},  /* 3x5, mixed strides */
+    {1, 4, 4, 16, 16, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},   /* no interior at all */
+    {1, 33, 33, 72, 72, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},/* model-sized */
+    {1, 5, 5, 20, 20, 2, 2, 1, 1, 1, 1, 1, false, true, AR_ACT_TANH},  /* 2x2 generic interior */
+  };
+  for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) dw_random_case(&odd[i]);
+}
+END_TEST
+
+START_TEST(dw_prepare_errors) {
+  float in[48] = {0}, f[90] = {0}, out[512] = {0};
+  char msg[AR_MSG_BYTES];
+  tnode_t tn;
+  int32_t di[4] = {1, 4, 4, 3}, df[4] = {1, 3, 3, 10}, dout[4] = {1, 4, 4, 10};
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, NULL, 0, out, 4, dout);
+  dw_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, 0, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (DEPTHWISE_CONV_2D): filter shape [1,3,3,10] does not match "
+                        "input channels 3 with depth_multiplier 0");
+
+  int32_t df2[4] = {1, 3, 3, 6}, dout2[4] = {1, 4, 4, 6};
+  tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dout2);
+  dw_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, 3, AR_ACT_NONE);   /* 3 * 3 != 6 */
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_ESHAPE);
+  dw_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, 2, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), 0);
+  dw_opts(&tn, AR_PADDING_VALID, 1, 1, 1, 1, 2, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (DEPTHWISE_CONV_2D): output shape [1,4,4,6], expected [1,2,2,6]");
+}
+END_TEST
+
+/* ---------- Convolution2DTransposeBias ---------- */
+
+static void tconv_opts(tnode_t *tn, ar_padding_t pad, int sh, int sw) {
+  tn->opt.transpose_conv = (ar_transpose_conv_options_t){.padding = pad, .stride_h = sh,
+                                                         .stride_w = sw};
+}
+
+/* input [1,2;3,4], weights [1,2;3,4], bias 0.5, stride 2 SAME (k = stride: no overlap, out 4x4):
+ * out(2iy+ky, 2ix+kx) = in(iy,ix) * w(ky,kx) + 0.5. */
+START_TEST(tconv_stride2_same) {
+  float in[4] = {1, 2, 3, 4}, w[4] = {1, 2, 3, 4}, b[1] = {0.5f}, out[16];
+  int32_t di[4] = {1, 2, 2, 1}, dw[4] = {1, 2, 2, 1}, dout[4] = {1, 4, 4, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, w, 4, dw, b, 1, out, 4, dout);
+  tconv_opts(&tn, AR_PADDING_SAME, 2, 2);
+  tnode_run(&tn, &ar_kernel_transpose_conv_bias);
+  const float want[16] = {1.5f, 2.5f, 2.5f, 4.5f, 3.5f, 4.5f, 6.5f, 8.5f,
+                          3.5f, 6.5f, 4.5f, 8.5f, 9.5f, 12.5f, 12.5f, 16.5f};
+  assert_close(out, want, 16, 0, "tconv s2 SAME");
+}
+END_TEST
+
+/* Overlapping taps, stride 1: VALID gives 3x3 (a full 2-D convolution of in with w); SAME
+ * (pad_total 1, 0 before) keeps the top-left 2x2 of it. */
+START_TEST(tconv_stride1_overlap) {
+  float in[4] = {1, 2, 3, 4}, w[4] = {1, 2, 3, 4}, b[1] = {0}, out[9];
+  int32_t di[4] = {1, 2, 2, 1}, dw[4] = {1, 2, 2, 1}, dout[4] = {1, 3, 3, 1};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, w, 4, dw, b, 1, out, 4, dout);
+  tconv_opts(&tn, AR_PADDING_VALID, 1, 1);
+  tnode_run(&tn, &ar_kernel_transpose_conv_bias);
+  const float want[9] = {1, 4, 4, 6, 20, 16, 9, 24, 16};
+  assert_close(out, want, 9, 0, "tconv s1 VALID");
+
+  int32_t dout2[4] = {1, 2, 2, 1};
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, w, 4, dw, b, 1, out, 4, dout2);
+  tconv_opts(&tn, AR_PADDING_SAME, 1, 1);
+  tnode_run(&tn, &ar_kernel_transpose_conv_bias);
+  const float want2[4] = {1, 4, 6, 20};
+  assert_close(out, want2, 4, 0, "tconv s1 SAME");
+}
+END_TEST
+
+static void tconv_random_case(const cfg_t *c) {
+  /* MediaPipe output size and padding, computed here from the definition. */
+  int tot_h = 0, tot_w = 0;
+  if (c->same) {
+    tot_h = c->kh - (c->h - 1) % c->sh - 1; if (tot_h < 0) tot_h = 0;
+    tot_w = c->kw - (c->w - 1) % c->sw - 1; if (tot_w < 0) tot_w = 0;
+  }
+  int oh = c->sh * (c->h - 1) + c->kh - tot_h, ow = c->sw * (c->w - 1) + c->kw - tot_w;
+  size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->o * c->kh * c->kw * c->c;
+  size_t nout = (size_t)c->n * oh * ow * c->o;
+  float *in = randv(nin), *f = randv(nf), *b = randv((size_t)c->o);
+  float *out = malloc(nout * sizeof(float)), *want = malloc(nout * sizeof(float));
+  int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {c->o, c->kh, c->kw, c->c};
+  int32_t dout[4] = {c->n, oh, ow, c->o};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, f, 4, df, b, c->o, out, 4, dout);
+  tconv_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw);
+  tnode_run(&tn, &ar_kernel_transpose_conv_bias);
+  ref_tconv(c, in, f, b, want, oh, ow, tot_h / 2, tot_w / 2);
+  char what[160];
+  snprintf(what, sizeof what, "tconv n%d %dx%dx%d -> %d k%dx%d s%dx%d %s", c->n, c->h, c->w, c->c,
+           c->o, c->kh, c->kw, c->sh, c->sw, c->same ? "SAME" : "VALID");
+  assert_close(out, want, nout, 2e-5f, what);
+  free(in); free(f); free(b); free(out); free(want);
+}
+
+START_TEST(tconv_random_vs_naive) {
+  const cfg_t cases[] = {
+    /* n  h   w   c   o  kh kw sh sw */
+    {1, 32, 32, 16, 1, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},    /* selfie-style */
+    {2, 5, 7, 6, 3, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},      /* overlap, odd pad */
+    {1, 6, 5, 4, 5, 4, 4, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
+    {1, 4, 6, 3, 2, 3, 2, 1, 3, 1, 1, 1, false, true, AR_ACT_NONE},
+    {1, 90, 90, 8, 2, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},    /* several tiles */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) tconv_random_case(&cases[i]);
+}
+END_TEST
+
+START_TEST(tconv_prepare_errors) {
+  float in[64] = {0}, w[64] = {0}, b[2] = {0}, out[256] = {0};
+  char msg[AR_MSG_BYTES];
+  tnode_t tn;
+  int32_t di[4] = {1, 4, 4, 4}, dw[4] = {1, 2, 2, 4}, dout[4] = {1, 4, 4, 1};
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, w, 4, dw, b, 1, out, 4, dout);
+  tconv_opts(&tn, AR_PADDING_SAME, 2, 2);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_transpose_conv_bias, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (Convolution2DTransposeBias): output shape [1,4,4,1], "
+                        "expected [1,8,8,1]");
+  int32_t dw2[4] = {1, 2, 2, 3};
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, w, 4, dw2, b, 1, out, 4, dout);
+  tconv_opts(&tn, AR_PADDING_SAME, 2, 2);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_transpose_conv_bias, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (Convolution2DTransposeBias): weights shape [1,2,2,3] does not "
+                        "match input channels 4");
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in, 4, di, w, 4, dw, b, 2, out, 4, dout);
+  tconv_opts(&tn, AR_PADDING_SAME, 2, 2);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_transpose_conv_bias, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (Convolution2DTransposeBias): bias shape [2] does not match 1 "
+                        "output channels");
+}
+END_TEST
+
+/* ---------- FULLY_CONNECTED ---------- */
+
+static void fc_opts(tnode_t *tn, bool keep, ar_activation_t act) {
+  tn->opt.fully_connected = (ar_fully_connected_options_t){.activation = act, .keep_num_dims = keep};
+}
+
+/* x = (1,2,3), W = [[1,0,-1],[2,1,0]]: W x = (-2, 4); with bias (0.5,-4): (-1.5, 0). */
+START_TEST(fc_bias_and_no_bias) {
+  float x[3] = {1, 2, 3}, w[6] = {1, 0, -1, 2, 1, 0}, b[2] = {0.5f, -4}, out[2];
+  int32_t dx[2] = {1, 3}, dw[2] = {2, 3}, dout[2] = {1, 2};
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 2, dx, w, 2, dw, b, 2, out, 2, dout);
+  fc_opts(&tn, false, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_fully_connected);
+  const float want[2] = {-1.5f, 0};
+  assert_close(out, want, 2, 0, "fc bias");
+
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 2, dx, w, 2, dw, NULL, 0, out, 2, dout);
+  tn.node.n_inputs = 2;   /* bias absent altogether, as in a 2-input operator */
+  fc_opts(&tn, false, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_fully_connected);
+  const float want2[2] = {-2, 4};
+  assert_close(out, want2, 2, 0, "fc no bias");
+
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 2, dx, w, 2, dw, NULL, 0, out, 2, dout);
+  fc_opts(&tn, false, AR_ACT_RELU);
+  tnode_run(&tn, &ar_kernel_fully_connected);
+  const float want3[2] = {0, 4};
+  assert_close(out, want3, 2, 0, "fc relu");
+}
+END_TEST
+
+/* Input [2,1,3]: keep_num_dims true -> [2,1,2]; false -> flattened [2,2]. Same values. */
+START_TEST(fc_keep_num_dims) {
+  float x[6] = {1, 2, 3, -1, 0, 1}, w[6] = {1, 0, -1, 2, 1, 0}, out[4];
+  const float want[4] = {-2, 4, -2, -2};
+  int32_t dx[3] = {2, 1, 3}, dw[2] = {2, 3}, dkeep[3] = {2, 1, 2}, dflat[2] = {2, 2};
+  char msg[AR_MSG_BYTES];
+  tnode_t tn;
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 3, dx, w, 2, dw, NULL, 0, out, 3, dkeep);
+  fc_opts(&tn, true, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_fully_connected);
+  assert_close(out, want, 4, 0, "fc keep_num_dims");
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 3, dx, w, 2, dw, NULL, 0, out, 2, dflat);
+  fc_opts(&tn, false, AR_ACT_NONE);
+  tnode_run(&tn, &ar_kernel_fully_connected);
+  assert_close(out, want, 4, 0, "fc flattened");
+  /* Swapped expectations are rejected with the inferred shape. */
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 3, dx, w, 2, dw, NULL, 0, out, 2, dflat);
+  fc_opts(&tn, true, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_fully_connected, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (FULLY_CONNECTED): output shape [2,2], expected [2,1,2]");
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 3, dx, w, 2, dw, NULL, 0, out, 3, dkeep);
+  fc_opts(&tn, false, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_fully_connected, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_str_eq(msg, "operator 7 (FULLY_CONNECTED): output shape [2,1,2], expected [2,2]");
+  /* 4 input values per row do not divide 6 elements. */
+  int32_t dw4[2] = {2, 4}, dout4[2] = {1, 2};
+  tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 3, dx, w, 2, dw4, NULL, 0, out, 2, dout4);
+  fc_opts(&tn, false, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_fully_connected, msg, sizeof msg), AR_ESHAPE);
+}
+END_TEST
+
+START_TEST(fc_random_vs_naive) {
+  const int shapes[][3] = {{1, 1152, 63}, {1, 672, 1}, {5, 40, 17}, {16, 96, 32}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int batch = shapes[s][0], depth = shapes[s][1], units = shapes[s][2];
+    float *x = randv((size_t)batch * depth), *w = randv((size_t)units * depth), *b = randv((size_t)units);
+    float *out = malloc(sizeof(float) * batch * units), *want = malloc(sizeof(float) * batch * units);
+    int32_t dx[2] = {batch, depth}, dw[2] = {units, depth}, dout[2] = {batch, units};
+    tnode_t tn;
+    tnode_init(&tn, AR_OP_FULLY_CONNECTED, x, 2, dx, w, 2, dw, b, units, out, 2, dout);
+    fc_opts(&tn, false, AR_ACT_RELU6);
+    tnode_run(&tn, &ar_kernel_fully_connected);
+    for (int i = 0; i < batch; i++)
+      for (int u = 0; u < units; u++) {
+        double acc = b[u];
+        for (int k = 0; k < depth; k++) acc += (double)x[i * depth + k] * w[u * depth + k];
+        want[i * units + u] = ref_act((float)acc, AR_ACT_RELU6);
+      }
+    assert_close(out, want, (size_t)batch * units, 2e-5f, "fc random");
+    free(x); free(w); free(b); free(out); free(want);
+  }
+}
+END_TEST
+
+static Suite *kernels_conv_suite(void) {
+  Suite *s = suite_create("kernels_conv");
+  TCase *tc = tcase_create("common");
+  tcase_add_test(tc, padding_same_puts_odd_pixel_last);
+  tcase_add_test(tc, activations_follow_tflite);
+  tcase_add_test(tc, fp16_conversion_is_exact);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("conv_2d");
+  tcase_add_test(tc, conv_same_even_stride1);
+  tcase_add_test(tc, conv_same_even_stride2_pads_bottom_right);
+  tcase_add_test(tc, conv_same_odd_stride2);
+  tcase_add_test(tc, conv_dilation);
+  tcase_add_test(tc, conv_1x1_bias_relu6);
+  tcase_add_test(tc, conv_random_vs_naive);
+  tcase_add_test(tc, conv_prepare_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("depthwise_conv_2d");
+  tcase_add_test(tc, dw_3x3_same_even);
+  tcase_add_test(tc, dw_stride2_same_odd_and_even);
+  tcase_add_test(tc, dw_5x5_same);
+  tcase_add_test(tc, dw_depth_multiplier_2);
+  tcase_add_test(tc, dw_random_vs_naive);
+  tcase_add_test(tc, dw_prepare_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("transpose_conv_bias");
+  tcase_add_test(tc, tconv_stride2_same);
+  tcase_add_test(tc, tconv_stride1_overlap);
+  tcase_add_test(tc, tconv_random_vs_naive);
+  tcase_add_test(tc, tconv_prepare_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("fully_connected");
+  tcase_add_test(tc, fc_bias_and_no_bias);
+  tcase_add_test(tc, fc_keep_num_dims);
+  tcase_add_test(tc, fc_random_vs_naive);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(kernels_conv_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
