@@ -98,9 +98,16 @@ typedef struct ar_plan_buffer {
   int32_t first_use, last_use;   /* as added (an alias root's lifetime is extended by its aliases) */
   ar_buf_class_t cls;
   int32_t alias_of, id;
+  int32_t root;                  /* buffer whose bytes this one uses (itself unless an alias) */
+  int32_t live_first, live_last; /* the root's lifetime merged over its alias chain: what the
+                                    plan honoured (equal to first_use/last_use without aliases) */
 } ar_plan_buffer_t;
 /* Copy buffer `buf`'s record into *out. Returns 0 or AR_EINVAL for a bad index. */
 int ar_planner_buffer(const ar_planner_t *p, int buf, ar_plan_buffer_t *out);
+
+/* Largest last_use over arena and scratch buffers plus one: the number of operator steps the
+ * plan spans (0 when there are none). */
+int32_t ar_planner_steps(const ar_planner_t *p);
 
 /* Figures of the last plan. */
 void ar_planner_figures(const ar_planner_t *p, ar_plan_figures_t *out);
