@@ -1,10 +1,271 @@
-/* cmd_inspect.c - arenactl inspect (offline). Not implemented yet: this stub says so and fails. */
+/* cmd_inspect.c - arenactl inspect MODEL [--json] (offline).
+ *
+ * Loads the model with the verifying loader (so a malformed file fails here with the loader's
+ * message) and reports what it holds: operator counts per op, tensors, graph inputs and outputs
+ * (name, dtype, shape), constant buffers and bytes, fp16 and sparse weights, subgraphs, schema
+ * version, description and the file's sha256. --json prints the same facts with the key names of
+ * the model MANIFEST.json (builtin_ops, custom_ops, inputs/outputs {name, dtype, shape}, num_tensors,
+ * num_operators, tensor_dtypes, sparse_tensors, constant_buffers) so the two can be compared.
+ */
+#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "clients/arenactl.h"
+#include "common/ar_error.h"
+#include "loader/ar_model.h"
+#include "loader/ar_sha256.h"
+
+/* "CONV_2D" for builtins, "CUSTOM:<code>" for custom ops (the manifest's operator_codes form). */
+static void opcode_name(const ar_opcode_t *oc, char *buf, size_t n) {
+  if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
+    snprintf(buf, n, "CUSTOM:%s", oc->custom_code ? oc->custom_code : "");
+  else if (oc->op != AR_OP_INVALID)
+    snprintf(buf, n, "%s", ar_op_name(oc->op));
+  else
+    snprintf(buf, n, "%s", ar_tflite_builtin_name(oc->builtin_code) ? ar_tflite_builtin_name(oc->builtin_code) : "UNKNOWN");
+}
+
+static json_t *shape_json(const int32_t *dims, int32_t rank) {
+  json_t *a = json_array();
+  for (int32_t i = 0; i < rank; i++) json_array_append_new(a, json_integer(dims[i]));
+  return a;
+}
+
+static json_t *io_json(const ar_subgraph_t *sg, const int32_t *list, uint32_t n) {
+  json_t *a = json_array();
+  for (uint32_t i = 0; i < n; i++) {
+    const ar_tensor_t *t = &sg->tensors[list[i]];
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(t->name));
+    json_object_set_new(o, "dtype", json_string(ar_dtype_name(t->dtype)));
+    json_object_set_new(o, "shape", shape_json(t->dims, t->rank));
+    if (t->has_shape_signature)
+      json_object_set_new(o, "shape_signature", shape_json(t->shape_signature, t->rank));
+    json_object_set_new(o, "index", json_integer(list[i]));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static void count_key(json_t *obj, const char *key) {
+  json_t *v = json_object_get(obj, key);
+  json_object_set_new(obj, key, json_integer(v ? json_integer_value(v) + 1 : 1));
+}
+
+static json_t *subgraph_json(const ar_model_t *m, uint32_t s) {
+  const ar_subgraph_t *sg = &m->subgraphs[s];
+  json_t *o = json_object(), *builtin = json_object(), *custom = json_object();
+  json_t *dtypes = json_object(), *cdtypes = json_object();
+  uint64_t sparse = 0, variable = 0, quantized = 0, fp16 = 0, fp16_bytes = 0, sparse_bytes = 0;
+  for (uint32_t i = 0; i < sg->n_operators; i++) {
+    const ar_opcode_t *oc = &m->opcodes[sg->operators[i].opcode_index];
+    if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
+      count_key(custom, oc->custom_code ? oc->custom_code : "");
+    else
+      count_key(builtin, ar_op_name(oc->op));
+  }
+  for (uint32_t i = 0; i < sg->n_tensors; i++) {
+    const ar_tensor_t *t = &sg->tensors[i];
+    count_key(dtypes, ar_dtype_name(t->dtype));
+    if (ar_tensor_is_constant(t)) {
+      count_key(cdtypes, ar_dtype_name(t->dtype));
+      if (t->dtype == AR_DTYPE_FLOAT16) { fp16++; fp16_bytes += t->data_bytes; }
+    }
+    if (t->sparsity) { sparse++; sparse_bytes += t->data_bytes; }
+    if (t->is_variable) variable++;
+    if (t->has_quantization) quantized++;
+  }
+  json_object_set_new(o, "index", json_integer(s));
+  json_object_set_new(o, "name", json_string(sg->name));
+  json_object_set_new(o, "num_tensors", json_integer(sg->n_tensors));
+  json_object_set_new(o, "num_operators", json_integer(sg->n_operators));
+  json_object_set_new(o, "builtin_ops", builtin);
+  json_object_set_new(o, "custom_ops", custom);
+  json_object_set_new(o, "inputs", io_json(sg, sg->inputs, sg->n_inputs));
+  json_object_set_new(o, "outputs", io_json(sg, sg->outputs, sg->n_outputs));
+  json_object_set_new(o, "tensor_dtypes", dtypes);
+  json_object_set_new(o, "constant_tensor_dtypes", cdtypes);
+  json_object_set_new(o, "quantized_tensors", json_integer((json_int_t)quantized));
+  json_object_set_new(o, "sparse_tensors", json_integer((json_int_t)sparse));
+  json_object_set_new(o, "variable_tensors", json_integer((json_int_t)variable));
+  json_t *w = json_object();
+  json_object_set_new(w, "float16_constants", json_integer((json_int_t)fp16));
+  json_object_set_new(w, "float16_bytes", json_integer((json_int_t)fp16_bytes));
+  json_object_set_new(w, "sparse_constants", json_integer((json_int_t)sparse));
+  json_object_set_new(w, "sparse_bytes", json_integer((json_int_t)sparse_bytes));
+  json_object_set_new(o, "weights", w);
+  return o;
+}
+
+static uint32_t constant_buffer_count(const ar_model_t *m) {
+  uint32_t n = 0;
+  for (uint32_t b = 1; b < m->n_buffers; b++) {
+    bool used = false;
+    for (uint32_t s = 0; s < m->n_subgraphs && !used; s++)
+      for (uint32_t t = 0; t < m->subgraphs[s].n_tensors && !used; t++)
+        used = m->subgraphs[s].tensors[t].data && m->subgraphs[s].tensors[t].buffer == b;
+    n += used;
+  }
+  return n;
+}
+
+/* The --json document (caller owns the reference). */
+static json_t *inspect_json(const ar_model_t *m, const char *path) {
+  json_t *o = json_object();
+  const char *base = strrchr(path, '/');
+  char hex[65];
+  ar_sha256_hex(m->sha256, hex);
+  json_object_set_new(o, "file", json_string(base ? base + 1 : path));
+  json_object_set_new(o, "bytes", json_integer((json_int_t)m->file_bytes));
+  json_object_set_new(o, "sha256", json_string(hex));
+  json_object_set_new(o, "schema_version", json_integer(m->schema_version));
+  json_object_set_new(o, "description", json_string(m->description));
+  json_object_set_new(o, "num_subgraphs", json_integer(m->n_subgraphs));
+  json_object_set_new(o, "signature_defs", json_integer(m->n_signature_defs));
+  json_t *md = json_array();
+  for (uint32_t i = 0; i < m->n_metadata; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "name", json_string(m->metadata[i].name));
+    json_object_set_new(e, "buffer", json_integer(m->metadata[i].buffer));
+    json_array_append_new(md, e);
+  }
+  json_object_set_new(o, "metadata", md);
+  json_t *codes = json_array();
+  for (uint32_t i = 0; i < m->n_opcodes; i++) {
+    char name[128];
+    json_t *e = json_object();
+    opcode_name(&m->opcodes[i], name, sizeof(name));
+    json_object_set_new(e, "op", json_string(name));
+    json_object_set_new(e, "version", json_integer(m->opcodes[i].version));
+    json_array_append_new(codes, e);
+  }
+  json_object_set_new(o, "operator_codes", codes);
+  json_t *cb = json_object();
+  json_object_set_new(cb, "count", json_integer(constant_buffer_count(m)));
+  json_object_set_new(cb, "total_bytes", json_integer((json_int_t)m->constant_bytes));
+  json_object_set_new(cb, "buffers_in_table", json_integer(m->n_buffers));
+  json_object_set_new(o, "constant_buffers", cb);
+  json_t *sgs = json_array();
+  for (uint32_t s = 0; s < m->n_subgraphs; s++) json_array_append_new(sgs, subgraph_json(m, s));
+  json_object_set_new(o, "subgraphs", sgs);
+  return o;
+}
+
+static void print_shape(const ar_tensor_t *t) {
+  char buf[128];
+  size_t used = (size_t)snprintf(buf, sizeof(buf), "[");
+  for (int32_t i = 0; i < t->rank && used < sizeof(buf); i++)
+    used += (size_t)snprintf(buf + used, sizeof(buf) - used, i ? ",%d" : "%d", t->dims[i]);
+  if (used < sizeof(buf)) snprintf(buf + used, sizeof(buf) - used, "]");
+  printf("%-18s", buf);
+}
+
+static void print_io(const ar_subgraph_t *sg, const char *title, const int32_t *list, uint32_t n) {
+  printf("  %s\n    %-3s %-7s %-9s %-18s %s\n", title, "#", "tensor", "dtype", "shape", "name");
+  for (uint32_t i = 0; i < n; i++) {
+    const ar_tensor_t *t = &sg->tensors[list[i]];
+    printf("    %-3u %-7d %-9s ", i, list[i], ar_dtype_name(t->dtype));
+    print_shape(t);
+    printf(" %s\n", t->name);
+  }
+}
+
+static void print_human(const ar_model_t *m, const char *path, json_t *doc) {
+  char hex[65];
+  ar_sha256_hex(m->sha256, hex);
+  json_t *cb = json_object_get(doc, "constant_buffers");
+  printf("model          %s (%llu bytes)\n", path, (unsigned long long)m->file_bytes);
+  printf("sha256         %s\n", hex);
+  printf("schema         version %u\n", m->schema_version);
+  printf("description    %s\n", m->description);
+  printf("contents       %u subgraph%s, %u operator codes, %u buffers, %u metadata, %u signature defs\n",
+         m->n_subgraphs, m->n_subgraphs == 1 ? "" : "s", m->n_opcodes, m->n_buffers, m->n_metadata,
+         m->n_signature_defs);
+  printf("constants      %lld buffers, %llu bytes (mapped read-only, not copied)\n",
+         (long long)json_integer_value(json_object_get(cb, "count")), (unsigned long long)m->constant_bytes);
+  for (uint32_t i = 0; i < m->n_metadata; i++)
+    printf("metadata %-5u %s (buffer %u)\n", i, m->metadata[i].name, m->metadata[i].buffer);
+
+  json_t *sgs = json_object_get(doc, "subgraphs");
+  for (uint32_t s = 0; s < m->n_subgraphs; s++) {
+    const ar_subgraph_t *sg = &m->subgraphs[s];
+    json_t *sj = json_array_get(sgs, s);
+    json_t *w = json_object_get(sj, "weights");
+    printf("\nsubgraph %u \"%s\": %u tensors, %u operators\n", s, sg->name, sg->n_tensors, sg->n_operators);
+    printf("  %-34s %7s %8s\n", "operator", "count", "version");
+    for (uint32_t c = 0; c < m->n_opcodes; c++) {
+      uint32_t n = 0;
+      for (uint32_t i = 0; i < sg->n_operators; i++) n += sg->operators[i].opcode_index == c;
+      if (n == 0) continue;
+      char name[128];
+      opcode_name(&m->opcodes[c], name, sizeof(name));
+      printf("  %-34s %7u %8d\n", name, n, m->opcodes[c].version);
+    }
+    print_io(sg, "inputs", sg->inputs, sg->n_inputs);
+    print_io(sg, "outputs", sg->outputs, sg->n_outputs);
+    printf("  tensor dtypes ");
+    const char *key;
+    json_t *val;
+    int first = 1;
+    json_object_foreach(json_object_get(sj, "tensor_dtypes"), key, val) {
+      printf("%s%s %lld", first ? "" : ", ", key, (long long)json_integer_value(val));
+      first = 0;
+    }
+    printf("\n  fp16 weights  %lld tensors, %lld bytes\n",
+           (long long)json_integer_value(json_object_get(w, "float16_constants")),
+           (long long)json_integer_value(json_object_get(w, "float16_bytes")));
+    printf("  sparse        %lld tensors, %lld bytes stored\n",
+           (long long)json_integer_value(json_object_get(w, "sparse_constants")),
+           (long long)json_integer_value(json_object_get(w, "sparse_bytes")));
+    printf("  variables     %lld   quantized %lld\n",
+           (long long)json_integer_value(json_object_get(sj, "variable_tensors")),
+           (long long)json_integer_value(json_object_get(sj, "quantized_tensors")));
+  }
+}
 
 int ar_cmd_inspect(int argc, char **argv) {
-  (void)argc;
-  fprintf(stderr, "arenactl %s: not implemented yet\n", argv[0]);
-  return 1;
+  static const struct option longopts[] = {
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  int json = 0, c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = 1; break;
+    case 'h':
+      printf("usage: arenactl inspect MODEL [--json]\n");
+      return 0;
+    default:
+      fprintf(stderr, "usage: arenactl inspect MODEL [--json]\n");
+      return 2;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "usage: arenactl inspect MODEL [--json]\n");
+    return 2;
+  }
+  const char *path = argv[optind];
+  char msg[AR_MSG_BYTES];
+  ar_model_t *m = NULL;
+  int rc = ar_model_load(path, &m, msg, sizeof(msg));
+  if (rc) {
+    fprintf(stderr, "arenactl inspect: %s: %s (%s)\n", path, msg, ar_err_name(rc));
+    return 1;
+  }
+  json_t *doc = inspect_json(m, path);
+  int ret = 0;
+  if (json) {
+    if (json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) ret = 1;
+    printf("\n");
+  } else {
+    print_human(m, path, doc);
+  }
+  json_decref(doc);
+  ar_model_free(m);
+  if (fflush(stdout) != 0) ret = 1;
+  return ret;
 }

@@ -71,8 +71,8 @@ static int charge(ar_fb_t *fb, uint64_t n, const char *what) {
 
 int ar_fb_root(ar_fb_t *fb, const char *ident, ar_fb_table_t *root) {
   if (!ar_fb_in_file(fb, 0, 8))
-    return ar_fb_fail(fb, "file", "%llu bytes is too short for a FlatBuffer (root offset and "
-                      "file identifier need 8)", (unsigned long long)fb->len);
+    return ar_fb_fail(fb, "file", "the file (%llu bytes) is too short for a FlatBuffer (root "
+                      "offset and file identifier need 8)", (unsigned long long)fb->len);
   if (ident && memcmp(fb->buf + 4, ident, 4) != 0) {
     char got[5];
     for (int i = 0; i < 4; i++) {
@@ -106,10 +106,10 @@ int ar_fb_table_at(ar_fb_t *fb, uint64_t pos, const char *what, ar_fb_table_t *o
   uint32_t obj_bytes = ar_fb_load_u16(fb, (uint64_t)vt + 2);
   if (vt_bytes < 4 || vt_bytes % 2 != 0 || !ar_fb_in_file(fb, (uint64_t)vt, vt_bytes))
     return ar_fb_fail(fb, what, "vtable at offset %lld has size %u (must be even, >= 4 and inside "
-                      "the file of %llu bytes)", (long long)vt, vt_bytes, (unsigned long long)fb->len);
+                      "the file (%llu bytes))", (long long)vt, vt_bytes, (unsigned long long)fb->len);
   if (obj_bytes < 4 || !ar_fb_in_file(fb, pos, obj_bytes))
     return ar_fb_fail(fb, what, "table at offset %llu declares %u object bytes (must be >= 4 and "
-                      "inside the file of %llu bytes)", (unsigned long long)pos, obj_bytes,
+                      "inside the file (%llu bytes))", (unsigned long long)pos, obj_bytes,
                       (unsigned long long)fb->len);
   out->pos = pos;
   out->vtable = (uint64_t)vt;
@@ -241,7 +241,8 @@ int ar_fb_get_string(ar_fb_t *fb, const ar_fb_table_t *t, unsigned id, const cha
   uint64_t nul = v.pos + v.count;
   if (!ar_fb_in_file(fb, nul, 1) || fb->buf[nul] != 0)
     return ar_fb_fail(fb, what, "string at offset %llu (%u bytes) is not NUL-terminated inside "
-                      "the file", (unsigned long long)(v.pos - 4), v.count);
+                      "the file (%llu bytes)", (unsigned long long)(v.pos - 4), v.count,
+                      (unsigned long long)fb->len);
   *s = (const char *)fb->buf + v.pos;
   *len = v.count;
   return 0;

@@ -4,7 +4,8 @@
  * reads it (every offset, vtable, vector and string inside the file, with checked 64-bit
  * arithmetic; nesting and counts bounded), then decodes it into the plain structs below. Constant
  * tensor data is NOT copied: ar_tensor.data points into the mapping. Everything else (names, index
- * vectors, shapes, decoded builtin options) lives in one allocation owned by the ar_model.
+ * vectors, shapes, decoded builtin options, the ar_model itself) lives in an arena of a few large
+ * heap chunks owned by the ar_model and released together by ar_model_free.
  *
  * Field order and meaning follow TFLite's public schema (schema.fbs, version 3): Model,
  * OperatorCode (builtin code = max(deprecated_builtin_code, builtin_code)), SubGraph, Tensor
@@ -190,7 +191,9 @@ typedef struct ar_model {
 int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes);
 
 /* Same as ar_model_load on `bytes` bytes at `data`; nothing is copied: the caller keeps `data`
- * alive and unchanged until ar_model_free. Used by tests and the fuzzer. */
+ * alive and unchanged until ar_model_free. Constant data must be aligned in memory to its element
+ * size (true for a malloc'd copy of a TFLite file, whose buffers are 16-byte aligned), else
+ * AR_EMODEL. Used by tests and the fuzzer. */
 int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char *msg, size_t msg_bytes);
 
 /* Release a model (unmaps the file if ar_model_load mapped it). NULL is a no-op. */
