@@ -16,4 +16,29 @@ extern const ar_kernel_t ar_kernel_transpose_conv_bias;
 /* kernels/fully_connected.c: TFLite FULLY_CONNECTED (cblas_sgemv / cblas_sgemm). */
 extern const ar_kernel_t ar_kernel_fully_connected;
 
+/* kernels/elementwise.c: TFLite ADD, MUL, PRELU (NumPy broadcasting), RELU, RELU6, LOGISTIC,
+ * HARD_SWISH. */
+extern const ar_kernel_t ar_kernel_add;
+extern const ar_kernel_t ar_kernel_mul;
+extern const ar_kernel_t ar_kernel_prelu;
+extern const ar_kernel_t ar_kernel_relu;
+extern const ar_kernel_t ar_kernel_relu6;
+extern const ar_kernel_t ar_kernel_logistic;
+extern const ar_kernel_t ar_kernel_hard_swish;
+/* kernels/pool.c: TFLite MAX_POOL_2D, AVERAGE_POOL_2D (out-of-bounds taps ignored). */
+extern const ar_kernel_t ar_kernel_max_pool_2d;
+extern const ar_kernel_t ar_kernel_average_pool_2d;
+/* kernels/resize.c: TFLite RESIZE_BILINEAR (align_corners, half_pixel_centers). */
+extern const ar_kernel_t ar_kernel_resize_bilinear;
+/* kernels/shape_ops.c: TFLite RESHAPE, PAD, CONCATENATION, DEPTH_TO_SPACE. */
+extern const ar_kernel_t ar_kernel_reshape;
+extern const ar_kernel_t ar_kernel_pad;
+extern const ar_kernel_t ar_kernel_concatenation;
+extern const ar_kernel_t ar_kernel_depth_to_space;
+/* kernels/reduce.c: TFLite MEAN. */
+extern const ar_kernel_t ar_kernel_mean;
+/* kernels/convert.c: TFLite DEQUANTIZE (float16 -> float32), DENSIFY (sparse -> dense). */
+extern const ar_kernel_t ar_kernel_dequantize;
+extern const ar_kernel_t ar_kernel_densify;
+
 #endif /* AR_KERNEL_IMPL_H */

@@ -14,3 +14,12 @@ TESTS += tests/check_kernels_conv
 tests_check_kernels_conv_SOURCES = tests/check_kernels_conv.c
 tests_check_kernels_conv_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_kernels_conv_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# Everything except convolutions: elementwise, pools, resize, shape ops, MEAN, DEQUANTIZE/DENSIFY,
+# and the op -> kernel registry.
+libarkernels_la_SOURCES += kernels/ar_kernel_check.h kernels/registry.c kernels/elementwise.c \
+  kernels/pool.c kernels/resize.c kernels/shape_ops.c kernels/reduce.c kernels/convert.c
+check_PROGRAMS += tests/check_kernels
+TESTS += tests/check_kernels
+tests_check_kernels_SOURCES = tests/check_kernels.c
+tests_check_kernels_CFLAGS = $(TEST_CFLAGS)
+tests_check_kernels_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)

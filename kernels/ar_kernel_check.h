@@ -1,0 +1,110 @@
+/* ar_kernel_check.h - internal to the kernels layer: the small checks every kernel's prepare
+ * repeats (arity, dtype, the stored output shape against the inferred one) and the fused
+ * activation range the elementwise kernels apply inline. Header-only; every error message names
+ * the operator as "operator <index> (<OP>): ...". */
+#ifndef AR_KERNEL_CHECK_H
+#define AR_KERNEL_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "kernels/ar_kernels.h"
+
+/* ar_errf with the "operator %d (NAME): " prefix. */
+#define AR_K_ERR(node, msg, msg_bytes, err, fmt, ...)                                     \
+  ar_errf((msg), (msg_bytes), (err), "operator %d (%s): " fmt, (int)(node)->index,        \
+          ar_op_name((node)->op), ##__VA_ARGS__)
+
+/* "[1,2,3]" into buf (truncating); returns buf. */
+static inline const char *ar_k_dims_str(char *buf, size_t n, int32_t rank, const int32_t *dims) {
+  size_t at = 0;
+  if (n == 0) return buf;
+  buf[0] = '\0';
+  at += (size_t)snprintf(buf, n, "[");
+  for (int32_t i = 0; i < rank && at < n; i++)
+    at += (size_t)snprintf(buf + at, n - at, i ? ",%d" : "%d", (int)dims[i]);
+  if (at < n) snprintf(buf + at, n - at, "]");
+  return buf;
+}
+
+/* Element count of a view (1 for rank 0). */
+static inline int64_t ar_k_elements(const ar_tview_t *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++) n *= t->dims[i];
+  return n;
+}
+
+/* The node has between min_in and max_in inputs, inputs [0, req_in) present, and exactly n_out
+ * outputs, all present. */
+static inline int ar_k_check_arity(const ar_node_t *node, int min_in, int max_in, int req_in,
+                                   int n_out, char *msg, size_t msg_bytes) {
+  if (node->n_inputs < min_in || node->n_inputs > max_in)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "has %d inputs, expected %d..%d",
+                    (int)node->n_inputs, min_in, max_in);
+  if (node->n_outputs != n_out)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "has %d outputs, expected %d",
+                    (int)node->n_outputs, n_out);
+  for (int i = 0; i < req_in; i++)
+    if (!node->inputs[i])
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "input %d is missing", i);
+  for (int i = 0; i < n_out; i++)
+    if (!node->outputs[i])
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "output %d is missing", i);
+  return 0;
+}
+
+/* `t` (named `what`, e.g. "input 0") has dtype `want`. */
+static inline int ar_k_check_dtype(const ar_node_t *node, const ar_tview_t *t, const char *what,
+                                   ar_dtype_t want, char *msg, size_t msg_bytes) {
+  if (t->dtype != want)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s has dtype %s, expected %s", what,
+                    ar_dtype_name(t->dtype), ar_dtype_name(want));
+  return 0;
+}
+
+/* The stored shape of output 0 equals the inferred (rank, dims). */
+static inline int ar_k_check_output_shape(const ar_node_t *node, int32_t rank,
+                                          const int32_t *dims, char *msg, size_t msg_bytes) {
+  const ar_tview_t *o = node->outputs[0];
+  bool same = o->rank == rank;
+  for (int32_t i = 0; same && i < rank; i++) same = o->dims[i] == dims[i];
+  if (!same) {
+    char a[96], b[96];
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "output shape %s, inferred %s",
+                    ar_k_dims_str(a, sizeof a, o->rank, o->dims), ar_k_dims_str(b, sizeof b, rank, dims));
+  }
+  return 0;
+}
+
+/* Fused activation as a clamp range (TFLite CalculateActivationRange): NONE -> (-inf, inf),
+ * RELU -> [0, inf), RELU_N1_TO_1 -> [-1, 1], RELU6 -> [0, 6]. TANH and SIGN_BIT are not ranges:
+ * *post is set and the kernel applies ar_apply_activation over its output afterwards. Returns
+ * AR_EUNSUPPORTED for values outside TFLite's ActivationFunctionType. */
+static inline int ar_k_activation(const ar_node_t *node, ar_activation_t act, float *lo, float *hi,
+                                  bool *post, char *msg, size_t msg_bytes) {
+  *lo = -INFINITY; *hi = INFINITY; *post = false;
+  switch (act) {
+  case AR_ACT_NONE: return 0;
+  case AR_ACT_RELU: *lo = 0.0f; return 0;
+  case AR_ACT_RELU_N1_TO_1: *lo = -1.0f; *hi = 1.0f; return 0;
+  case AR_ACT_RELU6: *lo = 0.0f; *hi = 6.0f; return 0;
+  case AR_ACT_TANH: case AR_ACT_SIGN_BIT: *post = true; return 0;
+  }
+  return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d is not supported",
+                  (int)act);
+}
+
+/* Clamp written so the compiler turns it into vector min/max (NaN passes through). */
+static inline float ar_k_clamp(float v, float lo, float hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+/* Copy a prepared state struct into node->state at init (state_bytes bytes were planned). */
+static inline void ar_k_store_state(ar_node_t *node, const void *st, size_t bytes) {
+  if (node->state && bytes <= node->state_bytes) memcpy(node->state, st, bytes);
+}
+
+#endif /* AR_KERNEL_CHECK_H */

@@ -1,0 +1,235 @@
+/* convert.c - TFLite DEQUANTIZE (float16 -> float32) and DENSIFY (sparse constant -> dense).
+ *
+ * Both run once, when the interpreter folds constants at place time, but they are ordinary kernels:
+ * prepare checks, eval computes. DENSIFY implements TFLite's sparse tensor format
+ * (SparsityParameters; see TFLite's FormatConverter::SparseToDense):
+ *   - the dense shape has n dims; block_map (k entries) names the dims that are split into blocks;
+ *     the "expanded" tensor has n + k dims: dims 0..n-1 count blocks (dense[d] / block_size for a
+ *     blocked d), dims n..n+k-1 index inside a block;
+ *   - traversal_order (n + k entries) is the storage order of the expanded dims; dim_metadata[l]
+ *     describes level l of that traversal: DENSE (dense_size entries) or SPARSE_CSR (entries of
+ *     position p are array_indices[array_segments[p] .. array_segments[p+1]); the position of a
+ *     child is the parent position * size + i for DENSE, the index into array_indices for CSR);
+ *   - the stored values are visited in that order; the block size of block j is the dense_size of
+ *     the level that traverses expanded dim n + j.
+ * prepare walks the whole structure once and checks every segment and index (model data is never
+ * trusted), so eval's walk runs blindly. Index vectors may be uint8, uint16 or int32.
+ */
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_kernel_impl.h"
+
+/* --------------------------------------------------------------- DEQUANTIZE */
+
+static int dequantize_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0];
+  node->state_bytes = 0;
+  if (in->dtype != AR_DTYPE_FLOAT16)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
+                    "input dtype %s (only FLOAT16 -> FLOAT32 is implemented)", ar_dtype_name(in->dtype));
+  if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+    return rc;
+  return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
+}
+
+static void dequantize_eval(const ar_node_t *node) {
+  const unsigned char *in = node->inputs[0]->data;   /* may sit unaligned inside the model file */
+  float *out = node->outputs[0]->data;
+  int64_t n = ar_k_elements(node->inputs[0]);
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t h;
+    memcpy(&h, in + 2 * i, sizeof h);
+    out[i] = ar_fp16_to_fp32(h);
+  }
+}
+
+/* TFLite DEQUANTIZE (builtin 6), float16 -> float32 (exact, incl. subnormals, inf, NaN, -0). */
+const ar_kernel_t ar_kernel_dequantize = { "DEQUANTIZE", dequantize_prepare, NULL, dequantize_eval };
+
+/* ------------------------------------------------------------------ DENSIFY */
+
+#define AR_SP_MAX_LEVELS (2 * AR_MAX_RANK)
+
+typedef struct {
+  const ar_sparsity_t *sp;
+  int32_t n;                                  /* dense rank */
+  int32_t levels;                             /* n + k */
+  int32_t dense[AR_MAX_RANK];                 /* dense shape */
+  int32_t block_size[AR_MAX_RANK];            /* per dense dim; 1 when not blocked */
+  int32_t level_dim[AR_SP_MAX_LEVELS];        /* expanded dim traversed at level l */
+  int32_t level_size[AR_SP_MAX_LEVELS];       /* extent of that expanded dim */
+  int32_t block_dim[AR_MAX_RANK];             /* dense dim -> its within-block expanded dim, or 0 */
+  size_t elem;                                /* bytes per value */
+  int64_t n_values;                           /* stored values available */
+  /* walk state */
+  int32_t eidx[AR_SP_MAX_LEVELS];             /* current index of each expanded dim */
+  int64_t next_value;
+  const unsigned char *src;
+  unsigned char *dst;                         /* NULL while validating */
+  char *msg; size_t msg_bytes; const ar_node_t *node;
+} densify_walk_t;
+
+static int64_t idx_at(const ar_index_vector_t *v, int64_t i) {
+  const unsigned char *p = (const unsigned char *)v->data;
+  switch (v->type) {
+  case AR_IDX_UINT8: return p[i];
+  case AR_IDX_UINT16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+  case AR_IDX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+  default: return -1;
+  }
+}
+
+static int densify_level(densify_walk_t *w, int32_t level, int64_t pos) {
+  if (level == w->levels) {
+    if (!w->dst) {
+      if (w->next_value >= w->n_values)
+        return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
+                        "sparse structure visits more than the %lld stored values", (long long)w->n_values);
+      w->next_value++;
+      return 0;
+    }
+    int64_t flat = 0;
+    for (int32_t d = 0; d < w->n; d++) {
+      int64_t i = w->eidx[d];   /* block index (or plain index) */
+      int32_t e = w->block_dim[d];
+      if (e > 0) i = i * w->block_size[d] + w->eidx[e];   /* index inside the block */
+      flat = flat * w->dense[d] + i;
+    }
+    memcpy(w->dst + flat * (int64_t)w->elem, w->src + w->next_value * (int64_t)w->elem, w->elem);
+    w->next_value++;
+    return 0;
+  }
+  if ((uint32_t)level >= AR_SP_MAX_LEVELS) return 0;   /* unreachable; keeps GCC's bounds analysis quiet */
+  const ar_dim_metadata_t *m = &w->sp->dim_metadata[level];
+  const int32_t dim = w->level_dim[level], size = w->level_size[level];
+  int rc;
+  if (m->format == AR_DIM_DENSE) {
+    for (int32_t i = 0; i < size; i++) {
+      w->eidx[dim] = i;
+      if ((rc = densify_level(w, level + 1, pos * size + i))) return rc;
+    }
+    return 0;
+  }
+  const ar_index_vector_t *seg = &m->array_segments, *ind = &m->array_indices;
+  if (!w->dst && (pos + 1 >= (int64_t)seg->length))
+    return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
+                    "level %d: array_segments has %u entries, position %lld needs %lld", (int)level,
+                    (unsigned)seg->length, (long long)pos, (long long)pos + 2);
+  int64_t s0 = idx_at(seg, pos), s1 = idx_at(seg, pos + 1);
+  if (!w->dst && (s0 < 0 || s1 < s0 || s1 > (int64_t)ind->length))
+    return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
+                    "level %d: array_segments[%lld..%lld] = %lld..%lld out of order or beyond %u indices",
+                    (int)level, (long long)pos, (long long)pos + 1, (long long)s0, (long long)s1,
+                    (unsigned)ind->length);
+  for (int64_t j = s0; j < s1; j++) {
+    int64_t i = idx_at(ind, j);
+    if (!w->dst && (i < 0 || i >= size))
+      return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
+                      "level %d: array_indices[%lld] = %lld outside [0,%d)", (int)level, (long long)j,
+                      (long long)i, (int)size);
+    w->eidx[dim] = (int32_t)i;
+    if ((rc = densify_level(w, level + 1, j))) return rc;
+  }
+  return 0;
+}
+
+/* Check the sparsity metadata and derive the walk's shapes. */
+static int densify_setup(const ar_node_t *node, densify_walk_t *w, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
+  const ar_sparsity_t *sp = in->sparsity;
+  memset(w, 0, sizeof *w);
+  w->node = node; w->msg = msg; w->msg_bytes = msg_bytes; w->sp = sp;
+  if (!sp)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "input 0 has no sparsity parameters");
+  if (!in->is_constant || !in->data)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 is not a constant");
+  w->elem = ar_dtype_size(in->dtype);
+  if (w->elem == 0 || o->dtype != in->dtype)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "dtypes %s -> %s",
+                    ar_dtype_name(in->dtype), ar_dtype_name(o->dtype));
+  if ((rc = ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes))) return rc;
+  const int32_t n = in->rank, k = sp->n_block_map, levels = n + k;
+  if (n < 1 || k < 0 || k > n || sp->n_traversal_order != levels || sp->n_dim_metadata != levels)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "sparsity of a rank-%d tensor with %d block dims "
+                    "needs %d traversal_order and dim_metadata entries, has %d and %d", (int)n, (int)k,
+                    (int)levels, (int)sp->n_traversal_order, (int)sp->n_dim_metadata);
+  w->n = n; w->levels = levels;
+  bool seen[AR_SP_MAX_LEVELS] = {false};
+  for (int32_t l = 0; l < levels; l++) {
+    int32_t d = sp->traversal_order[l];
+    if (d < 0 || d >= levels || seen[d])
+      return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "traversal_order is not a permutation of 0..%d",
+                      (int)levels - 1);
+    seen[d] = true;
+    w->level_dim[l] = d;
+  }
+  for (int32_t d = 0; d < n; d++) { w->dense[d] = in->dims[d]; w->block_size[d] = 1; w->block_dim[d] = 0; }
+  bool blocked[AR_MAX_RANK] = {false};
+  for (int32_t j = 0; j < k; j++) {
+    int32_t d = sp->block_map[j];
+    if (d < 0 || d >= n || blocked[d])
+      return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "block_map[%d] = %d is invalid", (int)j, (int)d);
+    int32_t l = 0;
+    while (w->level_dim[l] != n + j) l++;
+    int32_t bs = sp->dim_metadata[l].dense_size;
+    if (sp->dim_metadata[l].format != AR_DIM_DENSE || bs <= 0 || in->dims[d] % bs != 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "block size %d of dim %d (size %d) is invalid",
+                      (int)bs, (int)d, (int)in->dims[d]);
+    blocked[d] = true;
+    w->block_size[d] = bs;
+    w->block_dim[d] = n + j;
+  }
+  int32_t ext[AR_SP_MAX_LEVELS];
+  for (int32_t d = 0; d < n; d++) ext[d] = in->dims[d] / w->block_size[d];
+  for (int32_t j = 0; j < k; j++) ext[n + j] = w->block_size[sp->block_map[j]];
+  for (int32_t l = 0; l < levels; l++) {
+    const ar_dim_metadata_t *m = &sp->dim_metadata[l];
+    w->level_size[l] = ext[w->level_dim[l]];
+    if (m->format == AR_DIM_DENSE) {
+      if (m->dense_size != w->level_size[l])
+        return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "level %d: dense_size %d, expected %d",
+                        (int)l, (int)m->dense_size, (int)w->level_size[l]);
+    } else if (m->format == AR_DIM_SPARSE_CSR) {
+      const ar_index_vector_t *v[2] = { &m->array_segments, &m->array_indices };
+      for (int q = 0; q < 2; q++)
+        if (v[q]->type < AR_IDX_INT32 || v[q]->type > AR_IDX_UINT8 || (v[q]->length && !v[q]->data))
+          return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "level %d: %s vector is missing or untyped",
+                          (int)l, q ? "array_indices" : "array_segments");
+    } else {
+      return AR_K_ERR(node, msg, msg_bytes, AR_EMODEL, "level %d: unknown format %d", (int)l, (int)m->format);
+    }
+  }
+  /* The sparse view's data holds only the stored values; `bytes` must count those (the interpreter
+   * passes the constant's buffer size), so the walk can never read past them. */
+  w->n_values = (int64_t)(in->bytes / w->elem);
+  return 0;
+}
+
+static int densify_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  densify_walk_t w;
+  node->state_bytes = 0;
+  int rc = densify_setup(node, &w, msg, msg_bytes);
+  if (rc) return rc;
+  /* Dry run: validates every segment and index and counts the stored values visited. */
+  if ((rc = densify_level(&w, 0, 0))) return rc;
+  return 0;
+}
+
+static void densify_eval(const ar_node_t *node) {
+  densify_walk_t w;
+  if (densify_setup(node, &w, NULL, 0) != 0) return;   /* cannot happen after a good prepare */
+  memset(node->outputs[0]->data, 0, (size_t)node->outputs[0]->bytes);
+  w.src = node->inputs[0]->data;
+  w.dst = node->outputs[0]->data;
+  (void)densify_level(&w, 0, 0);
+}
+
+/* TFLite DENSIFY (builtin 124): sparse constant (any traversal order, block map, DENSE/CSR levels,
+ * uint8/uint16/int32 index vectors) -> dense tensor of the same dtype, zeros elsewhere. */
+const ar_kernel_t ar_kernel_densify = { "DENSIFY", densify_prepare, NULL, densify_eval };

@@ -1,0 +1,236 @@
+/* elementwise.c - TFLite ADD, MUL, PRELU (binary, NumPy broadcasting) and RELU, RELU6, LOGISTIC,
+ * HARD_SWISH (unary), float32.
+ *
+ * Binary ops follow TFLite's broadcasting rules (shapes right-aligned, each dim equal or 1, up to
+ * rank 6 as BroadcastBinaryFunction6DSlow). prepare collapses the broadcast into at most 6 runs of
+ * dims with the same "varies / repeats" pattern per input, so the common cases become flat loops:
+ * equal shapes -> one contiguous loop; [1,H,W,C] * [1,1,1,C] -> H*W rows of a C-long loop against
+ * the same C values; a scalar -> one loop against a constant. The innermost loop always has input
+ * strides 0 or 1, so GCC vectorizes it.
+ *
+ * In-place: the planner may hand an output the bytes of one input of the same (full) shape. Every
+ * loop here reads out[i]'s operands before writing out[i] and touches no other output index, so
+ * out == in gives the result of separate buffers.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_kernel_impl.h"
+
+#define AR_BCAST_MAX_RANK 6
+
+enum { BIN_ADD, BIN_MUL, BIN_PRELU };
+
+typedef struct {
+  int op;
+  float lo, hi;           /* fused activation clamp */
+  bool post_act;          /* TANH / SIGN_BIT applied after the loop */
+  ar_activation_t act;
+  int64_t n;              /* output elements */
+  int32_t rank;           /* collapsed rank, >= 1 */
+  int64_t dims[AR_BCAST_MAX_RANK];
+  int64_t sa[AR_BCAST_MAX_RANK], sb[AR_BCAST_MAX_RANK];  /* element strides, 0 = repeated */
+} binary_state_t;
+
+/* Infer the broadcast output shape and the collapsed loop nest. */
+static int binary_plan(const ar_node_t *node, int op, binary_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *a = node->inputs[0], *b = node->inputs[1], *o = node->outputs[0];
+  if ((rc = ar_k_check_dtype(node, a, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, b, "input 1", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+    return rc;
+  memset(st, 0, sizeof *st);
+  st->op = op;
+  st->act = AR_ACT_NONE;
+  if (op != BIN_PRELU && node->options) st->act = node->options->elementwise.activation;
+  if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes)))
+    return rc;
+
+  int32_t r = AR_MAX(a->rank, b->rank);
+  if (r > AR_BCAST_MAX_RANK)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "broadcast of rank %d (max %d)", (int)r,
+                    AR_BCAST_MAX_RANK);
+  int32_t od[AR_BCAST_MAX_RANK], ad[AR_BCAST_MAX_RANK], bd[AR_BCAST_MAX_RANK];
+  for (int32_t i = 0; i < r; i++) {
+    int32_t ia = i - (r - a->rank), ib = i - (r - b->rank);
+    ad[i] = ia >= 0 ? a->dims[ia] : 1;
+    bd[i] = ib >= 0 ? b->dims[ib] : 1;
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) {
+      char s1[96], s2[96];
+      return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input shapes %s and %s do not broadcast",
+                      ar_k_dims_str(s1, sizeof s1, a->rank, a->dims),
+                      ar_k_dims_str(s2, sizeof s2, b->rank, b->dims));
+    }
+    od[i] = ad[i] == 1 ? bd[i] : ad[i];
+  }
+  if ((rc = ar_k_check_output_shape(node, r, od, msg, msg_bytes))) return rc;
+
+  /* Collapse: drop size-1 output dims, merge neighbours with the same (a varies, b varies). */
+  int32_t nr = 0;
+  bool fa[AR_BCAST_MAX_RANK], fb[AR_BCAST_MAX_RANK];
+  st->n = 1;
+  for (int32_t i = 0; i < r; i++) {
+    st->n *= od[i];
+    if (od[i] == 1) continue;
+    bool va = ad[i] != 1, vb = bd[i] != 1;
+    if (nr > 0 && fa[nr - 1] == va && fb[nr - 1] == vb) {
+      st->dims[nr - 1] *= od[i];
+    } else {
+      fa[nr] = va; fb[nr] = vb; st->dims[nr] = od[i]; nr++;
+    }
+  }
+  if (nr == 0) { st->dims[0] = 1; fa[0] = fb[0] = true; nr = 1; }
+  st->rank = nr;
+  int64_t ea = 1, eb = 1;
+  for (int32_t i = nr - 1; i >= 0; i--) {
+    st->sa[i] = fa[i] ? ea : 0;
+    st->sb[i] = fb[i] ? eb : 0;
+    if (fa[i]) ea *= st->dims[i];
+    if (fb[i]) eb *= st->dims[i];
+  }
+  return 0;
+}
+
+/* One innermost run: n outputs, input strides (1|0, 1|0). Separate loops per stride pattern so
+ * each is a plain vectorizable loop. */
+#define AR_BIN_LOOPS(EXPR)                                                                   \
+  do {                                                                                       \
+    if (sa && sb) { for (int64_t i = 0; i < n; i++) { float x = a[i], y = b[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
+    else if (sa)  { float y = b[0]; for (int64_t i = 0; i < n; i++) { float x = a[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
+    else if (sb)  { float x = a[0]; for (int64_t i = 0; i < n; i++) { float y = b[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
+    else          { float x = a[0], y = b[0]; float v = ar_k_clamp(EXPR, lo, hi); for (int64_t i = 0; i < n; i++) out[i] = v; } \
+  } while (0)
+
+static void binary_run(int op, float *out, const float *a, int64_t sa, const float *b, int64_t sb,
+                       int64_t n, float lo, float hi) {
+  switch (op) {
+  case BIN_ADD: AR_BIN_LOOPS(x + y); break;
+  case BIN_MUL: AR_BIN_LOOPS(x * y); break;
+  default:      AR_BIN_LOOPS(x >= 0.0f ? x : x * y); break;   /* PRELU: y is alpha */
+  }
+}
+
+static void binary_eval(const ar_node_t *node) {
+  const binary_state_t *st = node->state;
+  const float *a = node->inputs[0]->data, *b = node->inputs[1]->data;
+  float *out = node->outputs[0]->data;
+  int32_t r = st->rank, last = r - 1;
+  int64_t inner = st->dims[last];
+  if (st->n == 0) return;
+  /* Odometer over the outer collapsed dims; offsets into a and b maintained incrementally. */
+  int64_t idx[AR_BCAST_MAX_RANK] = {0};
+  int64_t oa = 0, ob = 0;
+  for (int64_t done = 0; done < st->n; done += inner) {
+    binary_run(st->op, out + done, a + oa, st->sa[last], b + ob, st->sb[last], inner, st->lo, st->hi);
+    for (int32_t d = last - 1; d >= 0; d--) {
+      oa += st->sa[d]; ob += st->sb[d];
+      if (++idx[d] < st->dims[d]) break;
+      oa -= st->sa[d] * st->dims[d]; ob -= st->sb[d] * st->dims[d];
+      idx[d] = 0;
+    }
+  }
+  if (st->post_act) ar_apply_activation(out, (size_t)st->n, st->act);
+}
+
+static int add_prepare(ar_node_t *node, char *msg, size_t n) {
+  binary_state_t st;
+  int rc = binary_plan(node, BIN_ADD, &st, msg, n);
+  node->state_bytes = sizeof st;
+  return rc;
+}
+static int mul_prepare(ar_node_t *node, char *msg, size_t n) {
+  binary_state_t st;
+  int rc = binary_plan(node, BIN_MUL, &st, msg, n);
+  node->state_bytes = sizeof st;
+  return rc;
+}
+static int prelu_prepare(ar_node_t *node, char *msg, size_t n) {
+  binary_state_t st;
+  int rc = binary_plan(node, BIN_PRELU, &st, msg, n);
+  node->state_bytes = sizeof st;
+  return rc;
+}
+static void binary_init(ar_node_t *node) {
+  binary_state_t st;
+  int op = node->op == AR_OP_ADD ? BIN_ADD : node->op == AR_OP_MUL ? BIN_MUL : BIN_PRELU;
+  if (binary_plan(node, op, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+/* TFLite ADD (builtin 0): out = act(a + b), NumPy broadcasting. */
+const ar_kernel_t ar_kernel_add = { "ADD", add_prepare, binary_init, binary_eval };
+/* TFLite MUL (builtin 18): out = act(a * b), NumPy broadcasting. */
+const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval };
+/* TFLite PRELU (builtin 54): out = x >= 0 ? x : alpha * x, alpha broadcast against x. */
+const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, binary_init, binary_eval };
+
+/* ---- Unary ops: same shape in and out, out[i] depends on in[i] only. ---- */
+
+static int unary_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0];
+  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+    return rc;
+  node->state_bytes = 0;
+  return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
+}
+
+static void relu_eval(const ar_node_t *node) {
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+  int64_t n = ar_k_elements(node->inputs[0]);
+  for (int64_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+static void relu6_eval(const ar_node_t *node) {
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+  int64_t n = ar_k_elements(node->inputs[0]);
+  for (int64_t i = 0; i < n; i++) {
+    float v = in[i] > 0.0f ? in[i] : 0.0f;
+    out[i] = v < 6.0f ? v : 6.0f;
+  }
+}
+
+/* TFLite's float logistic saturates outside [-9, 16.62]: exp(x) below (1/(1+e^-x) == e^x to
+ * float precision there) and exactly 1 above, which also keeps expf away from overflow. */
+static void logistic_eval(const ar_node_t *node) {
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+  int64_t n = ar_k_elements(node->inputs[0]);
+  const float upper = 16.619047164916992188f, lower = -9.0f;
+  for (int64_t i = 0; i < n; i++) {
+    float x = in[i];
+    if (x > upper) out[i] = 1.0f;
+    else if (x < lower) out[i] = expf(x);
+    else out[i] = 1.0f / (1.0f + expf(-x));
+  }
+}
+
+/* TFLite HARD_SWISH: x * relu6(x + 3) / 6. */
+static void hard_swish_eval(const ar_node_t *node) {
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+  int64_t n = ar_k_elements(node->inputs[0]);
+  for (int64_t i = 0; i < n; i++) {
+    float x = in[i];
+    float r = x + 3.0f;
+    r = r > 0.0f ? r : 0.0f;
+    r = r < 6.0f ? r : 6.0f;
+    out[i] = x * r / 6.0f;
+  }
+}
+
+/* TFLite RELU (builtin 19): max(0, x). */
+const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, NULL, relu_eval };
+/* TFLite RELU6 (builtin 21): min(max(0, x), 6). */
+const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, NULL, relu6_eval };
+/* TFLite LOGISTIC (builtin 14): 1 / (1 + exp(-x)), saturated like TFLite's float kernel. */
+const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, NULL, logistic_eval };
+/* TFLite HARD_SWISH (builtin 117): x * relu6(x + 3) / 6. */
+const ar_kernel_t ar_kernel_hard_swish = { "HARD_SWISH", unary_prepare, NULL, hard_swish_eval };

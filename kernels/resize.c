@@ -1,0 +1,120 @@
+/* resize.c - TFLite RESIZE_BILINEAR, float32 NHWC.
+ *
+ * The output size comes from input 1 (constant int32 [2] = {new_height, new_width}). The mapping
+ * follows TFLite's reference (resize_bilinear.h ComputeInterpolationValues) for every op version:
+ *   scale = align_corners && out > 1 ? (in - 1) / (out - 1) : in / out
+ *   src   = half_pixel_centers ? (dst + 0.5) * scale - 0.5 : dst * scale
+ *   lower = max(floor(src), 0), upper = min(ceil(src), in - 1), weight = src - lower
+ * and align_corners with half_pixel_centers together is an error, as in TFLite. The per-row and
+ * per-column (lower, upper, weight) triples are computed once at init into the node state, so eval
+ * is a blend of four input pixels per output pixel with the channel loop innermost.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_kernel_impl.h"
+
+typedef struct { int32_t lo, hi; float w; } resize_tap_t;
+
+typedef struct {
+  int32_t b, h, w, c, oh, ow;
+  bool align_corners, half_pixel_centers;
+  /* followed by resize_tap_t ytaps[oh], xtaps[ow] */
+} resize_state_t;
+
+static int resize_plan(const ar_node_t *node, resize_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *size = node->inputs[1];
+  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, size, "size (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
+    return rc;
+  if (in->rank != 4)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input rank %d, expected 4 (NHWC)", (int)in->rank);
+  if (size->rank != 1 || size->dims[0] != 2)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "size (input 1) must have shape [2]");
+  if (!size->is_constant || !size->data)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
+                    "size (input 1) is not a constant (dynamic output shapes are not supported)");
+  memset(st, 0, sizeof *st);
+  if (node->options) {
+    st->align_corners = node->options->resize_bilinear.align_corners;
+    st->half_pixel_centers = node->options->resize_bilinear.half_pixel_centers;
+  }
+  if (st->align_corners && st->half_pixel_centers)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL,
+                    "align_corners and half_pixel_centers are both set (TFLite forbids it)");
+  int32_t sz[2];
+  memcpy(sz, size->data, sizeof sz);
+  if (sz[0] <= 0 || sz[1] <= 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "size [%d,%d] must be positive", (int)sz[0], (int)sz[1]);
+  st->b = in->dims[0]; st->h = in->dims[1]; st->w = in->dims[2]; st->c = in->dims[3];
+  st->oh = sz[0]; st->ow = sz[1];
+  if (st->h <= 0 || st->w <= 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "empty input %dx%d", (int)st->h, (int)st->w);
+  int32_t od[4] = { st->b, st->oh, st->ow, st->c };
+  return ar_k_check_output_shape(node, 4, od, msg, msg_bytes);
+}
+
+static uint64_t resize_state_bytes(const resize_state_t *st) {
+  return sizeof *st + ((uint64_t)st->oh + (uint64_t)st->ow) * sizeof(resize_tap_t);
+}
+
+static int resize_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  resize_state_t st;
+  int rc = resize_plan(node, &st, msg, msg_bytes);
+  node->state_bytes = rc ? sizeof st : resize_state_bytes(&st);
+  return rc;
+}
+
+static void resize_taps(resize_tap_t *t, int32_t out, int32_t in, bool align, bool half) {
+  float scale = (align && out > 1) ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+  for (int32_t i = 0; i < out; i++) {
+    float src = half ? ((float)i + 0.5f) * scale - 0.5f : (float)i * scale;
+    int32_t lo = (int32_t)floorf(src), hi = (int32_t)ceilf(src);
+    lo = AR_MAX(lo, 0);
+    hi = AR_MIN(hi, in - 1);
+    t[i].lo = lo; t[i].hi = hi; t[i].w = src - (float)lo;
+  }
+}
+
+static void resize_init(ar_node_t *node) {
+  resize_state_t st;
+  if (resize_plan(node, &st, NULL, 0) != 0 || !node->state || node->state_bytes < resize_state_bytes(&st))
+    return;
+  memcpy(node->state, &st, sizeof st);
+  resize_tap_t *ytaps = (resize_tap_t *)((char *)node->state + sizeof st);
+  resize_taps(ytaps, st.oh, st.h, st.align_corners, st.half_pixel_centers);
+  resize_taps(ytaps + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
+}
+
+static void resize_eval(const ar_node_t *node) {
+  const resize_state_t *st = node->state;
+  const resize_tap_t *yt = (const resize_tap_t *)((const char *)node->state + sizeof *st);
+  const resize_tap_t *xt = yt + st->oh;
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+  const int64_t C = st->c, row = (int64_t)st->w * C;
+  for (int32_t b = 0; b < st->b; b++) {
+    const float *inb = in + (int64_t)b * st->h * row;
+    for (int32_t oy = 0; oy < st->oh; oy++) {
+      const float *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;
+      const float fy = yt[oy].w;
+      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+        const float fx = xt[ox].w;
+        const float *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;
+        const float *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;
+        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
+        const float w10 = fy * (1.0f - fx), w11 = fy * fx;
+        for (int64_t c = 0; c < C; c++)
+          out[c] = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
+      }
+    }
+  }
+}
+
+/* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured. */
+const ar_kernel_t ar_kernel_resize_bilinear = { "RESIZE_BILINEAR", resize_prepare, resize_init, resize_eval };

@@ -1,0 +1,328 @@
+/* shape_ops.c - TFLite RESHAPE, PAD, CONCATENATION and DEPTH_TO_SPACE: data movement only.
+ *
+ * RESHAPE copies the bytes unless the planner placed the output over the input (same pointer).
+ * PAD zero-fills around a copy; prepare folds unpadded inner dims into their outer neighbour so
+ * channel padding becomes "copy C, zero k" per pixel and spatial padding "zero rows, then per row
+ * zero / copy W*C / zero". CONCATENATION copies, for each outer index, one contiguous run per input.
+ * DEPTH_TO_SPACE moves C_out-long runs in TFLite's NHWC order. None of these is in-place safe
+ * (except RESHAPE, which is a no-op then); the planner must not alias them.
+ */
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_kernel_impl.h"
+
+/* ------------------------------------------------------------------ RESHAPE */
+
+/* TFLite reshape.cc: the shape comes from input 1 when it is an int32 vector, else from
+ * ReshapeOptions.new_shape (a legacy [0] meaning a scalar); one dim may be -1 (inferred). A
+ * non-constant shape tensor leaves the stored output shape as the only source. */
+static int reshape_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, 2, 1, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
+  const ar_tview_t *shape = node->n_inputs == 2 ? node->inputs[1] : NULL;
+  node->state_bytes = 0;
+  if (o->dtype != in->dtype)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "output dtype %s differs from input dtype %s",
+                    ar_dtype_name(o->dtype), ar_dtype_name(in->dtype));
+  int32_t rank = 0, dims[AR_MAX_RANK];
+  bool have = false;
+  if (shape && shape->rank == 1 && shape->dtype == AR_DTYPE_INT32) {
+    if (shape->is_constant && shape->data) {
+      if (shape->dims[0] > AR_MAX_RANK)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "shape has %d dims (max %d)",
+                        (int)shape->dims[0], AR_MAX_RANK);
+      rank = shape->dims[0];
+      memcpy(dims, shape->data, (size_t)rank * sizeof(int32_t));
+      have = true;
+    }
+  } else if (node->options && node->options->reshape.has_new_shape) {
+    const ar_reshape_options_t *r = &node->options->reshape;
+    if (r->rank < 0 || r->rank > AR_MAX_RANK)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "new_shape has %d dims", (int)r->rank);
+    rank = r->rank;
+    memcpy(dims, r->new_shape, (size_t)rank * sizeof(int32_t));
+    if (rank == 1 && dims[0] == 0) rank = 0;   /* legacy scalar */
+    have = true;
+  }
+  if (!have) {
+    rank = o->rank;
+    memcpy(dims, o->dims, (size_t)rank * sizeof(int32_t));
+  }
+  int64_t known = 1;
+  int32_t infer = -1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (dims[i] == -1) {
+      if (infer >= 0)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "shape has more than one -1");
+      infer = i;
+    } else if (dims[i] < 0) {
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "shape dim %d is %d", (int)i, (int)dims[i]);
+    } else {
+      known *= dims[i];
+    }
+  }
+  int64_t n = ar_k_elements(in);
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "cannot infer the -1 dim: %lld elements, "
+                      "known dims give %lld", (long long)n, (long long)known);
+    dims[infer] = (int32_t)(n / known);
+    known = n;
+  }
+  if (known != n) {
+    char a[96], b[96];
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "cannot reshape %s (%lld elements) to %s",
+                    ar_k_dims_str(a, sizeof a, in->rank, in->dims), (long long)n,
+                    ar_k_dims_str(b, sizeof b, rank, dims));
+  }
+  return ar_k_check_output_shape(node, rank, dims, msg, msg_bytes);
+}
+
+static void reshape_eval(const ar_node_t *node) {
+  const ar_tview_t *in = node->inputs[0];
+  void *out = node->outputs[0]->data;
+  /* The planner may give the output the input's bytes (in-place): then there is nothing to do. */
+  if (out != in->data) memmove(out, in->data, (size_t)in->bytes);
+}
+
+/* TFLite RESHAPE (builtin 22): same elements, new shape. */
+const ar_kernel_t ar_kernel_reshape = { "RESHAPE", reshape_prepare, NULL, reshape_eval };
+
+/* ---------------------------------------------------------------------- PAD */
+
+#define AR_PAD_MAX_RANK 4
+
+typedef struct {
+  int32_t rank;                          /* after folding, >= 1 */
+  int64_t in[AR_PAD_MAX_RANK], before[AR_PAD_MAX_RANK], after[AR_PAD_MAX_RANK];
+} pad_state_t;
+
+static int pad_plan(const ar_node_t *node, pad_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *pads = node->inputs[1];
+  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, pads, "paddings (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
+    return rc;
+  if (in->rank < 1 || in->rank > AR_PAD_MAX_RANK)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input rank %d (supported 1..%d)",
+                    (int)in->rank, AR_PAD_MAX_RANK);
+  if (pads->rank != 2 || pads->dims[0] != in->rank || pads->dims[1] != 2)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "paddings must have shape [%d,2]", (int)in->rank);
+  if (!pads->is_constant || !pads->data)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
+                    "paddings (input 1) is not a constant (dynamic output shapes are not supported)");
+  int32_t p[2 * AR_PAD_MAX_RANK], od[AR_PAD_MAX_RANK];
+  memcpy(p, pads->data, (size_t)in->rank * 2 * sizeof(int32_t));
+  for (int32_t i = 0; i < in->rank; i++) {
+    if (p[2 * i] < 0 || p[2 * i + 1] < 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "negative padding [%d,%d] on dim %d",
+                      (int)p[2 * i], (int)p[2 * i + 1], (int)i);
+    od[i] = in->dims[i] + p[2 * i] + p[2 * i + 1];
+  }
+  if ((rc = ar_k_check_output_shape(node, in->rank, od, msg, msg_bytes))) return rc;
+
+  /* Fold from the inside out: unpadded dims inside a padded dim merge into it (its size and
+   * padding scale by their product; in and out lay them out identically); unpadded dims outside
+   * the outermost padded dim become one plain outer loop. */
+  memset(st, 0, sizeof *st);
+  int32_t r = 0;
+  int64_t fold = 1;
+  int64_t tin[AR_PAD_MAX_RANK], tb[AR_PAD_MAX_RANK], ta[AR_PAD_MAX_RANK];   /* innermost first */
+  for (int32_t i = in->rank - 1; i >= 0; i--) {
+    if (p[2 * i] == 0 && p[2 * i + 1] == 0) { fold *= in->dims[i]; continue; }
+    tin[r] = (int64_t)in->dims[i] * fold; tb[r] = (int64_t)p[2 * i] * fold;
+    ta[r] = (int64_t)p[2 * i + 1] * fold;
+    r++;
+    fold = 1;
+  }
+  if (fold != 1 || r == 0) { tin[r] = fold; tb[r] = 0; ta[r] = 0; r++; }
+  st->rank = r;
+  for (int32_t i = 0; i < r; i++) {   /* tin[] was built innermost first */
+    st->in[i] = tin[r - 1 - i]; st->before[i] = tb[r - 1 - i]; st->after[i] = ta[r - 1 - i];
+  }
+  return 0;
+}
+
+static int pad_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  pad_state_t st;
+  node->state_bytes = sizeof st;
+  return pad_plan(node, &st, msg, msg_bytes);
+}
+
+static void pad_init(ar_node_t *node) {
+  pad_state_t st;
+  if (pad_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+static void pad_eval(const ar_node_t *node) {
+  const pad_state_t *st = node->state;
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+  int32_t r = st->rank, last = r - 1;
+  int64_t od[AR_PAD_MAX_RANK] = {0}, istride[AR_PAD_MAX_RANK] = {0}, idx[AR_PAD_MAX_RANK] = {0};
+  int64_t rows = 1, s = 1;
+  for (int32_t i = r - 1; i >= 0; i--) {
+    od[i] = st->in[i] + st->before[i] + st->after[i];
+    istride[i] = s;
+    s *= st->in[i];
+    if (i < last) rows *= od[i];
+  }
+  const int64_t orow = od[last], irow = st->in[last], b = st->before[last], a = st->after[last];
+  for (int64_t row = 0; row < rows; row++, out += orow) {
+    bool inside = true;
+    int64_t off = 0;
+    for (int32_t d = 0; d < last; d++) {
+      int64_t k = idx[d] - st->before[d];
+      if (k < 0 || k >= st->in[d]) { inside = false; break; }
+      off += k * istride[d];
+    }
+    if (!inside) {
+      memset(out, 0, (size_t)orow * sizeof(float));
+    } else {
+      const float *src = in + off;
+      for (int64_t j = 0; j < b; j++) out[j] = 0.0f;
+      memcpy(out + b, src, (size_t)irow * sizeof(float));
+      for (int64_t j = 0; j < a; j++) out[b + irow + j] = 0.0f;
+    }
+    for (int32_t d = last - 1; d >= 0; d--) {
+      if (++idx[d] < od[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* TFLite PAD (builtin 34): constant int32 paddings [rank,2] (before, after), zero fill, rank <= 4. */
+const ar_kernel_t ar_kernel_pad = { "PAD", pad_prepare, pad_init, pad_eval };
+
+/* ------------------------------------------------------------ CONCATENATION */
+
+typedef struct {
+  int32_t n_inputs;
+  int64_t outer;                       /* product of dims before the axis */
+  int64_t run[AR_MAX_OP_INPUTS];       /* elements per input per outer index */
+  int64_t n;                           /* output elements */
+  float lo, hi;
+  bool post_act;
+  ar_activation_t act;
+} concat_state_t;
+
+static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, AR_MAX_OP_INPUTS, node->n_inputs, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *t0 = node->inputs[0], *o = node->outputs[0];
+  if ((rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes))) return rc;
+  memset(st, 0, sizeof *st);
+  int32_t axis = node->options ? node->options->concatenation.axis : 0;
+  st->act = node->options ? node->options->concatenation.activation : AR_ACT_NONE;
+  if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes))) return rc;
+  int32_t rank = t0->rank;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "axis %d out of range for rank %d",
+                    (int)(node->options ? node->options->concatenation.axis : 0), (int)rank);
+  int32_t od[AR_MAX_RANK];
+  memcpy(od, t0->dims, (size_t)rank * sizeof(int32_t));
+  od[axis] = 0;
+  int64_t inner = 1;
+  st->outer = 1;
+  for (int32_t d = 0; d < axis; d++) st->outer *= t0->dims[d];
+  for (int32_t d = axis + 1; d < rank; d++) inner *= t0->dims[d];
+  st->n_inputs = node->n_inputs;
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    const ar_tview_t *t = node->inputs[i];
+    char what[32];
+    snprintf(what, sizeof what, "input %d", (int)i);
+    if ((rc = ar_k_check_dtype(node, t, what, AR_DTYPE_FLOAT32, msg, msg_bytes))) return rc;
+    bool ok = t->rank == rank;
+    for (int32_t d = 0; ok && d < rank; d++) ok = d == axis || t->dims[d] == t0->dims[d];
+    if (!ok) {
+      char a[96], b[96];
+      return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input %d shape %s does not match input 0 "
+                      "shape %s outside axis %d", (int)i, ar_k_dims_str(a, sizeof a, t->rank, t->dims),
+                      ar_k_dims_str(b, sizeof b, rank, t0->dims), (int)axis);
+    }
+    od[axis] += t->dims[axis];
+    st->run[i] = (int64_t)t->dims[axis] * inner;
+  }
+  st->n = st->outer * od[axis] * inner;
+  return ar_k_check_output_shape(node, rank, od, msg, msg_bytes);
+}
+
+static int concat_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  concat_state_t st;
+  node->state_bytes = sizeof st;
+  return concat_plan(node, &st, msg, msg_bytes);
+}
+
+static void concat_init(ar_node_t *node) {
+  concat_state_t st;
+  if (concat_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+static void concat_eval(const ar_node_t *node) {
+  const concat_state_t *st = node->state;
+  float *out = node->outputs[0]->data, *o = out;
+  for (int64_t k = 0; k < st->outer; k++) {
+    for (int32_t i = 0; i < st->n_inputs; i++) {
+      const float *src = (const float *)node->inputs[i]->data + k * st->run[i];
+      memcpy(o, src, (size_t)st->run[i] * sizeof(float));
+      o += st->run[i];
+    }
+  }
+  if (st->lo != -INFINITY || st->hi != INFINITY)
+    for (int64_t j = 0; j < st->n; j++) out[j] = ar_k_clamp(out[j], st->lo, st->hi);
+  if (st->post_act) ar_apply_activation(out, (size_t)st->n, st->act);
+}
+
+/* TFLite CONCATENATION (builtin 2): any axis (negative counts from the end), fused activation. */
+const ar_kernel_t ar_kernel_concatenation = { "CONCATENATION", concat_prepare, concat_init, concat_eval };
+
+/* ----------------------------------------------------------- DEPTH_TO_SPACE */
+
+/* TFLite depth_to_space: output[b, h*bs + dy, w*bs + dx, c] = input[b, h, w, (dy*bs + dx)*C_out + c]
+ * with C_out = C / bs^2. Any element size (the op moves bytes). */
+static int d2s_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
+  node->state_bytes = 0;
+  if (o->dtype != in->dtype || ar_dtype_size(in->dtype) == 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "dtypes %s -> %s",
+                    ar_dtype_name(in->dtype), ar_dtype_name(o->dtype));
+  if (in->rank != 4)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input rank %d, expected 4 (NHWC)", (int)in->rank);
+  int32_t bs = node->options ? node->options->depth_to_space.block_size : 0;
+  if (bs < 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "block_size %d must be >= 1", (int)bs);
+  if (in->dims[3] % (bs * bs) != 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input channels %d not divisible by "
+                    "block_size^2 = %d", (int)in->dims[3], (int)(bs * bs));
+  int32_t od[4] = { in->dims[0], in->dims[1] * bs, in->dims[2] * bs, in->dims[3] / (bs * bs) };
+  return ar_k_check_output_shape(node, 4, od, msg, msg_bytes);
+}
+
+static void d2s_eval(const ar_node_t *node) {
+  const ar_tview_t *in = node->inputs[0];
+  const int32_t bs = node->options->depth_to_space.block_size;
+  const int64_t B = in->dims[0], H = in->dims[1], W = in->dims[2], C = in->dims[3];
+  const size_t es = ar_dtype_size(in->dtype);
+  const size_t run = (size_t)(C / (bs * bs)) * es;   /* bytes of one C_out run */
+  const char *src = in->data;
+  char *dst = node->outputs[0]->data;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++)
+      for (int32_t dy = 0; dy < bs; dy++)
+        for (int64_t w = 0; w < W; w++) {
+          const char *px = src + (((b * H + h) * W + w) * C) * (int64_t)es + (size_t)dy * bs * run;
+          memcpy(dst, px, (size_t)bs * run);   /* dx = 0..bs-1 runs are adjacent in the input */
+          dst += (size_t)bs * run;
+        }
+}
+
+/* TFLite DEPTH_TO_SPACE (builtin 5): NHWC, TFLite's (dy, dx, c) channel order. */
+const ar_kernel_t ar_kernel_depth_to_space = { "DEPTH_TO_SPACE", d2s_prepare, NULL, d2s_eval };
