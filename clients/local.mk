@@ -17,3 +17,30 @@ TESTS += tests/check_image
 tests_check_image_SOURCES = tests/check_image.c
 tests_check_image_CFLAGS = $(TEST_CFLAGS) $(LIBPNG_CFLAGS)
 tests_check_image_LDADD = libarimage.la libarcommon.la $(LIBPNG_LIBS) $(JPEG_LIBS) $(TEST_LIBS)
+
+# libarenaclient: the public C client library (clients/ar_client.h), exported symbols only
+# (AR_EXPORT; the build uses -fvisibility=hidden), pkg-config file arenaclient.pc.
+lib_LTLIBRARIES += libarenaclient.la
+include_HEADERS += clients/ar_client.h
+pkgconfig_DATA += clients/arenaclient.pc
+libarenaclient_la_SOURCES = clients/ar_client.c clients/ar_client.h
+libarenaclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+libarenaclient_la_LIBADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS)
+libarenaclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+$(libarenaclient_la_OBJECTS): proto/arenad.pb-c.h
+arenactl_LDADD += libarenaclient.la $(JANSSON_LIBS)
+$(arenactl_OBJECTS): proto/arenad.pb-c.h
+
+# The demo's output decoding: MediaPipe SSD anchors/boxes (clients/ssd.h) and demo_decode.
+noinst_LTLIBRARIES += libarssd.la
+libarssd_la_SOURCES = clients/ssd.c clients/ssd.h
+libarssd_la_LIBADD = -lm
+noinst_PROGRAMS += clients/demo_decode
+clients_demo_decode_SOURCES = clients/demo_decode.c
+clients_demo_decode_LDADD = libarssd.la -lm
+
+check_PROGRAMS += tests/check_ssd
+TESTS += tests/check_ssd
+tests_check_ssd_SOURCES = tests/check_ssd.c
+tests_check_ssd_CFLAGS = $(TEST_CFLAGS)
+tests_check_ssd_LDADD = libarssd.la $(TEST_LIBS)
