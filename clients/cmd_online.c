@@ -1,14 +1,609 @@
-/* cmd_online.c - arenactl commands that talk to the daemon. Not implemented yet: stubs fail. */
+/* cmd_online.c - arenactl commands that talk to the daemon through libarenaclient:
+ * ping, stats, models, load, unload, invoke, plan NAME.
+ *
+ * Every command connects to arenactl_socket, makes its calls and prints human tables (or JSON
+ * with --json). On any error it prints the daemon's message on stderr and returns 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <jansson.h>
+
+#include "clients/ar_client.h"
 #include "clients/arenactl.h"
+#include "clients/image.h"
+#include "common/ar_error.h"
 
-#define AR__STUB(fn) \
-  int fn(int argc, char **argv) { (void)argc; fprintf(stderr, "arenactl %s: not implemented yet\n", argv[0]); return 1; }
-AR__STUB(ar_cmd_ping)
-AR__STUB(ar_cmd_stats)
-AR__STUB(ar_cmd_models)
-AR__STUB(ar_cmd_load)
-AR__STUB(ar_cmd_unload)
-AR__STUB(ar_cmd_invoke)
-AR__STUB(ar_cmd_plan_remote)
+static int fail(const char *cmd, int rc, const char *msg) {
+  fprintf(stderr, "arenactl %s: %s (%s)\n", cmd, msg && msg[0] ? msg : ar_strerror(rc), ar_err_name(rc));
+  return 1;
+}
+
+static ar_client_t *connect_or_fail(const char *cmd) {
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_connect(arenactl_socket, &c, msg, sizeof(msg));
+  if (rc) {
+    fail(cmd, rc, msg);
+    return NULL;
+  }
+  return c;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void human_bytes(char *buf, size_t n, uint64_t b) {
+  if (b >= (10ull << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
+  else if (b >= (10ull << 10)) snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+  else snprintf(buf, n, "%" PRIu64 " B", b);
+}
+
+static void shape_str(char *buf, size_t n, const int64_t *dims, int32_t rank) {
+  size_t o = (size_t)snprintf(buf, n, "[");
+  for (int32_t d = 0; d < rank && o < n; d++) o += (size_t)snprintf(buf + o, n - o, "%s%" PRId64, d ? "," : "", dims[d]);
+  if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+static json_int_t jint(const json_t *o, const char *key) {
+  return json_integer_value(json_object_get(o, key));
+}
+static const char *jstr(const json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+int ar_cmd_ping(int argc, char **argv) {
+  if (argc > 1) {
+    fprintf(stderr, "usage: arenactl ping\n");
+    return 2;
+  }
+  ar_client_t *c = connect_or_fail("ping");
+  if (c == NULL) return 1;
+  char version[64], msg[AR_MSG_BYTES];
+  double t0 = now_s();
+  int rc = ar_client_ping(c, version, sizeof(version), msg, sizeof(msg));
+  double t1 = now_s();
+  ar_client_close(c);
+  if (rc) return fail("ping", rc, msg);
+  printf("arenad %s on %s: round trip %.0f us\n", version, arenactl_socket, (t1 - t0) * 1e6);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void print_stats(json_t *root) {
+  json_t *pool = json_object_get(root, "pool");
+  char a[32], b[32], c[32], d[32];
+  uint64_t total = (uint64_t)jint(pool, "bytes"), used = (uint64_t)jint(pool, "used_bytes");
+  human_bytes(a, sizeof(a), total);
+  human_bytes(b, sizeof(b), used);
+  human_bytes(c, sizeof(c), (uint64_t)jint(pool, "free_bytes"));
+  human_bytes(d, sizeof(d), (uint64_t)jint(pool, "largest_free_bytes"));
+  printf("pool: %s, used %s (%.1f%%), free %s, largest free block %s\n", a, b,
+         total ? 100.0 * (double)used / (double)total : 0.0, c, d);
+  printf("  %12s %12s  %-10s  %s\n", "offset", "bytes", "kind", "owner");
+  size_t i;
+  json_t *r;
+  json_array_foreach(json_object_get(pool, "regions"), i, r) {
+    printf("  %12" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT "  %-10s  %s\n", jint(r, "offset"),
+           jint(r, "bytes"), jstr(r, "kind"), jstr(r, "owner"));
+  }
+  /* A one-line map of the pool, 64 cells: P persistent, A activation, . free. */
+  if (total) {
+    char map[65];
+    for (int k = 0; k < 64; k++) {
+      uint64_t at = total / 64 * (uint64_t)k + total / 128;
+      map[k] = '.';
+      json_array_foreach(json_object_get(pool, "regions"), i, r) {
+        uint64_t o = (uint64_t)jint(r, "offset"), n = (uint64_t)jint(r, "bytes");
+        if (at >= o && at < o + n) map[k] = strcmp(jstr(r, "kind"), "persistent") == 0 ? 'P'
+                                            : strcmp(jstr(r, "kind"), "activation") == 0 ? 'A' : '.';
+      }
+    }
+    map[64] = '\0';
+    printf("  map |%s|  (P persistent, A activation, . free)\n", map);
+  }
+  printf("\n%-24s %-10s %12s %12s %6s %11s %11s %8s %6s %9s %9s %9s %6s\n", "model", "group", "arena", "lower_bound",
+         "ratio", "persistent", "weights", "invokes", "errors", "p50_us", "p99_us", "max_us", "allocs");
+  json_array_foreach(json_object_get(root, "models"), i, r) {
+    json_t *lat = json_object_get(r, "latency_us");
+    double ar = (double)jint(r, "arena_bytes"), lb = (double)jint(r, "lower_bound_bytes");
+    printf("%-24s %-10s %12" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT " %6.3f %11" JSON_INTEGER_FORMAT
+           " %11" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
+           " %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT "\n",
+           jstr(r, "name"), jstr(r, "group")[0] ? jstr(r, "group") : "-", jint(r, "arena_bytes"),
+           jint(r, "lower_bound_bytes"), lb > 0 ? ar / lb : 0.0, jint(r, "persistent_bytes"), jint(r, "weights_bytes"),
+           jint(r, "invokes"), jint(r, "errors"), jint(lat, "p50"), jint(lat, "p99"), jint(lat, "max"),
+           jint(r, "heap_allocs_in_invoke"));
+  }
+  json_t *groups = json_object_get(root, "groups");
+  if (json_array_size(groups) > 0) {
+    printf("\n%-16s %16s %14s  %s\n", "share group", "activation_bytes", "saved_bytes", "members");
+    json_array_foreach(groups, i, r) {
+      char members[512] = "";
+      size_t k, o = 0;
+      json_t *m;
+      json_array_foreach(json_object_get(r, "members"), k, m) {
+        if (o < sizeof(members)) o += (size_t)snprintf(members + o, sizeof(members) - o, "%s%s", k ? ", " : "", json_string_value(m));
+      }
+      printf("%-16s %16" JSON_INTEGER_FORMAT " %14" JSON_INTEGER_FORMAT "  %s\n", jstr(r, "name"),
+             jint(r, "activation_bytes"), jint(r, "saved_bytes"), members);
+    }
+  }
+  json_t *dm = json_object_get(root, "daemon");
+  printf("\ndaemon %s: up %" JSON_INTEGER_FORMAT " s, %" JSON_INTEGER_FORMAT " connection(s), %" JSON_INTEGER_FORMAT
+         " request(s)\n",
+         jstr(dm, "version"), jint(dm, "uptime_s"), jint(dm, "connections"), jint(dm, "requests"));
+}
+
+int ar_cmd_stats(int argc, char **argv) {
+  static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"watch", required_argument, NULL, 'w'},
+                                       {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  bool as_json = false;
+  double watch = 0;
+  int o;
+  optind = 1;
+  while ((o = getopt_long(argc, argv, "jw:h", opts, NULL)) != -1) {
+    if (o == 'j') as_json = true;
+    else if (o == 'w') {
+      char *end;
+      watch = strtod(optarg, &end);
+      if (*end || !(watch > 0)) {
+        fprintf(stderr, "arenactl stats: --watch wants a positive number of seconds\n");
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: arenactl stats [--json] [--watch SECONDS]\n");
+      return o == 'h' ? 0 : 2;
+    }
+  }
+  ar_client_t *c = connect_or_fail("stats");
+  if (c == NULL) return 1;
+  int ret = 0;
+  for (;;) {
+    char *s = NULL, msg[AR_MSG_BYTES];
+    int rc = ar_client_stats_json(c, &s, msg, sizeof(msg));
+    if (rc) {
+      ret = fail("stats", rc, msg);
+      break;
+    }
+    if (watch > 0) printf("\033[H\033[2J");
+    if (as_json) {
+      printf("%s\n", s);
+    } else {
+      json_error_t err;
+      json_t *root = json_loads(s, 0, &err);
+      if (root == NULL) {
+        free(s);
+        ret = fail("stats", AR_EPROTO, "the daemon's stats are not valid JSON");
+        break;
+      }
+      print_stats(root);
+      json_decref(root);
+    }
+    free(s);
+    fflush(stdout);
+    if (watch <= 0) break;
+    struct timespec ts = {.tv_sec = (time_t)watch, .tv_nsec = (long)((watch - (double)(time_t)watch) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+  ar_client_close(c);
+  return ret;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+int ar_cmd_models(int argc, char **argv) {
+  if (argc > 1) {
+    fprintf(stderr, "usage: arenactl models\n");
+    return 2;
+  }
+  ar_client_t *c = connect_or_fail("models");
+  if (c == NULL) return 1;
+  ar_client_model_t *ms = NULL;
+  size_t n = 0;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_list(c, &ms, &n, msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc) return fail("models", rc, msg);
+  printf("%-24s %-10s %-15s %12s %11s %8s  %-24s %s\n", "name", "group", "strategy", "arena", "persistent", "invokes",
+         "inputs", "path");
+  for (size_t i = 0; i < n; i++) {
+    char in[128] = "";
+    size_t o = 0;
+    for (int32_t k = 0; k < ms[i].n_inputs && k < AR_CLIENT_MAX_IO; k++) {
+      char sh[96];
+      shape_str(sh, sizeof(sh), ms[i].inputs[k].dims, ms[i].inputs[k].rank);
+      if (o < sizeof(in)) o += (size_t)snprintf(in + o, sizeof(in) - o, "%s%s", k ? " " : "", sh);
+    }
+    printf("%-24s %-10s %-15s %12" PRIu64 " %11" PRIu64 " %8" PRIu64 "  %-24s %s\n", ms[i].name,
+           ms[i].group[0] ? ms[i].group : "-", ms[i].strategy, ms[i].arena_bytes, ms[i].persistent_bytes,
+           ms[i].invokes, in, ms[i].path);
+  }
+  free(ms);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+int ar_cmd_load(int argc, char **argv) {
+  static const struct option opts[] = {{"group", required_argument, NULL, 'g'},
+                                       {"strategy", required_argument, NULL, 'S'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *group = "", *strategy = "";
+  int o;
+  optind = 1;
+  while ((o = getopt_long(argc, argv, "g:S:h", opts, NULL)) != -1) {
+    if (o == 'g') group = optarg;
+    else if (o == 'S') strategy = optarg;
+    else {
+      fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S]\n");
+      return o == 'h' ? 0 : 2;
+    }
+  }
+  if (argc - optind != 2) {
+    fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S]\n");
+    return 2;
+  }
+  const char *name = argv[optind], *path = argv[optind + 1];
+  /* The daemon resolves paths from its own working directory ("/"): send an absolute one. */
+  char abs[PATH_MAX];
+  if (path[0] != '/' && realpath(path, abs) != NULL) path = abs;
+  ar_client_t *c = connect_or_fail("load");
+  if (c == NULL) return 1;
+  ar_client_model_t *info = malloc(sizeof(*info));
+  char msg[AR_MSG_BYTES];
+  int rc = info ? ar_client_load(c, name, path, group, strategy, info, msg, sizeof(msg)) : AR_ENOMEM;
+  ar_client_close(c);
+  if (rc) {
+    free(info);
+    return fail("load", rc, info ? msg : "no memory");
+  }
+  printf("loaded %s (%s, sha256 %.16s...): arena %" PRIu64 " B, persistent %" PRIu64 " B, weights %" PRIu64
+         " B mapped\n  activation region %" PRIu64 " B at offset %" PRIu64 "%s%s%s, persistent at %" PRIu64 "\n",
+         info->name, info->path, info->sha256, info->arena_bytes, info->persistent_bytes, info->weights_bytes,
+         info->activation_bytes, info->activation_offset, info->group[0] ? " (shared by group '" : "", info->group,
+         info->group[0] ? "')" : "", info->persistent_offset);
+  free(info);
+  return 0;
+}
+
+int ar_cmd_unload(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: arenactl unload NAME\n");
+    return 2;
+  }
+  ar_client_t *c = connect_or_fail("unload");
+  if (c == NULL) return 1;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_unload(c, argv[1], msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc) return fail("unload", rc, msg);
+  printf("unloaded %s\n", argv[1]);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void *read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
+    fclose(f);
+    return NULL;
+  }
+  void *buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1);
+  if (buf && fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *n = (size_t)st.st_size;
+  return buf;
+}
+
+int ar_cmd_invoke(int argc, char **argv) {
+  static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"image", required_argument, NULL, 'I'},
+                                       {"range", required_argument, NULL, 'r'},
+                                       {"fit", required_argument, NULL, 'f'},
+                                       {"crop", required_argument, NULL, 'c'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *usage = "usage: arenactl invoke NAME --input F... [--output DIR]\n"
+                      "       arenactl invoke NAME --image FILE.png|jpg [--range 0,1|-1,1] [--fit stretch|letterbox]"
+                      " [--crop L,T,R,B] [--output DIR]\n";
+  const char *inputs[AR_CLIENT_MAX_IO];
+  int n_in = 0;
+  const char *outdir = NULL, *image = NULL;
+  float lo = 0.0f, hi = 1.0f;
+  ar_image_fit_t fit = AR_IMAGE_FIT_LETTERBOX;
+  ar_image_rect_t crop;
+  bool has_crop = false;
+  int o;
+  optind = 1;
+  /* "-" first: non-option arguments come back as 1 so that "--input a b c" works. */
+  const char *name = NULL;
+  bool after_input = false;
+  while ((o = getopt_long(argc, argv, "-i:o:I:r:f:c:h", opts, NULL)) != -1) {
+    switch (o) {
+      case 1:
+        if (name == NULL && !after_input) name = optarg;
+        else if (after_input && n_in < AR_CLIENT_MAX_IO) inputs[n_in++] = optarg;
+        else {
+          fprintf(stderr, "%s", usage);
+          return 2;
+        }
+        break;
+      case 'i':
+        if (n_in == AR_CLIENT_MAX_IO) {
+          fprintf(stderr, "arenactl invoke: at most %d inputs\n", AR_CLIENT_MAX_IO);
+          return 2;
+        }
+        inputs[n_in++] = optarg;
+        after_input = true;
+        break;
+      case 'o': outdir = optarg; after_input = false; break;
+      case 'I': image = optarg; after_input = false; break;
+      case 'r':
+        if (ar_image_parse_range(optarg, &lo, &hi) != 0) {
+          fprintf(stderr, "arenactl invoke: --range wants LO,HI such as 0,1 or -1,1\n");
+          return 2;
+        }
+        after_input = false;
+        break;
+      case 'f':
+        if (ar_image_parse_fit(optarg, &fit) != 0) {
+          fprintf(stderr, "arenactl invoke: --fit is stretch or letterbox\n");
+          return 2;
+        }
+        after_input = false;
+        break;
+      case 'c':
+        if (ar_image_parse_rect(optarg, &crop) != 0) {
+          fprintf(stderr, "arenactl invoke: --crop wants L,T,R,B pixels\n");
+          return 2;
+        }
+        has_crop = true;
+        after_input = false;
+        break;
+      default:
+        fprintf(stderr, "%s", usage);
+        return o == 'h' ? 0 : 2;
+    }
+  }
+  if (name == NULL || (n_in == 0) == (image == NULL)) {
+    fprintf(stderr, "%s", usage);
+    return 2;
+  }
+  ar_client_t *c = connect_or_fail("invoke");
+  if (c == NULL) return 1;
+  char msg[AR_MSG_BYTES];
+  int ret = 1;
+  ar_client_model_t *ms = NULL, *m = NULL;
+  size_t n_models = 0;
+  ar_client_tensor_t tin[AR_CLIENT_MAX_IO];
+  void *bufs[AR_CLIENT_MAX_IO] = {0};
+  ar_client_result_t res = {0};
+  /* The model's input description (shapes, dtypes) comes from the daemon. */
+  int rc = ar_client_list(c, &ms, &n_models, msg, sizeof(msg));
+  if (rc) {
+    fail("invoke", rc, msg);
+    goto out;
+  }
+  for (size_t i = 0; i < n_models; i++)
+    if (strcmp(ms[i].name, name) == 0) m = &ms[i];
+  if (m == NULL) {
+    fprintf(stderr, "arenactl invoke: no model named '%s' is loaded (arenactl models lists them)\n", name);
+    goto out;
+  }
+  if (image) {
+    const ar_client_tensor_t *d = &m->inputs[0];
+    if (m->n_inputs != 1 || d->rank != 4 || d->dims[0] != 1 || d->dims[3] != 3 || d->dtype != AR_CLIENT_FLOAT32) {
+      fprintf(stderr, "arenactl invoke: --image needs a model with one float32 [1,H,W,3] input\n");
+      goto out;
+    }
+    uint64_t bytes = (uint64_t)d->dims[1] * (uint64_t)d->dims[2] * 3 * sizeof(float);
+    bufs[0] = malloc(bytes);
+    ar_image_t img = {0};
+    rc = bufs[0] ? ar_image_load(image, &img, msg, sizeof(msg)) : AR_ENOMEM;
+    if (rc == 0)
+      rc = ar_image_fill_tensor(&img, has_crop ? &crop : NULL, (uint32_t)d->dims[1], (uint32_t)d->dims[2], fit, lo,
+                                hi, bufs[0], NULL, msg, sizeof(msg));
+    ar_image_free(&img);
+    if (rc) {
+      fail("invoke", rc, msg);
+      goto out;
+    }
+    tin[0] = *d;
+    tin[0].data = bufs[0];
+    tin[0].bytes = bytes;
+    n_in = 1;
+  } else {
+    for (int i = 0; i < n_in; i++) {
+      size_t nb = 0;
+      bufs[i] = read_file(inputs[i], &nb);
+      if (bufs[i] == NULL) {
+        fprintf(stderr, "arenactl invoke: cannot read %s: %s\n", inputs[i], strerror(errno));
+        goto out;
+      }
+      /* Shape and dtype are the model's (raw files carry none); the daemon checks the size. */
+      if (i < m->n_inputs && i < AR_CLIENT_MAX_IO) tin[i] = m->inputs[i];
+      else memset(&tin[i], 0, sizeof(tin[i]));
+      tin[i].data = bufs[i];
+      tin[i].bytes = nb;
+    }
+  }
+  rc = ar_client_invoke(c, name, tin, (size_t)n_in, &res, msg, sizeof(msg));
+  if (rc) {
+    fail("invoke", rc, msg);
+    goto out;
+  }
+  printf("%s: %d output(s), invoke %" PRIu64 " us, queued %" PRIu64 " us\n", name, res.n_outputs, res.invoke_us,
+         res.queue_us);
+  for (int32_t j = 0; j < res.n_outputs && j < AR_CLIENT_MAX_IO; j++) {
+    const ar_client_tensor_t *t = &res.outputs[j];
+    char sh[96];
+    shape_str(sh, sizeof(sh), t->dims, t->rank);
+    if (t->dtype == AR_CLIENT_FLOAT32 && t->bytes >= 4) {
+      const float *f = t->data;
+      size_t n = t->bytes / 4;
+      double mn = f[0], mx = f[0], sum = 0;
+      for (size_t k = 0; k < n; k++) {
+        mn = fmin(mn, f[k]);
+        mx = fmax(mx, f[k]);
+        sum += f[k];
+      }
+      printf("  output %d %-20s %-16s min %-12.6g max %-12.6g mean %.6g\n", j, t->name, sh, mn, mx, sum / (double)n);
+    } else {
+      printf("  output %d %-20s %-16s %" PRIu64 " bytes\n", j, t->name, sh, t->bytes);
+    }
+    if (outdir) {
+      char path[PATH_MAX];
+      snprintf(path, sizeof(path), "%s/output_%d.bin", outdir, j);
+      FILE *f = fopen(path, "wb");
+      if (f == NULL || fwrite(t->data, 1, t->bytes, f) != t->bytes) {
+        fprintf(stderr, "arenactl invoke: cannot write %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        goto out;
+      }
+      fclose(f);
+    }
+  }
+  if (outdir) printf("  wrote output_<j>.bin to %s\n", outdir);
+  ret = 0;
+out:
+  ar_client_result_free(&res);
+  for (int i = 0; i < AR_CLIENT_MAX_IO; i++) free(bufs[i]);
+  free(ms);
+  ar_client_close(c);
+  return ret;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+/* Swim-lane chart from the budget JSON: x = operator index, y = offset; one bar per buffer. */
+static int plan_svg(json_t *plan, const char *name, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  double arena = (double)jint(plan, "arena_bytes"), bound = (double)jint(plan, "lower_bound_bytes");
+  double ops = (double)jint(plan, "operators");
+  if (ops < 1) ops = 1;
+  if (arena <= 0) arena = 1;
+  const double W = 1000, H = 600, L = 70, T = 40;
+  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+          W + L + 20, H + T + 50);
+  fprintf(f, "<text x=\"%.0f\" y=\"20\">%s: arena %.0f B, lower bound %.0f B (x: operator, y: offset)</text>\n", L, name,
+          arena, bound);
+  size_t i;
+  json_t *b;
+  json_array_foreach(json_object_get(plan, "buffers"), i, b) {
+    const char *cls = jstr(b, "class");
+    if (strcmp(cls, "persistent") == 0) continue;
+    double x0 = L + W * (double)jint(b, "first_use") / ops, x1 = L + W * ((double)jint(b, "last_use") + 1) / ops;
+    double y0 = T + H - H * ((double)jint(b, "offset") + (double)jint(b, "size")) / arena;
+    double h = H * (double)jint(b, "size") / arena;
+    fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.7\" "
+               "stroke=\"black\" stroke-width=\"0.3\"><title>tensor %" JSON_INTEGER_FORMAT " %s: %" JSON_INTEGER_FORMAT
+               " B at %" JSON_INTEGER_FORMAT ", ops %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT "</title></rect>\n",
+            x0, y0, x1 - x0, h, strcmp(cls, "scratch") == 0 ? "#e4572e" : "#4c78a8", jint(b, "tensor"), jstr(b, "name"),
+            jint(b, "size"), jint(b, "offset"), jint(b, "first_use"), jint(b, "last_use"));
+  }
+  double yb = T + H - H * bound / arena;
+  fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"green\" stroke-dasharray=\"4\"/>\n", L, L + W,
+          yb, yb);
+  fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"red\"/>\n", L, L + W, T, T);
+  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">blue: activations, orange: scratch, red line: arena, green dashes: lower "
+             "bound</text>\n</svg>\n",
+          L, T + H + 30);
+  return fclose(f);
+}
+
+int ar_cmd_plan_remote(int argc, char **argv) {
+  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                       {"svg", required_argument, NULL, 's'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  bool as_json = false;
+  const char *svg = NULL;
+  int o;
+  optind = 1;
+  while ((o = getopt_long(argc, argv, "js:h", opts, NULL)) != -1) {
+    if (o == 'j') as_json = true;
+    else if (o == 's') svg = optarg;
+    else {
+      fprintf(stderr, "usage: arenactl plan NAME [--json|--svg FILE]   (NAME of a loaded model)\n");
+      return o == 'h' ? 0 : 2;
+    }
+  }
+  if (argc - optind != 1) {
+    fprintf(stderr, "usage: arenactl plan NAME [--json|--svg FILE]   (NAME of a loaded model)\n");
+    return 2;
+  }
+  const char *name = argv[optind];
+  ar_client_t *c = connect_or_fail("plan");
+  if (c == NULL) return 1;
+  char *s = NULL, msg[AR_MSG_BYTES];
+  int rc = ar_client_plan_json(c, name, &s, msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc) return fail("plan", rc, msg);
+  if (as_json) {
+    printf("%s\n", s);
+    free(s);
+    return 0;
+  }
+  json_error_t err;
+  json_t *plan = json_loads(s, 0, &err);
+  free(s);
+  if (plan == NULL) return fail("plan", AR_EPROTO, "the daemon's budget table is not valid JSON");
+  int ret = 0;
+  if (svg) {
+    if (plan_svg(plan, name, svg) != 0) {
+      fprintf(stderr, "arenactl plan: cannot write %s: %s\n", svg, strerror(errno));
+      ret = 1;
+    } else {
+      printf("wrote %s\n", svg);
+    }
+  } else {
+    printf("%6s %-40s %-10s %10s %10s %6s %6s %6s\n", "tensor", "name", "class", "size", "offset", "first", "last",
+           "alias");
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(plan, "buffers"), i, b) {
+      printf("%6" JSON_INTEGER_FORMAT " %-40.40s %-10s %10" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT
+             " %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT "\n",
+             jint(b, "tensor"), jstr(b, "name"), jstr(b, "class"), jint(b, "size"), jint(b, "offset"),
+             jint(b, "first_use"), jint(b, "last_use"), jint(b, "alias_of"));
+    }
+    printf("\n%s (%s, lifetimes %s): arena %" JSON_INTEGER_FORMAT " B (tensors %" JSON_INTEGER_FORMAT
+           " B), lower bound %" JSON_INTEGER_FORMAT " B, ratio %.3f, naive %" JSON_INTEGER_FORMAT
+           " B, persistent %" JSON_INTEGER_FORMAT " B, scratch %" JSON_INTEGER_FORMAT " B, alignment %" JSON_INTEGER_FORMAT
+           "\n",
+           name, jstr(plan, "strategy"), jstr(plan, "lifetimes"), jint(plan, "arena_bytes"),
+           jint(plan, "tensor_arena_bytes"), jint(plan, "lower_bound_bytes"),
+           json_number_value(json_object_get(plan, "ratio_to_bound")), jint(plan, "naive_bytes"),
+           jint(plan, "persistent_bytes"), jint(plan, "scratch_bytes"), jint(plan, "alignment"));
+  }
+  json_decref(plan);
+  return ret;
+}

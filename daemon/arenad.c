@@ -1,2 +1,155 @@
-/* arenad.c - placeholder main until the daemon lands (see daemon/local.mk). */
-int main(void) { return 0; }
+/* arenad.c - the daemon's main: options, configuration, --check-config, then the event loop.
+ *
+ *   arenad [--config F] [--socket P] [--pool-bytes N] [--foreground]
+ *   arenad --check-config F       validate F, load and plan its models, print the pool layout
+ *   arenad --version
+ *
+ * Command-line values override the configuration file. Without --foreground (and when not
+ * started by systemd, i.e. no NOTIFY_SOCKET / LISTEN_FDS), arenad detaches after its socket is
+ * listening, so that a client started right after the parent exits finds it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "common/ar_error.h"
+#include "daemon/ar_config.h"
+#include "daemon/ar_server.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: arenad [--config FILE] [--socket PATH] [--pool-bytes N] [--foreground]\n"
+          "       arenad --check-config FILE\n"
+          "       arenad --version\n\n"
+          "  -c, --config FILE        JSON configuration (socket, pool, workers, models)\n"
+          "  -C, --check-config FILE  validate FILE, load and plan its models, print the pool layout\n"
+          "  -s, --socket PATH        Unix socket to listen on (overrides the config)\n"
+          "  -p, --pool-bytes N       arena pool size, bytes with optional K/M/G (overrides the config)\n"
+          "  -f, --foreground         do not detach\n"
+          "  -V, --version            print the version\n");
+}
+
+/* "123", "64K", "64M", "2G" (powers of 1024). */
+static int parse_bytes(const char *s, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || s[0] == '-') return -1;
+  uint64_t mult = 1;
+  if (*end == 'k' || *end == 'K') mult = 1ull << 10, end++;
+  else if (*end == 'm' || *end == 'M') mult = 1ull << 20, end++;
+  else if (*end == 'g' || *end == 'G') mult = 1ull << 30, end++;
+  if (*end != '\0' || __builtin_mul_overflow((uint64_t)v, mult, out)) return -1;
+  return 0;
+}
+
+/* Detach: the parent exits 0 once the child is running with its socket listening. */
+static int detach(void) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid > 0) _exit(0);
+  if (setsid() < 0) return -1;
+  if (chdir("/") != 0) return -1;
+  return 0;
+}
+
+static ar_server_t server;   /* large (the config holds up to 64 model entries) */
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"config", required_argument, NULL, 'c'},     {"check-config", required_argument, NULL, 'C'},
+      {"socket", required_argument, NULL, 's'},     {"pool-bytes", required_argument, NULL, 'p'},
+      {"foreground", no_argument, NULL, 'f'},       {"version", no_argument, NULL, 'V'},
+      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+  const char *config_path = NULL, *check_path = NULL, *socket_path = NULL;
+  uint64_t pool_bytes = 0;
+  bool foreground = false;
+  int c;
+  while ((c = getopt_long(argc, argv, "c:C:s:p:fVh", opts, NULL)) != -1) {
+    switch (c) {
+      case 'c': config_path = optarg; break;
+      case 'C': check_path = optarg; break;
+      case 's': socket_path = optarg; break;
+      case 'p':
+        if (parse_bytes(optarg, &pool_bytes) != 0 || pool_bytes == 0) {
+          fprintf(stderr, "arenad: --pool-bytes '%s': expected a byte count such as 67108864 or 64M\n", optarg);
+          return 2;
+        }
+        break;
+      case 'f': foreground = true; break;
+      case 'V': printf("arenad %s\n", PACKAGE_VERSION); return 0;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "arenad: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+
+  ar_server_t *srv = &server;
+  char msg[AR_MSG_BYTES];
+  ar_config_defaults(&srv->cfg);
+  const char *cfg_file = check_path ? check_path : config_path;
+  if (cfg_file) {
+    int rc = ar_config_load(cfg_file, &srv->cfg, msg, sizeof(msg));
+    if (rc != 0) {
+      fprintf(stderr, "arenad: %s: %s\n", cfg_file, msg);
+      return 1;
+    }
+  }
+  if (socket_path) {
+    if (strlen(socket_path) >= sizeof(srv->cfg.socket_path)) {
+      fprintf(stderr, "arenad: --socket: path longer than %zu bytes\n", sizeof(srv->cfg.socket_path) - 1);
+      return 2;
+    }
+    snprintf(srv->cfg.socket_path, sizeof(srv->cfg.socket_path), "%s", socket_path);
+  }
+  if (pool_bytes) srv->cfg.pool_bytes = pool_bytes;
+
+  if (check_path) {
+    int rc = ar_models_check_config(&srv->cfg, msg, sizeof(msg));
+    if (rc != 0) {
+      fprintf(stderr, "arenad: %s: %s\n", check_path, msg);
+      return 1;
+    }
+    printf("%s: ok\n", check_path);
+    return 0;
+  }
+
+  /* Invokes run on the libuv threadpool; its size is read once, at the first queued work. */
+  char workers[16];
+  snprintf(workers, sizeof(workers), "%u", srv->cfg.workers ? srv->cfg.workers : 1);
+  setenv("UV_THREADPOOL_SIZE", workers, 1);
+  signal(SIGPIPE, SIG_IGN);
+
+  srv->config_path = config_path;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int rc = ar_server_start(srv, &loop, msg, sizeof(msg));
+  if (rc != 0) {
+    fprintf(stderr, "arenad: %s\n", msg);
+    return 1;
+  }
+  bool managed = getenv("NOTIFY_SOCKET") != NULL || getenv("LISTEN_FDS") != NULL;
+  if (!foreground && !managed && detach() != 0) {
+    fprintf(stderr, "arenad: detach: %s\n", strerror(errno));
+    return 1;
+  }
+  ar_log("arenad %s listening on %s, pool %" PRIu64 " bytes, %s worker thread(s)", PACKAGE_VERSION,
+         srv->cfg.socket_path, srv->pool.bytes, workers);
+  ar_server_load_configured(srv);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ar_server_stop(srv);
+  rc = uv_loop_close(&loop);
+  if (rc != 0) ar_log("loop closed with handles still open: %s", uv_strerror(rc));
+  ar_log("stopped");
+  return 0;
+}

@@ -1,0 +1,333 @@
+/* ar_client.c - libarenaclient: blocking request/response calls over arenad's Unix socket.
+ *
+ * Each call packs one arenad.Request with a fresh id, writes it as one length-prefixed frame and
+ * reads frames until the response with that id arrives (a synchronous client has only one
+ * outstanding request, so any other id is a protocol error). Decoded responses own their bytes;
+ * invoke results point into them instead of copying output tensors.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "clients/ar_client.h"
+#include "common/ar_error.h"
+#include "proto/arenad.pb-c.h"
+
+#define AR_CLIENT_MAX_FRAME (1u << 30)
+
+struct ar_client {
+  int fd;
+  uint64_t next_id;
+};
+
+AR_EXPORT const char *ar_client_strerror(int code) { return ar_strerror(code); }
+
+AR_EXPORT size_t ar_client_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case 0: case 2: return 4;            /* FLOAT32, INT32 */
+    case 1: case 7: return 2;            /* FLOAT16, INT16 */
+    case 3: case 6: case 9: return 1;    /* UINT8, BOOL, INT8 */
+    case 4: case 8: case 10: return 8;   /* INT64, COMPLEX64, FLOAT64 */
+    default: return 0;
+  }
+}
+
+AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char *msg, size_t msg_bytes) {
+  *out = NULL;
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (socket_path == NULL || strlen(socket_path) >= sizeof(sa.sun_path))
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "socket path too long (max %zu bytes)", sizeof(sa.sun_path) - 1);
+  memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ar_errf(msg, msg_bytes, AR_ECONN, "socket: %s", strerror(errno));
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    int e = errno;
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_ECONN, "connect %s: %s", socket_path, strerror(e));
+  }
+  ar_client_t *c = calloc(1, sizeof(*c));
+  if (c == NULL) {
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
+  }
+  c->fd = fd;
+  c->next_id = 1;
+  *out = c;
+  return 0;
+}
+
+AR_EXPORT void ar_client_close(ar_client_t *c) {
+  if (c == NULL) return;
+  close(c->fd);
+  free(c);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int read_all(int fd, uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) {
+      errno = ECONNRESET;
+      return -1;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Send `req` (its id is set here) and wait for the matching response. On success *out is the
+ * decoded response with an OK status; on a daemon error its status is turned into the return
+ * code and message. */
+static int call(ar_client_t *c, Arenad__Request *req, Arenad__Response **out, char *msg, size_t msg_bytes) {
+  *out = NULL;
+  req->id = c->next_id++;
+  size_t n = arenad__request__get_packed_size(req);
+  if (n > UINT32_MAX) return ar_errf(msg, msg_bytes, AR_EINVAL, "request of %zu bytes is too large", n);
+  uint8_t *buf = malloc(4 + n);
+  if (buf == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %zu-byte request", n);
+  buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16), buf[3] = (uint8_t)(n >> 24);
+  arenad__request__pack(req, buf + 4);
+  int rc = write_all(c->fd, buf, 4 + n);
+  free(buf);
+  if (rc != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "send: %s", strerror(errno));
+  uint8_t hdr[4];
+  if (read_all(c->fd, hdr, 4) != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "receive: %s", strerror(errno));
+  uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+  if (len > AR_CLIENT_MAX_FRAME)
+    return ar_errf(msg, msg_bytes, AR_EPROTO, "response frame of %u bytes is larger than the client accepts", len);
+  uint8_t *body = malloc(len ? len : 1);
+  if (body == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %u-byte response", len);
+  if (read_all(c->fd, body, len) != 0) {
+    free(body);
+    return ar_errf(msg, msg_bytes, AR_ECONN, "receive: %s", strerror(errno));
+  }
+  Arenad__Response *resp = arenad__response__unpack(NULL, len, body);
+  free(body);
+  if (resp == NULL) return ar_errf(msg, msg_bytes, AR_EPROTO, "response of %u bytes does not decode", len);
+  int code = resp->status ? (int)resp->status->code : 0;
+  if (code != 0) {
+    rc = ar_errf(msg, msg_bytes, -code, "%s", resp->status->message);
+    arenad__response__free_unpacked(resp, NULL);
+    return rc;
+  }
+  if (resp->id != req->id) {
+    rc = ar_errf(msg, msg_bytes, AR_EPROTO, "response id %llu, expected %llu", (unsigned long long)resp->id,
+                 (unsigned long long)req->id);
+    arenad__response__free_unpacked(resp, NULL);
+    return rc;
+  }
+  *out = resp;
+  if (msg && msg_bytes) msg[0] = '\0';
+  return 0;
+}
+
+AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__PingRequest body = ARENAD__PING_REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_PING;
+  req.ping = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_PING) rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a ping");
+  else if (version && version_bytes) snprintf(version, version_bytes, "%s", resp->ping->version);
+  arenad__response__free_unpacked(resp, NULL);
+  return rc;
+}
+
+static void copy_tensor(ar_client_tensor_t *dst, const Arenad__Tensor *t) {
+  memset(dst, 0, sizeof(*dst));
+  snprintf(dst->name, sizeof(dst->name), "%s", t->name ? t->name : "");
+  dst->dtype = (int32_t)t->dtype;
+  dst->rank = (int32_t)(t->n_shape < AR_CLIENT_MAX_RANK ? t->n_shape : AR_CLIENT_MAX_RANK);
+  for (int32_t d = 0; d < dst->rank; d++) dst->dims[d] = t->shape[d];
+  dst->data = t->data.data;
+  dst->bytes = t->data.len;
+}
+
+static void copy_info(ar_client_model_t *dst, const Arenad__ModelInfo *m) {
+  memset(dst, 0, sizeof(*dst));
+  snprintf(dst->name, sizeof(dst->name), "%s", m->name);
+  snprintf(dst->path, sizeof(dst->path), "%s", m->path);
+  snprintf(dst->sha256, sizeof(dst->sha256), "%s", m->sha256);
+  snprintf(dst->group, sizeof(dst->group), "%s", m->group);
+  snprintf(dst->strategy, sizeof(dst->strategy), "%s", m->strategy);
+  dst->arena_bytes = m->arena_bytes;
+  dst->persistent_bytes = m->persistent_bytes;
+  dst->weights_bytes = m->weights_bytes;
+  dst->activation_offset = m->activation_offset;
+  dst->activation_bytes = m->activation_bytes;
+  dst->persistent_offset = m->persistent_offset;
+  dst->invokes = m->invokes;
+  dst->n_inputs = (int32_t)m->n_inputs;
+  dst->n_outputs = (int32_t)m->n_outputs;
+  for (size_t i = 0; i < m->n_inputs && i < AR_CLIENT_MAX_IO; i++) {
+    copy_tensor(&dst->inputs[i], m->inputs[i]);
+    dst->inputs[i].data = NULL;
+  }
+  for (size_t i = 0; i < m->n_outputs && i < AR_CLIENT_MAX_IO; i++) {
+    copy_tensor(&dst->outputs[i], m->outputs[i]);
+    dst->outputs[i].data = NULL;
+  }
+}
+
+AR_EXPORT int ar_client_load(ar_client_t *c, const char *name, const char *path, const char *group,
+                             const char *strategy, ar_client_model_t *info, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__LoadModelRequest body = ARENAD__LOAD_MODEL_REQUEST__INIT;
+  body.name = (char *)(name ? name : "");
+  body.path = (char *)(path ? path : "");
+  body.group = (char *)(group ? group : "");
+  body.strategy = (char *)(strategy ? strategy : "");
+  req.body_case = ARENAD__REQUEST__BODY_LOAD_MODEL;
+  req.load_model = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_LOAD_MODEL || resp->load_model->model == NULL)
+    rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a load_model");
+  else if (info)
+    copy_info(info, resp->load_model->model);
+  arenad__response__free_unpacked(resp, NULL);
+  return rc;
+}
+
+AR_EXPORT int ar_client_unload(ar_client_t *c, const char *name, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__UnloadModelRequest body = ARENAD__UNLOAD_MODEL_REQUEST__INIT;
+  body.name = (char *)(name ? name : "");
+  req.body_case = ARENAD__REQUEST__BODY_UNLOAD_MODEL;
+  req.unload_model = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  arenad__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
+AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes) {
+  *models = NULL;
+  *n = 0;
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__ListModelsRequest body = ARENAD__LIST_MODELS_REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_LIST_MODELS;
+  req.list_models = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_LIST_MODELS) {
+    arenad__response__free_unpacked(resp, NULL);
+    return ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a list_models");
+  }
+  size_t k = resp->list_models->n_models;
+  ar_client_model_t *arr = calloc(k ? k : 1, sizeof(*arr));
+  if (arr == NULL) {
+    arenad__response__free_unpacked(resp, NULL);
+    return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for %zu models", k);
+  }
+  for (size_t i = 0; i < k; i++) copy_info(&arr[i], resp->list_models->models[i]);
+  arenad__response__free_unpacked(resp, NULL);
+  *models = arr;
+  *n = k;
+  return 0;
+}
+
+AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
+                               ar_client_result_t *res, char *msg, size_t msg_bytes) {
+  memset(res, 0, sizeof(*res));
+  Arenad__Tensor *ts = calloc(n_inputs + 1, sizeof(*ts));
+  Arenad__Tensor **ptrs = calloc(n_inputs + 1, sizeof(*ptrs));
+  int64_t *shapes = calloc((n_inputs + 1) * AR_CLIENT_MAX_RANK, sizeof(int64_t));
+  if (ts == NULL || ptrs == NULL || shapes == NULL) {
+    free(ts), free(ptrs), free(shapes);
+    return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
+  }
+  for (size_t i = 0; i < n_inputs; i++) {
+    arenad__tensor__init(&ts[i]);
+    ts[i].name = (char *)inputs[i].name;
+    ts[i].dtype = (Arenad__DType)inputs[i].dtype;
+    int32_t rank = inputs[i].rank < 0 ? 0 : inputs[i].rank > AR_CLIENT_MAX_RANK ? AR_CLIENT_MAX_RANK : inputs[i].rank;
+    memcpy(&shapes[i * AR_CLIENT_MAX_RANK], inputs[i].dims, (size_t)rank * sizeof(int64_t));
+    ts[i].shape = &shapes[i * AR_CLIENT_MAX_RANK];
+    ts[i].n_shape = (size_t)rank;
+    ts[i].data.data = (uint8_t *)inputs[i].data;
+    ts[i].data.len = (size_t)inputs[i].bytes;
+    ptrs[i] = &ts[i];
+  }
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__InvokeRequest body = ARENAD__INVOKE_REQUEST__INIT;
+  body.model = (char *)(model ? model : "");
+  body.n_inputs = n_inputs;
+  body.inputs = ptrs;
+  req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+  req.invoke = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  free(ts), free(ptrs), free(shapes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_INVOKE) {
+    arenad__response__free_unpacked(resp, NULL);
+    return ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not an invoke");
+  }
+  const Arenad__InvokeResponse *ir = resp->invoke;
+  res->n_outputs = (int32_t)ir->n_outputs;
+  for (size_t j = 0; j < ir->n_outputs && j < AR_CLIENT_MAX_IO; j++) copy_tensor(&res->outputs[j], ir->outputs[j]);
+  res->invoke_us = ir->invoke_us;
+  res->queue_us = ir->queue_us;
+  res->priv = resp;
+  return 0;
+}
+
+AR_EXPORT void ar_client_result_free(ar_client_result_t *res) {
+  if (res == NULL) return;
+  if (res->priv) arenad__response__free_unpacked(res->priv, NULL);
+  memset(res, 0, sizeof(*res));
+}
+
+static int json_call(ar_client_t *c, Arenad__Request *req, char **json, char *msg, size_t msg_bytes) {
+  *json = NULL;
+  Arenad__Response *resp;
+  int rc = call(c, req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  const char *s = resp->body_case == ARENAD__RESPONSE__BODY_GET_STATS  ? resp->get_stats->json
+                  : resp->body_case == ARENAD__RESPONSE__BODY_GET_PLAN ? resp->get_plan->json
+                                                                        : NULL;
+  if (s == NULL) rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply carries no JSON");
+  else if ((*json = strdup(s)) == NULL) rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
+  arenad__response__free_unpacked(resp, NULL);
+  return rc;
+}
+
+AR_EXPORT int ar_client_stats_json(ar_client_t *c, char **json, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__GetStatsRequest body = ARENAD__GET_STATS_REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_GET_STATS;
+  req.get_stats = &body;
+  return json_call(c, &req, json, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_plan_json(ar_client_t *c, const char *model, char **json, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__GetPlanRequest body = ARENAD__GET_PLAN_REQUEST__INIT;
+  body.model = (char *)(model ? model : "");
+  req.body_case = ARENAD__REQUEST__BODY_GET_PLAN;
+  req.get_plan = &body;
+  return json_call(c, &req, json, msg, msg_bytes);
+}

@@ -1,0 +1,120 @@
+/* ar_client.h - libarenaclient: a small blocking C client for the arenad inference daemon.
+ *
+ * One ar_client_t is one Unix-socket connection to arenad. Calls are synchronous: each sends one
+ * request (proto/arenad.proto, 4-byte little-endian length framing) and waits for its response.
+ * A connection is not thread-safe; use one per thread (the daemon serves many at once).
+ *
+ * Errors: every fallible call returns 0 or a negative code. Codes from the daemon are its status
+ * codes negated (arenad.proto `Code`, the same numbers as arenad's common/ar_error.h: -6 shape
+ * mismatch, -9 pool exhausted, -10 no such model, ...), and `msg` (msg_bytes, may be NULL)
+ * receives the daemon's message, e.g. "input 0 (input_1): shape [1,192,192] does not match the
+ * model's [1,192,192,3]". Transport failures return AR_CLIENT_ECONN (-16) with the system error.
+ * ar_client_strerror() gives a short text for a code. Nothing here aborts.
+ *
+ * Link with `pkg-config --libs arenaclient`.
+ */
+#ifndef AR_CLIENT_H
+#define AR_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef AR_EXPORT
+#define AR_EXPORT __attribute__((visibility("default")))
+#endif
+
+#define AR_CLIENT_ECONN (-16)       /* connection failed or closed */
+#define AR_CLIENT_EPROTO (-12)      /* malformed frame / response */
+#define AR_CLIENT_MAX_RANK 8
+#define AR_CLIENT_MAX_IO 16         /* inputs/outputs described per model */
+
+/* TFLite TensorType values (arenad.proto DType). */
+#define AR_CLIENT_FLOAT32 0
+
+typedef struct ar_client ar_client_t;
+
+/* A tensor: raw little-endian elements in C order (NHWC for images). For requests the caller
+ * owns `data`; in results `data` points into the result and lives until ar_client_result_free. */
+typedef struct ar_client_tensor {
+  char name[128];                 /* tensor name (ignored in requests) */
+  int32_t dtype;                  /* TFLite TensorType, AR_CLIENT_FLOAT32 = 0 */
+  int32_t rank;
+  int64_t dims[AR_CLIENT_MAX_RANK];
+  const void *data;
+  uint64_t bytes;                 /* exactly product(dims) * element size */
+} ar_client_tensor_t;
+
+/* A model as the daemon holds it (sizes in bytes, offsets into the daemon's pool). */
+typedef struct ar_client_model {
+  char name[64];
+  char path[4096];                /* resolved path of the model file */
+  char sha256[65];                /* hex */
+  char group[64];                 /* share group, "" if none */
+  char strategy[32];              /* planner strategy */
+  uint64_t arena_bytes, persistent_bytes, weights_bytes;
+  uint64_t activation_offset, activation_bytes, persistent_offset;
+  uint64_t invokes;
+  int32_t n_inputs, n_outputs;    /* may exceed AR_CLIENT_MAX_IO; only that many are described */
+  ar_client_tensor_t inputs[AR_CLIENT_MAX_IO], outputs[AR_CLIENT_MAX_IO];   /* no data */
+} ar_client_model_t;
+
+/* Outputs of one invoke. */
+typedef struct ar_client_result {
+  int32_t n_outputs;
+  ar_client_tensor_t outputs[AR_CLIENT_MAX_IO];
+  uint64_t invoke_us;             /* time in the interpreter on the daemon's worker, µs */
+  uint64_t queue_us;              /* time the request waited for its model's group, µs */
+  void *priv;                     /* the decoded response that owns the output bytes */
+} ar_client_result_t;
+
+/* Connect to the daemon listening on `socket_path`. *out is freed by ar_client_close.
+ * Errors: AR_CLIENT_ECONN (socket, connect), -2 (no memory), -1 (path too long). */
+AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char *msg, size_t msg_bytes);
+/* Close the connection and free it. NULL is a no-op. */
+AR_EXPORT void ar_client_close(ar_client_t *c);
+
+/* Round trip. `version` (may be NULL) receives the daemon's version string. */
+AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes, char *msg, size_t msg_bytes);
+
+/* Load the model file `path` (opened by the daemon) as `name`. `group` (NULL or "" = none) names a
+ * share group: its members never run at the same time and share one activation region sized to
+ * the largest. `strategy` (NULL or "" = "best"): "linear", "first-fit", "greedy-by-size", "best".
+ * `info` (may be NULL) receives the loaded model. Errors from the daemon: -11 name taken,
+ * -10/-3 file, -4 malformed model, -5 unsupported op, -9 does not fit the pool (the message
+ * gives the bytes needed and the largest free block). */
+AR_EXPORT int ar_client_load(ar_client_t *c, const char *name, const char *path, const char *group,
+                             const char *strategy, ar_client_model_t *info, char *msg, size_t msg_bytes);
+
+/* Unload `name`; returns after the daemon finished the invokes already accepted for it. */
+AR_EXPORT int ar_client_unload(ar_client_t *c, const char *name, char *msg, size_t msg_bytes);
+
+/* Loaded models: *models (malloc'd array of *n entries) is freed by the caller with free(). */
+AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes);
+
+/* Run `model` on `inputs` (n_inputs tensors in the model's input order, each exactly matching
+ * the model's input dtype, shape and byte size). On success `res` holds the outputs (free with
+ * ar_client_result_free). Errors: -10 unknown model, -6 input count/dtype/shape/size mismatch. */
+AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
+                               ar_client_result_t *res, char *msg, size_t msg_bytes);
+AR_EXPORT void ar_client_result_free(ar_client_result_t *res);
+
+/* The daemon's stats JSON (pool, models, groups, daemon); *json is malloc'd, caller frees. */
+AR_EXPORT int ar_client_stats_json(ar_client_t *c, char **json, char *msg, size_t msg_bytes);
+
+/* The budget table JSON of a loaded model (same keys as `arenactl plan --json`); caller frees. */
+AR_EXPORT int ar_client_plan_json(ar_client_t *c, const char *model, char **json, char *msg, size_t msg_bytes);
+
+/* Short text for a code returned above ("shape mismatch", "connection failed or closed", ...). */
+AR_EXPORT const char *ar_client_strerror(int code);
+
+/* Bytes per element of a TFLite TensorType, 0 if unknown. */
+AR_EXPORT size_t ar_client_dtype_size(int32_t dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AR_CLIENT_H */

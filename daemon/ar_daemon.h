@@ -1,0 +1,204 @@
+/* ar_daemon.h - arenad's internal structures: server, connections, models, share groups, jobs.
+ *
+ * Threads. One libuv loop thread owns everything below: the pool's region list, the model
+ * registry, the share groups, the connections. Worker threads (the libuv threadpool, sized by the
+ * config's `workers`) run only two kinds of work: preparing a model (load + verify + plan, no pool
+ * access) and group jobs (placing models into their regions, invokes).
+ *
+ * Serialization. Every model belongs to a group: the named share group it was loaded with, or a
+ * private group of its own. A group runs at most one job at a time: the loop thread keeps a FIFO
+ * of jobs per group and hands the head to the threadpool only when the group is idle, and the
+ * worker holds the group's mutex while it copies inputs in, invokes and copies outputs out. So a
+ * model's interpreter never runs on two threads at once, models sharing an activation region
+ * never overlap, and no worker thread ever blocks waiting for another group.
+ *
+ * Pool layout per model:
+ *   persistent region   one per model, ar_interp_persistent_bytes (folded constants, state)
+ *   activation region   one per group, sized to the largest member's ar_interp_arena_bytes
+ * When a member larger than the group's region joins, a new larger region is allocated at once
+ * (so ENOSPC is reported at load time and nothing is disturbed), and a PLACE job queued behind
+ * the group's in-flight invokes moves every member into it; the old region is freed after. The
+ * region never shrinks while the group has members; it is freed with the last member.
+ */
+#ifndef AR_DAEMON_H
+#define AR_DAEMON_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/ar_error.h"
+#include "daemon/ar_config.h"
+#include "daemon/ar_latency.h"
+#include "daemon/ar_pool.h"
+#include "interp/ar_interp.h"
+#include "proto/arenad.pb-c.h"
+
+typedef struct ar_server ar_server_t;
+typedef struct ar_conn ar_conn_t;
+typedef struct ar_group ar_group_t;
+typedef struct ar_dmodel ar_dmodel_t;
+typedef struct ar_job ar_job_t;
+
+/* A mapped, verified model file shared by every loaded model with the same real path and
+ * sha256 (refcounted; guarded by the server's cache mutex because loads run on workers). */
+typedef struct ar_cached_model {
+  char realpath[PATH_MAX];
+  uint8_t sha256[32];
+  ar_model_t *model;
+  int refs;
+  struct ar_cached_model *next;
+} ar_cached_model_t;
+
+struct ar_group {
+  char name[AR_NAME_MAX];        /* "" for the private group of an ungrouped model */
+  char owner[AR_POOL_OWNER_MAX]; /* pool owner label: "group:<name>" or the model's name */
+  bool has_region;
+  uint64_t act_offset, act_bytes;
+  int refs;                      /* models attached (placing, ready or unloading) */
+  bool busy;                     /* a job of this group is on a worker */
+  ar_job_t *head, *tail;         /* FIFO of jobs waiting for the group */
+  pthread_mutex_t lock;          /* held by the worker around a job */
+  ar_group_t *next;
+};
+
+typedef enum { AR_MODEL_LOADING, AR_MODEL_READY, AR_MODEL_UNLOADING } ar_model_state_t;
+
+/* A reply target: a connection + request id, or an internal request (config / reload). */
+typedef struct ar_reply_to {
+  ar_conn_t *conn;               /* NULL for internal requests (errors go to the log) */
+  uint64_t id;
+  bool internal_config;          /* counts toward the startup/reload READY notification */
+} ar_reply_to_t;
+
+typedef struct ar_waiter {
+  ar_reply_to_t to;
+  struct ar_waiter *next;
+} ar_waiter_t;
+
+struct ar_dmodel {
+  char name[AR_NAME_MAX];
+  char path[4096];               /* as requested */
+  char group_name[AR_NAME_MAX];
+  ar_strategy_t strategy;
+  ar_model_state_t state;
+  ar_cached_model_t *cm;         /* the shared mapping */
+  ar_interp_t *interp;
+  ar_group_t *group;             /* set once its regions are allocated */
+  bool placed;
+  uint64_t placed_act_offset;    /* activation region the interpreter currently points into */
+  bool has_persistent;
+  uint64_t persistent_offset, persistent_region_bytes;
+  uint64_t arena_bytes, persistent_bytes;
+  uint64_t inflight;             /* accepted invokes not yet answered */
+  ar_waiter_t *unload_waiters;   /* unload requests waiting for inflight == 0 */
+  const ar_config_model_t *reload_after_unload; /* reload: load this config entry once unloaded */
+  ar_config_model_t reload_entry;
+  /* statistics (loop thread) */
+  uint64_t invokes, errors, heap_allocs_in_invoke;
+  ar_latency_t latency;
+  ar_dmodel_t *next;
+};
+
+typedef enum { AR_JOB_PREPARE, AR_JOB_PLACE, AR_JOB_INVOKE } ar_job_kind_t;
+
+struct ar_job {
+  uv_work_t work;
+  ar_job_kind_t kind;
+  ar_server_t *srv;
+  ar_reply_to_t to;
+  ar_dmodel_t *model;
+  int rc;
+  char msg[AR_MSG_BYTES];
+  /* PREPARE */
+  char realpath[PATH_MAX];
+  /* PLACE: members to move into the group's current region, the region, and regions to free */
+  ar_dmodel_t **moves;
+  int n_moves;
+  uint8_t *act_base;
+  uint64_t act_bytes;
+  uint64_t free_after[2];
+  int n_free_after;
+  /* INVOKE */
+  Arenad__Request *req;          /* owns the decoded request; inputs point into it */
+  uint8_t *out;                  /* all outputs, back to back, allocated at accept */
+  uint64_t out_bytes;
+  uint64_t t_accept_us, t_start_us, t_end_us, heap_allocs;
+  ar_job_t *next;                /* group FIFO link */
+};
+
+struct ar_conn {
+  uv_pipe_t pipe;
+  ar_server_t *srv;
+  uint8_t *rbuf;                 /* bytes read, not yet parsed */
+  size_t rlen, rcap;
+  int refs;                      /* 1 for the open handle + 1 per outstanding job */
+  int jobs;                      /* requests being served (answered later) */
+  bool reading, eof, closing, closed;
+  ar_conn_t *prev, *next;
+};
+
+struct ar_server {
+  uv_loop_t *loop;
+  ar_config_t cfg;
+  const char *config_path;       /* NULL when started without --config */
+  uv_pipe_t listener;
+  bool listening, socket_activated, unlink_socket;
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t watchdog;
+  bool watchdog_on;
+  ar_pool_t pool;
+  ar_dmodel_t *models;
+  ar_group_t *groups;
+  ar_cached_model_t *cache;
+  pthread_mutex_t cache_lock;
+  ar_conn_t *conns;
+  uint64_t n_conns, requests, start_us;
+  uint64_t jobs_outstanding;     /* PREPARE + group jobs not finished */
+  int config_loads_pending;      /* config/reload loads not answered yet */
+  bool draining;
+  int exit_code;
+};
+
+/* Monotonic clock, microseconds. */
+uint64_t ar_now_us(void);
+
+/* ---- ar_models.c: registry, pool placement, jobs, stats ---- */
+void ar_models_init(ar_server_t *srv);
+/* Unload everything (after the loop stopped: no job is running). */
+void ar_models_shutdown(ar_server_t *srv);
+ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name);
+/* Start a load; the reply goes to `to` when it finishes (or at once on a validation error). */
+void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
+                    const char *group, const char *strategy);
+void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *name);
+/* Validate an Invoke request (takes ownership of `req`) and queue it. */
+void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req);
+/* Stats JSON (malloc'd string, caller frees) or NULL. */
+char *ar_models_stats_json(ar_server_t *srv);
+/* Fill a ModelInfo (strings point into `m`; inputs/outputs arrays malloc'd: free with
+ * ar_models_info_clear). */
+void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *info);
+void ar_models_info_clear(Arenad__ModelInfo *info);
+/* "3 models, 12345678 of 67108864 pool bytes used" for STATUS=. */
+void ar_models_status(ar_server_t *srv, char *buf, size_t n);
+/* Reload: make the loaded set match `cfg`'s models. */
+void ar_models_apply_config(ar_server_t *srv, const ar_config_t *cfg);
+/* arenad --check-config: load, plan and lay out every model of `cfg` in a layout-only pool,
+ * print the layout to stdout. Returns 0 or the first error. */
+int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes);
+
+/* ---- ar_server.c: connections and replies ---- */
+/* Send a response (packed here) to `to` and release the connection reference its request took
+ * (every request is answered exactly once); for internal requests, log errors. */
+void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response *resp);
+/* Error reply: status code from an AR_E* value and a message. */
+void ar_server_reply_error(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *msg);
+/* A job finished: lets a draining server stop when the last one is done. */
+void ar_server_maybe_finish_drain(ar_server_t *srv);
+/* Log to stderr with a "arenad: " prefix. */
+void ar_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* AR_DAEMON_H */

@@ -1,0 +1,981 @@
+/* ar_models.c - the daemon's model registry: load (prepare on a worker, regions from the pool,
+ * place as a group job), invoke (validated once here, run as a group job), unload (after the
+ * model's in-flight invokes), share groups, the refcounted model-file cache, stats JSON, reload
+ * and --check-config. Everything here runs on the loop thread except the *_work functions.
+ * The threading and memory rules are drawn in ar_daemon.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "common/ar_util.h"
+#include "daemon/ar_alloc_count.h"
+#include "daemon/ar_daemon.h"
+#include "interp/ar_budget.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names, hex, small helpers                                                                   */
+
+static bool valid_name(const char *s, bool allow_empty) {
+  size_t n = strlen(s);
+  if (n == 0) return allow_empty;
+  if (n >= AR_NAME_MAX) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+static void sha_hex(const uint8_t sha[32], char out[65]) {
+  static const char hx[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    out[2 * i] = hx[sha[i] >> 4];
+    out[2 * i + 1] = hx[sha[i] & 15];
+  }
+  out[64] = '\0';
+}
+
+static void answer_error(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void answer_error(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *fmt, ...) {
+  char msg[AR_MSG_BYTES];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  ar_server_reply_error(srv, to, err, msg);
+}
+
+ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name) {
+  for (ar_dmodel_t *m = srv->models; m; m = m->next)
+    if (strcmp(m->name, name) == 0) return m;
+  return NULL;
+}
+
+static void registry_add(ar_server_t *srv, ar_dmodel_t *m) {
+  ar_dmodel_t **pp = &srv->models;
+  while (*pp) pp = &(*pp)->next;
+  *pp = m;
+}
+
+static void registry_remove(ar_server_t *srv, ar_dmodel_t *m) {
+  for (ar_dmodel_t **pp = &srv->models; *pp; pp = &(*pp)->next)
+    if (*pp == m) {
+      *pp = m->next;
+      return;
+    }
+}
+
+void ar_models_init(ar_server_t *srv) { pthread_mutex_init(&srv->cache_lock, NULL); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Model-file cache: one mapping per (real path, sha256)                                       */
+
+/* Worker side: put a freshly loaded model in the cache, or drop it for an identical entry. */
+static ar_cached_model_t *cache_insert(ar_server_t *srv, const char *realpath, ar_model_t *model) {
+  ar_cached_model_t *hit = NULL;
+  pthread_mutex_lock(&srv->cache_lock);
+  for (ar_cached_model_t *c = srv->cache; c; c = c->next)
+    if (strcmp(c->realpath, realpath) == 0 && memcmp(c->sha256, model->sha256, 32) == 0) {
+      hit = c;
+      hit->refs++;
+      break;
+    }
+  if (hit == NULL && (hit = calloc(1, sizeof(*hit))) != NULL) {
+    snprintf(hit->realpath, sizeof(hit->realpath), "%s", realpath);
+    memcpy(hit->sha256, model->sha256, 32);
+    hit->model = model;
+    hit->refs = 1;
+    hit->next = srv->cache;
+    srv->cache = hit;
+    model = NULL;
+  }
+  pthread_mutex_unlock(&srv->cache_lock);
+  ar_model_free(model);   /* the duplicate mapping, if the file was already cached */
+  return hit;
+}
+
+static void cache_release(ar_server_t *srv, ar_cached_model_t *cm) {
+  if (cm == NULL) return;
+  ar_model_t *drop = NULL;
+  pthread_mutex_lock(&srv->cache_lock);
+  if (--cm->refs == 0) {
+    for (ar_cached_model_t **pp = &srv->cache; *pp; pp = &(*pp)->next)
+      if (*pp == cm) {
+        *pp = cm->next;
+        break;
+      }
+    drop = cm->model;
+  } else {
+    cm = NULL;
+  }
+  pthread_mutex_unlock(&srv->cache_lock);
+  ar_model_free(drop);
+  free(cm);
+}
+
+/* Load, verify and plan one model file: shared by the PREPARE job and --check-config. */
+static int prepare_model(ar_server_t *srv, const char *path, ar_strategy_t strategy, char *realpath_out,
+                         ar_cached_model_t **cm_out, ar_model_t **model_out, ar_interp_t **interp_out,
+                         char *msg, size_t msg_bytes) {
+  char rp[PATH_MAX];
+  if (realpath(path, rp) == NULL)
+    return ar_errf(msg, msg_bytes, AR_ENOENT, "model file '%s': %s", path, strerror(errno));
+  if (realpath_out) snprintf(realpath_out, PATH_MAX, "%s", rp);
+  ar_model_t *model = NULL;
+  char lmsg[AR_MSG_BYTES] = "";
+  int rc = ar_model_load(rp, &model, lmsg, sizeof(lmsg));
+  if (rc != 0) return ar_errf(msg, msg_bytes, rc, "model file '%s': %s", path, lmsg[0] ? lmsg : ar_strerror(rc));
+  const ar_model_t *use = model;
+  ar_cached_model_t *cm = NULL;
+  if (srv) {
+    cm = cache_insert(srv, rp, model);
+    if (cm == NULL) {
+      ar_model_free(model);
+      return ar_errf(msg, msg_bytes, AR_ENOMEM, "model file '%s': no memory for the cache entry", path);
+    }
+    use = cm->model;
+    model = NULL;
+  }
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.strategy = strategy;
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(use, &opt, &in, lmsg, sizeof(lmsg));
+  if (rc != 0) {
+    cache_release(srv, cm);
+    ar_model_free(model);
+    return ar_errf(msg, msg_bytes, rc, "model file '%s': %s", path, lmsg[0] ? lmsg : ar_strerror(rc));
+  }
+  *cm_out = cm;
+  if (model_out) *model_out = model;
+  *interp_out = in;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Groups                                                                                      */
+
+static ar_group_t *group_attach(ar_server_t *srv, ar_dmodel_t *m) {
+  ar_group_t *g = NULL;
+  if (m->group_name[0])
+    for (g = srv->groups; g; g = g->next)
+      if (strcmp(g->name, m->group_name) == 0) break;
+  if (g == NULL) {
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) return NULL;
+    snprintf(g->name, sizeof(g->name), "%s", m->group_name);
+    if (m->group_name[0])
+      snprintf(g->owner, sizeof(g->owner), "group:%s", m->group_name);
+    else
+      snprintf(g->owner, sizeof(g->owner), "%s", m->name);
+    pthread_mutex_init(&g->lock, NULL);
+    g->next = srv->groups;
+    srv->groups = g;
+  }
+  g->refs++;
+  return g;
+}
+
+static void group_detach(ar_server_t *srv, ar_group_t *g) {
+  if (--g->refs > 0) return;
+  if (g->has_region) ar_pool_free(&srv->pool, g->act_offset);
+  for (ar_group_t **pp = &srv->groups; *pp; pp = &(*pp)->next)
+    if (*pp == g) {
+      *pp = g->next;
+      break;
+    }
+  pthread_mutex_destroy(&g->lock);
+  free(g);
+}
+
+static void group_work(uv_work_t *w);
+static void group_after(uv_work_t *w, int status);
+
+static void group_push(ar_group_t *g, ar_job_t *job) {
+  job->next = NULL;
+  if (g->tail)
+    g->tail->next = job;
+  else
+    g->head = job;
+  g->tail = job;
+}
+
+/* Hand the group's next job to the threadpool when the group is idle. */
+static void group_kick(ar_server_t *srv, ar_group_t *g) {
+  if (g->busy || g->head == NULL) return;
+  ar_job_t *job = g->head;
+  g->head = job->next;
+  if (g->head == NULL) g->tail = NULL;
+  g->busy = true;
+  if (job->kind == AR_JOB_PLACE) {
+    /* Snapshot, on the loop thread, which members must move into the group's current region. */
+    int n = 0;
+    for (ar_dmodel_t *m = srv->models; m; m = m->next)
+      if (m->group == g && m->placed && m->placed_act_offset != g->act_offset) n++;
+    job->moves = calloc((size_t)n + 1, sizeof(ar_dmodel_t *));
+    if (job->moves) {
+      for (ar_dmodel_t *m = srv->models; m; m = m->next)
+        if (m->group == g && m->placed && m->placed_act_offset != g->act_offset) {
+          job->moves[job->n_moves++] = m;
+          m->inflight++;   /* keeps an unload from freeing it while it moves */
+        }
+    } else {
+      job->rc = AR_ENOMEM;
+    }
+    job->act_base = g->has_region ? ar_pool_ptr(&srv->pool, g->act_offset) : NULL;
+    job->act_bytes = g->has_region ? g->act_bytes : 0;
+  }
+  job->t_start_us = 0;
+  int rc = uv_queue_work(srv->loop, &job->work, group_work, group_after);
+  if (rc != 0) {
+    /* Cannot happen with valid arguments; answer instead of hanging the group. */
+    job->rc = AR_EINTERNAL;
+    snprintf(job->msg, sizeof(job->msg), "uv_queue_work: %s", uv_strerror(rc));
+    group_after(&job->work, 0);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Model info and load replies                                                                 */
+
+static void fill_tensor_desc(Arenad__Tensor *t, int64_t *shape, const char *name, const ar_tview_t *v) {
+  arenad__tensor__init(t);
+  t->name = (char *)(name ? name : "");
+  t->dtype = (Arenad__DType)v->dtype;
+  for (int32_t d = 0; d < v->rank; d++) shape[d] = v->dims[d];
+  t->n_shape = (size_t)v->rank;
+  t->shape = shape;
+}
+
+/* One allocation holds the Tensor structs, their pointers and the shapes. */
+typedef struct { Arenad__Tensor t; int64_t shape[AR_MAX_RANK]; } tensor_slot_t;
+
+static Arenad__Tensor **tensor_descs(ar_interp_t *in, bool outputs, size_t *n_out) {
+  int32_t n = outputs ? ar_interp_n_outputs(in) : ar_interp_n_inputs(in);
+  Arenad__Tensor **ptrs = calloc((size_t)n + 1, sizeof(*ptrs) + sizeof(tensor_slot_t));
+  if (ptrs == NULL) {
+    *n_out = 0;
+    return NULL;
+  }
+  tensor_slot_t *slots = (tensor_slot_t *)(ptrs + n + 1);
+  for (int32_t i = 0; i < n; i++) {
+    const ar_tview_t *v = outputs ? ar_interp_output(in, i) : ar_interp_input(in, i);
+    const char *name = outputs ? ar_interp_output_name(in, i) : ar_interp_input_name(in, i);
+    fill_tensor_desc(&slots[i].t, slots[i].shape, name, v);
+    ptrs[i] = &slots[i].t;
+  }
+  *n_out = (size_t)n;
+  return ptrs;
+}
+
+void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *info) {
+  static __thread char hex[65];
+  arenad__model_info__init(info);
+  info->name = (char *)m->name;
+  info->path = (char *)(m->cm ? m->cm->realpath : m->path);
+  if (m->cm) sha_hex(m->cm->sha256, hex); else hex[0] = '\0';
+  info->sha256 = hex;
+  info->group = (char *)m->group_name;
+  info->strategy = (char *)ar_strategy_name(m->strategy);
+  info->arena_bytes = m->arena_bytes;
+  info->persistent_bytes = m->persistent_bytes;
+  info->weights_bytes = m->cm ? m->cm->model->constant_bytes : 0;
+  if (m->group && m->group->has_region) {
+    info->activation_offset = m->group->act_offset;
+    info->activation_bytes = m->group->act_bytes;
+  }
+  info->persistent_offset = m->has_persistent ? m->persistent_offset : 0;
+  info->invokes = m->invokes;
+  if (m->interp && m->state != AR_MODEL_LOADING) {
+    info->inputs = tensor_descs(m->interp, false, &info->n_inputs);
+    info->outputs = tensor_descs(m->interp, true, &info->n_outputs);
+  }
+  (void)srv;
+}
+
+void ar_models_info_clear(Arenad__ModelInfo *info) {
+  free(info->inputs);
+  free(info->outputs);
+  info->inputs = info->outputs = NULL;
+  info->n_inputs = info->n_outputs = 0;
+}
+
+static void answer_loaded(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t *m) {
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__LoadModelResponse body = ARENAD__LOAD_MODEL_RESPONSE__INIT;
+  Arenad__ModelInfo info;
+  ar_models_info(srv, m, &info);
+  body.model = &info;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_LOAD_MODEL;
+  resp.load_model = &body;
+  ar_server_reply(srv, to, &resp);
+  ar_models_info_clear(&info);
+}
+
+/* Free a model that never became visible (failed load) or was finalized. */
+static void model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
+  ar_interp_free(m->interp);
+  m->interp = NULL;
+  if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
+  m->has_persistent = false;
+  if (m->group) group_detach(srv, m->group);
+  m->group = NULL;
+  cache_release(srv, m->cm);
+  m->cm = NULL;
+  free(m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Load                                                                                        */
+
+static void prepare_work(uv_work_t *w) {
+  ar_job_t *job = w->data;
+  ar_dmodel_t *m = job->model;
+  job->rc = prepare_model(job->srv, m->path, m->strategy, job->realpath, &m->cm, NULL, &m->interp, job->msg,
+                          sizeof(job->msg));
+}
+
+static void prepare_after(uv_work_t *w, int status) {
+  ar_job_t *job = w->data;
+  ar_server_t *srv = job->srv;
+  ar_dmodel_t *m = job->model;
+  ar_reply_to_t to = job->to;
+  srv->jobs_outstanding--;
+  if (job->rc != 0 || status != 0) {
+    int rc = job->rc ? job->rc : AR_EINTERNAL;
+    registry_remove(srv, m);
+    model_destroy(srv, m);
+    ar_server_reply_error(srv, &to, rc, job->msg);
+    free(job);
+    ar_server_maybe_finish_drain(srv);
+    return;
+  }
+  m->arena_bytes = ar_interp_arena_bytes(m->interp);
+  m->persistent_bytes = ar_interp_persistent_bytes(m->interp);
+
+  /* Regions: everything this load needs is allocated now, or nothing is. */
+  char msg[AR_MSG_BYTES] = "";
+  ar_group_t *g = group_attach(srv, m);
+  if (g == NULL) {
+    registry_remove(srv, m);
+    model_destroy(srv, m);
+    ar_server_reply_error(srv, &to, AR_ENOMEM, "no memory for the share group");
+    free(job);
+    return;
+  }
+  m->group = g;
+  uint64_t need_pers = m->persistent_bytes ? ar_pool_round(m->persistent_bytes) : 0;
+  uint64_t need_act = ar_pool_round(m->arena_bytes);
+  bool new_region = !g->has_region || g->act_bytes < need_act;
+  int rc = 0;
+  if (need_pers) {
+    rc = ar_pool_alloc(&srv->pool, need_pers, AR_REGION_PERSISTENT, m->name, &m->persistent_offset, msg,
+                       sizeof(msg));
+    if (rc == 0) {
+      m->has_persistent = true;
+      m->persistent_region_bytes = need_pers;
+    }
+  }
+  uint64_t act_offset = 0;
+  if (rc == 0 && new_region)
+    rc = ar_pool_alloc(&srv->pool, need_act, AR_REGION_ACTIVATION, g->owner, &act_offset, msg, sizeof(msg));
+  if (rc != 0) {
+    if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
+    m->has_persistent = false;
+    uint64_t total = need_pers + (new_region ? need_act : 0);
+    registry_remove(srv, m);
+    char name[AR_NAME_MAX];
+    snprintf(name, sizeof(name), "%s", m->name);
+    model_destroy(srv, m);
+    if (rc == AR_ENOSPC)
+      answer_error(srv, &to, rc,
+                   "load of '%s' needs %" PRIu64 " bytes of pool (persistent %" PRIu64 " + activation %" PRIu64
+                   "), largest free block is %" PRIu64 " bytes (%" PRIu64 " of %" PRIu64 " bytes free)",
+                   name, total, need_pers, new_region ? need_act : 0, ar_pool_largest_free_bytes(&srv->pool),
+                   srv->pool.bytes - ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
+    else
+      ar_server_reply_error(srv, &to, rc, msg);
+    free(job);
+    return;
+  }
+  if (new_region) {
+    if (g->has_region) {
+      /* Growth: the old region stays until the PLACE job has moved every member out of it. */
+      job->free_after[job->n_free_after++] = g->act_offset;
+    }
+    g->has_region = true;
+    g->act_offset = act_offset;
+    g->act_bytes = need_act;
+  }
+  job->kind = AR_JOB_PLACE;
+  srv->jobs_outstanding++;
+  group_push(g, job);
+  group_kick(srv, g);
+}
+
+void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
+                    const char *group, const char *strategy) {
+  ar_strategy_t strat = AR_STRATEGY_BEST;
+  if (srv->draining) return answer_error(srv, to, AR_ESTATE, "daemon is shutting down");
+  if (!valid_name(name, false))
+    return answer_error(srv, to, AR_EINVAL, "model name '%.80s': must be 1-%d bytes of [A-Za-z0-9_.-]", name,
+                        AR_NAME_MAX - 1);
+  if (!valid_name(group, true))
+    return answer_error(srv, to, AR_EINVAL, "group '%.80s': must be at most %d bytes of [A-Za-z0-9_.-]", group,
+                        AR_NAME_MAX - 1);
+  if (path[0] == '\0') return answer_error(srv, to, AR_EINVAL, "model '%s': empty path", name);
+  if (strlen(path) >= sizeof(((ar_dmodel_t *)0)->path))
+    return answer_error(srv, to, AR_EINVAL, "model '%s': path longer than %zu bytes", name,
+                        sizeof(((ar_dmodel_t *)0)->path) - 1);
+  if (strategy[0] && ar_strategy_parse(strategy, &strat) != 0)
+    return answer_error(srv, to, AR_EINVAL,
+                        "model '%s': unknown planner strategy '%.40s' (linear, first-fit, greedy-by-size, best)",
+                        name, strategy);
+  ar_dmodel_t *old = ar_models_find(srv, name);
+  if (old)
+    return answer_error(srv, to, AR_EEXIST, "model '%s' is %s", name,
+                        old->state == AR_MODEL_LOADING     ? "already loading"
+                        : old->state == AR_MODEL_UNLOADING ? "being unloaded"
+                                                           : "already loaded");
+  ar_dmodel_t *m = calloc(1, sizeof(*m));
+  ar_job_t *job = calloc(1, sizeof(*job));
+  if (m == NULL || job == NULL) {
+    free(m);
+    free(job);
+    return answer_error(srv, to, AR_ENOMEM, "no memory for model '%s'", name);
+  }
+  snprintf(m->name, sizeof(m->name), "%s", name);
+  snprintf(m->path, sizeof(m->path), "%s", path);
+  snprintf(m->group_name, sizeof(m->group_name), "%s", group);
+  m->strategy = strat;
+  m->state = AR_MODEL_LOADING;
+  registry_add(srv, m);
+  job->kind = AR_JOB_PREPARE;
+  job->srv = srv;
+  job->to = *to;
+  job->model = m;
+  job->work.data = job;
+  srv->jobs_outstanding++;
+  int rc = uv_queue_work(srv->loop, &job->work, prepare_work, prepare_after);
+  if (rc != 0) {
+    srv->jobs_outstanding--;
+    registry_remove(srv, m);
+    free(m);
+    free(job);
+    answer_error(srv, to, AR_EINTERNAL, "uv_queue_work: %s", uv_strerror(rc));
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Unload                                                                                      */
+
+static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
+  registry_remove(srv, m);
+  ar_waiter_t *w = m->unload_waiters;
+  m->unload_waiters = NULL;
+  ar_config_model_t again;
+  bool reload = m->reload_after_unload != NULL;
+  if (reload) again = m->reload_entry;
+  ar_log("unloaded model '%s' (%" PRIu64 " invokes)", m->name, m->invokes);
+  model_destroy(srv, m);
+  while (w) {
+    ar_waiter_t *next = w->next;
+    Arenad__Response resp = ARENAD__RESPONSE__INIT;
+    Arenad__Status st = ARENAD__STATUS__INIT;
+    Arenad__UnloadModelResponse body = ARENAD__UNLOAD_MODEL_RESPONSE__INIT;
+    resp.status = &st;
+    resp.body_case = ARENAD__RESPONSE__BODY_UNLOAD_MODEL;
+    resp.unload_model = &body;
+    ar_server_reply(srv, &w->to, &resp);
+    free(w);
+    w = next;
+  }
+  if (reload) {
+    ar_reply_to_t to = {.conn = NULL, .id = 0, .internal_config = true};
+    srv->config_loads_pending++;
+    ar_models_load(srv, &to, again.name, again.path, again.group, again.strategy);
+  }
+}
+
+void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *name) {
+  ar_dmodel_t *m = ar_models_find(srv, name);
+  if (m == NULL) return answer_error(srv, to, AR_ENOENT, "no model named '%.80s'", name);
+  if (m->state == AR_MODEL_LOADING)
+    return answer_error(srv, to, AR_ESTATE, "model '%s' is still loading; unload it when the load is answered",
+                        name);
+  ar_waiter_t *w = calloc(1, sizeof(*w));
+  if (w == NULL) return answer_error(srv, to, AR_ENOMEM, "no memory");
+  w->to = *to;
+  w->next = m->unload_waiters;
+  m->unload_waiters = w;
+  m->state = AR_MODEL_UNLOADING;
+  if (m->inflight == 0) finalize_unload(srv, m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Invoke                                                                                      */
+
+static void format_shape(char *buf, size_t n, const int64_t *dims, size_t rank) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf + o, n - o, "[");
+  for (size_t i = 0; i < rank && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%" PRId64, i ? "," : "", dims[i]);
+  if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req) {
+  const Arenad__InvokeRequest *ir = req->invoke;
+  ar_dmodel_t *m = ar_models_find(srv, ir->model);
+  char msg[AR_MSG_BYTES];
+  int rc = 0;
+  if (srv->draining) {
+    rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "daemon is shutting down");
+  } else if (m == NULL) {
+    rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "no model named '%.80s'", ir->model);
+  } else if (m->state == AR_MODEL_LOADING) {
+    rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "model '%s' is still loading", m->name);
+  } else if (m->state == AR_MODEL_UNLOADING) {
+    rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "model '%s' is being unloaded", m->name);
+  } else if ((int64_t)ir->n_inputs != ar_interp_n_inputs(m->interp)) {
+    rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "model '%s' takes %d input(s), the request has %zu", m->name,
+                 ar_interp_n_inputs(m->interp), ir->n_inputs);
+  }
+  /* The boundary check: every input exactly matches the model's input tensor. */
+  for (size_t i = 0; rc == 0 && i < ir->n_inputs; i++) {
+    const Arenad__Tensor *t = ir->inputs[i];
+    const ar_tview_t *v = ar_interp_input(m->interp, (int32_t)i);
+    const char *tn = ar_interp_input_name(m->interp, (int32_t)i);
+    int64_t want[AR_MAX_RANK];
+    for (int32_t d = 0; d < v->rank; d++) want[d] = v->dims[d];
+    char got_s[160], want_s[160];
+    if ((int)t->dtype != (int)v->dtype) {
+      rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): dtype %s (%d), the model wants %s", i, tn,
+                   ar_dtype_name((ar_dtype_t)t->dtype), (int)t->dtype, ar_dtype_name(v->dtype));
+      break;
+    }
+    for (size_t d = 0; d < t->n_shape; d++)
+      if (t->shape[d] < 0) {
+        rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): dim %zu is %" PRId64 " (negative)", i, tn, d,
+                     t->shape[d]);
+        break;
+      }
+    if (rc) break;
+    bool same = t->n_shape == (size_t)v->rank;
+    for (size_t d = 0; same && d < t->n_shape; d++) same = t->shape[d] == want[d];
+    if (!same) {
+      format_shape(got_s, sizeof(got_s), t->shape, AR_MIN(t->n_shape, (size_t)16));
+      format_shape(want_s, sizeof(want_s), want, (size_t)v->rank);
+      rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): shape %s%s does not match the model's %s", i, tn,
+                   got_s, t->n_shape > 16 ? "..." : "", want_s);
+      break;
+    }
+    if ((uint64_t)t->data.len != v->bytes) {
+      rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): %zu data bytes, shape %s of %s needs %" PRIu64,
+                   i, tn, t->data.len, (format_shape(want_s, sizeof(want_s), want, (size_t)v->rank), want_s),
+                   ar_dtype_name(v->dtype), v->bytes);
+      break;
+    }
+  }
+  if (rc != 0) {
+    if (m && m->state == AR_MODEL_READY && rc == AR_ESHAPE) m->errors++;
+    arenad__request__free_unpacked(req, NULL);
+    ar_server_reply_error(srv, to, rc, msg);
+    return;
+  }
+  uint64_t out_bytes = 0;
+  for (int32_t j = 0; j < ar_interp_n_outputs(m->interp); j++) out_bytes += ar_interp_output(m->interp, j)->bytes;
+  ar_job_t *job = calloc(1, sizeof(*job));
+  uint8_t *out = malloc(out_bytes ? out_bytes : 1);
+  if (job == NULL || out == NULL) {
+    free(job);
+    free(out);
+    arenad__request__free_unpacked(req, NULL);
+    return answer_error(srv, to, AR_ENOMEM, "no memory for %" PRIu64 " output bytes", out_bytes);
+  }
+  job->kind = AR_JOB_INVOKE;
+  job->srv = srv;
+  job->to = *to;
+  job->model = m;
+  job->req = req;
+  job->out = out;
+  job->out_bytes = out_bytes;
+  job->work.data = job;
+  job->t_accept_us = ar_now_us();
+  m->inflight++;
+  srv->jobs_outstanding++;
+  group_push(m->group, job);
+  group_kick(srv, m->group);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Group jobs: place and invoke (worker thread)                                                */
+
+static void group_work(uv_work_t *w) {
+  ar_job_t *job = w->data;
+  ar_dmodel_t *m = job->model;
+  ar_group_t *g = m->group;
+  if (job->rc != 0) return;
+  pthread_mutex_lock(&g->lock);
+  if (job->kind == AR_JOB_PLACE) {
+    uint8_t *base = job->srv->pool.base;
+    for (int i = 0; i < job->n_moves && job->rc == 0; i++) {
+      ar_dmodel_t *mv = job->moves[i];
+      job->rc = ar_interp_place(mv->interp, job->act_base, job->act_bytes,
+                                mv->has_persistent ? base + mv->persistent_offset : NULL,
+                                mv->persistent_region_bytes, job->msg, sizeof(job->msg));
+    }
+    if (job->rc == 0)
+      job->rc = ar_interp_place(m->interp, job->act_base, job->act_bytes,
+                                m->has_persistent ? base + m->persistent_offset : NULL, m->persistent_region_bytes,
+                                job->msg, sizeof(job->msg));
+  } else {
+    ar_interp_t *in = m->interp;
+    const Arenad__InvokeRequest *ir = job->req->invoke;
+    job->t_start_us = ar_now_us();
+    for (size_t i = 0; i < ir->n_inputs; i++)
+      memcpy(ar_interp_input(in, (int32_t)i)->data, ir->inputs[i]->data.data, ir->inputs[i]->data.len);
+    ar_alloc_count_begin();
+    job->rc = ar_interp_invoke(in);
+    job->heap_allocs = ar_alloc_count_end();
+    if (job->rc == 0) {
+      uint64_t off = 0;
+      for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
+        const ar_tview_t *v = ar_interp_output(in, j);
+        memcpy(job->out + off, v->data, v->bytes);
+        off += v->bytes;
+      }
+    } else {
+      snprintf(job->msg, sizeof(job->msg), "model '%s': invoke failed: %s", m->name, ar_strerror(job->rc));
+    }
+    job->t_end_us = ar_now_us();
+  }
+  pthread_mutex_unlock(&g->lock);
+}
+
+static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
+  ar_dmodel_t *m = job->model;
+  ar_interp_t *in = m->interp;
+  size_t n = (size_t)ar_interp_n_outputs(in);
+  Arenad__Tensor **outs = tensor_descs(in, true, &n);
+  if (outs == NULL && n > 0) {
+    ar_server_reply_error(srv, &job->to, AR_ENOMEM, "no memory for the reply");
+    return;
+  }
+  uint64_t off = 0;
+  for (size_t j = 0; j < n; j++) {
+    outs[j]->data.data = job->out + off;
+    outs[j]->data.len = (size_t)ar_interp_output(in, (int32_t)j)->bytes;
+    off += outs[j]->data.len;
+  }
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__InvokeResponse body = ARENAD__INVOKE_RESPONSE__INIT;
+  body.n_outputs = n;
+  body.outputs = outs;
+  body.invoke_us = job->t_end_us - job->t_start_us;
+  body.queue_us = job->t_start_us - job->t_accept_us;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_INVOKE;
+  resp.invoke = &body;
+  ar_server_reply(srv, &job->to, &resp);
+  free(outs);
+}
+
+static void group_after(uv_work_t *w, int status) {
+  ar_job_t *job = w->data;
+  ar_server_t *srv = job->srv;
+  ar_dmodel_t *m = job->model;
+  ar_group_t *g = m->group;
+  g->busy = false;
+  srv->jobs_outstanding--;
+  if (status != 0 && job->rc == 0) job->rc = AR_EINTERNAL;
+  ar_dmodel_t *finalize = NULL;
+  if (job->kind == AR_JOB_PLACE) {
+    for (int i = 0; i < job->n_moves; i++) {
+      ar_dmodel_t *mv = job->moves[i];
+      if (job->rc == 0) mv->placed_act_offset = g->act_offset;
+      if (--mv->inflight == 0 && mv->state == AR_MODEL_UNLOADING) {
+        /* Rare: unloaded while being moved. Finalized below, after the group is kicked. */
+        if (finalize == NULL) finalize = mv;
+      }
+    }
+    free(job->moves);
+    if (job->rc == 0) {
+      m->placed = true;
+      m->placed_act_offset = g->act_offset;
+      for (int i = 0; i < job->n_free_after; i++) ar_pool_free(&srv->pool, job->free_after[i]);
+      m->state = AR_MODEL_READY;
+      ar_log("loaded model '%s' (%s): arena %" PRIu64 " B, persistent %" PRIu64 " B, group '%s' region %" PRIu64
+             " B at %" PRIu64,
+             m->name, m->cm->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset);
+      answer_loaded(srv, &job->to, m);
+      group_kick(srv, g);
+    } else {
+      /* The new member could not be placed: undo its load; the group keeps its members. */
+      for (int i = 0; i < job->n_free_after; i++) ar_pool_free(&srv->pool, job->free_after[i]);
+      group_kick(srv, g);
+      registry_remove(srv, m);
+      model_destroy(srv, m);
+      ar_server_reply_error(srv, &job->to, job->rc, job->msg);
+    }
+  } else {
+    uint64_t latency = job->t_end_us - job->t_accept_us;
+    m->inflight--;
+    if (job->rc == 0) {
+      m->invokes++;
+      ar_latency_record(&m->latency, latency);
+      m->heap_allocs_in_invoke += job->heap_allocs;
+      answer_invoke(srv, job);
+    } else {
+      m->errors++;
+      ar_server_reply_error(srv, &job->to, job->rc, job->msg);
+    }
+    arenad__request__free_unpacked(job->req, NULL);
+    free(job->out);
+    group_kick(srv, g);
+    if (m->inflight == 0 && m->state == AR_MODEL_UNLOADING) finalize = m;
+  }
+  free(job);
+  if (finalize) finalize_unload(srv, finalize);
+  ar_server_maybe_finish_drain(srv);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Stats                                                                                       */
+
+static json_t *region_json(uint64_t offset, uint64_t bytes) {
+  return json_pack("{s:I,s:I}", "offset", (json_int_t)offset, "bytes", (json_int_t)bytes);
+}
+
+char *ar_models_stats_json(ar_server_t *srv) {
+  json_t *root = json_object();
+  json_t *pool = json_object();
+  json_t *regions = json_array();
+  const ar_pool_t *p = &srv->pool;
+  uint64_t used = ar_pool_used_bytes(p);
+  for (size_t i = 0; i < p->n_regions; i++) {
+    const ar_region_t *r = &p->regions[i];
+    json_array_append_new(regions, json_pack("{s:I,s:I,s:s,s:s}", "offset", (json_int_t)r->offset, "bytes",
+                                             (json_int_t)r->bytes, "kind", ar_region_kind_name(r->kind),
+                                             "owner", r->owner));
+  }
+  json_object_set_new(pool, "bytes", json_integer((json_int_t)p->bytes));
+  json_object_set_new(pool, "used_bytes", json_integer((json_int_t)used));
+  json_object_set_new(pool, "free_bytes", json_integer((json_int_t)(p->bytes - used)));
+  json_object_set_new(pool, "largest_free_bytes", json_integer((json_int_t)ar_pool_largest_free_bytes(p)));
+  json_object_set_new(pool, "regions", regions);
+  json_object_set_new(root, "pool", pool);
+
+  json_t *models = json_array();
+  for (ar_dmodel_t *m = srv->models; m; m = m->next) {
+    if (m->state == AR_MODEL_LOADING) continue;   /* its interpreter belongs to a worker until placed */
+    ar_plan_figures_t fig;
+    ar_planner_figures(ar_interp_planner(m->interp), &fig);
+    char hex[65];
+    sha_hex(m->cm->sha256, hex);
+    json_t *jm = json_object();
+    json_object_set_new(jm, "name", json_string(m->name));
+    json_object_set_new(jm, "path", json_string(m->cm->realpath));
+    json_object_set_new(jm, "sha256", json_string(hex));
+    json_object_set_new(jm, "group", json_string(m->group_name));
+    json_object_set_new(jm, "strategy", json_string(ar_strategy_name(m->strategy)));
+    json_object_set_new(jm, "state", json_string(m->state == AR_MODEL_READY ? "ready" : "unloading"));
+    json_object_set_new(jm, "arena_bytes", json_integer((json_int_t)m->arena_bytes));
+    json_object_set_new(jm, "lower_bound_bytes", json_integer((json_int_t)fig.lower_bound_bytes));
+    json_object_set_new(jm, "persistent_bytes", json_integer((json_int_t)m->persistent_bytes));
+    json_object_set_new(jm, "scratch_bytes", json_integer((json_int_t)fig.scratch_bytes));
+    json_object_set_new(jm, "weights_bytes", json_integer((json_int_t)m->cm->model->constant_bytes));
+    json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
+    json_object_set_new(jm, "mapping_refs", json_integer(m->cm->refs));
+    json_object_set_new(jm, "activation_region",
+                        m->group && m->group->has_region ? region_json(m->group->act_offset, m->group->act_bytes)
+                                                         : json_null());
+    json_object_set_new(jm, "persistent_region",
+                        m->has_persistent ? region_json(m->persistent_offset, m->persistent_region_bytes)
+                                          : json_null());
+    json_object_set_new(jm, "invokes", json_integer((json_int_t)m->invokes));
+    json_object_set_new(jm, "errors", json_integer((json_int_t)m->errors));
+    json_object_set_new(jm, "inflight", json_integer((json_int_t)m->inflight));
+    json_object_set_new(jm, "latency_us",
+                        json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)ar_latency_percentile(&m->latency, 50),
+                                  "p99", (json_int_t)ar_latency_percentile(&m->latency, 99), "max",
+                                  (json_int_t)m->latency.max_us));
+    json_object_set_new(jm, "heap_allocs_in_invoke",
+                        ar_alloc_count_available() ? json_integer((json_int_t)m->heap_allocs_in_invoke)
+                                                   : json_integer(-1));
+    json_array_append_new(models, jm);
+  }
+  json_object_set_new(root, "models", models);
+
+  /* Share groups: the bytes a group saves = sum of members' regions had they been separate. */
+  json_t *groups = json_array();
+  for (ar_group_t *g = srv->groups; g; g = g->next) {
+    if (g->name[0] == '\0') continue;
+    json_t *members = json_array();
+    uint64_t separate = 0;
+    for (ar_dmodel_t *m = srv->models; m; m = m->next)
+      if (m->group == g && m->state != AR_MODEL_LOADING) {
+        json_array_append_new(members, json_string(m->name));
+        separate += ar_pool_round(m->arena_bytes);
+      }
+    json_array_append_new(groups, json_pack("{s:s,s:I,s:I,s:o,s:I}", "name", g->name, "activation_offset",
+                                            (json_int_t)g->act_offset, "activation_bytes", (json_int_t)g->act_bytes,
+                                            "members", members, "saved_bytes",
+                                            (json_int_t)(separate > g->act_bytes ? separate - g->act_bytes : 0)));
+  }
+  json_object_set_new(root, "groups", groups);
+
+  json_t *d = json_object();
+  json_object_set_new(d, "version", json_string(PACKAGE_VERSION));
+  json_object_set_new(d, "uptime_s", json_integer((json_int_t)((ar_now_us() - srv->start_us) / 1000000)));
+  json_object_set_new(d, "connections", json_integer((json_int_t)srv->n_conns));
+  json_object_set_new(d, "requests", json_integer((json_int_t)srv->requests));
+  json_object_set_new(d, "workers", json_integer(srv->cfg.workers));
+  json_object_set_new(d, "max_frame_bytes", json_integer((json_int_t)srv->cfg.max_frame_bytes));
+  json_object_set_new(root, "daemon", d);
+  char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  return s;
+}
+
+void ar_models_status(ar_server_t *srv, char *buf, size_t n) {
+  int count = 0;
+  for (ar_dmodel_t *m = srv->models; m; m = m->next)
+    if (m->state == AR_MODEL_READY) count++;
+  snprintf(buf, n, "%d model%s, %" PRIu64 " of %" PRIu64 " pool bytes used", count, count == 1 ? "" : "s",
+           ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reload and shutdown                                                                         */
+
+void ar_models_apply_config(ar_server_t *srv, const ar_config_t *cfg) {
+  /* Models that disappeared or changed: unload (a changed one is loaded again afterwards). */
+  for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
+    next = m->next;
+    const ar_config_model_t *e = NULL;
+    for (uint32_t i = 0; i < cfg->n_models; i++)
+      if (strcmp(cfg->models[i].name, m->name) == 0) e = &cfg->models[i];
+    ar_strategy_t s = AR_STRATEGY_BEST;
+    if (e && e->strategy[0]) ar_strategy_parse(e->strategy, &s);
+    bool same = e && strcmp(e->path, m->path) == 0 && strcmp(e->group, m->group_name) == 0 && s == m->strategy;
+    if (same || m->state == AR_MODEL_LOADING || m->state == AR_MODEL_UNLOADING) continue;
+    if (e) {
+      ar_log("reload: model '%s' changed (path, group or strategy): unload, then load again", m->name);
+      m->reload_entry = *e;
+      m->reload_after_unload = &m->reload_entry;
+    } else {
+      ar_log("reload: model '%s' is no longer configured: unload", m->name);
+    }
+    ar_reply_to_t to = {.conn = NULL};
+    ar_models_unload(srv, &to, m->name);
+  }
+  /* New models. */
+  for (uint32_t i = 0; i < cfg->n_models; i++) {
+    const ar_config_model_t *e = &cfg->models[i];
+    if (ar_models_find(srv, e->name)) continue;
+    ar_reply_to_t to = {.conn = NULL, .internal_config = true};
+    srv->config_loads_pending++;
+    ar_models_load(srv, &to, e->name, e->path, e->group, e->strategy);
+  }
+}
+
+void ar_models_shutdown(ar_server_t *srv) {
+  while (srv->models) {
+    ar_dmodel_t *m = srv->models;
+    srv->models = m->next;
+    for (ar_waiter_t *w = m->unload_waiters, *n; w; w = n) {
+      n = w->next;
+      free(w);
+    }
+    model_destroy(srv, m);
+  }
+  pthread_mutex_destroy(&srv->cache_lock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --check-config                                                                              */
+
+int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes) {
+  ar_pool_t pool;
+  int rc = ar_pool_init(&pool, cfg->pool_bytes, false, msg, msg_bytes);
+  if (rc) return rc;
+  typedef struct { char name[AR_NAME_MAX]; uint64_t offset, bytes; } grp_t;
+  grp_t groups[AR_CONFIG_MAX_MODELS];
+  int n_groups = 0;
+  uint64_t separate = 0;
+  printf("pool: %" PRIu64 " bytes\n\n%-28s %-12s %-15s %12s %12s %12s %12s\n", pool.bytes, "model", "group", "strategy",
+         "arena", "lower_bound", "persistent", "weights");
+  for (uint32_t i = 0; i < cfg->n_models && rc == 0; i++) {
+    const ar_config_model_t *e = &cfg->models[i];
+    ar_strategy_t s = AR_STRATEGY_BEST;
+    if (e->strategy[0] && ar_strategy_parse(e->strategy, &s) != 0) {
+      rc = ar_errf(msg, msg_bytes, AR_ECONFIG, "models[%u].strategy: unknown strategy '%s'", i, e->strategy);
+      break;
+    }
+    ar_cached_model_t *cm = NULL;
+    ar_model_t *model = NULL;
+    ar_interp_t *in = NULL;
+    char pmsg[AR_MSG_BYTES];
+    rc = prepare_model(NULL, e->path, s, NULL, &cm, &model, &in, pmsg, sizeof(pmsg));
+    if (rc) {
+      ar_errf(msg, msg_bytes, rc, "models[%u] '%s': %s", i, e->name, pmsg);
+      break;
+    }
+    ar_plan_figures_t fig;
+    ar_planner_figures(ar_interp_planner(in), &fig);
+    uint64_t arena = ar_interp_arena_bytes(in), pers = ar_interp_persistent_bytes(in);
+    printf("%-28s %-12s %-15s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", e->name,
+           e->group[0] ? e->group : "-", ar_strategy_name(s), arena, fig.lower_bound_bytes, pers,
+           model->constant_bytes);
+    ar_interp_free(in);
+    ar_model_free(model);
+    uint64_t off;
+    if (pers) rc = ar_pool_alloc(&pool, pers, AR_REGION_PERSISTENT, e->name, &off, pmsg, sizeof(pmsg));
+    separate += e->group[0] ? ar_pool_round(arena) : 0;
+    /* Same growth rule as the daemon: a larger member gets a new region, the old one is freed. */
+    int gi = -1;
+    for (int k = 0; k < n_groups && e->group[0]; k++)
+      if (strcmp(groups[k].name, e->group) == 0) gi = k;
+    if (rc == 0 && (gi < 0 || groups[gi].bytes < ar_pool_round(arena))) {
+      char owner[AR_POOL_OWNER_MAX];
+      snprintf(owner, sizeof(owner), e->group[0] ? "group:%s" : "%s", e->group[0] ? e->group : e->name);
+      rc = ar_pool_alloc(&pool, arena, AR_REGION_ACTIVATION, owner, &off, pmsg, sizeof(pmsg));
+      if (rc == 0 && gi >= 0) {
+        ar_pool_free(&pool, groups[gi].offset);
+        groups[gi].offset = off;
+        groups[gi].bytes = ar_pool_round(arena);
+      } else if (rc == 0 && e->group[0]) {
+        snprintf(groups[n_groups].name, AR_NAME_MAX, "%s", e->group);
+        groups[n_groups].offset = off;
+        groups[n_groups++].bytes = ar_pool_round(arena);
+      }
+    }
+    if (rc) ar_errf(msg, msg_bytes, rc, "models[%u] '%s' does not fit the pool: %s", i, e->name, pmsg);
+  }
+  if (rc == 0) {
+    printf("\n%12s %12s  %-11s %s\n", "offset", "bytes", "kind", "owner");
+    for (size_t i = 0; i < pool.n_regions; i++)
+      printf("%12" PRIu64 " %12" PRIu64 "  %-11s %s\n", pool.regions[i].offset, pool.regions[i].bytes,
+             ar_region_kind_name(pool.regions[i].kind), pool.regions[i].owner);
+    uint64_t shared = 0;
+    for (int k = 0; k < n_groups; k++) shared += groups[k].bytes;
+    printf("\nused %" PRIu64 " of %" PRIu64 " bytes, largest free block %" PRIu64 " bytes; share groups save %" PRIu64
+           " bytes\n",
+           ar_pool_used_bytes(&pool), pool.bytes, ar_pool_largest_free_bytes(&pool),
+           separate > shared ? separate - shared : 0);
+  }
+  ar_pool_close(&pool);
+  return rc;
+}
