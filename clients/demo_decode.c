@@ -5,6 +5,7 @@
  *   demo_decode selfie DIR               person-mask coverage (fraction of mask > 0.5)
  *   demo_decode palm   DIR IMG_W IMG_H   best palm: score, box, and the hand crop for hand_landmark
  *   demo_decode hand   DIR               hand presence and handedness (hand_landmark_lite)
+ *   demo_decode size   IMAGE             "W H" of a PNG/JPEG photograph
  *
  * The detectors' inputs are letterboxed squares (clients/image.h), so boxes are mapped back to the
  * photograph through the same centred letterbox. Lines starting with "crop=" are for the script.
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/image.h"
 #include "clients/ssd.h"
+#include "common/ar_error.h"
 
 /* Read DIR/output_<j>.bin, expecting exactly n floats. */
 static float *read_output(const char *dir, int j, size_t n) {
@@ -153,7 +156,20 @@ static int cmd_hand(const char *dir) {
   return 0;
 }
 
+static int cmd_size(const char *path) {
+  ar_image_t img;
+  char msg[AR_MSG_BYTES];
+  if (ar_image_load(path, &img, msg, sizeof(msg)) != 0) {
+    fprintf(stderr, "demo_decode: %s\n", msg);
+    return 1;
+  }
+  printf("%u %u\n", img.width, img.height);
+  ar_image_free(&img);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "size") == 0) return cmd_size(argv[2]);
   if (argc == 3 && strcmp(argv[1], "selfie") == 0) return cmd_selfie(argv[2]);
   if (argc == 3 && strcmp(argv[1], "hand") == 0) return cmd_hand(argv[2]);
   if (argc == 5 && (strcmp(argv[1], "face") == 0 || strcmp(argv[1], "palm") == 0)) {
@@ -167,6 +183,7 @@ int main(int argc, char **argv) {
   fprintf(stderr,
           "usage: demo_decode face|palm DIR IMG_W IMG_H\n"
           "       demo_decode selfie|hand DIR\n"
+          "       demo_decode size IMAGE\n"
           "DIR holds output_<j>.bin from `arenactl invoke NAME --output DIR`.\n");
   return 2;
 }

@@ -37,7 +37,7 @@ libarssd_la_SOURCES = clients/ssd.c clients/ssd.h
 libarssd_la_LIBADD = -lm
 noinst_PROGRAMS += clients/demo_decode
 clients_demo_decode_SOURCES = clients/demo_decode.c
-clients_demo_decode_LDADD = libarssd.la -lm
+clients_demo_decode_LDADD = libarssd.la libarimage.la libarcommon.la $(LIBPNG_LIBS) $(JPEG_LIBS) -lm
 
 check_PROGRAMS += tests/check_ssd
 TESTS += tests/check_ssd
