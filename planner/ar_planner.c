@@ -23,6 +23,10 @@
 #include "common/ar_error.h"
 #include "common/ar_util.h"
 
+/* BEST's local search stops after this many buffer placements (about 0.2 ms on a 300-buffer
+ * model; large graphs get few rounds, they usually reach the bound before it). */
+#define AR_PLAN_SEARCH_PLACEMENTS 24000
+
 /* Sizes above this are refused so that offset + size + alignment never wraps. */
 #define AR_PLAN_MAX_BYTES (UINT64_C(1) << 60)
 
@@ -657,13 +661,43 @@ int ar_planner_plan(ar_planner_t *p, ar_strategy_t strategy) {
     /* Not at the bound: a few rounds of moving the items at the top to the front. */
     for (int round = 0; round < 8 && !at_bound && !linear_won; round++) {
       if (!promote_peak(&w, win_order, best_top)) break;
+      uint64_t ttop, top = pack(&w, w.order2, win.fit, align, &ttop);
+      if (!keep_if_better(&w, top, ttop, &best_top, &best_ttop)) break;
       memcpy(win_order, w.order2, (size_t)w.n * sizeof *win_order);
-      uint64_t ttop, top = pack(&w, win_order, win.fit, align, &ttop);
-      if (keep_if_better(&w, top, ttop, &best_top, &best_ttop))
-        chosen = cand_names[win.ord][win.fit][win.tensors_first][1];
-      else
-        break;
+      chosen = cand_names[win.ord][win.fit][win.tensors_first][1];
       at_bound = best_top <= lb && best_ttop <= tlb;
+    }
+    /* Still not there: a bounded local search. Move one buffer that touches the top to an
+     * earlier, pseudo-random place in the order and repack; keep the move if the arena does
+     * not grow (equal moves let the search walk across plateaus). The generator is seeded by
+     * a constant, so the plan stays deterministic. */
+    int64_t budget = AR_PLAN_SEARCH_PLACEMENTS;
+    uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
+    while (!at_bound && !linear_won && w.n > 1 && budget >= w.n) {
+      budget -= w.n;
+      int n_top = 0;
+      for (int i = 0; i < w.n; i++)
+        if (i > 0 && w.best_off[win_order[i]] + w.it[win_order[i]].size == best_top) n_top++;
+      if (n_top == 0) break;
+      rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+      int pick = (int)(rng % (uint64_t)n_top), pos = -1;
+      for (int i = 1; i < w.n && pos < 0; i++)
+        if (w.best_off[win_order[i]] + w.it[win_order[i]].size == best_top && pick-- == 0) pos = i;
+      rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+      int to = (int)(rng % (uint64_t)pos);
+      memcpy(w.order2, win_order, (size_t)to * sizeof *win_order);
+      w.order2[to] = win_order[pos];
+      memcpy(w.order2 + to + 1, win_order + to, (size_t)(pos - to) * sizeof *win_order);
+      memcpy(w.order2 + pos + 1, win_order + pos + 1, (size_t)(w.n - pos - 1) * sizeof *win_order);
+      uint64_t ttop, top = pack(&w, w.order2, win.fit, align, &ttop);
+      if (top < best_top || (top == best_top && ttop <= best_ttop)) {
+        if (top < best_top || ttop < best_ttop) chosen = cand_names[win.ord][win.fit][win.tensors_first][1];
+        best_top = top;
+        best_ttop = ttop;
+        memcpy(w.best_off, w.off, (size_t)w.n * sizeof *w.off);
+        memcpy(win_order, w.order2, (size_t)w.n * sizeof *win_order);
+        at_bound = best_top <= lb && best_ttop <= tlb;
+      }
     }
     free(win_order);
   }

@@ -1,0 +1,310 @@
+/* ar_budget.c - the budget table of a prepared interpreter: text, JSON and a swim-lane SVG.
+ *
+ * Reads the plan back from the interpreter (planner buffers, the tensor -> buffer map, the model
+ * for names); writes nothing but the report. One row per planner buffer: its tensor (or the
+ * operator owning a scratch buffer), class, bytes, offset, lifetime as the tensor sees it and the
+ * tensor whose bytes it reuses. The SVG draws each buffer as a bar over its operators at its
+ * offset; an in-place chain is drawn as the merged bar of its root.
+ */
+#include "interp/ar_budget.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "common/ar_util.h"
+
+static const char *class_name(ar_buf_class_t c) {
+  switch (c) {
+  case AR_BUF_ARENA: return "arena";
+  case AR_BUF_PERSISTENT: return "persistent";
+  case AR_BUF_SCRATCH: return "scratch";
+  }
+  return "unknown";
+}
+
+/* The convention a plan was built with, read off the plan itself: under `tflite` every graph
+ * input held in the arena lives to the last operator; under `arenad` it dies after its last
+ * reader (only a model whose last operator is the inputs' sole reader is ambiguous, and there
+ * both conventions give the same lifetimes). */
+static ar_lifetimes_t plan_convention(const ar_interp_t *in) {
+  const ar_model_t *m = ar_interp_model(in);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  const ar_tensor_plan_t *tp = ar_interp_tensor_plan(in);
+  int32_t last_step = sg->n_operators > 0 ? (int32_t)sg->n_operators - 1 : 0;
+  for (uint32_t i = 0; i < sg->n_inputs; i++) {
+    int32_t t = sg->inputs[i];
+    if (t >= 0 && tp[t].home == AR_HOME_ARENA && tp[t].last_use != last_step)
+      return AR_LIFETIMES_ARENAD;
+  }
+  return AR_LIFETIMES_TFLITE;
+}
+
+/* Tensor id of a buffer's alias target, or -1. */
+static int32_t alias_tensor(const ar_planner_t *p, const ar_plan_buffer_t *b) {
+  if (b->alias_of < 0) return -1;
+  ar_plan_buffer_t a;
+  if (ar_planner_buffer(p, b->alias_of, &a) != 0) return -1;
+  return a.id;
+}
+
+/* Name of a buffer for reports: the tensor's name, or "scratch of operator k (OP)". */
+static const char *buffer_name(const ar_interp_t *in, const ar_plan_buffer_t *b, char *tmp,
+                               size_t n) {
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  if (b->cls == AR_BUF_SCRATCH) {
+    const char *op = b->id >= 0 && (uint32_t)b->id < sg->n_operators
+                         ? ar_op_name(sg->operators[b->id].op)
+                         : "?";
+    snprintf(tmp, n, "scratch of operator %d (%s)", b->id, op);
+    return tmp;
+  }
+  if (b->id >= 0 && (uint32_t)b->id < sg->n_tensors) return sg->tensors[b->id].name;
+  return "";
+}
+
+static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 1.0; }
+
+json_t *ar_budget_json(const ar_interp_t *in) {
+  if (in == NULL) return NULL;
+  const ar_planner_t *p = ar_interp_planner(in);
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  ar_plan_figures_t f;
+  ar_planner_figures(p, &f);
+  json_t *root = json_object();
+  json_t *bufs = json_array();
+  if (root == NULL || bufs == NULL) {
+    json_decref(root);
+    json_decref(bufs);
+    return NULL;
+  }
+  int bad = 0;
+  bad |= json_object_set_new(root, "arena_bytes", json_integer((json_int_t)f.arena_bytes));
+  bad |= json_object_set_new(root, "tensor_arena_bytes",
+                             json_integer((json_int_t)f.tensor_arena_bytes));
+  bad |= json_object_set_new(root, "lower_bound_bytes",
+                             json_integer((json_int_t)f.lower_bound_bytes));
+  bad |= json_object_set_new(root, "tensor_lower_bound_bytes",
+                             json_integer((json_int_t)f.tensor_lower_bound_bytes));
+  bad |= json_object_set_new(root, "naive_bytes", json_integer((json_int_t)f.naive_bytes));
+  bad |= json_object_set_new(root, "persistent_bytes",
+                             json_integer((json_int_t)ar_interp_persistent_bytes(in)));
+  bad |= json_object_set_new(root, "persistent_tensor_bytes",
+                             json_integer((json_int_t)f.persistent_bytes));
+  bad |= json_object_set_new(root, "scratch_bytes", json_integer((json_int_t)f.scratch_bytes));
+  bad |= json_object_set_new(root, "region_bytes",
+                             json_integer((json_int_t)ar_interp_arena_bytes(in)));
+  bad |= json_object_set_new(root, "alignment", json_integer((json_int_t)f.alignment));
+  bad |= json_object_set_new(root, "strategy", json_string(ar_strategy_name(f.strategy)));
+  bad |= json_object_set_new(root, "chosen", json_string(f.chosen ? f.chosen : ""));
+  bad |= json_object_set_new(root, "lifetimes",
+                             json_string(ar_lifetimes_name(plan_convention(in))));
+  bad |= json_object_set_new(root, "ratio_to_bound",
+                             json_real(ratio(f.arena_bytes, f.lower_bound_bytes)));
+  bad |= json_object_set_new(root, "tensor_ratio_to_bound",
+                             json_real(ratio(f.tensor_arena_bytes, f.tensor_lower_bound_bytes)));
+  bad |= json_object_set_new(root, "operators", json_integer((json_int_t)sg->n_operators));
+  int n = ar_planner_count(p);
+  for (int i = 0; i < n && !bad; i++) {
+    ar_plan_buffer_t b;
+    char tmp[96];
+    if (ar_planner_buffer(p, i, &b) != 0) continue;
+    json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:i}",
+                          "tensor", b.cls == AR_BUF_SCRATCH ? -1 : (int)b.id,
+                          "name", buffer_name(in, &b, tmp, sizeof tmp),
+                          "class", class_name(b.cls),
+                          "size", (json_int_t)b.size_bytes,
+                          "offset", (json_int_t)b.offset,
+                          "first_use", (int)b.first_use,
+                          "last_use", (int)b.last_use,
+                          "alias_of", (int)alias_tensor(p, &b),
+                          "operator", b.cls == AR_BUF_SCRATCH ? (int)b.id : -1);
+    if (o == NULL || json_array_append_new(bufs, o) != 0) bad = 1;
+  }
+  bad |= json_object_set_new(root, "buffers", bufs);
+  if (bad) {
+    json_decref(root);
+    return NULL;
+  }
+  return root;
+}
+
+int ar_budget_print(FILE *out, const ar_interp_t *in) {
+  if (out == NULL || in == NULL) return AR_EINVAL;
+  const ar_planner_t *p = ar_interp_planner(in);
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  ar_plan_figures_t f;
+  ar_planner_figures(p, &f);
+  fprintf(out, "%6s  %-44s %-10s %10s %10s %5s %5s %6s\n", "tensor", "name", "class", "bytes",
+          "offset", "first", "last", "alias");
+  int n = ar_planner_count(p);
+  for (int i = 0; i < n; i++) {
+    ar_plan_buffer_t b;
+    char tmp[96], alias[16] = "-";
+    if (ar_planner_buffer(p, i, &b) != 0) continue;
+    int32_t a = alias_tensor(p, &b);
+    if (a >= 0) snprintf(alias, sizeof alias, "%d", a);
+    char id[16];
+    if (b.cls == AR_BUF_SCRATCH) snprintf(id, sizeof id, "op%d", b.id);
+    else snprintf(id, sizeof id, "%d", b.id);
+    const char *name = buffer_name(in, &b, tmp, sizeof tmp);
+    size_t len = strlen(name);
+    /* Long TFLite names keep their informative tail. */
+    const char *shown = len > 44 ? name + len - 44 : name;
+    fprintf(out, "%6s  %-44s %-10s %10" PRIu64 " %10" PRIu64 " %5d %5d %6s\n", id, shown,
+            class_name(b.cls), b.size_bytes, b.offset, b.first_use, b.last_use, alias);
+  }
+  fprintf(out, "\nstrategy %s (%s), lifetimes %s, alignment %" PRIu64 ", %u operators\n",
+          ar_strategy_name(f.strategy), f.chosen ? f.chosen : "-",
+          ar_lifetimes_name(plan_convention(in)), f.alignment, sg->n_operators);
+  fprintf(out, "arena            %12" PRIu64 " bytes (lower bound %" PRIu64 ", ratio %.4f)\n",
+          f.arena_bytes, f.lower_bound_bytes, ratio(f.arena_bytes, f.lower_bound_bytes));
+  fprintf(out, "tensor arena     %12" PRIu64 " bytes (lower bound %" PRIu64 ", ratio %.4f)\n",
+          f.tensor_arena_bytes, f.tensor_lower_bound_bytes,
+          ratio(f.tensor_arena_bytes, f.tensor_lower_bound_bytes));
+  fprintf(out, "scratch          %12" PRIu64 " bytes (sum of scratch buffers)\n", f.scratch_bytes);
+  fprintf(out, "naive            %12" PRIu64 " bytes (every buffer its own, reuse x%.2f)\n",
+          f.naive_bytes, ratio(f.naive_bytes, f.arena_bytes));
+  fprintf(out, "persistent       %12" PRIu64 " bytes (folded constants %" PRIu64
+          " + kernel state)\n", ar_interp_persistent_bytes(in), f.persistent_bytes);
+  return ferror(out) ? AR_EIO : 0;
+}
+
+/* ---- swim-lane SVG ---- */
+
+static void xml_text(FILE *out, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '<': fputs("&lt;", out); break;
+    case '>': fputs("&gt;", out); break;
+    case '&': fputs("&amp;", out); break;
+    case '"': fputs("&quot;", out); break;
+    default: fputc(*s, out);
+    }
+  }
+}
+
+/* A "nice" tick step near raw (1, 2 or 5 times a power of ten). */
+static double nice_step(double raw) {
+  double p = 1;
+  while (p * 10 <= raw) p *= 10;
+  while (p > raw && p > 1e-9) p /= 10;
+  if (raw <= p) return p;
+  if (raw <= 2 * p) return 2 * p;
+  if (raw <= 5 * p) return 5 * p;
+  return 10 * p;
+}
+
+int ar_budget_svg(FILE *out, const ar_interp_t *in, const char *title) {
+  if (out == NULL || in == NULL) return AR_EINVAL;
+  const ar_planner_t *p = ar_interp_planner(in);
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  ar_plan_figures_t f;
+  ar_planner_figures(p, &f);
+  int32_t steps = (int32_t)sg->n_operators;
+  if (ar_planner_steps(p) > steps) steps = ar_planner_steps(p);
+  if (steps < 1) steps = 1;
+  /* Plot box: about 3 px per operator (1200..2400 px), 720 px of offsets. */
+  double plot_w = steps * 3.0;
+  if (plot_w < 1200) plot_w = 1200;
+  if (plot_w > 2400) plot_w = 2400;
+  const double plot_h = 720, left = 90, top = 70, right = 250, bottom = 60;
+  double sx = plot_w / steps;
+  uint64_t ymax = AR_MAX(f.arena_bytes, f.lower_bound_bytes);
+  if (ymax == 0) ymax = 1;
+  double sy = plot_h / ((double)ymax * 1.04);
+  double W = left + plot_w + right, H = top + plot_h + bottom;
+  fprintf(out,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+          W, H, W, H);
+  fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  fprintf(out, "<text x=\"%.0f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", left);
+  xml_text(out, title ? title : "memory plan");
+  fprintf(out, "</text>\n<text x=\"%.0f\" y=\"44\">strategy %s (%s), lifetimes %s: arena %.3f MiB, "
+          "lower bound %.3f MiB (ratio %.4f), persistent %.3f MiB, %d operators</text>\n",
+          left, ar_strategy_name(f.strategy), f.chosen ? f.chosen : "-",
+          ar_lifetimes_name(plan_convention(in)), f.arena_bytes / 1048576.0,
+          f.lower_bound_bytes / 1048576.0, ratio(f.arena_bytes, f.lower_bound_bytes),
+          ar_interp_persistent_bytes(in) / 1048576.0, (int)sg->n_operators);
+  double y0 = top + plot_h;   /* offset 0 */
+  /* grid and axes */
+  double ystep = nice_step((double)ymax / 8.0);
+  for (double v = 0; v <= (double)ymax * 1.04; v += ystep) {
+    double y = y0 - v * sy;
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n",
+            left, y, left + plot_w, y);
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f MiB</text>\n", left - 6,
+            y + 4, v / 1048576.0);
+  }
+  double xstep = nice_step(steps / 12.0);
+  if (xstep < 1) xstep = 1;
+  for (double v = 0; v <= steps; v += xstep) {
+    double x = left + v * sx;
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n",
+            x, top, x, y0);
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x, y0 + 18,
+            v);
+  }
+  fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">operator index "
+          "(lifetime)</text>\n", left + plot_w / 2, y0 + 40);
+  fprintf(out, "<text transform=\"translate(18,%.1f) rotate(-90)\" text-anchor=\"middle\">"
+          "offset in the activation arena</text>\n", top + plot_h / 2);
+  /* bars: roots with their merged lifetime; aliases add a darker band where they live */
+  int n = ar_planner_count(p);
+  for (int i = 0; i < n; i++) {
+    ar_plan_buffer_t b;
+    if (ar_planner_buffer(p, i, &b) != 0 || b.cls == AR_BUF_PERSISTENT || b.size_bytes == 0)
+      continue;
+    bool alias = b.root != i;
+    int32_t first = alias ? b.first_use : b.live_first, last = alias ? b.last_use : b.live_last;
+    double x = left + first * sx, w = (last - first + 1) * sx;
+    double h = b.size_bytes * sy, y = y0 - (b.offset + b.size_bytes) * sy;
+    if (h < 1) h = 1;
+    const char *fill = b.cls == AR_BUF_SCRATCH ? "#f28e2b" : alias ? "#59a14f" : "#4e79a7";
+    char tmp[96];
+    fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
+            "fill-opacity=\"%s\" stroke=\"white\" stroke-width=\"0.5\"><title>",
+            x, y, w, h, fill, alias ? "0.85" : "0.9");
+    if (b.cls == AR_BUF_SCRATCH) fprintf(out, "op%d ", b.id);
+    else fprintf(out, "tensor %d ", b.id);
+    xml_text(out, buffer_name(in, &b, tmp, sizeof tmp));
+    fprintf(out, ": %" PRIu64 " bytes at %" PRIu64 ", operators %d..%d%s</title></rect>\n",
+            b.size_bytes, b.offset, first, last, alias ? " (in-place alias)" : "");
+  }
+  /* arena and lower-bound lines */
+  double ya = y0 - f.arena_bytes * sy, yb = y0 - f.lower_bound_bytes * sy;
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#d62728\" "
+          "stroke-width=\"2\"/>\n", left, ya, left + plot_w, ya);
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#000000\" "
+          "stroke-width=\"1.5\" stroke-dasharray=\"8 5\"/>\n", left, yb, left + plot_w, yb);
+  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+          "stroke=\"#444\"/>\n", left, top, plot_w, plot_h);
+  /* legend */
+  double lx = left + plot_w + 20, ly = top + 10;
+  static const struct { const char *color, *label; } items[] = {
+    {"#4e79a7", "arena tensor (merged lifetime)"},
+    {"#59a14f", "in-place alias of the tensor below"},
+    {"#f28e2b", "scratch buffer [k, k]"},
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(items); i++, ly += 22) {
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", lx,
+            ly, items[i].color);
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 20, ly + 11, items[i].label);
+  }
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+          "stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\">arena %" PRIu64 " B</text>\n",
+          lx, ly + 7, lx + 14, ly + 7, lx + 20, ly + 11, f.arena_bytes);
+  ly += 22;
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
+          "stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%.1f\">"
+          "lower bound %" PRIu64 " B</text>\n",
+          lx, ly + 7, lx + 14, ly + 7, lx + 20, ly + 11, f.lower_bound_bytes);
+  ly += 30;
+  fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">persistent area (not drawn):</text>\n", lx, ly);
+  fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">%" PRIu64 " B</text>\n", lx, ly + 16,
+          ar_interp_persistent_bytes(in));
+  fprintf(out, "</svg>\n");
+  return ferror(out) ? AR_EIO : 0;
+}
