@@ -96,21 +96,36 @@ static int binary_plan(const ar_node_t *node, int op, binary_state_t *st, char *
 }
 
 /* One innermost run: n outputs, input strides (1|0, 1|0). Separate loops per stride pattern so
- * each is a plain vectorizable loop. */
+ * each is a plain vectorizable loop. `ivdep`: out may equal a or b (in-place), which is no
+ * loop-carried dependence since out[i] only depends on index i; without the pragma GCC guards the
+ * vector loop with overlap checks and, when they fail (in-place, or buffers it cannot tell apart),
+ * falls back to a scalar loop with a branch per element. */
+#define AR_IVDEP _Pragma("GCC ivdep")
 #define AR_BIN_LOOPS(EXPR)                                                                   \
   do {                                                                                       \
-    if (sa && sb) { for (int64_t i = 0; i < n; i++) { float x = a[i], y = b[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
-    else if (sa)  { float y = b[0]; for (int64_t i = 0; i < n; i++) { float x = a[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
-    else if (sb)  { float x = a[0]; for (int64_t i = 0; i < n; i++) { float y = b[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
+    if (sa && sb) { AR_IVDEP for (int64_t i = 0; i < n; i++) { float x = a[i], y = b[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
+    else if (sa)  { float y = b[0]; AR_IVDEP for (int64_t i = 0; i < n; i++) { float x = a[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
+    else if (sb)  { float x = a[0]; AR_IVDEP for (int64_t i = 0; i < n; i++) { float y = b[i]; out[i] = ar_k_clamp(EXPR, lo, hi); } } \
     else          { float x = a[0], y = b[0]; float v = ar_k_clamp(EXPR, lo, hi); for (int64_t i = 0; i < n; i++) out[i] = v; } \
   } while (0)
+
+/* x >= 0 ? x : alpha * x, written as pos + alpha * neg with pos/neg plain selects: GCC (under the
+ * default -ftrapping-math) turns a select whose arm multiplies into a per-element branch, which
+ * mispredicts on activations of random sign and is 10x slower; this form vectorizes. Equal to
+ * TFLite's value for finite alpha (x + alpha*0 == x; NaN x stays NaN via neg); only -0 becomes +0. */
+static inline float prelu1(float x, float alpha) {
+  float pos = x >= 0.0f ? x : 0.0f;
+  float neg = x >= 0.0f ? 0.0f : x;
+  return pos + alpha * neg;
+}
 
 static void binary_run(int op, float *out, const float *a, int64_t sa, const float *b, int64_t sb,
                        int64_t n, float lo, float hi) {
   switch (op) {
   case BIN_ADD: AR_BIN_LOOPS(x + y); break;
   case BIN_MUL: AR_BIN_LOOPS(x * y); break;
-  default:      AR_BIN_LOOPS(x >= 0.0f ? x : x * y); break;   /* PRELU: y is alpha */
+  /* PRELU (y is alpha): prelu1 selects the multiplier, not the product, so GCC vectorizes it. */
+  default:      AR_BIN_LOOPS(prelu1(x, y)); break;
   }
 }
 
@@ -184,14 +199,14 @@ static void relu_eval(const ar_node_t *node) {
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
-  for (int64_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+  AR_IVDEP for (int64_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
 }
 
 static void relu6_eval(const ar_node_t *node) {
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
-  for (int64_t i = 0; i < n; i++) {
+  AR_IVDEP for (int64_t i = 0; i < n; i++) {
     float v = in[i] > 0.0f ? in[i] : 0.0f;
     out[i] = v < 6.0f ? v : 6.0f;
   }
@@ -217,7 +232,7 @@ static void hard_swish_eval(const ar_node_t *node) {
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
-  for (int64_t i = 0; i < n; i++) {
+  AR_IVDEP for (int64_t i = 0; i < n; i++) {
     float x = in[i];
     float r = x + 3.0f;
     r = r > 0.0f ? r : 0.0f;
