@@ -1,10 +1,115 @@
-/* cmd_plan.c - arenactl plan (offline). Not implemented yet: this stub says so and fails. */
+/* cmd_plan.c - arenactl plan MODEL [--strategy S] [--lifetimes tflite|arenad] [--no-inplace]
+ *             [--json] [--svg F]  (offline).
+ *
+ * Prepares the model with the interpreter (kernel prepare gives the scratch sizes), plans it with
+ * the strategy and lifetime convention asked for, verifies the plan, and prints the budget table
+ * (text, or JSON with the keys of ar_budget.h); --svg also writes the swim-lane chart. Nothing is
+ * placed or run: this is the memory contract of the model before any daemon loads it.
+ */
+#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "clients/arenactl.h"
+#include "common/ar_error.h"
+#include "interp/ar_budget.h"
+#include "interp/ar_interp.h"
+#include "loader/ar_model.h"
+
+static void plan_usage(FILE *out) {
+  fprintf(out,
+          "usage: arenactl plan MODEL [--strategy linear|first-fit|greedy-by-size|best]\n"
+          "                           [--lifetimes tflite|arenad] [--no-inplace] [--json] [--svg FILE]\n"
+          "  Plans MODEL's memory offline and prints its budget table (default: best, arenad).\n");
+}
 
 int ar_cmd_plan_file(int argc, char **argv) {
-  (void)argc;
-  fprintf(stderr, "arenactl %s: not implemented yet\n", argv[0]);
-  return 1;
+  static const struct option longopts[] = {
+    {"strategy", required_argument, NULL, 'S'},
+    {"lifetimes", required_argument, NULL, 'l'},
+    {"no-inplace", no_argument, NULL, 'n'},
+    {"json", no_argument, NULL, 'j'},
+    {"svg", required_argument, NULL, 'g'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  bool json = false;
+  const char *svg = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "S:l:njg:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'S':
+      if (ar_strategy_parse(optarg, &opt.strategy) != 0) {
+        fprintf(stderr, "arenactl plan: unknown strategy '%s'\n", optarg);
+        return 2;
+      }
+      break;
+    case 'l':
+      if (ar_lifetimes_parse(optarg, &opt.lifetimes) != 0) {
+        fprintf(stderr, "arenactl plan: unknown lifetimes '%s' (tflite or arenad)\n", optarg);
+        return 2;
+      }
+      break;
+    case 'n': opt.inplace = false; break;
+    case 'j': json = true; break;
+    case 'g': svg = optarg; break;
+    case 'h': plan_usage(stdout); return 0;
+    default: plan_usage(stderr); return 2;
+    }
+  }
+  if (optind != argc - 1) {
+    plan_usage(stderr);
+    return 2;
+  }
+  const char *path = argv[optind];
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *model = NULL;
+  int rc = ar_model_load(path, &model, msg, sizeof msg);
+  if (rc != 0) {
+    fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
+    return 1;
+  }
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(model, &opt, &in, msg, sizeof msg);
+  if (rc != 0) {
+    fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
+    ar_model_free(model);
+    return 1;
+  }
+  int status = 0;
+  rc = ar_planner_verify(ar_interp_planner(in), msg, sizeof msg);
+  if (rc != 0) {
+    fprintf(stderr, "arenactl plan: %s: plan fails verification: %s\n", path, msg);
+    status = 1;
+  }
+  if (json) {
+    json_t *j = ar_budget_json(in);
+    if (j == NULL || json_dumpf(j, stdout, JSON_INDENT(2)) != 0) {
+      fprintf(stderr, "arenactl plan: cannot write JSON\n");
+      status = 1;
+    } else {
+      fputc('\n', stdout);
+    }
+    json_decref(j);
+  } else if (ar_budget_print(stdout, in) != 0) {
+    fprintf(stderr, "arenactl plan: cannot write the budget table\n");
+    status = 1;
+  }
+  if (svg != NULL) {
+    FILE *f = fopen(svg, "w");
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (f == NULL || ar_budget_svg(f, in, base) != 0) {
+      fprintf(stderr, "arenactl plan: cannot write %s\n", svg);
+      status = 1;
+    }
+    if (f != NULL && fclose(f) != 0) status = 1;
+  }
+  ar_interp_free(in);
+  ar_model_free(model);
+  return status;
 }

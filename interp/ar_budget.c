@@ -230,7 +230,7 @@ int ar_budget_svg(FILE *out, const ar_interp_t *in, const char *title) {
           ar_interp_persistent_bytes(in) / 1048576.0, (int)sg->n_operators);
   double y0 = top + plot_h;   /* offset 0 */
   /* grid and axes */
-  double ystep = nice_step((double)ymax / 8.0);
+  double ystep = nice_step((double)ymax / 8.0 / 1048576.0) * 1048576.0;  /* MiB ticks */
   for (double v = 0; v <= (double)ymax * 1.04; v += ystep) {
     double y = y0 - v * sy;
     fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n",
