@@ -24,6 +24,8 @@
 /* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
 #define AR_CONV_TILE_BYTES (512u * 1024u)
 #define AR_CONV_TILE_MIN_PIXELS 64
+/* Output bytes per GEMM call on the 1x1 path. */
+#define AR_CONV_DIRECT_TILE_BYTES (256u * 1024u)
 
 typedef struct {
   int32_t n, h, w, ci;          /* input */
@@ -120,17 +122,17 @@ static void im2col_row(const conv_geom_t *g, const float *in, int32_t b, int32_t
   const bool cols_inside = ix0 >= 0 && ix0 + (g->kw - 1) * g->dw < g->w;
   for (int32_t ky = 0; ky < g->kh; ky++, row += span) {
     const int32_t iy = iy0 + ky * g->dh;
-    if (iy < 0 || iy >= g->h) { memset(row, 0, span * sizeof(float)); continue; }
+    if (iy < 0 || iy >= g->h) { ar__zero_floats(row, span); continue; }
     const float *src = in + (((size_t)b * g->h + iy) * g->w) * ci;
     if (cols_inside && g->dw == 1) {   /* the whole filter row is one contiguous run */
-      memcpy(row, src + (size_t)ix0 * ci, span * sizeof(float));
+      ar__copy_floats(row, src + (size_t)ix0 * ci, span);
       continue;
     }
     for (int32_t kx = 0; kx < g->kw; kx++) {
       const int32_t ix = ix0 + kx * g->dw;
       float *dst = row + (size_t)kx * ci;
-      if (ix < 0 || ix >= g->w) memset(dst, 0, ci * sizeof(float));
-      else memcpy(dst, src + (size_t)ix * ci, ci * sizeof(float));
+      if (ix < 0 || ix >= g->w) ar__zero_floats(dst, ci);
+      else ar__copy_floats(dst, src + (size_t)ix * ci, ci);
     }
   }
 }
@@ -146,13 +148,19 @@ static void conv_eval(const ar_node_t *node) {
   const int co = g.co, k = (int)g.k;
 
   if (g.direct) {
-    ar__fill_bias_rows(out, (size_t)g.m, (size_t)co, bias);
-    if (g.m == 1)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, in, 1, 1.0f, out, 1);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.m, co, k, 1.0f, in, k, filter, k,
-                  1.0f, out, co);
-    ar__activate(out, (size_t)g.m * (size_t)co, act);
+    /* Row tiles keep the bias fill, the GEMM's C and the activation pass in cache. */
+    const int64_t tile = AR_MAX((int64_t)AR_CONV_DIRECT_TILE_BYTES / ((int64_t)co * 4), 256);
+    for (int64_t m0 = 0; m0 < g.m; m0 += tile) {
+      const int tm = (int)AR_MIN(tile, g.m - m0);
+      float *dst = out + m0 * co;
+      ar__fill_bias_rows(dst, (size_t)tm, (size_t)co, bias);
+      if (tm == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, in + m0 * k, 1, 1.0f, dst, 1);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tm, co, k, 1.0f, in + m0 * k, k,
+                    filter, k, 1.0f, dst, co);
+      ar__activate(dst, (size_t)tm * (size_t)co, act);
+    }
     return;
   }
 

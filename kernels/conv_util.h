@@ -56,11 +56,46 @@ static inline bool ar__act_is_clamp(ar_activation_t act) {
   return act == AR_ACT_RELU || act == AR_ACT_RELU6 || act == AR_ACT_RELU_N1_TO_1;
 }
 
+/* Unaligned float vectors (GCC vector extension); may_alias because they read float arrays. */
+typedef float ar__v8f __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* Copy / zero n floats inline. The runs im2col copies are short (often 3..96 floats) and a library
+ * call per run cost more than the copy; the empty asm hides the index from GCC's loop-distribution
+ * pass, which would otherwise turn these loops back into memmove/memset calls. */
+static inline void ar__copy_floats(float *restrict dst, const float *restrict src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __asm__("" : "+r"(i));
+    *(ar__v8f *)(dst + i) = *(const ar__v8f *)(src + i);
+  }
+  for (; i < n; i++) {
+    __asm__("" : "+r"(i));
+    dst[i] = src[i];
+  }
+}
+static inline void ar__zero_floats(float *dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __asm__("" : "+r"(i));
+    *(ar__v8f *)(dst + i) = (ar__v8f){0};
+  }
+  for (; i < n; i++) {
+    __asm__("" : "+r"(i));
+    dst[i] = 0.0f;
+  }
+}
+
 /* Fill `rows` rows of `cols` floats with the bias (or zeros when bias is NULL): GEMM then
- * accumulates with beta = 1, which saves OpenBLAS's own zeroing pass. */
-static inline void ar__fill_bias_rows(float *out, size_t rows, size_t cols, const float *bias) {
+ * accumulates with beta = 1, which saves OpenBLAS's own zeroing pass. A plain loop rather than
+ * one memcpy per row: rows are often only 16-96 floats and the call overhead dominated. */
+static inline void ar__fill_bias_rows(float *restrict out, size_t rows, size_t cols,
+                                      const float *restrict bias) {
   if (!bias) { memset(out, 0, rows * cols * sizeof(float)); return; }
-  for (size_t r = 0; r < rows; r++) memcpy(out + r * cols, bias, cols * sizeof(float));
+  if (cols == 1) {
+    for (size_t r = 0; r < rows; r++) out[r] = bias[0];
+    return;
+  }
+  for (size_t r = 0; r < rows; r++, out += cols) ar__copy_floats(out, bias, cols);
 }
 
 /* Apply a fused activation to n floats after the GEMM (clamps vectorize; TANH / SIGN_BIT go
