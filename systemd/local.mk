@@ -47,8 +47,10 @@ install-arenad-config:
 # systemd-analyze verify must accept the units (skips when the tool is absent).
 TESTS += systemd/verify-units
 
-# arenad under a simulated service manager: NOTIFY_SOCKET messages and socket activation.
+# arenad under a simulated service manager: NOTIFY_SOCKET messages and socket activation
+# (skipped without --with-systemd, where the service calls are no-ops).
 check_PROGRAMS += tests/check_service
+TESTS += tests/check_service
 tests_check_service_SOURCES = tests/check_service.c
 tests_check_service_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_service_LDADD = libarproto.la $(TEST_LIBS)
