@@ -3,3 +3,17 @@
 libarinterp_la_SOURCES += interp/ar_interp.c interp/ar_interp.h
 # lifetimes + budget table (owner: memory-planner work).
 libarinterp_la_SOURCES += interp/ar_lifetimes.c interp/ar_lifetimes.h interp/ar_budget.c interp/ar_budget.h
+# interpreter tests (owner: interpreter work): goldens, plan independence, zero allocation.
+check_PROGRAMS += tests/check_interp tests/check_noalloc
+TESTS += tests/check_interp tests/check_noalloc
+tests_check_interp_SOURCES = tests/check_interp.c
+tests_check_interp_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_interp_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+tests_check_noalloc_SOURCES = tests/check_noalloc.c
+tests_check_noalloc_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_noalloc_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+check_PROGRAMS += tests/check_lifetimes
+TESTS += tests/check_lifetimes
+tests_check_lifetimes_SOURCES = tests/check_lifetimes.c
+tests_check_lifetimes_CFLAGS = $(TEST_CFLAGS)
+tests_check_lifetimes_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)

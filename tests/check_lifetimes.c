@@ -1,0 +1,456 @@
+/* check_lifetimes.c - lifetimes, classes and in-place on the 11 real models, the planned arena of
+ * each (pinned), and the plan figures against TFLite ArenaPlanner's.
+ *
+ * TFLite's figures below are external reference numbers (TFLite ArenaPlanner's arena for the same
+ * model files, from the issue that specifies the planner); they are ceilings for `best` and, with
+ * the `tflite` convention, the exact result expected from `greedy-by-size` (TFLite's own rule).
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "interp/ar_interp.h"
+#include "interp/ar_lifetimes.h"
+#include "loader/ar_model.h"
+#include "planner/ar_planner.h"
+#include "tests/ar_test_util.h"
+
+typedef struct model_pin {
+  const char *stem;
+  uint64_t tflite_arena;     /* TFLite ArenaPlanner (external reference) */
+  uint64_t tflite_bound;     /* bound under TFLite's lifetimes (= our `tflite` tensor bound) */
+  uint64_t arenad_bound;     /* pinned: tensor bound under the `arenad` convention */
+} model_pin_t;
+
+/* Regression pins: best reaches the bound on every model, so the bound is the pinned arena. A
+ * planner or lifetimes change that costs memory fails here. */
+static const model_pin_t pins[] = {
+  {"face_detection_full_range",        3096576, 3096576, 2654208},
+  {"face_detection_full_range_sparse", 4030976, 4030976, 3588608},
+  {"face_detection_short_range",       1769472, 1507328, 1310720},
+  {"hand_landmark_full",               4917248, 4616192, 4014080},
+  {"hand_landmark_lite",               4816896, 4816896, 4214784},
+  {"object_detection_3d_camera",       4917248, 4616192, 4014080},
+  {"object_detection_3d_cup",          4917248, 4616192, 4014080},
+  {"palm_detection_full",              3981312, 3981312, 3538944},
+  {"palm_detection_lite",              3981312, 3981312, 3538944},
+  {"selfie_segmentation",              4456448, 4456448, 3145792},
+  {"selfie_segmentation_landscape",    2506752, 2506752, 1769536},
+};
+
+static ar_model_t *load(const char *stem) {
+  char path[1024], msg[AR_MSG_BYTES];
+  ar_model_t *m = NULL;
+  int rc = ar_model_load(ar_test_model_path(path, sizeof path, stem), &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: %s", path, msg);
+  return m;
+}
+
+typedef struct built {
+  ar_planner_t *p;
+  ar_tensor_plan_t *tp;
+  int32_t *scratch;
+  bool *folded;
+} built_t;
+
+static built_t build(const ar_model_t *m, ar_lifetimes_t conv, bool inplace,
+                     const uint64_t *scratch) {
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  built_t b;
+  b.p = ar_planner_new(64);
+  b.tp = calloc(sg->n_tensors, sizeof *b.tp);
+  b.scratch = calloc(sg->n_operators, sizeof *b.scratch);
+  b.folded = calloc(sg->n_operators, sizeof *b.folded);
+  ar_lifetime_options_t o = {conv, inplace, scratch};
+  char msg[AR_MSG_BYTES];
+  int rc = ar_lifetimes_build(m, &o, b.p, b.tp, b.scratch, b.folded, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  return b;
+}
+
+static void built_free(built_t *b) {
+  ar_planner_free(b->p);
+  free(b->tp);
+  free(b->scratch);
+  free(b->folded);
+}
+
+static void plan_verified(ar_planner_t *p, ar_strategy_t s, ar_plan_figures_t *f) {
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_planner_plan(p, s), 0);
+  ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
+  ar_planner_figures(p, f);
+}
+
+static bool in_list(const int32_t *v, uint32_t n, int32_t t) {
+  for (uint32_t i = 0; i < n; i++)
+    if (v[i] == t) return true;
+  return false;
+}
+
+START_TEST(test_names) {
+  ar_lifetimes_t l;
+  ck_assert_int_eq(ar_lifetimes_parse("tflite", &l), 0);
+  ck_assert_int_eq(l, AR_LIFETIMES_TFLITE);
+  ck_assert_int_eq(ar_lifetimes_parse("arenad", &l), 0);
+  ck_assert_int_eq(l, AR_LIFETIMES_ARENAD);
+  ck_assert_int_eq(ar_lifetimes_parse("micro", &l), AR_EINVAL);
+  ck_assert_str_eq(ar_lifetimes_name(AR_LIFETIMES_TFLITE), "tflite");
+}
+END_TEST
+
+/* Lifetimes and homes as the conventions define them, checked against readers and producers
+ * recomputed here from the operator lists. */
+START_TEST(test_lifetimes_real_model) {
+  const char *stem = pins[_i].stem;
+  ar_model_t *m = load(stem);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
+  int32_t *last_read = malloc(nt * sizeof *last_read), *producer = malloc(nt * sizeof *producer);
+  for (int conv = 0; conv < 2; conv++) {
+    built_t b = build(m, (ar_lifetimes_t)conv, true, NULL);
+    for (int32_t t = 0; t < nt; t++) last_read[t] = producer[t] = -1;
+    int n_folded = 0;
+    for (int32_t k = 0; k < no; k++) {
+      const ar_operator_t *op = &sg->operators[k];
+      if (b.folded[k]) {
+        /* folded: a DEQUANTIZE/DENSIFY of constants or of folded tensors; output persistent */
+        n_folded++;
+        ck_assert(op->op == AR_OP_DEQUANTIZE || op->op == AR_OP_DENSIFY);
+        for (int32_t i = 0; i < op->n_inputs; i++) {
+          int32_t t = op->inputs[i];
+          ck_assert(t < 0 || ar_tensor_is_constant(&sg->tensors[t]) || b.tp[t].folded);
+        }
+        ck_assert_int_eq(b.tp[op->outputs[0]].home, AR_HOME_PERSISTENT);
+        ck_assert(b.tp[op->outputs[0]].folded);
+        continue;
+      }
+      for (int32_t i = 0; i < op->n_inputs; i++)
+        if (op->inputs[i] >= 0) last_read[op->inputs[i]] = k;
+      for (int32_t o = 0; o < op->n_outputs; o++)
+        if (op->outputs[o] >= 0) producer[op->outputs[o]] = k;
+    }
+    /* every DEQUANTIZE/DENSIFY in these models reads weights: all are folded */
+    int n_fold_ops = 0;
+    for (int32_t k = 0; k < no; k++)
+      n_fold_ops += sg->operators[k].op == AR_OP_DEQUANTIZE || sg->operators[k].op == AR_OP_DENSIFY;
+    ck_assert_int_eq(n_folded, n_fold_ops);
+    for (int32_t t = 0; t < nt; t++) {
+      const ar_tensor_plan_t *tp = &b.tp[t];
+      const ar_tensor_t *ten = &sg->tensors[t];
+      bool gin = in_list(sg->inputs, sg->n_inputs, t), gout = in_list(sg->outputs, sg->n_outputs, t);
+      if (ar_tensor_is_constant(ten)) {
+        ck_assert_int_eq(tp->home, AR_HOME_CONSTANT);
+        ck_assert_int_eq(tp->buffer, -1);
+        continue;
+      }
+      if (tp->home != AR_HOME_ARENA) continue;
+      ar_plan_buffer_t pb;
+      ck_assert_int_eq(ar_planner_buffer(b.p, tp->buffer, &pb), 0);
+      ck_assert_int_eq(pb.id, t);
+      ck_assert_int_eq(pb.cls, AR_BUF_ARENA);
+      ck_assert_uint_ge(pb.size_bytes, ten->bytes);   /* every buffer holds its tensor */
+      ck_assert_int_eq(pb.first_use, tp->first_use);
+      ck_assert_int_eq(pb.last_use, tp->last_use);
+      if (gin) {
+        ck_assert_int_eq(tp->first_use, 0);
+        /* tflite: alive the whole invoke; arenad: dies after its last reader */
+        ck_assert_int_eq(tp->last_use, conv == AR_LIFETIMES_TFLITE ? no - 1 : last_read[t]);
+      } else {
+        ck_assert_int_eq(tp->first_use, producer[t]);
+      }
+      if (gout) {
+        ck_assert_int_eq(tp->last_use, no - 1);
+        ck_assert_int_eq(tp->inplace_of, -1);        /* never in-place for graph outputs */
+      } else if (!gin && last_read[t] >= 0) {
+        ck_assert_int_eq(tp->last_use, last_read[t]);
+      }
+    }
+    built_free(&b);
+  }
+  free(last_read);
+  free(producer);
+  ar_model_free(m);
+}
+END_TEST
+
+/* The DENSIFY -> DEQUANTIZE chains of the sparse model fold transitively. */
+START_TEST(test_sparse_chain_folded) {
+  ar_model_t *m = load("face_detection_full_range_sparse");
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  built_t b = build(m, AR_LIFETIMES_ARENAD, true, NULL);
+  int chains = 0, densify = 0;
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op == AR_OP_DENSIFY) {
+      densify++;
+      ck_assert(b.folded[k]);
+    }
+    if (op->op == AR_OP_DEQUANTIZE && !ar_tensor_is_constant(&sg->tensors[op->inputs[0]])) {
+      ck_assert(b.tp[op->inputs[0]].folded);   /* its input is a DENSIFY output */
+      ck_assert(b.folded[k]);
+      chains++;
+    }
+  }
+  ck_assert_int_eq(densify, 46);
+  ck_assert_int_gt(chains, 0);
+  ar_plan_figures_t f;
+  plan_verified(b.p, AR_STRATEGY_BEST, &f);
+  ck_assert_uint_gt(f.persistent_bytes, 0);
+  built_free(&b);
+  ar_model_free(m);
+}
+END_TEST
+
+/* In-place only where the convention allows it, and only when safe: the reused input's whole alias
+ * group is read by nobody after the operator, the output is no graph output, shapes match. */
+static int count_inplace_ops[AR_OP_COUNT][2];
+
+START_TEST(test_inplace_rules) {
+  const char *stem = pins[_i].stem;
+  ar_model_t *m = load(stem);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
+  int32_t *last_read = malloc(nt * sizeof *last_read), *reads = malloc(nt * sizeof *reads);
+  int32_t *producer = malloc(nt * sizeof *producer), *root = malloc(nt * sizeof *root);
+  for (int conv = 0; conv < 2; conv++) {
+    built_t off = build(m, (ar_lifetimes_t)conv, false, NULL);
+    for (int32_t t = 0; t < nt; t++) ck_assert_int_eq(off.tp[t].inplace_of, -1);
+    for (int i = 0; i < ar_planner_count(off.p); i++) {
+      ar_plan_buffer_t pb;
+      ar_planner_buffer(off.p, i, &pb);
+      ck_assert_int_eq(pb.alias_of, -1);
+    }
+    built_free(&off);
+
+    built_t b = build(m, (ar_lifetimes_t)conv, true, NULL);
+    for (int32_t t = 0; t < nt; t++) {
+      last_read[t] = producer[t] = -1;
+      reads[t] = 0;
+    }
+    for (int32_t k = 0; k < no; k++) {
+      if (b.folded[k]) continue;
+      const ar_operator_t *op = &sg->operators[k];
+      for (int32_t i = 0; i < op->n_inputs; i++)
+        if (op->inputs[i] >= 0) { last_read[op->inputs[i]] = k; reads[op->inputs[i]]++; }
+      for (int32_t o = 0; o < op->n_outputs; o++)
+        if (op->outputs[o] >= 0) producer[op->outputs[o]] = k;
+    }
+    /* alias group roots, in execution order */
+    for (int32_t t = 0; t < nt; t++) root[t] = t;
+    for (int32_t k = 0; k < no; k++) {
+      const ar_operator_t *op = &sg->operators[k];
+      for (int32_t o = 0; o < op->n_outputs; o++) {
+        int32_t t = op->outputs[o];
+        if (t >= 0 && b.tp[t].inplace_of >= 0) root[t] = root[b.tp[t].inplace_of];
+      }
+    }
+    for (int32_t t = 0; t < nt; t++) {
+      int32_t x = b.tp[t].inplace_of;
+      if (x < 0) continue;
+      int32_t k = producer[t];
+      ck_assert_int_ge(k, 0);
+      const ar_operator_t *op = &sg->operators[k];
+      ck_assert_int_eq(op->outputs[0], t);
+      bool is_input = false;
+      for (int32_t i = 0; i < op->n_inputs; i++) is_input = is_input || op->inputs[i] == x;
+      ck_assert(is_input);
+      ck_assert(!in_list(sg->outputs, sg->n_outputs, t));
+      ck_assert_int_eq(b.tp[x].home, AR_HOME_ARENA);
+      /* planner side: the output's buffer is an alias of the input's */
+      ar_plan_buffer_t pb;
+      ar_planner_buffer(b.p, b.tp[t].buffer, &pb);
+      ck_assert_int_eq(pb.alias_of, b.tp[x].buffer);
+      count_inplace_ops[op->op][conv]++;
+      if (op->op == AR_OP_RESHAPE) {
+        ck_assert_uint_eq(sg->tensors[x].bytes, sg->tensors[t].bytes);
+        if (conv == AR_LIFETIMES_TFLITE) ck_assert(!in_list(sg->inputs, sg->n_inputs, x));
+        continue;
+      }
+      if (conv == AR_LIFETIMES_TFLITE) {
+        ck_assert(op->op == AR_OP_ADD || op->op == AR_OP_MUL);
+        ck_assert_int_eq(reads[x], 1);       /* TFLite: this operator is its only consumer */
+        ck_assert_uint_gt(sg->tensors[x].bytes, 4);
+        ck_assert(!in_list(sg->inputs, sg->n_inputs, x));
+      } else {
+        ck_assert(op->op == AR_OP_ADD || op->op == AR_OP_MUL || op->op == AR_OP_PRELU ||
+                  op->op == AR_OP_RELU || op->op == AR_OP_RELU6 || op->op == AR_OP_LOGISTIC ||
+                  op->op == AR_OP_HARD_SWISH);
+      }
+      /* elementwise over the output's index: the input has the output's shape */
+      ck_assert_int_eq(sg->tensors[x].rank, sg->tensors[t].rank);
+      for (int32_t d = 0; d < sg->tensors[t].rank; d++)
+        ck_assert_int_eq(sg->tensors[x].dims[d], sg->tensors[t].dims[d]);
+      /* nobody reads the overwritten values later: no member of x's group that holds them (born
+       * before k) is read after k */
+      for (int32_t u = 0; u < nt; u++) {
+        if (root[u] != root[x] || u == t || producer[u] >= k) continue;
+        ck_assert_msg(last_read[u] <= k, "%s: operator %d writes tensor %d over %d, but tensor "
+                      "%d of the same bytes is read at %d", stem, k, t, x, u, last_read[u]);
+        ck_assert(!in_list(sg->outputs, sg->n_outputs, u));
+      }
+    }
+    built_free(&b);
+  }
+  free(last_read);
+  free(reads);
+  free(producer);
+  free(root);
+  ar_model_free(m);
+}
+END_TEST
+
+/* Run after test_inplace_rules has seen every model: every rule the models can exercise is
+ * exercised (so check_interp's in-place on/off identical-output test covers each of them). */
+START_TEST(test_inplace_rules_exercised) {
+  static const ar_op_t arenad_ops[] = {AR_OP_ADD, AR_OP_MUL, AR_OP_RESHAPE, AR_OP_RELU,
+                                       AR_OP_LOGISTIC, AR_OP_HARD_SWISH, AR_OP_PRELU};
+  for (size_t i = 0; i < sizeof arenad_ops / sizeof arenad_ops[0]; i++)
+    ck_assert_msg(count_inplace_ops[arenad_ops[i]][AR_LIFETIMES_ARENAD] > 0, "%s never in-place",
+                  ar_op_name(arenad_ops[i]));
+  ck_assert_int_gt(count_inplace_ops[AR_OP_ADD][AR_LIFETIMES_TFLITE], 0);
+  ck_assert_int_gt(count_inplace_ops[AR_OP_RESHAPE][AR_LIFETIMES_TFLITE], 0);
+  ck_assert_int_eq(count_inplace_ops[AR_OP_RELU][AR_LIFETIMES_TFLITE], 0);
+  ck_assert_int_eq(count_inplace_ops[AR_OP_PRELU][AR_LIFETIMES_TFLITE], 0);
+}
+END_TEST
+
+/* The figures the issue asks for, and the regression pins. */
+START_TEST(test_plan_figures) {
+  const model_pin_t *pin = &pins[_i];
+  ar_model_t *m = load(pin->stem);
+  ar_plan_figures_t f, g;
+
+  built_t t = build(m, AR_LIFETIMES_TFLITE, true, NULL);
+  /* TFLite's own rule on TFLite's lifetimes gives TFLite's arena, to the byte */
+  plan_verified(t.p, AR_STRATEGY_GREEDY_BY_SIZE, &g);
+  ck_assert_uint_eq(g.tensor_arena_bytes, pin->tflite_arena);
+  plan_verified(t.p, AR_STRATEGY_BEST, &f);
+  ck_assert_uint_eq(f.tensor_lower_bound_bytes, pin->tflite_bound);
+  ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
+  ck_assert_uint_le(f.tensor_arena_bytes, pin->tflite_arena);
+  uint64_t tflite_best = f.tensor_arena_bytes;
+  built_free(&t);
+
+  built_t a = build(m, AR_LIFETIMES_ARENAD, true, NULL);
+  plan_verified(a.p, AR_STRATEGY_BEST, &f);
+  ck_assert_uint_eq(f.tensor_lower_bound_bytes, pin->arenad_bound);
+  ck_assert_uint_le(f.tensor_arena_bytes, pin->arenad_bound);
+  ck_assert_uint_le(f.tensor_arena_bytes, tflite_best);
+  for (int s = 0; s < 3; s++) {
+    plan_verified(a.p, (ar_strategy_t)s, &g);
+    ck_assert_uint_ge(g.arena_bytes, f.arena_bytes);
+  }
+  built_free(&a);
+  printf("plan %-34s tflite %8llu (TFLite %8llu)  arenad %8llu  (bytes, best = bound)\n", pin->stem,
+         (unsigned long long)tflite_best, (unsigned long long)pin->tflite_arena,
+         (unsigned long long)pin->arenad_bound);
+  ar_model_free(m);
+}
+END_TEST
+
+/* With the interpreter's scratch sizes (kernel prepare), scratch fits around the tensors: the
+ * whole activation arena still stays at its bound, and the tensors alone at theirs. */
+START_TEST(test_plan_with_scratch) {
+  const model_pin_t *pin = &pins[_i];
+  ar_model_t *m = load(pin->stem);
+  for (int conv = 0; conv < 2; conv++) {
+    ar_interp_options_t opt;
+    ar_interp_options_default(&opt);
+    opt.lifetimes = (ar_lifetimes_t)conv;
+    ar_interp_t *in = NULL;
+    char msg[AR_MSG_BYTES];
+    ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s: %s", pin->stem, msg);
+    const ar_planner_t *p = ar_interp_planner(in);
+    ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
+    ar_plan_figures_t f;
+    ar_planner_figures(p, &f);
+    ck_assert_uint_eq(f.tensor_lower_bound_bytes,
+                      conv == AR_LIFETIMES_TFLITE ? pin->tflite_bound : pin->arenad_bound);
+    ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
+    ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
+    ar_interp_free(in);
+  }
+  ar_model_free(m);
+}
+END_TEST
+
+/* In-place on and off give bit-identical outputs for each convention (pseudo-random input). */
+START_TEST(test_inplace_identical_outputs) {
+  const char *stem = pins[_i].stem;
+  ar_model_t *m = load(stem);
+  float *ref[8] = {0};
+  uint64_t ref_bytes[8] = {0};
+  for (int conv = 0; conv < 2; conv++) {
+    for (int ip = 1; ip >= 0; ip--) {
+      ar_interp_options_t opt;
+      ar_interp_options_default(&opt);
+      opt.lifetimes = (ar_lifetimes_t)conv;
+      opt.inplace = ip;
+      ar_interp_t *in = NULL;
+      char msg[AR_MSG_BYTES];
+      ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+      ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+      uint64_t s = 0x2545F4914F6CDD1Dull;
+      for (int32_t i = 0; i < ar_interp_n_inputs(in); i++) {
+        ar_tview_t *v = ar_interp_input(in, i);
+        float *d = v->data;
+        for (uint64_t e = 0; e < v->bytes / 4; e++) {
+          s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+          d[e] = (float)((s >> 40) & 0xFFFF) / 32768.0f - 1.0f;
+        }
+      }
+      ck_assert_int_eq(ar_interp_invoke(in), 0);
+      int32_t no = ar_interp_n_outputs(in);
+      ck_assert_int_le(no, 8);
+      for (int32_t j = 0; j < no; j++) {
+        const ar_tview_t *v = ar_interp_output(in, j);
+        if (ref[j] == NULL) {
+          ref[j] = malloc(v->bytes);
+          memcpy(ref[j], v->data, v->bytes);
+          ref_bytes[j] = v->bytes;
+        } else {
+          ck_assert_uint_eq(v->bytes, ref_bytes[j]);
+          ck_assert_msg(memcmp(v->data, ref[j], v->bytes) == 0,
+                        "%s: output %d differs (lifetimes %s, in-place %d)", stem, j,
+                        ar_lifetimes_name(opt.lifetimes), ip);
+        }
+      }
+      ar_interp_free(in);
+    }
+  }
+  for (int j = 0; j < 8; j++) free(ref[j]);
+  ar_model_free(m);
+}
+END_TEST
+
+static Suite *lifetimes_suite(void) {
+  Suite *s = suite_create("lifetimes");
+  TCase *tc = tcase_create("models");
+  tcase_add_test(tc, test_names);
+  tcase_add_loop_test(tc, test_lifetimes_real_model, 0, 11);
+  tcase_add_test(tc, test_sparse_chain_folded);
+  tcase_add_loop_test(tc, test_inplace_rules, 0, 11);
+  tcase_add_test(tc, test_inplace_rules_exercised);
+  tcase_add_loop_test(tc, test_plan_figures, 0, 11);
+  tcase_add_loop_test(tc, test_plan_with_scratch, 0, 11);
+  tcase_add_loop_test(tc, test_inplace_identical_outputs, 0, 11);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  if ((int)(sizeof pins / sizeof pins[0]) != ar_test_n_models) return EXIT_FAILURE;
+  for (int i = 0; i < ar_test_n_models; i++)
+    if (strcmp(pins[i].stem, ar_test_models[i]) != 0) return EXIT_FAILURE;
+  SRunner *sr = srunner_create(lifetimes_suite());
+  /* test_inplace_rules_exercised reads counts gathered by the earlier tests: one process */
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
