@@ -11,3 +11,16 @@ arenad_CFLAGS = $(AM_CFLAGS) $(LIBUV_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLA
 arenad_LDADD = libarproto.la $(AR_CORE_LIBS) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(SYSTEMD_LIBS)
 # The generated protocol header must exist before any daemon object is compiled.
 $(arenad_OBJECTS): proto/arenad.pb-c.h
+
+# Tests: the protocol and pool (check_protocol), the daemon with real models (check_daemon).
+# Both start their own arenad ($AR_BUILDDIR/arenad) on a temp socket.
+check_PROGRAMS += tests/check_protocol tests/check_daemon
+TESTS += tests/check_protocol tests/check_daemon
+EXTRA_DIST += tests/ar_test_daemon.h
+tests_check_protocol_SOURCES = tests/check_protocol.c tests/ar_test_daemon.h daemon/ar_pool.c daemon/ar_pool.h
+tests_check_protocol_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_protocol_LDADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
+tests_check_daemon_SOURCES = tests/check_daemon.c tests/ar_test_daemon.h
+tests_check_daemon_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_daemon_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_protocol_OBJECTS) $(tests_check_daemon_OBJECTS): proto/arenad.pb-c.h

@@ -1,0 +1,620 @@
+/* check_daemon.c - arenad end to end with the real MediaPipe models: each test starts its own
+ * daemon on a temp socket and talks to it through libarenaclient (and raw frames where the
+ * client library would refuse to send something malformed).
+ *
+ *   - palm_detection_lite + hand_landmark_lite in one share group: outputs equal the goldens,
+ *     stats show one pool, both models, disjoint regions except the shared activation region,
+ *     which is sized to the larger model's arena;
+ *   - 16 concurrent clients x 200 invokes across 3 models on both golden cases: every reply
+ *     equals the golden of its own input, no error, no heap allocation inside invoke;
+ *   - bad requests (unknown model, input count, dtype, shape, byte size, negative dims,
+ *     malformed model file, a load that does not fit, unload during a stream of invokes):
+ *     each gets an error response and a following Ping succeeds;
+ *   - two loads of one file share the mapping; GetPlan returns the budget table.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "clients/ar_client.h"
+#include "common/ar_util.h"
+#include "common/ar_error.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
+
+/* ---- goldens ------------------------------------------------------------------------------- */
+
+typedef struct golden {
+  const char *stem;
+  const char *cas;
+  float *input;
+  size_t input_bytes;
+  int n_outputs;
+  float *outputs[8];
+  size_t output_bytes[8];
+} golden_t;
+
+static void golden_load(golden_t *g, const char *stem, const char *cas) {
+  memset(g, 0, sizeof(*g));
+  g->stem = stem;
+  g->cas = cas;
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s/%s/input_0.bin", ar_test_golden_dir(), stem, cas);
+  g->input = ar_test_read_file(path, &g->input_bytes);
+  ck_assert_msg(g->input != NULL, "cannot read %s", path);
+  for (int j = 0; j < 8; j++) {
+    snprintf(path, sizeof(path), "%s/%s/%s/output_%d.bin", ar_test_golden_dir(), stem, cas, j);
+    g->outputs[j] = ar_test_read_file(path, &g->output_bytes[j]);
+    if (g->outputs[j] == NULL) break;
+    g->n_outputs = j + 1;
+  }
+  ck_assert_int_gt(g->n_outputs, 0);
+}
+
+static void golden_free(golden_t *g) {
+  free(g->input);
+  for (int j = 0; j < g->n_outputs; j++) free(g->outputs[j]);
+}
+
+/* Number of output elements out of tolerance (0 = the reply equals the golden). */
+static size_t golden_check(const golden_t *g, const ar_client_result_t *res) {
+  if (res->n_outputs != g->n_outputs) return (size_t)-1;
+  size_t bad = 0;
+  for (int j = 0; j < g->n_outputs; j++) {
+    if (res->outputs[j].bytes != g->output_bytes[j]) return (size_t)-1;
+    bad += ar_test_golden_mismatches(res->outputs[j].data, g->outputs[j], g->output_bytes[j] / 4, NULL);
+  }
+  return bad;
+}
+
+static char *model_path(const char *stem) {
+  static __thread char buf[8][1024];
+  static __thread int k;
+  k = (k + 1) % 8;
+  return ar_test_model_path(buf[k], sizeof(buf[k]), stem);
+}
+
+/* ---- daemon and client helpers ------------------------------------------------------------- */
+
+static ar_test_daemon_t dmn;
+
+static void start(const char *pool) {
+  ck_assert_msg(ar_td_start(&dmn, pool, NULL) == 0, "arenad did not start (log %s)", dmn.log);
+}
+static void stop(void) { ck_assert_int_eq(ar_td_stop(&dmn), 0); }
+
+static ar_client_t *client(void) {
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_connect(dmn.socket, &c, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "connect: %s", msg);
+  return c;
+}
+
+static void load_ok(ar_client_t *c, const char *name, const char *stem, const char *group, ar_client_model_t *info) {
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_load(c, name, model_path(stem), group, NULL, info, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "load %s: %s", name, msg);
+}
+
+static void ping_ok(void) { ck_assert_msg(ar_td_ping(dmn.socket) == 0, "the daemon stopped answering Ping"); }
+
+static ar_client_tensor_t input_of(const ar_client_model_t *m, const golden_t *g) {
+  ar_client_tensor_t t = m->inputs[0];
+  t.data = g->input;
+  t.bytes = g->input_bytes;
+  return t;
+}
+
+static json_t *stats(ar_client_t *c) {
+  char *s = NULL, msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_stats_json(c, &s, msg, sizeof(msg)), 0);
+  json_error_t err;
+  json_t *j = json_loads(s, 0, &err);
+  free(s);
+  ck_assert_ptr_nonnull(j);
+  return j;
+}
+
+static json_t *stats_model(json_t *st, const char *name) {
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(st, "models"), i, m) {
+    if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0) return m;
+  }
+  return NULL;
+}
+
+static uint64_t ji(json_t *o, const char *k) { return (uint64_t)json_integer_value(json_object_get(o, k)); }
+
+/* ---- share group on the goldens ------------------------------------------------------------ */
+
+START_TEST(share_group_goldens_and_pool_layout) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t palm, hand;
+  load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
+  load_ok(c, "hand", "hand_landmark_lite", "hands", &hand);
+  golden_t gp, gh;
+  golden_load(&gp, "palm_detection_lite", "photo");
+  golden_load(&gh, "hand_landmark_lite", "photo");
+  char msg[AR_MSG_BYTES];
+  /* Twice each, interleaved: the shared activation region is reused by both models. */
+  for (int round = 0; round < 2; round++) {
+    ar_client_result_t r;
+    ar_client_tensor_t t = input_of(&palm, &gp);
+    ck_assert_msg(ar_client_invoke(c, "palm", &t, 1, &r, msg, sizeof(msg)) == 0, "%s", msg);
+    ck_assert_uint_eq(golden_check(&gp, &r), 0);
+    ar_client_result_free(&r);
+    t = input_of(&hand, &gh);
+    ck_assert_msg(ar_client_invoke(c, "hand", &t, 1, &r, msg, sizeof(msg)) == 0, "%s", msg);
+    ck_assert_uint_eq(golden_check(&gh, &r), 0);
+    ar_client_result_free(&r);
+  }
+
+  json_t *st = stats(c);
+  json_t *pool = json_object_get(st, "pool");
+  ck_assert_uint_eq(ji(pool, "bytes"), 64u << 20);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 2);
+  json_t *mp = stats_model(st, "palm"), *mh = stats_model(st, "hand");
+  ck_assert_ptr_nonnull(mp);
+  ck_assert_ptr_nonnull(mh);
+  /* One activation region for the group, sized to the larger arena. */
+  json_t *ap = json_object_get(mp, "activation_region"), *ah = json_object_get(mh, "activation_region");
+  ck_assert_uint_eq(ji(ap, "offset"), ji(ah, "offset"));
+  ck_assert_uint_eq(ji(ap, "bytes"), ji(ah, "bytes"));
+  uint64_t larger = AR_MAX(ji(mp, "arena_bytes"), ji(mh, "arena_bytes"));
+  ck_assert_uint_eq(ji(ap, "bytes"), (larger + 63) / 64 * 64);
+  ck_assert_uint_ne(ji(mp, "arena_bytes"), ji(mh, "arena_bytes"));
+  /* The pool's owned regions: two persistent + one activation, pairwise disjoint, and they are
+   * exactly the regions the models report. */
+  size_t i;
+  json_t *r;
+  int n_act = 0, n_pers = 0;
+  uint64_t used = 0, at = 0;
+  json_array_foreach(json_object_get(pool, "regions"), i, r) {
+    ck_assert_uint_eq(ji(r, "offset"), at);   /* sorted, tiling: hence disjoint */
+    at += ji(r, "bytes");
+    const char *kind = json_string_value(json_object_get(r, "kind"));
+    if (strcmp(kind, "activation") == 0) {
+      n_act++;
+      ck_assert_uint_eq(ji(r, "offset"), ji(ap, "offset"));
+      ck_assert_str_eq(json_string_value(json_object_get(r, "owner")), "group:hands");
+    }
+    if (strcmp(kind, "persistent") == 0) {
+      n_pers++;
+      const char *owner = json_string_value(json_object_get(r, "owner"));
+      json_t *pr = json_object_get(stats_model(st, owner), "persistent_region");
+      ck_assert_uint_eq(ji(r, "offset"), ji(pr, "offset"));
+    }
+    if (strcmp(kind, "free") != 0) used += ji(r, "bytes");
+  }
+  ck_assert_uint_eq(at, 64u << 20);
+  ck_assert_int_eq(n_act, 1);
+  ck_assert_int_eq(n_pers, 2);
+  ck_assert_uint_eq(used, ji(pool, "used_bytes"));
+  ck_assert_uint_eq(ji(mp, "invokes"), 2);
+  ck_assert_uint_eq(ji(mh, "invokes"), 2);
+  json_t *g0 = json_array_get(json_object_get(st, "groups"), 0);
+  ck_assert_uint_eq(ji(g0, "saved_bytes"), (AR_MIN(ji(mp, "arena_bytes"), ji(mh, "arena_bytes")) + 63) / 64 * 64);
+  json_decref(st);
+
+  /* GetPlan: the budget table of the loaded model. */
+  char *plan = NULL;
+  ck_assert_int_eq(ar_client_plan_json(c, "hand", &plan, msg, sizeof(msg)), 0);
+  json_error_t err;
+  json_t *pj = json_loads(plan, 0, &err);
+  ck_assert_ptr_nonnull(pj);
+  ck_assert_uint_eq(ji(pj, "arena_bytes"), hand.arena_bytes);
+  ck_assert_uint_gt(json_array_size(json_object_get(pj, "buffers")), 10);
+  json_decref(pj);
+  free(plan);
+
+  golden_free(&gp);
+  golden_free(&gh);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+START_TEST(same_file_twice_shares_mapping) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t a, b;
+  load_ok(c, "face_a", "face_detection_short_range", "", &a);
+  load_ok(c, "face_b", "face_detection_short_range", "", &b);
+  ck_assert_str_eq(a.sha256, b.sha256);
+  ck_assert_uint_ne(a.activation_offset, b.activation_offset);   /* no group: separate regions */
+  json_t *st = stats(c);
+  ck_assert_uint_eq(ji(stats_model(st, "face_a"), "mapping_refs"), 2);
+  json_decref(st);
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_unload(c, "face_a", msg, sizeof(msg)), 0);
+  st = stats(c);
+  ck_assert_uint_eq(ji(stats_model(st, "face_b"), "mapping_refs"), 1);
+  json_decref(st);
+  /* Unloading everything returns the pool to one free block. */
+  ck_assert_int_eq(ar_client_unload(c, "face_b", msg, sizeof(msg)), 0);
+  st = stats(c);
+  ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(st, "pool"), "regions")), 1);
+  json_decref(st);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* ---- 16 clients x 200 invokes ------------------------------------------------------------- */
+
+#define N_CLIENTS 16
+#define N_INVOKES 200
+
+static const char *const conc_models[3] = {"palm", "hand", "face"};
+static golden_t conc_golden[3][2];   /* [model][photo, random] */
+static ar_client_model_t conc_info[3];
+
+typedef struct {
+  int id;
+  int ok, bad, errors;
+  char first_error[AR_MSG_BYTES];
+} worker_t;
+
+static void *conc_worker(void *arg) {
+  worker_t *w = arg;
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  if (ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) != 0) {
+    w->errors = N_INVOKES;
+    snprintf(w->first_error, sizeof(w->first_error), "%s", msg);
+    return NULL;
+  }
+  for (int i = 0; i < N_INVOKES; i++) {
+    int m = (w->id + i) % 3;
+    int cas = (w->id + i / 3) % 2;   /* each client alternates photo / random inputs */
+    const golden_t *g = &conc_golden[m][cas];
+    ar_client_tensor_t t = input_of(&conc_info[m], g);
+    ar_client_result_t r;
+    int rc = ar_client_invoke(c, conc_models[m], &t, 1, &r, msg, sizeof(msg));
+    if (rc != 0) {
+      if (w->errors++ == 0) snprintf(w->first_error, sizeof(w->first_error), "%s", msg);
+      continue;
+    }
+    if (golden_check(g, &r) == 0) w->ok++;
+    else w->bad++;
+    ar_client_result_free(&r);
+  }
+  ar_client_close(c);
+  return NULL;
+}
+
+START_TEST(concurrent_clients_match_goldens) {
+  start("64M");
+  ar_client_t *c = client();
+  load_ok(c, "palm", "palm_detection_lite", "hands", &conc_info[0]);
+  load_ok(c, "hand", "hand_landmark_lite", "hands", &conc_info[1]);
+  load_ok(c, "face", "face_detection_short_range", "", &conc_info[2]);
+  const char *stems[3] = {"palm_detection_lite", "hand_landmark_lite", "face_detection_short_range"};
+  for (int m = 0; m < 3; m++) {
+    golden_load(&conc_golden[m][0], stems[m], "photo");
+    golden_load(&conc_golden[m][1], stems[m], "random");
+  }
+  pthread_t th[N_CLIENTS];
+  worker_t w[N_CLIENTS];
+  for (int i = 0; i < N_CLIENTS; i++) {
+    memset(&w[i], 0, sizeof(w[i]));
+    w[i].id = i;
+    ck_assert_int_eq(pthread_create(&th[i], NULL, conc_worker, &w[i]), 0);
+  }
+  int ok = 0;
+  for (int i = 0; i < N_CLIENTS; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_msg(w[i].errors == 0, "client %d: %d errors, first: %s", i, w[i].errors, w[i].first_error);
+    ck_assert_msg(w[i].bad == 0, "client %d: %d replies differ from their golden", i, w[i].bad);
+    ok += w[i].ok;
+  }
+  ck_assert_int_eq(ok, N_CLIENTS * N_INVOKES);
+  json_t *st = stats(c);
+  uint64_t invokes = 0;
+  for (int m = 0; m < 3; m++) {
+    json_t *jm = stats_model(st, conc_models[m]);
+    invokes += ji(jm, "invokes");
+    ck_assert_uint_eq(ji(jm, "errors"), 0);
+    /* Invoke never allocates: counted per worker thread around ar_interp_invoke. */
+    ck_assert_int_eq(json_integer_value(json_object_get(jm, "heap_allocs_in_invoke")), 0);
+    json_t *lat = json_object_get(jm, "latency_us");
+    ck_assert_uint_le(ji(lat, "p50"), ji(lat, "p99"));
+    ck_assert_uint_le(ji(lat, "p99"), ji(lat, "max"));
+    ck_assert_uint_gt(ji(lat, "p50"), 0);
+  }
+  ck_assert_uint_eq(invokes, N_CLIENTS * N_INVOKES);
+  json_decref(st);
+  for (int m = 0; m < 3; m++) {
+    golden_free(&conc_golden[m][0]);
+    golden_free(&conc_golden[m][1]);
+  }
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* ---- bad requests -------------------------------------------------------------------------- */
+
+/* Invoke `model` with a hand-made tensor through the client library; expect error `code`. */
+static void invoke_expect(ar_client_t *c, const char *model, const ar_client_tensor_t *t, size_t n, int code,
+                          const char *needle) {
+  ar_client_result_t r;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_invoke(c, model, t, n, &r, msg, sizeof(msg));
+  ck_assert_msg(rc == code, "expected %d, got %d (%s)", code, rc, msg);
+  ck_assert_msg(strstr(msg, needle) != NULL, "message '%s' lacks '%s'", msg, needle);
+  ping_ok();
+}
+
+START_TEST(bad_invoke_inputs) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t face;
+  load_ok(c, "face", "face_detection_short_range", "", &face);
+  golden_t g;
+  golden_load(&g, "face_detection_short_range", "photo");
+  ar_client_tensor_t good = input_of(&face, &g);
+  ar_client_tensor_t t[2] = {good, good};
+
+  invoke_expect(c, "nosuch", t, 1, AR_ENOENT, "no model named 'nosuch'");
+  invoke_expect(c, "face", t, 0, AR_ESHAPE, "takes 1 input(s), the request has 0");
+  invoke_expect(c, "face", t, 2, AR_ESHAPE, "takes 1 input(s), the request has 2");
+  t[0] = good;
+  t[0].dtype = 9;   /* INT8 */
+  invoke_expect(c, "face", t, 1, AR_ESHAPE, "dtype INT8");
+  t[0] = good;
+  t[0].dims[1] = 64;
+  invoke_expect(c, "face", t, 1, AR_ESHAPE, "shape [1,64,128,3] does not match the model's [1,128,128,3]");
+  t[0] = good;
+  t[0].rank = 3;
+  invoke_expect(c, "face", t, 1, AR_ESHAPE, "does not match");
+  t[0] = good;
+  t[0].bytes = good.bytes - 4;
+  invoke_expect(c, "face", t, 1, AR_ESHAPE, "196604 data bytes");
+  t[0] = good;
+  t[0].dims[2] = -128;
+  invoke_expect(c, "face", t, 1, AR_ESHAPE, "dim 2 is -128 (negative)");
+
+  /* The model still works and counted the rejected requests as errors, not invokes. */
+  ar_client_result_t r;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_invoke(c, "face", &good, 1, &r, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  json_t *st = stats(c);
+  ck_assert_uint_eq(ji(stats_model(st, "face"), "invokes"), 1);
+  ck_assert_uint_eq(ji(stats_model(st, "face"), "errors"), 7);   /* the 7 rejected inputs above */
+  json_decref(st);
+  golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+START_TEST(load_malformed_model_files) {
+  start("64M");
+  ar_client_t *c = client();
+  char msg[AR_MSG_BYTES], path[512];
+  /* Garbage bytes. */
+  snprintf(path, sizeof(path), "%s/garbage.tflite", dmn.dir);
+  FILE *f = fopen(path, "wb");
+  for (int i = 0; i < 4096; i++) fputc((i * 7919) & 0xff, f);
+  fclose(f);
+  int rc = ar_client_load(c, "g", path, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_EMODEL, "garbage: %d %s", rc, msg);
+  ck_assert_ptr_nonnull(strstr(msg, "garbage.tflite"));
+  ping_ok();
+  /* A real model cut in half. */
+  size_t n = 0;
+  void *bytes = ar_test_read_file(model_path("face_detection_short_range"), &n);
+  ck_assert_ptr_nonnull(bytes);
+  snprintf(path, sizeof(path), "%s/half.tflite", dmn.dir);
+  f = fopen(path, "wb");
+  fwrite(bytes, 1, n / 2, f);
+  fclose(f);
+  free(bytes);
+  rc = ar_client_load(c, "h", path, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_EMODEL, "truncated: %d %s", rc, msg);
+  ping_ok();
+  /* Empty file, directory, missing file. */
+  snprintf(path, sizeof(path), "%s/empty.tflite", dmn.dir);
+  fclose(fopen(path, "wb"));
+  rc = ar_client_load(c, "e", path, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc < 0, "empty file loaded");
+  ping_ok();
+  rc = ar_client_load(c, "d", dmn.dir, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc < 0, "directory loaded");
+  ping_ok();
+  rc = ar_client_load(c, "m", "/nonexistent/x.tflite", NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_int_eq(rc, AR_ENOENT);
+  /* Nothing of the failed loads is left in the pool. */
+  json_t *st = stats(c);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);
+  ck_assert_uint_eq(ji(json_object_get(st, "pool"), "used_bytes"), 0);
+  json_decref(st);
+  unlink(dmn.dir[0] ? path : "");
+  snprintf(path, sizeof(path), "%s/garbage.tflite", dmn.dir);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/half.tflite", dmn.dir);
+  unlink(path);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+START_TEST(load_that_does_not_fit) {
+  start("12M");
+  ar_client_t *c = client();
+  ar_client_model_t hand;
+  load_ok(c, "hand", "hand_landmark_lite", "", &hand);
+  json_t *before = stats(c);
+  char *before_pool = json_dumps(json_object_get(before, "pool"), JSON_SORT_KEYS);
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_load(c, "palm", model_path("palm_detection_lite"), NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_ENOSPC, "expected ENOSPC, got %d: %s", rc, msg);
+  ck_assert_ptr_nonnull(strstr(msg, "load of 'palm' needs"));
+  ck_assert_ptr_nonnull(strstr(msg, "largest free block is"));
+  ping_ok();
+  /* Nothing already loaded was disturbed: same pool map, and the model still answers. */
+  json_t *after = stats(c);
+  char *after_pool = json_dumps(json_object_get(after, "pool"), JSON_SORT_KEYS);
+  ck_assert_str_eq(before_pool, after_pool);
+  ck_assert_uint_eq(json_array_size(json_object_get(after, "models")), 1);
+  free(before_pool);
+  free(after_pool);
+  json_decref(before);
+  json_decref(after);
+  golden_t g;
+  golden_load(&g, "hand_landmark_lite", "photo");
+  ar_client_tensor_t t = input_of(&hand, &g);
+  ar_client_result_t r;
+  ck_assert_int_eq(ar_client_invoke(c, "hand", &t, 1, &r, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  golden_free(&g);
+  /* The name is free again after the failed load. */
+  ck_assert_int_eq(ar_client_unload(c, "hand", msg, sizeof(msg)), 0);
+  load_ok(c, "palm", "palm_detection_lite", "", NULL);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+typedef struct {
+  golden_t *g;
+  ar_client_model_t *info;
+  int ok, gone, other;
+  volatile int stop;
+} streamer_t;
+
+static void *stream_invokes(void *arg) {
+  streamer_t *s = arg;
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  if (ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) != 0) return NULL;
+  ar_client_tensor_t t = input_of(s->info, s->g);
+  /* Invoke until the model is gone; every success must be a correct result. */
+  for (int i = 0; i < 100000; i++) {
+    ar_client_result_t r;
+    int rc = ar_client_invoke(c, "face", &t, 1, &r, msg, sizeof(msg));
+    if (rc == 0) {
+      if (golden_check(s->g, &r) == 0) s->ok++;
+      else s->other++;
+      ar_client_result_free(&r);
+    } else if (rc == AR_ENOENT) {
+      s->gone++;
+      break;
+    } else {
+      s->other++;
+      break;
+    }
+  }
+  ar_client_close(c);
+  return NULL;
+}
+
+START_TEST(unload_during_stream_of_invokes) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t face;
+  load_ok(c, "face", "face_detection_short_range", "", &face);
+  golden_t g;
+  golden_load(&g, "face_detection_short_range", "photo");
+  streamer_t s[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    memset(&s[i], 0, sizeof(s[i]));
+    s[i].g = &g;
+    s[i].info = &face;
+    pthread_create(&th[i], NULL, stream_invokes, &s[i]);
+  }
+  /* Let the stream run until each client had a few answers (progress, not time). */
+  for (;;) {
+    json_t *st = stats(c);
+    uint64_t n = ji(stats_model(st, "face"), "invokes");
+    json_decref(st);
+    if (n >= 20) break;
+  }
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_unload(c, "face", msg, sizeof(msg)) == 0, "unload: %s", msg);
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_int_eq(s[i].other, 0);
+    ck_assert_int_eq(s[i].gone, 1);
+  }
+  ping_ok();
+  json_t *st = stats(c);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);
+  ck_assert_uint_eq(ji(json_object_get(st, "pool"), "used_bytes"), 0);
+  json_decref(st);
+  /* Unload of a model that is not there. */
+  ck_assert_int_eq(ar_client_unload(c, "face", msg, sizeof(msg)), AR_ENOENT);
+  golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+START_TEST(group_region_grows_when_a_larger_member_joins) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t palm, hand;
+  /* palm's arena is the smaller one: hand's join moves palm into a new, larger region. */
+  load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
+  load_ok(c, "hand", "hand_landmark_lite", "hands", &hand);
+  ck_assert_uint_lt(palm.arena_bytes, hand.arena_bytes);
+  ck_assert_uint_eq(hand.activation_bytes, (hand.arena_bytes + 63) / 64 * 64);
+  golden_t g;
+  golden_load(&g, "palm_detection_lite", "random");
+  ar_client_tensor_t t = input_of(&palm, &g);
+  ar_client_result_t r;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_invoke(c, "palm", &t, 1, &r, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  /* The old, smaller region was returned to the pool: exactly one activation region remains. */
+  json_t *st = stats(c);
+  size_t i;
+  json_t *reg;
+  int n_act = 0;
+  json_array_foreach(json_object_get(json_object_get(st, "pool"), "regions"), i, reg) {
+    if (strcmp(json_string_value(json_object_get(reg, "kind")), "activation") == 0) n_act++;
+  }
+  ck_assert_int_eq(n_act, 1);
+  json_decref(st);
+  golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+static Suite *daemon_suite(void) {
+  Suite *s = suite_create("daemon");
+  TCase *tc = tcase_create("models");
+  tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, share_group_goldens_and_pool_layout);
+  tcase_add_test(tc, same_file_twice_shares_mapping);
+  tcase_add_test(tc, group_region_grows_when_a_larger_member_joins);
+  tcase_add_test(tc, bad_invoke_inputs);
+  tcase_add_test(tc, load_malformed_model_files);
+  tcase_add_test(tc, load_that_does_not_fit);
+  tcase_add_test(tc, unload_during_stream_of_invokes);
+  tcase_add_test(tc, concurrent_clients_match_goldens);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(daemon_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
