@@ -1,1 +1,22 @@
 # bench: rules for this layer (see top Makefile.am).
+# bench/invoke (owner: interpreter work): arenad vs LiteRT per model; bench/invoke.sh runs it
+# with the LiteRT reference runner set up from ../shared/ref.
+noinst_PROGRAMS += bench/invoke
+bench_invoke_SOURCES = bench/invoke.c
+bench_invoke_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_invoke_LDADD = $(AR_CORE_LIBS)
+EXTRA_DIST += bench/invoke.sh
+# bench/planner (owner: memory-planner work): every strategy's arena, the bound and planning time
+# per real model and on generated 500/2000/5000-operator graphs.
+noinst_PROGRAMS += bench/planner
+bench_planner_SOURCES = bench/planner.c
+bench_planner_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_planner_LDADD = $(AR_CORE_LIBS)
+
+# bench/ipc (owner: daemon work): Ping round trips/s (1 and 8 clients), Invoke over the socket vs
+# in process (face_detection_short_range). Starts its own arenad unless --socket is given.
+noinst_PROGRAMS += bench/ipc
+bench_ipc_SOURCES = bench/ipc.c
+bench_ipc_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_ipc_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS)
+$(bench_ipc_OBJECTS): proto/arenad.pb-c.h
