@@ -23,9 +23,11 @@
 #include "common/ar_error.h"
 #include "common/ar_util.h"
 
-/* BEST's local search stops after this many buffer placements (about 0.2 ms on a 300-buffer
- * model; large graphs get few rounds, they usually reach the bound before it). */
-#define AR_PLAN_SEARCH_PLACEMENTS 24000
+/* BEST's work budget, in conflicts examined plus lifetime steps registered while packing (a
+ * deterministic measure of time). TFLite's candidate always runs; the other orderings and the
+ * local search stop when the budget is spent. The 11 MediaPipe models need at most ~70k (about
+ * 0.2 ms) to reach their bound; a 5000-operator graph spends it in ~3 ms. */
+#define AR_PLAN_BEST_WORK 240000
 
 /* Sizes above this are refused so that offset + size + alignment never wraps. */
 #define AR_PLAN_MAX_BYTES (UINT64_C(1) << 60)
@@ -286,7 +288,7 @@ static void ws_free(ws_t *w) {
 /* Pack items in `order` with `fit`; offsets into w->off. Returns the arena end; *tensor_end gets
  * the end restricted to non-scratch items. */
 static uint64_t pack(ws_t *w, const int32_t *order, fit_rule_t fit, uint64_t align,
-                     uint64_t *tensor_end) {
+                     uint64_t *tensor_end, int64_t *work) {
   memset(w->live_cnt, 0, (size_t)w->T * sizeof *w->live_cnt);
   memset(w->start_cnt, 0, (size_t)w->T * sizeof *w->start_cnt);
   uint64_t top = 0, ttop = 0;
@@ -308,6 +310,7 @@ static uint64_t pack(ws_t *w, const int32_t *order, fit_rule_t fit, uint64_t ali
       }
     }
     span_sort(w->conf, k);
+    *work += 1 + k + (x->last - x->first);
     uint64_t size = x->size, cur = 0, best = UINT64_MAX, best_fit = UINT64_MAX;
     for (int j = 0; j < k; j++) {
       const span_t *s = &w->conf[j];
@@ -615,11 +618,13 @@ int ar_planner_plan(ar_planner_t *p, ar_strategy_t strategy) {
     best_ttop = ttop;
   } else if (strategy == AR_STRATEGY_FIRST_FIT) {
     make_order(&w, ORD_BIRTH, false);
-    uint64_t ttop, top = pack(&w, w.order, FIT_FIRST, align, &ttop);
+    int64_t work = 0;
+    uint64_t ttop, top = pack(&w, w.order, FIT_FIRST, align, &ttop, &work);
     keep_if_better(&w, top, ttop, &best_top, &best_ttop);
   } else if (strategy == AR_STRATEGY_GREEDY_BY_SIZE) {
     make_order(&w, ORD_TFLITE, false);
-    uint64_t ttop, top = pack(&w, w.order, FIT_TFLITE, align, &ttop);
+    int64_t work = 0;
+    uint64_t ttop, top = pack(&w, w.order, FIT_TFLITE, align, &ttop, &work);
     keep_if_better(&w, top, ttop, &best_top, &best_ttop);
   } else {
     /* The no-reuse layout can beat a greedy one by a few bytes of alignment padding (the
@@ -643,11 +648,14 @@ int ar_planner_plan(ar_planner_t *p, ar_strategy_t strategy) {
     }
     cand_t win = {ORD_TFLITE, FIT_TFLITE, false};
     bool at_bound = false, linear_won = best_top != UINT64_MAX;
-    for (int tf = 0; tf < (any_scratch ? 2 : 1) && !at_bound; tf++) {
-      for (size_t oi = 0; oi < AR_ARRAY_LEN(ords) && !at_bound; oi++) {
+    /* Work (conflicts looked at + steps registered) is the deterministic stand-in for time: the
+     * first candidate always runs, the others and the search only within the budget. */
+    int64_t work = 0;
+    for (int tf = 0; tf < (any_scratch ? 2 : 1) && !at_bound && work < AR_PLAN_BEST_WORK; tf++) {
+      for (size_t oi = 0; oi < AR_ARRAY_LEN(ords) && !at_bound && work < AR_PLAN_BEST_WORK; oi++) {
         make_order(&w, ords[oi], tf == 1);
-        for (int fit = 0; fit < 2 && !at_bound; fit++) {
-          uint64_t ttop, top = pack(&w, w.order, (fit_rule_t)fit, align, &ttop);
+        for (int fit = 0; fit < 2 && !at_bound && work < AR_PLAN_BEST_WORK; fit++) {
+          uint64_t ttop, top = pack(&w, w.order, (fit_rule_t)fit, align, &ttop, &work);
           if (keep_if_better(&w, top, ttop, &best_top, &best_ttop)) {
             linear_won = false;
             win = (cand_t){ords[oi], (fit_rule_t)fit, tf == 1};
@@ -659,9 +667,10 @@ int ar_planner_plan(ar_planner_t *p, ar_strategy_t strategy) {
     }
     chosen = linear_won ? "linear" : cand_names[win.ord][win.fit][win.tensors_first][0];
     /* Not at the bound: a few rounds of moving the items at the top to the front. */
-    for (int round = 0; round < 8 && !at_bound && !linear_won; round++) {
+    for (int round = 0; round < 8 && !at_bound && !linear_won && work < AR_PLAN_BEST_WORK;
+         round++) {
       if (!promote_peak(&w, win_order, best_top)) break;
-      uint64_t ttop, top = pack(&w, w.order2, win.fit, align, &ttop);
+      uint64_t ttop, top = pack(&w, w.order2, win.fit, align, &ttop, &work);
       if (!keep_if_better(&w, top, ttop, &best_top, &best_ttop)) break;
       memcpy(win_order, w.order2, (size_t)w.n * sizeof *win_order);
       chosen = cand_names[win.ord][win.fit][win.tensors_first][1];
@@ -671,10 +680,8 @@ int ar_planner_plan(ar_planner_t *p, ar_strategy_t strategy) {
      * earlier, pseudo-random place in the order and repack; keep the move if the arena does
      * not grow (equal moves let the search walk across plateaus). The generator is seeded by
      * a constant, so the plan stays deterministic. */
-    int64_t budget = AR_PLAN_SEARCH_PLACEMENTS;
     uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
-    while (!at_bound && !linear_won && w.n > 1 && budget >= w.n) {
-      budget -= w.n;
+    while (!at_bound && !linear_won && w.n > 1 && work < AR_PLAN_BEST_WORK) {
       int n_top = 0;
       for (int i = 0; i < w.n; i++)
         if (i > 0 && w.best_off[win_order[i]] + w.it[win_order[i]].size == best_top) n_top++;
@@ -689,7 +696,7 @@ int ar_planner_plan(ar_planner_t *p, ar_strategy_t strategy) {
       w.order2[to] = win_order[pos];
       memcpy(w.order2 + to + 1, win_order + to, (size_t)(pos - to) * sizeof *win_order);
       memcpy(w.order2 + pos + 1, win_order + pos + 1, (size_t)(w.n - pos - 1) * sizeof *win_order);
-      uint64_t ttop, top = pack(&w, w.order2, win.fit, align, &ttop);
+      uint64_t ttop, top = pack(&w, w.order2, win.fit, align, &ttop, &work);
       if (top < best_top || (top == best_top && ttop <= best_ttop)) {
         if (top < best_top || ttop < best_ttop) chosen = cand_names[win.ord][win.fit][win.tensors_first][1];
         best_top = top;
