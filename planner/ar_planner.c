@@ -14,6 +14,9 @@
  * packed in a separate area, in order, never reused. Everything is deterministic: every sort
  * ends its key with the buffer index.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"   /* AR_DEBUG_VERIFY (--enable-debug-verify) */
+#endif
 #include "planner/ar_planner.h"
 
 #include <stdio.h>

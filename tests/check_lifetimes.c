@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "interp/ar_budget.h"
 #include "interp/ar_interp.h"
 #include "interp/ar_lifetimes.h"
 #include "loader/ar_model.h"
@@ -427,6 +428,64 @@ START_TEST(test_inplace_identical_outputs) {
 }
 END_TEST
 
+/* The budget table: JSON keys of ar_budget.h with the plan's values, text and SVG written. */
+START_TEST(test_budget_table) {
+  ar_model_t *m = load("face_detection_short_range");
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.lifetimes = AR_LIFETIMES_TFLITE;
+  ar_interp_t *in = NULL;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+  json_t *j = ar_budget_json(in);
+  ck_assert_ptr_nonnull(j);
+  static const char *const keys[] = {"arena_bytes", "tensor_arena_bytes", "lower_bound_bytes",
+                                     "naive_bytes", "persistent_bytes", "scratch_bytes",
+                                     "alignment", "strategy", "lifetimes", "ratio_to_bound",
+                                     "operators", "buffers"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    ck_assert_msg(json_object_get(j, keys[i]) != NULL, "missing key %s", keys[i]);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "tensor_arena_bytes")), 1507328);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "lower_bound_bytes")),
+                   json_integer_value(json_object_get(j, "arena_bytes")));
+  ck_assert_str_eq(json_string_value(json_object_get(j, "lifetimes")), "tflite");
+  ck_assert_str_eq(json_string_value(json_object_get(j, "strategy")), "best");
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "alignment")), 64);
+  json_t *bufs = json_object_get(j, "buffers");
+  ck_assert_int_eq((int)json_array_size(bufs), ar_planner_count(ar_interp_planner(in)));
+  static const char *const bkeys[] = {"tensor", "name", "class", "size", "offset", "first_use",
+                                      "last_use", "alias_of"};
+  int aliases = 0, scratch = 0;
+  for (size_t b = 0; b < json_array_size(bufs); b++) {
+    json_t *o = json_array_get(bufs, b);
+    for (size_t i = 0; i < sizeof bkeys / sizeof bkeys[0]; i++)
+      ck_assert_msg(json_object_get(o, bkeys[i]) != NULL, "buffer %zu: missing %s", b, bkeys[i]);
+    aliases += json_integer_value(json_object_get(o, "alias_of")) >= 0;
+    scratch += strcmp(json_string_value(json_object_get(o, "class")), "scratch") == 0;
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "offset")) % 64, 0);
+  }
+  ck_assert_int_gt(aliases, 0);
+  ck_assert_int_gt(scratch, 0);
+  json_decref(j);
+  char *text = NULL, *svg = NULL;
+  size_t tn = 0, sn = 0;
+  FILE *f = open_memstream(&text, &tn);
+  ck_assert_int_eq(ar_budget_print(f, in), 0);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(text, "lower bound 1507328"));
+  f = open_memstream(&svg, &sn);
+  ck_assert_int_eq(ar_budget_svg(f, in, "face_detection_short_range"), 0);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(svg, "<svg"));
+  ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
+  ck_assert_ptr_nonnull(strstr(svg, "lower bound"));
+  free(text);
+  free(svg);
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
+
 static Suite *lifetimes_suite(void) {
   Suite *s = suite_create("lifetimes");
   TCase *tc = tcase_create("models");
@@ -438,6 +497,7 @@ static Suite *lifetimes_suite(void) {
   tcase_add_loop_test(tc, test_plan_figures, 0, 11);
   tcase_add_loop_test(tc, test_plan_with_scratch, 0, 11);
   tcase_add_loop_test(tc, test_inplace_identical_outputs, 0, 11);
+  tcase_add_test(tc, test_budget_table);
   suite_add_tcase(s, tc);
   return s;
 }
