@@ -6,9 +6,10 @@
  *
  * Speed: in NHWC the channels of one pixel are contiguous, so the channel loop is innermost and
  * vectorizes. Output pixels whose taps all fall inside the input (the interior) run a loop with no
- * bounds checks that keeps 16 channel accumulators in registers across all taps; 3x3 and 5x5 with
- * stride 1 or 2 are specialised so the tap loops unroll. Border pixels (and M > 1) take a checked
- * path that skips the out-of-bounds taps (zero padding). The whole loop nest is compiled for the
+ * bounds checks that keeps 4 pixels x 8 channels of accumulators in registers across all taps; 3x3
+ * and 5x5 with stride 1 or 2 are specialised so the tap loops unroll. On the top/bottom border rows
+ * the same loop runs over the filter rows that fall inside the input. Left/right border pixels
+ * (and M > 1) take a checked path that skips the out-of-bounds taps (zero padding). The whole loop nest is compiled for the
  * baseline ISA and for AVX2+FMA and picked at run time.
  */
 #include "kernels/ar_kernel_impl.h"
@@ -248,24 +249,44 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
     for (int32_t oy = 0; oy < g->oh; oy++) {
       float *orow = out + (((size_t)b * g->oh + oy) * g->ow) * C;
       const int32_t iy0 = oy * g->sh - g->pt;
-      const bool rows_inside = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh < g->h;
-      if (!fast || !rows_inside) {
+      /* Filter rows [ky_lo, ky_hi) fall inside the input; on the top and bottom border rows the
+       * interior columns still run the vector loop, over those filter rows only. */
+      int32_t ky_lo = 0, ky_hi = g->kh;
+      while (ky_lo < g->kh && iy0 + ky_lo * g->dh < 0) ky_lo++;
+      while (ky_hi > ky_lo && iy0 + (ky_hi - 1) * g->dh >= g->h) ky_hi--;
+      if (!fast || ky_hi <= ky_lo) {
         for (int32_t ox = 0; ox < g->ow; ox++)
           dw_pixel_checked(g, in, wt, bias, orow + (size_t)ox * C, b, oy, ox);
       } else {
         for (int32_t ox = 0; ox < ox_lo; ox++)
           dw_pixel_checked(g, in, wt, bias, orow + (size_t)ox * C, b, oy, ox);
+        const int32_t iy = iy0 + ky_lo * g->dh;
         const float *ip0 =
-            in + (((size_t)b * g->h + iy0) * g->w + (size_t)(ox_lo * g->sw - g->pl)) * C;
+            in + (((size_t)b * g->h + iy) * g->w + (size_t)(ox_lo * g->sw - g->pl)) * C;
+        const float *w0 = wt + (size_t)ky_lo * g->kw * C;
+        const int32_t kh = ky_hi - ky_lo;
         float *o = orow + (size_t)ox_lo * C;
         const int32_t np = ox_hi - ox_lo;
+        const bool full = kh == g->kh;
         switch (spec) {
-        case 1: dw_interior(ip0, row_stride, wt, bias, o, np, C, 3, 3, 1, 1, 1); break;
-        case 2: dw_interior(ip0, row_stride, wt, bias, o, np, C, 3, 3, 2, 1, 1); break;
-        case 3: dw_interior(ip0, row_stride, wt, bias, o, np, C, 5, 5, 1, 1, 1); break;
-        case 4: dw_interior(ip0, row_stride, wt, bias, o, np, C, 5, 5, 2, 1, 1); break;
+        case 1:
+          if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 3, 3, 1, 1, 1);
+          else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 3, 1, 1, 1);
+          break;
+        case 2:
+          if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 3, 3, 2, 1, 1);
+          else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 3, 2, 1, 1);
+          break;
+        case 3:
+          if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 5, 5, 1, 1, 1);
+          else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 5, 1, 1, 1);
+          break;
+        case 4:
+          if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 5, 5, 2, 1, 1);
+          else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 5, 2, 1, 1);
+          break;
         default:
-          dw_interior(ip0, row_stride, wt, bias, o, np, C, g->kh, g->kw, g->sw, g->dh, g->dw);
+          dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, g->kw, g->sw, g->dh, g->dw);
           break;
         }
         for (int32_t ox = ox_hi; ox < g->ow; ox++)

@@ -14,6 +14,11 @@ TESTS += tests/check_kernels_conv
 tests_check_kernels_conv_SOURCES = tests/check_kernels_conv.c
 tests_check_kernels_conv_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_kernels_conv_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# bench/kernels: median time and GFLOP/s of the convolution-family kernels on model shapes.
+noinst_PROGRAMS += bench/kernels
+bench_kernels_SOURCES = bench/kernels.c
+bench_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_kernels_LDADD = libarkernels.la libarloader.la libarcommon.la $(OPENBLAS_LIBS) -lm
 # Everything except convolutions: elementwise, pools, resize, shape ops, MEAN, DEQUANTIZE/DENSIFY,
 # and the op -> kernel registry.
 libarkernels_la_SOURCES += kernels/ar_kernel_check.h kernels/registry.c kernels/elementwise.c \

@@ -12,7 +12,10 @@
  * Speed: the per-pixel products are one GEMM, col[M = N*H*W, KH*KW*O] = input[M, I] x W'^T, where
  * init repacks the weights once into state as W' = [KH,KW,O,I] so a pixel's contributions to one
  * output position are contiguous in O; a col2im pass then adds them into the output. The GEMM
- * runs in tiles of input pixels through a planned scratch buffer.
+ * runs in tiles of input pixels through a planned scratch buffer. When KH*KW*O <= 8 (the shipped
+ * models: 2x2 taps, one output channel) a pixel's products fit one vector and are computed by a
+ * broadcast-multiply loop instead (no GEMM, no scratch); when the kernel equals the stride the
+ * taps tile the output and col2im writes instead of accumulating.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -26,11 +29,18 @@
 
 #define AR_TCONV_TILE_BYTES (256u * 1024u)
 #define AR_TCONV_TILE_MIN_PIXELS 64
+/* Up to this many columns (KH*KW*O) a pixel's products fit one 8-float vector: computing them with
+ * a broadcast-multiply loop beats a GEMM whose N is that small. */
+#define AR_TCONV_SMALL_COLS 8
+
+typedef float tconv_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 
 typedef struct {
   int32_t n, h, w, ci, co, kh, kw, sh, sw, oh, ow, pt, pl;
   int64_t m, cols;        /* GEMM rows (input pixels) and columns (KH*KW*O) */
   int64_t tile_pixels;
+  bool small;             /* cols <= AR_TCONV_SMALL_COLS: per-pixel vector loop, no GEMM */
+  bool tiles;             /* kernel == stride, no padding: each output written exactly once */
 } tconv_geom_t;
 
 /* MediaPipe's output size and leading padding along one axis. */
@@ -58,6 +68,9 @@ static void tconv_geometry(const ar_node_t *node, tconv_geom_t *g) {
   int64_t t = (int64_t)AR_TCONV_TILE_BYTES / (g->cols * (int64_t)sizeof(float));
   if (t < AR_TCONV_TILE_MIN_PIXELS) t = AR_TCONV_TILE_MIN_PIXELS;
   g->tile_pixels = g->m < t ? g->m : t;
+  g->small = g->cols <= AR_TCONV_SMALL_COLS;
+  g->tiles = g->kh == g->sh && g->kw == g->sw && g->pt == 0 && g->pl == 0 &&
+             g->oh == g->h * g->sh && g->ow == g->w * g->sw;
 }
 
 static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -107,23 +120,113 @@ static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (g.m > INT_MAX || g.cols > INT_MAX)
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
                    name, (long long)g.m, (long long)g.cols);
-  node->scratch_bytes = (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
-  node->state_bytes = (uint64_t)g.cols * (uint64_t)g.ci * sizeof(float);
+  if (g.small) {
+    node->scratch_bytes = 0;
+    node->state_bytes = (uint64_t)g.ci * AR_TCONV_SMALL_COLS * sizeof(float);
+  } else {
+    node->scratch_bytes = (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
+    node->state_bytes = (uint64_t)g.cols * (uint64_t)g.ci * sizeof(float);
+  }
   return 0;
 }
 
-/* OHWI -> HWOI, so col[m] holds, for each tap (ky, kx), the O contributions side by side. */
+/* Repack the OHWI weights once. GEMM path: HWOI = [cols, I], so col[m] holds, for each tap
+ * (ky, kx), the O contributions side by side. Small path: [I, 8], column j = (ky*KW + kx)*O + o,
+ * zero-padded, so one pixel's products are sum_i x[i] * row_i. */
 static void tconv_init(ar_node_t *node) {
   const ar_tview_t *f = node->inputs[1];
   const float *src = f->data;
   float *dst = node->state;
   const int32_t co = f->dims[0], kh = f->dims[1], kw = f->dims[2], ci = f->dims[3];
+  const bool small = (int64_t)kh * kw * co <= AR_TCONV_SMALL_COLS;
+  if (small) memset(dst, 0, (size_t)ci * AR_TCONV_SMALL_COLS * sizeof(float));
   for (int32_t o = 0; o < co; o++)
     for (int32_t ky = 0; ky < kh; ky++)
-      for (int32_t kx = 0; kx < kw; kx++)
-        memcpy(dst + (((size_t)ky * kw + kx) * co + o) * ci,
-               src + (((size_t)o * kh + ky) * kw + kx) * ci, (size_t)ci * sizeof(float));
+      for (int32_t kx = 0; kx < kw; kx++) {
+        const size_t j = ((size_t)ky * kw + kx) * co + o;
+        const float *w = src + (((size_t)o * kh + ky) * kw + kx) * ci;
+        if (small)
+          for (int32_t i = 0; i < ci; i++) dst[(size_t)i * AR_TCONV_SMALL_COLS + j] = w[i];
+        else
+          memcpy(dst + j * ci, w, (size_t)ci * sizeof(float));
+      }
 }
+
+/* Add one input pixel's products c[(ky*KW + kx)*O + o] into the output (MediaPipe's scatter). */
+static AR_ALWAYS_INLINE void tconv_scatter(const tconv_geom_t *g, const float *c, const float *bias,
+                                           float *out, int32_t b, int32_t iy, int32_t ix) {
+  const int32_t co = g->co;
+  if (g->tiles) {   /* exact tiling: write bias + products, no accumulation, no bounds checks */
+    const size_t run = (size_t)g->kw * co;
+    for (int32_t ky = 0; ky < g->kh; ky++) {
+      float *dst = out + (((size_t)b * g->oh + (size_t)iy * g->sh + ky) * g->ow +
+                          (size_t)ix * g->sw) * co;
+      const float *srcv = c + (size_t)ky * run;
+      if (co == 1)
+        for (size_t j = 0; j < run; j++) dst[j] = srcv[j] + bias[0];
+      else
+        for (size_t j = 0; j < run; j++) dst[j] = srcv[j] + bias[j % (size_t)co];
+    }
+    return;
+  }
+  for (int32_t ky = 0; ky < g->kh; ky++) {
+    const int32_t oy = iy * g->sh - g->pt + ky;
+    if (oy < 0 || oy >= g->oh) continue;
+    float *orow = out + ((size_t)b * g->oh + oy) * g->ow * co;
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      const int32_t ox = ix * g->sw - g->pl + kx;
+      if (ox < 0 || ox >= g->ow) continue;
+      float *dst = orow + (size_t)ox * co;
+      const float *srcv = c + ((size_t)ky * g->kw + kx) * co;
+      for (int32_t o = 0; o < co; o++) dst[o] += srcv[o];
+    }
+  }
+}
+
+static AR_ALWAYS_INLINE void tconv_small_body(const tconv_geom_t *g, const float *in,
+                                              const float *w8, const float *bias, float *out) {
+  int32_t b = 0, iy = 0, ix = 0;
+  const int32_t ci = g->ci;
+  int64_t m = 0;
+  /* Eight pixels at a time: eight independent FMA chains hide the FMA latency that one
+   * accumulator per pixel would expose. */
+  for (; m + 8 <= g->m; m += 8) {
+    const float *x = in + m * ci;
+    tconv_v8f acc[8];
+    for (int p = 0; p < 8; p++) acc[p] = (tconv_v8f){0};
+    for (int32_t i = 0; i < ci; i++) {
+      const tconv_v8f w = *(const tconv_v8f *)(w8 + (size_t)i * AR_TCONV_SMALL_COLS);
+      for (int p = 0; p < 8; p++) acc[p] += x[(size_t)p * ci + i] * w;
+    }
+    for (int p = 0; p < 8; p++) {
+      float c[AR_TCONV_SMALL_COLS];
+      memcpy(c, &acc[p], sizeof c);
+      tconv_scatter(g, c, bias, out, b, iy, ix);
+      if (++ix == g->w) { ix = 0; if (++iy == g->h) { iy = 0; b++; } }
+    }
+  }
+  for (; m < g->m; m++) {
+    const float *x = in + m * ci;
+    tconv_v8f acc = {0};
+    for (int32_t i = 0; i < ci; i++)
+      acc += x[i] * *(const tconv_v8f *)(w8 + (size_t)i * AR_TCONV_SMALL_COLS);
+    float c[AR_TCONV_SMALL_COLS];
+    memcpy(c, &acc, sizeof c);
+    tconv_scatter(g, c, bias, out, b, iy, ix);
+    if (++ix == g->w) { ix = 0; if (++iy == g->h) { iy = 0; b++; } }
+  }
+}
+
+static void tconv_small_base(const tconv_geom_t *g, const float *in, const float *w8,
+                             const float *bias, float *out) {
+  tconv_small_body(g, in, w8, bias, out);
+}
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void tconv_small_avx2(const tconv_geom_t *g, const float *in,
+                                            const float *w8, const float *bias, float *out) {
+  tconv_small_body(g, in, w8, bias, out);
+}
+#endif
 
 static void tconv_eval(const ar_node_t *node) {
   tconv_geom_t g;
@@ -131,10 +234,16 @@ static void tconv_eval(const ar_node_t *node) {
   const float *in = node->inputs[0]->data, *bias = node->inputs[2]->data;
   const float *wr = node->state;
   float *out = node->outputs[0]->data;
+  if (!g.tiles) ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)g.co, bias);
+  if (g.small) {
+#if AR_HAVE_AVX2_CLONE
+    if (ar__cpu_has_avx2_fma()) { tconv_small_avx2(&g, in, wr, bias, out); return; }
+#endif
+    tconv_small_base(&g, in, wr, bias, out);
+    return;
+  }
   float *col = node->scratch;
-  const int32_t co = g.co;
   const int cols = (int)g.cols;
-  ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)co, bias);
   const int64_t per_image = (int64_t)g.h * g.w;
   for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_pixels) {
     const int64_t tm = AR_MIN(g.tile_pixels, g.m - m0);
@@ -144,19 +253,7 @@ static void tconv_eval(const ar_node_t *node) {
     int64_t rem = m0 % per_image;
     int32_t iy = (int32_t)(rem / g.w), ix = (int32_t)(rem % g.w);
     for (int64_t r = 0; r < tm; r++) {
-      const float *c = col + r * g.cols;
-      for (int32_t ky = 0; ky < g.kh; ky++) {
-        const int32_t oy = iy * g.sh - g.pt + ky;
-        if (oy < 0 || oy >= g.oh) continue;
-        float *orow = out + ((size_t)b * g.oh + oy) * g.ow * co;
-        for (int32_t kx = 0; kx < g.kw; kx++) {
-          const int32_t ox = ix * g.sw - g.pl + kx;
-          if (ox < 0 || ox >= g.ow) continue;
-          float *dst = orow + (size_t)ox * co;
-          const float *srcv = c + ((size_t)ky * g.kw + kx) * co;
-          for (int32_t o = 0; o < co; o++) dst[o] += srcv[o];
-        }
-      }
+      tconv_scatter(&g, col + r * g.cols, bias, out, b, iy, ix);
       if (++ix == g.w) { ix = 0; if (++iy == g.h) { iy = 0; b++; } }
     }
   }
