@@ -659,6 +659,17 @@ START_TEST(tconv_stride1_overlap) {
   tnode_run(&tn, &ar_kernel_transpose_conv_bias);
   const float want2[4] = {1, 4, 6, 20};
   assert_close(out, want2, 4, 0, "tconv s1 SAME");
+
+  /* MediaPipe's SAME size rule: 3x3 input, 2x2 kernel, stride 2 gives 2*2+2-1 = 5, not 6; the
+   * dropped row/column is at the bottom/right (pad before = 1/2 = 0). */
+  float in3[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out3[25];
+  int32_t di3[4] = {1, 3, 3, 1}, dout3[4] = {1, 5, 5, 1};
+  tnode_init(&tn, AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, in3, 4, di3, w, 4, dw, b, 1, out3, 4, dout3);
+  tconv_opts(&tn, AR_PADDING_SAME, 2, 2);
+  tnode_run(&tn, &ar_kernel_transpose_conv_bias);
+  const float want3[25] = {1, 2, 2, 4, 3, 3, 4, 6, 8, 9, 4, 8, 5, 10, 6,
+                           12, 16, 15, 20, 18, 7, 14, 8, 16, 9};
+  assert_close(out3, want3, 25, 0, "tconv 3x3 s2 SAME");
 }
 END_TEST
 
@@ -695,7 +706,10 @@ START_TEST(tconv_random_vs_naive) {
     {2, 5, 7, 6, 3, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},      /* overlap, odd pad */
     {1, 6, 5, 4, 5, 4, 4, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
     {1, 4, 6, 3, 2, 3, 2, 1, 3, 1, 1, 1, false, true, AR_ACT_NONE},
-    {1, 90, 90, 8, 2, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},    /* several tiles */
+    {1, 90, 90, 8, 2, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},    /* vector path + tail */
+    {1, 6, 8, 5, 4, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},      /* GEMM, exact tiling */
+    {1, 7, 9, 3, 1, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},      /* odd SAME: 13x17 */
+    {1, 70, 70, 12, 9, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},   /* GEMM, several tiles */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) tconv_random_case(&cases[i]);
 }
