@@ -198,6 +198,8 @@ void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response
 void ar_server_reply_error(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *msg);
 /* A job finished: lets a draining server stop when the last one is done. */
 void ar_server_maybe_finish_drain(ar_server_t *srv);
+/* STATUS= line for the service manager (models, pool use) after a load or unload. */
+void ar_server_status(ar_server_t *srv);
 /* Log to stderr with a "arenad: " prefix. */
 void ar_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -490,6 +490,7 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
   if (reload) again = m->reload_entry;
   ar_log("unloaded model '%s' (%" PRIu64 " invokes)", m->name, m->invokes);
   model_destroy(srv, m);
+  ar_server_status(srv);
   while (w) {
     ar_waiter_t *next = w->next;
     Arenad__Response resp = ARENAD__RESPONSE__INIT;
@@ -720,6 +721,7 @@ static void group_after(uv_work_t *w, int status) {
              " B at %" PRIu64,
              m->name, m->cm->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset);
       answer_loaded(srv, &job->to, m);
+      ar_server_status(srv);
       group_kick(srv, g);
     } else {
       /* The new member could not be placed: undo its load; the group keeps its members. */

@@ -159,6 +159,12 @@ static void conn_resume(ar_conn_t *c) {
 /* ------------------------------------------------------------------------------------------ */
 /* Replies                                                                                     */
 
+void ar_server_status(ar_server_t *srv) {
+  char status[256];
+  ar_models_status(srv, status, sizeof(status));
+  ar_service_status(status);
+}
+
 static void notify_ready(ar_server_t *srv) {
   char status[256];
   ar_models_status(srv, status, sizeof(status));
@@ -368,6 +374,12 @@ static void conn_parse(ar_conn_t *c) {
   if (pos > 0 && !c->closed) {
     memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
     c->rlen -= pos;
+  }
+  if (c->rlen == 0 && c->rcap > (1u << 20)) {
+    /* Do not keep a large frame's buffer for an idle connection. */
+    free(c->rbuf);
+    c->rbuf = NULL;
+    c->rcap = 0;
   }
   conn_unref(c);
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,22 @@ int main(int argc, char **argv) {
     snprintf(srv->cfg.socket_path, sizeof(srv->cfg.socket_path), "%s", socket_path);
   }
   if (pool_bytes) srv->cfg.pool_bytes = pool_bytes;
+  /* Absolute paths: the daemon changes to "/" when it detaches, and reloads/unlinks later. */
+  static char config_abs[PATH_MAX];
+  if (config_path && realpath(config_path, config_abs) != NULL) config_path = config_abs;
+  if (srv->cfg.socket_path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL) cwd[0] = '\0';
+    size_t nc = strlen(cwd), ns = strlen(srv->cfg.socket_path);
+    if (nc + 1 + ns >= sizeof(srv->cfg.socket_path)) {
+      fprintf(stderr, "arenad: socket path %s/%s is longer than %zu bytes\n", cwd, srv->cfg.socket_path,
+              sizeof(srv->cfg.socket_path) - 1);
+      return 2;
+    }
+    memmove(srv->cfg.socket_path + nc + 1, srv->cfg.socket_path, ns + 1);
+    memcpy(srv->cfg.socket_path, cwd, nc);
+    srv->cfg.socket_path[nc] = '/';
+  }
 
   if (check_path) {
     int rc = ar_models_check_config(&srv->cfg, msg, sizeof(msg));
