@@ -17,7 +17,8 @@ $(arenad_OBJECTS): proto/arenad.pb-c.h
 check_PROGRAMS += tests/check_protocol tests/check_daemon
 TESTS += tests/check_protocol tests/check_daemon
 EXTRA_DIST += tests/ar_test_daemon.h
-tests_check_protocol_SOURCES = tests/check_protocol.c tests/ar_test_daemon.h daemon/ar_pool.c daemon/ar_pool.h
+tests_check_protocol_SOURCES = tests/check_protocol.c tests/ar_test_daemon.h daemon/ar_pool.c daemon/ar_pool.h \
+  daemon/ar_alloc_count.c daemon/ar_alloc_count.h
 tests_check_protocol_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_protocol_LDADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
 tests_check_daemon_SOURCES = tests/check_daemon.c tests/ar_test_daemon.h

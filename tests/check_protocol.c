@@ -9,9 +9,11 @@
 
 #include <check.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "daemon/ar_alloc_count.h"
 #include "daemon/ar_latency.h"
 #include "daemon/ar_pool.h"
 #include "tests/ar_test_daemon.h"
@@ -105,6 +107,54 @@ START_TEST(latency_percentiles) {
     ck_assert_uint_ge(up, v);
     ck_assert_uint_le(up - v, v / 16 + 1);
   }
+}
+END_TEST
+
+/* ---- heap allocation counter (heap_allocs_in_invoke) ---------------------------------------- */
+
+static void *volatile sink;
+
+static volatile int other_go, other_done;
+
+static void *alloc_elsewhere(void *arg) {
+  while (!other_go) { /* wait for the main thread's counting window */ }
+  for (int i = 0; i < 100; i++) {
+    sink = malloc(64);
+    free(sink);
+  }
+  other_done = 1;
+  return arg;
+}
+
+START_TEST(alloc_counter_counts_this_thread_only) {
+  if (!ar_alloc_count_available()) return;   /* sanitizer builds: the daemon reports -1 */
+  ar_alloc_count_begin();
+  sink = malloc(100);
+  free(sink);
+  sink = calloc(3, 8);
+  sink = realloc(sink, 4096);
+  free(sink);
+  void *p = NULL;
+  int rc = posix_memalign(&p, 64, 128);   /* Check's asserts allocate: assert after the window */
+  free(p);
+  uint64_t n = ar_alloc_count_end();
+  ck_assert_int_eq(rc, 0);
+  ck_assert_uint_eq(n, 4);
+  /* Another thread's allocations during the window are not counted. */
+  pthread_t th;
+  pthread_create(&th, NULL, alloc_elsewhere, NULL);
+  ar_alloc_count_begin();
+  other_go = 1;
+  while (!other_done) { /* the other thread allocates 100 times */ }
+  n = ar_alloc_count_end();
+  ck_assert_uint_eq(n, 0);
+  pthread_join(th, NULL);
+  /* Disarmed: nothing is counted. */
+  sink = malloc(10);
+  free(sink);
+  ar_alloc_count_begin();
+  n = ar_alloc_count_end();
+  ck_assert_uint_eq(n, 0);
 }
 END_TEST
 
@@ -302,6 +352,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(pool, pool_best_fit_split_and_coalesce);
   tcase_add_test(pool, pool_enospc_names_bytes_and_largest_block);
   tcase_add_test(pool, latency_percentiles);
+  tcase_add_test(pool, alloc_counter_counts_this_thread_only);
   suite_add_tcase(s, pool);
   TCase *wire = tcase_create("wire");
   tcase_set_timeout(wire, 120);
