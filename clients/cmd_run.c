@@ -1,10 +1,250 @@
-/* cmd_run.c - arenactl run (offline). Not implemented yet: this stub says so and fails. */
+/* cmd_run.c - arenactl run (offline, in-process): load a model, plan and place it in memory owned
+ * by this process, run it on raw little-endian input files, write output_<j>.bin, and print each
+ * output's shape and min/max/mean plus the median invoke time.
+ *
+ *   arenactl run MODEL --input F [--input F2 ...] [--output DIR] [--runs N] [--strategy S]
+ *                [--lifetimes tflite|arenad] [--no-inplace] [--threads N]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "clients/arenactl.h"
+#include "common/ar_error.h"
+#include "interp/ar_interp.h"
+#include "loader/ar_model.h"
+
+#define RUN_MAX_INPUTS 16
+
+static void run_usage(FILE *f) {
+  fprintf(f,
+          "usage: arenactl run MODEL --input F [--input F ...] [--output DIR] [--runs N]\n"
+          "                    [--strategy linear|first-fit|greedy-by-size|best]\n"
+          "                    [--lifetimes tflite|arenad] [--no-inplace] [--threads N]\n"
+          "Inputs are raw little-endian tensors in the model's input order; outputs are written\n"
+          "as DIR/output_<j>.bin. Prints each output's shape, min/max/mean and the median invoke\n"
+          "time over N runs (default 1).\n");
+}
+
+/* Read a whole file into a malloc'd buffer; NULL (errno set) on failure. */
+static void *read_all(const char *path, size_t *bytes) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  void *buf = NULL;
+  long len = -1;
+  if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+  if (len >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+    buf = malloc(len > 0 ? (size_t)len : 1);
+    if (buf && len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+      free(buf);
+      buf = NULL;
+      errno = EIO;
+    }
+  }
+  fclose(f);
+  if (buf) *bytes = (size_t)len;
+  return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void print_shape(const ar_tview_t *v) {
+  printf("[");
+  for (int32_t d = 0; d < v->rank; d++) printf("%s%d", d ? "," : "", v->dims[d]);
+  printf("]");
+}
 
 int ar_cmd_run(int argc, char **argv) {
-  (void)argc;
-  fprintf(stderr, "arenactl %s: not implemented yet\n", argv[0]);
-  return 1;
+  static const struct option longopts[] = {
+    {"input", required_argument, NULL, 'i'},   {"output", required_argument, NULL, 'o'},
+    {"runs", required_argument, NULL, 'n'},    {"strategy", required_argument, NULL, 's'},
+    {"lifetimes", required_argument, NULL, 'l'}, {"no-inplace", no_argument, NULL, 'P'},
+    {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  const char *inputs[RUN_MAX_INPUTS];
+  int n_inputs = 0, runs = 1;
+  const char *outdir = NULL, *model_path = NULL;
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:h", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'i':
+        if (n_inputs >= RUN_MAX_INPUTS) {
+          fprintf(stderr, "arenactl run: at most %d inputs\n", RUN_MAX_INPUTS);
+          return 2;
+        }
+        inputs[n_inputs++] = optarg;
+        break;
+      case 'o': outdir = optarg; break;
+      case 'n':
+        runs = atoi(optarg);
+        if (runs < 1) {
+          fprintf(stderr, "arenactl run: --runs must be >= 1\n");
+          return 2;
+        }
+        break;
+      case 's':
+        if (ar_strategy_parse(optarg, &opt.strategy) != 0) {
+          fprintf(stderr, "arenactl run: unknown strategy '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'l':
+        if (ar_lifetimes_parse(optarg, &opt.lifetimes) != 0) {
+          fprintf(stderr, "arenactl run: unknown lifetime convention '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'P': opt.inplace = false; break;
+      case 't':
+        opt.blas_threads = atoi(optarg);
+        if (opt.blas_threads < 1) {
+          fprintf(stderr, "arenactl run: --threads must be >= 1\n");
+          return 2;
+        }
+        break;
+      case 'h': run_usage(stdout); return 0;
+      default: run_usage(stderr); return 2;
+    }
+  }
+  /* MODEL first, then further positional arguments are taken as inputs too. */
+  for (int i = optind; i < argc; i++) {
+    if (!model_path) {
+      model_path = argv[i];
+    } else if (n_inputs < RUN_MAX_INPUTS) {
+      inputs[n_inputs++] = argv[i];
+    } else {
+      fprintf(stderr, "arenactl run: at most %d inputs\n", RUN_MAX_INPUTS);
+      return 2;
+    }
+  }
+  if (!model_path) {
+    run_usage(stderr);
+    return 2;
+  }
+
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *model = NULL;
+  ar_interp_t *in = NULL;
+  void *data[RUN_MAX_INPUTS] = {0};
+  double *times = NULL;
+  int status = 1;
+  int rc = ar_model_load(model_path, &model, msg, sizeof msg);
+  if (rc != 0) {
+    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
+    goto out;
+  }
+  rc = ar_interp_new(model, &opt, &in, msg, sizeof msg);
+  if (rc != 0) {
+    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
+    goto out;
+  }
+  if (n_inputs != ar_interp_n_inputs(in)) {
+    fprintf(stderr, "arenactl run: the model has %d input(s), %d given\n", ar_interp_n_inputs(in), n_inputs);
+    status = 2;
+    goto out;
+  }
+  for (int i = 0; i < n_inputs; i++) {
+    size_t bytes = 0;
+    data[i] = read_all(inputs[i], &bytes);
+    if (!data[i]) {
+      fprintf(stderr, "arenactl run: %s: %s\n", inputs[i], strerror(errno));
+      goto out;
+    }
+    const ar_tview_t *v = ar_interp_input(in, i);
+    if (bytes != v->bytes) {
+      fprintf(stderr, "arenactl run: input %d (%s, %s ", i, ar_interp_input_name(in, i), ar_dtype_name(v->dtype));
+      for (int32_t d = 0; d < v->rank; d++) fprintf(stderr, "%s%d", d ? "x" : "", v->dims[d]);
+      fprintf(stderr, ") needs %llu bytes, %s has %zu\n", (unsigned long long)v->bytes, inputs[i], bytes);
+      goto out;
+    }
+  }
+  rc = ar_interp_place_owned(in, msg, sizeof msg);
+  if (rc != 0) {
+    fprintf(stderr, "arenactl run: %s: %s\n", ar_strerror(rc), msg);
+    goto out;
+  }
+  times = calloc((size_t)runs, sizeof(*times));
+  if (!times) {
+    fprintf(stderr, "arenactl run: out of memory\n");
+    goto out;
+  }
+  for (int r = 0; r < runs; r++) {
+    /* Inputs are copied before each invoke: the arenad convention may reuse their bytes. */
+    for (int i = 0; i < n_inputs; i++) memcpy(ar_interp_input(in, i)->data, data[i], ar_interp_input(in, i)->bytes);
+    double t0 = now_ms();
+    ar_interp_invoke(in);
+    times[r] = now_ms() - t0;
+  }
+  qsort(times, (size_t)runs, sizeof(*times), cmp_double);
+  double median = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+
+  if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "arenactl run: mkdir %s: %s\n", outdir, strerror(errno));
+    goto out;
+  }
+  printf("model %s: %d operators (%d at invoke), arena %llu bytes, persistent %llu bytes, strategy %s, lifetimes %s%s\n",
+         model_path, ar_interp_n_operators(in), ar_interp_runtime_operators(in),
+         (unsigned long long)ar_interp_arena_bytes(in), (unsigned long long)ar_interp_persistent_bytes(in),
+         ar_strategy_name(opt.strategy), ar_lifetimes_name(opt.lifetimes), opt.inplace ? "" : ", no in-place");
+  for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
+    const ar_tview_t *v = ar_interp_output(in, j);
+    printf("output %d %s %s ", j, ar_interp_output_name(in, j), ar_dtype_name(v->dtype));
+    print_shape(v);
+    if (v->dtype == AR_DTYPE_FLOAT32) {
+      const float *x = v->data;
+      size_t n = v->bytes / sizeof(float);
+      double lo = INFINITY, hi = -INFINITY, sum = 0;
+      for (size_t e = 0; e < n; e++) {
+        lo = fmin(lo, x[e]);
+        hi = fmax(hi, x[e]);
+        sum += x[e];
+      }
+      printf(" min %.6g max %.6g mean %.6g", lo, hi, n ? sum / (double)n : 0.0);
+    }
+    printf("\n");
+    if (outdir) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/output_%d.bin", outdir, j);
+      FILE *f = fopen(path, "wb");
+      if (!f || fwrite(v->data, 1, v->bytes, f) != v->bytes) {
+        fprintf(stderr, "arenactl run: cannot write %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        goto out;
+      }
+      if (fclose(f) != 0) {
+        fprintf(stderr, "arenactl run: cannot write %s: %s\n", path, strerror(errno));
+        goto out;
+      }
+    }
+  }
+  uint64_t macs = ar_interp_macs(in);
+  printf("invoke: median %.3f ms over %d run(s) (min %.3f, max %.3f), %.2f GFLOP/s, %d BLAS thread(s)\n",
+         median, runs, times[0], times[runs - 1], median > 0 ? 2.0 * (double)macs / (median * 1e6) : 0.0,
+         opt.blas_threads);
+  status = 0;
+
+out:
+  free(times);
+  for (int i = 0; i < RUN_MAX_INPUTS; i++) free(data[i]);
+  ar_interp_free(in);
+  ar_model_free(model);
+  return status;
 }

@@ -282,11 +282,18 @@ const ar_model_t *ar_interp_model(const ar_interp_t *in) { return in->model; }
 int32_t ar_interp_runtime_operators(const ar_interp_t *in) { return in->n_run; }
 uint64_t ar_interp_macs(const ar_interp_t *in) { return in->macs; }
 
-/* Touch OpenBLAS once on this thread so that its lazily allocated work buffers exist before the
- * first invoke (a 1x1x1 product on stack data). */
+/* Touch OpenBLAS once on this thread so that its lazily mmapped GEMM work buffer exists before the
+ * first invoke. The product must be past OpenBLAS's small-matrix path (which takes no buffer and
+ * covers up to about 100^3 multiply-adds on AVX-512 builds), hence 160^3 on heap scratch. */
 static void blas_warm_up(void) {
-  float a[64] = {1}, b[64] = {1}, c[64] = {0};
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 8, 8, 8, 1.0f, a, 8, b, 8, 0.0f, c, 8);
+  enum { N = 160 };
+  float *a = malloc(3 * sizeof(float) * N * N);
+  if (!a) return;   /* best effort: the first invoke then sizes the buffer itself */
+  float *b = a + N * N, *c = b + N * N;
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = (float)(i % 7), c[i] = 0;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, N, N, 1.0f, a, N, b, 1, 0.0f, c, 1);
+  free(a);
 }
 
 int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,

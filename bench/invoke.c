@@ -1,0 +1,252 @@
+/* invoke.c - bench/invoke: arenad's in-process invoke time against LiteRT on the same input.
+ *
+ * For each model: load, plan (best strategy), place, then R rounds; each round times N invokes of
+ * arenad (after W warm-ups) and then, when --ref DIR is given, runs LiteRT's reference runner
+ * (node DIR/run_ref.mjs MODEL --input F --runs N --warmup W --quiet, one thread) on the same input
+ * file, so the two engines alternate on the same machine state. Reported per model: median of the
+ * round medians for each engine, the ratio arenad / LiteRT (< 1 means arenad is faster), and
+ * arenad's GFLOP/s = 2 * MACs / time. The arenad time includes copying the input in (LiteRT's
+ * includes its JS -> wasm copy). --profile adds a per-operator-type breakdown of arenad's time.
+ *
+ *   bench/invoke [--ref DIR] [--runs N] [--warmup W] [--rounds R] [--case photo|random]
+ *                [--threads T] [--profile] [MODEL_STEM ...]
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/ar_error.h"
+#include "interp/ar_interp.h"
+#include "loader/ar_model.h"
+
+static const char *const default_models[] = {
+  "face_detection_full_range", "face_detection_full_range_sparse", "face_detection_short_range",
+  "hand_landmark_full", "hand_landmark_lite", "object_detection_3d_camera",
+  "object_detection_3d_cup", "palm_detection_full", "palm_detection_lite",
+  "selfie_segmentation", "selfie_segmentation_landscape",
+};
+
+static const char *env_or(const char *name, const char *dflt) {
+  const char *v = getenv(name);
+  return v && *v ? v : dflt;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *x, int n) {
+  if (n <= 0) return 0;
+  qsort(x, (size_t)n, sizeof(*x), cmp_double);
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static void *read_all(const char *path, size_t *bytes) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  void *buf = NULL;
+  long len = -1;
+  if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+  if (len > 0 && fseek(f, 0, SEEK_SET) == 0) {
+    buf = malloc((size_t)len);
+    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+      free(buf);
+      buf = NULL;
+    }
+  }
+  fclose(f);
+  if (buf) *bytes = (size_t)len;
+  return buf;
+}
+
+/* Run LiteRT's reference runner once; returns its median invoke ms, or -1. */
+static double litert_median(const char *ref, const char *model, const char *input, int runs, int warmup) {
+  char cmd[16384];
+  snprintf(cmd, sizeof cmd, "node '%s/run_ref.mjs' '%s' --input '%s' --runs %d --warmup %d --quiet 2>/dev/null",
+           ref, model, input, runs, warmup);
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  buf[n] = 0;
+  pclose(p);
+  json_error_t err;
+  json_t *j = json_loads(buf, JSON_DISABLE_EOF_CHECK, &err);
+  if (!j) return -1;
+  double ms = json_number_value(json_object_get(json_object_get(j, "invoke_ms"), "median"));
+  json_decref(j);
+  return ms > 0 ? ms : -1;
+}
+
+typedef struct { ar_op_t op; double ms; int count; } op_time_t;
+
+static int cmp_op_time(const void *a, const void *b) {
+  double x = ((const op_time_t *)a)->ms, y = ((const op_time_t *)b)->ms;
+  return x > y ? -1 : x < y;
+}
+
+/* Per-op-type and top-operator breakdown of `runs` profiled invokes. */
+static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) {
+  int32_t n_ops = ar_interp_n_operators(in);
+  uint64_t *ns = calloc((size_t)n_ops, sizeof(*ns));
+  op_time_t by_type[AR_OP_COUNT];
+  memset(by_type, 0, sizeof by_type);
+  for (int r = 0; r < runs; r++) {
+    memcpy(ar_interp_input(in, 0)->data, input, bytes);
+    ar_interp_invoke_profiled(in, ns);
+  }
+  double total = 0;
+  for (int32_t k = 0; k < n_ops; k++) {
+    const ar_node_t *nd = ar_interp_node(in, k);
+    by_type[nd->op].op = nd->op;
+    by_type[nd->op].ms += ns[k] / 1e6 / runs;
+    if (!ar_interp_op_folded(in, k)) by_type[nd->op].count++;
+    total += ns[k] / 1e6 / runs;
+  }
+  qsort(by_type, AR_OP_COUNT, sizeof(*by_type), cmp_op_time);
+  printf("    profile (%.3f ms/invoke inside kernels):\n", total);
+  for (int i = 0; i < AR_OP_COUNT && by_type[i].ms > 0; i++)
+    printf("      %-28s %4d ops %8.3f ms %5.1f%%\n", ar_op_name(by_type[i].op), by_type[i].count,
+           by_type[i].ms, 100.0 * by_type[i].ms / total);
+  /* The five slowest operators, with shapes. */
+  for (int t = 0; t < 5; t++) {
+    int32_t best = -1;
+    for (int32_t k = 0; k < n_ops; k++)
+      if (ns[k] > 0 && (best < 0 || ns[k] > ns[best])) best = k;
+    if (best < 0) break;
+    const ar_node_t *nd = ar_interp_node(in, best);
+    const ar_tview_t *x = nd->inputs[0], *o = nd->outputs[0];
+    printf("      op %4d %-22s %7.3f ms  in [%d,%d,%d,%d] out [%d,%d,%d,%d]", best, ar_op_name(nd->op),
+           ns[best] / 1e6 / runs, x ? x->dims[0] : 0, x ? x->dims[1] : 0, x ? x->dims[2] : 0,
+           x ? x->dims[3] : 0, o->dims[0], o->dims[1], o->dims[2], o->dims[3]);
+    if (nd->n_inputs > 1 && nd->inputs[1])
+      printf(" w [%d,%d,%d,%d]", nd->inputs[1]->dims[0], nd->inputs[1]->dims[1], nd->inputs[1]->dims[2],
+             nd->inputs[1]->dims[3]);
+    printf("\n");
+    ns[best] = 0;
+  }
+  free(ns);
+}
+
+int main(int argc, char **argv) {
+  static const struct option longopts[] = {
+    {"ref", required_argument, NULL, 'r'},    {"runs", required_argument, NULL, 'n'},
+    {"warmup", required_argument, NULL, 'w'}, {"rounds", required_argument, NULL, 'R'},
+    {"case", required_argument, NULL, 'c'},   {"threads", required_argument, NULL, 't'},
+    {"profile", no_argument, NULL, 'p'},      {NULL, 0, NULL, 0},
+  };
+  const char *ref = NULL, *cs = "photo";
+  int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, c;
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:p", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'r': ref = optarg; break;
+      case 'n': runs = atoi(optarg); break;
+      case 'w': warmup = atoi(optarg); break;
+      case 'R': rounds = atoi(optarg); break;
+      case 'c': cs = optarg; break;
+      case 't': threads = atoi(optarg); break;
+      case 'p': do_profile = 1; break;
+      default:
+        fprintf(stderr, "usage: bench/invoke [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
+                        "[--case photo|random] [--threads T] [--profile] [MODEL_STEM ...]\n");
+        return 2;
+    }
+  }
+  if (runs < 1 || rounds < 1 || warmup < 0 || threads < 1) {
+    fprintf(stderr, "bench/invoke: --runs, --rounds, --threads must be >= 1\n");
+    return 2;
+  }
+  const char *const *models = default_models;
+  int n_models = (int)(sizeof default_models / sizeof default_models[0]);
+  if (optind < argc) {
+    models = (const char *const *)(argv + optind);
+    n_models = argc - optind;
+  }
+  const char *mdir = env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
+  const char *gdir = env_or("AR_GOLDEN_DIR", AR_SRCDIR "/tests/golden");
+
+  printf("bench/invoke: case %s, %d round(s) x %d runs (+%d warm-up) per engine, %d thread(s)%s\n", cs,
+         rounds, runs, warmup, threads, ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)");
+  printf("%-34s %10s %10s %7s %9s %9s\n", "model", "arenad ms", "LiteRT ms", "ratio", "GFLOP/s", "GMAC");
+  int failures = 0, slower = 0;
+  double *t = calloc((size_t)runs, sizeof(*t));
+  double *ar_round = calloc((size_t)rounds, sizeof(double)), *lt_round = calloc((size_t)rounds, sizeof(double));
+  for (int mi = 0; mi < n_models; mi++) {
+    char mpath[4096], ipath[4096], msg[AR_MSG_BYTES] = "";
+    snprintf(mpath, sizeof mpath, "%s/%s.tflite", mdir, models[mi]);
+    snprintf(ipath, sizeof ipath, "%s/%s/%s/input_0.bin", gdir, models[mi], cs);
+    ar_model_t *m = NULL;
+    ar_interp_t *in = NULL;
+    size_t bytes = 0;
+    void *input = read_all(ipath, &bytes);
+    ar_interp_options_t opt;
+    ar_interp_options_default(&opt);
+    opt.blas_threads = threads;
+    int rc = ar_model_load(mpath, &m, msg, sizeof msg);
+    if (rc == 0) rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+    if (rc == 0) rc = ar_interp_place_owned(in, msg, sizeof msg);
+    if (rc == 0 && (!input || ar_interp_n_inputs(in) != 1 || ar_interp_input(in, 0)->bytes != bytes)) {
+      rc = AR_EINVAL;
+      ar_errf(msg, sizeof msg, rc, "input %s missing or of the wrong size", ipath);
+    }
+    if (rc != 0) {
+      printf("%-34s error: %s: %s\n", models[mi], ar_strerror(rc), msg);
+      failures++;
+      ar_interp_free(in);
+      ar_model_free(m);
+      free(input);
+      continue;
+    }
+    ar_tview_t *iv = ar_interp_input(in, 0);
+    int n_lt = 0;
+    for (int r = 0; r < rounds; r++) {
+      for (int w = 0; w < warmup; w++) {
+        memcpy(iv->data, input, bytes);
+        ar_interp_invoke(in);
+      }
+      for (int i = 0; i < runs; i++) {
+        double t0 = now_ms();
+        memcpy(iv->data, input, bytes);
+        ar_interp_invoke(in);
+        t[i] = now_ms() - t0;
+      }
+      ar_round[r] = median(t, runs);
+      if (ref) {
+        double ms = litert_median(ref, mpath, ipath, runs, warmup);
+        if (ms > 0) lt_round[n_lt++] = ms;
+      }
+    }
+    double ar_ms = median(ar_round, rounds);
+    double lt_ms = n_lt ? median(lt_round, n_lt) : 0;
+    double gmac = ar_interp_macs(in) / 1e9;
+    if (lt_ms > 0) {
+      printf("%-34s %10.3f %10.3f %7.3f %9.2f %9.3f\n", models[mi], ar_ms, lt_ms, ar_ms / lt_ms,
+             2 * gmac / (ar_ms / 1e3), gmac);
+      if (ar_ms >= lt_ms) slower++;
+    } else {
+      printf("%-34s %10.3f %10s %7s %9.2f %9.3f\n", models[mi], ar_ms, ref ? "error" : "-", "-",
+             2 * gmac / (ar_ms / 1e3), gmac);
+      if (ref) failures++;
+    }
+    fflush(stdout);
+    if (do_profile) profile(in, input, bytes, runs);
+    ar_interp_free(in);
+    ar_model_free(m);
+    free(input);
+  }
+  if (ref) printf("models with ratio >= 1.0: %d of %d\n", slower, n_models);
+  free(t);
+  free(ar_round);
+  free(lt_round);
+  return failures ? 1 : 0;
+}

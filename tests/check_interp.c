@@ -1,0 +1,354 @@
+/* check_interp.c - the interpreter on the real models: golden outputs from LiteRT, plan-independence
+ * (every planner strategy, in-place on/off, both lifetime conventions give bit-identical outputs),
+ * two interpreters sharing one activation region, repeatability, and the place/invoke contract.
+ *
+ * Goldens: tests/golden/<model>/{photo,random}/input_0.bin, output_<j>.bin (raw float32, the
+ * model's output order). The byte size of each golden output must equal the interpreter's output
+ * view; each element must satisfy |got - want| <= 1e-4 max|want| + 1e-5.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "interp/ar_interp.h"
+#include "loader/ar_model.h"
+#include "tests/ar_test_util.h"
+
+static const char *const cases[] = {"photo", "random"};
+
+typedef struct {
+  size_t n;
+  void *data[AR_MAX_OP_INPUTS];
+  size_t bytes[AR_MAX_OP_INPUTS];
+} blobs_t;
+
+static void blobs_free(blobs_t *b) {
+  for (size_t i = 0; i < b->n; i++) free(b->data[i]);
+  b->n = 0;
+}
+
+static ar_model_t *load_model(const char *stem) {
+  char path[1024], msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  int rc = ar_model_load(ar_test_model_path(path, sizeof path, stem), &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: load: %s (%s)", stem, ar_err_name(rc), msg);
+  return m;
+}
+
+static ar_interp_t *new_placed(const ar_model_t *m, const ar_interp_options_t *opt, const char *stem) {
+  char msg[AR_MSG_BYTES] = "";
+  ar_interp_t *in = NULL;
+  int rc = ar_interp_new(m, opt, &in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: interp_new (%s, %s, inplace %d): %s (%s)", stem,
+                ar_strategy_name(opt->strategy), ar_lifetimes_name(opt->lifetimes), opt->inplace,
+                ar_err_name(rc), msg);
+  rc = ar_interp_place_owned(in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: place: %s (%s)", stem, ar_err_name(rc), msg);
+  return in;
+}
+
+/* Golden inputs of one case (input_<i>.bin for every graph input). */
+static void read_inputs(const char *stem, const char *cs, int32_t n, blobs_t *b) {
+  char path[1024];
+  b->n = 0;
+  for (int32_t i = 0; i < n; i++) {
+    snprintf(path, sizeof path, "%s/%s/%s/input_%d.bin", ar_test_golden_dir(), stem, cs, i);
+    b->data[i] = ar_test_read_file(path, &b->bytes[i]);
+    ck_assert_msg(b->data[i] != NULL, "cannot read %s", path);
+    b->n++;
+  }
+}
+
+/* Write the inputs (the arenad convention may reuse their bytes, so before every invoke). */
+static void set_inputs(ar_interp_t *in, const blobs_t *b, const char *stem) {
+  ck_assert_int_eq((int)b->n, ar_interp_n_inputs(in));
+  for (size_t i = 0; i < b->n; i++) {
+    ar_tview_t *v = ar_interp_input(in, (int32_t)i);
+    ck_assert_msg(v->bytes == b->bytes[i], "%s: input %zu is %llu bytes, file has %zu", stem, i,
+                  (unsigned long long)v->bytes, b->bytes[i]);
+    memcpy(v->data, b->data[i], b->bytes[i]);
+  }
+}
+
+/* Copy all outputs (after an invoke) into *out. */
+static void get_outputs(const ar_interp_t *in, blobs_t *out) {
+  out->n = 0;
+  for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
+    const ar_tview_t *v = ar_interp_output(in, j);
+    out->data[j] = malloc(v->bytes ? v->bytes : 1);
+    ck_assert_ptr_nonnull(out->data[j]);
+    memcpy(out->data[j], v->data, v->bytes);
+    out->bytes[j] = v->bytes;
+    out->n++;
+  }
+}
+
+/* Compare the current outputs with the golden files of one case. */
+static void check_golden(const ar_interp_t *in, const char *stem, const char *cs) {
+  char path[1024];
+  for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
+    const ar_tview_t *v = ar_interp_output(in, j);
+    snprintf(path, sizeof path, "%s/%s/%s/output_%d.bin", ar_test_golden_dir(), stem, cs, j);
+    size_t bytes = 0;
+    float *want = ar_test_read_file(path, &bytes);
+    ck_assert_msg(want != NULL, "cannot read %s", path);
+    ck_assert_msg(v->dtype == AR_DTYPE_FLOAT32, "%s output %d is not float32", stem, j);
+    ck_assert_msg(bytes == v->bytes, "%s/%s output %d (%s): golden %zu bytes, interpreter %llu", stem,
+                  cs, j, ar_interp_output_name(in, j), bytes, (unsigned long long)v->bytes);
+    double worst = 0;
+    size_t n = bytes / sizeof(float);
+    size_t bad = ar_test_golden_mismatches(v->data, want, n, &worst);
+    printf("golden %-34s %-6s output %d %-28s %7zu floats  worst |err| %.3g  %s\n", stem, cs, j,
+           ar_interp_output_name(in, j), n, worst, bad ? "FAIL" : "ok");
+    free(want);
+    ck_assert_msg(bad == 0, "%s/%s output %d (%s): %zu of %zu elements out of tolerance, worst %g",
+                  stem, cs, j, ar_interp_output_name(in, j), bad, n, worst);
+  }
+}
+
+/* Every model, both cases, defaults (best plan, arenad lifetimes, in-place). Invoking twice per
+ * case also shows that nothing an invoke writes (in-place, scratch) corrupts weights or state. */
+START_TEST(test_golden) {
+  const char *stem = ar_test_models[_i];
+  ar_model_t *m = load_model(stem);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = new_placed(m, &opt, stem);
+  ck_assert_uint_gt(ar_interp_macs(in), 0);
+  ck_assert_int_le(ar_interp_runtime_operators(in), ar_interp_n_operators(in));
+  for (size_t c = 0; c < 2; c++) {
+    blobs_t inputs, first;
+    read_inputs(stem, cases[c], ar_interp_n_inputs(in), &inputs);
+    for (int rep = 0; rep < 2; rep++) {
+      set_inputs(in, &inputs, stem);
+      ck_assert_int_eq(ar_interp_invoke(in), 0);
+      if (rep == 0) {
+        check_golden(in, stem, cases[c]);
+        get_outputs(in, &first);
+      } else {
+        for (size_t j = 0; j < first.n; j++)
+          ck_assert_msg(memcmp(first.data[j], ar_interp_output(in, (int32_t)j)->data, first.bytes[j]) == 0,
+                        "%s/%s: output %zu differs on the second invoke", stem, cases[c], j);
+      }
+    }
+    blobs_free(&first);
+    blobs_free(&inputs);
+  }
+  printf("model %-34s operators %d (run %d)  arena %llu B  persistent %llu B  MACs %llu\n", stem,
+         ar_interp_n_operators(in), ar_interp_runtime_operators(in),
+         (unsigned long long)ar_interp_arena_bytes(in), (unsigned long long)ar_interp_persistent_bytes(in),
+         (unsigned long long)ar_interp_macs(in));
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
+
+/* The random case under every strategy x in-place x lifetime convention: outputs bit-identical to
+ * the default plan's. A wrong in-place or overlapping plan shows up here as a difference. */
+START_TEST(test_plan_independence) {
+  const char *stem = ar_test_models[_i];
+  ar_model_t *m = load_model(stem);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = new_placed(m, &opt, stem);
+  blobs_t inputs, ref;
+  read_inputs(stem, "random", ar_interp_n_inputs(in), &inputs);
+  set_inputs(in, &inputs, stem);
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  check_golden(in, stem, "random");
+  get_outputs(in, &ref);
+  ar_interp_free(in);
+
+  static const ar_strategy_t strategies[] = {AR_STRATEGY_LINEAR, AR_STRATEGY_FIRST_FIT,
+                                             AR_STRATEGY_GREEDY_BY_SIZE, AR_STRATEGY_BEST};
+  static const ar_lifetimes_t conventions[] = {AR_LIFETIMES_TFLITE, AR_LIFETIMES_ARENAD};
+  for (size_t s = 0; s < 4; s++) {
+    for (int ip = 0; ip < 2; ip++) {
+      for (size_t c = 0; c < 2; c++) {
+        opt.strategy = strategies[s];
+        opt.inplace = ip != 0;
+        opt.lifetimes = conventions[c];
+        in = new_placed(m, &opt, stem);
+        set_inputs(in, &inputs, stem);
+        ck_assert_int_eq(ar_interp_invoke(in), 0);
+        for (size_t j = 0; j < ref.n; j++) {
+          const ar_tview_t *v = ar_interp_output(in, (int32_t)j);
+          ck_assert_uint_eq(v->bytes, ref.bytes[j]);
+          ck_assert_msg(memcmp(v->data, ref.data[j], ref.bytes[j]) == 0,
+                        "%s: output %zu differs with strategy %s, in-place %d, lifetimes %s", stem, j,
+                        ar_strategy_name(opt.strategy), opt.inplace, ar_lifetimes_name(opt.lifetimes));
+        }
+        printf("plan %-34s %-15s inplace %d %-6s arena %10llu B  identical\n", stem,
+               ar_strategy_name(opt.strategy), opt.inplace, ar_lifetimes_name(opt.lifetimes),
+               (unsigned long long)ar_interp_arena_bytes(in));
+        ar_interp_free(in);
+      }
+    }
+  }
+  blobs_free(&ref);
+  blobs_free(&inputs);
+  ar_model_free(m);
+}
+END_TEST
+
+/* Two models placed in ONE activation region (as the daemon's pool does for models that never run
+ * at the same time), each with its own persistent region: running B between two runs of A must
+ * not disturb A (folded constants and state live outside the shared region). */
+START_TEST(test_shared_activation_region) {
+  const char *sa = "face_detection_short_range", *sb = "selfie_segmentation";
+  ar_model_t *ma = load_model(sa), *mb = load_model(sb);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  char msg[AR_MSG_BYTES] = "";
+  ar_interp_t *a = NULL, *b = NULL;
+  ck_assert_int_eq(ar_interp_new(ma, &opt, &a, msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_interp_new(mb, &opt, &b, msg, sizeof msg), 0);
+  uint64_t act_bytes = ar_interp_arena_bytes(a) > ar_interp_arena_bytes(b) ? ar_interp_arena_bytes(a)
+                                                                            : ar_interp_arena_bytes(b);
+  void *act = aligned_alloc(AR_ARENA_ALIGNMENT, act_bytes);
+  void *pa = aligned_alloc(AR_ARENA_ALIGNMENT, ar_interp_persistent_bytes(a) + AR_ARENA_ALIGNMENT);
+  void *pb = aligned_alloc(AR_ARENA_ALIGNMENT, ar_interp_persistent_bytes(b) + AR_ARENA_ALIGNMENT);
+  ck_assert(act && pa && pb);
+  ck_assert_int_eq(ar_interp_place(a, act, act_bytes, pa, ar_interp_persistent_bytes(a), msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_interp_place(b, act, act_bytes, pb, ar_interp_persistent_bytes(b), msg, sizeof msg), 0);
+  blobs_t ia, ib;
+  read_inputs(sa, "photo", ar_interp_n_inputs(a), &ia);
+  read_inputs(sb, "photo", ar_interp_n_inputs(b), &ib);
+  set_inputs(a, &ia, sa);
+  ck_assert_int_eq(ar_interp_invoke(a), 0);
+  check_golden(a, sa, "photo");
+  set_inputs(b, &ib, sb);
+  ck_assert_int_eq(ar_interp_invoke(b), 0);
+  check_golden(b, sb, "photo");
+  set_inputs(a, &ia, sa);
+  ck_assert_int_eq(ar_interp_invoke(a), 0);
+  check_golden(a, sa, "photo");
+  blobs_free(&ia);
+  blobs_free(&ib);
+  ar_interp_free(a);
+  ar_interp_free(b);
+  free(act);
+  free(pa);
+  free(pb);
+  ar_model_free(ma);
+  ar_model_free(mb);
+}
+END_TEST
+
+/* The place/invoke contract: invoke before place is AR_ESTATE; a region that is too small or
+ * misaligned is AR_EINVAL with a message saying which. */
+START_TEST(test_place_contract) {
+  const char *stem = "face_detection_short_range";
+  ar_model_t *m = load_model(stem);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  char msg[AR_MSG_BYTES] = "";
+  ar_interp_t *in = NULL;
+  ck_assert_int_eq(ar_interp_new(m, &opt, &in, msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);
+  uint64_t ab = ar_interp_arena_bytes(in), pb = ar_interp_persistent_bytes(in);
+  ck_assert_uint_gt(ab, 0);
+  ck_assert_uint_gt(pb, 0);   /* fp16 weights are folded into persistent memory */
+  ck_assert_uint_eq(ab % AR_ARENA_ALIGNMENT, 0);
+  ck_assert_uint_eq(pb % AR_ARENA_ALIGNMENT, 0);
+  uint8_t *act = aligned_alloc(AR_ARENA_ALIGNMENT, ab + AR_ARENA_ALIGNMENT);
+  uint8_t *pers = aligned_alloc(AR_ARENA_ALIGNMENT, pb + AR_ARENA_ALIGNMENT);
+  msg[0] = 0;
+  ck_assert_int_eq(ar_interp_place(in, act, ab - 1, pers, pb, msg, sizeof msg), AR_EINVAL);
+  ck_assert_ptr_nonnull(strstr(msg, "activation"));
+  msg[0] = 0;
+  ck_assert_int_eq(ar_interp_place(in, act, ab, pers, pb - 1, msg, sizeof msg), AR_EINVAL);
+  ck_assert_ptr_nonnull(strstr(msg, "persistent"));
+  msg[0] = 0;
+  ck_assert_int_eq(ar_interp_place(in, act + 16, ab, pers, pb, msg, sizeof msg), AR_EINVAL);
+  ck_assert_ptr_nonnull(strstr(msg, "aligned"));
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);
+  ck_assert_int_eq(ar_interp_place(in, act, ab, pers, pb, msg, sizeof msg), 0);
+  /* Folded constants are in the persistent region, arena tensors in the activation region. */
+  const ar_tensor_plan_t *tp = ar_interp_tensor_plan(in);
+  int folded = 0;
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
+    if (!ar_interp_op_folded(in, k)) continue;
+    const ar_node_t *nd = ar_interp_node(in, k);
+    const uint8_t *d = nd->outputs[0]->data;
+    ck_assert(d >= pers && d + nd->outputs[0]->bytes <= pers + pb);
+    folded++;
+  }
+  ck_assert_int_gt(folded, 0);
+  ck_assert_int_eq(ar_interp_runtime_operators(in), ar_interp_n_operators(in) - folded);
+  const ar_tview_t *out0 = ar_interp_output(in, 0);
+  ck_assert((uint8_t *)out0->data >= act && (uint8_t *)out0->data + out0->bytes <= act + ab);
+  (void)tp;
+  blobs_t inputs;
+  read_inputs(stem, "photo", 1, &inputs);
+  set_inputs(in, &inputs, stem);
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  check_golden(in, stem, "photo");
+  /* Moving the activation region (persistent stays) keeps results. */
+  uint8_t *act2 = aligned_alloc(AR_ARENA_ALIGNMENT, ab);
+  ck_assert_int_eq(ar_interp_place(in, act2, ab, pers, pb, msg, sizeof msg), 0);
+  memset(act, 0xff, ab);
+  set_inputs(in, &inputs, stem);
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  check_golden(in, stem, "photo");
+  blobs_free(&inputs);
+  ar_interp_free(in);
+  free(act);
+  free(act2);
+  free(pers);
+  ar_model_free(m);
+}
+END_TEST
+
+/* MACs of the smallest model, from its operator shapes: every conv-family operator counted once. */
+START_TEST(test_macs_by_hand) {
+  ar_model_t *m = load_model("face_detection_short_range");
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  char msg[AR_MSG_BYTES] = "";
+  ar_interp_t *in = NULL;
+  ck_assert_int_eq(ar_interp_new(m, &opt, &in, msg, sizeof msg), 0);
+  uint64_t macs = 0;
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
+    const ar_node_t *nd = ar_interp_node(in, k);
+    const ar_tview_t *o = nd->outputs[0], *w = nd->n_inputs > 1 ? nd->inputs[1] : NULL;
+    if (nd->op == AR_OP_CONV_2D)   /* N*OH*OW*O * KH*KW*I */
+      macs += (uint64_t)o->dims[0] * o->dims[1] * o->dims[2] * o->dims[3] * w->dims[1] * w->dims[2] * w->dims[3];
+    else if (nd->op == AR_OP_DEPTHWISE_CONV_2D)   /* N*OH*OW*C * KH*KW */
+      macs += (uint64_t)o->dims[0] * o->dims[1] * o->dims[2] * o->dims[3] * w->dims[1] * w->dims[2];
+  }
+  ck_assert_uint_gt(macs, 10000000);
+  ck_assert_uint_eq(ar_interp_macs(in), macs);
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
+
+static Suite *interp_suite(void) {
+  Suite *s = suite_create("interp");
+  TCase *tc = tcase_create("golden");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_golden, 0, ar_test_n_models);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("plan_independence");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_plan_independence, 0, ar_test_n_models);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("contract");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_shared_activation_region);
+  tcase_add_test(tc, test_place_contract);
+  tcase_add_test(tc, test_macs_by_hand);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(interp_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
