@@ -9,7 +9,10 @@
  * and OHWI is already [O, K] row-major, so the filter is used in place (cblas Trans). A 1x1
  * stride-1 convolution needs no im2col: the input itself is [M, I]. Otherwise im2col fills a
  * planned scratch buffer in tiles of output pixels (AR_CONV_TILE_BYTES), which bounds the
- * scratch the planner has to place and keeps each patch tile in cache for the GEMM.
+ * scratch the planner has to place and keeps each patch tile in cache for the GEMM. With at most
+ * 4 input channels (an image model's first layer) and 16/24/32 outputs, K is too short for GEMM to
+ * pay off: init packs the filter as [K, O] into state and a direct loop accumulates 4 pixels x O
+ * channels in vector registers (no im2col, no scratch).
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -24,6 +27,9 @@
 /* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
 #define AR_CONV_TILE_BYTES (512u * 1024u)
 #define AR_CONV_TILE_MIN_PIXELS 64
+/* The first layer of an image model has 3 input channels: K = KH*KW*3 is too short for GEMM to pay
+ * off, so up to this many input channels (and 16/24/32 outputs) a direct loop runs instead. */
+#define AR_CONV_FEW_IN_MAX 4
 /* Output bytes per GEMM call on the 1x1 path. */
 #define AR_CONV_DIRECT_TILE_BYTES (256u * 1024u)
 
@@ -35,6 +41,7 @@ typedef struct {
   int32_t pt, pl;               /* leading padding (top, left) */
   int64_t m, k;                 /* GEMM: M = N*OH*OW rows, K = KH*KW*I */
   bool direct;                  /* 1x1 stride 1: the input is the GEMM's left matrix */
+  bool few_in;                  /* few input channels: direct loop over packed weights, no GEMM */
   int64_t tile_pixels;          /* im2col rows per tile */
 } conv_geom_t;
 
@@ -49,6 +56,8 @@ static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
   g->m = (int64_t)g->n * g->oh * g->ow;
   g->k = (int64_t)g->kh * g->kw * g->ci;
   g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1;
+  g->few_in = !g->direct && g->ci <= AR_CONV_FEW_IN_MAX && (g->co == 16 || g->co == 24 ||
+                                                             g->co == 32);
   int64_t t = (int64_t)AR_CONV_TILE_BYTES / (g->k * (int64_t)sizeof(float));
   if (t < AR_CONV_TILE_MIN_PIXELS) t = AR_CONV_TILE_MIN_PIXELS;
   g->tile_pixels = g->m < t ? g->m : t;
@@ -108,8 +117,13 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (g.m > INT_MAX || g.k > INT_MAX || (int64_t)g.n * g.h * g.w * g.ci > INT_MAX)
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
                    name, (long long)g.m, (long long)g.k);
-  node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_pixels * (uint64_t)g.k * sizeof(float);
-  node->state_bytes = 0;
+  if (g.few_in) {
+    node->scratch_bytes = 0;
+    node->state_bytes = (uint64_t)g.k * (uint64_t)g.co * sizeof(float);   /* [K, O] weights */
+  } else {
+    node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_pixels * (uint64_t)g.k * sizeof(float);
+    node->state_bytes = 0;
+  }
   return 0;
 }
 
@@ -137,6 +151,109 @@ static void im2col_row(const conv_geom_t *g, const float *in, int32_t b, int32_t
   }
 }
 
+/* ---- Few input channels: direct convolution over weights packed [K, O] at init. ----
+ * Each tap (ky, kx, c) broadcasts one input value and multiplies it into O/8 weight vectors; four
+ * output pixels share every weight load and give 4 * O/8 independent FMA chains. */
+typedef float conv_v8f __attribute__((vector_size(32), aligned(4), may_alias));
+
+static void conv_init(ar_node_t *node) {
+  conv_geom_t g;
+  conv_geometry(node, &g);
+  if (!g.few_in) return;
+  const float *f = node->inputs[1]->data;   /* [O, K] */
+  float *w = node->state;                   /* [K, O] */
+  for (int64_t o = 0; o < g.co; o++)
+    for (int64_t k = 0; k < g.k; k++) w[k * g.co + o] = f[o * g.k + k];
+}
+
+/* P output pixels starting at (b, oy, ox0), NV vectors of 8 output channels, unclamped. With
+ * `checked` the taps outside the input are skipped (zero padding); otherwise all are inside. */
+static AR_ALWAYS_INLINE void conv_few_block(const conv_geom_t *g, const float *in, const float *w,
+                                            const float *bias, float *o, int32_t b, int32_t oy,
+                                            int32_t ox0, int P, int NV, bool checked) {
+  conv_v8f acc[4][4];   /* [pixel][vector]; P <= 4, NV <= 4 */
+  #pragma GCC unroll 4
+  for (int p = 0; p < P; p++)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; v++)
+      acc[p][v] = bias ? *(const conv_v8f *)(bias + 8 * v) : (conv_v8f){0};
+  const int32_t iy0 = oy * g->sh - g->pt;
+  const int32_t ci = g->ci, co = g->co;
+  for (int32_t ky = 0; ky < g->kh; ky++) {
+    const int32_t iy = iy0 + ky * g->dh;
+    if (checked && (iy < 0 || iy >= g->h)) continue;
+    const float *irow = in + ((size_t)b * g->h + iy) * g->w * ci;
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      int32_t ix[4];
+      #pragma GCC unroll 4
+      for (int p = 0; p < P; p++) ix[p] = (ox0 + p) * g->sw - g->pl + kx * g->dw;
+      if (checked && (ix[0] < 0 || ix[0] >= g->w)) continue;   /* P == 1 when checked */
+      const float *wk = w + ((size_t)ky * g->kw + kx) * ci * co;
+      for (int32_t c = 0; c < ci; c++) {
+        conv_v8f wv[4];
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) wv[v] = *(const conv_v8f *)(wk + (size_t)c * co + 8 * v);
+        #pragma GCC unroll 4
+        for (int p = 0; p < P; p++) {
+          const float x = irow[(size_t)ix[p] * ci + c];
+          #pragma GCC unroll 4
+          for (int v = 0; v < NV; v++) acc[p][v] += x * wv[v];
+        }
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int p = 0; p < P; p++)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) *(conv_v8f *)(o + (size_t)p * co + 8 * v) = acc[p][v];
+}
+
+static AR_ALWAYS_INLINE void conv_few_rows(const conv_geom_t *g, const float *in, const float *w,
+                                           const float *bias, float *out, int NV) {
+  /* Columns whose taps are all inside: ox*sw - pl >= 0 and ox*sw - pl + (kw-1)*dw <= w-1. */
+  int32_t ox_lo = (g->pl + g->sw - 1) / g->sw;
+  int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl;
+  int32_t ox_hi = last >= 0 ? last / g->sw + 1 : 0;
+  if (ox_hi > g->ow) ox_hi = g->ow;
+  if (ox_lo > ox_hi) ox_lo = ox_hi;
+  const int P = NV <= 3 ? 4 : 3;   /* P * NV accumulators + NV weights fit 16 vector registers */
+  for (int32_t b = 0; b < g->n; b++)
+    for (int32_t oy = 0; oy < g->oh; oy++) {
+      float *orow = out + (((size_t)b * g->oh + oy) * g->ow) * g->co;
+      const int32_t iy0 = oy * g->sh - g->pt;
+      const bool rows_inside = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh < g->h;
+      int32_t ox = 0;
+      if (rows_inside) {
+        for (; ox < ox_lo; ox++)
+          conv_few_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, 1, NV, true);
+        for (; ox + P <= ox_hi; ox += P)
+          conv_few_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, P, NV, false);
+        for (; ox < ox_hi; ox++)
+          conv_few_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, 1, NV, false);
+      }
+      for (; ox < g->ow; ox++)
+        conv_few_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, 1, NV, true);
+    }
+}
+
+static AR_ALWAYS_INLINE void conv_few_body(const conv_geom_t *g, const float *in, const float *w,
+                                           const float *bias, float *out) {
+  if (g->co == 16) conv_few_rows(g, in, w, bias, out, 2);
+  else if (g->co == 24) conv_few_rows(g, in, w, bias, out, 3);
+  else conv_few_rows(g, in, w, bias, out, 4);
+}
+
+static void conv_few_base(const conv_geom_t *g, const float *in, const float *w, const float *bias,
+                          float *out) {
+  conv_few_body(g, in, w, bias, out);
+}
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void conv_few_avx2(const conv_geom_t *g, const float *in, const float *w,
+                                         const float *bias, float *out) {
+  conv_few_body(g, in, w, bias, out);
+}
+#endif
+
 static void conv_eval(const ar_node_t *node) {
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const float *in = node->inputs[0]->data, *filter = node->inputs[1]->data;
@@ -146,6 +263,16 @@ static void conv_eval(const ar_node_t *node) {
   conv_geom_t g;
   conv_geometry(node, &g);
   const int co = g.co, k = (int)g.k;
+
+  if (g.few_in) {
+#if AR_HAVE_AVX2_CLONE
+    if (ar__cpu_has_avx2_fma()) conv_few_avx2(&g, in, node->state, bias, out);
+    else
+#endif
+      conv_few_base(&g, in, node->state, bias, out);
+    ar__activate(out, (size_t)g.m * (size_t)co, act);
+    return;
+  }
 
   if (g.direct) {
     /* Row tiles keep the bias fill, the GEMM's C and the activation pass in cache. */
@@ -189,6 +316,6 @@ static void conv_eval(const ar_node_t *node) {
 const ar_kernel_t ar_kernel_conv_2d = {
   .name = "CONV_2D",
   .prepare = conv_prepare,
-  .init = NULL,
+  .init = conv_init,
   .eval = conv_eval,
 };

@@ -412,6 +412,12 @@ START_TEST(conv_random_vs_naive) {
     {2, 9, 8, 6, 4, 3, 2, 2, 1, 1, 1, 1, true, false, AR_ACT_RELU_N1_TO_1},/* non-square */
     {1, 8, 8, 10, 6, 1, 1, 2, 2, 1, 1, 1, true, true, AR_ACT_TANH},        /* 1x1 stride 2 */
     {1, 64, 64, 16, 16, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},     /* many tiles */
+    /* Few input channels (direct loop over packed weights): 16/24/32 outputs, borders, blocks. */
+    {2, 11, 13, 3, 24, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 15, 14, 4, 32, 3, 3, 1, 1, 1, 1, 1, false, false, AR_ACT_NONE},
+    {1, 10, 9, 1, 16, 3, 3, 2, 1, 2, 2, 1, true, true, AR_ACT_RELU},
+    {1, 9, 9, 2, 32, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_TANH},
+    {1, 33, 40, 3, 16, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_random_case(&cases[i]);
 }
@@ -438,6 +444,15 @@ START_TEST(conv_prepare_errors) {
   conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
   ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), 0);
   ck_assert_uint_eq(tn.node.scratch_bytes, 4 * 27 * sizeof(float));
+
+  /* 3 input channels and 16 outputs: the direct path, weights packed in state, no im2col. */
+  int32_t df16[4] = {16, 3, 3, 3}, dout16[4] = {1, 2, 2, 16};
+  tnode_t tn16;
+  tnode_init(&tn16, AR_OP_CONV_2D, in, 4, di, f, 4, df16, NULL, 0, out, 4, dout16);
+  conv_opts(&tn16, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn16, &ar_kernel_conv_2d, msg, sizeof msg), 0);
+  ck_assert_uint_eq(tn16.node.scratch_bytes, 0);
+  ck_assert_uint_eq(tn16.node.state_bytes, 27 * 16 * sizeof(float));
 
   tn.t[0].dtype = AR_DTYPE_FLOAT16;
   ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
