@@ -9,3 +9,15 @@ TESTS += tests/check_loader
 tests_check_loader_SOURCES = tests/check_loader.c
 tests_check_loader_CFLAGS = $(TEST_CFLAGS)
 tests_check_loader_LDADD = libarloader.la libarcommon.la $(TEST_LIBS) $(JANSSON_LIBS)
+
+# libFuzzer target (not part of `make` or `make check`): `make fuzz_loader` when clang is present.
+EXTRA_DIST += tools/fuzz_loader.c
+if HAVE_CLANG
+AR_FUZZ_LOADER_SRC = $(srcdir)/tools/fuzz_loader.c $(srcdir)/loader/ar_model.c \
+  $(srcdir)/loader/ar_flatbuf.c $(srcdir)/loader/ar_ops.c $(srcdir)/loader/ar_sha256.c \
+  $(srcdir)/common/ar_error.c
+fuzz_loader: $(AR_FUZZ_LOADER_SRC)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -I$(top_srcdir) -I$(top_builddir) -o $@ $(AR_FUZZ_LOADER_SRC)
+CLEANFILES += fuzz_loader
+endif
