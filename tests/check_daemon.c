@@ -490,8 +490,9 @@ END_TEST
 typedef struct {
   golden_t *g;
   ar_client_model_t *info;
+  const char *model;
+  int max_invokes;
   int ok, gone, other;
-  volatile int stop;
 } streamer_t;
 
 static void *stream_invokes(void *arg) {
@@ -501,9 +502,9 @@ static void *stream_invokes(void *arg) {
   if (ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) != 0) return NULL;
   ar_client_tensor_t t = input_of(s->info, s->g);
   /* Invoke until the model is gone; every success must be a correct result. */
-  for (int i = 0; i < 100000; i++) {
+  for (int i = 0; i < s->max_invokes; i++) {
     ar_client_result_t r;
-    int rc = ar_client_invoke(c, "face", &t, 1, &r, msg, sizeof(msg));
+    int rc = ar_client_invoke(c, s->model, &t, 1, &r, msg, sizeof(msg));
     if (rc == 0) {
       if (golden_check(s->g, &r) == 0) s->ok++;
       else s->other++;
@@ -533,6 +534,8 @@ START_TEST(unload_during_stream_of_invokes) {
     memset(&s[i], 0, sizeof(s[i]));
     s[i].g = &g;
     s[i].info = &face;
+    s[i].model = "face";
+    s[i].max_invokes = 100000;
     pthread_create(&th[i], NULL, stream_invokes, &s[i]);
   }
   /* Let the stream run until each client had a few answers (progress, not time). */
@@ -595,6 +598,57 @@ START_TEST(group_region_grows_when_a_larger_member_joins) {
 }
 END_TEST
 
+START_TEST(group_grows_while_invokes_are_in_flight) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t palm;
+  load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
+  golden_t g;
+  golden_load(&g, "palm_detection_lite", "photo");
+  streamer_t s[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    memset(&s[i], 0, sizeof(s[i]));
+    s[i].g = &g;
+    s[i].info = &palm;
+    s[i].model = "palm";
+    s[i].max_invokes = 30;
+    pthread_create(&th[i], NULL, stream_invokes, &s[i]);
+  }
+  for (;;) {   /* wait until palm's invokes are flowing */
+    json_t *st = stats(c);
+    uint64_t n = ji(stats_model(st, "palm"), "invokes");
+    json_decref(st);
+    if (n >= 3) break;
+  }
+  /* hand needs a larger activation region: palm moves into it behind the queued invokes. */
+  ar_client_model_t hand;
+  load_ok(c, "hand", "hand_landmark_lite", "hands", &hand);
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_int_eq(s[i].other, 0);
+    ck_assert_int_eq(s[i].ok, 30);
+  }
+  json_t *st = stats(c);
+  json_t *ap = json_object_get(stats_model(st, "palm"), "activation_region");
+  ck_assert_uint_eq(ji(ap, "offset"), hand.activation_offset);
+  ck_assert_uint_eq(ji(ap, "bytes"), (hand.arena_bytes + 63) / 64 * 64);
+  json_decref(st);
+  golden_t gh;
+  golden_load(&gh, "hand_landmark_lite", "photo");
+  ar_client_tensor_t t = input_of(&hand, &gh);
+  ar_client_result_t r;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_invoke(c, "hand", &t, 1, &r, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(golden_check(&gh, &r), 0);
+  ar_client_result_free(&r);
+  golden_free(&gh);
+  golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
 static Suite *daemon_suite(void) {
   Suite *s = suite_create("daemon");
   TCase *tc = tcase_create("models");
@@ -602,6 +656,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, share_group_goldens_and_pool_layout);
   tcase_add_test(tc, same_file_twice_shares_mapping);
   tcase_add_test(tc, group_region_grows_when_a_larger_member_joins);
+  tcase_add_test(tc, group_grows_while_invokes_are_in_flight);
   tcase_add_test(tc, bad_invoke_inputs);
   tcase_add_test(tc, load_malformed_model_files);
   tcase_add_test(tc, load_that_does_not_fit);
