@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clients/arenactl.h"
@@ -100,14 +101,18 @@ static json_t *subgraph_json(const ar_model_t *m, uint32_t s) {
 }
 
 static uint32_t constant_buffer_count(const ar_model_t *m) {
+  uint8_t *seen = calloc(m->n_buffers ? m->n_buffers : 1, 1);
   uint32_t n = 0;
-  for (uint32_t b = 1; b < m->n_buffers; b++) {
-    bool used = false;
-    for (uint32_t s = 0; s < m->n_subgraphs && !used; s++)
-      for (uint32_t t = 0; t < m->subgraphs[s].n_tensors && !used; t++)
-        used = m->subgraphs[s].tensors[t].data && m->subgraphs[s].tensors[t].buffer == b;
-    n += used;
-  }
+  if (!seen) return 0;
+  for (uint32_t s = 0; s < m->n_subgraphs; s++)
+    for (uint32_t t = 0; t < m->subgraphs[s].n_tensors; t++) {
+      const ar_tensor_t *tt = &m->subgraphs[s].tensors[t];
+      if (tt->data && !seen[tt->buffer]) {
+        seen[tt->buffer] = 1;
+        n++;
+      }
+    }
+  free(seen);
   return n;
 }
 

@@ -820,7 +820,7 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
 /* Dataflow in stored order: every input must exist when its operator runs (TFLite executes
  * operators in the order stored; arenad plans lifetimes on that order). */
 static int check_dataflow(loader_t *L, uint32_t sgi, ar_subgraph_t *sg) {
-  enum { UNSET = 0, AVAILABLE = 1 };
+  enum { AVAILABLE = 1 };
   int rc = 0;
   /* producer[t] = operator index + 1 that writes t, 0 if none; ready[t] = available from start. */
   uint32_t *producer = calloc(sg->n_tensors ? sg->n_tensors : 1, sizeof(uint32_t));
@@ -839,7 +839,7 @@ static int check_dataflow(loader_t *L, uint32_t sgi, ar_subgraph_t *sg) {
     for (int32_t o = 0; o < op->n_outputs; o++) {
       int32_t t = op->outputs[o];
       const ar_tensor_t *tt = &sg->tensors[t];
-      if (ar_tensor_is_constant(tt)) {
+      if (ar_tensor_is_constant(tt) && !tt->is_variable) {   /* variables may hold an initial value */
         rc = ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): output %d is tensor %d (%s), "
                      "which is a constant", oi, label, o, t, tt->name);
         goto done;

@@ -26,8 +26,10 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+static json_t *manifest_doc;
+
 static json_t *manifest(void) {
-  static json_t *doc;
+  json_t *doc = manifest_doc;
   if (doc) return doc;
   char path[4096];
   const char *src = getenv("AR_SRCDIR");
@@ -36,6 +38,7 @@ static json_t *manifest(void) {
   doc = json_load_file(path, 0, &err);
   if (!doc) doc = json_load_file("/work/shared/models/MANIFEST.json", 0, &err);
   ck_assert_msg(doc != NULL, "cannot read MANIFEST.json: %s", err.text);
+  manifest_doc = doc;
   return doc;
 }
 
@@ -1137,5 +1140,6 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  json_decref(manifest_doc);   /* loaded once per process (per test when forking) */
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
