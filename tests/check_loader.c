@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/ar_error.h"
@@ -270,6 +271,58 @@ START_TEST(test_inspect_json_matches_manifest) {
     }
   }
   json_decref(got);
+}
+END_TEST
+
+/* Run arenactl with `args`; returns its exit status and captures up to n-1 bytes of stdout+stderr. */
+static int run_arenactl(const char *args, char *out, size_t n) {
+  const char *bdir = getenv("AR_BUILDDIR");
+  char cmd[8192];
+  snprintf(cmd, sizeof(cmd), "'%s/arenactl' %s 2>&1", bdir && *bdir ? bdir : AR_BUILDDIR, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert(p != NULL);
+  size_t got = fread(out, 1, n - 1, p);
+  out[got] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The human table names the ops with counts and versions, the I/O, constants and the sha256;
+ * a malformed file fails with the loader's message (exit 1), a bad command line with exit 2. */
+START_TEST(test_inspect_human_and_errors) {
+  static char out[1 << 16];
+  char path[4096], args[8192];
+  ar_test_model_path(path, sizeof(path), "selfie_segmentation");
+  snprintf(args, sizeof(args), "inspect '%s'", path);
+  ck_assert_int_eq(run_arenactl(args, out, sizeof(out)), 0);
+  static const char *const want[] = {
+    "sha256         8d13b7fae74af625c641226813616a2117bd6bca19eb3b75574621fc08557f27",
+    "constants      113 buffers, 212826 bytes",
+    "subgraph 0 \"keras2tflite_selfiesegmentation_mlkit-256x256-2021_01_19-v1215.tflite.generated\": 360 tensors, 246 operators",
+    "CUSTOM:Convolution2DTransposeBias        1        1",
+    "DEQUANTIZE                             110        2",
+    "0   0       FLOAT32   [1,256,256,3]      input_1",
+    "0   249     FLOAT32   [1,256,256,1]      activation_10",
+    "fp16 weights  110 tensors",
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(want); i++)
+    ck_assert_msg(strstr(out, want[i]) != NULL, "inspect output lacks \"%s\":\n%s", want[i], out);
+
+  size_t len;
+  uint8_t *buf = read_model("face_detection_short_range", &len);
+  char tmp[] = "/tmp/check_loader_trunc_XXXXXX";
+  int fd = mkstemp(tmp);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, buf, 1000), 1000);
+  close(fd);
+  free(buf);
+  snprintf(args, sizeof(args), "inspect --json '%s'", tmp);
+  ck_assert_int_eq(run_arenactl(args, out, sizeof(out)), 1);
+  ck_assert_msg(strstr(out, "the file (1000 bytes)") && strstr(out, "EMODEL"), "%s", out);
+  unlink(tmp);
+  ck_assert_int_eq(run_arenactl("inspect", out, sizeof(out)), 2);
+  ck_assert_ptr_nonnull(strstr(out, "usage: arenactl inspect MODEL [--json]"));
+  ck_assert_int_eq(run_arenactl("inspect --bogus x", out, sizeof(out)), 2);
 }
 END_TEST
 
@@ -1117,6 +1170,7 @@ static Suite *loader_suite(void) {
   tcase_add_loop_test(real, test_inspect_json_matches_manifest, 0, ar_test_n_models);
   tcase_add_loop_test(real, test_options_match_manifest, 0, ar_test_n_models);
   tcase_add_test(real, test_load_file_errors);
+  tcase_add_test(real, test_inspect_human_and_errors);
   suite_add_tcase(s, real);
   TCase *bad = tcase_create("malformed");
   tcase_add_loop_test(bad, test_truncations, 0, 2);
