@@ -137,6 +137,7 @@ struct ar_conn {
   int refs;                      /* 1 for the open handle + 1 per outstanding job */
   int jobs;                      /* requests being served (answered later) */
   bool reading, eof, closing, closed;
+  bool parsing;                  /* inside conn_parse: replies must not re-enter it */
   ar_conn_t *prev, *next;
 };
 

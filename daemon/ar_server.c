@@ -184,9 +184,8 @@ void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response
   conn_send(c, resp);
   c->jobs--;
   if (c->eof && c->jobs == 0 && !c->closed) conn_shutdown(c);
-  if (!c->reading && c->jobs <= AR_CONN_MAX_INFLIGHT / 2 && !c->closing && !c->eof) {
-    conn_parse(c);   /* frames that arrived while paused */
-    conn_resume(c);
+  if (!c->reading && !c->parsing && c->jobs <= AR_CONN_MAX_INFLIGHT / 2 && !c->closing && !c->eof) {
+    conn_parse(c);   /* frames that arrived while paused; resumes reading below the limit */
   }
   conn_unref(c);
 }
@@ -336,6 +335,8 @@ static void handle_frame(ar_conn_t *c, const uint8_t *data, size_t n) {
 static void conn_parse(ar_conn_t *c) {
   ar_server_t *srv = c->srv;
   size_t pos = 0;
+  if (c->parsing) return;
+  c->parsing = true;
   c->refs++;   /* a reply below may close the connection */
   while (!c->closing && !c->closed) {
     if (c->jobs >= AR_CONN_MAX_INFLIGHT) {
@@ -381,6 +382,8 @@ static void conn_parse(ar_conn_t *c) {
     c->rbuf = NULL;
     c->rcap = 0;
   }
+  c->parsing = false;
+  if (!c->reading && c->jobs < AR_CONN_MAX_INFLIGHT && !c->closed) conn_resume(c);
   conn_unref(c);
 }
 

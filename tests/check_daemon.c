@@ -649,6 +649,98 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
 }
 END_TEST
 
+/* 150 invokes (photo and random inputs) with a ping after every 5th, written in one go before any
+ * reply is read: the daemon pauses reading at 64 unanswered requests and resumes as invokes
+ * finish; every reply carries its id and the golden output of its own input. */
+START_TEST(pipelined_invokes_with_backpressure) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t face;
+  load_ok(c, "face", "face_detection_short_range", "", &face);
+  golden_t g[2];
+  golden_load(&g[0], "face_detection_short_range", "photo");
+  golden_load(&g[1], "face_detection_short_range", "random");
+  enum { N = 150 };
+  size_t cap = (size_t)N * (g[0].input_bytes + 256) + 64 * N, len = 0;
+  uint8_t *batch = malloc(cap);
+  int n_requests = 0;
+  for (int i = 0; i < N; i++) {
+    Arenad__Request req = ARENAD__REQUEST__INIT;
+    Arenad__InvokeRequest inv = ARENAD__INVOKE_REQUEST__INIT;
+    Arenad__Tensor t = ARENAD__TENSOR__INIT;
+    Arenad__Tensor *tp = &t;
+    int64_t shape[4] = {1, 128, 128, 3};
+    t.dtype = ARENAD__DTYPE__FLOAT32;
+    t.n_shape = 4;
+    t.shape = shape;
+    t.data.data = (uint8_t *)g[i % 2].input;
+    t.data.len = g[i % 2].input_bytes;
+    inv.model = "face";
+    inv.n_inputs = 1;
+    inv.inputs = &tp;
+    req.id = (uint64_t)i;
+    req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+    req.invoke = &inv;
+    size_t k = arenad__request__get_packed_size(&req);
+    batch[len] = (uint8_t)k, batch[len + 1] = (uint8_t)(k >> 8), batch[len + 2] = (uint8_t)(k >> 16),
+    batch[len + 3] = (uint8_t)(k >> 24);
+    arenad__request__pack(&req, batch + len + 4);
+    len += 4 + k;
+    n_requests++;
+    if (i % 5 == 4) {
+      Arenad__Request p = ARENAD__REQUEST__INIT;
+      Arenad__PingRequest ping = ARENAD__PING_REQUEST__INIT;
+      p.id = 100000 + (uint64_t)i;
+      p.body_case = ARENAD__REQUEST__BODY_PING;
+      p.ping = &ping;
+      k = arenad__request__get_packed_size(&p);
+      batch[len] = (uint8_t)k, batch[len + 1] = 0, batch[len + 2] = 0, batch[len + 3] = 0;
+      arenad__request__pack(&p, batch + len + 4);
+      len += 4 + k;
+      n_requests++;
+    }
+  }
+  int fd = ar_td_connect_raw(dmn.socket);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ar_td_write_all(fd, batch, len), 0);
+  free(batch);
+  int invokes_ok = 0, pings_ok = 0;
+  static uint8_t seen[N];
+  memset(seen, 0, sizeof(seen));
+  for (int i = 0; i < n_requests; i++) {
+    Arenad__Response *r = ar_td_read_response(fd);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->status->code == 0, "id %" PRIu64 ": %s", r->id, r->status->message);
+    if (r->id >= 100000) {
+      ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_PING);
+      pings_ok++;
+    } else {
+      ck_assert_uint_lt(r->id, N);
+      ck_assert_int_eq(seen[r->id], 0);
+      seen[r->id] = 1;
+      const golden_t *gg = &g[r->id % 2];
+      ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_INVOKE);
+      ck_assert_uint_eq(r->invoke->n_outputs, (size_t)gg->n_outputs);
+      for (int j = 0; j < gg->n_outputs; j++) {
+        ck_assert_uint_eq(r->invoke->outputs[j]->data.len, gg->output_bytes[j]);
+        ck_assert_uint_eq(ar_test_golden_mismatches((const float *)r->invoke->outputs[j]->data.data, gg->outputs[j],
+                                                    gg->output_bytes[j] / 4, NULL),
+                          0);
+      }
+      invokes_ok++;
+    }
+    arenad__response__free_unpacked(r, NULL);
+  }
+  ck_assert_int_eq(invokes_ok, N);
+  ck_assert_int_eq(pings_ok, N / 5);
+  close(fd);
+  golden_free(&g[0]);
+  golden_free(&g[1]);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
 static Suite *daemon_suite(void) {
   Suite *s = suite_create("daemon");
   TCase *tc = tcase_create("models");
@@ -657,6 +749,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, same_file_twice_shares_mapping);
   tcase_add_test(tc, group_region_grows_when_a_larger_member_joins);
   tcase_add_test(tc, group_grows_while_invokes_are_in_flight);
+  tcase_add_test(tc, pipelined_invokes_with_backpressure);
   tcase_add_test(tc, bad_invoke_inputs);
   tcase_add_test(tc, load_malformed_model_files);
   tcase_add_test(tc, load_that_does_not_fit);
