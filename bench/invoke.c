@@ -5,7 +5,8 @@
  * (node DIR/run_ref.mjs MODEL --input F --runs N --warmup W --quiet, one thread) on the same input
  * file, so the two engines alternate on the same machine state. Reported per model: median of the
  * round medians for each engine, the ratio arenad / LiteRT (< 1 means arenad is faster), and
- * arenad's GFLOP/s = 2 * MACs / time. The arenad time includes copying the input in (LiteRT's
+ * arenad's GFLOP/s = 2 * MACs / time; then the fastest single invoke of each engine and their
+ * ratio, which is steadier than the medians on a loaded machine. The arenad time includes copying the input in (LiteRT's
  * includes its JS -> wasm copy). --profile adds a per-operator-type breakdown of arenad's time.
  *
  *   bench/invoke [--ref DIR] [--runs N] [--warmup W] [--rounds R] [--case photo|random]
@@ -69,8 +70,10 @@ static void *read_all(const char *path, size_t *bytes) {
   return buf;
 }
 
-/* Run LiteRT's reference runner once; returns its median invoke ms, or -1. */
-static double litert_median(const char *ref, const char *model, const char *input, int runs, int warmup) {
+/* Run LiteRT's reference runner once; returns its median invoke ms (and its fastest in *min_ms),
+ * or -1. */
+static double litert_median(const char *ref, const char *model, const char *input, int runs, int warmup,
+                            double *min_ms) {
   char cmd[16384];
   snprintf(cmd, sizeof cmd, "node '%s/run_ref.mjs' '%s' --input '%s' --runs %d --warmup %d --quiet 2>/dev/null",
            ref, model, input, runs, warmup);
@@ -84,6 +87,7 @@ static double litert_median(const char *ref, const char *model, const char *inpu
   json_t *j = json_loads(buf, JSON_DISABLE_EOF_CHECK, &err);
   if (!j) return -1;
   double ms = json_number_value(json_object_get(json_object_get(j, "invoke_ms"), "median"));
+  *min_ms = json_number_value(json_object_get(json_object_get(j, "invoke_ms"), "min"));
   json_decref(j);
   return ms > 0 ? ms : -1;
 }
@@ -177,7 +181,8 @@ int main(int argc, char **argv) {
 
   printf("bench/invoke: case %s, %d round(s) x %d runs (+%d warm-up) per engine, %d thread(s)%s\n", cs,
          rounds, runs, warmup, threads, ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)");
-  printf("%-34s %10s %10s %7s %9s %9s\n", "model", "arenad ms", "LiteRT ms", "ratio", "GFLOP/s", "GMAC");
+  printf("%-34s %10s %10s %7s %9s %9s %9s %9s %7s\n", "model", "arenad ms", "LiteRT ms", "ratio",
+         "GFLOP/s", "GMAC", "ar min", "LRT min", "ratio");
   int failures = 0, slower = 0;
   double *t = calloc((size_t)runs, sizeof(*t));
   double *ar_round = calloc((size_t)rounds, sizeof(double)), *lt_round = calloc((size_t)rounds, sizeof(double));
@@ -209,6 +214,7 @@ int main(int argc, char **argv) {
     }
     ar_tview_t *iv = ar_interp_input(in, 0);
     int n_lt = 0;
+    double ar_min = 1e30, lt_min = 1e30;
     for (int r = 0; r < rounds; r++) {
       for (int w = 0; w < warmup; w++) {
         memcpy(iv->data, input, bytes);
@@ -219,23 +225,25 @@ int main(int argc, char **argv) {
         memcpy(iv->data, input, bytes);
         ar_interp_invoke(in);
         t[i] = now_ms() - t0;
+        if (t[i] < ar_min) ar_min = t[i];
       }
       ar_round[r] = median(t, runs);
       if (ref) {
-        double ms = litert_median(ref, mpath, ipath, runs, warmup);
+        double mn = 0, ms = litert_median(ref, mpath, ipath, runs, warmup, &mn);
         if (ms > 0) lt_round[n_lt++] = ms;
+        if (ms > 0 && mn > 0 && mn < lt_min) lt_min = mn;
       }
     }
     double ar_ms = median(ar_round, rounds);
     double lt_ms = n_lt ? median(lt_round, n_lt) : 0;
     double gmac = ar_interp_macs(in) / 1e9;
     if (lt_ms > 0) {
-      printf("%-34s %10.3f %10.3f %7.3f %9.2f %9.3f\n", models[mi], ar_ms, lt_ms, ar_ms / lt_ms,
-             2 * gmac / (ar_ms / 1e3), gmac);
+      printf("%-34s %10.3f %10.3f %7.3f %9.2f %9.3f %9.3f %9.3f %7.3f\n", models[mi], ar_ms, lt_ms,
+             ar_ms / lt_ms, 2 * gmac / (ar_ms / 1e3), gmac, ar_min, lt_min, ar_min / lt_min);
       if (ar_ms >= lt_ms) slower++;
     } else {
-      printf("%-34s %10.3f %10s %7s %9.2f %9.3f\n", models[mi], ar_ms, ref ? "error" : "-", "-",
-             2 * gmac / (ar_ms / 1e3), gmac);
+      printf("%-34s %10.3f %10s %7s %9.2f %9.3f %9.3f\n", models[mi], ar_ms, ref ? "error" : "-", "-",
+             2 * gmac / (ar_ms / 1e3), gmac, ar_min);
       if (ref) failures++;
     }
     fflush(stdout);

@@ -70,7 +70,10 @@ static unsigned long disarm(void) {
 }
 
 #ifdef AR_NOALLOC_ASAN
-#include <sanitizer/allocator_interface.h>
+/* Declared here rather than through <sanitizer/allocator_interface.h>, which gcc's Debian packages
+ * do not ship; the symbol is part of the sanitizer runtimes' stable interface. */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
 static void asan_malloc_hook(const volatile void *ptr, size_t size) { (void)ptr; (void)size; bump(&n_alloc); }
 static void asan_free_hook(const volatile void *ptr) { (void)ptr; bump(&n_free); }
 static void install_counter(void) {
