@@ -326,6 +326,65 @@ START_TEST(test_macs_by_hand) {
 }
 END_TEST
 
+/* Prepare failures name the operator: an option combination TFLite rejects (RESIZE_BILINEAR with
+ * both align_corners and half_pixel_centers), a stored output shape that disagrees with the
+ * inferred one, and an op without a kernel. The decoded model is edited in memory, then restored
+ * (after which the interpreter builds again). */
+START_TEST(test_prepare_errors) {
+  ar_model_t *m = load_model("selfie_segmentation");
+  ar_subgraph_t *sg = &m->subgraphs[0];
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  char msg[AR_MSG_BYTES], want[64];
+  ar_interp_t *in = NULL;
+  int32_t k_resize = -1, k_conv = -1;
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    if (k_resize < 0 && sg->operators[k].op == AR_OP_RESIZE_BILINEAR) k_resize = (int32_t)k;
+    if (k_conv < 0 && sg->operators[k].op == AR_OP_CONV_2D) k_conv = (int32_t)k;
+  }
+  ck_assert_int_ge(k_resize, 0);
+  ck_assert_int_ge(k_conv, 0);
+
+  ar_resize_bilinear_options_t saved_rb = sg->operators[k_resize].options.resize_bilinear;
+  sg->operators[k_resize].options.resize_bilinear.align_corners = true;
+  sg->operators[k_resize].options.resize_bilinear.half_pixel_centers = true;
+  msg[0] = 0;
+  int rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  ck_assert_int_lt(rc, 0);
+  ck_assert_ptr_null(in);
+  snprintf(want, sizeof want, "operator %d (RESIZE_BILINEAR)", k_resize);
+  ck_assert_msg(strstr(msg, want) != NULL, "message '%s' does not name '%s'", msg, want);
+  sg->operators[k_resize].options.resize_bilinear = saved_rb;
+
+  ar_tensor_t *t = &sg->tensors[sg->operators[k_conv].outputs[0]];
+  int32_t saved_dim = t->dims[t->rank - 1];
+  uint64_t saved_bytes = t->bytes;
+  t->dims[t->rank - 1] += 1;
+  t->bytes = saved_bytes / (uint64_t)saved_dim * (uint64_t)t->dims[t->rank - 1];
+  msg[0] = 0;
+  rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  ck_assert_int_lt(rc, 0);
+  snprintf(want, sizeof want, "operator %d (CONV_2D)", k_conv);
+  ck_assert_msg(strstr(msg, want) != NULL, "message '%s' does not name '%s'", msg, want);
+  t->dims[t->rank - 1] = saved_dim;
+  t->bytes = saved_bytes;
+
+  ar_op_t saved_op = sg->operators[k_conv].op;
+  sg->operators[k_conv].op = AR_OP_INVALID;
+  msg[0] = 0;
+  rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  ck_assert_int_eq(rc, AR_EUNSUPPORTED);
+  snprintf(want, sizeof want, "operator %d (", k_conv);
+  ck_assert_msg(strstr(msg, want) != NULL && strstr(msg, "no kernel") != NULL, "message '%s'", msg);
+  sg->operators[k_conv].op = saved_op;
+
+  rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "restored model: %s", msg);
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -341,6 +400,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_shared_activation_region);
   tcase_add_test(tc, test_place_contract);
   tcase_add_test(tc, test_macs_by_hand);
+  tcase_add_test(tc, test_prepare_errors);
   suite_add_tcase(s, tc);
   return s;
 }
