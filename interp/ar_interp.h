@@ -76,8 +76,11 @@ const ar_model_t *ar_interp_model(const ar_interp_t *in);
 
 /* Place the plan: `activation` (>= arena_bytes) and `persistent` (>= persistent_bytes), both
  * 64-byte aligned, owned by the caller and kept alive until free. Folds constants and runs kernel
- * init. Can be called again to move the activation region (persistent must stay). Errors:
- * AR_EINVAL (too small / misaligned, message says which). */
+ * init. Can be called again to move the activation region (persistent must stay; folding and init
+ * run again, variables restart at zero). Also sets OpenBLAS's (process-wide) thread count to
+ * blas_threads and runs one small product on the calling thread, so that OpenBLAS maps its lazily
+ * allocated work buffer here rather than in the first invoke. Errors: AR_EINVAL (too small /
+ * misaligned, message says which). */
 int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,
                     void *persistent, uint64_t persistent_bytes, char *msg, size_t msg_bytes);
 
