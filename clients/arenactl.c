@@ -20,8 +20,8 @@ typedef struct {
 
 static const command_t commands[] = {
   {"inspect", ar_cmd_inspect, "inspect MODEL [--json]             operators, tensors, I/O, weights (offline)"},
-  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--json] [--svg F]"},
-  {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S]   (offline)"},
+  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--json] [--svg F]"},
+  {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S] [--lifetimes L] [--no-inplace] [--threads N]"},
   {"ping", ar_cmd_ping, "ping                               round trip to the daemon"},
   {"stats", ar_cmd_stats, "stats [--json] [--watch SECONDS]   pool map, models, latency"},
   {"models", ar_cmd_models, "models                             loaded models"},

@@ -24,21 +24,9 @@ static const char *class_name(ar_buf_class_t c) {
   return "unknown";
 }
 
-/* The convention a plan was built with, read off the plan itself: under `tflite` every graph
- * input held in the arena lives to the last operator; under `arenad` it dies after its last
- * reader (only a model whose last operator is the inputs' sole reader is ambiguous, and there
- * both conventions give the same lifetimes). */
+/* The lifetime convention the interpreter planned with. */
 static ar_lifetimes_t plan_convention(const ar_interp_t *in) {
-  const ar_model_t *m = ar_interp_model(in);
-  const ar_subgraph_t *sg = &m->subgraphs[0];
-  const ar_tensor_plan_t *tp = ar_interp_tensor_plan(in);
-  int32_t last_step = sg->n_operators > 0 ? (int32_t)sg->n_operators - 1 : 0;
-  for (uint32_t i = 0; i < sg->n_inputs; i++) {
-    int32_t t = sg->inputs[i];
-    if (t >= 0 && tp[t].home == AR_HOME_ARENA && tp[t].last_use != last_step)
-      return AR_LIFETIMES_ARENAD;
-  }
-  return AR_LIFETIMES_TFLITE;
+  return ar_interp_options(in)->lifetimes;
 }
 
 /* Tensor id of a buffer's alias target, or -1. */

@@ -279,6 +279,7 @@ uint64_t ar_interp_persistent_bytes(const ar_interp_t *in) { return in->persiste
 const ar_planner_t *ar_interp_planner(const ar_interp_t *in) { return in->planner; }
 const ar_tensor_plan_t *ar_interp_tensor_plan(const ar_interp_t *in) { return in->tensor_plan; }
 const ar_model_t *ar_interp_model(const ar_interp_t *in) { return in->model; }
+const ar_interp_options_t *ar_interp_options(const ar_interp_t *in) { return &in->opt; }
 int32_t ar_interp_runtime_operators(const ar_interp_t *in) { return in->n_run; }
 uint64_t ar_interp_macs(const ar_interp_t *in) { return in->macs; }
 

@@ -73,6 +73,8 @@ const ar_planner_t *ar_interp_planner(const ar_interp_t *in);
 /* The tensor -> buffer map (per tensor of subgraph 0), owned by `in`. */
 const ar_tensor_plan_t *ar_interp_tensor_plan(const ar_interp_t *in);
 const ar_model_t *ar_interp_model(const ar_interp_t *in);
+/* The options the interpreter was prepared with (strategy, lifetime convention, in-place). */
+const ar_interp_options_t *ar_interp_options(const ar_interp_t *in);
 
 /* Place the plan: `activation` (>= arena_bytes) and `persistent` (>= persistent_bytes), both
  * 64-byte aligned, owned by the caller and kept alive until free. Folds constants and runs kernel
