@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # bench/invoke.sh - arenad vs LiteRT per model (see bench/invoke.c): sets up LiteRT's reference
-# runner from ../shared/ref in a temporary directory (npm ci), then runs bench/invoke with --ref,
+# runner from bench/ref (a copy of the team's LiteRT runner) in a temporary directory (npm ci), then runs bench/invoke with --ref,
 # which alternates the two engines on the same input and prints median ms, ratio and GFLOP/s.
 #
 #   bench/invoke.sh [bench/invoke options] [MODEL_STEM ...]
 # Environment: AR_BUILD_DIR (build dir holding bench/invoke, default <repo>/build),
-#              AR_REF (reference runner sources, default <repo>/../shared/ref).
+#              AR_REF (reference runner sources, default <repo>/bench/ref).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${AR_BUILD_DIR:-$ROOT/build}"
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-REF_SRC="${AR_REF:-$(dirname "$ROOT")/shared/ref}"
+REF_SRC="${AR_REF:-$ROOT/bench/ref}"
 BIN="$BUILD/bench/invoke"
 [ -x "$BIN" ] || { echo "bench/invoke.sh: $BIN not built (make bench/invoke in $BUILD)" >&2; exit 1; }
 [ -f "$REF_SRC/run_ref.mjs" ] || { echo "bench/invoke.sh: no reference runner in $REF_SRC" >&2; exit 1; }
