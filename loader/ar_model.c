@@ -1111,7 +1111,9 @@ int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char 
 int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes) {
   if (!path || !out) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load: NULL argument");
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO (or a device) must not block a daemon worker waiting for a writer;
+   * the S_ISREG check below then rejects it. It has no effect on regular files or on mmap. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int e = errno;
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));

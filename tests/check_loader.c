@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/ar_error.h"
@@ -439,6 +440,20 @@ START_TEST(test_load_file_errors) {
   ck_assert_int_eq(ar_model_load(tmp, &m, msg, sizeof(msg)), AR_EMODEL);
   ck_assert_ptr_nonnull(strstr(msg, "file is empty"));
   unlink(tmp);
+  /* A FIFO with no writer: rejected at once, never blocking the caller (a daemon worker). */
+  char dir[] = "/tmp/check_loader_fifo_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char fifo[sizeof dir + 16];
+  snprintf(fifo, sizeof fifo, "%s/model", dir);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  alarm(20);   /* a blocking open would hang here: fail loudly instead */
+  ck_assert_int_eq(ar_model_load(fifo, &m, msg, sizeof(msg)), AR_EIO);
+  alarm(0);
+  ck_assert_ptr_nonnull(strstr(msg, "not a regular file"));
+  unlink(fifo);
+  rmdir(dir);
+  ck_assert_int_eq(ar_model_load("/dev/null", &m, msg, sizeof(msg)), AR_EIO);
+  ck_assert_ptr_nonnull(strstr(msg, "not a regular file"));
   ck_assert_int_eq(ar_model_load_buffer(NULL, 0, &m, NULL, 0), AR_EMODEL);   /* msg may be NULL */
   ar_model_free(NULL);
 }
