@@ -53,6 +53,9 @@ int main(int argc, char **argv) {
     if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) && i + 1 < argc) {
       arenactl_socket = argv[i + 1];
       i += 2;
+    } else if (strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) {
+      fprintf(stderr, "arenactl: option '%s' requires a socket path\n", argv[i]);
+      return 2;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
       return 0;

@@ -8,6 +8,7 @@
  */
 #include <getopt.h>
 #include <jansson.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,14 @@ int ar_cmd_plan_file(int argc, char **argv) {
     return 1;
   }
   int status = 0;
+  /* Open the SVG first: a bad path fails before anything is printed. */
+  FILE *svg_file = NULL;
+  if (svg != NULL && (svg_file = fopen(svg, "w")) == NULL) {
+    fprintf(stderr, "arenactl plan: cannot write %s: %s\n", svg, strerror(errno));
+    ar_interp_free(in);
+    ar_model_free(model);
+    return 1;
+  }
   rc = ar_planner_verify(ar_interp_planner(in), msg, sizeof msg);
   if (rc != 0) {
     fprintf(stderr, "arenactl plan: %s: plan fails verification: %s\n", path, msg);
@@ -99,15 +108,17 @@ int ar_cmd_plan_file(int argc, char **argv) {
     fprintf(stderr, "arenactl plan: cannot write the budget table\n");
     status = 1;
   }
-  if (svg != NULL) {
-    FILE *f = fopen(svg, "w");
+  if (svg_file != NULL) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    if (f == NULL || ar_budget_svg(f, in, base) != 0) {
+    if (ar_budget_svg(svg_file, in, base) != 0 || ferror(svg_file)) {
       fprintf(stderr, "arenactl plan: cannot write %s\n", svg);
       status = 1;
     }
-    if (f != NULL && fclose(f) != 0) status = 1;
+    if (fclose(svg_file) != 0) {
+      fprintf(stderr, "arenactl plan: cannot write %s: %s\n", svg, strerror(errno));
+      status = 1;
+    }
   }
   ar_interp_free(in);
   ar_model_free(model);

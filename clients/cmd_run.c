@@ -68,6 +68,15 @@ static void print_shape(const ar_tview_t *v) {
   printf("]");
 }
 
+/* A whole number in [1, 1000000] from `arg`, or -1 (garbage, sign, overflow). */
+static int parse_count(const char *arg) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(arg, &end, 10);
+  if (errno != 0 || end == arg || *end != '\0' || v < 1 || v > 1000000) return -1;
+  return (int)v;
+}
+
 int ar_cmd_run(int argc, char **argv) {
   static const struct option longopts[] = {
     {"input", required_argument, NULL, 'i'},   {"output", required_argument, NULL, 'o'},
@@ -94,9 +103,9 @@ int ar_cmd_run(int argc, char **argv) {
         break;
       case 'o': outdir = optarg; break;
       case 'n':
-        runs = atoi(optarg);
+        runs = parse_count(optarg);
         if (runs < 1) {
-          fprintf(stderr, "arenactl run: --runs must be >= 1\n");
+          fprintf(stderr, "arenactl run: --runs '%s': must be a whole number from 1 to 1000000\n", optarg);
           return 2;
         }
         break;
@@ -114,9 +123,9 @@ int ar_cmd_run(int argc, char **argv) {
         break;
       case 'P': opt.inplace = false; break;
       case 't':
-        opt.blas_threads = atoi(optarg);
-        if (opt.blas_threads < 1) {
-          fprintf(stderr, "arenactl run: --threads must be >= 1\n");
+        opt.blas_threads = parse_count(optarg);
+        if (opt.blas_threads < 1 || opt.blas_threads > 256) {
+          fprintf(stderr, "arenactl run: --threads '%s': must be a whole number from 1 to 256\n", optarg);
           return 2;
         }
         break;
