@@ -25,3 +25,11 @@ tests_check_daemon_SOURCES = tests/check_daemon.c tests/ar_test_daemon.h
 tests_check_daemon_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_daemon_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_protocol_OBJECTS) $(tests_check_daemon_OBJECTS): proto/arenad.pb-c.h
+
+# Signals with requests in flight (SIGHUP add/remove, SIGTERM drain) against a real arenad.
+check_PROGRAMS += tests/check_signals
+TESTS += tests/check_signals
+tests_check_signals_SOURCES = tests/check_signals.c tests/ar_test_daemon.h
+tests_check_signals_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_signals_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_signals_OBJECTS): proto/arenad.pb-c.h

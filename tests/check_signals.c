@@ -1,0 +1,259 @@
+/* check_signals.c - the daemon's signal contract with requests in flight, against a real arenad:
+ *   - SIGHUP re-reads the config and adds, then removes, a model while a client streams invokes of
+ *     another model: no request fails, every reply equals the golden, the added model serves.
+ *   - SIGTERM with pipelined invokes already accepted: every one is answered OK (drain), then the
+ *     daemon exits 0.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clients/ar_client.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
+
+/* Golden photo case of a model: input bytes and output 0 (float32). */
+typedef struct golden {
+  void *input, *output0;
+  size_t input_bytes, output0_bytes;
+} golden_t;
+
+static void golden_load(golden_t *g, const char *stem) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s/photo/input_0.bin", ar_test_golden_dir(), stem);
+  g->input = ar_test_read_file(path, &g->input_bytes);
+  ck_assert_msg(g->input != NULL, "cannot read %s", path);
+  snprintf(path, sizeof path, "%s/%s/photo/output_0.bin", ar_test_golden_dir(), stem);
+  g->output0 = ar_test_read_file(path, &g->output0_bytes);
+  ck_assert_msg(g->output0 != NULL, "cannot read %s", path);
+}
+
+static void golden_free(golden_t *g) {
+  free(g->input);
+  free(g->output0);
+}
+
+/* Invoke `model` ([1,H,W,3] float32 input) and compare output 0 with the golden. 0 = match. */
+static int invoke_matches(ar_client_t *c, const char *model, const golden_t *g, const int64_t *shape,
+                          char *msg, size_t msg_bytes) {
+  ar_client_tensor_t in = {.dtype = 0, .rank = 4, .data = g->input, .bytes = g->input_bytes};
+  for (int i = 0; i < 4; i++) in.dims[i] = shape[i];
+  ar_client_result_t res;
+  int rc = ar_client_invoke(c, model, &in, 1, &res, msg, msg_bytes);
+  if (rc != 0) return rc;
+  int bad = res.n_outputs < 1 || res.outputs[0].bytes != g->output0_bytes ||
+            ar_test_golden_mismatches(res.outputs[0].data, g->output0, g->output0_bytes / 4, NULL) != 0;
+  if (bad) snprintf(msg, msg_bytes, "%s: output 0 differs from the golden", model);
+  ar_client_result_free(&res);
+  return bad ? -1000 : 0;
+}
+
+static void write_config(const char *path, const char *models_json) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": [%s]}\n", models_json);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Wait (up to 60 s) until model `name` is listed (want = 1) or not listed (want = 0). */
+static int wait_listed(const char *socket, const char *name, int want) {
+  for (int i = 0; i < 600; i++) {
+    ar_client_t *c = NULL;
+    char msg[512];
+    if (ar_client_connect(socket, &c, msg, sizeof msg) == 0) {
+      ar_client_model_t *models = NULL;
+      size_t n = 0;
+      int found = 0;
+      if (ar_client_list(c, &models, &n, msg, sizeof msg) == 0) {
+        for (size_t k = 0; k < n; k++) found |= strcmp(models[k].name, name) == 0;
+        free(models);
+        ar_client_close(c);
+        if (found == want) return 0;
+      } else {
+        ar_client_close(c);
+      }
+    }
+    usleep(100 * 1000);
+  }
+  return -1;
+}
+
+typedef struct streamer {
+  const char *socket;
+  const golden_t *g;
+  atomic_int stop;
+  atomic_int ok, failed;
+  char first_error[600];
+} streamer_t;
+
+static const int64_t face_shape[4] = {1, 128, 128, 3};
+static const int64_t selfie_shape[4] = {1, 256, 256, 3};
+
+static void *stream_face(void *arg) {
+  streamer_t *s = arg;
+  ar_client_t *c = NULL;
+  char msg[512];
+  if (ar_client_connect(s->socket, &c, msg, sizeof msg) != 0) {
+    atomic_fetch_add(&s->failed, 1);
+    snprintf(s->first_error, sizeof s->first_error, "connect: %s", msg);
+    return NULL;
+  }
+  while (!atomic_load(&s->stop)) {
+    int rc = invoke_matches(c, "face", s->g, face_shape, msg, sizeof msg);
+    if (rc == 0) {
+      atomic_fetch_add(&s->ok, 1);
+    } else if (atomic_fetch_add(&s->failed, 1) == 0) {
+      snprintf(s->first_error, sizeof s->first_error, "code %d: %s", rc, msg);
+    }
+  }
+  ar_client_close(c);
+  return NULL;
+}
+
+START_TEST(sighup_adds_and_removes_with_invokes_in_flight) {
+  char face_path[1024], selfie_path[1024], models[4096], cfg[400];
+  ar_test_model_path(face_path, sizeof face_path, "face_detection_short_range");
+  ar_test_model_path(selfie_path, sizeof selfie_path, "selfie_segmentation");
+  char dir[] = "/tmp/check_signals_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
+  snprintf(models, sizeof models, "{\"name\": \"face\", \"path\": \"%s\"}", face_path);
+  write_config(cfg, models);
+
+  ar_test_daemon_t d;
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&d, "64M", extra) == 0, "arenad did not start (log %s)", d.log);
+  ck_assert_int_eq(wait_listed(d.socket, "face", 1), 0);
+
+  golden_t face, selfie;
+  golden_load(&face, "face_detection_short_range");
+  golden_load(&selfie, "selfie_segmentation");
+  streamer_t s = {.socket = d.socket, .g = &face};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, stream_face, &s), 0);
+  while (atomic_load(&s.ok) + atomic_load(&s.failed) < 20) usleep(10 * 1000);
+
+  /* Add selfie (its own activation region) by config + SIGHUP while face invokes stream. */
+  snprintf(models, sizeof models,
+           "{\"name\": \"face\", \"path\": \"%s\"}, {\"name\": \"selfie\", \"path\": \"%s\"}",
+           face_path, selfie_path);
+  write_config(cfg, models);
+  ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
+  ck_assert_msg(wait_listed(d.socket, "selfie", 1) == 0, "selfie never appeared after SIGHUP");
+  ar_client_t *c = NULL;
+  char msg[512];
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  int rc = invoke_matches(c, "selfie", &selfie, selfie_shape, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "selfie invoke after reload: %d %s", rc, msg);
+  ar_client_close(c);
+  int before_remove = atomic_load(&s.ok);
+
+  /* Remove it again: face keeps serving. */
+  snprintf(models, sizeof models, "{\"name\": \"face\", \"path\": \"%s\"}", face_path);
+  write_config(cfg, models);
+  ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
+  ck_assert_msg(wait_listed(d.socket, "selfie", 0) == 0, "selfie still listed after SIGHUP");
+  while (atomic_load(&s.ok) < before_remove + 20 && atomic_load(&s.failed) == 0) usleep(10 * 1000);
+
+  atomic_store(&s.stop, 1);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  ck_assert_msg(atomic_load(&s.failed) == 0, "%d of %d face invokes failed; first: %s",
+                atomic_load(&s.failed), atomic_load(&s.ok) + atomic_load(&s.failed), s.first_error);
+  ck_assert_int_ge(atomic_load(&s.ok), 60);
+  printf("sighup: %d face invokes streamed across two reloads, 0 failed\n", atomic_load(&s.ok));
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+  golden_free(&face);
+  golden_free(&selfie);
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(sigterm_drains_pipelined_invokes) {
+  ar_test_daemon_t d;
+  ck_assert_msg(ar_td_start(&d, "64M", NULL) == 0, "arenad did not start (log %s)", d.log);
+  char face_path[1024], msg[512];
+  ar_test_model_path(face_path, sizeof face_path, "face_detection_short_range");
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ck_assert_msg(ar_client_load(c, "face", face_path, NULL, NULL, NULL, msg, sizeof msg) == 0, "%s", msg);
+  ar_client_close(c);
+
+  golden_t face;
+  golden_load(&face, "face_detection_short_range");
+  int fd = ar_td_connect_raw(d.socket);
+  ck_assert_int_ge(fd, 0);
+  enum { N = 40 };
+  Arenad__Tensor t = ARENAD__TENSOR__INIT;
+  int64_t shape[4] = {1, 128, 128, 3};
+  t.dtype = ARENAD__DTYPE__FLOAT32;
+  t.n_shape = 4;
+  t.shape = shape;
+  t.data.len = face.input_bytes;
+  t.data.data = face.input;
+  Arenad__Tensor *inputs[1] = {&t};
+  Arenad__InvokeRequest inv = ARENAD__INVOKE_REQUEST__INIT;
+  inv.model = "face";
+  inv.n_inputs = 1;
+  inv.inputs = inputs;
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+  req.invoke = &inv;
+  for (int i = 0; i < N; i++) {
+    req.id = 1000 + (uint64_t)i;
+    ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
+  }
+  /* The first reply proves the requests were accepted; then stop the daemon with the rest queued. */
+  Arenad__Response *r = ar_td_read_response(fd);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(kill(d.pid, SIGTERM), 0);
+  int answered = 0, ok = 0;
+  unsigned long long seen = 0;   /* ids 1000..1039 as bits */
+  for (;;) {
+    if (r == NULL) break;
+    answered++;
+    ck_assert(r->id >= 1000 && r->id < 1000 + N);
+    seen |= 1ULL << (r->id - 1000);
+    if (r->status && r->status->code == 0 && r->body_case == ARENAD__RESPONSE__BODY_INVOKE &&
+        r->invoke->n_outputs >= 1 && r->invoke->outputs[0]->data.len == face.output0_bytes &&
+        ar_test_golden_mismatches((const float *)r->invoke->outputs[0]->data.data, face.output0,
+                                  face.output0_bytes / 4, NULL) == 0)
+      ok++;
+    else
+      fprintf(stderr, "reply %llu: code %d %s\n", (unsigned long long)r->id,
+              r->status ? (int)r->status->code : -1, r->status ? r->status->message : "");
+    arenad__response__free_unpacked(r, NULL);
+    if (answered == N) break;
+    r = ar_td_read_response(fd);
+  }
+  ck_assert_int_eq(answered, N);
+  ck_assert_int_eq(ok, N);
+  ck_assert(seen == (1ULL << N) - 1);
+  close(fd);
+  int st = 0;
+  ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "arenad exit status %d", st);
+  printf("sigterm: %d pipelined invokes answered OK during the drain, exit 0\n", ok);
+  d.pid = 0;
+  ar_td_stop(&d);
+  golden_free(&face);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("signals");
+  TCase *tc = tcase_create("signals");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, sighup_adds_and_removes_with_invokes_in_flight);
+  tcase_add_test(tc, sigterm_drains_pipelined_invokes);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
