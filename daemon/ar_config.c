@@ -20,8 +20,8 @@
 #include "daemon/ar_config.h"
 
 /* Limits (inclusive). Sizes are bytes. */
-#define AR_CFG_POOL_MIN (64ull * 1024)
-#define AR_CFG_POOL_MAX (1ull << 40)          /* 1 TiB: larger is a typo, not a gateway */
+#define AR_CFG_POOL_MIN AR_CONFIG_POOL_MIN
+#define AR_CFG_POOL_MAX AR_CONFIG_POOL_MAX
 #define AR_CFG_FRAME_MIN 1024ull
 #define AR_CFG_FRAME_MAX 0xffffffffull        /* frames carry a 32-bit length */
 #define AR_CFG_WORKERS_MAX 256u
@@ -59,6 +59,19 @@ static int parse_size_string(const char *s, uint64_t *out) {
   if (*p != '\0') return -1;
   if (ar_mul_overflow_u64(v, mult, &v)) return -1;
   *out = v;
+  return 0;
+}
+
+int ar_config_parse_size(const char *key, const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
+                         size_t n) {
+  uint64_t x = 0;
+  if (parse_size_string(s, &x) != 0)
+    return ar_errf(msg, n, AR_ECONFIG,
+                   "%s: \"%s\" is not a size (bytes, or a number with a K, M or G suffix such as \"64M\")", key, s);
+  if (x < lo || x > hi)
+    return ar_errf(msg, n, AR_ECONFIG, "%s: %" PRIu64 " bytes is out of range [%" PRIu64 ", %" PRIu64 "]", key, x,
+                   lo, hi);
+  *out = x;
   return 0;
 }
 

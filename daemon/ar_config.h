@@ -23,6 +23,8 @@
 
 #define AR_NAME_MAX 64          /* model / group name length limit, bytes incl. NUL */
 #define AR_CONFIG_MAX_MODELS 64
+#define AR_CONFIG_POOL_MIN (64ull * 1024)   /* pool_bytes range, inclusive */
+#define AR_CONFIG_POOL_MAX (1ull << 40)     /* 1 TiB: larger is a typo, not a gateway */
 
 typedef struct ar_config_model {
   char name[AR_NAME_MAX];       /* [A-Za-z0-9_.-]+ */
@@ -50,5 +52,11 @@ void ar_config_defaults(ar_config_t *cfg);
  * (file), AR_ECONFIG with `msg` naming the key and the problem, e.g.
  * "models[1].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes". */
 int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes);
+
+/* Parse a size string ("123", "64K", "64M", "1G"; powers of 1024, suffix case-insensitive) within
+ * [lo, hi] bytes, as the file's size keys are parsed (used for --pool-bytes). Errors: AR_ECONFIG,
+ * `msg` naming `key`, e.g. "--pool-bytes: 1024 bytes is out of range [65536, 1099511627776]". */
+int ar_config_parse_size(const char *key, const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
+                         size_t msg_bytes);
 
 #endif /* AR_CONFIG_H */

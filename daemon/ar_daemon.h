@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "common/ar_error.h"
@@ -71,6 +72,8 @@ typedef struct ar_reply_to {
   ar_conn_t *conn;               /* NULL for internal requests (errors go to the log) */
   uint64_t id;
   bool internal_config;          /* counts toward the startup/reload READY notification */
+  bool reload;                   /* a load of a reload transaction (see ar_models_apply_config) */
+  uint32_t reload_index;         /* its models[] index in the new configuration */
 } ar_reply_to_t;
 
 typedef struct ar_waiter {
@@ -94,10 +97,12 @@ struct ar_dmodel {
   uint64_t arena_bytes, persistent_bytes;
   uint64_t inflight;             /* accepted invokes not yet answered */
   ar_waiter_t *unload_waiters;   /* unload requests waiting for inflight == 0 */
-  const ar_config_model_t *reload_after_unload; /* reload: load this config entry once unloaded */
-  ar_config_model_t reload_entry;
+  bool from_config;              /* loaded from the configuration: a reload may unload it */
+  bool shadow;                   /* loaded by a reload in progress: invisible until it commits */
+  bool retired;                  /* replaced by a reload: finishes accepted invokes, then goes */
   /* statistics (loop thread) */
   uint64_t invokes, errors, heap_allocs_in_invoke;
+  uint64_t dropped;              /* invokes not run: their client had disconnected */
   ar_latency_t latency;
   ar_dmodel_t *next;
 };
@@ -159,6 +164,12 @@ struct ar_server {
   uint64_t n_conns, requests, start_us;
   uint64_t jobs_outstanding;     /* PREPARE + group jobs not finished */
   int config_loads_pending;      /* config/reload loads not answered yet */
+  /* Reload transaction: the new configuration, its loads not answered yet, the first error. */
+  ar_config_t *reload_cfg;
+  int reload_pending;
+  int reload_rc;
+  char reload_msg[AR_MSG_BYTES];
+  int listen_fd;                 /* the adopted socket's fd when socket-activated, else -1 */
   bool draining;
   int exit_code;
 };
@@ -185,11 +196,24 @@ void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *i
 void ar_models_info_clear(Arenad__ModelInfo *info);
 /* "3 models, 12345678 of 67108864 pool bytes used" for STATUS=. */
 void ar_models_status(ar_server_t *srv, char *buf, size_t n);
-/* Reload: make the loaded set match `cfg`'s models. */
-void ar_models_apply_config(ar_server_t *srv, const ar_config_t *cfg);
-/* arenad --check-config: load, plan and lay out every model of `cfg` in a layout-only pool,
- * print the layout to stdout. Returns 0 or the first error. */
-int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes);
+/* Start-up: load every model of srv->cfg (already validated by ar_models_check_config). */
+void ar_models_load_initial(ar_server_t *srv);
+/* Reload: make the loaded set match `cfg`'s models, as one transaction. Takes ownership of
+ * `cfg` (malloc'd). New and changed models are loaded, planned and placed in the pool next to the
+ * running ones, invisible to clients; when every load succeeded the reload commits: each changed
+ * model's new instance replaces the old one (which finishes the invokes it accepted, then is
+ * unloaded), the new ones appear, and the models that came from the previous configuration and
+ * are no longer listed are unloaded. Models loaded at run time (LoadModel) are left alone unless
+ * the new configuration names them. If any load fails, everything it loaded is dropped, the
+ * running configuration stays in effect and the error (naming the model) is logged. Returns false
+ * (and frees `cfg`) when a reload is already in progress. */
+bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg);
+/* ar_server_reply's hook for the answer to a reload-transaction load. */
+void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message);
+/* arenad --check-config (out = stdout) and start-up (out = NULL): load, plan and lay out every
+ * model of `cfg` in a layout-only pool; print the layout to `out` when non-NULL. Returns 0 or the
+ * first error, the message naming the model ("models[1] 'palm': ..."). */
+int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t msg_bytes);
 
 /* ---- ar_server.c: connections and replies ---- */
 /* Send a response (packed here) to `to` and release the connection reference its request took

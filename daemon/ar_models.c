@@ -17,6 +17,7 @@
 #include "common/ar_util.h"
 #include "daemon/ar_alloc_count.h"
 #include "daemon/ar_daemon.h"
+#include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -55,9 +56,18 @@ static void answer_error(ar_server_t *srv, const ar_reply_to_t *to, int err, con
   ar_server_reply_error(srv, to, err, msg);
 }
 
+/* The model clients see under `name`: not a reload's invisible new instance (shadow), not an
+ * instance a reload replaced (retired). */
 ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name) {
   for (ar_dmodel_t *m = srv->models; m; m = m->next)
-    if (strcmp(m->name, name) == 0) return m;
+    if (!m->shadow && !m->retired && strcmp(m->name, name) == 0) return m;
+  return NULL;
+}
+
+/* Any instance holding `name` (a load must not reuse it while one is still there). */
+static ar_dmodel_t *find_any(ar_server_t *srv, const char *name, bool include_shadows) {
+  for (ar_dmodel_t *m = srv->models; m; m = m->next)
+    if ((include_shadows || !m->shadow) && strcmp(m->name, name) == 0) return m;
   return NULL;
 }
 
@@ -151,6 +161,9 @@ static int prepare_model(ar_server_t *srv, const char *path, ar_strategy_t strat
   opt.strategy = strategy;
   ar_interp_t *in = NULL;
   rc = ar_interp_new(use, &opt, &in, lmsg, sizeof(lmsg));
+  /* A kernel's prepare rejects the operator's stored tensors (input count, a stored output shape
+   * that disagrees with the inferred one): the file is malformed, whatever the kernel's code. */
+  if (rc == AR_EINVAL || rc == AR_ESHAPE) rc = AR_EMODEL;
   if (rc != 0) {
     cache_release(srv, cm);
     ar_model_free(model);
@@ -217,6 +230,13 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
   g->head = job->next;
   if (g->head == NULL) g->tail = NULL;
   g->busy = true;
+  if (job->kind == AR_JOB_INVOKE && job->to.conn &&
+      (job->to.conn->closed || uv_is_closing((uv_handle_t *)&job->to.conn->pipe))) {
+    /* The client hung up: nobody can read the reply, so do not run it (the worker returns at
+     * once on a set rc; group_after counts it as dropped, not as an error). */
+    job->rc = AR_ECONN;
+    snprintf(job->msg, sizeof(job->msg), "client disconnected; invoke not run");
+  }
   if (job->kind == AR_JOB_PLACE) {
     /* Snapshot, on the loop thread, which members must move into the group's current region. */
     int n = 0;
@@ -425,8 +445,18 @@ static void prepare_after(uv_work_t *w, int status) {
   group_kick(srv, g);
 }
 
+static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
+                       const char *group, const char *strategy, bool shadow, bool from_config);
+
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                     const char *group, const char *strategy) {
+  load_model(srv, to, name, path, group, strategy, false, false);
+}
+
+/* `shadow`: a reload's load, invisible until the reload commits; it may coexist with the running
+ * instance of the same name. */
+static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
+                       const char *group, const char *strategy, bool shadow, bool from_config) {
   ar_strategy_t strat = AR_STRATEGY_BEST;
   if (srv->draining) return answer_error(srv, to, AR_ESTATE, "daemon is shutting down");
   if (!valid_name(name, false))
@@ -443,10 +473,11 @@ void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name,
     return answer_error(srv, to, AR_EINVAL,
                         "model '%s': unknown planner strategy '%.40s' (linear, first-fit, greedy-by-size, best)",
                         name, strategy);
-  ar_dmodel_t *old = ar_models_find(srv, name);
+  ar_dmodel_t *old = shadow ? NULL : find_any(srv, name, true);
   if (old)
     return answer_error(srv, to, AR_EEXIST, "model '%s' is %s", name,
-                        old->state == AR_MODEL_LOADING     ? "already loading"
+                        old->shadow                        ? "being loaded by a configuration reload"
+                        : old->state == AR_MODEL_LOADING   ? "already loading"
                         : old->state == AR_MODEL_UNLOADING ? "being unloaded"
                                                            : "already loaded");
   ar_dmodel_t *m = calloc(1, sizeof(*m));
@@ -461,6 +492,8 @@ void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name,
   snprintf(m->group_name, sizeof(m->group_name), "%s", group);
   m->strategy = strat;
   m->state = AR_MODEL_LOADING;
+  m->shadow = shadow;
+  m->from_config = from_config;
   registry_add(srv, m);
   job->kind = AR_JOB_PREPARE;
   job->srv = srv;
@@ -485,9 +518,6 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
   registry_remove(srv, m);
   ar_waiter_t *w = m->unload_waiters;
   m->unload_waiters = NULL;
-  ar_config_model_t again;
-  bool reload = m->reload_after_unload != NULL;
-  if (reload) again = m->reload_entry;
   ar_log("unloaded model '%s' (%" PRIu64 " invokes)", m->name, m->invokes);
   model_destroy(srv, m);
   ar_server_status(srv);
@@ -503,11 +533,14 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
     free(w);
     w = next;
   }
-  if (reload) {
-    ar_reply_to_t to = {.conn = NULL, .id = 0, .internal_config = true};
-    srv->config_loads_pending++;
-    ar_models_load(srv, &to, again.name, again.path, again.group, again.strategy);
-  }
+}
+
+/* Unload without a waiter (reload): new invokes no longer find it; accepted ones finish first. */
+static void retire(ar_server_t *srv, ar_dmodel_t *m) {
+  m->retired = true;
+  if (m->state == AR_MODEL_UNLOADING) return;   /* its unload is already under way */
+  m->state = AR_MODEL_UNLOADING;
+  if (m->inflight == 0) finalize_unload(srv, m);
 }
 
 void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *name) {
@@ -718,11 +751,13 @@ static void group_after(uv_work_t *w, int status) {
       for (int i = 0; i < job->n_free_after; i++) ar_pool_free(&srv->pool, job->free_after[i]);
       m->state = AR_MODEL_READY;
       ar_log("loaded model '%s' (%s): arena %" PRIu64 " B, persistent %" PRIu64 " B, group '%s' region %" PRIu64
-             " B at %" PRIu64,
-             m->name, m->cm->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset);
-      answer_loaded(srv, &job->to, m);
-      ar_server_status(srv);
+             " B at %" PRIu64 "%s",
+             m->name, m->cm->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset,
+             m->shadow ? " (reload, not visible yet)" : "");
       group_kick(srv, g);
+      if (!m->shadow) ar_server_status(srv);
+      /* Last: answering a reload's load may commit or roll back the reload, which can free m and g. */
+      answer_loaded(srv, &job->to, m);
     } else {
       /* The new member could not be placed: undo its load; the group keeps its members. */
       for (int i = 0; i < job->n_free_after; i++) ar_pool_free(&srv->pool, job->free_after[i]);
@@ -740,7 +775,8 @@ static void group_after(uv_work_t *w, int status) {
       m->heap_allocs_in_invoke += job->heap_allocs;
       answer_invoke(srv, job);
     } else {
-      m->errors++;
+      if (job->rc == AR_ECONN) m->dropped++;
+      else m->errors++;
       ar_server_reply_error(srv, &job->to, job->rc, job->msg);
     }
     arenad__request__free_unpacked(job->req, NULL);
@@ -782,6 +818,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_t *models = json_array();
   for (ar_dmodel_t *m = srv->models; m; m = m->next) {
     if (m->state == AR_MODEL_LOADING) continue;   /* its interpreter belongs to a worker until placed */
+    if (m->shadow) continue;                      /* a reload's instance, not committed yet */
     ar_plan_figures_t fig;
     ar_planner_figures(ar_interp_planner(m->interp), &fig);
     char hex[65];
@@ -808,6 +845,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
                                           : json_null());
     json_object_set_new(jm, "invokes", json_integer((json_int_t)m->invokes));
     json_object_set_new(jm, "errors", json_integer((json_int_t)m->errors));
+    json_object_set_new(jm, "dropped", json_integer((json_int_t)m->dropped));
     json_object_set_new(jm, "inflight", json_integer((json_int_t)m->inflight));
     json_object_set_new(jm, "latency_us",
                         json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)ar_latency_percentile(&m->latency, 50),
@@ -827,7 +865,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_t *members = json_array();
     uint64_t separate = 0;
     for (ar_dmodel_t *m = srv->models; m; m = m->next)
-      if (m->group == g && m->state != AR_MODEL_LOADING) {
+      if (m->group == g && m->state != AR_MODEL_LOADING && !m->shadow) {
         json_array_append_new(members, json_string(m->name));
         separate += ar_pool_round(m->arena_bytes);
       }
@@ -854,7 +892,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
 void ar_models_status(ar_server_t *srv, char *buf, size_t n) {
   int count = 0;
   for (ar_dmodel_t *m = srv->models; m; m = m->next)
-    if (m->state == AR_MODEL_READY) count++;
+    if (m->state == AR_MODEL_READY && !m->shadow) count++;
   snprintf(buf, n, "%d model%s, %" PRIu64 " of %" PRIu64 " pool bytes used", count, count == 1 ? "" : "s",
            ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
 }
@@ -862,35 +900,114 @@ void ar_models_status(ar_server_t *srv, char *buf, size_t n) {
 /* ------------------------------------------------------------------------------------------ */
 /* Reload and shutdown                                                                         */
 
-void ar_models_apply_config(ar_server_t *srv, const ar_config_t *cfg) {
-  /* Models that disappeared or changed: unload (a changed one is loaded again afterwards). */
-  for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
-    next = m->next;
-    const ar_config_model_t *e = NULL;
-    for (uint32_t i = 0; i < cfg->n_models; i++)
-      if (strcmp(cfg->models[i].name, m->name) == 0) e = &cfg->models[i];
-    ar_strategy_t s = AR_STRATEGY_BEST;
-    if (e && e->strategy[0]) ar_strategy_parse(e->strategy, &s);
-    bool same = e && strcmp(e->path, m->path) == 0 && strcmp(e->group, m->group_name) == 0 && s == m->strategy;
-    if (same || m->state == AR_MODEL_LOADING || m->state == AR_MODEL_UNLOADING) continue;
-    if (e) {
-      ar_log("reload: model '%s' changed (path, group or strategy): unload, then load again", m->name);
-      m->reload_entry = *e;
-      m->reload_after_unload = &m->reload_entry;
-    } else {
-      ar_log("reload: model '%s' is no longer configured: unload", m->name);
-    }
-    ar_reply_to_t to = {.conn = NULL};
-    ar_models_unload(srv, &to, m->name);
-  }
-  /* New models. */
-  for (uint32_t i = 0; i < cfg->n_models; i++) {
-    const ar_config_model_t *e = &cfg->models[i];
-    if (ar_models_find(srv, e->name)) continue;
+static const ar_config_model_t *config_entry(const ar_config_t *cfg, const char *name) {
+  for (uint32_t i = 0; i < cfg->n_models; i++)
+    if (strcmp(cfg->models[i].name, name) == 0) return &cfg->models[i];
+  return NULL;
+}
+
+static bool same_as_entry(const ar_dmodel_t *m, const ar_config_model_t *e) {
+  ar_strategy_t s = AR_STRATEGY_BEST;
+  if (e->strategy[0]) ar_strategy_parse(e->strategy, &s);
+  return strcmp(e->path, m->path) == 0 && strcmp(e->group, m->group_name) == 0 && s == m->strategy;
+}
+
+void ar_models_load_initial(ar_server_t *srv) {
+  for (uint32_t i = 0; i < srv->cfg.n_models; i++) {
+    const ar_config_model_t *e = &srv->cfg.models[i];
     ar_reply_to_t to = {.conn = NULL, .internal_config = true};
     srv->config_loads_pending++;
-    ar_models_load(srv, &to, e->name, e->path, e->group, e->strategy);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, false, true);
   }
+}
+
+/* Every load of the transaction was answered: commit or roll back. */
+static void reload_finish(ar_server_t *srv) {
+  ar_config_t *cfg = srv->reload_cfg;
+  srv->reload_cfg = NULL;
+  bool ok = srv->reload_rc == 0 && !srv->draining;
+  if (!ok) {
+    ar_log("reload failed, keeping the running configuration: %s",
+           srv->reload_rc ? srv->reload_msg : "daemon is shutting down");
+    for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
+      next = m->next;
+      if (m->shadow) retire(srv, m);   /* placed and never visible: no invokes, goes at once */
+    }
+  } else {
+    /* Swap in the new instances first, so no invoke ever finds the name missing. */
+    for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
+      next = m->next;
+      if (!m->shadow) continue;
+      ar_dmodel_t *old = ar_models_find(srv, m->name);
+      m->shadow = false;
+      if (old) {
+        ar_log("reload: model '%s' replaced (group '%s' -> '%s'); the old instance finishes %" PRIu64
+               " accepted invoke(s)", m->name, old->group_name, m->group_name, old->inflight);
+        retire(srv, old);
+      }
+    }
+    for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
+      next = m->next;
+      if (m->retired || m->state != AR_MODEL_READY) continue;
+      if (config_entry(cfg, m->name)) {
+        m->from_config = true;   /* a run-time load the configuration now names */
+      } else if (m->from_config) {
+        ar_log("reload: model '%s' is no longer configured: unload", m->name);
+        retire(srv, m);
+      }
+    }
+    srv->cfg.max_frame_bytes = cfg->max_frame_bytes;
+    srv->cfg.max_connections = cfg->max_connections;
+    srv->cfg.n_models = cfg->n_models;
+    memcpy(srv->cfg.models, cfg->models, sizeof(cfg->models));
+    ar_log("reload: done, %u configured model(s)", cfg->n_models);
+  }
+  free(cfg);
+  char status[256];
+  ar_models_status(srv, status, sizeof(status));
+  ar_service_ready(status);
+}
+
+void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message) {
+  if (code != 0 && srv->reload_rc == 0) {
+    srv->reload_rc = code;
+    snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s (%s)", to->reload_index,
+             srv->reload_cfg->models[to->reload_index].name, message ? message : "", ar_err_name(code));
+  }
+  if (--srv->reload_pending == 0) reload_finish(srv);
+}
+
+bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg) {
+  if (srv->reload_cfg) {
+    free(cfg);
+    return false;
+  }
+  srv->reload_cfg = cfg;
+  srv->reload_rc = 0;
+  srv->reload_msg[0] = '\0';
+  srv->reload_pending = 1;   /* held until every load below is started */
+  for (uint32_t i = 0; i < cfg->n_models; i++) {
+    const ar_config_model_t *e = &cfg->models[i];
+    const ar_dmodel_t *m = ar_models_find(srv, e->name);
+    if (m && m->state == AR_MODEL_READY && same_as_entry(m, e)) continue;
+    if (m && m->state != AR_MODEL_READY) {
+      /* A client's load or unload of that name is in progress: try again later. */
+      srv->reload_rc = AR_ESTATE;
+      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s; send SIGHUP again", i, e->name,
+               m->state == AR_MODEL_LOADING ? "a load of that name is in progress" : "it is being unloaded");
+      break;
+    }
+    ar_log(m ? "reload: model '%s' changed (path, group or strategy): loading the new instance next to the "
+               "running one"
+             : "reload: model '%s' is new: loading",
+           e->name);
+    ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = i};
+    srv->reload_pending++;
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, true, true);
+  }
+  ar_reply_to_t self = {.conn = NULL};
+  ar_models_reload_answered(srv, &self, 0, NULL);
+  return true;
 }
 
 void ar_models_shutdown(ar_server_t *srv) {
@@ -909,7 +1026,7 @@ void ar_models_shutdown(ar_server_t *srv) {
 /* ------------------------------------------------------------------------------------------ */
 /* --check-config                                                                              */
 
-int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes) {
+int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t msg_bytes) {
   ar_pool_t pool;
   int rc = ar_pool_init(&pool, cfg->pool_bytes, false, msg, msg_bytes);
   if (rc) return rc;
@@ -917,7 +1034,7 @@ int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes) 
   grp_t groups[AR_CONFIG_MAX_MODELS];
   int n_groups = 0;
   uint64_t separate = 0;
-  printf("pool: %" PRIu64 " bytes\n\n%-28s %-12s %-15s %12s %12s %12s %12s\n", pool.bytes, "model", "group", "strategy",
+  if (out) fprintf(out, "pool: %" PRIu64 " bytes\n\n%-28s %-12s %-15s %12s %12s %12s %12s\n", pool.bytes, "model", "group", "strategy",
          "arena", "lower_bound", "persistent", "weights");
   for (uint32_t i = 0; i < cfg->n_models && rc == 0; i++) {
     const ar_config_model_t *e = &cfg->models[i];
@@ -938,7 +1055,7 @@ int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes) 
     ar_plan_figures_t fig;
     ar_planner_figures(ar_interp_planner(in), &fig);
     uint64_t arena = ar_interp_arena_bytes(in), pers = ar_interp_persistent_bytes(in);
-    printf("%-28s %-12s %-15s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", e->name,
+    if (out) fprintf(out, "%-28s %-12s %-15s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", e->name,
            e->group[0] ? e->group : "-", ar_strategy_name(s), arena, fig.lower_bound_bytes, pers,
            model->constant_bytes);
     ar_interp_free(in);
@@ -967,13 +1084,13 @@ int ar_models_check_config(const ar_config_t *cfg, char *msg, size_t msg_bytes) 
     if (rc) ar_errf(msg, msg_bytes, rc, "models[%u] '%s' does not fit the pool: %s", i, e->name, pmsg);
   }
   if (rc == 0) {
-    printf("\n%12s %12s  %-11s %s\n", "offset", "bytes", "kind", "owner");
+    if (out) fprintf(out, "\n%12s %12s  %-11s %s\n", "offset", "bytes", "kind", "owner");
     for (size_t i = 0; i < pool.n_regions; i++)
-      printf("%12" PRIu64 " %12" PRIu64 "  %-11s %s\n", pool.regions[i].offset, pool.regions[i].bytes,
+      if (out) fprintf(out, "%12" PRIu64 " %12" PRIu64 "  %-11s %s\n", pool.regions[i].offset, pool.regions[i].bytes,
              ar_region_kind_name(pool.regions[i].kind), pool.regions[i].owner);
     uint64_t shared = 0;
     for (int k = 0; k < n_groups; k++) shared += groups[k].bytes;
-    printf("\nused %" PRIu64 " of %" PRIu64 " bytes, largest free block %" PRIu64 " bytes; share groups save %" PRIu64
+    if (out) fprintf(out, "\nused %" PRIu64 " of %" PRIu64 " bytes, largest free block %" PRIu64 " bytes; share groups save %" PRIu64
            " bytes\n",
            ar_pool_used_bytes(&pool), pool.bytes, ar_pool_largest_free_bytes(&pool),
            separate > shared ? separate - shared : 0);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -176,8 +177,12 @@ void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response
   ar_conn_t *c = to->conn;
   if (c == NULL) {
     /* An internal request (config at start, reload): the log is its reply. */
-    if (resp->status && resp->status->code != ARENAD__CODE__OK)
-      ar_log("%s", resp->status->message);
+    int code = resp->status ? (int)resp->status->code : 0;
+    if (code != ARENAD__CODE__OK) ar_log("%s", resp->status->message);
+    if (to->reload) {
+      ar_models_reload_answered(srv, to, -code, code ? resp->status->message : NULL);
+      return;
+    }
     if (to->internal_config && --srv->config_loads_pending == 0 && !srv->draining) notify_ready(srv);
     return;
   }
@@ -213,7 +218,7 @@ static void reply_ok_body(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Res
 static void handle_list(ar_server_t *srv, const ar_reply_to_t *to) {
   size_t n = 0;
   for (ar_dmodel_t *m = srv->models; m; m = m->next)
-    if (m->state == AR_MODEL_READY) n++;
+    if (m->state == AR_MODEL_READY && !m->shadow) n++;
   Arenad__ModelInfo *infos = calloc(n + 1, sizeof(*infos));
   Arenad__ModelInfo **ptrs = calloc(n + 1, sizeof(*ptrs));
   if (infos == NULL || ptrs == NULL) {
@@ -223,7 +228,7 @@ static void handle_list(ar_server_t *srv, const ar_reply_to_t *to) {
   }
   size_t i = 0;
   for (ar_dmodel_t *m = srv->models; m; m = m->next)
-    if (m->state == AR_MODEL_READY) {
+    if (m->state == AR_MODEL_READY && !m->shadow) {
       ar_models_info(srv, m, &infos[i]);
       /* ar_models_info's sha256 points to a per-thread buffer: keep a copy per entry. */
       infos[i].sha256 = strdup(infos[i].sha256);
@@ -265,6 +270,54 @@ static void handle_plan(ar_server_t *srv, const ar_reply_to_t *to, const char *n
   free(s);
 }
 
+/* protobuf-c hands `string` fields over as NUL-terminated char*, so "a\0b" would silently arrive
+ * as "a". Walk the frame's wire format (already known to decode) guided by the message
+ * descriptors and report the first `string` field whose bytes contain a NUL. `bytes` fields (tensor
+ * data) are skipped by their length, never scanned. Returns the field's name or NULL. */
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+    uint8_t b = *(*p)++;
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+static const char *string_with_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end,
+                                   int depth) {
+  while (p < end) {
+    uint64_t key, len;
+    if (!read_varint(&p, end, &key)) return NULL;
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
+    switch (key & 7) {
+      case 0:
+        if (!read_varint(&p, end, &len)) return NULL;
+        break;
+      case 1:
+        if (end - p < 8) return NULL;
+        p += 8;
+        break;
+      case 5:
+        if (end - p < 4) return NULL;
+        p += 4;
+        break;
+      case 2:
+        if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p)) return NULL;
+        if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, (size_t)len)) return f->name;
+        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < 8) {
+          const char *bad = string_with_nul(f->descriptor, p, p + len, depth + 1);
+          if (bad) return bad;
+        }
+        p += len;
+        break;
+      default:
+        return NULL;   /* groups: not in arenad.proto, and unpack already accepted the frame */
+    }
+  }
+  return NULL;
+}
+
 static void handle_frame(ar_conn_t *c, const uint8_t *data, size_t n) {
   ar_server_t *srv = c->srv;
   srv->requests++;
@@ -278,6 +331,12 @@ static void handle_frame(ar_conn_t *c, const uint8_t *data, size_t n) {
     return ar_server_reply_error(srv, &to, AR_EPROTO, msg);
   }
   to.id = req->id;
+  const char *nul_field = string_with_nul(&arenad__request__descriptor, data, data + n, 0);
+  if (nul_field) {
+    snprintf(msg, sizeof(msg), "request %" PRIu64 ": string field '%s' contains a NUL byte", req->id, nul_field);
+    arenad__request__free_unpacked(req, NULL);
+    return ar_server_reply_error(srv, &to, AR_EPROTO, msg);
+  }
   switch (req->body_case) {
     case ARENAD__REQUEST__BODY_PING: {
       Arenad__Response resp = ARENAD__RESPONSE__INIT;
@@ -442,7 +501,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     c->rlen = 0;
   }
   c->eof = true;
-  if (c->jobs == 0) conn_shutdown(c);
+  if (c->jobs == 0) {
+    conn_shutdown(c);
+  } else {
+    /* EOF alone is a half-close: the client still reads its replies. POLLHUP means it closed
+     * both directions: nobody will read them, so close now and let queued invokes be dropped. */
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0) {
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP)) conn_close(c);
+    }
+  }
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -544,19 +613,19 @@ void ar_server_reload(ar_server_t *srv) {
     free(cfg);
     return;
   }
+  if (srv->reload_cfg) {
+    ar_log("SIGHUP: a reload is still in progress; send SIGHUP again after it is done");
+    free(cfg);
+    return;
+  }
   ar_service_reloading();
   ar_log("reload: %s (%u models)", srv->config_path, cfg->n_models);
   if (cfg->pool_bytes != srv->cfg.pool_bytes || strcmp(cfg->socket_path, srv->cfg.socket_path) != 0 ||
       cfg->workers != srv->cfg.workers)
     ar_log("reload: socket, pool_bytes and workers changes take effect at the next restart");
-  srv->cfg.max_frame_bytes = cfg->max_frame_bytes;
-  srv->cfg.max_connections = cfg->max_connections;
-  srv->cfg.n_models = cfg->n_models;
-  memcpy(srv->cfg.models, cfg->models, sizeof(cfg->models));
-  srv->config_loads_pending++;   /* held until the diff is applied */
+  /* Loads the new and changed models next to the running ones; commits (and notifies READY)
+   * only when all of them loaded, else keeps the running configuration. */
   ar_models_apply_config(srv, cfg);
-  free(cfg);
-  if (--srv->config_loads_pending == 0) notify_ready(srv);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -589,6 +658,7 @@ int ar_server_start(ar_server_t *srv, uv_loop_t *loop, char *msg, size_t msg_byt
   uv_pipe_init(loop, &srv->listener, 0);
   srv->listener.data = srv;
   int fd = ar_service_listen_fd();
+  srv->listen_fd = fd;
   if (fd >= 0) {
     if ((rc = uv_pipe_open(&srv->listener, fd)) != 0)
       return ar_errf(msg, msg_bytes, AR_EIO, "adopting the passed socket (fd %d): %s", fd, uv_strerror(rc));
@@ -636,7 +706,7 @@ int ar_server_start(ar_server_t *srv, uv_loop_t *loop, char *msg, size_t msg_byt
 
 void ar_server_load_configured(ar_server_t *srv) {
   srv->config_loads_pending++;
-  ar_models_apply_config(srv, &srv->cfg);
+  ar_models_load_initial(srv);
   if (--srv->config_loads_pending == 0) notify_ready(srv);
 }
 

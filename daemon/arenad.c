@@ -36,20 +36,6 @@ static void usage(FILE *out) {
           "  -V, --version            print the version\n");
 }
 
-/* "123", "64K", "64M", "2G" (powers of 1024). */
-static int parse_bytes(const char *s, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || s[0] == '-') return -1;
-  uint64_t mult = 1;
-  if (*end == 'k' || *end == 'K') mult = 1ull << 10, end++;
-  else if (*end == 'm' || *end == 'M') mult = 1ull << 20, end++;
-  else if (*end == 'g' || *end == 'G') mult = 1ull << 30, end++;
-  if (*end != '\0' || __builtin_mul_overflow((uint64_t)v, mult, out)) return -1;
-  return 0;
-}
-
 /* Detach: the parent exits 0 once the child is running with its socket listening. */
 static int detach(void) {
   pid_t pid = fork();
@@ -77,12 +63,16 @@ int main(int argc, char **argv) {
       case 'c': config_path = optarg; break;
       case 'C': check_path = optarg; break;
       case 's': socket_path = optarg; break;
-      case 'p':
-        if (parse_bytes(optarg, &pool_bytes) != 0 || pool_bytes == 0) {
-          fprintf(stderr, "arenad: --pool-bytes '%s': expected a byte count such as 67108864 or 64M\n", optarg);
+      case 'p': {
+        /* The same parser and range as the configuration's pool_bytes. */
+        char pmsg[AR_MSG_BYTES];
+        if (ar_config_parse_size("--pool-bytes", optarg, AR_CONFIG_POOL_MIN, AR_CONFIG_POOL_MAX, &pool_bytes, pmsg,
+                                 sizeof(pmsg)) != 0) {
+          fprintf(stderr, "arenad: %s\n", pmsg);
           return 2;
         }
         break;
+      }
       case 'f': foreground = true; break;
       case 'V': printf("arenad %s\n", PACKAGE_VERSION); return 0;
       case 'h': usage(stdout); return 0;
@@ -132,13 +122,23 @@ int main(int argc, char **argv) {
   }
 
   if (check_path) {
-    int rc = ar_models_check_config(&srv->cfg, msg, sizeof(msg));
+    int rc = ar_models_check_config(&srv->cfg, stdout, msg, sizeof(msg));
     if (rc != 0) {
       fprintf(stderr, "arenad: %s: %s\n", check_path, msg);
       return 1;
     }
     printf("%s: ok\n", check_path);
     return 0;
+  }
+
+  /* Start-up runs the same checks as --check-config (load, plan, fit the pool): a configured model
+   * that cannot be served is a start-up error, reported before the service is declared ready. */
+  if (srv->cfg.n_models > 0) {
+    int crc = ar_models_check_config(&srv->cfg, NULL, msg, sizeof(msg));
+    if (crc != 0) {
+      fprintf(stderr, "arenad: %s: %s\n", config_path, msg);
+      return 1;
+    }
   }
 
   /* Invokes run on the libuv threadpool; its size is read once, at the first queued work. */
@@ -160,8 +160,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "arenad: detach: %s\n", strerror(errno));
     return 1;
   }
-  ar_log("arenad %s listening on %s, pool %" PRIu64 " bytes, %s worker thread(s)", PACKAGE_VERSION,
-         srv->cfg.socket_path, srv->pool.bytes, workers);
+  char where[160];
+  if (srv->socket_activated)
+    snprintf(where, sizeof(where), "adopted listening socket fd %d", srv->listen_fd);
+  else
+    snprintf(where, sizeof(where), "listening on %.120s", srv->cfg.socket_path);
+  ar_log("arenad %s %s, pool %" PRIu64 " bytes, %s worker thread(s)", PACKAGE_VERSION, where, srv->pool.bytes,
+         workers);
   ar_server_load_configured(srv);
   uv_run(&loop, UV_RUN_DEFAULT);
   ar_server_stop(srv);

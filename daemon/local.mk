@@ -23,7 +23,7 @@ tests_check_protocol_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_protocol_LDADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
 tests_check_daemon_SOURCES = tests/check_daemon.c tests/ar_test_daemon.h
 tests_check_daemon_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_check_daemon_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+tests_check_daemon_LDADD = libarenaclient.la libarproto.la libarloader.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_protocol_OBJECTS) $(tests_check_daemon_OBJECTS): proto/arenad.pb-c.h
 
 # Signals with requests in flight (SIGHUP add/remove, SIGTERM drain) against a real arenad.

@@ -23,6 +23,7 @@
 #include "clients/ar_client.h"
 #include "common/ar_util.h"
 #include "common/ar_error.h"
+#include "loader/ar_model.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_util.h"
 
@@ -744,6 +745,348 @@ START_TEST(pipelined_invokes_with_backpressure) {
 }
 END_TEST
 
+
+/* ---- QA regressions: load error codes, reload transactions, --pool-bytes, dropped invokes ---- */
+
+static uint32_t rd32(const uint8_t *b, size_t at) {
+  return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
+}
+
+/* Position of field `k` of the flatbuffer table at `t` (0 when absent). */
+static size_t fb_field(const uint8_t *b, size_t t, int k) {
+  size_t vt = t - (size_t)(int32_t)rd32(b, t);
+  uint16_t vt_len = (uint16_t)(b[vt] | b[vt + 1] << 8);
+  if ((size_t)(4 + 2 * k) >= vt_len) return 0;
+  uint16_t off = (uint16_t)(b[vt + 4 + 2 * k] | b[vt + 5 + 2 * k] << 8);
+  return off ? t + off : 0;
+}
+
+/* Element i of the vector of tables referenced by field `f` (a uoffset). */
+static size_t fb_vec_table(const uint8_t *b, size_t f, uint32_t i) {
+  size_t v = f + rd32(b, f);
+  size_t e = v + 4 + 4 * (size_t)i;
+  return e + rd32(b, e);
+}
+
+/* Write a copy of face_detection_short_range whose first ADD has a wrong stored output dim, so
+ * the loader accepts it but ADD's prepare rejects it; returns the ADD's operator index. */
+static int write_bad_add_model(const char *path) {
+  size_t n = 0;
+  uint8_t *bytes = ar_test_read_file(model_path("face_detection_short_range"), &n);
+  ck_assert_ptr_nonnull(bytes);
+  ar_model_t *model = NULL;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_model_load_buffer(bytes, n, &model, msg, sizeof(msg)), 0);
+  const ar_subgraph_t *sg = &model->subgraphs[0];
+  int op = -1;
+  for (uint32_t i = 0; i < sg->n_operators && op < 0; i++)
+    if (sg->operators[i].op == AR_OP_ADD) op = (int)i;
+  ck_assert_int_ge(op, 0);
+  int32_t t = sg->operators[op].outputs[0];
+  int32_t rank = sg->tensors[t].rank;
+  ck_assert_int_ge(rank, 1);
+  ar_model_free(model);
+  /* Model.subgraphs (field 2)[0].tensors (field 0)[t].shape (field 0): bump the last dim. */
+  size_t root = rd32(bytes, 0);
+  size_t sub = fb_vec_table(bytes, fb_field(bytes, root, 2), 0);
+  size_t ten = fb_vec_table(bytes, fb_field(bytes, sub, 0), (uint32_t)t);
+  size_t sf = fb_field(bytes, ten, 0);
+  size_t shape = sf + rd32(bytes, sf);
+  ck_assert_uint_eq(rd32(bytes, shape), (uint32_t)rank);
+  size_t last = shape + 4 + 4 * (size_t)(rank - 1);
+  uint32_t d = rd32(bytes, last) + 1;
+  bytes[last] = (uint8_t)d;
+  bytes[last + 1] = (uint8_t)(d >> 8);
+  bytes[last + 2] = (uint8_t)(d >> 16);
+  bytes[last + 3] = (uint8_t)(d >> 24);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+  fclose(f);
+  free(bytes);
+  return op;
+}
+
+START_TEST(prepare_failure_is_emodel) {
+  start("64M");
+  ar_client_t *c = client();
+  char path[512], msg[AR_MSG_BYTES], want[64];
+  snprintf(path, sizeof(path), "%s/bad_add.tflite", dmn.dir);
+  int op = write_bad_add_model(path);
+  int rc = ar_client_load(c, "bad", path, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_EMODEL, "expected EMODEL, got %d: %s", rc, msg);
+  snprintf(want, sizeof(want), "operator %d (ADD)", op);
+  ck_assert_msg(strstr(msg, want) != NULL, "message does not name %s: %s", want, msg);
+  ping_ok();
+  unlink(path);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* Run arenad with `args` (NULL-terminated) to completion; its stderr goes to `err`. */
+static int run_arenad(const char *const *args, char *err, size_t err_bytes) {
+  char bin[512], log[] = "/tmp/arenad-run-XXXXXX";
+  const char *bd = getenv("AR_BUILDDIR");
+  snprintf(bin, sizeof(bin), "%s/arenad", bd ? bd : AR_BUILDDIR);
+  int lfd = mkstemp(log);
+  ck_assert_int_ge(lfd, 0);
+  const char *argv[16] = {bin};
+  int argc = 1;
+  for (int i = 0; args[i] && argc < 15; i++) argv[argc++] = args[i];
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(lfd, 1);
+    dup2(lfd, 2);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("LISTEN_FDS");
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ssize_t r = pread(lfd, err, err_bytes - 1, 0);
+  err[r > 0 ? r : 0] = '\0';
+  close(lfd);
+  unlink(log);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(pool_bytes_option_range) {
+  char err[2048];
+  const char *small[] = {"--foreground", "--socket", "/tmp/arenad-never.sock", "--pool-bytes", "1K", NULL};
+  ck_assert_int_eq(run_arenad(small, err, sizeof(err)), 2);
+  ck_assert_msg(strstr(err, "--pool-bytes: 1024 bytes is out of range [65536, 1099511627776]"), "%s", err);
+  const char *big[] = {"--foreground", "--socket", "/tmp/arenad-never.sock", "--pool-bytes", "2048G", NULL};
+  ck_assert_int_eq(run_arenad(big, err, sizeof(err)), 2);
+  ck_assert_msg(strstr(err, "--pool-bytes") && strstr(err, "out of range"), "%s", err);
+  const char *junk[] = {"--foreground", "--socket", "/tmp/arenad-never.sock", "--pool-bytes", "64MB", NULL};
+  ck_assert_int_eq(run_arenad(junk, err, sizeof(err)), 2);
+  ck_assert_msg(strstr(err, "--pool-bytes: \"64MB\" is not a size"), "%s", err);
+}
+END_TEST
+
+static void write_config(const char *path, const char *models_json) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": [%s]}\n", models_json);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(startup_with_a_failing_model_exits_1) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", cfg[300], bad[300], models[1024], err[2048], sock[300];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  snprintf(bad, sizeof(bad), "%s/bad_add.tflite", dir);
+  snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+  write_bad_add_model(bad);
+  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}, {\"name\": \"broken\", \"path\": \"%s\"}",
+           model_path("face_detection_short_range"), bad);
+  write_config(cfg, models);
+  const char *args[] = {"--foreground", "--socket", sock, "--config", cfg, NULL};
+  ck_assert_int_eq(run_arenad(args, err, sizeof(err)), 1);
+  ck_assert_msg(strstr(err, "models[1] 'broken'") && strstr(err, "(ADD)"), "%s", err);
+  /* --check-config says the same. */
+  const char *check[] = {"--check-config", cfg, NULL};
+  ck_assert_int_eq(run_arenad(check, err, sizeof(err)), 1);
+  ck_assert_msg(strstr(err, "models[1] 'broken'"), "%s", err);
+  unlink(cfg);
+  unlink(bad);
+  rmdir(dir);
+}
+END_TEST
+
+/* Names of the listed models, with their group, as "name:group," in list order. */
+static void listed(ar_client_t *c, char *out, size_t n) {
+  ar_client_model_t *models = NULL;
+  size_t k = 0;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_list(c, &models, &k, msg, sizeof(msg)), 0);
+  out[0] = '\0';
+  for (size_t i = 0; i < k; i++)
+    snprintf(out + strlen(out), n - strlen(out), "%s:%s,", models[i].name, models[i].group);
+  free(models);
+}
+
+/* Wait until the daemon log contains `what` the `nth` time (reload outcomes are logged). */
+static void wait_log(const char *what, int nth) {
+  for (;;) {
+    size_t n = 0;
+    char *log = ar_test_read_file(dmn.log, &n);
+    int seen = 0;
+    if (log) {
+      char *z = realloc(log, n + 1);
+      ck_assert_ptr_nonnull(z);
+      z[n] = '\0';
+      for (char *p = z; (p = strstr(p, what)) != NULL; p++) seen++;
+      free(z);
+    }
+    if (seen >= nth) return;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+START_TEST(reload_is_a_transaction_and_keeps_runtime_loads) {
+  char cfg[400], bad[400], models[4096], got[1024], msg[AR_MSG_BYTES];
+  char dir[] = "/tmp/check_daemon_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  snprintf(bad, sizeof(bad), "%s/bad_add.tflite", dir);
+  write_bad_add_model(bad);
+  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}", model_path("face_detection_short_range"));
+  write_config(cfg, models);
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  wait_log("loaded model 'face'", 1);
+  ar_client_t *c = client();
+  load_ok(c, "hand", "hand_landmark_lite", "", NULL);   /* a run-time load */
+
+  /* 1. A new model that fails to load: nothing changes, not even the valid part (selfie). */
+  snprintf(models, sizeof(models),
+           "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"g\"}, {\"name\": \"selfie\", \"path\": \"%s\"}, "
+           "{\"name\": \"broken\", \"path\": \"%s\"}",
+           model_path("face_detection_short_range"), model_path("selfie_segmentation"), bad);
+  write_config(cfg, models);
+  ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
+  wait_log("reload failed, keeping the running configuration: models[2] 'broken'", 1);
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "face:,hand:,");
+  json_t *st = stats(c);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 2);
+  json_decref(st);
+
+  /* 2. Valid: face moves to group g, selfie appears; the run-time load stays. */
+  snprintf(models, sizeof(models),
+           "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"g\"}, {\"name\": \"selfie\", \"path\": \"%s\"}",
+           model_path("face_detection_short_range"), model_path("selfie_segmentation"));
+  write_config(cfg, models);
+  ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
+  wait_log("reload: done", 1);   /* the replaced face (no invokes in flight) is unloaded before */
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "hand:,face:g,selfie:,");
+
+  /* 3. Empty config: the configured models go, the run-time one stays. */
+  write_config(cfg, "");
+  ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
+  wait_log("reload: done", 2);
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "hand:,");
+  ck_assert_int_eq(ar_client_unload(c, "hand", msg, sizeof(msg)), 0);
+  ar_client_close(c);
+  stop();
+  unlink(cfg);
+  unlink(bad);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(reload_changing_group_never_fails_an_invoke) {
+  char cfg[400], models[4096], got[1024];
+  char dir[] = "/tmp/check_daemon_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}", model_path("face_detection_short_range"));
+  write_config(cfg, models);
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  wait_log("loaded model 'face'", 1);
+  ar_client_t *c = client();
+  ar_client_model_t *ms = NULL;
+  size_t nm = 0;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_list(c, &ms, &nm, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(nm, 1);
+  ar_client_model_t face = ms[0];
+  free(ms);
+  golden_t g;
+  golden_load(&g, "face_detection_short_range", "photo");
+  streamer_t s[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    memset(&s[i], 0, sizeof(s[i]));
+    s[i].g = &g;
+    s[i].info = &face;
+    s[i].model = "face";
+    s[i].max_invokes = 400;
+    pthread_create(&th[i], NULL, stream_invokes, &s[i]);
+  }
+  /* Three reloads, each moving face to another group, while the invokes stream. */
+  const char *groups[3] = {"g1", "g2", ""};
+  for (int r = 0; r < 3; r++) {
+    snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"%s\"}",
+             model_path("face_detection_short_range"), groups[r]);
+    write_config(cfg, models);
+    ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
+    wait_log("reload: done", r + 1);
+  }
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_msg(s[i].other == 0 && s[i].gone == 0, "streamer %d: %d failed, %d gone", i, s[i].other, s[i].gone);
+    ck_assert_int_eq(s[i].ok, 400);
+  }
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "face:,");
+  golden_free(&g);
+  ar_client_close(c);
+  stop();
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(invokes_of_a_vanished_client_are_dropped) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t face;
+  load_ok(c, "face", "face_detection_short_range", "", &face);
+  golden_t g;
+  golden_load(&g, "face_detection_short_range", "photo");
+  /* Pipeline 60 invokes on a raw connection and close it without reading a reply. */
+  Arenad__Tensor t = ARENAD__TENSOR__INIT;
+  int64_t shape[4] = {1, 128, 128, 3};
+  t.dtype = ARENAD__DTYPE__FLOAT32;
+  t.n_shape = 4;
+  t.shape = shape;
+  t.data.data = (uint8_t *)g.input;
+  t.data.len = g.input_bytes;
+  Arenad__Tensor *tp = &t;
+  Arenad__InvokeRequest ir = ARENAD__INVOKE_REQUEST__INIT;
+  ir.model = (char *)"face";
+  ir.n_inputs = 1;
+  ir.inputs = &tp;
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+  req.invoke = &ir;
+  int fd = ar_td_connect_raw(dmn.socket);
+  ck_assert_int_ge(fd, 0);
+  for (int i = 0; i < 60; i++) {
+    req.id = (uint64_t)i + 1;
+    ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
+  }
+  close(fd);
+  /* Every accepted invoke is either run or dropped; the ones behind the hang-up are dropped. */
+  for (;;) {
+    json_t *st = stats(c);
+    json_t *m = stats_model(st, "face");
+    uint64_t done = ji(m, "invokes") + ji(m, "dropped"), inflight = ji(m, "inflight");
+    uint64_t dropped = ji(m, "dropped"), errors = ji(m, "errors");
+    json_decref(st);
+    if (done == 60 && inflight == 0) {
+      ck_assert_uint_eq(errors, 0);
+      ck_assert_uint_gt(dropped, 0);
+      break;
+    }
+    ck_assert_uint_le(done, 60);
+  }
+  ping_ok();
+  golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
 static Suite *daemon_suite(void) {
   Suite *s = suite_create("daemon");
   TCase *tc = tcase_create("models");
@@ -758,6 +1101,12 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, load_that_does_not_fit);
   tcase_add_test(tc, unload_during_stream_of_invokes);
   tcase_add_test(tc, concurrent_clients_match_goldens);
+  tcase_add_test(tc, prepare_failure_is_emodel);
+  tcase_add_test(tc, pool_bytes_option_range);
+  tcase_add_test(tc, startup_with_a_failing_model_exits_1);
+  tcase_add_test(tc, reload_is_a_transaction_and_keeps_runtime_loads);
+  tcase_add_test(tc, reload_changing_group_never_fails_an_invoke);
+  tcase_add_test(tc, invokes_of_a_vanished_client_are_dropped);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -349,6 +349,31 @@ START_TEST(unknown_model_and_bad_load_names) {
 }
 END_TEST
 
+
+/* A protobuf string carries a length; "a\0b" must not reach the daemon as "a". Hand-built frames:
+ * Request{id=21, load_model{name="a\0b", path="/x"}} and Request{id=22, invoke{model="face\0x"}}. */
+START_TEST(string_with_nul_is_rejected) {
+  start_daemon();
+  int fd = ar_td_connect_raw(dmn.socket);
+  const uint8_t load[] = {0x08, 21,                                   /* id = 21 */
+                          0x1a, 9,                                    /* load_model, 9 bytes */
+                          0x0a, 3, 'a', 0, 'b',                       /* name */
+                          0x12, 2, '/', 'x'};                         /* path */
+  ck_assert_int_eq(ar_td_send_frame(fd, load, sizeof(load)), 0);
+  expect_error(fd, 21, ARENAD__CODE__EPROTO, "string field 'name' contains a NUL byte");
+  const uint8_t inv[] = {0x08, 22, 0x32, 8, 0x0a, 6, 'f', 'a', 'c', 'e', 0, 'x'};
+  ck_assert_int_eq(ar_td_send_frame(fd, inv, sizeof(inv)), 0);
+  expect_error(fd, 22, ARENAD__CODE__EPROTO, "string field 'model' contains a NUL byte");
+  /* Without the NUL the same load is an ordinary request (the file does not exist). */
+  const uint8_t ok[] = {0x08, 23, 0x1a, 8, 0x0a, 2, 'a', 'b', 0x12, 2, '/', 'x'};
+  ck_assert_int_eq(ar_td_send_frame(fd, ok, sizeof(ok)), 0);
+  expect_error(fd, 23, ARENAD__CODE__ENOENT, "'/x'");
+  close(fd);
+  ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
+  stop_daemon();
+}
+END_TEST
+
 static Suite *protocol_suite(void) {
   Suite *s = suite_create("protocol");
   TCase *pool = tcase_create("pool");
@@ -365,6 +390,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(wire, garbage_bytes);
   tcase_add_test(wire, truncated_frame_then_close);
   tcase_add_test(wire, unknown_model_and_bad_load_names);
+  tcase_add_test(wire, string_with_nul_is_rejected);
   suite_add_tcase(s, wire);
   return s;
 }
