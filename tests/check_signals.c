@@ -163,7 +163,7 @@ START_TEST(sighup_adds_and_removes_with_invokes_in_flight) {
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   ck_assert_msg(atomic_load(&s.failed) == 0, "%d of %d face invokes failed; first: %s",
                 atomic_load(&s.failed), atomic_load(&s.ok) + atomic_load(&s.failed), s.first_error);
-  ck_assert_int_ge(atomic_load(&s.ok), 60);
+  ck_assert_int_ge(atomic_load(&s.ok), 40);   /* >= 20 before the first SIGHUP, >= 20 after the second */
   printf("sighup: %d face invokes streamed across two reloads, 0 failed\n", atomic_load(&s.ok));
   ck_assert_int_eq(ar_td_stop(&d), 0);
   golden_free(&face);
