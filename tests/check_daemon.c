@@ -911,7 +911,8 @@ static void listed(ar_client_t *c, char *out, size_t n) {
 
 /* Wait until the daemon log contains `what` the `nth` time (reload outcomes are logged). */
 static void wait_log(const char *what, int nth) {
-  for (;;) {
+  for (int tries = 0;; tries++) {
+    ck_assert_msg(tries < 3000, "no '%s' (x%d) in the daemon log after 60 s", what, nth);
     size_t n = 0;
     char *log = ar_test_read_file(dmn.log, &n);
     int seen = 0;
