@@ -114,4 +114,25 @@ static inline void ar__activate(float *x, size_t n, ar_activation_t act) {
 /* Prepare-time message prefix: "operator 7 (CONV_2D): ". */
 #define AR__OPFMT "operator %d (%s): "
 
+/* Shared first checks of CONV_2D and DEPTHWISE_CONV_2D prepare (TFLite: inputs input, filter and
+ * an optional bias; one output; float32 throughout). Returns 0, AR_EINVAL or AR_EUNSUPPORTED with
+ * a message naming the operator. */
+static inline int ar__conv_check_io(const ar_node_t *node, const char *name, char *msg,
+                                    size_t msg_bytes) {
+  int idx = node->index;
+  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
+      !node->inputs[1] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) "
+                   "and one output, got %d inputs and %d outputs", idx, name, node->n_inputs,
+                   node->n_outputs);
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  if (in->dtype != AR_DTYPE_FLOAT32 || f->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32 ||
+      (bias && bias->dtype != AR_DTYPE_FLOAT32))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/filter/bias/output "
+                   "are supported (input %s, filter %s, output %s)", idx, name,
+                   ar_dtype_name(in->dtype), ar_dtype_name(f->dtype), ar_dtype_name(out->dtype));
+  return 0;
+}
+
 #endif /* AR_CONV_UTIL_H */

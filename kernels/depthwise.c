@@ -42,20 +42,12 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "DEPTHWISE_CONV_2D";
   int idx = node->index;
   char s1[96], s2[96];
-  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
-      !node->inputs[1] || !node->outputs[0] || !node->options)
-    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) "
-                   "and one output, got %d inputs and %d outputs", idx, name, node->n_inputs,
-                   node->n_outputs);
+  int rc = ar__conv_check_io(node, name, msg, msg_bytes);
+  if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const ar_tview_t *out = node->outputs[0];
   const ar_depthwise_options_t *o = &node->options->depthwise;
-  if (in->dtype != AR_DTYPE_FLOAT32 || f->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32 ||
-      (bias && bias->dtype != AR_DTYPE_FLOAT32))
-    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/filter/bias/output "
-                   "are supported (input %s, filter %s, output %s)", idx, name,
-                   ar_dtype_name(in->dtype), ar_dtype_name(f->dtype), ar_dtype_name(out->dtype));
   if (in->rank != 4 || f->rank != 4 || f->dims[0] != 1)
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input %s must be rank 4 (NHWC) and filter "
                    "%s must be [1,KH,KW,C*M]", idx, name, ar__shape_str(s1, sizeof s1, in),
