@@ -17,3 +17,10 @@ TESTS += tests/check_lifetimes
 tests_check_lifetimes_SOURCES = tests/check_lifetimes.c
 tests_check_lifetimes_CFLAGS = $(TEST_CFLAGS)
 tests_check_lifetimes_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+
+# models_extra (pose, face landmarks) against tests/golden_extra; skips models that are absent.
+check_PROGRAMS += tests/check_extra
+TESTS += tests/check_extra
+tests_check_extra_SOURCES = tests/check_extra.c
+tests_check_extra_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_extra_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)

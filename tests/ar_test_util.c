@@ -23,6 +23,11 @@ const char *ar_test_golden_dir(void) {
   return d && *d ? d : AR_SRCDIR "/tests/golden";
 }
 
+const char *ar_test_golden_extra_dir(void) {
+  const char *d = getenv("AR_GOLDEN_EXTRA_DIR");
+  return d && *d ? d : AR_SRCDIR "/tests/golden_extra";
+}
+
 char *ar_test_model_path(char *buf, size_t n, const char *stem) {
   snprintf(buf, n, "%s/%s.tflite", ar_test_models_dir(), stem);
   return buf;
@@ -49,6 +54,19 @@ size_t ar_test_golden_mismatches(const float *got, const float *want, size_t n, 
   for (size_t i = 0; i < n; i++) {
     double d = fabs((double)got[i] - (double)want[i]);
     if (!(d <= tol)) bad++;        /* NaN counts as a mismatch */
+    if (d > w || d != d) w = d;
+  }
+  if (worst) *worst = w;
+  return bad;
+}
+
+size_t ar_test_sigmoid_mismatches(const float *got, const float *want, size_t n, double tol,
+                                  double *worst) {
+  double w = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs(1.0 / (1.0 + exp(-(double)got[i])) - 1.0 / (1.0 + exp(-(double)want[i])));
+    if (!(d <= tol)) bad++;
     if (d > w || d != d) w = d;
   }
   if (worst) *worst = w;

@@ -14,6 +14,8 @@ extern const int ar_test_n_models;
 const char *ar_test_models_dir(void);
 /* Directory of the goldens: $AR_GOLDEN_DIR, else <srcdir>/tests/golden. */
 const char *ar_test_golden_dir(void);
+/* Directory of the models_extra goldens: $AR_GOLDEN_EXTRA_DIR, else <srcdir>/tests/golden_extra. */
+const char *ar_test_golden_extra_dir(void);
 /* Path of model `stem` into buf (returns buf). */
 char *ar_test_model_path(char *buf, size_t n, const char *stem);
 
@@ -23,5 +25,11 @@ void *ar_test_read_file(const char *path, size_t *bytes);
 /* Golden acceptance: |got - want| <= 1e-4 * max|want| + 1e-5 elementwise. Returns the number of
  * elements out of tolerance and writes the worst absolute error to *worst (may be NULL). */
 size_t ar_test_golden_mismatches(const float *got, const float *want, size_t n, double *worst);
+
+/* Sigmoid acceptance for ill-conditioned logit maps (golden_extra/NOTES.md: pose_landmark's
+ * Identity_2): |sigmoid(got) - sigmoid(want)| <= tol elementwise. Same returns as above, worst
+ * measured after the sigmoid. */
+size_t ar_test_sigmoid_mismatches(const float *got, const float *want, size_t n, double tol,
+                                  double *worst);
 
 #endif
