@@ -431,6 +431,14 @@ static int decode_tensor(loader_t *L, uint32_t sgi, uint32_t ti, const ar_fb_tab
                    "more than the %llu accepted", ti, t->name, sh, (unsigned long long)bytes,
                    (unsigned long long)AR_MAX_TENSOR_BYTES);
   }
+  /* TFLite counts elements in an int (NumElements feeds int flat sizes in every kernel), so a
+   * tensor of 2^31 elements or more is refused, whatever its byte size. */
+  if (bytes / esize > (uint64_t)INT32_MAX) {
+    char sh[128];
+    format_shape(t, sh, sizeof(sh));
+    return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "tensor %u (%s): shape %s has %llu elements, "
+                   "more than 2^31 - 1", ti, t->name, sh, (unsigned long long)(bytes / esize));
+  }
   t->bytes = bytes;
 
   if (sig.present) {

@@ -668,6 +668,26 @@ START_TEST(test_bad_dims_and_sizes) {
   put_i32(&f, shape.pos + 12, 1);
   expect_reject(&f, AR_EOVERFLOW, "shape [65536,65536,65536,1] needs 1125899906842624 bytes, more than the",
                 "tensor beyond the size cap");
+  /* 2^31 elements (a 65536x32768 float map, 8 GiB, under the byte cap) is refused like TFLite;
+   * 2^31 - 1 elements (a prime, so one dim) still loads. */
+  put_i32(&f, shape.pos, 1);
+  put_i32(&f, shape.pos + 4, 1);
+  put_i32(&f, shape.pos + 8, 65536);
+  put_i32(&f, shape.pos + 12, 65536);
+  expect_reject(&f, AR_EOVERFLOW, "shape [1,1,65536,65536] has 4294967296 elements, more than 2^31 - 1",
+                "2^32 elements");
+  put_i32(&f, shape.pos + 12, 32768);
+  expect_reject(&f, AR_EOVERFLOW, "shape [1,1,65536,32768] has 2147483648 elements, more than 2^31 - 1",
+                "2^31 elements");
+  put_i32(&f, shape.pos + 8, 1);
+  put_i32(&f, shape.pos + 12, 2147483647);
+  {
+    char m2[AR_MSG_BYTES];
+    ar_model_t *big = NULL;
+    ck_assert_msg(ar_model_load_buffer(f.buf, f.len, &big, m2, sizeof(m2)) == 0, "2^31 - 1 elements: %s", m2);
+    ck_assert_uint_eq(big->subgraphs[0].tensors[ti].bytes, 4ull * 2147483647ull);
+    ar_model_free(big);
+  }
   memcpy(f.buf + shape.pos, saved, 16);
 
   /* A constant whose buffer no longer matches its shape. */
