@@ -7,6 +7,17 @@
 #ifndef ARENACTL_H
 #define ARENACTL_H
 
+#include <stdint.h>
+
+#include "loader/ar_model.h"
+
+/* The error object every --json command prints on stdout when it fails:
+ *   {"error": {"code": "EUNSUPPORTED", "message": "...", "operators": [{"index": 192, "op":
+ *    "Landmarks2TransformMatrix", "version": 2, "option": "unknown custom op"}, ...]}}
+ * ("operators" only for AR_EUNSUPPORTED; `ops` may be NULL with n 0). Returns 1, the exit code.
+ * clients/cmd_inspect.c. */
+int ar_cli_json_error(int rc, const char *message, const ar_unsupported_t *ops, int32_t n);
+
 /* Socket of the daemon: -s PATH, else $ARENAD_SOCKET, else AR_DEFAULT_SOCKET. */
 extern const char *arenactl_socket;
 #define AR_DEFAULT_SOCKET "/run/arenad/arenad.sock"

@@ -6,6 +6,11 @@
  * version, description and the file's sha256. --json prints the same facts with the key names of
  * the model MANIFEST.json (builtin_ops, custom_ops, inputs/outputs {name, dtype, shape}, num_tensors,
  * num_operators, tensor_dtypes, sparse_tensors, constant_buffers) so the two can be compared.
+ *
+ * A model with operators arenad cannot run is still described (ar_model_load_describe): the
+ * operator table marks each op code that cannot run, a "cannot run" line gives the one message
+ * `arenactl plan`/`run` and the daemon refuse it with, and --json adds "runnable" and
+ * "unsupported_operators" [{index, op, version, option}] (ar_interp_unsupported).
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -15,6 +20,7 @@
 
 #include "clients/arenactl.h"
 #include "common/ar_error.h"
+#include "interp/ar_interp.h"
 #include "loader/ar_model.h"
 #include "loader/ar_sha256.h"
 
@@ -116,6 +122,47 @@ static uint32_t constant_buffer_count(const ar_model_t *m) {
   return n;
 }
 
+static json_t *unsupported_json(const ar_unsupported_t *ops, int32_t n) {
+  json_t *a = json_array();
+  for (int32_t i = 0; i < n; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "index", json_integer(ops[i].op_index));
+    json_object_set_new(e, "op", json_string(ops[i].op));
+    json_object_set_new(e, "version", json_integer(ops[i].version));
+    json_object_set_new(e, "option", json_string(ops[i].option));
+    json_array_append_new(a, e);
+  }
+  return a;
+}
+
+int ar_cli_json_error(int rc, const char *message, const ar_unsupported_t *ops, int32_t n) {
+  json_t *e = json_object(), *o = json_object();
+  json_object_set_new(e, "code", json_string(ar_err_name(rc)));
+  json_object_set_new(e, "message", json_string(message ? message : ar_strerror(rc)));
+  if (rc == AR_EUNSUPPORTED) json_object_set_new(e, "operators", unsupported_json(ops, n));
+  json_object_set_new(o, "error", e);
+  json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  printf("\n");
+  fflush(stdout);
+  json_decref(o);
+  return 1;
+}
+
+/* What cannot run (at most AR_CLI_MAX_UNSUPPORTED entries). */
+#define AR_CLI_MAX_UNSUPPORTED 256
+typedef struct {
+  ar_unsupported_t ops[AR_CLI_MAX_UNSUPPORTED];
+  int32_t n;
+  int rc;                      /* ar_interp_unsupported's result */
+  char msg[AR_MSG_BYTES];
+} unsupported_t;
+
+static bool opcode_cannot_run(const ar_model_t *m, const unsupported_t *u, uint32_t code) {
+  for (int32_t i = 0; i < u->n; i++)
+    if (m->subgraphs[0].operators[u->ops[i].op_index].opcode_index == code) return true;
+  return false;
+}
+
 /* The --json document (caller owns the reference). */
 static json_t *inspect_json(const ar_model_t *m, const char *path) {
   json_t *o = json_object();
@@ -158,6 +205,12 @@ static json_t *inspect_json(const ar_model_t *m, const char *path) {
   return o;
 }
 
+static void add_unsupported_json(json_t *o, const unsupported_t *u) {
+  json_object_set_new(o, "runnable", json_boolean(u->rc == 0));
+  json_object_set_new(o, "unsupported_operators", unsupported_json(u->ops, u->n));
+  if (u->rc != 0) json_object_set_new(o, "cannot_run", json_string(u->msg));
+}
+
 static void print_shape(const ar_tensor_t *t) {
   char buf[128];
   size_t used = (size_t)snprintf(buf, sizeof(buf), "[");
@@ -177,7 +230,7 @@ static void print_io(const ar_subgraph_t *sg, const char *title, const int32_t *
   }
 }
 
-static void print_human(const ar_model_t *m, const char *path, json_t *doc) {
+static void print_human(const ar_model_t *m, const char *path, json_t *doc, const unsupported_t *u) {
   char hex[65];
   ar_sha256_hex(m->sha256, hex);
   json_t *cb = json_object_get(doc, "constant_buffers");
@@ -200,14 +253,18 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc) {
     json_t *w = json_object_get(sj, "weights");
     printf("\nsubgraph %u \"%s\": %u tensors, %u operators\n", s, sg->name, sg->n_tensors, sg->n_operators);
     printf("  %-34s %7s %8s\n", "operator", "count", "version");
+    bool main_graph = s == 0;
     for (uint32_t c = 0; c < m->n_opcodes; c++) {
       uint32_t n = 0;
       for (uint32_t i = 0; i < sg->n_operators; i++) n += sg->operators[i].opcode_index == c;
       if (n == 0) continue;
       char name[128];
       opcode_name(&m->opcodes[c], name, sizeof(name));
-      printf("  %-34s %7u %8d\n", name, n, m->opcodes[c].version);
+      printf("  %-34s %7u %8d%s\n", name, n, m->opcodes[c].version,
+             main_graph && opcode_cannot_run(m, u, c) ? "   cannot run" : "");
     }
+    if (main_graph)
+      printf("  %s %s\n", u->rc == 0 ? "runs         " : "cannot run   ", u->rc == 0 ? "every operator has a kernel" : u->msg);
     print_io(sg, "inputs", sg->inputs, sg->n_inputs);
     print_io(sg, "outputs", sg->outputs, sg->n_outputs);
     printf("  tensor dtypes ");
@@ -256,19 +313,28 @@ int ar_cmd_inspect(int argc, char **argv) {
   const char *path = argv[optind];
   char msg[AR_MSG_BYTES];
   ar_model_t *m = NULL;
-  int rc = ar_model_load(path, &m, msg, sizeof(msg));
+  int rc = ar_model_load_describe(path, &m, msg, sizeof(msg));
   if (rc) {
+    if (json) return ar_cli_json_error(rc, msg, NULL, 0);
     fprintf(stderr, "arenactl inspect: %s: %s (%s)\n", path, msg, ar_err_name(rc));
     return 1;
   }
+  unsupported_t *u = calloc(1, sizeof(*u));
+  if (!u) {
+    ar_model_free(m);
+    return json ? ar_cli_json_error(AR_ENOMEM, "out of memory", NULL, 0) : 1;
+  }
+  u->rc = ar_interp_unsupported(m, NULL, u->ops, AR_CLI_MAX_UNSUPPORTED, &u->n, u->msg, sizeof(u->msg));
   json_t *doc = inspect_json(m, path);
+  add_unsupported_json(doc, u);
   int ret = 0;
   if (json) {
     if (json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) ret = 1;
     printf("\n");
   } else {
-    print_human(m, path, doc);
+    print_human(m, path, doc, u);
   }
+  free(u);
   json_decref(doc);
   ar_model_free(m);
   if (fflush(stdout) != 0) ret = 1;

@@ -29,16 +29,19 @@ static int fail(const char *cmd, int rc, const char *msg) {
   return 1;
 }
 
-static ar_client_t *connect_or_fail(const char *cmd) {
+static ar_client_t *connect_or_fail_json(const char *cmd, bool as_json) {
   ar_client_t *c = NULL;
   char msg[AR_MSG_BYTES];
   int rc = ar_client_connect(arenactl_socket, &c, msg, sizeof(msg));
   if (rc) {
-    fail(cmd, rc, msg);
+    if (as_json) ar_cli_json_error(rc, msg, NULL, 0);
+    else fail(cmd, rc, msg);
     return NULL;
   }
   return c;
 }
+
+static ar_client_t *connect_or_fail(const char *cmd) { return connect_or_fail_json(cmd, false); }
 
 static double now_s(void) {
   struct timespec ts;
@@ -173,14 +176,14 @@ int ar_cmd_stats(int argc, char **argv) {
       return o == 'h' ? 0 : 2;
     }
   }
-  ar_client_t *c = connect_or_fail("stats");
+  ar_client_t *c = connect_or_fail_json("stats", as_json);
   if (c == NULL) return 1;
   int ret = 0;
   for (;;) {
     char *s = NULL, msg[AR_MSG_BYTES];
     int rc = ar_client_stats_json(c, &s, msg, sizeof(msg));
     if (rc) {
-      ret = fail("stats", rc, msg);
+      ret = as_json ? ar_cli_json_error(rc, msg, NULL, 0) : fail("stats", rc, msg);
       break;
     }
     if (watch > 0) printf("\033[H\033[2J");
@@ -561,12 +564,12 @@ int ar_cmd_plan_remote(int argc, char **argv) {
     return 2;
   }
   const char *name = argv[optind];
-  ar_client_t *c = connect_or_fail("plan");
+  ar_client_t *c = connect_or_fail_json("plan", as_json);
   if (c == NULL) return 1;
   char *s = NULL, msg[AR_MSG_BYTES];
   int rc = ar_client_plan_json(c, name, &s, msg, sizeof(msg));
   ar_client_close(c);
-  if (rc) return fail("plan", rc, msg);
+  if (rc) return as_json ? ar_cli_json_error(rc, msg, NULL, 0) : fail("plan", rc, msg);
   if (as_json) {
     printf("%s\n", s);
     free(s);

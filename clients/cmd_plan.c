@@ -69,15 +69,26 @@ int ar_cmd_plan_file(int argc, char **argv) {
   const char *path = argv[optind];
   char msg[AR_MSG_BYTES] = "";
   ar_model_t *model = NULL;
-  int rc = ar_model_load(path, &model, msg, sizeof msg);
+  /* Described, not refused, at load: the interpreter's refusal then lists every operator that
+   * cannot run, whether the loader or a kernel is the one that does not know it. */
+  int rc = ar_model_load_describe(path, &model, msg, sizeof msg);
   if (rc != 0) {
+    if (json) return ar_cli_json_error(rc, msg, NULL, 0);
     fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
     return 1;
   }
   ar_interp_t *in = NULL;
   rc = ar_interp_new(model, &opt, &in, msg, sizeof msg);
   if (rc != 0) {
-    fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
+    if (json) {
+      static ar_unsupported_t ops[256];
+      int32_t n = 0;
+      char m2[AR_MSG_BYTES];
+      if (rc == AR_EUNSUPPORTED) ar_interp_unsupported(model, &opt, ops, 256, &n, m2, sizeof m2);
+      ar_cli_json_error(rc, msg, ops, n);
+    } else {
+      fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
+    }
     ar_model_free(model);
     return 1;
   }

@@ -155,7 +155,7 @@ int ar_cmd_run(int argc, char **argv) {
   void *data[RUN_MAX_INPUTS] = {0};
   double *times = NULL;
   int status = 1;
-  int rc = ar_model_load(model_path, &model, msg, sizeof msg);
+  int rc = ar_model_load_describe(model_path, &model, msg, sizeof msg);
   if (rc != 0) {
     fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
     goto out;

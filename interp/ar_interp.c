@@ -101,8 +101,53 @@ static void view_from_tensor(ar_tview_t *v, const ar_tensor_t *t) {
   v->sparsity = t->sparsity;
 }
 
+/* Record operator k as unsupported: the loader's entry for an AR_OP_INVALID operator, else `why`
+ * (a kernel's message, whose "operator K (OP): " prefix is dropped). */
+static void note_unsupported(const ar_model_t *model, const ar_unsupported_t *loader_list,
+                             int32_t n_loader, int32_t k, const char *why, ar_unsupported_t *list,
+                             int32_t max, int32_t *n) {
+  const ar_operator_t *op = &model->subgraphs[0].operators[k];
+  ar_unsupported_t u;
+  memset(&u, 0, sizeof u);
+  bool found = false;
+  for (int32_t i = 0; i < n_loader && !found; i++)
+    if (loader_list[i].op_index == k) u = loader_list[i], found = true;
+  if (!found) {
+    u.op_index = k;
+    u.version = op->version;
+    const ar_opcode_t *oc = &model->opcodes[op->opcode_index];
+    snprintf(u.op, sizeof u.op, "%s", oc->custom_code ? oc->custom_code : ar_op_name(op->op));
+    const char *p = why ? strstr(why, "): ") : NULL;
+    snprintf(u.option, sizeof u.option, "%s", p ? p + 3 : why ? why : "no kernel for this op");
+  }
+  if (*n < max) list[*n] = u;
+  (*n)++;
+}
+
+/* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
+static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
+                      char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
+                      int32_t *un_out);
+
 int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                   char *msg, size_t msg_bytes) {
+  return interp_new(model, opt_in, out, msg, msg_bytes, NULL, 0, NULL);
+}
+
+int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *opt,
+                          ar_unsupported_t *list, int32_t max, int32_t *n_out, char *msg,
+                          size_t msg_bytes) {
+  ar_interp_t *in = NULL;
+  int32_t n = 0;
+  int rc = interp_new(model, opt, &in, msg, msg_bytes, list, max, &n);
+  ar_interp_free(in);
+  if (n_out) *n_out = n < max ? n : max;
+  return rc;
+}
+
+static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
+                      char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
+                      int32_t *un_out) {
   if (out) *out = NULL;
   if (!model || !out || model->n_subgraphs < 1)
     return ar_errf(msg, msg_bytes, AR_EINVAL, "interp: no model or no subgraph");
@@ -111,6 +156,9 @@ int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar
   if (opt.blas_threads < 1) opt.blas_threads = 1;
 
   const ar_subgraph_t *sg = &model->subgraphs[0];
+  /* Unsupported operators: the loader's list (describe loads) and the one collected here. */
+  ar_unsupported_t *loader_list = NULL, *unsup_owned = NULL, *unsup = NULL;
+  int32_t n_loader = 0, n_unsup = 0, unsup_max = 0;
   ar_interp_t *in = calloc(1, sizeof(*in));
   if (!in) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   in->model = model;
@@ -156,6 +204,24 @@ int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar
       if (op->outputs[o] >= 0) in->views[op->outputs[o]].is_constant = true;
   }
 
+  /* Operators the loader kept unrun (ar_model_load_describe) and those without a kernel or with an
+   * option their kernel refuses are all collected, so the refusal names every one of them. */
+  n_loader = ar_model_unsupported(model, NULL, 0, NULL);
+  if (n_loader > 0) {
+    loader_list = calloc((size_t)n_loader, sizeof(*loader_list));
+    if (!loader_list) {
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+      goto fail;
+    }
+    ar_model_unsupported(model, loader_list, n_loader, NULL);
+  }
+  unsup_max = ulist ? umax : 64;
+  unsup = ulist ? ulist : (unsup_owned = calloc(64, sizeof(*unsup)));
+  if (!unsup) {
+    rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+    goto fail;
+  }
+
   /* Nodes and kernel prepare, in stored order. */
   uint64_t state_total = 0;
   for (int32_t k = 0; k < in->n_ops; k++) {
@@ -179,15 +245,23 @@ int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar
       nd->inputs[i] = op->inputs[i] >= 0 ? &in->views[op->inputs[i]] : NULL;
     for (int32_t o = 0; o < op->n_outputs; o++)
       nd->outputs[o] = op->outputs[o] >= 0 ? &in->views[op->outputs[o]] : NULL;
-    const ar_kernel_t *kern = ar_kernel_for(op->op);
+    const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
     if (!kern || !kern->prepare || !kern->eval) {
-      rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): no kernel for this op", k,
-                   ar_op_name(op->op));
-      goto fail;
+      note_unsupported(model, loader_list, n_loader, k, NULL, unsup, unsup_max, &n_unsup);
+      continue;
     }
     in->kernels[k] = kern;
     rc = kern->prepare(nd, msg, msg_bytes);
-    if (rc != 0) goto fail;
+    if (rc == AR_EUNSUPPORTED) {
+      note_unsupported(model, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
+      in->kernels[k] = NULL;
+      rc = 0;
+      continue;
+    }
+    if (rc != 0) {
+      if (un_out) *un_out = n_unsup;
+      goto fail;
+    }
     if (in->op_folded[k]) {
       /* Folding runs at place, when the activation region may be in use by another model, so a
        * folded operator cannot have scratch. */
@@ -212,6 +286,19 @@ int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar
       }
     }
   }
+
+  if (un_out) *un_out = n_unsup;
+  if (n_unsup > 0) {
+    ar_unsupported_format(unsup, n_unsup < unsup_max ? n_unsup : unsup_max, msg, msg_bytes);
+    if (n_unsup > unsup_max && msg && msg_bytes)
+      ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "%d operators unsupported (first %d listed): %s",
+              (int)n_unsup, (int)unsup_max, strchr(msg, ':') ? strchr(msg, ':') + 2 : msg);
+    rc = AR_EUNSUPPORTED;
+    goto fail;
+  }
+  free(loader_list);
+  free(unsup_owned);
+  loader_list = unsup_owned = NULL;
 
   /* Lifetimes, classes, in-place -> planner buffers; then the plan (measure only). */
   ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes};
@@ -252,6 +339,8 @@ int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar
   return 0;
 
 fail:
+  free(loader_list);
+  free(unsup_owned);
   if (rc == 0) rc = AR_EINTERNAL;
   ar_interp_free(in);
   return rc;

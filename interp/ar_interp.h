@@ -58,11 +58,23 @@ typedef struct ar_interp ar_interp_t;
 void ar_interp_options_default(ar_interp_options_t *opt);
 
 /* Prepare and plan subgraph 0 of `model` (which must outlive the interpreter). Errors:
- * AR_EUNSUPPORTED / AR_ESHAPE / AR_EINVAL from a kernel's prepare (message names the operator),
+ * AR_EUNSUPPORTED with every operator that cannot run listed in one message (see
+ * ar_interp_unsupported), AR_ESHAPE / AR_EINVAL from a kernel's prepare (message names the operator),
  * AR_EOVERFLOW, AR_ENOMEM, AR_EPLAN. */
 int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt, ar_interp_t **out,
                   char *msg, size_t msg_bytes);
 void ar_interp_free(ar_interp_t *in);
+
+/* Every operator of subgraph 0 that cannot run: kept unrun by ar_model_load_describe (unknown op
+ * or version), without a kernel, or refused by its kernel's prepare with AR_EUNSUPPORTED (an
+ * option, dtype or shape form it does not implement). ar_interp_new refuses such a model with
+ * the same list in one message (ar_unsupported_format). Fills at most `max` entries of `list` in
+ * operator order and writes how many to *n_out (0: everything can run). Returns 0 when the model
+ * prepares, AR_EUNSUPPORTED when the list is not empty, or another error of ar_interp_new (the
+ * list then holds what was found before it). `msg` gets ar_interp_new's message. */
+int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *opt,
+                          ar_unsupported_t *list, int32_t max, int32_t *n_out, char *msg,
+                          size_t msg_bytes);
 
 /* Bytes of the activation region this plan needs (tensors + scratch). */
 uint64_t ar_interp_arena_bytes(const ar_interp_t *in);

@@ -84,6 +84,8 @@ typedef struct loader {
   char *msg;
   size_t msg_bytes;
   buffer_info_t *bufs;  /* n_buffers entries, temporary */
+  bool describe;        /* ar_model_load_describe: keep operators arenad cannot run */
+  uint32_t n_unsupported;   /* operators kept as AR_OP_INVALID (unknown op or version) */
 } loader_t;
 
 static int oom(loader_t *L, const char *what) {
@@ -738,17 +740,14 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
   op_label(oc, label, sizeof(label));
   op->op = oc->op;
   op->version = oc->version;
-  if (oc->op == AR_OP_INVALID) {
-    if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
-      return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s v%d): custom op \"%s\" is "
-                     "not supported", oi, label, oc->version, oc->custom_code ? oc->custom_code : "");
-    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s v%d): builtin op %d is not "
-                   "supported", oi, label, oc->version, oc->builtin_code);
+  /* An unknown op or version is not an error yet: the operator is decoded (tensors, custom options)
+   * with op = AR_OP_INVALID and no builtin options, so that the load can refuse the model once
+   * with every such operator listed (ar_model_unsupported), or describe it (ar_model_load_describe). */
+  bool unsupported = oc->op == AR_OP_INVALID || oc->version > ar_op_max_version(oc->op);
+  if (unsupported) {
+    op->op = AR_OP_INVALID;
+    L->n_unsupported++;
   }
-  if (oc->version > ar_op_max_version(oc->op))
-    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s v%d): version %d is above "
-                   "the highest supported version %d", oi, label, oc->version, oc->version,
-                   ar_op_max_version(oc->op));
 
   ar_fb_vec_t in, out, inter, copts;
   if ((rc = ar_fb_get_vector(fb, t, AR_FB_OP_INPUTS, 4, "Operator.inputs", &in)) ||
@@ -805,6 +804,7 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
     op->custom_options_bytes = copts.count;
   }
 
+  if (unsupported) return 0;
   opctx_t c = {.L = L, .index = oi, .label = label};
   if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM) {
     if (oc->op == AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS)
@@ -1083,14 +1083,14 @@ static int decode_model(loader_t *L) {
   return 0;
 }
 
-static int load_common(const void *data, size_t bytes, void *map, ar_model_t **out, char *msg,
-                       size_t msg_bytes) {
+static int load_common_flags(const void *data, size_t bytes, void *map, bool describe,
+                             ar_model_t **out, char *msg, size_t msg_bytes) {
   if (msg && msg_bytes) msg[0] = 0;
   if (!out || (!data && bytes)) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load: NULL argument");
   *out = NULL;
   model_priv_t *priv = calloc(1, sizeof(*priv));
   if (!priv) return ar_errf(msg, msg_bytes, AR_ENOMEM, "out of memory");
-  loader_t L = {.priv = priv, .msg = msg, .msg_bytes = msg_bytes};
+  loader_t L = {.priv = priv, .msg = msg, .msg_bytes = msg_bytes, .describe = describe};
   L.m = arena_alloc(priv, sizeof(ar_model_t));
   if (!L.m) {
     free(priv);
@@ -1102,6 +1102,19 @@ static int load_common(const void *data, size_t bytes, void *map, ar_model_t **o
   ar_fb_init(&L.fb, data, bytes, msg, msg_bytes);
   int rc = decode_model(&L);
   free(L.bufs);
+  if (rc == 0 && L.n_unsupported > 0 && !describe) {
+    /* One refusal naming every operator that cannot run, grouped by (op, version). */
+    ar_unsupported_t *list = calloc(L.n_unsupported, sizeof(*list));
+    int32_t n = 0;
+    if (!list) {
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "out of memory listing unsupported operators");
+    } else {
+      ar_model_unsupported(L.m, list, (int32_t)L.n_unsupported, &n);
+      ar_unsupported_format(list, n, msg, msg_bytes);
+      rc = AR_EUNSUPPORTED;
+    }
+    free(list);
+  }
   if (rc) {
     ar_model_free(L.m);   /* map stays with the caller on failure */
     return rc;
@@ -1110,6 +1123,113 @@ static int load_common(const void *data, size_t bytes, void *map, ar_model_t **o
   priv->map_bytes = map ? bytes : 0;
   *out = L.m;
   return 0;
+}
+
+static int load_common(const void *data, size_t bytes, void *map, ar_model_t **out, char *msg,
+                       size_t msg_bytes) {
+  return load_common_flags(data, bytes, map, false, out, msg, msg_bytes);
+}
+
+int ar_model_load_describe(const char *path, ar_model_t **out, char *msg, size_t msg_bytes) {
+  if (!path || !out) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load_describe: NULL argument");
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    int e = errno;
+    return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      (uint64_t)st.st_size > SIZE_MAX) {
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_EIO, "%s: not a readable, non-empty regular file", path);
+  }
+  size_t bytes = (size_t)st.st_size;
+  void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (map == MAP_FAILED) return ar_errf(msg, msg_bytes, AR_EIO, "%s: mmap: %s", path, strerror(e));
+  int rc = load_common_flags(map, bytes, map, true, out, msg, msg_bytes);
+  if (rc) munmap(map, bytes);
+  return rc;
+}
+
+int ar_model_load_buffer_describe(const void *data, size_t bytes, ar_model_t **out, char *msg,
+                                  size_t msg_bytes) {
+  return load_common_flags(data, bytes, NULL, true, out, msg, msg_bytes);
+}
+
+int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_t max, int32_t *n_out) {
+  int32_t n = 0;
+  if (m && m->n_subgraphs > 0) {
+    const ar_subgraph_t *sg = &m->subgraphs[0];
+    for (uint32_t k = 0; k < sg->n_operators; k++) {
+      const ar_operator_t *op = &sg->operators[k];
+      if (op->op != AR_OP_INVALID) continue;
+      if (n < max && list) {
+        const ar_opcode_t *oc = &m->opcodes[op->opcode_index];
+        ar_unsupported_t *u = &list[n];
+        memset(u, 0, sizeof(*u));
+        u->op_index = (int32_t)k;
+        u->version = oc->version;
+        if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
+          snprintf(u->op, sizeof(u->op), "%s", oc->custom_code ? oc->custom_code : "(no custom_code)");
+        else
+          op_label(oc, u->op, sizeof(u->op));
+        if (oc->op == AR_OP_INVALID || oc->version <= ar_op_max_version(oc->op))
+          snprintf(u->option, sizeof(u->option), "%s", oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM
+                   ? "unknown custom op" : "no kernel for this op");
+        else
+          snprintf(u->option, sizeof(u->option), "version %d is above the highest supported version %d",
+                   oc->version, ar_op_max_version(oc->op));
+      }
+      n++;
+    }
+  }
+  if (n_out) *n_out = n < max ? n : max;
+  return n;
+}
+
+/* Same (op, version, option)? */
+static bool same_group(const ar_unsupported_t *a, const ar_unsupported_t *b) {
+  return a->version == b->version && strcmp(a->op, b->op) == 0 && strcmp(a->option, b->option) == 0;
+}
+
+int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes) {
+  if (!msg || msg_bytes == 0) return AR_EUNSUPPORTED;
+  size_t at = 0;
+#define AR__PUT(...)                                                                 \
+  do {                                                                               \
+    if (at < msg_bytes) at += (size_t)snprintf(msg + at, msg_bytes - at, __VA_ARGS__); \
+  } while (0)
+  AR__PUT("%d operator%s unsupported: ", (int)n, n == 1 ? "" : "s");
+  bool first_group = true;
+  for (int32_t i = 0; i < n; i++) {
+    bool seen = false;
+    for (int32_t j = 0; j < i && !seen; j++) seen = same_group(&list[j], &list[i]);
+    if (seen) continue;
+    int32_t count = 0;
+    for (int32_t j = i; j < n; j++) count += same_group(&list[j], &list[i]);
+    AR__PUT("%s%s v%d", first_group ? "" : "; ", list[i].op, (int)list[i].version);
+    if (list[i].option[0] && strcmp(list[i].option, "unknown custom op") != 0 &&
+        strcmp(list[i].option, "no kernel for this op") != 0)
+      AR__PUT(" [%s]", list[i].option);
+    AR__PUT(" (op%s", count == 1 ? "" : "s");
+    int32_t shown = 0;
+    for (int32_t j = i; j < n; j++) {
+      if (!same_group(&list[j], &list[i])) continue;
+      if (shown == 16) {
+        AR__PUT(", ... %d in all", (int)count);
+        break;
+      }
+      AR__PUT("%s%d", shown ? ", " : " ", (int)list[j].op_index);
+      shown++;
+    }
+    AR__PUT(")");
+    first_group = false;
+  }
+#undef AR__PUT
+  return AR_EUNSUPPORTED;
 }
 
 int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char *msg, size_t msg_bytes) {

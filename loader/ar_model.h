@@ -186,7 +186,8 @@ typedef struct ar_model {
 /* Load and verify the model file at `path`. On success *out owns the mapping and all decoded
  * data; free with ar_model_free. Errors: AR_ENOENT / AR_EIO (open, stat, mmap), AR_EMODEL
  * (flatbuffer or semantic check failed), AR_EUNSUPPORTED (unknown op, custom op or version),
- * AR_EOVERFLOW (sizes), AR_ENOMEM. `msg` (msg_bytes, may be NULL) receives e.g.
+ * AR_EOVERFLOW (sizes), AR_ENOMEM. AR_EUNSUPPORTED comes after the whole model is verified, with
+ * every operator that cannot run in one message (ar_unsupported_format). `msg` (msg_bytes, may be NULL) receives e.g.
  * "operator 12 (CONV_2D): input 1 is tensor 900, but the subgraph has 544 tensors". */
 int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes);
 
@@ -195,6 +196,37 @@ int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_byte
  * size (true for a malloc'd copy of a TFLite file, whose buffers are 16-byte aligned), else
  * AR_EMODEL. Used by tests and the fuzzer. */
 int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char *msg, size_t msg_bytes);
+
+/* Same as ar_model_load / ar_model_load_buffer, but operators arenad cannot run (unknown builtin
+ * or custom op, version above ar_op_max_version) do not refuse the model: they are kept with
+ * op = AR_OP_INVALID, their tensors and custom options decoded, no builtin options. Every other
+ * check is the same. For `arenactl inspect` (describe what cannot run) and for error lists that
+ * also need the interpreter's view (ar_interp_unsupported). */
+int ar_model_load_describe(const char *path, ar_model_t **out, char *msg, size_t msg_bytes);
+int ar_model_load_buffer_describe(const void *data, size_t bytes, ar_model_t **out, char *msg,
+                                  size_t msg_bytes);
+
+/* One operator arenad cannot run (subgraph 0), for error lists. */
+typedef struct ar_unsupported {
+  int32_t op_index;    /* operator index in the execution plan */
+  int32_t version;     /* the operator code's version */
+  char op[64];         /* TFLite builtin name ("STRIDED_SLICE", "BUILTIN_400") or the custom code
+                        * ("TransformLandmarks") */
+  char option[160];    /* what cannot run: "unknown custom op", "no kernel for this op", "version 3
+                        * is above the highest supported version 1", or a kernel's reason (e.g.
+                        * "ellipsis_mask is not supported") */
+} ar_unsupported_t;
+
+/* The operators of subgraph 0 kept as AR_OP_INVALID (by ar_model_load_describe), in order: fills
+ * at most `max` entries of `list` (may be NULL with max 0), writes how many to *n_out, returns the
+ * total count. */
+int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_t max, int32_t *n_out);
+
+/* The one message refusing a model: "11 operators unsupported: Landmarks2TransformMatrix v2 (ops
+ * 300, 420, 555); TransformTensorBilinear v2 (ops ...); ..." - grouped by (op, version, option) in
+ * order of first appearance, the option in brackets when it is more than the op being unknown, at
+ * most 16 operator indices per group. Always returns AR_EUNSUPPORTED. */
+int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes);
 
 /* Release a model (unmaps the file if ar_model_load mapped it). NULL is a no-op. */
 void ar_model_free(ar_model_t *model);

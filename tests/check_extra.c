@@ -101,11 +101,109 @@ START_TEST(test_golden_extra) {
 }
 END_TEST
 
+/* Count of `name` entries in the list. */
+static int count_op(const ar_unsupported_t *list, int32_t n, const char *name) {
+  int c = 0;
+  for (int32_t i = 0; i < n; i++) c += strcmp(list[i].op, name) == 0;
+  return c;
+}
+
+/* True once STRIDED_SLICE (TFLite builtin 45) has a kernel in this build. */
+static bool strided_slice_runs(void) {
+  ar_op_t op = ar_op_from_builtin(45);
+  return op != AR_OP_INVALID && ar_kernel_for(op) != NULL;
+}
+
+/* face_landmark_with_attention: refused once, naming every operator that cannot run - MediaPipe's
+ * Landmarks2TransformMatrix x3, TransformTensorBilinear x3, TransformLandmarks x5 and nothing else
+ * (plus the STRIDED_SLICE while this build has no kernel for it) - by the loader, by the
+ * interpreter on a described model, and by arenactl plan/run/inspect (text and --json). */
+START_TEST(test_attention_refused_with_full_list) {
+  const char *stem = "face_landmark_with_attention";
+  if (model_absent(stem)) return;
+  bool ss = strided_slice_runs();
+  int32_t want_n = 11 + (ss ? 0 : 1);
+  char path[1024], msg[AR_MSG_BYTES] = "";
+  ar_test_model_path(path, sizeof path, stem);
+  ar_model_t *m = NULL;
+  int rc = ar_model_load(path, &m, msg, sizeof msg);
+  ck_assert_int_eq(rc, AR_EUNSUPPORTED);
+  ck_assert_ptr_null(m);
+  printf("load: %s\n", msg);
+  char want[96];
+  snprintf(want, sizeof want, "%d operators unsupported: ", (int)want_n);
+  ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "'%s'", msg);
+  ck_assert_ptr_nonnull(strstr(msg, "Landmarks2TransformMatrix v2 (ops "));
+  ck_assert_ptr_nonnull(strstr(msg, "TransformTensorBilinear v2 (ops "));
+  ck_assert_ptr_nonnull(strstr(msg, "TransformLandmarks v2 (ops "));
+  ck_assert_msg((strstr(msg, "STRIDED_SLICE") != NULL) == !ss, "'%s'", msg);
+
+  rc = ar_model_load_describe(path, &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "describe: %s", msg);
+  ar_unsupported_t list[64];
+  int32_t n = 0;
+  rc = ar_interp_unsupported(m, NULL, list, 64, &n, msg, sizeof msg);
+  ck_assert_int_eq(rc, AR_EUNSUPPORTED);
+  ck_assert_int_eq(n, want_n);
+  ck_assert_int_eq(count_op(list, n, "Landmarks2TransformMatrix"), 3);
+  ck_assert_int_eq(count_op(list, n, "TransformTensorBilinear"), 3);
+  ck_assert_int_eq(count_op(list, n, "TransformLandmarks"), 5);
+  ck_assert_int_eq(count_op(list, n, "STRIDED_SLICE"), ss ? 0 : 1);
+  for (int32_t i = 0; i < n; i++) {
+    ck_assert_int_eq(list[i].version, strcmp(list[i].op, "STRIDED_SLICE") == 0 ? 1 : 2);
+    ck_assert(i == 0 || list[i].op_index > list[i - 1].op_index);
+    ck_assert_int_eq(m->subgraphs[0].operators[list[i].op_index].op, AR_OP_INVALID);
+  }
+  char msg2[AR_MSG_BYTES];
+  ar_interp_t *in = NULL;
+  ck_assert_int_eq(ar_interp_new(m, NULL, &in, msg2, sizeof msg2), AR_EUNSUPPORTED);
+  ck_assert_str_eq(msg2, msg);
+  ck_assert_ptr_null(in);
+  ar_model_free(m);
+
+  /* arenactl: the same one message, and the JSON error object with every operator. */
+  const char *bd = getenv("AR_BUILDDIR");
+  if (!bd) {
+    printf("AR_BUILDDIR unset: arenactl part skipped\n");
+    return;
+  }
+  char cmd[2600], out[65536];
+  snprintf(cmd, sizeof cmd, "'%s/arenactl' plan '%s' --json; echo \"rc=$?\"", bd, path);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t got = fread(out, 1, sizeof out - 1, p);
+  out[got] = 0;
+  pclose(p);
+  ck_assert_ptr_nonnull(strstr(out, "\"code\": \"EUNSUPPORTED\""));
+  ck_assert_ptr_nonnull(strstr(out, "rc=1"));
+  int ops = 0;
+  for (const char *q = out; (q = strstr(q, "\"index\":")) != NULL; q++) ops++;
+  ck_assert_int_eq(ops, want_n);
+  snprintf(cmd, sizeof cmd, "'%s/arenactl' run '%s' --input /dev/null 2>&1; echo \"rc=$?\"", bd, path);
+  p = popen(cmd, "r");
+  got = fread(out, 1, sizeof out - 1, p);
+  out[got] = 0;
+  pclose(p);
+  ck_assert_msg(strstr(out, msg) != NULL && strstr(out, "rc=1") != NULL, "run said '%s'", out);
+  snprintf(cmd, sizeof cmd, "'%s/arenactl' inspect '%s'; echo \"rc=$?\"", bd, path);
+  p = popen(cmd, "r");
+  got = fread(out, 1, sizeof out - 1, p);
+  out[got] = 0;
+  pclose(p);
+  ck_assert_msg(strstr(out, "CUSTOM:TransformLandmarks                5        2   cannot run") != NULL &&
+                strstr(out, msg) != NULL && strstr(out, "rc=0") != NULL, "inspect said '%s'", out);
+}
+END_TEST
+
 static Suite *extra_suite(void) {
   Suite *s = suite_create("extra");
   TCase *tc = tcase_create("golden_extra");
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_golden_extra, 0, (int)(sizeof extra_models / sizeof extra_models[0]));
+  suite_add_tcase(s, tc);
+  tc = tcase_create("unsupported");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_attention_refused_with_full_list);
   suite_add_tcase(s, tc);
   return s;
 }
