@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
     if (c->op == AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS) {
       oh = c->h * c->s; ow = c->w * c->s;
       tw.dims[0] = c->o; tw.dims[1] = c->k; tw.dims[2] = c->k; tw.dims[3] = c->c;
-      opt.transpose_conv = (ar_transpose_conv_options_t){c->pad, c->s, c->s};
+      opt.transpose_conv = (ar_transpose_conv_options_t){c->pad, c->s, c->s, AR_ACT_NONE};
       macs = (double)c->h * c->w * c->c * c->o * c->k * c->k;
       k = &ar_kernel_transpose_conv_bias;
     } else if (c->op == AR_OP_FULLY_CONNECTED) {

@@ -78,6 +78,69 @@ static inline int ar_k_check_output_shape(const ar_node_t *node, int32_t rank,
   return 0;
 }
 
+/* The stored shape of output `k` equals the inferred (rank, dims) (multi-output ops). */
+static inline int ar_k_check_output_shape_at(const ar_node_t *node, int k, int32_t rank,
+                                             const int32_t *dims, char *msg, size_t msg_bytes) {
+  const ar_tview_t *o = node->outputs[k];
+  bool same = o->rank == rank;
+  for (int32_t i = 0; same && i < rank; i++) same = o->dims[i] == dims[i];
+  if (!same) {
+    char a[96], b[96];
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "output %d shape %s, inferred %s", k,
+                    ar_k_dims_str(a, sizeof a, o->rank, o->dims), ar_k_dims_str(b, sizeof b, rank, dims));
+  }
+  return 0;
+}
+
+/* The one place kernels refuse an operand whose VALUES decide the output shape (TFLite makes the
+ * output a dynamic tensor then: STRIDED_SLICE/SLICE begin/end/size, TILE multiples, BROADCAST_TO
+ * shape, SPLIT axis, EXPAND_DIMS axis, TRANSPOSE perm, RESIZE_* size, TRANSPOSE_CONV output_shape).
+ * Returns 0 when `t` is a constant whose data are readable at prepare, else AR_EUNSUPPORTED with
+ * "<what> is not a constant (its values decide the output shape; dynamic shapes are not
+ * supported)". Dynamic-shape support hooks in here: every such kernel calls this before it reads
+ * the values, so one change decides what happens to all of them. */
+static inline int ar_k_require_constant(const ar_node_t *node, const ar_tview_t *t, const char *what,
+                                        char *msg, size_t msg_bytes) {
+  if (t->is_constant && t->data) return 0;
+  return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s is not a constant (its values decide "
+                  "the output shape; dynamic shapes are not supported)", what);
+}
+
+/* `t` is an index tensor: int32 or int64. */
+static inline int ar_k_check_index_dtype(const ar_node_t *node, const ar_tview_t *t, const char *what,
+                                         char *msg, size_t msg_bytes) {
+  if (t->dtype == AR_DTYPE_INT32 || t->dtype == AR_DTYPE_INT64) return 0;
+  return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s has dtype %s, expected INT32 or INT64",
+                  what, ar_dtype_name(t->dtype));
+}
+
+/* Element i of an int32 or int64 index tensor. */
+static inline int64_t ar_k_index_at(const ar_tview_t *t, int64_t i) {
+  if (t->dtype == AR_DTYPE_INT64) { int64_t v; memcpy(&v, (const char *)t->data + i * 8, 8); return v; }
+  int32_t v;
+  memcpy(&v, (const char *)t->data + i * 4, 4);
+  return v;
+}
+
+/* Row-major element strides of a view. */
+static inline void ar_k_strides(const ar_tview_t *t, int64_t *stride) {
+  int64_t s = 1;
+  for (int32_t d = t->rank - 1; d >= 0; d--) { stride[d] = s; s *= t->dims[d]; }
+}
+
+/* A data-movement op: output `k` has the dtype of `in` and that dtype has a byte size. */
+static inline int ar_k_check_same_dtype(const ar_node_t *node, const ar_tview_t *in, int k,
+                                        char *msg, size_t msg_bytes) {
+  const ar_tview_t *o = node->outputs[k];
+  if (ar_dtype_size(in->dtype) == 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input dtype %s is not supported",
+                    ar_dtype_name(in->dtype));
+  if (o->dtype != in->dtype)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "output %d dtype %s differs from input dtype %s",
+                    k, ar_dtype_name(o->dtype), ar_dtype_name(in->dtype));
+  return 0;
+}
+
 /* Fused activation as a clamp range (TFLite CalculateActivationRange): NONE -> (-inf, inf),
  * RELU -> [0, inf), RELU_N1_TO_1 -> [-1, 1], RELU6 -> [0, 6]. TANH and SIGN_BIT are not ranges:
  * *post is set and the kernel applies ar_apply_activation over its output afterwards. Returns

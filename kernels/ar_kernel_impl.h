@@ -41,4 +41,20 @@ extern const ar_kernel_t ar_kernel_mean;
 extern const ar_kernel_t ar_kernel_dequantize;
 extern const ar_kernel_t ar_kernel_densify;
 
+/* kernels/slice.c: TFLite STRIDED_SLICE, SLICE, TRANSPOSE, TILE, BROADCAST_TO, SPACE_TO_DEPTH
+ * (one strided copy each, kernels/strided.h). */
+extern const ar_kernel_t ar_kernel_strided_slice;
+extern const ar_kernel_t ar_kernel_slice;
+extern const ar_kernel_t ar_kernel_transpose;
+extern const ar_kernel_t ar_kernel_tile;
+extern const ar_kernel_t ar_kernel_broadcast_to;
+extern const ar_kernel_t ar_kernel_space_to_depth;
+/* kernels/pack.c: TFLite PACK, UNPACK, SPLIT, SPLIT_V, SQUEEZE, EXPAND_DIMS. */
+extern const ar_kernel_t ar_kernel_pack;
+extern const ar_kernel_t ar_kernel_unpack;
+extern const ar_kernel_t ar_kernel_split;
+extern const ar_kernel_t ar_kernel_split_v;
+extern const ar_kernel_t ar_kernel_squeeze;
+extern const ar_kernel_t ar_kernel_expand_dims;
+
 #endif /* AR_KERNEL_IMPL_H */

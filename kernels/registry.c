@@ -25,6 +25,18 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_PRELU: return &ar_kernel_prelu;
   case AR_OP_HARD_SWISH: return &ar_kernel_hard_swish;
   case AR_OP_DENSIFY: return &ar_kernel_densify;
+  case AR_OP_STRIDED_SLICE: return &ar_kernel_strided_slice;
+  case AR_OP_SLICE: return &ar_kernel_slice;
+  case AR_OP_TRANSPOSE: return &ar_kernel_transpose;
+  case AR_OP_TILE: return &ar_kernel_tile;
+  case AR_OP_BROADCAST_TO: return &ar_kernel_broadcast_to;
+  case AR_OP_SPACE_TO_DEPTH: return &ar_kernel_space_to_depth;
+  case AR_OP_PACK: return &ar_kernel_pack;
+  case AR_OP_UNPACK: return &ar_kernel_unpack;
+  case AR_OP_SPLIT: return &ar_kernel_split;
+  case AR_OP_SPLIT_V: return &ar_kernel_split_v;
+  case AR_OP_SQUEEZE: return &ar_kernel_squeeze;
+  case AR_OP_EXPAND_DIMS: return &ar_kernel_expand_dims;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;
   case AR_OP_INVALID: case AR_OP_COUNT: break;
   }

@@ -535,6 +535,18 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_HARD_SWISH: return AR_FB_OPTIONS_HARD_SWISH;
   case AR_OP_DEPTH_TO_SPACE: return AR_FB_OPTIONS_DEPTH_TO_SPACE;
   case AR_OP_DENSIFY: return AR_FB_OPTIONS_DENSIFY;
+  case AR_OP_SPACE_TO_DEPTH: return AR_FB_OPTIONS_SPACE_TO_DEPTH;
+  case AR_OP_TRANSPOSE: return AR_FB_OPTIONS_TRANSPOSE;
+  case AR_OP_SQUEEZE: return AR_FB_OPTIONS_SQUEEZE;
+  case AR_OP_STRIDED_SLICE: return AR_FB_OPTIONS_STRIDED_SLICE;
+  case AR_OP_SPLIT: return AR_FB_OPTIONS_SPLIT;
+  case AR_OP_SLICE: return AR_FB_OPTIONS_SLICE;
+  case AR_OP_TILE: return AR_FB_OPTIONS_TILE;
+  case AR_OP_EXPAND_DIMS: return AR_FB_OPTIONS_EXPAND_DIMS;
+  case AR_OP_PACK: return AR_FB_OPTIONS_PACK;
+  case AR_OP_UNPACK: return AR_FB_OPTIONS_UNPACK;
+  case AR_OP_SPLIT_V: return AR_FB_OPTIONS_SPLIT_V;
+  case AR_OP_BROADCAST_TO: return AR_FB_OPTIONS_BROADCAST_TO;
   default: return AR_FB_OPTIONS_NONE;  /* LOGISTIC, RELU, RELU6, PRELU, custom ops */
   }
 }
@@ -690,8 +702,48 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
                       &o->depth_to_space.block_size)))
       return rc;
     return need_positive(c, "block_size", o->depth_to_space.block_size);
+  case AR_OP_SPACE_TO_DEPTH:
+    if ((rc = opt_i32(c, AR_FB_DEPTH_TO_SPACE_BLOCK_SIZE, 0, "SpaceToDepthOptions.block_size",
+                      &o->space_to_depth.block_size)))
+      return rc;
+    return need_positive(c, "block_size", o->space_to_depth.block_size);
+  case AR_OP_STRIDED_SLICE: {
+    ar_strided_slice_options_t *x = &o->strided_slice;
+    if ((rc = opt_i32(c, AR_FB_STRIDED_SLICE_BEGIN_MASK, 0, "StridedSliceOptions.begin_mask", &x->begin_mask)) ||
+        (rc = opt_i32(c, AR_FB_STRIDED_SLICE_END_MASK, 0, "StridedSliceOptions.end_mask", &x->end_mask)) ||
+        (rc = opt_i32(c, AR_FB_STRIDED_SLICE_ELLIPSIS_MASK, 0, "StridedSliceOptions.ellipsis_mask",
+                      &x->ellipsis_mask)) ||
+        (rc = opt_i32(c, AR_FB_STRIDED_SLICE_NEW_AXIS_MASK, 0, "StridedSliceOptions.new_axis_mask",
+                      &x->new_axis_mask)) ||
+        (rc = opt_i32(c, AR_FB_STRIDED_SLICE_SHRINK_AXIS_MASK, 0, "StridedSliceOptions.shrink_axis_mask",
+                      &x->shrink_axis_mask)) ||
+        (rc = opt_bool(c, AR_FB_STRIDED_SLICE_OFFSET, "StridedSliceOptions.offset", &x->offset)))
+      return rc;
+    break;
+  }
+  case AR_OP_SPLIT:
+  case AR_OP_SPLIT_V:
+    return opt_i32(c, AR_FB_SPLIT_NUM_SPLITS, 0, "SplitOptions.num_splits", &o->split.num_splits);
+  case AR_OP_PACK:
+  case AR_OP_UNPACK:
+    if ((rc = opt_i32(c, AR_FB_PACK_COUNT, 0, "PackOptions.values_count", &o->pack.count)))
+      return rc;
+    return opt_i32(c, AR_FB_PACK_AXIS, 0, "PackOptions.axis", &o->pack.axis);
+  case AR_OP_SQUEEZE: {
+    ar_fb_vec_t v = {0};
+    if (c->present &&
+        (rc = ar_fb_get_vector(fb, c->t, AR_FB_SQUEEZE_DIMS, 4, "SqueezeOptions.squeeze_dims", &v)))
+      return rc;
+    if (v.count > AR_MAX_RANK)
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s): squeeze_dims has "
+                     "%u entries (at most %d)", c->index, c->label, v.count, AR_MAX_RANK);
+    o->squeeze.n_dims = (int32_t)v.count;
+    for (uint32_t i = 0; i < v.count; i++) o->squeeze.dims[i] = vec_i32(fb, &v, i);
+    break;
+  }
   default:
-    break;   /* PAD, DEQUANTIZE, HARD_SWISH, DENSIFY: empty option tables; others have none */
+    break;   /* PAD, DEQUANTIZE, HARD_SWISH, DENSIFY, TRANSPOSE, SLICE, TILE, EXPAND_DIMS,
+              * BROADCAST_TO: empty option tables; others have none */
   }
   return 0;
 }
@@ -709,6 +761,7 @@ static int decode_transpose_conv(opctx_t *c, const ar_operator_t *op, ar_transpo
     return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): custom_options padding is "
                    "%d (TfLitePadding SAME 1 or VALID 2)", c->index, c->label, v[0]);
   x->padding = v[0] == 1 ? AR_PADDING_SAME : AR_PADDING_VALID;
+  x->activation = AR_ACT_NONE;
   x->stride_w = v[1];
   x->stride_h = v[2];
   int rc;

@@ -82,8 +82,19 @@ typedef struct { int32_t rank; int32_t new_shape[AR_MAX_RANK]; bool has_new_shap
 typedef struct { bool align_corners, half_pixel_centers; } ar_resize_bilinear_options_t;
 typedef struct { bool keep_dims; } ar_reducer_options_t;                   /* MEAN */
 typedef struct { int32_t block_size; } ar_depth_to_space_options_t;
-/* MediaPipe Convolution2DTransposeBias: TfLiteTransposeConvParams in custom_options. */
-typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; } ar_transpose_conv_options_t;
+/* MediaPipe Convolution2DTransposeBias (TfLiteTransposeConvParams in custom_options; activation
+ * always NONE) and builtin TRANSPOSE_CONV (TransposeConvOptions; activation from version 4). */
+typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; ar_activation_t activation; }
+  ar_transpose_conv_options_t;
+/* STRIDED_SLICE: bit i of a mask refers to entry i of begin/end/strides; `offset` makes end an
+ * offset from begin. */
+typedef struct { int32_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask;
+                 bool offset; } ar_strided_slice_options_t;
+typedef struct { int32_t axis, batch_dims; } ar_gather_options_t;
+typedef struct { int32_t num_splits; } ar_split_options_t;          /* SPLIT, SPLIT_V */
+typedef struct { int32_t count, axis; } ar_pack_options_t;          /* PACK values_count, UNPACK num */
+typedef struct { int32_t n_dims; int32_t dims[AR_MAX_RANK]; } ar_squeeze_options_t;
+typedef struct { bool adj_x, adj_y; } ar_batch_matmul_options_t;
 
 typedef union ar_options {
   ar_conv2d_options_t conv2d;
@@ -96,7 +107,15 @@ typedef union ar_options {
   ar_resize_bilinear_options_t resize_bilinear;
   ar_reducer_options_t reducer;
   ar_depth_to_space_options_t depth_to_space;
-  ar_transpose_conv_options_t transpose_conv;
+  ar_transpose_conv_options_t transpose_conv;   /* also builtin TRANSPOSE_CONV */
+  ar_strided_slice_options_t strided_slice;
+  ar_gather_options_t gather;
+  ar_split_options_t split;
+  ar_pack_options_t pack;                       /* PACK and UNPACK */
+  ar_squeeze_options_t squeeze;
+  ar_resize_bilinear_options_t resize_nearest;  /* RESIZE_NEAREST_NEIGHBOR: same two flags */
+  ar_depth_to_space_options_t space_to_depth;   /* SPACE_TO_DEPTH: block_size */
+  ar_batch_matmul_options_t batch_matmul;
 } ar_options_t;
 
 /* ---- Sparsity (TFLite SparsityParameters, for DENSIFY). ---- */

@@ -25,11 +25,23 @@
   XX(RELU6,             21, 1)             \
   XX(RESHAPE,           22, 1)             \
   XX(RESIZE_BILINEAR,   23, 3)             \
+  XX(SPACE_TO_DEPTH,    26, 2)             \
   XX(PAD,               34, 1)             \
+  XX(TRANSPOSE,         39, 6)             \
   XX(MEAN,              40, 1)             \
+  XX(SQUEEZE,           43, 2)             \
+  XX(STRIDED_SLICE,     45, 8)             \
+  XX(SPLIT,             49, 4)             \
   XX(PRELU,             54, 1)             \
+  XX(SLICE,             65, 6)             \
+  XX(TILE,              69, 3)             \
+  XX(EXPAND_DIMS,       70, 1)             \
+  XX(PACK,              83, 4)             \
+  XX(UNPACK,            88, 4)             \
+  XX(SPLIT_V,          102, 2)             \
   XX(HARD_SWISH,       117, 1)             \
-  XX(DENSIFY,          124, 1)
+  XX(DENSIFY,          124, 1)             \
+  XX(BROADCAST_TO,     130, 3)
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
  * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw
