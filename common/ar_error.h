@@ -36,7 +36,8 @@ extern "C" {
   XX(ECONFIG,     15, "invalid configuration")                            \
   XX(ECONN,       16, "connection failed or closed")                      \
   XX(ESTATE,      17, "operation not valid in the current state")         \
-  XX(EINTERNAL,   18, "internal error")
+  XX(EINTERNAL,   18, "internal error")                                  \
+  XX(ETIMEDOUT,   20, "timed out")
 
 enum {
   AR_OK = 0,

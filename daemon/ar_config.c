@@ -26,6 +26,12 @@
 #define AR_CFG_FRAME_MAX 0xffffffffull        /* frames carry a 32-bit length */
 #define AR_CFG_WORKERS_MAX 256u
 #define AR_CFG_CONN_MAX 65536u
+#define AR_CFG_INFLIGHT_MAX 65536u
+#define AR_CFG_PENDING_MIN (64ull * 1024)
+#define AR_CFG_PENDING_MAX (1ull << 40)
+#define AR_CFG_DECODE_MIN (1ull << 20)
+#define AR_CFG_DECODE_MAX (1ull << 40)
+#define AR_CFG_TIMEOUT_MAX 86400000u           /* one day, in ms */
 
 /* Planner strategy names accepted in models[i].strategy (the names ar_strategy_name() prints). */
 static const char *const strategy_names[] = {"linear", "first-fit", "greedy-by-size", "best"};
@@ -38,6 +44,15 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->workers = 2;
   cfg->max_frame_bytes = 64ull << 20;
   cfg->max_connections = 256;
+  cfg->max_connections_per_uid = 64;
+  cfg->max_inflight_per_connection = 64;
+  cfg->max_pending_reply_bytes = 16ull << 20;
+  cfg->max_decode_bytes = 132ull << 20;
+  cfg->max_queue_per_model = 256;
+  cfg->request_timeout_ms = 10000;
+  cfg->idle_timeout_ms = 300000;
+  cfg->send_timeout_ms = 30000;
+  cfg->drain_timeout_ms = 5000;
 }
 
 /* Parse "123", "64K", "64M", "1G" (powers of 1024; suffix case-insensitive) into *out. */
@@ -215,6 +230,24 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_FRAME_MAX, &cfg->max_frame_bytes, msg, n);
     } else if (strcmp(k, "max_connections") == 0) {
       rc = get_uint(v, k, 1, AR_CFG_CONN_MAX, &cfg->max_connections, msg, n);
+    } else if (strcmp(k, "max_connections_per_uid") == 0) {
+      rc = get_uint(v, k, 1, AR_CFG_CONN_MAX, &cfg->max_connections_per_uid, msg, n);
+    } else if (strcmp(k, "max_inflight_per_connection") == 0) {
+      rc = get_uint(v, k, 1, AR_CFG_INFLIGHT_MAX, &cfg->max_inflight_per_connection, msg, n);
+    } else if (strcmp(k, "max_pending_reply_bytes") == 0) {
+      rc = get_size(v, k, AR_CFG_PENDING_MIN, AR_CFG_PENDING_MAX, &cfg->max_pending_reply_bytes, msg, n);
+    } else if (strcmp(k, "max_decode_bytes") == 0) {
+      rc = get_size(v, k, AR_CFG_DECODE_MIN, AR_CFG_DECODE_MAX, &cfg->max_decode_bytes, msg, n);
+    } else if (strcmp(k, "max_queue_per_model") == 0) {
+      rc = get_uint(v, k, 1, AR_CFG_INFLIGHT_MAX, &cfg->max_queue_per_model, msg, n);
+    } else if (strcmp(k, "request_timeout_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->request_timeout_ms, msg, n);
+    } else if (strcmp(k, "idle_timeout_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->idle_timeout_ms, msg, n);
+    } else if (strcmp(k, "send_timeout_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->send_timeout_ms, msg, n);
+    } else if (strcmp(k, "drain_timeout_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->drain_timeout_ms, msg, n);
     } else if (strcmp(k, "models") == 0) {
       have_models = true;
       if (!json_is_array(v)) {
@@ -242,7 +275,9 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
     } else {
       rc = ar_errf(msg, n, AR_ECONFIG,
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
-                   "max_frame_bytes, max_connections, models)",
+                   "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
+                   "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, request_timeout_ms, "
+                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, models)",
                    k);
     }
     if (rc != 0) return rc;

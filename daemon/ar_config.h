@@ -4,7 +4,10 @@
  *   {
  *     "socket": "/run/arenad/arenad.sock", "socket_mode": "0660", "socket_group": "arenad",
  *     "pool_bytes": 67108864, "workers": 2, "max_frame_bytes": 67108864,
- *     "max_connections": 256,
+ *     "max_connections": 256, "max_connections_per_uid": 64, "max_inflight_per_connection": 64,
+ *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
+ *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
+ *     "drain_timeout_ms": 5000,
  *     "models": [
  *       {"name": "palm", "path": "/var/lib/arenad/models/palm_detection_lite.tflite",
  *        "group": "hands", "strategy": "best"},
@@ -41,6 +44,16 @@ typedef struct ar_config {
   uint32_t workers;             /* invoke worker threads, default 2 */
   uint64_t max_frame_bytes;     /* default 64 MiB */
   uint32_t max_connections;     /* default 256 */
+  /* Connection limits (daemon/ar_conn.h); timeouts in milliseconds, 0 disables one. */
+  uint32_t max_connections_per_uid;   /* default 64: one peer uid's share of max_connections */
+  uint32_t max_inflight_per_connection; /* default 64: requests taken, reply not yet written */
+  uint64_t max_pending_reply_bytes;   /* default 16 MiB: unwritten reply bytes before reads stop */
+  uint64_t max_decode_bytes;          /* default 132 MiB: hard cap of one frame's decode budget */
+  uint32_t max_queue_per_model;       /* default 256: invokes queued or running per model (EBUSY) */
+  uint32_t request_timeout_ms;        /* default 10000: a started frame must complete within */
+  uint32_t idle_timeout_ms;           /* default 300000: nothing in flight and nothing read */
+  uint32_t send_timeout_ms;           /* default 30000: queued replies making no progress */
+  uint32_t drain_timeout_ms;          /* default 5000: SIGTERM drain deadline */
   uint32_t n_models;
   ar_config_model_t models[AR_CONFIG_MAX_MODELS];
 } ar_config_t;

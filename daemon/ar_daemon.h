@@ -32,13 +32,13 @@
 
 #include "common/ar_error.h"
 #include "daemon/ar_config.h"
+#include "daemon/ar_conn.h"
+#include "daemon/ar_decode.h"
 #include "daemon/ar_latency.h"
 #include "daemon/ar_pool.h"
 #include "interp/ar_interp.h"
 #include "proto/arenad.pb-c.h"
 
-typedef struct ar_server ar_server_t;
-typedef struct ar_conn ar_conn_t;
 typedef struct ar_group ar_group_t;
 typedef struct ar_dmodel ar_dmodel_t;
 typedef struct ar_job ar_job_t;
@@ -71,6 +71,7 @@ typedef enum { AR_MODEL_LOADING, AR_MODEL_READY, AR_MODEL_UNLOADING } ar_model_s
 typedef struct ar_reply_to {
   ar_conn_t *conn;               /* NULL for internal requests (errors go to the log) */
   uint64_t id;
+  ar_peer_t peer;                /* the connection's peer credentials (known = false: internal) */
   bool internal_config;          /* counts toward the startup/reload READY notification */
   bool reload;                   /* a load of a reload transaction (see ar_models_apply_config) */
   uint32_t reload_index;         /* its models[] index in the new configuration */
@@ -134,19 +135,29 @@ struct ar_job {
   ar_job_t *next;                /* group FIFO link */
 };
 
-struct ar_conn {
-  uv_pipe_t pipe;
-  ar_server_t *srv;
-  uint8_t *rbuf;                 /* bytes read, not yet parsed */
-  size_t rlen, rcap;
-  int refs;                      /* 1 for the open handle + 1 per outstanding job */
-  int jobs;                      /* requests being served (answered later) */
-  bool reading, eof, closing, closed;
-  bool parsing;                  /* inside conn_parse: replies must not re-enter it */
-  ar_conn_t *prev, *next;
-};
+
+/* How the layers call each other without naming each other's files: the connection layer calls
+ * admit/dispatch upward, ar_models.c answers through reply/reply_error and reports job_done and
+ * status_changed; ar_server.c fills these at start (ar_server_init_ops), a test or fuzzer may
+ * fill its own. */
+typedef struct ar_server_ops {
+  /* A scanned frame, before anything is allocated for it: 0 or an AR_E* code with `msg`. */
+  int (*admit)(ar_server_t *srv, const ar_decode_scan_t *scan, char *msg, size_t msg_bytes);
+  /* A decoded request; takes ownership of `req`; answers exactly once through reply*. */
+  void (*dispatch)(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req);
+  /* Send `resp` (id set here) to `to` and release the reference its request took. */
+  void (*reply)(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response *resp);
+  /* Error reply: status code from an AR_E* value and a message. */
+  void (*reply_error)(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *msg);
+  /* A job finished / a connection closed: a draining server may stop now. */
+  void (*job_done)(ar_server_t *srv);
+  void (*conn_closed)(ar_server_t *srv);
+  /* The set of loaded models changed (STATUS= for the service manager). */
+  void (*status_changed)(ar_server_t *srv);
+} ar_server_ops_t;
 
 struct ar_server {
+  ar_server_ops_t ops;
   uv_loop_t *loop;
   ar_config_t cfg;
   const char *config_path;       /* NULL when started without --config */
@@ -171,6 +182,12 @@ struct ar_server {
   char reload_msg[AR_MSG_BYTES];
   int listen_fd;                 /* the adopted socket's fd when socket-activated, else -1 */
   bool draining;
+  uv_timer_t drain_timer;        /* drain_timeout_ms deadline */
+  bool drain_timer_on;
+  uv_timer_t sweep;              /* connection timeouts (ar_conn.c) */
+  bool sweep_on;
+  bool trim_pending;             /* a large frame was freed: malloc_trim at the next sweep */
+  uint32_t decode_inline_bytes;  /* 0 = AR_DECODE_INLINE_BYTES (the fuzzer lowers it) */
   int exit_code;
 };
 
@@ -208,23 +225,16 @@ void ar_models_load_initial(ar_server_t *srv);
  * running configuration stays in effect and the error (naming the model) is logged. Returns false
  * (and frees `cfg`) when a reload is already in progress. */
 bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg);
-/* ar_server_reply's hook for the answer to a reload-transaction load. */
+/* The reply hook's answer for the answer to a reload-transaction load. */
 void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message);
 /* arenad --check-config (out = stdout) and start-up (out = NULL): load, plan and lay out every
  * model of `cfg` in a layout-only pool; print the layout to `out` when non-NULL. Returns 0 or the
  * first error, the message naming the model ("models[1] 'palm': ..."). */
 int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t msg_bytes);
 
-/* ---- ar_server.c: connections and replies ---- */
-/* Send a response (packed here) to `to` and release the connection reference its request took
- * (every request is answered exactly once); for internal requests, log errors. */
-void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response *resp);
-/* Error reply: status code from an AR_E* value and a message. */
-void ar_server_reply_error(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *msg);
-/* A job finished: lets a draining server stop when the last one is done. */
-void ar_server_maybe_finish_drain(ar_server_t *srv);
-/* STATUS= line for the service manager (models, pool use) after a load or unload. */
-void ar_server_status(ar_server_t *srv);
+/* ---- ar_server.c ---- */
+/* Fill srv->ops with the daemon's dispatch and reply functions (ar_server_start does it). */
+void ar_server_init_ops(ar_server_t *srv);
 /* Log to stderr with a "arenad: " prefix. */
 void ar_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -53,7 +53,7 @@ static void answer_error(ar_server_t *srv, const ar_reply_to_t *to, int err, con
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  ar_server_reply_error(srv, to, err, msg);
+  srv->ops.reply_error(srv, to, err, msg);
 }
 
 /* The model clients see under `name`: not a reload's invisible new instance (shadow), not an
@@ -231,7 +231,7 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
   if (g->head == NULL) g->tail = NULL;
   g->busy = true;
   if (job->kind == AR_JOB_INVOKE && job->to.conn &&
-      (job->to.conn->closed || uv_is_closing((uv_handle_t *)&job->to.conn->pipe))) {
+      ar_conn_is_gone(job->to.conn)) {
     /* The client hung up: nobody can read the reply, so do not run it (the worker returns at
      * once on a set rc; group_after counts it as dropped, not as an error). */
     job->rc = AR_ECONN;
@@ -340,7 +340,7 @@ static void answer_loaded(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t
   resp.status = &st;
   resp.body_case = ARENAD__RESPONSE__BODY_LOAD_MODEL;
   resp.load_model = &body;
-  ar_server_reply(srv, to, &resp);
+  srv->ops.reply(srv, to, &resp);
   ar_models_info_clear(&info);
 }
 
@@ -377,9 +377,9 @@ static void prepare_after(uv_work_t *w, int status) {
     int rc = job->rc ? job->rc : AR_EINTERNAL;
     registry_remove(srv, m);
     model_destroy(srv, m);
-    ar_server_reply_error(srv, &to, rc, job->msg);
+    srv->ops.reply_error(srv, &to, rc, job->msg);
     free(job);
-    ar_server_maybe_finish_drain(srv);
+    srv->ops.job_done(srv);
     return;
   }
   m->arena_bytes = ar_interp_arena_bytes(m->interp);
@@ -391,7 +391,7 @@ static void prepare_after(uv_work_t *w, int status) {
   if (g == NULL) {
     registry_remove(srv, m);
     model_destroy(srv, m);
-    ar_server_reply_error(srv, &to, AR_ENOMEM, "no memory for the share group");
+    srv->ops.reply_error(srv, &to, AR_ENOMEM, "no memory for the share group");
     free(job);
     return;
   }
@@ -426,7 +426,7 @@ static void prepare_after(uv_work_t *w, int status) {
                    name, total, need_pers, new_region ? need_act : 0, ar_pool_largest_free_bytes(&srv->pool),
                    srv->pool.bytes - ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
     else
-      ar_server_reply_error(srv, &to, rc, msg);
+      srv->ops.reply_error(srv, &to, rc, msg);
     free(job);
     return;
   }
@@ -520,7 +520,7 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
   m->unload_waiters = NULL;
   ar_log("unloaded model '%s' (%" PRIu64 " invokes)", m->name, m->invokes);
   model_destroy(srv, m);
-  ar_server_status(srv);
+  srv->ops.status_changed(srv);
   while (w) {
     ar_waiter_t *next = w->next;
     Arenad__Response resp = ARENAD__RESPONSE__INIT;
@@ -529,7 +529,7 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
     resp.status = &st;
     resp.body_case = ARENAD__RESPONSE__BODY_UNLOAD_MODEL;
     resp.unload_model = &body;
-    ar_server_reply(srv, &w->to, &resp);
+    srv->ops.reply(srv, &w->to, &resp);
     free(w);
     w = next;
   }
@@ -573,14 +573,16 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   ar_dmodel_t *m = ar_models_find(srv, ir->model);
   char msg[AR_MSG_BYTES];
   int rc = 0;
-  if (srv->draining) {
-    rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "daemon is shutting down");
-  } else if (m == NULL) {
+  /* Draining: nothing more is read, so this frame arrived before SIGTERM; it is served. */
+  if (m == NULL) {
     rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "no model named '%.80s'", ir->model);
   } else if (m->state == AR_MODEL_LOADING) {
     rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "model '%s' is still loading", m->name);
   } else if (m->state == AR_MODEL_UNLOADING) {
     rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "model '%s' is being unloaded", m->name);
+  } else if (m->inflight >= srv->cfg.max_queue_per_model) {
+    rc = ar_errf(msg, sizeof(msg), AR_EBUSY, "model '%s' has %" PRIu64 " invokes queued or running (max_queue_per_model %u)",
+                 m->name, m->inflight, srv->cfg.max_queue_per_model);
   } else if ((int64_t)ir->n_inputs != ar_interp_n_inputs(m->interp)) {
     rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "model '%s' takes %d input(s), the request has %zu", m->name,
                  ar_interp_n_inputs(m->interp), ir->n_inputs);
@@ -624,7 +626,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   if (rc != 0) {
     if (m && m->state == AR_MODEL_READY && rc == AR_ESHAPE) m->errors++;
     arenad__request__free_unpacked(req, NULL);
-    ar_server_reply_error(srv, to, rc, msg);
+    srv->ops.reply_error(srv, to, rc, msg);
     return;
   }
   uint64_t out_bytes = 0;
@@ -703,7 +705,7 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   size_t n = (size_t)ar_interp_n_outputs(in);
   Arenad__Tensor **outs = tensor_descs(in, true, &n);
   if (outs == NULL && n > 0) {
-    ar_server_reply_error(srv, &job->to, AR_ENOMEM, "no memory for the reply");
+    srv->ops.reply_error(srv, &job->to, AR_ENOMEM, "no memory for the reply");
     return;
   }
   uint64_t off = 0;
@@ -722,7 +724,7 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   resp.status = &st;
   resp.body_case = ARENAD__RESPONSE__BODY_INVOKE;
   resp.invoke = &body;
-  ar_server_reply(srv, &job->to, &resp);
+  srv->ops.reply(srv, &job->to, &resp);
   free(outs);
 }
 
@@ -755,7 +757,7 @@ static void group_after(uv_work_t *w, int status) {
              m->name, m->cm->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset,
              m->shadow ? " (reload, not visible yet)" : "");
       group_kick(srv, g);
-      if (!m->shadow) ar_server_status(srv);
+      if (!m->shadow) srv->ops.status_changed(srv);
       /* Last: answering a reload's load may commit or roll back the reload, which can free m and g. */
       answer_loaded(srv, &job->to, m);
     } else {
@@ -764,7 +766,7 @@ static void group_after(uv_work_t *w, int status) {
       group_kick(srv, g);
       registry_remove(srv, m);
       model_destroy(srv, m);
-      ar_server_reply_error(srv, &job->to, job->rc, job->msg);
+      srv->ops.reply_error(srv, &job->to, job->rc, job->msg);
     }
   } else {
     uint64_t latency = job->t_end_us - job->t_accept_us;
@@ -777,7 +779,7 @@ static void group_after(uv_work_t *w, int status) {
     } else {
       if (job->rc == AR_ECONN) m->dropped++;
       else m->errors++;
-      ar_server_reply_error(srv, &job->to, job->rc, job->msg);
+      srv->ops.reply_error(srv, &job->to, job->rc, job->msg);
     }
     arenad__request__free_unpacked(job->req, NULL);
     free(job->out);
@@ -786,7 +788,7 @@ static void group_after(uv_work_t *w, int status) {
   }
   free(job);
   if (finalize) finalize_unload(srv, finalize);
-  ar_server_maybe_finish_drain(srv);
+  srv->ops.job_done(srv);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -958,6 +960,16 @@ static void reload_finish(ar_server_t *srv) {
     }
     srv->cfg.max_frame_bytes = cfg->max_frame_bytes;
     srv->cfg.max_connections = cfg->max_connections;
+    /* Connection limits apply to what is read from now on. */
+    srv->cfg.max_connections_per_uid = cfg->max_connections_per_uid;
+    srv->cfg.max_inflight_per_connection = cfg->max_inflight_per_connection;
+    srv->cfg.max_pending_reply_bytes = cfg->max_pending_reply_bytes;
+    srv->cfg.max_decode_bytes = cfg->max_decode_bytes;
+    srv->cfg.max_queue_per_model = cfg->max_queue_per_model;
+    srv->cfg.request_timeout_ms = cfg->request_timeout_ms;
+    srv->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
+    srv->cfg.send_timeout_ms = cfg->send_timeout_ms;
+    srv->cfg.drain_timeout_ms = cfg->drain_timeout_ms;
     srv->cfg.n_models = cfg->n_models;
     memcpy(srv->cfg.models, cfg->models, sizeof(cfg->models));
     ar_log("reload: done, %u configured model(s)", cfg->n_models);

@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,10 @@ int main(int argc, char **argv) {
   snprintf(workers, sizeof(workers), "%u", srv->cfg.workers ? srv->cfg.workers : 1);
   setenv("UV_THREADPOOL_SIZE", workers, 1);
   signal(SIGPIPE, SIG_IGN);
+  /* Frames, decoded tensors and replies of 256 KiB and more get their own mappings, returned to
+   * the system when freed: glibc's default threshold grows with the largest block freed (up to 32
+   * MiB), after which such buffers stay resident in the heap once a client has gone. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
 
   srv->config_path = config_path;
   uv_loop_t loop;

@@ -4,6 +4,7 @@
 sbin_PROGRAMS += arenad
 arenad_SOURCES = daemon/arenad.c \
   daemon/ar_daemon.h daemon/ar_server.c daemon/ar_server.h daemon/ar_models.c \
+  daemon/ar_conn.c daemon/ar_conn.h daemon/ar_decode.c daemon/ar_decode.h \
   daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
   daemon/ar_alloc_count.c daemon/ar_alloc_count.h
 arenad_SOURCES += daemon/ar_config.c daemon/ar_config.h daemon/ar_service.c daemon/ar_service.h
@@ -33,3 +34,25 @@ tests_check_signals_SOURCES = tests/check_signals.c tests/ar_test_daemon.h
 tests_check_signals_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_signals_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_signals_OBJECTS): proto/arenad.pb-c.h
+
+# The connection layer's limits against a real arenad (memory bounds, timeouts, per-uid caps, drain).
+check_PROGRAMS += tests/check_conn
+TESTS += tests/check_conn
+tests_check_conn_SOURCES = tests/check_conn.c tests/ar_test_daemon.h
+tests_check_conn_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_conn_LDADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_conn_OBJECTS): proto/arenad.pb-c.h
+
+# libFuzzer target over the connection layer + dispatch with a stub registry (not part of `make`
+# or `make check`): `make fuzz_protocol` when clang is present. See tools/fuzz_protocol.c.
+EXTRA_DIST += tools/fuzz_protocol.c
+if HAVE_CLANG
+AR_FUZZ_PROTOCOL_SRC = $(srcdir)/tools/fuzz_protocol.c $(srcdir)/daemon/ar_conn.c $(srcdir)/daemon/ar_decode.c \
+  $(srcdir)/daemon/ar_server.c $(srcdir)/daemon/ar_pool.c $(srcdir)/daemon/ar_config.c \
+  $(srcdir)/common/ar_error.c proto/arenad.pb-c.c
+fuzz_protocol: $(AR_FUZZ_PROTOCOL_SRC) proto/arenad.pb-c.h
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -I$(top_srcdir) -I$(top_builddir) $(LIBUV_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) -o $@ \
+	  $(AR_FUZZ_PROTOCOL_SRC) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) -lpthread
+CLEANFILES += fuzz_protocol
+endif

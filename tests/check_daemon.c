@@ -656,6 +656,19 @@ END_TEST
 /* 150 invokes (photo and random inputs) with a ping after every 5th, written in one go before any
  * reply is read: the daemon pauses reading at 64 unanswered requests and resumes as invokes
  * finish; every reply carries its id and the golden output of its own input. */
+typedef struct {
+  int fd;
+  const uint8_t *buf;
+  size_t len;
+  int rc;
+} writer_arg_t;
+
+static void *writer_main(void *arg) {
+  writer_arg_t *w = arg;
+  w->rc = ar_td_write_all(w->fd, w->buf, w->len);
+  return NULL;
+}
+
 START_TEST(pipelined_invokes_with_backpressure) {
   start("64M");
   ar_client_t *c = client();
@@ -706,8 +719,11 @@ START_TEST(pipelined_invokes_with_backpressure) {
   }
   int fd = ar_td_connect_raw(dmn.socket);
   ck_assert_int_ge(fd, 0);
-  ck_assert_int_eq(ar_td_write_all(fd, batch, len), 0);
-  free(batch);
+  /* A pipelining client writes while it reads: the daemon stops reading a connection whose
+   * replies are not read (max_inflight_per_connection, max_pending_reply_bytes). */
+  writer_arg_t wa = {.fd = fd, .buf = batch, .len = len};
+  pthread_t wt;
+  ck_assert_int_eq(pthread_create(&wt, NULL, writer_main, &wa), 0);
   int invokes_ok = 0, pings_ok = 0;
   static uint8_t seen[N];
   memset(seen, 0, sizeof(seen));
@@ -735,6 +751,9 @@ START_TEST(pipelined_invokes_with_backpressure) {
     }
     arenad__response__free_unpacked(r, NULL);
   }
+  pthread_join(wt, NULL);
+  ck_assert_int_eq(wa.rc, 0);
+  free(batch);
   ck_assert_int_eq(invokes_ok, N);
   ck_assert_int_eq(pings_ok, N / 5);
   close(fd);

@@ -1,0 +1,599 @@
+/* ar_conn.c - the connection layer: accept (connection limits, peer credentials), reading and
+ * framing, bounded decoding (ar_decode.h; large frames on a worker), the write queue with its
+ * byte budget, and the timeouts. Decoded requests go up to dispatch through srv->ops; replies
+ * come back down through ar_conn_reply. The limits are described in ar_conn.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* struct ucred (SO_PEERCRED) */
+#endif
+#include <inttypes.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/ar_util.h"
+#include "daemon/ar_conn.h"
+#include "daemon/ar_daemon.h"
+#include "daemon/ar_decode.h"
+
+#define AR_READ_CHUNK (64 * 1024)
+/* After a frame this large was handled, give freed heap back to the system at the next sweep. */
+#define AR_TRIM_AFTER_BYTES (1u << 20)
+
+static void conn_parse(ar_conn_t *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Lifetime                                                                                    */
+
+static void conn_unref(ar_conn_t *c) {
+  if (--c->refs == 0) {
+    free(c->rbuf);
+    free(c);
+  }
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+  ar_conn_t *c = h->data;
+  ar_server_t *srv = c->srv;
+  c->closed = true;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    srv->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  srv->n_conns--;
+  srv->trim_pending = true;   /* what it held goes back to the system at the next sweep */
+  conn_unref(c);
+  srv->ops.conn_closed(srv);
+}
+
+bool ar_conn_is_gone(const ar_conn_t *c) { return c->closed || uv_is_closing((const uv_handle_t *)&c->pipe); }
+
+void ar_conn_close(ar_conn_t *c) {
+  if (ar_conn_is_gone(c)) return;
+  c->closing = true;
+  c->reading = false;
+  /* Queued writes are cancelled: their on_write frees the reply buffers right away. */
+  uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  (void)status;
+  ar_conn_t *c = req->data;
+  free(req);
+  ar_conn_close(c);
+  conn_unref(c);
+}
+
+void ar_conn_shutdown(ar_conn_t *c) {
+  if (ar_conn_is_gone(c)) return;
+  bool was_closing = c->closing;
+  c->closing = true;
+  if (c->reading) uv_read_stop((uv_stream_t *)&c->pipe);
+  c->reading = false;
+  if (was_closing && c->eof) return;   /* a shutdown is already on its way */
+  c->eof = true;
+  uv_shutdown_t *req = malloc(sizeof(*req));
+  if (req == NULL || uv_shutdown(req, (uv_stream_t *)&c->pipe, on_shutdown) != 0) {
+    free(req);
+    ar_conn_close(c);
+    return;
+  }
+  req->data = c;
+  c->refs++;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Writing                                                                                     */
+
+typedef struct {
+  uv_write_t req;
+  ar_conn_t *conn;
+  uint8_t *buf;
+  size_t bytes;
+} write_req_t;
+
+static bool conn_may_read(const ar_conn_t *c) {
+  const ar_config_t *cfg = &c->srv->cfg;
+  return !c->decoding && c->jobs < cfg->max_inflight_per_connection && c->wbytes <= cfg->max_pending_reply_bytes;
+}
+
+static void conn_error(ar_conn_t *c, uint64_t id, int err, const char *msg);
+
+static uint32_t frame_len(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static bool has_complete_frame(const ar_conn_t *c) {
+  return c->rlen >= 4 && c->rlen - 4 >= frame_len(c->rbuf);
+}
+
+/* Something changed (a reply written, a decode finished, end of input): handle the frames that
+ * are buffered and resume reading when the connection is below its limits. Once nothing more is
+ * read (peer EOF, drain), the frames received before are still answered, then the connection is
+ * shut down when its last reply is written. */
+static void conn_kick(ar_conn_t *c) {
+  if (c->parsing || ar_conn_is_gone(c)) return;
+  if (!c->eof) {
+    if (!c->reading) conn_parse(c);
+    return;
+  }
+  if (!c->decoding) conn_parse(c);
+  if (c->decoding || c->closing || ar_conn_is_gone(c) || has_complete_frame(c)) return;
+  if (c->rlen > 0 && c->peer_eof) {
+    /* The peer half-closed inside a frame: say so, then close. */
+    char msg[AR_MSG_BYTES];
+    if (c->rlen >= 4)
+      snprintf(msg, sizeof(msg), "truncated frame: header announces %" PRIu32 " bytes, the stream ended after %zu",
+               frame_len(c->rbuf), c->rlen - 4);
+    else
+      snprintf(msg, sizeof(msg), "truncated frame: the stream ended inside the 4-byte length (%zu bytes)", c->rlen);
+    c->rlen = 0;
+    c->frame_start_us = 0;
+    conn_error(c, 0, AR_EPROTO, msg);
+    return;   /* its reply's kick closes the connection */
+  }
+  if (c->jobs == 0) ar_conn_shutdown(c);
+}
+
+/* One request's reply is written (or dropped): it stops counting toward the in-flight cap. */
+static void request_finished(ar_conn_t *c) {
+  if (c->jobs > 0) c->jobs--;
+}
+
+static void on_write(uv_write_t *req, int status) {
+  write_req_t *w = (write_req_t *)req;
+  ar_conn_t *c = w->conn;
+  free(w->buf);
+  c->wbytes -= w->bytes;
+  free(w);
+  c->write_progress_us = ar_now_us();
+  request_finished(c);
+  if (status < 0)
+    ar_conn_close(c);
+  else
+    conn_kick(c);   /* the write's reference keeps c alive meanwhile */
+  conn_unref(c);
+}
+
+void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp) {
+  if (ar_conn_is_gone(c)) {
+    request_finished(c);   /* nobody will read it: nothing is kept */
+    return;
+  }
+  size_t n = arenad__response__get_packed_size(resp);
+  write_req_t *w = n <= UINT32_MAX - 4 ? malloc(sizeof(*w)) : NULL;
+  uint8_t *buf = w ? malloc(4 + n) : NULL;
+  if (buf == NULL) {
+    free(w);
+    request_finished(c);
+    ar_conn_close(c);
+    return;
+  }
+  buf[0] = (uint8_t)n;
+  buf[1] = (uint8_t)(n >> 8);
+  buf[2] = (uint8_t)(n >> 16);
+  buf[3] = (uint8_t)(n >> 24);
+  arenad__response__pack(resp, buf + 4);
+  w->conn = c;
+  w->buf = buf;
+  w->bytes = 4 + n;
+  uv_buf_t b = uv_buf_init((char *)buf, (unsigned)(4 + n));
+  if (c->wbytes == 0) c->write_progress_us = ar_now_us();
+  c->refs++;
+  c->wbytes += w->bytes;
+  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write) != 0) {
+    c->refs--;
+    c->wbytes -= w->bytes;
+    free(buf);
+    free(w);
+    request_finished(c);
+    ar_conn_close(c);
+  }
+}
+
+void ar_conn_request_done(ar_conn_t *c) {
+  conn_kick(c);
+  conn_unref(c);
+}
+
+/* Take a request of `c`: counted in the server's total and the connection's in-flight cap,
+ * and holding a reference until it is answered. */
+static void conn_take(ar_conn_t *c, ar_reply_to_t *to, uint64_t id) {
+  c->srv->requests++;
+  c->refs++;
+  c->jobs++;
+  memset(to, 0, sizeof(*to));
+  to->conn = c;
+  to->id = id;
+  to->peer = c->peer;
+}
+
+/* Answer a request the connection layer refuses itself (framing, decoding, limits). */
+static void conn_error(ar_conn_t *c, uint64_t id, int err, const char *msg) {
+  ar_reply_to_t to;
+  conn_take(c, &to, id);
+  c->srv->ops.reply_error(c->srv, &to, err, msg);
+}
+
+static void conn_resume(ar_conn_t *c) {
+  if (c->reading || c->closing || c->eof || c->srv->draining) return;
+  if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0) {
+    c->reading = true;
+    c->last_read_us = ar_now_us();
+  }
+}
+
+static void conn_pause(ar_conn_t *c) {
+  if (c->reading) uv_read_stop((uv_stream_t *)&c->pipe);
+  c->reading = false;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Decoding                                                                                    */
+
+typedef struct {
+  uv_work_t work;
+  ar_conn_t *conn;
+  uint32_t len;
+  uint64_t budget;
+  uint64_t id;
+  int rc;
+  Arenad__Request *req;
+  char msg[AR_MSG_BYTES];
+} decode_job_t;
+
+/* Hand a decoded request to dispatch (which takes ownership of `req`). */
+static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req) {
+  ar_reply_to_t to;
+  conn_take(c, &to, id);
+  c->srv->ops.dispatch(c->srv, &to, req);
+}
+
+static void decode_work(uv_work_t *w) {
+  decode_job_t *j = w->data;
+  j->rc = ar_decode_unpack(j->conn->rbuf + 4, j->len, j->budget, &j->req, j->msg, sizeof(j->msg));
+}
+
+static void decode_after(uv_work_t *w, int status) {
+  decode_job_t *j = w->data;
+  ar_conn_t *c = j->conn;
+  ar_server_t *srv = c->srv;
+  srv->jobs_outstanding--;
+  c->decoding = false;
+  size_t used = 4 + (size_t)j->len;
+  memmove(c->rbuf, c->rbuf + used, c->rlen - used);
+  c->rlen -= used;
+  srv->trim_pending = true;
+  if (status != 0 && j->rc == 0) {
+    arenad__request__free_unpacked(j->req, NULL);
+    j->req = NULL;
+    j->rc = ar_errf(j->msg, sizeof(j->msg), AR_EINTERNAL, "decode cancelled");
+  }
+  if (ar_conn_is_gone(c)) {
+    if (j->req) arenad__request__free_unpacked(j->req, NULL);   /* nobody to answer */
+  } else if (j->rc != 0) {
+    conn_error(c, j->id, j->rc, j->msg);
+  } else {
+    conn_deliver(c, j->id, j->req);
+  }
+  free(j);
+  conn_kick(c);
+  conn_unref(c);   /* the job's */
+  srv->ops.conn_closed(srv);   /* a draining server may be waiting for this job */
+}
+
+/* One complete frame at c->rbuf + pos + 4. Returns true when it went to a decode worker (the
+ * frame is then moved to the start of rbuf and stays there until the worker is done). */
+static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
+  ar_server_t *srv = c->srv;
+  const uint8_t *data = c->rbuf + pos + 4;
+  char msg[AR_MSG_BYTES];
+  ar_decode_scan_t scan;
+  int rc = ar_decode_scan(data, len, &scan, msg, sizeof(msg));
+  if (rc == 0 && scan.nul_field) {
+    rc = ar_errf(msg, sizeof(msg), AR_EPROTO, "request %" PRIu64 ": string field '%s' contains a NUL byte", scan.id,
+                 scan.nul_field);
+  }
+  if (rc == 0) rc = srv->ops.admit(srv, &scan, msg, sizeof(msg));
+  if (rc != 0) {
+    if (len > AR_TRIM_AFTER_BYTES) srv->trim_pending = true;
+    conn_error(c, scan.id, rc, msg);
+    return false;
+  }
+  uint64_t budget = ar_decode_budget_bytes(len, srv->cfg.max_decode_bytes);
+  if (len <= (srv->decode_inline_bytes ? srv->decode_inline_bytes : AR_DECODE_INLINE_BYTES)) {
+    Arenad__Request *req = NULL;
+    rc = ar_decode_unpack(data, len, budget, &req, msg, sizeof(msg));
+    if (rc != 0)
+      conn_error(c, scan.id, rc, msg);
+    else
+      conn_deliver(c, scan.id, req);
+    return false;
+  }
+  decode_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL) {
+    conn_error(c, scan.id, AR_ENOMEM, "no memory to decode the frame");
+    return false;
+  }
+  if (pos > 0) {
+    memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
+    c->rlen -= pos;
+  }
+  j->conn = c;
+  j->len = len;
+  j->budget = budget;
+  j->id = scan.id;
+  j->work.data = j;
+  c->refs++;
+  c->decoding = true;
+  srv->jobs_outstanding++;
+  conn_pause(c);
+  if (uv_queue_work(srv->loop, &j->work, decode_work, decode_after) != 0) {
+    j->rc = ar_errf(j->msg, sizeof(j->msg), AR_EINTERNAL, "cannot queue the decode");
+    j->len = len;
+    decode_after(&j->work, 0);
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reading and framing                                                                         */
+
+/* Handle every complete frame in the read buffer, within the connection's limits. */
+static void conn_parse(ar_conn_t *c) {
+  ar_server_t *srv = c->srv;
+  size_t pos = 0;
+  bool async = false;
+  if (c->parsing || c->decoding) return;
+  c->parsing = true;
+  c->refs++;   /* a reply below may close the connection */
+  while (!c->closing && !ar_conn_is_gone(c)) {
+    if (!conn_may_read(c)) {
+      conn_pause(c);
+      break;
+    }
+    if (c->rlen - pos < 4) break;
+    uint32_t len = frame_len(c->rbuf + pos);
+    char msg[AR_MSG_BYTES];
+    if (len == 0) {
+      conn_error(c, 0, AR_EPROTO, "empty frame (length 0): a frame holds one arenad.Request");
+      pos += 4;
+      continue;
+    }
+    if (len > srv->cfg.max_frame_bytes) {
+      snprintf(msg, sizeof(msg), "frame of %" PRIu32 " bytes exceeds max_frame_bytes %" PRIu64 "; closing", len,
+               srv->cfg.max_frame_bytes);
+      conn_error(c, 0, AR_E2BIG, msg);
+      ar_conn_shutdown(c);
+      pos = c->rlen;
+      break;
+    }
+    if (c->rlen - pos - 4 < len) break;
+    if (handle_frame(c, pos, len)) {
+      async = true;   /* rbuf now starts with that frame; it is consumed when decoded */
+      break;
+    }
+    pos += 4 + (size_t)len;
+  }
+  if (!async && !ar_conn_is_gone(c)) {
+    if (pos > 0) {
+      memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
+      c->rlen -= pos;
+    }
+    /* A frame's clock starts with its first byte (the slowloris timeout). */
+    if (c->rlen == 0)
+      c->frame_start_us = 0;
+    else if (pos > 0 || c->frame_start_us == 0)
+      c->frame_start_us = ar_now_us();
+    if (c->rlen == 0 && c->rcap > AR_TRIM_AFTER_BYTES) {
+      /* Do not keep a large frame's buffer for an idle connection. */
+      free(c->rbuf);
+      c->rbuf = NULL;
+      c->rcap = 0;
+      srv->trim_pending = true;
+    }
+  }
+  c->parsing = false;
+  if (!c->reading && conn_may_read(c) && !ar_conn_is_gone(c)) conn_resume(c);
+  conn_unref(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  ar_conn_t *c = h->data;
+  size_t want = c->rlen + AR_READ_CHUNK;
+  if (c->rlen >= 4) {
+    /* Room for the whole pending frame at once when its length is acceptable. */
+    uint64_t len = frame_len(c->rbuf);
+    if (len <= c->srv->cfg.max_frame_bytes && 4 + len > want) want = (size_t)(4 + len);
+  }
+  if (want > c->rcap) {
+    uint8_t *nb = realloc(c->rbuf, want);
+    if (nb == NULL) {
+      *buf = uv_buf_init(NULL, 0);   /* libuv reports UV_ENOBUFS */
+      return;
+    }
+    c->rbuf = nb;
+    c->rcap = want;
+  }
+  *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)AR_MIN(c->rcap - c->rlen, (size_t)UINT32_MAX));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  ar_conn_t *c = s->data;
+  if (nread > 0) {
+    c->rlen += (size_t)nread;
+    c->last_read_us = ar_now_us();
+    if (c->frame_start_us == 0) c->frame_start_us = c->last_read_us;
+    conn_parse(c);
+    return;
+  }
+  if (nread == 0) return;
+  conn_pause(c);
+  if (nread != UV_EOF) {
+    ar_conn_close(c);
+    return;
+  }
+  c->eof = true;
+  c->peer_eof = true;
+  conn_kick(c);
+  if (!ar_conn_is_gone(c) && !c->closing && (c->jobs > 0 || c->decoding)) {
+    /* EOF alone is a half-close: the client still reads its replies. POLLHUP means it closed
+     * both directions: nobody will read them, so close now and let queued invokes be dropped. */
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0) {
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP)) ar_conn_close(c);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Accepting                                                                                   */
+
+void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
+  if (status < 0) {
+    ar_log("accept: %s", uv_strerror(status));
+    return;
+  }
+  ar_conn_t *c = calloc(1, sizeof(*c));
+  if (c == NULL) return;
+  c->srv = srv;
+  c->refs = 1;
+  uv_pipe_init(srv->loop, &c->pipe, 0);
+  c->pipe.data = c;
+  if (uv_accept(listener, (uv_stream_t *)&c->pipe) != 0) {
+    /* Not linked yet: close the bare handle. */
+    c->closed = true;
+    uv_close((uv_handle_t *)&c->pipe, NULL);
+    free(c);
+    return;
+  }
+  uv_os_fd_t fd;
+  struct ucred cred;
+  socklen_t cl = sizeof(cred);
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+      cl == sizeof(cred)) {
+    c->peer.known = true;
+    c->peer.uid = cred.uid;
+    c->peer.gid = cred.gid;
+    c->peer.pid = cred.pid;
+  }
+  /* Connections on their way out (refused, shut down) do not count against the limits. */
+  uint32_t live = 0, same_uid = 0;
+  for (const ar_conn_t *o = srv->conns; o; o = o->next)
+    if (!o->closing) {
+      live++;
+      if (c->peer.known && o->peer.known && o->peer.uid == c->peer.uid) same_uid++;
+    }
+  c->next = srv->conns;
+  if (srv->conns) srv->conns->prev = c;
+  srv->conns = c;
+  srv->n_conns++;
+  c->last_read_us = ar_now_us();
+  char msg[AR_MSG_BYTES];
+  int err = 0;
+  if (srv->draining) {
+    err = ar_errf(msg, sizeof(msg), AR_ESTATE, "daemon is shutting down");
+  } else if (c->peer.known && same_uid >= srv->cfg.max_connections_per_uid) {
+    err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections from uid %u (max_connections_per_uid %u)",
+                  (unsigned)c->peer.uid, srv->cfg.max_connections_per_uid);
+  } else if (live >= srv->cfg.max_connections) {
+    err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections (max_connections %u); try again later",
+                  srv->cfg.max_connections);
+  }
+  if (err) {
+    conn_error(c, 0, err, msg);
+    ar_conn_shutdown(c);
+    return;
+  }
+  conn_resume(c);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Timeouts, drain                                                                             */
+
+static void on_sweep(uv_timer_t *t) {
+  ar_server_t *srv = t->data;
+  const ar_config_t *cfg = &srv->cfg;
+  uint64_t now = ar_now_us();
+  ar_conn_t *next;
+  for (ar_conn_t *c = srv->conns; c; c = next) {
+    next = c->next;
+    if (ar_conn_is_gone(c)) continue;
+    if (cfg->send_timeout_ms && c->wbytes > 0 && now - c->write_progress_us > cfg->send_timeout_ms * 1000ull) {
+      ar_log("closing a connection (uid %u pid %d): %" PRIu64 " reply bytes unread for send_timeout_ms %u",
+             (unsigned)c->peer.uid, (int)c->peer.pid, c->wbytes, cfg->send_timeout_ms);
+      ar_conn_close(c);
+      continue;
+    }
+    if (c->closing) continue;
+    if (cfg->request_timeout_ms && c->reading && c->rlen > 0 && c->frame_start_us &&
+        now - c->frame_start_us > cfg->request_timeout_ms * 1000ull) {
+      char msg[AR_MSG_BYTES];
+      snprintf(msg, sizeof(msg),
+               "frame not completed within request_timeout_ms %u (%zu bytes received); closing",
+               cfg->request_timeout_ms, c->rlen);
+      c->rlen = 0;
+      c->frame_start_us = 0;
+      conn_error(c, 0, AR_ETIMEDOUT, msg);
+      ar_conn_shutdown(c);
+      continue;
+    }
+    if (cfg->idle_timeout_ms && c->reading && c->rlen == 0 && c->jobs == 0 && c->wbytes == 0 &&
+        now - c->last_read_us > cfg->idle_timeout_ms * 1000ull) {
+      ar_conn_shutdown(c);
+    }
+  }
+  if (srv->trim_pending) {
+    srv->trim_pending = false;
+    malloc_trim(0);
+  }
+}
+
+void ar_conn_timers_start(ar_server_t *srv) {
+  const ar_config_t *cfg = &srv->cfg;
+  uint64_t every = 1000;
+  uint32_t t[3] = {cfg->request_timeout_ms, cfg->idle_timeout_ms, cfg->send_timeout_ms};
+  for (int i = 0; i < 3; i++)
+    if (t[i] && t[i] / 4 < every) every = t[i] / 4;
+  if (every < 10) every = 10;
+  uv_timer_init(srv->loop, &srv->sweep);
+  srv->sweep.data = srv;
+  uv_timer_start(&srv->sweep, on_sweep, every, every);
+  uv_unref((uv_handle_t *)&srv->sweep);   /* the sweep alone never keeps the loop running */
+  srv->sweep_on = true;
+}
+
+static void on_timer_closed(uv_handle_t *h) { (void)h; }
+
+void ar_conn_timers_stop(ar_server_t *srv) {
+  if (!srv->sweep_on) return;
+  srv->sweep_on = false;
+  uv_close((uv_handle_t *)&srv->sweep, on_timer_closed);
+}
+
+void ar_conn_drain(ar_server_t *srv) {
+  ar_conn_t *next;
+  for (ar_conn_t *c = srv->conns; c; c = next) {
+    next = c->next;
+    conn_pause(c);
+    c->eof = true;   /* nothing more is read; what was received is answered, then it closes */
+    conn_kick(c);
+  }
+}
+
+void ar_conn_close_all(ar_server_t *srv) {
+  ar_conn_t *next;
+  for (ar_conn_t *c = srv->conns; c; c = next) {
+    next = c->next;
+    ar_conn_close(c);
+  }
+}

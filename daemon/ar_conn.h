@@ -1,0 +1,108 @@
+/* ar_conn.h - arenad's connection layer, below request dispatch: accepting clients, framing,
+ * decoding within a budget, per-connection read/write budgets, timeouts, peer credentials.
+ *
+ * Every limit that keeps one client from starving the daemon or the others lives here:
+ *
+ *   accept       max_connections (whole daemon) and max_connections_per_uid (per peer uid):
+ *                past either, the new connection gets one EBUSY Response and is closed.
+ *                SO_PEERCRED is read once at accept (ar_conn_t.peer).
+ *   read         a connection is read only while it has fewer than max_inflight_per_connection
+ *                requests unanswered-or-unwritten, fewer than max_pending_reply_bytes of replies
+ *                queued for writing, and no frame on a decode worker; otherwise reading stops
+ *                until the client drains its replies (backpressure, nothing buffered in between).
+ *   frame        4-byte little-endian length + that many bytes of arenad.Request; a length of 0
+ *                or above max_frame_bytes is refused (the latter closes the connection).
+ *   decode       ar_decode.h: the wire is scanned first (counts of repeated fields, NUL bytes in
+ *                strings), then unpacked with an allocator charging a budget of a small multiple
+ *                of the frame (hard cap max_decode_bytes); frames above AR_DECODE_INLINE_BYTES are
+ *                decoded on a worker thread so the loop keeps answering other clients.
+ *   write        replies are packed at once and queued; a request counts toward the in-flight
+ *                cap until its reply has been written. A connection whose queued replies make no
+ *                progress for send_timeout_ms is closed; replies to a closed connection are freed
+ *                at once.
+ *   timeouts     request_timeout_ms: a frame that started and did not finish (slowloris);
+ *                idle_timeout_ms: nothing in flight, nothing read. One sweep timer checks all
+ *                connections (a few times per the smallest timeout).
+ *
+ * Ownership: a connection is freed when its refcount drops to 0: 1 for the open handle, 1 per
+ * request not yet answered (held by the ar_reply_to_t of that request), 1 per queued write,
+ * 1 while its frame is on a decode worker.
+ */
+#ifndef AR_CONN_H
+#define AR_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "proto/arenad.pb-c.h"
+
+typedef struct ar_server ar_server_t;
+typedef struct ar_conn ar_conn_t;
+
+/* Frames up to this many bytes are decoded on the loop thread; larger ones on a worker. */
+#define AR_DECODE_INLINE_BYTES (1u << 20)
+
+/* The peer's credentials, read with SO_PEERCRED when the connection was accepted (the process
+ * that called connect(2); fixed for the connection's life). known is false when the kernel did
+ * not tell (the connection is then treated as an unprivileged peer). */
+typedef struct ar_peer {
+  bool known;
+  uid_t uid;
+  gid_t gid;
+  pid_t pid;
+} ar_peer_t;
+
+struct ar_conn {
+  uv_pipe_t pipe;
+  ar_server_t *srv;
+  ar_peer_t peer;
+  uint8_t *rbuf;                 /* bytes read, not yet parsed */
+  size_t rlen, rcap;
+  int refs;                      /* see the ownership note above */
+  uint32_t jobs;                 /* requests taken, reply not yet written */
+  uint64_t wbytes;               /* reply bytes queued for writing, not yet written */
+  uint64_t last_read_us;         /* last bytes read (idle timeout) */
+  uint64_t frame_start_us;       /* when the first byte of the unfinished frame arrived, 0 = none */
+  uint64_t write_progress_us;    /* last write completion, or when wbytes became > 0 */
+  bool reading, eof, closing, closed;   /* eof: nothing more is read (peer EOF or drain) */
+  bool peer_eof;                 /* the peer half-closed its side */
+  bool parsing;                  /* inside conn_parse: replies must not re-enter it */
+  bool decoding;                 /* a frame of rbuf is on a decode worker */
+  ar_conn_t *prev, *next;
+};
+
+/* The server's listener accepted a connection (libuv connection callback status). Reads peer
+ * credentials, applies max_connections / max_connections_per_uid / draining (refusing with one
+ * EBUSY or ESTATE Response), then starts reading. */
+void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status);
+
+/* Queue `resp` (packed here, framed) for writing to `c`; the request it answers stays counted in
+ * the connection's in-flight cap until the bytes are written. Dropped (and freed) at once if the
+ * connection is closed or closing. */
+void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp);
+
+/* A request of `c` was answered (after ar_conn_send): release its reference; resumes reading
+ * when the connection is below its limits. */
+void ar_conn_request_done(ar_conn_t *c);
+
+/* Close after the queued writes are flushed / close now (queued replies dropped and freed). */
+void ar_conn_shutdown(ar_conn_t *c);
+void ar_conn_close(ar_conn_t *c);
+
+/* True when nothing can be written to `c` any more. */
+bool ar_conn_is_gone(const ar_conn_t *c);
+
+/* Start the sweep timer (timeouts) for srv's connections; stop it (drain end). */
+void ar_conn_timers_start(ar_server_t *srv);
+void ar_conn_timers_stop(ar_server_t *srv);
+
+/* Drain: stop reading every connection; idle ones are shut down, the others when their last
+ * reply is written. */
+void ar_conn_drain(ar_server_t *srv);
+
+/* Drain deadline passed: close every connection now, dropping unwritten replies. */
+void ar_conn_close_all(ar_server_t *srv);
+
+#endif /* AR_CONN_H */
