@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# deb-test.sh DEBDIR - check the built Debian packages without a chroot (body of `./dev deb`).
+#
+#   1. dpkg -x of each package into one scratch tree: the file list (binaries, units, sysusers
+#      entry, conffile, man pages, header, library and its links, pkg-config file) and the
+#      control data (conffiles, maintainer scripts);
+#   2. systemd-analyze verify of the extracted units, with ExecStart= pointing into the tree;
+#   3. the extracted programs run: arenad --check-config on the packaged conffile, arenad serving
+#      a temporary socket, arenactl (on the extracted libarenaclient) pinging it, and a program
+#      compiled against the extracted -dev package (pkg-config with a sysroot) pinging it too;
+#   4. dpkg --root into a second scratch tree with the maintainer scripts run chrootless
+#      (DPKG_ROOT): packages installed, conffile registered, the arenad user created by
+#      systemd-sysusers --root, the socket enabled and the service not; then purge.
+# Prints one line per check; exits 1 on the first failure. Needs no root for 1-3; step 4 runs
+# as root only (dpkg --root with scripts), else it says it skipped.
+set -euo pipefail
+DEBDIR="$(cd "${1:?usage: deb-test.sh DEBDIR}" && pwd)"
+MA="$(dpkg-architecture -qDEB_HOST_MULTIARCH)"
+tmp="$(mktemp -d)"
+daemon_pid=""
+cleanup() {
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+n=0
+ok() { n=$((n + 1)); printf 'ok %2d  %s\n' "$n" "$*"; }
+fail() { printf 'FAIL    %s\n' "$*" >&2; exit 1; }
+
+deb_of() {
+  local f
+  f="$(ls "$DEBDIR/$1"_*_*.deb 2>/dev/null | head -n 1)"
+  [ -n "$f" ] || fail "no $1_*.deb in $DEBDIR"
+  printf '%s\n' "$f"
+}
+
+PKGS=(arenad arenactl libarenaclient0 libarenaclient-dev)
+declare -A DEB=()
+for p in "${PKGS[@]}"; do DEB[$p]="$(deb_of "$p")"; done
+
+# ------------------------------------------------------------------------------------------
+# 1. Extracted file list and control data
+# ------------------------------------------------------------------------------------------
+R="$tmp/root"
+mkdir -p "$R"
+for p in "${PKGS[@]}"; do
+  dpkg-deb -x "${DEB[$p]}" "$R"
+  mkdir -p "$tmp/ctrl/$p"
+  dpkg-deb -e "${DEB[$p]}" "$tmp/ctrl/$p"
+done
+
+# expect PKG PATH TEST : PATH (in the scratch root) passes `test TEST` and belongs to PKG's .deb.
+expect() {
+  local pkg="$1" path="$2" t="$3"
+  test "$t" "$R$path" || fail "$pkg: $path missing (test $t)"
+  dpkg-deb -c "${DEB[$pkg]}" | awk '{print $6}' | grep -qx ".$path" || fail "$path is not in $pkg"
+}
+expect arenad /usr/sbin/arenad -x
+expect arenad /lib/systemd/system/arenad.service -f
+expect arenad /lib/systemd/system/arenad.socket -f
+expect arenad /usr/lib/sysusers.d/arenad.conf -f
+expect arenad /etc/arenad/arenad.json -f
+expect arenad /usr/share/man/man8/arenad.8.gz -f
+expect arenad /usr/share/man/man5/arenad.json.5.gz -f
+expect arenad /usr/share/doc/arenad/examples/arenad.json.example -f
+expect arenad /usr/share/doc/arenad/copyright -f
+expect arenactl /usr/bin/arenactl -x
+expect arenactl /usr/share/man/man1/arenactl.1.gz -f
+expect libarenaclient0 "/usr/lib/$MA/libarenaclient.so.0" -L
+expect libarenaclient0 "/usr/lib/$MA/libarenaclient.so.0" -f
+expect libarenaclient-dev /usr/include/ar_client.h -f
+expect libarenaclient-dev "/usr/lib/$MA/libarenaclient.so" -L
+expect libarenaclient-dev "/usr/lib/$MA/pkgconfig/arenaclient.pc" -f
+ok "file list: arenad, units, sysusers entry, conffile, man pages (1, 5, 8), header, .so links, arenaclient.pc"
+
+grep -qx /etc/arenad/arenad.json "$tmp/ctrl/arenad/conffiles" || fail "arenad: /etc/arenad/arenad.json is not a conffile"
+ok "conffiles: $(tr '\n' ' ' < "$tmp/ctrl/arenad/conffiles")"
+grep -q 'systemd-sysusers.*arenad.conf' "$tmp/ctrl/arenad/postinst" || fail "arenad postinst does not run systemd-sysusers"
+grep -q "deb-systemd-helper enable 'arenad.socket'" "$tmp/ctrl/arenad/postinst" || fail "arenad postinst does not enable arenad.socket"
+grep -q "deb-systemd-invoke start 'arenad.socket'" "$tmp/ctrl/arenad/postinst" || fail "arenad postinst does not start arenad.socket"
+grep -q "deb-systemd-helper debian-installed 'arenad.service'" "$tmp/ctrl/arenad/postinst" \
+  || fail "arenad postinst enables arenad.service (socket activation starts it)"
+! grep -q "deb-systemd-invoke start 'arenad.service'" "$tmp/ctrl/arenad/postinst" \
+  || fail "arenad postinst starts arenad.service (socket activation starts it)"
+grep -q "upgrade.*" "$tmp/ctrl/arenad/preinst" && grep -q "deb-systemd-invoke stop 'arenad.socket'" "$tmp/ctrl/arenad/preinst" \
+  || fail "arenad preinst does not stop arenad.socket before an upgrade"
+grep -q "deb-systemd-invoke stop 'arenad.socket'" "$tmp/ctrl/arenad/prerm" || fail "arenad prerm does not stop arenad.socket"
+ok "maintainer scripts: systemd-sysusers arenad.conf; arenad.socket enabled, started, stopped on upgrade (preinst) and remove (prerm); arenad.service left to the socket"
+grep -q "^ ar_client_connect@Base" "$tmp/ctrl/libarenaclient0/symbols" || fail "libarenaclient0 has no symbols file"
+grep -q 'triggers\|ldconfig' "$tmp/ctrl/libarenaclient0/triggers" || fail "libarenaclient0: no ldconfig trigger"
+ok "libarenaclient0: symbols file ($(grep -c '^ ' "$tmp/ctrl/libarenaclient0/symbols") symbols), ldconfig trigger"
+
+# ------------------------------------------------------------------------------------------
+# 2. Units: systemd-analyze verify against the extracted tree
+# ------------------------------------------------------------------------------------------
+if command -v systemd-analyze >/dev/null; then
+  u="$tmp/units"
+  mkdir -p "$u"
+  sed "s|^ExecStart=/usr/sbin/arenad|ExecStart=$R/usr/sbin/arenad|" "$R/lib/systemd/system/arenad.service" > "$u/arenad.service"
+  cp "$R/lib/systemd/system/arenad.socket" "$u/"
+  grep -q '^ExecStart=/usr/sbin/arenad --foreground --config /etc/arenad/arenad.json' \
+    "$R/lib/systemd/system/arenad.service" || fail "arenad.service: ExecStart does not run /usr/sbin/arenad on /etc/arenad/arenad.json"
+  out="$(cd "$u" && SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$u/arenad.socket" "$u/arenad.service" 2>&1)" \
+    || fail "systemd-analyze verify: $out"
+  [ -z "$out" ] || fail "systemd-analyze verify: $out"
+  ok "systemd-analyze verify: arenad.socket arenad.service (ExecStart=/usr/sbin/arenad of the package)"
+else
+  echo "skip    systemd-analyze not installed"
+fi
+
+# ------------------------------------------------------------------------------------------
+# 3. The extracted programs run
+# ------------------------------------------------------------------------------------------
+export LD_LIBRARY_PATH="$R/usr/lib/$MA"
+ldd "$R/usr/bin/arenactl" | grep -q "libarenaclient.so.0 => $R/usr/lib/$MA/" \
+  || fail "arenactl does not resolve libarenaclient.so.0 from the package"
+ver="$("$R/usr/sbin/arenad" --version)"
+"$R/usr/sbin/arenad" --check-config "$R/etc/arenad/arenad.json" > "$tmp/check-config.out" 2>&1 \
+  || { cat "$tmp/check-config.out"; fail "arenad --check-config on the packaged conffile"; }
+ok "arenad --version: $ver; --check-config /etc/arenad/arenad.json: $(tail -n 1 "$tmp/check-config.out" | sed "s|$R||")"
+
+# The packaged config names group arenad for the socket, which this host may lack: serve a copy
+# of it without the socket keys, on a socket of our own.
+sock="$tmp/arenad.sock"
+grep -v '"socket' "$R/etc/arenad/arenad.json" > "$tmp/test.json"
+"$R/usr/sbin/arenad" --foreground --config "$tmp/test.json" --socket "$sock" > "$tmp/arenad.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { cat "$tmp/arenad.log"; fail "arenad did not create $sock"; }
+ping_out="$("$R/usr/bin/arenactl" -s "$sock" ping 2>&1)" || fail "arenactl ping: $ping_out"
+ok "arenactl ping (extracted arenactl + libarenaclient0 -> extracted arenad): $ping_out"
+
+cat > "$tmp/client.c" <<'EOF'
+#include <ar_client.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  ar_client_t *c = NULL;
+  char msg[256], version[64];
+  if (argc != 2 || ar_client_connect(argv[1], &c, msg, sizeof(msg)) != 0) return 1;
+  int rc = ar_client_ping(c, version, sizeof(version), msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc != 0) return 1;
+  printf("%s\n", version);
+  return 0;
+}
+EOF
+pc=(env PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$R/usr/lib/$MA/pkgconfig:/usr/lib/$MA/pkgconfig:/usr/share/pkgconfig"
+    PKG_CONFIG_SYSROOT_DIR="$R" pkg-config)
+flags="$("${pc[@]}" --cflags --libs arenaclient)" || fail "pkg-config arenaclient"
+# shellcheck disable=SC2086
+cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/client" "$tmp/client.c" $flags || fail "compiling against libarenaclient-dev"
+cver="$("$tmp/client" "$sock")" || fail "the client built against libarenaclient-dev could not ping"
+ok "cc \$(pkg-config --cflags --libs arenaclient) [$flags] -> ping: $cver"
+
+kill -TERM "$daemon_pid"
+rc=0; wait "$daemon_pid" || rc=$?
+daemon_pid=""
+[ "$rc" -eq 0 ] || { cat "$tmp/arenad.log"; fail "arenad exited $rc on SIGTERM"; }
+ok "arenad SIGTERM: exit 0"
+unset LD_LIBRARY_PATH
+
+# ------------------------------------------------------------------------------------------
+# 4. dpkg --root, maintainer scripts chrootless
+# ------------------------------------------------------------------------------------------
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skip    dpkg --root with maintainer scripts (needs root)"
+  printf 'deb-test: %d checks passed\n' "$n"
+  exit 0
+fi
+D="$tmp/dpkgroot"
+mkdir -p "$D/var/lib/dpkg/info" "$D/var/lib/dpkg/updates" "$D/var/lib/dpkg/triggers" "$D/etc"
+touch "$D/var/lib/dpkg/status" "$D/var/lib/dpkg/available"
+# The scripts run on this host with DPKG_ROOT set. Debhelper guards its systemctl calls with
+# [ -z "$DPKG_ROOT" ] or /run/systemd/system; stubs in front of PATH make sure nothing reaches a
+# running systemd here anyway, and log what would have been called.
+mkdir -p "$tmp/stubs"
+for s in systemctl deb-systemd-invoke; do
+  printf '#!/bin/sh\necho "%s $*" >> "%s/stub-calls"\n' "$s" "$tmp" > "$tmp/stubs/$s"
+  chmod +x "$tmp/stubs/$s"
+done
+debs=()
+for p in "${PKGS[@]}"; do debs+=("${DEB[$p]}"); done
+dpkg_root() {
+  PATH="$tmp/stubs:$PATH" dpkg --root="$D" --log=/dev/null --force-script-chrootless \
+    --force-depends --force-not-root "$@"
+}
+dpkg_root --install "${debs[@]}" > "$tmp/dpkg-install.out" 2>&1 \
+  || { cat "$tmp/dpkg-install.out"; fail "dpkg --root --install"; }
+for p in "${PKGS[@]}"; do
+  st="$(dpkg-query --root="$D" -W -f='${db:Status-Abbrev}' "$p")"
+  [ "${st% }" = ii ] || fail "dpkg --root: $p is '$st', not installed"
+done
+ok "dpkg --root --force-script-chrootless --install: ${PKGS[*]} all 'ii'"
+dpkg-query --root="$D" -W -f='${Conffiles}\n' arenad | grep -q '/etc/arenad/arenad.json [0-9a-f]\{32\}' \
+  || fail "dpkg --root: /etc/arenad/arenad.json not registered as a conffile"
+grep -q '^arenad:x:[0-9]*:[0-9]*:arenad inference daemon:/var/lib/arenad:' "$D/etc/passwd" \
+  || fail "systemd-sysusers --root did not create the arenad user ($(cat "$D/etc/passwd" 2>/dev/null))"
+grep -q '^arenad:x:' "$D/etc/group" || fail "no arenad group"
+[ -L "$D/etc/systemd/system/sockets.target.wants/arenad.socket" ] || fail "arenad.socket not enabled"
+[ ! -e "$D/etc/systemd/system/multi-user.target.wants/arenad.service" ] || fail "arenad.service enabled"
+ok "after configure: conffile registered, user $(grep '^arenad:' "$D/etc/passwd" | cut -d: -f1,3,4,6,7), sockets.target.wants/arenad.socket -> $(readlink "$D/etc/systemd/system/sockets.target.wants/arenad.socket"), arenad.service not enabled"
+
+dpkg_root --purge "${PKGS[@]}" > "$tmp/dpkg-purge.out" 2>&1 || { cat "$tmp/dpkg-purge.out"; fail "dpkg --root --purge"; }
+[ ! -e "$D/etc/arenad/arenad.json" ] || fail "purge left /etc/arenad/arenad.json"
+[ ! -e "$D/etc/systemd/system/sockets.target.wants/arenad.socket" ] || fail "purge left the socket enabled"
+[ ! -e "$D/usr/sbin/arenad" ] || fail "purge left /usr/sbin/arenad"
+ok "dpkg --root --purge: files, conffile and unit links gone"
+[ -f "$tmp/stub-calls" ] && echo "        (systemctl calls the scripts made, stubbed: $(tr '\n' ';' < "$tmp/stub-calls"))"
+printf 'deb-test: %d checks passed\n' "$n"
