@@ -35,6 +35,14 @@ tests_check_signals_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_signals_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_signals_OBJECTS): proto/arenad.pb-c.h
 
+# The frame scan and budgeted decode (daemon/ar_decode.c), without a daemon.
+check_PROGRAMS += tests/check_decode
+TESTS += tests/check_decode
+tests_check_decode_SOURCES = tests/check_decode.c daemon/ar_decode.c daemon/ar_decode.h
+tests_check_decode_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_decode_LDADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
+$(tests_check_decode_OBJECTS): proto/arenad.pb-c.h
+
 # The connection layer's limits against a real arenad (memory bounds, timeouts, per-uid caps, drain).
 check_PROGRAMS += tests/check_conn
 TESTS += tests/check_conn
