@@ -49,6 +49,11 @@ static int detach(void) {
 
 static ar_server_t server;   /* large (the config holds up to 64 model entries) */
 
+static void close_handle(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
 int main(int argc, char **argv) {
   static const struct option opts[] = {
       {"config", required_argument, NULL, 'c'},     {"check-config", required_argument, NULL, 'C'},
@@ -158,6 +163,11 @@ int main(int argc, char **argv) {
   int rc = ar_server_start(srv, &loop, msg, sizeof(msg));
   if (rc != 0) {
     fprintf(stderr, "arenad: %s\n", msg);
+    /* Release what the partial start made (handles, pool), so the exit is clean. */
+    uv_walk(&loop, close_handle, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    ar_server_stop(srv);
     return 1;
   }
   bool managed = getenv("NOTIFY_SOCKET") != NULL || getenv("LISTEN_FDS") != NULL;

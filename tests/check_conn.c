@@ -21,7 +21,13 @@
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_util.h"
 
-#define MIB (1024.0 * 1024.0)
+/* Under AddressSanitizer freed memory sits in a quarantine and every block has redzones: the RSS
+ * figures are printed but not held to the bounds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BOUNDS 0
+#else
+#define RSS_BOUNDS 1
+#endif
 
 static uint64_t now_us(void) {
   struct timespec ts;
@@ -291,7 +297,7 @@ START_TEST(unread_replies_bound_memory) {
          "peak +%.1f MiB, held +%.1f MiB (bound +96 MiB); other client p99 idle %.1f ms, during %.1f ms\n",
          sent, base / 1024.0, (hwm - base) / 1024.0, (rss_held - base) / 1024.0, p_idle / 1000.0, p_busy / 1000.0);
   ck_assert_int_lt(sent, 1000);
-  ck_assert_int_le(hwm - base, 96 * 1024);
+  if (RSS_BOUNDS) ck_assert_int_le(hwm - base, 96 * 1024);
   ck_assert_msg(p_busy <= 4 * p_idle + 50000, "p99 %" PRIu64 " us while flooded vs %" PRIu64 " us idle", p_busy,
                 p_idle);
 
@@ -299,10 +305,10 @@ START_TEST(unread_replies_bound_memory) {
   shutdown(fl.fd, SHUT_RDWR);
   close(fl.fd);
   pthread_join(th, NULL);
-  long after = wait_rss_below(dmn.pid, base + 8 * 1024, 10000);
+  long after = wait_rss_below(dmn.pid, base + 8 * 1024, RSS_BOUNDS ? 10000 : 0);
   printf("unread replies: RSS after the client closed +%.1f MiB over the baseline (bound +8 MiB)\n",
          (after - base) / 1024.0);
-  ck_assert_int_le(after - base, 8 * 1024);
+  if (RSS_BOUNDS) ck_assert_int_le(after - base, 8 * 1024);
   invoke_once(b, "selfie", SELFIE_IN, 999, ref, ref_n, NULL, NULL);
   close(b);
   free(ref);
@@ -466,12 +472,14 @@ START_TEST(amplifying_frames_bounded) {
                     "%s, %zu bytes: code %d '%s'", kinds[k].what, len, (int)r->status->code, r->status->message);
       arenad__response__free_unpacked(r, NULL);
       long peak = proc_kb(dmn.pid, "VmHWM:");
-      long after = wait_rss_below(dmn.pid, base + 8 * 1024, 5000);
+      long after = wait_rss_below(dmn.pid, base + 8 * 1024, RSS_BOUNDS ? 5000 : 0);
       printf("frame %-14s %9zu bytes: peak RSS +%.1f MiB (%.2fx the frame, bound 4x), after +%.1f MiB\n",
              kinds[k].what, len, (peak - before) / 1024.0, (peak - before) * 1024.0 / (double)len,
              (after - base) / 1024.0);
-      ck_assert_int_le((peak - before) * 1024, 4 * (long)len);
-      ck_assert_int_le(after - base, 8 * 1024);
+      if (RSS_BOUNDS) {
+        ck_assert_int_le((peak - before) * 1024, 4 * (long)len);
+        ck_assert_int_le(after - base, 8 * 1024);
+      }
     }
   pg.stop = 1;
   pthread_join(th, NULL);
@@ -682,8 +690,10 @@ START_TEST(missing_socket_directory_is_named) {
   waitpid(pid, &st, 0);
   ck_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
   size_t n;
-  char *text = ar_test_read_file(log, &n);
-  ck_assert_ptr_nonnull(text);
+  char *raw = ar_test_read_file(log, &n);
+  ck_assert_ptr_nonnull(raw);
+  char *text = strndup(raw, n);   /* the file's bytes are not NUL-terminated */
+  free(raw);
   ck_assert_msg(strstr(text, "directory") && strstr(text, "does not exist"), "log: %s", text);
   printf("missing socket directory: %s", text);
   free(text);
