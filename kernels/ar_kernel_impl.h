@@ -57,4 +57,10 @@ extern const ar_kernel_t ar_kernel_split_v;
 extern const ar_kernel_t ar_kernel_squeeze;
 extern const ar_kernel_t ar_kernel_expand_dims;
 
+/* kernels/gather.c: TFLite GATHER (axis, batch_dims), GATHER_ND. */
+extern const ar_kernel_t ar_kernel_gather;
+extern const ar_kernel_t ar_kernel_gather_nd;
+/* kernels/resize.c (with RESIZE_BILINEAR): TFLite RESIZE_NEAREST_NEIGHBOR. */
+extern const ar_kernel_t ar_kernel_resize_nearest_neighbor;
+
 #endif /* AR_KERNEL_IMPL_H */

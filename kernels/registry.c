@@ -37,6 +37,9 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_SPLIT_V: return &ar_kernel_split_v;
   case AR_OP_SQUEEZE: return &ar_kernel_squeeze;
   case AR_OP_EXPAND_DIMS: return &ar_kernel_expand_dims;
+  case AR_OP_GATHER: return &ar_kernel_gather;
+  case AR_OP_GATHER_ND: return &ar_kernel_gather_nd;
+  case AR_OP_RESIZE_NEAREST_NEIGHBOR: return &ar_kernel_resize_nearest_neighbor;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;
   case AR_OP_INVALID: case AR_OP_COUNT: break;
   }

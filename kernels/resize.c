@@ -1,4 +1,5 @@
-/* resize.c - TFLite RESIZE_BILINEAR, float32 NHWC.
+/* resize.c - TFLite RESIZE_BILINEAR (float32 NHWC) and RESIZE_NEAREST_NEIGHBOR (any dtype, NHWC;
+ * its rule is with its kernel at the end of the file).
  *
  * The output size comes from input 1 (constant int32 [2] = {new_height, new_width}). The mapping
  * follows TFLite's reference (resize_bilinear.h ComputeInterpolationValues) for every op version:
@@ -118,3 +119,104 @@ static void resize_eval(const ar_node_t *node) {
 
 /* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured. */
 const ar_kernel_t ar_kernel_resize_bilinear = { "RESIZE_BILINEAR", resize_prepare, resize_init, resize_eval };
+
+/* -------------------------------------------------- RESIZE_NEAREST_NEIGHBOR */
+
+/* TFLite reference resize_nearest_neighbor.h GetNearestNeighbor, per output row/column:
+ *   scale = align_corners && out > 1 ? (in - 1) / (out - 1) : in / out   (float)
+ *   src   = (dst + (half_pixel_centers ? 0.5 : 0)) * scale
+ *   index = min(align_corners ? round(src) : floor(src), in - 1), and >= 0 with half_pixel_centers
+ * (round = half away from zero). Both flags may be set together. The (oh + ow) source indices are
+ * computed once at init; eval copies one pixel (C elements) per output pixel, so any dtype with a
+ * size works. */
+typedef struct {
+  int32_t b, h, w, oh, ow;
+  int64_t pixel_bytes;
+  bool align_corners, half_pixel_centers;
+  /* followed by int32_t ysrc[oh], xsrc[ow] */
+} nn_state_t;
+
+static int nn_plan(const ar_node_t *node, nn_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *size = node->inputs[1];
+  if ((rc = ar_k_check_same_dtype(node, in, 0, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, size, "size (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
+    return rc;
+  if (in->rank != 4)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input rank %d, expected 4 (NHWC)", (int)in->rank);
+  if (size->rank != 1 || size->dims[0] != 2)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "size (input 1) must have shape [2]");
+  if ((rc = ar_k_require_constant(node, size, "size (input 1)", msg, msg_bytes))) return rc;
+  memset(st, 0, sizeof *st);
+  if (node->options) {
+    st->align_corners = node->options->resize_nearest.align_corners;
+    st->half_pixel_centers = node->options->resize_nearest.half_pixel_centers;
+  }
+  int32_t sz[2];
+  memcpy(sz, size->data, sizeof sz);
+  if (sz[0] <= 0 || sz[1] <= 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "size [%d,%d] must be positive", (int)sz[0], (int)sz[1]);
+  st->b = in->dims[0]; st->h = in->dims[1]; st->w = in->dims[2];
+  st->oh = sz[0]; st->ow = sz[1];
+  st->pixel_bytes = (int64_t)in->dims[3] * (int64_t)ar_dtype_size(in->dtype);
+  if (st->h <= 0 || st->w <= 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "empty input %dx%d", (int)st->h, (int)st->w);
+  int32_t od[4] = { st->b, st->oh, st->ow, in->dims[3] };
+  return ar_k_check_output_shape(node, 4, od, msg, msg_bytes);
+}
+
+static uint64_t nn_state_bytes(const nn_state_t *st) {
+  return sizeof *st + ((uint64_t)st->oh + (uint64_t)st->ow) * sizeof(int32_t);
+}
+
+static int nn_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  nn_state_t st;
+  int rc = nn_plan(node, &st, msg, msg_bytes);
+  node->state_bytes = rc ? sizeof st : nn_state_bytes(&st);
+  return rc;
+}
+
+static void nn_index(int32_t *src, int32_t out, int32_t in, bool align, bool half) {
+  const float scale = (align && out > 1) ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+  const float offset = half ? 0.5f : 0.0f;
+  for (int32_t i = 0; i < out; i++) {
+    const float v = ((float)i + offset) * scale;
+    int32_t s = align ? (int32_t)roundf(v) : (int32_t)floorf(v);
+    s = AR_MIN(s, in - 1);
+    if (half) s = AR_MAX(s, 0);
+    src[i] = s;
+  }
+}
+
+static void nn_init(ar_node_t *node) {
+  nn_state_t st;
+  if (nn_plan(node, &st, NULL, 0) != 0 || !node->state || node->state_bytes < nn_state_bytes(&st))
+    return;
+  memcpy(node->state, &st, sizeof st);
+  int32_t *ys = (int32_t *)(void *)((char *)node->state + sizeof st);
+  nn_index(ys, st.oh, st.h, st.align_corners, st.half_pixel_centers);
+  nn_index(ys + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
+}
+
+static void nn_eval(const ar_node_t *node) {
+  const nn_state_t *st = node->state;
+  const int32_t *ys = (const int32_t *)(const void *)((const char *)node->state + sizeof *st);
+  const int32_t *xs = ys + st->oh;
+  const char *in = node->inputs[0]->data;
+  char *out = node->outputs[0]->data;
+  const size_t pb = (size_t)st->pixel_bytes;
+  const int64_t row = (int64_t)st->w * st->pixel_bytes;
+  for (int32_t b = 0; b < st->b; b++) {
+    const char *inb = in + (int64_t)b * st->h * row;
+    for (int32_t oy = 0; oy < st->oh; oy++) {
+      const char *r = inb + ys[oy] * row;
+      for (int32_t ox = 0; ox < st->ow; ox++, out += pb) memcpy(out, r + xs[ox] * st->pixel_bytes, pb);
+    }
+  }
+}
+
+/* TFLite RESIZE_NEAREST_NEIGHBOR (builtin 97): constant int32 size, align_corners and
+ * half_pixel_centers honoured. */
+const ar_kernel_t ar_kernel_resize_nearest_neighbor = { "RESIZE_NEAREST_NEIGHBOR", nn_prepare, nn_init,
+                                                        nn_eval };

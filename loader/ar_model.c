@@ -547,6 +547,9 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_UNPACK: return AR_FB_OPTIONS_UNPACK;
   case AR_OP_SPLIT_V: return AR_FB_OPTIONS_SPLIT_V;
   case AR_OP_BROADCAST_TO: return AR_FB_OPTIONS_BROADCAST_TO;
+  case AR_OP_GATHER: return AR_FB_OPTIONS_GATHER;
+  case AR_OP_GATHER_ND: return AR_FB_OPTIONS_GATHER_ND;
+  case AR_OP_RESIZE_NEAREST_NEIGHBOR: return AR_FB_OPTIONS_RESIZE_NEAREST_NEIGHBOR;
   default: return AR_FB_OPTIONS_NONE;  /* LOGISTIC, RELU, RELU6, PRELU, custom ops */
   }
 }
@@ -721,6 +724,16 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
       return rc;
     break;
   }
+  case AR_OP_GATHER:
+    if ((rc = opt_i32(c, AR_FB_GATHER_AXIS, 0, "GatherOptions.axis", &o->gather.axis)))
+      return rc;
+    return opt_i32(c, AR_FB_GATHER_BATCH_DIMS, 0, "GatherOptions.batch_dims", &o->gather.batch_dims);
+  case AR_OP_RESIZE_NEAREST_NEIGHBOR:
+    if ((rc = opt_bool(c, AR_FB_RESIZE_NEAREST_ALIGN_CORNERS, "ResizeNearestNeighborOptions.align_corners",
+                       &o->resize_nearest.align_corners)))
+      return rc;
+    return opt_bool(c, AR_FB_RESIZE_NEAREST_HALF_PIXEL_CENTERS,
+                    "ResizeNearestNeighborOptions.half_pixel_centers", &o->resize_nearest.half_pixel_centers);
   case AR_OP_SPLIT:
   case AR_OP_SPLIT_V:
     return opt_i32(c, AR_FB_SPLIT_NUM_SPLITS, 0, "SplitOptions.num_splits", &o->split.num_splits);
@@ -743,7 +756,7 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
   }
   default:
     break;   /* PAD, DEQUANTIZE, HARD_SWISH, DENSIFY, TRANSPOSE, SLICE, TILE, EXPAND_DIMS,
-              * BROADCAST_TO: empty option tables; others have none */
+              * BROADCAST_TO, GATHER_ND: empty option tables; others have none */
   }
   return 0;
 }

@@ -29,6 +29,7 @@
   XX(PAD,               34, 1)             \
   XX(TRANSPOSE,         39, 6)             \
   XX(MEAN,              40, 1)             \
+  XX(GATHER,            36, 7)             \
   XX(SQUEEZE,           43, 2)             \
   XX(STRIDED_SLICE,     45, 8)             \
   XX(SPLIT,             49, 4)             \
@@ -38,7 +39,9 @@
   XX(EXPAND_DIMS,       70, 1)             \
   XX(PACK,              83, 4)             \
   XX(UNPACK,            88, 4)             \
+  XX(RESIZE_NEAREST_NEIGHBOR, 97, 4)       \
   XX(SPLIT_V,          102, 2)             \
+  XX(GATHER_ND,        107, 4)             \
   XX(HARD_SWISH,       117, 1)             \
   XX(DENSIFY,          124, 1)             \
   XX(BROADCAST_TO,     130, 3)

@@ -1,7 +1,7 @@
 /* check_kernels_index.c - unit tests for the shape and index kernels: STRIDED_SLICE (every mask,
  * negative strides, the offset form, int64 indices), SLICE, TRANSPOSE (up to rank 6, against a
  * naive loop), TILE, BROADCAST_TO, SPACE_TO_DEPTH, SPLIT, SPLIT_V, PACK, UNPACK, SQUEEZE,
- * EXPAND_DIMS. Values are worked out by hand (or by an obvious nested loop) in each test; prepare
+ * EXPAND_DIMS, GATHER (axis, batch_dims), GATHER_ND, RESIZE_NEAREST_NEIGHBOR. Values are worked out by hand (or by an obvious nested loop) in each test; prepare
  * errors are checked with their messages, including the refusal of non-constant index operands. */
 #include <check.h>
 #include <math.h>
@@ -484,6 +484,121 @@ START_TEST(squeeze_and_expand_dims) {
 }
 END_TEST
 
+
+/* ---- GATHER / GATHER_ND ---- */
+
+START_TEST(gather_axis0_axis1_and_int64) {
+  float x[6], o[8];
+  iota(x, 6);                                    /* [[0,1,2],[3,4,5]] */
+  ar_tview_t p = tv(AR_DTYPE_FLOAT32, x, 2, 2, 3);
+  int32_t ix[] = {1, 0, 1};
+  ar_tview_t ti = tv(AR_DTYPE_INT32, ix, 1, 3);  /* indices may be a graph input */
+  ar_tview_t out = tv(AR_DTYPE_FLOAT32, o, 2, 3, 3);
+  ar_tview_t *ins[] = {&p, &ti};
+  ar_options_t opt = {.gather = {.axis = 0}};
+  ar_node_t n = node1(AR_OP_GATHER, &opt, 2, ins, &out);
+  ck_assert_int_eq(run(&n), 0);
+  float w[] = {3, 4, 5, 0, 1, 2, 3, 4, 5};
+  expect_floats(o, w, 9);
+  /* axis -1 with [2,2] int64 indices -> [2,2,2]. */
+  int64_t ix2[] = {2, 0, 1, 1};
+  ti = tv(AR_DTYPE_INT64, ix2, 2, 2, 2);
+  out = tv(AR_DTYPE_FLOAT32, o, 3, 2, 2, 2);
+  opt.gather.axis = -1;
+  ck_assert_int_eq(run(&n), 0);
+  float w2[] = {2, 0, 1, 1, 5, 3, 4, 4};
+  expect_floats(o, w2, 8);
+  /* An out-of-range index writes zeros (TFLite fails the invoke). */
+  ix2[1] = 7;
+  ck_assert_int_eq(run(&n), 0);
+  float w3[] = {2, 0, 1, 1, 5, 0, 4, 4};
+  expect_floats(o, w3, 8);
+}
+END_TEST
+
+START_TEST(gather_batch_dims) {
+  /* params [2,3], indices [2,2], batch_dims 1, axis 1: out[b][j] = params[b][idx[b][j]]. */
+  float x[6], o[4];
+  iota(x, 6);
+  int32_t ix[] = {2, 0, 1, 1};
+  ar_tview_t p = tv(AR_DTYPE_FLOAT32, x, 2, 2, 3), ti = tv(AR_DTYPE_INT32, ix, 2, 2, 2);
+  ar_tview_t out = tv(AR_DTYPE_FLOAT32, o, 2, 2, 2);
+  ar_tview_t *ins[] = {&p, &ti};
+  ar_options_t opt = {.gather = {.axis = 1, .batch_dims = 1}};
+  ar_node_t n = node1(AR_OP_GATHER, &opt, 2, ins, &out);
+  ck_assert_int_eq(run(&n), 0);
+  float w[] = {2, 0, 4, 4};
+  expect_floats(o, w, 4);
+  opt.gather.batch_dims = 2;   /* > axis */
+  ck_assert_int_eq(run(&n), AR_EINVAL);
+}
+END_TEST
+
+START_TEST(gather_nd_points_and_rows) {
+  float x[12], o[6];
+  iota(x, 12);                                   /* [3,4] */
+  ar_tview_t p = tv(AR_DTYPE_FLOAT32, x, 2, 3, 4);
+  int32_t ix[] = {2, 1, 0, 3};                   /* two points (2,1), (0,3) */
+  ar_tview_t ti = tv(AR_DTYPE_INT32, ix, 2, 2, 2), out = tv(AR_DTYPE_FLOAT32, o, 1, 2);
+  ar_tview_t *ins[] = {&p, &ti};
+  ar_node_t n = node1(AR_OP_GATHER_ND, NULL, 2, ins, &out);
+  ck_assert_int_eq(run(&n), 0);
+  float w[] = {9, 3};
+  expect_floats(o, w, 2);
+  /* Depth 1 (indices [2,1]): whole rows 2 and 0 -> [2,4]. */
+  float o2[8];
+  int64_t ix2[] = {2, 0};
+  ti = tv(AR_DTYPE_INT64, ix2, 2, 2, 1);
+  out = tv(AR_DTYPE_FLOAT32, o2, 2, 2, 4);
+  ck_assert_int_eq(run(&n), 0);
+  float w2[] = {8, 9, 10, 11, 0, 1, 2, 3};
+  expect_floats(o2, w2, 8);
+  ti = tv(AR_DTYPE_INT32, ix, 2, 1, 3);          /* depth 3 > params rank 2 */
+  ck_assert_int_eq(run(&n), AR_ESHAPE);
+}
+END_TEST
+
+/* ---- RESIZE_NEAREST_NEIGHBOR ---- */
+
+START_TEST(resize_nearest_three_rules) {
+  /* 1x2x2x1 [[1,2],[3,4]] -> 3x3. Columns (and rows) map, per rule:
+   *   plain:          floor(i * 2/3)            = 0, 0, 1
+   *   align_corners:  round(i * 1/2)            = 0, 1, 1  (0.5 rounds away from zero)
+   *   half_pixel:     floor((i + 0.5) * 2/3)    = 0, 1, 1 */
+  float x[4] = {1, 2, 3, 4}, o[9];
+  int32_t sz[] = {3, 3};
+  ar_tview_t in = tv(AR_DTYPE_FLOAT32, x, 4, 1, 2, 2, 1), ts = cst(AR_DTYPE_INT32, sz, 1, 2);
+  ar_tview_t out = tv(AR_DTYPE_FLOAT32, o, 4, 1, 3, 3, 1);
+  ar_tview_t *ins[] = {&in, &ts};
+  ar_options_t opt = {.resize_nearest = {false, false}};
+  ar_node_t n = node1(AR_OP_RESIZE_NEAREST_NEIGHBOR, &opt, 2, ins, &out);
+  ck_assert_int_eq(run(&n), 0);
+  float w0[] = {1, 1, 2, 1, 1, 2, 3, 3, 4};
+  expect_floats(o, w0, 9);
+  opt.resize_nearest.align_corners = true;
+  ck_assert_int_eq(run(&n), 0);
+  float w1[] = {1, 2, 2, 3, 4, 4, 3, 4, 4};
+  expect_floats(o, w1, 9);
+  opt.resize_nearest.align_corners = false;
+  opt.resize_nearest.half_pixel_centers = true;
+  ck_assert_int_eq(run(&n), 0);
+  expect_floats(o, w1, 9);
+  /* Downscale 4 -> 2 with half pixel centers: floor((i + 0.5) * 2) = 1, 3. */
+  float y[4] = {10, 11, 12, 13};
+  int32_t sz2[] = {1, 2};
+  in = tv(AR_DTYPE_FLOAT32, y, 4, 1, 1, 4, 1);
+  ts = cst(AR_DTYPE_INT32, sz2, 1, 2);
+  out = tv(AR_DTYPE_FLOAT32, o, 4, 1, 1, 2, 1);
+  ck_assert_int_eq(run(&n), 0);
+  float w2[] = {11, 13};
+  expect_floats(o, w2, 2);
+  /* A size from a graph input is refused. */
+  ts.is_constant = false;
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(g_msg, "size (input 1) is not a constant"));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("kernels_index");
   TCase *tc = tcase_create("core");
@@ -502,6 +617,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, split_and_split_v);
   tcase_add_test(tc, unpack_and_pack_roundtrip);
   tcase_add_test(tc, squeeze_and_expand_dims);
+  tcase_add_test(tc, gather_axis0_axis1_and_int64);
+  tcase_add_test(tc, gather_batch_dims);
+  tcase_add_test(tc, gather_nd_points_and_rows);
+  tcase_add_test(tc, resize_nearest_three_rules);
   suite_add_tcase(s, tc);
   return s;
 }
