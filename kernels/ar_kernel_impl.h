@@ -11,8 +11,12 @@
 extern const ar_kernel_t ar_kernel_conv_2d;
 /* kernels/depthwise.c: TFLite DEPTHWISE_CONV_2D (channel-innermost loops, 3x3/5x5 fast paths). */
 extern const ar_kernel_t ar_kernel_depthwise_conv_2d;
-/* kernels/transpose_conv.c: MediaPipe custom op Convolution2DTransposeBias. */
+/* kernels/transpose_conv.c: MediaPipe custom op Convolution2DTransposeBias and TFLite builtin
+ * TRANSPOSE_CONV (same scatter, TFLite's output_shape and padding rule). */
 extern const ar_kernel_t ar_kernel_transpose_conv_bias;
+extern const ar_kernel_t ar_kernel_transpose_conv;
+/* kernels/batch_matmul.c: TFLite BATCH_MATMUL (cblas_sgemm per output matrix). */
+extern const ar_kernel_t ar_kernel_batch_matmul;
 /* kernels/fully_connected.c: TFLite FULLY_CONNECTED (cblas_sgemv / cblas_sgemm). */
 extern const ar_kernel_t ar_kernel_fully_connected;
 

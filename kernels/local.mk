@@ -1,7 +1,8 @@
 # kernels: rules for this layer (see top Makefile.am).
 # Convolution family (conv, depthwise, transpose conv, fully connected) and the shared helpers.
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
-  kernels/conv.c kernels/depthwise.c kernels/transpose_conv.c kernels/fully_connected.c
+  kernels/conv.c kernels/depthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
+  kernels/batch_matmul.c
 # GCC 12's -O3 set for the vectorized loops, spelled out because the user's CFLAGS (-O2) come
 # last on the command line and would override a plain -O3; explicit -f flags survive a later -O2.
 # Portable: no -march; the AVX2+FMA clones of the hot loops are picked at run time.

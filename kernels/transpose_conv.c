@@ -1,4 +1,5 @@
-/* transpose_conv.c - MediaPipe's custom operator Convolution2DTransposeBias, float32.
+/* transpose_conv.c - MediaPipe's custom operator Convolution2DTransposeBias and TFLite's builtin
+ * TRANSPOSE_CONV, float32: one scatter machinery, two ways to get the geometry.
  *
  * Inputs: input [N,H,W,I] (NHWC), weights [O,KH,KW,I] (OHWI), bias [O]; output [N,OH,OW,O].
  * Options (TfLiteTransposeConvParams in custom_options): padding, stride_w, stride_h.
@@ -8,6 +9,12 @@
  * outside. Output size: stride*(in-1) + k - pad_total, where pad_total = 0 for VALID and
  * max(0, k - (in-1) % stride - 1) for SAME (so in*stride when k >= stride); pad_top/left =
  * pad_total / 2.
+ *
+ * Builtin TRANSPOSE_CONV (TFLite transpose_conv.cc): inputs (output_shape: constant int32 [4],
+ * weights [O,KH,KW,I], input [N,H,W,I], optional bias [O]); TransposeConvOptions padding, strides
+ * and (version 4) a fused activation. The output shape is output_shape itself; the padding is the
+ * forward convolution's over that output (kernels/padding.h: total (ceil(OH/s)-1)*s + KH - OH for
+ * SAME, 0 for VALID; top = total / 2); then the same scatter, bias (or 0) first, activation last.
  *
  * Speed: the per-pixel products are one GEMM, col[M = N*H*W, KH*KW*O] = input[M, I] x W'^T, where
  * init repacks the weights once into state as W' = [KH,KW,O,I] so a pixel's contributions to one
@@ -25,6 +32,7 @@
 #include <string.h>
 
 #include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 
 #define AR_TCONV_TILE_BYTES (256u * 1024u)
@@ -55,14 +63,37 @@ static int32_t tconv_axis(ar_padding_t padding, int32_t in, int32_t k, int32_t s
   return stride * (in - 1) + k - total;
 }
 
+/* The input, weights and (possibly NULL) bias views of either op. */
+static void tconv_io(const ar_node_t *node, const ar_tview_t **in, const ar_tview_t **f,
+                     const ar_tview_t **bias) {
+  if (node->op == AR_OP_TRANSPOSE_CONV) {
+    *in = node->inputs[2];
+    *f = node->inputs[1];
+    *bias = node->n_inputs > 3 ? node->inputs[3] : NULL;
+  } else {
+    *in = node->inputs[0];
+    *f = node->inputs[1];
+    *bias = node->inputs[2];
+  }
+}
+
 static void tconv_geometry(const ar_node_t *node, tconv_geom_t *g) {
   const ar_transpose_conv_options_t *o = &node->options->transpose_conv;
-  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  const ar_tview_t *in, *f, *bias;
+  tconv_io(node, &in, &f, &bias);
   g->n = in->dims[0]; g->h = in->dims[1]; g->w = in->dims[2]; g->ci = in->dims[3];
   g->co = f->dims[0]; g->kh = f->dims[1]; g->kw = f->dims[2];
   g->sh = o->stride_h; g->sw = o->stride_w;
-  g->oh = tconv_axis(o->padding, g->h, g->kh, g->sh, &g->pt);
-  g->ow = tconv_axis(o->padding, g->w, g->kw, g->sw, &g->pl);
+  if (node->op == AR_OP_TRANSPOSE_CONV) {
+    /* TFLite: the output is output_shape; padding is the forward conv's over it. */
+    g->oh = node->outputs[0]->dims[1];
+    g->ow = node->outputs[0]->dims[2];
+    ar_compute_padding(o->padding, g->oh, g->kh, g->sh, 1, &g->pt);
+    ar_compute_padding(o->padding, g->ow, g->kw, g->sw, 1, &g->pl);
+  } else {
+    g->oh = tconv_axis(o->padding, g->h, g->kh, g->sh, &g->pt);
+    g->ow = tconv_axis(o->padding, g->w, g->kw, g->sw, &g->pl);
+  }
   g->m = (int64_t)g->n * g->h * g->w;
   g->cols = (int64_t)g->kh * g->kw * g->co;
   int64_t t = (int64_t)AR_TCONV_TILE_BYTES / (g->cols * (int64_t)sizeof(float));
@@ -70,7 +101,24 @@ static void tconv_geometry(const ar_node_t *node, tconv_geom_t *g) {
   g->tile_pixels = g->m < t ? g->m : t;
   g->small = g->cols <= AR_TCONV_SMALL_COLS;
   g->tiles = g->kh == g->sh && g->kw == g->sw && g->pt == 0 && g->pl == 0 &&
-             g->oh == g->h * g->sh && g->ow == g->w * g->sw;
+             g->oh == g->h * g->sh && g->ow == g->w * g->sw && bias != NULL;
+}
+
+/* Scratch (GEMM tile) and state (repacked weights) of a validated node. */
+static int tconv_buffers(ar_node_t *node, const char *name, char *msg, size_t msg_bytes) {
+  tconv_geom_t g;
+  tconv_geometry(node, &g);
+  if (g.m > INT_MAX || g.cols > INT_MAX)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large",
+                   (int)node->index, name, (long long)g.m, (long long)g.cols);
+  if (g.small) {
+    node->scratch_bytes = 0;
+    node->state_bytes = (uint64_t)g.ci * AR_TCONV_SMALL_COLS * sizeof(float);
+  } else {
+    node->scratch_bytes = (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
+    node->state_bytes = (uint64_t)g.cols * (uint64_t)g.ci * sizeof(float);
+  }
+  return 0;
 }
 
 static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -117,17 +165,50 @@ static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
                    idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
                    (int)want[2], (int)want[3]);
-  if (g.m > INT_MAX || g.cols > INT_MAX)
-    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
-                   name, (long long)g.m, (long long)g.cols);
-  if (g.small) {
-    node->scratch_bytes = 0;
-    node->state_bytes = (uint64_t)g.ci * AR_TCONV_SMALL_COLS * sizeof(float);
-  } else {
-    node->scratch_bytes = (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
-    node->state_bytes = (uint64_t)g.cols * (uint64_t)g.ci * sizeof(float);
-  }
-  return 0;
+  return tconv_buffers(node, name, msg, msg_bytes);
+}
+
+/* Builtin TRANSPOSE_CONV: arity, dtypes, shapes against output_shape, activation. */
+static int tconv_builtin_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 3, 4, 3, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *os = node->inputs[0], *in, *f, *bias, *out = node->outputs[0];
+  tconv_io(node, &in, &f, &bias);
+  if ((rc = ar_k_check_dtype(node, in, "input (input 2)", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, f, "weights (input 1)", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, out, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (bias && (rc = ar_k_check_dtype(node, bias, "bias (input 3)", AR_DTYPE_FLOAT32, msg, msg_bytes))) ||
+      (rc = ar_k_check_dtype(node, os, "output_shape (input 0)", AR_DTYPE_INT32, msg, msg_bytes)))
+    return rc;
+  if (in->rank != 4 || f->rank != 4 || (bias && (bias->rank != 1 || bias->dims[0] != f->dims[0])))
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input and weights must be rank 4 and bias [%d]",
+                    (int)(f->rank ? f->dims[0] : 0));
+  for (int i = 0; i < 4; i++)
+    if (in->dims[i] <= 0 || f->dims[i] <= 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "empty input or weights");
+  if (f->dims[3] != in->dims[3])
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "weights have %d input channels, input has %d",
+                    (int)f->dims[3], (int)in->dims[3]);
+  if (os->rank != 1 || os->dims[0] != 4)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "output_shape (input 0) must have shape [4]");
+  if ((rc = ar_k_require_constant(node, os, "output_shape (input 0)", msg, msg_bytes))) return rc;
+  if (!f->is_constant)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "weights must be constant (they are "
+                    "repacked once at init)");
+  const ar_transpose_conv_options_t *o = node->options ? &node->options->transpose_conv : NULL;
+  if (!o || o->stride_h < 1 || o->stride_w < 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "strides must be >= 1");
+  float lo, hi;
+  bool post;
+  if ((rc = ar_k_activation(node, o->activation, &lo, &hi, &post, msg, msg_bytes))) return rc;
+  int32_t want[4];
+  memcpy(want, os->data, sizeof want);
+  if (want[0] != in->dims[0] || want[3] != f->dims[0] || want[1] < 1 || want[2] < 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "output_shape [%d,%d,%d,%d] does not fit batch %d "
+                    "and %d output channels", (int)want[0], (int)want[1], (int)want[2], (int)want[3],
+                    (int)in->dims[0], (int)f->dims[0]);
+  if ((rc = ar_k_check_output_shape(node, 4, want, msg, msg_bytes))) return rc;
+  return tconv_buffers(node, "TRANSPOSE_CONV", msg, msg_bytes);
 }
 
 /* Repack the OHWI weights once. GEMM path: HWOI = [cols, I], so col[m] holds, for each tap
@@ -228,10 +309,12 @@ AR_TARGET_AVX2 static void tconv_small_avx2(const tconv_geom_t *g, const float *
 }
 #endif
 
-static void tconv_eval(const ar_node_t *node) {
+static void tconv_run(const ar_node_t *node) {
   tconv_geom_t g;
   tconv_geometry(node, &g);
-  const float *in = node->inputs[0]->data, *bias = node->inputs[2]->data;
+  const ar_tview_t *tin, *tf, *tb;
+  tconv_io(node, &tin, &tf, &tb);
+  const float *in = tin->data, *bias = tb ? tb->data : NULL;
   const float *wr = node->state;
   float *out = node->outputs[0]->data;
   if (!g.tiles) ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)g.co, bias);
@@ -258,6 +341,25 @@ static void tconv_eval(const ar_node_t *node) {
     }
   }
 }
+
+static void tconv_eval(const ar_node_t *node) { tconv_run(node); }
+
+static void tconv_builtin_eval(const ar_node_t *node) {
+  tconv_run(node);
+  const ar_activation_t act = node->options->transpose_conv.activation;
+  if (act != AR_ACT_NONE) {
+    const ar_tview_t *o = node->outputs[0];
+    ar__activate(o->data, (size_t)ar_k_elements(o), act);
+  }
+}
+
+/* TFLite TRANSPOSE_CONV (builtin 67), float32, versions 1-5. */
+const ar_kernel_t ar_kernel_transpose_conv = {
+  .name = "TRANSPOSE_CONV",
+  .prepare = tconv_builtin_prepare,
+  .init = tconv_init,
+  .eval = tconv_builtin_eval,
+};
 
 const ar_kernel_t ar_kernel_transpose_conv_bias = {
   .name = "Convolution2DTransposeBias",

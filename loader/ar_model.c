@@ -548,6 +548,8 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_SPLIT_V: return AR_FB_OPTIONS_SPLIT_V;
   case AR_OP_BROADCAST_TO: return AR_FB_OPTIONS_BROADCAST_TO;
   case AR_OP_GATHER: return AR_FB_OPTIONS_GATHER;
+  case AR_OP_TRANSPOSE_CONV: return AR_FB_OPTIONS_TRANSPOSE_CONV;
+  case AR_OP_BATCH_MATMUL: return AR_FB_OPTIONS_BATCH_MATMUL;
   case AR_OP_GATHER_ND: return AR_FB_OPTIONS_GATHER_ND;
   case AR_OP_RESIZE_NEAREST_NEIGHBOR: return AR_FB_OPTIONS_RESIZE_NEAREST_NEIGHBOR;
   default: return AR_FB_OPTIONS_NONE;  /* LOGISTIC, RELU, RELU6, PRELU, custom ops */
@@ -724,6 +726,21 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
       return rc;
     break;
   }
+  case AR_OP_TRANSPOSE_CONV: {
+    ar_transpose_conv_options_t *x = &o->transpose_conv;
+    if ((rc = opt_padding(c, AR_FB_TCONV_PADDING, &x->padding)) ||
+        (rc = opt_i32(c, AR_FB_TCONV_STRIDE_W, 0, "TransposeConvOptions.stride_w", &x->stride_w)) ||
+        (rc = opt_i32(c, AR_FB_TCONV_STRIDE_H, 0, "TransposeConvOptions.stride_h", &x->stride_h)) ||
+        (rc = opt_act(c, AR_FB_TCONV_ACTIVATION, &x->activation)))
+      return rc;
+    if ((rc = need_positive(c, "stride_w", x->stride_w)) || (rc = need_positive(c, "stride_h", x->stride_h)))
+      return rc;
+    break;
+  }
+  case AR_OP_BATCH_MATMUL:
+    if ((rc = opt_bool(c, AR_FB_BATCH_MATMUL_ADJ_X, "BatchMatMulOptions.adj_x", &o->batch_matmul.adj_x)))
+      return rc;
+    return opt_bool(c, AR_FB_BATCH_MATMUL_ADJ_Y, "BatchMatMulOptions.adj_y", &o->batch_matmul.adj_y);
   case AR_OP_GATHER:
     if ((rc = opt_i32(c, AR_FB_GATHER_AXIS, 0, "GatherOptions.axis", &o->gather.axis)))
       return rc;

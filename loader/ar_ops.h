@@ -35,6 +35,7 @@
   XX(SPLIT,             49, 4)             \
   XX(PRELU,             54, 1)             \
   XX(SLICE,             65, 6)             \
+  XX(TRANSPOSE_CONV,    67, 5)             \
   XX(TILE,              69, 3)             \
   XX(EXPAND_DIMS,       70, 1)             \
   XX(PACK,              83, 4)             \
@@ -44,6 +45,7 @@
   XX(GATHER_ND,        107, 4)             \
   XX(HARD_SWISH,       117, 1)             \
   XX(DENSIFY,          124, 1)             \
+  XX(BATCH_MATMUL,     126, 4)             \
   XX(BROADCAST_TO,     130, 3)
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed

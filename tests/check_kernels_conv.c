@@ -1,5 +1,5 @@
 /* check_kernels_conv.c - the convolution-family kernels (CONV_2D, DEPTHWISE_CONV_2D, MediaPipe
- * Convolution2DTransposeBias, FULLY_CONNECTED) and the shared kernel helpers (padding, fused
+ * Convolution2DTransposeBias, builtin TRANSPOSE_CONV, BATCH_MATMUL, FULLY_CONNECTED) and the shared kernel helpers (padding, fused
  * activations, float16 conversion).
  *
  * Two kinds of evidence: small cases whose outputs were computed by hand from the TFLite
@@ -754,6 +754,202 @@ START_TEST(tconv_prepare_errors) {
 }
 END_TEST
 
+
+/* ---------- builtin TRANSPOSE_CONV ---------- */
+
+/* Inputs (output_shape, weights, input, optional bias), TFLite's order. */
+typedef struct {
+  ar_tview_t os, w, in, b, out;
+  int32_t shape[4];
+  ar_options_t opt;
+  ar_node_t node;
+} btconv_t;
+
+static void btconv_init(btconv_t *t, float *in, const int32_t *di, float *w, const int32_t *dw,
+                        float *b, float *out, const int32_t *dout, ar_padding_t pad, int sh, int sw,
+                        ar_activation_t act) {
+  memset(t, 0, sizeof *t);
+  memcpy(t->shape, dout, sizeof t->shape);
+  memset(&t->os, 0, sizeof t->os);
+  t->os.dtype = AR_DTYPE_INT32; t->os.rank = 1; t->os.dims[0] = 4; t->os.bytes = 16;
+  t->os.data = t->shape; t->os.is_constant = true;
+  tview_set(&t->w, w, 4, dw, true);
+  tview_set(&t->in, in, 4, di, false);
+  tview_set(&t->out, out, 4, dout, false);
+  t->opt.transpose_conv = (ar_transpose_conv_options_t){pad, sw, sh, act};
+  t->node.op = AR_OP_TRANSPOSE_CONV;
+  t->node.index = 7;
+  t->node.version = 4;
+  t->node.options = &t->opt;
+  t->node.n_inputs = b ? 4 : 3;
+  t->node.n_outputs = 1;
+  t->node.inputs[0] = &t->os;
+  t->node.inputs[1] = &t->w;
+  t->node.inputs[2] = &t->in;
+  if (b) {
+    int32_t bn = dw[0];
+    tview_set(&t->b, b, 1, &bn, true);
+    t->node.inputs[3] = &t->b;
+  }
+  t->node.outputs[0] = &t->out;
+  t->node.blas_threads = 1;
+}
+
+static void btconv_run(btconv_t *t) {
+  tnode_t tn;   /* reuse tnode_run's scratch/state handling through a copy of the node */
+  memset(&tn, 0, sizeof tn);
+  tn.node = t->node;
+  tnode_run(&tn, &ar_kernel_transpose_conv);
+}
+
+/* input [1,2;3,4], weights [1,2;3,4], stride 2 VALID, output 4x4: the taps tile the output,
+ * out(2iy+ky, 2ix+kx) = in(iy,ix) * w(ky,kx) (+ bias 0.5 in the second run); then the same with
+ * SAME padding and a 3x3 kernel of ones into 4x4 (forward-conv padding over the 4x4 output:
+ * total (2-1)*2 + 3 - 4 = 1, top 0): rows/cols 0..2 from input 0, 2..4 from input 1, 4 dropped. */
+START_TEST(tconv_builtin_hand_computed) {
+  float in[4] = {1, 2, 3, 4}, w[4] = {1, 2, 3, 4}, b[1] = {0.5f}, out[16];
+  int32_t di[4] = {1, 2, 2, 1}, dw[4] = {1, 2, 2, 1}, dout[4] = {1, 4, 4, 1};
+  btconv_t t;
+  btconv_init(&t, in, di, w, dw, NULL, out, dout, AR_PADDING_VALID, 2, 2, AR_ACT_NONE);
+  btconv_run(&t);
+  const float want[16] = {1, 2, 2, 4, 3, 4, 6, 8, 3, 6, 4, 8, 9, 12, 12, 16};
+  assert_close(out, want, 16, 0, "TRANSPOSE_CONV s2 VALID no bias");
+  btconv_init(&t, in, di, w, dw, b, out, dout, AR_PADDING_VALID, 2, 2, AR_ACT_NONE);
+  btconv_run(&t);
+  for (int i = 0; i < 16; i++) ck_assert_float_eq(out[i], want[i] + 0.5f);
+
+  float w9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  int32_t dw9[4] = {1, 3, 3, 1};
+  btconv_init(&t, in, di, w9, dw9, NULL, out, dout, AR_PADDING_SAME, 2, 2, AR_ACT_NONE);
+  btconv_run(&t);
+  const float want2[16] = {1, 1, 3, 2, 1, 1, 3, 2, 4, 4, 10, 6, 3, 3, 7, 4};
+  assert_close(out, want2, 16, 0, "TRANSPOSE_CONV 3x3 s2 SAME");
+  /* Fused RELU6 (version 4): every value above 6 clamps. */
+  btconv_init(&t, in, di, w9, dw9, NULL, out, dout, AR_PADDING_SAME, 2, 2, AR_ACT_RELU6);
+  btconv_run(&t);
+  for (int i = 0; i < 16; i++) ck_assert_float_eq(out[i], want2[i] > 6 ? 6 : want2[i]);
+}
+END_TEST
+
+START_TEST(tconv_builtin_random_vs_naive) {
+  const cfg_t cases[] = {
+    /* n  h   w   c   o  kh kw sh sw  (dh dw mult) same bias act */
+    {1, 5, 7, 6, 3, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
+    {2, 4, 6, 3, 2, 3, 2, 1, 3, 1, 1, 1, false, false, AR_ACT_RELU},
+    {1, 6, 8, 5, 4, 2, 2, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},    /* exact tiling */
+    {1, 6, 8, 5, 4, 2, 2, 2, 2, 1, 1, 1, true, false, AR_ACT_NONE},   /* tiling, no bias */
+    {1, 30, 30, 12, 9, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 9, 9, 4, 1, 4, 4, 3, 3, 1, 1, 1, false, true, AR_ACT_NONE},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const cfg_t *c = &cases[k];
+    /* TFLite models pick the output size; the usual choice is in*s (SAME), (in-1)*s + k (VALID). */
+    int oh = c->same ? c->h * c->sh : (c->h - 1) * c->sh + c->kh;
+    int ow = c->same ? c->w * c->sw : (c->w - 1) * c->sw + c->kw;
+    int pt = c->same ? ref_pad(oh, c->kh, c->sh, 1, ref_out_size(oh, c->kh, c->sh, 1, true)) : 0;
+    int pl = c->same ? ref_pad(ow, c->kw, c->sw, 1, ref_out_size(ow, c->kw, c->sw, 1, true)) : 0;
+    size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->o * c->kh * c->kw * c->c;
+    size_t nout = (size_t)c->n * oh * ow * c->o;
+    float *in = randv(nin), *f = randv(nf), *b = c->bias ? randv((size_t)c->o) : filled((size_t)c->o, 0);
+    float *out = malloc(nout * sizeof(float)), *want = malloc(nout * sizeof(float));
+    int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {c->o, c->kh, c->kw, c->c};
+    int32_t dout[4] = {c->n, oh, ow, c->o};
+    btconv_t t;
+    btconv_init(&t, in, di, f, df, c->bias ? b : NULL, out, dout,
+                c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->act);
+    btconv_run(&t);
+    ref_tconv(c, in, f, b, want, oh, ow, pt, pl);
+    for (size_t i = 0; i < nout; i++) want[i] = ref_act(want[i], c->act);
+    char what[160];
+    snprintf(what, sizeof what, "TRANSPOSE_CONV case %zu", k);
+    assert_close(out, want, nout, 2e-5f, what);
+    free(in); free(f); free(b); free(out); free(want);
+  }
+}
+END_TEST
+
+START_TEST(tconv_builtin_prepare_errors) {
+  float in[16] = {0}, w[16] = {0}, out[64] = {0};
+  char msg[AR_MSG_BYTES];
+  int32_t di[4] = {1, 2, 2, 1}, dw[4] = {1, 2, 2, 1}, dout[4] = {1, 4, 4, 1};
+  btconv_t t;
+  btconv_init(&t, in, di, w, dw, NULL, out, dout, AR_PADDING_VALID, 2, 2, AR_ACT_NONE);
+  t.shape[3] = 2;   /* output_shape says 2 channels, weights have 1 */
+  ck_assert_int_eq(ar_kernel_transpose_conv.prepare(&t.node, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_ptr_nonnull(strstr(msg, "output_shape [1,4,4,2] does not fit"));
+  t.shape[3] = 1;
+  t.os.is_constant = false;
+  ck_assert_int_eq(ar_kernel_transpose_conv.prepare(&t.node, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_str_eq(msg, "operator 7 (TRANSPOSE_CONV): output_shape (input 0) is not a constant (its "
+                        "values decide the output shape; dynamic shapes are not supported)");
+}
+END_TEST
+
+/* ---------- BATCH_MATMUL ---------- */
+
+static int bmm(float *a, int ar, const int32_t *da, float *b, int br, const int32_t *db, float *c,
+               int cr, const int32_t *dc, bool adj_x, bool adj_y, char *msg) {
+  ar_tview_t ta, tb, tc;
+  tview_set(&ta, a, ar, da, false);
+  tview_set(&tb, b, br, db, true);
+  tview_set(&tc, c, cr, dc, false);
+  tnode_t tn;
+  memset(&tn, 0, sizeof tn);
+  tn.opt.batch_matmul = (ar_batch_matmul_options_t){adj_x, adj_y};
+  tn.node.op = AR_OP_BATCH_MATMUL;
+  tn.node.index = 7;
+  tn.node.options = &tn.opt;
+  tn.node.n_inputs = 2;
+  tn.node.n_outputs = 1;
+  tn.node.inputs[0] = &ta;
+  tn.node.inputs[1] = &tb;
+  tn.node.outputs[0] = &tc;
+  tn.node.blas_threads = 1;
+  if (msg) return ar_kernel_batch_matmul.prepare(&tn.node, msg, AR_MSG_BYTES);
+  tnode_run(&tn, &ar_kernel_batch_matmul);
+  return 0;
+}
+
+/* [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]]; the same through adj_x
+ * (lhs stored transposed) and adj_y (rhs stored transposed). */
+START_TEST(batch_matmul_hand_and_adjoints) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12}, c[4];
+  float at[6] = {1, 4, 2, 5, 3, 6}, bt[6] = {7, 9, 11, 8, 10, 12};
+  int32_t d23[2] = {2, 3}, d32[2] = {3, 2}, d22[2] = {2, 2};
+  const float want[4] = {58, 64, 139, 154};
+  bmm(a, 2, d23, b, 2, d32, c, 2, d22, false, false, NULL);
+  assert_close(c, want, 4, 0, "matmul");
+  bmm(at, 2, d32, b, 2, d32, c, 2, d22, true, false, NULL);
+  assert_close(c, want, 4, 0, "adj_x");
+  bmm(a, 2, d23, bt, 2, d23, c, 2, d22, false, true, NULL);
+  assert_close(c, want, 4, 0, "adj_y");
+  bmm(at, 2, d32, bt, 2, d23, c, 2, d22, true, true, NULL);
+  assert_close(c, want, 4, 0, "adj_x adj_y");
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(bmm(a, 2, d23, b, 2, d23, c, 2, d22, false, false, msg), AR_ESHAPE);
+  ck_assert_ptr_nonnull(strstr(msg, "disagree on the contracted dim (3 vs 2)"));
+}
+END_TEST
+
+/* lhs [2,1,3,4] x rhs [3,4,5] -> [2,3,3,5]: lhs broadcasts over rhs's batch of 3, rhs over lhs's
+ * batch of 2; compared with a naive triple loop. */
+START_TEST(batch_matmul_broadcast_vs_naive) {
+  int32_t da[4] = {2, 1, 3, 4}, db[3] = {3, 4, 5}, dc[4] = {2, 3, 3, 5};
+  float *a = randv(2 * 3 * 4), *b = randv(3 * 4 * 5), c[2 * 3 * 3 * 5], want[2 * 3 * 3 * 5];
+  bmm(a, 4, da, b, 3, db, c, 4, dc, false, false, NULL);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      for (int m = 0; m < 3; m++)
+        for (int n = 0; n < 5; n++) {
+          double acc = 0;
+          for (int k = 0; k < 4; k++) acc += (double)a[(i * 3 + m) * 4 + k] * b[(j * 4 + k) * 5 + n];
+          want[((i * 3 + j) * 3 + m) * 5 + n] = (float)acc;
+        }
+  assert_close(c, want, 2 * 3 * 3 * 5, 1e-5f, "broadcast batch matmul");
+  free(a); free(b);
+}
+END_TEST
+
 /* ---------- FULLY_CONNECTED ---------- */
 
 static void fc_opts(tnode_t *tn, bool keep, ar_activation_t act) {
@@ -870,6 +1066,15 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, tconv_stride1_overlap);
   tcase_add_test(tc, tconv_random_vs_naive);
   tcase_add_test(tc, tconv_prepare_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("transpose_conv_builtin");
+  tcase_add_test(tc, tconv_builtin_hand_computed);
+  tcase_add_test(tc, tconv_builtin_random_vs_naive);
+  tcase_add_test(tc, tconv_builtin_prepare_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("batch_matmul");
+  tcase_add_test(tc, batch_matmul_hand_and_adjoints);
+  tcase_add_test(tc, batch_matmul_broadcast_vs_naive);
   suite_add_tcase(s, tc);
   tc = tcase_create("fully_connected");
   tcase_add_test(tc, fc_bias_and_no_bias);

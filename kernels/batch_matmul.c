@@ -1,0 +1,116 @@
+/* batch_matmul.c - TFLite BATCH_MATMUL, float32: one cblas_sgemm per output matrix.
+ *
+ * TFLite batch_matmul.cc: lhs [..., M, K] (adj_x: [..., K, M]), rhs [..., K, N] (adj_y:
+ * [..., N, K]), ranks 2..5; the batch dims (all but the last two) broadcast NumPy-style, aligned at
+ * the right; output [broadcast batch..., M, N]. adj_x / adj_y become the GEMM's transpose flags,
+ * so nothing is copied. Prepare stores, per output batch dim, the element stride of each operand
+ * (0 where it broadcasts); eval walks the output batches in row-major order.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_kernel_impl.h"
+
+#define AR_BMM_MAX_RANK 5
+
+typedef struct {
+  int32_t nb;                          /* output batch dims */
+  int64_t bdims[AR_BMM_MAX_RANK];
+  int64_t lstride[AR_BMM_MAX_RANK], rstride[AR_BMM_MAX_RANK];
+  int64_t batches;
+  int32_t m, n, k;
+  bool adj_x, adj_y;
+} bmm_state_t;
+
+static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *a = node->inputs[0], *b = node->inputs[1], *o = node->outputs[0];
+  memset(st, 0, sizeof *st);
+  if ((rc = ar_k_check_dtype(node, a, "lhs (input 0)", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, b, "rhs (input 1)", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+    return rc;
+  if (a->rank < 2 || b->rank < 2 || a->rank > AR_BMM_MAX_RANK || b->rank > AR_BMM_MAX_RANK)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "operand ranks %d and %d (supported 2..%d)",
+                    (int)a->rank, (int)b->rank, AR_BMM_MAX_RANK);
+  st->adj_x = node->options && node->options->batch_matmul.adj_x;
+  st->adj_y = node->options && node->options->batch_matmul.adj_y;
+  const int32_t ar = a->rank, br = b->rank;
+  st->m = st->adj_x ? a->dims[ar - 1] : a->dims[ar - 2];
+  st->k = st->adj_x ? a->dims[ar - 2] : a->dims[ar - 1];
+  const int32_t kb = st->adj_y ? b->dims[br - 1] : b->dims[br - 2];
+  st->n = st->adj_y ? b->dims[br - 2] : b->dims[br - 1];
+  if (kb != st->k) {
+    char s1[96], s2[96];
+    return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "lhs %s and rhs %s (adj_x %d, adj_y %d) disagree "
+                    "on the contracted dim (%d vs %d)", ar_k_dims_str(s1, sizeof s1, ar, a->dims),
+                    ar_k_dims_str(s2, sizeof s2, br, b->dims), (int)st->adj_x, (int)st->adj_y,
+                    (int)st->k, (int)kb);
+  }
+  const int32_t nb = AR_MAX(ar, br) - 2;
+  int64_t la = (int64_t)st->m * st->k, lb = (int64_t)st->k * st->n;   /* matrix sizes */
+  int32_t od[AR_BMM_MAX_RANK];
+  st->nb = nb;
+  st->batches = 1;
+  /* Walk batch dims from the innermost out, so strides accumulate. */
+  int64_t sa = la, sb = lb;
+  for (int32_t d = nb - 1; d >= 0; d--) {
+    const int32_t ia = d - (nb - (ar - 2)), ib = d - (nb - (br - 2));
+    const int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "batch dims %lld and %lld do not broadcast",
+                      (long long)da, (long long)db);
+    const int64_t dim = da == 1 ? db : da;
+    st->bdims[d] = dim;
+    st->lstride[d] = da == 1 ? 0 : sa;
+    st->rstride[d] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+    od[d] = (int32_t)dim;
+    st->batches *= dim;
+  }
+  od[nb] = st->m;
+  od[nb + 1] = st->n;
+  return ar_k_check_output_shape(node, nb + 2, od, msg, msg_bytes);
+}
+
+static int bmm_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  bmm_state_t st;
+  node->state_bytes = sizeof st;
+  return bmm_plan(node, &st, msg, msg_bytes);
+}
+
+static void bmm_init(ar_node_t *node) {
+  bmm_state_t st;
+  if (bmm_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+static void bmm_eval(const ar_node_t *node) {
+  const bmm_state_t *st = node->state;
+  const float *a = node->inputs[0]->data, *b = node->inputs[1]->data;
+  float *c = node->outputs[0]->data;
+  const int64_t mn = (int64_t)st->m * st->n;
+  if (mn == 0) return;
+  if (st->k == 0) { memset(c, 0, (size_t)(mn * st->batches) * sizeof(float)); return; }
+  const int lda = st->adj_x ? st->m : st->k, ldb = st->adj_y ? st->k : st->n;
+  int64_t idx[AR_BMM_MAX_RANK] = {0}, oa = 0, ob = 0;
+  for (int64_t t = 0; t < st->batches; t++, c += mn) {
+    cblas_sgemm(CblasRowMajor, st->adj_x ? CblasTrans : CblasNoTrans,
+                st->adj_y ? CblasTrans : CblasNoTrans, st->m, st->n, st->k, 1.0f, a + oa, lda,
+                b + ob, ldb, 0.0f, c, st->n);
+    for (int32_t d = st->nb - 1; d >= 0; d--) {
+      oa += st->lstride[d];
+      ob += st->rstride[d];
+      if (++idx[d] < st->bdims[d]) break;
+      oa -= st->lstride[d] * st->bdims[d];
+      ob -= st->rstride[d] * st->bdims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* TFLite BATCH_MATMUL (builtin 126): float32, adj_x/adj_y, broadcast batch dims, ranks 2..5. */
+const ar_kernel_t ar_kernel_batch_matmul = { "BATCH_MATMUL", bmm_prepare, bmm_init, bmm_eval };
