@@ -67,4 +67,8 @@ extern const ar_kernel_t ar_kernel_gather_nd;
 /* kernels/resize.c (with RESIZE_BILINEAR): TFLite RESIZE_NEAREST_NEIGHBOR. */
 extern const ar_kernel_t ar_kernel_resize_nearest_neighbor;
 
+/* kernels/detection_postprocess.c: TFLite custom op TFLite_Detection_PostProcess (SSD decode +
+ * fast or regular NMS). */
+extern const ar_kernel_t ar_kernel_detection_postprocess;
+
 #endif /* AR_KERNEL_IMPL_H */

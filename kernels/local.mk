@@ -32,9 +32,14 @@ tests_check_kernels_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST
 # Shape and index ops (slices, transpose, tile, broadcast, split/pack, squeeze), one strided-copy
 # engine under most of them; their hand-computed tests are tests/check_kernels_index.c.
 libarkernels_la_SOURCES += kernels/strided.h kernels/strided.c kernels/slice.c kernels/pack.c \
-  kernels/gather.c
+  kernels/gather.c kernels/detection_postprocess.c
 check_PROGRAMS += tests/check_kernels_index
 TESTS += tests/check_kernels_index
 tests_check_kernels_index_SOURCES = tests/check_kernels_index.c
 tests_check_kernels_index_CFLAGS = $(TEST_CFLAGS)
 tests_check_kernels_index_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+check_PROGRAMS += tests/check_kernels_detect
+TESTS += tests/check_kernels_detect
+tests_check_kernels_detect_SOURCES = tests/check_kernels_detect.c
+tests_check_kernels_detect_CFLAGS = $(TEST_CFLAGS)
+tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)

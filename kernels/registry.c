@@ -42,6 +42,7 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_RESIZE_NEAREST_NEIGHBOR: return &ar_kernel_resize_nearest_neighbor;
   case AR_OP_TRANSPOSE_CONV: return &ar_kernel_transpose_conv;
   case AR_OP_BATCH_MATMUL: return &ar_kernel_batch_matmul;
+  case AR_OP_DETECTION_POSTPROCESS: return &ar_kernel_detection_postprocess;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;
   case AR_OP_INVALID: case AR_OP_COUNT: break;
   }

@@ -25,6 +25,7 @@
 
 #include "common/ar_error.h"
 #include "loader/ar_flatbuf.h"
+#include "loader/ar_flexbuf.h"
 #include "loader/ar_schema.h"
 #include "loader/ar_sha256.h"
 
@@ -800,6 +801,55 @@ static int decode_transpose_conv(opctx_t *c, const ar_operator_t *op, ar_transpo
   return 0;
 }
 
+/* TFLite_Detection_PostProcess: a FlexBuffers map (detection_postprocess.cc Init). Keys TFLite
+ * requires are required here too; detections_per_class and use_regular_nms have defaults. */
+static int decode_detection_postprocess(opctx_t *c, const ar_operator_t *op,
+                                        ar_detection_postprocess_options_t *x) {
+  ar_flexmap_t m;
+  if (!op->custom_options || ar_flexmap_open(op->custom_options, op->custom_options_bytes, &m) != 0)
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): custom_options (%u bytes) "
+                   "are not a FlexBuffers map", c->index, c->label, op->custom_options_bytes);
+  static const struct { const char *key; bool required; double dflt; } keys[] = {
+    {"max_detections", true, 0}, {"max_classes_per_detection", true, 0},
+    {"detections_per_class", false, 100}, {"num_classes", true, 0}, {"use_regular_nms", false, 0},
+    {"nms_score_threshold", true, 0}, {"nms_iou_threshold", true, 0}, {"y_scale", true, 0},
+    {"x_scale", true, 0}, {"h_scale", true, 0}, {"w_scale", true, 0},
+  };
+  double v[sizeof keys / sizeof keys[0]];
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    int rc = ar_flexmap_number(&m, keys[i].key, &v[i]);
+    if (rc < 0)
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): custom option %s is "
+                     "malformed or not a number", c->index, c->label, keys[i].key);
+    if (rc == 0) {
+      if (keys[i].required)
+        return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): custom option %s is "
+                       "missing", c->index, c->label, keys[i].key);
+      v[i] = keys[i].dflt;
+    }
+  }
+  for (int i = 0; i < 4; i++)   /* the four counts */
+    if (!(v[i] >= 1 && v[i] <= 1e6))
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): %s is %g (must be "
+                     "1..1000000)", c->index, c->label, keys[i].key, v[i]);
+  x->max_detections = (int32_t)v[0];
+  x->max_classes_per_detection = (int32_t)v[1];
+  x->detections_per_class = (int32_t)v[2];
+  x->num_classes = (int32_t)v[3];
+  x->use_regular_nms = v[4] != 0;
+  x->nms_score_threshold = (float)v[5];
+  x->nms_iou_threshold = (float)v[6];
+  x->y_scale = (float)v[7]; x->x_scale = (float)v[8]; x->h_scale = (float)v[9]; x->w_scale = (float)v[10];
+  if (!(x->nms_iou_threshold > 0.0f && x->nms_iou_threshold <= 1.0f))
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): nms_iou_threshold %g is "
+                   "not in (0, 1]", c->index, c->label, v[6]);
+  for (int i = 7; i < 11; i++)
+    if (!(v[i] > 0))
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): %s is %g (must be > 0)",
+                     c->index, c->label, keys[i].key, v[i]);
+  return 0;
+}
+
 static int copy_index_list(loader_t *L, const ar_fb_vec_t *v, const int32_t **out) {
   int32_t *a = alloc_array(L, v->count, sizeof(int32_t), "index list");
   if (!a) return AR_ENOMEM;
@@ -892,6 +942,8 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
   if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM) {
     if (oc->op == AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS)
       return decode_transpose_conv(&c, op, &op->options.transpose_conv);
+    if (oc->op == AR_OP_DETECTION_POSTPROCESS)
+      return decode_detection_postprocess(&c, op, &op->options.detection_postprocess);
     return 0;
   }
   uint8_t type;

@@ -95,6 +95,14 @@ typedef struct { int32_t num_splits; } ar_split_options_t;          /* SPLIT, SP
 typedef struct { int32_t count, axis; } ar_pack_options_t;          /* PACK values_count, UNPACK num */
 typedef struct { int32_t n_dims; int32_t dims[AR_MAX_RANK]; } ar_squeeze_options_t;
 typedef struct { bool adj_x, adj_y; } ar_batch_matmul_options_t;
+/* TFLite_Detection_PostProcess (FlexBuffers custom options; defaults: detections_per_class 100,
+ * use_regular_nms false). */
+typedef struct {
+  int32_t max_detections, max_classes_per_detection, detections_per_class, num_classes;
+  bool use_regular_nms;
+  float nms_score_threshold, nms_iou_threshold;
+  float y_scale, x_scale, h_scale, w_scale;
+} ar_detection_postprocess_options_t;
 
 typedef union ar_options {
   ar_conv2d_options_t conv2d;
@@ -116,6 +124,7 @@ typedef union ar_options {
   ar_resize_bilinear_options_t resize_nearest;  /* RESIZE_NEAREST_NEIGHBOR: same two flags */
   ar_depth_to_space_options_t space_to_depth;   /* SPACE_TO_DEPTH: block_size */
   ar_batch_matmul_options_t batch_matmul;
+  ar_detection_postprocess_options_t detection_postprocess;
 } ar_options_t;
 
 /* ---- Sparsity (TFLite SparsityParameters, for DENSIFY). ---- */

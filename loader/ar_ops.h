@@ -50,9 +50,10 @@
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
  * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw
- * little-endian int32 custom options. */
+ * little-endian int32 custom options; TFLite's SSD post-process a FlexBuffers map. */
 #define AR_CUSTOM_OP_MAP(XX) \
-  XX(CONVOLUTION_2D_TRANSPOSE_BIAS, "Convolution2DTransposeBias", 1)
+  XX(CONVOLUTION_2D_TRANSPOSE_BIAS, "Convolution2DTransposeBias", 1) \
+  XX(DETECTION_POSTPROCESS, "TFLite_Detection_PostProcess", 1)
 
 /* TFLite's BuiltinOperator code for CUSTOM. */
 #define AR_TFLITE_BUILTIN_CUSTOM 32

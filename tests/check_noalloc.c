@@ -1,5 +1,6 @@
 /* check_noalloc.c - Invoke makes zero heap allocations: 100 invokes of every real model with an
- * allocation counter armed around each ar_interp_invoke call.
+ * allocation counter armed around each ar_interp_invoke call, and 10 evals of each kernel no
+ * shipped model uses yet (shape/index ops, BATCH_MATMUL, TRANSPOSE_CONV, the SSD post-process).
  *
  * The counter: this binary defines malloc, calloc, realloc, free, posix_memalign, aligned_alloc,
  * memalign, valloc, pvalloc and mmap/mmap64 itself (exported, so libc, OpenBLAS and our static
@@ -28,6 +29,7 @@
 
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
+#include "kernels/ar_kernels.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_util.h"
 
@@ -220,6 +222,170 @@ START_TEST(test_invoke_no_alloc) {
 }
 END_TEST
 
+
+/* ---- the shape/index kernels, BATCH_MATMUL, builtin TRANSPOSE_CONV and the SSD post-process,
+ * which no shipped model uses yet: prepare + init outside the window, then 10 evals armed. ---- */
+
+static ar_tview_t nv(ar_dtype_t dt, void *data, bool is_const, int rank, const int32_t *dims) {
+  ar_tview_t t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt; t.data = data; t.rank = rank; t.is_constant = is_const;
+  uint64_t n = 1;
+  for (int i = 0; i < rank; i++) { t.dims[i] = dims[i]; n *= (uint64_t)dims[i]; }
+  t.bytes = n * ar_dtype_size(dt);
+  return t;
+}
+
+/* Prepare and init `nd` (must succeed), then count the calls of 10 evals. */
+static unsigned long evals_allocs(ar_node_t *nd) {
+  const ar_kernel_t *k = ar_kernel_for(nd->op);
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_ptr_nonnull(k);
+  int rc = k->prepare(nd, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: %s", k->name, msg);
+  nd->scratch = nd->scratch_bytes ? malloc(nd->scratch_bytes) : NULL;
+  nd->state = nd->state_bytes ? malloc(nd->state_bytes) : NULL;
+  if (k->init) k->init(nd);
+  arm();
+  for (int r = 0; r < 10; r++) k->eval(nd);
+  unsigned long c = disarm();
+  printf("noalloc kernel %-30s 10 evals: %lu allocation calls\n", k->name, c);
+  free(nd->scratch);
+  free(nd->state);
+  nd->scratch = nd->state = NULL;
+  return c;
+}
+
+static ar_node_t nnode(ar_op_t op, const ar_options_t *o, int n_in, ar_tview_t **in, int n_out,
+                       ar_tview_t **out) {
+  ar_node_t nd;
+  memset(&nd, 0, sizeof nd);
+  nd.op = op; nd.options = o; nd.n_inputs = n_in; nd.n_outputs = n_out; nd.blas_threads = 1;
+  for (int i = 0; i < n_in; i++) nd.inputs[i] = in[i];
+  for (int i = 0; i < n_out; i++) nd.outputs[i] = out[i];
+  return nd;
+}
+
+START_TEST(test_new_kernels_no_alloc) {
+  install_counter();
+  settle_openblas_threads();
+  static float x[4 * 6 * 8 * 3], y[4096], z[4096], w[4096];
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = (float)i * 0.01f;
+  const int32_t dx[4] = {4, 6, 8, 3};
+  ar_tview_t tx = nv(AR_DTYPE_FLOAT32, x, false, 4, dx);
+  unsigned long total = 0;
+  ar_options_t o;
+
+  { /* STRIDED_SLICE x[1:, ::-2, 1:7:3, :] */
+    int32_t b[4] = {1, 0, 1, 0}, e[4] = {4, 0, 7, 3}, st[4] = {1, -2, 3, 1}, d1[1] = {4};
+    int32_t dout[4] = {3, 3, 2, 3};
+    ar_tview_t tb = nv(AR_DTYPE_INT32, b, true, 1, d1), te = nv(AR_DTYPE_INT32, e, true, 1, d1);
+    ar_tview_t ts = nv(AR_DTYPE_INT32, st, true, 1, d1), to = nv(AR_DTYPE_FLOAT32, y, false, 4, dout);
+    memset(&o, 0, sizeof o);
+    o.strided_slice.begin_mask = 2; o.strided_slice.end_mask = 2;
+    ar_tview_t *in[] = {&tx, &tb, &te, &ts}, *out[] = {&to};
+    ar_node_t nd = nnode(AR_OP_STRIDED_SLICE, &o, 4, in, 1, out);
+    total += evals_allocs(&nd);
+  }
+  { /* TRANSPOSE NHWC -> NCHW, TILE (2,1,1,1) */
+    int32_t p[4] = {0, 3, 1, 2}, m[4] = {2, 1, 1, 1}, d1[1] = {4}, dt[4] = {4, 3, 6, 8}, dti[4] = {8, 6, 8, 3};
+    ar_tview_t tp = nv(AR_DTYPE_INT32, p, true, 1, d1), to = nv(AR_DTYPE_FLOAT32, y, false, 4, dt);
+    ar_tview_t *in[] = {&tx, &tp}, *out[] = {&to};
+    ar_node_t nd = nnode(AR_OP_TRANSPOSE, NULL, 2, in, 1, out);
+    total += evals_allocs(&nd);
+    ar_tview_t tm = nv(AR_DTYPE_INT32, m, true, 1, d1), to2 = nv(AR_DTYPE_FLOAT32, y, false, 4, dti);
+    ar_tview_t *in2[] = {&tx, &tm}, *out2[] = {&to2};
+    nd = nnode(AR_OP_TILE, NULL, 2, in2, 1, out2);
+    total += evals_allocs(&nd);
+  }
+  { /* GATHER axis 2 with int64 indices, GATHER_ND depth 2, SPLIT axis 1 in 3, PACK of 2 */
+    int64_t gi[3] = {7, 0, 3};
+    int32_t d3[1] = {3}, dg[4] = {4, 6, 3, 3};
+    ar_tview_t ti = nv(AR_DTYPE_INT64, gi, false, 1, d3), to = nv(AR_DTYPE_FLOAT32, y, false, 4, dg);
+    memset(&o, 0, sizeof o);
+    o.gather.axis = 2;
+    ar_tview_t *in[] = {&tx, &ti}, *out[] = {&to};
+    ar_node_t nd = nnode(AR_OP_GATHER, &o, 2, in, 1, out);
+    total += evals_allocs(&nd);
+    int32_t ni[4] = {3, 5, 0, 1}, dn[2] = {2, 2}, dno[3] = {2, 8, 3};
+    ar_tview_t tn = nv(AR_DTYPE_INT32, ni, false, 2, dn), tno = nv(AR_DTYPE_FLOAT32, y, false, 3, dno);
+    ar_tview_t *in2[] = {&tx, &tn}, *out2[] = {&tno};
+    nd = nnode(AR_OP_GATHER_ND, NULL, 2, in2, 1, out2);
+    total += evals_allocs(&nd);
+    int32_t ax[1] = {1}, ds[4] = {4, 2, 8, 3};
+    ar_tview_t ta = nv(AR_DTYPE_INT32, ax, true, 0, NULL);
+    ar_tview_t s0 = nv(AR_DTYPE_FLOAT32, y, false, 4, ds), s1 = nv(AR_DTYPE_FLOAT32, z, false, 4, ds);
+    ar_tview_t s2 = nv(AR_DTYPE_FLOAT32, w, false, 4, ds);
+    memset(&o, 0, sizeof o);
+    o.split.num_splits = 3;
+    ar_tview_t *in3[] = {&ta, &tx}, *out3[] = {&s0, &s1, &s2};
+    nd = nnode(AR_OP_SPLIT, &o, 2, in3, 3, out3);
+    total += evals_allocs(&nd);
+    static float pk[2 * 4 * 2 * 8 * 3];
+    int32_t dp[5] = {4, 2, 2, 8, 3};
+    ar_tview_t tpk = nv(AR_DTYPE_FLOAT32, pk, false, 5, dp);
+    memset(&o, 0, sizeof o);
+    o.pack.count = 2; o.pack.axis = 1;
+    ar_tview_t *in4[] = {&s0, &s1}, *out4[] = {&tpk};
+    nd = nnode(AR_OP_PACK, &o, 2, in4, 1, out4);
+    total += evals_allocs(&nd);
+  }
+  { /* RESIZE_NEAREST_NEIGHBOR 6x8 -> 9x5, BATCH_MATMUL [4,6,24] x [24,5] */
+    int32_t sz[2] = {9, 5}, d2[1] = {2}, dr[4] = {4, 9, 5, 3};
+    ar_tview_t ts = nv(AR_DTYPE_INT32, sz, true, 1, d2), to = nv(AR_DTYPE_FLOAT32, y, false, 4, dr);
+    memset(&o, 0, sizeof o);
+    o.resize_nearest.half_pixel_centers = true;
+    ar_tview_t *in[] = {&tx, &ts}, *out[] = {&to};
+    ar_node_t nd = nnode(AR_OP_RESIZE_NEAREST_NEIGHBOR, &o, 2, in, 1, out);
+    total += evals_allocs(&nd);
+    int32_t da[3] = {4, 6, 24}, db[2] = {24, 5}, dc[3] = {4, 6, 5};
+    ar_tview_t ta = nv(AR_DTYPE_FLOAT32, x, false, 3, da), tb = nv(AR_DTYPE_FLOAT32, z, true, 2, db);
+    ar_tview_t tc = nv(AR_DTYPE_FLOAT32, y, false, 3, dc);
+    memset(&o, 0, sizeof o);
+    ar_tview_t *in2[] = {&ta, &tb}, *out2[] = {&tc};
+    nd = nnode(AR_OP_BATCH_MATMUL, &o, 2, in2, 1, out2);
+    total += evals_allocs(&nd);
+  }
+  { /* TRANSPOSE_CONV 6x8x3 -> 12x16x5, 3x3 stride 2 SAME, bias, RELU */
+    int32_t os[4] = {4, 12, 16, 5}, d4[1] = {4}, dw[4] = {5, 3, 3, 3}, db[1] = {5};
+    static float out[4 * 12 * 16 * 5];
+    ar_tview_t tos = nv(AR_DTYPE_INT32, os, true, 1, d4), tw = nv(AR_DTYPE_FLOAT32, z, true, 4, dw);
+    ar_tview_t tb = nv(AR_DTYPE_FLOAT32, w, true, 1, db), to = nv(AR_DTYPE_FLOAT32, out, false, 4, os);
+    memset(&o, 0, sizeof o);
+    o.transpose_conv = (ar_transpose_conv_options_t){AR_PADDING_SAME, 2, 2, AR_ACT_RELU};
+    ar_tview_t *in[] = {&tos, &tw, &tx, &tb}, *outs[] = {&to};
+    ar_node_t nd = nnode(AR_OP_TRANSPOSE_CONV, &o, 4, in, 1, outs);
+    total += evals_allocs(&nd);
+  }
+  { /* TFLite_Detection_PostProcess, 64 anchors, 3 classes + background, both NMS modes */
+    enum { B = 64 };
+    static float enc[B * 4], cls[B * 4], anc[B * 4], ob[20 * 4], oc[20], osc[20], on[1];
+    for (int i = 0; i < B; i++) {
+      anc[4 * i] = (float)(i % 8) * 0.1f; anc[4 * i + 1] = (float)(i / 8) * 0.1f;
+      anc[4 * i + 2] = anc[4 * i + 3] = 0.2f;
+      for (int c = 0; c < 4; c++) cls[4 * i + c] = (float)((i * 7 + c * 13) % 17) / 17.0f;
+      enc[4 * i] = enc[4 * i + 1] = 0.1f;
+    }
+    int32_t de[3] = {1, B, 4}, da[2] = {B, 4}, d0[3] = {1, 20, 4}, d1[2] = {1, 20}, d3[1] = {1};
+    ar_tview_t te = nv(AR_DTYPE_FLOAT32, enc, false, 3, de), tc = nv(AR_DTYPE_FLOAT32, cls, false, 3, de);
+    ar_tview_t ta = nv(AR_DTYPE_FLOAT32, anc, true, 2, da);
+    ar_tview_t t0 = nv(AR_DTYPE_FLOAT32, ob, false, 3, d0), t1 = nv(AR_DTYPE_FLOAT32, oc, false, 2, d1);
+    ar_tview_t t2 = nv(AR_DTYPE_FLOAT32, osc, false, 2, d1), t3 = nv(AR_DTYPE_FLOAT32, on, false, 1, d3);
+    memset(&o, 0, sizeof o);
+    o.detection_postprocess = (ar_detection_postprocess_options_t){
+        .max_detections = 10, .max_classes_per_detection = 2, .detections_per_class = 5,
+        .num_classes = 3, .nms_score_threshold = 0.2f, .nms_iou_threshold = 0.5f,
+        .y_scale = 10, .x_scale = 10, .h_scale = 5, .w_scale = 5};
+    ar_tview_t *in[] = {&te, &tc, &ta}, *outs[] = {&t0, &t1, &t2, &t3};
+    ar_node_t nd = nnode(AR_OP_DETECTION_POSTPROCESS, &o, 3, in, 4, outs);
+    total += evals_allocs(&nd);
+    o.detection_postprocess.use_regular_nms = true;
+    total += evals_allocs(&nd);
+  }
+  ck_assert_msg(total == 0, "%lu heap allocation calls in the kernels' evals", total);
+}
+END_TEST
+
 int main(void) {
   /* Valgrind replaces malloc and friends everywhere, our definitions included, so nothing would be
    * counted (and 1100 invokes under valgrind take too long): the suite skips itself there. The
@@ -232,6 +398,9 @@ int main(void) {
   Suite *s = suite_create("noalloc");
   TCase *tc = tcase_create("counter");
   tcase_add_test(tc, test_counter_counts);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("new_kernels");
+  tcase_add_test(tc, test_new_kernels_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("invoke");
   tcase_set_timeout(tc, 600);

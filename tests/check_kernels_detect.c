@@ -1,0 +1,335 @@
+/* check_kernels_detect.c - TFLite_Detection_PostProcess and the FlexBuffers reader its options go
+ * through (loader/ar_flexbuf.h).
+ *
+ * The FlexBuffers maps are built byte by byte here from the format's definition (values 4 bytes
+ * wide); the reader must find every key, read ints, floats and bools, report absent keys, and
+ * refuse truncated or out-of-bounds buffers. The post-process cases use anchors whose decoded
+ * boxes are obvious (unit scales, zero size encodings give the anchor itself): overlapping boxes
+ * suppressed or kept by the IoU threshold, the score threshold, max_detections, fewer boxes than
+ * output rows (zero-filled), and both NMS modes, with every output value worked out by hand. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "kernels/ar_kernels.h"
+#include "loader/ar_flexbuf.h"
+
+/* ---- a FlexBuffers map writer (4-byte values), for the tests ---- */
+
+enum { T_INT = 1, T_FLOAT = 3, T_BOOL = 26 };
+typedef struct { const char *key; int type; double v; } kv_t;
+
+static void put32(uint8_t *b, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; i++) b[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Writes the map into buf, returns its size. */
+static size_t flex_map(uint8_t *buf, const kv_t *kv, int n) {
+  size_t at = 0, key_pos[32];
+  for (int i = 0; i < n; i++) {
+    key_pos[i] = at;
+    size_t l = strlen(kv[i].key) + 1;
+    memcpy(buf + at, kv[i].key, l);
+    at += l;
+  }
+  while (at % 4) buf[at++] = 0;
+  put32(buf, at, (uint32_t)n); at += 4;            /* keys vector: count, then offsets */
+  const size_t keys = at;
+  for (int i = 0; i < n; i++, at += 4) put32(buf, at, (uint32_t)(at - key_pos[i]));
+  const size_t koff_pos = at;                      /* map prefix: keys offset, width, count */
+  at += 4;
+  put32(buf, at, 4); at += 4;
+  put32(buf, at, (uint32_t)n); at += 4;
+  const size_t vals = at;
+  put32(buf, koff_pos, (uint32_t)(koff_pos - keys));
+  for (int i = 0; i < n; i++, at += 4) {
+    if (kv[i].type == T_FLOAT) { float f = (float)kv[i].v; uint32_t u; memcpy(&u, &f, 4); put32(buf, at, u); }
+    else put32(buf, at, (uint32_t)(int32_t)kv[i].v);
+  }
+  for (int i = 0; i < n; i++) buf[at++] = (uint8_t)(kv[i].type << 2 | 2);
+  put32(buf, at, (uint32_t)(at - vals)); at += 4;  /* root: offset to the map */
+  buf[at++] = 9 << 2 | 2;                          /* FBT_MAP, 4-byte values */
+  buf[at++] = 4;                                   /* root width */
+  return at;
+}
+
+START_TEST(flexbuf_reads_ints_floats_bools) {
+  uint8_t buf[512];
+  const kv_t kv[] = {{"max_detections", T_INT, 10}, {"nms_iou_threshold", T_FLOAT, 0.6},
+                     {"use_regular_nms", T_BOOL, 1}, {"y_scale", T_FLOAT, 10}, {"neg", T_INT, -7}};
+  size_t len = flex_map(buf, kv, 5);
+  ar_flexmap_t m;
+  ck_assert_int_eq(ar_flexmap_open(buf, len, &m), 0);
+  double v;
+  ck_assert_int_eq(ar_flexmap_number(&m, "max_detections", &v), 1); ck_assert(v == 10);
+  ck_assert_int_eq(ar_flexmap_number(&m, "nms_iou_threshold", &v), 1); ck_assert(v == (double)0.6f);
+  ck_assert_int_eq(ar_flexmap_number(&m, "use_regular_nms", &v), 1); ck_assert(v == 1);
+  ck_assert_int_eq(ar_flexmap_number(&m, "neg", &v), 1); ck_assert(v == -7);
+  ck_assert_int_eq(ar_flexmap_number(&m, "absent", &v), 0);
+  /* Truncations: the root moves with the end, so the last bytes are read as a root; too short or
+   * no map there is refused, and whatever opens must still read in bounds. */
+  ck_assert_int_eq(ar_flexmap_open(buf, 0, &m), -1);
+  ck_assert_int_eq(ar_flexmap_open(buf, 2, &m), -1);
+  ck_assert_int_eq(ar_flexmap_open(buf, len - 1, &m), -1);
+  for (size_t l = 0; l < len; l++)
+    if (ar_flexmap_open(buf, l, &m) == 0) (void)ar_flexmap_number(&m, "y_scale", &v);
+  /* A root offset pointing before the buffer. */
+  uint8_t bad[512];
+  memcpy(bad, buf, len);
+  put32(bad, len - 6, 100000);
+  ck_assert_int_eq(ar_flexmap_open(bad, len, &m), -1);
+  /* Not a map at the root. */
+  memcpy(bad, buf, len);
+  bad[len - 2] = T_INT << 2 | 2;
+  ck_assert_int_eq(ar_flexmap_open(bad, len, &m), -1);
+  /* Every single-byte corruption is either refused or read within bounds (ASan/valgrind runs of
+   * this suite would flag a stray read). */
+  for (size_t i = 0; i < len; i++) {
+    memcpy(bad, buf, len);
+    bad[i] ^= 0xa5;
+    if (ar_flexmap_open(bad, len, &m) == 0) (void)ar_flexmap_number(&m, "y_scale", &v);
+  }
+}
+END_TEST
+
+/* ---- TFLite_Detection_PostProcess ---- */
+
+enum { MAXB = 8, MAXC = 4, MAXN = 8 };
+
+typedef struct {
+  float enc[MAXB * 4], cls[MAXB * MAXC], anc[MAXB * 4];
+  float boxes[MAXN * 4], classes[MAXN], scores[MAXN], num;
+  ar_tview_t t_enc, t_cls, t_anc, o_boxes, o_classes, o_scores, o_num;
+  ar_options_t opt;
+  ar_node_t node;
+} dpp_t;
+
+static void view(ar_tview_t *t, float *data, int rank, int d0, int d1, int d2) {
+  memset(t, 0, sizeof *t);
+  t->data = data; t->dtype = AR_DTYPE_FLOAT32; t->rank = rank;
+  t->dims[0] = d0; t->dims[1] = d1; t->dims[2] = d2;
+  uint64_t n = 1;
+  for (int i = 0; i < rank; i++) n *= (uint64_t)t->dims[i];
+  t->bytes = n * 4;
+}
+
+/* nb anchors (given as corner boxes ymin,xmin,ymax,xmax: encodings are 0 so they decode to
+ * themselves), classes_bg columns of scores per anchor. */
+static void dpp_setup(dpp_t *d, int nb, int classes_bg, const float *corners, const float *scores,
+                      int num_classes, int max_det, int max_cls, bool regular) {
+  memset(d, 0, sizeof *d);
+  for (int i = 0; i < nb; i++) {
+    const float *c = corners + 4 * i;
+    d->anc[4 * i + 0] = (c[0] + c[2]) / 2; d->anc[4 * i + 1] = (c[1] + c[3]) / 2;
+    d->anc[4 * i + 2] = c[2] - c[0];       d->anc[4 * i + 3] = c[3] - c[1];
+  }
+  memcpy(d->cls, scores, (size_t)nb * classes_bg * sizeof(float));
+  view(&d->t_enc, d->enc, 3, 1, nb, 4);
+  view(&d->t_cls, d->cls, 3, 1, nb, classes_bg);
+  view(&d->t_anc, d->anc, 2, nb, 4, 0);
+  d->t_anc.is_constant = true;
+  const int n = max_det * max_cls;
+  view(&d->o_boxes, d->boxes, 3, 1, n, 4);
+  view(&d->o_classes, d->classes, 2, 1, n, 0);
+  view(&d->o_scores, d->scores, 2, 1, n, 0);
+  view(&d->o_num, &d->num, 1, 1, 0, 0);
+  d->opt.detection_postprocess = (ar_detection_postprocess_options_t){
+      .max_detections = max_det, .max_classes_per_detection = max_cls, .detections_per_class = 100,
+      .num_classes = num_classes, .use_regular_nms = regular, .nms_score_threshold = 0.3f,
+      .nms_iou_threshold = 0.5f, .y_scale = 1, .x_scale = 1, .h_scale = 1, .w_scale = 1};
+  d->node.op = AR_OP_DETECTION_POSTPROCESS;
+  d->node.index = 5;
+  d->node.options = &d->opt;
+  d->node.n_inputs = 3; d->node.n_outputs = 4;
+  d->node.inputs[0] = &d->t_enc; d->node.inputs[1] = &d->t_cls; d->node.inputs[2] = &d->t_anc;
+  d->node.outputs[0] = &d->o_boxes; d->node.outputs[1] = &d->o_classes;
+  d->node.outputs[2] = &d->o_scores; d->node.outputs[3] = &d->o_num;
+}
+
+static char g_msg[AR_MSG_BYTES];
+
+static int dpp_run(dpp_t *d) {
+  const ar_kernel_t *k = ar_kernel_for(AR_OP_DETECTION_POSTPROCESS);
+  ck_assert_ptr_nonnull(k);
+  int rc = k->prepare(&d->node, g_msg, sizeof g_msg);
+  if (rc) return rc;
+  d->node.scratch = malloc(d->node.scratch_bytes);
+  memset(d->node.scratch, 0xff, d->node.scratch_bytes);   /* poison: nothing may read it unwritten */
+  memset(d->boxes, 0x7f, sizeof d->boxes);                /* and stale outputs must be cleared */
+  k->eval(&d->node);
+  free(d->node.scratch);
+  d->node.scratch = NULL;
+  return 0;
+}
+
+static void expect_box(const dpp_t *d, int row, const float *c) {
+  for (int j = 0; j < 4; j++)
+    ck_assert_msg(fabsf(d->boxes[4 * row + j] - c[j]) < 1e-6f, "row %d coord %d: got %g want %g", row,
+                  j, d->boxes[4 * row + j], c[j]);
+}
+
+/* Anchors: A [0,0,1,1], B [0,0.1,1,1.1] (IoU with A = 0.9/1.1 = 0.818), C [2,2,3,3] (disjoint),
+ * D [0,0.5,1,1.5] (IoU with A 0.5/1.5 = 0.333, with B 0.6/1.4 = 0.43). */
+static const float corners[16] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 2, 2, 3, 3, 0, 0.5f, 1, 1.5f};
+
+START_TEST(fast_nms_suppresses_overlap_keeps_threshold) {
+  /* One class plus background column 0. Scores A .9, B .8 (suppressed by A), C .7, D .6 (kept:
+   * IoU .33 with A). max_detections 3 -> A, C, D. */
+  const float sc[8] = {0, 0.9f, 0, 0.8f, 0, 0.7f, 0, 0.6f};
+  dpp_t d;
+  dpp_setup(&d, 4, 2, corners, sc, 1, 3, 1, false);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 3);
+  expect_box(&d, 0, corners + 0); expect_box(&d, 1, corners + 8); expect_box(&d, 2, corners + 12);
+  const float ws[3] = {0.9f, 0.7f, 0.6f};
+  for (int r = 0; r < 3; r++) { ck_assert_float_eq(d.scores[r], ws[r]); ck_assert_float_eq(d.classes[r], 0); }
+  /* IoU threshold 0.3: D (IoU .33 with A) goes too; the row it leaves is zero. */
+  d.opt.detection_postprocess.nms_iou_threshold = 0.3f;
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  const float zero[4] = {0, 0, 0, 0};
+  expect_box(&d, 2, zero);
+  ck_assert_float_eq(d.scores[2], 0);
+  /* Score threshold 0.75 and IoU 0.9: A and B pass (B kept: IoU .818 <= .9), C and D do not. */
+  d.opt.detection_postprocess.nms_iou_threshold = 0.9f;
+  d.opt.detection_postprocess.nms_score_threshold = 0.75f;
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  expect_box(&d, 0, corners + 0); expect_box(&d, 1, corners + 4);
+  ck_assert_float_eq(d.scores[1], 0.8f);
+}
+END_TEST
+
+START_TEST(fast_nms_max_detections_and_fewer_boxes_than_rows) {
+  const float sc[8] = {0, 0.9f, 0, 0.8f, 0, 0.7f, 0, 0.6f};
+  dpp_t d;
+  /* max_detections 1: only A. */
+  dpp_setup(&d, 4, 2, corners, sc, 1, 1, 1, false);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 1);
+  expect_box(&d, 0, corners);
+  /* Two anchors, eight output rows: two filled, six zero. */
+  dpp_setup(&d, 2, 2, corners + 8, sc + 4, 1, 8, 1, false);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  expect_box(&d, 0, corners + 8); expect_box(&d, 1, corners + 12);
+  for (int r = 2; r < 8; r++) {
+    ck_assert_float_eq(d.scores[r], 0);
+    ck_assert_float_eq(d.classes[r], 0);
+    ck_assert_float_eq(d.boxes[4 * r], 0);
+  }
+}
+END_TEST
+
+START_TEST(fast_nms_two_classes_per_detection) {
+  /* Three classes, no background column; max_classes_per_detection 2: each selected anchor fills
+   * two rows, its best then second-best class. A: (.1 .9 .5), C: (.8 .2 .3). */
+  const float sc[6] = {0.1f, 0.9f, 0.5f, 0.8f, 0.2f, 0.3f};
+  const float two[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+  dpp_t d;
+  dpp_setup(&d, 2, 3, two, sc, 3, 2, 2, false);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  const float wc[4] = {1, 2, 0, 2}, ws[4] = {0.9f, 0.5f, 0.8f, 0.3f};
+  for (int r = 0; r < 4; r++) {
+    ck_assert_float_eq(d.classes[r], wc[r]);
+    ck_assert_float_eq(d.scores[r], ws[r]);
+  }
+  expect_box(&d, 1, two); expect_box(&d, 3, two + 4);
+}
+END_TEST
+
+START_TEST(regular_nms_per_class_then_top_scores) {
+  /* Two classes (+ background). Class 0: A .9, B .85 (suppressed by A), C .4, D .2 (below .3).
+   * Class 1: A .1, B .95, C .35, D .7 (D IoU .43 with B: kept at .5).
+   * Per class: class 0 -> A .9, C .4; class 1 -> B .95, D .7, C .35. Top 4 overall: B(1) .95,
+   * A(0) .9, D(1) .7, C(0) .4. */
+  const float sc[12] = {0, 0.9f, 0.1f, 0, 0.85f, 0.95f, 0, 0.4f, 0.35f, 0, 0.2f, 0.7f};
+  dpp_t d;
+  dpp_setup(&d, 4, 3, corners, sc, 2, 4, 1, true);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 4);
+  const float wc[4] = {1, 0, 1, 0}, ws[4] = {0.95f, 0.9f, 0.7f, 0.4f};
+  const int wa[4] = {1, 0, 3, 2};
+  for (int r = 0; r < 4; r++) {
+    ck_assert_float_eq(d.classes[r], wc[r]);
+    ck_assert_float_eq(d.scores[r], ws[r]);
+    expect_box(&d, r, corners + 4 * wa[r]);
+  }
+  /* detections_per_class 1: class 0 -> A, class 1 -> B; two rows, the rest zero. */
+  d.opt.detection_postprocess.detections_per_class = 1;
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  ck_assert_float_eq(d.scores[0], 0.95f);
+  ck_assert_float_eq(d.scores[1], 0.9f);
+  ck_assert_float_eq(d.scores[2], 0);
+  /* max_detections 2 (outputs [1,2,...]): the top two across classes. */
+  dpp_setup(&d, 4, 3, corners, sc, 2, 2, 1, true);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  ck_assert_float_eq(d.classes[0], 1); ck_assert_float_eq(d.classes[1], 0);
+}
+END_TEST
+
+START_TEST(decode_center_size_with_scales) {
+  /* Anchor (yc .5, xc .5, h 1, w 2); encoding (1, -2, ln 4 * 5, 0) with scales (10, 10, 5, 5):
+   * yc = .1 * 1 + .5 = .6, xc = -.2 * 2 + .5 = .1, h = exp(ln 4) * 1 = 4, w = 1 * 2 = 2
+   * -> ymin -1.4, xmin -.9, ymax 2.6, xmax 1.1. */
+  dpp_t d;
+  const float one[4] = {0, 0, 1, 1}, sc[2] = {0, 0.9f};
+  dpp_setup(&d, 1, 2, one, sc, 1, 1, 1, false);
+  d.anc[0] = 0.5f; d.anc[1] = 0.5f; d.anc[2] = 1; d.anc[3] = 2;
+  d.enc[0] = 1; d.enc[1] = -2; d.enc[2] = logf(4) * 5; d.enc[3] = 0;
+  d.opt.detection_postprocess.y_scale = 10; d.opt.detection_postprocess.x_scale = 10;
+  d.opt.detection_postprocess.h_scale = 5; d.opt.detection_postprocess.w_scale = 5;
+  ck_assert_int_eq(dpp_run(&d), 0);
+  const float want[4] = {-1.4f, -0.9f, 2.6f, 1.1f};
+  expect_box(&d, 0, want);
+}
+END_TEST
+
+START_TEST(prepare_checks_shapes) {
+  const float sc[8] = {0, 0.9f, 0, 0.8f, 0, 0.7f, 0, 0.6f};
+  dpp_t d;
+  dpp_setup(&d, 4, 2, corners, sc, 1, 3, 1, false);
+  d.o_boxes.dims[1] = 2;   /* stored [1,2,4], inferred [1,3,4] */
+  ck_assert_int_eq(dpp_run(&d), AR_ESHAPE);
+  ck_assert_str_eq(g_msg, "operator 5 (TFLite_Detection_PostProcess): output 0 shape [1,2,4], "
+                          "inferred [1,3,4]");
+  dpp_setup(&d, 4, 2, corners, sc, 1, 3, 1, false);
+  d.o_num.rank = 0;        /* stored without a shape, as converters often write it */
+  ck_assert_int_eq(dpp_run(&d), AR_EUNSUPPORTED);
+  ck_assert_str_eq(g_msg, "operator 5 (TFLite_Detection_PostProcess): output 3 has no stored shape "
+                          "(TFLite sizes it [1] at prepare; outputs sized at prepare are not "
+                          "supported yet)");
+  dpp_setup(&d, 4, 2, corners, sc, 3, 3, 1, false);   /* 2 columns cannot hold 3 classes */
+  ck_assert_int_eq(dpp_run(&d), AR_ESHAPE);
+  ck_assert_ptr_nonnull(strstr(g_msg, "num_classes is 3"));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("kernels_detect");
+  TCase *tc = tcase_create("flexbuf");
+  tcase_add_test(tc, flexbuf_reads_ints_floats_bools);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("postprocess");
+  tcase_add_test(tc, fast_nms_suppresses_overlap_keeps_threshold);
+  tcase_add_test(tc, fast_nms_max_detections_and_fewer_boxes_than_rows);
+  tcase_add_test(tc, fast_nms_two_classes_per_detection);
+  tcase_add_test(tc, regular_nms_per_class_then_top_scores);
+  tcase_add_test(tc, decode_center_size_with_scales);
+  tcase_add_test(tc, prepare_checks_shapes);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
