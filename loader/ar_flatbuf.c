@@ -74,13 +74,9 @@ int ar_fb_root(ar_fb_t *fb, const char *ident, ar_fb_table_t *root) {
     return ar_fb_fail(fb, "file", "the file (%llu bytes) is too short for a FlatBuffer (root "
                       "offset and file identifier need 8)", (unsigned long long)fb->len);
   if (ident && memcmp(fb->buf + 4, ident, 4) != 0) {
-    char got[5];
-    for (int i = 0; i < 4; i++) {
-      unsigned char c = fb->buf[4 + i];
-      got[i] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-    }
-    got[4] = 0;
-    return ar_fb_fail(fb, "file", "file identifier is \"%s\", expected \"%s\"", got, ident);
+    /* The bytes found are not echoed: the file may be anything (a daemon must not leak a line of
+     * a file that is not a model through its error message). */
+    return ar_fb_fail(fb, "file", "no \"%s\" file identifier at byte 4 (not a TensorFlow Lite file)", ident);
   }
   uint32_t off = ar_fb_load_u32(fb, 0);
   return ar_fb_table_at(fb, off, "root table", root);

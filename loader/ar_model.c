@@ -1,4 +1,4 @@
-/* ar_model.c - load a TFLite model: map the file, verify the FlatBuffer, decode it into the plain
+/* ar_model.c - load a TFLite model: copy the file into memory of its own, verify the FlatBuffer, decode it into the plain
  * structs of ar_model.h and check what the planner and interpreter rely on.
  *
  * Order of work (each step fails with a message naming the index and what is wrong):
@@ -10,7 +10,7 @@
  *      (every input exists when its operator runs);
  *   4. description, metadata, signature defs; constant_bytes and sha256.
  * Decoded data lives in a chunked arena owned by the model (freed in one call); constant tensor
- * data and sparse index vectors point into the mapping.
+ * data and sparse index vectors point into the model's read-only copy of the file.
  */
 #include "loader/ar_model.h"
 
@@ -49,7 +49,7 @@ typedef struct chunk {
 
 typedef struct model_priv {
   chunk_t *chunks;
-  void *map;            /* mmap'd file, or NULL for ar_model_load_buffer */
+  void *map;            /* the loader's private copy of the file, or NULL for ar_model_load_buffer */
   size_t map_bytes;
 } model_priv_t;
 
@@ -1265,6 +1265,9 @@ static int load_common(const void *data, size_t bytes, void *map, ar_model_t **o
   return load_common_flags(data, bytes, map, false, out, msg, msg_bytes);
 }
 
+static int load_fd_flags(int fd, uint64_t max_bytes, bool describe, ar_model_t **out, char *msg,
+                         size_t msg_bytes);
+
 int ar_model_load_describe(const char *path, ar_model_t **out, char *msg, size_t msg_bytes) {
   if (!path || !out) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load_describe: NULL argument");
   *out = NULL;
@@ -1273,19 +1276,10 @@ int ar_model_load_describe(const char *path, ar_model_t **out, char *msg, size_t
     int e = errno;
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-      (uint64_t)st.st_size > SIZE_MAX) {
-    close(fd);
-    return ar_errf(msg, msg_bytes, AR_EIO, "%s: not a readable, non-empty regular file", path);
-  }
-  size_t bytes = (size_t)st.st_size;
-  void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
+  char lmsg[512];
+  int rc = load_fd_flags(fd, 0, true, out, lmsg, sizeof(lmsg));
   close(fd);
-  if (map == MAP_FAILED) return ar_errf(msg, msg_bytes, AR_EIO, "%s: mmap: %s", path, strerror(e));
-  int rc = load_common_flags(map, bytes, map, true, out, msg, msg_bytes);
-  if (rc) munmap(map, bytes);
+  if (rc) ar_errf(msg, msg_bytes, rc, "%s: %s", path, lmsg);
   return rc;
 }
 
@@ -1371,41 +1365,77 @@ int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char 
   return load_common(data, bytes, NULL, out, msg, msg_bytes);
 }
 
+/* Bytes read per read(2) call: a large file is copied in steps (no single multi-GB read). */
+#define AR_READ_STEP (8u << 20)
+
+int ar_model_load_fd(int fd, uint64_t max_bytes, ar_model_t **out, char *msg, size_t msg_bytes) {
+  return load_fd_flags(fd, max_bytes, false, out, msg, msg_bytes);
+}
+
+static int load_fd_flags(int fd, uint64_t max_bytes, bool describe, ar_model_t **out, char *msg,
+                         size_t msg_bytes) {
+  if (msg && msg_bytes) msg[0] = 0;
+  if (fd < 0 || !out) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load_fd: bad argument");
+  *out = NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0) return ar_errf(msg, msg_bytes, AR_EIO, "stat: %s", strerror(errno));
+  if (!S_ISREG(st.st_mode)) return ar_errf(msg, msg_bytes, AR_EIO, "not a regular file");
+  if (st.st_size <= 0) return ar_errf(msg, msg_bytes, AR_EMODEL, "file is empty");
+  /* The size is checked before a byte is read: a file with a huge (sparse) tail costs nothing. */
+  if (max_bytes && (uint64_t)st.st_size > max_bytes)
+    return ar_errf(msg, msg_bytes, AR_E2BIG, "file is %llu bytes, more than the %llu bytes accepted",
+                   (unsigned long long)st.st_size, (unsigned long long)max_bytes);
+  if ((uint64_t)st.st_size > SIZE_MAX / 2) return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "file too large");
+  size_t bytes = (size_t)st.st_size;
+  /* Anonymous pages the loader owns (page-aligned, so every constant is aligned as in the file;
+   * returned to the system at once by munmap). */
+  uint8_t *copy = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %zu-byte copy", bytes);
+  size_t got = 0;
+  int rc = 0;
+  while (got < bytes) {
+    size_t step = bytes - got < AR_READ_STEP ? bytes - got : AR_READ_STEP;
+    ssize_t r = read(fd, copy + got, step);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      rc = ar_errf(msg, msg_bytes, AR_EIO, "read: %s", strerror(errno));
+      break;
+    }
+    if (r == 0) {
+      rc = ar_errf(msg, msg_bytes, AR_EIO, "the file shrank while it was read (%zu of %zu bytes)", got, bytes);
+      break;
+    }
+    got += (size_t)r;
+  }
+  if (rc == 0) {
+    uint8_t extra;
+    ssize_t r;
+    while ((r = read(fd, &extra, 1)) < 0 && errno == EINTR) {}
+    if (r > 0) rc = ar_errf(msg, msg_bytes, AR_EIO, "the file grew while it was read (more than %zu bytes)", bytes);
+  }
+  /* From here on the copy is immutable: verification, the sha256 and every later reader (placement,
+   * DENSIFY) see the same bytes, whatever happens to the file. */
+  if (rc == 0 && mprotect(copy, bytes, PROT_READ) != 0)
+    rc = ar_errf(msg, msg_bytes, AR_EIO, "mprotect: %s", strerror(errno));
+  if (rc == 0) rc = load_common_flags(copy, bytes, copy, describe, out, msg, msg_bytes);
+  if (rc) munmap(copy, bytes);
+  return rc;
+}
+
 int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes) {
   if (!path || !out) return ar_errf(msg, msg_bytes, AR_EINVAL, "ar_model_load: NULL argument");
   *out = NULL;
   /* O_NONBLOCK: opening a FIFO (or a device) must not block a daemon worker waiting for a writer;
-   * the S_ISREG check below then rejects it. It has no effect on regular files or on mmap. */
+   * the S_ISREG check then rejects it. It has no effect on regular files. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int e = errno;
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return ar_errf(msg, msg_bytes, AR_EIO, "%s: stat: %s", path, strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return ar_errf(msg, msg_bytes, AR_EIO, "%s: not a regular file", path);
-  }
-  if (st.st_size <= 0) {
-    close(fd);
-    return ar_errf(msg, msg_bytes, AR_EMODEL, "%s: file is empty", path);
-  }
-  if ((uint64_t)st.st_size > SIZE_MAX) {
-    close(fd);
-    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "%s: file too large to map", path);
-  }
-  size_t bytes = (size_t)st.st_size;
-  void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  close(fd);   /* the mapping keeps the file referenced */
-  if (map == MAP_FAILED) return ar_errf(msg, msg_bytes, AR_EIO, "%s: mmap: %s", path, strerror(e));
-  int rc = load_common(map, bytes, map, out, msg, msg_bytes);
-  if (rc) munmap(map, bytes);
+  char lmsg[512];
+  int rc = ar_model_load_fd(fd, 0, out, lmsg, sizeof(lmsg));
+  close(fd);
+  if (rc) ar_errf(msg, msg_bytes, rc, "%s: %s", path, lmsg);
   return rc;
 }
 

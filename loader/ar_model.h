@@ -1,9 +1,10 @@
 /* ar_model.h - a verified, read-only view of a TensorFlow Lite model file.
  *
- * The loader maps the .tflite file read-only (mmap), verifies the whole flatbuffer before anything
- * reads it (every offset, vtable, vector and string inside the file, with checked 64-bit
+ * The loader copies the .tflite file into anonymous memory it owns (read(2) with a size check, then
+ * mprotect read-only: the model never reads the file again, so a file rewritten or truncated after
+ * the load changes nothing), verifies the whole flatbuffer in that copy before anything reads it (every offset, vtable, vector and string inside the file, with checked 64-bit
  * arithmetic; nesting and counts bounded), then decodes it into the plain structs below. Constant
- * tensor data is NOT copied: ar_tensor.data points into the mapping. Everything else (names, index
+ * tensor data is not copied again: ar_tensor.data points into the copy. Everything else (names, index
  * vectors, shapes, decoded builtin options, the ar_model itself) lives in an arena of a few large
  * heap chunks owned by the ar_model and released together by ar_model_free.
  *
@@ -21,7 +22,7 @@
  *
  * Memory layout of a loaded model:
  *
- *   file mapping (PROT_READ, MAP_PRIVATE)        ar_model heap block
+ *   file copy (anonymous, PROT_READ)             ar_model heap block
  *   +------------------------------------+       +----------------------------------------+
  *   | flatbuffer: vtables, tables,       |<------| ar_tensor.data   (constants, in place) |
  *   | buffers (constant weights)         |       | ar_subgraph[], ar_tensor[], ar_operator|
@@ -133,7 +134,7 @@ typedef enum { AR_IDX_NONE = 0, AR_IDX_INT32 = 1, AR_IDX_UINT16 = 2, AR_IDX_UINT
 typedef struct {
   ar_index_type_t type;   /* element type of the vector */
   uint32_t length;        /* number of elements */
-  const void *data;       /* little-endian elements, points into the mapping */
+  const void *data;       /* little-endian elements, points into the file copy */
 } ar_index_vector_t;
 typedef struct {
   ar_dim_format_t format;
@@ -155,7 +156,7 @@ typedef struct ar_tensor {
   bool has_shape_signature;
   int32_t shape_signature[AR_MAX_RANK];  /* -1 marks a dynamic dim */
   uint32_t buffer;             /* index into the model's buffers; 0 = no data */
-  const uint8_t *data;         /* constant data inside the mapping, or NULL */
+  const uint8_t *data;         /* constant data inside the file copy, or NULL */
   uint64_t data_bytes;         /* bytes of constant data (0 if not constant) */
   uint64_t bytes;              /* dense byte size = product(dims) * ar_dtype_size(dtype) */
   bool is_variable;
@@ -174,7 +175,7 @@ typedef struct ar_operator {
   const int32_t *outputs;
   const int32_t *intermediates;
   ar_options_t options;        /* the member matching `op` is valid; zeroed for option-less ops */
-  const uint8_t *custom_options;  /* into the mapping, or NULL */
+  const uint8_t *custom_options;  /* into the file copy, or NULL */
   uint32_t custom_options_bytes;
 } ar_operator_t;
 
@@ -197,7 +198,7 @@ typedef struct ar_opcode {
 typedef struct ar_metadata { const char *name; uint32_t buffer; } ar_metadata_t;
 
 typedef struct ar_model {
-  const uint8_t *file;         /* the read-only mapping (or the caller's buffer) */
+  const uint8_t *file;         /* the read-only copy of the file (or the caller's buffer) */
   uint64_t file_bytes;
   uint32_t schema_version;
   const char *description;
@@ -206,18 +207,26 @@ typedef struct ar_model {
   ar_subgraph_t *subgraphs;    /* subgraphs[0] is the main graph */
   ar_metadata_t *metadata;
   uint64_t constant_bytes;     /* bytes of distinct non-empty buffers referenced by tensors */
-  uint8_t sha256[32];          /* of the whole file */
+  uint8_t sha256[32];          /* of the whole file, as copied (the bytes the model serves) */
   /* private */
   void *priv;
 } ar_model_t;
 
-/* Load and verify the model file at `path`. On success *out owns the mapping and all decoded
- * data; free with ar_model_free. Errors: AR_ENOENT / AR_EIO (open, stat, mmap), AR_EMODEL
- * (flatbuffer or semantic check failed), AR_EUNSUPPORTED (unknown op, custom op or version),
- * AR_EOVERFLOW (sizes), AR_ENOMEM. AR_EUNSUPPORTED comes after the whole model is verified, with
- * every operator that cannot run in one message (ar_unsupported_format). `msg` (msg_bytes, may be NULL) receives e.g.
+/* Load and verify the model file at `path`. On success *out owns a private copy of the file and
+ * all decoded data; free with ar_model_free. Errors: AR_ENOENT / AR_EIO (open, stat, read, the
+ * file changed size while it was read), AR_EMODEL (flatbuffer or semantic check failed),
+ * AR_EUNSUPPORTED (unknown op, custom op or version), AR_EOVERFLOW (sizes), AR_ENOMEM.
+ * AR_EUNSUPPORTED comes after the whole model is verified, with every operator that cannot run in
+ * one message (ar_unsupported_format). `msg` (msg_bytes, may be NULL) receives e.g.
  * "operator 12 (CONV_2D): input 1 is tensor 900, but the subgraph has 544 tensors". */
 int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_bytes);
+
+/* Same as ar_model_load on an open file descriptor (not closed; read from its current offset,
+ * which must be 0): fstat first, then the file is refused with AR_E2BIG when it is larger than
+ * `max_bytes` (0 = no limit) before anything is read, else copied into memory the model owns (a
+ * short or long read means the file changed under the load: AR_EIO). Messages never contain the
+ * path nor bytes of a file that is not a TFLite model. */
+int ar_model_load_fd(int fd, uint64_t max_bytes, ar_model_t **out, char *msg, size_t msg_bytes);
 
 /* Same as ar_model_load on `bytes` bytes at `data`; nothing is copied: the caller keeps `data`
  * alive and unchanged until ar_model_free. Constant data must be aligned in memory to its element
@@ -256,7 +265,7 @@ int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_
  * most 16 operator indices per group. Always returns AR_EUNSUPPORTED. */
 int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes);
 
-/* Release a model (unmaps the file if ar_model_load mapped it). NULL is a no-op. */
+/* Release a model (and the copy of the file ar_model_load made). NULL is a no-op. */
 void ar_model_free(ar_model_t *model);
 
 /* True when tensor `t` of subgraph `sg` is a constant (has buffer data). */
