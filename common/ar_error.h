@@ -31,12 +31,13 @@ extern "C" {
   XX(ENOENT,      10, "no such model or file")                            \
   XX(EEXIST,      11, "already exists")                                   \
   XX(EPROTO,      12, "malformed request")                                \
-  XX(E2BIG,       13, "frame larger than the configured maximum")         \
+  XX(E2BIG,       13, "frame or model file larger than the configured maximum") \
   XX(EBUSY,       14, "resource busy")                                    \
   XX(ECONFIG,     15, "invalid configuration")                            \
   XX(ECONN,       16, "connection failed or closed")                      \
   XX(ESTATE,      17, "operation not valid in the current state")         \
   XX(EINTERNAL,   18, "internal error")                                  \
+  XX(EPERM,       19, "operation not permitted")                         \
   XX(ETIMEDOUT,   20, "timed out")
 
 enum {
