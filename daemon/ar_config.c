@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -32,6 +33,8 @@
 #define AR_CFG_DECODE_MIN (1ull << 20)
 #define AR_CFG_DECODE_MAX (1ull << 40)
 #define AR_CFG_TIMEOUT_MAX 86400000u           /* one day, in ms */
+#define AR_CFG_MODEL_MIN 1024ull
+#define AR_CFG_MODEL_MAX (1ull << 40)
 
 /* Planner strategy names accepted in models[i].strategy (the names ar_strategy_name() prints). */
 static const char *const strategy_names[] = {"linear", "first-fit", "greedy-by-size", "best"};
@@ -53,6 +56,61 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->idle_timeout_ms = 300000;
   cfg->send_timeout_ms = 30000;
   cfg->drain_timeout_ms = 5000;
+  cfg->max_model_bytes = 256ull << 20;
+  cfg->admin_uids[cfg->n_admin_uids++] = 0;
+  if (geteuid() != 0) cfg->admin_uids[cfg->n_admin_uids++] = geteuid();
+  cfg->n_model_dirs = 1;
+  cfg->model_dirs_default = true;
+  snprintf(cfg->model_dirs[0], sizeof(cfg->model_dirs[0]), "%s", AR_CONFIG_DEFAULT_MODEL_DIR);
+}
+
+int ar_config_add_model_dir(ar_config_t *cfg, const char *dir, char *msg, size_t msg_bytes) {
+  size_t len = strlen(dir);
+  if (len == 0 || len >= AR_CONFIG_DIR_MAX)
+    return ar_errf(msg, msg_bytes, AR_ECONFIG, "model directory: must be 1 to %d bytes", AR_CONFIG_DIR_MAX - 1);
+  for (uint32_t i = 0; i < cfg->n_model_dirs; i++)
+    if (strcmp(cfg->model_dirs[i], dir) == 0) return 0;
+  if (cfg->n_model_dirs >= AR_CONFIG_MAX_DIRS)
+    return ar_errf(msg, msg_bytes, AR_ECONFIG, "model directory '%s': at most %d", dir, AR_CONFIG_MAX_DIRS);
+  memcpy(cfg->model_dirs[cfg->n_model_dirs++], dir, len + 1);
+  return 0;
+}
+
+static int get_string(json_t *v, const char *key, char *dst, size_t cap, bool allow_empty,
+                      bool name_chars, char *msg, size_t n);
+
+/* admin_uids / admin_gids: an array of at most AR_CONFIG_MAX_IDS integers in [0, 2^32-2]. */
+static int get_ids(json_t *v, const char *key, uint32_t *ids, uint32_t *n_out, char *msg, size_t n) {
+  if (!json_is_array(v) || json_array_size(v) > AR_CONFIG_MAX_IDS)
+    return ar_errf(msg, n, AR_ECONFIG, "%s: must be an array of at most %d numeric ids", key, AR_CONFIG_MAX_IDS);
+  size_t i;
+  json_t *e;
+  json_array_foreach(v, i, e) {
+    if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= 0xffffffffll)
+      return ar_errf(msg, n, AR_ECONFIG, "%s[%zu]: must be a numeric id in [0, 4294967294]", key, i);
+    ids[i] = (uint32_t)json_integer_value(e);
+  }
+  *n_out = (uint32_t)json_array_size(v);
+  return 0;
+}
+
+/* model_dirs: an array of 1..AR_CONFIG_MAX_DIRS absolute paths. */
+static int get_dirs(json_t *v, ar_config_t *cfg, char *msg, size_t n) {
+  if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > AR_CONFIG_MAX_DIRS)
+    return ar_errf(msg, n, AR_ECONFIG, "model_dirs: must be an array of 1 to %d absolute directory paths",
+                   AR_CONFIG_MAX_DIRS);
+  size_t i;
+  json_t *e;
+  json_array_foreach(v, i, e) {
+    char key[32];
+    snprintf(key, sizeof(key), "model_dirs[%zu]", i);
+    int rc = get_string(e, key, cfg->model_dirs[i], sizeof(cfg->model_dirs[i]), false, false, msg, n);
+    if (rc != 0) return rc;
+    if (cfg->model_dirs[i][0] != '/') return ar_errf(msg, n, AR_ECONFIG, "%s: must be an absolute path", key);
+  }
+  cfg->n_model_dirs = (uint32_t)json_array_size(v);
+  cfg->model_dirs_default = false;
+  return 0;
 }
 
 /* Parse "123", "64K", "64M", "1G" (powers of 1024; suffix case-insensitive) into *out. */
@@ -248,6 +306,14 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->send_timeout_ms, msg, n);
     } else if (strcmp(k, "drain_timeout_ms") == 0) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->drain_timeout_ms, msg, n);
+    } else if (strcmp(k, "max_model_bytes") == 0) {
+      rc = get_size(v, k, AR_CFG_MODEL_MIN, AR_CFG_MODEL_MAX, &cfg->max_model_bytes, msg, n);
+    } else if (strcmp(k, "admin_uids") == 0) {
+      rc = get_ids(v, k, (uint32_t *)cfg->admin_uids, &cfg->n_admin_uids, msg, n);
+    } else if (strcmp(k, "admin_gids") == 0) {
+      rc = get_ids(v, k, (uint32_t *)cfg->admin_gids, &cfg->n_admin_gids, msg, n);
+    } else if (strcmp(k, "model_dirs") == 0) {
+      rc = get_dirs(v, cfg, msg, n);
     } else if (strcmp(k, "models") == 0) {
       have_models = true;
       if (!json_is_array(v)) {
@@ -277,12 +343,36 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
                    "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, request_timeout_ms, "
-                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, models)",
+                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, admin_uids, "
+                   "admin_gids, model_dirs, models)",
                    k);
     }
     if (rc != 0) return rc;
   }
   if (!have_models) return ar_errf(msg, n, AR_ECONFIG, "models: missing (required; [] for none)");
+  if (cfg->model_dirs_default && cfg->n_models > 0) {
+    /* Default: where the configured models live (the operator already trusts those places). */
+    cfg->n_model_dirs = 0;
+    for (uint32_t i = 0; i < cfg->n_models; i++) {
+      char dir[AR_CONFIG_DIR_MAX];
+      const char *p = cfg->models[i].path, *slash = strrchr(p, '/');
+      if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+      } else if (slash == p) {
+        snprintf(dir, sizeof(dir), "/");
+      } else if ((size_t)(slash - p) < sizeof(dir)) {
+        memcpy(dir, p, (size_t)(slash - p));
+        dir[slash - p] = '\0';
+      } else {
+        return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: directory longer than %d bytes", i,
+                       AR_CONFIG_DIR_MAX - 1);
+      }
+      int rc = ar_config_add_model_dir(cfg, dir, msg, n);
+      if (rc != 0) return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: its directory would be model_dirs "
+                                  "entry %u; set model_dirs explicitly (at most %d)", i, cfg->n_model_dirs + 1,
+                                  AR_CONFIG_MAX_DIRS);
+    }
+  }
   return 0;
 }
 

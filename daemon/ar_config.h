@@ -8,6 +8,8 @@
  *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
  *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
  *     "drain_timeout_ms": 5000,
+ *     "max_connections": 256, "max_model_bytes": "256M",
+ *     "admin_uids": [0], "admin_gids": [], "model_dirs": ["/var/lib/arenad/models"],
  *     "models": [
  *       {"name": "palm", "path": "/var/lib/arenad/models/palm_detection_lite.tflite",
  *        "group": "hands", "strategy": "best"},
@@ -28,6 +30,11 @@
 #define AR_CONFIG_MAX_MODELS 64
 #define AR_CONFIG_POOL_MIN (64ull * 1024)   /* pool_bytes range, inclusive */
 #define AR_CONFIG_POOL_MAX (1ull << 40)     /* 1 TiB: larger is a typo, not a gateway */
+#define AR_CONFIG_MAX_IDS 32                /* entries of admin_uids, admin_gids */
+#define AR_CONFIG_MAX_DIRS 16               /* entries of model_dirs */
+#define AR_CONFIG_DIR_MAX 1024              /* bytes of a model_dirs entry, incl. NUL */
+/* model_dirs when the file names none and configures no model (the unit's StateDirectory). */
+#define AR_CONFIG_DEFAULT_MODEL_DIR "/var/lib/arenad/models"
 
 typedef struct ar_config_model {
   char name[AR_NAME_MAX];       /* [A-Za-z0-9_.-]+ */
@@ -54,17 +61,33 @@ typedef struct ar_config {
   uint32_t idle_timeout_ms;           /* default 300000: nothing in flight and nothing read */
   uint32_t send_timeout_ms;           /* default 30000: queued replies making no progress */
   uint32_t drain_timeout_ms;          /* default 5000: SIGTERM drain deadline */
+  uint64_t max_model_bytes;     /* largest model file a load reads, default 256 MiB */
+  /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or primary gid). Default: uids 0
+   * and the daemon's own effective uid, no gids. */
+  uint32_t n_admin_uids, n_admin_gids;
+  uid_t admin_uids[AR_CONFIG_MAX_IDS];
+  gid_t admin_gids[AR_CONFIG_MAX_IDS];
+  /* Directories a LoadModel path must resolve into (realpath, so no symlink leads out). Default:
+   * the directories of the configured models' paths, or AR_CONFIG_DEFAULT_MODEL_DIR when the file
+   * configures no model. `model_dirs_default` tells which. */
+  uint32_t n_model_dirs;
+  bool model_dirs_default;
+  char model_dirs[AR_CONFIG_MAX_DIRS][AR_CONFIG_DIR_MAX];
   uint32_t n_models;
   ar_config_model_t models[AR_CONFIG_MAX_MODELS];
 } ar_config_t;
 
-/* Defaults, no models. */
+/* Defaults, no models (admin_uids 0 and geteuid(), model_dirs AR_CONFIG_DEFAULT_MODEL_DIR). */
 void ar_config_defaults(ar_config_t *cfg);
 
 /* Read and validate the JSON file at `path` into *cfg (caller-owned). Errors: AR_ENOENT/AR_EIO
  * (file), AR_ECONFIG with `msg` naming the key and the problem, e.g.
  * "models[1].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes". */
 int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes);
+
+/* Add `dir` to cfg->model_dirs unless present (the --model-dir option). AR_ECONFIG when the list
+ * is full or the path is empty or too long. */
+int ar_config_add_model_dir(ar_config_t *cfg, const char *dir, char *msg, size_t msg_bytes);
 
 /* Parse a size string ("123", "64K", "64M", "1G"; powers of 1024, suffix case-insensitive) within
  * [lo, hi] bytes, as the file's size keys are parsed (used for --pool-bytes). Errors: AR_ECONFIG,
