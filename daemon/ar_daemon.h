@@ -2,8 +2,10 @@
  *
  * Threads. One libuv loop thread owns everything below: the pool's region list, the model
  * registry, the share groups, the connections. Worker threads (the libuv threadpool, sized by the
- * config's `workers`) run only two kinds of work: preparing a model (load + verify + plan, no pool
- * access) and group jobs (placing models into their regions, invokes).
+ * config's `workers`) run group jobs only (placing models into their regions, invokes). Preparing a
+ * model (open, read the file into memory the daemon owns, sha256, verify, plan; no pool access)
+ * runs on one load thread of its own (ar_models.c), so loads queue behind each other and never
+ * take a worker from invokes; its completions come back to the loop through a uv_async_t.
  *
  * Serialization. Every model belongs to a group: the named share group it was loaded with, or a
  * private group of its own. A group runs at most one job at a time: the loop thread keeps a FIFO
@@ -28,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "common/ar_error.h"
@@ -43,10 +46,11 @@ typedef struct ar_group ar_group_t;
 typedef struct ar_dmodel ar_dmodel_t;
 typedef struct ar_job ar_job_t;
 
-/* A mapped, verified model file shared by every loaded model with the same real path and
- * sha256 (refcounted; guarded by the server's cache mutex because loads run on workers). */
+/* A verified model: the daemon's private, read-only copy of a model file (never the file itself,
+ * so rewriting or truncating the file changes nothing), shared by every loaded model with the same
+ * sha256 whatever its path (refcounted; `refs` and the list are guarded by the server's cache
+ * mutex because the load thread inserts while the loop thread releases and reads stats). */
 typedef struct ar_cached_model {
-  char realpath[PATH_MAX];
   uint8_t sha256[32];
   ar_model_t *model;
   int refs;
@@ -85,6 +89,9 @@ typedef struct ar_waiter {
 struct ar_dmodel {
   char name[AR_NAME_MAX];
   char path[4096];               /* as requested */
+  char realpath[PATH_MAX];       /* what `path` resolved to at load (reported, never reopened) */
+  bool only_if_changed;          /* a reload's re-read of an unchanged entry: dropped when the
+                                    file's sha256 is the one served */
   char group_name[AR_NAME_MAX];
   ar_strategy_t strategy;
   ar_model_state_t state;
@@ -118,8 +125,11 @@ struct ar_job {
   ar_dmodel_t *model;
   int rc;
   char msg[AR_MSG_BYTES];
-  /* PREPARE */
+  /* PREPARE (runs on the load thread; inputs copied so it never reads srv->cfg) */
   char realpath[PATH_MAX];
+  uint64_t max_model_bytes;
+  uint32_t n_dirs;               /* model_dirs to confine the path to; 0 = no confinement (config) */
+  char (*dirs)[AR_CONFIG_DIR_MAX];  /* malloc'd copy of the n_dirs entries */
   /* PLACE: members to move into the group's current region, the region, and regions to free */
   ar_dmodel_t **moves;
   int n_moves;
@@ -171,6 +181,17 @@ struct ar_server {
   ar_group_t *groups;
   ar_cached_model_t *cache;
   pthread_mutex_t cache_lock;
+  /* The load thread: PREPARE jobs queued by the loop (load_head), finished ones handed back
+   * (load_done) and picked up by the loop on load_async. Guarded by load_lock. */
+  pthread_t load_thread;
+  pthread_mutex_t load_lock;
+  pthread_cond_t load_cond;
+  ar_job_t *load_head, *load_tail, *load_done;
+  bool load_quit, load_started;
+  uv_async_t load_async;
+  /* Extra model_dirs from --model-dir (kept across reloads). */
+  uint32_t n_cmdline_dirs;
+  const char *const *cmdline_dirs;
   ar_conn_t *conns;
   uint64_t n_conns, requests, start_us;
   uint64_t jobs_outstanding;     /* PREPARE + group jobs not finished */
@@ -180,6 +201,9 @@ struct ar_server {
   int reload_pending;
   int reload_rc;
   char reload_msg[AR_MSG_BYTES];
+  bool reload_has_waiter;        /* a Reload request waits for the transaction's outcome */
+  ar_reply_to_t reload_to;
+  uint32_t reload_unchanged;     /* entries re-read and found unchanged */
   int listen_fd;                 /* the adopted socket's fd when socket-activated, else -1 */
   bool draining;
   uv_timer_t drain_timer;        /* drain_timeout_ms deadline */
@@ -195,7 +219,10 @@ struct ar_server {
 uint64_t ar_now_us(void);
 
 /* ---- ar_models.c: registry, pool placement, jobs, stats ---- */
-void ar_models_init(ar_server_t *srv);
+/* Cache lock, load thread and its async handle (the loop must be set). 0 or AR_EINTERNAL. */
+int ar_models_init(ar_server_t *srv);
+/* Close the load thread's async handle (drain finished: no load is queued). */
+void ar_models_close_handles(ar_server_t *srv);
 /* Unload everything (after the loop stopped: no job is running). */
 void ar_models_shutdown(ar_server_t *srv);
 ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name);
@@ -215,7 +242,8 @@ void ar_models_info_clear(Arenad__ModelInfo *info);
 void ar_models_status(ar_server_t *srv, char *buf, size_t n);
 /* Start-up: load every model of srv->cfg (already validated by ar_models_check_config). */
 void ar_models_load_initial(ar_server_t *srv);
-/* Reload: make the loaded set match `cfg`'s models, as one transaction. Takes ownership of
+/* Reload: make the loaded set match `cfg`'s models and re-read every loaded model's file, as one
+ * transaction (`waiter`, may be NULL: a Reload request answered with the changes or the error). Takes ownership of
  * `cfg` (malloc'd). New and changed models are loaded, planned and placed in the pool next to the
  * running ones, invisible to clients; when every load succeeded the reload commits: each changed
  * model's new instance replaces the old one (which finishes the invokes it accepted, then is
@@ -224,7 +252,10 @@ void ar_models_load_initial(ar_server_t *srv);
  * the new configuration names them. If any load fails, everything it loaded is dropped, the
  * running configuration stays in effect and the error (naming the model) is logged. Returns false
  * (and frees `cfg`) when a reload is already in progress. */
-bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg);
+bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_to_t *waiter);
+/* Whether the peer of a request may load, unload and reload (admin_uids / admin_gids; internal
+ * requests always may). */
+bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to);
 /* The reply hook's answer for the answer to a reload-transaction load. */
 void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message);
 /* arenad --check-config (out = stdout) and start-up (out = NULL): load, plan and lay out every

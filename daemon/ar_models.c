@@ -5,11 +5,15 @@
  * The threading and memory rules are drawn in ar_daemon.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -85,23 +89,106 @@ static void registry_remove(ar_server_t *srv, ar_dmodel_t *m) {
     }
 }
 
-void ar_models_init(ar_server_t *srv) { pthread_mutex_init(&srv->cache_lock, NULL); }
+/* ------------------------------------------------------------------------------------------ */
+/* The load thread                                                                             */
+
+static void prepare_work(ar_job_t *job);
+static void prepare_after(ar_job_t *job);
+
+/* One thread prepares models, one at a time, at a lower CPU priority than the invoke workers: a
+ * load (reading and hashing a file of up to max_model_bytes, verifying, planning) never occupies
+ * a worker and yields the CPU to invokes when both want it. */
+static void *load_thread_main(void *arg) {
+  ar_server_t *srv = arg;
+#ifdef __linux__
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);   /* best effort: nice only this thread */
+#endif
+  pthread_mutex_lock(&srv->load_lock);
+  for (;;) {
+    while (srv->load_head == NULL && !srv->load_quit) pthread_cond_wait(&srv->load_cond, &srv->load_lock);
+    if (srv->load_head == NULL) break;   /* quit with nothing queued */
+    ar_job_t *job = srv->load_head;
+    srv->load_head = job->next;
+    if (srv->load_head == NULL) srv->load_tail = NULL;
+    pthread_mutex_unlock(&srv->load_lock);
+    prepare_work(job);
+    pthread_mutex_lock(&srv->load_lock);
+    job->next = srv->load_done;
+    srv->load_done = job;
+    uv_async_send(&srv->load_async);
+  }
+  pthread_mutex_unlock(&srv->load_lock);
+  return NULL;
+}
+
+/* Loop thread: answer the loads the thread finished, oldest first. */
+static void on_load_done(uv_async_t *a) {
+  ar_server_t *srv = a->data;
+  pthread_mutex_lock(&srv->load_lock);
+  ar_job_t *done = srv->load_done;
+  srv->load_done = NULL;
+  pthread_mutex_unlock(&srv->load_lock);
+  ar_job_t *rev = NULL;
+  while (done) {
+    ar_job_t *next = done->next;
+    done->next = rev;
+    rev = done;
+    done = next;
+  }
+  while (rev) {
+    ar_job_t *next = rev->next;
+    rev->next = NULL;
+    prepare_after(rev);
+    rev = next;
+  }
+}
+
+static void load_thread_push(ar_server_t *srv, ar_job_t *job) {
+  job->next = NULL;
+  pthread_mutex_lock(&srv->load_lock);
+  if (srv->load_tail)
+    srv->load_tail->next = job;
+  else
+    srv->load_head = job;
+  srv->load_tail = job;
+  pthread_cond_signal(&srv->load_cond);
+  pthread_mutex_unlock(&srv->load_lock);
+}
+
+int ar_models_init(ar_server_t *srv) {
+  pthread_mutex_init(&srv->cache_lock, NULL);
+  pthread_mutex_init(&srv->load_lock, NULL);
+  pthread_cond_init(&srv->load_cond, NULL);
+  if (uv_async_init(srv->loop, &srv->load_async, on_load_done) != 0) return AR_EINTERNAL;
+  srv->load_async.data = srv;
+  if (pthread_create(&srv->load_thread, NULL, load_thread_main, srv) != 0) {
+    uv_close((uv_handle_t *)&srv->load_async, NULL);
+    return AR_EINTERNAL;
+  }
+  srv->load_started = true;
+  return 0;
+}
+
+void ar_models_close_handles(ar_server_t *srv) {
+  if (srv->load_started && !uv_is_closing((uv_handle_t *)&srv->load_async))
+    uv_close((uv_handle_t *)&srv->load_async, NULL);
+}
 
 /* ------------------------------------------------------------------------------------------ */
-/* Model-file cache: one mapping per (real path, sha256)                                       */
+/* Verified models, shared by sha256                                                            */
 
-/* Worker side: put a freshly loaded model in the cache, or drop it for an identical entry. */
-static ar_cached_model_t *cache_insert(ar_server_t *srv, const char *realpath, ar_model_t *model) {
+/* Load thread: put a freshly loaded model in the cache, or drop it for an entry with the same
+ * sha256 (same bytes: the copies are interchangeable, whatever path they came from). */
+static ar_cached_model_t *cache_insert(ar_server_t *srv, ar_model_t *model) {
   ar_cached_model_t *hit = NULL;
   pthread_mutex_lock(&srv->cache_lock);
   for (ar_cached_model_t *c = srv->cache; c; c = c->next)
-    if (strcmp(c->realpath, realpath) == 0 && memcmp(c->sha256, model->sha256, 32) == 0) {
+    if (memcmp(c->sha256, model->sha256, 32) == 0) {
       hit = c;
       hit->refs++;
       break;
     }
   if (hit == NULL && (hit = calloc(1, sizeof(*hit))) != NULL) {
-    snprintf(hit->realpath, sizeof(hit->realpath), "%s", realpath);
     memcpy(hit->sha256, model->sha256, 32);
     hit->model = model;
     hit->refs = 1;
@@ -110,8 +197,81 @@ static ar_cached_model_t *cache_insert(ar_server_t *srv, const char *realpath, a
     model = NULL;
   }
   pthread_mutex_unlock(&srv->cache_lock);
-  ar_model_free(model);   /* the duplicate mapping, if the file was already cached */
+  ar_model_free(model);   /* the duplicate copy, if those bytes were already cached */
   return hit;
+}
+
+/* Models sharing `cm` (read under the lock: the load thread changes it). */
+static int cache_refs(ar_server_t *srv, ar_cached_model_t *cm) {
+  pthread_mutex_lock(&srv->cache_lock);
+  int r = cm->refs;
+  pthread_mutex_unlock(&srv->cache_lock);
+  return r;
+}
+
+/* Is `rp` (a resolved path) `dir` itself or below it? Both are realpath() results. */
+static bool path_inside(const char *rp, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/') return true;
+  return strncmp(rp, dir, n) == 0 && (rp[n] == '/' || rp[n] == '\0');
+}
+
+static bool inside_dirs(const char *rp, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX]) {
+  for (uint32_t i = 0; i < n_dirs; i++) {
+    char d[PATH_MAX];
+    if (realpath(dirs[i], d) != NULL && path_inside(rp, d)) return true;
+  }
+  return false;
+}
+
+/* Open a model file for reading. With `n_dirs` > 0 (a client's LoadModel), the path must resolve
+ * (realpath: every symlink followed) inside one of `dirs`, else AR_EPERM; the file opened is checked
+ * again through /proc/self/fd, so a symlink swapped in between cannot lead out either. Messages
+ * name only the requested path: never the resolved target, never why a path outside could not be
+ * resolved (which would tell a client what exists where it may not look). */
+static int open_model_file(const char *path, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX],
+                           char rp[PATH_MAX], int *fd_out, char *msg, size_t msg_bytes) {
+  *fd_out = -1;
+  if (realpath(path, rp) == NULL) {
+    int e = errno;
+    if (n_dirs > 0) {
+      /* Missing file: ENOENT only when its directory is inside model_dirs. */
+      char parent[PATH_MAX], prp[PATH_MAX];
+      snprintf(parent, sizeof(parent), "%s", path);
+      char *slash = strrchr(parent, '/');
+      if (slash == parent) slash[1] = '\0';
+      else if (slash) *slash = '\0';
+      else snprintf(parent, sizeof(parent), ".");
+      if (realpath(parent, prp) == NULL || !inside_dirs(prp, n_dirs, dirs))
+        return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+    }
+    return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "model file '%s': %s", path,
+                   e == ENOENT ? "no such file" : "cannot be resolved");
+  }
+  if (n_dirs > 0 && !inside_dirs(rp, n_dirs, dirs))
+    return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+  /* O_NONBLOCK: a FIFO must not block the load thread waiting for a writer (S_ISREG rejects it).
+   * O_NOFOLLOW: the resolved path has no symlink left; one swapped in since is refused. */
+  int fd = open(rp, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+  if (fd < 0) {
+    int e = errno;
+    return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "model file '%s': %s", path,
+                   e == ENOENT ? "no such file" : "cannot be opened for reading");
+  }
+  if (n_dirs > 0) {
+    char link[64], now[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(link, now, sizeof(now) - 1);
+    if (k > 0) {
+      now[k] = '\0';
+      if (!inside_dirs(now, n_dirs, dirs)) {
+        close(fd);
+        return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+      }
+    }
+  }
+  *fd_out = fd;
+  return 0;
 }
 
 static void cache_release(ar_server_t *srv, ar_cached_model_t *cm) {
@@ -133,22 +293,29 @@ static void cache_release(ar_server_t *srv, ar_cached_model_t *cm) {
   free(cm);
 }
 
-/* Load, verify and plan one model file: shared by the PREPARE job and --check-config. */
-static int prepare_model(ar_server_t *srv, const char *path, ar_strategy_t strategy, char *realpath_out,
+/* Open, copy, verify and plan one model file: shared by the PREPARE job (load thread) and
+ * --check-config. `n_dirs`/`dirs` confine the path (see open_model_file); `max_bytes` refuses
+ * larger files before reading them. */
+static int prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes, uint32_t n_dirs,
+                         const char (*dirs)[AR_CONFIG_DIR_MAX], ar_strategy_t strategy, char *realpath_out,
                          ar_cached_model_t **cm_out, ar_model_t **model_out, ar_interp_t **interp_out,
                          char *msg, size_t msg_bytes) {
   char rp[PATH_MAX];
-  if (realpath(path, rp) == NULL)
-    return ar_errf(msg, msg_bytes, AR_ENOENT, "model file '%s': %s", path, strerror(errno));
+  int fd = -1;
+  int rc = open_model_file(path, n_dirs, dirs, rp, &fd, msg, msg_bytes);
+  if (rc != 0) return rc;
   if (realpath_out) snprintf(realpath_out, PATH_MAX, "%s", rp);
   ar_model_t *model = NULL;
   char lmsg[AR_MSG_BYTES] = "";
-  int rc = ar_model_load(rp, &model, lmsg, sizeof(lmsg));
+  rc = ar_model_load_fd(fd, max_bytes, &model, lmsg, sizeof(lmsg));
+  close(fd);
+  if (rc == AR_E2BIG)
+    return ar_errf(msg, msg_bytes, rc, "model file '%s': %s (max_model_bytes)", path, lmsg);
   if (rc != 0) return ar_errf(msg, msg_bytes, rc, "model file '%s': %s", path, lmsg[0] ? lmsg : ar_strerror(rc));
   const ar_model_t *use = model;
   ar_cached_model_t *cm = NULL;
   if (srv) {
-    cm = cache_insert(srv, rp, model);
+    cm = cache_insert(srv, model);
     if (cm == NULL) {
       ar_model_free(model);
       return ar_errf(msg, msg_bytes, AR_ENOMEM, "model file '%s': no memory for the cache entry", path);
@@ -302,7 +469,7 @@ void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *i
   static __thread char hex[65];
   arenad__model_info__init(info);
   info->name = (char *)m->name;
-  info->path = (char *)(m->cm ? m->cm->realpath : m->path);
+  info->path = (char *)(m->realpath[0] ? m->realpath : m->path);
   if (m->cm) sha_hex(m->cm->sha256, hex); else hex[0] = '\0';
   info->sha256 = hex;
   info->group = (char *)m->group_name;
@@ -360,27 +527,47 @@ static void model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
 /* ------------------------------------------------------------------------------------------ */
 /* Load                                                                                        */
 
-static void prepare_work(uv_work_t *w) {
-  ar_job_t *job = w->data;
+/* Load thread. */
+static void prepare_work(ar_job_t *job) {
   ar_dmodel_t *m = job->model;
-  job->rc = prepare_model(job->srv, m->path, m->strategy, job->realpath, &m->cm, NULL, &m->interp, job->msg,
-                          sizeof(job->msg));
+  job->rc = prepare_model(job->srv, m->path, job->max_model_bytes, job->n_dirs,
+                          (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, job->realpath, &m->cm, NULL,
+                          &m->interp, job->msg, sizeof(job->msg));
 }
 
-static void prepare_after(uv_work_t *w, int status) {
-  ar_job_t *job = w->data;
+/* Loop thread, after prepare_work. */
+static void prepare_after(ar_job_t *job) {
   ar_server_t *srv = job->srv;
   ar_dmodel_t *m = job->model;
   ar_reply_to_t to = job->to;
   srv->jobs_outstanding--;
-  if (job->rc != 0 || status != 0) {
-    int rc = job->rc ? job->rc : AR_EINTERNAL;
+  free(job->dirs);
+  job->dirs = NULL;
+  if (job->rc != 0) {
     registry_remove(srv, m);
     model_destroy(srv, m);
-    srv->ops.reply_error(srv, &to, rc, job->msg);
+    srv->ops.reply_error(srv, &to, job->rc, job->msg);
     free(job);
     srv->ops.job_done(srv);
     return;
+  }
+  snprintf(m->realpath, sizeof(m->realpath), "%s", job->realpath);
+  if (m->only_if_changed) {
+    /* A reload re-read the file of an unchanged entry: keep the running instance when the bytes
+     * are the same. */
+    ar_dmodel_t *running = ar_models_find(srv, m->name);
+    if (running && running->state == AR_MODEL_READY && running->cm == m->cm) {
+      registry_remove(srv, m);
+      model_destroy(srv, m);
+      free(job);
+      srv->reload_unchanged++;
+      Arenad__Response resp = ARENAD__RESPONSE__INIT;
+      Arenad__Status st = ARENAD__STATUS__INIT;
+      resp.status = &st;
+      srv->ops.reply(srv, &to, &resp);   /* the reload's bookkeeping: one load answered, OK */
+      srv->ops.job_done(srv);
+      return;
+    }
   }
   m->arena_bytes = ar_interp_arena_bytes(m->interp);
   m->persistent_bytes = ar_interp_persistent_bytes(m->interp);
@@ -446,17 +633,44 @@ static void prepare_after(uv_work_t *w, int status) {
 }
 
 static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                       const char *group, const char *strategy, bool shadow, bool from_config);
+                       const char *group, const char *strategy, bool shadow, bool from_config,
+                       bool only_if_changed);
 
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                     const char *group, const char *strategy) {
-  load_model(srv, to, name, path, group, strategy, false, false);
+  load_model(srv, to, name, path, group, strategy, false, false, false);
+}
+
+bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to) {
+  if (to->conn == NULL) return true;   /* internal: configuration, SIGHUP */
+  if (!to->peer.known) return false;
+  for (uint32_t i = 0; i < srv->cfg.n_admin_uids; i++)
+    if (srv->cfg.admin_uids[i] == to->peer.uid) return true;
+  for (uint32_t i = 0; i < srv->cfg.n_admin_gids; i++)
+    if (srv->cfg.admin_gids[i] == to->peer.gid) return true;
+  return false;
+}
+
+/* The directories a client's load is confined to: the configuration's model_dirs and --model-dir.
+ * A malloc'd copy for the load thread (srv->cfg changes on reload), or NULL on no memory. */
+static char (*model_dirs_copy(ar_server_t *srv, uint32_t *n_out))[AR_CONFIG_DIR_MAX] {
+  uint32_t n = srv->cfg.n_model_dirs + srv->n_cmdline_dirs;
+  char (*d)[AR_CONFIG_DIR_MAX] = calloc(n ? n : 1, AR_CONFIG_DIR_MAX);
+  if (d == NULL) return NULL;
+  for (uint32_t i = 0; i < srv->cfg.n_model_dirs; i++) snprintf(d[i], AR_CONFIG_DIR_MAX, "%s", srv->cfg.model_dirs[i]);
+  for (uint32_t i = 0; i < srv->n_cmdline_dirs; i++)
+    snprintf(d[srv->cfg.n_model_dirs + i], AR_CONFIG_DIR_MAX, "%s", srv->cmdline_dirs[i]);
+  *n_out = n;
+  return d;
 }
 
 /* `shadow`: a reload's load, invisible until the reload commits; it may coexist with the running
- * instance of the same name. */
+ * instance of the same name. `from_config`: the configuration names it (its path is trusted as the
+ * configuration is; a client's path is confined to model_dirs). `only_if_changed`: a reload's
+ * re-read, dropped when the file's sha256 is the one the running instance serves. */
 static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                       const char *group, const char *strategy, bool shadow, bool from_config) {
+                       const char *group, const char *strategy, bool shadow, bool from_config,
+                       bool only_if_changed) {
   ar_strategy_t strat = AR_STRATEGY_BEST;
   if (srv->draining) return answer_error(srv, to, AR_ESTATE, "daemon is shutting down");
   if (!valid_name(name, false))
@@ -494,21 +708,27 @@ static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *na
   m->state = AR_MODEL_LOADING;
   m->shadow = shadow;
   m->from_config = from_config;
-  registry_add(srv, m);
+  m->only_if_changed = only_if_changed;
   job->kind = AR_JOB_PREPARE;
   job->srv = srv;
   job->to = *to;
   job->model = m;
-  job->work.data = job;
-  srv->jobs_outstanding++;
-  int rc = uv_queue_work(srv->loop, &job->work, prepare_work, prepare_after);
-  if (rc != 0) {
-    srv->jobs_outstanding--;
-    registry_remove(srv, m);
+  job->work.data = job;   /* the same job becomes the PLACE group job */
+  job->max_model_bytes = srv->cfg.max_model_bytes;
+  if (!from_config && (job->dirs = model_dirs_copy(srv, &job->n_dirs)) == NULL) {
     free(m);
     free(job);
-    answer_error(srv, to, AR_EINTERNAL, "uv_queue_work: %s", uv_strerror(rc));
+    return answer_error(srv, to, AR_ENOMEM, "no memory for model '%s'", name);
   }
+  if (!from_config && job->n_dirs == 0) {
+    free(job->dirs);
+    free(m);
+    free(job);
+    return answer_error(srv, to, AR_EPERM, "model file '%s': the daemon has no model_dirs", path);
+  }
+  registry_add(srv, m);
+  srv->jobs_outstanding++;
+  load_thread_push(srv, job);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -754,7 +974,7 @@ static void group_after(uv_work_t *w, int status) {
       m->state = AR_MODEL_READY;
       ar_log("loaded model '%s' (%s): arena %" PRIu64 " B, persistent %" PRIu64 " B, group '%s' region %" PRIu64
              " B at %" PRIu64 "%s",
-             m->name, m->cm->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset,
+             m->name, m->realpath, m->arena_bytes, m->persistent_bytes, g->name, g->act_bytes, g->act_offset,
              m->shadow ? " (reload, not visible yet)" : "");
       group_kick(srv, g);
       if (!m->shadow) srv->ops.status_changed(srv);
@@ -827,7 +1047,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
     sha_hex(m->cm->sha256, hex);
     json_t *jm = json_object();
     json_object_set_new(jm, "name", json_string(m->name));
-    json_object_set_new(jm, "path", json_string(m->cm->realpath));
+    json_object_set_new(jm, "path", json_string(m->realpath));
     json_object_set_new(jm, "sha256", json_string(hex));
     json_object_set_new(jm, "group", json_string(m->group_name));
     json_object_set_new(jm, "strategy", json_string(ar_strategy_name(m->strategy)));
@@ -838,7 +1058,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_object_set_new(jm, "scratch_bytes", json_integer((json_int_t)fig.scratch_bytes));
     json_object_set_new(jm, "weights_bytes", json_integer((json_int_t)m->cm->model->constant_bytes));
     json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
-    json_object_set_new(jm, "mapping_refs", json_integer(m->cm->refs));
+    json_object_set_new(jm, "mapping_refs", json_integer(cache_refs(srv, m->cm)));
     json_object_set_new(jm, "activation_region",
                         m->group && m->group->has_region ? region_json(m->group->act_offset, m->group->act_bytes)
                                                          : json_null());
@@ -919,8 +1139,43 @@ void ar_models_load_initial(ar_server_t *srv) {
     const ar_config_model_t *e = &srv->cfg.models[i];
     ar_reply_to_t to = {.conn = NULL, .internal_config = true};
     srv->config_loads_pending++;
-    load_model(srv, &to, e->name, e->path, e->group, e->strategy, false, true);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, false, true, false);
   }
+}
+
+/* A changed model for the Reload reply. */
+typedef struct {
+  char name[AR_NAME_MAX];
+  char old_hex[65], new_hex[65];
+} reload_change_t;
+
+static void answer_reload(ar_server_t *srv, const ar_reply_to_t *to, const reload_change_t *ch, size_t n) {
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__ReloadResponse body = ARENAD__RELOAD_RESPONSE__INIT;
+  Arenad__ReloadedModel *items = calloc(n + 1, sizeof(*items));
+  Arenad__ReloadedModel **ptrs = calloc(n + 1, sizeof(*ptrs));
+  if (items == NULL || ptrs == NULL) {
+    free(items);
+    free(ptrs);
+    return srv->ops.reply_error(srv, to, AR_ENOMEM, "reload done; no memory for the list of changes");
+  }
+  for (size_t i = 0; i < n; i++) {
+    arenad__reloaded_model__init(&items[i]);
+    items[i].name = (char *)ch[i].name;
+    items[i].old_sha256 = (char *)ch[i].old_hex;
+    items[i].new_sha256 = (char *)ch[i].new_hex;
+    ptrs[i] = &items[i];
+  }
+  body.n_changed = n;
+  body.changed = ptrs;
+  body.unchanged = srv->reload_unchanged;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_RELOAD;
+  resp.reload = &body;
+  srv->ops.reply(srv, to, &resp);
+  free(items);
+  free(ptrs);
 }
 
 /* Every load of the transaction was answered: commit or roll back. */
@@ -928,6 +1183,12 @@ static void reload_finish(ar_server_t *srv) {
   ar_config_t *cfg = srv->reload_cfg;
   srv->reload_cfg = NULL;
   bool ok = srv->reload_rc == 0 && !srv->draining;
+  bool has_waiter = srv->reload_has_waiter;
+  ar_reply_to_t waiter = srv->reload_to;
+  srv->reload_has_waiter = false;
+  size_t n_changes = 0, cap_changes = 0;
+  for (ar_dmodel_t *m = srv->models; m; m = m->next) cap_changes++;
+  reload_change_t *changes = calloc(cap_changes + 1, sizeof(*changes));
   if (!ok) {
     ar_log("reload failed, keeping the running configuration: %s",
            srv->reload_rc ? srv->reload_msg : "daemon is shutting down");
@@ -942,9 +1203,19 @@ static void reload_finish(ar_server_t *srv) {
       if (!m->shadow) continue;
       ar_dmodel_t *old = ar_models_find(srv, m->name);
       m->shadow = false;
+      reload_change_t *c = changes && n_changes < cap_changes ? &changes[n_changes++] : NULL;
+      if (c) {
+        snprintf(c->name, sizeof(c->name), "%s", m->name);
+        sha_hex(m->cm->sha256, c->new_hex);
+        if (old) sha_hex(old->cm->sha256, c->old_hex);
+      }
       if (old) {
-        ar_log("reload: model '%s' replaced (group '%s' -> '%s'); the old instance finishes %" PRIu64
-               " accepted invoke(s)", m->name, old->group_name, m->group_name, old->inflight);
+        char oh[65], nh[65];
+        sha_hex(old->cm->sha256, oh);
+        sha_hex(m->cm->sha256, nh);
+        ar_log("reload: model '%s' replaced (sha256 %.12s... -> %.12s..., group '%s' -> '%s'); the old instance "
+               "finishes %" PRIu64 " accepted invoke(s)", m->name, oh, nh, old->group_name, m->group_name,
+               old->inflight);
         retire(srv, old);
       }
     }
@@ -955,6 +1226,11 @@ static void reload_finish(ar_server_t *srv) {
         m->from_config = true;   /* a run-time load the configuration now names */
       } else if (m->from_config) {
         ar_log("reload: model '%s' is no longer configured: unload", m->name);
+        reload_change_t *c = changes && n_changes < cap_changes ? &changes[n_changes++] : NULL;
+        if (c) {
+          snprintf(c->name, sizeof(c->name), "%s", m->name);
+          sha_hex(m->cm->sha256, c->old_hex);
+        }
         retire(srv, m);
       }
     }
@@ -970,11 +1246,28 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
     srv->cfg.send_timeout_ms = cfg->send_timeout_ms;
     srv->cfg.drain_timeout_ms = cfg->drain_timeout_ms;
+    srv->cfg.max_model_bytes = cfg->max_model_bytes;
+    srv->cfg.n_admin_uids = cfg->n_admin_uids;
+    memcpy(srv->cfg.admin_uids, cfg->admin_uids, sizeof(cfg->admin_uids));
+    srv->cfg.n_admin_gids = cfg->n_admin_gids;
+    memcpy(srv->cfg.admin_gids, cfg->admin_gids, sizeof(cfg->admin_gids));
+    srv->cfg.n_model_dirs = cfg->n_model_dirs;
+    srv->cfg.model_dirs_default = cfg->model_dirs_default;
+    memcpy(srv->cfg.model_dirs, cfg->model_dirs, sizeof(cfg->model_dirs));
     srv->cfg.n_models = cfg->n_models;
     memcpy(srv->cfg.models, cfg->models, sizeof(cfg->models));
-    ar_log("reload: done, %u configured model(s)", cfg->n_models);
+    ar_log("reload: done, %u configured model(s), %zu changed, %u unchanged", cfg->n_models, n_changes,
+           srv->reload_unchanged);
   }
   free(cfg);
+  if (has_waiter) {
+    if (ok)
+      answer_reload(srv, &waiter, changes, n_changes);
+    else
+      srv->ops.reply_error(srv, &waiter, srv->reload_rc ? srv->reload_rc : AR_ESTATE,
+                            srv->reload_rc ? srv->reload_msg : "daemon is shutting down");
+  }
+  free(changes);
   char status[256];
   ar_models_status(srv, status, sizeof(status));
   ar_service_ready(status);
@@ -983,13 +1276,18 @@ static void reload_finish(ar_server_t *srv) {
 void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message) {
   if (code != 0 && srv->reload_rc == 0) {
     srv->reload_rc = code;
-    snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s (%s)", to->reload_index,
-             srv->reload_cfg->models[to->reload_index].name, message ? message : "", ar_err_name(code));
+    const char *name = to->reload_index < srv->reload_cfg->n_models ? srv->reload_cfg->models[to->reload_index].name
+                                                                    : "(loaded at run time)";
+    if (to->reload_index < srv->reload_cfg->n_models)
+      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s (%s)", to->reload_index, name,
+               message ? message : "", ar_err_name(code));
+    else
+      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "%s (%s)", message ? message : "", ar_err_name(code));
   }
   if (--srv->reload_pending == 0) reload_finish(srv);
 }
 
-bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg) {
+bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_to_t *waiter) {
   if (srv->reload_cfg) {
     free(cfg);
     return false;
@@ -997,25 +1295,38 @@ bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg) {
   srv->reload_cfg = cfg;
   srv->reload_rc = 0;
   srv->reload_msg[0] = '\0';
+  srv->reload_unchanged = 0;
+  srv->reload_has_waiter = waiter != NULL;
+  if (waiter) srv->reload_to = *waiter;
   srv->reload_pending = 1;   /* held until every load below is started */
   for (uint32_t i = 0; i < cfg->n_models; i++) {
     const ar_config_model_t *e = &cfg->models[i];
     const ar_dmodel_t *m = ar_models_find(srv, e->name);
-    if (m && m->state == AR_MODEL_READY && same_as_entry(m, e)) continue;
     if (m && m->state != AR_MODEL_READY) {
       /* A client's load or unload of that name is in progress: try again later. */
       srv->reload_rc = AR_ESTATE;
-      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s; send SIGHUP again", i, e->name,
+      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s; reload again", i, e->name,
                m->state == AR_MODEL_LOADING ? "a load of that name is in progress" : "it is being unloaded");
       break;
     }
-    ar_log(m ? "reload: model '%s' changed (path, group or strategy): loading the new instance next to the "
-               "running one"
-             : "reload: model '%s' is new: loading",
-           e->name);
+    /* An unchanged entry is re-read too: its file may have been rewritten since it was loaded. */
+    bool same = m && same_as_entry(m, e);
+    if (!same)
+      ar_log(m ? "reload: model '%s' changed (path, group or strategy): loading the new instance next to the "
+                 "running one"
+               : "reload: model '%s' is new: loading",
+             e->name);
     ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = i};
     srv->reload_pending++;
-    load_model(srv, &to, e->name, e->path, e->group, e->strategy, true, true);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, true, true, same);
+  }
+  /* Models loaded at run time that the configuration does not name: re-read their files too. */
+  for (ar_dmodel_t *m = srv->models; m && srv->reload_rc == 0; m = m->next) {
+    if (m->shadow || m->retired || m->from_config || m->state != AR_MODEL_READY) continue;
+    if (config_entry(cfg, m->name)) continue;
+    ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = UINT32_MAX};
+    srv->reload_pending++;
+    load_model(srv, &to, m->name, m->path, m->group_name, ar_strategy_name(m->strategy), true, false, true);
   }
   ar_reply_to_t self = {.conn = NULL};
   ar_models_reload_answered(srv, &self, 0, NULL);
@@ -1023,6 +1334,14 @@ bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg) {
 }
 
 void ar_models_shutdown(ar_server_t *srv) {
+  if (srv->load_started) {
+    pthread_mutex_lock(&srv->load_lock);
+    srv->load_quit = true;
+    pthread_cond_signal(&srv->load_cond);
+    pthread_mutex_unlock(&srv->load_lock);
+    pthread_join(srv->load_thread, NULL);
+    srv->load_started = false;
+  }
   while (srv->models) {
     ar_dmodel_t *m = srv->models;
     srv->models = m->next;
@@ -1059,7 +1378,7 @@ int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t 
     ar_model_t *model = NULL;
     ar_interp_t *in = NULL;
     char pmsg[AR_MSG_BYTES];
-    rc = prepare_model(NULL, e->path, s, NULL, &cm, &model, &in, pmsg, sizeof(pmsg));
+    rc = prepare_model(NULL, e->path, cfg->max_model_bytes, 0, NULL, s, NULL, &cm, &model, &in, pmsg, sizeof(pmsg));
     if (rc) {
       ar_errf(msg, msg_bytes, rc, "models[%u] '%s': %s", i, e->name, pmsg);
       break;

@@ -8,6 +8,8 @@
  * file by name. Requests answered later (load, unload, invoke) hold a reference on the
  * connection so that a client that hangs up early never leaves a dangling pointer in a job.
  */
+#include "config.h"   /* first: _GNU_SOURCE (struct ucred) */
+
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -24,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "common/ar_util.h"
 #include "daemon/ar_conn.h"
 #include "daemon/ar_daemon.h"
@@ -183,6 +184,19 @@ static int server_admit(ar_server_t *srv, const ar_decode_scan_t *scan, char *ms
   return 0;
 }
 
+/* Load, unload and reload are for admin peers (config admin_uids / admin_gids). */
+static void refuse_not_admin(ar_server_t *srv, const ar_reply_to_t *to, const char *what) {
+  char msg[AR_MSG_BYTES];
+  if (to->peer.known)
+    snprintf(msg, sizeof(msg), "%s: not permitted for uid %u gid %u (not in the daemon's admin_uids/admin_gids)",
+             what, (unsigned)to->peer.uid, (unsigned)to->peer.gid);
+  else
+    snprintf(msg, sizeof(msg), "%s: not permitted (the peer's credentials are unknown)", what);
+  srv->ops.reply_error(srv, to, AR_EPERM, msg);
+}
+
+static void reload(ar_server_t *srv, const ar_reply_to_t *to);
+
 /* A decoded request of a connection (`to` holds the connection's reference): answer it or hand
  * it to ar_models.c. Takes ownership of `req`. */
 static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad__Request *req) {
@@ -201,11 +215,26 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
     }
     case ARENAD__REQUEST__BODY_LOAD_MODEL: {
       const Arenad__LoadModelRequest *l = req->load_model;
+      if (!ar_models_peer_is_admin(srv, &to)) {
+        refuse_not_admin(srv, &to, "load_model");
+        break;
+      }
       ar_models_load(srv, &to, l->name, l->path, l->group, l->strategy);
       break;
     }
     case ARENAD__REQUEST__BODY_UNLOAD_MODEL:
+      if (!ar_models_peer_is_admin(srv, &to)) {
+        refuse_not_admin(srv, &to, "unload_model");
+        break;
+      }
       ar_models_unload(srv, &to, req->unload_model->name);
+      break;
+    case ARENAD__REQUEST__BODY_RELOAD:
+      if (!ar_models_peer_is_admin(srv, &to)) {
+        refuse_not_admin(srv, &to, "reload");
+        break;
+      }
+      reload(srv, &to);
       break;
     case ARENAD__REQUEST__BODY_LIST_MODELS:
       handle_list(srv, &to);
@@ -234,7 +263,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       break;
     default:
       snprintf(msg, sizeof(msg), "request %" PRIu64 " has no body (expected one of ping, load_model, unload_model, "
-               "list_models, invoke, get_stats, get_plan)", req->id);
+               "list_models, invoke, get_stats, get_plan, reload)", req->id);
       ar_server_reply_error(srv, &to, AR_EPROTO, msg);
       break;
   }
@@ -267,6 +296,7 @@ static void ar_server_maybe_finish_drain(ar_server_t *srv) {
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     if (srv->watchdog_on) uv_close((uv_handle_t *)&srv->watchdog, on_handle_closed);
+    ar_models_close_handles(srv);
   }
 }
 
@@ -312,35 +342,50 @@ static void on_watchdog(uv_timer_t *t) {
   ar_service_watchdog();
 }
 
-void ar_server_reload(ar_server_t *srv) {
-  if (srv->draining) return;
-  if (srv->config_path == NULL) {
-    ar_log("SIGHUP: started without --config, nothing to reload");
-    return;
-  }
-  ar_config_t *cfg = malloc(sizeof(*cfg));
+/* SIGHUP (to == NULL) or a Reload request: re-read the configuration (when there is one) and the
+ * loaded models' files as one transaction; a Reload request is answered when it commits or rolls
+ * back. */
+static void reload(ar_server_t *srv, const ar_reply_to_t *to) {
   char msg[AR_MSG_BYTES];
-  if (cfg == NULL) return;
-  int rc = ar_config_load(srv->config_path, cfg, msg, sizeof(msg));
-  if (rc != 0) {
-    ar_log("reload of %s failed, keeping the running configuration: %s", srv->config_path, msg);
-    free(cfg);
+  if (srv->draining) {
+    if (to) ar_server_reply_error(srv, to, AR_ESTATE, "daemon is shutting down");
     return;
   }
   if (srv->reload_cfg) {
-    ar_log("SIGHUP: a reload is still in progress; send SIGHUP again after it is done");
-    free(cfg);
+    if (to)
+      ar_server_reply_error(srv, to, AR_ESTATE, "a reload is in progress; reload again after it is done");
+    else
+      ar_log("SIGHUP: a reload is still in progress; send SIGHUP again after it is done");
     return;
   }
+  ar_config_t *cfg = malloc(sizeof(*cfg));
+  if (cfg == NULL) {
+    if (to) ar_server_reply_error(srv, to, AR_ENOMEM, "no memory for the configuration");
+    return;
+  }
+  if (srv->config_path == NULL) {
+    /* No file to re-read: the same configuration, every loaded model's file read again. */
+    memcpy(cfg, &srv->cfg, sizeof(*cfg));
+  } else {
+    int rc = ar_config_load(srv->config_path, cfg, msg, sizeof(msg));
+    if (rc != 0) {
+      ar_log("reload of %s failed, keeping the running configuration: %s", srv->config_path, msg);
+      if (to) ar_server_reply_error(srv, to, rc, msg);
+      free(cfg);
+      return;
+    }
+  }
   ar_service_reloading();
-  ar_log("reload: %s (%u models)", srv->config_path, cfg->n_models);
+  ar_log("reload: %s (%u models)", srv->config_path ? srv->config_path : "(no configuration file)", cfg->n_models);
   if (cfg->pool_bytes != srv->cfg.pool_bytes || strcmp(cfg->socket_path, srv->cfg.socket_path) != 0 ||
       cfg->workers != srv->cfg.workers)
     ar_log("reload: socket, pool_bytes and workers changes take effect at the next restart");
   /* Loads the new and changed models next to the running ones; commits (and notifies READY)
    * only when all of them loaded, else keeps the running configuration. */
-  ar_models_apply_config(srv, cfg);
+  ar_models_apply_config(srv, cfg, to);
 }
+
+void ar_server_reload(ar_server_t *srv) { reload(srv, NULL); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Listening socket                                                                            */
@@ -408,7 +453,7 @@ int ar_server_start(ar_server_t *srv, uv_loop_t *loop, char *msg, size_t msg_byt
   srv->loop = loop;
   ar_server_init_ops(srv);
   srv->start_us = ar_now_us();
-  ar_models_init(srv);
+  if (ar_models_init(srv) != 0) return ar_errf(msg, msg_bytes, AR_EINTERNAL, "cannot start the load thread");
   int rc = ar_pool_init(&srv->pool, srv->cfg.pool_bytes, true, msg, msg_bytes);
   if (rc) return rc;
   uv_pipe_init(loop, &srv->listener, 0);

@@ -26,13 +26,14 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: arenad [--config FILE] [--socket PATH] [--pool-bytes N] [--foreground]\n"
+          "usage: arenad [--config FILE] [--socket PATH] [--pool-bytes N] [--model-dir DIR]... [--foreground]\n"
           "       arenad --check-config FILE\n"
           "       arenad --version\n\n"
           "  -c, --config FILE        JSON configuration (socket, pool, workers, models)\n"
           "  -C, --check-config FILE  validate FILE, load and plan its models, print the pool layout\n"
           "  -s, --socket PATH        Unix socket to listen on (overrides the config)\n"
           "  -p, --pool-bytes N       arena pool size, bytes with optional K/M/G (overrides the config)\n"
+          "  -m, --model-dir DIR      also accept LoadModel paths inside DIR (added to model_dirs)\n"
           "  -f, --foreground         do not detach\n"
           "  -V, --version            print the version\n");
 }
@@ -59,12 +60,16 @@ int main(int argc, char **argv) {
       {"config", required_argument, NULL, 'c'},     {"check-config", required_argument, NULL, 'C'},
       {"socket", required_argument, NULL, 's'},     {"pool-bytes", required_argument, NULL, 'p'},
       {"foreground", no_argument, NULL, 'f'},       {"version", no_argument, NULL, 'V'},
-      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},             {"model-dir", required_argument, NULL, 'm'},
+      {NULL, 0, NULL, 0}};
+  static char model_dir_abs[AR_CONFIG_MAX_DIRS][PATH_MAX];
+  static const char *model_dirs[AR_CONFIG_MAX_DIRS];
+  uint32_t n_model_dirs = 0;
   const char *config_path = NULL, *check_path = NULL, *socket_path = NULL;
   uint64_t pool_bytes = 0;
   bool foreground = false;
   int c;
-  while ((c = getopt_long(argc, argv, "c:C:s:p:fVh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "c:C:s:p:m:fVh", opts, NULL)) != -1) {
     switch (c) {
       case 'c': config_path = optarg; break;
       case 'C': check_path = optarg; break;
@@ -79,6 +84,22 @@ int main(int argc, char **argv) {
         }
         break;
       }
+      case 'm':
+        /* Absolute now: the daemon changes to "/" when it detaches. */
+        if (n_model_dirs >= AR_CONFIG_MAX_DIRS) {
+          fprintf(stderr, "arenad: --model-dir: at most %d\n", AR_CONFIG_MAX_DIRS);
+          return 2;
+        }
+        errno = 0;
+        if (realpath(optarg, model_dir_abs[n_model_dirs]) == NULL ||
+            strlen(model_dir_abs[n_model_dirs]) >= AR_CONFIG_DIR_MAX) {
+          fprintf(stderr, "arenad: --model-dir %s: %s\n", optarg,
+                  errno ? strerror(errno) : "path too long");
+          return 2;
+        }
+        model_dirs[n_model_dirs] = model_dir_abs[n_model_dirs];
+        n_model_dirs++;
+        break;
       case 'f': foreground = true; break;
       case 'V': printf("arenad %s\n", PACKAGE_VERSION); return 0;
       case 'h': usage(stdout); return 0;
@@ -158,6 +179,8 @@ int main(int argc, char **argv) {
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
 
   srv->config_path = config_path;
+  srv->cmdline_dirs = model_dirs;
+  srv->n_cmdline_dirs = n_model_dirs;
   uv_loop_t loop;
   uv_loop_init(&loop);
   int rc = ar_server_start(srv, &loop, msg, sizeof(msg));

@@ -51,9 +51,14 @@ static inline int ar_td_start(ar_test_daemon_t *d, const char *pool_bytes, const
   const char *bd = getenv("AR_BUILDDIR");
   char bin[512];
   snprintf(bin, sizeof(bin), "%s/arenad", bd ? bd : AR_BUILDDIR);
-  const char *argv[32] = {bin, "--foreground", "--socket", d->socket, "--pool-bytes", pool_bytes};
-  int argc = 6;
-  for (int i = 0; extra && extra[i] && argc < 30; i++) argv[argc++] = extra[i];
+  /* LoadModel paths must lie in the daemon's model_dirs: the test models and the temp dir. */
+  const char *md = getenv("AR_MODELS_DIR");
+  char models_dir[512];
+  snprintf(models_dir, sizeof(models_dir), "%s", md && *md ? md : AR_SRCDIR "/models");
+  const char *argv[40] = {bin, "--foreground", "--socket", d->socket, "--pool-bytes", pool_bytes,
+                          "--model-dir", models_dir, "--model-dir", d->dir};
+  int argc = 10;
+  for (int i = 0; extra && extra[i] && argc < 38; i++) argv[argc++] = extra[i];
   argv[argc] = NULL;
   d->pid = fork();
   if (d->pid < 0) return -1;

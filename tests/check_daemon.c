@@ -437,7 +437,10 @@ START_TEST(load_malformed_model_files) {
   ck_assert_msg(rc < 0, "directory loaded");
   ping_ok();
   rc = ar_client_load(c, "m", "/nonexistent/x.tflite", NULL, NULL, NULL, msg, sizeof(msg));
-  ck_assert_int_eq(rc, AR_ENOENT);
+  ck_assert_int_eq(rc, AR_EPERM);   /* not inside model_dirs */
+  snprintf(path, sizeof(path), "%s/missing.tflite", dmn.dir);
+  rc = ar_client_load(c, "m", path, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_ENOENT, "missing file in model_dirs: %d %s", rc, msg);
   /* Nothing of the failed loads is left in the pool. */
   json_t *st = stats(c);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);

@@ -339,7 +339,8 @@ START_TEST(unknown_model_and_bad_load_names) {
   expect_error(fd, 6, ARENAD__CODE__EINVAL, "model name 'bad name!'");
   load.name = "m";
   ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
-  expect_error(fd, 6, ARENAD__CODE__ENOENT, "/nonexistent.tflite");
+  /* Outside the daemon's model_dirs (whether or not it exists): refused before any file access. */
+  expect_error(fd, 6, ARENAD__CODE__EPERM, "/nonexistent.tflite");
   load.strategy = "magic";
   ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
   expect_error(fd, 6, ARENAD__CODE__EINVAL, "unknown planner strategy 'magic'");
@@ -364,10 +365,10 @@ START_TEST(string_with_nul_is_rejected) {
   const uint8_t inv[] = {0x08, 22, 0x32, 8, 0x0a, 6, 'f', 'a', 'c', 'e', 0, 'x'};
   ck_assert_int_eq(ar_td_send_frame(fd, inv, sizeof(inv)), 0);
   expect_error(fd, 22, ARENAD__CODE__EPROTO, "string field 'model' contains a NUL byte");
-  /* Without the NUL the same load is an ordinary request (the file does not exist). */
+  /* Without the NUL the same load is an ordinary request (refused: "/x" is outside model_dirs). */
   const uint8_t ok[] = {0x08, 23, 0x1a, 8, 0x0a, 2, 'a', 'b', 0x12, 2, '/', 'x'};
   ck_assert_int_eq(ar_td_send_frame(fd, ok, sizeof(ok)), 0);
-  expect_error(fd, 23, ARENAD__CODE__ENOENT, "'/x'");
+  expect_error(fd, 23, ARENAD__CODE__EPERM, "'/x'");
   close(fd);
   ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
   stop_daemon();

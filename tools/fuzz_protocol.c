@@ -38,7 +38,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static ar_dmodel_t face_model;
 
-void ar_models_init(ar_server_t *srv) { (void)srv; }
+int ar_models_init(ar_server_t *srv) {
+  (void)srv;
+  return 0;
+}
+void ar_models_close_handles(ar_server_t *srv) { (void)srv; }
+bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to) {
+  (void)srv;
+  return to->conn == NULL || to->peer.known;
+}
 void ar_models_shutdown(ar_server_t *srv) { (void)srv; }
 ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name) {
   (void)srv;
@@ -119,10 +127,10 @@ void ar_models_status(ar_server_t *srv, char *buf, size_t n) {
   snprintf(buf, n, "stub");
 }
 void ar_models_load_initial(ar_server_t *srv) { (void)srv; }
-bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg) {
-  (void)srv;
+bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_to_t *waiter) {
   free(cfg);
-  return false;
+  if (waiter) srv->ops.reply_error(srv, waiter, AR_ESTATE, "stub: no reload");
+  return true;
 }
 void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message) {
   (void)srv, (void)to, (void)code, (void)message;
