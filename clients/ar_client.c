@@ -222,6 +222,42 @@ AR_EXPORT int ar_client_unload(ar_client_t *c, const char *name, char *msg, size
   return 0;
 }
 
+AR_EXPORT int ar_client_reload(ar_client_t *c, ar_client_reloaded_t **changed, size_t *n_changed,
+                               uint32_t *unchanged, char *msg, size_t msg_bytes) {
+  if (changed) *changed = NULL;
+  if (n_changed) *n_changed = 0;
+  if (unchanged) *unchanged = 0;
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__ReloadRequest body = ARENAD__RELOAD_REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_RELOAD;
+  req.reload = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_RELOAD) {
+    arenad__response__free_unpacked(resp, NULL);
+    return ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a reload");
+  }
+  const Arenad__ReloadResponse *r = resp->reload;
+  if (unchanged) *unchanged = r->unchanged;
+  if (changed && r->n_changed > 0) {
+    ar_client_reloaded_t *v = calloc(r->n_changed, sizeof(*v));
+    if (v == NULL) {
+      arenad__response__free_unpacked(resp, NULL);
+      return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for the reload reply");
+    }
+    for (size_t i = 0; i < r->n_changed; i++) {
+      snprintf(v[i].name, sizeof(v[i].name), "%s", r->changed[i]->name);
+      snprintf(v[i].old_sha256, sizeof(v[i].old_sha256), "%s", r->changed[i]->old_sha256);
+      snprintf(v[i].new_sha256, sizeof(v[i].new_sha256), "%s", r->changed[i]->new_sha256);
+    }
+    *changed = v;
+    if (n_changed) *n_changed = r->n_changed;
+  }
+  arenad__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
 AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes) {
   *models = NULL;
   *n = 0;

@@ -85,12 +85,28 @@ AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes
  * the largest. `strategy` (NULL or "" = "best"): "linear", "first-fit", "greedy-by-size", "best".
  * `info` (may be NULL) receives the loaded model. Errors from the daemon: -11 name taken,
  * -10/-3 file, -4 malformed model, -5 unsupported op, -9 does not fit the pool (the message
- * gives the bytes needed and the largest free block). */
+ * gives the bytes needed and the largest free block), -13 file larger than max_model_bytes,
+ * -19 not permitted (the peer is not an admin, or `path` is not inside the daemon's model_dirs). */
 AR_EXPORT int ar_client_load(ar_client_t *c, const char *name, const char *path, const char *group,
                              const char *strategy, ar_client_model_t *info, char *msg, size_t msg_bytes);
 
 /* Unload `name`; returns after the daemon finished the invokes already accepted for it. */
 AR_EXPORT int ar_client_unload(ar_client_t *c, const char *name, char *msg, size_t msg_bytes);
+
+/* One model a reload changed (hex sha256 strings; old empty = added, new empty = removed). */
+typedef struct ar_client_reloaded {
+  char name[64];
+  char old_sha256[65], new_sha256[65];
+} ar_client_reloaded_t;
+
+/* Reload (admin peers only): the daemon re-reads its configuration and every loaded model's file as
+ * one transaction. On success *changed (malloc'd array of *n_changed entries, free() it; may be
+ * NULL when nothing changed) lists the models added, replaced or removed and *unchanged (may be
+ * NULL) counts the others. Errors: -19 not an admin, -17 a reload or load of a configured name is
+ * in progress, any load error of the transaction (nothing changed then; the message names the
+ * model). */
+AR_EXPORT int ar_client_reload(ar_client_t *c, ar_client_reloaded_t **changed, size_t *n_changed,
+                               uint32_t *unchanged, char *msg, size_t msg_bytes);
 
 /* Loaded models: *models (malloc'd array of *n entries) is freed by the caller with free(). */
 AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes);

@@ -288,6 +288,33 @@ int ar_cmd_load(int argc, char **argv) {
   return 0;
 }
 
+int ar_cmd_reload(int argc, char **argv) {
+  if (argc != 1) {
+    fprintf(stderr, "usage: arenactl reload\n");
+    return 2;
+  }
+  ar_client_t *c = connect_or_fail("reload");
+  if (c == NULL) return 1;
+  char msg[AR_MSG_BYTES];
+  ar_client_reloaded_t *ch = NULL;
+  size_t n = 0;
+  uint32_t same = 0;
+  int rc = ar_client_reload(c, &ch, &n, &same, msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc) return fail("reload", rc, msg);
+  for (size_t i = 0; i < n; i++) {
+    if (ch[i].old_sha256[0] == '\0')
+      printf("added    %-24s sha256 %s\n", ch[i].name, ch[i].new_sha256);
+    else if (ch[i].new_sha256[0] == '\0')
+      printf("removed  %-24s sha256 %s\n", ch[i].name, ch[i].old_sha256);
+    else
+      printf("replaced %-24s sha256 %s -> %s\n", ch[i].name, ch[i].old_sha256, ch[i].new_sha256);
+  }
+  printf("reloaded: %zu changed, %u unchanged\n", n, same);
+  free(ch);
+  return 0;
+}
+
 int ar_cmd_unload(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: arenactl unload NAME\n");
