@@ -1276,10 +1276,14 @@ int ar_model_load_describe(const char *path, ar_model_t **out, char *msg, size_t
     int e = errno;
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
   }
-  char lmsg[512];
+  char lmsg[AR_MSG_BYTES];
   int rc = load_fd_flags(fd, 0, true, out, lmsg, sizeof(lmsg));
   close(fd);
-  if (rc) ar_errf(msg, msg_bytes, rc, "%s: %s", path, lmsg);
+  /* File-level errors name the path; a decode error reads as before (the caller knows the file). */
+  if (rc == AR_EIO || rc == AR_E2BIG)
+    ar_errf(msg, msg_bytes, rc, "%s: %s", path, lmsg);
+  else if (rc && msg && msg_bytes)
+    snprintf(msg, msg_bytes, "%s", lmsg);
   return rc;
 }
 
@@ -1432,10 +1436,14 @@ int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_byte
     int e = errno;
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "%s: %s", path, strerror(e));
   }
-  char lmsg[512];
+  char lmsg[AR_MSG_BYTES];
   int rc = ar_model_load_fd(fd, 0, out, lmsg, sizeof(lmsg));
   close(fd);
-  if (rc) ar_errf(msg, msg_bytes, rc, "%s: %s", path, lmsg);
+  /* File-level errors name the path; a decode error reads as before (the caller knows the file). */
+  if (rc == AR_EIO || rc == AR_E2BIG)
+    ar_errf(msg, msg_bytes, rc, "%s: %s", path, lmsg);
+  else if (rc && msg && msg_bytes)
+    snprintf(msg, msg_bytes, "%s", lmsg);
   return rc;
 }
 
