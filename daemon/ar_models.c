@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -242,7 +243,10 @@ static int open_model_file(const char *path, uint32_t n_dirs, const char (*dirs)
       if (slash == parent) slash[1] = '\0';
       else if (slash) *slash = '\0';
       else snprintf(parent, sizeof(parent), ".");
-      if (realpath(parent, prp) == NULL || !inside_dirs(prp, n_dirs, dirs))
+      struct stat lst;
+      /* A dangling symlink: where it points is not for the client to learn. */
+      bool dangling = lstat(path, &lst) == 0;
+      if (dangling || realpath(parent, prp) == NULL || !inside_dirs(prp, n_dirs, dirs))
         return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
     }
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "model file '%s': %s", path,
