@@ -64,3 +64,12 @@ fuzz_protocol: $(AR_FUZZ_PROTOCOL_SRC) proto/arenad.pb-c.h
 	  $(AR_FUZZ_PROTOCOL_SRC) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) -lpthread
 CLEANFILES += fuzz_protocol
 endif
+
+# Model files and admin operations (rewrite/truncate after load, sparse indices, reload, non-admin
+# peer, model_dirs, max_model_bytes, loads vs invoke latency) against a real arenad.
+check_PROGRAMS += tests/check_files
+TESTS += tests/check_files
+tests_check_files_SOURCES = tests/check_files.c tests/ar_test_daemon.h
+tests_check_files_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+tests_check_files_LDADD = libarenaclient.la libarproto.la libarloader.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_files_OBJECTS): proto/arenad.pb-c.h
