@@ -102,7 +102,7 @@ static int get_dirs(json_t *v, ar_config_t *cfg, char *msg, size_t n) {
   size_t i;
   json_t *e;
   json_array_foreach(v, i, e) {
-    char key[32];
+    char key[48];
     snprintf(key, sizeof(key), "model_dirs[%zu]", i);
     int rc = get_string(e, key, cfg->model_dirs[i], sizeof(cfg->model_dirs[i]), false, false, msg, n);
     if (rc != 0) return rc;
