@@ -44,6 +44,43 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.max_frame_bytes, 64u << 20);
   ck_assert_uint_eq(cfg.max_connections, 256);
   ck_assert_uint_eq(cfg.n_models, 0);
+  ck_assert_uint_eq(cfg.max_model_bytes, 256u << 20);
+  ck_assert_uint_ge(cfg.n_admin_uids, 1);
+  ck_assert_uint_eq(cfg.admin_uids[0], 0);
+  if (geteuid() != 0) ck_assert_uint_eq(cfg.admin_uids[1], geteuid());
+  ck_assert_uint_eq(cfg.n_admin_gids, 0);
+  ck_assert_uint_eq(cfg.n_model_dirs, 1);
+  ck_assert_str_eq(cfg.model_dirs[0], "/var/lib/arenad/models");
+}
+END_TEST
+
+START_TEST(access_keys) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  /* model_dirs defaults to the configured models' directories (each once). */
+  int rc = load_text("{\"models\": [{\"name\": \"a\", \"path\": \"/srv/m/a.tflite\"},"
+                     " {\"name\": \"b\", \"path\": \"/srv/m/b.tflite\"},"
+                     " {\"name\": \"c\", \"path\": \"/opt/c.tflite\"}]}", &cfg, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.n_model_dirs, 2);
+  ck_assert_str_eq(cfg.model_dirs[0], "/srv/m");
+  ck_assert_str_eq(cfg.model_dirs[1], "/opt");
+  /* Explicit values replace the defaults. */
+  rc = load_text("{\"admin_uids\": [1000, 1001], \"admin_gids\": [50], \"model_dirs\": [\"/a\", \"/b/c\"],"
+                 " \"max_model_bytes\": \"16M\", \"models\": [{\"name\": \"a\", \"path\": \"/srv/m/a.tflite\"}]}",
+                 &cfg, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.n_admin_uids, 2);
+  ck_assert_uint_eq(cfg.admin_uids[1], 1001);
+  ck_assert_uint_eq(cfg.n_admin_gids, 1);
+  ck_assert_uint_eq(cfg.admin_gids[0], 50);
+  ck_assert_uint_eq(cfg.n_model_dirs, 2);
+  ck_assert_str_eq(cfg.model_dirs[1], "/b/c");
+  ck_assert_uint_eq(cfg.max_model_bytes, 16u << 20);
+  /* --model-dir adds without duplicates. */
+  ck_assert_int_eq(ar_config_add_model_dir(&cfg, "/a", msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_config_add_model_dir(&cfg, "/d", msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(cfg.n_model_dirs, 3);
 }
 END_TEST
 
@@ -148,6 +185,12 @@ static const struct {
   {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\"}, {\"name\": \"a\", \"path\": \"/b\"}]}",
    "models[1].name: \"a\" is already used by models[0]"},
   {"{\"models\": [], \"models\": []}", "duplicate object key"},
+  {"{\"models\": [], \"max_model_bytes\": 100}", "max_model_bytes: 100 bytes is out of range"},
+  {"{\"models\": [], \"admin_uids\": 0}", "admin_uids: must be an array"},
+  {"{\"models\": [], \"admin_uids\": [-1]}", "admin_uids[0]: must be a numeric id"},
+  {"{\"models\": [], \"admin_gids\": [\"wheel\"]}", "admin_gids[0]: must be a numeric id"},
+  {"{\"models\": [], \"model_dirs\": []}", "model_dirs: must be an array of 1 to 16"},
+  {"{\"models\": [], \"model_dirs\": [\"models\"]}", "model_dirs[0]: must be an absolute path"},
   {"{\"models\": [], \"workers\": 2,}", "line 1 column"},
   {"{\"models\": [{\"name\": \"a\\u0000b\", \"path\": \"/a\"}]}", "is not allowed"},
 };
@@ -203,6 +246,7 @@ static Suite *config_suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, defaults_are_documented_values);
   tcase_add_test(tc, full_valid_file);
+  tcase_add_test(tc, access_keys);
   tcase_add_test(tc, minimal_file_gets_defaults);
   tcase_add_test(tc, size_strings);
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
