@@ -223,6 +223,26 @@ static long model_invokes(int fd, const char *model) {
   return v;
 }
 
+/* A counter of the stats "daemon" object, read on a fresh connection. */
+static long daemon_stat(const char *key) {
+  int fd = conn();
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__GetStatsRequest gs = ARENAD__GET_STATS_REQUEST__INIT;
+  req.id = 4711;
+  req.body_case = ARENAD__REQUEST__BODY_GET_STATS;
+  req.get_stats = &gs;
+  Arenad__Response *r = rpc(fd, &req);
+  ck_assert_int_eq(r->status->code, 0);
+  json_t *root = json_loads(r->get_stats->json, 0, NULL);
+  arenad__response__free_unpacked(r, NULL);
+  json_t *v = json_object_get(json_object_get(root, "daemon"), key);
+  ck_assert_msg(json_is_integer(v), "stats daemon.%s missing", key);
+  long n = (long)json_integer_value(v);
+  json_decref(root);
+  close(fd);
+  return n;
+}
+
 /* ---- a client that pipelines without reading ----------------------------------------------- */
 
 typedef struct {
@@ -489,6 +509,9 @@ START_TEST(amplifying_frames_bounded) {
          pg.worst_us / 1000.0, ping_idle / 1000.0);
   ck_assert_int_gt(pg.pings, 0);
   ck_assert_msg(!HOLD_BOUNDS || pg.worst_us <= 20 * ping_idle + 250000, "worst ping %" PRIu64 " us", pg.worst_us);
+  /* 3 sizes x 3 kinds refused before decoding; the big data fields were decoded (on a worker)
+   * and refused by the Invoke validation. */
+  ck_assert_int_eq(daemon_stat("frames_refused"), 9);
   /* The connection is still usable and the model answers. */
   invoke_once(fd, "face", FACE_IN, 77, NULL, 0, NULL, NULL);
   close(fd);
@@ -536,6 +559,7 @@ START_TEST(slowloris_connections_time_out) {
          "normal client p99 idle %.1f ms, with them %.1f ms\n",
          timed_out, SLOW, waited / 1e6, p_idle / 1000.0, p_busy / 1000.0);
   ck_assert_int_eq(timed_out, SLOW);
+  ck_assert_int_eq(daemon_stat("frames_timed_out"), SLOW);
   ck_assert_msg(!HOLD_BOUNDS || p_busy <= 4 * p_idle + 50000, "p99 %" PRIu64 " us vs %" PRIu64 " us idle", p_busy,
                 p_idle);
   invoke_once(b, "face", FACE_IN, 999, ref, ref_n, NULL, NULL);
@@ -596,6 +620,7 @@ START_TEST(idle_sockets_of_one_uid_do_not_lock_out_another) {
   for (int i = 0; i < N; i++) close(fds[i]);
   for (int t = 0; t < 100 && ar_td_ping(dmn.socket) != 0; t++) sleep_ms(100);
   ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
+  ck_assert_int_ge(daemon_stat("connections_refused"), N - 64);   /* + pings refused before the close */
   stop_cfg();
 }
 END_TEST
@@ -662,6 +687,7 @@ START_TEST(send_timeout_closes_a_client_that_never_reads) {
   ck_assert_int_lt(fl.sent, 1000);
   ck_assert_int_lt(replies, fl.sent);
   if (HOLD_BOUNDS) ck_assert_int_le(after - base, 8 * 1024);
+  ck_assert_int_eq(daemon_stat("closed_send_timeout"), 1);
   invoke_once(b, "selfie", SELFIE_IN, 2, ref, ref_n, NULL, NULL);
   close(b);
   free(ref);
@@ -679,6 +705,7 @@ START_TEST(idle_connections_are_closed) {
   printf("idle timeout 500 ms: closed after %.2f s\n", (now_us() - t0) / 1e6);
   close(fd);
   ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
+  ck_assert_int_eq(daemon_stat("closed_idle"), 1);
   stop_cfg();
 }
 END_TEST
