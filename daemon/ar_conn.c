@@ -278,6 +278,7 @@ static void decode_after(uv_work_t *w, int status) {
   if (ar_conn_is_gone(c)) {
     if (j->req) arenad__request__free_unpacked(j->req, NULL);   /* nobody to answer */
   } else if (j->rc != 0) {
+    srv->frames_refused++;
     conn_error(c, j->id, j->rc, j->msg);
   } else {
     conn_deliver(c, j->id, j->req);
@@ -302,6 +303,7 @@ static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
   }
   if (rc == 0) rc = srv->ops.admit(srv, &scan, msg, sizeof(msg));
   if (rc != 0) {
+    srv->frames_refused++;
     if (len > AR_TRIM_AFTER_BYTES) srv->trim_pending = true;
     conn_error(c, scan.id, rc, msg);
     return false;
@@ -310,8 +312,10 @@ static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
   if (len <= (srv->decode_inline_bytes ? srv->decode_inline_bytes : AR_DECODE_INLINE_BYTES)) {
     Arenad__Request *req = NULL;
     rc = ar_decode_unpack(data, len, budget, &req, msg, sizeof(msg));
-    if (rc != 0)
+    if (rc != 0) {
+      srv->frames_refused++;
       conn_error(c, scan.id, rc, msg);
+    }
     else
       conn_deliver(c, scan.id, req);
     return false;
@@ -510,6 +514,7 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
                   srv->cfg.max_connections);
   }
   if (err) {
+    srv->conns_refused++;
     conn_error(c, 0, err, msg);
     ar_conn_shutdown(c);
     return;
@@ -531,6 +536,7 @@ static void on_sweep(uv_timer_t *t) {
     if (cfg->send_timeout_ms && c->wbytes > 0 && now - c->write_progress_us > cfg->send_timeout_ms * 1000ull) {
       ar_log("closing a connection (uid %u pid %d): %" PRIu64 " reply bytes unread for send_timeout_ms %u",
              (unsigned)c->peer.uid, (int)c->peer.pid, c->wbytes, cfg->send_timeout_ms);
+      srv->closed_send_timeout++;
       ar_conn_close(c);
       continue;
     }
@@ -543,12 +549,14 @@ static void on_sweep(uv_timer_t *t) {
                cfg->request_timeout_ms, c->rlen);
       c->rlen = 0;
       c->frame_start_us = 0;
+      srv->frames_timed_out++;
       conn_error(c, 0, AR_ETIMEDOUT, msg);
       ar_conn_shutdown(c);
       continue;
     }
     if (cfg->idle_timeout_ms && c->reading && c->rlen == 0 && c->jobs == 0 && c->wbytes == 0 &&
         now - c->last_read_us > cfg->idle_timeout_ms * 1000ull) {
+      srv->closed_idle++;
       ar_conn_shutdown(c);
     }
   }

@@ -212,6 +212,10 @@ struct ar_server {
   bool sweep_on;
   bool trim_pending;             /* a large frame was freed: malloc_trim at the next sweep */
   uint32_t decode_inline_bytes;  /* 0 = AR_DECODE_INLINE_BYTES (the fuzzer lowers it) */
+  /* Connection-layer counters (stats "daemon"): connections refused at accept, frames not
+   * completed within request_timeout_ms, connections closed by send_timeout_ms / idle_timeout_ms,
+   * frames refused by the scan or the decode budget. */
+  uint64_t conns_refused, frames_timed_out, closed_send_timeout, closed_idle, frames_refused;
   int exit_code;
 };
 

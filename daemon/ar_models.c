@@ -1109,6 +1109,11 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "requests", json_integer((json_int_t)srv->requests));
   json_object_set_new(d, "workers", json_integer(srv->cfg.workers));
   json_object_set_new(d, "max_frame_bytes", json_integer((json_int_t)srv->cfg.max_frame_bytes));
+  json_object_set_new(d, "connections_refused", json_integer((json_int_t)srv->conns_refused));
+  json_object_set_new(d, "frames_refused", json_integer((json_int_t)srv->frames_refused));
+  json_object_set_new(d, "frames_timed_out", json_integer((json_int_t)srv->frames_timed_out));
+  json_object_set_new(d, "closed_send_timeout", json_integer((json_int_t)srv->closed_send_timeout));
+  json_object_set_new(d, "closed_idle", json_integer((json_int_t)srv->closed_idle));
   json_object_set_new(root, "daemon", d);
   char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   json_decref(root);
