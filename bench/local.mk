@@ -18,5 +18,5 @@ bench_planner_LDADD = $(AR_CORE_LIBS)
 noinst_PROGRAMS += bench/ipc
 bench_ipc_SOURCES = bench/ipc.c
 bench_ipc_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS)
-bench_ipc_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS)
+bench_ipc_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS)
 $(bench_ipc_OBJECTS): proto/arenad.pb-c.h

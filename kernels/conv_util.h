@@ -14,7 +14,10 @@
 #include "kernels/ar_kernels.h"
 
 /* Hot loops are compiled twice, for the baseline ISA and for AVX2+FMA, and picked at run time, so
- * the build stays portable (no -march=native) but runs 8-wide on machines that have it. */
+ * the build stays portable (no -march=native) but runs 8-wide on machines that have it. Elsewhere
+ * the baseline body is the only one: on aarch64, NEON is part of the baseline, so its 8-float GCC
+ * vectors (ar__v8f and the kernels' own) compile to pairs of 128-bit fmla and nothing needs to be
+ * picked at run time (`./dev cross-check` tests that build under qemu-aarch64). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang_analyzer__)
 #define AR_HAVE_AVX2_CLONE 1
 #define AR_TARGET_AVX2 __attribute__((target("avx2,fma")))

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "proto/arenad.pb-c.h"
+#include "tests/ar_test_util.h"
 
 typedef struct ar_test_daemon {
   pid_t pid;
@@ -70,7 +71,7 @@ static inline int ar_td_start(ar_test_daemon_t *d, const char *pool_bytes, const
     }
     unsetenv("NOTIFY_SOCKET");
     unsetenv("LISTEN_FDS");
-    execv(bin, (char *const *)argv);
+    ar_test_execv(bin, (char *const *)argv);
     _exit(127);
   }
   /* Wait (up to 20 s) for the socket: readiness, not timing, is what the tests depend on. */

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 const char *const ar_test_models[] = {
   "face_detection_full_range", "face_detection_full_range_sparse", "face_detection_short_range",
@@ -26,6 +28,41 @@ const char *ar_test_golden_dir(void) {
 const char *ar_test_golden_extra_dir(void) {
   const char *d = getenv("AR_GOLDEN_EXTRA_DIR");
   return d && *d ? d : AR_SRCDIR "/tests/golden_extra";
+}
+
+int ar_test_model_selected(const char *stem) {
+  const char *list = getenv("AR_TEST_MODELS");
+  if (!list || !*list) return 1;
+  size_t n = strlen(stem);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, stem, n) == 0) return 1;
+    if (!end) break;
+    p = end + 1;
+  }
+  return 0;
+}
+
+int ar_test_execv(const char *path, char *const argv[]) {
+  const char *wrap = getenv("AR_EXEC_WRAPPER");
+  if (!wrap || !*wrap) return execv(path, argv);
+  /* wrapper path args... (a fixed array: this runs in a forked child of a threaded suite) */
+  char *wargv[64];
+  int n = 0;
+  wargv[n++] = (char *)wrap;
+  wargv[n++] = (char *)path;
+  for (int i = 1; argv[0] && argv[i] && n < 63; i++) wargv[n++] = argv[i];
+  wargv[n] = NULL;
+  return execv(wrap, wargv);
+}
+
+const char *ar_test_exec_prefix(void) {
+  static char buf[1100];
+  const char *wrap = getenv("AR_EXEC_WRAPPER");
+  if (!wrap || !*wrap) return "";
+  snprintf(buf, sizeof buf, "'%s' ", wrap);
+  return buf;
 }
 
 char *ar_test_model_path(char *buf, size_t n, const char *stem) {

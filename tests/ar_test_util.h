@@ -19,6 +19,20 @@ const char *ar_test_golden_extra_dir(void);
 /* Path of model `stem` into buf (returns buf). */
 char *ar_test_model_path(char *buf, size_t n, const char *stem);
 
+/* Whether the per-model test loops run `stem`: all models, unless $AR_TEST_MODELS lists some
+ * (comma-separated stems; `./dev cross-check --ci` keeps the smallest ones under qemu). */
+int ar_test_model_selected(const char *stem);
+
+/* Exec a program of the build (arenad, arenactl) at `path` with `argv` (argv[0] its name), through
+ * $AR_EXEC_WRAPPER when that is set: the cross build's suites run under qemu-user without binfmt,
+ * so the aarch64 programs they spawn must be started by tools/cross-run as well. For a forked
+ * child; returns only on failure (-1, errno set). */
+int ar_test_execv(const char *path, char *const argv[]);
+
+/* The same for popen()/system() command lines: "'<$AR_EXEC_WRAPPER>' " to put before the quoted
+ * program path, or "" when unset. */
+const char *ar_test_exec_prefix(void);
+
 /* Read a whole file; returns a malloc'd buffer (caller frees) and its size, or NULL. */
 void *ar_test_read_file(const char *path, size_t *bytes);
 

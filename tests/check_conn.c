@@ -767,7 +767,8 @@ START_TEST(missing_socket_directory_is_named) {
     const char *bd = getenv("AR_BUILDDIR");
     char bin[512];
     snprintf(bin, sizeof(bin), "%s/arenad", bd ? bd : AR_BUILDDIR);
-    execl(bin, bin, "--foreground", "--socket", sock, (char *)NULL);
+    char *const av[] = {bin, "--foreground", "--socket", sock, NULL};
+    ar_test_execv(bin, av);
     _exit(127);
   }
   int st;

@@ -863,7 +863,7 @@ static int run_arenad(const char *const *args, char *err, size_t err_bytes) {
     dup2(lfd, 2);
     unsetenv("NOTIFY_SOCKET");
     unsetenv("LISTEN_FDS");
-    execv(bin, (char *const *)argv);
+    ar_test_execv(bin, (char *const *)argv);
     _exit(127);
   }
   int st = 0;

@@ -168,7 +168,8 @@ START_TEST(test_attention_refused_with_full_list) {
     return;
   }
   char cmd[2600], out[65536];
-  snprintf(cmd, sizeof cmd, "'%s/arenactl' plan '%s' --json; echo \"rc=$?\"", bd, path);
+  snprintf(cmd, sizeof cmd, "%s'%s/arenactl' plan '%s' --json; echo \"rc=$?\"", ar_test_exec_prefix(), bd,
+           path);
   FILE *p = popen(cmd, "r");
   ck_assert_ptr_nonnull(p);
   size_t got = fread(out, 1, sizeof out - 1, p);
@@ -179,13 +180,15 @@ START_TEST(test_attention_refused_with_full_list) {
   int ops = 0;
   for (const char *q = out; (q = strstr(q, "\"index\":")) != NULL; q++) ops++;
   ck_assert_int_eq(ops, want_n);
-  snprintf(cmd, sizeof cmd, "'%s/arenactl' run '%s' --input /dev/null 2>&1; echo \"rc=$?\"", bd, path);
+  snprintf(cmd, sizeof cmd, "%s'%s/arenactl' run '%s' --input /dev/null 2>&1; echo \"rc=$?\"",
+           ar_test_exec_prefix(), bd, path);
   p = popen(cmd, "r");
   got = fread(out, 1, sizeof out - 1, p);
   out[got] = 0;
   pclose(p);
   ck_assert_msg(strstr(out, msg) != NULL && strstr(out, "rc=1") != NULL, "run said '%s'", out);
-  snprintf(cmd, sizeof cmd, "'%s/arenactl' inspect '%s'; echo \"rc=$?\"", bd, path);
+  snprintf(cmd, sizeof cmd, "%s'%s/arenactl' inspect '%s'; echo \"rc=$?\"", ar_test_exec_prefix(), bd,
+           path);
   p = popen(cmd, "r");
   got = fread(out, 1, sizeof out - 1, p);
   out[got] = 0;

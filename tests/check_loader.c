@@ -227,7 +227,8 @@ START_TEST(test_inspect_json_matches_manifest) {
   const char *bdir = getenv("AR_BUILDDIR");
   char path[4096], cmd[8192];
   ar_test_model_path(path, sizeof(path), stem);
-  snprintf(cmd, sizeof(cmd), "'%s/arenactl' inspect --json '%s'", bdir && *bdir ? bdir : AR_BUILDDIR, path);
+  snprintf(cmd, sizeof(cmd), "%s'%s/arenactl' inspect --json '%s'", ar_test_exec_prefix(),
+           bdir && *bdir ? bdir : AR_BUILDDIR, path);
   FILE *p = popen(cmd, "r");
   ck_assert(p != NULL);
   json_error_t err;
@@ -279,7 +280,8 @@ END_TEST
 static int run_arenactl(const char *args, char *out, size_t n) {
   const char *bdir = getenv("AR_BUILDDIR");
   char cmd[8192];
-  snprintf(cmd, sizeof(cmd), "'%s/arenactl' %s 2>&1", bdir && *bdir ? bdir : AR_BUILDDIR, args);
+  snprintf(cmd, sizeof(cmd), "%s'%s/arenactl' %s 2>&1", ar_test_exec_prefix(),
+           bdir && *bdir ? bdir : AR_BUILDDIR, args);
   FILE *p = popen(cmd, "r");
   ck_assert(p != NULL);
   size_t got = fread(out, 1, n - 1, p);

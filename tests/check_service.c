@@ -107,7 +107,8 @@ static pid_t spawn_arenad(int listen_fd, const char *notify, uint64_t watchdog_u
       snprintf(buf, sizeof(buf), "%d", (int)getpid());
       setenv("WATCHDOG_PID", buf, 1);
     }
-    execl(arenad_path(), "arenad", "--config", cfg_path, "--foreground", (char *)NULL);
+    char *const av[] = {"arenad", "--config", cfg_path, "--foreground", NULL};
+    ar_test_execv(arenad_path(), av);
     _exit(127);
   }
   return pid;
