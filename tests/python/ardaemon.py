@@ -82,6 +82,13 @@ class Daemon:
         finally:
             self._clean()
 
+    def wait(self, timeout: float = 60) -> int:
+        """Wait for an exit the test caused (a second SIGTERM during the drain would kill it)."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._clean()
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

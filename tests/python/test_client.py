@@ -398,7 +398,7 @@ class DaemonGoesAway(unittest.TestCase):
             d.proc.send_signal(signal.SIGTERM)
             for p in pending:   # drained: accepted invokes are answered before the close
                 self.assertEqual([golden_mismatches(g, w) for g, w in zip(p.result(), photo_out)], [0, 0])
-            self.assertEqual(d.stop(), 0)
+            self.assertEqual(d.wait(), 0)
             with self.assertRaises(arenad.ArenadConnectionError) as cm:
                 c.ping()
             self.assertRegex(str(cm.exception), re.escape(d.socket))
