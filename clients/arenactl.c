@@ -23,7 +23,7 @@ static const command_t commands[] = {
   {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--json] [--svg F]"},
   {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S] [--lifetimes L] [--no-inplace] [--threads N]"},
   {"ping", ar_cmd_ping, "ping                               round trip to the daemon"},
-  {"stats", ar_cmd_stats, "stats [--json] [--watch SECONDS]   pool map, models, latency"},
+  {"stats", ar_cmd_stats, "stats [--json|--prometheus [--output F]] [--watch S] [--from F]   pool map, models, latency"},
   {"models", ar_cmd_models, "models                             loaded models"},
   {"load", ar_cmd_load, "load NAME PATH [--group G] [--strategy S]"},
   {"unload", ar_cmd_unload, "unload NAME"},

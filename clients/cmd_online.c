@@ -1,5 +1,5 @@
 /* cmd_online.c - arenactl commands that talk to the daemon through libarenaclient:
- * ping, stats, models, load, unload, invoke, plan NAME.
+ * ping, stats, models, load, unload, invoke, plan NAME. `stats --prometheus` formats through prom.h.
  *
  * Every command connects to arenactl_socket, makes its calls and prints human tables (or JSON
  * with --json). On any error it prints the daemon's message on stderr and returns 1.
@@ -22,6 +22,7 @@
 #include "clients/ar_client.h"
 #include "clients/arenactl.h"
 #include "clients/image.h"
+#include "clients/prom.h"
 #include "common/ar_error.h"
 
 static int fail(const char *cmd, int rc, const char *msg) {
@@ -155,15 +156,53 @@ static void print_stats(json_t *root) {
          jstr(dm, "version"), jint(dm, "uptime_s"), jint(dm, "connections"), jint(dm, "requests"));
 }
 
+/* Write the exposition of `arg` (a json_t stats document, or NULL for a daemon that is down). */
+static int prom_writer(FILE *out, void *arg) {
+  char msg[AR_MSG_BYTES];
+  return arg ? ar_prom_write(arg, out, msg, sizeof(msg)) : ar_prom_write_down(out);
+}
+
+/* Print or store one stats document in the requested form; returns the exit code. */
+static int stats_emit(const char *s, bool as_json, bool prom, const char *output) {
+  if (as_json && !output) {
+    printf("%s\n", s);
+    return 0;
+  }
+  json_error_t err;
+  json_t *root = json_loads(s, 0, &err);
+  if (root == NULL) return fail("stats", AR_EPROTO, "the stats are not valid JSON");
+  int ret = 0;
+  char msg[AR_MSG_BYTES];
+  if (output) {
+    int rc = ar_prom_write_file(output, prom_writer, root, msg, sizeof(msg));
+    if (rc) ret = fail("stats", rc, msg);
+  } else if (prom) {
+    int rc = ar_prom_write(root, stdout, msg, sizeof(msg));
+    if (rc) ret = fail("stats", rc, msg);
+  } else {
+    print_stats(root);
+  }
+  json_decref(root);
+  return ret;
+}
+
 int ar_cmd_stats(int argc, char **argv) {
-  static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"watch", required_argument, NULL, 'w'},
-                                       {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  bool as_json = false;
+  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},       {"watch", required_argument, NULL, 'w'},
+                                       {"prometheus", no_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
+                                       {"from", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  static const char usage[] =
+      "usage: arenactl stats [--json | --prometheus [--output FILE]] [--watch SECONDS] [--from STATS.json]\n";
+  bool as_json = false, prom = false;
+  const char *output = NULL, *from = NULL;
   double watch = 0;
   int o;
   optind = 1;
-  while ((o = getopt_long(argc, argv, "jw:h", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "jw:po:f:h", opts, NULL)) != -1) {
     if (o == 'j') as_json = true;
+    else if (o == 'p') prom = true;
+    else if (o == 'o') output = optarg;
+    else if (o == 'f') from = optarg;
     else if (o == 'w') {
       char *end;
       watch = strtod(optarg, &end);
@@ -172,12 +211,37 @@ int ar_cmd_stats(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: arenactl stats [--json] [--watch SECONDS]\n");
+      fputs(usage, o == 'h' ? stdout : stderr);
       return o == 'h' ? 0 : 2;
     }
   }
+  if (optind < argc || (as_json && prom) || (output && !prom) || (from && watch > 0)) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  if (from) {   /* offline: format a saved `arenactl stats --json` document */
+    json_error_t err;
+    json_t *root = json_load_file(from, 0, &err);
+    if (root == NULL) {
+      fprintf(stderr, "arenactl stats: %s:%d: %s\n", from, err.line, err.text);
+      return 1;
+    }
+    char *s = json_dumps(root, 0);
+    json_decref(root);
+    int ret = s ? stats_emit(s, as_json, prom, output) : fail("stats", AR_ENOMEM, "no memory");
+    free(s);
+    return ret;
+  }
   ar_client_t *c = connect_or_fail_json("stats", as_json);
-  if (c == NULL) return 1;
+  if (c == NULL) {
+    /* The textfile collector keeps serving the last file: replace it with arenad_up 0. */
+    if (output) {
+      char msg[AR_MSG_BYTES];
+      int rc = ar_prom_write_file(output, prom_writer, NULL, msg, sizeof(msg));
+      if (rc) fail("stats", rc, msg);
+    }
+    return 1;
+  }
   int ret = 0;
   for (;;) {
     char *s = NULL, msg[AR_MSG_BYTES];
@@ -186,23 +250,11 @@ int ar_cmd_stats(int argc, char **argv) {
       ret = as_json ? ar_cli_json_error(rc, msg, NULL, 0) : fail("stats", rc, msg);
       break;
     }
-    if (watch > 0) printf("\033[H\033[2J");
-    if (as_json) {
-      printf("%s\n", s);
-    } else {
-      json_error_t err;
-      json_t *root = json_loads(s, 0, &err);
-      if (root == NULL) {
-        free(s);
-        ret = fail("stats", AR_EPROTO, "the daemon's stats are not valid JSON");
-        break;
-      }
-      print_stats(root);
-      json_decref(root);
-    }
+    if (watch > 0 && !output) printf("\033[H\033[2J");
+    ret = stats_emit(s, as_json, prom, output);
     free(s);
     fflush(stdout);
-    if (watch <= 0) break;
+    if (ret != 0 || watch <= 0) break;
     struct timespec ts = {.tv_sec = (time_t)watch, .tv_nsec = (long)((watch - (double)(time_t)watch) * 1e9)};
     nanosleep(&ts, NULL);
   }

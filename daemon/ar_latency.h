@@ -4,6 +4,11 @@
  * of two is split into 16 linear sub-buckets, so a reported percentile is within 1/16 (6.25 %) of
  * the true value. 16 + 16 * 38 buckets cover up to 2^42 µs (about 50 days). Recording is two
  * shifts and an increment; the struct is embedded in each model and updated on the loop thread.
+ *
+ * Next to it, exact counts for a fixed 1-2.5-5 series of upper bounds (AR_LAT_LE_US, 50 µs to
+ * 60 s): the log-linear edges do not fall on round numbers, so a Prometheus histogram built from
+ * them would be approximate. le_counts[i] counts values <= AR_LAT_LE_US[i] and above the previous
+ * bound (not cumulative); values above the last bound are count - sum(le_counts).
  */
 #ifndef AR_LATENCY_H
 #define AR_LATENCY_H
@@ -13,9 +18,15 @@
 #define AR_LAT_SUB 16
 #define AR_LAT_BUCKETS (2 * AR_LAT_SUB + AR_LAT_SUB * 38)
 
+#define AR_LAT_LE_N 19
+static const uint64_t AR_LAT_LE_US[AR_LAT_LE_N] = {50,     100,    250,    500,     1000,    2500,   5000,
+                                                   10000,  25000,  50000,  100000,  250000,  500000, 1000000,
+                                                   2500000, 5000000, 10000000, 25000000, 60000000};
+
 typedef struct ar_latency {
   uint64_t count, max_us, sum_us;
   uint32_t buckets[AR_LAT_BUCKETS];
+  uint64_t le_counts[AR_LAT_LE_N];
 } ar_latency_t;
 
 static inline int ar_latency_bucket(uint64_t us) {
@@ -39,6 +50,11 @@ static inline void ar_latency_record(ar_latency_t *h, uint64_t us) {
   h->sum_us += us;
   if (us > h->max_us) h->max_us = us;
   h->buckets[ar_latency_bucket(us)]++;
+  for (int i = 0; i < AR_LAT_LE_N; i++)
+    if (us <= AR_LAT_LE_US[i]) {
+      h->le_counts[i]++;
+      break;
+    }
 }
 
 /* Value at percentile p (0 < p <= 100), clamped to the observed max; 0 when empty. */

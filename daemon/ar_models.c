@@ -1073,10 +1073,18 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_object_set_new(jm, "errors", json_integer((json_int_t)m->errors));
     json_object_set_new(jm, "dropped", json_integer((json_int_t)m->dropped));
     json_object_set_new(jm, "inflight", json_integer((json_int_t)m->inflight));
-    json_object_set_new(jm, "latency_us",
-                        json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)ar_latency_percentile(&m->latency, 50),
-                                  "p99", (json_int_t)ar_latency_percentile(&m->latency, 99), "max",
-                                  (json_int_t)m->latency.max_us));
+    json_t *lat = json_pack("{s:I,s:I,s:I,s:I,s:I}", "p50", (json_int_t)ar_latency_percentile(&m->latency, 50),
+                            "p99", (json_int_t)ar_latency_percentile(&m->latency, 99), "max",
+                            (json_int_t)m->latency.max_us, "count", (json_int_t)m->latency.count, "sum",
+                            (json_int_t)m->latency.sum_us);
+    json_t *le = json_array();   /* cumulative, Prometheus style; +Inf is "count" */
+    uint64_t cum = 0;
+    for (int i = 0; i < AR_LAT_LE_N; i++) {
+      cum += m->latency.le_counts[i];
+      json_array_append_new(le, json_pack("{s:I,s:I}", "le", (json_int_t)AR_LAT_LE_US[i], "count", (json_int_t)cum));
+    }
+    json_object_set_new(lat, "buckets", le);
+    json_object_set_new(jm, "latency_us", lat);
     json_object_set_new(jm, "heap_allocs_in_invoke",
                         ar_alloc_count_available() ? json_integer((json_int_t)m->heap_allocs_in_invoke)
                                                    : json_integer(-1));

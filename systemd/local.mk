@@ -24,12 +24,22 @@ systemd/arenad.service: $(top_srcdir)/systemd/arenad.service.in Makefile
 	  sed -e 's|[@]sbindir[@]|$(sbindir)|g' -e 's|[@]sysconfdir[@]|$(sysconfdir)|g' \
 	    $(top_srcdir)/systemd/arenad.service.in > $@.tmp && mv -f $@.tmp $@
 
+# Metrics for Prometheus: a timer runs `arenactl stats --prometheus --output` into node_exporter's
+# textfile-collector directory (see the unit's comments for another directory).
+EXTRA_DIST += systemd/arenad-metrics.service.in systemd/arenad-metrics.timer
+CLEANFILES += systemd/arenad-metrics.service
+systemd/arenad-metrics.service: $(top_srcdir)/systemd/arenad-metrics.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) systemd && \
+	  sed -e 's|[@]bindir[@]|$(bindir)|g' -e 's|[@]sysconfdir[@]|$(sysconfdir)|g' \
+	    $(top_srcdir)/systemd/arenad-metrics.service.in > $@.tmp && mv -f $@.tmp $@
+
 if WITH_SYSTEMD
 systemdunitdir = $(SYSTEMD_UNITDIR)
-systemdunit_DATA = systemd/arenad.service systemd/arenad.socket
+systemdunit_DATA = systemd/arenad.service systemd/arenad.socket systemd/arenad-metrics.service \
+  systemd/arenad-metrics.timer
 sysusersdir = $(SYSUSERS_DIR)
 sysusers_DATA = systemd/sysusers/arenad.conf
-noinst_DATA = systemd/arenad.service
+noinst_DATA = systemd/arenad.service systemd/arenad-metrics.service
 endif
 
 # The example config goes next to where the unit looks for the real one; the real one is created

@@ -1,0 +1,580 @@
+"""The arenad client: one Unix-socket connection, requests matched to replies by id.
+
+Framing (docs/protocol.md): every message is a little-endian uint32 length followed by that many
+bytes of a serialized arenad.Request (client to daemon) or arenad.Response (daemon to client).
+The daemon answers every request with exactly one Response carrying the request's id; Invoke and
+LoadModel replies may overtake each other, so replies are matched by id, never by order.
+
+Replies are read by whichever call is waiting for one; a reply that belongs to another request is
+kept until its own waiter asks for it. So several invokes can be in flight on one connection
+(invoke_async / invoke_many) without a reader thread, and a Client may be shared by threads.
+"""
+import json
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import arenad_pb2 as pb
+
+DEFAULT_SOCKET = "/run/arenad/arenad.sock"
+# The largest reply frame accepted (the C client's limit too); the daemon's own limit on the
+# frames it reads is its max_frame_bytes (default 64 MiB).
+MAX_FRAME_BYTES = 1 << 30
+_RECV_BYTES = 1 << 16
+_UNSET = object()
+
+# TFLite TensorType (proto DType) -> numpy dtype, little-endian as on the wire.
+_DTYPES = {
+    "FLOAT32": np.dtype("<f4"),
+    "FLOAT16": np.dtype("<f2"),
+    "INT32": np.dtype("<i4"),
+    "UINT8": np.dtype("u1"),
+    "INT64": np.dtype("<i8"),
+    "BOOL": np.dtype("?"),
+    "INT16": np.dtype("<i2"),
+    "COMPLEX64": np.dtype("<c8"),
+    "INT8": np.dtype("i1"),
+    "FLOAT64": np.dtype("<f8"),
+}
+_TO_NP = {pb.DType.Value(k): v for k, v in _DTYPES.items()}
+_FROM_NP = {v.str.lstrip("<|"): pb.DType.Value(k) for k, v in _DTYPES.items()}
+
+
+class ArenadError(Exception):
+    """A request failed. `code` is the daemon's code name ("ENOENT", "ESHAPE", ...; the names of
+    proto/arenad.proto's Code enum, i.e. common/ar_error.h), `number` its value (None for errors
+    raised by the client alone), `message` the daemon's text naming what is wrong."""
+
+    def __init__(self, code: str, message: str, number: Optional[int] = None):
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+        self.number = number
+
+    @classmethod
+    def from_status(cls, status) -> "ArenadError":
+        try:
+            name = pb.Code.Name(status.code)
+        except ValueError:   # a daemon newer than these classes
+            name = f"E{status.code}"
+        return cls(name, status.message or name, status.code)
+
+
+class ArenadConnectionError(ArenadError, ConnectionError):
+    """The connection could not be made, or was lost (code "ECONN"); the Client is unusable."""
+
+    def __init__(self, message: str):
+        super().__init__("ECONN", message, pb.Code.Value("ECONN"))
+
+
+class ArenadTimeout(ArenadError, TimeoutError):
+    """No reply within the timeout (code "ETIMEDOUT"). The connection stays usable: a reply that
+    comes later for an abandoned request is dropped."""
+
+    def __init__(self, message: str):
+        super().__init__("ETIMEDOUT", message)
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Affine quantization of a tensor (TFLite: real = scale * (q - zero_point), per tensor or
+    per `axis`). The protocol does not carry it yet: every TensorInfo.quantization is None until
+    it does."""
+
+    scale: np.ndarray
+    zero_point: np.ndarray
+    axis: int = 0
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        if self.scale.size == 1:
+            return (q.astype(np.float32) - self.zero_point.item()) * np.float32(self.scale.item())
+        shape = [1] * q.ndim
+        shape[self.axis] = -1
+        return (q.astype(np.float32) - self.zero_point.reshape(shape)) * self.scale.reshape(shape).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A model input or output as the daemon describes it: name, numpy dtype, shape (NHWC for
+    images), and its quantization (None for float tensors)."""
+
+    name: str
+    dtype: np.dtype
+    shape: Tuple[int, ...]
+    quantization: Optional[Quantization] = None
+
+
+@dataclass(frozen=True)
+class PingInfo:
+    version: str
+    uptime_us: int
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A loaded model (proto ModelInfo); sizes in bytes, offsets into the daemon's arena pool."""
+
+    name: str
+    path: str
+    sha256: str
+    group: str
+    strategy: str
+    arena_bytes: int
+    persistent_bytes: int
+    weights_bytes: int
+    activation_offset: int
+    activation_bytes: int
+    persistent_offset: int
+    inputs: List[TensorInfo] = field(default_factory=list)
+    outputs: List[TensorInfo] = field(default_factory=list)
+    invokes: int = 0
+
+
+class InvokeResult(Sequence):
+    """The outputs of one invoke in the model's output order: result[0] or result["name"] is a
+    numpy array of the output's dtype and shape; result.tensors[i] its TensorInfo (with the
+    quantization parameters once the protocol carries them). invoke_us / queue_us: the daemon's
+    time in the interpreter and waiting for the model's group, microseconds."""
+
+    def __init__(self, tensors: List[TensorInfo], arrays: List[np.ndarray], invoke_us: int, queue_us: int):
+        self.tensors = tensors
+        self.arrays = arrays
+        self.invoke_us = invoke_us
+        self.queue_us = queue_us
+
+    @property
+    def names(self) -> List[str]:
+        return [t.name for t in self.tensors]
+
+    def _index(self, key: Union[int, str]) -> int:
+        if isinstance(key, str):
+            for i, t in enumerate(self.tensors):
+                if t.name == key:
+                    return i
+            raise KeyError(f"no output named {key!r} (outputs: {', '.join(self.names)})")
+        return key
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self.arrays[key]
+        return self.arrays[self._index(key)]
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    def quantization(self, key: Union[int, str]) -> Optional[Quantization]:
+        return self.tensors[self._index(key)].quantization
+
+    def as_dict(self) -> Dict[str, np.ndarray]:
+        return {t.name: a for t, a in zip(self.tensors, self.arrays)}
+
+    def __repr__(self) -> str:
+        outs = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in self.tensors)
+        return f"InvokeResult({outs}; invoke_us={self.invoke_us})"
+
+
+def _quantization(t) -> Optional[Quantization]:
+    # Reserved: filled from Tensor.quantization once proto/arenad.proto has it (the quantized
+    # models issue); the generated classes tell whether it does.
+    if "quantization" not in type(t).DESCRIPTOR.fields_by_name or not t.HasField("quantization"):
+        return None
+    q = t.quantization
+    return Quantization(np.asarray(q.scale, np.float32), np.asarray(q.zero_point, np.int64),
+                        int(getattr(q, "quantized_dimension", 0)))
+
+
+def _tensor_info(t) -> TensorInfo:
+    dtype = _TO_NP.get(t.dtype)
+    if dtype is None:
+        raise ArenadError("EUNSUPPORTED", f"tensor {t.name!r}: dtype {t.dtype} has no numpy equivalent here")
+    return TensorInfo(t.name, dtype, tuple(int(d) for d in t.shape), _quantization(t))
+
+
+def _model_info(m) -> ModelInfo:
+    return ModelInfo(m.name, m.path, m.sha256, m.group, m.strategy, m.arena_bytes, m.persistent_bytes,
+                     m.weights_bytes, m.activation_offset, m.activation_bytes, m.persistent_offset,
+                     [_tensor_info(t) for t in m.inputs], [_tensor_info(t) for t in m.outputs], m.invokes)
+
+
+class Pending:
+    """An invoke in flight (Client.invoke_async). result() waits for its reply."""
+
+    def __init__(self, client: "Client", request_id: int, model: str):
+        self._client = client
+        self.id = request_id
+        self.model = model
+        self._result: Optional[InvokeResult] = None
+        self._error: Optional[ArenadError] = None
+
+    def done(self) -> bool:
+        """True when the reply has arrived (reads what the socket already holds, never blocks)."""
+        if self._result is None and self._error is None:
+            self._client._poll()
+            return self.id in self._client._replies
+        return True
+
+    def result(self, timeout: Any = _UNSET) -> InvokeResult:
+        """The outputs, or the daemon's error raised as ArenadError. `timeout` in seconds (None:
+        no limit; default: the client's); a timeout here keeps the request pending, so result()
+        may be called again."""
+        if self._result is None and self._error is None:
+            try:
+                resp = self._client._wait(self.id, timeout, abandon=False)
+                self._result = self._client._invoke_result(resp, self.model)
+            except ArenadTimeout:
+                raise
+            except ArenadError as e:
+                self._error = e
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+InputsArg = Union[np.ndarray, Sequence, Mapping]
+
+
+class Client:
+    """A connection to arenad.
+
+    socket_path: the daemon's Unix socket (default: $ARENAD_SOCKET, else /run/arenad/arenad.sock,
+    as arenactl). timeout: seconds allowed for connecting, sending and each reply (None: no limit);
+    every call also takes its own timeout=. Errors are ArenadError (code, message); a lost
+    connection is ArenadConnectionError, a reply that does not come in time ArenadTimeout.
+    Use as a context manager, or call close().
+    """
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0):
+        self.socket_path = socket_path or os.environ.get("ARENAD_SOCKET") or DEFAULT_SOCKET
+        self.timeout = timeout
+        self._buf = bytearray()
+        self._next_id = 1
+        self._replies: Dict[int, Any] = {}   # arrived, not yet claimed
+        self._expected: set = set()          # sent, not yet claimed nor abandoned
+        self._inputs: Dict[str, List[TensorInfo]] = {}
+        self._send_lock = threading.Lock()
+        self._recv_lock = threading.Lock()
+        self._lost: Optional[str] = None
+        self._sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.settimeout(timeout)
+            self._sock.connect(self.socket_path)
+        except socket.timeout:
+            self.close()
+            raise ArenadTimeout(f"connect {self.socket_path}: no answer within {timeout} s") from None
+        except OSError as e:
+            self.close()
+            raise ArenadConnectionError(f"connect {self.socket_path}: {e.strerror or e}") from None
+
+    # ---- context manager ------------------------------------------------------------------------
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (idempotent). Replies still in flight are lost."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+            if self._lost is None:
+                self._lost = "the client was closed"
+
+    # ---- requests -------------------------------------------------------------------------------
+    def ping(self, timeout: Any = _UNSET) -> PingInfo:
+        r = self._call("ping", pb.PingRequest(), timeout)
+        return PingInfo(r.ping.version, r.ping.uptime_us)
+
+    def models(self, timeout: Any = _UNSET) -> List[ModelInfo]:
+        r = self._call("list_models", pb.ListModelsRequest(), timeout)
+        infos = [_model_info(m) for m in r.list_models.models]
+        self._inputs = {m.name: m.inputs for m in infos}
+        return infos
+
+    def load(self, name: str, path: str, group: Optional[str] = None, strategy: Optional[str] = None,
+             timeout: Any = _UNSET) -> ModelInfo:
+        """Load the model file `path` (made absolute here: the daemon opens it) as `name`; models
+        of the same `group` share one activation region; `strategy` names the planner ("best")."""
+        req = pb.LoadModelRequest(name=name, path=os.path.abspath(path), group=group or "", strategy=strategy or "")
+        info = _model_info(self._call("load_model", req, timeout).load_model.model)
+        self._inputs[info.name] = info.inputs
+        return info
+
+    def unload(self, name: str, timeout: Any = _UNSET) -> None:
+        self._inputs.pop(name, None)
+        self._call("unload_model", pb.UnloadModelRequest(name=name), timeout)
+
+    def stats(self, timeout: Any = _UNSET) -> Dict[str, Any]:
+        """The stats document (docs/protocol.md lists its keys) as a dict."""
+        return json.loads(self._call("get_stats", pb.GetStatsRequest(), timeout).get_stats.json)
+
+    def plan(self, name: str, timeout: Any = _UNSET) -> Dict[str, Any]:
+        """The budget table of a loaded model (the keys of `arenactl plan --json`) as a dict."""
+        return json.loads(self._call("get_plan", pb.GetPlanRequest(model=name), timeout).get_plan.json)
+
+    def invoke(self, name: str, inputs: InputsArg, timeout: Any = _UNSET) -> InvokeResult:
+        """Run model `name` once. `inputs`: {input name or index: array}, a list in the model's
+        input order, or one array for a one-input model; arrays are sent with their own dtype
+        and shape, which must match the model's (else ArenadError "ESHAPE"). Returns the
+        outputs as numpy arrays (InvokeResult)."""
+        p = self.invoke_async(name, inputs, timeout)
+        try:
+            return p.result(timeout)
+        except ArenadTimeout:
+            self._abandon(p.id)
+            raise
+
+    def invoke_async(self, name: str, inputs: InputsArg, timeout: Any = _UNSET) -> Pending:
+        """Send an invoke without waiting: returns a Pending whose result() gives the outputs.
+        Many may be in flight on one connection; replies are matched by id."""
+        req = pb.InvokeRequest(model=name)
+        req.inputs.extend(self._pack_inputs(name, inputs))
+        return Pending(self, self._send("invoke", req, timeout), name)
+
+    def invoke_many(self, name: str, batches: Sequence[InputsArg], window: int = 32,
+                    timeout: Any = _UNSET) -> List[InvokeResult]:
+        """Invoke `name` on each inputs of `batches`, keeping up to `window` invokes in flight
+        (pipelined on this connection); results in the order of `batches`. The first error is
+        raised after every reply has been read."""
+        pending: List[Pending] = []
+        results: List[Optional[InvokeResult]] = [None] * len(batches)
+        first_error: Optional[ArenadError] = None
+        done = 0
+        for i, inputs in enumerate(batches):
+            pending.append(self.invoke_async(name, inputs, timeout))
+            while len(pending) - done >= window:
+                first_error = self._collect(pending, results, done, timeout, first_error)
+                done += 1
+        while done < len(pending):
+            first_error = self._collect(pending, results, done, timeout, first_error)
+            done += 1
+        if first_error is not None:
+            raise first_error
+        return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _collect(pending, results, i, timeout, first_error):
+        try:
+            results[i] = pending[i].result(timeout)
+        except ArenadConnectionError:
+            raise
+        except ArenadTimeout:
+            raise
+        except ArenadError as e:
+            return first_error or e
+        return first_error
+
+    # ---- inputs and outputs ---------------------------------------------------------------------
+    def _input_infos(self, name: str) -> List[TensorInfo]:
+        if name not in self._inputs:
+            self.models()
+        if name not in self._inputs:
+            raise ArenadError("ENOENT", f"no model named {name!r} is loaded", pb.Code.Value("ENOENT"))
+        return self._inputs[name]
+
+    def _pack_inputs(self, name: str, inputs: InputsArg) -> list:
+        infos: Optional[List[TensorInfo]] = None
+        if isinstance(inputs, np.ndarray):
+            ordered = [inputs]
+        elif isinstance(inputs, Mapping):
+            keys = list(inputs.keys())
+            if keys and all(isinstance(k, int) for k in keys) and sorted(keys) == list(range(len(keys))):
+                ordered = [inputs[i] for i in range(len(keys))]
+            else:
+                infos = self._input_infos(name)
+                ordered = [None] * len(infos)
+                for k, v in inputs.items():
+                    if isinstance(k, str):
+                        idx = next((i for i, t in enumerate(infos) if t.name == k), None)
+                        if idx is None:
+                            raise ArenadError("EINVAL", f"model {name!r} has no input named {k!r} "
+                                              f"(inputs: {', '.join(t.name for t in infos)})")
+                    elif isinstance(k, int) and 0 <= k < len(infos):
+                        idx = k
+                    else:
+                        raise ArenadError("EINVAL", f"model {name!r}: input key {k!r} is neither a name nor "
+                                          f"an index below {len(infos)}")
+                    ordered[idx] = v
+                missing = [f"{i} ({t.name})" for i, t in enumerate(infos) if ordered[i] is None]
+                if missing:
+                    raise ArenadError("EINVAL", f"model {name!r}: no value for input {', '.join(missing)}")
+        elif isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes)):
+            ordered = list(inputs)
+        else:
+            raise ArenadError("EINVAL", "inputs must be an array, a list of arrays or a dict of arrays")
+        if infos is None:
+            infos = self._inputs.get(name)
+        tensors = []
+        for i, v in enumerate(ordered):
+            info = infos[i] if infos is not None and i < len(infos) else None
+            a = v if isinstance(v, np.ndarray) else np.asarray(v, dtype=info.dtype if info else np.float32)
+            code = _FROM_NP.get(a.dtype.newbyteorder("<").str.lstrip("<|"))
+            if code is None:
+                raise ArenadError("EINVAL", f"input {i}: numpy dtype {a.dtype} has no arenad (TFLite) type")
+            a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+            tensors.append(pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape, data=a.tobytes()))
+        return tensors
+
+    def _invoke_result(self, resp, model: str) -> InvokeResult:
+        self._check(resp, "invoke", model)
+        infos, arrays = [], []
+        for t in resp.invoke.outputs:
+            info = _tensor_info(t)
+            want = int(np.prod(info.shape, dtype=np.int64)) * info.dtype.itemsize
+            if len(t.data) != want:
+                raise ArenadError("EPROTO", f"output {t.name!r}: {len(t.data)} data bytes, shape "
+                                  f"{list(info.shape)} of {info.dtype} needs {want}", pb.Code.Value("EPROTO"))
+            infos.append(info)
+            arrays.append(np.frombuffer(t.data, dtype=info.dtype).reshape(info.shape).copy())
+        return InvokeResult(infos, arrays, resp.invoke.invoke_us, resp.invoke.queue_us)
+
+    # ---- framing and id matching ----------------------------------------------------------------
+    def _deadline(self, timeout: Any) -> Optional[float]:
+        t = self.timeout if timeout is _UNSET else timeout
+        return None if t is None else time.monotonic() + t
+
+    def _call(self, body: str, msg, timeout: Any):
+        rid = self._send(body, msg, timeout)
+        resp = self._wait(rid, timeout, abandon=True)
+        self._check(resp, body)
+        return resp
+
+    def _check(self, resp, body: str, model: Optional[str] = None) -> None:
+        if resp.status.code != pb.Code.Value("OK"):
+            if model is not None:
+                self._inputs.pop(model, None)   # the model may have changed under its name
+            raise ArenadError.from_status(resp.status)
+        if resp.WhichOneof("body") != body:
+            raise ArenadError("EPROTO", f"reply to {body} carries {resp.WhichOneof('body')}", pb.Code.Value("EPROTO"))
+
+    def _lost_error(self) -> ArenadConnectionError:
+        return ArenadConnectionError(f"not connected to {self.socket_path}: {self._lost}")
+
+    def _connection_lost(self, why: str) -> ArenadConnectionError:
+        self._lost = why
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        return ArenadConnectionError(f"{self.socket_path}: {why}")
+
+    def _send(self, body: str, msg, timeout: Any) -> int:
+        with self._send_lock:
+            if self._sock is None:
+                raise self._lost_error()
+            rid = self._next_id
+            self._next_id += 1
+            req = pb.Request(id=rid)
+            getattr(req, body).CopyFrom(msg)
+            data = req.SerializeToString()
+            if len(data) > 0xFFFFFFFF:
+                raise ArenadError("E2BIG", f"request of {len(data)} bytes does not fit a frame")
+            deadline = self._deadline(timeout)
+            self._expected.add(rid)
+            try:
+                self._sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
+                self._sock.sendall(struct.pack("<I", len(data)) + data)
+            except socket.timeout:
+                # Part of a frame may have gone: the stream cannot be trusted any more.
+                raise self._connection_lost("send timed out inside a frame; connection closed") from None
+            except OSError as e:
+                raise self._connection_lost(f"send: {e.strerror or e}") from None
+            return rid
+
+    def _abandon(self, rid: int) -> None:
+        self._expected.discard(rid)
+        self._replies.pop(rid, None)
+
+    def _poll(self) -> None:
+        """Take in the replies the socket already holds, without blocking."""
+        if not self._recv_lock.acquire(blocking=False):
+            return
+        try:
+            while self._sock is not None:
+                resp = self._read_frame(deadline=0.0)
+                if resp is None:
+                    return
+                self._file(resp)
+        finally:
+            self._recv_lock.release()
+
+    def _wait(self, rid: int, timeout: Any, abandon: bool):
+        deadline = self._deadline(timeout)
+        while True:
+            with self._recv_lock:
+                if rid in self._replies:
+                    self._expected.discard(rid)
+                    return self._replies.pop(rid)
+                if self._sock is None:
+                    raise self._lost_error()
+                try:
+                    resp = self._read_frame(deadline)
+                except ArenadTimeout:
+                    if abandon:
+                        self._abandon(rid)
+                    raise
+                if resp is None:
+                    continue
+                if resp.id == rid:
+                    self._expected.discard(rid)
+                    return resp
+                if resp.id == 0 and resp.status.code != pb.Code.Value("OK"):
+                    # A framing error or a refusal (EBUSY) not tied to one request: it is news
+                    # for whoever is waiting.
+                    raise ArenadError.from_status(resp.status)
+                self._file(resp)
+
+    def _file(self, resp) -> None:
+        if resp.id in self._expected:
+            self._replies[resp.id] = resp
+        # else: the reply to an abandoned (timed out) request: dropped.
+
+    def _read_frame(self, deadline: Optional[float]):
+        """One Response from the stream (bytes already buffered first). Blocks until `deadline`
+        (monotonic seconds; None: forever; 0.0: only what is already there, returning None when
+        no whole frame is). Raises ArenadTimeout, or ArenadConnectionError when the stream ends."""
+        while True:
+            if len(self._buf) >= 4:
+                (n,) = struct.unpack_from("<I", self._buf)
+                if n > MAX_FRAME_BYTES:
+                    raise self._connection_lost(f"reply frame of {n} bytes is larger than the client accepts")
+                if len(self._buf) >= 4 + n:
+                    resp = pb.Response()
+                    try:
+                        resp.ParseFromString(bytes(self._buf[4:4 + n]))
+                    except Exception:   # google.protobuf.message.DecodeError and friends
+                        raise self._connection_lost("a reply frame does not decode as arenad.Response") from None
+                    del self._buf[:4 + n]
+                    return resp
+            if deadline is None:
+                self._sock.settimeout(None)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if deadline == 0.0:
+                        self._sock.settimeout(0.0)
+                    else:
+                        raise ArenadTimeout(f"no reply from {self.socket_path} in time")
+                else:
+                    self._sock.settimeout(left)
+            try:
+                chunk = self._sock.recv(_RECV_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return None
+            except socket.timeout:
+                if deadline == 0.0:
+                    return None
+                raise ArenadTimeout(f"no reply from {self.socket_path} in time") from None
+            except OSError as e:
+                raise self._connection_lost(f"receive: {e.strerror or e}") from None
+            if not chunk:
+                pending = len(self._expected)
+                raise self._connection_lost(
+                    "arenad closed the connection" + (f" with {pending} request(s) unanswered" if pending else ""))
+            self._buf += chunk

@@ -1,0 +1,30 @@
+# clients/python: the pure-Python client package `arenad` (clients/python/arenad/) and its tests.
+# The protobuf classes (arenad_pb2.py) are generated from proto/arenad.proto by protoc into the
+# BUILD tree (clients/python/arenad/arenad_pb2.py); the package's __init__ extends its __path__
+# so that the sources in the source tree and the generated module in the build tree form one
+# package (PYTHONPATH=<srcdir>/clients/python:<builddir>/clients/python). `make install` puts
+# both in $(pythondir)/arenad (configure: --with-python, PYTHON=, pythondir=).
+EXTRA_DIST += clients/python/arenad/__init__.py clients/python/arenad/client.py \
+  examples/detect_and_classify.py
+if WITH_PYTHON
+arenadpydir = $(pythondir)/arenad
+arenadpy_PYTHON = clients/python/arenad/__init__.py clients/python/arenad/client.py
+nodist_arenadpy_PYTHON = clients/python/arenad/arenad_pb2.py
+BUILT_SOURCES += clients/python/arenad/arenad_pb2.py
+CLEANFILES += clients/python/arenad/arenad_pb2.py
+clients/python/arenad/arenad_pb2.py: $(top_srcdir)/proto/arenad.proto
+	@$(MKDIR_P) clients/python/arenad
+	$(AM_V_GEN)$(PROTOC) --proto_path=$(top_srcdir)/proto --python_out=clients/python/arenad \
+	  $(top_srcdir)/proto/arenad.proto
+
+# The example, installed with the documentation.
+pyexamplesdir = $(docdir)/examples
+pyexamples_DATA = examples/detect_and_classify.py
+endif
+
+# The client's and the Prometheus exposition's tests against a real daemon (pytest when
+# python3-pytest is installed, else unittest; a skip without --with-python).
+EXTRA_DIST += tests/python/run-tests tests/python/ardaemon.py tests/python/promparse.py \
+  tests/python/test_client.py tests/python/test_prometheus.py
+TESTS += tests/python/run-tests
+AM_TESTS_ENVIRONMENT += AR_PYTHON='$(PYTHON)'; export AR_PYTHON;

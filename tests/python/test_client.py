@@ -1,0 +1,450 @@
+"""The Python client (clients/python/arenad) against a real arenad: requests, goldens of the
+float models (tests/golden, LiteRT outputs), error replies, pipelining, timeouts, and a daemon
+that goes away mid-session. unittest classes, so pytest and `python3 -m unittest` both run them."""
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import arenad
+from arenad import arenad_pb2 as pb
+from ardaemon import MODELS, SRC, Daemon, golden, golden_mismatches, model_path
+
+FACE = "face_detection_short_range"
+HAND = "hand_landmark_lite"
+
+
+def setUpModule():
+    global DAEMON
+    DAEMON = Daemon()
+    with arenad.Client(DAEMON.socket) as c:
+        c.load("face", model_path(FACE), group="people")
+        c.load("hand", model_path(HAND))
+
+
+def tearDownModule():
+    rc = DAEMON.stop()
+    assert rc == 0, f"arenad exited {rc}: {DAEMON.log()}"
+
+
+class Requests(unittest.TestCase):
+    def setUp(self):
+        self.c = arenad.Client(DAEMON.socket, timeout=60)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_ping_reports_version_and_uptime(self):
+        p = self.c.ping()
+        self.assertRegex(p.version, r"^\d+\.\d+\.\d+")
+        self.assertGreater(p.uptime_us, 0)
+
+    def test_default_socket_is_arenad_socket_env_then_run(self):
+        old = os.environ.get("ARENAD_SOCKET")
+        try:
+            os.environ["ARENAD_SOCKET"] = DAEMON.socket
+            with arenad.Client() as c:
+                self.assertEqual(c.socket_path, DAEMON.socket)
+                self.assertTrue(c.ping().version)
+            del os.environ["ARENAD_SOCKET"]
+            if not os.path.exists(arenad.DEFAULT_SOCKET):
+                with self.assertRaises(arenad.ArenadConnectionError) as cm:
+                    arenad.Client()
+                self.assertIn("/run/arenad/arenad.sock", str(cm.exception))
+        finally:
+            if old is None:
+                os.environ.pop("ARENAD_SOCKET", None)
+            else:
+                os.environ["ARENAD_SOCKET"] = old
+
+    def test_models_describe_inputs_outputs_and_file(self):
+        models = {m.name: m for m in self.c.models()}
+        self.assertLessEqual({"face", "hand"}, set(models))
+        face = models["face"]
+        meta, _, _, _ = golden(FACE, "photo")
+        self.assertEqual(face.sha256, meta["model_sha256"])
+        self.assertEqual(face.group, "people")
+        self.assertEqual(face.strategy, "best")
+        self.assertEqual([(t.name, t.dtype, t.shape) for t in face.inputs],
+                         [("input", np.dtype(np.float32), (1, 128, 128, 3))])
+        self.assertEqual([(t.name, t.shape) for t in face.outputs],
+                         [("regressors", (1, 896, 16)), ("classificators", (1, 896, 1))])
+        self.assertIsNone(face.outputs[0].quantization)
+        self.assertGreater(face.arena_bytes, 0)
+        self.assertEqual(os.path.realpath(face.path), os.path.realpath(model_path(FACE)))
+
+    def check_golden(self, name, stem, case, how):
+        _, c, inputs, outputs = golden(stem, case)
+        if how == "name":
+            arg = {t["name"]: a for t, a in zip(c["inputs"], inputs)}
+        elif how == "index":
+            arg = {i: a for i, a in enumerate(inputs)}
+        elif how == "list":
+            arg = inputs
+        else:
+            arg = inputs[0]
+        r = self.c.invoke(name, arg)
+        self.assertEqual(len(r), len(outputs))
+        self.assertEqual(r.names, [t["name"] for t in c["outputs"]])
+        for j, (got, want) in enumerate(zip(r, outputs)):
+            self.assertEqual(got.dtype, np.float32)
+            self.assertEqual(got.shape, want.shape)
+            self.assertEqual(golden_mismatches(got, want), 0, f"{stem}/{case} output {j}")
+            self.assertIsNone(r.quantization(j))
+        self.assertIs(r[c["outputs"][0]["name"]], r[0])
+        return r
+
+    def test_invoke_face_goldens_by_name_index_list_array(self):
+        for case, how in (("photo", "name"), ("random", "index"), ("photo", "list"), ("random", "array")):
+            with self.subTest(case=case, how=how):
+                self.check_golden("face", FACE, case, how)
+
+    def test_invoke_hand_landmark_goldens_four_outputs(self):
+        for case in ("photo", "random"):
+            r = self.check_golden("hand", HAND, case, "name")
+            self.assertEqual(len(r.as_dict()), 4)
+
+    def test_stats_is_a_dict_with_the_documented_keys(self):
+        self.c.invoke("face", golden(FACE, "photo")[2][0])
+        s = self.c.stats()
+        self.assertEqual(set(s), {"pool", "models", "groups", "daemon"})
+        self.assertEqual(s["pool"]["bytes"], 64 << 20)
+        face = next(m for m in s["models"] if m["name"] == "face")
+        self.assertGreaterEqual(face["invokes"], 1)
+        lat = face["latency_us"]
+        self.assertEqual(lat["count"], face["invokes"])
+        counts = [b["count"] for b in lat["buckets"]]
+        self.assertEqual(counts, sorted(counts))
+        self.assertLessEqual(counts[-1], lat["count"])
+
+    def test_plan_of_a_loaded_model(self):
+        plan = self.c.plan("face")
+        self.assertIsInstance(plan, dict)
+        self.assertTrue(plan.get("buffers"))
+
+    def test_load_plan_unload_then_invoke_is_enoent(self):
+        info = self.c.load("face2", model_path(FACE), strategy="greedy-by-size")
+        self.assertEqual(info.strategy, "greedy-by-size")
+        self.assertEqual(info.inputs[0].shape, (1, 128, 128, 3))
+        self.check_golden("face2", FACE, "photo", "name")
+        self.c.unload("face2")
+        self.assertNotIn("face2", [m.name for m in self.c.models()])
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("face2", golden(FACE, "photo")[2][0])
+        self.assertEqual(cm.exception.code, "ENOENT")
+
+
+class ErrorReplies(unittest.TestCase):
+    def setUp(self):
+        self.c = arenad.Client(DAEMON.socket, timeout=60)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_unknown_model_is_enoent_from_the_daemon(self):
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("no_such_model", np.zeros((1, 128, 128, 3), np.float32))
+        e = cm.exception
+        self.assertEqual(e.code, "ENOENT")
+        self.assertEqual(e.number, pb.ENOENT)
+        self.assertIn("no_such_model", e.message)
+        # ... and by input name, which the client resolves through ListModels first.
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("no_such_model", {"input": np.zeros((1, 128, 128, 3), np.float32)})
+        self.assertEqual(cm.exception.code, "ENOENT")
+
+    def test_wrong_shape_is_eshape_naming_the_input(self):
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("face", {"input": np.zeros((1, 64, 128, 3), np.float32)})
+        self.assertEqual(cm.exception.code, "ESHAPE")
+        self.assertIn("input 0 (input)", cm.exception.message)
+        self.assertIn("[1,128,128,3]", cm.exception.message)
+
+    def test_wrong_dtype_is_eshape(self):
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("face", np.zeros((1, 128, 128, 3), np.float64))
+        self.assertEqual(cm.exception.code, "ESHAPE")
+
+    def test_wrong_input_count_is_eshape(self):
+        a = np.zeros((1, 128, 128, 3), np.float32)
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("face", [a, a])
+        self.assertEqual(cm.exception.code, "ESHAPE")
+
+    def test_unknown_input_name_and_missing_input_fail_in_the_client(self):
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.invoke("face", {"image": np.zeros((1, 128, 128, 3), np.float32)})
+        self.assertEqual(cm.exception.code, "EINVAL")
+        self.assertIn("'image'", cm.exception.message)
+        self.assertIsNone(cm.exception.number)
+
+    def test_load_errors(self):
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.load("face", model_path(FACE))
+        self.assertEqual(cm.exception.code, "EEXIST")
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.load("x", model_path(FACE), strategy="no-such-strategy")
+        self.assertEqual(cm.exception.code, "EINVAL")
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.load("x", "/nonexistent/model.tflite")
+        self.assertIn(cm.exception.code, ("ENOENT", "EIO", "EPERM"))
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.unload("never_loaded")
+        self.assertEqual(cm.exception.code, "ENOENT")
+
+    def test_connection_stays_usable_after_errors(self):
+        for _ in range(3):
+            with self.assertRaises(arenad.ArenadError):
+                self.c.invoke("face", np.zeros((2, 2), np.float32))
+        self.assertTrue(self.c.ping().version)
+
+    def test_connect_to_a_missing_socket_is_econn(self):
+        with self.assertRaises(arenad.ArenadConnectionError) as cm:
+            arenad.Client("/nonexistent/arenad.sock")
+        self.assertEqual(cm.exception.code, "ECONN")
+        self.assertIsInstance(cm.exception, ConnectionError)
+
+
+class Pipelining(unittest.TestCase):
+    def test_invokes_in_flight_are_matched_by_id(self):
+        _, _, face_photo, face_photo_out = golden(FACE, "photo")
+        _, _, face_rand, face_rand_out = golden(FACE, "random")
+        _, _, hand_in, hand_out = golden(HAND, "photo")
+        with arenad.Client(DAEMON.socket, timeout=120) as c:
+            pending, wants = [], []
+            for i in range(12):
+                if i % 3 == 2:
+                    pending.append(c.invoke_async("hand", hand_in))
+                    wants.append(hand_out)
+                else:
+                    photo = i % 2 == 0
+                    pending.append(c.invoke_async("face", face_photo if photo else face_rand))
+                    wants.append(face_photo_out if photo else face_rand_out)
+            # A ping sent behind them is answered on the loop thread, possibly first.
+            self.assertTrue(c.ping().version)
+            self.assertEqual(len({p.id for p in pending}), 12)
+            for p, want in reversed(list(zip(pending, wants))):   # claim in the opposite order
+                r = p.result()
+                self.assertTrue(p.done())
+                self.assertEqual([golden_mismatches(g, w) for g, w in zip(r, want)], [0] * len(want))
+
+    def test_invoke_many_keeps_a_window_in_flight(self):
+        _, _, photo, photo_out = golden(FACE, "photo")
+        _, _, rand, rand_out = golden(FACE, "random")
+        with arenad.Client(DAEMON.socket, timeout=120) as c:
+            before = next(m for m in c.stats()["models"] if m["name"] == "face")["invokes"]
+            batches = [photo if i % 2 == 0 else rand for i in range(20)]
+            results = c.invoke_many("face", batches, window=6)
+            self.assertEqual(len(results), 20)
+            for i, r in enumerate(results):
+                want = photo_out if i % 2 == 0 else rand_out
+                self.assertEqual([golden_mismatches(g, w) for g, w in zip(r, want)], [0, 0])
+            after = next(m for m in c.stats()["models"] if m["name"] == "face")["invokes"]
+            self.assertGreaterEqual(after - before, 20)
+
+    def test_errors_in_flight_do_not_disturb_the_others(self):
+        _, _, photo, photo_out = golden(FACE, "photo")
+        with arenad.Client(DAEMON.socket, timeout=120) as c:
+            good1 = c.invoke_async("face", photo)
+            bad = c.invoke_async("face", np.zeros((1, 1), np.float32))
+            good2 = c.invoke_async("face", photo)
+            with self.assertRaises(arenad.ArenadError) as cm:
+                bad.result()
+            self.assertEqual(cm.exception.code, "ESHAPE")
+            for p in (good2, good1):
+                self.assertEqual([golden_mismatches(g, w) for g, w in zip(p.result(), photo_out)], [0, 0])
+
+    def test_one_client_shared_by_threads(self):
+        _, _, photo, photo_out = golden(FACE, "photo")
+        errors = []
+        with arenad.Client(DAEMON.socket, timeout=120) as c:
+            def work():
+                try:
+                    for _ in range(4):
+                        r = c.invoke("face", photo)
+                        if [golden_mismatches(g, w) for g, w in zip(r, photo_out)] != [0, 0]:
+                            errors.append("golden mismatch")
+                except Exception as e:   # reported below
+                    errors.append(repr(e))
+            threads = [threading.Thread(target=work) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        self.assertEqual(errors, [])
+
+
+class FakeDaemon:
+    """A socket that answers Ping only when told to, for deterministic timeouts."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="arenad-fake-")
+        self.path = os.path.join(self.dir, "fake.sock")
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(self.path)
+        self.srv.listen(1)
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        conn, _ = self.srv.accept()
+        with conn:
+            f = conn.makefile("rb")
+            ids = []
+            while len(ids) < 2:
+                (n,) = struct.unpack("<I", f.read(4))
+                req = pb.Request.FromString(f.read(n))
+                ids.append(req.id)
+            self.release.wait(30)
+            for i in ids:   # the reply to the first (timed out) request comes late, then the second
+                resp = pb.Response(id=i)
+                resp.ping.version = f"fake-{i}"
+                data = resp.SerializeToString()
+                conn.sendall(struct.pack("<I", len(data)) + data)
+            f.read(1)   # until the client closes
+
+    def close(self):
+        self.release.set()
+        self.srv.close()
+        self.thread.join(10)
+        os.unlink(self.path)
+        os.rmdir(self.dir)
+
+
+class Timeouts(unittest.TestCase):
+    def test_timeout_raises_and_the_late_reply_is_dropped(self):
+        fake = FakeDaemon()
+        try:
+            with arenad.Client(fake.path, timeout=0.2) as c:
+                with self.assertRaises(arenad.ArenadTimeout) as cm:
+                    c.ping()
+                self.assertEqual(cm.exception.code, "ETIMEDOUT")
+                self.assertIsInstance(cm.exception, TimeoutError)
+                fake.release.set()
+                # The second ping gets its own reply, not the first one's (which arrives before it).
+                self.assertEqual(c.ping(timeout=30).version, "fake-2")
+        finally:
+            fake.close()
+
+    def test_pending_result_timeout_keeps_the_request(self):
+        fake = FakeDaemon()
+        try:
+            with arenad.Client(fake.path, timeout=0.2) as c:
+                p = c.invoke_async("m", np.zeros(1, np.float32))
+                with self.assertRaises(arenad.ArenadTimeout):
+                    p.result(timeout=0.1)
+                self.assertFalse(p.done())
+                p2 = c._send("ping", pb.PingRequest(), None)   # the fake answers after two requests
+                fake.release.set()
+                with self.assertRaises(arenad.ArenadError) as cm:
+                    p.result(timeout=30)   # a Ping reply to an invoke: a protocol error, not a hang
+                self.assertEqual(cm.exception.code, "EPROTO")
+                self.assertEqual(c._wait(p2, 30, True).ping.version, f"fake-{p2}")
+        finally:
+            fake.close()
+
+
+class DaemonGoesAway(unittest.TestCase):
+    def test_sigkill_mid_session_gives_econn_not_a_hang(self):
+        d = Daemon()
+        try:
+            c = arenad.Client(d.socket, timeout=60)
+            c.load("face", model_path(FACE))
+            _, _, photo, _ = golden(FACE, "photo")
+            c.invoke("face", photo)
+            pending = [c.invoke_async("face", photo) for _ in range(4)]
+            d.kill()
+            outcomes = []
+            for p in pending:   # each either made it before the kill or fails cleanly
+                try:
+                    p.result()
+                    outcomes.append("ok")
+                except arenad.ArenadConnectionError as e:
+                    self.assertEqual(e.code, "ECONN")
+                    outcomes.append("ECONN")
+            self.assertIn("ECONN", outcomes + [self._next_call_error(c)])
+            with self.assertRaises(arenad.ArenadConnectionError) as cm:
+                c.ping()
+            self.assertEqual(cm.exception.code, "ECONN")
+            c.close()
+        finally:
+            d.kill()
+
+    @staticmethod
+    def _next_call_error(c):
+        try:
+            c.ping()
+            return "ok"
+        except arenad.ArenadConnectionError as e:
+            return e.code
+
+    def test_sigterm_answers_accepted_invokes_then_closes(self):
+        d = Daemon()
+        try:
+            c = arenad.Client(d.socket, timeout=60)
+            c.load("face", model_path(FACE))
+            _, _, photo, photo_out = golden(FACE, "photo")
+            pending = [c.invoke_async("face", photo) for _ in range(3)]
+            self.assertTrue(c.ping().version)   # the daemon has read all three invokes
+            d.proc.send_signal(signal.SIGTERM)
+            for p in pending:   # drained: accepted invokes are answered before the close
+                self.assertEqual([golden_mismatches(g, w) for g, w in zip(p.result(), photo_out)], [0, 0])
+            self.assertEqual(d.wait(), 0)
+            with self.assertRaises(arenad.ArenadConnectionError) as cm:
+                c.ping()
+            self.assertRegex(str(cm.exception), re.escape(d.socket))
+            c.close()
+        finally:
+            d.kill()
+
+
+class Example(unittest.TestCase):
+    """examples/detect_and_classify.py on the astronaut photograph (Debian's python3-imageio)."""
+
+    def run_example(self, pair):
+        photo = "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
+        if not os.path.exists(photo):
+            self.skipTest(f"{photo} missing (python3-imageio)")
+        r = subprocess.run([sys.executable, os.path.join(SRC, "examples", "detect_and_classify.py"), "--socket",
+                            DAEMON.socket, "--models", MODELS, "--pair", pair], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_people_finds_the_face_and_labels_it_a_person(self):
+        out = self.run_example("people")
+        m = re.search(r"detection 1: face score (\d\.\d+), box x (\d+)\.\.(\d+), y (\d+)\.\.(\d+) px", out)
+        self.assertIsNotNone(m, out)
+        self.assertGreaterEqual(float(m.group(1)), 0.8)   # LiteRT: 0.92 on this photo
+        x0, x1, y0, y1 = map(int, m.group(2, 3, 4, 5))
+        self.assertTrue(150 <= x0 < x1 <= 300 and 60 <= y0 < y1 <= 200, out)   # the astronaut's face
+        self.assertIn("detection 1: label: person", out)
+        with arenad.Client(DAEMON.socket) as c:
+            self.assertNotIn("ex_face", [m.name for m in c.models()])   # unloaded again
+
+    def test_hands_reports_no_palm_and_no_hand(self):
+        out = self.run_example("hands")
+        self.assertIn("palm_detection_lite: 0 palm(s) with score >= 0.5", out)
+        self.assertIn("label: no hand", out)
+
+
+class ContextManager(unittest.TestCase):
+    def test_with_closes_the_connection(self):
+        with arenad.Client(DAEMON.socket) as c:
+            self.assertTrue(c.ping().version)
+        with self.assertRaises(arenad.ArenadConnectionError):
+            c.ping()
+        c.close()   # idempotent
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,250 @@
+"""`arenactl stats --prometheus` (text exposition format 0.0.4) checked by a strict parser
+(promparse.py): every sample line well-formed, HELP and TYPE for every metric, histogram buckets
+cumulative with +Inf == _count, label escaping; the values against the stats JSON of a real
+daemon; `--output` replacing the file atomically; and, when Debian's prometheus-node-exporter is
+installed, node_exporter's textfile collector serving what arenad-metrics.service writes."""
+import json
+import math
+import os
+import shlex
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import numpy as np
+
+import arenad
+import promparse
+from ardaemon import ARENACTL, BUILD, SRC, Daemon, golden, model_path
+
+FACE = "face_detection_short_range"
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
+
+
+def arenactl(*args, check=True, env=None):
+    return subprocess.run([ARENACTL, *args], capture_output=True, text=True, check=check, env=env, timeout=120)
+
+
+class Parser(unittest.TestCase):
+    """The validator itself: it must refuse what the format forbids, or the tests below prove nothing."""
+
+    GOOD = ('# HELP h Latency\n# TYPE h histogram\nh_bucket{m="a",le="1"} 1\nh_bucket{m="a",le="+Inf"} 2\n'
+            'h_sum{m="a"} 3\nh_count{m="a"} 2\n# HELP g A gauge\n# TYPE g gauge\ng{l="x\\\\y\\"z\\n"} 1.5e3\n')
+
+    def test_accepts_a_well_formed_exposition(self):
+        f = promparse.parse(self.GOOD)
+        self.assertEqual(f["g"].value(l='x\\y"z\n'), 1500.0)
+        self.assertEqual(f["h"].value("h_count", m="a"), 2)
+
+    def test_refuses_what_the_format_forbids(self):
+        bad = {
+            "no HELP": "# TYPE g gauge\ng 1\n",
+            "no TYPE": "# HELP g x\ng 1\n",
+            "bad escape": '# HELP g x\n# TYPE g gauge\ng{l="\\t"} 1\n',
+            "raw quote": '# HELP g x\n# TYPE g gauge\ng{l="a"b"} 1\n',
+            "bad value": "# HELP g x\n# TYPE g gauge\ng one\n",
+            "bad name": "# HELP g x\n# TYPE g gauge\n1g 1\n",
+            "no newline at end": "# HELP g x\n# TYPE g gauge\ng 1",
+            "not contiguous": "# HELP g x\n# TYPE g gauge\n# HELP k x\n# TYPE k gauge\ng 1\nk 1\ng{a=\"b\"} 2\n",
+            "repeated": "# HELP g x\n# TYPE g gauge\ng 1\ng 2\n",
+            "not cumulative": self.GOOD.replace('le="+Inf"} 2', 'le="+Inf"} 0').replace("h_count{m=\"a\"} 2",
+                                                                                      "h_count{m=\"a\"} 0"),
+            "+Inf != count": self.GOOD.replace('h_count{m="a"} 2', 'h_count{m="a"} 5'),
+            "no +Inf": self.GOOD.replace('h_bucket{m="a",le="+Inf"} 2\n', ""),
+            "le not increasing": self.GOOD.replace('le="1"', 'le="7"').replace(
+                'h_bucket{m="a",le="+Inf"} 2\n', 'h_bucket{m="a",le="+Inf"} 2\nh_bucket{m="a",le="3"} 2\n'),
+        }
+        for why, text in bad.items():
+            with self.subTest(why=why), self.assertRaises(promparse.ExpositionError):
+                promparse.parse(text)
+
+
+class LiveDaemon(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.c = arenad.Client(cls.d.socket, timeout=60)
+        cls.c.load("face", model_path(FACE), group="people")
+        cls.c.load("palm", model_path("palm_detection_lite"), group="people")
+        photo = golden(FACE, "photo")[2][0]
+        cls.c.invoke_many("face", [photo] * 5)
+        for _ in range(2):   # two error replies for the errors counter
+            try:
+                cls.c.invoke("face", np.zeros((1, 2), np.float32))
+            except arenad.ArenadError as e:
+                assert e.code == "ESHAPE", e
+            else:
+                raise AssertionError("a [1,2] input was accepted")
+        cls.env = dict(os.environ, ARENAD_SOCKET=cls.d.socket)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        assert cls.d.stop() == 0
+
+    def test_exposition_is_valid_and_matches_the_stats_json(self):
+        text = arenactl("stats", "--prometheus", env=self.env).stdout
+        stats = self.c.stats()
+        f = promparse.parse(text)
+        self.assertEqual(f["arenad_up"].value(), 1)
+        for key in ("bytes", "used_bytes", "free_bytes", "largest_free_bytes"):
+            self.assertEqual(f[f"arenad_pool_{key}"].value(), stats["pool"][key], key)
+            self.assertEqual(f[f"arenad_pool_{key}"].type, "gauge")
+        self.assertEqual(f["arenad_pool_bytes"].value(), 64 << 20)
+        face = next(m for m in stats["models"] if m["name"] == "face")
+        self.assertEqual(f["arenad_model_invokes_total"].value(model="face"), 5)
+        self.assertEqual(f["arenad_model_invokes_total"].type, "counter")
+        self.assertEqual(f["arenad_model_errors_total"].value(model="face"), 2)
+        self.assertEqual(f["arenad_model_invokes_total"].value(model="palm"), 0)
+        self.assertEqual(f["arenad_model_arena_bytes"].value(model="face"), face["arena_bytes"])
+        self.assertEqual(f["arenad_model_persistent_bytes"].value(model="face"), face["persistent_bytes"])
+        self.assertEqual(f["arenad_group_activation_bytes"].value(group="people"),
+                         stats["groups"][0]["activation_bytes"])
+        h = f["arenad_model_invoke_latency_microseconds"]
+        self.assertEqual(h.type, "histogram")
+        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_count", model="face"), 5)
+        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_bucket", model="face", le="+Inf"), 5)
+        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_count", model="palm"), 0)
+        les = [l["le"] for n, l, _ in h.samples if n.endswith("_bucket") and l["model"] == "face"]
+        self.assertEqual(les[:3], ["50", "100", "250"])
+        self.assertEqual(len(les), 20)
+        self.assertLessEqual(h.value("arenad_model_invoke_latency_microseconds_sum", model="face"),
+                             5 * face["latency_us"]["max"])
+        for name in ("arenad_uptime_seconds", "arenad_connections", "arenad_requests_total"):
+            self.assertIn(name, f)
+        self.assertGreaterEqual(f["arenad_connections"].value(), 2)   # this test's client and arenactl
+        self.assertEqual(f["arenad_requests_total"].type, "counter")
+        self.assertEqual(f["arenad_model_info"].value(model="face", group="people", strategy="best",
+                                                      sha256=face["sha256"], path=face["path"]), 1)
+        for fam in f.values():
+            self.assertTrue(fam.help, fam.name)
+
+    def test_label_values_are_escaped(self):
+        stats = self.c.stats()
+        odd = 'we"ird\\name\nline two'
+        stats["models"][0]["name"] = odd
+        stats["models"][0]["path"] = "C:\\models\\\"x\".tflite"
+        stats["groups"][0]["name"] = 'g"\n\\'
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as t:
+            json.dump(stats, t)
+        try:
+            text = arenactl("stats", "--prometheus", "--from", t.name).stdout
+        finally:
+            os.unlink(t.name)
+        self.assertIn('model="we\\"ird\\\\name\\nline two"', text)
+        f = promparse.parse(text)
+        self.assertEqual(f["arenad_model_invokes_total"].value(model=odd), stats["models"][0]["invokes"])
+        h = f["arenad_model_invoke_latency_microseconds"]
+        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_bucket", model=odd, le="+Inf"),
+                         stats["models"][0]["latency_us"]["count"])
+        self.assertIn("C:\\models\\\"x\".tflite", [l.get("path") for _, l, _ in f["arenad_model_info"].samples])
+        self.assertEqual(f["arenad_group_saved_bytes"].value(group='g"\n\\'), stats["groups"][0]["saved_bytes"])
+
+    def test_output_replaces_the_file_atomically(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "arenad.prom")
+            with open(out, "w") as f:
+                f.write("old\n")
+            os.chmod(out, 0o600)
+            ino = os.stat(out).st_ino
+            arenactl("stats", "--prometheus", "--output", out, env=self.env)
+            st = os.stat(out)
+            self.assertNotEqual(st.st_ino, ino)   # a new file renamed over the old one, not rewritten
+            self.assertEqual(stat.S_IMODE(st.st_mode), 0o644)
+            self.assertEqual(os.listdir(tmp), ["arenad.prom"])   # no temporary left behind
+            with open(out) as f:
+                self.assertEqual(promparse.parse(f.read())["arenad_up"].value(), 1)
+            # The daemon cannot be reached: the file says so (arenad_up 0) and the command fails.
+            r = arenactl("-s", os.path.join(tmp, "absent.sock"), "stats", "--prometheus", "--output", out,
+                         check=False)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("ECONN", r.stderr)
+            with open(out) as f:
+                self.assertEqual(promparse.parse(f.read())["arenad_up"].value(), 0)
+            self.assertEqual(os.listdir(tmp), ["arenad.prom"])
+
+    def test_usage_errors(self):
+        for args in (["--json", "--prometheus"], ["--output", "x.prom"], ["extra"]):
+            with self.subTest(args=args):
+                self.assertEqual(arenactl("stats", *args, check=False, env=self.env).returncode, 2)
+
+    def test_node_exporter_textfile_collector_serves_the_metrics(self):
+        if not os.access(NODE_EXPORTER, os.X_OK):
+            self.skipTest(f"{NODE_EXPORTER} not installed (Debian package prometheus-node-exporter): "
+                          "node_exporter round trip not tested")
+        with tempfile.TemporaryDirectory() as textdir:
+            # The timer's command: arenad-metrics.service's ExecStart, with its Environment= values
+            # replaced by this test's (the build's arenactl, a temporary textfile directory).
+            cmd = unit_exec_start(os.path.join(SRC, "systemd", "arenad-metrics.service.in"),
+                                  {"ARENAD_TEXTFILE_DIR": textdir}, bindir=BUILD)
+            subprocess.run(cmd, check=True, env=self.env, timeout=60)
+            self.assertEqual(os.listdir(textdir), ["arenad.prom"])
+            port = free_loopback_port()
+            ne = subprocess.Popen([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
+                                   "--collector.disable-defaults", "--collector.textfile",
+                                   f"--collector.textfile.directory={textdir}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                body = scrape(f"http://127.0.0.1:{port}/metrics", ne)
+            finally:
+                ne.terminate()
+                ne.wait(30)
+                ne.stderr.close()
+        f = promparse.parse(body)
+        self.assertEqual(f["node_textfile_scrape_error"].value(), 0)
+        self.assertEqual(f["arenad_up"].value(), 1)
+        self.assertEqual(f["arenad_model_invokes_total"].value(model="face"), 5)
+        self.assertEqual(f["arenad_pool_bytes"].value(), 64 << 20)
+        h = f["arenad_model_invoke_latency_microseconds"]
+        self.assertEqual(h.type, "histogram")
+        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_bucket", model="face", le="+Inf"), 5)
+
+
+def unit_exec_start(path, env, bindir):
+    """ExecStart= of a unit file as argv: @bindir@ filled in, ${VAR} from `env`, else from the
+    unit's own Environment= lines."""
+    unit_env = {}
+    exec_start = None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("Environment="):
+                k, _, v = line[len("Environment="):].partition("=")
+                unit_env[k] = v
+            elif line.startswith("ExecStart="):
+                exec_start = line[len("ExecStart="):]
+    unit_env.update(env)
+    argv = []
+    for word in shlex.split(exec_start.replace("@bindir@", bindir)):
+        for k, v in unit_env.items():
+            word = word.replace("${" + k + "}", v)
+        argv.append(word)
+    return argv
+
+
+def free_loopback_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(url, proc):
+    """GET url once the server answers (bounded: 60 s); loopback only, never through a proxy."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for _ in range(600):
+        if proc.poll() is not None:
+            raise RuntimeError(f"node_exporter exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            with opener.open(url, timeout=10) as r:
+                return r.read().decode()
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer")
+
+
+if __name__ == "__main__":
+    unittest.main()
