@@ -51,7 +51,7 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen([ARENAD, "--foreground", "--socket", self.socket, "--pool-bytes", pool_bytes,
-                                          *extra], stdout=log, stderr=subprocess.STDOUT, env=env)
+                                          "--model-dir", MODELS, *extra], stdout=log, stderr=subprocess.STDOUT, env=env)
         # Readiness, not timing: wait (up to 60 s) until the socket accepts.
         for _ in range(600):
             if self.proc.poll() is not None:
