@@ -64,3 +64,11 @@ fuzz_protocol: $(AR_FUZZ_PROTOCOL_SRC) proto/arenad.pb-c.h
 	  $(AR_FUZZ_PROTOCOL_SRC) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) -lpthread
 CLEANFILES += fuzz_protocol
 endif
+
+# Resizable inputs through the daemon (batch 1,4,2,8,1; pool figures; ENOSPC; ResizeInput).
+check_PROGRAMS += tests/check_resize
+TESTS += tests/check_resize
+tests_check_resize_SOURCES = tests/check_resize.c tests/ar_test_daemon.h
+tests_check_resize_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_resize_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_resize_OBJECTS): proto/arenad.pb-c.h

@@ -44,6 +44,8 @@ struct ar_interp {
   int32_t n_run;
 
   ar_planner_t *planner;
+  ar_planner_t *old_planner;      /* the plan before the last ar_interp_prepare, freed at the next:
+                                   * a reader on another thread (stats) never sees it freed under it */
   ar_tensor_plan_t *tensor_plan;  /* n_tensors */
   uint64_t arena_bytes;
   uint64_t planner_persistent_bytes;  /* aligned; node state starts here */
@@ -382,6 +384,7 @@ fail:
 
 void ar_interp_free(ar_interp_t *in) {
   if (!in) return;
+  ar_planner_free(in->old_planner);
   if (in->snap)
     for (uint32_t i = 0; i < in->sg->n_inputs; i++) free(in->snap[i]);
   free(in->snap);
@@ -691,7 +694,8 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
     ar_planner_free(p);
     return rc;
   }
-  ar_planner_free(in->planner);
+  ar_planner_free(in->old_planner);
+  in->old_planner = in->planner;
   in->planner = p;
   ar_plan_figures_t fig;
   ar_planner_figures(p, &fig);

@@ -4,6 +4,7 @@
 #include "tests/ar_test_model.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,3 +177,64 @@ uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_o
   free(w->b);
   return out;
 }
+
+/* ---- the resize test model ---- */
+
+static float rb_w[AR_TM_BATCH_O * 3 * 3 * AR_TM_BATCH_C], rb_b[AR_TM_BATCH_O], rb_k[AR_TM_BATCH_O];
+static const int32_t rb_shape[2] = {-1, AR_TM_BATCH_OUT};
+
+/* x[-1,4,4,3] -> CONV_2D 3x3 SAME (w, b) -> ADD k (broadcast [2]) -> RELU fused in ADD ->
+ * MAX_POOL_2D 2x2/2 -> RESHAPE [-1, 8] -> y. */
+uint8_t *ar_tm_batch_model(size_t *bytes) {
+  for (size_t i = 0; i < sizeof rb_w / sizeof rb_w[0]; i++) rb_w[i] = (float)((int)(i * 7 % 13) - 6) / 8.0f;
+  rb_b[0] = 0.25f, rb_b[1] = -0.5f;
+  rb_k[0] = -0.125f, rb_k[1] = 0.375f;
+  ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 4, {1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C}, true, {-1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C}, NULL},
+    {"w", AR_DTYPE_FLOAT32, 4, {AR_TM_BATCH_O, 3, 3, AR_TM_BATCH_C}, false, {0}, rb_w},
+    {"b", AR_DTYPE_FLOAT32, 1, {AR_TM_BATCH_O}, false, {0}, rb_b},
+    {"c", AR_DTYPE_FLOAT32, 4, {1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_O}, false, {0}, NULL},
+    {"k", AR_DTYPE_FLOAT32, 1, {AR_TM_BATCH_O}, false, {0}, rb_k},
+    {"a", AR_DTYPE_FLOAT32, 4, {1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_O}, false, {0}, NULL},
+    {"p", AR_DTYPE_FLOAT32, 4, {1, AR_TM_BATCH_H / 2, AR_TM_BATCH_W / 2, AR_TM_BATCH_O}, false, {0}, NULL},
+    {"s", AR_DTYPE_INT32, 1, {2}, false, {0}, rb_shape},
+    {"y", AR_DTYPE_FLOAT32, 2, {1, AR_TM_BATCH_OUT}, false, {0}, NULL},
+  };
+  ar_tm_op_t ops[] = {
+    {3, 3, 1, {0, 1, 2}, {3}, 1, 5, {{0, 1, 0}, {1, 4, 1}, {2, 4, 1}, {4, 4, 1}, {5, 4, 1}}},  /* CONV_2D SAME */
+    {0, 2, 1, {3, 4}, {5}, 11, 1, {{0, 1, 1}}},                                           /* ADD, RELU */
+    {17, 1, 1, {5}, {6}, 5, 5, {{0, 1, 1}, {1, 4, 2}, {2, 4, 2}, {3, 4, 2}, {4, 4, 2}}},  /* MAX_POOL VALID */
+    {22, 2, 1, {6, 7}, {8}, 0, 0, {{0}}},                                                 /* RESHAPE */
+  };
+  const int32_t gin[] = {0}, gout[] = {8};
+  return ar_tm_build(t, 9, ops, 4, gin, 1, gout, 1, bytes);
+}
+
+/* The model by hand for one item x[4][4][3] -> y[8] (order [py][px][o]). */
+void ar_tm_batch_by_hand(const float *x, float *y) {
+  float a[AR_TM_BATCH_H][AR_TM_BATCH_W][AR_TM_BATCH_O];
+  for (int oy = 0; oy < AR_TM_BATCH_H; oy++)
+    for (int ox = 0; ox < AR_TM_BATCH_W; ox++)
+      for (int o = 0; o < AR_TM_BATCH_O; o++) {
+        double acc = rb_b[o];
+        for (int ky = 0; ky < 3; ky++)
+          for (int kx = 0; kx < 3; kx++) {
+            int iy = oy + ky - 1, ix = ox + kx - 1;   /* SAME 3x3 stride 1: one row/col each side */
+            if (iy < 0 || iy >= AR_TM_BATCH_H || ix < 0 || ix >= AR_TM_BATCH_W) continue;
+            for (int c = 0; c < AR_TM_BATCH_C; c++)
+              acc += (double)x[(iy * AR_TM_BATCH_W + ix) * AR_TM_BATCH_C + c] * rb_w[((o * 3 + ky) * 3 + kx) * AR_TM_BATCH_C + c];
+          }
+        double v = acc + rb_k[o];
+        a[oy][ox][o] = (float)(v > 0 ? v : 0);
+      }
+  for (int py = 0; py < AR_TM_BATCH_H / 2; py++)
+    for (int px = 0; px < AR_TM_BATCH_W / 2; px++)
+      for (int o = 0; o < AR_TM_BATCH_O; o++) {
+        float m = a[2 * py][2 * px][o];
+        if (a[2 * py][2 * px + 1][o] > m) m = a[2 * py][2 * px + 1][o];
+        if (a[2 * py + 1][2 * px][o] > m) m = a[2 * py + 1][2 * px][o];
+        if (a[2 * py + 1][2 * px + 1][o] > m) m = a[2 * py + 1][2 * px + 1][o];
+        y[(py * (AR_TM_BATCH_W / 2) + px) * AR_TM_BATCH_O + o] = m;
+      }
+}
+

@@ -38,4 +38,16 @@ uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_o
                      const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
                      size_t *bytes);
 
+/* The resize test model: x [1,4,4,3] with shape_signature [-1,4,4,3] -> CONV_2D 3x3 SAME (2
+ * filters, bias) -> ADD a [2] constant with fused RELU -> MAX_POOL_2D 2x2/2 -> RESHAPE to
+ * [-1, 8] (constant shape) -> y. ar_tm_batch_by_hand computes y (8 floats) of one item x
+ * (4*4*3 floats, NHWC) in double precision from the same weights. */
+#define AR_TM_BATCH_H 4
+#define AR_TM_BATCH_W 4
+#define AR_TM_BATCH_C 3
+#define AR_TM_BATCH_O 2
+#define AR_TM_BATCH_OUT (AR_TM_BATCH_O * (AR_TM_BATCH_H / 2) * (AR_TM_BATCH_W / 2))
+uint8_t *ar_tm_batch_model(size_t *bytes);
+void ar_tm_batch_by_hand(const float *x, float *y);
+
 #endif

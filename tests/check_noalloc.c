@@ -396,75 +396,11 @@ END_TEST
 
 /* ---------------------------------------------------------------- resizing */
 
-#define RB_H 4
-#define RB_W 4
-#define RB_C 3
-#define RB_O 2
-#define RB_OUT (RB_O * (RB_H / 2) * (RB_W / 2))   /* floats per item after the pool: 8 */
-
-static float rb_w[RB_O * 3 * 3 * RB_C], rb_b[RB_O], rb_k[RB_O];
-static const int32_t rb_shape[2] = {-1, RB_OUT};
-
-/* x[-1,4,4,3] -> CONV_2D 3x3 SAME (w, b) -> ADD k (broadcast [2]) -> RELU fused in ADD ->
- * MAX_POOL_2D 2x2/2 -> RESHAPE [-1, 8] -> y. */
-static uint8_t *build_batch_model(size_t *bytes) {
-  for (size_t i = 0; i < sizeof rb_w / sizeof rb_w[0]; i++) rb_w[i] = (float)((int)(i * 7 % 13) - 6) / 8.0f;
-  rb_b[0] = 0.25f, rb_b[1] = -0.5f;
-  rb_k[0] = -0.125f, rb_k[1] = 0.375f;
-  ar_tm_tensor_t t[] = {
-    {"x", AR_DTYPE_FLOAT32, 4, {1, RB_H, RB_W, RB_C}, true, {-1, RB_H, RB_W, RB_C}, NULL},
-    {"w", AR_DTYPE_FLOAT32, 4, {RB_O, 3, 3, RB_C}, false, {0}, rb_w},
-    {"b", AR_DTYPE_FLOAT32, 1, {RB_O}, false, {0}, rb_b},
-    {"c", AR_DTYPE_FLOAT32, 4, {1, RB_H, RB_W, RB_O}, false, {0}, NULL},
-    {"k", AR_DTYPE_FLOAT32, 1, {RB_O}, false, {0}, rb_k},
-    {"a", AR_DTYPE_FLOAT32, 4, {1, RB_H, RB_W, RB_O}, false, {0}, NULL},
-    {"p", AR_DTYPE_FLOAT32, 4, {1, RB_H / 2, RB_W / 2, RB_O}, false, {0}, NULL},
-    {"s", AR_DTYPE_INT32, 1, {2}, false, {0}, rb_shape},
-    {"y", AR_DTYPE_FLOAT32, 2, {1, RB_OUT}, false, {0}, NULL},
-  };
-  ar_tm_op_t ops[] = {
-    {3, 3, 1, {0, 1, 2}, {3}, 1, 5, {{0, 1, 0}, {1, 4, 1}, {2, 4, 1}, {4, 4, 1}, {5, 4, 1}}},  /* CONV_2D SAME */
-    {0, 2, 1, {3, 4}, {5}, 11, 1, {{0, 1, 1}}},                                           /* ADD, RELU */
-    {17, 1, 1, {5}, {6}, 5, 5, {{0, 1, 1}, {1, 4, 2}, {2, 4, 2}, {3, 4, 2}, {4, 4, 2}}},  /* MAX_POOL VALID */
-    {22, 2, 1, {6, 7}, {8}, 0, 0, {{0}}},                                                 /* RESHAPE */
-  };
-  const int32_t gin[] = {0}, gout[] = {8};
-  return ar_tm_build(t, 9, ops, 4, gin, 1, gout, 1, bytes);
-}
-
-/* The model by hand for one item x[4][4][3] -> y[8] (order [py][px][o]). */
-static void rb_by_hand(const float *x, float *y) {
-  float a[RB_H][RB_W][RB_O];
-  for (int oy = 0; oy < RB_H; oy++)
-    for (int ox = 0; ox < RB_W; ox++)
-      for (int o = 0; o < RB_O; o++) {
-        double acc = rb_b[o];
-        for (int ky = 0; ky < 3; ky++)
-          for (int kx = 0; kx < 3; kx++) {
-            int iy = oy + ky - 1, ix = ox + kx - 1;   /* SAME 3x3 stride 1: one row/col each side */
-            if (iy < 0 || iy >= RB_H || ix < 0 || ix >= RB_W) continue;
-            for (int c = 0; c < RB_C; c++)
-              acc += (double)x[(iy * RB_W + ix) * RB_C + c] * rb_w[((o * 3 + ky) * 3 + kx) * RB_C + c];
-          }
-        double v = acc + rb_k[o];
-        a[oy][ox][o] = (float)(v > 0 ? v : 0);
-      }
-  for (int py = 0; py < RB_H / 2; py++)
-    for (int px = 0; px < RB_W / 2; px++)
-      for (int o = 0; o < RB_O; o++) {
-        float m = a[2 * py][2 * px][o];
-        if (a[2 * py][2 * px + 1][o] > m) m = a[2 * py][2 * px + 1][o];
-        if (a[2 * py + 1][2 * px][o] > m) m = a[2 * py + 1][2 * px][o];
-        if (a[2 * py + 1][2 * px + 1][o] > m) m = a[2 * py + 1][2 * px + 1][o];
-        y[(py * (RB_W / 2) + px) * RB_O + o] = m;
-      }
-}
-
 START_TEST(test_resize_batch) {
   install_counter();
   settle_openblas_threads();
   size_t bytes = 0;
-  uint8_t *file = build_batch_model(&bytes);
+  uint8_t *file = ar_tm_batch_model(&bytes);
   char msg[AR_MSG_BYTES] = "";
   ar_model_t *m = NULL;
   int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
@@ -478,20 +414,20 @@ START_TEST(test_resize_batch) {
   uint64_t first_arena = ar_interp_arena_bytes(in);
 
   enum { MAXB = 8 };
-  static float items[MAXB][RB_H * RB_W * RB_C], want[MAXB][RB_OUT];
+  static float items[MAXB][AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C], want[MAXB][AR_TM_BATCH_OUT];
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   for (int b = 0; b < MAXB; b++) {
-    for (int i = 0; i < RB_H * RB_W * RB_C; i++) {
+    for (int i = 0; i < AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C; i++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       items[b][i] = (float)((int)(seed >> 40) % 2001 - 1000) / 500.0f;
     }
-    rb_by_hand(items[b], want[b]);
+    ar_tm_batch_by_hand(items[b], want[b]);
   }
   static const int batches[] = {1, 4, 2, 8, 1};
   uint64_t arena_at[5];
   for (int s = 0; s < 5; s++) {
     int nb = batches[s];
-    const int32_t dims[4] = {nb, RB_H, RB_W, RB_C};
+    const int32_t dims[4] = {nb, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
     rc = ar_interp_resize_input(in, 0, 4, dims, msg, sizeof msg);
     ck_assert_msg(rc == 0, "resize to batch %d: %s", nb, msg);
     if (ar_interp_needs_prepare(in)) {
@@ -505,24 +441,24 @@ START_TEST(test_resize_batch) {
     const ar_tview_t *y = ar_interp_output(in, 0);
     ck_assert_int_eq(y->rank, 2);
     ck_assert_int_eq(y->dims[0], nb);
-    ck_assert_int_eq(y->dims[1], RB_OUT);
-    ck_assert_uint_eq(y->bytes, (uint64_t)nb * RB_OUT * sizeof(float));
+    ck_assert_int_eq(y->dims[1], AR_TM_BATCH_OUT);
+    ck_assert_uint_eq(y->bytes, (uint64_t)nb * AR_TM_BATCH_OUT * sizeof(float));
     ar_tview_t *x = ar_interp_input(in, 0);
     ck_assert_uint_eq(x->bytes, (uint64_t)nb * sizeof items[0]);
     unsigned long allocs = 0;
     for (int r = 0; r < 5; r++) {
       /* Items rotate with r so that every output row is checked against a different item. */
-      for (int b = 0; b < nb; b++) memcpy((float *)x->data + b * RB_H * RB_W * RB_C, items[(b + r) % MAXB], sizeof items[0]);
+      for (int b = 0; b < nb; b++) memcpy((float *)x->data + b * AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C, items[(b + r) % MAXB], sizeof items[0]);
       arm();
       rc = ar_interp_invoke(in);
       allocs += disarm();
       ck_assert_int_eq(rc, 0);
       const float *got = y->data;
       for (int b = 0; b < nb; b++)
-        for (int j = 0; j < RB_OUT; j++) {
+        for (int j = 0; j < AR_TM_BATCH_OUT; j++) {
           float w = want[(b + r) % MAXB][j];
-          ck_assert_msg(fabsf(got[b * RB_OUT + j] - w) <= 1e-5f * (1.0f + fabsf(w)),
-                        "batch %d item %d y[%d] = %g, by hand %g", nb, b, j, got[b * RB_OUT + j], w);
+          ck_assert_msg(fabsf(got[b * AR_TM_BATCH_OUT + j] - w) <= 1e-5f * (1.0f + fabsf(w)),
+                        "batch %d item %d y[%d] = %g, by hand %g", nb, b, j, got[b * AR_TM_BATCH_OUT + j], w);
         }
     }
     printf("resize batch %d: arena %llu B, persistent %llu B, 5 invokes: %lu allocation calls\n", nb,
@@ -536,15 +472,15 @@ START_TEST(test_resize_batch) {
   ck_assert_uint_gt(arena_at[2], arena_at[0]);
   ck_assert_uint_gt(arena_at[3], arena_at[1]);
   ck_assert_uint_eq(arena_at[4], first_arena);
-  ck_assert_uint_ge(arena_at[3], 8 * (uint64_t)(RB_H * RB_W * RB_C) * sizeof(float));
+  ck_assert_uint_ge(arena_at[3], 8 * (uint64_t)(AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C) * sizeof(float));
 
   /* Dims the signature fixes cannot change, nor the rank; errors leave the plan as it is. */
-  const int32_t bad_hw[4] = {1, 5, RB_W, RB_C}, bad_neg[4] = {0, RB_H, RB_W, RB_C};
+  const int32_t bad_hw[4] = {1, 5, AR_TM_BATCH_W, AR_TM_BATCH_C}, bad_neg[4] = {0, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
   ck_assert_int_eq(ar_interp_resize_input(in, 0, 4, bad_hw, msg, sizeof msg), AR_ESHAPE);
   ck_assert_ptr_nonnull(strstr(msg, "dim 1 is 5, but the model fixes it at 4"));
   ck_assert_int_eq(ar_interp_resize_input(in, 0, 3, bad_hw, msg, sizeof msg), AR_ESHAPE);
   ck_assert_int_eq(ar_interp_resize_input(in, 0, 4, bad_neg, msg, sizeof msg), AR_ESHAPE);
-  const int32_t huge[4] = {INT32_MAX / 16, RB_H, RB_W, RB_C};
+  const int32_t huge[4] = {INT32_MAX / 16, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
   ck_assert_int_eq(ar_interp_resize_input(in, 0, 4, huge, msg, sizeof msg), AR_EOVERFLOW);
   ck_assert(!ar_interp_needs_prepare(in));
   ck_assert_int_eq(ar_interp_invoke(in), 0);
