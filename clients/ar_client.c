@@ -331,6 +331,30 @@ AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_clien
   return 0;
 }
 
+AR_EXPORT int ar_client_resize_input(ar_client_t *c, const char *model, uint32_t input, const int64_t *dims,
+                                     int32_t rank, ar_client_model_t *info, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__ResizeInputRequest body = ARENAD__RESIZE_INPUT_REQUEST__INIT;
+  int64_t shape[AR_CLIENT_MAX_RANK];
+  if (rank < 0 || rank > AR_CLIENT_MAX_RANK) return ar_errf(msg, msg_bytes, AR_EINVAL, "rank %d", (int)rank);
+  memcpy(shape, dims, (size_t)rank * sizeof(int64_t));
+  body.model = (char *)(model ? model : "");
+  body.input = input;
+  body.shape = shape;
+  body.n_shape = (size_t)rank;
+  req.body_case = ARENAD__REQUEST__BODY_RESIZE_INPUT;
+  req.resize_input = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_RESIZE_INPUT || resp->resize_input->model == NULL)
+    rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a resize_input");
+  else if (info)
+    copy_info(info, resp->resize_input->model);
+  arenad__response__free_unpacked(resp, NULL);
+  return rc;
+}
+
 AR_EXPORT void ar_client_result_free(ar_client_result_t *res) {
   if (res == NULL) return;
   if (res->priv) arenad__response__free_unpacked(res->priv, NULL);

@@ -111,12 +111,22 @@ AR_EXPORT int ar_client_reload(ar_client_t *c, ar_client_reloaded_t **changed, s
 /* Loaded models: *models (malloc'd array of *n entries) is freed by the caller with free(). */
 AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes);
 
-/* Run `model` on `inputs` (n_inputs tensors in the model's input order, each exactly matching
- * the model's input dtype, shape and byte size). On success `res` holds the outputs (free with
+/* Run `model` on `inputs` (n_inputs tensors in the model's input order, each matching the model's
+ * input dtype, shape and byte size; dims that are -1 in an input's shape_signature may take any
+ * size, the daemon re-plans for it). On success `res` holds the outputs (free with
  * ar_client_result_free). Errors: -10 unknown model, -6 input count/dtype/shape/size mismatch. */
 AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
                                ar_client_result_t *res, char *msg, size_t msg_bytes);
 AR_EXPORT void ar_client_result_free(ar_client_result_t *res);
+
+/* Resize input `input` of `model` to `dims` (rank entries): only dims that are -1 in the input's
+ * shape_signature may differ from the stored shape. The daemon re-plans the model and grows (or
+ * shrinks) its activation region now; `info` (may be NULL) receives the model as it is then.
+ * Invokes may also simply send another shape: this is the explicit form (TFLite
+ * ResizeInputTensor). Errors: -10 unknown model, -6 fixed dim / rank, -9 the pool has no room
+ * (the message gives the bytes needed). */
+AR_EXPORT int ar_client_resize_input(ar_client_t *c, const char *model, uint32_t input, const int64_t *dims,
+                                     int32_t rank, ar_client_model_t *info, char *msg, size_t msg_bytes);
 
 /* The daemon's stats JSON (pool, models, groups, daemon); *json is malloc'd, caller frees. */
 AR_EXPORT int ar_client_stats_json(ar_client_t *c, char **json, char *msg, size_t msg_bytes);

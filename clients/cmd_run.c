@@ -3,10 +3,15 @@
  * output's shape and min/max/mean plus the median invoke time.
  *
  *   arenactl run MODEL --input F [--input F2 ...] [--output DIR] [--runs N] [--strategy S]
- *                [--lifetimes tflite|arenad] [--no-inplace] [--threads N]
+ *                [--lifetimes tflite|arenad] [--no-inplace] [--threads N] [--input-shape D,D,...]...
+ *
+ * --input-shape (once per input, in input order) resizes an input whose shape_signature has -1
+ * dims (TFLite ResizeInputTensor); inputs whose values set shapes (PAD paddings, RESHAPE shape
+ * fed by a graph input) are given their file's value. Either re-plans the model before the runs.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +31,7 @@ static void run_usage(FILE *f) {
           "usage: arenactl run MODEL --input F [--input F ...] [--output DIR] [--runs N]\n"
           "                    [--strategy linear|first-fit|greedy-by-size|best]\n"
           "                    [--lifetimes tflite|arenad] [--no-inplace] [--threads N]\n"
+          "                    [--input-shape D,D,... (once per input, in order)]\n"
           "Inputs are raw little-endian tensors in the model's input order; outputs are written\n"
           "as DIR/output_<j>.bin. Prints each output's shape, min/max/mean and the median invoke\n"
           "time over N runs (default 1).\n");
@@ -83,17 +89,41 @@ int ar_cmd_run(int argc, char **argv) {
     {"runs", required_argument, NULL, 'n'},    {"strategy", required_argument, NULL, 's'},
     {"lifetimes", required_argument, NULL, 'l'}, {"no-inplace", no_argument, NULL, 'P'},
     {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+    {"input-shape", required_argument, NULL, 'S'},
     {NULL, 0, NULL, 0},
   };
   const char *inputs[RUN_MAX_INPUTS];
-  int n_inputs = 0, runs = 1;
+  int n_inputs = 0, runs = 1, n_shapes = 0;
+  int32_t shape_rank[RUN_MAX_INPUTS], shapes[RUN_MAX_INPUTS][AR_MAX_RANK];
   const char *outdir = NULL, *model_path = NULL;
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:hS:", longopts, NULL)) != -1) {
     switch (c) {
+      case 'S': {
+        if (n_shapes >= RUN_MAX_INPUTS) {
+          fprintf(stderr, "arenactl run: at most %d --input-shape\n", RUN_MAX_INPUTS);
+          return 2;
+        }
+        int32_t r = 0;
+        const char *p = optarg;
+        while (*p) {
+          char *end = NULL;
+          errno = 0;
+          long v = strtol(p, &end, 10);
+          if (errno != 0 || end == p || v < 1 || v > INT32_MAX || r == AR_MAX_RANK || (*end && *end != ',')) {
+            fprintf(stderr, "arenactl run: --input-shape '%s': want dims >= 1 separated by commas (at most %d)\n",
+                    optarg, AR_MAX_RANK);
+            return 2;
+          }
+          shapes[n_shapes][r++] = (int32_t)v;
+          p = *end ? end + 1 : end;
+        }
+        shape_rank[n_shapes++] = r;
+        break;
+      }
       case 'i':
         if (n_inputs >= RUN_MAX_INPUTS) {
           fprintf(stderr, "arenactl run: at most %d inputs\n", RUN_MAX_INPUTS);
@@ -170,8 +200,34 @@ int ar_cmd_run(int argc, char **argv) {
     status = 2;
     goto out;
   }
+  if (n_shapes > n_inputs) {
+    fprintf(stderr, "arenactl run: %d --input-shape for %d input(s)\n", n_shapes, n_inputs);
+    status = 2;
+    goto out;
+  }
+  for (int i = 0; i < n_shapes; i++) {
+    rc = ar_interp_resize_input(in, i, shape_rank[i], shapes[i], msg, sizeof msg);
+    if (rc != 0) {
+      fprintf(stderr, "arenactl run: --input-shape: %s\n", msg);
+      goto out;
+    }
+  }
   for (int i = 0; i < n_inputs; i++) {
     size_t bytes = 0;
+    data[i] = read_all(inputs[i], &bytes);
+    if (data[i] && ar_interp_input_sets_shape(in, i) &&
+        (rc = ar_interp_set_shape_input(in, i, data[i], bytes, msg, sizeof msg)) != 0) {
+      fprintf(stderr, "arenactl run: %s: %s\n", inputs[i], msg);
+      goto out;
+    }
+  }
+  if (ar_interp_needs_prepare(in) && (rc = ar_interp_prepare(in, msg, sizeof msg)) != 0) {
+    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
+    goto out;
+  }
+  for (int i = 0; i < n_inputs; i++) {
+    size_t bytes = 0;
+    free(data[i]);
     data[i] = read_all(inputs[i], &bytes);
     if (!data[i]) {
       fprintf(stderr, "arenactl run: %s: %s\n", inputs[i], strerror(errno));

@@ -142,6 +142,12 @@ struct ar_job {
   uint8_t *out;                  /* all outputs, back to back, allocated at accept */
   uint64_t out_bytes;
   uint64_t t_accept_us, t_start_us, t_end_us, heap_allocs;
+  /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_models.c) */
+  bool resize_only;              /* a ResizeInput request: re-plan, no run */
+  bool regrow;                   /* re-queued after the group region grew: move members first */
+  bool replanned;                /* the worker re-planned the model (new_* hold its figures) */
+  uint64_t grow_to;              /* the new plan needs this many activation bytes: grow first */
+  uint64_t new_arena, new_persistent;
   ar_job_t *next;                /* group FIFO link */
 };
 

@@ -408,7 +408,7 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
     job->rc = AR_ECONN;
     snprintf(job->msg, sizeof(job->msg), "client disconnected; invoke not run");
   }
-  if (job->kind == AR_JOB_PLACE) {
+  if (job->kind == AR_JOB_PLACE || job->regrow) {
     /* Snapshot, on the loop thread, which members must move into the group's current region. */
     int n = 0;
     for (ar_dmodel_t *m = srv->models; m; m = m->next)
@@ -423,9 +423,10 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
     } else {
       job->rc = AR_ENOMEM;
     }
-    job->act_base = g->has_region ? ar_pool_ptr(&srv->pool, g->act_offset) : NULL;
-    job->act_bytes = g->has_region ? g->act_bytes : 0;
   }
+  /* Invokes re-place their model here when new input shapes re-plan it. */
+  job->act_base = g->has_region ? ar_pool_ptr(&srv->pool, g->act_offset) : NULL;
+  job->act_bytes = g->has_region ? g->act_bytes : 0;
   job->t_start_us = 0;
   int rc = uv_queue_work(srv->loop, &job->work, group_work, group_after);
   if (rc != 0) {
@@ -792,13 +793,42 @@ static void format_shape(char *buf, size_t n, const int64_t *dims, size_t rank) 
   if (o < n) snprintf(buf + o, n - o, "]");
 }
 
+/* ResizeInput: validated here (the model's stored shapes and signature, never the interpreter's
+ * current views, which a worker may be changing), then queued like an invoke. */
+static int check_resize_request(ar_dmodel_t *m, const Arenad__ResizeInputRequest *rr, char *msg, size_t n) {
+  const ar_model_t *model = ar_interp_model(m->interp);
+  if (rr->input >= model->subgraphs[0].n_inputs)
+    return ar_errf(msg, n, AR_EINVAL, "model '%s' has %u input(s), no input %u", m->name,
+                   model->subgraphs[0].n_inputs, rr->input);
+  if (rr->n_shape > AR_MAX_RANK)
+    return ar_errf(msg, n, AR_ESHAPE, "input %u: rank %zu", rr->input, rr->n_shape);
+  int32_t dims[AR_MAX_RANK];
+  for (size_t d = 0; d < rr->n_shape; d++) dims[d] = rr->shape[d] < 0 || rr->shape[d] > INT32_MAX ? -1 : (int32_t)rr->shape[d];
+  return ar_interp_check_input_shape(model, (int32_t)rr->input, (int32_t)rr->n_shape, dims, msg, n);
+}
+
+/* True when the model's shapes can change between invokes (resizable or shape-setting inputs). */
+static bool shapes_can_change(ar_dmodel_t *m) {
+  for (int32_t i = 0; i < ar_interp_n_inputs(m->interp); i++)
+    if (ar_interp_input_resizable(m->interp, i) || ar_interp_input_sets_shape(m->interp, i)) return true;
+  return false;
+}
+
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req) {
-  const Arenad__InvokeRequest *ir = req->invoke;
-  ar_dmodel_t *m = ar_models_find(srv, ir->model);
+  bool resize_only = req->body_case == ARENAD__REQUEST__BODY_RESIZE_INPUT;
+  static Arenad__InvokeRequest no_inputs = ARENAD__INVOKE_REQUEST__INIT;
+  const Arenad__InvokeRequest *ir = resize_only ? &no_inputs : req->invoke;
+  ar_dmodel_t *m = ar_models_find(srv, resize_only ? req->resize_input->model : ir->model);
   char msg[AR_MSG_BYTES];
   int rc = 0;
   /* Draining: nothing more is read, so this frame arrived before SIGTERM; it is served. */
-  if (m == NULL) {
+  if (resize_only && m == NULL) {
+    rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "no model named '%.80s'", req->resize_input->model);
+  } else if (resize_only && m->state != AR_MODEL_READY) {
+    rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "model '%s' is not ready", m->name);
+  } else if (resize_only) {
+    rc = check_resize_request(m, req->resize_input, msg, sizeof(msg));
+  } else if (m == NULL) {
     rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "no model named '%.80s'", ir->model);
   } else if (m->state == AR_MODEL_LOADING) {
     rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "model '%s' is still loading", m->name);
@@ -807,7 +837,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   } else if (m->inflight >= srv->cfg.max_queue_per_model) {
     rc = ar_errf(msg, sizeof(msg), AR_EBUSY, "model '%s' has %" PRIu64 " invokes queued or running (max_queue_per_model %u)",
                  m->name, m->inflight, srv->cfg.max_queue_per_model);
-  } else if ((int64_t)ir->n_inputs != ar_interp_n_inputs(m->interp)) {
+  } else if (!resize_only && (int64_t)ir->n_inputs != ar_interp_n_inputs(m->interp)) {
     rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "model '%s' takes %d input(s), the request has %zu", m->name,
                  ar_interp_n_inputs(m->interp), ir->n_inputs);
   }
@@ -831,6 +861,26 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
         break;
       }
     if (rc) break;
+    if (ar_interp_input_resizable(m->interp, (int32_t)i)) {
+      /* Any shape the signature allows; the worker re-plans when it differs from the current. */
+      int32_t dims[AR_MAX_RANK];
+      uint64_t elems = 1;
+      if (t->n_shape > AR_MAX_RANK) {
+        rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): rank %zu", i, tn, t->n_shape);
+        break;
+      }
+      for (size_t d = 0; d < t->n_shape; d++) {
+        dims[d] = t->shape[d] > INT32_MAX ? -1 : (int32_t)t->shape[d];
+        elems *= (uint64_t)(t->shape[d] > INT32_MAX ? 0 : t->shape[d]);
+      }
+      rc = ar_interp_check_input_shape(ar_interp_model(m->interp), (int32_t)i, (int32_t)t->n_shape, dims, msg,
+                                       sizeof(msg));
+      if (rc == 0 && (uint64_t)t->data.len != elems * ar_dtype_size(v->dtype))
+        rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): %zu data bytes, its shape needs %" PRIu64, i,
+                     tn, t->data.len, elems * ar_dtype_size(v->dtype));
+      if (rc) break;
+      continue;
+    }
     bool same = t->n_shape == (size_t)v->rank;
     for (size_t d = 0; same && d < t->n_shape; d++) same = t->shape[d] == want[d];
     if (!same) {
@@ -853,8 +903,12 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
     srv->ops.reply_error(srv, to, rc, msg);
     return;
   }
+  /* Output bytes: known now, unless the shapes can change (then the worker sizes the buffer after
+   * it has applied this request's shapes). */
   uint64_t out_bytes = 0;
-  for (int32_t j = 0; j < ar_interp_n_outputs(m->interp); j++) out_bytes += ar_interp_output(m->interp, j)->bytes;
+  bool sized_later = resize_only || shapes_can_change(m);
+  for (int32_t j = 0; !sized_later && j < ar_interp_n_outputs(m->interp); j++)
+    out_bytes += ar_interp_output(m->interp, j)->bytes;
   ar_job_t *job = calloc(1, sizeof(*job));
   uint8_t *out = malloc(out_bytes ? out_bytes : 1);
   if (job == NULL || out == NULL) {
@@ -864,6 +918,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
     return answer_error(srv, to, AR_ENOMEM, "no memory for %" PRIu64 " output bytes", out_bytes);
   }
   job->kind = AR_JOB_INVOKE;
+  job->resize_only = resize_only;
   job->srv = srv;
   job->to = *to;
   job->model = m;
@@ -880,6 +935,65 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
 
 /* ------------------------------------------------------------------------------------------ */
 /* Group jobs: place and invoke (worker thread)                                                */
+
+/* Worker, group lock held: give the interpreter this request's input shapes (and the values of
+ * inputs that set shapes), and when they changed re-plan and place the new plan in the group's
+ * region. A plan that does not fit leaves the model as it was (previous shapes restored, placed)
+ * and sets job->grow_to: the loop thread grows the region and runs the job again (regrow). */
+static int apply_shapes(ar_job_t *job) {
+  ar_dmodel_t *m = job->model;
+  ar_interp_t *in = m->interp;
+  int32_t n = ar_interp_n_inputs(in);
+  enum { MAXI = AR_MAX_OP_INPUTS };
+  int32_t old_rank[MAXI], old_dims[MAXI][AR_MAX_RANK];
+  if (n > MAXI) return 0;   /* more inputs than a request can resize: shapes stay as stored */
+  int rc = 0;
+  for (int32_t i = 0; i < n && rc == 0; i++) {
+    ar_tview_t *v = ar_interp_input(in, i);
+    old_rank[i] = v->rank;
+    memcpy(old_dims[i], v->dims, sizeof(old_dims[i]));
+    const int64_t *shape = NULL;
+    size_t rank = 0;
+    if (job->resize_only) {
+      if ((uint32_t)i == job->req->resize_input->input) shape = job->req->resize_input->shape, rank = job->req->resize_input->n_shape;
+    } else {
+      const Arenad__Tensor *t = job->req->invoke->inputs[i];
+      if (ar_interp_input_resizable(in, i)) shape = t->shape, rank = t->n_shape;
+      if (ar_interp_input_sets_shape(in, i))
+        rc = ar_interp_set_shape_input(in, i, t->data.data, t->data.len, job->msg, sizeof(job->msg));
+    }
+    if (shape && rc == 0) {
+      int32_t dims[AR_MAX_RANK];
+      for (size_t d = 0; d < rank && d < AR_MAX_RANK; d++) dims[d] = (int32_t)shape[d];
+      rc = ar_interp_resize_input(in, i, (int32_t)rank, dims, job->msg, sizeof(job->msg));
+    }
+  }
+  if (rc != 0 || !ar_interp_needs_prepare(in)) return rc;
+  uint8_t *pers = m->has_persistent ? job->srv->pool.base + m->persistent_offset : NULL;
+  rc = ar_interp_prepare(in, job->msg, sizeof(job->msg));
+  uint64_t arena = ar_interp_arena_bytes(in), persistent = ar_interp_persistent_bytes(in);
+  if (rc == 0 && persistent > m->persistent_region_bytes)
+    rc = ar_errf(job->msg, sizeof(job->msg), AR_EUNSUPPORTED, "model '%s': the new input shapes need %" PRIu64
+                 " persistent bytes, its region has %" PRIu64, m->name, persistent, m->persistent_region_bytes);
+  if (rc == 0 && arena > job->act_bytes) job->grow_to = arena;
+  if (rc == 0 && job->grow_to == 0) {
+    rc = ar_interp_place(in, job->act_base, job->act_bytes, pers, m->persistent_region_bytes, job->msg,
+                         sizeof(job->msg));
+    if (rc == 0) {
+      job->replanned = true;
+      job->new_arena = arena;
+      job->new_persistent = persistent;
+      return 0;
+    }
+  }
+  /* Back to the shapes the model had, placed where it was (a shape value stays new: the next
+   * invoke re-plans for its own value anyway). */
+  char m2[AR_MSG_BYTES];
+  for (int32_t i = 0; i < n; i++) ar_interp_resize_input(in, i, old_rank[i], old_dims[i], m2, sizeof(m2));
+  if (ar_interp_prepare(in, m2, sizeof(m2)) == 0)
+    ar_interp_place(in, job->act_base, job->act_bytes, pers, m->persistent_region_bytes, m2, sizeof(m2));
+  return rc;
+}
 
 static void group_work(uv_work_t *w) {
   ar_job_t *job = w->data;
@@ -901,8 +1015,33 @@ static void group_work(uv_work_t *w) {
                                 job->msg, sizeof(job->msg));
   } else {
     ar_interp_t *in = m->interp;
-    const Arenad__InvokeRequest *ir = job->req->invoke;
     job->t_start_us = ar_now_us();
+    uint8_t *base = job->srv->pool.base;
+    for (int i = 0; job->regrow && i < job->n_moves && job->rc == 0; i++) {
+      ar_dmodel_t *mv = job->moves[i];
+      job->rc = ar_interp_place(mv->interp, job->act_base, job->act_bytes,
+                                mv->has_persistent ? base + mv->persistent_offset : NULL,
+                                mv->persistent_region_bytes, job->msg, sizeof(job->msg));
+    }
+    if (job->rc == 0) job->rc = apply_shapes(job);
+    if (job->rc != 0 || job->grow_to != 0 || job->resize_only) {
+      job->t_end_us = ar_now_us();
+      pthread_mutex_unlock(&g->lock);
+      return;
+    }
+    uint64_t need = 0;
+    for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) need += ar_interp_output(in, j)->bytes;
+    if (need > job->out_bytes) {
+      uint8_t *grown = realloc(job->out, need);
+      if (grown == NULL) {
+        job->rc = ar_errf(job->msg, sizeof(job->msg), AR_ENOMEM, "no memory for %" PRIu64 " output bytes", need);
+        pthread_mutex_unlock(&g->lock);
+        return;
+      }
+      job->out = grown;
+      job->out_bytes = need;
+    }
+    const Arenad__InvokeRequest *ir = job->req->invoke;
     for (size_t i = 0; i < ir->n_inputs; i++)
       memcpy(ar_interp_input(in, (int32_t)i)->data, ir->inputs[i]->data.data, ir->inputs[i]->data.len);
     ar_alloc_count_begin();
@@ -952,6 +1091,66 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   free(outs);
 }
 
+/* The group's activation region, grown for a job whose new shapes need job->grow_to bytes: a new
+ * region now (ENOSPC answered with the bytes needed when the pool has none), the job re-queued at
+ * the head of the group to move every member there and run; the old region is freed after. Returns
+ * true when the job was re-queued. */
+static bool grow_region(ar_server_t *srv, ar_job_t *job) {
+  ar_dmodel_t *m = job->model;
+  ar_group_t *g = m->group;
+  uint64_t need = ar_pool_round(job->grow_to), off = 0;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_pool_alloc(&srv->pool, need, AR_REGION_ACTIVATION, g->owner, &off, msg, sizeof(msg));
+  if (rc != 0) {
+    job->rc = rc;
+    if (rc == AR_ENOSPC)
+      snprintf(job->msg, sizeof(job->msg), "model '%s': the new input shapes need an activation region of %" PRIu64
+               " bytes (now %" PRIu64 "), largest free block is %" PRIu64 " bytes (%" PRIu64 " of %" PRIu64
+               " bytes free)", m->name, need, g->act_bytes, ar_pool_largest_free_bytes(&srv->pool),
+               srv->pool.bytes - ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
+    else
+      snprintf(job->msg, sizeof(job->msg), "%s", msg);
+    return false;
+  }
+  job->free_after[0] = g->act_offset;
+  job->n_free_after = 1;
+  g->act_offset = off;
+  g->act_bytes = need;
+  job->grow_to = 0;
+  job->regrow = true;
+  srv->jobs_outstanding++;
+  job->next = g->head;   /* first in line: its client is waiting already */
+  g->head = job;
+  if (g->tail == NULL) g->tail = job;
+  group_kick(srv, g);
+  return true;
+}
+
+/* After a re-plan: the group's region back to what its members need now (never more than the
+ * largest current plan), so that shapes going down return the pool's bytes. Runs on the loop
+ * thread between jobs of the group (none is on a worker). */
+static void shrink_region(ar_server_t *srv, ar_group_t *g) {
+  uint64_t need = 0;
+  for (ar_dmodel_t *x = srv->models; x; x = x->next)
+    if (x->group == g && ar_pool_round(x->arena_bytes) > need) need = ar_pool_round(x->arena_bytes);
+  if (g->has_region && need > 0 && need < g->act_bytes && ar_pool_shrink(&srv->pool, g->act_offset, need) == 0)
+    g->act_bytes = need;
+}
+
+static void answer_resized(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t *m) {
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__ResizeInputResponse body = ARENAD__RESIZE_INPUT_RESPONSE__INIT;
+  Arenad__ModelInfo info;
+  ar_models_info(srv, m, &info);
+  body.model = &info;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_RESIZE_INPUT;
+  resp.resize_input = &body;
+  srv->ops.reply(srv, to, &resp);
+  ar_models_info_clear(&info);
+}
+
 static void group_after(uv_work_t *w, int status) {
   ar_job_t *job = w->data;
   ar_server_t *srv = job->srv;
@@ -993,9 +1192,33 @@ static void group_after(uv_work_t *w, int status) {
       srv->ops.reply_error(srv, &job->to, job->rc, job->msg);
     }
   } else {
+    if (job->regrow) {
+      for (int i = 0; i < job->n_moves; i++) {
+        ar_dmodel_t *mv = job->moves[i];
+        if (job->rc == 0) mv->placed_act_offset = g->act_offset;
+        if (--mv->inflight == 0 && mv->state == AR_MODEL_UNLOADING && mv != m && finalize == NULL) finalize = mv;
+      }
+      free(job->moves);
+      job->moves = NULL;
+      job->n_moves = 0;
+      for (int i = 0; i < job->n_free_after; i++) ar_pool_free(&srv->pool, job->free_after[i]);
+      job->n_free_after = 0;
+      job->regrow = false;
+    }
+    if (job->rc == 0 && job->grow_to != 0 && grow_region(srv, job)) {
+      if (finalize) finalize_unload(srv, finalize);
+      return;   /* re-queued at the head of its group */
+    }
+    if (job->replanned) {
+      m->arena_bytes = job->new_arena;
+      m->persistent_bytes = job->new_persistent;
+      shrink_region(srv, g);
+    }
     uint64_t latency = job->t_end_us - job->t_accept_us;
     m->inflight--;
-    if (job->rc == 0) {
+    if (job->rc == 0 && job->resize_only) {
+      answer_resized(srv, &job->to, m);
+    } else if (job->rc == 0) {
       m->invokes++;
       ar_latency_record(&m->latency, latency);
       m->heap_allocs_in_invoke += job->heap_allocs;

@@ -132,3 +132,34 @@ int ar_pool_free(ar_pool_t *pool, uint64_t offset) {
   }
   return 0;
 }
+
+int ar_pool_shrink(ar_pool_t *pool, uint64_t offset, uint64_t bytes) {
+  size_t i = 0;
+  while (i < pool->n_regions && pool->regions[i].offset != offset) i++;
+  if (i == pool->n_regions || pool->regions[i].kind == AR_REGION_FREE) return AR_EINVAL;
+  uint64_t need = ar_pool_round(bytes);
+  ar_region_t *r = &pool->regions[i];
+  if (need > r->bytes) return AR_EINVAL;
+  if (need == r->bytes) return 0;
+  uint64_t tail = r->bytes - need;
+  if (i + 1 < pool->n_regions && pool->regions[i + 1].kind == AR_REGION_FREE) {
+    /* The free neighbour grows backwards over the tail. */
+    pool->regions[i + 1].offset -= tail;
+    pool->regions[i + 1].bytes += tail;
+    r->bytes = need;
+    return 0;
+  }
+  if (pool->n_regions == pool->cap_regions) {
+    size_t cap = pool->cap_regions * 2;
+    ar_region_t *grown = realloc(pool->regions, cap * sizeof(ar_region_t));
+    if (grown == NULL) return AR_ENOMEM;
+    pool->regions = grown;
+    pool->cap_regions = cap;
+    r = &pool->regions[i];
+  }
+  memmove(&pool->regions[i + 2], &pool->regions[i + 1], (pool->n_regions - i - 1) * sizeof(ar_region_t));
+  pool->regions[i + 1] = (ar_region_t){.offset = r->offset + need, .bytes = tail, .kind = AR_REGION_FREE};
+  pool->n_regions++;
+  r->bytes = need;
+  return 0;
+}

@@ -69,6 +69,11 @@ int ar_pool_alloc(ar_pool_t *pool, uint64_t bytes, ar_region_kind_t kind, const 
  * AR_EINVAL when no owned region starts there. */
 int ar_pool_free(ar_pool_t *pool, uint64_t offset);
 
+/* Shrink the used region at `offset` to `bytes` (rounded like ar_pool_alloc, not larger than it
+ * is): the tail becomes free (merged with a free neighbour). Returns 0, AR_EINVAL (no such used
+ * region, or bytes larger), AR_ENOMEM (region list). */
+int ar_pool_shrink(ar_pool_t *pool, uint64_t offset, uint64_t bytes);
+
 /* Bytes of a region rounded like ar_pool_alloc does. */
 uint64_t ar_pool_round(uint64_t bytes);
 

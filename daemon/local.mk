@@ -73,3 +73,10 @@ tests_check_files_SOURCES = tests/check_files.c tests/ar_test_daemon.h
 tests_check_files_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 tests_check_files_LDADD = libarenaclient.la libarproto.la libarloader.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_files_OBJECTS): proto/arenad.pb-c.h
+# Resizable inputs through the daemon (batch 1,4,2,8,1; pool figures; ENOSPC; ResizeInput).
+check_PROGRAMS += tests/check_resize
+TESTS += tests/check_resize
+tests_check_resize_SOURCES = tests/check_resize.c tests/ar_test_daemon.h
+tests_check_resize_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_resize_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_resize_OBJECTS): proto/arenad.pb-c.h

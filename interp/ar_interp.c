@@ -44,6 +44,8 @@ struct ar_interp {
   int32_t n_run;
 
   ar_planner_t *planner;
+  ar_planner_t *old_planner;      /* the plan before the last ar_interp_prepare, freed at the next:
+                                   * a reader on another thread (stats) never sees it freed under it */
   ar_tensor_plan_t *tensor_plan;  /* n_tensors */
   uint64_t arena_bytes;
   uint64_t planner_persistent_bytes;  /* aligned; node state starts here */
@@ -52,6 +54,12 @@ struct ar_interp {
 
   bool placed;
   void *owned_activation, *owned_persistent;   /* from ar_interp_place_owned */
+
+  /* Resizing (ar_interp_resize_input, ar_interp_set_shape_input, ar_interp_prepare). */
+  ar_tensor_t *cur;               /* n_tensors: the stored tensors with the current dims and bytes */
+  bool dirty;                     /* shapes or shape values changed since the last prepare */
+  uint8_t **snap;                 /* per graph input: value of an input that sets a shape, or NULL */
+  bool *snap_valid;               /* per graph input: snap holds a value given by the caller */
 };
 
 void ar_interp_options_default(ar_interp_options_t *opt) {
@@ -186,6 +194,34 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
 
   for (int32_t t = 0; t < in->n_tensors; t++) view_from_tensor(&in->views[t], &sg->tensors[t]);
 
+  /* Graph inputs whose values set shapes (PAD paddings, RESHAPE shape): a snapshot each, so that
+   * prepare can read the value the caller gives before the invoke that needs it. */
+  size_t ni = sg->n_inputs ? sg->n_inputs : 1;
+  in->snap = calloc(ni, sizeof(*in->snap));
+  in->snap_valid = calloc(ni, sizeof(*in->snap_valid));
+  in->cur = malloc(nt * sizeof(*in->cur));
+  if (!in->snap || !in->snap_valid || !in->cur) {
+    rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+    goto fail;
+  }
+  if (sg->n_tensors) memcpy(in->cur, sg->tensors, sg->n_tensors * sizeof(*in->cur));
+  for (uint32_t i = 0; i < sg->n_inputs; i++) {
+    int32_t ti = sg->inputs[i];
+    bool sets_shape = false;
+    for (uint32_t k = 0; k < sg->n_operators && !sets_shape; k++) {
+      const ar_operator_t *op = &sg->operators[k];
+      sets_shape = (op->op == AR_OP_PAD || op->op == AR_OP_RESHAPE) && op->n_inputs >= 2 &&
+                   op->inputs[1] == ti;
+    }
+    if (!sets_shape || ar_tensor_is_constant(&sg->tensors[ti]) || sg->tensors[ti].bytes > 4096) continue;
+    in->snap[i] = calloc(1, sg->tensors[ti].bytes ? sg->tensors[ti].bytes : 1);
+    if (!in->snap[i]) {
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+      goto fail;
+    }
+    in->dirty = true;   /* no invoke before the caller gives the value */
+  }
+
   /* Which operators are folded: DEQUANTIZE/DENSIFY whose every input is a constant or the output
    * of an earlier folded operator (same rule as ar_lifetimes_build, cross-checked below). Their
    * outputs become constants for the consumers' prepare. */
@@ -301,7 +337,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   loader_list = unsup_owned = NULL;
 
   /* Lifetimes, classes, in-place -> planner buffers; then the plan (measure only). */
-  ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes};
+  ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes, NULL};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -348,6 +384,12 @@ fail:
 
 void ar_interp_free(ar_interp_t *in) {
   if (!in) return;
+  ar_planner_free(in->old_planner);
+  if (in->snap)
+    for (uint32_t i = 0; i < in->sg->n_inputs; i++) free(in->snap[i]);
+  free(in->snap);
+  free(in->snap_valid);
+  free(in->cur);
   ar_planner_free(in->planner);
   free(in->views);
   free(in->nodes);
@@ -437,10 +479,18 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
     if (in->kernels[k]->init) in->kernels[k]->init(&in->nodes[k]);
     in->kernels[k]->eval(&in->nodes[k]);
   }
+  /* Inputs that set shapes: kernel init reads the value prepare used, not the arena bytes. */
+  for (uint32_t i = 0; i < in->sg->n_inputs; i++)
+    if (in->snap_valid[i]) in->views[in->sg->inputs[i]].data = in->snap[i];
   for (int32_t i = 0; i < in->n_run; i++) {
     int32_t k = in->run_ops[i];
     if (in->kernels[k]->init) in->kernels[k]->init(&in->nodes[k]);
   }
+  for (uint32_t i = 0; i < in->sg->n_inputs; i++)
+    if (in->snap_valid[i]) {
+      int32_t t = in->sg->inputs[i];
+      in->views[t].data = act + ar_planner_offset(in->planner, in->tensor_plan[t].buffer);
+    }
   openblas_set_num_threads(in->opt.blas_threads);
   blas_warm_up();
   in->placed = true;
@@ -494,7 +544,7 @@ const char *ar_interp_output_name(const ar_interp_t *in, int32_t i) {
 }
 
 int ar_interp_invoke(ar_interp_t *in) {
-  if (!in->placed) return AR_ESTATE;
+  if (!in->placed || in->dirty) return AR_ESTATE;
   const int32_t *run = in->run_ops;
   for (int32_t i = 0, n = in->n_run; i < n; i++) {
     int32_t k = run[i];
@@ -504,7 +554,7 @@ int ar_interp_invoke(ar_interp_t *in) {
 }
 
 int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns) {
-  if (!in->placed) return AR_ESTATE;
+  if (!in->placed || in->dirty) return AR_ESTATE;
   for (int32_t i = 0; i < in->n_run; i++) {
     int32_t k = in->run_ops[i];
     struct timespec a, b;
@@ -525,4 +575,134 @@ int32_t ar_interp_n_operators(const ar_interp_t *in) { return in->n_ops; }
 
 bool ar_interp_op_folded(const ar_interp_t *in, int32_t k) {
   return k >= 0 && k < in->n_ops && in->op_folded[k];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resizing: TFLite's ResizeInputTensor + AllocateTensors, and its dynamic tensors.            */
+
+int ar_interp_check_input_shape(const ar_model_t *model, int32_t i, int32_t rank, const int32_t *dims,
+                                char *msg, size_t msg_bytes) {
+  const ar_subgraph_t *sg = &model->subgraphs[0];
+  if (i < 0 || (uint32_t)i >= sg->n_inputs)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "input %d: the model has %u input(s)", (int)i, sg->n_inputs);
+  const ar_tensor_t *t = &sg->tensors[sg->inputs[i]];
+  if (rank != t->rank)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, "input %d (%s): rank %d, the model's input has rank %d", (int)i,
+                   t->name, (int)rank, (int)t->rank);
+  uint64_t n = 1;
+  for (int32_t d = 0; d < rank; d++) {
+    bool free_dim = t->has_shape_signature && t->shape_signature[d] == -1;
+    if (dims[d] < 1)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, "input %d (%s): dim %d is %d", (int)i, t->name, (int)d,
+                     (int)dims[d]);
+    if (dims[d] != t->dims[d] && !free_dim)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, "input %d (%s): dim %d is %d, but the model fixes it at %d "
+                     "(only dims that are -1 in the shape_signature can change)", (int)i, t->name, (int)d,
+                     (int)dims[d], (int)t->dims[d]);
+    n *= (uint64_t)dims[d];
+    if (n > (uint64_t)INT32_MAX)
+      return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "input %d (%s): more than 2^31 - 1 elements", (int)i,
+                     t->name);
+  }
+  return 0;
+}
+
+bool ar_interp_input_resizable(const ar_interp_t *in, int32_t i) {
+  if (i < 0 || (uint32_t)i >= in->sg->n_inputs) return false;
+  const ar_tensor_t *t = &in->sg->tensors[in->sg->inputs[i]];
+  for (int32_t d = 0; t->has_shape_signature && d < t->rank; d++)
+    if (t->shape_signature[d] == -1) return true;
+  return false;
+}
+
+int ar_interp_resize_input(ar_interp_t *in, int32_t i, int32_t rank, const int32_t *dims, char *msg,
+                           size_t msg_bytes) {
+  int rc = ar_interp_check_input_shape(in->model, i, rank, dims, msg, msg_bytes);
+  if (rc != 0) return rc;
+  ar_tview_t *v = &in->views[in->sg->inputs[i]];
+  if (v->rank == rank && memcmp(v->dims, dims, (size_t)rank * sizeof(int32_t)) == 0) return 0;
+  uint64_t n = 1;
+  for (int32_t d = 0; d < rank; d++) v->dims[d] = dims[d], n *= (uint64_t)dims[d];
+  v->bytes = n * ar_dtype_size(v->dtype);
+  in->dirty = true;
+  return 0;
+}
+
+bool ar_interp_input_sets_shape(const ar_interp_t *in, int32_t i) {
+  return i >= 0 && (uint32_t)i < in->sg->n_inputs && in->snap[i] != NULL;
+}
+
+int ar_interp_set_shape_input(ar_interp_t *in, int32_t i, const void *data, uint64_t bytes, char *msg,
+                              size_t msg_bytes) {
+  if (!ar_interp_input_sets_shape(in, i))
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "input %d does not set a shape", (int)i);
+  ar_tview_t *v = &in->views[in->sg->inputs[i]];
+  if (bytes != v->bytes)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, "input %d (%s): %llu bytes, the tensor has %llu", (int)i,
+                   ar_interp_input_name(in, i), (unsigned long long)bytes, (unsigned long long)v->bytes);
+  if (in->snap_valid[i] && memcmp(in->snap[i], data, bytes) == 0) return 0;
+  memcpy(in->snap[i], data, bytes);
+  in->snap_valid[i] = true;
+  v->value_known = true;
+  in->dirty = true;
+  return 0;
+}
+
+bool ar_interp_needs_prepare(const ar_interp_t *in) { return in->dirty; }
+
+int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
+  if (!in->dirty) return 0;
+  in->placed = false;
+  const ar_subgraph_t *sg = in->sg;
+  for (uint32_t i = 0; i < sg->n_inputs; i++)
+    if (in->snap_valid[i]) in->views[sg->inputs[i]].data = in->snap[i];
+  uint64_t state_total = 0, macs = 0;
+  int rc = 0;
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    ar_node_t *nd = &in->nodes[k];
+    nd->scratch_bytes = 0;
+    nd->state_bytes = 0;
+    nd->infer_shapes = true;
+    rc = in->kernels[k]->prepare(nd, msg, msg_bytes);
+    nd->infer_shapes = false;
+    if (rc != 0) return rc;
+    in->scratch_bytes[k] = in->op_folded[k] ? 0 : nd->scratch_bytes;
+    if (!in->op_folded[k]) macs += node_macs(nd);
+    in->state_offset[k] = state_total;
+    if (nd->state_bytes > 0) state_total += ar_align_up(nd->state_bytes, AR_ARENA_ALIGNMENT);
+  }
+  for (int32_t t = 0; t < in->n_tensors; t++) {
+    const ar_tview_t *v = &in->views[t];
+    if (elems_of(v) > (uint64_t)INT32_MAX)
+      return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "tensor %d (%s): %llu elements after the resize, more "
+                     "than 2^31 - 1", (int)t, sg->tensors[t].name, (unsigned long long)elems_of(v));
+    in->cur[t].rank = v->rank;
+    memcpy(in->cur[t].dims, v->dims, sizeof(in->cur[t].dims));
+    in->cur[t].bytes = v->bytes;
+  }
+  /* Re-plan from scratch: lifetimes do not change, sizes do. */
+  ar_planner_t *p = ar_planner_new(AR_ARENA_ALIGNMENT);
+  if (!p) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+  ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur};
+  rc = ar_lifetimes_build(in->model, &lo, p, in->tensor_plan, in->scratch_buf, NULL, msg, msg_bytes);
+  if (rc == 0) {
+    rc = ar_planner_plan(p, in->opt.strategy);
+    if (rc != 0 && msg && msg_bytes)
+      ar_errf(msg, msg_bytes, rc, "planner (%s): %s", ar_strategy_name(in->opt.strategy), ar_strerror(rc));
+  }
+  if (rc != 0) {
+    ar_planner_free(p);
+    return rc;
+  }
+  ar_planner_free(in->old_planner);
+  in->old_planner = in->planner;
+  in->planner = p;
+  ar_plan_figures_t fig;
+  ar_planner_figures(p, &fig);
+  in->arena_bytes = ar_align_up(fig.arena_bytes, AR_ARENA_ALIGNMENT);
+  in->planner_persistent_bytes = ar_align_up(fig.persistent_bytes, AR_ARENA_ALIGNMENT);
+  in->persistent_bytes = in->planner_persistent_bytes + state_total;
+  in->macs = macs;
+  in->dirty = false;
+  return 0;
 }

@@ -112,7 +112,8 @@ const ar_tview_t *ar_interp_output(const ar_interp_t *in, int32_t i);
 const char *ar_interp_input_name(const ar_interp_t *in, int32_t i);
 const char *ar_interp_output_name(const ar_interp_t *in, int32_t i);
 
-/* Run every operator once. Returns 0, or AR_ESTATE if not placed. Never allocates heap memory. */
+/* Run every operator once. Returns 0, or AR_ESTATE if not placed or a resize / shape value is
+ * waiting for ar_interp_prepare. Never allocates heap memory. */
 int ar_interp_invoke(ar_interp_t *in);
 
 /* Number of operators executed per invoke (folded constant operators excluded). */
@@ -131,6 +132,52 @@ int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns);
 int32_t ar_interp_n_operators(const ar_interp_t *in);
 const ar_node_t *ar_interp_node(const ar_interp_t *in, int32_t k);
 bool ar_interp_op_folded(const ar_interp_t *in, int32_t k);
+
+/* ---- Resizable inputs and shapes that depend on values (TFLite ResizeInputTensor +
+ * AllocateTensors, and its "dynamic tensors").
+ *
+ * A graph input whose shape_signature has -1 in some dims can take another size there:
+ * ar_interp_resize_input records it, ar_interp_prepare re-runs every kernel's prepare in infer
+ * mode (each writes its inferred output shapes), rebuilds lifetimes and re-plans; the caller then
+ * places again (arena_bytes/persistent_bytes may have changed, in either direction: the plan is
+ * always for the current shapes, never the largest seen) and writes the inputs. Invokes with
+ * unchanged shapes do nothing of this and allocate nothing.
+ *
+ * A graph input read as PAD paddings or RESHAPE shape sets shapes by its value: give that value
+ * with ar_interp_set_shape_input before the invoke (it is kept in a snapshot prepare reads); a
+ * change marks the interpreter for ar_interp_prepare like a resize. The flow before each invoke:
+ *
+ *   resize_input / set_shape_input as needed;
+ *   if (ar_interp_needs_prepare(in)) { ar_interp_prepare(); ar_interp_place(); }
+ *   write inputs; ar_interp_invoke();
+ */
+
+/* Whether `dims` (rank entries) is a valid shape for graph input i of `model`: same rank, every
+ * dim >= 1, dims differing from the stored shape only where shape_signature is -1, at most
+ * 2^31 - 1 elements. Reads only the model (safe from any thread). Errors: AR_EINVAL (no such
+ * input), AR_ESHAPE, AR_EOVERFLOW, with a message naming the input and dim. */
+int ar_interp_check_input_shape(const ar_model_t *model, int32_t i, int32_t rank, const int32_t *dims,
+                                char *msg, size_t msg_bytes);
+/* True when graph input i has a -1 in its shape_signature. */
+bool ar_interp_input_resizable(const ar_interp_t *in, int32_t i);
+/* Give graph input i the shape `dims` (checked as above); marks the interpreter for
+ * ar_interp_prepare when it differs from the current one. */
+int ar_interp_resize_input(ar_interp_t *in, int32_t i, int32_t rank, const int32_t *dims, char *msg,
+                           size_t msg_bytes);
+/* True when graph input i's value sets shapes (PAD paddings / RESHAPE shape, at most 4096 bytes). */
+bool ar_interp_input_sets_shape(const ar_interp_t *in, int32_t i);
+/* The value (bytes = the input's byte size) of such an input for the next invoke; a change (or
+ * the first value) marks the interpreter for ar_interp_prepare. Errors: AR_EINVAL, AR_ESHAPE. */
+int ar_interp_set_shape_input(ar_interp_t *in, int32_t i, const void *data, uint64_t bytes, char *msg,
+                              size_t msg_bytes);
+/* True when a resize or a shape value needs ar_interp_prepare before the next invoke. */
+bool ar_interp_needs_prepare(const ar_interp_t *in);
+/* Propagate the current input shapes (and shape values) through every kernel's prepare, rebuild
+ * lifetimes, re-plan. Unplaces the interpreter (invoke answers AR_ESTATE until the next place).
+ * Allocates (the new plan); not for the invoke path. Errors: a kernel's AR_ESHAPE / AR_EINVAL /
+ * AR_EUNSUPPORTED (message names the operator), AR_EOVERFLOW (a tensor beyond 2^31 - 1
+ * elements), AR_ENOMEM, AR_EPLAN; the interpreter then stays unplaced until a prepare succeeds. */
+int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes);
 
 #ifdef __cplusplus
 }

@@ -97,6 +97,8 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
   const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
   const int32_t last_step = no > 0 ? no - 1 : 0;
   const bool tfl = opt->convention == AR_LIFETIMES_TFLITE;
+  /* Shapes and byte sizes: the stored ones, or the caller's after an input resize. */
+  const ar_tensor_t *tens = opt->tensors ? opt->tensors : sg->tensors;
 
   for (int32_t t = 0; t < nt; t++)
     tensor_plan[t] = (ar_tensor_plan_t){AR_HOME_NONE, -1, -1, -1, false, -1};
@@ -124,7 +126,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
   for (int32_t t = 0; t < nt; t++) {
     w.producer[t] = w.last_read[t] = w.first_read[t] = -1;
     w.root[t] = t;
-    if (ar_tensor_is_constant(&sg->tensors[t])) w.flags[t] |= LT_CONST;
+    if (ar_tensor_is_constant(&tens[t])) w.flags[t] |= LT_CONST;
   }
   for (uint32_t i = 0; i < sg->n_inputs; i++)
     if (sg->inputs[i] >= 0 && sg->inputs[i] < nt) w.flags[sg->inputs[i]] |= LT_GIN;
@@ -174,13 +176,13 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
       }
       if (w.producer[t] >= 0 && w.producer[t] != k) {
         rc = ar_errf(msg, msg_bytes, AR_EMODEL,
-                     "tensor %d (%s): written by operators %d and %d", t, sg->tensors[t].name,
+                     "tensor %d (%s): written by operators %d and %d", t, tens[t].name,
                      w.producer[t], k);
         goto out;
       }
       if (w.flags[t] & (LT_CONST | LT_GIN)) {
         rc = ar_errf(msg, msg_bytes, AR_EMODEL,
-                     "tensor %d (%s): operator %d (%s) writes a %s", t, sg->tensors[t].name, k,
+                     "tensor %d (%s): operator %d (%s) writes a %s", t, tens[t].name, k,
                      ar_op_name(op->op), (w.flags[t] & LT_CONST) ? "constant" : "graph input");
         goto out;
       }
@@ -190,7 +192,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
 
   /* Homes and own lifetimes. */
   for (int32_t t = 0; t < nt; t++) {
-    const ar_tensor_t *ten = &sg->tensors[t];
+    const ar_tensor_t *ten = &tens[t];
     ar_tensor_plan_t *tp = &tensor_plan[t];
     uint8_t f = w.flags[t];
     if (f & LT_FOLDED) {
@@ -245,12 +247,12 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
       share_kind_t kind = share_kind(opt->convention, op->op, &n_cand);
       if (kind == SHARE_NONE || op->n_outputs < 1 || op->outputs[0] < 0) continue;
       int32_t o = op->outputs[0];
-      const ar_tensor_t *to = &sg->tensors[o];
+      const ar_tensor_t *to = &tens[o];
       if (tensor_plan[o].home != AR_HOME_ARENA || (w.flags[o] & LT_GOUT)) continue;
       for (int c = 0; c < n_cand && c < op->n_inputs; c++) {
         int32_t x = op->inputs[c];
         if (x < 0 || tensor_plan[x].home != AR_HOME_ARENA) continue;
-        const ar_tensor_t *tx = &sg->tensors[x];
+        const ar_tensor_t *tx = &tens[x];
         int32_t r = w.root[x];
         if (tfl && (w.flags[x] & LT_GIN)) continue;     /* TFLite: never a graph input */
         if (kind == SHARE_MODIFY) {
@@ -274,7 +276,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
         } else {
           /* Data unmodified: the output is the input's bytes; sizes must agree. */
           if (tx->bytes != to->bytes) continue;
-          if (sg->tensors[r].bytes < to->bytes) continue;
+          if (tens[r].bytes < to->bytes) continue;
         }
         w.root[o] = r;
         tensor_plan[o].inplace_of = x;
@@ -293,11 +295,11 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
 #define ADD_BUF(t_, cls_, alias_)                                                               \
   do {                                                                                          \
     ar_tensor_plan_t *tp_ = &tensor_plan[t_];                                                   \
-    int b_ = ar_planner_add(p, sg->tensors[t_].bytes, tp_->first_use, tp_->last_use, (cls_),    \
+    int b_ = ar_planner_add(p, tens[t_].bytes, tp_->first_use, tp_->last_use, (cls_),    \
                             (alias_), (t_));                                                    \
     if (b_ < 0) {                                                                               \
       rc = ar_errf(msg, msg_bytes, b_, "tensor %d (%s): planner refused the buffer: %s", t_,    \
-                   sg->tensors[t_].name, ar_strerror(b_));                                      \
+                   tens[t_].name, ar_strerror(b_));                                      \
       goto out;                                                                                 \
     }                                                                                           \
     tp_->buffer = b_;                                                                           \

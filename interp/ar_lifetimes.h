@@ -54,6 +54,8 @@ typedef struct ar_lifetime_options {
   ar_lifetimes_t convention;
   bool inplace;                      /* false: no in-place at all (every tensor its own buffer) */
   const uint64_t *scratch_bytes;     /* per operator (n_operators entries), or NULL for none */
+  const ar_tensor_t *tensors;        /* n_tensors entries replacing the subgraph's tensors (dims,
+                                      * bytes after ar_interp_resize_input), or NULL: stored ones */
 } ar_lifetime_options_t;
 
 /* Fill `p` (empty planner) with the buffers of subgraph 0 of `model`; `tensor_plan` has

@@ -64,9 +64,23 @@ static inline int ar_k_check_dtype(const ar_node_t *node, const ar_tview_t *t, c
   return 0;
 }
 
-/* The stored shape of output 0 equals the inferred (rank, dims). */
+/* Give output `i` the inferred (rank, dims) and the byte size that goes with its dtype. */
+static inline void ar_k_set_output_shape(const ar_node_t *node, int i, int32_t rank, const int32_t *dims) {
+  ar_tview_t *o = node->outputs[i];
+  uint64_t n = 1;
+  o->rank = rank;
+  for (int32_t d = 0; d < rank; d++) {
+    o->dims[d] = dims[d];
+    n *= (uint64_t)(dims[d] > 0 ? dims[d] : 0);
+  }
+  o->bytes = n * ar_dtype_size(o->dtype);
+}
+
+/* The stored shape of output 0 equals the inferred (rank, dims); with node->infer_shapes (a
+ * re-prepare after an input resize) the inferred shape is written into output 0 instead. */
 static inline int ar_k_check_output_shape(const ar_node_t *node, int32_t rank,
                                           const int32_t *dims, char *msg, size_t msg_bytes) {
+  if (node->infer_shapes && !node->outputs[0]->is_constant) ar_k_set_output_shape(node, 0, rank, dims);
   const ar_tview_t *o = node->outputs[0];
   bool same = o->rank == rank;
   for (int32_t i = 0; same && i < rank; i++) same = o->dims[i] == dims[i];

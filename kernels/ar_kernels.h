@@ -3,7 +3,8 @@
  * Kernels know nothing of the pool, the planner or the model file: they see ar_node_t, a view of
  * one operator with its input/output tensors already pointing at their bytes. Each op has:
  *   prepare(node): validate shapes/dtypes/options against TFLite's rules, check that the stored
- *                  output shape equals the inferred one, and state how many scratch bytes (e.g.
+ *                  output shape equals the inferred one (or, with node->infer_shapes, write the
+ *                  inferred shape into the output view: ar_k_check_output_shape does both), and state how many scratch bytes (e.g.
  *                  im2col) and persistent state bytes the node needs. Fails with a message naming
  *                  the operator. Never touches tensor data (it is not placed yet), except that
  *                  constant inputs (is_constant) may be read.
@@ -36,6 +37,8 @@ typedef struct ar_tview {
   int32_t dims[AR_MAX_RANK];
   uint64_t bytes;              /* product(dims) * dtype size */
   bool is_constant;            /* data is read-only constant (weights / folded) and valid at prepare */
+  bool value_known;            /* not constant, but data holds the value prepare must use (a graph
+                                * input that sets a shape: PAD paddings, RESHAPE shape) */
   const ar_sparsity_t *sparsity; /* for DENSIFY inputs */
 } ar_tview_t;
 
@@ -54,6 +57,9 @@ typedef struct ar_node {
   uint64_t state_bytes;        /* set by prepare; persistent per-node state */
   void *state;                 /* valid from init on */
   int32_t blas_threads;        /* threads OpenBLAS may use in this eval (1 = single) */
+  bool infer_shapes;           /* prepare writes the inferred output shapes (dims, rank, bytes) into
+                                * the output views instead of checking the stored ones: set by the
+                                * interpreter when it re-prepares after an input resize */
 } ar_node_t;
 
 typedef struct ar_kernel {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 
 /* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
@@ -101,6 +102,7 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    "than input %s under VALID padding", idx, name, ar__shape_str(s1, sizeof s1, f),
                    (int)g.dh, (int)g.dw, ar__shape_str(s2, sizeof s2, in));
   int32_t want[4] = {g.n, g.oh, g.ow, g.co};
+  if (node->infer_shapes) ar_k_set_output_shape(node, 0, 4, want);
   if (out->rank != 4 || memcmp(out->dims, want, sizeof want) != 0)
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
                    idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],

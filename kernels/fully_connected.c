@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 
 static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -75,6 +76,7 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     want[0] = (int32_t)batch;
     want[1] = units;
   }
+  if (node->infer_shapes) ar_k_set_output_shape(node, 0, want_rank, want);
   if (out->rank != want_rank || memcmp(out->dims, want, sizeof(int32_t) * (size_t)want_rank) != 0) {
     ar_tview_t w = {.rank = want_rank};
     memcpy(w.dims, want, sizeof(int32_t) * (size_t)want_rank);

@@ -17,7 +17,8 @@
 
 /* TFLite reshape.cc: the shape comes from input 1 when it is an int32 vector, else from
  * ReshapeOptions.new_shape (a legacy [0] meaning a scalar); one dim may be -1 (inferred). A
- * non-constant shape tensor leaves the stored output shape as the only source. */
+ * non-constant shape tensor leaves the stored output shape as the only source, unless the
+ * interpreter knows its value (value_known: a graph input, re-prepared when it changes). */
 static int reshape_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, 2, 1, 1, msg, msg_bytes);
   if (rc) return rc;
@@ -30,7 +31,7 @@ static int reshape_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int32_t rank = 0, dims[AR_MAX_RANK];
   bool have = false;
   if (shape && shape->rank == 1 && shape->dtype == AR_DTYPE_INT32) {
-    if (shape->is_constant && shape->data) {
+    if ((shape->is_constant || shape->value_known) && shape->data) {
       if (shape->dims[0] > AR_MAX_RANK)
         return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "shape has %d dims (max %d)",
                         (int)shape->dims[0], AR_MAX_RANK);
@@ -113,9 +114,14 @@ static int pad_plan(const ar_node_t *node, pad_state_t *st, char *msg, size_t ms
                     (int)in->rank, AR_PAD_MAX_RANK);
   if (pads->rank != 2 || pads->dims[0] != in->rank || pads->dims[1] != 2)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "paddings must have shape [%d,2]", (int)in->rank);
-  if (!pads->is_constant || !pads->data)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
-                    "paddings (input 1) is not a constant (dynamic output shapes are not supported)");
+  if (!pads->is_constant && !pads->value_known) {
+    /* Paddings from a graph input: the value comes before the invoke that needs it
+     * (ar_interp_set_shape_input, then a re-prepare); until then the stored shape stands. */
+    memset(st, 0, sizeof *st);
+    return 0;
+  }
+  if (!pads->data)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "paddings (input 1) has no data");
   int32_t p[2 * AR_PAD_MAX_RANK], od[AR_PAD_MAX_RANK];
   memcpy(p, pads->data, (size_t)in->rank * 2 * sizeof(int32_t));
   for (int32_t i = 0; i < in->rank; i++) {

@@ -161,6 +161,7 @@ static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   tconv_geom_t g;
   tconv_geometry(node, &g);
   int32_t want[4] = {g.n, g.oh, g.ow, g.co};
+  if (node->infer_shapes) ar_k_set_output_shape(node, 0, 4, want);
   if (out->rank != 4 || memcmp(out->dims, want, sizeof want) != 0)
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
                    idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],

@@ -65,7 +65,7 @@ static built_t build(const ar_model_t *m, ar_lifetimes_t conv, bool inplace,
   b.tp = calloc(sg->n_tensors, sizeof *b.tp);
   b.scratch = calloc(sg->n_operators, sizeof *b.scratch);
   b.folded = calloc(sg->n_operators, sizeof *b.folded);
-  ar_lifetime_options_t o = {conv, inplace, scratch};
+  ar_lifetime_options_t o = {conv, inplace, scratch, NULL};
   char msg[AR_MSG_BYTES];
   int rc = ar_lifetimes_build(m, &o, b.p, b.tp, b.scratch, b.folded, msg, sizeof msg);
   ck_assert_msg(rc == 0, "%s", msg);

@@ -19,10 +19,17 @@
  * Warm-up: ar_interp_place runs one OpenBLAS product so that OpenBLAS maps its per-process GEMM
  * buffer at place time; the first invoke after place is counted and printed (it is 0 here) but
  * not asserted; the 100 invokes after it are asserted to make zero calls.
+ *
+ * Resizing (built models, tests/ar_test_model.h): a model whose input shape_signature is
+ * [-1,4,4,3] invoked with batch 1, 4, 2, 8, 1 - outputs equal to the hand-computed ones per item,
+ * the arena follows the batch (and is the first figure again at batch 1), zero allocations in the
+ * invokes between resizes; and PAD / RESHAPE whose paddings / shape are graph inputs (dynamic
+ * shapes), re-derived when the value changes, never otherwise.
  */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,7 @@
 #include "interp/ar_interp.h"
 #include "kernels/ar_kernels.h"
 #include "loader/ar_model.h"
+#include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -438,6 +446,193 @@ START_TEST(test_ops_no_alloc) {
   fclose(f);
   printf("noalloc single-operator models: %d cases, 5 invokes each: %lu allocation calls\n", cases, total);
   ck_assert_int_gt(cases, 0);
+/* ---------------------------------------------------------------- resizing */
+
+START_TEST(test_resize_batch) {
+  install_counter();
+  settle_openblas_threads();
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_batch_model(&bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "built model: %s", msg);
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert(ar_interp_input_resizable(in, 0));
+  ck_assert(!ar_interp_needs_prepare(in));
+  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+  uint64_t first_arena = ar_interp_arena_bytes(in);
+
+  enum { MAXB = 8 };
+  static float items[MAXB][AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C], want[MAXB][AR_TM_BATCH_OUT];
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (int b = 0; b < MAXB; b++) {
+    for (int i = 0; i < AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      items[b][i] = (float)((int)(seed >> 40) % 2001 - 1000) / 500.0f;
+    }
+    ar_tm_batch_by_hand(items[b], want[b]);
+  }
+  static const int batches[] = {1, 4, 2, 8, 1};
+  uint64_t arena_at[5];
+  for (int s = 0; s < 5; s++) {
+    int nb = batches[s];
+    const int32_t dims[4] = {nb, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+    rc = ar_interp_resize_input(in, 0, 4, dims, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "resize to batch %d: %s", nb, msg);
+    if (ar_interp_needs_prepare(in)) {
+      ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);   /* not before the re-plan */
+      rc = ar_interp_prepare(in, msg, sizeof msg);
+      ck_assert_msg(rc == 0, "prepare at batch %d: %s", nb, msg);
+      ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    }
+    ck_assert_int_eq(ar_planner_verify(ar_interp_planner(in), msg, sizeof msg), 0);
+    arena_at[s] = ar_interp_arena_bytes(in);
+    const ar_tview_t *y = ar_interp_output(in, 0);
+    ck_assert_int_eq(y->rank, 2);
+    ck_assert_int_eq(y->dims[0], nb);
+    ck_assert_int_eq(y->dims[1], AR_TM_BATCH_OUT);
+    ck_assert_uint_eq(y->bytes, (uint64_t)nb * AR_TM_BATCH_OUT * sizeof(float));
+    ar_tview_t *x = ar_interp_input(in, 0);
+    ck_assert_uint_eq(x->bytes, (uint64_t)nb * sizeof items[0]);
+    unsigned long allocs = 0;
+    for (int r = 0; r < 5; r++) {
+      /* Items rotate with r so that every output row is checked against a different item. */
+      for (int b = 0; b < nb; b++) memcpy((float *)x->data + b * AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C, items[(b + r) % MAXB], sizeof items[0]);
+      arm();
+      rc = ar_interp_invoke(in);
+      allocs += disarm();
+      ck_assert_int_eq(rc, 0);
+      const float *got = y->data;
+      for (int b = 0; b < nb; b++)
+        for (int j = 0; j < AR_TM_BATCH_OUT; j++) {
+          float w = want[(b + r) % MAXB][j];
+          ck_assert_msg(fabsf(got[b * AR_TM_BATCH_OUT + j] - w) <= 1e-5f * (1.0f + fabsf(w)),
+                        "batch %d item %d y[%d] = %g, by hand %g", nb, b, j, got[b * AR_TM_BATCH_OUT + j], w);
+        }
+    }
+    printf("resize batch %d: arena %llu B, persistent %llu B, 5 invokes: %lu allocation calls\n", nb,
+           (unsigned long long)arena_at[s], (unsigned long long)ar_interp_persistent_bytes(in), allocs);
+    ck_assert_msg(allocs == 0, "batch %d: %lu allocation calls in 5 invokes", nb, allocs);
+  }
+  /* The arena follows the batch: the plan is for the current shapes, not the largest seen. */
+  ck_assert_uint_eq(arena_at[0], first_arena);
+  ck_assert_uint_gt(arena_at[1], arena_at[0]);
+  ck_assert_uint_lt(arena_at[2], arena_at[1]);
+  ck_assert_uint_gt(arena_at[2], arena_at[0]);
+  ck_assert_uint_gt(arena_at[3], arena_at[1]);
+  ck_assert_uint_eq(arena_at[4], first_arena);
+  ck_assert_uint_ge(arena_at[3], 8 * (uint64_t)(AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C) * sizeof(float));
+
+  /* Dims the signature fixes cannot change, nor the rank; errors leave the plan as it is. */
+  const int32_t bad_hw[4] = {1, 5, AR_TM_BATCH_W, AR_TM_BATCH_C}, bad_neg[4] = {0, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  ck_assert_int_eq(ar_interp_resize_input(in, 0, 4, bad_hw, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_ptr_nonnull(strstr(msg, "dim 1 is 5, but the model fixes it at 4"));
+  ck_assert_int_eq(ar_interp_resize_input(in, 0, 3, bad_hw, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_int_eq(ar_interp_resize_input(in, 0, 4, bad_neg, msg, sizeof msg), AR_ESHAPE);
+  const int32_t huge[4] = {INT32_MAX / 16, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  ck_assert_int_eq(ar_interp_resize_input(in, 0, 4, huge, msg, sizeof msg), AR_EOVERFLOW);
+  ck_assert(!ar_interp_needs_prepare(in));
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  ar_interp_free(in);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
+/* PAD whose paddings are graph input 1, and RESHAPE whose shape is graph input 1: the output
+ * shape is re-derived before the invoke that needs a new value, and only then. */
+START_TEST(test_dynamic_shapes) {
+  install_counter();
+  for (int which = 0; which < 2; which++) {
+    bool pad = which == 0;
+    ar_tm_tensor_t t[] = {
+      {"x", AR_DTYPE_FLOAT32, 2, {2, 3}, false, {0}, NULL},
+      {pad ? "paddings" : "shape", AR_DTYPE_INT32, pad ? 2 : 1, {2, 2}, false, {0}, NULL},
+      {"y", AR_DTYPE_FLOAT32, 2, {2, 3}, false, {0}, NULL},
+    };
+    if (!pad) t[1].dims[0] = 2;
+    ar_tm_op_t op = {pad ? 34 : 22, 2, 1, {0, 1}, {2}, 0, 0, {{0}}};
+    const int32_t gin[] = {0, 1}, gout[] = {2};
+    size_t bytes = 0;
+    uint8_t *file = ar_tm_build(t, 3, &op, 1, gin, 2, gout, 1, &bytes);
+    char msg[AR_MSG_BYTES] = "";
+    ar_model_t *m = NULL;
+    int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s", msg);
+    ar_interp_t *in = NULL;
+    rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s", msg);
+    ck_assert(ar_interp_input_sets_shape(in, 1));
+    ck_assert(!ar_interp_input_sets_shape(in, 0));
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);   /* the value is not known yet */
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    /* PAD: [[0,1],[2,0]] -> [3,5]; [[0,0],[0,0]] -> [2,3]; [[1,0],[0,1]] -> [3,4].
+     * RESHAPE: [3,2]; [6,1]; [-1,2] -> [3,2]. */
+    static const int32_t pads[3][4] = {{0, 1, 2, 0}, {0, 0, 0, 0}, {1, 0, 0, 1}};
+    static const int32_t shapes[3][2] = {{3, 2}, {6, 1}, {-1, 2}};
+    static const int32_t want_pad[3][2] = {{3, 5}, {2, 3}, {3, 4}};
+    uint64_t arena_first = 0;
+    for (int v = 0; v < 4; v++) {
+      int k = v % 3;
+      const void *val = pad ? (const void *)pads[k] : (const void *)shapes[k];
+      uint64_t vb = pad ? sizeof pads[k] : sizeof shapes[k];
+      rc = ar_interp_set_shape_input(in, 1, val, vb, msg, sizeof msg);
+      ck_assert_msg(rc == 0, "%s", msg);
+      ck_assert(ar_interp_needs_prepare(in));   /* every step changes the value */
+      rc = ar_interp_prepare(in, msg, sizeof msg);
+      ck_assert_msg(rc == 0, "%s", msg);
+      ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+      if (v == 0) arena_first = ar_interp_arena_bytes(in);
+      if (v == 3) ck_assert_uint_eq(ar_interp_arena_bytes(in), arena_first);
+      unsigned long allocs = 0;
+      for (int r = 0; r < 3; r++) {
+        ck_assert_int_eq(ar_interp_set_shape_input(in, 1, val, vb, msg, sizeof msg), 0);
+        ck_assert(!ar_interp_needs_prepare(in));   /* same value: nothing to re-derive */
+        memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+        memcpy(ar_interp_input(in, 1)->data, val, vb);
+        arm();
+        rc = ar_interp_invoke(in);
+        allocs += disarm();
+        ck_assert_int_eq(rc, 0);
+      }
+      ck_assert_uint_eq(allocs, 0);
+      const ar_tview_t *y = ar_interp_output(in, 0);
+      const float *g = y->data;
+      ck_assert_int_eq(y->rank, 2);
+      if (pad) {
+        ck_assert_int_eq(y->dims[0], want_pad[k][0]);
+        ck_assert_int_eq(y->dims[1], want_pad[k][1]);
+        for (int i = 0; i < y->dims[0]; i++)
+          for (int j = 0; j < y->dims[1]; j++) {
+            int si = i - pads[k][0], sj = j - pads[k][2];
+            float w = si >= 0 && si < 2 && sj >= 0 && sj < 3 ? x[si * 3 + sj] : 0.0f;
+            ck_assert_msg(g[i * y->dims[1] + j] == w, "pad %d: y[%d][%d] = %g, want %g", k, i, j,
+                          g[i * y->dims[1] + j], w);
+          }
+      } else {
+        ck_assert_int_eq(y->dims[0], k == 1 ? 6 : 3);
+        ck_assert_int_eq(y->dims[1], k == 1 ? 1 : 2);
+        for (int i = 0; i < 6; i++) ck_assert(g[i] == x[i]);
+      }
+      printf("dynamic %s value %d: output [%d,%d], arena %llu B, 3 invokes: %lu allocation calls\n",
+             pad ? "PAD" : "RESHAPE", k, y->dims[0], y->dims[1],
+             (unsigned long long)ar_interp_arena_bytes(in), allocs);
+    }
+    /* A value that does not fit refuses at prepare and leaves the interpreter unplaced. */
+    const int32_t bad_pad[4] = {0, 0, -1, 0}, bad_shape[2] = {4, 2};
+    ck_assert_int_eq(ar_interp_set_shape_input(in, 1, pad ? (const void *)bad_pad : (const void *)bad_shape,
+                                               pad ? sizeof bad_pad : sizeof bad_shape, msg, sizeof msg), 0);
+    rc = ar_interp_prepare(in, msg, sizeof msg);
+    ck_assert_msg(rc == (pad ? AR_EINVAL : AR_ESHAPE), "%s: %s", ar_err_name(rc), msg);
+    ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);
+    ar_interp_free(in);
+    ar_model_free(m);
+    free(file);
+  }
 }
 END_TEST
 
@@ -461,6 +656,11 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_invoke_no_alloc, 0, ar_test_n_models);
   tcase_add_test(tc, test_ops_no_alloc);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("resize");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_resize_batch);
+  tcase_add_test(tc, test_dynamic_shapes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

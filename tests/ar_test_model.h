@@ -1,0 +1,53 @@
+/* ar_test_model.h - build small TFLite models in memory for tests: one subgraph, float/int32
+ * tensors (shape, optional shape_signature, optional constant data), builtin operators with
+ * scalar builtin options. The bytes are a real TFLite flatbuffer (schema v3) that ar_model_load
+ * verifies like any file; tests write them to a file when the daemon must load them. */
+#ifndef AR_TEST_MODEL_H
+#define AR_TEST_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader/ar_model.h"
+
+typedef struct ar_tm_tensor {
+  const char *name;
+  ar_dtype_t dtype;
+  int32_t rank;
+  int32_t dims[AR_MAX_RANK];
+  bool has_sig;                 /* write shape_signature (sig) */
+  int32_t sig[AR_MAX_RANK];
+  const void *data;             /* constant data (product(dims) * dtype size bytes), or NULL */
+} ar_tm_tensor_t;
+
+/* A scalar field of a builtin options table: field id, byte size (1 or 4), value. */
+typedef struct ar_tm_field { int id, size; int64_t val; } ar_tm_field_t;
+
+typedef struct ar_tm_op {
+  int32_t builtin;              /* TFLite BuiltinOperator code */
+  int32_t n_in, n_out;
+  int32_t in[8], out[8];
+  uint8_t options_type;         /* BuiltinOptions union type, 0 for none */
+  int32_t n_fields;
+  ar_tm_field_t fields[8];
+} ar_tm_op_t;
+
+/* The model bytes (malloc'd, 16-byte aligned, caller frees), *bytes set. Asserts on failure. */
+uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
+                     const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
+                     size_t *bytes);
+
+/* The resize test model: x [1,4,4,3] with shape_signature [-1,4,4,3] -> CONV_2D 3x3 SAME (2
+ * filters, bias) -> ADD a [2] constant with fused RELU -> MAX_POOL_2D 2x2/2 -> RESHAPE to
+ * [-1, 8] (constant shape) -> y. ar_tm_batch_by_hand computes y (8 floats) of one item x
+ * (4*4*3 floats, NHWC) in double precision from the same weights. */
+#define AR_TM_BATCH_H 4
+#define AR_TM_BATCH_W 4
+#define AR_TM_BATCH_C 3
+#define AR_TM_BATCH_O 2
+#define AR_TM_BATCH_OUT (AR_TM_BATCH_O * (AR_TM_BATCH_H / 2) * (AR_TM_BATCH_W / 2))
+uint8_t *ar_tm_batch_model(size_t *bytes);
+void ar_tm_batch_by_hand(const float *x, float *y);
+
+#endif

@@ -1,0 +1,183 @@
+/* check_resize.c - resizable inputs through the daemon: a model whose input shape_signature is
+ * [-1,4,4,3] (tests/ar_test_model.h) loaded in a 64 KiB pool and invoked with batch 1, 4, 2, 8, 1
+ * by simply sending those shapes: outputs equal the hand-computed ones per item, the model's
+ * region follows the batch and the pool's used bytes return to the first figure, no heap
+ * allocation in the invokes (the daemon's counter); a batch the pool cannot hold is ENOSPC with
+ * the bytes needed and leaves the model working; ResizeInput does the same explicitly.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/ar_client.h"
+#include "common/ar_error.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_model.h"
+#include "tests/ar_test_util.h"
+
+#define ITEM (AR_TM_BATCH_H * AR_TM_BATCH_W * AR_TM_BATCH_C)
+
+static json_t *stats(ar_client_t *c) {
+  char *s = NULL, msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_stats_json(c, &s, msg, sizeof(msg)), 0);
+  json_error_t err;
+  json_t *j = json_loads(s, 0, &err);
+  free(s);
+  ck_assert_ptr_nonnull(j);
+  return j;
+}
+
+static uint64_t pool_used(ar_client_t *c) {
+  json_t *st = stats(c);
+  uint64_t u = (uint64_t)json_integer_value(json_object_get(json_object_get(st, "pool"), "used_bytes"));
+  json_decref(st);
+  return u;
+}
+
+static json_t *model_stats(json_t *st, const char *name) {
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(st, "models"), i, m)
+    if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0) return m;
+  return NULL;
+}
+
+/* Invoke "b" with `nb` items (item k = items[(k + rot) % 8]) and check every output row. */
+static int invoke_batch(ar_client_t *c, int nb, int rot, float (*items)[ITEM], float (*want)[AR_TM_BATCH_OUT],
+                        char *msg, size_t msg_bytes) {
+  float *x = malloc((size_t)nb * ITEM * sizeof(float));
+  ck_assert_ptr_nonnull(x);
+  for (int b = 0; b < nb; b++) memcpy(x + (size_t)b * ITEM, items[(b + rot) % 8], sizeof(float) * ITEM);
+  ar_client_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.dtype = AR_CLIENT_FLOAT32;
+  t.rank = 4;
+  t.dims[0] = nb, t.dims[1] = AR_TM_BATCH_H, t.dims[2] = AR_TM_BATCH_W, t.dims[3] = AR_TM_BATCH_C;
+  t.data = x;
+  t.bytes = (uint64_t)nb * ITEM * sizeof(float);
+  ar_client_result_t r;
+  int rc = ar_client_invoke(c, "b", &t, 1, &r, msg, msg_bytes);
+  free(x);
+  if (rc != 0) return rc;
+  ck_assert_int_eq(r.n_outputs, 1);
+  ck_assert_int_eq(r.outputs[0].rank, 2);
+  ck_assert_int_eq(r.outputs[0].dims[0], nb);
+  ck_assert_int_eq(r.outputs[0].dims[1], AR_TM_BATCH_OUT);
+  ck_assert_uint_eq(r.outputs[0].bytes, (uint64_t)nb * AR_TM_BATCH_OUT * sizeof(float));
+  const float *y = r.outputs[0].data;
+  for (int b = 0; b < nb; b++)
+    for (int j = 0; j < AR_TM_BATCH_OUT; j++) {
+      float w = want[(b + rot) % 8][j];
+      ck_assert_msg(fabsf(y[b * AR_TM_BATCH_OUT + j] - w) <= 1e-5f * (1.0f + fabsf(w)),
+                    "batch %d item %d y[%d] = %g, by hand %g", nb, b, j, y[b * AR_TM_BATCH_OUT + j], w);
+    }
+  ar_client_result_free(&r);
+  return 0;
+}
+
+START_TEST(batch_follows_the_request_and_pool_returns) {
+  ar_test_daemon_t d;
+  ck_assert_msg(ar_td_start(&d, "64K", NULL) == 0, "arenad did not start (log %s)", d.log);
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_batch_model(&bytes);
+  char path[600], msg[AR_MSG_BYTES];
+  snprintf(path, sizeof path, "%s/batch.tflite", d.dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(file, 1, bytes, f), bytes);
+  ck_assert_int_eq(fclose(f), 0);
+  free(file);
+
+  static float items[8][ITEM], want[8][AR_TM_BATCH_OUT];
+  uint64_t seed = 12345;
+  for (int b = 0; b < 8; b++) {
+    for (int i = 0; i < ITEM; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      items[b][i] = (float)((int)(seed >> 40) % 2001 - 1000) / 500.0f;
+    }
+    ar_tm_batch_by_hand(items[b], want[b]);
+  }
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ar_client_model_t info;
+  int rc = ar_client_load(c, "b", path, NULL, NULL, &info, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "load: %s", msg);
+  uint64_t used0 = pool_used(c), arena1 = info.arena_bytes;
+
+  static const int batches[] = {1, 4, 2, 8, 1};
+  uint64_t used_at[5], arena_at[5];
+  for (int s = 0; s < 5; s++) {
+    for (int rep = 0; rep < 3; rep++) {
+      rc = invoke_batch(c, batches[s], rep + s, items, want, msg, sizeof msg);
+      ck_assert_msg(rc == 0, "batch %d: %s", batches[s], msg);
+    }
+    json_t *st = stats(c);
+    json_t *m = model_stats(st, "b");
+    used_at[s] = (uint64_t)json_integer_value(json_object_get(json_object_get(st, "pool"), "used_bytes"));
+    arena_at[s] = (uint64_t)json_integer_value(json_object_get(m, "arena_bytes"));
+    json_t *allocs = json_object_get(m, "heap_allocs_in_invoke");
+    printf("daemon batch %d: model arena %llu B, pool used %llu B, heap allocations in invokes so far %s\n",
+           batches[s], (unsigned long long)arena_at[s], (unsigned long long)used_at[s],
+           json_is_integer(allocs) ? (json_integer_value(allocs) == 0 ? "0" : "NOT 0") : "not measured");
+    if (json_is_integer(allocs)) ck_assert_int_eq(json_integer_value(allocs), 0);
+    json_decref(st);
+  }
+  ck_assert_uint_eq(arena_at[0], arena1);
+  ck_assert_uint_gt(arena_at[1], arena_at[0]);
+  ck_assert_uint_gt(arena_at[3], arena_at[1]);
+  ck_assert_uint_gt(used_at[3], used_at[0]);
+  ck_assert_uint_eq(arena_at[4], arena1);
+  ck_assert_uint_eq(used_at[0], used0);
+  ck_assert_uint_eq(used_at[4], used0);   /* back to the first figure */
+
+  /* A batch the 64 KiB pool cannot hold: ENOSPC naming the bytes; the model keeps working. */
+  rc = invoke_batch(c, 64, 0, items, want, msg, sizeof msg);
+  ck_assert_int_eq(rc, AR_ENOSPC);
+  ck_assert_msg(strstr(msg, "the new input shapes need an activation region of") != NULL, "%s", msg);
+  printf("batch 64: %s\n", msg);
+  ck_assert_int_eq(invoke_batch(c, 2, 1, items, want, msg, sizeof msg), 0);
+  ck_assert_int_eq(invoke_batch(c, 1, 3, items, want, msg, sizeof msg), 0);
+  ck_assert_uint_eq(pool_used(c), used0);
+
+  /* ResizeInput: the explicit form; the plan and region are ready before the invoke. */
+  const int64_t b4[4] = {4, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  rc = ar_client_resize_input(c, "b", 0, b4, 4, &info, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "resize: %s", msg);
+  ck_assert_uint_eq(info.arena_bytes, arena_at[1]);
+  ck_assert_int_eq(info.inputs[0].dims[0], 4);
+  ck_assert_int_eq(info.outputs[0].dims[0], 4);
+  ck_assert_uint_ge(info.activation_bytes, info.arena_bytes);
+  ck_assert_int_eq(invoke_batch(c, 4, 2, items, want, msg, sizeof msg), 0);
+  const int64_t fixed[4] = {4, 5, AR_TM_BATCH_W, AR_TM_BATCH_C}, b64[4] = {64, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  ck_assert_int_eq(ar_client_resize_input(c, "b", 0, fixed, 4, NULL, msg, sizeof msg), AR_ESHAPE);
+  ck_assert_msg(strstr(msg, "dim 1 is 5, but the model fixes it at 4") != NULL, "%s", msg);
+  ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b64, 4, NULL, msg, sizeof msg), AR_ENOSPC);
+  ck_assert_int_eq(ar_client_resize_input(c, "b", 1, b4, 4, NULL, msg, sizeof msg), AR_EINVAL);
+  ck_assert_int_eq(ar_client_resize_input(c, "nope", 0, b4, 4, NULL, msg, sizeof msg), AR_ENOENT);
+  const int64_t b1[4] = {1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b1, 4, &info, msg, sizeof msg), 0);
+  ck_assert_uint_eq(info.arena_bytes, arena1);
+  ck_assert_uint_eq(pool_used(c), used0);
+
+  ck_assert_int_eq(ar_client_unload(c, "b", msg, sizeof msg), 0);
+  ar_client_close(c);
+  unlink(path);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("resize");
+  TCase *tc = tcase_create("daemon");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, batch_follows_the_request_and_pool_returns);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
