@@ -446,6 +446,9 @@ START_TEST(test_ops_no_alloc) {
   fclose(f);
   printf("noalloc single-operator models: %d cases, 5 invokes each: %lu allocation calls\n", cases, total);
   ck_assert_int_gt(cases, 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- resizing */
 
 START_TEST(test_resize_batch) {
