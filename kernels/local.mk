@@ -43,3 +43,9 @@ TESTS += tests/check_kernels_detect
 tests_check_kernels_detect_SOURCES = tests/check_kernels_detect.c
 tests_check_kernels_detect_CFLAGS = $(TEST_CFLAGS)
 tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# Single-operator models (tools/ops/golden.py) against LiteRT goldens in tests/golden/ops.
+check_PROGRAMS += tests/check_ops_golden
+TESTS += tests/check_ops_golden
+tests_check_ops_golden_SOURCES = tests/check_ops_golden.c
+tests_check_ops_golden_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_ops_golden_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
