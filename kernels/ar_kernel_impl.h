@@ -29,6 +29,46 @@ extern const ar_kernel_t ar_kernel_relu;
 extern const ar_kernel_t ar_kernel_relu6;
 extern const ar_kernel_t ar_kernel_logistic;
 extern const ar_kernel_t ar_kernel_hard_swish;
+/* kernels/binary.c: TFLite SUB, DIV, FLOOR_DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, POW,
+ * EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, SELECT_V2 (N-d broadcasting up to
+ * rank 6, float32 / int32 / int64 / uint8 / int8 / bool as TFLite allows each), and the integer
+ * forms of ADD and MUL, reached through ar__nb_prepare/init/eval from elementwise.c. */
+extern const ar_kernel_t ar_kernel_sub;
+extern const ar_kernel_t ar_kernel_div;
+extern const ar_kernel_t ar_kernel_floor_div;
+extern const ar_kernel_t ar_kernel_maximum;
+extern const ar_kernel_t ar_kernel_minimum;
+extern const ar_kernel_t ar_kernel_squared_difference;
+extern const ar_kernel_t ar_kernel_pow;
+extern const ar_kernel_t ar_kernel_equal;
+extern const ar_kernel_t ar_kernel_not_equal;
+extern const ar_kernel_t ar_kernel_less;
+extern const ar_kernel_t ar_kernel_less_equal;
+extern const ar_kernel_t ar_kernel_greater;
+extern const ar_kernel_t ar_kernel_greater_equal;
+extern const ar_kernel_t ar_kernel_select_v2;
+int ar__nb_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__nb_init(ar_node_t *node);
+void ar__nb_eval(const ar_node_t *node);
+/* kernels/unary.c: TFLite ABS, NEG, SQRT, RSQRT, EXP, LOG, TANH, GELU, LEAKY_RELU, ELU,
+ * RELU_N1_TO_1, RELU_0_TO_1, CAST. */
+extern const ar_kernel_t ar_kernel_abs;
+extern const ar_kernel_t ar_kernel_neg;
+extern const ar_kernel_t ar_kernel_sqrt;
+extern const ar_kernel_t ar_kernel_rsqrt;
+extern const ar_kernel_t ar_kernel_exp;
+extern const ar_kernel_t ar_kernel_log;
+extern const ar_kernel_t ar_kernel_tanh;
+extern const ar_kernel_t ar_kernel_gelu;
+extern const ar_kernel_t ar_kernel_leaky_relu;
+extern const ar_kernel_t ar_kernel_elu;
+extern const ar_kernel_t ar_kernel_relu_n1_to_1;
+extern const ar_kernel_t ar_kernel_relu_0_to_1;
+extern const ar_kernel_t ar_kernel_cast;
+/* kernels/softmax.c: TFLite SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION (over the last axis). */
+extern const ar_kernel_t ar_kernel_softmax;
+extern const ar_kernel_t ar_kernel_log_softmax;
+extern const ar_kernel_t ar_kernel_l2_normalization;
 /* kernels/pool.c: TFLite MAX_POOL_2D, AVERAGE_POOL_2D (out-of-bounds taps ignored). */
 extern const ar_kernel_t ar_kernel_max_pool_2d;
 extern const ar_kernel_t ar_kernel_average_pool_2d;
@@ -39,8 +79,14 @@ extern const ar_kernel_t ar_kernel_reshape;
 extern const ar_kernel_t ar_kernel_pad;
 extern const ar_kernel_t ar_kernel_concatenation;
 extern const ar_kernel_t ar_kernel_depth_to_space;
-/* kernels/reduce.c: TFLite MEAN. */
+/* kernels/reduce.c: TFLite MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, ARG_MAX, ARG_MIN. */
 extern const ar_kernel_t ar_kernel_mean;
+extern const ar_kernel_t ar_kernel_sum;
+extern const ar_kernel_t ar_kernel_reduce_max;
+extern const ar_kernel_t ar_kernel_reduce_min;
+extern const ar_kernel_t ar_kernel_reduce_prod;
+extern const ar_kernel_t ar_kernel_arg_max;
+extern const ar_kernel_t ar_kernel_arg_min;
 /* kernels/convert.c: TFLite DEQUANTIZE (float16 -> float32), DENSIFY (sparse -> dense). */
 extern const ar_kernel_t ar_kernel_dequantize;
 extern const ar_kernel_t ar_kernel_densify;

@@ -11,7 +11,9 @@
  *   init(node):    optional; runs once after placement with node->state valid (e.g. pack weights).
  *   eval(node):    computes outputs. Runs blindly: no checks, no heap allocation, no locks.
  * All shapes are TFLite's: NHWC activations, OHWI conv filters, 1HW(I*M) depthwise filters.
- * Only float32 activations are implemented; DEQUANTIZE (float16 -> float32) and DENSIFY are
+ * Activations are float32, except where TFLite's float models carry other types through an op:
+ * int32/int64 arithmetic, bool comparison outputs and SELECT_V2 conditions, CAST, ARG_MAX/MIN
+ * indices (kernels/binary.c, unary.c, reduce.c). DEQUANTIZE (float16 -> float32) and DENSIFY are
  * evaluated by the interpreter at prepare time into persistent memory (constant folding).
  */
 #ifndef AR_KERNELS_H

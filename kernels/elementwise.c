@@ -129,7 +129,14 @@ static void binary_run(int op, float *out, const float *a, int64_t sa, const flo
   }
 }
 
+/* ADD and MUL on int32 / int64 operands run binary.c's generic broadcast (integer clamp for the
+ * fused activation); float32 stays on the vectorized path here. */
+static bool int_operands(const ar_node_t *node) {
+  return node->n_inputs >= 1 && node->inputs[0] && node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
+}
+
 static void binary_eval(const ar_node_t *node) {
+  if (node->op != AR_OP_PRELU && int_operands(node)) { ar__nb_eval(node); return; }
   const binary_state_t *st = node->state;
   const float *a = node->inputs[0]->data, *b = node->inputs[1]->data;
   float *out = node->outputs[0]->data;
@@ -152,12 +159,14 @@ static void binary_eval(const ar_node_t *node) {
 }
 
 static int add_prepare(ar_node_t *node, char *msg, size_t n) {
+  if (int_operands(node)) return ar__nb_prepare(node, msg, n);
   binary_state_t st;
   int rc = binary_plan(node, BIN_ADD, &st, msg, n);
   node->state_bytes = sizeof st;
   return rc;
 }
 static int mul_prepare(ar_node_t *node, char *msg, size_t n) {
+  if (int_operands(node)) return ar__nb_prepare(node, msg, n);
   binary_state_t st;
   int rc = binary_plan(node, BIN_MUL, &st, msg, n);
   node->state_bytes = sizeof st;
@@ -170,14 +179,15 @@ static int prelu_prepare(ar_node_t *node, char *msg, size_t n) {
   return rc;
 }
 static void binary_init(ar_node_t *node) {
+  if (node->op != AR_OP_PRELU && int_operands(node)) { ar__nb_init(node); return; }
   binary_state_t st;
   int op = node->op == AR_OP_ADD ? BIN_ADD : node->op == AR_OP_MUL ? BIN_MUL : BIN_PRELU;
   if (binary_plan(node, op, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
-/* TFLite ADD (builtin 0): out = act(a + b), NumPy broadcasting. */
+/* TFLite ADD (builtin 0): out = act(a + b), NumPy broadcasting; float32, int32, int64. */
 const ar_kernel_t ar_kernel_add = { "ADD", add_prepare, binary_init, binary_eval };
-/* TFLite MUL (builtin 18): out = act(a * b), NumPy broadcasting. */
+/* TFLite MUL (builtin 18): out = act(a * b), NumPy broadcasting; float32, int32, int64. */
 const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval };
 /* TFLite PRELU (builtin 54): out = x >= 0 ? x : alpha * x, alpha broadcast against x. */
 const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, binary_init, binary_eval };

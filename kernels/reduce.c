@@ -1,4 +1,6 @@
-/* reduce.c - TFLite MEAN, float32.
+/* reduce.c - TFLite MEAN (float32); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
+ * int64; MAX/MIN also uint8, int8); ARG_MAX, ARG_MIN (float32, int32, uint8, int8 in; int32 or
+ * int64 indices out).
  *
  * Axes come from input 1 (constant int32, any shape; negative axes count from the end, repeats are
  * ignored, as TFLite's reduce.cc). keep_dims keeps reduced dims as 1, else they are removed. The
@@ -7,6 +9,7 @@
  * a contiguous C-long accumulation per pixel. Other axis sets use the output itself as the
  * accumulator with an odometer over the input, so there is no scratch either way.
  */
+#include <float.h>
 #include <string.h>
 
 #include "common/ar_util.h"
@@ -24,13 +27,11 @@ typedef struct {
   float count;                 /* input elements per output element */
 } mean_state_t;
 
-static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t msg_bytes) {
-  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
-  if (rc) return rc;
+/* Axes, keep_dims and the output shape (any input dtype); fills the shape walk of *st. */
+static int mean_shape(const ar_node_t *node, mean_state_t *st, char *msg, size_t msg_bytes) {
+  int rc;
   const ar_tview_t *in = node->inputs[0], *axes = node->inputs[1];
-  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, axes, "axes (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
+  if ((rc = ar_k_check_dtype(node, axes, "axes (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
     return rc;
   if (!axes->is_constant || !axes->data)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
@@ -47,7 +48,7 @@ static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t 
     reduced[k] = true;
   }
   bool keep = node->options ? node->options->reducer.keep_dims : false;
-  int32_t od[AR_MAX_RANK], orank = 0;
+  int32_t od[AR_MAX_RANK] = {0}, orank = 0;
   memset(st, 0, sizeof *st);
   st->rank = rank;
   st->n_in = 1; st->n_out = 1;
@@ -66,6 +67,15 @@ static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t 
   st->count = st->n_out > 0 ? (float)(st->n_in / st->n_out) : 1.0f;
   st->global_hw = rank == 4 && !reduced[0] && reduced[1] && reduced[2] && !reduced[3];
   return 0;
+}
+
+static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  if ((rc = ar_k_check_dtype(node, node->inputs[0], "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+    return rc;
+  return mean_shape(node, st, msg, msg_bytes);
 }
 
 static int mean_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -116,3 +126,228 @@ static void mean_eval(const ar_node_t *node) {
 
 /* TFLite MEAN (builtin 40): mean over constant axes, keep_dims honoured. */
 const ar_kernel_t ar_kernel_mean = { "MEAN", mean_prepare, mean_init, mean_eval };
+
+/* ---- SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD ----
+ * Same axes and keep_dims rules as MEAN. The output is the accumulator: set to the identity
+ * (0; the type's lowest value for MAX, as TFLite's std::numeric_limits<T>::lowest(), so -FLT_MAX
+ * for an empty float reduction; the highest for MIN; 1), then every input element is folded into
+ * its output element in input order (the order of TFLite's reference reducer). Integer SUM and
+ * PROD wrap. */
+
+enum { RED_SUM, RED_MAX, RED_MIN, RED_PROD };
+
+typedef struct {
+  int kind;
+  ar_dtype_t dtype;
+  mean_state_t m;              /* shape walk shared with MEAN (count unused) */
+} reduce_state_t;
+
+static int reduce_kind(ar_op_t op) {
+  switch (op) {
+  case AR_OP_REDUCE_MAX: return RED_MAX;
+  case AR_OP_REDUCE_MIN: return RED_MIN;
+  case AR_OP_REDUCE_PROD: return RED_PROD;
+  default: return RED_SUM;
+  }
+}
+
+static int reduce_plan(const ar_node_t *node, reduce_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0];
+  memset(st, 0, sizeof *st);
+  st->kind = reduce_kind(node->op);
+  st->dtype = in->dtype;
+  bool ok = in->dtype == AR_DTYPE_FLOAT32 || in->dtype == AR_DTYPE_INT32 || in->dtype == AR_DTYPE_INT64;
+  if ((st->kind == RED_MAX || st->kind == RED_MIN) &&
+      (in->dtype == AR_DTYPE_UINT8 || in->dtype == AR_DTYPE_INT8))
+    ok = true;
+  if (!ok)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s, which this "
+                    "operator does not take", ar_dtype_name(in->dtype));
+  if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", in->dtype, msg, msg_bytes)))
+    return rc;
+  return mean_shape(node, &st->m, msg, msg_bytes);
+}
+
+static int reduce_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  reduce_state_t st;
+  node->state_bytes = sizeof st;
+  return reduce_plan(node, &st, msg, msg_bytes);
+}
+
+static void reduce_init(ar_node_t *node) {
+  reduce_state_t st;
+  if (reduce_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+/* Fold the input into the output with ACC(acc, x); out was set to INIT. */
+#define REDUCE_WALK(T, INIT, ACC)                                                            \
+  do {                                                                                       \
+    const T *in = node->inputs[0]->data;                                                     \
+    T *out = node->outputs[0]->data;                                                         \
+    for (int64_t j = 0; j < m->n_out; j++) out[j] = (INIT);                                  \
+    if (m->rank == 0) { T acc = out[0], x = in[0]; out[0] = (ACC); break; }                  \
+    if (m->n_in == 0) break;                                                                 \
+    const int32_t last = m->rank - 1;                                                        \
+    const int64_t inner = m->dims[last], os = m->ostride[last];                              \
+    int64_t idx[AR_MEAN_MAX_RANK] = {0}, off = 0;                                            \
+    for (int64_t done = 0; done < m->n_in; done += inner, in += inner) {                     \
+      if (os) {                                                                              \
+        T *o = out + off;                                                                    \
+        for (int64_t c = 0; c < inner; c++) { T acc = o[c], x = in[c]; o[c] = (ACC); }       \
+      } else {                                                                               \
+        T acc = out[off];                                                                    \
+        for (int64_t c = 0; c < inner; c++) { T x = in[c]; acc = (ACC); }                    \
+        out[off] = acc;                                                                      \
+      }                                                                                      \
+      for (int32_t d = last - 1; d >= 0; d--) {                                              \
+        off += m->ostride[d];                                                                \
+        if (++idx[d] < m->dims[d]) break;                                                    \
+        off -= m->ostride[d] * m->dims[d];                                                   \
+        idx[d] = 0;                                                                          \
+      }                                                                                      \
+    }                                                                                        \
+  } while (0)
+
+#define REDUCE_KINDS(T, UT, LOWEST, HIGHEST)                                                 \
+  switch (st->kind) {                                                                        \
+  case RED_SUM: REDUCE_WALK(T, (T)0, (T)((UT)acc + (UT)x)); break;                           \
+  case RED_MAX: REDUCE_WALK(T, LOWEST, x > acc ? x : acc); break;                            \
+  case RED_MIN: REDUCE_WALK(T, HIGHEST, x < acc ? x : acc); break;                           \
+  default: REDUCE_WALK(T, (T)1, (T)((UT)acc * (UT)x)); break;                                \
+  }
+
+static void reduce_eval(const ar_node_t *node) {
+  const reduce_state_t *st = node->state;
+  const mean_state_t *m = &st->m;
+  if (m->n_out == 0) return;
+  switch (st->dtype) {
+  case AR_DTYPE_FLOAT32:
+    switch (st->kind) {
+    case RED_SUM: REDUCE_WALK(float, 0.0f, acc + x); break;
+    case RED_MAX: REDUCE_WALK(float, -FLT_MAX, x > acc ? x : acc); break;
+    case RED_MIN: REDUCE_WALK(float, FLT_MAX, x < acc ? x : acc); break;
+    default: REDUCE_WALK(float, 1.0f, acc * x); break;
+    }
+    break;
+  case AR_DTYPE_INT32: REDUCE_KINDS(int32_t, uint32_t, INT32_MIN, INT32_MAX) break;
+  case AR_DTYPE_INT64: REDUCE_KINDS(int64_t, uint64_t, INT64_MIN, INT64_MAX) break;
+  case AR_DTYPE_UINT8: REDUCE_KINDS(uint8_t, uint32_t, 0, UINT8_MAX) break;
+  default: REDUCE_KINDS(int8_t, uint32_t, INT8_MIN, INT8_MAX) break;
+  }
+}
+
+/* TFLite SUM (74), REDUCE_MAX (82), REDUCE_MIN (89), REDUCE_PROD (81) over constant axes. */
+const ar_kernel_t ar_kernel_sum = { "SUM", reduce_prepare, reduce_init, reduce_eval };
+const ar_kernel_t ar_kernel_reduce_max = { "REDUCE_MAX", reduce_prepare, reduce_init, reduce_eval };
+const ar_kernel_t ar_kernel_reduce_min = { "REDUCE_MIN", reduce_prepare, reduce_init, reduce_eval };
+const ar_kernel_t ar_kernel_reduce_prod = { "REDUCE_PROD", reduce_prepare, reduce_init, reduce_eval };
+
+/* ---- ARG_MAX, ARG_MIN ----
+ * Input 1 is the axis (constant int32 or int64 with one element, negative counts from the end);
+ * the output drops that dim and holds the index of the first maximum (minimum) along it, as
+ * TFLite's ArgMinMax: a later element replaces the best only when strictly greater (less), so ties
+ * and NaNs after the first element keep the earlier index. Output dtype is the options'
+ * output_type (int32 or int64). */
+
+typedef struct {
+  bool is_max;
+  ar_dtype_t in_dtype, out_dtype;
+  int64_t outer, axis_size, inner;
+} arg_state_t;
+
+static int arg_plan(const ar_node_t *node, arg_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *ax = node->inputs[1], *o = node->outputs[0];
+  memset(st, 0, sizeof *st);
+  st->is_max = node->op == AR_OP_ARG_MAX;
+  st->in_dtype = in->dtype;
+  if (in->dtype != AR_DTYPE_FLOAT32 && in->dtype != AR_DTYPE_INT32 && in->dtype != AR_DTYPE_UINT8 &&
+      in->dtype != AR_DTYPE_INT8)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (float32, int32, "
+                    "uint8, int8)", ar_dtype_name(in->dtype));
+  ar_dtype_t want = node->options ? node->options->arg.output_type : AR_DTYPE_FLOAT32;
+  if (want != AR_DTYPE_INT32 && want != AR_DTYPE_INT64)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output_type is %s (int32 or int64)",
+                    ar_dtype_name(want));
+  if ((rc = ar_k_check_dtype(node, o, "output 0", want, msg, msg_bytes))) return rc;
+  st->out_dtype = want;
+  if (ax->dtype != AR_DTYPE_INT32 && ax->dtype != AR_DTYPE_INT64)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "axis (input 1) has dtype %s (int32 or int64)",
+                    ar_dtype_name(ax->dtype));
+  if (!ax->is_constant || !ax->data)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
+                    "axis (input 1) is not a constant (dynamic output shapes are not supported)");
+  if (ar_k_elements(ax) != 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "axis (input 1) has %lld elements, expected 1",
+                    (long long)ar_k_elements(ax));
+  int64_t a;
+  if (ax->dtype == AR_DTYPE_INT32) {
+    int32_t v;
+    memcpy(&v, ax->data, sizeof v);
+    a = v;
+  } else {
+    memcpy(&a, ax->data, sizeof a);
+  }
+  if (a < 0) a += in->rank;
+  if (a < 0 || a >= in->rank)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "axis %lld out of range for rank %d",
+                    (long long)a, (int)in->rank);
+  int32_t od[AR_MAX_RANK], orank = 0;
+  st->outer = 1; st->inner = 1;
+  for (int32_t d = 0; d < in->rank; d++) {
+    if (d < a) st->outer *= in->dims[d];
+    if (d > a) st->inner *= in->dims[d];
+    if (d != a) od[orank++] = in->dims[d];
+  }
+  st->axis_size = in->dims[a];
+  return ar_k_check_output_shape(node, orank, od, msg, msg_bytes);
+}
+
+static int arg_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  arg_state_t st;
+  node->state_bytes = sizeof st;
+  return arg_plan(node, &st, msg, msg_bytes);
+}
+
+static void arg_init(ar_node_t *node) {
+  arg_state_t st;
+  if (arg_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+#define ARG_WALK(T)                                                                          \
+  do {                                                                                       \
+    const T *in = node->inputs[0]->data;                                                     \
+    for (int64_t o = 0; o < st->outer; o++)                                                  \
+      for (int64_t i = 0; i < st->inner; i++) {                                              \
+        const T *p = in + o * st->axis_size * st->inner + i;                                 \
+        int64_t best_k = 0;                                                                  \
+        if (st->axis_size > 0) {                                                             \
+          T best = p[0];                                                                     \
+          for (int64_t k = 1; k < st->axis_size; k++) {                                      \
+            T v = p[k * st->inner];                                                          \
+            if (st->is_max ? v > best : v < best) { best = v; best_k = k; }                  \
+          }                                                                                  \
+        }                                                                                    \
+        int64_t j = o * st->inner + i;                                                       \
+        if (st->out_dtype == AR_DTYPE_INT32) ((int32_t *)out)[j] = (int32_t)best_k;          \
+        else ((int64_t *)out)[j] = best_k;                                                   \
+      }                                                                                      \
+  } while (0)
+
+static void arg_eval(const ar_node_t *node) {
+  const arg_state_t *st = node->state;
+  void *out = node->outputs[0]->data;
+  switch (st->in_dtype) {
+  case AR_DTYPE_FLOAT32: ARG_WALK(float); break;
+  case AR_DTYPE_INT32: ARG_WALK(int32_t); break;
+  case AR_DTYPE_UINT8: ARG_WALK(uint8_t); break;
+  default: ARG_WALK(int8_t); break;
+  }
+}
+
+/* TFLite ARG_MAX (builtin 56), ARG_MIN (79). */
+const ar_kernel_t ar_kernel_arg_max = { "ARG_MAX", arg_prepare, arg_init, arg_eval };
+const ar_kernel_t ar_kernel_arg_min = { "ARG_MIN", arg_prepare, arg_init, arg_eval };

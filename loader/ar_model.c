@@ -553,7 +553,35 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_BATCH_MATMUL: return AR_FB_OPTIONS_BATCH_MATMUL;
   case AR_OP_GATHER_ND: return AR_FB_OPTIONS_GATHER_ND;
   case AR_OP_RESIZE_NEAREST_NEIGHBOR: return AR_FB_OPTIONS_RESIZE_NEAREST_NEIGHBOR;
-  default: return AR_FB_OPTIONS_NONE;  /* LOGISTIC, RELU, RELU6, PRELU, custom ops */
+  case AR_OP_SOFTMAX: return AR_FB_OPTIONS_SOFTMAX;
+  case AR_OP_L2_NORMALIZATION: return AR_FB_OPTIONS_L2NORM;
+  case AR_OP_SUM: case AR_OP_REDUCE_MAX: case AR_OP_REDUCE_MIN: case AR_OP_REDUCE_PROD:
+    return AR_FB_OPTIONS_REDUCER;
+  case AR_OP_SUB: return AR_FB_OPTIONS_SUB;
+  case AR_OP_DIV: return AR_FB_OPTIONS_DIV;
+  case AR_OP_EXP: return AR_FB_OPTIONS_EXP;
+  case AR_OP_LOG_SOFTMAX: return AR_FB_OPTIONS_LOG_SOFTMAX;
+  case AR_OP_CAST: return AR_FB_OPTIONS_CAST;
+  case AR_OP_MAXIMUM: case AR_OP_MINIMUM: return AR_FB_OPTIONS_MAXIMUM_MINIMUM;
+  case AR_OP_ARG_MAX: return AR_FB_OPTIONS_ARG_MAX;
+  case AR_OP_ARG_MIN: return AR_FB_OPTIONS_ARG_MIN;
+  case AR_OP_LESS: return AR_FB_OPTIONS_LESS;
+  case AR_OP_NEG: return AR_FB_OPTIONS_NEG;
+  case AR_OP_GREATER: return AR_FB_OPTIONS_GREATER;
+  case AR_OP_GREATER_EQUAL: return AR_FB_OPTIONS_GREATER_EQUAL;
+  case AR_OP_LESS_EQUAL: return AR_FB_OPTIONS_LESS_EQUAL;
+  case AR_OP_EQUAL: return AR_FB_OPTIONS_EQUAL;
+  case AR_OP_NOT_EQUAL: return AR_FB_OPTIONS_NOT_EQUAL;
+  case AR_OP_POW: return AR_FB_OPTIONS_POW;
+  case AR_OP_FLOOR_DIV: return AR_FB_OPTIONS_FLOOR_DIV;
+  case AR_OP_LEAKY_RELU: return AR_FB_OPTIONS_LEAKY_RELU;
+  case AR_OP_SQUARED_DIFFERENCE: return AR_FB_OPTIONS_SQUARED_DIFFERENCE;
+  case AR_OP_ABS: return AR_FB_OPTIONS_ABS;
+  case AR_OP_SELECT_V2: return AR_FB_OPTIONS_SELECT_V2;
+  case AR_OP_GELU: return AR_FB_OPTIONS_GELU;
+  /* LOGISTIC, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, PRELU, TANH, ELU, SQRT, RSQRT, LOG, custom
+   * ops: no options table in schema.fbs */
+  default: return AR_FB_OPTIONS_NONE;
   }
 }
 
@@ -591,6 +619,27 @@ static int opt_act(opctx_t *c, unsigned id, ar_activation_t *out) {
     return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): fused_activation_function "
                    "is %d", c->index, c->label, v);
   *out = (ar_activation_t)v;
+  return 0;
+}
+/* float32 field (read as its bits; the flatbuffer stores it little-endian like a uint32). */
+static int opt_f32(opctx_t *c, unsigned id, float dflt, const char *what, float *out) {
+  if (!c->present) { *out = dflt; return 0; }
+  uint32_t bits, dbits;
+  memcpy(&dbits, &dflt, sizeof dbits);
+  int rc = ar_fb_get_u32(&c->L->fb, c->t, id, dbits, what, &bits);
+  if (rc) return rc;
+  memcpy(out, &bits, sizeof *out);
+  return 0;
+}
+/* TensorType field (int8 in the schema). */
+static int opt_dtype(opctx_t *c, unsigned id, ar_dtype_t dflt, const char *what, ar_dtype_t *out) {
+  int8_t v = (int8_t)dflt;
+  int rc;
+  if (c->present && (rc = ar_fb_get_i8(&c->L->fb, c->t, id, (int8_t)dflt, what, &v))) return rc;
+  if (v < 0 || ar_dtype_size((ar_dtype_t)v) == 0)
+    return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): %s is %d, not a sized "
+                   "TensorType", c->index, c->label, what, v);
+  *out = (ar_dtype_t)v;
   return 0;
 }
 static int need_positive(opctx_t *c, const char *field, int32_t v) {
@@ -673,6 +722,34 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
   case AR_OP_ADD:
   case AR_OP_MUL:
     return opt_act(c, AR_FB_ADD_ACTIVATION, &o->elementwise.activation);
+  case AR_OP_SUB:
+  case AR_OP_DIV:
+    return opt_act(c, AR_FB_SUB_ACTIVATION, &o->elementwise.activation);
+  case AR_OP_L2_NORMALIZATION:
+    return opt_act(c, AR_FB_L2NORM_ACTIVATION, &o->elementwise.activation);
+  case AR_OP_SUM:
+  case AR_OP_REDUCE_MAX:
+  case AR_OP_REDUCE_MIN:
+  case AR_OP_REDUCE_PROD:
+    return opt_bool(c, AR_FB_REDUCER_KEEP_DIMS, "ReducerOptions.keep_dims", &o->reducer.keep_dims);
+  case AR_OP_SOFTMAX:
+    /* An absent table or field means beta 0 (schema default), as TFLite reads it. */
+    return opt_f32(c, AR_FB_SOFTMAX_BETA, 0.0f, "SoftmaxOptions.beta", &o->softmax.beta);
+  case AR_OP_LEAKY_RELU:
+    return opt_f32(c, AR_FB_LEAKY_RELU_ALPHA, 0.0f, "LeakyReluOptions.alpha", &o->leaky_relu.alpha);
+  case AR_OP_GELU:
+    return opt_bool(c, AR_FB_GELU_APPROXIMATE, "GeluOptions.approximate", &o->gelu.approximate);
+  case AR_OP_ARG_MAX:
+  case AR_OP_ARG_MIN:
+    return opt_dtype(c, AR_FB_ARG_OUTPUT_TYPE, AR_DTYPE_FLOAT32, "ArgMaxOptions.output_type",
+                     &o->arg.output_type);
+  case AR_OP_CAST:
+    o->cast.present = c->present;
+    if ((rc = opt_dtype(c, AR_FB_CAST_IN_DATA_TYPE, AR_DTYPE_FLOAT32, "CastOptions.in_data_type",
+                        &o->cast.in_type)))
+      return rc;
+    return opt_dtype(c, AR_FB_CAST_OUT_DATA_TYPE, AR_DTYPE_FLOAT32, "CastOptions.out_data_type",
+                     &o->cast.out_type);
   case AR_OP_CONCATENATION:
     if ((rc = opt_i32(c, AR_FB_CONCAT_AXIS, 0, "ConcatenationOptions.axis", &o->concatenation.axis)))
       return rc;

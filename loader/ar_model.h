@@ -76,11 +76,17 @@ typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; int32_t filte
                  ar_activation_t activation; } ar_pool2d_options_t;
 typedef struct { ar_activation_t activation; int32_t weights_format; bool keep_num_dims;
                  bool asymmetric_quantize_inputs; } ar_fully_connected_options_t;
-typedef struct { ar_activation_t activation; } ar_elementwise_options_t;   /* ADD, MUL */
+typedef struct { ar_activation_t activation; } ar_elementwise_options_t;   /* ADD, MUL, SUB, DIV,
+                                                                           L2_NORMALIZATION */
 typedef struct { int32_t axis; ar_activation_t activation; } ar_concatenation_options_t;
 typedef struct { int32_t rank; int32_t new_shape[AR_MAX_RANK]; bool has_new_shape; } ar_reshape_options_t;
 typedef struct { bool align_corners, half_pixel_centers; } ar_resize_bilinear_options_t;
-typedef struct { bool keep_dims; } ar_reducer_options_t;                   /* MEAN */
+typedef struct { bool keep_dims; } ar_reducer_options_t;   /* MEAN, SUM, REDUCE_MAX/MIN/PROD */
+typedef struct { float beta; } ar_softmax_options_t;                       /* SOFTMAX */
+typedef struct { float alpha; } ar_leaky_relu_options_t;                   /* LEAKY_RELU */
+typedef struct { bool approximate; } ar_gelu_options_t;                    /* GELU */
+typedef struct { ar_dtype_t output_type; } ar_arg_options_t;              /* ARG_MAX, ARG_MIN */
+typedef struct { ar_dtype_t in_type, out_type; bool present; } ar_cast_options_t;  /* CAST */
 typedef struct { int32_t block_size; } ar_depth_to_space_options_t;
 /* MediaPipe Convolution2DTransposeBias (TfLiteTransposeConvParams in custom_options; activation
  * always NONE) and builtin TRANSPOSE_CONV (TransposeConvOptions; activation from version 4). */
@@ -114,6 +120,11 @@ typedef union ar_options {
   ar_reshape_options_t reshape;
   ar_resize_bilinear_options_t resize_bilinear;
   ar_reducer_options_t reducer;
+  ar_softmax_options_t softmax;
+  ar_leaky_relu_options_t leaky_relu;
+  ar_gelu_options_t gelu;
+  ar_arg_options_t arg;
+  ar_cast_options_t cast;
   ar_depth_to_space_options_t depth_to_space;
   ar_transpose_conv_options_t transpose_conv;   /* also builtin TRANSPOSE_CONV */
   ar_strided_slice_options_t strided_slice;

@@ -4,49 +4,90 @@
  * (TFLite schema.fbs enum values) and the highest op version the kernels implement. The loader
  * rejects any other builtin code, any custom op other than the ones in AR_CUSTOM_OP_MAP, and any
  * version above the maximum, naming the op, version and operator index.
+ *
+ * The maximum is the highest version TFLite's op_version.cc gives the float32 / int32 / int64 /
+ * bool forms a kernel implements (e.g. SUB 3 = broadcast above rank 4, 4 = int64; ADD 4 and
+ * MUL 5 = int64; ABS 5 = int32); versions that only mark quantized forms pass the loader and are
+ * refused by the kernel's dtype checks at prepare.
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
 
 /* XX(enum suffix, TFLite builtin code, max version supported) */
-#define AR_BUILTIN_OP_MAP(XX)              \
-  XX(ADD,                0, 1)             \
-  XX(AVERAGE_POOL_2D,    1, 1)             \
-  XX(CONCATENATION,      2, 1)             \
-  XX(CONV_2D,            3, 1)             \
-  XX(DEPTHWISE_CONV_2D,  4, 2)             \
-  XX(DEPTH_TO_SPACE,     5, 1)             \
-  XX(DEQUANTIZE,         6, 4)             \
-  XX(FULLY_CONNECTED,    9, 1)             \
-  XX(LOGISTIC,          14, 1)             \
-  XX(MAX_POOL_2D,       17, 1)             \
-  XX(MUL,               18, 1)             \
-  XX(RELU,              19, 1)             \
-  XX(RELU6,             21, 1)             \
-  XX(RESHAPE,           22, 1)             \
-  XX(RESIZE_BILINEAR,   23, 3)             \
-  XX(SPACE_TO_DEPTH,    26, 2)             \
-  XX(PAD,               34, 1)             \
-  XX(TRANSPOSE,         39, 6)             \
-  XX(MEAN,              40, 1)             \
-  XX(GATHER,            36, 7)             \
-  XX(SQUEEZE,           43, 2)             \
-  XX(STRIDED_SLICE,     45, 8)             \
-  XX(SPLIT,             49, 4)             \
-  XX(PRELU,             54, 1)             \
-  XX(SLICE,             65, 6)             \
-  XX(TRANSPOSE_CONV,    67, 5)             \
-  XX(TILE,              69, 3)             \
-  XX(EXPAND_DIMS,       70, 1)             \
-  XX(PACK,              83, 4)             \
-  XX(UNPACK,            88, 4)             \
-  XX(RESIZE_NEAREST_NEIGHBOR, 97, 4)       \
-  XX(SPLIT_V,          102, 2)             \
-  XX(GATHER_ND,        107, 4)             \
-  XX(HARD_SWISH,       117, 1)             \
-  XX(DENSIFY,          124, 1)             \
-  XX(BATCH_MATMUL,     126, 4)             \
-  XX(BROADCAST_TO,     130, 3)
+#define AR_BUILTIN_OP_MAP(XX)           \
+  XX(ADD,                        0, 4)  \
+  XX(AVERAGE_POOL_2D,            1, 1)  \
+  XX(CONCATENATION,              2, 1)  \
+  XX(CONV_2D,                    3, 1)  \
+  XX(DEPTHWISE_CONV_2D,          4, 2)  \
+  XX(DEPTH_TO_SPACE,             5, 1)  \
+  XX(DEQUANTIZE,                 6, 4)  \
+  XX(FULLY_CONNECTED,            9, 1)  \
+  XX(L2_NORMALIZATION,          11, 1)  \
+  XX(LOGISTIC,                  14, 1)  \
+  XX(MAX_POOL_2D,               17, 1)  \
+  XX(MUL,                       18, 5)  \
+  XX(RELU,                      19, 1)  \
+  XX(RELU_N1_TO_1,              20, 1)  \
+  XX(RELU6,                     21, 1)  \
+  XX(RESHAPE,                   22, 1)  \
+  XX(RESIZE_BILINEAR,           23, 3)  \
+  XX(SOFTMAX,                   25, 1)  \
+  XX(SPACE_TO_DEPTH,            26, 2)  \
+  XX(TANH,                      28, 1)  \
+  XX(PAD,                       34, 1)  \
+  XX(GATHER,                    36, 7)  \
+  XX(TRANSPOSE,                 39, 6)  \
+  XX(MEAN,                      40, 1)  \
+  XX(SUB,                       41, 4)  \
+  XX(DIV,                       42, 2)  \
+  XX(SQUEEZE,                   43, 2)  \
+  XX(STRIDED_SLICE,             45, 8)  \
+  XX(EXP,                       47, 1)  \
+  XX(SPLIT,                     49, 4)  \
+  XX(LOG_SOFTMAX,               50, 1)  \
+  XX(CAST,                      53, 1)  \
+  XX(PRELU,                     54, 1)  \
+  XX(MAXIMUM,                   55, 3)  \
+  XX(ARG_MAX,                   56, 1)  \
+  XX(MINIMUM,                   57, 3)  \
+  XX(LESS,                      58, 1)  \
+  XX(NEG,                       59, 1)  \
+  XX(GREATER,                   61, 1)  \
+  XX(GREATER_EQUAL,             62, 1)  \
+  XX(LESS_EQUAL,                63, 1)  \
+  XX(SLICE,                     65, 6)  \
+  XX(TRANSPOSE_CONV,            67, 5)  \
+  XX(TILE,                      69, 3)  \
+  XX(EXPAND_DIMS,               70, 1)  \
+  XX(EQUAL,                     71, 1)  \
+  XX(NOT_EQUAL,                 72, 1)  \
+  XX(LOG,                       73, 1)  \
+  XX(SUM,                       74, 1)  \
+  XX(SQRT,                      75, 1)  \
+  XX(RSQRT,                     76, 1)  \
+  XX(POW,                       78, 1)  \
+  XX(ARG_MIN,                   79, 1)  \
+  XX(REDUCE_PROD,               81, 1)  \
+  XX(REDUCE_MAX,                82, 1)  \
+  XX(PACK,                      83, 4)  \
+  XX(UNPACK,                    88, 4)  \
+  XX(REDUCE_MIN,                89, 1)  \
+  XX(FLOOR_DIV,                 90, 2)  \
+  XX(RESIZE_NEAREST_NEIGHBOR,   97, 4)  \
+  XX(LEAKY_RELU,                98, 1)  \
+  XX(SQUARED_DIFFERENCE,        99, 1)  \
+  XX(ABS,                      101, 5)  \
+  XX(SPLIT_V,                  102, 2)  \
+  XX(GATHER_ND,                107, 4)  \
+  XX(ELU,                      111, 1)  \
+  XX(HARD_SWISH,               117, 1)  \
+  XX(SELECT_V2,                123, 1)  \
+  XX(DENSIFY,                  124, 1)  \
+  XX(BATCH_MATMUL,             126, 4)  \
+  XX(BROADCAST_TO,             130, 3)  \
+  XX(GELU,                     150, 1)  \
+  XX(RELU_0_TO_1,              152, 1)
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
  * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw

@@ -738,7 +738,8 @@ START_TEST(test_unknown_ops_and_versions) {
   mf_open(&f, "face_detection_short_range");
   const ar_model_t *dm = f.decoded;
   const ar_subgraph_t *sg = &dm->subgraphs[0];
-  /* Unknown builtin: turn the RELU operator code into SOFTMAX (25). */
+  /* Unknown builtin: turn the RELU operator code into CONCAT_EMBEDDINGS (29), which no kernel
+   * implements. */
   uint32_t ci = 0;
   while (dm->opcodes[ci].op != AR_OP_RELU) ci++;
   ar_fb_table_t oc = opcode_tab(&f, ci);
@@ -746,9 +747,9 @@ START_TEST(test_unknown_ops_and_versions) {
   ck_assert_int_eq(ar_fb_field_pos(&f.fb, &oc, AR_FB_OPCODE_DEPRECATED_BUILTIN_CODE, 1, "t", &dep), 0);
   ck_assert_int_eq(ar_fb_field_pos(&f.fb, &oc, AR_FB_OPCODE_BUILTIN_CODE, 4, "t", &code), 0);
   ck_assert(dep || code);
-  if (dep) put_u8(&f, dep, 25);
-  if (code) put_i32(&f, code, 25);
-  snprintf(want, sizeof(want), "unsupported: SOFTMAX v1 (op%s %u", n_using(sg, ci) > 1 ? "s" : "", first_op_using(sg, ci));
+  if (dep) put_u8(&f, dep, 29);
+  if (code) put_i32(&f, code, 29);
+  snprintf(want, sizeof(want), "unsupported: CONCAT_EMBEDDINGS v1 (op%s %u", n_using(sg, ci) > 1 ? "s" : "", first_op_using(sg, ci));
   expect_reject(&f, AR_EUNSUPPORTED, want, "unknown builtin");
   /* A code past TFLite's table gets a numeric name. */
   if (code) {

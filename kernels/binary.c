@@ -1,0 +1,422 @@
+/* binary.c - TFLite's broadcasting binary and ternary operators for every dtype they take:
+ * SUB, DIV, FLOOR_DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, POW, the comparisons EQUAL,
+ * NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL (bool outputs), SELECT_V2, and the int32 /
+ * int64 forms of ADD and MUL (their float32 form is the vectorized path in elementwise.c).
+ *
+ * Broadcasting is NumPy's (TFLite BroadcastShapes: shapes right-aligned, each dim equal or 1), up
+ * to rank 6 like TFLite's 6-D slow path, for 2 or 3 inputs. prepare collapses the output shape
+ * into runs of dims where every input either varies or repeats together (ar_nbcast_plan), so eval
+ * walks an odometer over the outer runs and calls one flat loop per innermost run, in which every
+ * input has stride 1 or 0.
+ *
+ * Integer arithmetic wraps (computed in unsigned, as the two's-complement result TFLite's C++
+ * gives in practice) so that no request data can hit undefined behaviour; integer division by zero
+ * (an invoke error in TFLite) gives 0, and INT_MIN / -1 wraps, so a daemon never traps on data.
+ * Integer POW with a negative exponent (also an invoke error in TFLite) gives 0.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_kernel_impl.h"
+
+#define NB_MAX_RANK 6
+#define NB_MAX_IN 3
+
+enum nb_op {
+  NB_ADD, NB_SUB, NB_MUL, NB_DIV, NB_FLOOR_DIV, NB_MAXIMUM, NB_MINIMUM, NB_SQDIFF, NB_POW,
+  NB_EQUAL, NB_NOT_EQUAL, NB_LESS, NB_LESS_EQUAL, NB_GREATER, NB_GREATER_EQUAL, NB_SELECT,
+};
+
+typedef struct {
+  int32_t n_in;
+  int64_t n;                          /* output elements */
+  int32_t rank;                       /* collapsed rank, >= 1 */
+  int64_t dims[NB_MAX_RANK];
+  int64_t st[NB_MAX_IN][NB_MAX_RANK]; /* element strides per input, 0 = repeated */
+} nb_bcast_t;
+
+typedef struct {
+  int op;
+  ar_dtype_t dtype;                   /* dtype of the operands (x, y for SELECT_V2) */
+  float lo, hi;                       /* float fused activation clamp */
+  int64_t ilo, ihi;                   /* integer fused activation clamp */
+  bool post_act;
+  ar_activation_t act;
+  nb_bcast_t bc;
+} nb_state_t;
+
+/* Broadcast the inputs [first, first + n_in) of node into the output shape (od, *orank) and the
+ * collapsed loop nest. */
+static int nb_plan_shape(const ar_node_t *node, int first, int n_in, nb_bcast_t *bc, int32_t *od,
+                         int32_t *orank, char *msg, size_t msg_bytes) {
+  const ar_tview_t *in[NB_MAX_IN];
+  int32_t r = 0;
+  for (int k = 0; k < n_in; k++) {
+    in[k] = node->inputs[first + k];
+    r = AR_MAX(r, in[k]->rank);
+  }
+  if (r > NB_MAX_RANK)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "broadcast of rank %d (max %d)", (int)r,
+                    NB_MAX_RANK);
+  int32_t d[NB_MAX_IN][NB_MAX_RANK];
+  for (int32_t i = 0; i < r; i++) {
+    od[i] = 1;
+    for (int k = 0; k < n_in; k++) {
+      int32_t ik = i - (r - in[k]->rank);
+      d[k][i] = ik >= 0 ? in[k]->dims[ik] : 1;
+      if (d[k][i] == od[i] || d[k][i] == 1) continue;
+      if (od[i] != 1) {
+        char s1[96], s2[96];
+        return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input %d shape %s does not broadcast "
+                        "against input %d shape %s", first + k,
+                        ar_k_dims_str(s1, sizeof s1, in[k]->rank, in[k]->dims), first,
+                        ar_k_dims_str(s2, sizeof s2, in[0]->rank, in[0]->dims));
+      }
+      od[i] = d[k][i];
+    }
+  }
+  *orank = r;
+  memset(bc, 0, sizeof *bc);
+  bc->n_in = n_in;
+  bool f[NB_MAX_IN][NB_MAX_RANK];
+  int32_t nr = 0;
+  bc->n = 1;
+  for (int32_t i = 0; i < r; i++) {
+    bc->n *= od[i];
+    if (od[i] == 1) continue;
+    bool v[NB_MAX_IN], same = nr > 0;
+    for (int k = 0; k < n_in; k++) {
+      v[k] = d[k][i] != 1;
+      if (nr > 0 && f[k][nr - 1] != v[k]) same = false;
+    }
+    if (same) {
+      bc->dims[nr - 1] *= od[i];
+    } else {
+      for (int k = 0; k < n_in; k++) f[k][nr] = v[k];
+      bc->dims[nr++] = od[i];
+    }
+  }
+  if (nr == 0) {
+    bc->dims[0] = 1;
+    for (int k = 0; k < n_in; k++) f[k][0] = true;
+    nr = 1;
+  }
+  bc->rank = nr;
+  for (int k = 0; k < n_in; k++) {
+    int64_t e = 1;
+    for (int32_t i = nr - 1; i >= 0; i--) {
+      bc->st[k][i] = f[k][i] ? e : 0;
+      if (f[k][i]) e *= bc->dims[i];
+    }
+  }
+  return 0;
+}
+
+static bool dtype_in(ar_dtype_t t, const ar_dtype_t *set, int n) {
+  for (int i = 0; i < n; i++)
+    if (set[i] == t) return true;
+  return false;
+}
+
+static int nb_op_of(ar_op_t op) {
+  switch (op) {
+  case AR_OP_ADD: return NB_ADD;
+  case AR_OP_SUB: return NB_SUB;
+  case AR_OP_MUL: return NB_MUL;
+  case AR_OP_DIV: return NB_DIV;
+  case AR_OP_FLOOR_DIV: return NB_FLOOR_DIV;
+  case AR_OP_MAXIMUM: return NB_MAXIMUM;
+  case AR_OP_MINIMUM: return NB_MINIMUM;
+  case AR_OP_SQUARED_DIFFERENCE: return NB_SQDIFF;
+  case AR_OP_POW: return NB_POW;
+  case AR_OP_EQUAL: return NB_EQUAL;
+  case AR_OP_NOT_EQUAL: return NB_NOT_EQUAL;
+  case AR_OP_LESS: return NB_LESS;
+  case AR_OP_LESS_EQUAL: return NB_LESS_EQUAL;
+  case AR_OP_GREATER: return NB_GREATER;
+  case AR_OP_GREATER_EQUAL: return NB_GREATER_EQUAL;
+  default: return NB_SELECT;
+  }
+}
+
+static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_bytes) {
+  const int op = nb_op_of(node->op);
+  const bool select = op == NB_SELECT;
+  const bool compare = op >= NB_EQUAL && op <= NB_GREATER_EQUAL;
+  int n_in = select ? 3 : 2, first = select ? 1 : 0;
+  int rc = ar_k_check_arity(node, n_in, n_in, n_in, 1, msg, msg_bytes);
+  if (rc) return rc;
+  memset(st, 0, sizeof *st);
+  st->op = op;
+  const ar_tview_t *x = node->inputs[first], *y = node->inputs[first + 1], *o = node->outputs[0];
+  st->dtype = x->dtype;
+
+  /* The dtypes TFLite's builtin kernel accepts for each op (float and integer paths only). */
+  static const ar_dtype_t fiI[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64};
+  static const ar_dtype_t iI[] = {AR_DTYPE_INT32, AR_DTYPE_INT64};
+  static const ar_dtype_t fi[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32};
+  static const ar_dtype_t minmax[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
+                                      AR_DTYPE_UINT8, AR_DTYPE_INT8};
+  /* uint8 / int8 comparisons are quantized-only in TFLite (they compare rescaled values). */
+  static const ar_dtype_t cmp[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64};
+  static const ar_dtype_t eq[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_BOOL};
+  static const ar_dtype_t sel[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
+                                   AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_BOOL};
+  const ar_dtype_t *set;
+  int nset;
+  switch (op) {
+  case NB_ADD: case NB_MUL: set = iI; nset = 2; break;   /* float32: elementwise.c */
+  case NB_SUB: set = fiI; nset = 3; break;
+  case NB_DIV: case NB_FLOOR_DIV: case NB_SQDIFF: case NB_POW: set = fi; nset = 2; break;
+  case NB_MAXIMUM: case NB_MINIMUM: set = minmax; nset = 5; break;
+  case NB_LESS: case NB_LESS_EQUAL: case NB_GREATER: case NB_GREATER_EQUAL: set = cmp; nset = 3; break;
+  case NB_EQUAL: case NB_NOT_EQUAL: set = eq; nset = 4; break;
+  default: set = sel; nset = 6; break;                   /* SELECT_V2 */
+  }
+  if (!dtype_in(x->dtype, set, nset))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input %d has dtype %s, which this "
+                    "operator does not take", first, ar_dtype_name(x->dtype));
+  char what[32];
+  snprintf(what, sizeof what, "input %d", first + 1);
+  if ((rc = ar_k_check_dtype(node, y, what, x->dtype, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, o, "output 0", compare ? AR_DTYPE_BOOL : x->dtype, msg, msg_bytes)))
+    return rc;
+  if (select && (rc = ar_k_check_dtype(node, node->inputs[0], "condition (input 0)", AR_DTYPE_BOOL,
+                                       msg, msg_bytes)))
+    return rc;
+
+  st->act = AR_ACT_NONE;
+  if ((op == NB_ADD || op == NB_SUB || op == NB_MUL || op == NB_DIV) && node->options)
+    st->act = node->options->elementwise.activation;
+  if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes)))
+    return rc;
+  st->ilo = INT64_MIN;
+  st->ihi = INT64_MAX;
+  if (x->dtype != AR_DTYPE_FLOAT32 && st->act != AR_ACT_NONE) {
+    if (st->post_act)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
+                      (int)st->act, ar_dtype_name(x->dtype));
+    st->ilo = (int64_t)st->lo;
+    if (isfinite(st->hi)) st->ihi = (int64_t)st->hi;
+  }
+
+  int32_t od[NB_MAX_RANK], orank;
+  if (select) {
+    /* SELECT_V2 broadcasts condition, x and y together. */
+    if ((rc = nb_plan_shape(node, 0, 3, &st->bc, od, &orank, msg, msg_bytes))) return rc;
+  } else if ((rc = nb_plan_shape(node, 0, 2, &st->bc, od, &orank, msg, msg_bytes))) {
+    return rc;
+  }
+  return ar_k_check_output_shape(node, orank, od, msg, msg_bytes);
+}
+
+/* ---- Inner loops: n outputs, each input with stride s[k] (0 or 1). ---- */
+
+#define NB_IVDEP _Pragma("GCC ivdep")
+/* One loop per stride pattern so each is a plain loop the compiler can vectorize. */
+#define NB_LOOP2(TI, TO, EXPR)                                                               \
+  do {                                                                                       \
+    const TI *a = in[0], *b = in[1];                                                         \
+    TO *o = out;                                                                             \
+    if (s[0] && s[1]) { NB_IVDEP for (int64_t i = 0; i < n; i++) { TI x = a[i], y = b[i]; o[i] = (EXPR); } } \
+    else if (s[0])    { TI y = b[0]; NB_IVDEP for (int64_t i = 0; i < n; i++) { TI x = a[i]; o[i] = (EXPR); } } \
+    else if (s[1])    { TI x = a[0]; NB_IVDEP for (int64_t i = 0; i < n; i++) { TI y = b[i]; o[i] = (EXPR); } } \
+    else              { TI x = a[0], y = b[0]; TO v = (EXPR); for (int64_t i = 0; i < n; i++) o[i] = v; } \
+  } while (0)
+
+static inline float f_clamp(float v, float lo, float hi) { return ar_k_clamp(v, lo, hi); }
+static inline int64_t i_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Wrapping integer arithmetic (unsigned, then back) and guarded division. */
+#define WRAP_ADD(T, UT, x, y) ((T)((UT)(x) + (UT)(y)))
+#define WRAP_SUB(T, UT, x, y) ((T)((UT)(x) - (UT)(y)))
+#define WRAP_MUL(T, UT, x, y) ((T)((UT)(x) * (UT)(y)))
+
+static inline int32_t div_i32(int32_t x, int32_t y) {
+  if (y == 0) return 0;
+  if (y == -1) return WRAP_SUB(int32_t, uint32_t, 0, x);
+  return x / y;
+}
+static inline int32_t floor_div_i32(int32_t x, int32_t y) {
+  if (y == 0) return 0;
+  if (y == -1) return WRAP_SUB(int32_t, uint32_t, 0, x);
+  int32_t q = x / y;
+  if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
+  return q;
+}
+/* TFLite FLOOR_DIV on floats: floor of the quotient computed in double. */
+static inline float floor_div_f32(float x, float y) { return (float)floor((double)x / (double)y); }
+/* TFLite POW on int32: repeated squaring, wrapping; negative exponent -> 0 (TFLite: invoke error). */
+static inline int32_t pow_i32(int32_t x, int32_t y) {
+  if (y < 0) return 0;
+  uint32_t r = 1, base = (uint32_t)x;
+  while (y) {
+    if (y & 1) r *= base;
+    base *= base;
+    y >>= 1;
+  }
+  return (int32_t)r;
+}
+
+#define CMP_CASES(TI)                                                                       \
+  case NB_EQUAL:         NB_LOOP2(TI, bool, x == y); return;                                \
+  case NB_NOT_EQUAL:     NB_LOOP2(TI, bool, x != y); return;                                \
+  case NB_LESS:          NB_LOOP2(TI, bool, x < y); return;                                 \
+  case NB_LESS_EQUAL:    NB_LOOP2(TI, bool, x <= y); return;                                \
+  case NB_GREATER:       NB_LOOP2(TI, bool, x > y); return;                                 \
+  case NB_GREATER_EQUAL: NB_LOOP2(TI, bool, x >= y); return;                                \
+  case NB_MAXIMUM:       NB_LOOP2(TI, TI, x > y ? x : y); return;                           \
+  case NB_MINIMUM:       NB_LOOP2(TI, TI, x < y ? x : y); return;
+
+static void run_f32(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  const float lo = st->lo, hi = st->hi;
+  switch (st->op) {
+  case NB_SUB:       NB_LOOP2(float, float, f_clamp(x - y, lo, hi)); return;
+  case NB_DIV:       NB_LOOP2(float, float, f_clamp(x / y, lo, hi)); return;
+  case NB_FLOOR_DIV: NB_LOOP2(float, float, floor_div_f32(x, y)); return;
+  case NB_SQDIFF:    NB_LOOP2(float, float, (x - y) * (x - y)); return;
+  case NB_POW:       NB_LOOP2(float, float, powf(x, y)); return;
+  CMP_CASES(float)
+  default: return;
+  }
+}
+
+static void run_i32(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  const int64_t lo = st->ilo, hi = st->ihi;
+  switch (st->op) {
+  case NB_ADD:       NB_LOOP2(int32_t, int32_t, (int32_t)i_clamp(WRAP_ADD(int32_t, uint32_t, x, y), lo, hi)); return;
+  case NB_SUB:       NB_LOOP2(int32_t, int32_t, (int32_t)i_clamp(WRAP_SUB(int32_t, uint32_t, x, y), lo, hi)); return;
+  case NB_MUL:       NB_LOOP2(int32_t, int32_t, (int32_t)i_clamp(WRAP_MUL(int32_t, uint32_t, x, y), lo, hi)); return;
+  case NB_DIV:       NB_LOOP2(int32_t, int32_t, (int32_t)i_clamp(div_i32(x, y), lo, hi)); return;
+  case NB_FLOOR_DIV: NB_LOOP2(int32_t, int32_t, floor_div_i32(x, y)); return;
+  case NB_SQDIFF:    NB_LOOP2(int32_t, int32_t, WRAP_MUL(int32_t, uint32_t, WRAP_SUB(int32_t, uint32_t, x, y),
+                                                         WRAP_SUB(int32_t, uint32_t, x, y))); return;
+  case NB_POW:       NB_LOOP2(int32_t, int32_t, pow_i32(x, y)); return;
+  CMP_CASES(int32_t)
+  default: return;
+  }
+}
+
+static void run_i64(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  const int64_t lo = st->ilo, hi = st->ihi;
+  switch (st->op) {
+  case NB_ADD: NB_LOOP2(int64_t, int64_t, i_clamp(WRAP_ADD(int64_t, uint64_t, x, y), lo, hi)); return;
+  case NB_SUB: NB_LOOP2(int64_t, int64_t, i_clamp(WRAP_SUB(int64_t, uint64_t, x, y), lo, hi)); return;
+  case NB_MUL: NB_LOOP2(int64_t, int64_t, i_clamp(WRAP_MUL(int64_t, uint64_t, x, y), lo, hi)); return;
+  CMP_CASES(int64_t)
+  default: return;
+  }
+}
+
+/* uint8 / int8: MAXIMUM and MINIMUM only (prepare refuses the rest). */
+static void run_u8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  switch (st->op) { CMP_CASES(uint8_t) default: return; }
+}
+static void run_i8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  switch (st->op) { CMP_CASES(int8_t) default: return; }
+}
+static void run_bool(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  switch (st->op) {
+  case NB_EQUAL:     NB_LOOP2(bool, bool, x == y); return;
+  case NB_NOT_EQUAL: NB_LOOP2(bool, bool, x != y); return;
+  default: return;
+  }
+}
+
+/* SELECT_V2: out = c ? x : y, copied as bytes of the element size. */
+#define SEL_LOOP(T)                                                                          \
+  do {                                                                                       \
+    const bool *c = in[0];                                                                   \
+    const T *x = in[1], *y = in[2];                                                          \
+    T *o = out;                                                                              \
+    for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]];          \
+  } while (0)
+
+static void run_select(size_t es, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  switch (es) {
+  case 1: SEL_LOOP(uint8_t); return;
+  case 4: SEL_LOOP(uint32_t); return;
+  default: SEL_LOOP(uint64_t); return;
+  }
+}
+
+static void nb_eval(const ar_node_t *node) {
+  const nb_state_t *st = node->state;
+  const nb_bcast_t *bc = &st->bc;
+  if (bc->n == 0) return;
+  const int n_in = bc->n_in;
+  const size_t es = ar_dtype_size(st->dtype);
+  const size_t es_in[NB_MAX_IN] = {st->op == NB_SELECT ? 1 : es, es, es};
+  const size_t es_out = st->op >= NB_EQUAL && st->op <= NB_GREATER_EQUAL ? 1 : es;
+  const char *base[NB_MAX_IN];
+  for (int k = 0; k < n_in; k++) base[k] = node->inputs[k]->data;
+  char *out = node->outputs[0]->data;
+  const int32_t last = bc->rank - 1;
+  const int64_t inner = bc->dims[last];
+  const int64_t s_in[NB_MAX_IN] = {bc->st[0][last], bc->st[1][last], n_in > 2 ? bc->st[2][last] : 0};
+  int64_t idx[NB_MAX_RANK] = {0}, off[NB_MAX_IN] = {0};
+  for (int64_t done = 0; done < bc->n; done += inner) {
+    const void *p[NB_MAX_IN];
+    for (int k = 0; k < n_in; k++) p[k] = base[k] + off[k] * (int64_t)es_in[k];
+    void *o = out + done * (int64_t)es_out;
+    if (st->op == NB_SELECT) {
+      run_select(es, o, p, s_in, inner);
+    } else {
+      switch (st->dtype) {
+      case AR_DTYPE_FLOAT32: run_f32(st, o, p, s_in, inner); break;
+      case AR_DTYPE_INT32: run_i32(st, o, p, s_in, inner); break;
+      case AR_DTYPE_INT64: run_i64(st, o, p, s_in, inner); break;
+      case AR_DTYPE_UINT8: run_u8(st, o, p, s_in, inner); break;
+      case AR_DTYPE_INT8: run_i8(st, o, p, s_in, inner); break;
+      default: run_bool(st, o, p, s_in, inner); break;
+      }
+    }
+    for (int32_t d = last - 1; d >= 0; d--) {
+      for (int k = 0; k < n_in; k++) off[k] += bc->st[k][d];
+      if (++idx[d] < bc->dims[d]) break;
+      for (int k = 0; k < n_in; k++) off[k] -= bc->st[k][d] * bc->dims[d];
+      idx[d] = 0;
+    }
+  }
+  if (st->post_act && st->dtype == AR_DTYPE_FLOAT32)
+    ar_apply_activation(node->outputs[0]->data, (size_t)bc->n, st->act);
+}
+
+int ar__nb_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  nb_state_t st;
+  node->state_bytes = sizeof st;
+  return nb_plan(node, &st, msg, msg_bytes);
+}
+
+void ar__nb_init(ar_node_t *node) {
+  nb_state_t st;
+  if (nb_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+void ar__nb_eval(const ar_node_t *node) { nb_eval(node); }
+
+/* TFLite SUB (builtin 41): act(x - y); float32, int32, int64. */
+const ar_kernel_t ar_kernel_sub = { "SUB", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite DIV (builtin 42): act(x / y); float32, int32 (x / 0 -> 0). */
+const ar_kernel_t ar_kernel_div = { "DIV", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite FLOOR_DIV (builtin 90): floor(x / y) (float: quotient in double); float32, int32. */
+const ar_kernel_t ar_kernel_floor_div = { "FLOOR_DIV", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite MAXIMUM / MINIMUM (builtins 55, 57): x > y ? x : y / x < y ? x : y (NaN in x yields y). */
+const ar_kernel_t ar_kernel_maximum = { "MAXIMUM", ar__nb_prepare, ar__nb_init, nb_eval };
+const ar_kernel_t ar_kernel_minimum = { "MINIMUM", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite SQUARED_DIFFERENCE (builtin 99): (x - y)^2; float32, int32. */
+const ar_kernel_t ar_kernel_squared_difference = { "SQUARED_DIFFERENCE", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite POW (builtin 78): powf(x, y); int32 by repeated squaring. */
+const ar_kernel_t ar_kernel_pow = { "POW", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite comparisons (builtins 71, 72, 58, 63, 61, 62): bool outputs; EQUAL and NOT_EQUAL also
+ * take bool operands. */
+const ar_kernel_t ar_kernel_equal = { "EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
+const ar_kernel_t ar_kernel_not_equal = { "NOT_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
+const ar_kernel_t ar_kernel_less = { "LESS", ar__nb_prepare, ar__nb_init, nb_eval };
+const ar_kernel_t ar_kernel_less_equal = { "LESS_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
+const ar_kernel_t ar_kernel_greater = { "GREATER", ar__nb_prepare, ar__nb_init, nb_eval };
+const ar_kernel_t ar_kernel_greater_equal = { "GREATER_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
+/* TFLite SELECT_V2 (builtin 123): condition ? x : y with condition, x, y broadcast together. */
+const ar_kernel_t ar_kernel_select_v2 = { "SELECT_V2", ar__nb_prepare, ar__nb_init, nb_eval };
