@@ -81,6 +81,9 @@ def run_litert(c, values, ref_dir, work):
         t = c.inputs[i]
         js = t.dtype if t.dtype in oplib.JS_DTYPES else 'int32'
         p = os.path.join(work, f'ref_input_{i}.bin')
+        if js != t.dtype and any(not -2**31 <= int(v) < 2**31 for v in values[i]):
+            raise RuntimeError(f'{c.name}: input {i} ({t.dtype}) has values outside int32, which the '
+                               'LiteRT form passes through an int32 input + CAST')
         with open(p, 'wb') as f:
             f.write(oplib.pack(js, [int(v) for v in values[i]] if js == 'int32' else values[i]))
         args += ['--input', p]

@@ -433,3 +433,35 @@ def reduce_shape(shape, axes, keep_dims):
     if keep_dims:
         return [1 if i in axes else d for i, d in enumerate(shape)]
     return [d for i, d in enumerate(shape) if i not in axes]
+
+
+# (shape a, shape b) pairs for binary ops: equal shapes rank 1-5, broadcasting from a scalar up
+# to rank 6, and edge sizes 0 and 1.
+BCAST_SHAPES = [
+    ([7], [7]), ([3, 4], [3, 4]), ([2, 3, 4], [4]), ([2, 1, 4, 3], [5, 1, 3]),
+    ([2, 3, 2, 2, 3], [1, 3, 1, 2, 1]), ([2, 1, 2, 1, 2, 3], [2, 1, 2, 1, 3]),
+    ([], [2, 3]), ([4, 1], [1, 5]), ([1], [1]), ([0, 3], [3]), ([2, 0, 3], [1, 1, 3]),
+]
+
+
+def shape_tag(shape):
+    """'2x3x4' for [2, 3, 4], 's' for a scalar: the shape part of generated case names."""
+    return 'x'.join(str(d) for d in shape) if shape else 's'
+
+
+def binary_case(op, a, b, dtype='float32', out_dtype=None, options=None, name=None, const_b=False,
+                lo=None, hi=None, version=1, **kw):
+    """A broadcasting binary op on inputs of shapes a and b (b a constant with const_b); the output
+    shape is their broadcast, its dtype out_dtype (default: the inputs')."""
+    out = bcast_shape(a, b)
+    name = name or f'{op.lower()}_{shape_tag(a)}_{shape_tag(b)}'
+    return Case(name, op, [T(dtype, a, lo=lo, hi=hi), T(dtype, b, const=const_b, lo=lo, hi=hi)],
+                [T(out_dtype or dtype, out)], options=options, version=version, **kw)
+
+
+def unary_case(op, shape, dtype='float32', options=None, name=None, lo=None, hi=None, version=1,
+               out_dtype=None, **kw):
+    """A unary op: output of the input's shape and (default) dtype."""
+    name = name or f'{op.lower()}_{shape_tag(shape)}'
+    return Case(name, op, [T(dtype, shape, lo=lo, hi=hi)], [T(out_dtype or dtype, shape)],
+                options=options, version=version, **kw)
