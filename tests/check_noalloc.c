@@ -397,58 +397,6 @@ START_TEST(test_new_kernels_no_alloc) {
 }
 END_TEST
 
-/* Every case of tests/golden/ops/INDEX.tsv: load, place, feed its inputs, 1 warm-up + 5 counted
- * invokes. */
-START_TEST(test_ops_no_alloc) {
-  install_counter();
-  settle_openblas_threads();
-  char path[2048], line[8192], name[256], msg[AR_MSG_BYTES] = "";
-  snprintf(path, sizeof path, "%s/ops/INDEX.tsv", ar_test_golden_dir());
-  FILE *f = fopen(path, "r");
-  ck_assert_msg(f != NULL, "cannot read %s", path);
-  unsigned long total = 0;
-  int cases = 0;
-  while (fgets(line, sizeof line, f)) {
-    if (line[0] == '#' || line[0] == '\n') continue;
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(line, "\t\n"), line);
-    snprintf(path, sizeof path, "%s/ops/%s/model.tflite", ar_test_golden_dir(), name);
-    ar_model_t *m = NULL;
-    int rc = ar_model_load(path, &m, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s: %s", name, msg);
-    ar_interp_t *in = NULL;
-    rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s: %s", name, msg);
-    rc = ar_interp_place_owned(in, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s: %s", name, msg);
-    for (int32_t i = 0; i < ar_interp_n_inputs(in); i++) {
-      snprintf(path, sizeof path, "%s/ops/%s/input_%d.bin", ar_test_golden_dir(), name, i);
-      size_t bytes = 0;
-      void *data = ar_test_read_file(path, &bytes);
-      ar_tview_t *v = ar_interp_input(in, i);
-      ck_assert_msg(data != NULL && bytes == v->bytes, "%s: input %d", name, i);
-      if (bytes) memcpy(v->data, data, bytes);
-      free(data);
-    }
-    ck_assert_int_eq(ar_interp_invoke(in), 0);
-    unsigned long c = 0;
-    for (int r = 0; r < 5; r++) {
-      arm();
-      rc = ar_interp_invoke(in);
-      c += disarm();
-      ck_assert_int_eq(rc, 0);
-    }
-    ck_assert_msg(c == 0, "%s: %lu heap allocation calls in 5 invokes", name, c);
-    total += c;
-    cases++;
-    ar_interp_free(in);
-    ar_model_free(m);
-  }
-  fclose(f);
-  printf("noalloc single-operator models: %d cases, 5 invokes each: %lu allocation calls\n", cases, total);
-  ck_assert_int_gt(cases, 0);
-}
-END_TEST
-
 /* ---------------------------------------------------------------- resizing */
 
 START_TEST(test_resize_batch) {
