@@ -840,6 +840,7 @@ START_TEST(tconv_builtin_random_vs_naive) {
     {1, 6, 8, 5, 4, 2, 2, 2, 2, 1, 1, 1, true, false, AR_ACT_NONE},   /* tiling, no bias */
     {1, 30, 30, 12, 9, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
     {1, 9, 9, 4, 1, 4, 4, 3, 3, 1, 1, 1, false, true, AR_ACT_NONE},
+    {1, 3, 3, 4, 2, 3, 3, 2, 2, 1, 1, 1, false, false, AR_ACT_NONE},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const cfg_t *c = &cases[k];
