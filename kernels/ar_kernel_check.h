@@ -92,9 +92,11 @@ static inline int ar_k_check_output_shape(const ar_node_t *node, int32_t rank,
   return 0;
 }
 
-/* The stored shape of output `k` equals the inferred (rank, dims) (multi-output ops). */
+/* The stored shape of output `k` equals the inferred (rank, dims) (multi-output ops); with
+ * node->infer_shapes the inferred shape is written into output `k` instead, as for output 0. */
 static inline int ar_k_check_output_shape_at(const ar_node_t *node, int k, int32_t rank,
                                              const int32_t *dims, char *msg, size_t msg_bytes) {
+  if (node->infer_shapes && !node->outputs[k]->is_constant) ar_k_set_output_shape(node, k, rank, dims);
   const ar_tview_t *o = node->outputs[k];
   bool same = o->rank == rank;
   for (int32_t i = 0; same && i < rank; i++) same = o->dims[i] == dims[i];
@@ -111,11 +113,12 @@ static inline int ar_k_check_output_shape_at(const ar_node_t *node, int k, int32
  * shape, SPLIT axis, EXPAND_DIMS axis, TRANSPOSE perm, RESIZE_* size, TRANSPOSE_CONV output_shape).
  * Returns 0 when `t` is a constant whose data are readable at prepare, else AR_EUNSUPPORTED with
  * "<what> is not a constant (its values decide the output shape; dynamic shapes are not
- * supported)". Dynamic-shape support hooks in here: every such kernel calls this before it reads
- * the values, so one change decides what happens to all of them. */
+ * supported)". A graph input whose value the interpreter knows at prepare (value_known: it
+ * re-prepares when the value changes, ar_interp_set_shape_input) is accepted like a constant; which
+ * operands get that treatment is the interpreter's list of inputs that set a shape. */
 static inline int ar_k_require_constant(const ar_node_t *node, const ar_tview_t *t, const char *what,
                                         char *msg, size_t msg_bytes) {
-  if (t->is_constant && t->data) return 0;
+  if ((t->is_constant || t->value_known) && t->data) return 0;
   return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s is not a constant (its values decide "
                   "the output shape; dynamic shapes are not supported)", what);
 }

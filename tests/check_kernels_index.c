@@ -225,6 +225,10 @@ START_TEST(strided_slice_refuses_non_constant_begin) {
   ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
   ck_assert_str_eq(g_msg, "operator 3 (STRIDED_SLICE): begin (input 1) is not a constant (its values "
                           "decide the output shape; dynamic shapes are not supported)");
+  /* A graph input whose value the interpreter knows (value_known) is used like a constant. */
+  tb.value_known = true;
+  ck_assert_int_eq(run(&n), 0);
+  tb.value_known = false;
   /* A zero stride is an error. */
   tb.is_constant = true;
   s[0] = 0;
@@ -418,6 +422,17 @@ START_TEST(split_and_split_v) {
   expect_floats(b, wb2, 4);
   sizes[0] = 4;   /* 4 + (-1 -> -1) does not fit 3 */
   ck_assert_int_eq(run(&n), AR_ESHAPE);
+  /* Re-prepare after a resize (infer_shapes): every output gets its inferred shape written. */
+  sizes[0] = 2;
+  oa = tv(AR_DTYPE_FLOAT32, a, 1, 9);
+  ob = tv(AR_DTYPE_FLOAT32, b, 1, 9);
+  n.infer_shapes = true;
+  ck_assert_int_eq(run(&n), 0);
+  ck_assert_int_eq(oa.rank, 2); ck_assert_int_eq(oa.dims[0], 2); ck_assert_int_eq(oa.dims[1], 2);
+  ck_assert_int_eq(ob.rank, 2); ck_assert_int_eq(ob.dims[1], 1); ck_assert_uint_eq(ob.bytes, 8);
+  float wa3[] = {0, 1, 3, 4}, wb3[] = {2, 5};
+  expect_floats(a, wa3, 4);
+  expect_floats(b, wb3, 2);
 }
 END_TEST
 
