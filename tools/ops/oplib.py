@@ -246,9 +246,9 @@ def _options_table(b, name, values):
         if kind == 'ivec':
             b.PrependUOffsetTRelativeSlot(slot, vecs[f], 0)
         elif kind == 'i8':
-            b.PrependInt8Slot(slot, int(v), default + 1)     # never equal: always written
+            b.PrependInt8Slot(slot, int(v), int(v) + 1)      # never equal: always written
         elif kind == 'u8':
-            b.PrependUint8Slot(slot, int(v), default + 1)
+            b.PrependUint8Slot(slot, int(v), int(v) + 1)
         elif kind == 'bool':
             b.PrependBoolSlot(slot, bool(v), not bool(v))
         elif kind == 'i32':
