@@ -88,6 +88,10 @@ grep -q "upgrade.*" "$tmp/ctrl/arenad/preinst" && grep -q "deb-systemd-invoke st
 grep -q "deb-systemd-invoke stop 'arenad.socket'" "$tmp/ctrl/arenad/prerm" || fail "arenad prerm does not stop arenad.socket"
 ok "maintainer scripts: systemd-sysusers arenad.conf; arenad.socket enabled, started, stopped on upgrade (preinst) and remove (prerm); arenad.service left to the socket"
 grep -q "^ ar_client_connect@Base" "$tmp/ctrl/libarenaclient0/symbols" || fail "libarenaclient0 has no symbols file"
+# Every exported function of the library is in the symbols file, and nothing else.
+nm -D --defined-only "$R/usr/lib/$MA/libarenaclient.so.0" | awk '$2 == "T" {print $3}' | sort > "$tmp/exported"
+awk '/^ / {sub(/@.*/, "", $1); print $1}' "$tmp/ctrl/libarenaclient0/symbols" | sort > "$tmp/listed"
+diff -u "$tmp/listed" "$tmp/exported" >&2 || fail "libarenaclient0: symbols file differs from the library's exports"
 grep -q 'triggers\|ldconfig' "$tmp/ctrl/libarenaclient0/triggers" || fail "libarenaclient0: no ldconfig trigger"
 ok "libarenaclient0: symbols file ($(grep -c '^ ' "$tmp/ctrl/libarenaclient0/symbols") symbols), ldconfig trigger"
 
