@@ -30,12 +30,12 @@ fail() { printf 'FAIL    %s\n' "$*" >&2; exit 1; }
 
 deb_of() {
   local f
-  f="$(ls "$DEBDIR/$1"_*_*.deb 2>/dev/null | head -n 1)"
+  f="$(ls "$DEBDIR/$1"_*_*.deb 2>/dev/null | grep -v dbgsym | head -n 1)"
   [ -n "$f" ] || fail "no $1_*.deb in $DEBDIR"
   printf '%s\n' "$f"
 }
 
-PKGS=(arenad arenactl libarenaclient0 libarenaclient-dev)
+PKGS=(arenad arenactl libarenaclient0 libarenaclient-dev python3-arenad)
 declare -A DEB=()
 for p in "${PKGS[@]}"; do DEB[$p]="$(deb_of "$p")"; done
 
@@ -72,7 +72,14 @@ expect libarenaclient0 "/usr/lib/$MA/libarenaclient.so.0" -f
 expect libarenaclient-dev /usr/include/ar_client.h -f
 expect libarenaclient-dev "/usr/lib/$MA/libarenaclient.so" -L
 expect libarenaclient-dev "/usr/lib/$MA/pkgconfig/arenaclient.pc" -f
-ok "file list: arenad, units, sysusers entry, conffile, man pages (1, 5, 8), header, .so links, arenaclient.pc"
+expect arenad /lib/systemd/system/arenad-metrics.service -f
+expect arenad /lib/systemd/system/arenad-metrics.timer -f
+PYDIR=/usr/lib/python3/dist-packages
+expect python3-arenad "$PYDIR/arenad/__init__.py" -f
+expect python3-arenad "$PYDIR/arenad/client.py" -f
+expect python3-arenad "$PYDIR/arenad/arenad_pb2.py" -f
+expect python3-arenad /usr/share/doc/python3-arenad/examples/detect_and_classify.py -f
+ok "file list: arenad, units (+ metrics service/timer), sysusers entry, conffile, man pages (1, 5, 8), header, .so links, arenaclient.pc, Python package arenad + example"
 
 grep -qx /etc/arenad/arenad.json "$tmp/ctrl/arenad/conffiles" || fail "arenad: /etc/arenad/arenad.json is not a conffile"
 ok "conffiles: $(tr '\n' ' ' < "$tmp/ctrl/arenad/conffiles")"
@@ -102,13 +109,16 @@ if command -v systemd-analyze >/dev/null; then
   u="$tmp/units"
   mkdir -p "$u"
   sed "s|^ExecStart=/usr/sbin/arenad|ExecStart=$R/usr/sbin/arenad|" "$R/lib/systemd/system/arenad.service" > "$u/arenad.service"
-  cp "$R/lib/systemd/system/arenad.socket" "$u/"
+  sed "s|^ExecStart=/usr/bin/arenactl|ExecStart=$R/usr/bin/arenactl|" "$R/lib/systemd/system/arenad-metrics.service" > "$u/arenad-metrics.service"
+  cp "$R/lib/systemd/system/arenad.socket" "$R/lib/systemd/system/arenad-metrics.timer" "$u/"
+  grep -q '^ExecStart=/usr/bin/arenactl stats --prometheus' "$R/lib/systemd/system/arenad-metrics.service" \
+    || fail "arenad-metrics.service: ExecStart does not run /usr/bin/arenactl stats --prometheus"
   grep -q '^ExecStart=/usr/sbin/arenad --foreground --config /etc/arenad/arenad.json' \
     "$R/lib/systemd/system/arenad.service" || fail "arenad.service: ExecStart does not run /usr/sbin/arenad on /etc/arenad/arenad.json"
-  out="$(cd "$u" && SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$u/arenad.socket" "$u/arenad.service" 2>&1)" \
-    || fail "systemd-analyze verify: $out"
+  out="$(cd "$u" && SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$u/arenad.socket" "$u/arenad.service" \
+    "$u/arenad-metrics.service" "$u/arenad-metrics.timer" 2>&1)" || fail "systemd-analyze verify: $out"
   [ -z "$out" ] || fail "systemd-analyze verify: $out"
-  ok "systemd-analyze verify: arenad.socket arenad.service (ExecStart=/usr/sbin/arenad of the package)"
+  ok "systemd-analyze verify: arenad.socket arenad.service arenad-metrics.service arenad-metrics.timer (ExecStart= of the package's programs)"
 else
   echo "skip    systemd-analyze not installed"
 fi
@@ -157,6 +167,19 @@ cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/client" "$tmp/client.c" $flags || f
 cver="$("$tmp/client" "$sock")" || fail "the client built against libarenaclient-dev could not ping"
 ok "cc \$(pkg-config --cflags --libs arenaclient) [$flags] -> ping: $cver"
 
+prom="$("$R/usr/bin/arenactl" -s "$sock" stats --prometheus 2>&1)" || fail "arenactl stats --prometheus: $prom"
+printf '%s\n' "$prom" | grep -q '^# TYPE arenad_pool_bytes gauge' || fail "arenactl stats --prometheus: no arenad_pool_bytes gauge"
+ok "arenactl stats --prometheus: $(printf '%s\n' "$prom" | grep -c '^# TYPE') metrics, e.g. $(printf '%s\n' "$prom" | grep -m1 '^arenad_pool_bytes')"
+
+pyout="$(PYTHONPATH="$R$PYDIR" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
+import sys, arenad
+assert arenad.__file__.startswith(sys.argv[2]), arenad.__file__
+with arenad.Client(sys.argv[1]) as c:
+    p = c.ping()
+    print(p.version, sorted(c.stats())[:3])
+' "$sock" "$R")" || fail "python3-arenad against the extracted arenad: $pyout"
+ok "python3 -c 'import arenad' (extracted python3-arenad) ping + stats: $pyout"
+
 kill -TERM "$daemon_pid"
 rc=0; wait "$daemon_pid" || rc=$?
 daemon_pid=""
@@ -177,9 +200,11 @@ mkdir -p "$D/var/lib/dpkg/info" "$D/var/lib/dpkg/updates" "$D/var/lib/dpkg/trigg
 touch "$D/var/lib/dpkg/status" "$D/var/lib/dpkg/available"
 # The scripts run on this host with DPKG_ROOT set. Debhelper guards its systemctl calls with
 # [ -z "$DPKG_ROOT" ] or /run/systemd/system; stubs in front of PATH make sure nothing reaches a
-# running systemd here anyway, and log what would have been called.
+# running systemd here anyway, and log what would have been called. py3compile/py3clean
+# (python3-arenad's byte-compilation) know nothing of DPKG_ROOT and would work on the host's
+# /usr/lib/python3: stubbed too.
 mkdir -p "$tmp/stubs"
-for s in systemctl deb-systemd-invoke; do
+for s in systemctl deb-systemd-invoke py3compile py3clean; do
   printf '#!/bin/sh\necho "%s $*" >> "%s/stub-calls"\n' "$s" "$tmp" > "$tmp/stubs/$s"
   chmod +x "$tmp/stubs/$s"
 done
@@ -203,12 +228,13 @@ grep -q '^arenad:x:[0-9]*:[0-9]*:arenad inference daemon:/var/lib/arenad:' "$D/e
 grep -q '^arenad:x:' "$D/etc/group" || fail "no arenad group"
 [ -L "$D/etc/systemd/system/sockets.target.wants/arenad.socket" ] || fail "arenad.socket not enabled"
 [ ! -e "$D/etc/systemd/system/multi-user.target.wants/arenad.service" ] || fail "arenad.service enabled"
-ok "after configure: conffile registered, user $(grep '^arenad:' "$D/etc/passwd" | cut -d: -f1,3,4,6,7), sockets.target.wants/arenad.socket -> $(readlink "$D/etc/systemd/system/sockets.target.wants/arenad.socket"), arenad.service not enabled"
+[ ! -e "$D/etc/systemd/system/timers.target.wants/arenad-metrics.timer" ] || fail "arenad-metrics.timer enabled"
+ok "after configure: conffile registered, user $(grep '^arenad:' "$D/etc/passwd" | cut -d: -f1,3,4,6,7), sockets.target.wants/arenad.socket -> $(readlink "$D/etc/systemd/system/sockets.target.wants/arenad.socket"), arenad.service and arenad-metrics.timer not enabled"
 
 dpkg_root --purge "${PKGS[@]}" > "$tmp/dpkg-purge.out" 2>&1 || { cat "$tmp/dpkg-purge.out"; fail "dpkg --root --purge"; }
 [ ! -e "$D/etc/arenad/arenad.json" ] || fail "purge left /etc/arenad/arenad.json"
 [ ! -e "$D/etc/systemd/system/sockets.target.wants/arenad.socket" ] || fail "purge left the socket enabled"
 [ ! -e "$D/usr/sbin/arenad" ] || fail "purge left /usr/sbin/arenad"
 ok "dpkg --root --purge: files, conffile and unit links gone"
-[ -f "$tmp/stub-calls" ] && echo "        (systemctl calls the scripts made, stubbed: $(tr '\n' ';' < "$tmp/stub-calls"))"
+[ -f "$tmp/stub-calls" ] && echo "        (calls the scripts made to stubbed commands: $(tr '\n' ';' < "$tmp/stub-calls"))"
 printf 'deb-test: %d checks passed\n' "$n"
