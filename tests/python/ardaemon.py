@@ -16,6 +16,8 @@ MODELS = os.environ.get("AR_MODELS_DIR") or os.path.join(SRC, "models")
 GOLDEN = os.environ.get("AR_GOLDEN_DIR") or os.path.join(SRC, "tests", "golden")
 ARENAD = os.path.join(BUILD, "arenad")
 ARENACTL = os.path.join(BUILD, "arenactl")
+# The cross build's programs are aarch64: ./dev cross-check starts them through tools/cross-run.
+WRAP = [os.environ["AR_EXEC_WRAPPER"]] if os.environ.get("AR_EXEC_WRAPPER") else []
 
 
 def model_path(stem: str) -> str:
@@ -50,7 +52,7 @@ class Daemon:
         self.log_path = os.path.join(self.dir, "arenad.log")
         env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
         with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([ARENAD, "--foreground", "--socket", self.socket, "--pool-bytes", pool_bytes,
+            self.proc = subprocess.Popen([*WRAP, ARENAD, "--foreground", "--socket", self.socket, "--pool-bytes", pool_bytes,
                                           "--model-dir", MODELS, *extra], stdout=log, stderr=subprocess.STDOUT, env=env)
         # Readiness, not timing: wait (up to 60 s) until the socket accepts.
         for _ in range(600):

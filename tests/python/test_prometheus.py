@@ -19,14 +19,14 @@ import numpy as np
 
 import arenad
 import promparse
-from ardaemon import ARENACTL, BUILD, SRC, Daemon, golden, model_path
+from ardaemon import ARENACTL, BUILD, SRC, WRAP, Daemon, golden, model_path
 
 FACE = "face_detection_short_range"
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 
 
 def arenactl(*args, check=True, env=None):
-    return subprocess.run([ARENACTL, *args], capture_output=True, text=True, check=check, env=env, timeout=120)
+    return subprocess.run([*WRAP, ARENACTL, *args], capture_output=True, text=True, check=check, env=env, timeout=120)
 
 
 class Parser(unittest.TestCase):
