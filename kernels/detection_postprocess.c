@@ -174,6 +174,9 @@ static int32_t nms_single(const dpp_geom_t *g, const ar_detection_postprocess_op
   int32_t kept = 0;
   for (int32_t i = 0; i < g->boxes; i++)
     if (scores[i] >= o->nms_score_threshold) { keep_s[kept] = scores[i]; keep_i[kept] = i; kept++; }
+  /* No candidate above the score threshold selects nothing; also tells the compiler kept > 0 for
+   * the byte count below (kept counts at most g->boxes, an int32_t). */
+  if (kept <= 0) return 0;
   for (int32_t i = 0; i < kept; i++) sorted[i] = i;
   sort_desc(sorted, tmp, kept, keep_s);
   const int32_t out_max = AR_MIN(kept, limit);
