@@ -260,6 +260,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
 
   /* Nodes and kernel prepare, in stored order. */
   uint64_t state_total = 0;
+  bool sized_at_prepare = false;
   for (int32_t k = 0; k < in->n_ops; k++) {
     const ar_operator_t *op = &sg->operators[k];
     ar_node_t *nd = &in->nodes[k];
@@ -287,7 +288,16 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       continue;
     }
     in->kernels[k] = kern;
+    /* Outputs stored without a shape (rank 0, e.g. TFLite_Detection_PostProcess as converters
+     * write it) are sized by their kernel's prepare, as TFLite does; a true scalar output gets the
+     * same rank-0 shape back. */
+    bool shapeless = false;
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (nd->outputs[o] && nd->outputs[o]->rank == 0 && !nd->outputs[o]->is_constant) shapeless = true;
+    nd->infer_shapes = shapeless;
     rc = kern->prepare(nd, msg, msg_bytes);
+    nd->infer_shapes = false;
+    if (shapeless && rc == 0) sized_at_prepare = true;
     if (rc == AR_EUNSUPPORTED) {
       note_unsupported(model, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
       in->kernels[k] = NULL;
@@ -336,8 +346,23 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   free(unsup_owned);
   loader_list = unsup_owned = NULL;
 
-  /* Lifetimes, classes, in-place -> planner buffers; then the plan (measure only). */
-  ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes, NULL};
+  /* Lifetimes, classes, in-place -> planner buffers; then the plan (measure only). Outputs sized
+   * at prepare are planned with the sizes prepare gave them. */
+  if (sized_at_prepare) {
+    for (int32_t t = 0; t < in->n_tensors; t++) {
+      const ar_tview_t *v = &in->views[t];
+      if (elems_of(v) > (uint64_t)INT32_MAX) {
+        rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "tensor %d (%s): %llu elements, more than 2^31 - 1",
+                     (int)t, sg->tensors[t].name, (unsigned long long)elems_of(v));
+        goto fail;
+      }
+      in->cur[t].rank = v->rank;
+      memcpy(in->cur[t].dims, v->dims, sizeof(in->cur[t].dims));
+      in->cur[t].bytes = v->bytes;
+    }
+  }
+  ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes,
+                              sized_at_prepare ? in->cur : NULL};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");

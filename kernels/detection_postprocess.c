@@ -106,14 +106,8 @@ static int dpp_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const int32_t d0[3] = {1, (int32_t)n, 4}, d1[2] = {1, (int32_t)n}, d3[1] = {1};
   const int32_t *want[4] = {d0, d1, d1, d3}, want_rank[4] = {3, 2, 2, 1};
   for (int i = 0; i < 4; i++) {
-    /* Converters often store these outputs without a shape (rank 0) and let TFLite size them at
-     * prepare; the planner sizes buffers from the stored shapes, so such a file is refused. */
-    if (node->outputs[i]->rank == 0) {
-      char a[64];
-      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output %d has no stored shape (TFLite "
-                      "sizes it %s at prepare; outputs sized at prepare are not supported yet)", i,
-                      ar_k_dims_str(a, sizeof a, want_rank[i], want[i]));
-    }
+    /* Converters store these outputs without a shape (rank 0): the interpreter prepares such a
+     * node with infer_shapes, which writes the shapes below, as TFLite sizes them at prepare. */
     if ((rc = ar_k_check_output_shape_at(node, i, want_rank[i], want[i], msg, msg_bytes))) return rc;
   }
   dpp_geom_t g;

@@ -7,6 +7,7 @@
  * view; each element must satisfy |got - want| <= 1e-4 max|want| + 1e-5.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,70 @@ START_TEST(test_prepare_errors) {
 }
 END_TEST
 
+/* A TFLite_Detection_PostProcess whose 4 outputs are stored with shape [] (as real SSD files store
+ * them; tests/golden/ops/detection_postprocess_fast_5x1_shapeless, made by tools/ops): the
+ * interpreter sizes them at load ([1,5,4], [1,5], [1,5], [1]), plans them and runs. Hand-made
+ * inputs: 12 constant anchors (yc = 0.15 + 0.2 (i % 4), xc = 0.2 + 0.3 (i / 4), h 0.4, w 0.5),
+ * scales y/x 10, h/w 5, fast NMS, score threshold 0.3, IoU 0.5, 3 classes + background.
+ * Anchor 5 scores 0.9 for class 2, anchor 0 0.6 for class 0; anchor 1 scores 0.5 for class 1 and
+ * its encoding (-5, 0, 0, 0) moves it onto anchor 0's box (yc 0.35 - 5/10 * 0.4 = 0.15), so NMS
+ * suppresses it (IoU 1). Anchors 0 and 5 overlap by IoU 0.04/0.36 = 0.11: both kept. */
+START_TEST(test_shapeless_detection_outputs) {
+  char path[1024], msg[AR_MSG_BYTES] = "";
+  snprintf(path, sizeof path, "%s/ops/detection_postprocess_fast_5x1_shapeless/model.tflite",
+           ar_test_golden_dir());
+  ar_model_t *m = NULL;
+  int rc = ar_model_load(path, &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "load: %s (%s)", ar_err_name(rc), msg);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  for (uint32_t j = 0; j < sg->n_outputs; j++) ck_assert_int_eq(sg->tensors[sg->outputs[j]].rank, 0);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "interp_new: %s (%s)", ar_err_name(rc), msg);
+  const int32_t want_rank[4] = {3, 2, 2, 1}, want_dims[4][3] = {{1, 5, 4}, {1, 5}, {1, 5}, {1}};
+  const uint64_t want_bytes[4] = {80, 20, 20, 4};
+  for (int j = 0; j < 4; j++) {
+    const ar_tview_t *v = ar_interp_output(in, j);
+    ck_assert_int_eq(v->rank, want_rank[j]);
+    for (int d = 0; d < want_rank[j]; d++) ck_assert_int_eq(v->dims[d], want_dims[j][d]);
+    ck_assert_uint_eq(v->bytes, want_bytes[j]);
+    ar_plan_buffer_t pb;   /* its planner buffer holds the sized output */
+    ck_assert_int_eq(ar_planner_buffer(ar_interp_planner(in),
+                                       ar_interp_tensor_plan(in)[sg->outputs[j]].buffer, &pb), 0);
+    ck_assert_uint_ge(pb.size_bytes, want_bytes[j]);
+  }
+  rc = ar_interp_place_owned(in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "place: %s (%s)", ar_err_name(rc), msg);
+  ck_assert_int_eq(ar_interp_n_inputs(in), 2);
+  float *enc = ar_interp_input(in, 0)->data, *cls = ar_interp_input(in, 1)->data;
+  memset(enc, 0, 12 * 4 * sizeof(float));
+  memset(cls, 0, 12 * 4 * sizeof(float));
+  enc[1 * 4 + 0] = -5.0f;
+  cls[5 * 4 + 3] = 0.9f;   /* column 0 is the background */
+  cls[0 * 4 + 1] = 0.6f;
+  cls[1 * 4 + 2] = 0.5f;
+  for (int pass = 0; pass < 2; pass++) {
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    const float *boxes = ar_interp_output(in, 0)->data, *classes = ar_interp_output(in, 1)->data;
+    const float *scores = ar_interp_output(in, 2)->data, *num = ar_interp_output(in, 3)->data;
+    const float want_boxes[20] = {0.15f, 0.25f, 0.55f, 0.75f, -0.05f, -0.05f, 0.35f, 0.45f};
+    const float want_cls[5] = {2, 0}, want_sc[5] = {0.9f, 0.6f};
+    for (int i = 0; i < 20; i++)
+      ck_assert_msg(fabsf(boxes[i] - want_boxes[i]) < 1e-6f, "box value %d: %g, want %g", i, boxes[i],
+                    want_boxes[i]);
+    for (int i = 0; i < 5; i++) {
+      ck_assert_float_eq(classes[i], want_cls[i]);
+      ck_assert_float_eq(scores[i], want_sc[i]);
+    }
+    ck_assert_float_eq(num[0], 2.0f);
+  }
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -426,6 +491,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_place_contract);
   tcase_add_test(tc, test_macs_by_hand);
   tcase_add_test(tc, test_prepare_errors);
+  tcase_add_test(tc, test_shapeless_detection_outputs);
   suite_add_tcase(s, tc);
   return s;
 }

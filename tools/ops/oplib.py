@@ -174,7 +174,7 @@ class Case:
     """
 
     def __init__(self, name, op, inputs, outputs, options=None, version=1, custom=False,
-                 custom_options=None, golden='litert', expect=None, note=''):
+                 custom_options=None, golden='litert', expect=None, note='', shapeless_outputs=False):
         assert re.fullmatch(r'[a-z0-9_]+', name), name
         if golden == 'litert' and all(t.count() == 0 for t in outputs):
             # LiteRT.js cannot pass 0-element tensors in or out; the golden is empty anyway.
@@ -186,6 +186,9 @@ class Case:
         self.name, self.op, self.inputs, self.outputs = name, op, inputs, outputs
         self.options, self.version, self.custom = options, version, custom
         self.custom_options, self.golden, self.expect, self.note = custom_options, golden, expect, note
+        # Write the outputs with shape [] (as converters store TFLite_Detection_PostProcess's):
+        # the runtime sizes them at prepare; `outputs` still give the sizes LiteRT returns.
+        self.shapeless_outputs = shapeless_outputs
 
     def seed(self):
         return zlib.crc32(self.name.encode())
@@ -386,11 +389,11 @@ def _case_graph(case, values, for_ref):
             graph_inputs.append(tid)
     for j, t in enumerate(case.outputs):
         tid = len(tensors)
-        tensors.append((f'output_{j}', t.dtype, t.shape, None))
+        tensors.append((f'output_{j}', t.dtype, [] if case.shapeless_outputs else t.shape, None))
         op_out.append(tid)
         if for_ref and t.dtype not in JS_DTYPES:
             jid = len(tensors)
-            tensors.append((f'output_{j}_int32', 'int32', t.shape, None))
+            tensors.append((f'output_{j}_int32', 'int32', [] if case.shapeless_outputs else t.shape, None))
             post.append(cast_op(t.dtype, 'int32', tid, jid))
             graph_outputs.append(jid)
         else:

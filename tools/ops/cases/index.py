@@ -243,14 +243,37 @@ def _anchors(nb):
     return a
 
 
-def dpp(name, max_det, per_det, regular, per_class=100, nb=12):
+def dpp(name, max_det, per_det, regular, per_class=100, nb=12, shapeless=False):
     n = max_det * per_det
     return Case('detection_postprocess_' + name, 'TFLite_Detection_PostProcess',
                 [T('float32', [1, nb, 4], lo=-1, hi=1), T('float32', [1, nb, 4], lo=0, hi=1),
                  T('float32', [nb, 4], data=_anchors(nb), const=True)],
                 [T('float32', [1, n, 4]), T('float32', [1, n]), T('float32', [1, n]), T('float32', [1])],
-                custom=True, custom_options=_dpp_options(max_det, per_det, regular, per_class))
+                custom=True, custom_options=_dpp_options(max_det, per_det, regular, per_class),
+                shapeless_outputs=shapeless)
 
 
 CASES += [dpp('fast_5x1', 5, 1, False), dpp('fast_4x2', 4, 2, False), dpp('regular_6', 6, 1, True),
           dpp('regular_6_per_class2', 6, 1, True, per_class=2)]
+
+
+# Outputs stored with shape [] like real SSD files, sized at prepare. LiteRT.js fails on such
+# outputs, so the inputs are hand-made and the golden hand-computed (check_interp runs the same):
+# anchor 5 scores 0.9 for class 2 (column 3, after the background), anchor 0 0.6 for class 0,
+# anchor 1 0.5 for class 1 with encoding (-5, 0, 0, 0), which decodes onto anchor 0's box
+# (yc = 0.35 - 5/10 * 0.4 = 0.15) and is suppressed (IoU 1). Anchors 0 and 5 overlap by IoU
+# 0.04/0.36: both kept. Boxes are [yc -+ 0.2, xc -+ 0.25] of their anchors.
+def _dpp_shapeless():
+    enc, cls = [0.0] * 48, [0.0] * 48
+    enc[4] = -5.0
+    cls[5 * 4 + 3], cls[0 * 4 + 1], cls[1 * 4 + 2] = 0.9, 0.6, 0.5
+    c = dpp('fast_5x1_shapeless', 5, 1, False, shapeless=True)
+    c.inputs[0] = T('float32', [1, 12, 4], data=enc)
+    c.inputs[1] = T('float32', [1, 12, 4], data=cls)
+    c.golden, c.note = 'hand', 'outputs stored as []: LiteRT.js fails on them; hand-made inputs'
+    c.expect = [[0.15, 0.25, 0.55, 0.75, -0.05, -0.05, 0.35, 0.45] + [0.0] * 12,
+                [2.0, 0.0, 0.0, 0.0, 0.0], [0.9, 0.6, 0.0, 0.0, 0.0], [2.0]]
+    return c
+
+
+CASES += [_dpp_shapeless()]
