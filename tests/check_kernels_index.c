@@ -503,7 +503,7 @@ END_TEST
 /* ---- GATHER / GATHER_ND ---- */
 
 START_TEST(gather_axis0_axis1_and_int64) {
-  float x[6], o[8];
+  float x[6], o[9];
   iota(x, 6);                                    /* [[0,1,2],[3,4,5]] */
   ar_tview_t p = tv(AR_DTYPE_FLOAT32, x, 2, 2, 3);
   int32_t ix[] = {1, 0, 1};
