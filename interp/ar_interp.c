@@ -72,6 +72,36 @@ void ar_interp_options_default(ar_interp_options_t *opt) {
 
 static bool is_foldable_op(ar_op_t op) { return op == AR_OP_DEQUANTIZE || op == AR_OP_DENSIFY; }
 
+/* Operand `j` of operator `op` is read by value to derive an output shape (TFLite's "dynamic
+ * tensor" operands): PAD paddings, RESHAPE shape, STRIDED_SLICE begin/end/strides, SLICE
+ * begin/size, the multiples/shape/perm/axis/size of TILE, BROADCAST_TO, TRANSPOSE, EXPAND_DIMS and
+ * RESIZE_NEAREST_NEIGHBOR, SPLIT's axis, SPLIT_V's size_splits and axis, TRANSPOSE_CONV's
+ * output_shape. */
+static bool operand_sets_shape(ar_op_t op, int32_t j) {
+  switch (op) {
+    case AR_OP_PAD:
+    case AR_OP_RESHAPE:
+    case AR_OP_TILE:
+    case AR_OP_BROADCAST_TO:
+    case AR_OP_TRANSPOSE:
+    case AR_OP_EXPAND_DIMS:
+    case AR_OP_RESIZE_NEAREST_NEIGHBOR: return j == 1;
+    case AR_OP_STRIDED_SLICE: return j >= 1 && j <= 3;
+    case AR_OP_SLICE:
+    case AR_OP_SPLIT_V: return j == 1 || j == 2;
+    case AR_OP_SPLIT:
+    case AR_OP_TRANSPOSE_CONV: return j == 0;
+    default: return false;
+  }
+}
+
+/* Tensor t is a graph input whose value the interpreter snapshots (it sets a shape). */
+static bool snapshotted(const ar_interp_t *in, int32_t t) {
+  for (uint32_t i = 0; i < in->sg->n_inputs; i++)
+    if (in->sg->inputs[i] == t && in->snap[i]) return true;
+  return false;
+}
+
 static uint64_t elems_of(const ar_tview_t *v) {
   uint64_t n = 1;
   for (int32_t d = 0; d < v->rank; d++) n *= (uint64_t)v->dims[d];
@@ -210,8 +240,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     bool sets_shape = false;
     for (uint32_t k = 0; k < sg->n_operators && !sets_shape; k++) {
       const ar_operator_t *op = &sg->operators[k];
-      sets_shape = (op->op == AR_OP_PAD || op->op == AR_OP_RESHAPE) && op->n_inputs >= 2 &&
-                   op->inputs[1] == ti;
+      for (int32_t j = 0; j < op->n_inputs && !sets_shape; j++)
+        sets_shape = op->inputs[j] == ti && operand_sets_shape(op->op, j);
     }
     if (!sets_shape || ar_tensor_is_constant(&sg->tensors[ti]) || sg->tensors[ti].bytes > 4096) continue;
     in->snap[i] = calloc(1, sg->tensors[ti].bytes ? sg->tensors[ti].bytes : 1);
@@ -288,6 +318,19 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       continue;
     }
     in->kernels[k] = kern;
+    /* A shape operand fed by a graph input whose value comes later (ar_interp_set_shape_input):
+     * the kernel is prepared by the first ar_interp_prepare, which the interpreter requires before
+     * any invoke (dirty); until then the stored shapes stand. PAD and RESHAPE handle a pending
+     * value in their own prepare. */
+    bool pending = false;
+    if (op->op != AR_OP_PAD && op->op != AR_OP_RESHAPE)
+      for (int32_t j = 0; j < op->n_inputs && !pending; j++)
+        pending = op->inputs[j] >= 0 && operand_sets_shape(op->op, j) && snapshotted(in, op->inputs[j]);
+    if (pending) {
+      in->scratch_bytes[k] = 0;
+      in->run_ops[in->n_run++] = k;
+      continue;
+    }
     /* Outputs stored without a shape (rank 0, e.g. TFLite_Detection_PostProcess as converters
      * write it) are sized by their kernel's prepare, as TFLite does; a true scalar output gets the
      * same rank-0 shape back. */

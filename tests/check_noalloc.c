@@ -587,6 +587,74 @@ START_TEST(test_dynamic_shapes) {
 }
 END_TEST
 
+/* TILE whose multiples are graph input 1 (a value-dependent shape operand like PAD's paddings):
+ * the kernel is prepared once the value is given, the output follows each new value, and invokes
+ * at an unchanged value allocate nothing. x [2,3]; multiples [1,1] -> [2,3], [2,1] -> [4,3],
+ * [1,2] -> [2,6], then [1,1] again: the arena returns to its first figure. */
+START_TEST(test_dynamic_tile) {
+  install_counter();
+  ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 2, {2, 3}, false, {0}, NULL},
+    {"multiples", AR_DTYPE_INT32, 1, {2}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 2, {2, 3}, false, {0}, NULL},
+  };
+  ar_tm_op_t op = {69, 2, 1, {0, 1}, {2}, 0, 0, {{0}}};
+  const int32_t gin[] = {0, 1}, gout[] = {2};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 3, &op, 1, gin, 2, gout, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert(ar_interp_input_sets_shape(in, 1));
+  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);   /* the value is not known yet */
+  const float x[6] = {1, 2, 3, 4, 5, 6};
+  static const int32_t mult[4][2] = {{1, 1}, {2, 1}, {1, 2}, {1, 1}};
+  uint64_t arena_first = 0;
+  for (int v = 0; v < 4; v++) {
+    rc = ar_interp_set_shape_input(in, 1, mult[v], sizeof mult[v], msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s", msg);
+    ck_assert(ar_interp_needs_prepare(in));
+    rc = ar_interp_prepare(in, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s", msg);
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    if (v == 0) arena_first = ar_interp_arena_bytes(in);
+    if (v == 3) ck_assert_uint_eq(ar_interp_arena_bytes(in), arena_first);
+    unsigned long allocs = 0;
+    for (int r = 0; r < 3; r++) {
+      ck_assert_int_eq(ar_interp_set_shape_input(in, 1, mult[v], sizeof mult[v], msg, sizeof msg), 0);
+      ck_assert(!ar_interp_needs_prepare(in));
+      memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+      memcpy(ar_interp_input(in, 1)->data, mult[v], sizeof mult[v]);
+      arm();
+      rc = ar_interp_invoke(in);
+      allocs += disarm();
+      ck_assert_int_eq(rc, 0);
+    }
+    ck_assert_uint_eq(allocs, 0);
+    const ar_tview_t *y = ar_interp_output(in, 0);
+    const float *g = y->data;
+    ck_assert_int_eq(y->rank, 2);
+    ck_assert_int_eq(y->dims[0], 2 * mult[v][0]);
+    ck_assert_int_eq(y->dims[1], 3 * mult[v][1]);
+    for (int i = 0; i < y->dims[0]; i++)
+      for (int j = 0; j < y->dims[1]; j++)
+        ck_assert_msg(g[i * y->dims[1] + j] == x[(i % 2) * 3 + j % 3], "multiples %d: y[%d][%d] = %g", v,
+                      i, j, g[i * y->dims[1] + j]);
+    printf("dynamic TILE multiples [%d,%d]: output [%d,%d], arena %llu B, 3 invokes: %lu allocation "
+           "calls\n", mult[v][0], mult[v][1], y->dims[0], y->dims[1],
+           (unsigned long long)ar_interp_arena_bytes(in), allocs);
+  }
+  ar_interp_free(in);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
 /* Every case of tests/golden/ops/INDEX.tsv: load, place, feed its inputs, 1 warm-up + 5 counted
  * invokes. */
 START_TEST(test_ops_no_alloc) {
@@ -664,6 +732,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_resize_batch);
   tcase_add_test(tc, test_dynamic_shapes);
+  tcase_add_test(tc, test_dynamic_tile);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
