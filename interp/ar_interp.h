@@ -143,7 +143,10 @@ bool ar_interp_op_folded(const ar_interp_t *in, int32_t k);
  * always for the current shapes, never the largest seen) and writes the inputs. Invokes with
  * unchanged shapes do nothing of this and allocate nothing.
  *
- * A graph input read as PAD paddings or RESHAPE shape sets shapes by its value: give that value
+ * A graph input read as a shape operand (PAD paddings, RESHAPE shape, STRIDED_SLICE begin/end/
+ * strides, SLICE begin/size, TILE multiples, BROADCAST_TO shape, TRANSPOSE perm, EXPAND_DIMS axis,
+ * RESIZE_NEAREST_NEIGHBOR size, SPLIT axis, SPLIT_V size_splits/axis, TRANSPOSE_CONV
+ * output_shape) sets shapes by its value: give that value
  * with ar_interp_set_shape_input before the invoke (it is kept in a snapshot prepare reads); a
  * change marks the interpreter for ar_interp_prepare like a resize. The flow before each invoke:
  *
@@ -164,7 +167,8 @@ bool ar_interp_input_resizable(const ar_interp_t *in, int32_t i);
  * ar_interp_prepare when it differs from the current one. */
 int ar_interp_resize_input(ar_interp_t *in, int32_t i, int32_t rank, const int32_t *dims, char *msg,
                            size_t msg_bytes);
-/* True when graph input i's value sets shapes (PAD paddings / RESHAPE shape, at most 4096 bytes). */
+/* True when graph input i's value sets shapes (a shape operand as listed above, at most 4096
+ * bytes). */
 bool ar_interp_input_sets_shape(const ar_interp_t *in, int32_t i);
 /* The value (bytes = the input's byte size) of such an input for the next invoke; a change (or
  * the first value) marks the interpreter for ar_interp_prepare. Errors: AR_EINVAL, AR_ESHAPE. */
