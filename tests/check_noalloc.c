@@ -44,7 +44,8 @@
 #include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+/* ThreadSanitizer, like ASan, owns malloc: count through its allocator hooks there too. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define AR_NOALLOC_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
