@@ -365,6 +365,9 @@ START_TEST(non_admin_peer_invokes_but_cannot_load_unload_or_reload) {
     if (ar_client_unload(o, "face", msg, sizeof(msg)) != AR_EPERM) _exit(17);
     if (ar_client_reload(o, NULL, NULL, NULL, msg, sizeof(msg)) != AR_EPERM) _exit(18);
     ar_client_close(o);
+    /* The parent's client and input came along with fork(): release this copy (valgrind leak check). */
+    ar_client_close(c);
+    free(in.input);
     _exit(0);
   }
   int st = 0;
