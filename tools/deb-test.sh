@@ -14,6 +14,8 @@
 # Prints one line per check; exits 1 on the first failure. Needs no root for 1-3; step 4 runs
 # as root only (dpkg --root with scripts), else it says it skipped.
 set -euo pipefail
+# No 'grep -q' at the end of a pipe here: it exits at the first match, the writer dies of SIGPIPE
+# and pipefail turns that into a failure (seen: ldd | grep -q).
 DEBDIR="$(cd "${1:?usage: deb-test.sh DEBDIR}" && pwd)"
 MA="$(dpkg-architecture -qDEB_HOST_MULTIARCH)"
 tmp="$(mktemp -d)"
@@ -54,7 +56,7 @@ done
 expect() {
   local pkg="$1" path="$2" t="$3"
   test "$t" "$R$path" || fail "$pkg: $path missing (test $t)"
-  dpkg-deb -c "${DEB[$pkg]}" | awk '{print $6}' | grep -qx ".$path" || fail "$path is not in $pkg"
+  dpkg-deb -c "${DEB[$pkg]}" | awk '{print $6}' | grep -x ".$path" >/dev/null || fail "$path is not in $pkg"
 }
 expect arenad /usr/sbin/arenad -x
 expect arenad /lib/systemd/system/arenad.service -f
@@ -127,7 +129,7 @@ fi
 # 3. The extracted programs run
 # ------------------------------------------------------------------------------------------
 export LD_LIBRARY_PATH="$R/usr/lib/$MA"
-ldd "$R/usr/bin/arenactl" | grep -q "libarenaclient.so.0 => $R/usr/lib/$MA/" \
+ldd "$R/usr/bin/arenactl" | grep "libarenaclient.so.0 => $R/usr/lib/$MA/" >/dev/null \
   || fail "arenactl does not resolve libarenaclient.so.0 from the package"
 ver="$("$R/usr/sbin/arenad" --version)"
 "$R/usr/sbin/arenad" --check-config "$R/etc/arenad/arenad.json" > "$tmp/check-config.out" 2>&1 \
@@ -168,7 +170,7 @@ cver="$("$tmp/client" "$sock")" || fail "the client built against libarenaclient
 ok "cc \$(pkg-config --cflags --libs arenaclient) [$flags] -> ping: $cver"
 
 prom="$("$R/usr/bin/arenactl" -s "$sock" stats --prometheus 2>&1)" || fail "arenactl stats --prometheus: $prom"
-printf '%s\n' "$prom" | grep -q '^# TYPE arenad_pool_bytes gauge' || fail "arenactl stats --prometheus: no arenad_pool_bytes gauge"
+printf '%s\n' "$prom" | grep '^# TYPE arenad_pool_bytes gauge' >/dev/null || fail "arenactl stats --prometheus: no arenad_pool_bytes gauge"
 ok "arenactl stats --prometheus: $(printf '%s\n' "$prom" | grep -c '^# TYPE') metrics, e.g. $(printf '%s\n' "$prom" | grep -m1 '^arenad_pool_bytes')"
 
 pyout="$(PYTHONPATH="$R$PYDIR" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
@@ -221,7 +223,7 @@ for p in "${PKGS[@]}"; do
   [ "${st% }" = ii ] || fail "dpkg --root: $p is '$st', not installed"
 done
 ok "dpkg --root --force-script-chrootless --install: ${PKGS[*]} all 'ii'"
-dpkg-query --root="$D" -W -f='${Conffiles}\n' arenad | grep -q '/etc/arenad/arenad.json [0-9a-f]\{32\}' \
+dpkg-query --root="$D" -W -f='${Conffiles}\n' arenad | grep '/etc/arenad/arenad.json [0-9a-f]\{32\}' >/dev/null \
   || fail "dpkg --root: /etc/arenad/arenad.json not registered as a conffile"
 grep -q '^arenad:x:[0-9]*:[0-9]*:arenad inference daemon:/var/lib/arenad:' "$D/etc/passwd" \
   || fail "systemd-sysusers --root did not create the arenad user ($(cat "$D/etc/passwd" 2>/dev/null))"
