@@ -335,9 +335,9 @@ START_TEST(unread_replies_bound_memory) {
                 p_busy, p_idle);
 
   /* The client goes: its replies are freed at once, RSS returns near the baseline. */
-  shutdown(fl.fd, SHUT_RDWR);
-  close(fl.fd);
+  shutdown(fl.fd, SHUT_RDWR);   /* wakes the flood thread's blocked send; close only after join */
   pthread_join(th, NULL);
+  close(fl.fd);
   long after = wait_rss_below(dmn.pid, base + 8 * 1024, HOLD_BOUNDS ? 10000 : 0);
   printf("unread replies: RSS after the client closed +%.1f MiB over the baseline (bound +8 MiB)\n",
          (after - base) / 1024.0);
@@ -423,7 +423,7 @@ static uint8_t *amplifying_frame(frame_kind_t kind, const char *model, size_t by
 
 typedef struct {
   const char *socket;
-  volatile int stop;
+  int stop;   /* set by the test thread, read by the pinger: __atomic builtins */
   uint64_t worst_us;
   int pings;
 } pinger_t;
@@ -436,7 +436,7 @@ static void *pinger_main(void *arg) {
   Arenad__PingRequest ping = ARENAD__PING_REQUEST__INIT;
   req.body_case = ARENAD__REQUEST__BODY_PING;
   req.ping = &ping;
-  while (!pg->stop) {
+  while (!__atomic_load_n(&pg->stop, __ATOMIC_ACQUIRE)) {
     req.id = (uint64_t)pg->pings + 1;
     uint64_t t0 = now_us();
     if (ar_td_send_request(fd, &req) != 0) break;
@@ -514,7 +514,7 @@ START_TEST(amplifying_frames_bounded) {
         ck_assert_int_le(after - base, 8 * 1024);
       }
     }
-  pg.stop = 1;
+  __atomic_store_n(&pg.stop, 1, __ATOMIC_RELEASE);
   pthread_join(th, NULL);
   printf("pings of another client during the big frames: %d, worst %.1f ms (idle p99 %.1f ms)\n", pg.pings,
          pg.worst_us / 1000.0, ping_idle / 1000.0);
