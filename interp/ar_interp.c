@@ -137,6 +137,7 @@ static void view_from_tensor(ar_tview_t *v, const ar_tensor_t *t) {
   v->is_constant = ar_tensor_is_constant(t);
   v->data = v->is_constant ? (void *)t->data : NULL;
   v->sparsity = t->sparsity;
+  v->quant = t->quant;
 }
 
 /* Record operator k as unsupported: the loader's entry for an AR_OP_INVALID operator, else `why`
@@ -379,9 +380,14 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   if (un_out) *un_out = n_unsup;
   if (n_unsup > 0) {
     ar_unsupported_format(unsup, n_unsup < unsup_max ? n_unsup : unsup_max, msg, msg_bytes);
-    if (n_unsup > unsup_max && msg && msg_bytes)
+    if (n_unsup > unsup_max && msg && msg_bytes) {
+      /* The list is copied out first: snprintf must not read the buffer it writes. */
+      char list_text[1024];
+      const char *colon = strchr(msg, ':');
+      snprintf(list_text, sizeof list_text, "%s", colon ? colon + 2 : msg);
       ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "%d operators unsupported (first %d listed): %s",
-              (int)n_unsup, (int)unsup_max, strchr(msg, ':') ? strchr(msg, ':') + 2 : msg);
+              (int)n_unsup, (int)unsup_max, list_text);
+    }
     rc = AR_EUNSUPPORTED;
     goto fail;
   }

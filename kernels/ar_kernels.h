@@ -40,6 +40,8 @@ typedef struct ar_tview {
   bool value_known;            /* not constant, but data holds the value prepare must use (a graph
                                 * input that sets a shape: PAD paddings, RESHAPE shape) */
   const ar_sparsity_t *sparsity; /* for DENSIFY inputs */
+  const ar_quant_t *quant;     /* the tensor's quantization (loader/ar_model.h), NULL when none;
+                                * integer kernels read scales and zero points from here */
 } ar_tview_t;
 
 /* One operator ready to run. */

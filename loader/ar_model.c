@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -457,21 +458,70 @@ static int decode_tensor(loader_t *L, uint32_t sgi, uint32_t ti, const ar_fb_tab
     }
   }
 
-  /* Quantization: arenad keeps the first scale / zero point (per-tensor parameters). */
+  /* Quantization (TFLite QuantizationParameters): every scale / zero point, per-tensor or per-axis;
+   * t->scale / t->zero_point keep the first pair. Integer tensors are held to what TFLite's kernels
+   * need (finite positive scales, zero points in the type's range, per-axis arrays as long as the
+   * quantized dimension); float tensors may carry parameters the kernels never read. */
   ar_fb_table_t qt;
   bool has_q;
   if ((rc = ar_fb_get_table(fb, tt, AR_FB_TENSOR_QUANTIZATION, "Tensor.quantization", &qt, &has_q)))
     return rc;
   if (has_q) {
     ar_fb_vec_t scale, zp;
+    int32_t qdim = 0;
     if ((rc = ar_fb_get_vector(fb, &qt, AR_FB_QUANT_SCALE, 4, "QuantizationParameters.scale", &scale))) return rc;
     if ((rc = ar_fb_get_vector(fb, &qt, AR_FB_QUANT_ZERO_POINT, 8, "QuantizationParameters.zero_point", &zp)))
       return rc;
+    if ((rc = ar_fb_get_i32(fb, &qt, AR_FB_QUANT_QUANTIZED_DIMENSION, 0,
+                            "QuantizationParameters.quantized_dimension", &qdim)))
+      return rc;
     if (scale.count > 0) {
-      uint32_t bits = ar_fb_load_u32(fb, scale.pos);
-      memcpy(&t->scale, &bits, sizeof(t->scale));
+      bool integer = t->dtype == AR_DTYPE_UINT8 || t->dtype == AR_DTYPE_INT8 ||
+                     t->dtype == AR_DTYPE_INT16 || t->dtype == AR_DTYPE_INT32 ||
+                     t->dtype == AR_DTYPE_INT64;
+      if (zp.count != 0 && zp.count != scale.count)
+        return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): quantization has %u scales "
+                       "and %u zero points", ti, t->name, scale.count, zp.count);
+      /* A 1-D tensor with one pair per element (a per-channel bias) is indexed along its only axis
+       * whatever dimension it claims: TFLite Micro accepts the person detector's biases that say 3. */
+      bool one_d = t->rank == 1 && (uint32_t)t->dims[0] == scale.count;
+      if (integer && scale.count > 1 && !one_d) {
+        if (qdim < 0 || qdim >= t->rank)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): quantized_dimension %d "
+                         "is outside its rank %d", ti, t->name, qdim, t->rank);
+        if ((uint32_t)t->dims[qdim] != scale.count)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): %u per-axis scales, but "
+                         "dimension %d has %d entries", ti, t->name, scale.count, qdim, t->dims[qdim]);
+      }
+      ar_quant_t *q = arena_alloc(L->priv, sizeof(*q));
+      float *sc = arena_alloc(L->priv, (size_t)scale.count * sizeof(float));
+      int64_t *zs = arena_alloc(L->priv, (size_t)scale.count * sizeof(int64_t));
+      if (!q || !sc || !zs) return oom(L, "quantization");
+      int64_t zlo = INT32_MIN, zhi = INT32_MAX;
+      if (t->dtype == AR_DTYPE_UINT8) zlo = 0, zhi = UINT8_MAX;
+      else if (t->dtype == AR_DTYPE_INT8) zlo = INT8_MIN, zhi = INT8_MAX;
+      else if (t->dtype == AR_DTYPE_INT16) zlo = INT16_MIN, zhi = INT16_MAX;
+      for (uint32_t i = 0; i < scale.count; i++) {
+        uint32_t bits = ar_fb_load_u32(fb, scale.pos + 4ull * i);
+        memcpy(&sc[i], &bits, sizeof(float));
+        zs[i] = zp.count ? (int64_t)ar_fb_load_u64(fb, zp.pos + 8ull * i) : 0;
+        if (!integer) continue;
+        if (!(sc[i] > 0.0f) || !isfinite(sc[i]))
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): quantization scale[%u] is "
+                         "%g, must be finite and > 0", ti, t->name, i, (double)sc[i]);
+        if (zs[i] < zlo || zs[i] > zhi)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %u (%s): zero point[%u] %lld is "
+                         "outside %s's range [%lld, %lld]", ti, t->name, i, (long long)zs[i],
+                         ar_dtype_name(t->dtype), (long long)zlo, (long long)zhi);
+      }
+      q->n = (int32_t)scale.count;
+      q->quantized_dimension = qdim;
+      q->scale = sc;
+      q->zero_point = zs;
+      t->quant = q;
+      t->scale = sc[0];
+      t->zero_point = zs[0];
       t->has_quantization = true;
-      if (zp.count > 0) t->zero_point = (int64_t)ar_fb_load_u64(fb, zp.pos);
     }
   }
 

@@ -158,6 +158,18 @@ typedef struct {
   int32_t n_dim_metadata;    ar_dim_metadata_t dim_metadata[2 * AR_MAX_RANK];
 } ar_sparsity_t;
 
+/* ---- Quantization (TFLite QuantizationParameters, affine: real = scale * (q - zero_point)). ---- */
+typedef struct ar_quant {
+  int32_t n;                   /* number of (scale, zero_point) pairs: 1 = per-tensor, else per-axis
+                                * with n == dims[quantized_dimension] */
+  int32_t quantized_dimension; /* the axis of per-axis parameters, as stored; a 1-D tensor with
+                                * n == dims[0] (a per-channel bias) is per-element whatever axis it
+                                * claims (TFLite Micro accepts its person detector's 3) */
+  const float *scale;          /* n scales, each finite and > 0 (checked at load) */
+  const int64_t *zero_point;   /* n zero points (0 when the file stores none), each within the
+                                * tensor's integer type range (checked at load) */
+} ar_quant_t;
+
 /* ---- Tensors, operators, subgraphs. ---- */
 typedef struct ar_tensor {
   const char *name;            /* NUL-terminated copy ("" if absent) */
@@ -174,6 +186,7 @@ typedef struct ar_tensor {
   bool has_quantization;       /* scale/zero_point present */
   float scale;                 /* first scale (per-tensor quantization), 0 if none */
   int64_t zero_point;          /* first zero point */
+  const ar_quant_t *quant;     /* all quantization parameters (NULL when none: no scale stored) */
   const ar_sparsity_t *sparsity;  /* NULL unless the constant is stored sparse */
 } ar_tensor_t;
 
