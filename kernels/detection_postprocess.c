@@ -1,14 +1,21 @@
-/* detection_postprocess.c - TFLite's custom operator TFLite_Detection_PostProcess (SSD), float32.
+/* detection_postprocess.c - TFLite's custom operator TFLite_Detection_PostProcess (SSD).
  *
  * Inputs: box_encodings [1, B, >=4] (ycenter, xcenter, h, w per anchor), class_predictions
  * [1, B, C] (C = num_classes, or num_classes + 1 with a leading background class that is
- * skipped), anchors [B, 4] (ycenter, xcenter, h, w). Outputs, sized at prepare with
+ * skipped), anchors [B, 4] (ycenter, xcenter, h, w). Each input is float32, or uint8 / int8 with
+ * per-tensor quantization: the kernel dequantizes it first, real = (float(q) - zero_point) * scale
+ * in float32, as TFLite's Dequantizer and DequantizeClassPredictions do for its quantized SSDs
+ * (TFLite itself takes uint8 only, and for uint8 box encodings dequantizes the anchors as uint8
+ * too; here each input follows its own dtype, int8 the same way). Everything after runs in
+ * float, so a quantized model's outputs are the float model's rules applied to those values.
+ * Outputs (float32), sized at prepare with
  * N = max_detections * max_classes_per_detection: boxes [1, N, 4] (ymin, xmin, ymax, xmax),
  * classes [1, N], scores [1, N], num_detections [1]; rows past the detections are zero.
  *
  * Semantics follow TFLite's detection_postprocess.cc:
  *   decode  y = ey / y_scale * ah + ay, x = ex / x_scale * aw + ax,
- *           half_h = exp(eh / h_scale) * ah / 2, half_w = exp(ew / w_scale) * aw / 2
+ *           half_h = exp(eh / h_scale) * ah / 2, half_w = exp(ew / w_scale) * aw / 2,
+ *           in double from the float inputs and rounded to float once (TFLite 2.19)
  *   single-class NMS: keep scores >= nms_score_threshold, stable sort by decreasing score, take
  *           each still-active box in order and drop later boxes whose IoU with it is
  *           > nms_iou_threshold, until the limit is reached (IoU 0 when either area is <= 0)
@@ -35,7 +42,7 @@ typedef struct {
   int32_t boxes, coords, classes_bg, label_offset, n_out, per_anchor;
   /* scratch layout, in 4-byte words from the start */
   int64_t o_decoded, o_scores, o_keep_scores, o_keep_idx, o_sorted, o_tmp, o_active, o_selected,
-      o_cls, o_merged_idx, o_merged_score, o_sort2, o_vals2, o_ordidx;
+      o_cls, o_merged_idx, o_merged_score, o_sort2, o_vals2, o_ordidx, o_deq_scores;
   int64_t words;
 } dpp_geom_t;
 
@@ -69,6 +76,9 @@ static void dpp_geometry(const ar_node_t *node, dpp_geom_t *g) {
   g->o_sort2 = w; w += b + md;
   g->o_vals2 = w; w += b + md;
   g->o_ordidx = w; w += b + md;
+  /* Dequantized class predictions, only when they are integers (float ones are read in place). */
+  g->o_deq_scores = w;
+  if (cls->dtype != AR_DTYPE_FLOAT32) w += b * g->classes_bg;
   g->words = w;
 }
 
@@ -81,9 +91,16 @@ static int dpp_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_tview_t *enc = node->inputs[0], *cls = node->inputs[1], *anc = node->inputs[2];
   static const char *const what[] = {"box_encodings (input 0)", "class_predictions (input 1)",
                                      "anchors (input 2)"};
-  for (int i = 0; i < 3; i++)
-    if ((rc = ar_k_check_dtype(node, node->inputs[i], what[i], AR_DTYPE_FLOAT32, msg, msg_bytes)))
-      return rc;
+  for (int i = 0; i < 3; i++) {
+    const ar_tview_t *t = node->inputs[i];
+    if (t->dtype == AR_DTYPE_FLOAT32) continue;
+    if (t->dtype != AR_DTYPE_UINT8 && t->dtype != AR_DTYPE_INT8)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s has dtype %s, expected float32, uint8 or int8",
+                      what[i], ar_dtype_name(t->dtype));
+    if (t->quant == NULL || t->quant->n != 1)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s is %s without per-tensor quantization "
+                      "(scale and zero point)", what[i], ar_dtype_name(t->dtype));
+  }
   for (int i = 0; i < 4; i++) {
     char w[16];
     snprintf(w, sizeof w, "output %d", i);
@@ -117,15 +134,31 @@ static int dpp_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   return 0;
 }
 
+/* Element i of a float32, uint8 or int8 tensor as a float (integers dequantized, per tensor). */
+static inline float dpp_value(const ar_tview_t *t, int64_t i) {
+  switch (t->dtype) {
+  case AR_DTYPE_UINT8:
+    return ((float)((const uint8_t *)t->data)[i] - (float)t->quant->zero_point[0]) * t->quant->scale[0];
+  case AR_DTYPE_INT8:
+    return ((float)((const int8_t *)t->data)[i] - (float)t->quant->zero_point[0]) * t->quant->scale[0];
+  default:
+    return ((const float *)t->data)[i];
+  }
+}
+
 static void decode_boxes(const ar_node_t *node, const dpp_geom_t *g, float *dec) {
   const ar_detection_postprocess_options_t *o = dpp_opts(node);
-  const float *enc = node->inputs[0]->data, *anc = node->inputs[2]->data;
+  const ar_tview_t *enc = node->inputs[0], *anc = node->inputs[2];
   for (int32_t i = 0; i < g->boxes; i++) {
-    const float *e = enc + (int64_t)i * g->coords, *a = anc + (int64_t)i * 4;
-    const float yc = e[0] / o->y_scale * a[2] + a[0];
-    const float xc = e[1] / o->x_scale * a[3] + a[1];
-    const float hh = 0.5f * expf(e[2] / o->h_scale) * a[2];
-    const float hw = 0.5f * expf(e[3] / o->w_scale) * a[3];
+    const int64_t ei = (int64_t)i * g->coords, ai = (int64_t)i * 4;
+    const double ey = dpp_value(enc, ei), ex = dpp_value(enc, ei + 1);
+    const double eh = dpp_value(enc, ei + 2), ew = dpp_value(enc, ei + 3);
+    const double ay = dpp_value(anc, ai), ax = dpp_value(anc, ai + 1);
+    const double ah = dpp_value(anc, ai + 2), aw = dpp_value(anc, ai + 3);
+    const float yc = (float)(ey / (double)o->y_scale * ah + ay);
+    const float xc = (float)(ex / (double)o->x_scale * aw + ax);
+    const float hh = (float)(0.5 * exp(eh / (double)o->h_scale) * ah);
+    const float hw = (float)(0.5 * exp(ew / (double)o->w_scale) * aw);
     float *d = dec + (int64_t)i * 4;
     d[0] = yc - hh; d[1] = xc - hw; d[2] = yc + hh; d[3] = xc + hw;
   }
@@ -205,10 +238,9 @@ static void top_k(const float *v, int32_t n, int32_t k, int32_t *out) {
   }
 }
 
-static void dpp_fast(const ar_node_t *node, const dpp_geom_t *g, const float *dec, float *ws,
-                     float *boxes, float *classes, float *scores) {
+static void dpp_fast(const ar_node_t *node, const dpp_geom_t *g, const float *dec, const float *pred,
+                     float *ws, float *boxes, float *classes, float *scores) {
   const ar_detection_postprocess_options_t *o = dpp_opts(node);
-  const float *pred = node->inputs[1]->data;
   float *maxs = ws + g->o_scores;
   int32_t *cls = (int32_t *)(void *)(ws + g->o_cls), *sel = (int32_t *)(void *)(ws + g->o_selected);
   const int32_t k = g->per_anchor, nc = o->num_classes;
@@ -233,10 +265,9 @@ static void dpp_fast(const ar_node_t *node, const dpp_geom_t *g, const float *de
   *(float *)node->outputs[3]->data = (float)n_sel;
 }
 
-static void dpp_regular(const ar_node_t *node, const dpp_geom_t *g, const float *dec, float *ws,
-                        float *boxes, float *classes, float *scores) {
+static void dpp_regular(const ar_node_t *node, const dpp_geom_t *g, const float *dec, const float *pred,
+                        float *ws, float *boxes, float *classes, float *scores) {
   const ar_detection_postprocess_options_t *o = dpp_opts(node);
-  const float *pred = node->inputs[1]->data;
   float *cs = ws + g->o_scores;
   int32_t *sel = (int32_t *)(void *)(ws + g->o_selected);
   int32_t *midx = (int32_t *)(void *)(ws + g->o_merged_idx);
@@ -284,8 +315,16 @@ static void dpp_eval(const ar_node_t *node) {
   memset(scores, 0, (size_t)g.n_out * sizeof(float));
   float *dec = ws + g.o_decoded;
   decode_boxes(node, &g, dec);
-  if (dpp_opts(node)->use_regular_nms) dpp_regular(node, &g, dec, ws, boxes, classes, scores);
-  else dpp_fast(node, &g, dec, ws, boxes, classes, scores);
+  const ar_tview_t *cls = node->inputs[1];
+  const float *pred = cls->data;
+  if (cls->dtype != AR_DTYPE_FLOAT32) {
+    float *deq = ws + g.o_deq_scores;
+    const int64_t n = (int64_t)g.boxes * g.classes_bg;
+    for (int64_t i = 0; i < n; i++) deq[i] = dpp_value(cls, i);
+    pred = deq;
+  }
+  if (dpp_opts(node)->use_regular_nms) dpp_regular(node, &g, dec, pred, ws, boxes, classes, scores);
+  else dpp_fast(node, &g, dec, pred, ws, boxes, classes, scores);
 }
 
 /* TFLite custom op TFLite_Detection_PostProcess: SSD box decoding + fast or per-class NMS. */

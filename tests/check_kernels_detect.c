@@ -102,6 +102,10 @@ typedef struct {
   float enc[MAXB * 4], cls[MAXB * MAXC], anc[MAXB * 4];
   float boxes[MAXN * 4], classes[MAXN], scores[MAXN], num;
   ar_tview_t t_enc, t_cls, t_anc, o_boxes, o_classes, o_scores, o_num;
+  uint8_t q[3][MAXB * MAXC];      /* integer copies of enc, cls, anc (dpp_quantize) */
+  ar_quant_t quant[3];
+  float qscale[3];
+  int64_t qzp[3];
   ar_options_t opt;
   ar_node_t node;
 } dpp_t;
@@ -146,6 +150,20 @@ static void dpp_setup(dpp_t *d, int nb, int classes_bg, const float *corners, co
   d->node.inputs[0] = &d->t_enc; d->node.inputs[1] = &d->t_cls; d->node.inputs[2] = &d->t_anc;
   d->node.outputs[0] = &d->o_boxes; d->node.outputs[1] = &d->o_classes;
   d->node.outputs[2] = &d->o_scores; d->node.outputs[3] = &d->o_num;
+}
+
+/* Input `which` (0 box_encodings, 1 class_predictions, 2 anchors) becomes `dtype` (uint8 or int8)
+ * with per-tensor (scale, zp): the codes are given, the float copy is left unused. */
+static void dpp_quantize(dpp_t *d, int which, ar_dtype_t dtype, float scale, int64_t zp, const int *codes, int n) {
+  ar_tview_t *t = which == 0 ? &d->t_enc : which == 1 ? &d->t_cls : &d->t_anc;
+  for (int i = 0; i < n; i++) d->q[which][i] = (uint8_t)codes[i];
+  d->qscale[which] = scale;
+  d->qzp[which] = zp;
+  d->quant[which] = (ar_quant_t){.n = 1, .scale = &d->qscale[which], .zero_point = &d->qzp[which]};
+  t->data = d->q[which];
+  t->dtype = dtype;
+  t->quant = &d->quant[which];
+  t->bytes /= 4;
 }
 
 static char g_msg[AR_MSG_BYTES];
@@ -315,6 +333,100 @@ START_TEST(prepare_checks_shapes) {
 }
 END_TEST
 
+/* Quantized anchors on a 1/16 grid: A [0,0,1,1], B [0,.125,1,1.125] (IoU with A .875/1.125 = .78),
+ * C [2,2,3,3], D [0,.5,1,1.5] (IoU with A .5/1.5 = .33), as uint8 (yc, xc, h, w) / 16, zp 0. */
+static const int q_anchors[16] = {8, 8, 16, 16, 8, 10, 16, 16, 40, 40, 16, 16, 8, 16, 16, 16};
+static const float q_corners[16] = {0, 0, 1, 1, 0, 0.125f, 1, 1.125f, 2, 2, 3, 3, 0, 0.5f, 1, 1.5f};
+static const int q_zero_enc[16] = {128, 128, 128, 128, 128, 128, 128, 128,
+                                   128, 128, 128, 128, 128, 128, 128, 128};
+
+START_TEST(uint8_inputs_dequantized_fast_nms) {
+  /* SSD-like: uint8 encodings (zp 128 -> 0), uint8 anchors, uint8 scores with scale 1/256 and zp 0
+   * plus a background column. Scores A 230/256 = .8984375, B 204 -> .796875 (suppressed by A),
+   * C 179 -> .69921875, D 77 -> .30078125 (>= .3: kept), so A, C, D. */
+  const float unused[8] = {0};
+  const int sc[8] = {255, 230, 255, 204, 255, 179, 255, 77};
+  dpp_t d;
+  dpp_setup(&d, 4, 2, q_corners, unused, 1, 3, 1, false);
+  dpp_quantize(&d, 0, AR_DTYPE_UINT8, 0.5f, 128, q_zero_enc, 16);
+  dpp_quantize(&d, 1, AR_DTYPE_UINT8, 1.0f / 256, 0, sc, 8);
+  dpp_quantize(&d, 2, AR_DTYPE_UINT8, 1.0f / 16, 0, q_anchors, 16);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 3);
+  expect_box(&d, 0, q_corners); expect_box(&d, 1, q_corners + 8); expect_box(&d, 2, q_corners + 12);
+  ck_assert_float_eq(d.scores[0], 0.8984375f);
+  ck_assert_float_eq(d.scores[1], 0.69921875f);
+  ck_assert_float_eq(d.scores[2], 0.30078125f);
+  /* D at 76/256 = .296875 falls under the .3 score threshold: two rows, the third zero. */
+  d.q[1][7] = 76;
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  ck_assert_float_eq(d.scores[2], 0);
+  ck_assert_float_eq(d.boxes[8], 0);
+  /* max_detections 1 with equal codes for C and A (ties are common once quantized): the lower
+   * anchor index wins, as TFLite's stable sort gives. */
+  dpp_setup(&d, 4, 2, q_corners, unused, 1, 1, 1, false);
+  const int tie[8] = {0, 179, 0, 100, 0, 179, 0, 10};
+  dpp_quantize(&d, 0, AR_DTYPE_UINT8, 0.5f, 128, q_zero_enc, 16);
+  dpp_quantize(&d, 1, AR_DTYPE_UINT8, 1.0f / 256, 0, tie, 8);
+  dpp_quantize(&d, 2, AR_DTYPE_UINT8, 1.0f / 16, 0, q_anchors, 16);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 1);
+  expect_box(&d, 0, q_corners);
+}
+END_TEST
+
+START_TEST(int8_scores_regular_nms_and_fewer_boxes_than_rows) {
+  /* int8 scores, scale 1/256, zp -128: code c -> (c + 128) / 256. Two classes + background.
+   * Class 0: A 102 (.8984375), B 76 (.796875, IoU .78 with A: suppressed), C -28 (.390625),
+   * D -60 (.265625 < .3). Class 1: all -128 (0). Eight rows for three detections: A, C, then zeros.
+   * Float anchors and encodings beside the int8 scores: each input follows its own dtype. */
+  const float s0[12] = {0};
+  const int sc[12] = {-128, 102, -128, -128, 76, -128, -128, -28, -128, -128, -60, -128};
+  dpp_t d;
+  dpp_setup(&d, 4, 3, q_corners, s0, 2, 8, 1, true);
+  int codes[12];
+  for (int i = 0; i < 12; i++) codes[i] = (uint8_t)(int8_t)sc[i];
+  dpp_quantize(&d, 1, AR_DTYPE_INT8, 1.0f / 256, -128, codes, 12);
+  ck_assert_int_eq(dpp_run(&d), 0);
+  ck_assert_float_eq(d.num, 2);
+  expect_box(&d, 0, q_corners); expect_box(&d, 1, q_corners + 8);
+  ck_assert_float_eq(d.scores[0], 0.8984375f); ck_assert_float_eq(d.scores[1], 0.390625f);
+  ck_assert_float_eq(d.classes[0], 0); ck_assert_float_eq(d.classes[1], 0);
+  for (int r = 2; r < 8; r++) {
+    ck_assert_float_eq(d.scores[r], 0);
+    ck_assert_float_eq(d.boxes[4 * r + 2], 0);
+  }
+}
+END_TEST
+
+START_TEST(int8_encodings_decode) {
+  /* int8 encodings, scale .25, zp 2: codes (6, -6, 10, 2) -> (1, -2, 2, 0); float anchor
+   * (.5, .5, 1, 2), scales (10, 10, 1, 5): yc = .1 * 1 + .5 = .6, xc = -.2 * 2 + .5 = .1,
+   * half_h = exp(2) / 2, half_w = 1 * 2 / 2 = 1. */
+  dpp_t d;
+  const float one[4] = {0, 0, 1, 1}, sc[2] = {0, 0.9f};
+  dpp_setup(&d, 1, 2, one, sc, 1, 1, 1, false);
+  d.anc[0] = 0.5f; d.anc[1] = 0.5f; d.anc[2] = 1; d.anc[3] = 2;
+  const int enc[4] = {6, (uint8_t)(int8_t)-6, 10, 2};
+  dpp_quantize(&d, 0, AR_DTYPE_INT8, 0.25f, 2, enc, 4);
+  d.opt.detection_postprocess.y_scale = 10; d.opt.detection_postprocess.x_scale = 10;
+  d.opt.detection_postprocess.h_scale = 1; d.opt.detection_postprocess.w_scale = 5;
+  ck_assert_int_eq(dpp_run(&d), 0);
+  const double hh = 0.5 * exp(2.0);
+  const float want[4] = {(float)(0.6 - hh), -0.9f, (float)(0.6 + hh), 1.1f};
+  expect_box(&d, 0, want);
+  /* An integer input without quantization parameters is refused at prepare, naming it. */
+  d.t_enc.quant = NULL;
+  ck_assert_int_eq(dpp_run(&d), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "box_encodings (input 0) is INT8 without per-tensor quantization"), "%s", g_msg);
+  d.t_enc.quant = &d.quant[0];
+  d.t_enc.dtype = AR_DTYPE_INT16;
+  ck_assert_int_eq(dpp_run(&d), AR_EUNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(g_msg, "expected float32, uint8 or int8"));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("kernels_detect");
   TCase *tc = tcase_create("flexbuf");
@@ -327,6 +439,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, regular_nms_per_class_then_top_scores);
   tcase_add_test(tc, decode_center_size_with_scales);
   tcase_add_test(tc, prepare_checks_shapes);
+  tcase_add_test(tc, uint8_inputs_dequantized_fast_nms);
+  tcase_add_test(tc, int8_scores_regular_nms_and_fewer_boxes_than_rows);
+  tcase_add_test(tc, int8_encodings_decode);
   suite_add_tcase(s, tc);
   return s;
 }
