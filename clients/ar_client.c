@@ -6,6 +6,9 @@
  * invoke results point into them instead of copying output tensors.
  */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,7 +155,8 @@ AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes
   return rc;
 }
 
-static void copy_tensor(ar_client_tensor_t *dst, const Arenad__Tensor *t) {
+/* `with_arrays`: point quant.scales/zero_points into the decoded message (results only). */
+static void copy_tensor(ar_client_tensor_t *dst, const Arenad__Tensor *t, bool with_arrays) {
   memset(dst, 0, sizeof(*dst));
   snprintf(dst->name, sizeof(dst->name), "%s", t->name ? t->name : "");
   dst->dtype = (int32_t)t->dtype;
@@ -160,6 +164,51 @@ static void copy_tensor(ar_client_tensor_t *dst, const Arenad__Tensor *t) {
   for (int32_t d = 0; d < dst->rank; d++) dst->dims[d] = t->shape[d];
   dst->data = t->data.data;
   dst->bytes = t->data.len;
+  const Arenad__Quantization *q = t->quantization;
+  /* A reply whose arrays disagree in length is taken as unquantized rather than half-read. */
+  if (q && q->n_scale > 0 && q->n_scale <= INT32_MAX && q->n_zero_point == q->n_scale) {
+    dst->quant.n = (int32_t)q->n_scale;
+    dst->quant.quantized_dimension = q->quantized_dimension;
+    dst->quant.scale = q->scale[0];
+    dst->quant.zero_point = q->zero_point[0];
+    if (with_arrays) {
+      dst->quant.scales = q->scale;
+      dst->quant.zero_points = q->zero_point;
+    }
+  }
+}
+
+AR_EXPORT float ar_client_tensor_value(const ar_client_tensor_t *t, uint64_t i) {
+  if (t == NULL || t->data == NULL) return NAN;
+  size_t es = ar_client_dtype_size(t->dtype);
+  if (es == 0 || i >= t->bytes / es) return NAN;
+  const uint8_t *p = (const uint8_t *)t->data + i * es;
+  int64_t q;
+  switch (t->dtype) {
+    case AR_CLIENT_FLOAT32: { float f; memcpy(&f, p, 4); return f; }
+    case AR_CLIENT_UINT8: q = *p; break;
+    case AR_CLIENT_INT8: q = (int8_t)*p; break;
+    case AR_CLIENT_BOOL: return *p ? 1.0f : 0.0f;
+    case AR_CLIENT_INT32: { int32_t v; memcpy(&v, p, 4); q = v; break; }
+    case AR_CLIENT_INT64: { int64_t v; memcpy(&v, p, 8); q = v; break; }
+    default: return NAN;
+  }
+  const ar_client_quant_t *qt = &t->quant;
+  if (qt->n <= 0) return (float)q;
+  float scale = qt->scale;
+  int64_t zp = qt->zero_point;
+  if (qt->n > 1 && qt->scales && qt->zero_points && qt->quantized_dimension >= 0 &&
+      qt->quantized_dimension < t->rank) {
+    /* Index along the quantized dimension: strip the dims after it, then take the remainder. */
+    uint64_t inner = 1;
+    for (int32_t d = qt->quantized_dimension + 1; d < t->rank; d++) inner *= (uint64_t)(t->dims[d] > 0 ? t->dims[d] : 1);
+    uint64_t k = (i / inner) % (uint64_t)(t->dims[qt->quantized_dimension] > 0 ? t->dims[qt->quantized_dimension] : 1);
+    if (k < (uint64_t)qt->n) {
+      scale = qt->scales[k];
+      zp = qt->zero_points[k];
+    }
+  }
+  return ((float)q - (float)zp) * scale;
 }
 
 static void copy_info(ar_client_model_t *dst, const Arenad__ModelInfo *m) {
@@ -179,11 +228,11 @@ static void copy_info(ar_client_model_t *dst, const Arenad__ModelInfo *m) {
   dst->n_inputs = (int32_t)m->n_inputs;
   dst->n_outputs = (int32_t)m->n_outputs;
   for (size_t i = 0; i < m->n_inputs && i < AR_CLIENT_MAX_IO; i++) {
-    copy_tensor(&dst->inputs[i], m->inputs[i]);
+    copy_tensor(&dst->inputs[i], m->inputs[i], false);
     dst->inputs[i].data = NULL;
   }
   for (size_t i = 0; i < m->n_outputs && i < AR_CLIENT_MAX_IO; i++) {
-    copy_tensor(&dst->outputs[i], m->outputs[i]);
+    copy_tensor(&dst->outputs[i], m->outputs[i], false);
     dst->outputs[i].data = NULL;
   }
 }
@@ -324,7 +373,7 @@ AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_clien
   }
   const Arenad__InvokeResponse *ir = resp->invoke;
   res->n_outputs = (int32_t)ir->n_outputs;
-  for (size_t j = 0; j < ir->n_outputs && j < AR_CLIENT_MAX_IO; j++) copy_tensor(&res->outputs[j], ir->outputs[j]);
+  for (size_t j = 0; j < ir->n_outputs && j < AR_CLIENT_MAX_IO; j++) copy_tensor(&res->outputs[j], ir->outputs[j], true);
   res->invoke_us = ir->invoke_us;
   res->queue_us = ir->queue_us;
   res->priv = resp;

@@ -32,8 +32,31 @@ extern "C" {
 #define AR_CLIENT_MAX_RANK 8
 #define AR_CLIENT_MAX_IO 16         /* inputs/outputs described per model */
 
-/* TFLite TensorType values (arenad.proto DType). */
+/* TFLite TensorType values (arenad.proto DType). Invokes take and return any of these the model's
+ * input/output tensor has; the daemon checks the dtype and byte size. */
 #define AR_CLIENT_FLOAT32 0
+#define AR_CLIENT_INT32 2
+#define AR_CLIENT_UINT8 3
+#define AR_CLIENT_INT64 4
+#define AR_CLIENT_BOOL 6                /* one byte per element, 0 or 1 */
+#define AR_CLIENT_INT8 9
+
+/* A tensor's affine quantization (TFLite QuantizationParameters): real = scale * (q - zero_point).
+ * `n` 0: none (float tensors, integer tensors without parameters); 1: per-tensor; > 1: per-axis,
+ * one (scale, zero_point) per index of dimension `quantized_dimension`. `scale` and `zero_point`
+ * hold the first pair in every case. The full arrays `scales` / `zero_points` (n entries) are set in
+ * invoke results, where they point into the result (valid until ar_client_result_free); in model
+ * descriptions (ar_client_list, ar_client_load, ar_client_resize_input) they are NULL, so that those
+ * structs can be copied freely: a per-axis model input or output is described by its first pair
+ * and n there. */
+typedef struct ar_client_quant {
+  int32_t n;
+  int32_t quantized_dimension;
+  float scale;
+  int64_t zero_point;
+  const float *scales;
+  const int64_t *zero_points;
+} ar_client_quant_t;
 
 typedef struct ar_client ar_client_t;
 
@@ -46,6 +69,7 @@ typedef struct ar_client_tensor {
   int64_t dims[AR_CLIENT_MAX_RANK];
   const void *data;
   uint64_t bytes;                 /* exactly product(dims) * element size */
+  ar_client_quant_t quant;        /* the model's quantization of this tensor (ignored in requests) */
 } ar_client_tensor_t;
 
 /* A model as the daemon holds it (sizes in bytes, offsets into the daemon's pool). */
@@ -139,6 +163,13 @@ AR_EXPORT const char *ar_client_strerror(int code);
 
 /* Bytes per element of a TFLite TensorType, 0 if unknown. */
 AR_EXPORT size_t ar_client_dtype_size(int32_t dtype);
+
+/* Element `i` (flat C-order index) of `t` as a real number: float32 as is; uint8/int8/int32/int64
+ * with quantization dequantized, (q - zero_point) * scale in float32 (per-axis: the pair of i's
+ * index along quantized_dimension; a per-axis tensor without its arrays uses the first pair);
+ * integers and bool without quantization converted. NAN when i is out of range or the dtype has no
+ * real value here (float16, string, ...). */
+AR_EXPORT float ar_client_tensor_value(const ar_client_tensor_t *t, uint64_t i);
 
 #ifdef __cplusplus
 }

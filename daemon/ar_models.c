@@ -440,17 +440,29 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
 /* ------------------------------------------------------------------------------------------ */
 /* Model info and load replies                                                                 */
 
-static void fill_tensor_desc(Arenad__Tensor *t, int64_t *shape, const char *name, const ar_tview_t *v) {
+/* One allocation holds the Tensor structs, their pointers, shapes and quantization messages. */
+typedef struct { Arenad__Tensor t; Arenad__Quantization q; int64_t shape[AR_MAX_RANK]; } tensor_slot_t;
+
+/* Describe a tensor: name, dtype, shape and its quantization (the scale and zero point arrays are
+ * the model's own, which outlives the reply: the message points at them). */
+static void fill_tensor_desc(tensor_slot_t *slot, const char *name, const ar_tview_t *v) {
+  Arenad__Tensor *t = &slot->t;
   arenad__tensor__init(t);
   t->name = (char *)(name ? name : "");
   t->dtype = (Arenad__DType)v->dtype;
-  for (int32_t d = 0; d < v->rank; d++) shape[d] = v->dims[d];
+  for (int32_t d = 0; d < v->rank; d++) slot->shape[d] = v->dims[d];
   t->n_shape = (size_t)v->rank;
-  t->shape = shape;
+  t->shape = slot->shape;
+  if (v->quant != NULL && v->quant->n > 0) {
+    arenad__quantization__init(&slot->q);
+    slot->q.n_scale = (size_t)v->quant->n;
+    slot->q.scale = (float *)v->quant->scale;
+    slot->q.n_zero_point = (size_t)v->quant->n;
+    slot->q.zero_point = (int64_t *)v->quant->zero_point;
+    slot->q.quantized_dimension = v->quant->quantized_dimension;
+    t->quantization = &slot->q;
+  }
 }
-
-/* One allocation holds the Tensor structs, their pointers and the shapes. */
-typedef struct { Arenad__Tensor t; int64_t shape[AR_MAX_RANK]; } tensor_slot_t;
 
 static Arenad__Tensor **tensor_descs(ar_interp_t *in, bool outputs, size_t *n_out) {
   int32_t n = outputs ? ar_interp_n_outputs(in) : ar_interp_n_inputs(in);
@@ -463,7 +475,7 @@ static Arenad__Tensor **tensor_descs(ar_interp_t *in, bool outputs, size_t *n_ou
   for (int32_t i = 0; i < n; i++) {
     const ar_tview_t *v = outputs ? ar_interp_output(in, i) : ar_interp_input(in, i);
     const char *name = outputs ? ar_interp_output_name(in, i) : ar_interp_input_name(in, i);
-    fill_tensor_desc(&slots[i].t, slots[i].shape, name, v);
+    fill_tensor_desc(&slots[i], name, v);
     ptrs[i] = &slots[i].t;
   }
   *n_out = (size_t)n;

@@ -90,6 +90,12 @@ static size_t wb_refs(wb_t *w, uint32_t n) { return wb_vec(w, NULL, n, 4) + 4; }
 uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
                      const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
                      size_t *bytes) {
+  return ar_tm_build_quant(tensors, n_tensors, ops, n_ops, inputs, n_inputs, outputs, n_outputs, NULL, 0, bytes);
+}
+
+uint8_t *ar_tm_build_quant(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
+                           const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
+                           const ar_tm_quant_t *quant, int n_quant, size_t *bytes) {
   wb_t w0 = {0}, *w = &w0;
   size_t root = wb_put(w, NULL, 4);
   wb_put(w, "TFL3", 4);
@@ -125,13 +131,28 @@ uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_o
   uint32_t next_buffer = 1;
   for (int i = 0; i < n_tensors; i++) {
     const ar_tm_tensor_t *t = &tensors[i];
-    wf_t tf[] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
-                 {2, 4, t->data ? next_buffer : 0, false, 0}, {3, 4, 0, true, 0}, {7, 4, 0, true, 0}};
+    const ar_tm_quant_t *tq = NULL;
+    for (int k = 0; k < n_quant; k++)
+      if (quant[k].tensor == i) tq = &quant[k];
+    /* Tensor fields: shape 0, type 1, buffer 2, name 3, quantization 4, shape_signature 7. */
+    wf_t tf[6] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
+                  {2, 4, t->data ? next_buffer : 0, false, 0}, {3, 4, 0, true, 0}};
+    int ntf = 4, sig_at = -1, q_at = -1;
+    if (tq && tq->n > 0) { q_at = ntf; tf[ntf++] = (wf_t){4, 4, 0, true, 0}; }
+    if (t->has_sig) { sig_at = ntf; tf[ntf++] = (wf_t){7, 4, 0, true, 0}; }
     if (t->data) next_buffer++;
-    wb_link(w, ts + 4 * (size_t)i, wb_table(w, tf, t->has_sig ? 5 : 4));
+    wb_link(w, ts + 4 * (size_t)i, wb_table(w, tf, ntf));
     wb_link(w, tf[0].slot, wb_vec(w, t->dims, (uint32_t)t->rank, 4));
     wb_link(w, tf[3].slot, wb_string(w, t->name));
-    if (t->has_sig) wb_link(w, tf[4].slot, wb_vec(w, t->sig, (uint32_t)t->rank, 4));
+    if (sig_at >= 0) wb_link(w, tf[sig_at].slot, wb_vec(w, t->sig, (uint32_t)t->rank, 4));
+    if (q_at >= 0) {
+      /* QuantizationParameters: scale 2 (float vector), zero_point 3 (long vector),
+       * quantized_dimension 6. */
+      wf_t qf[] = {{2, 4, 0, true, 0}, {3, 4, 0, true, 0}, {6, 4, tq->qdim, false, 0}};
+      wb_link(w, tf[q_at].slot, wb_table(w, qf, 3));
+      wb_link(w, qf[0].slot, wb_vec(w, tq->scale, (uint32_t)tq->n, 4));
+      wb_link(w, qf[1].slot, wb_vec_aligned(w, tq->zero_point, (uint32_t)tq->n, 8, 8));
+    }
   }
   wb_link(w, sg[1].slot, wb_vec(w, inputs, (uint32_t)n_inputs, 4));
   wb_link(w, sg[2].slot, wb_vec(w, outputs, (uint32_t)n_outputs, 4));
@@ -176,6 +197,31 @@ uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_o
   *bytes = w->n;
   free(w->b);
   return out;
+}
+
+/* ---- the integer I/O model ---- */
+
+uint8_t *ar_tm_int_io_model(size_t *bytes) {
+  static const float s_u8[1] = {0.5f}, s_i8[1] = {0.25f}, s_pa[3] = {0.5f, 1.0f, 2.0f};
+  static const int64_t z_u8[1] = {10}, z_i8[1] = {-3}, z_pa[3] = {0, 1, -1};
+  static const int32_t sh_u8[1] = {4}, sh_i8[2] = {2, 3}, sh_3[1] = {3}, sh_2[1] = {2}, sh_4[1] = {4};
+  const ar_tm_tensor_t t[] = {
+    {"u8_in", AR_DTYPE_UINT8, 2, {1, 4}, false, {0}, NULL},      {"u8_out", AR_DTYPE_UINT8, 1, {4}, false, {0}, NULL},
+    {"i8_in", AR_DTYPE_INT8, 2, {1, 6}, false, {0}, NULL},       {"i8_out", AR_DTYPE_INT8, 2, {2, 3}, false, {0}, NULL},
+    {"i32_in", AR_DTYPE_INT32, 1, {3}, false, {0}, NULL},        {"i32_out", AR_DTYPE_INT32, 1, {3}, false, {0}, NULL},
+    {"i64_in", AR_DTYPE_INT64, 1, {2}, false, {0}, NULL},        {"i64_out", AR_DTYPE_INT64, 1, {2}, false, {0}, NULL},
+    {"b_in", AR_DTYPE_BOOL, 1, {4}, false, {0}, NULL},           {"b_out", AR_DTYPE_BOOL, 1, {4}, false, {0}, NULL},
+    {"s_u8", AR_DTYPE_INT32, 1, {1}, false, {0}, sh_u8},         {"s_i8", AR_DTYPE_INT32, 1, {2}, false, {0}, sh_i8},
+    {"s_3", AR_DTYPE_INT32, 1, {1}, false, {0}, sh_3},           {"s_2", AR_DTYPE_INT32, 1, {1}, false, {0}, sh_2},
+    {"s_4", AR_DTYPE_INT32, 1, {1}, false, {0}, sh_4},
+  };
+  const ar_tm_quant_t q[] = {{0, 1, s_u8, z_u8, 0}, {1, 1, s_u8, z_u8, 0}, {2, 1, s_i8, z_i8, 0},
+                             {3, 3, s_pa, z_pa, 1}};
+  ar_tm_op_t ops[5];
+  for (int k = 0; k < 5; k++)
+    ops[k] = (ar_tm_op_t){.builtin = 22 /* RESHAPE */, .n_in = 2, .n_out = 1, .in = {2 * k, 10 + k}, .out = {2 * k + 1}};
+  const int32_t ins[5] = {0, 2, 4, 6, 8}, outs[5] = {1, 3, 5, 7, 9};
+  return ar_tm_build_quant(t, 15, ops, 5, ins, 5, outs, 5, q, 4, bytes);
 }
 
 /* ---- the resize test model ---- */

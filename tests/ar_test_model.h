@@ -1,5 +1,6 @@
 /* ar_test_model.h - build small TFLite models in memory for tests: one subgraph, float/int32
- * tensors (shape, optional shape_signature, optional constant data), builtin operators with
+ * tensors (shape, optional shape_signature, optional constant data, optional quantization),
+ * builtin operators with
  * scalar builtin options. The bytes are a real TFLite flatbuffer (schema v3) that ar_model_load
  * verifies like any file; tests write them to a file when the daemon must load them. */
 #ifndef AR_TEST_MODEL_H
@@ -37,6 +38,27 @@ typedef struct ar_tm_op {
 uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
                      const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
                      size_t *bytes);
+
+/* QuantizationParameters for tensor `tensor`: n scales and zero points (per-tensor when n is 1,
+ * else per-axis along qdim). */
+typedef struct ar_tm_quant {
+  int32_t tensor;
+  int32_t n;
+  const float *scale;
+  const int64_t *zero_point;
+  int32_t qdim;
+} ar_tm_quant_t;
+
+/* ar_tm_build plus quantization for the tensors listed in quant[0..n_quant). */
+uint8_t *ar_tm_build_quant(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
+                           const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
+                           const ar_tm_quant_t *quant, int n_quant, size_t *bytes);
+
+/* The integer I/O model: one input and one output of each integer dtype the protocol carries,
+ * each output a RESHAPE of its input: u8_in [1,4] -> u8_out [4], both scale .5 zp 10;
+ * i8_in [1,6] (scale .25, zp -3) -> i8_out [2,3] per-axis along dim 1 (scales .5/1/2, zero points
+ * 0/1/-1); i32 [3] -> [3]; i64 [2] -> [2]; bool [4] -> [4]. Inputs and outputs in that order. */
+uint8_t *ar_tm_int_io_model(size_t *bytes);
 
 /* The resize test model: x [1,4,4,3] with shape_signature [-1,4,4,3] -> CONV_2D 3x3 SAME (2
  * filters, bias) -> ADD a [2] constant with fused RELU -> MAX_POOL_2D 2x2/2 -> RESHAPE to

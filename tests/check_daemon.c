@@ -17,6 +17,7 @@
 #include <check.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@
 #include "common/ar_error.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_daemon.h"
+#include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
 
 /* ---- goldens ------------------------------------------------------------------------------- */
@@ -407,6 +409,95 @@ START_TEST(bad_invoke_inputs) {
   ck_assert_uint_eq(ji(stats_model(st, "face"), "errors"), 7);   /* the 7 rejected inputs above */
   json_decref(st);
   golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* The generated integer-I/O model (ar_tm_int_io_model) written to `path`. */
+static void write_int_io_model(const char *path) {
+  size_t n = 0;
+  uint8_t *bytes = ar_tm_int_io_model(&n);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+  ck_assert_int_eq(fclose(f), 0);
+  free(bytes);
+}
+
+START_TEST(integer_tensors_and_quantization_round_trip) {
+  start("16M");
+  ar_client_t *c = client();
+  char path[512], msg[AR_MSG_BYTES];
+  snprintf(path, sizeof(path), "%s/int_io.tflite", dmn.dir);
+  write_int_io_model(path);
+  ar_client_model_t m;
+  int rc = ar_client_load(c, "ints", path, NULL, NULL, &m, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "load: %s", msg);
+  /* Descriptions: dtypes and quantization as the file has them; per-axis arrays only in results. */
+  ck_assert_int_eq(m.n_inputs, 5);
+  const int32_t dt[5] = {AR_CLIENT_UINT8, AR_CLIENT_INT8, AR_CLIENT_INT32, AR_CLIENT_INT64, AR_CLIENT_BOOL};
+  for (int i = 0; i < 5; i++) {
+    ck_assert_int_eq(m.inputs[i].dtype, dt[i]);
+    ck_assert_int_eq(m.outputs[i].dtype, dt[i]);
+  }
+  ck_assert_int_eq(m.inputs[0].quant.n, 1);
+  ck_assert_float_eq(m.inputs[0].quant.scale, 0.5f);
+  ck_assert_int_eq(m.inputs[0].quant.zero_point, 10);
+  ck_assert_int_eq(m.inputs[1].quant.n, 1);
+  ck_assert_int_eq(m.inputs[1].quant.zero_point, -3);
+  ck_assert_int_eq(m.outputs[1].quant.n, 3);
+  ck_assert_int_eq(m.outputs[1].quant.quantized_dimension, 1);
+  ck_assert_float_eq(m.outputs[1].quant.scale, 0.5f);
+  ck_assert_ptr_null(m.outputs[1].quant.scales);
+  for (int i = 2; i < 5; i++) ck_assert_int_eq(m.inputs[i].quant.n, 0);
+
+  const uint8_t u8[4] = {0, 10, 11, 255}, b[4] = {1, 0, 0, 1};
+  const int8_t i8[6] = {-128, -3, 0, 1, 2, 127};
+  const int32_t i32[3] = {-7, 0, 2147483647};
+  const int64_t i64[2] = {-5000000000LL, 6000000000LL};
+  ar_client_tensor_t in[5];
+  const void *data[5] = {u8, i8, i32, i64, b};
+  const uint64_t nb[5] = {4, 6, 12, 16, 4};
+  for (int i = 0; i < 5; i++) {
+    in[i] = m.inputs[i];
+    in[i].data = data[i];
+    in[i].bytes = nb[i];
+  }
+  ar_client_result_t r;
+  rc = ar_client_invoke(c, "ints", in, 5, &r, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "invoke: %s", msg);
+  ck_assert_int_eq(r.n_outputs, 5);
+  for (int i = 0; i < 5; i++) {
+    ck_assert_int_eq(r.outputs[i].dtype, dt[i]);
+    ck_assert_uint_eq(r.outputs[i].bytes, nb[i]);
+    ck_assert_int_eq(memcmp(r.outputs[i].data, data[i], nb[i]), 0);
+  }
+  /* Dequantized: u8 (q - 10) * .5; per-axis i8 [2,3]: column k has (scale, zp) k. */
+  ck_assert_float_eq(ar_client_tensor_value(&r.outputs[0], 0), -5.0f);
+  ck_assert_float_eq(ar_client_tensor_value(&r.outputs[0], 3), 122.5f);
+  ck_assert_int_eq(r.outputs[1].quant.n, 3);
+  ck_assert_ptr_nonnull(r.outputs[1].quant.scales);
+  const float want_i8[6] = {-64.0f, -4.0f, 2.0f, 0.5f, 1.0f, 256.0f};
+  for (int k = 0; k < 6; k++) ck_assert_float_eq(ar_client_tensor_value(&r.outputs[1], (uint64_t)k), want_i8[k]);
+  ck_assert_float_eq(ar_client_tensor_value(&r.outputs[2], 0), -7.0f);
+  ck_assert_float_eq(ar_client_tensor_value(&r.outputs[3], 1), 6e9f);
+  ck_assert_float_eq(ar_client_tensor_value(&r.outputs[4], 0), 1.0f);
+  ck_assert(isnan(ar_client_tensor_value(&r.outputs[4], 4)));
+  ar_client_result_free(&r);
+
+  /* Checked against the model: a float32 tensor for the uint8 input, int8 bytes for an int64. */
+  ar_client_tensor_t bad[5];
+  memcpy(bad, in, sizeof(bad));
+  bad[0].dtype = AR_CLIENT_FLOAT32;
+  invoke_expect(c, "ints", bad, 5, AR_ESHAPE, "input 0 (u8_in): dtype FLOAT32 (0), the model wants UINT8");
+  memcpy(bad, in, sizeof(bad));
+  bad[3].bytes = 8;
+  invoke_expect(c, "ints", bad, 5, AR_ESHAPE, "input 3 (i64_in): 8 data bytes, shape [2] of INT64 needs 16");
+  memcpy(bad, in, sizeof(bad));
+  bad[4].dtype = AR_CLIENT_UINT8;
+  invoke_expect(c, "ints", bad, 5, AR_ESHAPE, "input 4 (b_in): dtype UINT8 (3), the model wants BOOL");
+  unlink(path);
   ar_client_close(c);
   stop();
 }
@@ -1122,6 +1213,10 @@ END_TEST
 
 static Suite *daemon_suite(void) {
   Suite *s = suite_create("daemon");
+  TCase *ti = tcase_create("integer_io");
+  tcase_set_timeout(ti, 120);
+  tcase_add_test(ti, integer_tensors_and_quantization_round_trip);
+  suite_add_tcase(s, ti);
   TCase *tc = tcase_create("models");
   tcase_set_timeout(tc, 1200);
   tcase_add_test(tc, share_group_goldens_and_pool_layout);

@@ -16,15 +16,19 @@ import numpy as np
 
 import arenad
 from arenad import arenad_pb2 as pb
-from ardaemon import MODELS, SRC, Daemon, golden, golden_mismatches, model_path
+from ardaemon import BUILD, MODELS, SRC, WRAP, Daemon, golden, golden_mismatches, model_path
 
 FACE = "face_detection_short_range"
 HAND = "hand_landmark_lite"
 
 
 def setUpModule():
-    global DAEMON
-    DAEMON = Daemon()
+    global DAEMON, INT_DIR
+    # The integer-I/O model (tests/ar_test_model.c) in a directory the daemon may load from.
+    INT_DIR = tempfile.mkdtemp(prefix="arenad-py-int-")
+    subprocess.run([*WRAP, os.path.join(BUILD, "tests", "mk_int_io_model"), os.path.join(INT_DIR, "int_io.tflite")],
+                   check=True)
+    DAEMON = Daemon(extra=("--model-dir", INT_DIR))
     with arenad.Client(DAEMON.socket) as c:
         c.load("face", model_path(FACE), group="people")
         c.load("hand", model_path(HAND))
@@ -32,6 +36,9 @@ def setUpModule():
 
 def tearDownModule():
     rc = DAEMON.stop()
+    for name in os.listdir(INT_DIR):
+        os.unlink(os.path.join(INT_DIR, name))
+    os.rmdir(INT_DIR)
     assert rc == 0, f"arenad exited {rc}: {DAEMON.log()}"
 
 
@@ -444,6 +451,66 @@ class ContextManager(unittest.TestCase):
         with self.assertRaises(arenad.ArenadConnectionError):
             c.ping()
         c.close()   # idempotent
+
+
+class IntegerTensors(unittest.TestCase):
+    """uint8/int8 (quantized), int32, int64 and bool inputs and outputs: numpy dtypes both ways,
+    the quantization the daemon reports, dequantize/quantize, and the daemon's dtype/size checks."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = arenad.Client(DAEMON.socket, timeout=60)
+        cls.info = cls.c.load("ints", os.path.join(INT_DIR, "int_io.tflite"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.unload("ints")
+        cls.c.close()
+
+    def test_descriptions_carry_dtypes_and_quantization(self):
+        want = [np.uint8, np.int8, np.int32, np.int64, np.bool_]
+        self.assertEqual([t.dtype for t in self.info.inputs], [np.dtype(d) for d in want])
+        self.assertEqual([t.dtype for t in self.info.outputs], [np.dtype(d) for d in want])
+        q = self.info.inputs[0].quantization
+        self.assertEqual((q.scale.tolist(), q.zero_point.tolist()), ([0.5], [10]))
+        q = self.info.inputs[1].quantization
+        self.assertEqual((q.scale.tolist(), q.zero_point.tolist()), ([0.25], [-3]))
+        q = self.info.outputs[1].quantization
+        self.assertEqual((q.scale.tolist(), q.zero_point.tolist(), q.axis), ([0.5, 1.0, 2.0], [0, 1, -1], 1))
+        self.assertIsNone(self.info.inputs[2].quantization)
+        self.assertIsNone(self.info.outputs[4].quantization)
+
+    def test_round_trip_every_dtype_and_dequantize(self):
+        ins = {"u8_in": np.array([[0, 10, 11, 255]], np.uint8),
+               "i8_in": np.array([[-128, -3, 0, 1, 2, 127]], np.int8),
+               "i32_in": np.array([-7, 0, 2147483647], np.int32),
+               "i64_in": np.array([-5000000000, 6000000000], np.int64),
+               "b_in": np.array([True, False, False, True])}
+        r = self.c.invoke("ints", ins)
+        self.assertEqual(r.names, ["u8_out", "i8_out", "i32_out", "i64_out", "b_out"])
+        for (k, a), got in zip(ins.items(), r):
+            self.assertEqual(got.dtype, a.dtype, k)
+            np.testing.assert_array_equal(got.reshape(-1), a.reshape(-1))
+        self.assertEqual(r[1].shape, (2, 3))
+        np.testing.assert_array_equal(r.real("u8_out"), np.array([-5, 0, 0.5, 122.5], np.float32))
+        # Per-axis along dim 1: column k has (scale, zero point) (.5, 0), (1, 1), (2, -1).
+        np.testing.assert_array_equal(r.real(1), np.array([[-64, -4, 2], [0.5, 1, 256]], np.float32))
+        self.assertEqual(r.real("i32_out").dtype, np.int32)
+        q = r.quantization("u8_out")
+        np.testing.assert_array_equal(q.quantize([-5.0, 0.25, -0.25, 200.0], np.uint8), [0, 11, 9, 255])
+
+    def test_wrong_dtype_or_size_is_eshape(self):
+        good = [np.zeros((1, 4), np.uint8), np.zeros((1, 6), np.int8), np.zeros(3, np.int32),
+                np.zeros(2, np.int64), np.zeros(4, np.bool_)]
+        for i, bad, text in ((0, np.zeros((1, 4), np.float32), "input 0 (u8_in): dtype FLOAT32 (0), the model wants UINT8"),
+                             (3, np.zeros(2, np.int32), "input 3 (i64_in): dtype INT32 (2), the model wants INT64"),
+                             (4, np.zeros(4, np.uint8), "input 4 (b_in): dtype UINT8 (3), the model wants BOOL")):
+            args = list(good)
+            args[i] = bad
+            with self.subTest(input=i), self.assertRaises(arenad.ArenadError) as cm:
+                self.c.invoke("ints", args)
+            self.assertEqual(cm.exception.code, "ESHAPE")
+            self.assertIn(text, str(cm.exception))
 
 
 if __name__ == "__main__":

@@ -84,26 +84,43 @@ class ArenadTimeout(ArenadError, TimeoutError):
 
 @dataclass(frozen=True)
 class Quantization:
-    """Affine quantization of a tensor (TFLite: real = scale * (q - zero_point), per tensor or
-    per `axis`). The protocol does not carry it yet: every TensorInfo.quantization is None until
-    it does."""
+    """Affine quantization of a tensor as the daemon reports it (proto Tensor.quantization, TFLite
+    QuantizationParameters): real = scale * (q - zero_point), per tensor (one scale) or per `axis`
+    (one scale and zero point per index of that dimension). `scale` float32, `zero_point` int64."""
 
     scale: np.ndarray
     zero_point: np.ndarray
     axis: int = 0
 
-    def dequantize(self, q: np.ndarray) -> np.ndarray:
+    def _broadcast(self, ndim: int):
         if self.scale.size == 1:
-            return (q.astype(np.float32) - self.zero_point.item()) * np.float32(self.scale.item())
-        shape = [1] * q.ndim
+            return np.float32(self.scale.item()), np.float32(self.zero_point.item())
+        shape = [1] * ndim
         shape[self.axis] = -1
-        return (q.astype(np.float32) - self.zero_point.reshape(shape)) * self.scale.reshape(shape).astype(np.float32)
+        return self.scale.reshape(shape).astype(np.float32), self.zero_point.reshape(shape).astype(np.float32)
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        """float32 real values of the integer codes q: (float32(q) - zero_point) * scale."""
+        scale, zp = self._broadcast(np.ndim(q))
+        return ((np.asarray(q).astype(np.float32) - zp) * scale).astype(np.float32)
+
+    def quantize(self, real, dtype) -> np.ndarray:
+        """Integer codes of `real` in numpy `dtype` (uint8, int8, ...): round(real / scale) + zero_point
+        (halves away from zero, as TFLite's QUANTIZE), saturated to the dtype's range."""
+        dtype = np.dtype(dtype)
+        real = np.asarray(real, np.float64)
+        scale, zp = self._broadcast(real.ndim)
+        v = real / np.asarray(scale, np.float64)
+        q = np.sign(v) * np.floor(np.abs(v) + 0.5) + np.asarray(zp, np.float64)
+        info = np.iinfo(dtype)
+        return np.clip(q, info.min, info.max).astype(dtype)
 
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """A model input or output as the daemon describes it: name, numpy dtype, shape (NHWC for
-    images), and its quantization (None for float tensors)."""
+    """A model input or output as the daemon describes it: name, numpy dtype (float32, uint8, int8,
+    int32, int64, bool, ...), shape (NHWC for images), and its quantization (None for float tensors
+    and for integer tensors the model gives no parameters)."""
 
     name: str
     dtype: np.dtype
@@ -139,8 +156,9 @@ class ModelInfo:
 
 class InvokeResult(Sequence):
     """The outputs of one invoke in the model's output order: result[0] or result["name"] is a
-    numpy array of the output's dtype and shape; result.tensors[i] its TensorInfo (with the
-    quantization parameters once the protocol carries them). invoke_us / queue_us: the daemon's
+    numpy array of the output's dtype and shape (integer codes for quantized outputs);
+    result.tensors[i] its TensorInfo with the quantization parameters, result.real(key) the output
+    as float32 real values (dequantized when it is quantized). invoke_us / queue_us: the daemon's
     time in the interpreter and waiting for the model's group, microseconds."""
 
     def __init__(self, tensors: List[TensorInfo], arrays: List[np.ndarray], invoke_us: int, queue_us: int):
@@ -172,6 +190,12 @@ class InvokeResult(Sequence):
     def quantization(self, key: Union[int, str]) -> Optional[Quantization]:
         return self.tensors[self._index(key)].quantization
 
+    def real(self, key: Union[int, str]) -> np.ndarray:
+        """Output `key` as real values: dequantized (float32) when it is quantized, else as is."""
+        i = self._index(key)
+        q = self.tensors[i].quantization
+        return q.dequantize(self.arrays[i]) if q is not None else self.arrays[i]
+
     def as_dict(self) -> Dict[str, np.ndarray]:
         return {t.name: a for t, a in zip(self.tensors, self.arrays)}
 
@@ -181,11 +205,12 @@ class InvokeResult(Sequence):
 
 
 def _quantization(t) -> Optional[Quantization]:
-    # Reserved: filled from Tensor.quantization once proto/arenad.proto has it (the quantized
-    # models issue); the generated classes tell whether it does.
+    # Tensor.quantization (proto field 5); a daemon older than it never sets it.
     if "quantization" not in type(t).DESCRIPTOR.fields_by_name or not t.HasField("quantization"):
         return None
     q = t.quantization
+    if len(q.scale) == 0 or len(q.zero_point) != len(q.scale):
+        return None
     return Quantization(np.asarray(q.scale, np.float32), np.asarray(q.zero_point, np.int64),
                         int(getattr(q, "quantized_dimension", 0)))
 
