@@ -11,6 +11,15 @@
 extern const ar_kernel_t ar_kernel_conv_2d;
 /* kernels/depthwise.c: TFLite DEPTHWISE_CONV_2D (channel-innermost loops, 3x3/5x5 fast paths). */
 extern const ar_kernel_t ar_kernel_depthwise_conv_2d;
+/* kernels/qdepthwise.c: its uint8 / int8 form (dtype checks, then after depthwise.c's shape checks
+ * the quantization checks, state = multipliers + repacked weights, scratch = one row of int32).
+ * ar__qdw_set_isa: tests pick the loop (0 portable, 1 AVX2, 2 AVX-512 VNNI; -1 = automatic) and
+ * get it back, or -1 when the CPU lacks it; with -1 returns the best available. */
+int ar__qdw_check_io(const ar_node_t *node, char *msg, size_t msg_bytes);
+int ar__qdw_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__qdw_init(ar_node_t *node);
+void ar__qdw_eval(const ar_node_t *node);
+int ar__qdw_set_isa(int isa);
 /* kernels/transpose_conv.c: MediaPipe custom op Convolution2DTransposeBias and TFLite builtin
  * TRANSPOSE_CONV (same scatter, TFLite's output_shape and padding rule). */
 extern const ar_kernel_t ar_kernel_transpose_conv_bias;

@@ -1,4 +1,5 @@
-/* depthwise.c - TFLite DEPTHWISE_CONV_2D, float32.
+/* depthwise.c - TFLite DEPTHWISE_CONV_2D, float32 (uint8 / int8: kernels/qdepthwise.c, reached
+ * from here after the shared shape checks).
  *
  * Input [N,H,W,C] (NHWC), filter [1,KH,KW,C*M] with depth multiplier M, optional bias [C*M],
  * output [N,OH,OW,C*M]; output channel c*M+m reads input channel c (TFLite's layout). Padding,
@@ -43,7 +44,10 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "DEPTHWISE_CONV_2D";
   int idx = node->index;
   char s1[96], s2[96];
-  int rc = ar__conv_check_io(node, name, msg, msg_bytes);
+  /* uint8 / int8 tensors go to kernels/qdepthwise.c after the shared shape checks below. */
+  const bool quant = node->n_inputs >= 1 && node->inputs[0] &&
+                     node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
+  int rc = quant ? ar__qdw_check_io(node, msg, msg_bytes) : ar__conv_check_io(node, name, msg, msg_bytes);
   if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
@@ -88,7 +92,12 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    (int)want[2], (int)want[3]);
   node->scratch_bytes = 0;
   node->state_bytes = 0;
+  if (quant) return ar__qdw_prepare(node, msg, msg_bytes);
   return 0;
+}
+
+static void dw_init(ar_node_t *node) {
+  if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) ar__qdw_init(node);
 }
 
 /* Unaligned float vectors (GCC vector extension): 8 lanes become one ymm register in the AVX2
@@ -305,6 +314,10 @@ AR_TARGET_AVX2 static void dw_run_avx2(const dw_geom_t *g, const float *in, cons
 #endif
 
 static void dw_eval(const ar_node_t *node) {
+  if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) {
+    ar__qdw_eval(node);
+    return;
+  }
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const ar_activation_t act = node->options->depthwise.activation;
   dw_geom_t g;
@@ -327,6 +340,6 @@ static void dw_eval(const ar_node_t *node) {
 const ar_kernel_t ar_kernel_depthwise_conv_2d = {
   .name = "DEPTHWISE_CONV_2D",
   .prepare = dw_prepare,
-  .init = NULL,
+  .init = dw_init,
   .eval = dw_eval,
 };

@@ -2,7 +2,7 @@
 # Convolution family (conv, depthwise, transpose conv, fully connected) and the shared helpers.
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
   kernels/ar_quant.h kernels/quant.c \
-  kernels/conv.c kernels/depthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
+  kernels/conv.c kernels/depthwise.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/batch_matmul.c
 # GCC 12's -O3 set for the vectorized loops, spelled out because the user's CFLAGS (-O2) come
 # last on the command line and would override a plain -O3; explicit -f flags survive a later -O2.
@@ -16,6 +16,12 @@ TESTS += tests/check_kernels_conv
 tests_check_kernels_conv_SOURCES = tests/check_kernels_conv.c
 tests_check_kernels_conv_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_kernels_conv_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# Quantized depthwise, pooling and MEAN: hand-computed values and SIMD == portable.
+check_PROGRAMS += tests/check_kernels_quant_dw
+TESTS += tests/check_kernels_quant_dw
+tests_check_kernels_quant_dw_SOURCES = tests/check_kernels_quant_dw.c
+tests_check_kernels_quant_dw_CFLAGS = $(TEST_CFLAGS)
+tests_check_kernels_quant_dw_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
 # bench/kernels: median time and GFLOP/s of the convolution-family kernels on model shapes.
 noinst_PROGRAMS += bench/kernels
 bench_kernels_SOURCES = bench/kernels.c

@@ -1,17 +1,26 @@
-/* pool.c - TFLite MAX_POOL_2D and AVERAGE_POOL_2D, float32 NHWC.
+/* pool.c - TFLite MAX_POOL_2D and AVERAGE_POOL_2D, float32, uint8 and int8 NHWC.
  *
  * TFLite rules: output size and leading padding from kernels/padding.h (ar_compute_padding; SAME
  * puts the odd row/column at the bottom/right), taps falling outside the input are ignored (max over
  * the in-bounds taps; average divides by the number of in-bounds taps, not the filter area), then
  * the fused activation. The channel loop is innermost and contiguous; each output pixel's C values
  * serve as the accumulator, so there is no scratch.
+ *
+ * Quantized (uint8 / int8; input and output share scale and zero point, as TFLite's pooling
+ * requires, so the codes are pooled directly): the average is the int32 sum of the in-bounds codes
+ * divided by their count n with TFLite's builtin rounding - uint8 (sum + n/2) / n, int8 half away
+ * from zero ((sum + n/2) / n when sum > 0, else (sum - n/2) / n, C division truncating); then the
+ * fused activation as a clamp in the quantized domain (ar_quant_activation_range). The int32 sums
+ * use a per-pixel accumulator row in scratch (C * 4 bytes).
  */
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_quant.h"
 
 typedef struct {
   int32_t b, h, w, c, oh, ow;
@@ -19,15 +28,30 @@ typedef struct {
   float lo, hi;
   bool post_act;
   ar_activation_t act;
+  ar_dtype_t dtype;            /* FLOAT32, UINT8 or INT8 */
+  int32_t qlo, qhi;            /* quantized: the activation clamp on codes */
 } pool_state_t;
 
 static int pool_plan(const ar_node_t *node, pool_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
   if (rc) return rc;
-  const ar_tview_t *in = node->inputs[0];
-  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
-    return rc;
+  const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
+  const ar_dtype_t dt = in->dtype;
+  if (dt != AR_DTYPE_FLOAT32 && dt != AR_DTYPE_UINT8 && dt != AR_DTYPE_INT8)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (float32, uint8 "
+                    "or int8)", ar_dtype_name(dt));
+  if ((rc = ar_k_check_dtype(node, out, "output 0", dt, msg, msg_bytes))) return rc;
+  if (dt != AR_DTYPE_FLOAT32) {
+    const ar_quant_t *qi = in->quant, *qo = out->quant;
+    if (!qi || qi->n != 1 || !qo || qo->n != 1)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "%s input 0 and output 0 need per-tensor "
+                      "quantization", ar_dtype_name(dt));
+    if (fabsf(qi->scale[0] - qo->scale[0]) > 1.0e-6f || qi->zero_point[0] != qo->zero_point[0])
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "output 0 quantization (scale %g, zero point "
+                      "%lld) differs from input 0 (scale %g, zero point %lld)",
+                      (double)qo->scale[0], (long long)qo->zero_point[0], (double)qi->scale[0],
+                      (long long)qi->zero_point[0]);
+  }
   if (in->rank != 4)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input rank %d, expected 4 (NHWC)", (int)in->rank);
   if (!node->options)
@@ -40,7 +64,15 @@ static int pool_plan(const ar_node_t *node, pool_state_t *st, char *msg, size_t 
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "padding %d", (int)p->padding);
   memset(st, 0, sizeof *st);
   st->act = p->activation;
-  if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes))) return rc;
+  st->dtype = dt;
+  if (dt == AR_DTYPE_FLOAT32) {
+    if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes)))
+      return rc;
+  } else if (ar_quant_activation_range(st->act, dt, out->quant->scale[0], out->quant->zero_point[0],
+                                       &st->qlo, &st->qhi)) {
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d is not supported "
+                    "on %s tensors", (int)st->act, ar_dtype_name(dt));
+  }
   st->b = in->dims[0]; st->h = in->dims[1]; st->w = in->dims[2]; st->c = in->dims[3];
   st->fh = p->filter_h; st->fw = p->filter_w; st->sh = p->stride_h; st->sw = p->stride_w;
   st->oh = ar_compute_padding(p->padding, st->h, st->fh, st->sh, 1, &st->pad_t);
@@ -55,7 +87,57 @@ static int pool_plan(const ar_node_t *node, pool_state_t *st, char *msg, size_t 
 static int pool_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   pool_state_t st;
   node->state_bytes = sizeof st;
-  return pool_plan(node, &st, msg, msg_bytes);
+  int rc = pool_plan(node, &st, msg, msg_bytes);
+  node->scratch_bytes = rc == 0 && st.dtype != AR_DTYPE_FLOAT32 ? (uint64_t)st.c * sizeof(int32_t) : 0;
+  return rc;
+}
+
+/* Quantized pooling of codes of type T (uint8_t / int8_t); S8 selects int8's rounding. */
+#define QPOOL_BODY(T, S8)                                                                     \
+  do {                                                                                       \
+    const T *in = node->inputs[0]->data;                                                     \
+    T *out = node->outputs[0]->data;                                                         \
+    int32_t *acc = node->scratch;                                                            \
+    const int64_t C = st->c;                                                                 \
+    const int32_t lo = st->qlo, hi = st->qhi;                                                \
+    for (int32_t b = 0; b < st->b; b++) {                                                    \
+      const T *inb = in + (int64_t)b * st->h * st->w * C;                                    \
+      for (int32_t oy = 0; oy < st->oh; oy++) {                                              \
+        int32_t y0 = oy * st->sh - st->pad_t;                                                \
+        int32_t fy0 = AR_MAX(0, -y0), fy1 = AR_MIN(st->fh, st->h - y0);                      \
+        for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                  \
+          int32_t x0 = ox * st->sw - st->pad_l;                                              \
+          int32_t fx0 = AR_MAX(0, -x0), fx1 = AR_MIN(st->fw, st->w - x0);                    \
+          int32_t init = is_max ? (S8 ? INT8_MIN : 0) : 0;                                   \
+          for (int64_t c = 0; c < C; c++) acc[c] = init;                                     \
+          for (int32_t fy = fy0; fy < fy1; fy++) {                                           \
+            const T *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;                      \
+            for (int32_t fx = fx0; fx < fx1; fx++) {                                         \
+              const T *px = row + (int64_t)fx * C;                                           \
+              if (is_max)                                                                    \
+                for (int64_t c = 0; c < C; c++) acc[c] = px[c] > acc[c] ? px[c] : acc[c];    \
+              else                                                                           \
+                for (int64_t c = 0; c < C; c++) acc[c] += px[c];                             \
+            }                                                                                \
+          }                                                                                  \
+          const int32_t n = (fy1 - fy0) * (fx1 - fx0);                                       \
+          for (int64_t c = 0; c < C; c++) {                                                  \
+            int32_t v = acc[c];                                                              \
+            if (!is_max && n > 0) {                                                          \
+              if (S8) v = v > 0 ? (v + n / 2) / n : (v - n / 2) / n;                         \
+              else v = (v + n / 2) / n;                                                      \
+            }                                                                                \
+            v = v < lo ? lo : v > hi ? hi : v;                                               \
+            out[c] = (T)v;                                                                   \
+          }                                                                                  \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  } while (0)
+
+static void qpool_eval(const ar_node_t *node, const pool_state_t *st, bool is_max) {
+  if (st->dtype == AR_DTYPE_UINT8) QPOOL_BODY(uint8_t, false);
+  else QPOOL_BODY(int8_t, true);
 }
 
 static void pool_init(ar_node_t *node) {
@@ -65,6 +147,10 @@ static void pool_init(ar_node_t *node) {
 
 static void pool_eval(const ar_node_t *node, bool is_max) {
   const pool_state_t *st = node->state;
+  if (st->dtype != AR_DTYPE_FLOAT32) {
+    qpool_eval(node, st, is_max);
+    return;
+  }
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   const int64_t C = st->c;

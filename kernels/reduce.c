@@ -1,4 +1,4 @@
-/* reduce.c - TFLite MEAN (float32); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
+/* reduce.c - TFLite MEAN (float32; uint8 / int8 over H and W with keep_dims); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
  * int64; MAX/MIN also uint8, int8); ARG_MAX, ARG_MIN (float32, int32, uint8, int8 in; int32 or
  * int64 indices out).
  *
@@ -8,6 +8,16 @@
  * reference Mean. Axes {1,2} of a rank-4 NHWC tensor (global average pooling) take a fast path:
  * a contiguous C-long accumulation per pixel. Other axis sets use the output itself as the
  * accumulator with an odometer over the input, so there is no scratch either way.
+ *
+ * Quantized MEAN (uint8 / int8) follows TFLite's builtin kernel, whose optimized path takes a
+ * rank-4 input reduced over exactly axes {1,2} with keep_dims (global average pooling, the only
+ * form the models use; other axis sets are refused): per channel the int32 sum of the raw codes
+ * over H*W, rescaled with QuantizeMultiplier(float32 s_in / (float32(H*W) * s_out)), plus
+ * bias = z_out - round_away(float32(z_in * s_in / s_out)) (the zero point folded in float), clamped
+ * to the type's range. The builtin kernel rescales whole blocks of 16 channels with its vector code,
+ * which rounds half up (ar_mbqm_up), and the last C % 16 channels with the scalar
+ * MultiplyByQuantizedMultiplier (ar_mbqm, ties away from zero); so does this one
+ * (../shared/golden_q/NOTES.md).
  */
 #include <float.h>
 #include <string.h>
@@ -15,6 +25,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_quant.h"
 
 #define AR_MEAN_MAX_RANK AR_MAX_RANK
 
@@ -25,6 +36,8 @@ typedef struct {
   int64_t ostride[AR_MEAN_MAX_RANK];   /* output element stride per input dim; 0 when reduced */
   int64_t n_in, n_out;
   float count;                 /* input elements per output element */
+  ar_dtype_t dtype;            /* MEAN: FLOAT32, UINT8 or INT8 */
+  int32_t qmult, qshift, qbias, qlo, qhi;   /* quantized MEAN: rescale, folded zero points, range */
 } mean_state_t;
 
 /* Axes, keep_dims and the output shape (any input dtype); fills the shape walk of *st. */
@@ -72,10 +85,34 @@ static int mean_shape(const ar_node_t *node, mean_state_t *st, char *msg, size_t
 static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
   if (rc) return rc;
-  if ((rc = ar_k_check_dtype(node, node->inputs[0], "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
-    return rc;
-  return mean_shape(node, st, msg, msg_bytes);
+  const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
+  const ar_dtype_t dt = in->dtype;
+  if (dt != AR_DTYPE_FLOAT32 && dt != AR_DTYPE_UINT8 && dt != AR_DTYPE_INT8)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (float32, uint8 "
+                    "or int8)", ar_dtype_name(dt));
+  if ((rc = ar_k_check_dtype(node, out, "output 0", dt, msg, msg_bytes))) return rc;
+  if ((rc = mean_shape(node, st, msg, msg_bytes))) return rc;
+  st->dtype = dt;
+  if (dt == AR_DTYPE_FLOAT32) return 0;
+  const ar_quant_t *qi = in->quant, *qo = out->quant;
+  if (!qi || qi->n != 1 || !qo || qo->n != 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "%s input 0 and output 0 need per-tensor "
+                    "quantization", ar_dtype_name(dt));
+  bool keep = node->options ? node->options->reducer.keep_dims : false;
+  if (!st->global_hw || !keep || ar_k_elements(node->inputs[1]) != 2)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s MEAN is supported over axes {1,2} "
+                    "of a rank-4 input with keep_dims (TFLite's optimized form)", ar_dtype_name(dt));
+  const float s_in = qi->scale[0], s_out = qo->scale[0];
+  const int32_t z_in = (int32_t)qi->zero_point[0], z_out = (int32_t)qo->zero_point[0];
+  const float n = (float)(st->dims[1] * st->dims[2]);
+  float t = (float)z_in * s_in / s_out;
+  t = t > 0 ? t + 0.5f : t - 0.5f;
+  st->qbias = z_out - (int32_t)t;
+  const float real = s_in / (n * s_out);
+  int sh;
+  ar_quantize_multiplier((double)real, &st->qmult, &sh);
+  st->qshift = sh;
+  return ar_quant_type_range(dt, &st->qlo, &st->qhi);
 }
 
 static int mean_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -89,8 +126,30 @@ static void mean_init(ar_node_t *node) {
   if (mean_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+/* Quantized MEAN over H, W (keep_dims) of codes of type T. */
+#define QMEAN_BODY(T)                                                                        \
+  do {                                                                                       \
+    const T *in = node->inputs[0]->data;                                                     \
+    T *out = node->outputs[0]->data;                                                         \
+    const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];          \
+    const int64_t C16 = C - C % 16;                                                          \
+    for (int64_t b = 0; b < B; b++)                                                          \
+      for (int64_t c = 0; c < C; c++) {                                                      \
+        const T *p = in + b * HW * C + c;                                                    \
+        int32_t acc = 0;                                                                     \
+        for (int64_t i = 0; i < HW; i++) acc += p[i * C];                                    \
+        int32_t v = c < C16 ? ar_mbqm_up(acc, st->qmult, st->qshift)                         \
+                            : ar_mbqm(acc, st->qmult, st->qshift);                           \
+        v += st->qbias;                                                                      \
+        v = v < st->qlo ? st->qlo : v > st->qhi ? st->qhi : v;                               \
+        out[b * C + c] = (T)v;                                                               \
+      }                                                                                      \
+  } while (0)
+
 static void mean_eval(const ar_node_t *node) {
   const mean_state_t *st = node->state;
+  if (st->dtype == AR_DTYPE_UINT8) { QMEAN_BODY(uint8_t); return; }
+  if (st->dtype == AR_DTYPE_INT8) { QMEAN_BODY(int8_t); return; }
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   const float count = st->count;

@@ -1,0 +1,496 @@
+/* qdepthwise.c - TFLite DEPTHWISE_CONV_2D on uint8 and int8 tensors (reached from depthwise.c).
+ *
+ * Semantics (TFLite's builtin kernels, ../shared/golden_q/NOTES.md):
+ *   acc[c*M+m] = bias[c*M+m] + sum over in-bounds taps of (x[c] - z_in) * (w[c*M+m] - z_w)
+ * (a tap outside the input is skipped, i.e. it contributes as the input zero point would), then
+ *   uint8 (legacy, asymmetric per-tensor weights, z_w may be != 0): TFLite
+ *          MultiplyByQuantizedMultiplier (ar_mbqm, ties away from zero) with the multiplier
+ *          QuantizeMultiplier(double(float(s_in * s_w)) / s_out) (GetQuantizedConvolutionMultipler);
+ *   int8   (symmetric weights, per-channel or per-tensor scales, z_w == 0): the builtin kernel's
+ *          half-up rescale (ar_mbqm_up) with QuantizeMultiplier(double(s_in) * s_w[c] / s_out);
+ * then + z_out and the clamp of the fused activation in the quantized domain
+ * (ar_quant_activation_range). The bias scale must equal s_in * s_w[c] within TFLite's tolerance
+ * (|s_in*s_w - s_bias| / s_out <= 0.02, TFLite's check for uint8; applied to int8 per channel too).
+ *
+ * Layout: the filter is repacked once at init into the persistent state as int16 (w - z_w), in
+ * two orders: [tap][channel] for the portable loop, and tap pairs interleaved per channel
+ * ([pair][channel][2]) for the SIMD loops, which multiply-add two taps of 16 channels at once
+ * (x - z_in and w - z_w both fit in int16, so vpmaddwd / vpdpwssd are exact). Eval keeps one row of
+ * int32 accumulators in scratch (OW * OC * 4 bytes), then rescales the row; no heap.
+ *
+ * Speed: interior pixels (every tap inside the input) with depth multiplier 1 run an AVX2 loop
+ * (vpmaddwd) or, where the CPU has AVX-512 VNNI, a 512-bit vpdpwssd loop, picked at run time;
+ * border pixels, depth multipliers > 1 and CPUs without AVX2 take the portable loop. All paths give
+ * identical int32 sums, so the results are equal bit for bit (tests/check_kernels_quant_dw.c).
+ */
+#include "kernels/ar_kernel_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_quant.h"
+#include "kernels/conv_util.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+#define QDW_TARGET_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
+#endif
+
+typedef struct {
+  int32_t n, h, w, c, mult, oc;
+  int32_t kh, kw, oh, ow, sh, sw, dh, dw, pt, pl;
+  int32_t ntaps, npairs;
+  int32_t in_zp, out_zp, act_lo, act_hi;
+  bool is_int8;
+  /* byte offsets of the arrays that follow the header in node->state */
+  uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, bytes;
+} qdw_state_t;
+
+static int qdw_isa_forced = -1;
+
+int ar__qdw_set_isa(int isa) {
+  int best = 0;
+#if AR_HAVE_AVX2_CLONE
+  if (__builtin_cpu_supports("avx2")) best = 1;
+  if (best && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+    best = 2;
+#endif
+  if (isa < 0) { qdw_isa_forced = -1; return best; }
+  if (isa > best) return -1;
+  qdw_isa_forced = isa;
+  return isa;
+}
+
+static int qdw_isa(void) {
+  static int best = -1;
+  if (qdw_isa_forced >= 0) return qdw_isa_forced;
+  if (best < 0) {
+    int b = 0;
+#if AR_HAVE_AVX2_CLONE
+    if (__builtin_cpu_supports("avx2")) b = 1;
+    if (b && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+      b = 2;
+#endif
+    best = b;
+  }
+  return best;
+}
+
+static uint64_t align64(uint64_t x) { return (x + 63u) & ~(uint64_t)63u; }
+
+/* Geometry and array offsets (everything but the packed data). */
+static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
+  const ar_depthwise_options_t *o = &node->options->depthwise;
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  memset(g, 0, sizeof *g);
+  g->n = in->dims[0]; g->h = in->dims[1]; g->w = in->dims[2]; g->c = in->dims[3];
+  g->kh = f->dims[1]; g->kw = f->dims[2]; g->oc = f->dims[3];
+  g->mult = g->c > 0 ? g->oc / g->c : 0;
+  g->sh = o->stride_h; g->sw = o->stride_w; g->dh = o->dilation_h; g->dw = o->dilation_w;
+  g->oh = ar_compute_padding(o->padding, g->h, g->kh, g->sh, g->dh, &g->pt);
+  g->ow = ar_compute_padding(o->padding, g->w, g->kw, g->sw, g->dw, &g->pl);
+  g->ntaps = g->kh * g->kw;
+  g->npairs = (g->ntaps + 1) / 2;
+  g->is_int8 = in->dtype == AR_DTYPE_INT8;
+  uint64_t at = align64(sizeof *g), oc = (uint64_t)g->oc;
+  g->off_mult = at; at = align64(at + oc * 4);
+  g->off_shift = at; at = align64(at + oc * 4);
+  g->off_bias = at; at = align64(at + oc * 4);
+  g->off_taps = at; at = align64(at + (uint64_t)g->npairs * 2 * 8);
+  g->off_w = at; at = align64(at + (uint64_t)g->ntaps * oc * 2);
+  g->off_wp = at; at = align64(at + (uint64_t)g->npairs * oc * 4);
+  g->bytes = at;
+}
+
+int ar__qdw_check_io(const ar_node_t *node, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 2, 3, 2, 1, msg, msg_bytes);
+  if (rc) return rc;
+  if (!node->options) return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "missing DepthwiseConv2DOptions");
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  ar_dtype_t t = in->dtype;
+  if (t != AR_DTYPE_UINT8 && t != AR_DTYPE_INT8)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input has dtype %s (float32, uint8 or int8)",
+                    ar_dtype_name(t));
+  if ((rc = ar_k_check_dtype(node, f, "filter (input 1)", t, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, out, "output 0", t, msg, msg_bytes)) ||
+      (bias && (rc = ar_k_check_dtype(node, bias, "bias (input 2)", AR_DTYPE_INT32, msg, msg_bytes))))
+    return rc;
+  if (!f->is_constant || (bias && !bias->is_constant))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "quantized filter and bias must be constants");
+  return 0;
+}
+
+/* Quantization checks and multipliers (also used by init to fill the state). */
+static int qdw_quant(const ar_node_t *node, const qdw_state_t *g, int32_t *mult, int32_t *shift,
+                     char *msg, size_t msg_bytes) {
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_quant_t *qi = in->quant, *qf = f->quant, *qo = out->quant;
+  if (!qi || qi->n != 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "input (input 0) needs per-tensor quantization");
+  if (!qo || qo->n != 1)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "output 0 needs per-tensor quantization");
+  if (!qf || (qf->n != 1 && qf->n != g->oc))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "filter (input 1) needs per-tensor or %d "
+                    "per-channel scales, has %d", (int)g->oc, qf ? (int)qf->n : 0);
+  if (qf->n > 1 && (qf->quantized_dimension != 3 || g->is_int8 == false))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "filter (input 1) per-channel quantization "
+                    "must be int8 along dimension 3 (dtype %s, dimension %d)",
+                    ar_dtype_name(f->dtype), (int)qf->quantized_dimension);
+  if (g->is_int8)
+    for (int32_t i = 0; i < qf->n; i++)
+      if (qf->zero_point[i] != 0)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "int8 filter (input 1) must be symmetric: "
+                        "zero point %lld on channel %d", (long long)qf->zero_point[i], (int)i);
+  const float s_in = qi->scale[0], s_out = qo->scale[0];
+  const ar_quant_t *qb = bias ? bias->quant : NULL;
+  for (int32_t c = 0; c < g->oc; c++) {
+    const float s_w = qf->scale[qf->n > 1 ? c : 0];
+    double real, prod;
+    if (g->is_int8) {
+      prod = (double)s_in * (double)s_w;
+      real = prod / (double)s_out;
+    } else {
+      prod = (double)(float)(s_in * s_w);   /* TFLite: float product, then double */
+      real = prod / (double)s_out;
+    }
+    if (qb && qb->n >= 1) {
+      double s_b = qb->scale[qb->n > 1 && c < qb->n ? c : 0];
+      if (fabs(prod - s_b) / (double)s_out > 0.02)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "bias (input 2) scale %g on channel %d "
+                        "is not input scale * filter scale = %g", s_b, (int)c, prod);
+    }
+    int32_t m; int s;
+    ar_quantize_multiplier(real, &m, &s);
+    if (mult) { mult[c] = m; shift[c] = s; }
+  }
+  return 0;
+}
+
+int ar__qdw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  qdw_state_t g;
+  qdw_geometry(node, &g);
+  const ar_tview_t *out = node->outputs[0];
+  int rc = qdw_quant(node, &g, NULL, NULL, msg, msg_bytes);
+  if (rc) return rc;
+  int32_t lo, hi;
+  if (ar_quant_activation_range(node->options->depthwise.activation, out->dtype, out->quant->scale[0],
+                                out->quant->zero_point[0], &lo, &hi))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d is not supported on "
+                    "quantized tensors", (int)node->options->depthwise.activation);
+  node->state_bytes = g.bytes;
+  node->scratch_bytes = (uint64_t)g.ow * (uint64_t)g.oc * sizeof(int32_t) + 64;
+  return 0;
+}
+
+void ar__qdw_init(ar_node_t *node) {
+  qdw_state_t g;
+  qdw_geometry(node, &g);
+  if (!node->state || node->state_bytes < g.bytes) return;
+  uint8_t *base = node->state;
+  int32_t *mult = (int32_t *)(base + g.off_mult), *shift = (int32_t *)(base + g.off_shift);
+  int32_t *bias = (int32_t *)(base + g.off_bias);
+  int64_t *taps = (int64_t *)(base + g.off_taps);
+  int16_t *w = (int16_t *)(base + g.off_w), *wp = (int16_t *)(base + g.off_wp);
+  if (qdw_quant(node, &g, mult, shift, NULL, 0) != 0) return;
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bt = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  g.in_zp = (int32_t)in->quant->zero_point[0];
+  g.out_zp = (int32_t)out->quant->zero_point[0];
+  ar_quant_activation_range(node->options->depthwise.activation, out->dtype, out->quant->scale[0],
+                            out->quant->zero_point[0], &g.act_lo, &g.act_hi);
+  const int32_t oc = g.oc;
+  if (bt && bt->data) memcpy(bias, bt->data, (size_t)oc * sizeof(int32_t));
+  else memset(bias, 0, (size_t)oc * sizeof(int32_t));
+  const ar_quant_t *qf = f->quant;
+  for (int32_t k = 0; k < g.ntaps; k++)
+    for (int32_t c = 0; c < oc; c++) {
+      size_t i = (size_t)k * oc + c;
+      int32_t v = g.is_int8 ? (int32_t)((const int8_t *)f->data)[i] : (int32_t)((const uint8_t *)f->data)[i];
+      int32_t zw = g.is_int8 ? 0 : (int32_t)qf->zero_point[0];
+      w[i] = (int16_t)(v - zw);
+    }
+  for (int32_t p = 0; p < g.npairs; p++) {
+    for (int j = 0; j < 2; j++) {
+      int32_t k = 2 * p + j;
+      int32_t kk = k < g.ntaps ? k : 2 * p;          /* odd tap count: the last pair repeats a tap */
+      taps[2 * p + j] = ((int64_t)(kk / g.kw) * g.dh * g.w + (int64_t)(kk % g.kw) * g.dw) * g.c;
+      for (int32_t c = 0; c < oc; c++)
+        wp[((size_t)p * oc + c) * 2 + j] = k < g.ntaps ? w[(size_t)k * oc + c] : 0;   /* weight 0 */
+    }
+  }
+  memcpy(base, &g, sizeof g);
+}
+
+/* ---- the loops ---- */
+
+static AR_ALWAYS_INLINE int32_t qdw_ld(const uint8_t *p, bool s8) {
+  return s8 ? (int32_t)(int8_t)*p : (int32_t)*p;
+}
+
+/* Output pixels [ox0, ox1) of row oy, taps checked against the input bounds. */
+static AR_ALWAYS_INLINE void qdw_checked(const qdw_state_t *g, const uint8_t *in_b, const int16_t *w,
+                                         const int32_t *bias, int32_t *acc, int32_t oy, int32_t ox0,
+                                         int32_t ox1, bool s8) {
+  const int32_t oc = g->oc, c = g->c, mult = g->mult, zp = g->in_zp;
+  const int32_t iy0 = oy * g->sh - g->pt;
+  for (int32_t ox = ox0; ox < ox1; ox++) {
+    int32_t *a = acc + (size_t)ox * oc;
+    for (int32_t j = 0; j < oc; j++) a[j] = bias[j];
+    const int32_t ix0 = ox * g->sw - g->pl;
+    for (int32_t ky = 0; ky < g->kh; ky++) {
+      const int32_t iy = iy0 + ky * g->dh;
+      if (iy < 0 || iy >= g->h) continue;
+      for (int32_t kx = 0; kx < g->kw; kx++) {
+        const int32_t ix = ix0 + kx * g->dw;
+        if (ix < 0 || ix >= g->w) continue;
+        const uint8_t *ip = in_b + ((size_t)iy * g->w + ix) * (size_t)c;
+        const int16_t *wk = w + ((size_t)ky * g->kw + kx) * (size_t)oc;
+        if (mult == 1) {
+          for (int32_t j = 0; j < oc; j++) a[j] += (qdw_ld(ip + j, s8) - zp) * (int32_t)wk[j];
+        } else {
+          for (int32_t ci = 0; ci < c; ci++) {
+            const int32_t x = qdw_ld(ip + ci, s8) - zp;
+            for (int32_t m = 0; m < mult; m++) a[ci * mult + m] += x * (int32_t)wk[ci * mult + m];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Rescale one row of accumulators into the output. */
+static AR_ALWAYS_INLINE void qdw_requant(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
+                                         const int32_t *mult, const int32_t *shift, bool s8) {
+  const int32_t oc = g->oc, zp = g->out_zp, lo = g->act_lo, hi = g->act_hi;
+  for (int32_t ox = 0; ox < g->ow; ox++, acc += oc, o += oc)
+    for (int32_t c = 0; c < oc; c++) {
+      int32_t v = s8 ? ar_mbqm_up(acc[c], mult[c], shift[c]) : ar_mbqm(acc[c], mult[c], shift[c]);
+      v += zp;
+      v = v < lo ? lo : v > hi ? hi : v;
+      o[c] = s8 ? (uint8_t)(int8_t)v : (uint8_t)v;
+    }
+}
+
+/* Scalar interior channels [c0, oc) of npix pixels (SIMD tails). */
+static AR_ALWAYS_INLINE void qdw_interior_tail(const qdw_state_t *g, const uint8_t *ip0,
+                                               const int64_t *taps, const int16_t *w,
+                                               const int32_t *bias, int32_t *acc, int32_t npix,
+                                               int32_t c0, bool s8) {
+  const int32_t oc = g->oc, zp = g->in_zp;
+  for (int32_t p = 0; p < npix; p++) {
+    const uint8_t *ip = ip0 + (size_t)p * g->sw * oc;
+    int32_t *a = acc + (size_t)p * oc;
+    for (int32_t c = c0; c < oc; c++) {
+      int32_t s = bias[c];
+      for (int32_t k = 0; k < g->ntaps; k++)
+        s += (qdw_ld(ip + taps[k] + c, s8) - zp) * (int32_t)w[(size_t)k * oc + c];
+      a[c] = s;
+    }
+  }
+}
+
+#if AR_HAVE_AVX2_CLONE
+/* AVX2: npix interior pixels starting at input ip0 (pixel [iy0, ix0]); multiplier 1. */
+AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_interior_avx2_t(const qdw_state_t *g, const uint8_t *ip0,
+                                                 const int64_t *taps, const int16_t *wp,
+                                                 const int32_t *bias, int32_t *acc, int32_t npix,
+                                                 bool s8) {
+  const int32_t oc = g->oc, np = g->npairs;
+  const __m256i zp = _mm256_set1_epi16((int16_t)g->in_zp);
+  for (int32_t p = 0; p < npix; p++) {
+    const uint8_t *ip = ip0 + (size_t)p * g->sw * oc;
+    int32_t *a = acc + (size_t)p * oc;
+    int32_t c = 0;
+    for (; c + 16 <= oc; c += 16) {
+      __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
+      __m256i a1 = _mm256_loadu_si256((const __m256i *)(bias + c + 8));
+      for (int32_t t = 0; t < np; t++) {
+        const __m128i xa = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t] + c));
+        const __m128i xb = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i l8 = _mm_unpacklo_epi8(xa, xb), h8 = _mm_unpackhi_epi8(xa, xb);
+        __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
+        __m256i h = s8 ? _mm256_cvtepi8_epi16(h8) : _mm256_cvtepu8_epi16(h8);
+        l = _mm256_sub_epi16(l, zp);
+        h = _mm256_sub_epi16(h, zp);
+        const int16_t *wq = wp + ((size_t)t * oc + c) * 2;
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(l, _mm256_loadu_si256((const __m256i *)wq)));
+        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(h, _mm256_loadu_si256((const __m256i *)(wq + 16))));
+      }
+      _mm256_storeu_si256((__m256i *)(a + c), a0);
+      _mm256_storeu_si256((__m256i *)(a + c + 8), a1);
+    }
+    for (; c + 8 <= oc; c += 8) {
+      __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
+      for (int32_t t = 0; t < np; t++) {
+        const __m128i xa = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t] + c));
+        const __m128i xb = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i l8 = _mm_unpacklo_epi8(xa, xb);
+        __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
+        l = _mm256_sub_epi16(l, zp);
+        const int16_t *wq = wp + ((size_t)t * oc + c) * 2;
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(l, _mm256_loadu_si256((const __m256i *)wq)));
+      }
+      _mm256_storeu_si256((__m256i *)(a + c), a0);
+    }
+    if (c < oc) {
+      const int16_t *w = (const int16_t *)((const uint8_t *)g + g->off_w);
+      qdw_interior_tail(g, ip, taps, w, bias, a, 1, c, s8);
+    }
+  }
+}
+
+AR_TARGET_AVX2 static void qdw_interior_avx2(const qdw_state_t *g, const uint8_t *ip0,
+                                             const int64_t *taps, const int16_t *wp,
+                                             const int32_t *bias, int32_t *acc, int32_t npix) {
+  if (g->is_int8) qdw_interior_avx2_t(g, ip0, taps, wp, bias, acc, npix, true);
+  else qdw_interior_avx2_t(g, ip0, taps, wp, bias, acc, npix, false);
+}
+
+/* AVX-512 VNNI: 16 channels per zmm, vpdpwssd multiply-adds a tap pair into the accumulator. */
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_interior_vnni_t(const qdw_state_t *g, const uint8_t *ip0,
+                                                 const int64_t *taps, const int16_t *wp,
+                                                 const int32_t *bias, int32_t *acc, int32_t npix,
+                                                 bool s8) {
+  const int32_t oc = g->oc, np = g->npairs;
+  const __m512i zp = _mm512_set1_epi16((int16_t)g->in_zp);
+  const __m256i zp8 = _mm256_set1_epi16((int16_t)g->in_zp);
+  for (int32_t p = 0; p < npix; p++) {
+    const uint8_t *ip = ip0 + (size_t)p * g->sw * oc;
+    int32_t *a = acc + (size_t)p * oc;
+    int32_t c = 0;
+    for (; c + 32 <= oc; c += 32) {
+      __m512i a0 = _mm512_loadu_si512((const void *)(bias + c));
+      __m512i a1 = _mm512_loadu_si512((const void *)(bias + c + 16));
+      for (int32_t t = 0; t < np; t++) {
+        const __m256i xa = _mm256_loadu_si256((const __m256i *)(ip + taps[2 * t] + c));
+        const __m256i xb = _mm256_loadu_si256((const __m256i *)(ip + taps[2 * t + 1] + c));
+        /* within each 128-bit lane: lo = channels 0-7 / 16-23, hi = 8-15 / 24-31 */
+        const __m256i l8 = _mm256_unpacklo_epi8(xa, xb), h8 = _mm256_unpackhi_epi8(xa, xb);
+        const __m256i q0 = _mm256_permute2x128_si256(l8, h8, 0x20);   /* channels 0-15 */
+        const __m256i q1 = _mm256_permute2x128_si256(l8, h8, 0x31);   /* channels 16-31 */
+        __m512i v0 = s8 ? _mm512_cvtepi8_epi16(q0) : _mm512_cvtepu8_epi16(q0);
+        __m512i v1 = s8 ? _mm512_cvtepi8_epi16(q1) : _mm512_cvtepu8_epi16(q1);
+        v0 = _mm512_sub_epi16(v0, zp);
+        v1 = _mm512_sub_epi16(v1, zp);
+        const int16_t *wq = wp + ((size_t)t * oc + c) * 2;
+        a0 = _mm512_dpwssd_epi32(a0, v0, _mm512_loadu_si512((const void *)wq));
+        a1 = _mm512_dpwssd_epi32(a1, v1, _mm512_loadu_si512((const void *)(wq + 32)));
+      }
+      _mm512_storeu_si512((void *)(a + c), a0);
+      _mm512_storeu_si512((void *)(a + c + 16), a1);
+    }
+    for (; c + 16 <= oc; c += 16) {
+      __m512i a0 = _mm512_loadu_si512((const void *)(bias + c));
+      for (int32_t t = 0; t < np; t++) {
+        const __m128i xa = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t] + c));
+        const __m128i xb = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m256i q = _mm256_set_m128i(_mm_unpackhi_epi8(xa, xb), _mm_unpacklo_epi8(xa, xb));
+        __m512i v = s8 ? _mm512_cvtepi8_epi16(q) : _mm512_cvtepu8_epi16(q);
+        v = _mm512_sub_epi16(v, zp);
+        const int16_t *wq = wp + ((size_t)t * oc + c) * 2;
+        a0 = _mm512_dpwssd_epi32(a0, v, _mm512_loadu_si512((const void *)wq));
+      }
+      _mm512_storeu_si512((void *)(a + c), a0);
+    }
+    for (; c + 8 <= oc; c += 8) {
+      __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
+      for (int32_t t = 0; t < np; t++) {
+        const __m128i xa = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t] + c));
+        const __m128i xb = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i l8 = _mm_unpacklo_epi8(xa, xb);
+        __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
+        l = _mm256_sub_epi16(l, zp8);
+        const int16_t *wq = wp + ((size_t)t * oc + c) * 2;
+        a0 = _mm256_dpwssd_epi32(a0, l, _mm256_loadu_si256((const __m256i *)wq));
+      }
+      _mm256_storeu_si256((__m256i *)(a + c), a0);
+    }
+    if (c < oc) {
+      const int16_t *w = (const int16_t *)((const uint8_t *)g + g->off_w);
+      qdw_interior_tail(g, ip, taps, w, bias, a, 1, c, s8);
+    }
+  }
+}
+
+QDW_TARGET_VNNI static void qdw_interior_vnni(const qdw_state_t *g, const uint8_t *ip0,
+                                              const int64_t *taps, const int16_t *wp,
+                                              const int32_t *bias, int32_t *acc, int32_t npix) {
+  if (g->is_int8) qdw_interior_vnni_t(g, ip0, taps, wp, bias, acc, npix, true);
+  else qdw_interior_vnni_t(g, ip0, taps, wp, bias, acc, npix, false);
+}
+#endif
+
+static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
+                                      int32_t *acc, int isa, bool s8) {
+  const uint8_t *base = (const uint8_t *)g;
+  const int32_t *mult = (const int32_t *)(base + g->off_mult);
+  const int32_t *shift = (const int32_t *)(base + g->off_shift);
+  const int32_t *bias = (const int32_t *)(base + g->off_bias);
+  const int64_t *taps = (const int64_t *)(base + g->off_taps);
+  const int16_t *w = (const int16_t *)(base + g->off_w);
+  const int16_t *wp = (const int16_t *)(base + g->off_wp);
+  const int32_t oc = g->oc;
+  /* Interior columns: every tap inside the input horizontally. */
+  int32_t ox_lo = (g->pl + g->sw - 1) / g->sw;
+  int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl;
+  int32_t ox_hi = last >= 0 ? last / g->sw + 1 : 0;
+  if (ox_hi > g->ow) ox_hi = g->ow;
+  if (ox_lo > ox_hi) ox_lo = ox_hi;
+  const bool simd = isa > 0 && g->mult == 1 && ox_hi > ox_lo;
+  (void)taps; (void)wp;
+  for (int32_t b = 0; b < g->n; b++) {
+    const uint8_t *in_b = in + (size_t)b * g->h * g->w * g->c;
+    for (int32_t oy = 0; oy < g->oh; oy++) {
+      uint8_t *orow = out + (((size_t)b * g->oh + oy) * g->ow) * oc;
+      const int32_t iy0 = oy * g->sh - g->pt;
+      const bool row_in = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh <= g->h - 1;
+      if (!simd || !row_in) {
+        qdw_checked(g, in_b, w, bias, acc, oy, 0, g->ow, s8);
+      } else {
+        qdw_checked(g, in_b, w, bias, acc, oy, 0, ox_lo, s8);
+        const uint8_t *ip0 = in_b + ((size_t)iy0 * g->w + (size_t)(ox_lo * g->sw - g->pl)) * g->c;
+        int32_t *a = acc + (size_t)ox_lo * oc;
+#if AR_HAVE_AVX2_CLONE
+        if (isa == 2) qdw_interior_vnni(g, ip0, taps, wp, bias, a, ox_hi - ox_lo);
+        else qdw_interior_avx2(g, ip0, taps, wp, bias, a, ox_hi - ox_lo);
+#else
+        qdw_interior_tail(g, ip0, taps, w, bias, a, ox_hi - ox_lo, 0, s8);
+#endif
+        qdw_checked(g, in_b, w, bias, acc, oy, ox_hi, g->ow, s8);
+      }
+      qdw_requant(g, acc, orow, mult, shift, s8);
+    }
+  }
+}
+
+static void qdw_run_base(const qdw_state_t *g, const uint8_t *in, uint8_t *out, int32_t *acc, int isa) {
+  if (g->is_int8) qdw_body(g, in, out, acc, isa, true);
+  else qdw_body(g, in, out, acc, isa, false);
+}
+
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void qdw_run_avx2(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
+                                        int32_t *acc, int isa) {
+  if (g->is_int8) qdw_body(g, in, out, acc, isa, true);
+  else qdw_body(g, in, out, acc, isa, false);
+}
+#endif
+
+void ar__qdw_eval(const ar_node_t *node) {
+  const qdw_state_t *g = node->state;
+  int32_t *acc = (int32_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+  const uint8_t *in = node->inputs[0]->data;
+  uint8_t *out = node->outputs[0]->data;
+  const int isa = qdw_isa();
+#if AR_HAVE_AVX2_CLONE
+  if (isa > 0) { qdw_run_avx2(g, in, out, acc, isa); return; }
+#endif
+  qdw_run_base(g, in, out, acc, isa);
+}
