@@ -7,6 +7,12 @@
  * the model MANIFEST.json (builtin_ops, custom_ops, inputs/outputs {name, dtype, shape}, num_tensors,
  * num_operators, tensor_dtypes, sparse_tensors, constant_buffers) so the two can be compared.
  *
+ * Quantization: every graph input and output shows its scale and zero point (per-axis: the axis,
+ * count and range); --tensors lists every tensor with its dtype, shape and quantization, and with
+ * --json adds "tensors" [{index, name, dtype, shape, constant, quantization}] to each subgraph
+ * (quantization {scale: [...], zero_point: [...], quantized_dimension} or null, the form of
+ * golden_q's meta.json).
+ *
  * A model with operators arenad cannot run is still described (ar_model_load_describe): the
  * operator table marks each op code that cannot run, a "cannot run" line gives the one message
  * `arenactl plan`/`run` and the daemon refuse it with, and --json adds "runnable" and
@@ -40,6 +46,49 @@ static json_t *shape_json(const int32_t *dims, int32_t rank) {
   return a;
 }
 
+/* {"scale": [...], "zero_point": [...], "quantized_dimension": d} (golden_q meta.json's form), or
+ * null when the tensor has no quantization. */
+static json_t *quant_json(const ar_tensor_t *t) {
+  if (t->quant == NULL || t->quant->n <= 0) return json_null();
+  json_t *o = json_object(), *sc = json_array(), *zp = json_array();
+  for (int32_t i = 0; i < t->quant->n; i++) {
+    json_array_append_new(sc, json_real(t->quant->scale[i]));
+    json_array_append_new(zp, json_integer((json_int_t)t->quant->zero_point[i]));
+  }
+  json_object_set_new(o, "scale", sc);
+  json_object_set_new(o, "zero_point", zp);
+  json_object_set_new(o, "quantized_dimension", json_integer(t->quant->quantized_dimension));
+  return o;
+}
+
+/* "scale 0.0078125 zp 128", or for per-axis "per-axis dim 3 (32): scale 0.00122..0.0411 zp 0";
+ * "-" without quantization. */
+static void quant_text(const ar_tensor_t *t, char *buf, size_t n) {
+  const ar_quant_t *q = t->quant;
+  if (q == NULL || q->n <= 0) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  if (q->n == 1) {
+    snprintf(buf, n, "scale %.9g zp %lld", q->scale[0], (long long)q->zero_point[0]);
+    return;
+  }
+  float lo = q->scale[0], hi = q->scale[0];
+  int64_t zlo = q->zero_point[0], zhi = q->zero_point[0];
+  for (int32_t i = 1; i < q->n; i++) {
+    lo = q->scale[i] < lo ? q->scale[i] : lo;
+    hi = q->scale[i] > hi ? q->scale[i] : hi;
+    zlo = q->zero_point[i] < zlo ? q->zero_point[i] : zlo;
+    zhi = q->zero_point[i] > zhi ? q->zero_point[i] : zhi;
+  }
+  if (zlo == zhi)
+    snprintf(buf, n, "per-axis dim %d (%d): scale %.6g..%.6g zp %lld", q->quantized_dimension, q->n, lo, hi,
+             (long long)zlo);
+  else
+    snprintf(buf, n, "per-axis dim %d (%d): scale %.6g..%.6g zp %lld..%lld", q->quantized_dimension, q->n, lo, hi,
+             (long long)zlo, (long long)zhi);
+}
+
 static json_t *io_json(const ar_subgraph_t *sg, const int32_t *list, uint32_t n) {
   json_t *a = json_array();
   for (uint32_t i = 0; i < n; i++) {
@@ -51,6 +100,7 @@ static json_t *io_json(const ar_subgraph_t *sg, const int32_t *list, uint32_t n)
     if (t->has_shape_signature)
       json_object_set_new(o, "shape_signature", shape_json(t->shape_signature, t->rank));
     json_object_set_new(o, "index", json_integer(list[i]));
+    json_object_set_new(o, "quantization", quant_json(t));
     json_array_append_new(a, o);
   }
   return a;
@@ -221,16 +271,47 @@ static void print_shape(const ar_tensor_t *t) {
 }
 
 static void print_io(const ar_subgraph_t *sg, const char *title, const int32_t *list, uint32_t n) {
-  printf("  %s\n    %-3s %-7s %-9s %-18s %s\n", title, "#", "tensor", "dtype", "shape", "name");
+  printf("  %s\n    %-3s %-7s %-9s %-18s %-28s %s\n", title, "#", "tensor", "dtype", "shape", "quantization", "name");
   for (uint32_t i = 0; i < n; i++) {
     const ar_tensor_t *t = &sg->tensors[list[i]];
+    char q[160];
+    quant_text(t, q, sizeof(q));
     printf("    %-3u %-7d %-9s ", i, list[i], ar_dtype_name(t->dtype));
     print_shape(t);
-    printf(" %s\n", t->name);
+    printf(" %-28s %s\n", q, t->name);
   }
 }
 
-static void print_human(const ar_model_t *m, const char *path, json_t *doc, const unsupported_t *u) {
+/* Every tensor of subgraph sg (--tensors): index, dtype, shape, constant or not, quantization. */
+static void print_tensors(const ar_subgraph_t *sg) {
+  printf("  tensors\n    %-7s %-9s %-18s %-5s %-40s %s\n", "tensor", "dtype", "shape", "const", "quantization", "name");
+  for (uint32_t i = 0; i < sg->n_tensors; i++) {
+    const ar_tensor_t *t = &sg->tensors[i];
+    char q[160];
+    quant_text(t, q, sizeof(q));
+    printf("    %-7u %-9s ", i, ar_dtype_name(t->dtype));
+    print_shape(t);
+    printf(" %-5s %-40s %s\n", t->data ? "yes" : "", q, t->name);
+  }
+}
+
+static json_t *tensors_json(const ar_subgraph_t *sg) {
+  json_t *a = json_array();
+  for (uint32_t i = 0; i < sg->n_tensors; i++) {
+    const ar_tensor_t *t = &sg->tensors[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(i));
+    json_object_set_new(o, "name", json_string(t->name));
+    json_object_set_new(o, "dtype", json_string(ar_dtype_name(t->dtype)));
+    json_object_set_new(o, "shape", shape_json(t->dims, t->rank));
+    json_object_set_new(o, "constant", json_boolean(t->data != NULL));
+    json_object_set_new(o, "quantization", quant_json(t));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static void print_human(const ar_model_t *m, const char *path, json_t *doc, const unsupported_t *u, bool tensors) {
   char hex[65];
   ar_sha256_hex(m->sha256, hex);
   json_t *cb = json_object_get(doc, "constant_buffers");
@@ -267,6 +348,7 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc, cons
       printf("  %s %s\n", u->rc == 0 ? "runs         " : "cannot run   ", u->rc == 0 ? "every operator has a kernel" : u->msg);
     print_io(sg, "inputs", sg->inputs, sg->n_inputs);
     print_io(sg, "outputs", sg->outputs, sg->n_outputs);
+    if (tensors) print_tensors(sg);
     printf("  tensor dtypes ");
     const char *key;
     json_t *val;
@@ -290,24 +372,27 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc, cons
 int ar_cmd_inspect(int argc, char **argv) {
   static const struct option longopts[] = {
     {"json", no_argument, NULL, 'j'},
+    {"tensors", no_argument, NULL, 't'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
   };
   int json = 0, c;
+  bool tensors = false;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "jth", longopts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
+    case 't': tensors = true; break;
     case 'h':
-      printf("usage: arenactl inspect MODEL [--json]\n");
+      printf("usage: arenactl inspect MODEL [--json] [--tensors]\n");
       return 0;
     default:
-      fprintf(stderr, "usage: arenactl inspect MODEL [--json]\n");
+      fprintf(stderr, "usage: arenactl inspect MODEL [--json] [--tensors]\n");
       return 2;
     }
   }
   if (optind != argc - 1) {
-    fprintf(stderr, "usage: arenactl inspect MODEL [--json]\n");
+    fprintf(stderr, "usage: arenactl inspect MODEL [--json] [--tensors]\n");
     return 2;
   }
   const char *path = argv[optind];
@@ -327,12 +412,17 @@ int ar_cmd_inspect(int argc, char **argv) {
   u->rc = ar_interp_unsupported(m, NULL, u->ops, AR_CLI_MAX_UNSUPPORTED, &u->n, u->msg, sizeof(u->msg));
   json_t *doc = inspect_json(m, path);
   add_unsupported_json(doc, u);
+  if (tensors && json) {
+    json_t *sgs = json_object_get(doc, "subgraphs");
+    for (uint32_t s = 0; s < m->n_subgraphs; s++)
+      json_object_set_new(json_array_get(sgs, s), "tensors", tensors_json(&m->subgraphs[s]));
+  }
   int ret = 0;
   if (json) {
     if (json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) ret = 1;
     printf("\n");
   } else {
-    print_human(m, path, doc, u);
+    print_human(m, path, doc, u, tensors);
   }
   free(u);
   json_decref(doc);

@@ -21,6 +21,7 @@
 
 #include "clients/ar_client.h"
 #include "clients/arenactl.h"
+#include "clients/cli_tensor.h"
 #include "clients/image.h"
 #include "clients/prom.h"
 #include "common/ar_error.h"
@@ -402,31 +403,40 @@ static void *read_file(const char *path, size_t *n) {
   return buf;
 }
 
+/* The daemon's description of a tensor as arenactl's view (per-tensor quantization: first pair). */
+static ar_cli_tensor_t cli_view(const ar_client_tensor_t *t) {
+  ar_cli_tensor_t v = {.name = t->name, .dtype = t->dtype, .rank = t->rank, .data = t->data, .bytes = t->bytes,
+                       .has_quant = t->quant.n > 0, .scale = t->quant.scale, .zero_point = t->quant.zero_point};
+  for (int32_t d = 0; d < t->rank && d < AR_CLI_MAX_RANK; d++) v.dims[d] = t->dims[d];
+  return v;
+}
+
 int ar_cmd_invoke(int argc, char **argv) {
   static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
                                        {"output", required_argument, NULL, 'o'},
-                                       {"image", required_argument, NULL, 'I'},
-                                       {"range", required_argument, NULL, 'r'},
-                                       {"fit", required_argument, NULL, 'f'},
-                                       {"crop", required_argument, NULL, 'c'},
+                                       AR_CLI_LONGOPTS,
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  const char *usage = "usage: arenactl invoke NAME --input F... [--output DIR]\n"
-                      "       arenactl invoke NAME --image FILE.png|jpg [--range 0,1|-1,1] [--fit stretch|letterbox]"
-                      " [--crop L,T,R,B] [--output DIR]\n";
+  const char *usage = "usage: arenactl invoke NAME --input F... [--output DIR] [RESULTS]\n"
+                      "       arenactl invoke NAME --image FILE [IMAGE] [--output DIR] [RESULTS]\n" AR_CLI_USAGE;
   const char *inputs[AR_CLIENT_MAX_IO];
   int n_in = 0;
-  const char *outdir = NULL, *image = NULL;
-  float lo = 0.0f, hi = 1.0f;
-  ar_image_fit_t fit = AR_IMAGE_FIT_LETTERBOX;
-  ar_image_rect_t crop;
-  bool has_crop = false;
+  const char *outdir = NULL;
+  ar_cli_image_opts_t io;
+  ar_cli_result_opts_t ro;
+  ar_cli_opts_init(&io, &ro);
   int o;
   optind = 1;
   /* "-" first: non-option arguments come back as 1 so that "--input a b c" works. */
   const char *name = NULL;
   bool after_input = false;
-  while ((o = getopt_long(argc, argv, "-i:o:I:r:f:c:h", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "-i:o:h" AR_CLI_SHORTOPTS, opts, NULL)) != -1) {
+    int taken = ar_cli_parse_opt("invoke", o, optarg, &io, &ro);
+    if (taken < 0) return 2;
+    if (taken > 0) {
+      after_input = false;
+      continue;
+    }
     switch (o) {
       case 1:
         if (name == NULL && !after_input) name = optarg;
@@ -445,48 +455,26 @@ int ar_cmd_invoke(int argc, char **argv) {
         after_input = true;
         break;
       case 'o': outdir = optarg; after_input = false; break;
-      case 'I': image = optarg; after_input = false; break;
-      case 'r':
-        if (ar_image_parse_range(optarg, &lo, &hi) != 0) {
-          fprintf(stderr, "arenactl invoke: --range wants LO,HI such as 0,1 or -1,1\n");
-          return 2;
-        }
-        after_input = false;
-        break;
-      case 'f':
-        if (ar_image_parse_fit(optarg, &fit) != 0) {
-          fprintf(stderr, "arenactl invoke: --fit is stretch or letterbox\n");
-          return 2;
-        }
-        after_input = false;
-        break;
-      case 'c':
-        if (ar_image_parse_rect(optarg, &crop) != 0) {
-          fprintf(stderr, "arenactl invoke: --crop wants L,T,R,B pixels\n");
-          return 2;
-        }
-        has_crop = true;
-        after_input = false;
-        break;
       default:
         fprintf(stderr, "%s", usage);
         return o == 'h' ? 0 : 2;
     }
   }
-  if (name == NULL || (n_in == 0) == (image == NULL)) {
+  if (name == NULL || (n_in == 0) == (io.path == NULL) || ar_cli_opts_finish("invoke", &ro) != 0) {
     fprintf(stderr, "%s", usage);
     return 2;
   }
+  char msg[AR_MSG_BYTES];
   ar_client_t *c = connect_or_fail("invoke");
   if (c == NULL) return 1;
-  char msg[AR_MSG_BYTES];
   int ret = 1;
   ar_client_model_t *ms = NULL, *m = NULL;
   size_t n_models = 0;
   ar_client_tensor_t tin[AR_CLIENT_MAX_IO];
   void *bufs[AR_CLIENT_MAX_IO] = {0};
   ar_client_result_t res = {0};
-  /* The model's input description (shapes, dtypes) comes from the daemon. */
+  ar_cli_image_geom_t geom;
+  /* The model's input description (shapes, dtypes, quantization) comes from the daemon. */
   int rc = ar_client_list(c, &ms, &n_models, msg, sizeof(msg));
   if (rc) {
     fail("invoke", rc, msg);
@@ -498,25 +486,19 @@ int ar_cmd_invoke(int argc, char **argv) {
     fprintf(stderr, "arenactl invoke: no model named '%s' is loaded (arenactl models lists them)\n", name);
     goto out;
   }
-  if (image) {
-    const ar_client_tensor_t *d = &m->inputs[0];
-    if (m->n_inputs != 1 || d->rank != 4 || d->dims[0] != 1 || d->dims[3] != 3 || d->dtype != AR_CLIENT_FLOAT32) {
-      fprintf(stderr, "arenactl invoke: --image needs a model with one float32 [1,H,W,3] input\n");
+  if (io.path) {
+    if (m->n_inputs != 1) {
+      fprintf(stderr, "arenactl invoke: --image needs a model with one input ('%s' has %d)\n", name, m->n_inputs);
       goto out;
     }
-    uint64_t bytes = (uint64_t)d->dims[1] * (uint64_t)d->dims[2] * 3 * sizeof(float);
-    bufs[0] = malloc(bytes);
-    ar_image_t img = {0};
-    rc = bufs[0] ? ar_image_load(image, &img, msg, sizeof(msg)) : AR_ENOMEM;
-    if (rc == 0)
-      rc = ar_image_fill_tensor(&img, has_crop ? &crop : NULL, (uint32_t)d->dims[1], (uint32_t)d->dims[2], fit, lo,
-                                hi, bufs[0], NULL, msg, sizeof(msg));
-    ar_image_free(&img);
+    ar_cli_tensor_t desc = cli_view(&m->inputs[0]);
+    uint64_t bytes = 0;
+    rc = ar_cli_image_input(&io, &desc, &bufs[0], &bytes, &geom, msg, sizeof(msg));
     if (rc) {
       fail("invoke", rc, msg);
       goto out;
     }
-    tin[0] = *d;
+    tin[0] = m->inputs[0];
     tin[0].data = bufs[0];
     tin[0].bytes = bytes;
     n_in = 1;
@@ -546,16 +528,22 @@ int ar_cmd_invoke(int argc, char **argv) {
     const ar_client_tensor_t *t = &res.outputs[j];
     char sh[96];
     shape_str(sh, sizeof(sh), t->dims, t->rank);
-    if (t->dtype == AR_CLIENT_FLOAT32 && t->bytes >= 4) {
-      const float *f = t->data;
-      size_t n = t->bytes / 4;
-      double mn = f[0], mx = f[0], sum = 0;
-      for (size_t k = 0; k < n; k++) {
-        mn = fmin(mn, f[k]);
-        mx = fmax(mx, f[k]);
-        sum += f[k];
+    ar_cli_tensor_t v = cli_view(t);
+    const uint64_t n = ar_cli_elements(&v);
+    if (n > 0 && !isnan(ar_cli_value(&v, 0))) {
+      /* Real values: dequantized for quantized outputs. */
+      double mn = INFINITY, mx = -INFINITY, sum = 0;
+      for (uint64_t k = 0; k < n; k++) {
+        double x = ar_cli_value(&v, k);
+        mn = fmin(mn, x);
+        mx = fmax(mx, x);
+        sum += x;
       }
-      printf("  output %d %-20s %-16s min %-12.6g max %-12.6g mean %.6g\n", j, t->name, sh, mn, mx, sum / (double)n);
+      printf("  output %d %-20s %-16s min %-12.6g max %-12.6g mean %.6g", j, t->name, sh, mn, mx, sum / (double)n);
+      if (t->quant.n > 0)
+        printf("  (%s, scale %.9g zero point %" PRId64 "%s)", t->dtype == AR_CLIENT_UINT8 ? "uint8" : t->dtype == AR_CLIENT_INT8 ? "int8" : "quantized",
+               t->quant.scale, t->quant.zero_point, t->quant.n > 1 ? ", per-axis" : "");
+      printf("\n");
     } else {
       printf("  output %d %-20s %-16s %" PRIu64 " bytes\n", j, t->name, sh, t->bytes);
     }
@@ -572,6 +560,12 @@ int ar_cmd_invoke(int argc, char **argv) {
     }
   }
   if (outdir) printf("  wrote output_<j>.bin to %s\n", outdir);
+  {
+    ar_cli_tensor_t v[AR_CLIENT_MAX_IO];
+    int nv = res.n_outputs < AR_CLIENT_MAX_IO ? res.n_outputs : AR_CLIENT_MAX_IO;
+    for (int j = 0; j < nv; j++) v[j] = cli_view(&res.outputs[j]);
+    if (ar_cli_print_results("invoke", &ro, v, nv, io.path ? &geom : NULL) != 0) goto out;
+  }
   ret = 0;
 out:
   ar_client_result_free(&res);

@@ -4,6 +4,12 @@
  *
  *   arenactl run MODEL --input F [--input F2 ...] [--output DIR] [--runs N] [--strategy S]
  *                [--lifetimes tflite|arenad] [--no-inplace] [--threads N] [--input-shape D,D,...]...
+ *   arenactl run MODEL --image FILE [--range LO,HI] [--fit F] [--crop L,T,R,B] [same options]
+ *   ... [--labels FILE] [--top K] | [--detections [--labels FILE] [--min-score S]]
+ *
+ * --image fills a one-image model's input as `arenactl invoke --image` does (float32 scaled,
+ * uint8/int8 coded per clients/image.h); --top/--detections print classes or detection rows
+ * (clients/cli_tensor.h). Quantized outputs are summarised by their real (dequantized) values.
  *
  * --input-shape (once per input, in input order) resizes an input whose shape_signature has -1
  * dims (TFLite ResizeInputTensor); inputs whose values set shapes (PAD paddings, RESHAPE shape
@@ -20,6 +26,7 @@
 #include <time.h>
 
 #include "clients/arenactl.h"
+#include "clients/cli_tensor.h"
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
 #include "loader/ar_model.h"
@@ -32,6 +39,8 @@ static void run_usage(FILE *f) {
           "                    [--strategy linear|first-fit|greedy-by-size|best]\n"
           "                    [--lifetimes tflite|arenad] [--no-inplace] [--threads N]\n"
           "                    [--input-shape D,D,... (once per input, in order)]\n"
+          "       arenactl run MODEL --image FILE [IMAGE] [same options]   (instead of --input)\n"
+          AR_CLI_USAGE
           "Inputs are raw little-endian tensors in the model's input order; outputs are written\n"
           "as DIR/output_<j>.bin. Prints each output's shape, min/max/mean and the median invoke\n"
           "time over N runs (default 1).\n");
@@ -74,6 +83,16 @@ static void print_shape(const ar_tview_t *v) {
   printf("]");
 }
 
+/* Output j of the interpreter as arenactl's tensor view (per-tensor quantization: first pair). */
+static ar_cli_tensor_t cli_view(ar_interp_t *in, int32_t j) {
+  const ar_tview_t *v = ar_interp_output(in, j);
+  ar_cli_tensor_t t = {.name = ar_interp_output_name(in, j), .dtype = v->dtype, .rank = v->rank, .data = v->data,
+                       .bytes = v->bytes, .has_quant = v->quant && v->quant->n > 0};
+  for (int32_t d = 0; d < v->rank && d < AR_CLI_MAX_RANK; d++) t.dims[d] = v->dims[d];
+  if (t.has_quant) t.scale = v->quant->scale[0], t.zero_point = v->quant->zero_point[0];
+  return t;
+}
+
 /* A whole number in [1, 1000000] from `arg`, or -1 (garbage, sign, overflow). */
 static int parse_count(const char *arg) {
   char *end = NULL;
@@ -90,8 +109,13 @@ int ar_cmd_run(int argc, char **argv) {
     {"lifetimes", required_argument, NULL, 'l'}, {"no-inplace", no_argument, NULL, 'P'},
     {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
     {"input-shape", required_argument, NULL, 'S'},
+    AR_CLI_LONGOPTS,
     {NULL, 0, NULL, 0},
   };
+  ar_cli_image_opts_t io;
+  ar_cli_result_opts_t ro;
+  ar_cli_opts_init(&io, &ro);
+  ar_cli_image_geom_t geom;
   const char *inputs[RUN_MAX_INPUTS];
   int n_inputs = 0, runs = 1, n_shapes = 0;
   int32_t shape_rank[RUN_MAX_INPUTS], shapes[RUN_MAX_INPUTS][AR_MAX_RANK];
@@ -100,7 +124,10 @@ int ar_cmd_run(int argc, char **argv) {
   ar_interp_options_default(&opt);
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:hS:", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:hS:" AR_CLI_SHORTOPTS, longopts, NULL)) != -1) {
+    int taken = ar_cli_parse_opt("run", c, optarg, &io, &ro);
+    if (taken < 0) return 2;
+    if (taken > 0) continue;
     switch (c) {
       case 'S': {
         if (n_shapes >= RUN_MAX_INPUTS) {
@@ -174,7 +201,7 @@ int ar_cmd_run(int argc, char **argv) {
       return 2;
     }
   }
-  if (!model_path) {
+  if (!model_path || (io.path && n_inputs > 0) || ar_cli_opts_finish("run", &ro) != 0) {
     run_usage(stderr);
     return 2;
   }
@@ -195,7 +222,12 @@ int ar_cmd_run(int argc, char **argv) {
     fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
     goto out;
   }
-  if (n_inputs != ar_interp_n_inputs(in)) {
+  if (io.path && ar_interp_n_inputs(in) != 1) {
+    fprintf(stderr, "arenactl run: --image needs a model with one input (it has %d)\n", ar_interp_n_inputs(in));
+    status = 2;
+    goto out;
+  }
+  if (!io.path && n_inputs != ar_interp_n_inputs(in)) {
     fprintf(stderr, "arenactl run: the model has %d input(s), %d given\n", ar_interp_n_inputs(in), n_inputs);
     status = 2;
     goto out;
@@ -225,7 +257,21 @@ int ar_cmd_run(int argc, char **argv) {
     fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
     goto out;
   }
-  for (int i = 0; i < n_inputs; i++) {
+  if (io.path) {
+    const ar_tview_t *v = ar_interp_input(in, 0);
+    ar_cli_tensor_t desc = {.name = ar_interp_input_name(in, 0), .dtype = v->dtype, .rank = v->rank,
+                            .has_quant = v->quant && v->quant->n > 0};
+    for (int32_t d = 0; d < v->rank && d < AR_CLI_MAX_RANK; d++) desc.dims[d] = v->dims[d];
+    if (desc.has_quant) desc.scale = v->quant->scale[0], desc.zero_point = v->quant->zero_point[0];
+    uint64_t bytes = 0;
+    rc = ar_cli_image_input(&io, &desc, &data[0], &bytes, &geom, msg, sizeof msg);
+    if (rc != 0) {
+      fprintf(stderr, "arenactl run: %s (%s)\n", msg, ar_err_name(rc));
+      goto out;
+    }
+    n_inputs = 1;
+  }
+  for (int i = 0; i < n_inputs && !io.path; i++) {
     size_t bytes = 0;
     free(data[i]);
     data[i] = read_all(inputs[i], &bytes);
@@ -273,16 +319,19 @@ int ar_cmd_run(int argc, char **argv) {
     const ar_tview_t *v = ar_interp_output(in, j);
     printf("output %d %s %s ", j, ar_interp_output_name(in, j), ar_dtype_name(v->dtype));
     print_shape(v);
-    if (v->dtype == AR_DTYPE_FLOAT32) {
-      const float *x = v->data;
-      size_t n = v->bytes / sizeof(float);
+    const ar_cli_tensor_t cv = cli_view(in, j);
+    const uint64_t n = ar_cli_elements(&cv);
+    if (n > 0 && !isnan(ar_cli_value(&cv, 0))) {
+      /* Real values: quantized outputs dequantized with their (first) scale and zero point. */
       double lo = INFINITY, hi = -INFINITY, sum = 0;
-      for (size_t e = 0; e < n; e++) {
-        lo = fmin(lo, x[e]);
-        hi = fmax(hi, x[e]);
-        sum += x[e];
+      for (uint64_t e = 0; e < n; e++) {
+        double x = ar_cli_value(&cv, e);
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+        sum += x;
       }
-      printf(" min %.6g max %.6g mean %.6g", lo, hi, n ? sum / (double)n : 0.0);
+      printf(" min %.6g max %.6g mean %.6g", lo, hi, sum / (double)n);
+      if (cv.has_quant) printf(" (scale %.9g zero point %lld)", cv.scale, (long long)cv.zero_point);
     }
     printf("\n");
     if (outdir) {
@@ -299,6 +348,12 @@ int ar_cmd_run(int argc, char **argv) {
         goto out;
       }
     }
+  }
+  {
+    ar_cli_tensor_t outs[RUN_MAX_INPUTS];
+    int n_outs = ar_interp_n_outputs(in) < RUN_MAX_INPUTS ? ar_interp_n_outputs(in) : RUN_MAX_INPUTS;
+    for (int j = 0; j < n_outs; j++) outs[j] = cli_view(in, j);
+    if (ar_cli_print_results("run", &ro, outs, n_outs, io.path ? &geom : NULL) != 0) goto out;
   }
   uint64_t macs = ar_interp_macs(in);
   printf("invoke: median %.3f ms over %d run(s) (min %.3f, max %.3f), %.2f GFLOP/s, %d BLAS thread(s)\n",

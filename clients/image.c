@@ -422,3 +422,24 @@ int ar_image_parse_rect(const char *s, ar_image_rect_t *rect) {
   *rect = (ar_image_rect_t){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3]};
   return 0;
 }
+
+void ar_image_code_pixels(const float *pixels, size_t n, const ar_image_coding_t *c, void *out) {
+  const int32_t qmin = c->is_signed ? -128 : 0, qmax = c->is_signed ? 127 : 255;
+  const float step = c->has_range ? (float)(((double)c->hi - (double)c->lo) / 255.0) : 0.0f;
+  uint8_t *o = out;
+  for (size_t i = 0; i < n; i++) {
+    const int32_t px = (int32_t)pixels[i];
+    int64_t q;
+    if (!c->has_range) {
+      q = px + qmin;
+    } else {
+      volatile float prod = (float)px * step; /* the float inputs' rounding, no fused multiply-add */
+      const float real = prod + c->lo;
+      double v = c->has_quant ? (double)real / (double)c->scale : (double)real;
+      v = v < -1e9 ? -1e9 : v > 1e9 ? 1e9 : v;   /* saturates below anyway; keeps the cast defined */
+      q = (int64_t)round(v) + (c->has_quant ? c->zero_point : 0);
+    }
+    q = q < qmin ? qmin : q > qmax ? qmax : q;
+    o[i] = c->is_signed ? (uint8_t)(int8_t)q : (uint8_t)q;
+  }
+}

@@ -20,6 +20,7 @@
 #ifndef AR_IMAGE_H
 #define AR_IMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,6 +71,29 @@ int ar_image_to_tensor(const char *path, int h, int w, ar_image_fit_t fit, float
  * dw * dh * 3 bytes. Errors: AR_EINVAL (bad sizes/crop), AR_ENOMEM. Exposed for the tests. */
 int ar_image_resize_rgb8(const ar_image_t *img, const ar_image_rect_t *crop, uint32_t dw, uint32_t dh,
                          uint8_t *dst);
+
+/* How pixels become the codes of a uint8 or int8 image input (arenactl invoke/run --image).
+ * Without a range (has_range false) the codes are the pixels: q = pixel (uint8) or pixel - 128
+ * (int8), i.e. the input's whole integer range stands for the pixel range 0..255. That is the
+ * coding every quantized image model here expects - whatever its scale and zero point
+ * (1/255 and 0 for [0,1], 1/127.5 and 127 or 1/128 and 128 for [-1,1], int8 zero point -128) -
+ * and it is how the goldens' inputs were made (golden_q/NOTES.md). With a range, each pixel is
+ * first scaled to a real value as for float inputs, real = float32(pixel) * float32((hi - lo) /
+ * 255) + lo, then quantized with the input's parameters, q = round(real / scale) + zero_point
+ * (halves away from zero, as TFLite's QUANTIZE) - or q = round(real) when the input has none -
+ * and saturated to the type's range. */
+typedef struct ar_image_coding {
+  bool is_signed;        /* int8 codes (else uint8) */
+  bool has_range;
+  float lo, hi;          /* the range, when has_range */
+  bool has_quant;        /* the input's per-tensor quantization */
+  float scale;
+  int64_t zero_point;
+} ar_image_coding_t;
+
+/* Code n pixel values (floats holding 0..255, as ar_image_fill_tensor writes them with lo 0 and
+ * hi 255) into n bytes at `out` as described above. */
+void ar_image_code_pixels(const float *pixels, size_t n, const ar_image_coding_t *c, void *out);
 
 /* Command-line values: "stretch" | "letterbox"; "0,1" | "-1,1" (any "LO,HI" with LO < HI);
  * "L,T,R,B" pixel crop. Return 0, or AR_EINVAL for anything else. */

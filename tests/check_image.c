@@ -20,6 +20,7 @@
 #include "tests/ar_test_util.h"
 
 #define ASTRONAUT "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
+#define CHELSEA "/usr/lib/python3/dist-packages/imageio/resources/images/chelsea.png"
 
 static char tmpdir[128];
 static void setup(void) {
@@ -106,6 +107,82 @@ static float pixel_value(int v, float sc, float lo) {
   volatile float prod = (float)v * sc;
   return prod + lo;
 }
+
+START_TEST(integer_codes_of_pixels) {
+  const float pix[6] = {0, 64, 127, 128, 200, 255};
+  uint8_t out[6];
+  /* No range: the pixels themselves (uint8), or shifted by -128 (int8). */
+  ar_image_coding_t c = {.is_signed = false};
+  ar_image_code_pixels(pix, 6, &c, out);
+  const uint8_t u[6] = {0, 64, 127, 128, 200, 255};
+  ck_assert_mem_eq(out, u, 6);
+  c.is_signed = true;
+  ar_image_code_pixels(pix, 6, &c, out);
+  const int8_t s8[6] = {-128, -64, -1, 0, 72, 127};
+  ck_assert_mem_eq(out, s8, 6);
+  /* Range -1,1 into uint8 with scale 1/128, zero point 128: real = p * (2/255) - 1, then
+   * round(real * 128) + 128: 0 -> -128+128 = 0; 64 -> -.49804 * 128 = -63.75 -> -64 -> 64;
+   * 127 -> -.00392 * 128 = -.502 -> -1 -> 127; 128 -> .502 -> 1 -> 129; 200 -> .56863 * 128 =
+   * 72.78 -> 73 -> 201; 255 -> 128 + 128 = 256, saturated to 255. */
+  c = (ar_image_coding_t){.has_range = true, .lo = -1, .hi = 1, .has_quant = true, .scale = 1.0f / 128,
+                          .zero_point = 128};
+  ar_image_code_pixels(pix, 6, &c, out);
+  const uint8_t r[6] = {0, 64, 127, 129, 201, 255};
+  ck_assert_mem_eq(out, r, 6);
+  /* Range 0,1 into int8 with scale 1/255, zero point -128: q = p - 128 again (ties cannot occur). */
+  c = (ar_image_coding_t){.is_signed = true, .has_range = true, .lo = 0, .hi = 1, .has_quant = true,
+                          .scale = 1.0f / 255, .zero_point = -128};
+  ar_image_code_pixels(pix, 6, &c, out);
+  ck_assert_mem_eq(out, s8, 6);
+  /* No quantization, range 0,2: round(2p/255): 64 -> .50196 -> 1, 200 -> 1.5686 -> 2. */
+  c = (ar_image_coding_t){.has_range = true, .lo = 0, .hi = 2};
+  ar_image_code_pixels(pix, 6, &c, out);
+  const uint8_t n2[6] = {0, 1, 1, 1, 2, 2};
+  ck_assert_mem_eq(out, n2, 6);
+}
+END_TEST
+
+/* The quantized goldens' image inputs (../shared/golden_q, when present): stretched RGB, q = pixel. */
+static const struct {
+  const char *model, *cas, *image;
+  uint32_t side;
+} golden_q[] = {
+  {"coral_mobilenet_v2_1.0_224_quant", "photo", CHELSEA, 224},
+  {"coral_mobilenet_v1_0.25_128_quant", "photo", CHELSEA, 128},
+  {"ssd_mobilenet_v1_coco_quant_postprocess", "photo", ASTRONAUT, 300},
+  {"ssd_mobilenet_v1_coco_quant_postprocess", "cat", CHELSEA, 300},
+};
+
+START_TEST(codes_equal_quantized_golden_inputs) {
+  const char *dir = getenv("AR_GOLDEN_Q_DIR");
+  char path[1024], msg[AR_MSG_BYTES];
+  snprintf(path, sizeof(path), "%s/%s/%s/input_0.bin", dir && *dir ? dir : AR_SRCDIR "/../shared/golden_q",
+           golden_q[_i].model, golden_q[_i].cas);
+  size_t bytes = 0;
+  uint8_t *want = ar_test_read_file(path, &bytes);
+  if (want == NULL) {
+    printf("check_image: %s absent: skipped\n", path);
+    return;
+  }
+  ar_image_t img;
+  ck_assert_int_eq(ar_image_load(golden_q[_i].image, &img, msg, sizeof(msg)), 0);
+  const uint32_t s = golden_q[_i].side;
+  const size_t n = (size_t)s * s * 3;
+  ck_assert_uint_eq(bytes, n);
+  float *t = malloc(n * sizeof(float));
+  uint8_t *q = malloc(n);
+  ck_assert_int_eq(ar_image_fill_tensor(&img, NULL, s, s, AR_IMAGE_FIT_STRETCH, 0, 255, t, NULL, msg, sizeof(msg)), 0);
+  const ar_image_coding_t c = {.is_signed = false};
+  ar_image_code_pixels(t, n, &c, q);
+  size_t diff = 0;
+  for (size_t i = 0; i < n; i++) diff += q[i] != want[i];
+  ck_assert_msg(diff == 0, "%s/%s: %zu of %zu bytes differ", golden_q[_i].model, golden_q[_i].cas, diff, n);
+  free(q);
+  free(t);
+  free(want);
+  ar_image_free(&img);
+}
+END_TEST
 
 START_TEST(letterbox_centres_and_borders_are_black) {
   ar_image_t img;
@@ -312,6 +389,8 @@ int main(void) {
   tcase_add_test(tc, jpeg_round_trip);
   tcase_add_test(tc, gray_alpha_png_expands_to_rgb);
   tcase_add_test(tc, bad_files_are_errors);
+  tcase_add_test(tc, integer_codes_of_pixels);
+  tcase_add_loop_test(tc, codes_equal_quantized_golden_inputs, 0, (int)(sizeof(golden_q) / sizeof(golden_q[0])));
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# demo.sh BUILD_DIR MODELS_DIR IMAGE - the body of `./dev demo` (see ./dev).
+# demo.sh BUILD_DIR MODELS_DIR IMAGE [MODELS_Q_DIR] - the body of `./dev demo` (see ./dev).
 #
 # Starts arenad on a temporary socket with a config that co-hosts four MediaPipe models in one
 # arena pool, in two share groups (a detector and the model that follows it never run at the same
@@ -7,8 +7,15 @@
 # "people", palm_detection_lite + hand_landmark_lite in "hands". It then runs them over the socket
 # on a real photograph, prints what they found, shows `arenactl stats` (the pool and the bytes the
 # share groups save), and stops the daemon with SIGTERM, expecting a clean exit 0.
+#
+# When MODELS_Q_DIR (../shared/models_q) exists it also loads, at run time, two quantized models in
+# a third share group "quant": the uint8 SSD MobileNet v1 (TFLite_Detection_PostProcess) and the
+# uint8 MobileNet v2 classifier. The detector must find a person in astronaut.png and a cat in
+# chelsea.png (python3-imageio's photographs), and the classifier must call the cat's box (cropped
+# from chelsea.png) a cat. Without the folder that part is skipped with a message.
 set -euo pipefail
-BUILD="$(cd "$1" && pwd)"; MODELS="$(cd "$2" && pwd)"; IMAGE="$3"
+BUILD="$(cd "$1" && pwd)"; MODELS="$(cd "$2" && pwd)"; IMAGE="$3"; MODELS_Q="${4:-}"
+CHELSEA="$(dirname "$IMAGE")/chelsea.png"
 ARENAD="$BUILD/arenad"; ARENACTL="$BUILD/arenactl"; DECODE="$BUILD/clients/demo_decode"
 make -C "$BUILD" -s clients/demo_decode >/dev/null
 
@@ -20,11 +27,15 @@ cleanup() {
 }
 trap cleanup EXIT
 sock="$work/arenad.sock"
+# Runtime loads must lie in model_dirs: the float models' folder and, when present, models_q.
+model_dirs="\"$MODELS\""
+if [ -n "$MODELS_Q" ] && [ -d "$MODELS_Q" ]; then model_dirs="$model_dirs, \"$(cd "$MODELS_Q" && pwd)\""; fi
 cat > "$work/arenad.json" <<EOF
 {
   "socket": "$sock",
-  "pool_bytes": "64M",
+  "pool_bytes": "96M",
   "workers": 2,
+  "model_dirs": [$model_dirs],
   "models": [
     {"name": "face",   "path": "$MODELS/face_detection_short_range.tflite", "group": "people"},
     {"name": "selfie", "path": "$MODELS/selfie_segmentation.tflite",        "group": "people"},
@@ -80,6 +91,60 @@ mkdir -p "$work/hand"
 ctl invoke hand --image "$IMAGE" --crop "$crop" --fit letterbox --range 0,1 --output "$work/hand" >/dev/null
 "$DECODE" hand "$work/hand"
 
+quant_status="skipped"
+echo
+if [ -z "$MODELS_Q" ] || [ ! -d "$MODELS_Q" ]; then
+  echo "== quantized models: ${MODELS_Q:-(no folder given)} absent: quantized part skipped"
+else
+  SSD_Q="$MODELS_Q/ssd_mobilenet_v1_coco_quant_postprocess.tflite"
+  MNV2_Q="$MODELS_Q/coral_mobilenet_v2_1.0_224_quant.tflite"
+  echo "== quantized models from $MODELS_Q, loaded now in share group \"quant\""
+  loaded=yes
+  if ! ctl load ssd_q "$SSD_Q" --group quant 2>"$work/load.err" ||
+     ! ctl load mnv2_q "$MNV2_Q" --group quant 2>>"$work/load.err"; then
+    cat "$work/load.err" >&2
+    # A build without the integer kernels refuses them as unsupported: say so and go on (the
+    # float part still counts); any other load failure fails the demo.
+    if grep -q '(EUNSUPPORTED)' "$work/load.err"; then
+      quant_status="SKIPPED: this build cannot run the quantized models (unsupported operators)"
+      echo "== $quant_status"
+      loaded=no
+    else
+      echo "demo: FAILED: the quantized models do not load" >&2
+      exit 1
+    fi
+  fi
+fi
+if [ "$quant_status" = skipped ] && [ -n "${loaded:-}" ] && [ "$loaded" = yes ]; then
+  ctl models
+
+  echo
+  echo "== ssd_mobilenet_v1_coco_quant (uint8, stretch to 300x300, q = pixel) on $(basename "$IMAGE")"
+  ctl invoke ssd_q --image "$IMAGE" --fit stretch --detections --min-score 0.5 \
+    --labels "$MODELS_Q/ssd_mobilenet_v1_coco_labelmap.txt" | tee "$work/ssd_person.txt" | grep -E 'detection|det '
+  echo
+  echo "== ssd_mobilenet_v1_coco_quant on $(basename "$CHELSEA")"
+  ctl invoke ssd_q --image "$CHELSEA" --fit stretch --detections --min-score 0.5 \
+    --labels "$MODELS_Q/ssd_mobilenet_v1_coco_labelmap.txt" | tee "$work/ssd_cat.txt" | grep -E 'detection|det '
+  person="$(grep -E '^  det [0-9]+: .* person$' "$work/ssd_person.txt" | head -1 || true)"
+  cat_row="$(grep -E '^  det [0-9]+: .* cat$' "$work/ssd_cat.txt" | head -1 || true)"
+  cat_crop="$(sed -n 's/.* crop \([0-9]*,[0-9]*,[0-9]*,[0-9]*\) .*/\1/p' <<<"$cat_row")"
+  if [ -z "$person" ] || [ -z "$cat_row" ] || [ -z "$cat_crop" ]; then
+    echo "demo: FAILED: the quantized SSD did not find the person and the cat (score >= 0.5)" >&2
+    exit 1
+  fi
+  echo
+  echo "== coral_mobilenet_v2_1.0_224_quant (uint8, stretch to 224x224) on the cat's box $cat_crop of $(basename "$CHELSEA")"
+  ctl invoke mnv2_q --image "$CHELSEA" --crop "$cat_crop" --fit stretch --top 3 \
+    --labels "$MODELS_Q/coral_imagenet_labels.txt" | tee "$work/mnv2.txt" | grep -E 'top '
+  top1="$(sed -n 's/^  top 1: class [0-9]* (q [0-9]*) [0-9.]* //p' "$work/mnv2.txt")"
+  case "$top1" in
+    *cat*) ;;
+    *) echo "demo: FAILED: the classifier called the cat crop '$top1'" >&2; exit 1 ;;
+  esac
+  quant_status="person found ($(sed 's/.*score \([0-9.]*\) .*/\1/' <<<"$person")), cat found ($(sed 's/.*score \([0-9.]*\) .*/\1/' <<<"$cat_row")), cat crop classified '$top1'"
+fi
+
 echo
 echo "== arenactl stats"
 ctl stats
@@ -95,6 +160,7 @@ echo "arenad exited with status 0"
 
 # The acceptance figure: the face detector must find the astronaut's face.
 if awk -v s="$face_score" 'BEGIN { exit !(s >= 0.8) }'; then
+  echo "demo: quantized part: $quant_status"
   echo "demo: OK (face score $face_score >= 0.8)"
 else
   echo "demo: FAILED: face score $face_score < 0.8" >&2

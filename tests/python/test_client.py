@@ -16,7 +16,7 @@ import numpy as np
 
 import arenad
 from arenad import arenad_pb2 as pb
-from ardaemon import BUILD, MODELS, SRC, WRAP, Daemon, golden, golden_mismatches, model_path
+from ardaemon import ARENACTL, BUILD, MODELS, SRC, WRAP, Daemon, golden, golden_mismatches, model_path
 
 FACE = "face_detection_short_range"
 HAND = "hand_landmark_lite"
@@ -498,6 +498,25 @@ class IntegerTensors(unittest.TestCase):
         self.assertEqual(r.real("i32_out").dtype, np.int32)
         q = r.quantization("u8_out")
         np.testing.assert_array_equal(q.quantize([-5.0, 0.25, -0.25, 200.0], np.uint8), [0, 11, 9, 255])
+
+    def test_arenactl_invoke_dequantizes_and_prints_top_classes(self):
+        arrays = [np.array([[0, 10, 11, 255]], np.uint8), np.array([[-128, -3, 0, 1, 2, 127]], np.int8),
+                  np.array([-7, 0, 9], np.int32), np.array([1, 2], np.int64), np.array([1, 0, 0, 1], np.bool_)]
+        files = []
+        for i, a in enumerate(arrays):
+            files.append(os.path.join(INT_DIR, f"in_{i}.bin"))
+            a.tofile(files[-1])
+        labels = os.path.join(INT_DIR, "labels.txt")
+        with open(labels, "w") as f:
+            f.write("zero\none\ntwo\nthree")
+        out = subprocess.run([*WRAP, ARENACTL, "-s", DAEMON.socket, "invoke", "ints", "--input", *files, "--labels", labels,
+                              "--top", "2"], capture_output=True, text=True, timeout=60)
+        for f in files + [labels]:
+            os.unlink(f)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        # u8_out: (q - 10) * .5 = -5, 0, .5, 122.5.
+        self.assertRegex(out.stdout, r"output 0 u8_out +\[4\] +min -5 +max 122\.5 +mean 29\.5 +\(uint8, scale 0\.5 zero point 10\)")
+        self.assertIn("  top 1: class 3 (q 255) 122.5000 three\n  top 2: class 2 (q 11) 0.5000 two\n", out.stdout)
 
     def test_wrong_dtype_or_size_is_eshape(self):
         good = [np.zeros((1, 4), np.uint8), np.zeros((1, 6), np.int8), np.zeros(3, np.int32),
