@@ -304,8 +304,8 @@ START_TEST(test_inspect_human_and_errors) {
     "subgraph 0 \"keras2tflite_selfiesegmentation_mlkit-256x256-2021_01_19-v1215.tflite.generated\": 360 tensors, 246 operators",
     "CUSTOM:Convolution2DTransposeBias        1        1",
     "DEQUANTIZE                             110        2",
-    "0   0       FLOAT32   [1,256,256,3]      input_1",
-    "0   249     FLOAT32   [1,256,256,1]      activation_10",
+    "0   0       FLOAT32   [1,256,256,3]      -                            input_1",
+    "0   249     FLOAT32   [1,256,256,1]      -                            activation_10",
     "fp16 weights  110 tensors",
   };
   for (size_t i = 0; i < AR_ARRAY_LEN(want); i++)
