@@ -96,8 +96,10 @@ extern const ar_kernel_t ar_kernel_reduce_min;
 extern const ar_kernel_t ar_kernel_reduce_prod;
 extern const ar_kernel_t ar_kernel_arg_max;
 extern const ar_kernel_t ar_kernel_arg_min;
-/* kernels/convert.c: TFLite DEQUANTIZE (float16 -> float32), DENSIFY (sparse -> dense). */
+/* kernels/convert.c: TFLite DEQUANTIZE (float16 / uint8 / int8 -> float32), QUANTIZE (float32 ->
+ * uint8 / int8, 8-bit requantize), DENSIFY (sparse -> dense). */
 extern const ar_kernel_t ar_kernel_dequantize;
+extern const ar_kernel_t ar_kernel_quantize;
 extern const ar_kernel_t ar_kernel_densify;
 
 /* kernels/slice.c: TFLite STRIDED_SLICE, SLICE, TRANSPOSE, TILE, BROADCAST_TO, SPACE_TO_DEPTH

@@ -20,6 +20,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_qparams.h"
 
 #define NB_MAX_RANK 6
 #define NB_MAX_IN 3
@@ -37,9 +38,23 @@ typedef struct {
   int64_t st[NB_MAX_IN][NB_MAX_RANK]; /* element strides per input, 0 = repeated */
 } nb_bcast_t;
 
+/* ADD / SUB / MUL on uint8 / int8 (TFLite's quantized kernels, add.cc / sub.cc / mul.cc):
+ * ADD and SUB rescale both inputs to a common 2^left_shift-scaled domain (multipliers
+ * s_i / (2 max(s1, s2)), each < 1), add or subtract, and rescale by 2 max(s1, s2) / (2^20 s_out);
+ * MUL rescales the product of the offset inputs by s1 s2 / s_out. */
+typedef struct {
+  int32_t off1, off2, out_off;        /* -z1, -z2, z_out */
+  int32_t m1, m2, mo;                 /* Q31 multipliers */
+  int s1, s2, so;                     /* their exponents (<= 0 for ADD/SUB) */
+  int left_shift;                     /* 20 (8-bit ADD/SUB) */
+  int32_t lo, hi;                     /* fused activation clamp in the output's codes */
+} nb_quant_t;
+
 typedef struct {
   int op;
   ar_dtype_t dtype;                   /* dtype of the operands (x, y for SELECT_V2) */
+  bool quantized;                     /* uint8/int8 ADD, SUB, MUL: q below */
+  nb_quant_t q;
   float lo, hi;                       /* float fused activation clamp */
   int64_t ilo, ihi;                   /* integer fused activation clamp */
   bool post_act;
@@ -141,6 +156,41 @@ static int nb_op_of(ar_op_t op) {
   }
 }
 
+/* TFLite's Prepare of quantized ADD / SUB (PrepareGeneralSubOp: left shift 20 for 8 bits, input
+ * multipliers s_i / (2 max), output multiplier 2 max / (2^20 s_out), each through
+ * QuantizeMultiplierSmallerThanOneExp) and MUL (s1 s2 / s_out through QuantizeMultiplier), with
+ * the fused activation clamped in the output's quantized domain. */
+static int nb_plan_quant(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_bytes) {
+  const ar_tview_t *x = node->inputs[0], *y = node->inputs[1], *o = node->outputs[0];
+  float sx = 0, sy = 0, so = 0;
+  int32_t zx = 0, zy = 0, zo = 0;
+  int rc;
+  if ((rc = ar_k_qparams(node, x, "input 0", &sx, &zx, msg, msg_bytes)) ||
+      (rc = ar_k_qparams(node, y, "input 1", &sy, &zy, msg, msg_bytes)) ||
+      (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
+    return rc;
+  nb_quant_t *q = &st->q;
+  st->quantized = true;
+  q->off1 = -zx; q->off2 = -zy; q->out_off = zo;
+  if (ar_quant_activation_range(st->act, o->dtype, so, zo, &q->lo, &q->hi))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
+                    (int)st->act, ar_dtype_name(x->dtype));
+  if (st->op == NB_MUL) {
+    double real = (double)sx * (double)sy / (double)so;
+    ar_quantize_multiplier(real, &q->mo, &q->so);
+    return 0;
+  }
+  q->left_shift = 20;
+  const double twice_max = 2.0 * (double)(sx > sy ? sx : sy);
+  ar_quantize_multiplier((double)sx / twice_max, &q->m1, &q->s1);
+  ar_quantize_multiplier((double)sy / twice_max, &q->m2, &q->s2);
+  ar_quantize_multiplier(twice_max / ((double)(1 << q->left_shift) * (double)so), &q->mo, &q->so);
+  if (q->s1 > 0 || q->s2 > 0 || q->so > 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output scale %g is too small for input "
+                    "scales %g and %g (rescale multiplier >= 1)", (double)so, (double)sx, (double)sy);
+  return 0;
+}
+
 static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_bytes) {
   const int op = nb_op_of(node->op);
   const bool select = op == NB_SELECT;
@@ -154,8 +204,9 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   st->dtype = x->dtype;
 
   /* The dtypes TFLite's builtin kernel accepts for each op (float and integer paths only). */
-  static const ar_dtype_t fiI[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64};
-  static const ar_dtype_t iI[] = {AR_DTYPE_INT32, AR_DTYPE_INT64};
+  static const ar_dtype_t iIq[] = {AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_UINT8, AR_DTYPE_INT8};
+  static const ar_dtype_t fiIq[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_UINT8,
+                                    AR_DTYPE_INT8};
   static const ar_dtype_t fi[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32};
   static const ar_dtype_t minmax[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
                                       AR_DTYPE_UINT8, AR_DTYPE_INT8};
@@ -167,8 +218,8 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   const ar_dtype_t *set;
   int nset;
   switch (op) {
-  case NB_ADD: case NB_MUL: set = iI; nset = 2; break;   /* float32: elementwise.c */
-  case NB_SUB: set = fiI; nset = 3; break;
+  case NB_ADD: case NB_MUL: set = iIq; nset = 4; break;   /* float32: elementwise.c */
+  case NB_SUB: set = fiIq; nset = 5; break;
   case NB_DIV: case NB_FLOOR_DIV: case NB_SQDIFF: case NB_POW: set = fi; nset = 2; break;
   case NB_MAXIMUM: case NB_MINIMUM: set = minmax; nset = 5; break;
   case NB_LESS: case NB_LESS_EQUAL: case NB_GREATER: case NB_GREATER_EQUAL: set = cmp; nset = 3; break;
@@ -194,7 +245,9 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
     return rc;
   st->ilo = INT64_MIN;
   st->ihi = INT64_MAX;
-  if (x->dtype != AR_DTYPE_FLOAT32 && st->act != AR_ACT_NONE) {
+  if (ar_k_is_q8(x->dtype) && (op == NB_ADD || op == NB_SUB || op == NB_MUL)) {
+    if ((rc = nb_plan_quant(node, st, msg, msg_bytes))) return rc;
+  } else if (x->dtype != AR_DTYPE_FLOAT32 && st->act != AR_ACT_NONE) {
     if (st->post_act)
       return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
                       (int)st->act, ar_dtype_name(x->dtype));
@@ -310,12 +363,40 @@ static void run_i64(const nb_state_t *st, void *out, const void *const *in, cons
   }
 }
 
-/* uint8 / int8: MAXIMUM and MINIMUM only (prepare refuses the rest). */
+/* Quantized ADD / SUB (sign = +1 / -1): TFLite's AddElementwise / SubElementwise, scalar form
+ * (MultiplyByQuantizedMultiplierSmallerThanOneExp = ar_mbqm with a shift <= 0). */
+static inline int32_t q_addsub(const nb_quant_t *q, int32_t x, int32_t y, int sign) {
+  const int32_t a = ar_mbqm((x + q->off1) * (1 << q->left_shift), q->m1, q->s1);
+  const int32_t b = ar_mbqm((y + q->off2) * (1 << q->left_shift), q->m2, q->s2);
+  const int32_t r = ar_mbqm(sign > 0 ? a + b : a - b, q->mo, q->so) + q->out_off;
+  return r < q->lo ? q->lo : r > q->hi ? q->hi : r;
+}
+/* Quantized MUL: TFLite's MulElementwise (MultiplyByQuantizedMultiplier of the product). */
+static inline int32_t q_mul(const nb_quant_t *q, int32_t x, int32_t y) {
+  const int32_t r = ar_mbqm((x + q->off1) * (y + q->off2), q->mo, q->so) + q->out_off;
+  return r < q->lo ? q->lo : r > q->hi ? q->hi : r;
+}
+
+/* uint8 / int8: MAXIMUM, MINIMUM and the quantized ADD, SUB, MUL (prepare refuses the rest). */
 static void run_u8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
-  switch (st->op) { CMP_CASES(uint8_t) default: return; }
+  const nb_quant_t *q = &st->q;
+  switch (st->op) {
+  case NB_ADD: NB_LOOP2(uint8_t, uint8_t, (uint8_t)q_addsub(q, x, y, 1)); return;
+  case NB_SUB: NB_LOOP2(uint8_t, uint8_t, (uint8_t)q_addsub(q, x, y, -1)); return;
+  case NB_MUL: NB_LOOP2(uint8_t, uint8_t, (uint8_t)q_mul(q, x, y)); return;
+  CMP_CASES(uint8_t)
+  default: return;
+  }
 }
 static void run_i8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
-  switch (st->op) { CMP_CASES(int8_t) default: return; }
+  const nb_quant_t *q = &st->q;
+  switch (st->op) {
+  case NB_ADD: NB_LOOP2(int8_t, int8_t, (int8_t)q_addsub(q, x, y, 1)); return;
+  case NB_SUB: NB_LOOP2(int8_t, int8_t, (int8_t)q_addsub(q, x, y, -1)); return;
+  case NB_MUL: NB_LOOP2(int8_t, int8_t, (int8_t)q_mul(q, x, y)); return;
+  CMP_CASES(int8_t)
+  default: return;
+  }
 }
 static void run_bool(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
   switch (st->op) {
@@ -397,7 +478,7 @@ void ar__nb_init(ar_node_t *node) {
 
 void ar__nb_eval(const ar_node_t *node) { nb_eval(node); }
 
-/* TFLite SUB (builtin 41): act(x - y); float32, int32, int64. */
+/* TFLite SUB (builtin 41): act(x - y); float32, int32, int64, quantized uint8 / int8. */
 const ar_kernel_t ar_kernel_sub = { "SUB", ar__nb_prepare, ar__nb_init, nb_eval };
 /* TFLite DIV (builtin 42): act(x / y); float32, int32 (x / 0 -> 0). */
 const ar_kernel_t ar_kernel_div = { "DIV", ar__nb_prepare, ar__nb_init, nb_eval };

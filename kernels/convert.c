@@ -1,7 +1,17 @@
-/* convert.c - TFLite DEQUANTIZE (float16 -> float32) and DENSIFY (sparse constant -> dense).
+/* convert.c - TFLite DEQUANTIZE (float16 / uint8 / int8 -> float32), QUANTIZE (float32 -> uint8 /
+ * int8, and uint8 / int8 -> uint8 / int8 requantization) and DENSIFY (sparse constant -> dense).
  *
- * Both run once, when the interpreter folds constants at place time, but they are ordinary kernels:
- * prepare checks, eval computes. DENSIFY implements TFLite's sparse tensor format
+ * DEQUANTIZE of a constant and DENSIFY run once, when the interpreter folds constants at place
+ * time; DEQUANTIZE of an activation (uint8 / int8) and QUANTIZE run at every invoke. All are
+ * ordinary kernels: prepare checks, eval computes.
+ *
+ * 8-bit semantics (TFLite dequantize.cc / quantize.cc, builtin kernels):
+ *   DEQUANTIZE  out = (float)(scale * (q - zero_point)), the product in double.
+ *   QUANTIZE    float32 -> 8-bit: optimized AffineQuantize: elements in whole groups of 8 (its
+ *               vector loop) are q = round_half_even(x * (float)(1 / scale)) + zero_point, the rest
+ *               q = round_half_away(x / (double)scale) + zero_point, both clamped to the type.
+ *               8-bit -> 8-bit: Requantize, q = MultiplyByQuantizedMultiplier(q_in - z_in,
+ *               QuantizeMultiplier(s_in / s_out)) + z_out, clamped. DENSIFY implements TFLite's sparse tensor format
  * (SparsityParameters; see TFLite's FormatConverter::SparseToDense):
  *   - the dense shape has n dims; block_map (k entries) names the dims that are split into blocks;
  *     the "expanded" tensor has n + k dims: dims 0..n-1 count blocks (dense[d] / block_size for a
@@ -20,26 +30,70 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_qparams.h"
 
 /* --------------------------------------------------------------- DEQUANTIZE */
 
-static int dequantize_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+typedef struct {
+  ar_dtype_t in, out;
+  float scale;              /* DEQUANTIZE: input scale; QUANTIZE from float: output scale */
+  int32_t in_zp, out_zp;
+  int32_t m;                /* requantize multiplier */
+  int shift;
+} convert_state_t;
+
+static int dequantize_plan(const ar_node_t *node, convert_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0];
-  node->state_bytes = 0;
-  if (in->dtype != AR_DTYPE_FLOAT16)
+  memset(st, 0, sizeof *st);
+  st->in = in->dtype;
+  st->out = AR_DTYPE_FLOAT32;
+  if (in->dtype != AR_DTYPE_FLOAT16 && !ar_k_is_q8(in->dtype))
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
-                    "input dtype %s (only FLOAT16 -> FLOAT32 is implemented)", ar_dtype_name(in->dtype));
+                    "input dtype %s (FLOAT16, UINT8 or INT8 -> FLOAT32 are implemented)",
+                    ar_dtype_name(in->dtype));
   if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
     return rc;
+  if (ar_k_is_q8(in->dtype) &&
+      (rc = ar_k_qparams(node, in, "input 0", &st->scale, &st->in_zp, msg, msg_bytes)))
+    return rc;
   return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
+}
+
+static int dequantize_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  convert_state_t st;
+  node->state_bytes = sizeof st;
+  return dequantize_plan(node, &st, msg, msg_bytes);
+}
+
+static void dequantize_init(ar_node_t *node) {
+  convert_state_t st;
+  if (dequantize_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
 static void dequantize_eval(const ar_node_t *node) {
   const unsigned char *in = node->inputs[0]->data;   /* may sit unaligned inside the model file */
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
+  const convert_state_t *st = node->state;
+  /* A constant folded at place time may run before init stored the state: read the dtype. */
+  const ar_dtype_t dt = node->inputs[0]->dtype;
+  if (dt == AR_DTYPE_UINT8 || dt == AR_DTYPE_INT8) {
+    float scale = 0;
+    int32_t zp = 0;
+    if (st && node->state_bytes >= sizeof *st && st->in == dt) {
+      scale = st->scale; zp = st->in_zp;
+    } else if (node->inputs[0]->quant) {
+      scale = node->inputs[0]->quant->scale[0]; zp = (int32_t)node->inputs[0]->quant->zero_point[0];
+    }
+    const double s = scale;
+    if (dt == AR_DTYPE_UINT8)
+      for (int64_t i = 0; i < n; i++) out[i] = (float)(s * (double)((int32_t)in[i] - zp));
+    else
+      for (int64_t i = 0; i < n; i++) out[i] = (float)(s * (double)((int32_t)(int8_t)in[i] - zp));
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {
     uint16_t h;
     memcpy(&h, in + 2 * i, sizeof h);
@@ -47,8 +101,76 @@ static void dequantize_eval(const ar_node_t *node) {
   }
 }
 
-/* TFLite DEQUANTIZE (builtin 6), float16 -> float32 (exact, incl. subnormals, inf, NaN, -0). */
-const ar_kernel_t ar_kernel_dequantize = { "DEQUANTIZE", dequantize_prepare, NULL, dequantize_eval };
+/* TFLite DEQUANTIZE (builtin 6): float16 -> float32 (exact, incl. subnormals, inf, NaN, -0), and
+ * uint8 / int8 -> float32 (scale (q - zero_point)). */
+const ar_kernel_t ar_kernel_dequantize = { "DEQUANTIZE", dequantize_prepare, dequantize_init,
+                                           dequantize_eval };
+
+/* ---------------------------------------------------------------- QUANTIZE */
+
+static int quantize_plan(const ar_node_t *node, convert_state_t *st, char *msg, size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
+  if (rc) return rc;
+  const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
+  memset(st, 0, sizeof *st);
+  st->in = in->dtype;
+  st->out = o->dtype;
+  if (!ar_k_is_q8(o->dtype))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output dtype %s (UINT8 or INT8 are "
+                    "implemented)", ar_dtype_name(o->dtype));
+  float so = 0;
+  if ((rc = ar_k_qparams(node, o, "output 0", &so, &st->out_zp, msg, msg_bytes))) return rc;
+  if (in->dtype == AR_DTYPE_FLOAT32) {
+    st->scale = so;
+  } else if (ar_k_is_q8(in->dtype)) {
+    float si = 0;
+    if ((rc = ar_k_qparams(node, in, "input 0", &si, &st->in_zp, msg, msg_bytes))) return rc;
+    ar_quantize_multiplier((double)si / (double)so, &st->m, &st->shift);
+  } else {
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input dtype %s (FLOAT32, UINT8 or INT8 "
+                    "are implemented)", ar_dtype_name(in->dtype));
+  }
+  return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
+}
+
+static int quantize_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  convert_state_t st;
+  node->state_bytes = sizeof st;
+  return quantize_plan(node, &st, msg, msg_bytes);
+}
+
+static void quantize_init(ar_node_t *node) {
+  convert_state_t st;
+  if (quantize_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+static void quantize_eval(const ar_node_t *node) {
+  const convert_state_t *st = node->state;
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  const bool out_signed = st->out == AR_DTYPE_INT8;
+  void *out = node->outputs[0]->data;
+  if (st->in == AR_DTYPE_FLOAT32) {
+    const float *x = node->inputs[0]->data;
+    const double scale = st->scale;
+    const float inv = (float)(1.0 / scale);
+    const int64_t n8 = n / 8 * 8;
+    int64_t i = 0;
+    for (; i < n8; i++)   /* vector loop: multiply by the reciprocal, round half to even */
+      ar_k_store_q8(out, i, out_signed, (int32_t)nearbyintf(x[i] * inv) + st->out_zp);
+    for (; i < n; i++)
+      ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
+    return;
+  }
+  const uint8_t *in = node->inputs[0]->data;
+  const bool in_signed = st->in == AR_DTYPE_INT8;
+  for (int64_t i = 0; i < n; i++) {
+    const int32_t q = in_signed ? (int32_t)(int8_t)in[i] : (int32_t)in[i];
+    ar_k_store_q8(out, i, out_signed, ar_mbqm(q - st->in_zp, st->m, st->shift) + st->out_zp);
+  }
+}
+
+/* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8, uint8 / int8 -> uint8 / int8. */
+const ar_kernel_t ar_kernel_quantize = { "QUANTIZE", quantize_prepare, quantize_init, quantize_eval };
 
 /* ------------------------------------------------------------------ DENSIFY */
 

@@ -18,6 +18,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_qparams.h"
 
 #define AR_BCAST_MAX_RANK 6
 
@@ -129,8 +130,9 @@ static void binary_run(int op, float *out, const float *a, int64_t sa, const flo
   }
 }
 
-/* ADD and MUL on int32 / int64 operands run binary.c's generic broadcast (integer clamp for the
- * fused activation); float32 stays on the vectorized path here. */
+/* ADD and MUL on int32 / int64 operands and on quantized uint8 / int8 run binary.c's generic
+ * broadcast (integer clamp / TFLite's fixed-point rescale); float32 stays on the vectorized path
+ * here. */
 static bool int_operands(const ar_node_t *node) {
   return node->n_inputs >= 1 && node->inputs[0] && node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
 }
@@ -185,27 +187,114 @@ static void binary_init(ar_node_t *node) {
   if (binary_plan(node, op, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
-/* TFLite ADD (builtin 0): out = act(a + b), NumPy broadcasting; float32, int32, int64. */
+/* TFLite ADD (builtin 0): out = act(a + b), NumPy broadcasting; float32, int32, int64, uint8 /
+ * int8 (quantized, binary.c). */
 const ar_kernel_t ar_kernel_add = { "ADD", add_prepare, binary_init, binary_eval };
-/* TFLite MUL (builtin 18): out = act(a * b), NumPy broadcasting; float32, int32, int64. */
+/* TFLite MUL (builtin 18): out = act(a * b), NumPy broadcasting; float32, int32, int64, uint8 /
+ * int8 (quantized, binary.c). */
 const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval };
 /* TFLite PRELU (builtin 54): out = x >= 0 ? x : alpha * x, alpha broadcast against x. */
 const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, binary_init, binary_eval };
 
-/* ---- Unary ops: same shape in and out, out[i] depends on in[i] only. ---- */
+/* ---- Unary ops: same shape in and out, out[i] depends on in[i] only. ----
+ *
+ * On uint8 / int8 (TFLite activations.cc):
+ *   RELU, RELU6   ReluX: out = clamp(z_out + MultiplyByQuantizedMultiplier(q - z_in, s_in / s_out),
+ *                 lo, hi) with lo = max(type min, z_out + roundf(0 / s_out)), hi = type max (RELU) or
+ *                 min(type max, z_out + roundf(6 / s_out)) (RELU6).
+ *   LOGISTIC      a 256-entry table made at init exactly as TFLite's PopulateLookupTable (the builtin
+ *                 kernel's path): dequantize in float32, 1 / (1 + expf(-x)), round(y * 256) + z_out,
+ *                 clamped; output scale 1/256 and zero point 0 (uint8) / -128 (int8) required. */
 
-static int unary_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+typedef struct {
+  bool quantized;
+  bool is_signed;
+  int32_t in_zp, out_zp, m;         /* RELU/RELU6 rescale */
+  int shift;
+  int32_t lo, hi;
+  uint8_t table[256];               /* LOGISTIC: output byte for input byte (as unsigned index) */
+} unary_q_t;
+
+static int unary_plan(ar_node_t *node, unary_q_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
   if (rc) return rc;
-  const ar_tview_t *in = node->inputs[0];
-  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+  const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
+  memset(st, 0, sizeof *st);
+  if (ar_k_is_q8(in->dtype) && node->op != AR_OP_HARD_SWISH) {
+    if ((rc = ar_k_check_dtype(node, o, "output 0", in->dtype, msg, msg_bytes))) return rc;
+    float si = 0, so = 0;
+    int32_t zi = 0, zo = 0;
+    if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
+        (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
+      return rc;
+    st->quantized = true;
+    st->is_signed = in->dtype == AR_DTYPE_INT8;
+    st->in_zp = zi; st->out_zp = zo;
+    const int32_t tmin = st->is_signed ? -128 : 0, tmax = st->is_signed ? 127 : 255;
+    if (node->op == AR_OP_LOGISTIC) {
+      if (so != 1.0f / 256.0f || zo != tmin)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output quantization (scale %g, zero "
+                        "point %d) must be scale 1/256, zero point %d", (double)so, (int)zo, (int)tmin);
+      const float inv = 1.0f / so;
+      for (int32_t v = tmin; v <= tmax; v++) {
+        const float x = si * (float)(v - zi);
+        const float y = 1.0f / (1.0f + expf(-x));
+        const float r = roundf(y * inv);
+        int32_t qv = (int32_t)(r + (float)zo);
+        qv = qv < tmin ? tmin : qv > tmax ? tmax : qv;
+        st->table[(uint8_t)v] = (uint8_t)qv;
+      }
+    } else {   /* RELU, RELU6 */
+      ar_quantize_multiplier((double)si / (double)so, &st->m, &st->shift);
+      int32_t lo = zo + (int32_t)roundf(0.0f / so);
+      st->lo = lo > tmin ? lo : tmin;
+      st->hi = tmax;
+      if (node->op == AR_OP_RELU6) {
+        int32_t hi = zo + (int32_t)roundf(6.0f / so);
+        st->hi = hi < tmax ? hi : tmax;
+      }
+    }
+  } else if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+             (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes))) {
     return rc;
-  node->state_bytes = 0;
+  }
   return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
 }
 
+static int unary_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  unary_q_t st;
+  int rc = unary_plan(node, &st, msg, msg_bytes);
+  node->state_bytes = rc == 0 && st.quantized ? sizeof st : 0;
+  return rc;
+}
+
+static void unary_init(ar_node_t *node) {
+  unary_q_t st;
+  if (node->state_bytes && unary_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+/* The quantized forms; true when the node is one (state set at init). */
+static bool unary_q_eval(const ar_node_t *node) {
+  if (!node->state_bytes) return false;
+  const unary_q_t *st = node->state;
+  const uint8_t *in = node->inputs[0]->data;
+  uint8_t *out = node->outputs[0]->data;
+  int64_t n = ar_k_elements(node->inputs[0]);
+  if (node->op == AR_OP_LOGISTIC) {
+    for (int64_t i = 0; i < n; i++) out[i] = st->table[in[i]];
+    return true;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int32_t v = st->is_signed ? (int32_t)(int8_t)in[i] : (int32_t)in[i];
+    int32_t r = st->out_zp + ar_mbqm(v - st->in_zp, st->m, st->shift);
+    r = r < st->lo ? st->lo : r > st->hi ? st->hi : r;
+    out[i] = (uint8_t)r;   /* r is in the type's range: the two's-complement byte */
+  }
+  return true;
+}
+
 static void relu_eval(const ar_node_t *node) {
+  if (unary_q_eval(node)) return;
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
@@ -213,6 +302,7 @@ static void relu_eval(const ar_node_t *node) {
 }
 
 static void relu6_eval(const ar_node_t *node) {
+  if (unary_q_eval(node)) return;
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
@@ -225,6 +315,7 @@ static void relu6_eval(const ar_node_t *node) {
 /* TFLite's float logistic saturates outside [-9, 16.62]: exp(x) below (1/(1+e^-x) == e^x to
  * float precision there) and exactly 1 above, which also keeps expf away from overflow. */
 static void logistic_eval(const ar_node_t *node) {
+  if (unary_q_eval(node)) return;
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
@@ -251,11 +342,12 @@ static void hard_swish_eval(const ar_node_t *node) {
   }
 }
 
-/* TFLite RELU (builtin 19): max(0, x). */
-const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, NULL, relu_eval };
-/* TFLite RELU6 (builtin 21): min(max(0, x), 6). */
-const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, NULL, relu6_eval };
-/* TFLite LOGISTIC (builtin 14): 1 / (1 + exp(-x)), saturated like TFLite's float kernel. */
-const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, NULL, logistic_eval };
+/* TFLite RELU (builtin 19): max(0, x); float32, uint8 / int8 (rescaled, clamped). */
+const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, unary_init, relu_eval };
+/* TFLite RELU6 (builtin 21): min(max(0, x), 6); float32, uint8 / int8 (rescaled, clamped). */
+const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, unary_init, relu6_eval };
+/* TFLite LOGISTIC (builtin 14): 1 / (1 + exp(-x)), saturated like TFLite's float kernel; uint8 /
+ * int8 through TFLite's 256-entry lookup table (output scale 1/256). */
+const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, unary_init, logistic_eval };
 /* TFLite HARD_SWISH (builtin 117): x * relu6(x + 3) / 6. */
 const ar_kernel_t ar_kernel_hard_swish = { "HARD_SWISH", unary_prepare, NULL, hard_swish_eval };

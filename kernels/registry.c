@@ -12,6 +12,7 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_DEPTHWISE_CONV_2D: return &ar_kernel_depthwise_conv_2d;
   case AR_OP_DEPTH_TO_SPACE: return &ar_kernel_depth_to_space;
   case AR_OP_DEQUANTIZE: return &ar_kernel_dequantize;
+  case AR_OP_QUANTIZE: return &ar_kernel_quantize;
   case AR_OP_FULLY_CONNECTED: return &ar_kernel_fully_connected;
   case AR_OP_LOGISTIC: return &ar_kernel_logistic;
   case AR_OP_MAX_POOL_2D: return &ar_kernel_max_pool_2d;

@@ -9,6 +9,19 @@
  * and align_corners with half_pixel_centers together is an error, as in TFLite. The per-row and
  * per-column (lower, upper, weight) triples are computed once at init into the node state, so eval
  * is a blend of four input pixels per output pixel with the channel loop innermost.
+ *
+ * 8-bit RESIZE_BILINEAR follows the paths of TFLite's builtin kernel (resize_bilinear.cc):
+ *   uint8  optimized ResizeBilinearGenericSmallChannel: the float taps above, the weights
+ *          (1 - fy)(1 - fx), (1 - fy) fx, fy (1 - fx), fy fx in float32, out = (uint8)(v00 w00 +
+ *          v01 w01 + v10 w10 + v11 w11 + 0.5f), the sum contracted into fused multiply-adds as
+ *          gcc does on x86-64 with FMA (it only matters when the products are inexact);
+ *   int8   ResizeBilinearInteger: 10-bit fixed point, scale_10 = (1024 in + out / 2) / out (or
+ *          (1024 (in - 1) + (out - 1) / 2) / (out - 1) with align_corners), src_10 = dst scale_10
+ *          (+ scale_10 / 2 - 512 with half_pixel_centers), lower = max(src_10 / 1024, 0), upper =
+ *          min((src_10 + 1023) / 1024, in - 1) (C division), weights from src_10 - 1024 lower; the
+ *          int64 sum of the four products (2^20 scale) is divided by 2^20 rounding half away from
+ *          zero.
+ * Both need input and output quantization to be equal (TFLite does not rescale either).
  */
 #include <math.h>
 #include <string.h>
@@ -16,12 +29,14 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_qparams.h"
 
-typedef struct { int32_t lo, hi; float w; } resize_tap_t;
+typedef struct { int32_t lo, hi; float w; int32_t ilo, ihi, iw; } resize_tap_t;   /* iw: 10-bit */
 
 typedef struct {
   int32_t b, h, w, c, oh, ow;
   bool align_corners, half_pixel_centers;
+  ar_dtype_t dtype;
   /* followed by resize_tap_t ytaps[oh], xtaps[ow] */
 } resize_state_t;
 
@@ -29,10 +44,23 @@ static int resize_plan(const ar_node_t *node, resize_state_t *st, char *msg, siz
   int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0], *size = node->inputs[1];
-  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+  if (in->dtype != AR_DTYPE_FLOAT32 && !ar_k_is_q8(in->dtype))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s, expected FLOAT32, "
+                    "UINT8 or INT8", ar_dtype_name(in->dtype));
+  if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", in->dtype, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, size, "size (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
     return rc;
+  if (ar_k_is_q8(in->dtype)) {
+    float si = 0, so = 0;
+    int32_t zi = 0, zo = 0;
+    if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
+        (rc = ar_k_qparams(node, node->outputs[0], "output 0", &so, &zo, msg, msg_bytes)))
+      return rc;
+    if (si != so || zi != zo)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input quantization (scale %g, zero "
+                      "point %d) differs from the output's (scale %g, zero point %d)", (double)si,
+                      (int)zi, (double)so, (int)zo);
+  }
   if (in->rank != 4)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input rank %d, expected 4 (NHWC)", (int)in->rank);
   if (size->rank != 1 || size->dims[0] != 2)
@@ -41,6 +69,7 @@ static int resize_plan(const ar_node_t *node, resize_state_t *st, char *msg, siz
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
                     "size (input 1) is not a constant (dynamic output shapes are not supported)");
   memset(st, 0, sizeof *st);
+  st->dtype = in->dtype;
   if (node->options) {
     st->align_corners = node->options->resize_bilinear.align_corners;
     st->half_pixel_centers = node->options->resize_bilinear.half_pixel_centers;
@@ -80,6 +109,15 @@ static void resize_taps(resize_tap_t *t, int32_t out, int32_t in, bool align, bo
     hi = AR_MIN(hi, in - 1);
     t[i].lo = lo; t[i].hi = hi; t[i].w = src - (float)lo;
   }
+  /* TFLite ResizeBilinearInteger's 10-bit taps (int8). */
+  const int32_t scale_10 = (align && out > 1) ? ((1 << 10) * (in - 1) + (out - 1) / 2) / (out - 1)
+                                              : ((1 << 10) * in + out / 2) / out;
+  for (int32_t i = 0; i < out; i++) {
+    const int32_t src = half ? i * scale_10 + scale_10 / 2 - (1 << 9) : i * scale_10;
+    const int32_t lo = AR_MAX(src / (1 << 10), 0);
+    const int32_t hi = AR_MIN((src + (1 << 10) - 1) / (1 << 10), in - 1);
+    t[i].ilo = lo; t[i].ihi = hi; t[i].iw = src - (1 << 10) * lo;
+  }
 }
 
 static void resize_init(ar_node_t *node) {
@@ -92,8 +130,64 @@ static void resize_init(ar_node_t *node) {
   resize_taps(ytaps + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
 }
 
+static void resize_eval_u8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
+                           const uint8_t *in, uint8_t *out) {
+  const int64_t C = st->c, row = (int64_t)st->w * C;
+  for (int32_t b = 0; b < st->b; b++) {
+    const uint8_t *inb = in + (int64_t)b * st->h * row;
+    for (int32_t oy = 0; oy < st->oh; oy++) {
+      const uint8_t *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;
+      const float fy = yt[oy].w;
+      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+        const float fx = xt[ox].w;
+        const uint8_t *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;
+        const uint8_t *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;
+        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
+        const float w10 = fy * (1.0f - fx), w11 = fy * fx;
+        for (int64_t c = 0; c < C; c++) {
+          float acc = fmaf((float)p00[c], w00, (float)p01[c] * w01);
+          acc = fmaf((float)p10[c], w10, acc);
+          acc = fmaf((float)p11[c], w11, acc);
+          out[c] = (uint8_t)(int32_t)(acc + 0.5f);
+        }
+      }
+    }
+  }
+}
+
+static void resize_eval_i8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
+                           const int8_t *in, int8_t *out) {
+  const int64_t C = st->c, row = (int64_t)st->w * C;
+  for (int32_t b = 0; b < st->b; b++) {
+    const int8_t *inb = in + (int64_t)b * st->h * row;
+    for (int32_t oy = 0; oy < st->oh; oy++) {
+      const int8_t *r0 = inb + yt[oy].ilo * row, *r1 = inb + yt[oy].ihi * row;
+      const int64_t wy1 = yt[oy].iw, wy0 = (1 << 10) - wy1;
+      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+        const int64_t wx1 = xt[ox].iw, wx0 = (1 << 10) - wx1;
+        const int8_t *p00 = r0 + xt[ox].ilo * C, *p01 = r0 + xt[ox].ihi * C;
+        const int8_t *p10 = r1 + xt[ox].ilo * C, *p11 = r1 + xt[ox].ihi * C;
+        const int64_t w00 = wy0 * wx0, w10 = wy1 * wx0, w01 = wy0 * wx1, w11 = wy1 * wx1;
+        for (int64_t c = 0; c < C; c++) {
+          const int64_t v = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
+          const int64_t r = v > 0 ? (1 << 19) : -(1 << 19);
+          out[c] = (int8_t)((v + r) / (1 << 20));
+        }
+      }
+    }
+  }
+}
+
 static void resize_eval(const ar_node_t *node) {
   const resize_state_t *st = node->state;
+  if (st->dtype == AR_DTYPE_UINT8 || st->dtype == AR_DTYPE_INT8) {
+    const resize_tap_t *yt = (const resize_tap_t *)((const char *)node->state + sizeof *st);
+    if (st->dtype == AR_DTYPE_UINT8)
+      resize_eval_u8(st, yt, yt + st->oh, node->inputs[0]->data, node->outputs[0]->data);
+    else
+      resize_eval_i8(st, yt, yt + st->oh, node->inputs[0]->data, node->outputs[0]->data);
+    return;
+  }
   const resize_tap_t *yt = (const resize_tap_t *)((const char *)node->state + sizeof *st);
   const resize_tap_t *xt = yt + st->oh;
   const float *in = node->inputs[0]->data;
@@ -117,7 +211,8 @@ static void resize_eval(const ar_node_t *node) {
   }
 }
 
-/* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured. */
+/* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured;
+ * float32, uint8, int8. */
 const ar_kernel_t ar_kernel_resize_bilinear = { "RESIZE_BILINEAR", resize_prepare, resize_init, resize_eval };
 
 /* -------------------------------------------------- RESIZE_NEAREST_NEIGHBOR */

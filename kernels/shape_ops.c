@@ -12,6 +12,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_qparams.h"
 
 /* ------------------------------------------------------------------ RESHAPE */
 
@@ -99,16 +100,35 @@ const ar_kernel_t ar_kernel_reshape = { "RESHAPE", reshape_prepare, NULL, reshap
 typedef struct {
   int32_t rank;                          /* after folding, >= 1 */
   int64_t in[AR_PAD_MAX_RANK], before[AR_PAD_MAX_RANK], after[AR_PAD_MAX_RANK];
+  size_t es;                             /* element bytes: 4 (float32, int32 fill 0) or 1 */
+  uint8_t fill;                          /* 1-byte elements: the output zero point's byte */
 } pad_state_t;
 
 static int pad_plan(const ar_node_t *node, pad_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0], *pads = node->inputs[1];
-  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
+  if (in->dtype != AR_DTYPE_FLOAT32 && in->dtype != AR_DTYPE_INT32 && !ar_k_is_q8(in->dtype))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s, expected FLOAT32, "
+                    "INT32, UINT8 or INT8", ar_dtype_name(in->dtype));
+  if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", in->dtype, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, pads, "paddings (input 1)", AR_DTYPE_INT32, msg, msg_bytes)))
     return rc;
+  size_t es = ar_dtype_size(in->dtype);
+  uint8_t fill = 0;
+  if (ar_k_is_q8(in->dtype)) {
+    /* TFLite pad.cc: without constant_values the pad value is the output's zero point. */
+    float so = 0, si = 0;
+    int32_t zo = 0, zi = 0;
+    if ((rc = ar_k_qparams(node, node->outputs[0], "output 0", &so, &zo, msg, msg_bytes)) ||
+        (rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)))
+      return rc;
+    if (si != so || zi != zo)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input quantization (scale %g, zero "
+                      "point %d) differs from the output's (scale %g, zero point %d)", (double)si,
+                      (int)zi, (double)so, (int)zo);
+    fill = (uint8_t)zo;
+  }
   if (in->rank < 1 || in->rank > AR_PAD_MAX_RANK)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input rank %d (supported 1..%d)",
                     (int)in->rank, AR_PAD_MAX_RANK);
@@ -118,6 +138,8 @@ static int pad_plan(const ar_node_t *node, pad_state_t *st, char *msg, size_t ms
     /* Paddings from a graph input: the value comes before the invoke that needs it
      * (ar_interp_set_shape_input, then a re-prepare); until then the stored shape stands. */
     memset(st, 0, sizeof *st);
+    st->es = es;
+    st->fill = fill;
     return 0;
   }
   if (!pads->data)
@@ -148,6 +170,8 @@ static int pad_plan(const ar_node_t *node, pad_state_t *st, char *msg, size_t ms
   }
   if (fold != 1 || r == 0) { tin[r] = fold; tb[r] = 0; ta[r] = 0; r++; }
   st->rank = r;
+  st->es = es;
+  st->fill = fill;
   for (int32_t i = 0; i < r; i++) {   /* tin[] was built innermost first */
     st->in[i] = tin[r - 1 - i]; st->before[i] = tb[r - 1 - i]; st->after[i] = ta[r - 1 - i];
   }
@@ -165,10 +189,16 @@ static void pad_init(ar_node_t *node) {
   if (pad_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+/* `n` elements of fill: 0 for 4-byte elements, the zero point's byte for 1-byte ones. */
+static inline void pad_fill(char *p, int64_t n, const pad_state_t *st) {
+  memset(p, st->es == 1 ? st->fill : 0, (size_t)n * st->es);
+}
+
 static void pad_eval(const ar_node_t *node) {
   const pad_state_t *st = node->state;
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
+  const char *in = node->inputs[0]->data;
+  char *out = node->outputs[0]->data;
+  const int64_t es = (int64_t)st->es;
   int32_t r = st->rank, last = r - 1;
   int64_t od[AR_PAD_MAX_RANK] = {0}, istride[AR_PAD_MAX_RANK] = {0}, idx[AR_PAD_MAX_RANK] = {0};
   int64_t rows = 1, s = 1;
@@ -179,7 +209,7 @@ static void pad_eval(const ar_node_t *node) {
     if (i < last) rows *= od[i];
   }
   const int64_t orow = od[last], irow = st->in[last], b = st->before[last], a = st->after[last];
-  for (int64_t row = 0; row < rows; row++, out += orow) {
+  for (int64_t row = 0; row < rows; row++, out += orow * es) {
     bool inside = true;
     int64_t off = 0;
     for (int32_t d = 0; d < last; d++) {
@@ -188,12 +218,11 @@ static void pad_eval(const ar_node_t *node) {
       off += k * istride[d];
     }
     if (!inside) {
-      memset(out, 0, (size_t)orow * sizeof(float));
+      pad_fill(out, orow, st);
     } else {
-      const float *src = in + off;
-      for (int64_t j = 0; j < b; j++) out[j] = 0.0f;
-      memcpy(out + b, src, (size_t)irow * sizeof(float));
-      for (int64_t j = 0; j < a; j++) out[b + irow + j] = 0.0f;
+      pad_fill(out, b, st);
+      memcpy(out + b * es, in + off * es, (size_t)(irow * es));
+      pad_fill(out + (b + irow) * es, a, st);
     }
     for (int32_t d = last - 1; d >= 0; d--) {
       if (++idx[d] < od[d]) break;
@@ -202,30 +231,51 @@ static void pad_eval(const ar_node_t *node) {
   }
 }
 
-/* TFLite PAD (builtin 34): constant int32 paddings [rank,2] (before, after), zero fill, rank <= 4. */
+/* TFLite PAD (builtin 34): constant int32 paddings [rank,2] (before, after), rank <= 4; float32 /
+ * int32 filled with 0, uint8 / int8 with the output's zero point. */
 const ar_kernel_t ar_kernel_pad = { "PAD", pad_prepare, pad_init, pad_eval };
 
 /* ------------------------------------------------------------ CONCATENATION */
 
+/* Any element type; a fused activation only on float32. On uint8, an input whose scale or zero
+ * point differs from the output's is requantized as TFLite's ConcatenationWithScaling does it:
+ * out = clamp((int32)round(q * scale + bias) + z_out, 0, 255) with scale = s_in * (1 / s_out) and
+ * bias = -z_in * scale in float32; q * scale + bias is one fused multiply-add (fmaf), as the
+ * x86-64 -march=haswell build of TFLite contracts it. int8 inputs must share the output's
+ * parameters (TFLite refuses others at prepare). */
 typedef struct {
   int32_t n_inputs;
   int64_t outer;                       /* product of dims before the axis */
   int64_t run[AR_MAX_OP_INPUTS];       /* elements per input per outer index */
   int64_t n;                           /* output elements */
+  size_t es;                           /* element bytes */
   float lo, hi;
   bool post_act;
   ar_activation_t act;
+  bool requant[AR_MAX_OP_INPUTS];      /* uint8 input rescaled to the output's parameters */
+  float scale[AR_MAX_OP_INPUTS], bias[AR_MAX_OP_INPUTS];
+  int32_t out_zp;
 } concat_state_t;
 
 static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, AR_MAX_OP_INPUTS, node->n_inputs, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *t0 = node->inputs[0], *o = node->outputs[0];
-  if ((rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes))) return rc;
   memset(st, 0, sizeof *st);
+  const bool is_float = o->dtype == AR_DTYPE_FLOAT32;
+  if ((rc = ar_k_check_same_dtype(node, t0, 0, msg, msg_bytes))) return rc;
+  st->es = ar_dtype_size(o->dtype);
   int32_t axis = node->options ? node->options->concatenation.axis : 0;
   st->act = node->options ? node->options->concatenation.activation : AR_ACT_NONE;
+  if (!is_float && st->act != AR_ACT_NONE)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
+                    (int)st->act, ar_dtype_name(o->dtype));
   if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes))) return rc;
+  float so = 0;
+  int32_t zo = 0;
+  const bool q8 = ar_k_is_q8(o->dtype);
+  if (q8 && (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes))) return rc;
+  st->out_zp = zo;
   int32_t rank = t0->rank;
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
@@ -239,11 +289,12 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
   for (int32_t d = 0; d < axis; d++) st->outer *= t0->dims[d];
   for (int32_t d = axis + 1; d < rank; d++) inner *= t0->dims[d];
   st->n_inputs = node->n_inputs;
+  const float inv_out = q8 ? 1.0f / so : 0.0f;
   for (int32_t i = 0; i < node->n_inputs; i++) {
     const ar_tview_t *t = node->inputs[i];
     char what[32];
     snprintf(what, sizeof what, "input %d", (int)i);
-    if ((rc = ar_k_check_dtype(node, t, what, AR_DTYPE_FLOAT32, msg, msg_bytes))) return rc;
+    if ((rc = ar_k_check_dtype(node, t, what, o->dtype, msg, msg_bytes))) return rc;
     bool ok = t->rank == rank;
     for (int32_t d = 0; ok && d < rank; d++) ok = d == axis || t->dims[d] == t0->dims[d];
     if (!ok) {
@@ -251,6 +302,20 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
       return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input %d shape %s does not match input 0 "
                       "shape %s outside axis %d", (int)i, ar_k_dims_str(a, sizeof a, t->rank, t->dims),
                       ar_k_dims_str(b, sizeof b, rank, t0->dims), (int)axis);
+    }
+    if (q8) {
+      float si = 0;
+      int32_t zi = 0;
+      if ((rc = ar_k_qparams(node, t, what, &si, &zi, msg, msg_bytes))) return rc;
+      if (si != so || zi != zo) {
+        if (o->dtype == AR_DTYPE_INT8)
+          return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int8 %s quantization (scale %g, "
+                          "zero point %d) differs from the output's (scale %g, zero point %d)", what,
+                          (double)si, (int)zi, (double)so, (int)zo);
+        st->requant[i] = true;
+        st->scale[i] = si * inv_out;
+        st->bias[i] = -(float)zi * st->scale[i];
+      }
     }
     od[axis] += t->dims[axis];
     st->run[i] = (int64_t)t->dims[axis] * inner;
@@ -270,22 +335,38 @@ static void concat_init(ar_node_t *node) {
   if (concat_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
-static void concat_eval(const ar_node_t *node) {
-  const concat_state_t *st = node->state;
-  float *out = node->outputs[0]->data, *o = out;
-  for (int64_t k = 0; k < st->outer; k++) {
-    for (int32_t i = 0; i < st->n_inputs; i++) {
-      const float *src = (const float *)node->inputs[i]->data + k * st->run[i];
-      memcpy(o, src, (size_t)st->run[i] * sizeof(float));
-      o += st->run[i];
-    }
+static void concat_requant(uint8_t *o, const uint8_t *src, int64_t n, float scale, float bias,
+                           int32_t zp) {
+  for (int64_t j = 0; j < n; j++) {
+    int32_t v = (int32_t)roundf(fmaf((float)src[j], scale, bias)) + zp;
+    o[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
   }
-  if (st->lo != -INFINITY || st->hi != INFINITY)
-    for (int64_t j = 0; j < st->n; j++) out[j] = ar_k_clamp(out[j], st->lo, st->hi);
-  if (st->post_act) ar_apply_activation(out, (size_t)st->n, st->act);
 }
 
-/* TFLite CONCATENATION (builtin 2): any axis (negative counts from the end), fused activation. */
+static void concat_eval(const ar_node_t *node) {
+  const concat_state_t *st = node->state;
+  const size_t es = st->es;
+  char *out = node->outputs[0]->data, *o = out;
+  for (int64_t k = 0; k < st->outer; k++) {
+    for (int32_t i = 0; i < st->n_inputs; i++) {
+      const char *src = (const char *)node->inputs[i]->data + k * st->run[i] * (int64_t)es;
+      if (st->requant[i])
+        concat_requant((uint8_t *)o, (const uint8_t *)src, st->run[i], st->scale[i], st->bias[i],
+                       st->out_zp);
+      else
+        memcpy(o, src, (size_t)st->run[i] * es);
+      o += st->run[i] * (int64_t)es;
+    }
+  }
+  if (es != sizeof(float) || node->outputs[0]->dtype != AR_DTYPE_FLOAT32) return;
+  float *fo = (float *)out;
+  if (st->lo != -INFINITY || st->hi != INFINITY)
+    for (int64_t j = 0; j < st->n; j++) fo[j] = ar_k_clamp(fo[j], st->lo, st->hi);
+  if (st->post_act) ar_apply_activation(fo, (size_t)st->n, st->act);
+}
+
+/* TFLite CONCATENATION (builtin 2): any axis (negative counts from the end), any element type,
+ * fused activation on float32, uint8 inputs requantized to the output's parameters. */
 const ar_kernel_t ar_kernel_concatenation = { "CONCATENATION", concat_prepare, concat_init, concat_eval };
 
 /* ----------------------------------------------------------- DEPTH_TO_SPACE */

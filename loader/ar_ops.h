@@ -17,25 +17,25 @@
 #define AR_BUILTIN_OP_MAP(XX)           \
   XX(ADD,                        0, 4)  \
   XX(AVERAGE_POOL_2D,            1, 1)  \
-  XX(CONCATENATION,              2, 1)  \
+  XX(CONCATENATION,              2, 2)  \
   XX(CONV_2D,                    3, 1)  \
   XX(DEPTHWISE_CONV_2D,          4, 2)  \
   XX(DEPTH_TO_SPACE,             5, 1)  \
   XX(DEQUANTIZE,                 6, 4)  \
   XX(FULLY_CONNECTED,            9, 1)  \
   XX(L2_NORMALIZATION,          11, 1)  \
-  XX(LOGISTIC,                  14, 1)  \
+  XX(LOGISTIC,                  14, 2)  \
   XX(MAX_POOL_2D,               17, 1)  \
   XX(MUL,                       18, 5)  \
-  XX(RELU,                      19, 1)  \
+  XX(RELU,                      19, 2)  \
   XX(RELU_N1_TO_1,              20, 1)  \
-  XX(RELU6,                     21, 1)  \
+  XX(RELU6,                     21, 2)  \
   XX(RESHAPE,                   22, 1)  \
   XX(RESIZE_BILINEAR,           23, 3)  \
-  XX(SOFTMAX,                   25, 1)  \
+  XX(SOFTMAX,                   25, 2)  \
   XX(SPACE_TO_DEPTH,            26, 2)  \
   XX(TANH,                      28, 1)  \
-  XX(PAD,                       34, 1)  \
+  XX(PAD,                       34, 2)  \
   XX(GATHER,                    36, 7)  \
   XX(TRANSPOSE,                 39, 6)  \
   XX(MEAN,                      40, 1)  \
@@ -81,6 +81,7 @@
   XX(SPLIT_V,                  102, 2)  \
   XX(GATHER_ND,                107, 4)  \
   XX(ELU,                      111, 1)  \
+  XX(QUANTIZE,                 114, 2)  \
   XX(HARD_SWISH,               117, 1)  \
   XX(SELECT_V2,                123, 1)  \
   XX(DENSIFY,                  124, 1)  \
