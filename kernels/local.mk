@@ -64,3 +64,10 @@ TESTS += tests/check_ops_golden
 tests_check_ops_golden_SOURCES = tests/check_ops_golden.c
 tests_check_ops_golden_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_ops_golden_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+# 8-bit forms of the elementwise, shape and activation kernels (issue 9); hand-computed tests.
+libarkernels_la_SOURCES += kernels/ar_qparams.h
+check_PROGRAMS += tests/check_kernels_quant_elem
+TESTS += tests/check_kernels_quant_elem
+tests_check_kernels_quant_elem_SOURCES = tests/check_kernels_quant_elem.c
+tests_check_kernels_quant_elem_CFLAGS = $(TEST_CFLAGS)
+tests_check_kernels_quant_elem_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)

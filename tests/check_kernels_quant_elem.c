@@ -1,0 +1,468 @@
+/* check_kernels_quant_elem.c - hand-computed unit tests for the 8-bit (uint8 / int8) forms of the
+ * elementwise, shape and activation kernels (issue 9): ADD, SUB, MUL (different input scales,
+ * zero points != 0, broadcast constants, fused activation clamps, saturation), CONCATENATION
+ * (uint8 inputs requantized to the output's parameters), PAD (zero-point fill), RESIZE_BILINEAR
+ * (uint8 float path, int8 10-bit path, ties), RESIZE_NEAREST_NEIGHBOR, SOFTMAX and LOGISTIC
+ * (TFLite's table formulas), RELU6, QUANTIZE (float -> int8 in both of TFLite's roundings,
+ * uint8 -> int8, int8 -> int8 rescale), DEQUANTIZE, and the prepare errors a bad model gets.
+ *
+ * Where scales are powers of two the fixed-point results are exact and the expected codes are the
+ * real-valued results rounded half away from zero; elsewhere the expected codes were worked out
+ * with TFLite's integer formulas (QuantizeMultiplier, SaturatingRoundingDoublingHighMul,
+ * RoundingDivideByPOT) and every one is also checked to be within one output step of the real
+ * value. */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "kernels/ar_kernels.h"
+
+/* ---- helpers ---- */
+
+/* Per-tensor quantization that lives as long as the test (static storage per slot). */
+typedef struct { ar_quant_t q; float s; int64_t z; } qp_t;
+static qp_t g_qp[16];
+static int g_nqp;
+
+static const ar_quant_t *qp(float scale, int64_t zp) {
+  ck_assert_int_lt(g_nqp, 16);
+  qp_t *p = &g_qp[g_nqp++];
+  p->s = scale; p->z = zp;
+  p->q.n = 1; p->q.quantized_dimension = 0; p->q.scale = &p->s; p->q.zero_point = &p->z;
+  return &p->q;
+}
+
+static ar_tview_t tv(ar_dtype_t dt, void *data, const ar_quant_t *q, int rank, ...) {
+  ar_tview_t t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt; t.data = data; t.rank = rank; t.quant = q;
+  va_list ap;
+  va_start(ap, rank);
+  uint64_t n = 1;
+  for (int i = 0; i < rank; i++) { t.dims[i] = va_arg(ap, int); n *= (uint64_t)t.dims[i]; }
+  va_end(ap);
+  t.bytes = n * ar_dtype_size(dt);
+  return t;
+}
+
+static ar_node_t mk(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t *out) {
+  ar_node_t n;
+  memset(&n, 0, sizeof n);
+  n.op = op; n.index = 5; n.version = 2; n.options = opts;
+  n.n_inputs = n_in; n.n_outputs = 1;
+  for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
+  n.outputs[0] = out;
+  n.blas_threads = 1;
+  return n;
+}
+
+static char g_msg[AR_MSG_BYTES];
+
+/* prepare + init + eval as the interpreter does (state from the heap here); returns prepare's rc. */
+static int run(ar_node_t *n) {
+  const ar_kernel_t *k = ar_kernel_for(n->op);
+  ck_assert_ptr_nonnull(k);
+  g_msg[0] = '\0';
+  int rc = k->prepare(n, g_msg, sizeof g_msg);
+  if (rc) return rc;
+  n->state = n->state_bytes ? malloc(n->state_bytes) : NULL;
+  if (k->init) k->init(n);
+  k->eval(n);
+  free(n->state);
+  n->state = NULL;
+  return 0;
+}
+
+static void run_ok(ar_op_t op, const ar_options_t *o, int n_in, ar_tview_t **in, ar_tview_t *out) {
+  ar_node_t n = mk(op, o, n_in, in, out);
+  int rc = run(&n);
+  ck_assert_msg(rc == 0, "%s: %s", ar_op_name(op), g_msg);
+}
+
+static void expect_i8(const int8_t *got, const int *want, int n) {
+  for (int i = 0; i < n; i++) ck_assert_msg(got[i] == want[i], "element %d: got %d want %d", i, got[i], want[i]);
+}
+static void expect_u8(const uint8_t *got, const int *want, int n) {
+  for (int i = 0; i < n; i++) ck_assert_msg(got[i] == want[i], "element %d: got %d want %d", i, got[i], want[i]);
+}
+
+/* |scale (q - zp) - real| <= scale: the code is one of the two nearest to the real value, or
+ * saturated at the type's bound beyond it. */
+static void expect_near_real(const int8_t *got, const double *real_codes, int n) {
+  for (int i = 0; i < n; i++) {
+    double r = real_codes[i] < -128 ? -128 : real_codes[i] > 127 ? 127 : real_codes[i];
+    ck_assert_msg(fabs((double)got[i] - r) <= 1.0, "element %d: %d vs real %.4f", i, got[i], real_codes[i]);
+  }
+}
+
+static void setup(void) { g_nqp = 0; }
+
+/* ---- ADD / SUB / MUL ---- */
+
+START_TEST(add_uint8_pot_scales_broadcast_ties_and_relu) {
+  /* a: s 0.5 z 10 [1,2,2]; b: s 0.25 z 20 [2] (broadcast); out: s 1 z 5. Real: (a-10)/2 +
+   * (b-20)/4, rounded half away from zero (power-of-two scales: the fixed point is exact). */
+  uint8_t a[4] = {13, 11, 10, 9}, b[2] = {23, 21}, o[4];
+  ar_tview_t ta = tv(AR_DTYPE_UINT8, a, qp(0.5f, 10), 3, 1, 2, 2);
+  ar_tview_t tb = tv(AR_DTYPE_UINT8, b, qp(0.25f, 20), 1, 2);
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(1.0f, 5), 3, 1, 2, 2);
+  ar_tview_t *in[2] = {&ta, &tb};
+  run_ok(AR_OP_ADD, NULL, 2, in, &to);
+  /* 1.5+0.75=2.25 -> 2; 0.5+0.25=0.75 -> 1; 0+0.75 -> 1; -0.5+0.25=-0.25 -> 0 */
+  expect_u8(o, (int[]){7, 6, 6, 5}, 4);
+  uint8_t b2[2] = {18, 19};
+  tb.data = b2;
+  run_ok(AR_OP_ADD, NULL, 2, in, &to);
+  /* 1.5-0.5=1 -> 6; 0.5-0.25=0.25 -> 5; 0-0.5=-0.5 -> -1 (tie away from zero) -> 4;
+   * -0.5-0.25=-0.75 -> -1 -> 4 */
+  expect_u8(o, (int[]){6, 5, 4, 4}, 4);
+  ar_options_t relu = {.elementwise = {AR_ACT_RELU}};
+  run_ok(AR_OP_ADD, &relu, 2, in, &to);
+  expect_u8(o, (int[]){6, 5, 5, 5}, 4);   /* RELU clamps at the zero point 5 */
+}
+END_TEST
+
+START_TEST(add_sub_int8_general_scales_broadcast) {
+  /* MoveNet's first residual ADD parameters; b [3] broadcast over a [2,3]. */
+  int8_t a[6] = {-128, -20, 0, 12, 50, 127}, b[3] = {-5, 100, -128}, o[6];
+  ar_tview_t ta = tv(AR_DTYPE_INT8, a, qp(0.0393688492f, 12), 2, 2, 3);
+  ar_tview_t tb = tv(AR_DTYPE_INT8, b, qp(0.03740035f, -5), 1, 3);
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.0410074405f, 7), 2, 2, 3);
+  ar_tview_t *in[2] = {&ta, &tb};
+  run_ok(AR_OP_ADD, NULL, 2, in, &to);
+  expect_i8(o, (int[]){-127, 72, -117, 7, 127, 5}, 6);
+  expect_near_real(o, (double[]){-127.4058, 72.0427, -116.7012, 7.0, 139.2456, 5.2241}, 6);
+  run_ok(AR_OP_SUB, NULL, 2, in, &to);
+  expect_i8(o, (int[]){-127, -119, 108, 7, -52, 127}, 6);
+  expect_near_real(o, (double[]){-127.4058, -119.4853, 107.6602, 7.0, -52.2824, 229.5855}, 6);
+}
+END_TEST
+
+START_TEST(mul_int8_and_uint8) {
+  /* YOLO's SiLU product x * sigmoid(x): s 0.409804344 z 1 times s 1/256 z -128 -> s 0.203840986
+   * z -127; here against a broadcast scalar per row of an [2,3] by [3]. */
+  int8_t a[6] = {-128, -20, 0, 12, 50, 127}, b[6] = {-128, -1, 50, 127, 0, -64}, o[6];
+  ar_tview_t ta = tv(AR_DTYPE_INT8, a, qp(0.409804344f, 1), 1, 6);
+  ar_tview_t tb = tv(AR_DTYPE_INT8, b, qp(0.00390625f, -128), 1, 6);
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.203840986f, -127), 1, 6);
+  ar_tview_t *in[2] = {&ta, &tb};
+  run_ok(AR_OP_MUL, NULL, 2, in, &to);
+  expect_i8(o, (int[]){-127, -128, -128, -105, -78, -64}, 6);
+  expect_near_real(o, (double[]){-127.0, -147.9444, -128.3979, -104.9719, -77.7449, -63.6720}, 6);
+
+  /* uint8, multiplier exactly 1 (0.5 * 0.25 / 0.125): out = (a - 3)(b - 2) + 1, saturating. */
+  uint8_t ua[4] = {5, 13, 3, 0}, ub[1] = {4}, uo[4];
+  ar_tview_t ta8 = tv(AR_DTYPE_UINT8, ua, qp(0.5f, 3), 1, 4);
+  ar_tview_t tb8 = tv(AR_DTYPE_UINT8, ub, qp(0.25f, 2), 0);
+  ar_tview_t to8 = tv(AR_DTYPE_UINT8, uo, qp(0.125f, 1), 1, 4);
+  ar_tview_t *in8[2] = {&ta8, &tb8};
+  run_ok(AR_OP_MUL, NULL, 2, in8, &to8);
+  expect_u8(uo, (int[]){5, 21, 1, 0}, 4);   /* 2*2+1, 10*2+1, 0+1, -3*2+1 = -5 -> 0 */
+  ar_options_t relu6 = {.elementwise = {AR_ACT_RELU6}};
+  run_ok(AR_OP_MUL, &relu6, 2, in8, &to8);
+  expect_u8(uo, (int[]){5, 21, 1, 1}, 4);   /* RELU6: [z, z + 6/0.125] = [1, 49] */
+  ua[1] = 40;
+  run_ok(AR_OP_MUL, &relu6, 2, in8, &to8);
+  ck_assert_int_eq(uo[1], 49);               /* 37*2+1 = 75 -> 49 */
+}
+END_TEST
+
+START_TEST(binary_q_prepare_errors) {
+  int8_t a[2] = {0}, o[2];
+  ar_tview_t ta = tv(AR_DTYPE_INT8, a, qp(0.5f, 0), 1, 2);
+  ar_tview_t tb = tv(AR_DTYPE_INT8, a, NULL, 1, 2);
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.5f, 0), 1, 2);
+  ar_tview_t *in[2] = {&ta, &tb};
+  ar_node_t n = mk(AR_OP_ADD, NULL, 2, in, &to);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "input 1") && strstr(g_msg, "no quantization"), "%s", g_msg);
+  uint8_t ub[2] = {0};
+  ar_tview_t tu = tv(AR_DTYPE_UINT8, ub, qp(0.5f, 0), 1, 2);
+  in[1] = &tu;
+  n = mk(AR_OP_SUB, NULL, 2, in, &to);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "UINT8"), "%s", g_msg);
+  ar_options_t tanh = {.elementwise = {AR_ACT_TANH}};
+  in[1] = &ta;
+  n = mk(AR_OP_MUL, &tanh, 2, in, &to);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+}
+END_TEST
+
+/* ---- CONCATENATION, PAD ---- */
+
+START_TEST(concat_uint8_requantizes) {
+  /* Output s 1 z 128. Input 0 (s 0.5 z 100) is requantized: round(0.5 q - 50) + 128 (ties away);
+   * input 1 shares the output's parameters and is copied; axis 1 of [2,x]. */
+  uint8_t a[6] = {101, 99, 100, 255, 0, 1}, b[2] = {7, 250}, o[8];
+  ar_tview_t ta = tv(AR_DTYPE_UINT8, a, qp(0.5f, 100), 2, 2, 3);
+  ar_tview_t tb = tv(AR_DTYPE_UINT8, b, qp(1.0f, 128), 2, 2, 1);
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(1.0f, 128), 2, 2, 4);
+  ar_tview_t *in[2] = {&ta, &tb};
+  ar_options_t ax = {.concatenation = {1, AR_ACT_NONE}};
+  run_ok(AR_OP_CONCATENATION, &ax, 2, in, &to);
+  /* 0.5 -> 1 -> 129; -0.5 -> -1 -> 127; 0 -> 128 | 7; 77.5 -> 78 -> 206; -50 -> 78;
+   * -49.5 -> -50 -> 78 | 250 */
+  expect_u8(o, (int[]){129, 127, 128, 7, 206, 78, 78, 250}, 8);
+
+  /* int8 inputs must share the output's parameters (TFLite); same parameters just copy. */
+  int8_t c[2] = {-3, 4}, d[2] = {5, -6}, e[4];
+  ar_tview_t tc = tv(AR_DTYPE_INT8, c, qp(0.25f, -1), 1, 2);
+  ar_tview_t td = tv(AR_DTYPE_INT8, d, qp(0.25f, -1), 1, 2);
+  ar_tview_t te = tv(AR_DTYPE_INT8, e, qp(0.25f, -1), 1, 4);
+  ar_tview_t *in2[2] = {&tc, &td};
+  ar_options_t ax0 = {.concatenation = {-1, AR_ACT_NONE}};
+  run_ok(AR_OP_CONCATENATION, &ax0, 2, in2, &te);
+  expect_i8(e, (int[]){-3, 4, 5, -6}, 4);
+  td.quant = qp(0.5f, -1);
+  ar_node_t n = mk(AR_OP_CONCATENATION, &ax0, 2, in2, &te);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "input 1"), "%s", g_msg);
+
+  /* int32 (MoveNet's keypoint indices) are plain copies. */
+  int32_t ia[3] = {1, 2, 3}, ib[1] = {-4}, io[4];
+  ar_tview_t tia = tv(AR_DTYPE_INT32, ia, NULL, 2, 1, 3), tib = tv(AR_DTYPE_INT32, ib, NULL, 2, 1, 1);
+  ar_tview_t tio = tv(AR_DTYPE_INT32, io, NULL, 2, 1, 4);
+  ar_tview_t *in3[2] = {&tia, &tib};
+  ar_options_t ax1 = {.concatenation = {1, AR_ACT_NONE}};
+  run_ok(AR_OP_CONCATENATION, &ax1, 2, in3, &tio);
+  ck_assert(io[0] == 1 && io[1] == 2 && io[2] == 3 && io[3] == -4);
+}
+END_TEST
+
+START_TEST(pad_int8_fills_zero_point) {
+  int8_t x[4] = {1, 2, 3, 4}, o[16];
+  int32_t pads[8] = {0, 0, 1, 1, 1, 1, 0, 0};
+  ar_tview_t tx = tv(AR_DTYPE_INT8, x, qp(0.1f, -5), 4, 1, 2, 2, 1);
+  ar_tview_t tp = tv(AR_DTYPE_INT32, pads, NULL, 2, 4, 2);
+  tp.is_constant = true;
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.1f, -5), 4, 1, 4, 4, 1);
+  ar_tview_t *in[2] = {&tx, &tp};
+  run_ok(AR_OP_PAD, NULL, 2, in, &to);
+  expect_i8(o, (int[]){-5, -5, -5, -5,  -5, 1, 2, -5,  -5, 3, 4, -5,  -5, -5, -5, -5}, 16);
+  uint8_t ux[2] = {9, 8}, uo[4];
+  int32_t upads[2] = {1, 1};
+  ar_tview_t tux = tv(AR_DTYPE_UINT8, ux, qp(0.1f, 200), 1, 2);
+  ar_tview_t tup = tv(AR_DTYPE_INT32, upads, NULL, 2, 1, 2);
+  tup.is_constant = true;
+  ar_tview_t tuo = tv(AR_DTYPE_UINT8, uo, qp(0.1f, 200), 1, 4);
+  ar_tview_t *uin[2] = {&tux, &tup};
+  run_ok(AR_OP_PAD, NULL, 2, uin, &tuo);
+  expect_u8(uo, (int[]){200, 9, 8, 200}, 4);
+}
+END_TEST
+
+/* ---- RESIZE ---- */
+
+START_TEST(resize_bilinear_int8_half_pixel_ties) {
+  /* [1,2,2,1] -> [1,4,4,1], half_pixel_centers: scale_10 = 512; rows/cols map to (lower, upper,
+   * weight/1024) = (0,0,-256) (0,1,256) (0,1,768) (1,1,256). out[1][1] = 0.75*0.75*10 +
+   * 0.25*0.75*30 + 0.75*0.25*20 + 0.25*0.25*40 = 17.5 -> 18 (half away from zero). */
+  int8_t x[4] = {10, 20, 30, 40}, o[16];
+  int32_t size[2] = {4, 4};
+  ar_tview_t tx = tv(AR_DTYPE_INT8, x, qp(0.5f, 3), 4, 1, 2, 2, 1);
+  ar_tview_t ts = tv(AR_DTYPE_INT32, size, NULL, 1, 2);
+  ts.is_constant = true;
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.5f, 3), 4, 1, 4, 4, 1);
+  ar_tview_t *in[2] = {&tx, &ts};
+  ar_options_t hp = {.resize_bilinear = {false, true}};
+  run_ok(AR_OP_RESIZE_BILINEAR, &hp, 2, in, &to);
+  /* row 0 = input row 0 blended by columns: 10, 12.5->13, 17.5->18, 20 */
+  expect_i8(o, (int[]){10, 13, 18, 20,  15, 18, 23, 25,  25, 28, 33, 35,  30, 33, 38, 40}, 16);
+  int8_t xn[4] = {-10, -20, -30, -40};
+  tx.data = xn;
+  run_ok(AR_OP_RESIZE_BILINEAR, &hp, 2, in, &to);
+  ck_assert_int_eq(o[5], -18);   /* -17.5 -> -18 */
+  ck_assert_int_eq(o[1], -13);   /* -12.5 -> -13 */
+}
+END_TEST
+
+START_TEST(resize_bilinear_uint8_align_corners) {
+  /* [1,1,2,1] -> [1,1,3,1], align_corners: x = 0, 0.5, 1; (uint8)(v + 0.5f) truncates. */
+  uint8_t x[2] = {0, 3}, o[3];
+  int32_t size[2] = {1, 3};
+  ar_tview_t tx = tv(AR_DTYPE_UINT8, x, qp(0.1f, 0), 4, 1, 1, 2, 1);
+  ar_tview_t ts = tv(AR_DTYPE_INT32, size, NULL, 1, 2);
+  ts.is_constant = true;
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(0.1f, 0), 4, 1, 1, 3, 1);
+  ar_tview_t *in[2] = {&tx, &ts};
+  ar_options_t ac = {.resize_bilinear = {true, false}};
+  run_ok(AR_OP_RESIZE_BILINEAR, &ac, 2, in, &to);
+  expect_u8(o, (int[]){0, 2, 3}, 3);   /* 1.5 + 0.5 -> 2 */
+  x[1] = 255;
+  run_ok(AR_OP_RESIZE_BILINEAR, &ac, 2, in, &to);
+  expect_u8(o, (int[]){0, 128, 255}, 3);
+  to.quant = qp(0.2f, 0);   /* TFLite does not rescale: different output parameters refused */
+  ar_node_t n = mk(AR_OP_RESIZE_BILINEAR, &ac, 2, in, &to);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+}
+END_TEST
+
+START_TEST(resize_nearest_int8) {
+  int8_t x[4] = {-1, 2, -3, 4}, o[16];
+  int32_t size[2] = {4, 4};
+  ar_tview_t tx = tv(AR_DTYPE_INT8, x, qp(0.1f, -121), 4, 1, 2, 2, 1);
+  ar_tview_t ts = tv(AR_DTYPE_INT32, size, NULL, 1, 2);
+  ts.is_constant = true;
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.1f, -121), 4, 1, 4, 4, 1);
+  ar_tview_t *in[2] = {&tx, &ts};
+  ar_options_t hp = {.resize_nearest = {false, true}};
+  run_ok(AR_OP_RESIZE_NEAREST_NEIGHBOR, &hp, 2, in, &to);
+  expect_i8(o, (int[]){-1, -1, 2, 2,  -1, -1, 2, 2,  -3, -3, 4, 4,  -3, -3, 4, 4}, 16);
+}
+END_TEST
+
+/* ---- SOFTMAX, LOGISTIC, RELU6 ---- */
+
+START_TEST(softmax_uint8_int8_table) {
+  /* Input scale 0.5, beta 1: table entries exp(-0.5 k) for k = max - q = 4, 2, 0, 0:
+   * 0.13533528, 0.36787945, 1, 1; sum 2.50321484; p = 256 t / sum = 13.84, 37.62, 102.27, 102.27
+   * -> uint8 (int)(p + 0.5) = 14, 38, 102, 102 (zero point not added); int8 round(p) - 128. */
+  uint8_t x[4] = {0, 2, 4, 4}, o[4];
+  ar_tview_t tx = tv(AR_DTYPE_UINT8, x, qp(0.5f, 77), 2, 1, 4);
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(1.0f / 256, 0), 2, 1, 4);
+  ar_tview_t *in[1] = {&tx};
+  ar_options_t beta = {.softmax = {1.0f}};
+  run_ok(AR_OP_SOFTMAX, &beta, 1, in, &to);
+  expect_u8(o, (int[]){14, 38, 102, 102}, 4);
+  int8_t xi[8] = {-128, -126, -124, -124,  100, 100, 100, 100}, oi[8];
+  ar_tview_t txi = tv(AR_DTYPE_INT8, xi, qp(0.5f, -3), 2, 2, 4);
+  ar_tview_t toi = tv(AR_DTYPE_INT8, oi, qp(1.0f / 256, -128), 2, 2, 4);
+  ar_tview_t *ini[1] = {&txi};
+  run_ok(AR_OP_SOFTMAX, &beta, 1, ini, &toi);
+  expect_i8(oi, (int[]){-114, -90, -26, -26,  -64, -64, -64, -64}, 8);   /* row 2: 64 each */
+}
+END_TEST
+
+START_TEST(logistic_uint8_int8_table) {
+  /* Input s 0.1: x = 0, 1, -1, 12.7, -12.8, 0.1 -> 256 sigmoid(x) = 128, 187.15, 68.85, 256.0,
+   * 0.0007, 134.4 -> rounded, clamped to the type. */
+  uint8_t x[6] = {128, 138, 118, 255, 0, 129}, o[6];
+  ar_tview_t tx = tv(AR_DTYPE_UINT8, x, qp(0.1f, 128), 1, 6);
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(1.0f / 256, 0), 1, 6);
+  ar_tview_t *in[1] = {&tx};
+  run_ok(AR_OP_LOGISTIC, NULL, 1, in, &to);
+  expect_u8(o, (int[]){128, 187, 69, 255, 0, 134}, 6);
+  int8_t xi[6] = {0, 10, -10, 127, -128, 1}, oi[6];
+  ar_tview_t txi = tv(AR_DTYPE_INT8, xi, qp(0.1f, 0), 1, 6);
+  ar_tview_t toi = tv(AR_DTYPE_INT8, oi, qp(1.0f / 256, -128), 1, 6);
+  ar_tview_t *ini[1] = {&txi};
+  run_ok(AR_OP_LOGISTIC, NULL, 1, ini, &toi);
+  expect_i8(oi, (int[]){0, 59, -59, 127, -128, 6}, 6);
+  toi.quant = qp(1.0f / 128, -128);   /* TFLite requires scale 1/256 */
+  ar_node_t n = mk(AR_OP_LOGISTIC, NULL, 1, ini, &toi);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+}
+END_TEST
+
+START_TEST(relu6_uint8_rescales) {
+  /* in s 0.1 z 10 -> out s 0.05 z 0: multiplier 2; clamp [0, round(6 / 0.05) = 120]. */
+  uint8_t x[4] = {5, 40, 80, 10}, o[4];
+  ar_tview_t tx = tv(AR_DTYPE_UINT8, x, qp(0.1f, 10), 1, 4);
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(0.05f, 0), 1, 4);
+  ar_tview_t *in[1] = {&tx};
+  run_ok(AR_OP_RELU6, NULL, 1, in, &to);
+  expect_u8(o, (int[]){0, 60, 120, 0}, 4);
+  run_ok(AR_OP_RELU, NULL, 1, in, &to);
+  expect_u8(o, (int[]){0, 60, 140, 0}, 4);
+}
+END_TEST
+
+/* ---- QUANTIZE, DEQUANTIZE ---- */
+
+START_TEST(quantize_float_to_int8_both_roundings) {
+  /* s 0.5 z -1. TFLite's optimized AffineQuantize: elements in whole groups of 8 multiply by
+   * 1/scale and round half to even; the tail divides and rounds half away from zero. 0.25 / 0.5 =
+   * 0.5 is a tie: 0 in the first group (-> -1), 1 in the tail (-> 0). */
+  float x[9] = {0.25f, 0.75f, -0.25f, 1.0f, 100.0f, -100.0f, 63.9f, 0.0f, 0.25f};
+  int8_t o[9];
+  ar_tview_t tx = tv(AR_DTYPE_FLOAT32, x, NULL, 1, 9);
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.5f, -1), 1, 9);
+  ar_tview_t *in[1] = {&tx};
+  run_ok(AR_OP_QUANTIZE, NULL, 1, in, &to);
+  /* 0.5->0, 1.5->2, -0.5->0, 2, 200 sat, -200 sat, 127.8->128 sat, 0 | 0.5 -> 1 (tail) */
+  expect_i8(o, (int[]){-1, 1, -1, 1, 127, -128, 127, -1, 0}, 9);
+}
+END_TEST
+
+START_TEST(quantize_requantize_8bit) {
+  /* uint8 (s 1/127.5 z 127) -> int8 (same scale, z -1): q - 128 (tf2 MobileNet v2's input). */
+  uint8_t u[4] = {0, 127, 128, 255};
+  int8_t o[4];
+  ar_tview_t tu = tv(AR_DTYPE_UINT8, u, qp(0.00784313772f, 127), 1, 4);
+  ar_tview_t to = tv(AR_DTYPE_INT8, o, qp(0.00784313772f, -1), 1, 4);
+  ar_tview_t *in[1] = {&tu};
+  run_ok(AR_OP_QUANTIZE, NULL, 1, in, &to);
+  expect_i8(o, (int[]){-128, -1, 0, 127}, 4);
+  /* int8 s 0.5 z 3 -> int8 s 0.25 z -2: multiplier exactly 2: 2 (q - 3) - 2, saturating. */
+  int8_t a[4] = {3, 10, -60, 100}, b[4];
+  ar_tview_t ta = tv(AR_DTYPE_INT8, a, qp(0.5f, 3), 1, 4);
+  ar_tview_t tb = tv(AR_DTYPE_INT8, b, qp(0.25f, -2), 1, 4);
+  ar_tview_t *in2[1] = {&ta};
+  run_ok(AR_OP_QUANTIZE, NULL, 1, in2, &tb);
+  expect_i8(b, (int[]){-2, 12, -128, 127}, 4);
+  /* int8 -> uint8 at s 3x: MultiplyByQuantizedMultiplier(q - 3, 1/3) + 128. 1/3 is m = 1431655765
+   * (0.6667 * 2^31), shift -1, and TFLite rounds twice: 7 -> round(4.667) = 5 -> 5 / 2 = 2.5 -> 3
+   * (the real 2.33 would give 2); 97 -> 64.667 -> 65 -> 32.5 -> 33; -63 -> -42 -> -21. */
+  uint8_t c[4];
+  ar_tview_t tc = tv(AR_DTYPE_UINT8, c, qp(1.5f, 128), 1, 4);
+  ar_tview_t *in3[1] = {&ta};
+  run_ok(AR_OP_QUANTIZE, NULL, 1, in3, &tc);
+  expect_u8(c, (int[]){128, 131, 107, 161}, 4);
+}
+END_TEST
+
+START_TEST(dequantize_int8_uint8) {
+  int8_t a[3] = {-3, 5, -128};
+  uint8_t b[3] = {0, 128, 255};
+  float o[3];
+  ar_tview_t ta = tv(AR_DTYPE_INT8, a, qp(0.5f, -3), 1, 3);
+  ar_tview_t to = tv(AR_DTYPE_FLOAT32, o, NULL, 1, 3);
+  ar_tview_t *in[1] = {&ta};
+  run_ok(AR_OP_DEQUANTIZE, NULL, 1, in, &to);
+  ck_assert(o[0] == 0.0f && o[1] == 4.0f && o[2] == -62.5f);
+  ar_tview_t tb = tv(AR_DTYPE_UINT8, b, qp(0.00390625f, 128), 1, 3);
+  in[0] = &tb;
+  run_ok(AR_OP_DEQUANTIZE, NULL, 1, in, &to);
+  ck_assert(o[0] == -0.5f && o[1] == 0.0f && o[2] == 0.49609375f);
+  ar_tview_t tn = tv(AR_DTYPE_INT8, a, NULL, 1, 3);
+  in[0] = &tn;
+  ar_node_t n = mk(AR_OP_DEQUANTIZE, NULL, 1, in, &to);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "no quantization"), "%s", g_msg);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("kernels_quant_elem");
+  TCase *tc = tcase_create("quant_elem");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_add_test(tc, add_uint8_pot_scales_broadcast_ties_and_relu);
+  tcase_add_test(tc, add_sub_int8_general_scales_broadcast);
+  tcase_add_test(tc, mul_int8_and_uint8);
+  tcase_add_test(tc, binary_q_prepare_errors);
+  tcase_add_test(tc, concat_uint8_requantizes);
+  tcase_add_test(tc, pad_int8_fills_zero_point);
+  tcase_add_test(tc, resize_bilinear_int8_half_pixel_ties);
+  tcase_add_test(tc, resize_bilinear_uint8_align_corners);
+  tcase_add_test(tc, resize_nearest_int8);
+  tcase_add_test(tc, softmax_uint8_int8_table);
+  tcase_add_test(tc, logistic_uint8_int8_table);
+  tcase_add_test(tc, relu6_uint8_rescales);
+  tcase_add_test(tc, quantize_float_to_int8_both_roundings);
+  tcase_add_test(tc, quantize_requantize_8bit);
+  tcase_add_test(tc, dequantize_int8_uint8);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
