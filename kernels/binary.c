@@ -21,6 +21,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/conv_util.h"
 
 #define NB_MAX_RANK 6
 #define NB_MAX_IN 3
@@ -363,37 +364,91 @@ static void run_i64(const nb_state_t *st, void *out, const void *const *in, cons
   }
 }
 
-/* Quantized ADD / SUB (sign = +1 / -1): TFLite's AddElementwise / SubElementwise, scalar form
- * (MultiplyByQuantizedMultiplierSmallerThanOneExp = ar_mbqm with a shift <= 0). */
-static inline int32_t q_addsub(const nb_quant_t *q, int32_t x, int32_t y, int sign) {
-  const int32_t a = ar_mbqm((x + q->off1) * (1 << q->left_shift), q->m1, q->s1);
-  const int32_t b = ar_mbqm((y + q->off2) * (1 << q->left_shift), q->m2, q->s2);
-  const int32_t r = ar_mbqm(sign > 0 ? a + b : a - b, q->mo, q->so) + q->out_off;
+/* The fixed-point rescale of the quantized ADD / SUB / MUL in a branch-free form the compiler
+ * vectorizes: TFLite's MultiplyByQuantizedMultiplier(v, m, shift) with m > 0 is
+ *   hi = (v 2^left m + 2^30) >> 31      (SaturatingRoundingDoublingHighMul: it rounds ties up,
+ *                                        and never saturates for m > 0)
+ *   out = RoundingDivideByPOT(hi, right) (ties away from zero)
+ * with left = max(shift, 0), right = max(-shift, 0); the same bits as ar_mbqm. */
+static AR_ALWAYS_INLINE int32_t q_rescale(int32_t v, int32_t m, int left, int right) {
+  const int32_t hi = (int32_t)(((int64_t)v * ((int64_t)1 << left) * m + (1ll << 30)) >> 31);
+  const int32_t mask = (int32_t)((1u << right) - 1u);
+  const int32_t th = (mask >> 1) + (hi < 0 ? 1 : 0);
+  return (hi >> right) + ((hi & mask) > th ? 1 : 0);
+}
+
+/* One output code of quantized ADD (sign 1) / SUB (sign -1): TFLite's AddElementwise /
+ * SubElementwise (inputs scaled by 2^left_shift and their multipliers, summed, rescaled). */
+static AR_ALWAYS_INLINE int32_t q_addsub(const nb_quant_t *q, int32_t x, int32_t y, int sign) {
+  const int32_t a = q_rescale((x + q->off1) * (1 << q->left_shift), q->m1, 0, -q->s1);
+  const int32_t b = q_rescale((y + q->off2) * (1 << q->left_shift), q->m2, 0, -q->s2);
+  const int32_t r = q_rescale(a + sign * b, q->mo, 0, -q->so) + q->out_off;
   return r < q->lo ? q->lo : r > q->hi ? q->hi : r;
 }
 /* Quantized MUL: TFLite's MulElementwise (MultiplyByQuantizedMultiplier of the product). */
-static inline int32_t q_mul(const nb_quant_t *q, int32_t x, int32_t y) {
-  const int32_t r = ar_mbqm((x + q->off1) * (y + q->off2), q->mo, q->so) + q->out_off;
-  return r < q->lo ? q->lo : r > q->hi ? q->hi : r;
+static AR_ALWAYS_INLINE int32_t q_mul(const nb_quant_t *q, int32_t x, int32_t y) {
+  const int32_t l = q->so > 0 ? q->so : 0, r = q->so > 0 ? 0 : -q->so;
+  const int32_t v = q_rescale((x + q->off1) * (y + q->off2), q->mo, l, r) + q->out_off;
+  return v < q->lo ? q->lo : v > q->hi ? q->hi : v;
+}
+
+/* The 8-bit ADD / SUB / MUL loops, compiled for the baseline and (x86-64) for AVX2, picked at
+ * run time. */
+#define Q8_LOOPS(T)                                                                          \
+  do {                                                                                       \
+    switch (st->op) {                                                                        \
+    case NB_ADD: NB_LOOP2(T, T, (T)q_addsub(q, x, y, 1)); return;                            \
+    case NB_SUB: NB_LOOP2(T, T, (T)q_addsub(q, x, y, -1)); return;                           \
+    default:     NB_LOOP2(T, T, (T)q_mul(q, x, y)); return;                                  \
+    }                                                                                        \
+  } while (0)
+
+static void q8_u8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  const nb_quant_t *q = &st->q;
+  Q8_LOOPS(uint8_t);
+}
+static void q8_i8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  const nb_quant_t *q = &st->q;
+  Q8_LOOPS(int8_t);
+}
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void q8_u8_avx2(const nb_state_t *st, void *out, const void *const *in,
+                                      const int64_t *s, int64_t n) {
+  const nb_quant_t *q = &st->q;
+  Q8_LOOPS(uint8_t);
+}
+AR_TARGET_AVX2 static void q8_i8_avx2(const nb_state_t *st, void *out, const void *const *in,
+                                      const int64_t *s, int64_t n) {
+  const nb_quant_t *q = &st->q;
+  Q8_LOOPS(int8_t);
+}
+#endif
+
+static void q8_run(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+#if AR_HAVE_AVX2_CLONE
+  static int avx2 = -1;   /* benign race: every thread computes the same value */
+  if (avx2 < 0) avx2 = ar__cpu_has_avx2_fma() ? 1 : 0;
+  if (avx2) {
+    if (st->dtype == AR_DTYPE_INT8) q8_i8_avx2(st, out, in, s, n);
+    else q8_u8_avx2(st, out, in, s, n);
+    return;
+  }
+#endif
+  if (st->dtype == AR_DTYPE_INT8) q8_i8(st, out, in, s, n);
+  else q8_u8(st, out, in, s, n);
 }
 
 /* uint8 / int8: MAXIMUM, MINIMUM and the quantized ADD, SUB, MUL (prepare refuses the rest). */
 static void run_u8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
-  const nb_quant_t *q = &st->q;
+  if (st->quantized) { q8_run(st, out, in, s, n); return; }
   switch (st->op) {
-  case NB_ADD: NB_LOOP2(uint8_t, uint8_t, (uint8_t)q_addsub(q, x, y, 1)); return;
-  case NB_SUB: NB_LOOP2(uint8_t, uint8_t, (uint8_t)q_addsub(q, x, y, -1)); return;
-  case NB_MUL: NB_LOOP2(uint8_t, uint8_t, (uint8_t)q_mul(q, x, y)); return;
   CMP_CASES(uint8_t)
   default: return;
   }
 }
 static void run_i8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
-  const nb_quant_t *q = &st->q;
+  if (st->quantized) { q8_run(st, out, in, s, n); return; }
   switch (st->op) {
-  case NB_ADD: NB_LOOP2(int8_t, int8_t, (int8_t)q_addsub(q, x, y, 1)); return;
-  case NB_SUB: NB_LOOP2(int8_t, int8_t, (int8_t)q_addsub(q, x, y, -1)); return;
-  case NB_MUL: NB_LOOP2(int8_t, int8_t, (int8_t)q_mul(q, x, y)); return;
   CMP_CASES(int8_t)
   default: return;
   }
