@@ -52,13 +52,15 @@ int ar_cli_image_input(const ar_cli_image_opts_t *o, const ar_cli_tensor_t *desc
   *data = NULL;
   *bytes = 0;
   const bool is_float = desc->dtype == DT_FLOAT32;
-  if (desc->rank != 4 || desc->dims[0] != 1 || desc->dims[3] != 3 || desc->dims[1] < 1 || desc->dims[2] < 1 ||
+  if (desc->rank != 4 || desc->dims[0] != 1 || (desc->dims[3] != 3 && desc->dims[3] != 1) || desc->dims[1] < 1 ||
+      desc->dims[2] < 1 ||
       desc->dims[1] > 16384 || desc->dims[2] > 16384 ||
       !(is_float || desc->dtype == DT_UINT8 || desc->dtype == DT_INT8))
-    return ar_errf(msg, msg_bytes, AR_EINVAL, "--image needs an input of shape [1,H,W,3] and dtype float32, uint8 "
-                   "or int8 (input '%s' is not)", desc->name ? desc->name : "");
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "--image needs an input of shape [1,H,W,3] or [1,H,W,1] and dtype "
+                   "float32, uint8 or int8 (input '%s' is not)", desc->name ? desc->name : "");
   const uint32_t h = (uint32_t)desc->dims[1], w = (uint32_t)desc->dims[2];
-  const size_t n = (size_t)h * w * 3;
+  const bool gray = desc->dims[3] == 1;
+  const size_t n = (size_t)h * w * 3;   /* RGB while filling; a gray input keeps one channel of 3 */
   float *vals = malloc(n * sizeof(float));
   void *out = is_float ? (void *)vals : malloc(n);
   if (vals == NULL || out == NULL) {
@@ -69,6 +71,7 @@ int ar_cli_image_input(const ar_cli_image_opts_t *o, const ar_cli_tensor_t *desc
   ar_image_t img = {0};
   ar_image_rect_t placed;
   int rc = ar_image_load(o->path, &img, msg, msg_bytes);
+  if (rc == 0 && gray) ar_image_to_gray(&img);
   /* Integer inputs take the 8-bit pixels (0..255 exactly) and code them below. */
   float lo = 0.0f, hi = is_float ? 1.0f : 255.0f;
   if (is_float && o->has_range) lo = o->lo, hi = o->hi;
@@ -89,15 +92,20 @@ int ar_cli_image_input(const ar_cli_image_opts_t *o, const ar_cli_tensor_t *desc
     if (out != vals) free(out);
     return rc;
   }
+  size_t count = n;
+  if (gray) {
+    count = n / 3;
+    for (size_t i = 0; i < count; i++) vals[i] = vals[3 * i];
+  }
   if (!is_float) {
     const ar_image_coding_t c = {.is_signed = desc->dtype == DT_INT8, .has_range = o->has_range, .lo = o->lo,
                                  .hi = o->hi, .has_quant = desc->has_quant, .scale = desc->scale,
                                  .zero_point = desc->zero_point};
-    ar_image_code_pixels(vals, n, &c, out);
+    ar_image_code_pixels(vals, count, &c, out);
     free(vals);
   }
   *data = out;
-  *bytes = is_float ? n * sizeof(float) : n;
+  *bytes = is_float ? count * sizeof(float) : count;
   return 0;
 }
 

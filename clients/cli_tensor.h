@@ -58,10 +58,11 @@ typedef struct ar_cli_image_geom {
   uint32_t tensor_w, tensor_h;
 } ar_cli_image_geom_t;
 
-/* Build the input tensor for `desc` (its dtype, shape [1,H,W,3] and quantization) from the
- * photo: float32 as clients/image.h scales it (range default 0,1), uint8/int8 coded as
+/* Build the input tensor for `desc` (its dtype, shape [1,H,W,3] or [1,H,W,1] and quantization)
+ * from the photo (a one-channel input gets Pillow's convert("L") luma, ar_image_to_gray, before
+ * the resize): float32 as clients/image.h scales it (range default 0,1), uint8/int8 coded as
  * ar_image_code_pixels describes (pixels as codes without --range). *data (malloc'd, caller frees)
- * holds *bytes bytes. Errors: AR_EINVAL (not a one-image [1,H,W,3] input of those dtypes, bad crop),
+ * holds *bytes bytes. Errors: AR_EINVAL (not a [1,H,W,3|1] input of those dtypes, bad crop),
  * the image errors of ar_image_load, AR_ENOMEM; msg says which. */
 int ar_cli_image_input(const ar_cli_image_opts_t *o, const ar_cli_tensor_t *desc, void **data, uint64_t *bytes,
                        ar_cli_image_geom_t *geom, char *msg, size_t msg_bytes);

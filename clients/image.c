@@ -443,3 +443,12 @@ void ar_image_code_pixels(const float *pixels, size_t n, const ar_image_coding_t
     o[i] = c->is_signed ? (uint8_t)(int8_t)q : (uint8_t)q;
   }
 }
+
+void ar_image_to_gray(ar_image_t *img) {
+  const size_t n = (size_t)img->width * img->height;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t *p = img->rgb + 3 * i;
+    const uint32_t l = ((uint32_t)p[0] * 19595u + (uint32_t)p[1] * 38470u + (uint32_t)p[2] * 7471u + 0x8000u) >> 16;
+    p[0] = p[1] = p[2] = (uint8_t)l;
+  }
+}

@@ -72,6 +72,11 @@ int ar_image_to_tensor(const char *path, int h, int w, ar_image_fit_t fit, float
 int ar_image_resize_rgb8(const ar_image_t *img, const ar_image_rect_t *crop, uint32_t dw, uint32_t dh,
                          uint8_t *dst);
 
+/* Turn img into gray in place, every pixel (L, L, L) with Pillow's convert("L") luma (ITU-R 601-2):
+ * L = (R * 19595 + G * 38470 + B * 7471 + 0x8000) >> 16. Resizing the result and taking one
+ * channel gives Pillow's resize of the "L" image (its channels are resampled independently). */
+void ar_image_to_gray(ar_image_t *img);
+
 /* How pixels become the codes of a uint8 or int8 image input (arenactl invoke/run --image).
  * Without a range (has_range false) the codes are the pixels: q = pixel (uint8) or pixel - 128
  * (int8), i.e. the input's whole integer range stands for the pixel range 0..255. That is the

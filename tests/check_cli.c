@@ -161,8 +161,13 @@ START_TEST(image_input_uint8_and_int8) {
   for (int i = 0; i < 12; i++) ck_assert_int_eq((int)((int8_t *)s8)[i], (int)((uint8_t *)d8)[i] - 128);
   free(d8);
   free(s8);
-  /* An input that is not one [1,H,W,3] image is refused with a message naming it. */
+  /* A one-channel input gets the luma (one byte per pixel; its values: check_image). */
   desc.dims[3] = 1;
+  ck_assert_int_eq(ar_cli_image_input(&io, &desc, &d8, &n8, NULL, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n8, 4);
+  free(d8);
+  /* An input that is not one [1,H,W,3|1] image is refused with a message naming it. */
+  desc.dims[3] = 4;
   ck_assert_int_eq(ar_cli_image_input(&io, &desc, &d8, &n8, NULL, msg, sizeof(msg)), AR_EINVAL);
   ck_assert_ptr_nonnull(strstr(msg, "input 'x'"));
 }

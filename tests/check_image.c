@@ -142,7 +142,8 @@ START_TEST(integer_codes_of_pixels) {
 }
 END_TEST
 
-/* The quantized goldens' image inputs (../shared/golden_q, when present): stretched RGB, q = pixel. */
+/* The quantized goldens' image inputs (../shared/golden_q, when present): stretched RGB, q = pixel
+ * (uint8); the person detector's gray int8, q = L - 128. */
 static const struct {
   const char *model, *cas, *image;
   uint32_t side;
@@ -151,6 +152,7 @@ static const struct {
   {"coral_mobilenet_v1_0.25_128_quant", "photo", CHELSEA, 128},
   {"ssd_mobilenet_v1_coco_quant_postprocess", "photo", ASTRONAUT, 300},
   {"ssd_mobilenet_v1_coco_quant_postprocess", "cat", CHELSEA, 300},
+  {"tflm_person_detect", "photo", ASTRONAUT, 96},   /* gray: Pillow's "L", int8 q = L - 128 */
 };
 
 START_TEST(codes_equal_quantized_golden_inputs) {
@@ -167,12 +169,18 @@ START_TEST(codes_equal_quantized_golden_inputs) {
   ar_image_t img;
   ck_assert_int_eq(ar_image_load(golden_q[_i].image, &img, msg, sizeof(msg)), 0);
   const uint32_t s = golden_q[_i].side;
-  const size_t n = (size_t)s * s * 3;
-  ck_assert_uint_eq(bytes, n);
+  const bool gray = s == 96;
+  size_t n = (size_t)s * s * 3;
+  ck_assert_uint_eq(bytes, gray ? n / 3 : n);
+  if (gray) ar_image_to_gray(&img);
   float *t = malloc(n * sizeof(float));
   uint8_t *q = malloc(n);
   ck_assert_int_eq(ar_image_fill_tensor(&img, NULL, s, s, AR_IMAGE_FIT_STRETCH, 0, 255, t, NULL, msg, sizeof(msg)), 0);
-  const ar_image_coding_t c = {.is_signed = false};
+  if (gray) {
+    n /= 3;
+    for (size_t i = 0; i < n; i++) t[i] = t[3 * i];
+  }
+  const ar_image_coding_t c = {.is_signed = gray};
   ar_image_code_pixels(t, n, &c, q);
   size_t diff = 0;
   for (size_t i = 0; i < n; i++) diff += q[i] != want[i];
