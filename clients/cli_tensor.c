@@ -207,7 +207,7 @@ int ar_cli_print_detections(FILE *f, const ar_cli_tensor_t outs[4], float min_sc
   float cnt = ar_cli_value(ct, 0);
   uint64_t count = isfinite(cnt) && cnt > 0 ? (uint64_t)cnt : 0;
   if (count > rows) count = rows;
-  fprintf(f, "  %" PRIu64 " detection(s), score >= %.2f:\n", count, min_score);
+  fprintf(f, "  %" PRIu64 " detection(s); rows with score >= %.2f:\n", count, min_score);
   for (uint64_t r = 0; r < count; r++) {
     const float s = ar_cli_value(sc, r);
     if (!(s >= min_score)) continue;

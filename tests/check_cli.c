@@ -110,14 +110,14 @@ START_TEST(detection_rows_threshold_and_pixels) {
   FILE *f = mem();
   ck_assert_int_eq(ar_cli_print_detections(f, o, 0.3f, NULL, 1, &g), 0);
   fclose(f);
-  ck_assert_str_eq(out_buf, "  2 detection(s), score >= 0.30:\n"
+  ck_assert_str_eq(out_buf, "  2 detection(s); rows with score >= 0.30:\n"
                             "  det 0: class 0 score 0.900 box y 0.100..0.500 x 0.200..0.600 crop 80,20,240,100 \n"
                             "  det 1: class 16 score 0.400 box y 0.000..1.000 x 0.000..1.000 crop 0,0,400,200 \n");
   /* Threshold .5 drops the second row; no geometry, no crop. */
   f = mem();
   ck_assert_int_eq(ar_cli_print_detections(f, o, 0.5f, NULL, 1, NULL), 0);
   fclose(f);
-  ck_assert_str_eq(out_buf, "  2 detection(s), score >= 0.50:\n"
+  ck_assert_str_eq(out_buf, "  2 detection(s); rows with score >= 0.50:\n"
                             "  det 0: class 0 score 0.900 box y 0.100..0.500 x 0.200..0.600 \n");
   /* Letterbox of the 400x200 photo (crop x 100..500 of a 600-wide one) into 100x100: placed at
    * rows 25..75; box x .2..0.6 -> 100 + 400 * (.2, .6) = 180, 340; y .1 -> (10 - 25) / 50 < 0 -> 0,
