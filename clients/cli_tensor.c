@@ -92,6 +92,15 @@ int ar_cli_image_input(const ar_cli_image_opts_t *o, const ar_cli_tensor_t *desc
     if (out != vals) free(out);
     return rc;
   }
+  if (o->border != 0 && o->fit == AR_IMAGE_FIT_LETTERBOX) {
+    /* The border as a pixel of value `border`, scaled the way ar_image_fill_tensor scales pixels. */
+    volatile float prod = (float)o->border * (float)(((double)hi - (double)lo) / 255.0);
+    const float bv = prod + lo;
+    for (uint32_t y = 0; y < h; y++)
+      for (uint32_t x = 0; x < w; x++)
+        if (y < placed.top || y >= placed.bottom || x < placed.left || x >= placed.right)
+          for (int ch = 0; ch < 3; ch++) vals[((size_t)y * w + x) * 3 + ch] = bv;
+  }
   size_t count = n;
   if (gray) {
     count = n / 3;
@@ -261,6 +270,15 @@ int ar_cli_parse_opt(const char *cmd, int o, const char *arg, ar_cli_image_opts_
       }
       io->has_crop = true;
       return 1;
+    case 'B': {
+      long v = strtol(arg, &end, 10);
+      if (end == arg || *end || v < 0 || v > 255) {
+        fprintf(stderr, "arenactl %s: --border wants a pixel value from 0 to 255\n", cmd);
+        return -1;
+      }
+      io->border = (int)v;
+      return 1;
+    }
     case 'L': ro->labels_path = arg; return 1;
     case 'k': {
       long v = strtol(arg, &end, 10);

@@ -47,6 +47,8 @@ typedef struct ar_cli_image_opts {
   ar_image_rect_t crop;
   bool has_range;                /* --range given; float inputs default to 0,1 */
   float lo, hi;
+  int border;                    /* --border: pixel value 0..255 of the letterbox border (default 0,
+                                  * black; Ultralytics' YOLO letterbox uses 114) */
 } ar_cli_image_opts_t;
 
 /* Where the photo went: its size, the crop used, and the rectangle of the tensor it fills (so a
@@ -97,7 +99,7 @@ int ar_cli_print_detections(FILE *f, const ar_cli_tensor_t outs[4], float min_sc
                             int offset, const ar_cli_image_geom_t *geom);
 
 /* The options `invoke` and `run` share. Image: --image FILE, --range LO,HI, --fit stretch|letterbox,
- * --crop L,T,R,B. Results: --labels FILE, --top K, --detections, --min-score S, --label-offset N. */
+ * --crop L,T,R,B, --border PIXEL. Results: --labels FILE, --top K, --detections, --min-score S, --label-offset N. */
 typedef struct ar_cli_result_opts {
   const char *labels_path;
   int top;                       /* 0: none (5 when only --labels is given) */
@@ -111,10 +113,11 @@ typedef struct ar_cli_result_opts {
       {"fit", required_argument, NULL, 'f'}, {"crop", required_argument, NULL, 'c'},            \
       {"labels", required_argument, NULL, 'L'}, {"top", required_argument, NULL, 'k'},          \
       {"detections", no_argument, NULL, 'D'}, {"min-score", required_argument, NULL, 'm'},      \
-      {"label-offset", required_argument, NULL, 'O'}
-#define AR_CLI_SHORTOPTS "I:r:f:c:L:k:Dm:O:"
+      {"label-offset", required_argument, NULL, 'O'}, {"border", required_argument, NULL, 'B'}
+#define AR_CLI_SHORTOPTS "I:r:f:c:L:k:Dm:O:B:"
 #define AR_CLI_USAGE                                                                            \
-  "IMAGE:   --image FILE.png|jpg [--range LO,HI] [--fit stretch|letterbox] [--crop L,T,R,B]\n"   \
+  "IMAGE:   --image FILE.png|jpg [--range LO,HI] [--fit stretch|letterbox] [--crop L,T,R,B]"      \
+  " [--border PIXEL]\n"                                                                        \
   "RESULTS: [--labels FILE] [--top K] | --detections [--labels FILE] [--min-score S]"           \
   " [--label-offset N]\n"
 

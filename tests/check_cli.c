@@ -173,6 +173,44 @@ START_TEST(image_input_uint8_and_int8) {
 }
 END_TEST
 
+/* YOLOv8n's golden inputs (../shared/golden_q, when present): Ultralytics letterbox to 416x416 on
+ * grey 114, int8 q = pixel - 128 (the cat: 451x300 -> 416x277 at y 69; the astronaut: no border). */
+START_TEST(yolo_letterbox_border_equals_golden_input) {
+  static const struct { const char *cas, *image; } cases[] = {
+    {"cat", "/usr/lib/python3/dist-packages/imageio/resources/images/chelsea.png"},
+    {"photo", ASTRONAUT},
+  };
+  const char *dir = getenv("AR_GOLDEN_Q_DIR");
+  char path[1024], msg[AR_MSG_BYTES];
+  snprintf(path, sizeof(path), "%s/yolov8n_coco_416_full_integer_quant/%s/input_0.bin",
+           dir && *dir ? dir : AR_SRCDIR "/../shared/golden_q", cases[_i].cas);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    printf("check_cli: %s absent: skipped\n", path);
+    return;
+  }
+  static uint8_t want[416 * 416 * 3 + 1];
+  size_t got = fread(want, 1, sizeof(want), f);
+  fclose(f);
+  ck_assert_uint_eq(got, 416 * 416 * 3);
+  ar_cli_image_opts_t io;
+  ar_cli_result_opts_t ro;
+  ar_cli_opts_init(&io, &ro);
+  io.path = cases[_i].image;
+  ck_assert_int_eq(ar_cli_parse_opt("t", 'B', "114", &io, &ro), 1);
+  ar_cli_tensor_t desc = {.name = "images", .dtype = 9, .rank = 4, .dims = {1, 416, 416, 3}, .has_quant = true,
+                          .scale = 1.0f / 255, .zero_point = -128};
+  void *d = NULL;
+  uint64_t n = 0;
+  ck_assert_int_eq(ar_cli_image_input(&io, &desc, &d, &n, NULL, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n, got);
+  size_t diff = 0;
+  for (size_t i = 0; i < n; i++) diff += ((uint8_t *)d)[i] != want[i];
+  ck_assert_msg(diff == 0, "yolo %s: %zu of %zu bytes differ", cases[_i].cas, diff, (size_t)n);
+  free(d);
+}
+END_TEST
+
 START_TEST(shared_options) {
   ar_cli_image_opts_t io;
   ar_cli_result_opts_t ro;
@@ -201,6 +239,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, detection_rows_threshold_and_pixels);
   tcase_add_test(tc, image_input_uint8_and_int8);
   tcase_add_test(tc, shared_options);
+  tcase_add_loop_test(tc, yolo_letterbox_border_equals_golden_input, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }
