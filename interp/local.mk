@@ -24,3 +24,12 @@ TESTS += tests/check_extra
 tests_check_extra_SOURCES = tests/check_extra.c
 tests_check_extra_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_extra_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+
+# The quantized models of ../shared/models_q against ../shared/golden_q (issue 9): offline, every
+# plan, a share group with a float model, and through arenad. Skips when ../shared is absent.
+check_PROGRAMS += tests/check_quant_models
+TESTS += tests/check_quant_models
+tests_check_quant_models_SOURCES = tests/check_quant_models.c tests/ar_test_daemon.h
+tests_check_quant_models_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_quant_models_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_quant_models_OBJECTS): proto/arenad.pb-c.h
