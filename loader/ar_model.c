@@ -1154,6 +1154,45 @@ done:
   return rc;
 }
 
+/* The integer bias of a quantized CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED (input 2, int32 or
+ * int64, with an 8/16-bit quantized input 0) is added to the accumulator as stored, so its scale
+ * must be input scale x filter scale (per channel where the filter is per-axis): TFLite's
+ * GetQuantizedConvolutionMultipler check, |s_in s_w - s_b| <= 1e-6 min(s_in s_w, s_b), here for
+ * every channel and both weight schemes. A bias without scales fails it too. */
+static int check_quantized_bias(loader_t *L, const ar_subgraph_t *sg) {
+  for (uint32_t oi = 0; oi < sg->n_operators; oi++) {
+    const ar_operator_t *op = &sg->operators[oi];
+    /* By builtin code: also operators kept unrun (describe) for their version. */
+    ar_op_t kind = ar_op_from_builtin(L->m->opcodes[op->opcode_index].builtin_code);
+    if (kind != AR_OP_CONV_2D && kind != AR_OP_DEPTHWISE_CONV_2D && kind != AR_OP_FULLY_CONNECTED) continue;
+    if (op->n_inputs < 3 || op->inputs[0] < 0 || op->inputs[1] < 0 || op->inputs[2] < 0) continue;
+    const ar_tensor_t *in = &sg->tensors[op->inputs[0]], *w = &sg->tensors[op->inputs[1]];
+    const ar_tensor_t *b = &sg->tensors[op->inputs[2]];
+    bool qin = (in->dtype == AR_DTYPE_UINT8 || in->dtype == AR_DTYPE_INT8 || in->dtype == AR_DTYPE_INT16) &&
+               in->quant != NULL;
+    if (!qin || w->quant == NULL || (b->dtype != AR_DTYPE_INT32 && b->dtype != AR_DTYPE_INT64)) continue;
+    const char *label = ar_op_name(kind);
+    int32_t nb = b->quant ? b->quant->n : 0, nw = w->quant->n;
+    if (nb == 0)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %d (%s): the bias of operator %u (%s) has no "
+                     "quantization scale (input scale x filter scale expected)", op->inputs[2], b->name, oi, label);
+    if (nb != nw && nb != 1 && nw != 1)
+      return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %d (%s): the bias of operator %u (%s) has %d "
+                     "scales, its filter tensor %d (%s) %d", op->inputs[2], b->name, oi, label, nb, op->inputs[1],
+                     w->name, nw);
+    int32_t n = nb > nw ? nb : nw;
+    for (int32_t c = 0; c < n; c++) {
+      double want = (double)in->quant->scale[0] * (double)w->quant->scale[nw == 1 ? 0 : c];
+      double got = (double)b->quant->scale[nb == 1 ? 0 : c];
+      if (!(fabs(want - got) <= 1e-6 * fmin(want, got)))
+        return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "tensor %d (%s): bias scale[%d] %g of operator %u (%s) "
+                       "is not input scale %g x filter scale %g = %g", op->inputs[2], b->name, c, got, oi, label,
+                       (double)in->quant->scale[0], (double)w->quant->scale[nw == 1 ? 0 : c], want);
+    }
+  }
+  return 0;
+}
+
 static int decode_graph_io(loader_t *L, uint32_t sgi, const ar_fb_table_t *t, unsigned id,
                            const char *what, const char *kind, const int32_t **list, uint32_t *n,
                            uint32_t n_tensors) {
@@ -1204,7 +1243,8 @@ static int decode_subgraph(loader_t *L, uint32_t sgi, const ar_fb_table_t *t, ar
     if ((rc = ar_fb_vec_table(fb, &ops, i, "SubGraph.operators", &ot))) return rc;
     if ((rc = decode_operator(L, sgi, i, &ot, sg, &sg->operators[i]))) return rc;
   }
-  return check_dataflow(L, sgi, sg);
+  if ((rc = check_dataflow(L, sgi, sg))) return rc;
+  return check_quantized_bias(L, sg);
 }
 
 /* ---- 4. Metadata and signature defs. ---- */

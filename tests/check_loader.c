@@ -24,6 +24,7 @@
 #include "loader/ar_model.h"
 #include "loader/ar_schema.h"
 #include "loader/ar_sha256.h"
+#include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -1138,6 +1139,136 @@ static int fuzz_iters(void) {
   return e && atoi(e) > 0 ? atoi(e) : 1500;
 }
 
+
+/* ---------------------------------------------------------------- quantization faults */
+
+/* A generated int8 model (the project's writer, tests/ar_test_model.h): x int8 [1,2,2,2] (0.5, -3)
+ * -> CONV_2D 1x1 (w int8 [2,1,1,2] per-channel 0.25 / 0.125 on axis 0, b int32 [2] 0.125 / 0.0625)
+ * -> y int8 [1,2,2,2] (1.0, 5). It loads; each fault below is refused by the loader with AR_EMODEL
+ * and a message naming the tensor. */
+static const int8_t qf_w[4] = {1, -2, 3, 4};
+static const int32_t qf_b[2] = {10, -20};
+static const float qf_sx[1] = {0.5f}, qf_sw[2] = {0.25f, 0.125f}, qf_sb[2] = {0.125f, 0.0625f}, qf_sy[1] = {1.0f};
+static const int64_t qf_zx[1] = {-3}, qf_zw[3] = {0, 0, 0}, qf_zb[2] = {0, 0}, qf_zy[1] = {5};
+
+typedef struct qf { ar_tm_tensor_t t[4]; ar_tm_quant_t q[4]; int n_q; } qf_t;
+
+static void qf_reset(qf_t *f) {
+  const ar_tm_tensor_t base[4] = {
+    {"x", AR_DTYPE_INT8, 4, {1, 2, 2, 2}, false, {0}, NULL},
+    {"w", AR_DTYPE_INT8, 4, {2, 1, 1, 2}, false, {0}, qf_w},
+    {"b", AR_DTYPE_INT32, 1, {2}, false, {0}, qf_b},
+    {"y", AR_DTYPE_INT8, 4, {1, 2, 2, 2}, false, {0}, NULL},
+  };
+  const ar_tm_quant_t q[4] = {{0, 1, qf_sx, qf_zx, 0}, {1, 2, qf_sw, qf_zw, 0}, {2, 2, qf_sb, qf_zb, 0},
+                              {3, 1, qf_sy, qf_zy, 0}};
+  memcpy(f->t, base, sizeof base);
+  memcpy(f->q, q, sizeof q);
+  f->n_q = 4;
+}
+
+static uint8_t *qf_build(const qf_t *f, size_t *len) {
+  const ar_tm_op_t op = {3, 3, 1, {0, 1, 2}, {3}, 1, 5, {{0, 1, 1}, {1, 4, 1}, {2, 4, 1}, {4, 4, 1}, {5, 4, 1}}};
+  const int32_t gin[] = {0}, gout[] = {3};
+  return ar_tm_build_quant(f->t, 4, &op, 1, gin, 1, gout, 1, f->q, f->n_q, len);
+}
+
+static void qf_expect(const qf_t *f, const char *want, const char *label) {
+  size_t len = 0;
+  uint8_t *buf = qf_build(f, &len);
+  expect_reject_buf(buf, len, AR_EMODEL, want, label);
+  free(buf);
+}
+
+START_TEST(test_quantization_faults) {
+  qf_t f;
+  qf_reset(&f);
+  size_t len = 0;
+  uint8_t *buf = qf_build(&f, &len);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "base model: %s", msg);
+  const ar_tensor_t *w = &m->subgraphs[0].tensors[1];
+  ck_assert_ptr_nonnull(w->quant);
+  ck_assert_int_eq(w->quant->n, 2);
+  ck_assert_float_eq(w->quant->scale[1], 0.125f);
+  ck_assert_int_eq((int)m->subgraphs[0].tensors[0].zero_point, -3);
+  ar_model_free(m);
+  free(buf);
+
+  /* Scale 0, negative, NaN, infinite (input and a per-channel filter entry). */
+  const float zero[1] = {0.0f}, neg[1] = {-0.5f}, nan1[1] = {NAN}, wbad[2] = {0.25f, INFINITY};
+  qf_reset(&f);
+  f.q[0].scale = zero;
+  qf_expect(&f, "tensor 0 (x): quantization scale[0] is 0, must be finite and > 0", "scale 0");
+  f.q[0].scale = neg;
+  qf_expect(&f, "tensor 0 (x): quantization scale[0] is -0.5, must be finite and > 0", "negative scale");
+  f.q[0].scale = nan1;
+  qf_expect(&f, "tensor 0 (x): quantization scale[0] is nan, must be finite and > 0", "NaN scale");
+  qf_reset(&f);
+  f.q[1].scale = wbad;
+  qf_expect(&f, "tensor 1 (w): quantization scale[1] is inf, must be finite and > 0", "infinite filter scale");
+
+  /* Zero points outside the type's range: int8 200, int8 -129, uint8 -1 (the output made uint8),
+   * int32 bias beyond int32. */
+  const int64_t z200[1] = {200}, zm129[1] = {-129}, zm1[1] = {-1}, zbig[2] = {0, 1ll << 40};
+  qf_reset(&f);
+  f.q[0].zero_point = z200;
+  qf_expect(&f, "tensor 0 (x): zero point[0] 200 is outside INT8's range [-128, 127]", "int8 zero point 200");
+  f.q[0].zero_point = zm129;
+  qf_expect(&f, "tensor 0 (x): zero point[0] -129 is outside INT8's range [-128, 127]", "int8 zero point -129");
+  qf_reset(&f);
+  f.t[3].dtype = AR_DTYPE_UINT8;
+  f.q[3].zero_point = zm1;
+  qf_expect(&f, "tensor 3 (y): zero point[0] -1 is outside UINT8's range [0, 255]", "uint8 zero point -1");
+  qf_reset(&f);
+  f.q[2].zero_point = zbig;
+  qf_expect(&f, "tensor 2 (b): zero point[1] 1099511627776 is outside INT32's range", "int32 zero point");
+
+  /* Per-axis arrays of the wrong length: 3 filter scales for 2 output channels; a
+   * quantized_dimension outside the rank. */
+  const float w3[3] = {0.25f, 0.125f, 0.5f};
+  qf_reset(&f);
+  f.q[1].scale = w3;
+  f.q[1].n = 3;
+  qf_expect(&f, "tensor 1 (w): 3 per-axis scales, but dimension 0 has 2 entries", "3 scales for 2 channels");
+  qf_reset(&f);
+  f.q[1].qdim = 4;
+  qf_expect(&f, "tensor 1 (w): quantized_dimension 4 is outside its rank 4", "quantized_dimension 4");
+  qf_reset(&f);
+  f.q[1].qdim = 3;   /* dims[3] = 2 as well: length fits, so this one loads */
+  buf = qf_build(&f, &len);
+  ck_assert_int_eq(ar_model_load_buffer(buf, len, &m, msg, sizeof msg), 0);
+  ar_model_free(m);
+  free(buf);
+
+  /* Bias scale != input scale x filter scale (per channel), and a bias without scales. */
+  const float sb_bad[2] = {0.125f, 0.07f}, sb_one[1] = {0.125f};
+  qf_reset(&f);
+  f.q[2].scale = sb_bad;
+  qf_expect(&f, "tensor 2 (b): bias scale[1] 0.07 of operator 0 (CONV_2D) is not input scale 0.5 x filter "
+            "scale 0.125 = 0.0625", "bias scale");
+  qf_reset(&f);
+  f.n_q = 3;
+  f.q[2] = f.q[3];   /* the bias's entry dropped */
+  qf_expect(&f, "tensor 2 (b): the bias of operator 0 (CONV_2D) has no quantization scale", "bias without scale");
+  qf_reset(&f);
+  f.q[2].scale = sb_one;   /* one bias scale for a 2-channel filter: channel 1 does not match */
+  f.q[2].n = 1;
+  qf_expect(&f, "tensor 2 (b): bias scale[1] 0.125 of operator 0 (CONV_2D) is not input scale 0.5 x filter "
+            "scale 0.125 = 0.0625", "per-tensor bias for per-channel filter");
+  /* Within TFLite's 1e-6 relative tolerance: loads. */
+  const float sb_near[2] = {0.125f, 0.0625f * (1.0f + 1e-7f)};
+  qf_reset(&f);
+  f.q[2].scale = sb_near;
+  buf = qf_build(&f, &len);
+  ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "bias within 1e-6: %s", msg);
+  ar_model_free(m);
+  free(buf);
+  printf("check_loader: quantization faults: %d generated models refused, each naming its tensor\n", 14);
+}
+END_TEST
+
 START_TEST(test_random_byte_flips_never_crash) {
   static const char *const stems[] = {"face_detection_short_range", "selfie_segmentation",
                                       "face_detection_full_range_sparse"};
@@ -1228,6 +1359,7 @@ static Suite *loader_suite(void) {
   tcase_add_test(bad, test_bad_builtin_options);
   tcase_add_test(bad, test_bad_sparsity);
   tcase_add_test(bad, test_buffer_64bit_form);
+  tcase_add_test(bad, test_quantization_faults);
   tcase_add_loop_test(bad, test_random_byte_flips_never_crash, 0, 3);
   suite_add_tcase(s, bad);
   return s;
