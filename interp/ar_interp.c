@@ -138,6 +138,7 @@ static void view_from_tensor(ar_tview_t *v, const ar_tensor_t *t) {
   v->data = v->is_constant ? (void *)t->data : NULL;
   v->sparsity = t->sparsity;
   v->quant = t->quant;
+  v->name = t->name;
 }
 
 /* Record operator k as unsupported: the loader's entry for an AR_OP_INVALID operator, else `why`

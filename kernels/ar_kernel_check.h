@@ -55,12 +55,21 @@ static inline int ar_k_check_arity(const ar_node_t *node, int min_in, int max_in
   return 0;
 }
 
-/* `t` (named `what`, e.g. "input 0") has dtype `want`. */
+/* " (tensor NAME)" for a view that carries its tensor's name, else "" (for messages). */
+static inline const char *ar_k_tname(const ar_tview_t *t, char *buf, size_t n) {
+  if (!t || !t->name || !t->name[0]) return "";
+  snprintf(buf, n, " (tensor %s)", t->name);
+  return buf;
+}
+
+/* `t` (named `what`, e.g. "input 0") has dtype `want`; the message names the tensor when known:
+ * "input 0 (tensor x) has dtype INT8, expected FLOAT32". */
 static inline int ar_k_check_dtype(const ar_node_t *node, const ar_tview_t *t, const char *what,
                                    ar_dtype_t want, char *msg, size_t msg_bytes) {
+  char tn[96];
   if (t->dtype != want)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s has dtype %s, expected %s", what,
-                    ar_dtype_name(t->dtype), ar_dtype_name(want));
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s%s has dtype %s, expected %s", what,
+                    ar_k_tname(t, tn, sizeof tn), ar_dtype_name(t->dtype), ar_dtype_name(want));
   return 0;
 }
 

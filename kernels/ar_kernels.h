@@ -42,6 +42,8 @@ typedef struct ar_tview {
   const ar_sparsity_t *sparsity; /* for DENSIFY inputs */
   const ar_quant_t *quant;     /* the tensor's quantization (loader/ar_model.h), NULL when none;
                                 * integer kernels read scales and zero points from here */
+  const char *name;            /* the tensor's name (set by the interpreter; NULL in hand-built
+                                * views), for prepare messages: "input 0 (tensor x) has dtype INT8" */
 } ar_tview_t;
 
 /* One operator ready to run. */

@@ -28,9 +28,10 @@ static int unary_check(ar_node_t *node, const ar_dtype_t *set, int nset, char *m
   int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0];
+  char tn[96];
   if (!dtype_in(in->dtype, set, nset))
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s, which this "
-                    "operator does not take", ar_dtype_name(in->dtype));
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0%s has dtype %s, which this "
+                    "operator does not take", ar_k_tname(in, tn, sizeof tn), ar_dtype_name(in->dtype));
   if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", in->dtype, msg, msg_bytes))) return rc;
   node->state_bytes = 0;
   return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
