@@ -49,7 +49,7 @@
   XX(CAST,                      53, 1)  \
   XX(PRELU,                     54, 1)  \
   XX(MAXIMUM,                   55, 3)  \
-  XX(ARG_MAX,                   56, 1)  \
+  XX(ARG_MAX,                   56, 2)  \
   XX(MINIMUM,                   57, 3)  \
   XX(LESS,                      58, 1)  \
   XX(NEG,                       59, 1)  \

@@ -473,6 +473,45 @@ START_TEST(arg_max_min_first_index) {
 }
 END_TEST
 
+
+/* Quantized ARG_MAX as the models use it: DeepLab's uint8 [1,H,W,21] -> int64 [1,H,W] over the last
+ * axis, MoveNet's int8 [1,2304,17] -> int32 [1,17] over axis 1. The raw codes are compared (the
+ * scale is positive, so the order of the codes is the order of the real values); ties keep the
+ * first index. Hand-made: pixel p's logits are 200 + (p * 7 + c * 5) % 23 over c < 21, whose
+ * maximum (222) appears once per pixel, at c = (22 - 7p) * 14 mod 23 (14 = 5^-1 mod 23): 9, 3, 20,
+ * 14, 8, 2 for p = 0..5. */
+START_TEST(arg_max_quantized_models) {
+  enum { P = 6, C = 21 };
+  uint8_t u[P * C];
+  for (int p = 0; p < P; p++)
+    for (int c = 0; c < C; c++) u[p * C + c] = (uint8_t)((p * 7 + c * 5) % 23 + 200);
+  int64_t lo[P], ax3[1] = {3};
+  ar_tview_t out = tv(AR_DTYPE_INT64, lo, 3, 1, 2, 3);
+  ck_assert_int_eq(arg_run(AR_OP_ARG_MAX, AR_DTYPE_INT64, tv(AR_DTYPE_UINT8, u, 4, 1, 2, 3, C),
+                           tv(AR_DTYPE_INT64, ax3, 1, 1), &out), 0);
+  for (int p = 0; p < P; p++) {
+    int best = 0;
+    for (int c = 1; c < C; c++)
+      if (u[p * C + c] > u[p * C + best]) best = c;
+    ck_assert_int_eq(lo[p], best);
+  }
+  ck_assert(lo[0] == 9 && lo[1] == 3 && lo[2] == 20 && lo[3] == 14 && lo[4] == 8 && lo[5] == 2);
+  /* int8 across zero: -128 < -1 < 0 < 127; two maxima keep the first. */
+  int8_t s[2 * 5] = {-128, -1, 0, 127, 127, /* */ -5, -7, -5, -128, -6};
+  int32_t ax1[1] = {1}, io[2];
+  ar_tview_t i2 = tv(AR_DTYPE_INT32, io, 2, 1, 2);
+  ck_assert_int_eq(arg_run(AR_OP_ARG_MAX, AR_DTYPE_INT32, tv(AR_DTYPE_INT8, s, 3, 1, 5, 2),
+                           tv(AR_DTYPE_INT32, ax1, 1, 1), &i2), 0);
+  /* [1,5,2] over axis 1: column 0 = -128, 0, 127, -7, -128 -> 2; column 1 = -1, 127, -5, -5, -6 -> 1 */
+  ck_assert_int_eq(io[0], 2);
+  ck_assert_int_eq(io[1], 1);
+  ar_tview_t l2 = tv(AR_DTYPE_INT64, lo, 2, 1, 2);
+  ck_assert_int_eq(arg_run(AR_OP_ARG_MAX, AR_DTYPE_INT64, tv(AR_DTYPE_INT8, s, 3, 1, 2, 5),
+                           tv(AR_DTYPE_INT32, (int32_t[]){-1}, 1, 1), &l2), 0);
+  ck_assert(lo[0] == 3 && lo[1] == 0);
+}
+END_TEST
+
 /* ---- softmax family ---- */
 
 START_TEST(softmax_log_softmax_l2norm) {
@@ -525,6 +564,7 @@ static Suite *math_suite(void) {
   tc = tcase_create("reduce");
   tcase_add_test(tc, reduce_sum_max_min_prod);
   tcase_add_test(tc, arg_max_min_first_index);
+  tcase_add_test(tc, arg_max_quantized_models);
   suite_add_tcase(s, tc);
   tc = tcase_create("softmax");
   tcase_add_test(tc, softmax_log_softmax_l2norm);
