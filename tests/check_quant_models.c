@@ -640,11 +640,11 @@ START_TEST(test_int8_into_float_only_kernels) {
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
     const ar_tm_tensor_t t[2] = {{"x", AR_DTYPE_INT8, 2, {1, 4}, false, {0}, NULL},
                                  {"y", AR_DTYPE_INT8, 2, {1, 4}, false, {0}, NULL}};
-    const ar_tm_quant_t q[2] = {{1, sx, zx, 0, 0}, {1, sy, zy, 0, 0}};
+    const ar_tm_quant_t q[2] = {{0, 1, sx, zx, 0}, {1, 1, sy, zy, 0}};
     const ar_tm_op_t op = {ops[k].builtin, 1, 1, {0}, {1}, 0, 0, {{0}}};
     const int32_t gin[] = {0}, gout[] = {1};
     size_t len = 0;
-    uint8_t *buf = ar_tm_build_q(t, q, 2, &op, 1, gin, 1, gout, 1, &len);
+    uint8_t *buf = ar_tm_build_quant(t, 2, &op, 1, gin, 1, gout, 1, q, 2, &len);
     char msg[AR_MSG_BYTES] = "", want[160];
     ar_model_t *m = NULL;
     ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "%s: load: %s", ops[k].name, msg);
