@@ -15,6 +15,32 @@ const char *const ar_test_models[] = {
 };
 const int ar_test_n_models = (int)(sizeof(ar_test_models) / sizeof(ar_test_models[0]));
 
+const char *const ar_test_qmodels[] = {
+  "tflm_hello_world_int8", "tflm_micro_speech_quantized", "tflm_person_detect",
+  "coral_mobilenet_v1_0.25_128_quant", "coral_mobilenet_v1_1.0_224_quant_embedding_extractor",
+  "coral_mobilenet_v1_1.0_224_quant_head_layers", "coral_mobilenet_v2_1.0_224_quant",
+  "coral_tf2_mobilenet_v2_1.0_224_ptq", "ssd_mobilenet_v1_coco_quant_postprocess",
+  "coral_movenet_single_pose_lightning_ptq", "yolov8n_coco_416_full_integer_quant",
+  "coral_deeplabv3_mnv2_dm05_pascal_quant",
+};
+const int ar_test_n_qmodels = (int)(sizeof(ar_test_qmodels) / sizeof(ar_test_qmodels[0]));
+
+const char *ar_test_models_q_dir(void) {
+  const char *d = getenv("AR_MODELS_Q_DIR");
+  return d && *d ? d : AR_SRCDIR "/../shared/models_q";
+}
+
+const char *ar_test_golden_q_dir(void) {
+  const char *d = getenv("AR_GOLDEN_Q_DIR");
+  return d && *d ? d : AR_SRCDIR "/../shared/golden_q";
+}
+
+int ar_test_have_qmodels(void) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/INDEX.json", ar_test_golden_q_dir());
+  return access(ar_test_models_q_dir(), R_OK | X_OK) == 0 && access(p, R_OK) == 0;
+}
+
 const char *ar_test_models_dir(void) {
   const char *d = getenv("AR_MODELS_DIR");
   return d && *d ? d : AR_SRCDIR "/models";

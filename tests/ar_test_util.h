@@ -10,6 +10,16 @@
 extern const char *const ar_test_models[];
 extern const int ar_test_n_models;
 
+/* The 12 quantized models of ../shared/models_q (issue 9; never committed), by stem (file =
+ * <stem>.tflite, goldens in <golden_q>/<stem>/), smallest first. */
+extern const char *const ar_test_qmodels[];
+extern const int ar_test_n_qmodels;
+/* $AR_MODELS_Q_DIR, else <srcdir>/../shared/models_q; $AR_GOLDEN_Q_DIR, else <srcdir>/../shared/golden_q. */
+const char *ar_test_models_q_dir(void);
+const char *ar_test_golden_q_dir(void);
+/* Whether both exist (a fresh clone has no ../shared: the quantized tests print a skip). */
+int ar_test_have_qmodels(void);
+
 /* Directory of the real models: $AR_MODELS_DIR, else <srcdir>/models. */
 const char *ar_test_models_dir(void);
 /* Directory of the goldens: $AR_GOLDEN_DIR, else <srcdir>/tests/golden. */

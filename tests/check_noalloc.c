@@ -20,6 +20,9 @@
  * buffer at place time; the first invoke after place is counted and printed (it is 0 here) but
  * not asserted; the 100 invokes after it are asserted to make zero calls.
  *
+ * The quantized models of ../shared/models_q (issue 9), when that folder exists and a model can be
+ * built: 20 counted invokes each (5 for the two large ones) on its golden_q input.
+ *
  * Resizing (built models, tests/ar_test_model.h): a model whose input shape_signature is
  * [-1,4,4,3] invoked with batch 1, 4, 2, 8, 1 - outputs equal to the hand-computed ones per item,
  * the arena follows the batch (and is the first figure again at batch 1), zero allocations in the
@@ -234,6 +237,74 @@ START_TEST(test_invoke_no_alloc) {
 }
 END_TEST
 
+
+/* The quantized models of ../shared/models_q (when present): the golden_q input of their first case
+ * (photo, else random), 20 counted invokes (5 for YOLOv8n and DeepLab, the large ones) after one
+ * warm-up. A model whose kernels have not landed yet cannot be built: printed, not failed here
+ * (check_quant_models holds each model to its golden). */
+START_TEST(test_quant_invoke_no_alloc) {
+  const char *stem = ar_test_qmodels[_i];
+  if (!ar_test_have_qmodels()) {
+    printf("noalloc %s: skipped (%s absent)\n", stem, ar_test_models_q_dir());
+    return;
+  }
+  install_counter();
+  settle_openblas_threads();
+  char path[1024], msg[AR_MSG_BYTES] = "";
+  snprintf(path, sizeof path, "%s/%s.tflite", ar_test_models_q_dir(), stem);
+  ar_model_t *m = NULL;
+  ar_interp_t *in = NULL;
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  int rc = ar_model_load(path, &m, msg, sizeof msg);
+  if (rc == 0) rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  if (rc != 0) {
+    printf("noalloc %s: not runnable yet (%.200s)\n", stem, msg);
+    ar_model_free(m);
+    return;
+  }
+  rc = ar_interp_place_owned(in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: %s", stem, msg);
+  void *inputs[AR_MAX_OP_INPUTS] = {0};
+  size_t bytes[AR_MAX_OP_INPUTS] = {0};
+  int32_t n_in = ar_interp_n_inputs(in);
+  ck_assert_int_le(n_in, AR_MAX_OP_INPUTS);
+  for (int32_t i = 0; i < n_in; i++) {
+    snprintf(path, sizeof path, "%s/%s/photo/input_%d.bin", ar_test_golden_q_dir(), stem, i);
+    inputs[i] = ar_test_read_file(path, &bytes[i]);
+    if (!inputs[i]) {
+      snprintf(path, sizeof path, "%s/%s/random/input_%d.bin", ar_test_golden_q_dir(), stem, i);
+      inputs[i] = ar_test_read_file(path, &bytes[i]);
+    }
+    ck_assert_msg(inputs[i] != NULL, "cannot read %s", path);
+    ck_assert_uint_eq(bytes[i], ar_interp_input(in, i)->bytes);
+  }
+  const int runs = strstr(stem, "yolo") || strstr(stem, "deeplab") ? 5 : 20;
+  unsigned long first = 0, total = 0, worst = 0;
+  __atomic_store_n(&n_other, 0, __ATOMIC_SEQ_CST);
+  for (int r = -1; r < runs; r++) {
+    for (int32_t i = 0; i < n_in; i++) memcpy(ar_interp_input(in, i)->data, inputs[i], bytes[i]);
+    arm();
+    rc = ar_interp_invoke(in);
+    unsigned long c = disarm();
+    ck_assert_int_eq(rc, 0);
+    if (r < 0) {
+      first = c;   /* warm-up: printed, not asserted */
+      continue;
+    }
+    total += c;
+    if (c > worst) worst = c;
+  }
+  printf("noalloc %-52s first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
+         "other threads meanwhile: %lu\n", stem, first, runs, total,
+         COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", n_other);
+  ck_assert_msg(total == 0, "%s: %lu heap allocation calls in %d invokes (worst invoke %lu)", stem, total, runs,
+                worst);
+  for (int32_t i = 0; i < n_in; i++) free(inputs[i]);
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
 
 /* ---- the shape/index kernels, BATCH_MATMUL, builtin TRANSPOSE_CONV and the SSD post-process,
  * which no shipped model uses yet: prepare + init outside the window, then 10 evals armed. ---- */
@@ -727,6 +798,7 @@ int main(void) {
   tc = tcase_create("invoke");
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_invoke_no_alloc, 0, ar_test_n_models);
+  tcase_add_loop_test(tc, test_quant_invoke_no_alloc, 0, ar_test_n_qmodels);
   tcase_add_test(tc, test_ops_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("resize");

@@ -68,14 +68,8 @@ static const qmodel_t qmodels[] = {
 /* The float model of the share groups (models/, golden in tests/golden). */
 static const char *const float_stem = "face_detection_short_range";
 
-static const char *q_models_dir(void) {
-  const char *d = getenv("AR_MODELS_Q_DIR");
-  return d && *d ? d : AR_SRCDIR "/../shared/models_q";
-}
-static const char *q_golden_dir(void) {
-  const char *d = getenv("AR_GOLDEN_Q_DIR");
-  return d && *d ? d : AR_SRCDIR "/../shared/golden_q";
-}
+static const char *q_models_dir(void) { return ar_test_models_q_dir(); }
+static const char *q_golden_dir(void) { return ar_test_golden_q_dir(); }
 
 static int is_required(const qmodel_t *q) {
   const char *all = getenv("AR_QUANT_ALL");
@@ -84,10 +78,7 @@ static int is_required(const qmodel_t *q) {
 
 /* True (after printing why) when the quantized data is absent: a clean skip. */
 static int data_absent(void) {
-  struct stat st;
-  char p[1024];
-  snprintf(p, sizeof p, "%s/INDEX.json", q_golden_dir());
-  if (stat(q_models_dir(), &st) == 0 && S_ISDIR(st.st_mode) && stat(p, &st) == 0) return 0;
+  if (ar_test_have_qmodels()) return 0;
   printf("SKIP quantized models: %s or %s/INDEX.json is absent (../shared is not beside this "
          "checkout; the models come from public repositories and are not committed)\n",
          q_models_dir(), q_golden_dir());
@@ -605,7 +596,8 @@ START_TEST(test_daemon_goldens) {
 }
 END_TEST
 
-/* INDEX.json lists exactly the 12 models above (a new model must be added here). */
+/* INDEX.json lists exactly the 12 models above (a new model must be added here and to
+ * ar_test_qmodels, which lists them in the same order). */
 START_TEST(test_index_lists_the_models) {
   if (data_absent()) return;
   char path[1024];
@@ -615,6 +607,8 @@ START_TEST(test_index_lists_the_models) {
   ck_assert_msg(j != NULL, "%s: %s", path, err.text);
   json_t *ms = json_object_get(j, "models");
   ck_assert_int_eq((int)json_array_size(ms), N_QMODELS);
+  ck_assert_int_eq(ar_test_n_qmodels, N_QMODELS);
+  for (int k = 0; k < N_QMODELS; k++) ck_assert_str_eq(ar_test_qmodels[k], qmodels[k].stem);
   size_t i;
   json_t *e;
   json_array_foreach(ms, i, e) {
