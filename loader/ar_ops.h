@@ -16,16 +16,16 @@
 /* XX(enum suffix, TFLite builtin code, max version supported) */
 #define AR_BUILTIN_OP_MAP(XX)           \
   XX(ADD,                        0, 4)  \
-  XX(AVERAGE_POOL_2D,            1, 1)  \
+  XX(AVERAGE_POOL_2D,            1, 2)  \
   XX(CONCATENATION,              2, 2)  \
   XX(CONV_2D,                    3, 1)  \
-  XX(DEPTHWISE_CONV_2D,          4, 2)  \
+  XX(DEPTHWISE_CONV_2D,          4, 3)  \
   XX(DEPTH_TO_SPACE,             5, 1)  \
   XX(DEQUANTIZE,                 6, 4)  \
   XX(FULLY_CONNECTED,            9, 1)  \
   XX(L2_NORMALIZATION,          11, 1)  \
   XX(LOGISTIC,                  14, 2)  \
-  XX(MAX_POOL_2D,               17, 1)  \
+  XX(MAX_POOL_2D,               17, 2)  \
   XX(MUL,                       18, 5)  \
   XX(RELU,                      19, 2)  \
   XX(RELU_N1_TO_1,              20, 1)  \
@@ -38,7 +38,7 @@
   XX(PAD,                       34, 2)  \
   XX(GATHER,                    36, 7)  \
   XX(TRANSPOSE,                 39, 6)  \
-  XX(MEAN,                      40, 1)  \
+  XX(MEAN,                      40, 2)  \
   XX(SUB,                       41, 4)  \
   XX(DIV,                       42, 2)  \
   XX(SQUEEZE,                   43, 2)  \
