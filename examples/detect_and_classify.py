@@ -9,6 +9,12 @@ Python client: the first model finds objects, the second one answers a question 
   --pair hands: palm_detection_lite finds palms (2016 anchors); hand_landmark_lite, run on the hand
       region of the best palm (MediaPipe's palm -> hand crop without rotation), answers hand
       presence and handedness.
+  --pair quant (with --models pointing at the quantized models, e.g. ../shared/models_q): the uint8
+      SSD MobileNet v1 (its TFLite_Detection_PostProcess gives boxes, classes, scores, count) finds
+      objects; the uint8 MobileNet v2 classifier names the best one, cropped from the photo. Both
+      take the photo's pixels as their uint8 codes (their input quantization maps 0..255 onto their
+      real range), and the classifier's uint8 probabilities are dequantized with the output's
+      scale and zero point as the daemon reports them.
 
 Decoding follows clients/ssd.h (MediaPipe's SsdAnchorsCalculator and
 TensorsToDetectionsCalculator options for these models), image input clients/image.h (letterbox
@@ -31,7 +37,9 @@ ASTRONAUT = "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.p
 PAIRS = {
     "people": [("ex_face", "face_detection_short_range"), ("ex_selfie", "selfie_segmentation")],
     "hands": [("ex_palm", "palm_detection_lite"), ("ex_hand", "hand_landmark_lite")],
+    "quant": [("ex_ssd_q", "ssd_mobilenet_v1_coco_quant_postprocess"), ("ex_mnv2_q", "coral_mobilenet_v2_1.0_224_quant")],
 }
+QUANT_LABELS = ("ssd_mobilenet_v1_coco_labelmap.txt", "coral_imagenet_labels.txt")
 FACE_KEYPOINTS = ["right eye", "left eye", "nose tip", "mouth", "right ear", "left ear"]
 
 
@@ -195,6 +203,41 @@ def hands(c: arenad.Client, names, img: np.ndarray) -> None:
         print("  label: no hand (MediaPipe needs presence 0.5)")
 
 
+def quant(c: arenad.Client, names, img: np.ndarray, models: str) -> None:
+    ssd, mnv2 = names
+    H, W = img.shape[:2]
+    labelmap, imagenet = ([line.rstrip("\r\n") for line in open(os.path.join(models, f))] for f in QUANT_LABELS)
+    info = {m.name: m for m in c.models()}
+    qin = info[ssd].inputs[0]
+    print(f"ssd_mobilenet_v1_coco_quant: input {qin.dtype} {list(qin.shape)}, scale {qin.quantization.scale[0]:.6g} "
+          f"zero point {qin.quantization.zero_point[0]} (the pixels are the codes)")
+    out = c.invoke(ssd, resize(img, 300, 300)[None])                      # stretch, uint8 [1,300,300,3]
+    boxes, classes, scores = out[0].reshape(-1, 4), out[1].reshape(-1), out[2].reshape(-1)
+    count = int(out[3].reshape(-1)[0])
+    found = [i for i in range(count) if scores[i] >= 0.5]
+    print(f"  {count} detections, {len(found)} with score >= 0.5 (invoke {out.invoke_us} us)")
+    for i in found:
+        y0, x0, y1, x1 = boxes[i]
+        label = labelmap[int(classes[i]) + 1] if int(classes[i]) + 1 < len(labelmap) else "?"
+        print(f"  detection {i + 1}: {label} score {scores[i]:.3f}, box x {max(0, x0) * W:.0f}..{min(1, x1) * W:.0f}, "
+              f"y {max(0, y0) * H:.0f}..{min(1, y1) * H:.0f} px")
+    if not found:
+        print("  label: nothing to classify")
+        return
+    y0, x0, y1, x1 = boxes[found[0]]
+    left, top = int(max(0.0, x0) * W), int(max(0.0, y0) * H)
+    right, bottom = max(int(np.ceil(min(1.0, x1) * W)), left + 1), max(int(np.ceil(min(1.0, y1) * H)), top + 1)
+    r = c.invoke(mnv2, resize(img[top:bottom, left:right], 224, 224)[None])   # uint8 [1,224,224,3]
+    q = r.quantization(0)
+    probs = r.real(0).reshape(-1)                                          # dequantized uint8 softmax
+    best = np.argsort(-probs, kind="stable")[:3]
+    print(f"coral_mobilenet_v2_1.0_224_quant on detection 1's box x {left}..{right}, y {top}..{bottom} px "
+          f"(output {r[0].dtype}, scale {q.scale[0]:.6g}, zero point {q.zero_point[0]}):")
+    for k in best:
+        print(f"  class {k} {imagenet[k] if k < len(imagenet) else '?'}: {probs[k]:.3f} (q {int(r[0].reshape(-1)[k])})")
+    print(f"  detection 1: label: {imagenet[best[0]]}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("image", nargs="?", default=ASTRONAUT, help="PNG or JPEG photograph (default: astronaut.png)")
@@ -221,7 +264,10 @@ def main(argv=None) -> int:
                         c.load(name, os.path.join(args.models, stem + ".tflite"), group="ex_" + args.pair)
                         loaded.append(name)
                 names = [n for n, _ in PAIRS[args.pair]]
-                (people if args.pair == "people" else hands)(c, names, img)
+                if args.pair == "quant":
+                    quant(c, names, img, args.models)
+                else:
+                    (people if args.pair == "people" else hands)(c, names, img)
             finally:
                 for name in loaded:
                     c.unload(name)

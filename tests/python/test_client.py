@@ -19,6 +19,8 @@ from arenad import arenad_pb2 as pb
 from ardaemon import ARENACTL, BUILD, MODELS, SRC, WRAP, Daemon, golden, golden_mismatches, model_path
 
 FACE = "face_detection_short_range"
+# The quantized models (never committed; tests that need them skip without the folder).
+MODELS_Q = os.environ.get("AR_MODELS_Q_DIR") or os.path.join(SRC, "..", "shared", "models_q")
 HAND = "hand_landmark_lite"
 
 
@@ -28,7 +30,10 @@ def setUpModule():
     INT_DIR = tempfile.mkdtemp(prefix="arenad-py-int-")
     subprocess.run([*WRAP, os.path.join(BUILD, "tests", "mk_int_io_model"), os.path.join(INT_DIR, "int_io.tflite")],
                    check=True)
-    DAEMON = Daemon(extra=("--model-dir", INT_DIR))
+    extra = ["--model-dir", INT_DIR]
+    if os.path.isdir(MODELS_Q):
+        extra += ["--model-dir", MODELS_Q]
+    DAEMON = Daemon(extra=tuple(extra))
     with arenad.Client(DAEMON.socket) as c:
         c.load("face", model_path(FACE), group="people")
         c.load("hand", model_path(HAND))
@@ -437,6 +442,21 @@ class Example(unittest.TestCase):
         self.assertIn("detection 1: label: person", out)
         with arenad.Client(DAEMON.socket) as c:
             self.assertNotIn("ex_face", [m.name for m in c.models()])   # unloaded again
+
+    def test_quant_detects_the_cat_and_classifies_it(self):
+        if not os.path.isdir(MODELS_Q):
+            self.skipTest(f"{MODELS_Q} absent")
+        photo = "/usr/lib/python3/dist-packages/imageio/resources/images/chelsea.png"
+        r = subprocess.run([sys.executable, os.path.join(SRC, "examples", "detect_and_classify.py"), "--socket",
+                            DAEMON.socket, "--models", MODELS_Q, "--pair", "quant", photo], capture_output=True,
+                           text=True, timeout=300)
+        if r.returncode != 0 and "(EUNSUPPORTED)" in r.stderr:
+            self.skipTest("this build cannot run the quantized models yet: " + r.stderr.strip()[:200])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"detection 1: cat score 0\.6\d\d", r.stdout)
+        m = re.search(r"detection 1: label: (.*)", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        self.assertIn("cat", m.group(1), r.stdout)
 
     def test_hands_reports_no_palm_and_no_hand(self):
         out = self.run_example("hands")
