@@ -40,6 +40,8 @@ typedef struct {
   int32_t in_zp, out_zp;
   int32_t m;                /* requantize multiplier */
   int shift;
+  float deq[256];           /* DEQUANTIZE of 8-bit: the value per input byte */
+  uint8_t req[256];         /* QUANTIZE 8-bit -> 8-bit: the output byte per input byte */
 } convert_state_t;
 
 static int dequantize_plan(const ar_node_t *node, convert_state_t *st, char *msg, size_t msg_bytes) {
@@ -55,21 +57,28 @@ static int dequantize_plan(const ar_node_t *node, convert_state_t *st, char *msg
                     ar_dtype_name(in->dtype));
   if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
     return rc;
-  if (ar_k_is_q8(in->dtype) &&
-      (rc = ar_k_qparams(node, in, "input 0", &st->scale, &st->in_zp, msg, msg_bytes)))
-    return rc;
+  if (ar_k_is_q8(in->dtype)) {
+    if ((rc = ar_k_qparams(node, in, "input 0", &st->scale, &st->in_zp, msg, msg_bytes))) return rc;
+    for (int v = 0; v < 256; v++) {
+      const int32_t q = in->dtype == AR_DTYPE_INT8 ? (int32_t)(int8_t)v : v;
+      st->deq[v] = (float)((double)st->scale * (double)(q - st->in_zp));
+    }
+  }
   return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
 }
 
+/* Only the 8-bit forms keep state (their 256-entry table); float16 needs none. */
 static int dequantize_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   convert_state_t st;
-  node->state_bytes = sizeof st;
-  return dequantize_plan(node, &st, msg, msg_bytes);
+  int rc = dequantize_plan(node, &st, msg, msg_bytes);
+  node->state_bytes = rc == 0 && ar_k_is_q8(node->inputs[0]->dtype) ? sizeof st : 0;
+  return rc;
 }
 
 static void dequantize_init(ar_node_t *node) {
   convert_state_t st;
-  if (dequantize_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+  if (node->state_bytes && dequantize_plan(node, &st, NULL, 0) == 0)
+    ar_k_store_state(node, &st, sizeof st);
 }
 
 static void dequantize_eval(const ar_node_t *node) {
@@ -80,11 +89,13 @@ static void dequantize_eval(const ar_node_t *node) {
   /* A constant folded at place time may run before init stored the state: read the dtype. */
   const ar_dtype_t dt = node->inputs[0]->dtype;
   if (dt == AR_DTYPE_UINT8 || dt == AR_DTYPE_INT8) {
+    if (st && node->state_bytes >= sizeof *st && st->in == dt) {
+      for (int64_t i = 0; i < n; i++) out[i] = st->deq[in[i]];
+      return;
+    }
     float scale = 0;
     int32_t zp = 0;
-    if (st && node->state_bytes >= sizeof *st && st->in == dt) {
-      scale = st->scale; zp = st->in_zp;
-    } else if (node->inputs[0]->quant) {
+    if (node->inputs[0]->quant) {
       scale = node->inputs[0]->quant->scale[0]; zp = (int32_t)node->inputs[0]->quant->zero_point[0];
     }
     const double s = scale;
@@ -126,6 +137,12 @@ static int quantize_plan(const ar_node_t *node, convert_state_t *st, char *msg, 
     float si = 0;
     if ((rc = ar_k_qparams(node, in, "input 0", &si, &st->in_zp, msg, msg_bytes))) return rc;
     ar_quantize_multiplier((double)si / (double)so, &st->m, &st->shift);
+    const int32_t lo = o->dtype == AR_DTYPE_INT8 ? -128 : 0, hi = o->dtype == AR_DTYPE_INT8 ? 127 : 255;
+    for (int v = 0; v < 256; v++) {
+      const int32_t q = in->dtype == AR_DTYPE_INT8 ? (int32_t)(int8_t)v : v;
+      int32_t r = ar_mbqm(q - st->in_zp, st->m, st->shift) + st->out_zp;
+      st->req[v] = (uint8_t)(r < lo ? lo : r > hi ? hi : r);   /* the code's byte */
+    }
   } else {
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input dtype %s (FLOAT32, UINT8 or INT8 "
                     "are implemented)", ar_dtype_name(in->dtype));
@@ -161,12 +178,9 @@ static void quantize_eval(const ar_node_t *node) {
       ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
     return;
   }
-  const uint8_t *in = node->inputs[0]->data;
-  const bool in_signed = st->in == AR_DTYPE_INT8;
-  for (int64_t i = 0; i < n; i++) {
-    const int32_t q = in_signed ? (int32_t)(int8_t)in[i] : (int32_t)in[i];
-    ar_k_store_q8(out, i, out_signed, ar_mbqm(q - st->in_zp, st->m, st->shift) + st->out_zp);
-  }
+  const uint8_t *in = node->inputs[0]->data;   /* 8-bit -> 8-bit: the table made at prepare */
+  uint8_t *o = out;
+  for (int64_t i = 0; i < n; i++) o[i] = st->req[in[i]];
 }
 
 /* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8, uint8 / int8 -> uint8 / int8. */

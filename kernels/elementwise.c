@@ -212,7 +212,7 @@ typedef struct {
   int32_t in_zp, out_zp, m;         /* RELU/RELU6 rescale */
   int shift;
   int32_t lo, hi;
-  uint8_t table[256];               /* LOGISTIC: output byte for input byte (as unsigned index) */
+  uint8_t table[256];               /* output byte per input byte (as unsigned index) */
 } unary_q_t;
 
 static int unary_plan(ar_node_t *node, unary_q_t *st, char *msg, size_t msg_bytes) {
@@ -253,6 +253,11 @@ static int unary_plan(ar_node_t *node, unary_q_t *st, char *msg, size_t msg_byte
         int32_t hi = zo + (int32_t)roundf(6.0f / so);
         st->hi = hi < tmax ? hi : tmax;
       }
+      for (int32_t v = tmin; v <= tmax; v++) {   /* a function of the input byte: tabulated */
+        int32_t r = zo + ar_mbqm(v - zi, st->m, st->shift);
+        r = r < st->lo ? st->lo : r > st->hi ? st->hi : r;
+        st->table[(uint8_t)v] = (uint8_t)r;
+      }
     }
   } else if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
              (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes))) {
@@ -280,16 +285,7 @@ static bool unary_q_eval(const ar_node_t *node) {
   const uint8_t *in = node->inputs[0]->data;
   uint8_t *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
-  if (node->op == AR_OP_LOGISTIC) {
-    for (int64_t i = 0; i < n; i++) out[i] = st->table[in[i]];
-    return true;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    int32_t v = st->is_signed ? (int32_t)(int8_t)in[i] : (int32_t)in[i];
-    int32_t r = st->out_zp + ar_mbqm(v - st->in_zp, st->m, st->shift);
-    r = r < st->lo ? st->lo : r > st->hi ? st->hi : r;
-    out[i] = (uint8_t)r;   /* r is in the type's range: the two's-complement byte */
-  }
+  for (int64_t i = 0; i < n; i++) out[i] = st->table[in[i]];
   return true;
 }
 

@@ -241,8 +241,9 @@ const ar_kernel_t ar_kernel_pad = { "PAD", pad_prepare, pad_init, pad_eval };
  * point differs from the output's is requantized as TFLite's ConcatenationWithScaling does it:
  * out = clamp((int32)round(q * scale + bias) + z_out, 0, 255) with scale = s_in * (1 / s_out) and
  * bias = -z_in * scale in float32; q * scale + bias is one fused multiply-add (fmaf), as the
- * x86-64 -march=haswell build of TFLite contracts it. int8 inputs must share the output's
- * parameters (TFLite refuses others at prepare). */
+ * x86-64 -march=haswell build of TFLite contracts it; the result depends on the input byte only,
+ * so prepare tabulates it (256 entries per requantized input, node state) and eval looks it up.
+ * int8 inputs must share the output's parameters (TFLite refuses others at prepare). */
 typedef struct {
   int32_t n_inputs;
   int64_t outer;                       /* product of dims before the axis */
@@ -253,9 +254,14 @@ typedef struct {
   bool post_act;
   ar_activation_t act;
   bool requant[AR_MAX_OP_INPUTS];      /* uint8 input rescaled to the output's parameters */
-  float scale[AR_MAX_OP_INPUTS], bias[AR_MAX_OP_INPUTS];
-  int32_t out_zp;
+  uint8_t table[AR_MAX_OP_INPUTS][256];   /* its output byte per input byte */
 } concat_state_t;
+
+/* TFLite ConcatenationWithScaling for one uint8 input byte. */
+static uint8_t concat_requant1(uint8_t q, float scale, float bias, int32_t zp) {
+  int32_t v = (int32_t)roundf(fmaf((float)q, scale, bias)) + zp;
+  return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
 
 static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, AR_MAX_OP_INPUTS, node->n_inputs, 1, msg, msg_bytes);
@@ -275,7 +281,6 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
   int32_t zo = 0;
   const bool q8 = ar_k_is_q8(o->dtype);
   if (q8 && (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes))) return rc;
-  st->out_zp = zo;
   int32_t rank = t0->rank;
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
@@ -313,8 +318,8 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
                           "zero point %d) differs from the output's (scale %g, zero point %d)", what,
                           (double)si, (int)zi, (double)so, (int)zo);
         st->requant[i] = true;
-        st->scale[i] = si * inv_out;
-        st->bias[i] = -(float)zi * st->scale[i];
+        const float scale = si * inv_out, bias = -(float)zi * scale;
+        for (int v = 0; v < 256; v++) st->table[i][v] = concat_requant1((uint8_t)v, scale, bias, zo);
       }
     }
     od[axis] += t->dims[axis];
@@ -335,13 +340,6 @@ static void concat_init(ar_node_t *node) {
   if (concat_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
-static void concat_requant(uint8_t *o, const uint8_t *src, int64_t n, float scale, float bias,
-                           int32_t zp) {
-  for (int64_t j = 0; j < n; j++) {
-    int32_t v = (int32_t)roundf(fmaf((float)src[j], scale, bias)) + zp;
-    o[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-  }
-}
 
 static void concat_eval(const ar_node_t *node) {
   const concat_state_t *st = node->state;
@@ -350,11 +348,13 @@ static void concat_eval(const ar_node_t *node) {
   for (int64_t k = 0; k < st->outer; k++) {
     for (int32_t i = 0; i < st->n_inputs; i++) {
       const char *src = (const char *)node->inputs[i]->data + k * st->run[i] * (int64_t)es;
-      if (st->requant[i])
-        concat_requant((uint8_t *)o, (const uint8_t *)src, st->run[i], st->scale[i], st->bias[i],
-                       st->out_zp);
-      else
+      if (st->requant[i]) {
+        const uint8_t *tab = st->table[i], *u = (const uint8_t *)src;
+        uint8_t *d = (uint8_t *)o;
+        for (int64_t j = 0; j < st->run[i]; j++) d[j] = tab[u[j]];
+      } else {
         memcpy(o, src, (size_t)st->run[i] * es);
+      }
       o += st->run[i] * (int64_t)es;
     }
   }
