@@ -45,8 +45,9 @@ typedef struct {
   int32_t ntaps, npairs;
   int32_t in_zp, out_zp, act_lo, act_hi;
   bool is_int8;
+  bool vec_rq;                 /* every channel's shift <= 0: the vector rescale applies */
   /* byte offsets of the arrays that follow the header in node->state */
-  uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, bytes;
+  uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, off_rq, bytes;
 } qdw_state_t;
 
 static int qdw_isa_forced = -1;
@@ -104,6 +105,7 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->off_taps = at; at = align64(at + (uint64_t)g->npairs * 2 * 8);
   g->off_w = at; at = align64(at + (uint64_t)g->ntaps * oc * 2);
   g->off_wp = at; at = align64(at + (uint64_t)g->npairs * oc * 4);
+  g->off_rq = at; at = align64(at + oc * 4 * 3);   /* right shift, rounding term, threshold */
   g->bytes = at;
 }
 
@@ -223,6 +225,23 @@ void ar__qdw_init(ar_node_t *node) {
       taps[2 * p + j] = ((int64_t)(kk / g.kw) * g.dh * g.w + (int64_t)(kk % g.kw) * g.dw) * g.c;
       for (int32_t c = 0; c < oc; c++)
         wp[((size_t)p * oc + c) * 2 + j] = k < g.ntaps ? w[(size_t)k * oc + c] : 0;   /* weight 0 */
+    }
+  }
+  /* The vector rescale's per-channel terms: right shift r; int8 (half up) adds 2^(r-1) before the
+   * arithmetic shift; uint8 (TFLite RoundingDivideByPOT) compares the remainder (mask 2^r - 1)
+   * with the threshold mask/2 (+1 for negatives). */
+  int32_t *rq_r = (int32_t *)(base + g.off_rq), *rq_a = rq_r + oc, *rq_b = rq_a + oc;
+  g.vec_rq = true;
+  for (int32_t c = 0; c < oc; c++) {
+    const int32_t r = shift[c] > 0 ? 0 : -shift[c];
+    if (shift[c] > 0 || r > 31) g.vec_rq = false;
+    rq_r[c] = r > 31 ? 31 : r;
+    if (g.is_int8) {
+      rq_a[c] = r > 0 && r <= 31 ? (int32_t)(1u << (r - 1)) : 0;
+      rq_b[c] = 0;
+    } else {
+      rq_a[c] = r > 0 && r <= 31 ? (int32_t)((1ll << r) - 1) : 0;
+      rq_b[c] = rq_a[c] >> 1;
     }
   }
   memcpy(base, &g, sizeof g);
@@ -346,6 +365,61 @@ AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_interior_avx2_t(const qdw_state_
   }
 }
 
+/* 8 lanes of the rescale, shift <= 0 (g->vec_rq): the 64-bit products x * m of the even and odd
+ * lanes, + 2^30, >> 31 (the low 32 bits of a logical shift equal the arithmetic one because the
+ * result fits in int32; gemmlowp's SaturatingRoundingDoublingHighMul rounds its ties up too, so
+ * both types share this step); then uint8 rounds the right shift away from zero (TFLite
+ * RoundingDivideByPOT), int8 adds 2^(r-1) and shifts. Equal to ar_mbqm / ar_mbqm_up for |x| < 2^30 (every real
+ * accumulator; the portable loop is the reference above that). */
+AR_TARGET_AVX2 static AR_ALWAYS_INLINE __m256i qdw_rq8(__m256i x, const int32_t *m, const int32_t *r,
+                                                       const int32_t *a, const int32_t *b, bool s8) {
+  const __m256i mv = _mm256_loadu_si256((const __m256i *)m);
+  const __m256i c30 = _mm256_set1_epi64x(1ll << 30);
+  __m256i pe = _mm256_mul_epi32(x, mv);
+  __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mv, 32));
+  __m256i he = _mm256_srli_epi64(_mm256_add_epi64(pe, c30), 31);
+  __m256i ho = _mm256_srli_epi64(_mm256_add_epi64(po, c30), 31);
+  __m256i v = _mm256_blend_epi32(he, _mm256_slli_epi64(ho, 32), 0xAA);
+  const __m256i rv = _mm256_loadu_si256((const __m256i *)r);
+  const __m256i av = _mm256_loadu_si256((const __m256i *)a);
+  if (s8) return _mm256_srav_epi32(_mm256_add_epi32(v, av), rv);
+  const __m256i bv = _mm256_loadu_si256((const __m256i *)b);
+  const __m256i rem = _mm256_and_si256(v, av);
+  const __m256i thr = _mm256_sub_epi32(bv, _mm256_srai_epi32(v, 31));   /* +1 when v < 0 */
+  return _mm256_sub_epi32(_mm256_srav_epi32(v, rv), _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* Rescale one row of accumulators (vector rescale; needs g->vec_rq). */
+AR_TARGET_AVX2 static void qdw_requant_avx2(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
+                                            const int32_t *mult, const int32_t *shift) {
+  const bool s8 = g->is_int8;
+  const int32_t oc = g->oc;
+  const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *ra = rr + oc, *rb = ra + oc;
+  const __m256i zp = _mm256_set1_epi32(g->out_zp), lo = _mm256_set1_epi32(g->act_lo),
+                hi = _mm256_set1_epi32(g->act_hi);
+  for (int32_t ox = 0; ox < g->ow; ox++, acc += oc, o += oc) {
+    int32_t c = 0;
+    for (; c + 16 <= oc; c += 16) {
+      __m256i v0 = s8 ? qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c)), mult + c, rr + c, ra + c, rb + c, true)
+                      : qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c)), mult + c, rr + c, ra + c, rb + c, false);
+      __m256i v1 = s8 ? qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c + 8)), mult + c + 8, rr + c + 8, ra + c + 8, rb + c + 8, true)
+                      : qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c + 8)), mult + c + 8, rr + c + 8, ra + c + 8, rb + c + 8, false);
+      v0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v0, zp), lo), hi);
+      v1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v1, zp), lo), hi);
+      __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);   /* 16 x int16 */
+      __m256i b8 = s8 ? _mm256_packs_epi16(w, w) : _mm256_packus_epi16(w, w);
+      b8 = _mm256_permute4x64_epi64(b8, 0xD8);
+      _mm_storeu_si128((__m128i *)(o + c), _mm256_castsi256_si128(b8));
+    }
+    for (; c < oc; c++) {
+      int32_t v = s8 ? ar_mbqm_up(acc[c], mult[c], shift[c]) : ar_mbqm(acc[c], mult[c], shift[c]);
+      v += g->out_zp;
+      v = v < g->act_lo ? g->act_lo : v > g->act_hi ? g->act_hi : v;
+      o[c] = s8 ? (uint8_t)(int8_t)v : (uint8_t)v;
+    }
+  }
+}
+
 AR_TARGET_AVX2 static void qdw_interior_avx2(const qdw_state_t *g, const uint8_t *ip0,
                                              const int64_t *taps, const int16_t *wp,
                                              const int32_t *bias, int32_t *acc, int32_t npix) {
@@ -465,7 +539,11 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
 #endif
         qdw_checked(g, in_b, w, bias, acc, oy, ox_hi, g->ow, s8);
       }
-      qdw_requant(g, acc, orow, mult, shift, s8);
+#if AR_HAVE_AVX2_CLONE
+      if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
+      else
+#endif
+        qdw_requant(g, acc, orow, mult, shift, s8);
     }
   }
 }
