@@ -30,6 +30,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/conv_util.h"
 
 typedef struct { int32_t lo, hi; float w; int32_t ilo, ihi, iw; } resize_tap_t;   /* iw: 10-bit */
 
@@ -130,29 +131,50 @@ static void resize_init(ar_node_t *node) {
   resize_taps(ytaps + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
 }
 
+/* The uint8 blend; compiled twice (baseline: fmaf from libm; AVX2+FMA: vfmadd inline), the
+ * same bits either way. */
+#define RESIZE_U8_BODY                                                                       \
+  const int64_t C = st->c, row = (int64_t)st->w * C;                                         \
+  for (int32_t b = 0; b < st->b; b++) {                                                      \
+    const uint8_t *inb = in + (int64_t)b * st->h * row;                                      \
+    for (int32_t oy = 0; oy < st->oh; oy++) {                                                \
+      const uint8_t *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;                \
+      const float fy = yt[oy].w;                                                             \
+      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                    \
+        const float fx = xt[ox].w;                                                           \
+        const uint8_t *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;                  \
+        const uint8_t *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;                  \
+        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;                 \
+        const float w10 = fy * (1.0f - fx), w11 = fy * fx;                                   \
+        for (int64_t c = 0; c < C; c++) {                                                    \
+          float acc = fmaf((float)p00[c], w00, (float)p01[c] * w01);                         \
+          acc = fmaf((float)p10[c], w10, acc);                                               \
+          acc = fmaf((float)p11[c], w11, acc);                                               \
+          out[c] = (uint8_t)(int32_t)(acc + 0.5f);                                           \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void resize_eval_u8_avx2(const resize_state_t *st, const resize_tap_t *yt,
+                                               const resize_tap_t *xt, const uint8_t *in,
+                                               uint8_t *out) {
+  RESIZE_U8_BODY
+}
+#endif
+
+static void resize_eval_u8_base(const resize_state_t *st, const resize_tap_t *yt,
+                                const resize_tap_t *xt, const uint8_t *in, uint8_t *out) {
+  RESIZE_U8_BODY
+}
+
 static void resize_eval_u8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
                            const uint8_t *in, uint8_t *out) {
-  const int64_t C = st->c, row = (int64_t)st->w * C;
-  for (int32_t b = 0; b < st->b; b++) {
-    const uint8_t *inb = in + (int64_t)b * st->h * row;
-    for (int32_t oy = 0; oy < st->oh; oy++) {
-      const uint8_t *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;
-      const float fy = yt[oy].w;
-      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
-        const float fx = xt[ox].w;
-        const uint8_t *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;
-        const uint8_t *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;
-        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
-        const float w10 = fy * (1.0f - fx), w11 = fy * fx;
-        for (int64_t c = 0; c < C; c++) {
-          float acc = fmaf((float)p00[c], w00, (float)p01[c] * w01);
-          acc = fmaf((float)p10[c], w10, acc);
-          acc = fmaf((float)p11[c], w11, acc);
-          out[c] = (uint8_t)(int32_t)(acc + 0.5f);
-        }
-      }
-    }
-  }
+#if AR_HAVE_AVX2_CLONE
+  if (ar__cpu_has_avx2_fma()) { resize_eval_u8_avx2(st, yt, xt, in, out); return; }
+#endif
+  resize_eval_u8_base(st, yt, xt, in, out);
 }
 
 static void resize_eval_i8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,

@@ -75,7 +75,17 @@ static void softmax_q_eval(const ar_node_t *node) {
     const float inv = 1.0f / (sum * st->out_scale);
     for (int64_t c = 0; c < depth; c++) {
       const float p = tab[st->is_signed ? (int32_t)(int8_t)in[c] : (int32_t)in[c]] * inv;
-      int32_t v = st->is_signed ? (int32_t)roundf(p) + st->out_zp : (int32_t)(p + 0.5f);
+      /* p >= 0: roundf(p) (half away from zero) is the truncation plus one when the exact
+       * remainder p - trunc(p) is >= 0.5. */
+      int32_t v;
+      if (!(p < 1.0e9f)) {   /* only with odd output scales: saturates below */
+        v = tmax;
+      } else if (st->is_signed) {
+        const int32_t tr = (int32_t)p;
+        v = tr + (p - (float)tr >= 0.5f ? 1 : 0) + st->out_zp;
+      } else {
+        v = (int32_t)(p + 0.5f);
+      }
       v = v < tmin ? tmin : v > tmax ? tmax : v;
       out[c] = (uint8_t)v;
     }

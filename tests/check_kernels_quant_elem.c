@@ -19,6 +19,7 @@
 
 #include "common/ar_error.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/ar_quant.h"
 
 /* ---- helpers ---- */
 
@@ -189,6 +190,70 @@ START_TEST(binary_q_prepare_errors) {
   in[1] = &ta;
   n = mk(AR_OP_MUL, &tanh, 2, in, &to);
   ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+}
+END_TEST
+
+/* TFLite's scalar formulas (reference_ops AddElementwise / SubElementwise / MulElementwise), written
+ * out here with ar_mbqm, for the long-vector comparison below. */
+static int32_t ref_q(ar_op_t op, int32_t x, int32_t y, float sx, int32_t zx, float sy, int32_t zy,
+                     float so, int32_t zo, int32_t lo, int32_t hi) {
+  int32_t m, r;
+  int sh;
+  if (op == AR_OP_MUL) {
+    ar_quantize_multiplier((double)sx * sy / so, &m, &sh);
+    r = ar_mbqm((x - zx) * (y - zy), m, sh) + zo;
+  } else {
+    const double tm = 2.0 * (double)(sx > sy ? sx : sy);
+    int32_t m1, m2;
+    int s1, s2;
+    ar_quantize_multiplier(sx / tm, &m1, &s1);
+    ar_quantize_multiplier(sy / tm, &m2, &s2);
+    ar_quantize_multiplier(tm / ((double)(1 << 20) * so), &m, &sh);
+    const int32_t a = ar_mbqm((x - zx) * (1 << 20), m1, s1), b = ar_mbqm((y - zy) * (1 << 20), m2, s2);
+    r = ar_mbqm(op == AR_OP_ADD ? a + b : a - b, m, sh) + zo;
+  }
+  return r < lo ? lo : r > hi ? hi : r;
+}
+
+START_TEST(binary_q_long_vectors_match_formula) {
+  /* 1003 elements (vector loop + a 3-element tail), every stride pattern, both types, scales
+   * whose ratios make every rounding step matter. */
+  enum { N = 1003 };
+  static uint8_t a[N], b[N], o[N];
+  uint32_t seed = 12345;
+  for (int i = 0; i < N; i++) {
+    seed = seed * 1103515245u + 12345u; a[i] = (uint8_t)(seed >> 16);
+    seed = seed * 1103515245u + 12345u; b[i] = (uint8_t)(seed >> 16);
+  }
+  const ar_op_t ops[3] = {AR_OP_ADD, AR_OP_SUB, AR_OP_MUL};
+  const float sc[3][3] = {{0.0393688492f, 0.03740035f, 0.0410074405f},
+                          {0.409804344f, 0.00390625f, 0.203840986f},
+                          {0.0031f, 0.21f, 0.0007f}};
+  const int32_t zp[3][3] = {{12, -5, 7}, {1, -128, -127}, {-100, 3, 50}};
+  for (int dt = 0; dt < 2; dt++)
+    for (int k = 0; k < 3; k++)
+      for (int p = 0; p < 3; p++)
+        for (int pattern = 0; pattern < 3; pattern++) {   /* [N]x[N], [N]x[], []x[N] */
+          const bool is8 = dt == 1;
+          const ar_dtype_t t = is8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
+          const int32_t off = is8 ? 0 : 128;   /* uint8 zero points shifted into range */
+          const int32_t zx = zp[p][0] + off, zy = zp[p][1] + off, zo = zp[p][2] + off;
+          ar_tview_t ta = pattern == 2 ? tv(t, a, qp(sc[p][0], zx), 0) : tv(t, a, qp(sc[p][0], zx), 1, N);
+          ar_tview_t tb = pattern == 1 ? tv(t, b, qp(sc[p][1], zy), 0) : tv(t, b, qp(sc[p][1], zy), 1, N);
+          ar_tview_t to = tv(t, o, qp(sc[p][2], zo), 1, N);
+          ar_tview_t *in[2] = {&ta, &tb};
+          run_ok(ops[k], NULL, 2, in, &to);
+          for (int i = 0; i < N; i++) {
+            const int32_t x = is8 ? (int8_t)a[pattern == 2 ? 0 : i] : a[pattern == 2 ? 0 : i];
+            const int32_t y = is8 ? (int8_t)b[pattern == 1 ? 0 : i] : b[pattern == 1 ? 0 : i];
+            const int32_t want = ref_q(ops[k], x, y, sc[p][0], zx, sc[p][1], zy, sc[p][2], zo,
+                                       is8 ? -128 : 0, is8 ? 127 : 255);
+            const int32_t got = is8 ? (int8_t)o[i] : o[i];
+            ck_assert_msg(got == want, "%s %s params %d pattern %d element %d: got %d want %d",
+                          ar_op_name(ops[k]), ar_dtype_name(t), p, pattern, i, got, want);
+          }
+          g_nqp = 0;
+        }
 }
 END_TEST
 
@@ -444,6 +509,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, add_sub_int8_general_scales_broadcast);
   tcase_add_test(tc, mul_int8_and_uint8);
   tcase_add_test(tc, binary_q_prepare_errors);
+  tcase_add_test(tc, binary_q_long_vectors_match_formula);
   tcase_add_test(tc, concat_uint8_requantizes);
   tcase_add_test(tc, pad_int8_fills_zero_point);
   tcase_add_test(tc, resize_bilinear_int8_half_pixel_ties);
