@@ -396,9 +396,39 @@ static void arg_init(ar_node_t *node) {
       }                                                                                      \
   } while (0)
 
+/* Integer rows (inner == 1, DeepLab's class axis): the extreme value first (a branch-free pass the
+ * compiler vectorizes), then the first index holding it - the same index as the strict-comparison
+ * scan above, since integers have no NaN. */
+#define ARG_ROWS(T, OT)                                                                      \
+  do {                                                                                       \
+    const T *in = node->inputs[0]->data;                                                     \
+    OT *o_ = out;                                                                            \
+    const int64_t n_ = st->axis_size;                                                        \
+    for (int64_t o = 0; o < st->outer; o++) {                                                \
+      const T *p = in + o * n_;                                                              \
+      T best = p[0];                                                                         \
+      if (st->is_max)                                                                        \
+        for (int64_t k = 1; k < n_; k++) best = p[k] > best ? p[k] : best;                   \
+      else                                                                                   \
+        for (int64_t k = 1; k < n_; k++) best = p[k] < best ? p[k] : best;                   \
+      int64_t k = 0;                                                                         \
+      while (p[k] != best) k++;                                                              \
+      o_[o] = (OT)k;                                                                         \
+    }                                                                                        \
+  } while (0)
+
 static void arg_eval(const ar_node_t *node) {
   const arg_state_t *st = node->state;
   void *out = node->outputs[0]->data;
+  if (st->inner == 1 && st->axis_size > 0 && st->in_dtype != AR_DTYPE_FLOAT32) {
+    bool o64 = st->out_dtype == AR_DTYPE_INT64;
+    switch (st->in_dtype) {
+    case AR_DTYPE_INT32: if (o64) ARG_ROWS(int32_t, int64_t); else ARG_ROWS(int32_t, int32_t); break;
+    case AR_DTYPE_UINT8: if (o64) ARG_ROWS(uint8_t, int64_t); else ARG_ROWS(uint8_t, int32_t); break;
+    default: if (o64) ARG_ROWS(int8_t, int64_t); else ARG_ROWS(int8_t, int32_t); break;
+    }
+    return;
+  }
   switch (st->in_dtype) {
   case AR_DTYPE_FLOAT32: ARG_WALK(float); break;
   case AR_DTYPE_INT32: ARG_WALK(int32_t); break;
