@@ -679,6 +679,7 @@ static Suite *quant_suite(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);   /* a failing (forked) test still shows its lines */
   int n_req = 0;
   for (int k = 0; k < N_QMODELS; k++) n_req += is_required(&qmodels[k]);
   SRunner *sr = srunner_create(quant_suite());
