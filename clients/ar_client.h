@@ -136,9 +136,12 @@ AR_EXPORT int ar_client_reload(ar_client_t *c, ar_client_reloaded_t **changed, s
 AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes);
 
 /* Run `model` on `inputs` (n_inputs tensors in the model's input order, each matching the model's
- * input dtype, shape and byte size; dims that are -1 in an input's shape_signature may take any
- * size, the daemon re-plans for it). On success `res` holds the outputs (free with
- * ar_client_result_free). Errors: -10 unknown model, -6 input count/dtype/shape/size mismatch. */
+ * input dtype - float32, uint8, int8, int32, int64, bool, ... -, shape and byte size; dims that are
+ * -1 in an input's shape_signature may take any size, the daemon re-plans for it). Quantized inputs
+ * carry codes already quantized with the input's parameters (ar_client_model_t inputs[i].quant;
+ * `quant` of a request tensor is ignored). On success `res` holds the outputs (free with
+ * ar_client_result_free), each with its quantization (ar_client_tensor_value dequantizes).
+ * Errors: -10 unknown model, -6 input count/dtype/shape/size mismatch. */
 AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
                                ar_client_result_t *res, char *msg, size_t msg_bytes);
 AR_EXPORT void ar_client_result_free(ar_client_result_t *res);
