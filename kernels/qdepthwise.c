@@ -134,22 +134,27 @@ static int qdw_quant(const ar_node_t *node, const qdw_state_t *g, int32_t *mult,
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const ar_quant_t *qi = in->quant, *qf = f->quant, *qo = out->quant;
+  char tn[128];
   if (!qi || qi->n != 1)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "input (input 0) needs per-tensor quantization");
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "input 0%s needs per-tensor quantization",
+                    ar_k_tname(in, tn, sizeof tn));
   if (!qo || qo->n != 1)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "output 0 needs per-tensor quantization");
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "output 0%s needs per-tensor quantization",
+                    ar_k_tname(out, tn, sizeof tn));
   if (!qf || (qf->n != 1 && qf->n != g->oc))
-    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "filter (input 1) needs per-tensor or %d "
-                    "per-channel scales, has %d", (int)g->oc, qf ? (int)qf->n : 0);
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "filter (input 1)%s needs per-tensor or %d "
+                    "per-channel scales, has %d", ar_k_tname(f, tn, sizeof tn), (int)g->oc,
+                    qf ? (int)qf->n : 0);
   if (qf->n > 1 && (qf->quantized_dimension != 3 || g->is_int8 == false))
-    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "filter (input 1) per-channel quantization "
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "filter (input 1)%s per-channel quantization "
                     "must be int8 along dimension 3 (dtype %s, dimension %d)",
-                    ar_dtype_name(f->dtype), (int)qf->quantized_dimension);
+                    ar_k_tname(f, tn, sizeof tn), ar_dtype_name(f->dtype), (int)qf->quantized_dimension);
   if (g->is_int8)
     for (int32_t i = 0; i < qf->n; i++)
       if (qf->zero_point[i] != 0)
-        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "int8 filter (input 1) must be symmetric: "
-                        "zero point %lld on channel %d", (long long)qf->zero_point[i], (int)i);
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "int8 filter (input 1)%s must be symmetric: "
+                        "zero point %lld on channel %d", ar_k_tname(f, tn, sizeof tn),
+                        (long long)qf->zero_point[i], (int)i);
   const float s_in = qi->scale[0], s_out = qo->scale[0];
   const ar_quant_t *qb = bias ? bias->quant : NULL;
   for (int32_t c = 0; c < g->oc; c++) {
@@ -165,8 +170,9 @@ static int qdw_quant(const ar_node_t *node, const qdw_state_t *g, int32_t *mult,
     if (qb && qb->n >= 1) {
       double s_b = qb->scale[qb->n > 1 && c < qb->n ? c : 0];
       if (fabs(prod - s_b) / (double)s_out > 0.02)
-        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "bias (input 2) scale %g on channel %d "
-                        "is not input scale * filter scale = %g", s_b, (int)c, prod);
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "bias (input 2)%s scale %g on channel %d "
+                        "is not input scale * filter scale = %g", ar_k_tname(bias, tn, sizeof tn),
+                        s_b, (int)c, prod);
     }
     int32_t m; int s;
     ar_quantize_multiplier(real, &m, &s);

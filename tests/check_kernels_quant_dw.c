@@ -228,15 +228,17 @@ START_TEST(qdw_prepare_errors) {
   /* bias scale 0.2 where input * filter scale is 0.125 (|diff| / output scale = 0.075 > 0.02) */
   dw_node(&qn, AR_DTYPE_UINT8, x, id, tq1(&qn.q[0], 0.5f, 128), w, fd, tq1(&qn.q[1], 0.25f, 100), bias,
           tq1(&qn.q[2], 0.2f, 0), out, od, tq1(&qn.q[3], 1.0f, 128));
+  qn.t[2].name = "conv_dw_3/bias";
   ck_assert_int_eq(qnode_prepare(&qn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_EINVAL);
-  ck_assert_msg(strstr(msg, "bias (input 2)") && strstr(msg, "operator 5"), "%s", msg);
+  ck_assert_msg(strstr(msg, "bias (input 2) (tensor conv_dw_3/bias)") && strstr(msg, "operator 5"),
+                "%s", msg);
   /* within TFLite's tolerance: accepted */
   qn.q[2].s[0] = 0.13f;
   ck_assert_int_eq(qnode_prepare(&qn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), 0);
   /* no quantization on the output */
   qn.t[3].quant = NULL;
   ck_assert_int_eq(qnode_prepare(&qn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_EINVAL);
-  ck_assert_msg(strstr(msg, "output 0"), "%s", msg);
+  ck_assert_msg(strstr(msg, "output 0 needs per-tensor"), "%s", msg);
   /* int8 filter with a non-zero zero point */
   int8_t xi[18] = {0}, wi[8] = {0}, oi[18];
   dw_node(&qn, AR_DTYPE_INT8, xi, id, tq1(&qn.q[0], 0.5f, 0), wi, fd, tq1(&qn.q[1], 0.25f, 3), NULL,
