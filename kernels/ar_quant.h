@@ -18,6 +18,7 @@
 #ifndef AR_QUANT_H
 #define AR_QUANT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "loader/ar_model.h"
@@ -79,6 +80,20 @@ int ar_quant_activation_range(ar_activation_t act, ar_dtype_t dtype, float scale
 
 /* The [lo, hi] range of an integer dtype (UINT8, INT8, INT16, INT32); 0 or AR_EUNSUPPORTED. */
 int ar_quant_type_range(ar_dtype_t dtype, int32_t *lo, int32_t *hi);
+
+/* The real multiplier of a convolution-family output rescale, s_in * s_w / s_out, computed the way
+ * TFLite computes it for QuantizeMultiplier:
+ *   float_product = true:  double(float32(s_in * s_w)) / double(s_out) - GetQuantizedConvolution-
+ *                          Multipler (kernel_util.cc): legacy uint8 CONV_2D / DEPTHWISE_CONV_2D and
+ *                          every per-tensor FULLY_CONNECTED (uint8 or int8);
+ *   float_product = false: double(s_in) * double(s_w) / double(s_out) - PopulateConvolution-
+ *                          QuantizationParams' per-channel loop: int8 CONV_2D / DEPTHWISE_CONV_2D
+ *                          (per-channel or per-tensor filters) and per-channel FULLY_CONNECTED.
+ * The two differ in the last bits of the product often enough to change the Q31 multiplier
+ * (e.g. 0.0075838477 * 0.0425242521 / 0.3842495680: m 1845621833 vs 1845621851) and so output bytes:
+ * with the double product for uint8 CONV_2D, three legacy models of ../shared/models_q miss their
+ * goldens by up to 4 LSB. (added by kernels/qdepthwise.c) */
+double ar_quant_conv_multiplier(float s_in, float s_w, float s_out, bool float_product);
 
 #ifdef __cplusplus
 }

@@ -159,14 +159,9 @@ static int qdw_quant(const ar_node_t *node, const qdw_state_t *g, int32_t *mult,
   const ar_quant_t *qb = bias ? bias->quant : NULL;
   for (int32_t c = 0; c < g->oc; c++) {
     const float s_w = qf->scale[qf->n > 1 ? c : 0];
-    double real, prod;
-    if (g->is_int8) {
-      prod = (double)s_in * (double)s_w;
-      real = prod / (double)s_out;
-    } else {
-      prod = (double)(float)(s_in * s_w);   /* TFLite: float product, then double */
-      real = prod / (double)s_out;
-    }
+    /* uint8: TFLite's float32 product; int8: its per-channel double product (ar_quant.h). */
+    const double real = ar_quant_conv_multiplier(s_in, s_w, s_out, !g->is_int8);
+    const double prod = (double)s_in * (double)s_w;   /* for the bias check, as TFLite's */
     if (qb && qb->n >= 1) {
       double s_b = qb->scale[qb->n > 1 && c < qb->n ? c : 0];
       if (fabs(prod - s_b) / (double)s_out > 0.02)

@@ -67,3 +67,11 @@ int ar_quant_activation_range(ar_activation_t act, ar_dtype_t dtype, float scale
   *hi = (int32_t)(b < qmax ? b : qmax);
   return 0;
 }
+
+double ar_quant_conv_multiplier(float s_in, float s_w, float s_out, bool float_product) {
+  if (float_product) {
+    const float prod = s_in * s_w;   /* float32 product, as TFLite's static_cast<double>(a * b) */
+    return (double)prod / (double)s_out;
+  }
+  return (double)s_in * (double)s_w / (double)s_out;
+}

@@ -219,6 +219,20 @@ START_TEST(qdw_rounding_ties) {
 }
 END_TEST
 
+/* TFLite's two ways to form the multiplier give different Q31 multipliers for these scales:
+ * float32 product (uint8 conv/depthwise, per-tensor FC) m = 1845621833, double m = 1845621851. */
+START_TEST(qdw_conv_multiplier_float_product) {
+  const float si = 0.007583847735077143f, sw = 0.04252425208687782f, so = 0.38424956798553467f;
+  int32_t m; int sh;
+  ar_quantize_multiplier(ar_quant_conv_multiplier(si, sw, so, true), &m, &sh);
+  ck_assert_int_eq(m, 1845621833);
+  ck_assert_int_eq(sh, -10);
+  ar_quantize_multiplier(ar_quant_conv_multiplier(si, sw, so, false), &m, &sh);
+  ck_assert_int_eq(m, 1845621851);
+  ck_assert_int_eq(sh, -10);
+}
+END_TEST
+
 START_TEST(qdw_prepare_errors) {
   const int32_t id[4] = {1, 3, 3, 2}, fd[4] = {1, 2, 2, 2}, od[4] = {1, 3, 3, 2};
   uint8_t x[18] = {0}, w[8] = {0}, out[18];
@@ -531,6 +545,7 @@ static Suite *quant_dw_suite(void) {
   tcase_add_test(tc, qdw_i8_per_channel_mult2_stride2);
   tcase_add_test(tc, qdw_u8_dilation2_relu6);
   tcase_add_test(tc, qdw_rounding_ties);
+  tcase_add_test(tc, qdw_conv_multiplier_float_product);
   tcase_add_test(tc, qdw_prepare_errors);
   tcase_add_test(tc, qdw_simd_equals_portable);
   suite_add_tcase(s, tc);
