@@ -9,8 +9,8 @@
  * (../shared/golden_q/NOTES.md):
  *   ar_mbqm       TFLite's MultiplyByQuantizedMultiplier (reference kernels, gemmlowp output stages,
  *                 every legacy uint8 kernel, ADD/SUB/MUL/CONCATENATION/...): a saturating rounding
- *                 doubling high multiply (ties away from zero), then a rounding right shift (ties away
- *                 from zero).
+ *                 doubling high multiply (gemmlowp's nudge makes its ties go toward +infinity:
+ *                 -0.5 -> 0, +0.5 -> 1), then a rounding right shift (ties away from zero).
  *   ar_mbqm_up    the builtin int8 CONV_2D (ruy's AVX2 kernel) / DEPTHWISE_CONV_2D (NEON path) and the
  *                 optimized int8 MEAN: the same two steps, each rounding ties toward +infinity.
  * They differ only on negative exact ties (1 LSB).
@@ -33,8 +33,10 @@ extern "C" {
  * saturates to (2^31 - 1, 30). real_multiplier 0 gives (0, 0). */
 void ar_quantize_multiplier(double real_multiplier, int32_t *m, int *shift);
 
-/* gemmlowp SaturatingRoundingDoublingHighMul: (a * b * 2 + 2^31 rounding) >> 32 with ties away from
- * zero, saturating the one overflow case a == b == INT32_MIN to INT32_MAX. */
+/* gemmlowp SaturatingRoundingDoublingHighMul: a * b / 2^31 rounded to nearest as gemmlowp does it
+ * ((ab + nudge) / 2^31 truncated, nudge 2^30 or 1 - 2^30), which sends ties toward +infinity
+ * (-1.5 -> -1, 1.5 -> 2; tests/check_quant.c), saturating the one overflow case
+ * a == b == INT32_MIN to INT32_MAX. */
 static inline int32_t ar_srdhm(int32_t a, int32_t b) {
   if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
   int64_t ab = (int64_t)a * (int64_t)b;

@@ -24,6 +24,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
+#include "kernels/qconv.h"
 
 /* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
 #define AR_CONV_TILE_BYTES (512u * 1024u)
@@ -68,7 +69,9 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "CONV_2D";
   int idx = node->index;
   char s1[96], s2[96];
-  int rc = ar__conv_check_io(node, name, msg, msg_bytes);
+  const bool quantized = ar__q_is_quantized(node);
+  int rc = quantized ? ar__qconv_check_io(node, name, msg, msg_bytes)
+                     : ar__conv_check_io(node, name, msg, msg_bytes);
   if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
@@ -107,6 +110,7 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
                    idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
                    (int)want[2], (int)want[3]);
+  if (quantized) return ar__qconv_prepare(node, msg, msg_bytes);
   /* cblas takes int sizes. */
   if (g.m > INT_MAX || g.k > INT_MAX || (int64_t)g.n * g.h * g.w * g.ci > INT_MAX)
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
@@ -151,6 +155,7 @@ static void im2col_row(const conv_geom_t *g, const float *in, int32_t b, int32_t
 typedef float conv_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 
 static void conv_init(ar_node_t *node) {
+  if (ar__q_is_quantized(node)) { ar__qconv_init(node); return; }
   conv_geom_t g;
   conv_geometry(node, &g);
   if (!g.few_in) return;
@@ -249,6 +254,7 @@ AR_TARGET_AVX2 static void conv_few_avx2(const conv_geom_t *g, const float *in, 
 #endif
 
 static void conv_eval(const ar_node_t *node) {
+  if (ar__q_is_quantized(node)) { ar__qconv_eval(node); return; }
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const float *in = node->inputs[0]->data, *filter = node->inputs[1]->data;
   const float *bias = bias_t ? bias_t->data : NULL;

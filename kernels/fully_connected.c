@@ -19,6 +19,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
+#include "kernels/qconv.h"
 
 static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "FULLY_CONNECTED";
@@ -33,9 +34,10 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const ar_tview_t *out = node->outputs[0];
   const ar_fully_connected_options_t *o = &node->options->fully_connected;
-  if (in->dtype != AR_DTYPE_FLOAT32 || wt->dtype != AR_DTYPE_FLOAT32 ||
-      out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32))
-    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/weights/bias/output "
+  const bool quantized = ar__q_is_quantized(node);
+  if (!quantized && (in->dtype != AR_DTYPE_FLOAT32 || wt->dtype != AR_DTYPE_FLOAT32 ||
+      out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32)))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 or quantized int8/uint8 input/weights/bias/output "
                    "are supported (input %s, weights %s, output %s)", idx, name,
                    ar_dtype_name(in->dtype), ar_dtype_name(wt->dtype), ar_dtype_name(out->dtype));
   if (o->weights_format != 0 || !ar__activation_valid(o->activation))
@@ -83,12 +85,18 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected %s", idx, name,
                    ar__shape_str(s1, sizeof s1, out), ar__shape_str(s2, sizeof s2, &w));
   }
+  if (quantized) return ar__qfc_prepare(node, msg, msg_bytes);
   node->scratch_bytes = 0;
   node->state_bytes = 0;
   return 0;
 }
 
+static void fc_init(ar_node_t *node) {
+  if (ar__q_is_quantized(node)) ar__qfc_init(node);
+}
+
 static void fc_eval(const ar_node_t *node) {
+  if (ar__q_is_quantized(node)) { ar__qfc_eval(node); return; }
   const ar_tview_t *in_t = node->inputs[0], *wt_t = node->inputs[1];
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const int units = wt_t->dims[0], depth = wt_t->dims[1];
@@ -109,6 +117,6 @@ static void fc_eval(const ar_node_t *node) {
 const ar_kernel_t ar_kernel_fully_connected = {
   .name = "FULLY_CONNECTED",
   .prepare = fc_prepare,
-  .init = NULL,
+  .init = fc_init,
   .eval = fc_eval,
 };

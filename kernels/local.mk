@@ -3,6 +3,7 @@
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
+  kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \
   kernels/batch_matmul.c
 # GCC 12's -O3 set for the vectorized loops, spelled out because the user's CFLAGS (-O2) come
 # last on the command line and would override a plain -O3; explicit -f flags survive a later -O2.
@@ -22,6 +23,13 @@ TESTS += tests/check_kernels_quant_dw
 tests_check_kernels_quant_dw_SOURCES = tests/check_kernels_quant_dw.c
 tests_check_kernels_quant_dw_CFLAGS = $(TEST_CFLAGS)
 tests_check_kernels_quant_dw_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# Quantized CONV_2D / FULLY_CONNECTED and the fixed-point helpers (hand-computed values, every
+# integer GEMM path the CPU supports against a naive reference).
+check_PROGRAMS += tests/check_quant
+TESTS += tests/check_quant
+tests_check_quant_SOURCES = tests/check_quant.c
+tests_check_quant_CFLAGS = $(TEST_CFLAGS)
+tests_check_quant_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
 # bench/kernels: median time and GFLOP/s of the convolution-family kernels on model shapes.
 noinst_PROGRAMS += bench/kernels
 bench_kernels_SOURCES = bench/kernels.c

@@ -8,7 +8,10 @@
  * The maximum is the highest version TFLite's op_version.cc gives the float32 / int32 / int64 /
  * bool forms a kernel implements (e.g. SUB 3 = broadcast above rank 4, 4 = int64; ADD 4 and
  * MUL 5 = int64; ABS 5 = int32); versions that only mark quantized forms pass the loader and are
- * refused by the kernel's dtype checks at prepare.
+ * refused by the kernel's dtype checks at prepare. Quantized forms raise it where the kernel has
+ * them: CONV_2D 3 = int8 (2, float input with int8 weights, is refused at prepare);
+ * FULLY_CONNECTED 4 = int8, 5 = keep_num_dims, 6 = no bias (2, shuffled weights, and 3, hybrid,
+ * are refused at prepare).
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
@@ -18,11 +21,11 @@
   XX(ADD,                        0, 4)  \
   XX(AVERAGE_POOL_2D,            1, 2)  \
   XX(CONCATENATION,              2, 2)  \
-  XX(CONV_2D,                    3, 1)  \
+  XX(CONV_2D,                    3, 3)  \
   XX(DEPTHWISE_CONV_2D,          4, 3)  \
   XX(DEPTH_TO_SPACE,             5, 1)  \
   XX(DEQUANTIZE,                 6, 4)  \
-  XX(FULLY_CONNECTED,            9, 1)  \
+  XX(FULLY_CONNECTED,            9, 6)  \
   XX(L2_NORMALIZATION,          11, 1)  \
   XX(LOGISTIC,                  14, 2)  \
   XX(MAX_POOL_2D,               17, 2)  \

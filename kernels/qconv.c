@@ -1,0 +1,314 @@
+/* qconv.c - quantized CONV_2D and FULLY_CONNECTED (int8 and uint8), TFLite's builtin-kernel
+ * arithmetic (kernels/qconv.h), on the integer GEMM of kernels/qgemm.h.
+ *
+ * CONV_2D is a GEMM with M = N*OH*OW output pixels, K = KH*KW*I taps and the OHWI filter as the
+ * [O, K] right-hand matrix. A 1x1 stride-1 convolution reads the input itself as A (no copy);
+ * otherwise the input patches are laid out (im2col, padding taps = the input zero point) into a
+ * planned scratch tile of rows, so the scratch stays bounded and in cache. FULLY_CONNECTED reads
+ * its input rows in place (or copies them when I is not a multiple of 4, which the GEMM needs to
+ * read whole groups of 4 bytes).
+ *
+ * Persistent state, written once by init (64-byte aligned pieces):
+ *   [ qstate_t | bias' int32[NB*16] | multiplier int32[NB*16] | shift int32[NB*16] | packed B ]
+ */
+#include "kernels/qconv.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/ar_quant.h"
+#include "kernels/conv_util.h"
+#include "kernels/qgemm.h"
+
+/* Upper bound of one im2col tile (bytes); tiles hold a multiple of 6 rows (the GEMM's row block). */
+#define QC_TILE_BYTES (96u * 1024u)
+#define QC_TILE_MIN_ROWS 24
+
+/* TFLite's cpu_backend_gemm sends every int8 GEMM to ruy on x86 (uint8 ones to gemmlowp), so the
+ * builtin int8 FULLY_CONNECTED rounds like the int8 CONV_2D: ties toward +inf. */
+#define QC_FC_INT8_ROUND_UP true
+
+typedef struct {
+  ar_qgemm_t g;
+  uint8_t in_zero_byte;       /* the input zero point as stored bytes (padding taps) */
+  uint32_t off_bias, off_mult, off_shift, off_packed;   /* byte offsets from the state's start */
+} qstate_t;
+
+static uint64_t qc_align(uint64_t x) { return (x + 63u) & ~(uint64_t)63u; }
+
+static uint64_t qc_state_bytes(int32_t n, int32_t k) {
+  ar_qgemm_t g = {.n = n, .k = k, .k_groups = (k + 3) / 4, .n_blocks = (n + 15) / 16};
+  uint64_t per = qc_align((uint64_t)g.n_blocks * 16u * sizeof(int32_t));
+  return qc_align(sizeof(qstate_t)) + 3u * per + qc_align(ar_qgemm_packed_bytes(&g));
+}
+
+bool ar__q_is_quantized(const ar_node_t *node) {
+  const ar_tview_t *in = node->n_inputs > 0 ? node->inputs[0] : NULL;
+  return in && (in->dtype == AR_DTYPE_INT8 || in->dtype == AR_DTYPE_UINT8);
+}
+
+/* Dtypes and quantization parameters shared by both ops. `what_w` = "filter" / "weights". */
+static int qc_check_operands(const ar_node_t *node, const char *name, const char *what_w, char *msg,
+                             size_t msg_bytes) {
+  const int idx = node->index;
+  const ar_tview_t *in = node->inputs[0], *w = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  if (w->dtype != in->dtype || out->dtype != in->dtype || (bias && bias->dtype != AR_DTYPE_INT32))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "quantized form needs input, %s and "
+                   "output of one type (INT8 or UINT8) and an INT32 bias (input %s, %s %s, output "
+                   "%s, bias %s)", idx, name, what_w, ar_dtype_name(in->dtype), what_w,
+                   ar_dtype_name(w->dtype), ar_dtype_name(out->dtype),
+                   bias ? ar_dtype_name(bias->dtype) : "none");
+  const ar_tview_t *need[3] = {in, w, out};
+  const char *names[3] = {"input 0 (input)", what_w, "output 0"};
+  for (int i = 0; i < 3; i++)
+    if (!need[i]->quant || need[i]->quant->n < 1)
+      return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "%s (%s) has no quantization parameters",
+                     idx, name, names[i], ar_dtype_name(need[i]->dtype));
+  if (in->quant->n != 1 || out->quant->n != 1)
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "input and output must be quantized "
+                   "per tensor (input has %d scales, output %d)", idx, name, (int)in->quant->n,
+                   (int)out->quant->n);
+  if (!w->is_constant || !w->data || (bias && (!bias->is_constant || !bias->data)))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "quantized %s and bias must be "
+                   "constants (they are packed once at init)", idx, name, what_w);
+  const ar_quant_t *wq = w->quant;
+  const int32_t co = w->dims[0];
+  if (wq->n != 1 && (wq->n != co || wq->quantized_dimension != 0))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "%s has %d scales on axis %d; "
+                   "expected 1 or one per output channel (%d) on axis 0", idx, name, what_w,
+                   (int)wq->n, (int)wq->quantized_dimension, (int)co);
+  if (wq->n > 1)
+    for (int32_t c = 0; c < wq->n; c++)
+      if (wq->zero_point[c] != 0)
+        return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "per-channel %s zero point %lld "
+                       "(channel %d) is not 0", idx, name, what_w, (long long)wq->zero_point[c],
+                       (int)c);
+  if (bias && bias->quant) {
+    const ar_quant_t *bq = bias->quant;
+    if (bq->n != 1 && bq->n != co)
+      return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "input 2 (bias) has %d scales for %d "
+                     "output channels", idx, name, (int)bq->n, (int)co);
+    /* TFLite GetQuantizedConvolutionMultipler: |s_in*s_w - s_bias| / s_out <= 0.02. */
+    const double s_in = in->quant->scale[0], s_out = out->quant->scale[0];
+    for (int32_t c = 0; c < co; c++) {
+      const double prod = s_in * (double)wq->scale[wq->n > 1 ? c : 0];
+      const double sb = bq->scale[bq->n > 1 ? c : 0];
+      if (!(fabs(prod - sb) / s_out <= 0.02))
+        return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "input 2 (bias) scale %g (channel %d) "
+                       "is not input scale * %s scale = %g", idx, name, sb, (int)c, what_w, prod);
+    }
+  }
+  return 0;
+}
+
+static int qc_check_activation(const ar_node_t *node, const char *name, ar_activation_t act,
+                               char *msg, size_t msg_bytes) {
+  const ar_tview_t *out = node->outputs[0];
+  int32_t lo, hi;
+  if (ar_quant_activation_range(act, out->dtype, out->quant->scale[0], out->quant->zero_point[0],
+                                &lo, &hi) != 0)
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "fused activation %d is not "
+                   "supported on %s outputs", node->index, name, (int)act,
+                   ar_dtype_name(out->dtype));
+  return 0;
+}
+
+/* Fill the state: parameters, per-channel multipliers, packed weights with the folded bias. */
+static void qc_init_state(ar_node_t *node, int32_t n, int32_t k, ar_activation_t act, bool round_up) {
+  const ar_tview_t *in = node->inputs[0], *w = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  uint8_t *base = node->state;
+  qstate_t st;
+  memset(&st, 0, sizeof st);
+  ar_qgemm_t *g = &st.g;
+  g->n = n;
+  g->k = k;
+  g->k_groups = (k + 3) / 4;
+  g->n_blocks = (n + 15) / 16;
+  const bool is_u8 = in->dtype == AR_DTYPE_UINT8;
+  g->a_xor = is_u8 ? 0 : 0x80;
+  const int32_t zin = (int32_t)in->quant->zero_point[0];
+  g->out_zero_point = (int32_t)out->quant->zero_point[0];
+  ar_quant_activation_range(act, out->dtype, out->quant->scale[0], out->quant->zero_point[0], &g->lo,
+                            &g->hi);
+  g->round_up = round_up;
+  st.in_zero_byte = (uint8_t)zin;
+  const uint64_t per = qc_align((uint64_t)g->n_blocks * 16u * sizeof(int32_t));
+  st.off_bias = (uint32_t)qc_align(sizeof(qstate_t));
+  st.off_mult = st.off_bias + (uint32_t)per;
+  st.off_shift = st.off_mult + (uint32_t)per;
+  st.off_packed = st.off_shift + (uint32_t)per;
+  int32_t *mult = (int32_t *)(base + st.off_mult), *shift = (int32_t *)(base + st.off_shift);
+  const ar_quant_t *wq = w->quant;
+  const double s_in = in->quant->scale[0], s_out = out->quant->scale[0];
+  for (int32_t c = 0; c < g->n_blocks * 16; c++) {
+    if (c >= n) { mult[c] = 0; shift[c] = 0; continue; }
+    int sh = 0;
+    /* TFLite PopulateConvolutionQuantizationParams: double(s_in) * double(s_w) / double(s_out). */
+    ar_quantize_multiplier(s_in * (double)wq->scale[wq->n > 1 ? c : 0] / s_out, &mult[c], &sh);
+    shift[c] = sh;
+  }
+  ar_qgemm_pack(g, w->data, is_u8, wq->zero_point, wq->n, bias ? bias->data : NULL, zin,
+                base + st.off_packed, (int32_t *)(base + st.off_bias));
+  memcpy(base, &st, sizeof st);
+}
+
+static void qc_run(const qstate_t *st, const uint8_t *base, const uint8_t *a, size_t lda,
+                   int64_t rows, uint8_t *out, size_t ldo) {
+  ar_qgemm_run(&st->g, base + st->off_packed, (const int32_t *)(base + st->off_bias),
+               (const int32_t *)(base + st->off_mult), (const int32_t *)(base + st->off_shift), a,
+               lda, rows, out, ldo);
+}
+
+/* ---------------- CONV_2D ---------------- */
+
+typedef struct {
+  int32_t n, h, w, ci, co, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl;
+  int64_t m, k, kp;           /* GEMM rows, depth, depth rounded up to 4 */
+  bool direct;                /* 1x1 stride 1 with I % 4 == 0: the input is A */
+  int64_t tile_rows;          /* im2col rows per tile */
+} qgeom_t;
+
+static void qconv_geometry(const ar_node_t *node, qgeom_t *g) {
+  const ar_conv2d_options_t *o = &node->options->conv2d;
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
+  g->n = in->dims[0]; g->h = in->dims[1]; g->w = in->dims[2]; g->ci = in->dims[3];
+  g->co = f->dims[0]; g->kh = f->dims[1]; g->kw = f->dims[2];
+  g->sh = o->stride_h; g->sw = o->stride_w; g->dh = o->dilation_h; g->dw = o->dilation_w;
+  g->oh = ar_compute_padding(o->padding, g->h, g->kh, g->sh, g->dh, &g->pt);
+  g->ow = ar_compute_padding(o->padding, g->w, g->kw, g->sw, g->dw, &g->pl);
+  g->m = (int64_t)g->n * g->oh * g->ow;
+  g->k = (int64_t)g->kh * g->kw * g->ci;
+  g->kp = (g->k + 3) / 4 * 4;
+  g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ci % 4 == 0;
+  int64_t t = (int64_t)QC_TILE_BYTES / g->kp;
+  if (t < QC_TILE_MIN_ROWS) t = QC_TILE_MIN_ROWS;
+  t -= t % 6;
+  g->tile_rows = g->m < t ? g->m : t;
+}
+
+int ar__qconv_check_io(const ar_node_t *node, const char *name, char *msg, size_t msg_bytes) {
+  const int idx = node->index;
+  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
+      !node->inputs[1] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) "
+                   "and one output, got %d inputs and %d outputs", idx, name, node->n_inputs,
+                   node->n_outputs);
+  if (node->inputs[1]->rank < 1)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "filter must have rank 4", idx, name);
+  return qc_check_operands(node, name, "filter", msg, msg_bytes);
+}
+
+int ar__qconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  const char *name = "CONV_2D";
+  int rc = qc_check_activation(node, name, node->options->conv2d.activation, msg, msg_bytes);
+  if (rc != 0) return rc;
+  qgeom_t g;
+  qconv_geometry(node, &g);
+  if (g.k > INT32_MAX / 2 || g.co > INT32_MAX / 2)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "filter depth %lld is too large",
+                   node->index, name, (long long)g.k);
+  node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_rows * (uint64_t)g.kp;
+  node->state_bytes = qc_state_bytes(g.co, (int32_t)g.k);
+  return 0;
+}
+
+void ar__qconv_init(ar_node_t *node) {
+  qgeom_t g;
+  qconv_geometry(node, &g);
+  qc_init_state(node, g.co, (int32_t)g.k, node->options->conv2d.activation,
+                node->inputs[0]->dtype == AR_DTYPE_INT8);
+}
+
+/* One im2col row (K bytes, then zeros up to kp): the taps under output pixel (b, oy, ox), the
+ * input zero point outside the image. */
+static void qconv_im2col_row(const qgeom_t *g, const uint8_t *in, uint8_t zero, int32_t b,
+                             int32_t oy, int32_t ox, uint8_t *row) {
+  const size_t ci = (size_t)g->ci, span = (size_t)g->kw * ci;
+  const int32_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+  const bool cols_inside = ix0 >= 0 && ix0 + (g->kw - 1) * g->dw < g->w;
+  uint8_t *dst = row;
+  for (int32_t ky = 0; ky < g->kh; ky++, dst += span) {
+    const int32_t iy = iy0 + ky * g->dh;
+    if (iy < 0 || iy >= g->h) { memset(dst, zero, span); continue; }
+    const uint8_t *src = in + (((size_t)b * g->h + iy) * g->w) * ci;
+    if (cols_inside && g->dw == 1) { memcpy(dst, src + (size_t)ix0 * ci, span); continue; }
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      const int32_t ix = ix0 + kx * g->dw;
+      if (ix < 0 || ix >= g->w) memset(dst + (size_t)kx * ci, zero, ci);
+      else memcpy(dst + (size_t)kx * ci, src + (size_t)ix * ci, ci);
+    }
+  }
+  for (int64_t i = g->k; i < g->kp; i++) row[i] = 0;
+}
+
+void ar__qconv_eval(const ar_node_t *node) {
+  const qstate_t *st = node->state;
+  const uint8_t *base = node->state;
+  const uint8_t *in = node->inputs[0]->data;
+  uint8_t *out = node->outputs[0]->data;
+  qgeom_t g;
+  qconv_geometry(node, &g);
+  if (g.direct) {
+    qc_run(st, base, in, (size_t)g.ci, g.m, out, (size_t)g.co);
+    return;
+  }
+  uint8_t *col = node->scratch;
+  const int64_t per_image = (int64_t)g.oh * g.ow;
+  for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_rows) {
+    const int64_t tm = AR_MIN(g.tile_rows, g.m - m0);
+    int32_t b = (int32_t)(m0 / per_image);
+    const int64_t rem = m0 % per_image;
+    int32_t oy = (int32_t)(rem / g.ow), ox = (int32_t)(rem % g.ow);
+    for (int64_t r = 0; r < tm; r++) {
+      qconv_im2col_row(&g, in, st->in_zero_byte, b, oy, ox, col + r * g.kp);
+      if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
+    }
+    qc_run(st, base, col, (size_t)g.kp, tm, out + m0 * g.co, (size_t)g.co);
+  }
+}
+
+/* ---------------- FULLY_CONNECTED ---------------- */
+
+int ar__qfc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  const char *name = "FULLY_CONNECTED";
+  int rc = qc_check_operands(node, name, "weights", msg, msg_bytes);
+  if (rc == 0) rc = qc_check_activation(node, name, node->options->fully_connected.activation, msg,
+                                        msg_bytes);
+  if (rc != 0) return rc;
+  const int32_t units = node->inputs[1]->dims[0], depth = node->inputs[1]->dims[1];
+  const uint64_t batch = (uint64_t)ar_k_elements(node->inputs[0]) / (uint64_t)depth;
+  node->scratch_bytes = depth % 4 ? batch * (uint64_t)((depth + 3) / 4 * 4) : 0;
+  node->state_bytes = qc_state_bytes(units, depth);
+  return 0;
+}
+
+void ar__qfc_init(ar_node_t *node) {
+  const bool round_up = node->inputs[0]->dtype == AR_DTYPE_INT8 && QC_FC_INT8_ROUND_UP;
+  qc_init_state(node, node->inputs[1]->dims[0], node->inputs[1]->dims[1],
+                node->options->fully_connected.activation, round_up);
+}
+
+void ar__qfc_eval(const ar_node_t *node) {
+  const qstate_t *st = node->state;
+  const int32_t units = node->inputs[1]->dims[0], depth = node->inputs[1]->dims[1];
+  const int64_t batch = ar_k_elements(node->inputs[0]) / depth;
+  const uint8_t *in = node->inputs[0]->data;
+  uint8_t *out = node->outputs[0]->data;
+  if (depth % 4 == 0) {
+    qc_run(st, node->state, in, (size_t)depth, batch, out, (size_t)units);
+    return;
+  }
+  const size_t dp = (size_t)(depth + 3) / 4 * 4;
+  uint8_t *rows = node->scratch;
+  for (int64_t b = 0; b < batch; b++) {
+    memcpy(rows + (size_t)b * dp, in + (size_t)b * (size_t)depth, (size_t)depth);
+    memset(rows + (size_t)b * dp + depth, 0, dp - (size_t)depth);
+  }
+  qc_run(st, node->state, rows, dp, batch, out, (size_t)units);
+}

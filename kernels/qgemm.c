@@ -1,0 +1,283 @@
+/* qgemm.c - the 8-bit GEMM + requantization under quantized CONV_2D / FULLY_CONNECTED
+ * (kernels/qgemm.h has the arithmetic and the packed layout).
+ *
+ * Three implementations of the same integers, picked at run time: portable C, AVX2 (int16
+ * vpmaddwd on sign-/zero-extended bytes) and AVX-512 VNNI (vpdpbusd, 16 channels x 4 taps per
+ * instruction). Each computes a tile of rows x channels into int32 accumulators, then one shared
+ * store adds the folded bias (and the per-row zero-point term), rescales with TFLite's fixed-point
+ * multiplier, adds the output zero point, clamps and writes bytes.
+ */
+#include "kernels/qgemm.h"
+
+#include <string.h>
+
+#include "kernels/ar_quant.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang_analyzer__)
+#define AR_QGEMM_X86 1
+#include <immintrin.h>
+#define AR_TARGET_QAVX2 __attribute__((target("avx2")))
+#define AR_TARGET_QVNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni")))
+#else
+#define AR_QGEMM_X86 0
+#endif
+
+#define QG_ALWAYS_INLINE inline __attribute__((always_inline))
+/* Largest tile a kernel computes before the store: rows x channels. */
+#define QG_MAX_ROWS 6
+#define QG_MAX_COLS 64
+
+size_t ar_qgemm_packed_bytes(const ar_qgemm_t *g) {
+  return (size_t)g->n_blocks * (size_t)g->k_groups * 64u;
+}
+
+void ar_qgemm_pack(ar_qgemm_t *g, const uint8_t *w, bool w_unsigned, const int64_t *w_zp,
+                   int32_t w_zp_n, const int32_t *bias, int32_t in_zero_point, uint8_t *packed,
+                   int32_t *bias_out) {
+  const int32_t n = g->n, k = g->k;
+  const int32_t za = g->a_xor ? in_zero_point + 128 : in_zero_point;   /* za' */
+  memset(packed, 0, ar_qgemm_packed_bytes(g));
+  for (int32_t o = 0; o < n; o++) {
+    const int32_t b = o / 16, c = o % 16;
+    int64_t colsum = 0;
+    for (int32_t i = 0; i < k; i++) {
+      int32_t v = w_unsigned ? (int32_t)w[(size_t)o * k + i] - 128 : (int32_t)(int8_t)w[(size_t)o * k + i];
+      colsum += v;
+      packed[((size_t)b * g->k_groups + (size_t)(i / 4)) * 64u + (size_t)c * 4u + (size_t)(i % 4)] =
+          (uint8_t)(int8_t)v;
+    }
+    int64_t zw = w_zp ? w_zp[w_zp_n > 1 ? o : 0] : 0;
+    if (w_unsigned) zw -= 128;
+    int64_t folded = (bias ? bias[o] : 0) - (int64_t)za * colsum + (int64_t)k * za * zw;
+    bias_out[o] = (int32_t)(uint32_t)(uint64_t)folded;   /* wraps like TFLite's int32 sum */
+  }
+  for (int32_t o = n; o < g->n_blocks * 16; o++) bias_out[o] = 0;
+  int64_t zw_row = w_zp ? w_zp[0] : 0;
+  g->zw_row = (int32_t)(w_unsigned ? zw_row - 128 : zw_row);
+}
+
+/* ---- The store: bias, zero-point row term, rescale, clamp, bytes. ---- */
+
+static QG_ALWAYS_INLINE int32_t qg_rescale(int32_t x, int32_t m, int32_t shift, bool up) {
+  return up ? ar_mbqm_up(x, m, shift) : ar_mbqm(x, m, shift);
+}
+
+/* acc: rows x QG_MAX_COLS int32 (row stride QG_MAX_COLS), channels [n0, n0 + cols). */
+static QG_ALWAYS_INLINE void qg_store(const ar_qgemm_t *g, const int32_t *acc, int rows,
+                                      const int32_t *row_add, int32_t n0, int cols,
+                                      const int32_t *bias, const int32_t *mult,
+                                      const int32_t *shift, uint8_t *out, size_t ldo) {
+  const int32_t zo = g->out_zero_point, lo = g->lo, hi = g->hi;
+  for (int r = 0; r < rows; r++) {
+    uint8_t *o = out + (size_t)r * ldo + n0;
+    const int32_t ra = row_add ? row_add[r] : 0;
+    for (int c = 0; c < cols; c++) {
+      const int32_t n = n0 + c;
+      int32_t v = (int32_t)((uint32_t)acc[r * QG_MAX_COLS + c] + (uint32_t)bias[n] + (uint32_t)ra);
+      v = qg_rescale(v, mult[n], shift[n], g->round_up) + zo;
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      o[c] = (uint8_t)v;
+    }
+  }
+}
+
+/* -zw' * sum_k (a[r][k] ^ a_xor) for each row of a tile (legacy uint8 weights). */
+static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int rows, int32_t *row_add) {
+  for (int r = 0; r < rows; r++) {
+    const uint8_t *a = rowp[r];
+    int32_t s = 0;
+    if (g->a_xor)
+      for (int32_t i = 0; i < g->k; i++) s += (int32_t)(a[i] ^ 0x80u);
+    else
+      for (int32_t i = 0; i < g->k; i++) s += (int32_t)a[i];
+    row_add[r] = -g->zw_row * s;
+  }
+}
+
+/* ---- Portable C. ---- */
+
+static void qg_tile_portable(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
+                             int rows, int32_t b0, int nb, int32_t *acc) {
+  const uint32_t x = g->a_xor;
+  for (int r = 0; r < rows; r++) {
+    const uint8_t *a = rowp[r];
+    for (int v = 0; v < nb; v++) {
+      int32_t s[16] = {0};
+      const uint8_t *p = packed + (size_t)(b0 + v) * g->k_groups * 64u;
+      for (int32_t kg = 0; kg < g->k_groups; kg++, p += 64) {
+        const int32_t a0 = (int32_t)(a[4 * kg] ^ x), a1 = (int32_t)(a[4 * kg + 1] ^ x);
+        const int32_t a2 = (int32_t)(a[4 * kg + 2] ^ x), a3 = (int32_t)(a[4 * kg + 3] ^ x);
+        for (int c = 0; c < 16; c++)
+          s[c] += a0 * (int8_t)p[4 * c] + a1 * (int8_t)p[4 * c + 1] + a2 * (int8_t)p[4 * c + 2] +
+                  a3 * (int8_t)p[4 * c + 3];
+      }
+      memcpy(acc + r * QG_MAX_COLS + 16 * v, s, sizeof s);
+    }
+  }
+}
+
+/* ---- AVX2: bytes widened to int16, vpmaddwd. ---- */
+#if AR_QGEMM_X86
+#define QG_AVX2_ROWS 3
+AR_TARGET_QAVX2 static void qg_tile_avx2(const ar_qgemm_t *g, const uint8_t *packed,
+                                         const uint8_t *const *rowp, int rows, int32_t b0, int nb,
+                                         int32_t *acc) {
+  const uint32_t xr = g->a_xor ? 0x80808080u : 0u;
+  for (int v = 0; v < nb; v++) {
+    const uint8_t *pb = packed + (size_t)(b0 + v) * g->k_groups * 64u;
+    for (int r0 = 0; r0 < rows; r0 += QG_AVX2_ROWS) {
+      const uint8_t *a0p = rowp[r0];
+      const uint8_t *a1p = rowp[r0 + 1 < rows ? r0 + 1 : r0];
+      const uint8_t *a2p = rowp[r0 + 2 < rows ? r0 + 2 : r0];
+      __m256i s[QG_AVX2_ROWS][4];
+      for (int r = 0; r < QG_AVX2_ROWS; r++)
+        for (int j = 0; j < 4; j++) s[r][j] = _mm256_setzero_si256();
+      const uint8_t *p = pb;
+      for (int32_t kg = 0; kg < g->k_groups; kg++, p += 64) {
+        uint32_t u0, u1, u2;
+        memcpy(&u0, a0p + 4 * kg, 4);
+        memcpy(&u1, a1p + 4 * kg, 4);
+        memcpy(&u2, a2p + 4 * kg, 4);
+        /* 4 activation bytes -> 4 int16, repeated in every 64-bit lane. */
+        const __m256i x0 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)(u0 ^ xr))));
+        const __m256i x1 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)(u1 ^ xr))));
+        const __m256i x2 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)(u2 ^ xr))));
+        for (int j = 0; j < 4; j++) {
+          /* 4 channels x 4 taps as int16; madd gives [c0 taps01, c0 taps23, c1 ..] */
+          const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 * j)));
+          s[0][j] = _mm256_add_epi32(s[0][j], _mm256_madd_epi16(x0, w));
+          s[1][j] = _mm256_add_epi32(s[1][j], _mm256_madd_epi16(x1, w));
+          s[2][j] = _mm256_add_epi32(s[2][j], _mm256_madd_epi16(x2, w));
+        }
+      }
+      for (int r = 0; r < QG_AVX2_ROWS && r0 + r < rows; r++) {
+        /* hadd pairs: [c0 c1 c4 c5 | c2 c3 c6 c7] -> permute 64-bit lanes 0,2,1,3. */
+        __m256i lo8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s[r][0], s[r][1]), 0xD8);
+        __m256i hi8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s[r][2], s[r][3]), 0xD8);
+        int32_t *dst = acc + (r0 + r) * QG_MAX_COLS + 16 * v;
+        _mm256_storeu_si256((__m256i *)dst, lo8);
+        _mm256_storeu_si256((__m256i *)(dst + 8), hi8);
+      }
+    }
+  }
+}
+
+/* ---- AVX-512 VNNI: vpdpbusd, rows x nb blocks of 16 channels in zmm accumulators. ---- */
+AR_TARGET_QVNNI static QG_ALWAYS_INLINE __m512i qg_bcast(const uint8_t *p, uint32_t xr) {
+  uint32_t u;
+  memcpy(&u, p, 4);
+  return _mm512_set1_epi32((int)(u ^ xr));
+}
+
+#define QG_VNNI_TILE(R, NB)                                                                      \
+  AR_TARGET_QVNNI static void qg_vnni_##R##_##NB(const uint8_t *packed, size_t bstride,          \
+                                                 int32_t k_groups, const uint8_t *const *rowp,   \
+                                                 uint32_t xr, int32_t *acc) {                    \
+    __m512i s[R][NB];                                                                             \
+    for (int r = 0; r < R; r++)                                                                  \
+      for (int v = 0; v < NB; v++) s[r][v] = _mm512_setzero_si512();                             \
+    for (int32_t kg = 0; kg < k_groups; kg++) {                                                  \
+      __m512i w[NB];                                                                              \
+      for (int v = 0; v < NB; v++)                                                               \
+        w[v] = _mm512_loadu_si512((const void *)(packed + v * bstride + (size_t)kg * 64u));      \
+      for (int r = 0; r < R; r++) {                                                              \
+        const __m512i x = qg_bcast(rowp[r] + 4 * kg, xr);                                        \
+        for (int v = 0; v < NB; v++) s[r][v] = _mm512_dpbusd_epi32(s[r][v], x, w[v]);            \
+      }                                                                                           \
+    }                                                                                             \
+    for (int r = 0; r < R; r++)                                                                  \
+      for (int v = 0; v < NB; v++)                                                               \
+        _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS + 16 * v), s[r][v]);                  \
+  }
+QG_VNNI_TILE(6, 4)
+QG_VNNI_TILE(6, 3)
+QG_VNNI_TILE(6, 2)
+QG_VNNI_TILE(6, 1)
+#undef QG_VNNI_TILE
+
+static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
+                         int rows, int32_t b0, int nb, int32_t *acc) {
+  (void)rows;   /* rowp has QG_MAX_ROWS entries, the spare ones repeat the last row */
+  const uint32_t xr = g->a_xor ? 0x80808080u : 0u;
+  const size_t bstride = (size_t)g->k_groups * 64u;
+  const uint8_t *p = packed + (size_t)b0 * bstride;
+  switch (nb) {
+    case 4: qg_vnni_6_4(p, bstride, g->k_groups, rowp, xr, acc); break;
+    case 3: qg_vnni_6_3(p, bstride, g->k_groups, rowp, xr, acc); break;
+    case 2: qg_vnni_6_2(p, bstride, g->k_groups, rowp, xr, acc); break;
+    default: qg_vnni_6_1(p, bstride, g->k_groups, rowp, xr, acc); break;
+  }
+}
+#endif /* AR_QGEMM_X86 */
+
+/* ---- Dispatch. ---- */
+
+typedef void (*qg_tile_fn)(const ar_qgemm_t *, const uint8_t *, const uint8_t *const *, int,
+                           int32_t, int, int32_t *);
+
+static ar_qgemm_path_t qg_forced = AR_QGEMM_AUTO;
+
+bool ar_qgemm_path_supported(ar_qgemm_path_t path) {
+  switch (path) {
+    case AR_QGEMM_AUTO: case AR_QGEMM_PORTABLE: return true;
+#if AR_QGEMM_X86
+    case AR_QGEMM_AVX2: return __builtin_cpu_supports("avx2");
+    case AR_QGEMM_AVX512VNNI:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni");
+#endif
+    default: return false;
+  }
+}
+
+ar_qgemm_path_t ar_qgemm_best_path(void) {
+  if (ar_qgemm_path_supported(AR_QGEMM_AVX512VNNI)) return AR_QGEMM_AVX512VNNI;
+  if (ar_qgemm_path_supported(AR_QGEMM_AVX2)) return AR_QGEMM_AVX2;
+  return AR_QGEMM_PORTABLE;
+}
+
+void ar_qgemm_force_path(ar_qgemm_path_t path) {
+  qg_forced = ar_qgemm_path_supported(path) ? path : AR_QGEMM_AUTO;
+}
+
+const char *ar_qgemm_path_name(ar_qgemm_path_t path) {
+  if (path == AR_QGEMM_AUTO) path = qg_forced != AR_QGEMM_AUTO ? qg_forced : ar_qgemm_best_path();
+  switch (path) {
+    case AR_QGEMM_AVX2: return "avx2";
+    case AR_QGEMM_AVX512VNNI: return "avx512vnni";
+    default: return "portable";
+  }
+}
+
+void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bias,
+                  const int32_t *mult, const int32_t *shift, const uint8_t *a, size_t lda,
+                  int64_t rows, uint8_t *out, size_t ldo) {
+  ar_qgemm_path_t path = qg_forced != AR_QGEMM_AUTO ? qg_forced : ar_qgemm_best_path();
+  qg_tile_fn tile = qg_tile_portable;
+  int mr = QG_MAX_ROWS, max_nb = QG_MAX_COLS / 16;
+#if AR_QGEMM_X86
+  if (path == AR_QGEMM_AVX512VNNI) tile = qg_tile_vnni;
+  else if (path == AR_QGEMM_AVX2) tile = qg_tile_avx2;
+#else
+  (void)path;
+#endif
+  int32_t acc[QG_MAX_ROWS * QG_MAX_COLS];
+  int32_t row_add[QG_MAX_ROWS];
+  const uint8_t *rowp[QG_MAX_ROWS];
+  for (int64_t m0 = 0; m0 < rows; m0 += mr) {
+    const int rr = (int)(rows - m0 < mr ? rows - m0 : mr);
+    for (int r = 0; r < QG_MAX_ROWS; r++)
+      rowp[r] = a + (size_t)(m0 + (r < rr ? r : rr - 1)) * lda;
+    if (g->zw_row) qg_row_terms(g, rowp, rr, row_add);
+    uint8_t *o = out + (size_t)m0 * ldo;
+    for (int32_t b0 = 0; b0 < g->n_blocks; b0 += max_nb) {
+      const int nb = (int)(g->n_blocks - b0 < max_nb ? g->n_blocks - b0 : max_nb);
+      tile(g, packed, rowp, rr, b0, nb, acc);
+      const int32_t n0 = b0 * 16;
+      const int cols = (int)(g->n - n0 < nb * 16 ? g->n - n0 : nb * 16);
+      qg_store(g, acc, rr, g->zw_row ? row_add : NULL, n0, cols, bias, mult, shift, o, ldo);
+    }
+  }
+}

@@ -1,0 +1,553 @@
+/* check_quant.c - TFLite's fixed-point arithmetic (kernels/ar_quant.h) and the quantized CONV_2D /
+ * FULLY_CONNECTED kernels (kernels/qconv.c on kernels/qgemm.c).
+ *
+ * Evidence: values computed by hand from the definitions (QuantizeMultiplier's frexp + rounding,
+ * gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, the builtin int8 conv's
+ * half-up rescale; small convolutions and FC layers worked through on paper in the comments), and
+ * randomized comparisons of every GEMM path this CPU supports (portable C, AVX2, AVX-512 VNNI)
+ * against a naive int64 reference written here from the TFLite definition:
+ *   out = clamp(rescale(sum (x - z_in)(w - z_w) + bias) + z_out), padding taps contribute 0. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_kernels.h"
+#include "kernels/ar_quant.h"
+#include "kernels/qgemm.h"
+
+/* ---------- fixed-point helpers ---------- */
+
+START_TEST(quantize_multiplier_hand_values) {
+  int32_t m;
+  int sh;
+  ar_quantize_multiplier(0.5, &m, &sh);           /* 0.5 = 0.5 * 2^0 */
+  ck_assert_int_eq(m, 1 << 30); ck_assert_int_eq(sh, 0);
+  ar_quantize_multiplier(1.0, &m, &sh);           /* 0.5 * 2^1 */
+  ck_assert_int_eq(m, 1 << 30); ck_assert_int_eq(sh, 1);
+  ar_quantize_multiplier(0.75, &m, &sh);          /* 0.75 * 2^31 */
+  ck_assert_int_eq(m, 1610612736); ck_assert_int_eq(sh, 0);
+  ar_quantize_multiplier(0.1, &m, &sh);           /* 0.8 * 2^-3; 0.8 * 2^31 = 1717986918.4 */
+  ck_assert_int_eq(m, 1717986918); ck_assert_int_eq(sh, -3);
+  ar_quantize_multiplier(3.0, &m, &sh);           /* 0.75 * 2^2 */
+  ck_assert_int_eq(m, 1610612736); ck_assert_int_eq(sh, 2);
+  /* q = 1 - 2^-33: q * 2^31 = 2^31 - 0.25 rounds to 2^31, which halves and bumps the shift. */
+  ar_quantize_multiplier((1.0 - 0x1p-33) * 0x1p-2, &m, &sh);
+  ck_assert_int_eq(m, 1 << 30); ck_assert_int_eq(sh, -1);
+  ar_quantize_multiplier(0.0, &m, &sh);
+  ck_assert_int_eq(m, 0); ck_assert_int_eq(sh, 0);
+  ar_quantize_multiplier(0x1p-40, &m, &sh);       /* exponent -39 < -31: flushed to zero */
+  ck_assert_int_eq(m, 0); ck_assert_int_eq(sh, 0);
+  ar_quantize_multiplier(0x1p40, &m, &sh);        /* exponent 41 > 30: saturated */
+  ck_assert_int_eq(m, INT32_MAX); ck_assert_int_eq(sh, 30);
+}
+END_TEST
+
+START_TEST(srdhm_and_rdivpot_hand_values) {
+  /* srdhm(a, b) = round(a * b / 2^31): (ab + nudge) / 2^31 truncated, nudge 2^30 or 1 - 2^30. */
+  ck_assert_int_eq(ar_srdhm(1 << 30, 1 << 30), 1 << 29);
+  ck_assert_int_eq(ar_srdhm(1, 1 << 30), 1);        /* +0.5 -> 1 */
+  ck_assert_int_eq(ar_srdhm(3, 1 << 30), 2);        /* +1.5 -> 2 */
+  ck_assert_int_eq(ar_srdhm(-1, 1 << 30), 0);       /* -0.5: (-2^31 + 1) / 2^31 truncates to 0 */
+  ck_assert_int_eq(ar_srdhm(-3, 1 << 30), -1);      /* -1.5 -> -1: gemmlowp's ties go up */
+  ck_assert_int_eq(ar_srdhm(-5, 1 << 29), -1);      /* -1.25 -> -1 */
+  ck_assert_int_eq(ar_srdhm(-7, 1 << 29), -2);      /* -1.75 -> -2 */
+  ck_assert_int_eq(ar_srdhm(INT32_MIN, INT32_MIN), INT32_MAX);   /* the one overflow saturates */
+  ck_assert_int_eq(ar_srdhm(INT32_MIN, INT32_MAX), -INT32_MAX);  /* -(2^31 - 1), no overflow */
+  /* rdivpot: x / 2^e, ties away from zero. */
+  ck_assert_int_eq(ar_rdivpot(5, 1), 3);            /* 2.5 -> 3 */
+  ck_assert_int_eq(ar_rdivpot(-5, 1), -3);          /* -2.5 -> -3 */
+  ck_assert_int_eq(ar_rdivpot(-6, 2), -2);          /* -1.5 -> -2 */
+  ck_assert_int_eq(ar_rdivpot(-7, 2), -2);          /* -1.75 -> -2 */
+  ck_assert_int_eq(ar_rdivpot(-5, 2), -1);          /* -1.25 -> -1 */
+  ck_assert_int_eq(ar_rdivpot(7, 0), 7);
+  ck_assert_int_eq(ar_rdivpot(INT32_MIN, 31), -1);
+}
+END_TEST
+
+START_TEST(rescale_both_roundings_hand_values) {
+  const int32_t half = 1 << 30, three_q = 1610612736;   /* 0.5, 0.75 in Q31 */
+  /* x * 0.25 (m = 0.5, shift -1): exact, positive tie, negative tie. */
+  ck_assert_int_eq(ar_mbqm(-8, half, -1), -2);
+  ck_assert_int_eq(ar_mbqm_up(-8, half, -1), -2);
+  ck_assert_int_eq(ar_mbqm(6, half, -1), 2);        /* 1.5 -> 2 */
+  ck_assert_int_eq(ar_mbqm_up(6, half, -1), 2);
+  ck_assert_int_eq(ar_mbqm(-6, half, -1), -2);      /* -1.5 -> -2 away from zero */
+  ck_assert_int_eq(ar_mbqm_up(-6, half, -1), -1);   /* -1.5 -> -1 toward +inf */
+  /* -1.75: the Q31 step makes -3.5, a tie: both round it up to -3; the shift's -1.5 is a tie
+   * again, away from zero -2, up -1 (the builtin int8 kernels' double rounding). */
+  ck_assert_int_eq(ar_mbqm(-7, half, -1), -2);
+  ck_assert_int_eq(ar_mbqm_up(-7, half, -1), -1);
+  ck_assert_int_eq(ar_mbqm(-10, half, -2), -1);     /* -1.25 */
+  ck_assert_int_eq(ar_mbqm_up(-10, half, -2), -1);
+  ck_assert_int_eq(ar_mbqm(-12, half, -2), -2);     /* -1.5 tie over a shift of 2 */
+  ck_assert_int_eq(ar_mbqm_up(-12, half, -2), -1);
+  /* Positive shifts: x * 2^shift first, then the Q31 multiply. */
+  ck_assert_int_eq(ar_mbqm(3, half, 2), 6);
+  ck_assert_int_eq(ar_mbqm_up(3, half, 2), 6);
+  ck_assert_int_eq(ar_mbqm(5, three_q, 1), 8);      /* 7.5 -> 8 */
+  ck_assert_int_eq(ar_mbqm_up(5, three_q, 1), 8);
+  ck_assert_int_eq(ar_mbqm(-5, three_q, 1), -7);    /* -7.5: the Q31 step rounds ties up in both */
+  ck_assert_int_eq(ar_mbqm_up(-5, three_q, 1), -7);
+  /* shift 0, a tie in the Q31 step only. */
+  ck_assert_int_eq(ar_mbqm(-3, half, 0), -1);
+  ck_assert_int_eq(ar_mbqm_up(-3, half, 0), -1);
+  /* Large accumulators: no saturation in the 64-bit form, the srdhm form saturates only at
+   * INT32_MIN * INT32_MIN. */
+  ck_assert_int_eq(ar_mbqm(INT32_MAX, INT32_MAX, 0), INT32_MAX - 1);
+  ck_assert_int_eq(ar_mbqm_up(INT32_MAX, INT32_MAX, 0), INT32_MAX - 1);
+  ck_assert_int_eq(ar_mbqm(INT32_MIN, half, -31), -1);   /* -2^30 / 2^31 = -0.5 -> -1 away */
+  ck_assert_int_eq(ar_mbqm_up(INT32_MIN, half, -31), 0); /* -0.5 -> 0 up */
+}
+END_TEST
+
+START_TEST(activation_ranges_hand_values) {
+  int32_t lo, hi;
+  ck_assert_int_eq(ar_quant_activation_range(AR_ACT_RELU6, AR_DTYPE_INT8, 0.05f, -10, &lo, &hi), 0);
+  ck_assert_int_eq(lo, -10); ck_assert_int_eq(hi, 110);          /* -10 + round(6 / 0.05) */
+  ck_assert_int_eq(ar_quant_activation_range(AR_ACT_RELU, AR_DTYPE_INT8, 0.05f, -10, &lo, &hi), 0);
+  ck_assert_int_eq(lo, -10); ck_assert_int_eq(hi, 127);
+  ck_assert_int_eq(ar_quant_activation_range(AR_ACT_NONE, AR_DTYPE_INT8, 0.05f, -10, &lo, &hi), 0);
+  ck_assert_int_eq(lo, -128); ck_assert_int_eq(hi, 127);
+  ck_assert_int_eq(ar_quant_activation_range(AR_ACT_RELU_N1_TO_1, AR_DTYPE_INT8, 0.05f, -10, &lo,
+                                             &hi), 0);
+  ck_assert_int_eq(lo, -30); ck_assert_int_eq(hi, 10);
+  /* uint8 MobileNet style: scale 6/255 leaves RELU6 at the type's top. */
+  ck_assert_int_eq(ar_quant_activation_range(AR_ACT_RELU6, AR_DTYPE_UINT8, 0.023529412f, 0, &lo,
+                                             &hi), 0);
+  ck_assert_int_eq(lo, 0); ck_assert_int_eq(hi, 255);
+  ck_assert_int_eq(ar_quant_activation_range(AR_ACT_TANH, AR_DTYPE_UINT8, 0.1f, 0, &lo, &hi),
+                   AR_EUNSUPPORTED);
+}
+END_TEST
+
+/* ---------- quantized node harness ---------- */
+
+typedef struct {
+  ar_tview_t t[4];             /* input, filter/weights, bias, output */
+  ar_quant_t q[4];
+  float scale[4][256];
+  int64_t zp[4][256];
+  ar_options_t opt;
+  ar_node_t node;
+} qnode_t;
+
+static void qview(qnode_t *qn, int i, void *data, ar_dtype_t dt, int32_t rank, const int32_t *dims,
+                  int32_t nq, const float *scales, const int64_t *zps) {
+  ar_tview_t *t = &qn->t[i];
+  memset(t, 0, sizeof *t);
+  t->data = data;
+  t->dtype = dt;
+  t->rank = rank;
+  uint64_t n = 1;
+  for (int32_t d = 0; d < rank; d++) { t->dims[d] = dims[d]; n *= (uint64_t)dims[d]; }
+  t->bytes = n * ar_dtype_size(dt);
+  t->is_constant = i == 1 || i == 2;
+  if (nq > 0) {
+    memcpy(qn->scale[i], scales, sizeof(float) * (size_t)nq);
+    if (zps) memcpy(qn->zp[i], zps, sizeof(int64_t) * (size_t)nq);
+    else memset(qn->zp[i], 0, sizeof(int64_t) * (size_t)nq);
+    qn->q[i] = (ar_quant_t){.n = nq, .quantized_dimension = 0, .scale = qn->scale[i],
+                            .zero_point = qn->zp[i]};
+    t->quant = &qn->q[i];
+  }
+}
+
+static void qnode_wire(qnode_t *qn, ar_op_t op, bool has_bias) {
+  qn->node.op = op;
+  qn->node.index = 5;
+  qn->node.version = 3;
+  qn->node.options = &qn->opt;
+  qn->node.n_inputs = has_bias ? 3 : 2;
+  qn->node.n_outputs = 1;
+  qn->node.inputs[0] = &qn->t[0];
+  qn->node.inputs[1] = &qn->t[1];
+  qn->node.inputs[2] = has_bias ? &qn->t[2] : NULL;
+  qn->node.outputs[0] = &qn->t[3];
+  qn->node.blas_threads = 1;
+}
+
+static int qnode_run(qnode_t *qn, const ar_kernel_t *k, char *msg, size_t n) {
+  int rc = k->prepare(&qn->node, msg, n);
+  if (rc != 0) return rc;
+  qn->node.scratch = qn->node.scratch_bytes ? malloc(qn->node.scratch_bytes) : NULL;
+  if (qn->node.scratch) memset(qn->node.scratch, 0xa5, qn->node.scratch_bytes);
+  qn->node.state = qn->node.state_bytes ? aligned_alloc(64, (qn->node.state_bytes + 63) / 64 * 64)
+                                        : NULL;
+  if (k->init) k->init(&qn->node);
+  k->eval(&qn->node);
+  free(qn->node.scratch);
+  free(qn->node.state);
+  qn->node.scratch = qn->node.state = NULL;
+  return 0;
+}
+
+static const ar_qgemm_path_t all_paths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI};
+#define N_PATHS 3
+
+/* Run on every supported path; each must give `want`. */
+static void qnode_expect(qnode_t *qn, const ar_kernel_t *k, const uint8_t *want, size_t n,
+                         const char *what) {
+  for (int p = 0; p < N_PATHS; p++) {
+    if (!ar_qgemm_path_supported(all_paths[p])) continue;
+    ar_qgemm_force_path(all_paths[p]);
+    memset(qn->t[3].data, 0x5a, n);
+    char msg[AR_MSG_BYTES] = "";
+    int rc = qnode_run(qn, k, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: prepare %s (%s)", what, ar_err_name(rc), msg);
+    const uint8_t *got = qn->t[3].data;
+    for (size_t i = 0; i < n; i++)
+      ck_assert_msg(got[i] == want[i], "%s on %s: element %zu is %d, want %d", what,
+                    ar_qgemm_path_name(all_paths[p]), i, (int)got[i], (int)want[i]);
+  }
+  ar_qgemm_force_path(AR_QGEMM_AUTO);
+}
+
+/* ---------- CONV_2D, hand-computed ---------- */
+
+/* uint8, SAME padding (the odd row/column at the bottom/right), pads read the input zero point.
+ * x - z_in = [0 2; 4 6] (q = 5, 7, 9, 11, z_in 5, s_in 1); w - z_w = [2 0; -2 4] (z_w 100, s_w 0.5);
+ * bias 3 (s 0.5); s_out 1, z_out 10: multiplier 0.5.
+ *   (0,0): 0*2 + 2*0 + 4*-2 + 6*4 = 16, +3 = 19 -> 9.5 -> 10 -> 20
+ *   (0,1): 2*2 + 6*-2 = -8, +3 = -5 -> -2.5 -> -2 (gemmlowp's Q31 step rounds ties up) -> 8
+ *   (1,0): 4*2 + 6*0 = 8, +3 = 11 -> 5.5 -> 6 -> 16
+ *   (1,1): 6*2 = 12, +3 = 15 -> 7.5 -> 8 -> 18
+ * RELU6 clamps to [10 + 0, 10 + 6] = [10, 16]. */
+START_TEST(qconv_uint8_same_padding_zero_point) {
+  static uint8_t in[4] = {5, 7, 9, 11}, w[4] = {102, 100, 98, 104}, out[4];
+  static int32_t bias[1] = {3};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[4] = {1, 2, 2, 1}, dw[4] = {1, 2, 2, 1}, db[1] = {1};
+  const float s1 = 1.0f, sw = 0.5f;
+  const int64_t zin = 5, zw = 100, zo = 10;
+  qview(qn, 0, in, AR_DTYPE_UINT8, 4, di, 1, &s1, &zin);
+  qview(qn, 1, w, AR_DTYPE_UINT8, 4, dw, 1, &sw, &zw);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 1, &sw, NULL);
+  qview(qn, 3, out, AR_DTYPE_UINT8, 4, di, 1, &s1, &zo);
+  qn->opt.conv2d = (ar_conv2d_options_t){.padding = AR_PADDING_SAME, .stride_w = 1, .stride_h = 1,
+                                         .activation = AR_ACT_NONE, .dilation_w = 1, .dilation_h = 1};
+  qnode_wire(qn, AR_OP_CONV_2D, true);
+  const uint8_t want[4] = {20, 8, 16, 18};
+  qnode_expect(qn, &ar_kernel_conv_2d, want, 4, "uint8 SAME");
+  qn->opt.conv2d.activation = AR_ACT_RELU6;
+  const uint8_t want6[4] = {16, 10, 16, 16};
+  qnode_expect(qn, &ar_kernel_conv_2d, want6, 4, "uint8 SAME relu6");
+  free(qn);
+}
+END_TEST
+
+/* int8, per-channel scales, a negative exact tie: x - z_in = [-2, 5] (q = -3, 4, z_in -1, s_in 1).
+ * Channel 0: w = [1, 1] (s 0.5), bias 0: 3 * 0.5 = 1.5 -> 2.
+ * Channel 1: w = [2, -1] (s 0.25), bias 3: -9 + 3 = -6, * 0.25 = -1.5 -> -1 (ties toward +inf, the
+ * builtin int8 kernel; the reference kernel would give -2). */
+START_TEST(qconv_int8_per_channel_negative_tie) {
+  static int8_t in[2] = {-3, 4}, w[4] = {1, 1, 2, -1}, out[2];
+  static int32_t bias[2] = {0, 3};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[4] = {1, 1, 1, 2}, dw[4] = {2, 1, 1, 2}, db[1] = {2}, dout[4] = {1, 1, 1, 2};
+  const float s1 = 1.0f, sw[2] = {0.5f, 0.25f};
+  const int64_t zin = -1, zo = 0;
+  qview(qn, 0, in, AR_DTYPE_INT8, 4, di, 1, &s1, &zin);
+  qview(qn, 1, w, AR_DTYPE_INT8, 4, dw, 2, sw, NULL);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 2, sw, NULL);
+  qview(qn, 3, out, AR_DTYPE_INT8, 4, dout, 1, &s1, &zo);
+  qn->opt.conv2d = (ar_conv2d_options_t){.padding = AR_PADDING_VALID, .stride_w = 1, .stride_h = 1,
+                                         .activation = AR_ACT_NONE, .dilation_w = 1, .dilation_h = 1};
+  qnode_wire(qn, AR_OP_CONV_2D, true);
+  const int8_t want[2] = {2, -1};
+  qnode_expect(qn, &ar_kernel_conv_2d, (const uint8_t *)want, 2, "int8 per-channel");
+  free(qn);
+}
+END_TEST
+
+/* ---------- FULLY_CONNECTED, hand-computed ---------- */
+
+/* uint8: x - z_in = [0, 2, 4, 6] (z_in 5, s 1), unit 0: w - z_w = [2, 0, -2, 4], bias 3; unit 1:
+ * w - z_w = [0, -3, 0, 0], bias 0; s_w 0.5, s_out 2 -> multiplier 0.25, z_out 10.
+ *   unit 0: 16 + 3 = 19 -> 4.75 -> 5 -> 15
+ *   unit 1: -6 -> -1.5 -> -2 (uint8 kernels round the shift's ties away from zero) -> 8 */
+START_TEST(qfc_uint8_hand) {
+  static uint8_t in[4] = {5, 7, 9, 11}, w[8] = {102, 100, 98, 104, 100, 97, 100, 100}, out[2];
+  static int32_t bias[2] = {3, 0};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[2] = {1, 4}, dw[2] = {2, 4}, db[1] = {2}, dout[2] = {1, 2};
+  const float s1 = 1.0f, sw = 0.5f, so = 2.0f;
+  const int64_t zin = 5, zw = 100, zo = 10;
+  qview(qn, 0, in, AR_DTYPE_UINT8, 2, di, 1, &s1, &zin);
+  qview(qn, 1, w, AR_DTYPE_UINT8, 2, dw, 1, &sw, &zw);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 1, &sw, NULL);
+  qview(qn, 3, out, AR_DTYPE_UINT8, 2, dout, 1, &so, &zo);
+  qn->opt.fully_connected.activation = AR_ACT_NONE;
+  qnode_wire(qn, AR_OP_FULLY_CONNECTED, true);
+  const uint8_t want[2] = {15, 8};
+  qnode_expect(qn, &ar_kernel_fully_connected, want, 2, "uint8 FC");
+  free(qn);
+}
+END_TEST
+
+/* int8, per-tensor weights (s 0.25), depth 2 (not a multiple of 4: the rows are copied):
+ * x - z_in = [-2, 5]; unit 0: w = [2, 2] -> 6 * 0.25 = 1.5 -> 2; unit 1: w = [2, -1], bias 3:
+ * -6 * 0.25 = -1.5 -> -1 (ties toward +inf: TFLite sends int8 GEMMs to ruy). RELU clamps at
+ * z_out = 0; a second batch row x - z_in = [0, 0] gives bias only: [0, 0.75 -> 1]. */
+START_TEST(qfc_int8_hand_and_relu) {
+  static int8_t in[4] = {-3, 4, -1, -1}, w[4] = {2, 2, 2, -1}, out[4];
+  static int32_t bias[2] = {0, 3};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[2] = {2, 2}, dw[2] = {2, 2}, db[1] = {2}, dout[2] = {2, 2};
+  const float s1 = 1.0f, sw = 0.25f;
+  const int64_t zin = -1, zo = 0;
+  qview(qn, 0, in, AR_DTYPE_INT8, 2, di, 1, &s1, &zin);
+  qview(qn, 1, w, AR_DTYPE_INT8, 2, dw, 1, &sw, NULL);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 1, &sw, NULL);
+  qview(qn, 3, out, AR_DTYPE_INT8, 2, dout, 1, &s1, &zo);
+  qn->opt.fully_connected.activation = AR_ACT_NONE;
+  qnode_wire(qn, AR_OP_FULLY_CONNECTED, true);
+  const int8_t want[4] = {2, -1, 0, 1};
+  qnode_expect(qn, &ar_kernel_fully_connected, (const uint8_t *)want, 4, "int8 FC");
+  qn->opt.fully_connected.activation = AR_ACT_RELU;
+  const int8_t want_relu[4] = {2, 0, 0, 1};
+  qnode_expect(qn, &ar_kernel_fully_connected, (const uint8_t *)want_relu, 4, "int8 FC relu");
+  free(qn);
+}
+END_TEST
+
+/* ---------- prepare errors ---------- */
+
+START_TEST(qconv_prepare_errors) {
+  static uint8_t in[4], w[4], out[4];
+  static int32_t bias[1];
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[4] = {1, 2, 2, 1}, dw[4] = {1, 2, 2, 1}, db[1] = {1};
+  const float s1 = 1.0f, sw = 0.5f, bad = 0.6f;
+  const int64_t z = 0;
+  qview(qn, 0, in, AR_DTYPE_UINT8, 4, di, 1, &s1, &z);
+  qview(qn, 1, w, AR_DTYPE_UINT8, 4, dw, 1, &sw, &z);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 1, &bad, NULL);   /* 0.6 vs 1 * 0.5: off by 0.1 */
+  qview(qn, 3, out, AR_DTYPE_UINT8, 4, di, 1, &s1, &z);
+  qn->opt.conv2d = (ar_conv2d_options_t){.padding = AR_PADDING_SAME, .stride_w = 1, .stride_h = 1,
+                                         .activation = AR_ACT_NONE, .dilation_w = 1, .dilation_h = 1};
+  qnode_wire(qn, AR_OP_CONV_2D, true);
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_int_eq(ar_kernel_conv_2d.prepare(&qn->node, msg, sizeof msg), AR_EINVAL);
+  ck_assert_msg(strstr(msg, "input 2 (bias) scale") != NULL, "%s", msg);
+  /* Within TFLite's tolerance (0.02 * s_out) is accepted. */
+  const float close = 0.51f;
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 1, &close, NULL);
+  ck_assert_int_eq(ar_kernel_conv_2d.prepare(&qn->node, msg, sizeof msg), 0);
+  /* No quantization on the output. */
+  qn->t[3].quant = NULL;
+  ck_assert_int_eq(ar_kernel_conv_2d.prepare(&qn->node, msg, sizeof msg), AR_EINVAL);
+  ck_assert_msg(strstr(msg, "output 0") != NULL, "%s", msg);
+  qn->t[3].quant = &qn->q[3];
+  /* Mixed types. */
+  qn->t[1].dtype = AR_DTYPE_INT8;
+  ck_assert_int_eq(ar_kernel_conv_2d.prepare(&qn->node, msg, sizeof msg), AR_EUNSUPPORTED);
+  qn->t[1].dtype = AR_DTYPE_UINT8;
+  /* TANH cannot be a quantized clamp. */
+  qn->opt.conv2d.activation = AR_ACT_TANH;
+  ck_assert_int_eq(ar_kernel_conv_2d.prepare(&qn->node, msg, sizeof msg), AR_EUNSUPPORTED);
+  free(qn);
+}
+END_TEST
+
+/* ---------- randomized: every path against a naive reference ---------- */
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static uint32_t rnd(void) {
+  rng ^= rng >> 12; rng ^= rng << 25; rng ^= rng >> 27;
+  return (uint32_t)((rng * 2685821657736338717ull) >> 32);
+}
+
+typedef struct {
+  int n, h, w, ci, co, kh, kw, sh, sw, dh, dw;
+  ar_padding_t pad;
+  ar_activation_t act;
+  bool u8, per_channel;
+} qcase_t;
+
+static int ref_out(int in, int k, int s, int d, ar_padding_t p, int *before) {
+  int eff = (k - 1) * d + 1;
+  int o = p == AR_PADDING_SAME ? (in + s - 1) / s : (in - eff + s) / s;
+  int total = (o - 1) * s + eff - in;
+  *before = p == AR_PADDING_SAME && total > 0 ? total / 2 : 0;
+  return o;
+}
+
+static void run_conv_case(const qcase_t *c) {
+  int pt, pl;
+  const int oh = ref_out(c->h, c->kh, c->sh, c->dh, c->pad, &pt);
+  const int ow = ref_out(c->w, c->kw, c->sw, c->dw, c->pad, &pl);
+  const size_t n_in = (size_t)c->n * c->h * c->w * c->ci, k = (size_t)c->kh * c->kw * c->ci;
+  const size_t n_w = (size_t)c->co * k, n_out = (size_t)c->n * oh * ow * c->co;
+  uint8_t *in = malloc(n_in), *w = malloc(n_w), *out = malloc(n_out), *want = malloc(n_out);
+  int32_t *bias = malloc(sizeof(int32_t) * (size_t)c->co);
+  for (size_t i = 0; i < n_in; i++) in[i] = (uint8_t)rnd();
+  for (size_t i = 0; i < n_w; i++) w[i] = (uint8_t)rnd();
+  for (int i = 0; i < c->co; i++) bias[i] = (int32_t)(rnd() % 20001) - 10000;
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const ar_dtype_t dt = c->u8 ? AR_DTYPE_UINT8 : AR_DTYPE_INT8;
+  const float s_in = 0.02f + (float)(rnd() % 100) * 1e-3f, s_out = 0.05f + (float)(rnd() % 100) * 0.01f;
+  const int64_t z_in = c->u8 ? (int64_t)(rnd() % 256) : (int64_t)(rnd() % 256) - 128;
+  const int64_t z_out = c->u8 ? (int64_t)(rnd() % 256) : (int64_t)(rnd() % 256) - 128;
+  float sw[256], sb[256];
+  int64_t zw[256];
+  const int nq = c->per_channel ? c->co : 1;
+  for (int i = 0; i < nq; i++) {
+    sw[i] = 0.001f + (float)(rnd() % 1000) * 1e-5f;
+    zw[i] = c->u8 ? 28 + (int64_t)(rnd() % 201) : 0;
+    sb[i] = s_in * sw[i];
+  }
+  const int32_t di[4] = {c->n, c->h, c->w, c->ci}, dwt[4] = {c->co, c->kh, c->kw, c->ci};
+  const int32_t db[1] = {c->co}, dout[4] = {c->n, oh, ow, c->co};
+  qview(qn, 0, in, dt, 4, di, 1, &s_in, &z_in);
+  qview(qn, 1, w, dt, 4, dwt, nq, sw, zw);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, nq, sb, NULL);
+  qview(qn, 3, out, dt, 4, dout, 1, &s_out, &z_out);
+  qn->opt.conv2d = (ar_conv2d_options_t){.padding = c->pad, .stride_w = c->sw, .stride_h = c->sh,
+                                         .activation = c->act, .dilation_w = c->dw,
+                                         .dilation_h = c->dh};
+  qnode_wire(qn, AR_OP_CONV_2D, true);
+  int32_t lo, hi;
+  ar_quant_activation_range(c->act, dt, s_out, z_out, &lo, &hi);
+  for (int b = 0; b < c->n; b++)
+    for (int oy = 0; oy < oh; oy++)
+      for (int ox = 0; ox < ow; ox++)
+        for (int o = 0; o < c->co; o++) {
+          int64_t acc = bias[o];
+          for (int ky = 0; ky < c->kh; ky++)
+            for (int kx = 0; kx < c->kw; kx++) {
+              int iy = oy * c->sh - pt + ky * c->dh, ix = ox * c->sw - pl + kx * c->dw;
+              if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
+              for (int i = 0; i < c->ci; i++) {
+                size_t xi = (((size_t)b * c->h + iy) * c->w + ix) * c->ci + i;
+                size_t wi = (((size_t)o * c->kh + ky) * c->kw + kx) * c->ci + i;
+                int32_t x = c->u8 ? in[xi] : (int8_t)in[xi];
+                int32_t wv = c->u8 ? w[wi] : (int8_t)w[wi];
+                acc += (int64_t)(x - z_in) * (wv - zw[c->per_channel ? o : 0]);
+              }
+            }
+          int32_t m;
+          int sh;
+          ar_quantize_multiplier((double)s_in * (double)sw[c->per_channel ? o : 0] / (double)s_out,
+                                 &m, &sh);
+          int32_t v = c->u8 ? ar_mbqm((int32_t)acc, m, sh) : ar_mbqm_up((int32_t)acc, m, sh);
+          v += (int32_t)z_out;
+          v = v < lo ? lo : v > hi ? hi : v;
+          want[(((size_t)b * oh + oy) * ow + ox) * c->co + o] = (uint8_t)v;
+        }
+  char what[160];
+  snprintf(what, sizeof what, "conv %s n%d %dx%dx%d -> %d k%dx%d s%d,%d d%d,%d %s%s",
+           c->u8 ? "uint8" : "int8", c->n, c->h, c->w, c->ci, c->co, c->kh, c->kw, c->sh, c->sw,
+           c->dh, c->dw, c->pad == AR_PADDING_SAME ? "SAME" : "VALID",
+           c->per_channel ? " per-channel" : "");
+  qnode_expect(qn, &ar_kernel_conv_2d, want, n_out, what);
+  free(qn); free(in); free(w); free(out); free(want); free(bias);
+}
+
+START_TEST(qconv_random_vs_naive_all_paths) {
+  const qcase_t cases[] = {
+    /* n  h   w  ci  co kh kw sh sw dh dw pad               act            u8     per_channel */
+    {1, 9, 7, 3, 16, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},    /* stem */
+    {1, 9, 7, 3, 32, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, true, false},
+    {1, 6, 5, 8, 20, 1, 1, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, true},     /* 1x1 direct */
+    {2, 6, 5, 16, 70, 1, 1, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, true, false},   /* 5 blocks */
+    {1, 5, 6, 12, 24, 1, 1, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU, false, true},    /* 1x1 s2 */
+    {1, 7, 8, 5, 9, 3, 2, 1, 1, 2, 2, AR_PADDING_SAME, AR_ACT_NONE, false, false},     /* dilation */
+    {1, 7, 8, 5, 9, 3, 2, 1, 2, 2, 1, AR_PADDING_VALID, AR_ACT_RELU_N1_TO_1, true, false},
+    {1, 4, 4, 6, 130, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, true},    /* 9 blocks */
+    {1, 3, 3, 7, 3, 1, 1, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, true, false},     /* 1x1, I%4 */
+    {1, 13, 11, 40, 33, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, true, false}, /* tiles */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i]);
+}
+END_TEST
+
+static void run_fc_case(int batch, int depth, int units, bool u8, ar_activation_t act,
+                        bool has_bias) {
+  const size_t n_in = (size_t)batch * depth, n_w = (size_t)units * depth;
+  const size_t n_out = (size_t)batch * units;
+  uint8_t *in = malloc(n_in), *w = malloc(n_w), *out = malloc(n_out), *want = malloc(n_out);
+  int32_t *bias = malloc(sizeof(int32_t) * (size_t)units);
+  for (size_t i = 0; i < n_in; i++) in[i] = (uint8_t)rnd();
+  for (size_t i = 0; i < n_w; i++) w[i] = (uint8_t)rnd();
+  for (int i = 0; i < units; i++) bias[i] = has_bias ? (int32_t)(rnd() % 40001) - 20000 : 0;
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const ar_dtype_t dt = u8 ? AR_DTYPE_UINT8 : AR_DTYPE_INT8;
+  const float s_in = 0.03f, sw = 0.004f, sb = s_in * sw, s_out = 0.3f;
+  const int64_t z_in = u8 ? 131 : -7, z_out = u8 ? 90 : 12, zw = u8 ? 117 : 0;
+  const int32_t di[2] = {batch, depth}, dwt[2] = {units, depth}, db[1] = {units};
+  const int32_t dout[2] = {batch, units};
+  qview(qn, 0, in, dt, 2, di, 1, &s_in, &z_in);
+  qview(qn, 1, w, dt, 2, dwt, 1, &sw, &zw);
+  qview(qn, 2, bias, AR_DTYPE_INT32, 1, db, 1, &sb, NULL);
+  qview(qn, 3, out, dt, 2, dout, 1, &s_out, &z_out);
+  qn->opt.fully_connected.activation = act;
+  qnode_wire(qn, AR_OP_FULLY_CONNECTED, has_bias);
+  int32_t lo, hi, m;
+  int sh;
+  ar_quant_activation_range(act, dt, s_out, z_out, &lo, &hi);
+  ar_quantize_multiplier((double)s_in * (double)sw / (double)s_out, &m, &sh);
+  for (int b = 0; b < batch; b++)
+    for (int o = 0; o < units; o++) {
+      int64_t acc = bias[o];
+      for (int i = 0; i < depth; i++) {
+        int32_t x = u8 ? in[(size_t)b * depth + i] : (int8_t)in[(size_t)b * depth + i];
+        int32_t wv = u8 ? w[(size_t)o * depth + i] : (int8_t)w[(size_t)o * depth + i];
+        acc += (int64_t)(x - z_in) * (wv - zw);
+      }
+      int32_t v = u8 ? ar_mbqm((int32_t)acc, m, sh) : ar_mbqm_up((int32_t)acc, m, sh);
+      v += (int32_t)z_out;
+      v = v < lo ? lo : v > hi ? hi : v;
+      want[(size_t)b * units + o] = (uint8_t)v;
+    }
+  char what[96];
+  snprintf(what, sizeof what, "fc %s %dx%d -> %d%s", u8 ? "uint8" : "int8", batch, depth, units,
+           has_bias ? "" : " no bias");
+  qnode_expect(qn, &ar_kernel_fully_connected, want, n_out, what);
+  free(qn); free(in); free(w); free(out); free(want); free(bias);
+}
+
+START_TEST(qfc_random_vs_naive_all_paths) {
+  run_fc_case(1, 16, 16, false, AR_ACT_RELU, true);     /* hello_world's middle layer */
+  run_fc_case(3, 10, 37, false, AR_ACT_NONE, true);     /* depth not a multiple of 4 */
+  run_fc_case(1, 1024, 1001, true, AR_ACT_NONE, true);  /* a classifier head */
+  run_fc_case(7, 64, 65, true, AR_ACT_RELU6, false);
+  run_fc_case(2, 1, 16, false, AR_ACT_NONE, true);
+}
+END_TEST
+
+static Suite *quant_suite(void) {
+  Suite *s = suite_create("quant");
+  TCase *tc = tcase_create("fixed_point");
+  tcase_add_test(tc, quantize_multiplier_hand_values);
+  tcase_add_test(tc, srdhm_and_rdivpot_hand_values);
+  tcase_add_test(tc, rescale_both_roundings_hand_values);
+  tcase_add_test(tc, activation_ranges_hand_values);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("conv_fc");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, qconv_uint8_same_padding_zero_point);
+  tcase_add_test(tc, qconv_int8_per_channel_negative_tie);
+  tcase_add_test(tc, qfc_uint8_hand);
+  tcase_add_test(tc, qfc_int8_hand_and_relu);
+  tcase_add_test(tc, qconv_prepare_errors);
+  tcase_add_test(tc, qconv_random_vs_naive_all_paths);
+  tcase_add_test(tc, qfc_random_vs_naive_all_paths);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  printf("quantized GEMM paths on this CPU:");
+  for (int p = 0; p < N_PATHS; p++)
+    if (ar_qgemm_path_supported(all_paths[p])) printf(" %s", ar_qgemm_path_name(all_paths[p]));
+  printf("\n");
+  SRunner *sr = srunner_create(quant_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
