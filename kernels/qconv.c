@@ -94,9 +94,9 @@ static int qc_check_operands(const ar_node_t *node, const char *name, const char
       return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "input 2 (bias) has %d scales for %d "
                      "output channels", idx, name, (int)bq->n, (int)co);
     /* TFLite GetQuantizedConvolutionMultipler: |s_in*s_w - s_bias| / s_out <= 0.02. */
-    const double s_in = in->quant->scale[0], s_out = out->quant->scale[0];
+    const double s_out = out->quant->scale[0];
     for (int32_t c = 0; c < co; c++) {
-      const double prod = s_in * (double)wq->scale[wq->n > 1 ? c : 0];
+      const double prod = (double)(in->quant->scale[0] * wq->scale[wq->n > 1 ? c : 0]);
       const double sb = bq->scale[bq->n > 1 ? c : 0];
       if (!(fabs(prod - sb) / s_out <= 0.02))
         return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "input 2 (bias) scale %g (channel %d) "
@@ -119,7 +119,8 @@ static int qc_check_activation(const ar_node_t *node, const char *name, ar_activ
 }
 
 /* Fill the state: parameters, per-channel multipliers, packed weights with the folded bias. */
-static void qc_init_state(ar_node_t *node, int32_t n, int32_t k, ar_activation_t act, bool round_up) {
+static void qc_init_state(ar_node_t *node, int32_t n, int32_t k, ar_activation_t act, bool round_up,
+                          bool float_product) {
   const ar_tview_t *in = node->inputs[0], *w = node->inputs[1], *out = node->outputs[0];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   uint8_t *base = node->state;
@@ -145,12 +146,13 @@ static void qc_init_state(ar_node_t *node, int32_t n, int32_t k, ar_activation_t
   st.off_packed = st.off_shift + (uint32_t)per;
   int32_t *mult = (int32_t *)(base + st.off_mult), *shift = (int32_t *)(base + st.off_shift);
   const ar_quant_t *wq = w->quant;
-  const double s_in = in->quant->scale[0], s_out = out->quant->scale[0];
   for (int32_t c = 0; c < g->n_blocks * 16; c++) {
     if (c >= n) { mult[c] = 0; shift[c] = 0; continue; }
     int sh = 0;
-    /* TFLite PopulateConvolutionQuantizationParams: double(s_in) * double(s_w) / double(s_out). */
-    ar_quantize_multiplier(s_in * (double)wq->scale[wq->n > 1 ? c : 0] / s_out, &mult[c], &sh);
+    ar_quantize_multiplier(ar_quant_conv_multiplier(in->quant->scale[0],
+                                                    wq->scale[wq->n > 1 ? c : 0],
+                                                    out->quant->scale[0], float_product),
+                           &mult[c], &sh);
     shift[c] = sh;
   }
   ar_qgemm_pack(g, w->data, is_u8, wq->zero_point, wq->n, bias ? bias->data : NULL, zin,
@@ -221,8 +223,10 @@ int ar__qconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 void ar__qconv_init(ar_node_t *node) {
   qgeom_t g;
   qconv_geometry(node, &g);
-  qc_init_state(node, g.co, (int32_t)g.k, node->options->conv2d.activation,
-                node->inputs[0]->dtype == AR_DTYPE_INT8);
+  /* uint8 CONV_2D rescales with the legacy per-tensor multiplier (float32 product s_in * s_w),
+   * int8 with PopulateConvolutionQuantizationParams' per-channel ones (double product). */
+  const bool is_i8 = node->inputs[0]->dtype == AR_DTYPE_INT8;
+  qc_init_state(node, g.co, (int32_t)g.k, node->options->conv2d.activation, is_i8, !is_i8);
 }
 
 /* One im2col row (K bytes, then zeros up to kp): the taps under output pixel (b, oy, ox), the
@@ -290,8 +294,10 @@ int ar__qfc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 
 void ar__qfc_init(ar_node_t *node) {
   const bool round_up = node->inputs[0]->dtype == AR_DTYPE_INT8 && QC_FC_INT8_ROUND_UP;
+  /* Per-tensor FULLY_CONNECTED: GetQuantizedConvolutionMultipler's float32 product. */
   qc_init_state(node, node->inputs[1]->dims[0], node->inputs[1]->dims[1],
-                node->options->fully_connected.activation, round_up);
+                node->options->fully_connected.activation, round_up,
+                node->inputs[1]->quant->n == 1);
 }
 
 void ar__qfc_eval(const ar_node_t *node) {

@@ -6,9 +6,11 @@
  * ../shared/golden_q are made of:
  *   acc = sum (x - z_in) * (w - z_w[c]) + bias[c]   (int32; padding taps read x = z_in)
  *   out = clamp(rescale(acc, QuantizeMultiplier(s_in * s_w[c] / s_out)) + z_out, act_lo, act_hi)
- * rescale = ar_mbqm_up (ties toward +inf) for int8 CONV_2D (ruy's kernel), ar_mbqm (ties away
- * from zero) for uint8 and for FULLY_CONNECTED; the fused activation is the clamp
- * ar_quant_activation_range gives. uint8: legacy asymmetric per-tensor weights (any zero point);
+ * with s_in * s_w formed as TFLite does (ar_quant_conv_multiplier: float32 product for uint8
+ * CONV_2D and per-tensor FULLY_CONNECTED, double for int8 CONV_2D and per-channel FC);
+ * rescale = ar_mbqm_up (ties toward +inf) for int8 CONV_2D and FULLY_CONNECTED (TFLite sends int8
+ * GEMMs to ruy on x86), ar_mbqm (ties away from zero) for uint8 (gemmlowp); the fused activation
+ * is the clamp ar_quant_activation_range gives. uint8: legacy asymmetric per-tensor weights (any zero point);
  * int8: per-tensor or per-output-channel weights (axis 0) with zero point 0, or per-tensor with
  * any zero point. The bias (int32, optional) must have scale s_in * s_w[c] within TFLite's
  * tolerance |s_in*s_w - s_bias| <= 0.02 * s_out.

@@ -431,8 +431,8 @@ static void run_conv_case(const qcase_t *c) {
             }
           int32_t m;
           int sh;
-          ar_quantize_multiplier((double)s_in * (double)sw[c->per_channel ? o : 0] / (double)s_out,
-                                 &m, &sh);
+          ar_quantize_multiplier(ar_quant_conv_multiplier(s_in, sw[c->per_channel ? o : 0], s_out,
+                                                          c->u8), &m, &sh);
           int32_t v = c->u8 ? ar_mbqm((int32_t)acc, m, sh) : ar_mbqm_up((int32_t)acc, m, sh);
           v += (int32_t)z_out;
           v = v < lo ? lo : v > hi ? hi : v;
@@ -489,7 +489,7 @@ static void run_fc_case(int batch, int depth, int units, bool u8, ar_activation_
   int32_t lo, hi, m;
   int sh;
   ar_quant_activation_range(act, dt, s_out, z_out, &lo, &hi);
-  ar_quantize_multiplier((double)s_in * (double)sw / (double)s_out, &m, &sh);
+  ar_quantize_multiplier(ar_quant_conv_multiplier(s_in, sw, s_out, true), &m, &sh);
   for (int b = 0; b < batch; b++)
     for (int o = 0; o < units; o++) {
       int64_t acc = bias[o];
