@@ -211,7 +211,118 @@ static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8
 }
 #endif /* AR_QGEMM_X86 */
 
+/* ---- Vector stores: the same rescale, 8 or 16 channels at a time. ----
+ * Both roundings share the first step: gemmlowp's SaturatingRoundingDoublingHighMul equals
+ * floor((x*m + 2^30) / 2^31) (its saturating case needs m = INT32_MIN, never a Q31 multiplier),
+ * which is also the half-up kernel's first step. The second, x / 2^r, is
+ * (v >> r) + (rem > (mask >> 1) + (away && v < 0)) with rem = v & mask, mask = 2^r - 1: ties go up,
+ * or away from zero for ar_mbqm, without the overflow of adding 2^(r-1) first. The product is
+ * formed from x << max(shift, 0) in 32 bits; a vector where that shift overflows (never in a
+ * real model) goes to the scalar store, whose 64-bit ar_mbqm_up does not wrap. */
+#if AR_QGEMM_X86
+AR_TARGET_QVNNI static void qg_store_avx512(const ar_qgemm_t *g, const int32_t *acc, int rows,
+                                            const int32_t *row_add, int32_t n0, int cols,
+                                            const int32_t *bias, const int32_t *mult,
+                                            const int32_t *shift, uint8_t *out, size_t ldo) {
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+  const __m512i nudge = _mm512_set1_epi64(1ll << 30);
+  const __m512i zo = _mm512_set1_epi32(g->out_zero_point);
+  const __m512i lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
+  const __mmask16 away = g->round_up ? 0 : 0xFFFF;
+  for (int c = 0; c < cols; c += 16) {
+    const int nc = cols - c < 16 ? cols - c : 16;
+    const __mmask16 keep = (__mmask16)((1u << nc) - 1u);
+    const int32_t n = n0 + c;
+    const __m512i b = _mm512_loadu_si512((const void *)(bias + n));
+    const __m512i m = _mm512_loadu_si512((const void *)(mult + n));
+    const __m512i sh = _mm512_loadu_si512((const void *)(shift + n));
+    const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+    const __m512i thr0 = _mm512_srli_epi32(mask, 1);
+    const __m512i m_odd = _mm512_srli_epi64(m, 32);
+    for (int r = 0; r < rows; r++) {
+      __m512i x = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + r * QG_MAX_COLS + c)), b);
+      if (row_add) x = _mm512_add_epi32(x, _mm512_set1_epi32(row_add[r]));
+      const __m512i xs = _mm512_sllv_epi32(x, left);
+      if (_mm512_mask_cmpneq_epi32_mask(keep, _mm512_srav_epi32(xs, left), x)) {
+        qg_store(g, acc + r * QG_MAX_COLS + c, 1, row_add ? row_add + r : NULL, n, nc, bias, mult, shift,
+                 out + (size_t)r * ldo, ldo);
+        continue;
+      }
+      const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(xs, m), nudge);
+      const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(xs, 32), m_odd), nudge);
+      const __m512i v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
+      const __mmask16 neg = _mm512_cmplt_epi32_mask(v, zero) & away;
+      const __m512i thr = _mm512_mask_add_epi32(thr0, neg, thr0, one);
+      const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(v, mask), thr);
+      __m512i q = _mm512_srav_epi32(v, right);
+      q = _mm512_add_epi32(_mm512_mask_add_epi32(q, up, q, one), zo);
+      q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+      _mm_mask_storeu_epi8(out + (size_t)r * ldo + n, keep, _mm512_cvtepi32_epi8(q));
+    }
+  }
+}
+
+AR_TARGET_QAVX2 static void qg_store_avx2(const ar_qgemm_t *g, const int32_t *acc, int rows,
+                                          const int32_t *row_add, int32_t n0, int cols,
+                                          const int32_t *bias, const int32_t *mult,
+                                          const int32_t *shift, uint8_t *out, size_t ldo) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i nudge = _mm256_set1_epi64x(1ll << 30);
+  const __m256i zo = _mm256_set1_epi32(g->out_zero_point);
+  const __m256i lo = _mm256_set1_epi32(g->lo), hi = _mm256_set1_epi32(g->hi);
+  const __m256i away = _mm256_set1_epi32(g->round_up ? 0 : -1);
+  int c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const int32_t n = n0 + c;
+    const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + n));
+    const __m256i m = _mm256_loadu_si256((const __m256i *)(mult + n));
+    const __m256i sh = _mm256_loadu_si256((const __m256i *)(shift + n));
+    const __m256i left = _mm256_max_epi32(sh, zero), right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+    const __m256i thr0 = _mm256_srli_epi32(mask, 1);
+    const __m256i m_odd = _mm256_srli_epi64(m, 32);
+    for (int r = 0; r < rows; r++) {
+      __m256i x = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + r * QG_MAX_COLS + c)), b);
+      if (row_add) x = _mm256_add_epi32(x, _mm256_set1_epi32(row_add[r]));
+      const __m256i xs = _mm256_sllv_epi32(x, left);
+      if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_srav_epi32(xs, left), x)) != -1) {
+        qg_store(g, acc + r * QG_MAX_COLS + c, 1, row_add ? row_add + r : NULL, n, 8, bias, mult,
+                 shift, out + (size_t)r * ldo, ldo);
+        continue;
+      }
+      const __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(xs, m), nudge);
+      const __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(xs, 32), m_odd), nudge);
+      const __m256i v = _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_slli_epi64(po, 1), 0xAA);
+      const __m256i thr = _mm256_sub_epi32(thr0, _mm256_and_si256(_mm256_cmpgt_epi32(zero, v), away));
+      __m256i q = _mm256_srav_epi32(v, right);
+      q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(_mm256_and_si256(v, mask), thr));
+      q = _mm256_add_epi32(q, zo);
+      q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+      /* byte 0 of each int32, lanes 0-3 and 4-7 joined */
+      const __m256i sel = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                           0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+      const __m256i bytes = _mm256_shuffle_epi8(q, sel);
+      const uint32_t w0 = (uint32_t)_mm256_extract_epi32(bytes, 0), w1 = (uint32_t)_mm256_extract_epi32(bytes, 4);
+      memcpy(out + (size_t)r * ldo + n, &w0, 4);
+      memcpy(out + (size_t)r * ldo + n + 4, &w1, 4);
+    }
+  }
+  if (c < cols)
+    qg_store(g, acc + c, rows, row_add, n0 + c, cols - c, bias, mult, shift, out, ldo);
+}
+#endif
+
 /* ---- Dispatch. ---- */
+
+typedef void (*qg_store_fn)(const ar_qgemm_t *, const int32_t *, int, const int32_t *, int32_t, int,
+                            const int32_t *, const int32_t *, const int32_t *, uint8_t *, size_t);
+
+static void qg_store_portable(const ar_qgemm_t *g, const int32_t *acc, int rows,
+                              const int32_t *row_add, int32_t n0, int cols, const int32_t *bias,
+                              const int32_t *mult, const int32_t *shift, uint8_t *out, size_t ldo) {
+  qg_store(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo);
+}
 
 typedef void (*qg_tile_fn)(const ar_qgemm_t *, const uint8_t *, const uint8_t *const *, int,
                            int32_t, int, int32_t *);
@@ -256,10 +367,11 @@ void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bia
                   int64_t rows, uint8_t *out, size_t ldo) {
   ar_qgemm_path_t path = qg_forced != AR_QGEMM_AUTO ? qg_forced : ar_qgemm_best_path();
   qg_tile_fn tile = qg_tile_portable;
+  qg_store_fn store = qg_store_portable;
   int mr = QG_MAX_ROWS, max_nb = QG_MAX_COLS / 16;
 #if AR_QGEMM_X86
-  if (path == AR_QGEMM_AVX512VNNI) tile = qg_tile_vnni;
-  else if (path == AR_QGEMM_AVX2) tile = qg_tile_avx2;
+  if (path == AR_QGEMM_AVX512VNNI) { tile = qg_tile_vnni; store = qg_store_avx512; }
+  else if (path == AR_QGEMM_AVX2) { tile = qg_tile_avx2; store = qg_store_avx2; }
 #else
   (void)path;
 #endif
@@ -277,7 +389,7 @@ void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bia
       tile(g, packed, rowp, rr, b0, nb, acc);
       const int32_t n0 = b0 * 16;
       const int cols = (int)(g->n - n0 < nb * 16 ? g->n - n0 : nb * 16);
-      qg_store(g, acc, rr, g->zw_row ? row_add : NULL, n0, cols, bias, mult, shift, o, ldo);
+      store(g, acc, rr, g->zw_row ? row_add : NULL, n0, cols, bias, mult, shift, o, ldo);
     }
   }
 }

@@ -465,18 +465,27 @@ START_TEST(qconv_random_vs_naive_all_paths) {
 }
 END_TEST
 
+static void run_fc_case_big(int batch, int depth, int units, bool u8, ar_activation_t act,
+                            bool has_bias, int32_t bias_range, float s_out);
 static void run_fc_case(int batch, int depth, int units, bool u8, ar_activation_t act,
                         bool has_bias) {
+  run_fc_case_big(batch, depth, units, u8, act, has_bias, 20000, 0.3f);
+}
+
+/* bias in [-bias_range, bias_range]; s_out sets the multiplier 0.03 * 0.004 / s_out. */
+static void run_fc_case_big(int batch, int depth, int units, bool u8, ar_activation_t act,
+                            bool has_bias, int32_t bias_range, float s_out) {
   const size_t n_in = (size_t)batch * depth, n_w = (size_t)units * depth;
   const size_t n_out = (size_t)batch * units;
   uint8_t *in = malloc(n_in), *w = malloc(n_w), *out = malloc(n_out), *want = malloc(n_out);
   int32_t *bias = malloc(sizeof(int32_t) * (size_t)units);
   for (size_t i = 0; i < n_in; i++) in[i] = (uint8_t)rnd();
   for (size_t i = 0; i < n_w; i++) w[i] = (uint8_t)rnd();
-  for (int i = 0; i < units; i++) bias[i] = has_bias ? (int32_t)(rnd() % 40001) - 20000 : 0;
+  for (int i = 0; i < units; i++)
+    bias[i] = has_bias ? (int32_t)((int64_t)(rnd() % (2u * (uint32_t)bias_range + 1u)) - bias_range) : 0;
   qnode_t *qn = calloc(1, sizeof *qn);
   const ar_dtype_t dt = u8 ? AR_DTYPE_UINT8 : AR_DTYPE_INT8;
-  const float s_in = 0.03f, sw = 0.004f, sb = s_in * sw, s_out = 0.3f;
+  const float s_in = 0.03f, sw = 0.004f, sb = s_in * sw;
   const int64_t z_in = u8 ? 131 : -7, z_out = u8 ? 90 : 12, zw = u8 ? 117 : 0;
   const int32_t di[2] = {batch, depth}, dwt[2] = {units, depth}, db[1] = {units};
   const int32_t dout[2] = {batch, units};
@@ -516,6 +525,12 @@ START_TEST(qfc_random_vs_naive_all_paths) {
   run_fc_case(1, 1024, 1001, true, AR_ACT_NONE, true);  /* a classifier head */
   run_fc_case(7, 64, 65, true, AR_ACT_RELU6, false);
   run_fc_case(2, 1, 16, false, AR_ACT_NONE, true);
+  /* Multiplier 4.8 (shift 3) with accumulators near 2^30: x << 3 overflows int32, which the
+   * vector stores hand to the scalar one (64-bit ar_mbqm_up, TFLite's wrapping int32 ar_mbqm). */
+  run_fc_case_big(3, 32, 40, false, AR_ACT_NONE, true, 1 << 30, 0.000025f);
+  run_fc_case_big(3, 32, 40, true, AR_ACT_NONE, true, 1 << 30, 0.000025f);
+  /* Multiplier just below 1 with large accumulators: the 2^31-scale rounding steps. */
+  run_fc_case_big(2, 48, 33, false, AR_ACT_NONE, true, 1 << 28, 0.000121f);
 }
 END_TEST
 
