@@ -130,9 +130,9 @@ AR_TARGET_QAVX2 static void qg_tile_avx2(const ar_qgemm_t *g, const uint8_t *pac
       const uint8_t *a0p = rowp[r0];
       const uint8_t *a1p = rowp[r0 + 1 < rows ? r0 + 1 : r0];
       const uint8_t *a2p = rowp[r0 + 2 < rows ? r0 + 2 : r0];
-      __m256i s[QG_AVX2_ROWS][4];
-      for (int r = 0; r < QG_AVX2_ROWS; r++)
-        for (int j = 0; j < 4; j++) s[r][j] = _mm256_setzero_si256();
+      /* named accumulators [row][4-channel piece] (an array of them stayed in memory) */
+      __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
+      __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00, s20 = s00, s21 = s00, s22 = s00, s23 = s00;
       const uint8_t *p = pb;
       for (int32_t kg = 0; kg < g->k_groups; kg++, p += 64) {
         uint32_t u0, u1, u2;
@@ -143,14 +143,19 @@ AR_TARGET_QAVX2 static void qg_tile_avx2(const ar_qgemm_t *g, const uint8_t *pac
         const __m256i x0 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)(u0 ^ xr))));
         const __m256i x1 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)(u1 ^ xr))));
         const __m256i x2 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)(u2 ^ xr))));
-        for (int j = 0; j < 4; j++) {
-          /* 4 channels x 4 taps as int16; madd gives [c0 taps01, c0 taps23, c1 ..] */
-          const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 * j)));
-          s[0][j] = _mm256_add_epi32(s[0][j], _mm256_madd_epi16(x0, w));
-          s[1][j] = _mm256_add_epi32(s[1][j], _mm256_madd_epi16(x1, w));
-          s[2][j] = _mm256_add_epi32(s[2][j], _mm256_madd_epi16(x2, w));
-        }
+        /* 4 channels x 4 taps as int16; madd gives [c0 taps01, c0 taps23, c1 ..] */
+#define QG_AVX2_PIECE(j)                                                                         \
+        do {                                                                                     \
+          const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 * j))); \
+          s0##j = _mm256_add_epi32(s0##j, _mm256_madd_epi16(x0, w));                             \
+          s1##j = _mm256_add_epi32(s1##j, _mm256_madd_epi16(x1, w));                             \
+          s2##j = _mm256_add_epi32(s2##j, _mm256_madd_epi16(x2, w));                             \
+        } while (0)
+        QG_AVX2_PIECE(0); QG_AVX2_PIECE(1); QG_AVX2_PIECE(2); QG_AVX2_PIECE(3);
+#undef QG_AVX2_PIECE
       }
+      const __m256i s[QG_AVX2_ROWS][4] = {{s00, s01, s02, s03}, {s10, s11, s12, s13},
+                                          {s20, s21, s22, s23}};
       for (int r = 0; r < QG_AVX2_ROWS && r0 + r < rows; r++) {
         /* hadd pairs: [c0 c1 c4 c5 | c2 c3 c6 c7] -> permute 64-bit lanes 0,2,1,3. */
         __m256i lo8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s[r][0], s[r][1]), 0xD8);
@@ -170,31 +175,53 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE __m512i qg_bcast(const uint8_t *p, uint3
   return _mm512_set1_epi32((int)(u ^ xr));
 }
 
-#define QG_VNNI_TILE(R, NB)                                                                      \
-  AR_TARGET_QVNNI static void qg_vnni_##R##_##NB(const uint8_t *packed, size_t bstride,          \
-                                                 int32_t k_groups, const uint8_t *const *rowp,   \
-                                                 uint32_t xr, int32_t *acc) {                    \
-    __m512i s[R][NB];                                                                             \
-    for (int r = 0; r < R; r++)                                                                  \
-      for (int v = 0; v < NB; v++) s[r][v] = _mm512_setzero_si512();                             \
-    for (int32_t kg = 0; kg < k_groups; kg++) {                                                  \
-      __m512i w[NB];                                                                              \
-      for (int v = 0; v < NB; v++)                                                               \
-        w[v] = _mm512_loadu_si512((const void *)(packed + v * bstride + (size_t)kg * 64u));      \
-      for (int r = 0; r < R; r++) {                                                              \
-        const __m512i x = qg_bcast(rowp[r] + 4 * kg, xr);                                        \
-        for (int v = 0; v < NB; v++) s[r][v] = _mm512_dpbusd_epi32(s[r][v], x, w[v]);            \
-      }                                                                                           \
-    }                                                                                             \
-    for (int r = 0; r < R; r++)                                                                  \
-      for (int v = 0; v < NB; v++)                                                               \
-        _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS + 16 * v), s[r][v]);                  \
+/* 6 rows x NB blocks of 16 channels. Accumulators are named variables, not an array: GCC kept an
+ * array of 24 zmm in memory as well as in registers and stored it every iteration. */
+#define QG_VNNI_ROW(r)                                                                           \
+  do {                                                                                           \
+    const __m512i x = qg_bcast(a##r + 4 * kg, xr);                                               \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, x, w0);                                               \
+    if (QG_NB > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, x, w1);                                   \
+    if (QG_NB > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, x, w2);                                   \
+    if (QG_NB > 3) c##r##3 = _mm512_dpbusd_epi32(c##r##3, x, w3);                                   \
+  } while (0)
+#define QG_VNNI_OUT(r)                                                                           \
+  do {                                                                                           \
+    _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS), c##r##0);                               \
+    if (QG_NB > 1) _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS + 16), c##r##1);              \
+    if (QG_NB > 2) _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS + 32), c##r##2);              \
+    if (QG_NB > 3) _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS + 48), c##r##3);              \
+  } while (0)
+#define QG_VNNI_TILE(NB)                                                                         \
+  AR_TARGET_QVNNI static void qg_vnni_6_##NB(const uint8_t *packed, size_t bstride,             \
+                                             int32_t k_groups, const uint8_t *const *rowp,       \
+                                             uint32_t xr, int32_t *acc) {                        \
+    enum { QG_NB = NB };                                                                         \
+    const __m512i z = _mm512_setzero_si512();                                                    \
+    __m512i c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;              \
+    __m512i c20 = z, c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;              \
+    __m512i c40 = z, c41 = z, c42 = z, c43 = z, c50 = z, c51 = z, c52 = z, c53 = z;              \
+    const uint8_t *a0 = rowp[0], *a1 = rowp[1], *a2 = rowp[2];                                   \
+    const uint8_t *a3 = rowp[3], *a4 = rowp[4], *a5 = rowp[5];                                   \
+    const uint8_t *p = packed;                                                                   \
+    for (int32_t kg = 0; kg < k_groups; kg++, p += 64) {                                         \
+      const __m512i w0 = _mm512_loadu_si512((const void *)p);                                    \
+      const __m512i w1 = NB > 1 ? _mm512_loadu_si512((const void *)(p + bstride)) : z;           \
+      const __m512i w2 = NB > 2 ? _mm512_loadu_si512((const void *)(p + 2 * bstride)) : z;       \
+      const __m512i w3 = NB > 3 ? _mm512_loadu_si512((const void *)(p + 3 * bstride)) : z;       \
+      QG_VNNI_ROW(0); QG_VNNI_ROW(1); QG_VNNI_ROW(2);                                            \
+      QG_VNNI_ROW(3); QG_VNNI_ROW(4); QG_VNNI_ROW(5);                                            \
+    }                                                                                            \
+    QG_VNNI_OUT(0); QG_VNNI_OUT(1); QG_VNNI_OUT(2);                                              \
+    QG_VNNI_OUT(3); QG_VNNI_OUT(4); QG_VNNI_OUT(5);                                              \
   }
-QG_VNNI_TILE(6, 4)
-QG_VNNI_TILE(6, 3)
-QG_VNNI_TILE(6, 2)
-QG_VNNI_TILE(6, 1)
+QG_VNNI_TILE(4)
+QG_VNNI_TILE(3)
+QG_VNNI_TILE(2)
+QG_VNNI_TILE(1)
 #undef QG_VNNI_TILE
+#undef QG_VNNI_ROW
+#undef QG_VNNI_OUT
 
 static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
                          int rows, int32_t b0, int nb, int32_t *acc) {
