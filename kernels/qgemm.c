@@ -247,15 +247,15 @@ static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8
  * formed from x << max(shift, 0) in 32 bits; a vector where that shift overflows (never in a
  * real model) goes to the scalar store, whose 64-bit ar_mbqm_up does not wrap. */
 #if AR_QGEMM_X86
-AR_TARGET_QVNNI static void qg_store_avx512(const ar_qgemm_t *g, const int32_t *acc, int rows,
-                                            const int32_t *row_add, int32_t n0, int cols,
-                                            const int32_t *bias, const int32_t *mult,
-                                            const int32_t *shift, uint8_t *out, size_t ldo) {
+AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
+    const ar_qgemm_t *g, const int32_t *acc, int rows, const int32_t *row_add, int32_t n0, int cols,
+    const int32_t *bias, const int32_t *mult, const int32_t *shift, uint8_t *out, size_t ldo,
+    const bool round_up) {
   const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
   const __m512i nudge = _mm512_set1_epi64(1ll << 30);
   const __m512i zo = _mm512_set1_epi32(g->out_zero_point);
   const __m512i lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
-  const __mmask16 away = g->round_up ? 0 : 0xFFFF;
+  const __mmask16 away = round_up ? 0 : 0xFFFF;
   for (int c = 0; c < cols; c += 16) {
     const int nc = cols - c < 16 ? cols - c : 16;
     const __mmask16 keep = (__mmask16)((1u << nc) - 1u);
@@ -267,11 +267,12 @@ AR_TARGET_QVNNI static void qg_store_avx512(const ar_qgemm_t *g, const int32_t *
     const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
     const __m512i thr0 = _mm512_srli_epi32(mask, 1);
     const __m512i m_odd = _mm512_srli_epi64(m, 32);
+    const bool any_left = _mm512_mask_cmpgt_epi32_mask(keep, left, zero) != 0;
     for (int r = 0; r < rows; r++) {
       __m512i x = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + r * QG_MAX_COLS + c)), b);
       if (row_add) x = _mm512_add_epi32(x, _mm512_set1_epi32(row_add[r]));
-      const __m512i xs = _mm512_sllv_epi32(x, left);
-      if (_mm512_mask_cmpneq_epi32_mask(keep, _mm512_srav_epi32(xs, left), x)) {
+      const __m512i xs = any_left ? _mm512_sllv_epi32(x, left) : x;
+      if (any_left && _mm512_mask_cmpneq_epi32_mask(keep, _mm512_srav_epi32(xs, left), x)) {
         qg_store(g, acc + r * QG_MAX_COLS + c, 1, row_add ? row_add + r : NULL, n, nc, bias, mult, shift,
                  out + (size_t)r * ldo, ldo);
         continue;
@@ -279,8 +280,8 @@ AR_TARGET_QVNNI static void qg_store_avx512(const ar_qgemm_t *g, const int32_t *
       const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(xs, m), nudge);
       const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(xs, 32), m_odd), nudge);
       const __m512i v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
-      const __mmask16 neg = _mm512_cmplt_epi32_mask(v, zero) & away;
-      const __m512i thr = _mm512_mask_add_epi32(thr0, neg, thr0, one);
+      const __m512i thr = round_up ? thr0
+          : _mm512_mask_add_epi32(thr0, _mm512_cmplt_epi32_mask(v, zero) & away, thr0, one);
       const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(v, mask), thr);
       __m512i q = _mm512_srav_epi32(v, right);
       q = _mm512_add_epi32(_mm512_mask_add_epi32(q, up, q, one), zo);
@@ -288,6 +289,14 @@ AR_TARGET_QVNNI static void qg_store_avx512(const ar_qgemm_t *g, const int32_t *
       _mm_mask_storeu_epi8(out + (size_t)r * ldo + n, keep, _mm512_cvtepi32_epi8(q));
     }
   }
+}
+
+AR_TARGET_QVNNI static void qg_store_avx512(const ar_qgemm_t *g, const int32_t *acc, int rows,
+                                            const int32_t *row_add, int32_t n0, int cols,
+                                            const int32_t *bias, const int32_t *mult,
+                                            const int32_t *shift, uint8_t *out, size_t ldo) {
+  if (g->round_up) qg_store_avx512_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, true);
+  else qg_store_avx512_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, false);
 }
 
 AR_TARGET_QAVX2 static void qg_store_avx2(const ar_qgemm_t *g, const int32_t *acc, int rows,
