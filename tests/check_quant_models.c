@@ -54,14 +54,14 @@ static const qmodel_t qmodels[] = {
   {"tflm_micro_speech_quantized", 1, 0},
   {"tflm_person_detect", 1, 0},
   {"coral_mobilenet_v1_0.25_128_quant", 1, 0},
-  {"coral_mobilenet_v1_1.0_224_quant_embedding_extractor", 0, 0},
+  {"coral_mobilenet_v1_1.0_224_quant_embedding_extractor", 1, 0},
   {"coral_mobilenet_v1_1.0_224_quant_head_layers", 1, 0},
   {"coral_mobilenet_v2_1.0_224_quant", 1, 0},
   {"coral_tf2_mobilenet_v2_1.0_224_ptq", 1, 0},
-  {"ssd_mobilenet_v1_coco_quant_postprocess", 0, 0},
+  {"ssd_mobilenet_v1_coco_quant_postprocess", 1, 0},
   {"coral_movenet_single_pose_lightning_ptq", 1, 0},
   {"yolov8n_coco_416_full_integer_quant", 1, 1},
-  {"coral_deeplabv3_mnv2_dm05_pascal_quant", 0, 1},
+  {"coral_deeplabv3_mnv2_dm05_pascal_quant", 1, 1},
 };
 #define N_QMODELS ((int)(sizeof qmodels / sizeof qmodels[0]))
 
