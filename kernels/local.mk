@@ -30,6 +30,11 @@ TESTS += tests/check_quant
 tests_check_quant_SOURCES = tests/check_quant.c
 tests_check_quant_CFLAGS = $(TEST_CFLAGS)
 tests_check_quant_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# bench/qconv: median time and GOP/s of the quantized CONV_2D per integer GEMM path.
+noinst_PROGRAMS += bench/qconv
+bench_qconv_SOURCES = bench/qconv.c
+bench_qconv_CFLAGS = $(AM_CFLAGS)
+bench_qconv_LDADD = libarkernels.la libarloader.la libarcommon.la $(OPENBLAS_LIBS) -lm
 # bench/kernels: median time and GFLOP/s of the convolution-family kernels on model shapes.
 noinst_PROGRAMS += bench/kernels
 bench_kernels_SOURCES = bench/kernels.c
