@@ -251,11 +251,12 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
     const ar_qgemm_t *g, const int32_t *acc, int rows, const int32_t *row_add, int32_t n0, int cols,
     const int32_t *bias, const int32_t *mult, const int32_t *shift, uint8_t *out, size_t ldo,
     const bool round_up) {
-  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
-  const __m512i nudge = _mm512_set1_epi64(1ll << 30);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i c30 = _mm512_set1_epi64(1ll << 30), c31 = _mm512_set1_epi64(1ll << 31);
+  const __m512i minus_c30 = _mm512_set1_epi64(-(1ll << 30)), c31_shift = _mm512_set1_epi64(31);
+  const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFFll);
   const __m512i zo = _mm512_set1_epi32(g->out_zero_point);
   const __m512i lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
-  const __mmask16 away = round_up ? 0 : 0xFFFF;
   for (int c = 0; c < cols; c += 16) {
     const int nc = cols - c < 16 ? cols - c : 16;
     const __mmask16 keep = (__mmask16)((1u << nc) - 1u);
@@ -264,10 +265,18 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
     const __m512i m = _mm512_loadu_si512((const void *)(mult + n));
     const __m512i sh = _mm512_loadu_si512((const void *)(shift + n));
     const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
-    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
-    const __m512i thr0 = _mm512_srli_epi32(mask, 1);
     const __m512i m_odd = _mm512_srli_epi64(m, 32);
     const bool any_left = _mm512_mask_cmpgt_epi32_mask(keep, left, zero) != 0;
+    /* Both roundings as one 64-bit arithmetic shift (floor(floor(a) / n) = floor(a / n)):
+     * half up: (p + 2^30 + 2^(30+r)) >> (31 + r), r > 0 (2^30 alone when r = 0);
+     * ar_mbqm: the same, less 2^31 where r > 0 and v = floor((p + 2^30) / 2^31) < 0, i.e.
+     * p < -2^30 (the shift's negative ties then go down, away from zero). Even and odd channels
+     * live in the even and odd 32-bit halves of 64-bit lanes. */
+    const __m512i r_e = _mm512_and_si512(right, low32), r_o = _mm512_srli_epi64(right, 32);
+    const __mmask8 rpos_e = _mm512_cmpgt_epi64_mask(r_e, zero), rpos_o = _mm512_cmpgt_epi64_mask(r_o, zero);
+    const __m512i rc_e = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_e, _mm512_sllv_epi64(c30, r_e)));
+    const __m512i rc_o = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_o, _mm512_sllv_epi64(c30, r_o)));
+    const __m512i sh_e = _mm512_add_epi64(r_e, c31_shift), sh_o = _mm512_add_epi64(r_o, c31_shift);
     for (int r = 0; r < rows; r++) {
       __m512i x = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + r * QG_MAX_COLS + c)), b);
       if (row_add) x = _mm512_add_epi32(x, _mm512_set1_epi32(row_add[r]));
@@ -277,14 +286,16 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
                  out + (size_t)r * ldo, ldo);
         continue;
       }
-      const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(xs, m), nudge);
-      const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(xs, 32), m_odd), nudge);
-      const __m512i v = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
-      const __m512i thr = round_up ? thr0
-          : _mm512_mask_add_epi32(thr0, _mm512_cmplt_epi32_mask(v, zero) & away, thr0, one);
-      const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(v, mask), thr);
-      __m512i q = _mm512_srav_epi32(v, right);
-      q = _mm512_add_epi32(_mm512_mask_add_epi32(q, up, q, one), zo);
+      const __m512i pe = _mm512_mul_epi32(xs, m);
+      const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(xs, 32), m_odd);
+      __m512i te = _mm512_add_epi64(pe, rc_e), to = _mm512_add_epi64(po, rc_o);
+      if (!round_up) {
+        te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, minus_c30) & rpos_e, te, c31);
+        to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, minus_c30) & rpos_o, to, c31);
+      }
+      const __m512i qe = _mm512_srav_epi64(te, sh_e), qo = _mm512_srav_epi64(to, sh_o);
+      __m512i q = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+      q = _mm512_add_epi32(q, zo);
       q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
       _mm_mask_storeu_epi8(out + (size_t)r * ldo + n, keep, _mm512_cvtepi32_epi8(q));
     }
