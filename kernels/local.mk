@@ -35,6 +35,11 @@ noinst_PROGRAMS += bench/qconv
 bench_qconv_SOURCES = bench/qconv.c
 bench_qconv_CFLAGS = $(AM_CFLAGS)
 bench_qconv_LDADD = libarkernels.la libarloader.la libarcommon.la $(OPENBLAS_LIBS) -lm
+# bench/qdepthwise: median time and GOP/s of the quantized depthwise loops (MobileNet v1 layers).
+noinst_PROGRAMS += bench/qdepthwise
+bench_qdepthwise_SOURCES = bench/qdepthwise.c
+bench_qdepthwise_CFLAGS = $(AM_CFLAGS)
+bench_qdepthwise_LDADD = libarkernels.la libarloader.la libarcommon.la $(OPENBLAS_LIBS) -lm
 # bench/kernels: median time and GFLOP/s of the convolution-family kernels on model shapes.
 noinst_PROGRAMS += bench/kernels
 bench_kernels_SOURCES = bench/kernels.c

@@ -261,7 +261,7 @@ static AR_ALWAYS_INLINE void qdw_checked(const qdw_state_t *g, const uint8_t *in
   const int32_t oc = g->oc, c = g->c, mult = g->mult, zp = g->in_zp;
   const int32_t iy0 = oy * g->sh - g->pt;
   for (int32_t ox = ox0; ox < ox1; ox++) {
-    int32_t *a = acc + (size_t)ox * oc;
+    int32_t *restrict a = acc + (size_t)ox * oc;
     for (int32_t j = 0; j < oc; j++) a[j] = bias[j];
     const int32_t ix0 = ox * g->sw - g->pl;
     for (int32_t ky = 0; ky < g->kh; ky++) {
@@ -270,8 +270,8 @@ static AR_ALWAYS_INLINE void qdw_checked(const qdw_state_t *g, const uint8_t *in
       for (int32_t kx = 0; kx < g->kw; kx++) {
         const int32_t ix = ix0 + kx * g->dw;
         if (ix < 0 || ix >= g->w) continue;
-        const uint8_t *ip = in_b + ((size_t)iy * g->w + ix) * (size_t)c;
-        const int16_t *wk = w + ((size_t)ky * g->kw + kx) * (size_t)oc;
+        const uint8_t *restrict ip = in_b + ((size_t)iy * g->w + ix) * (size_t)c;
+        const int16_t *restrict wk = w + ((size_t)ky * g->kw + kx) * (size_t)oc;
         if (mult == 1) {
           for (int32_t j = 0; j < oc; j++) a[j] += (qdw_ld(ip + j, s8) - zp) * (int32_t)wk[j];
         } else {
@@ -285,10 +285,25 @@ static AR_ALWAYS_INLINE void qdw_checked(const qdw_state_t *g, const uint8_t *in
   }
 }
 
-/* Rescale one row of accumulators into the output. */
+/* Rescale one row of accumulators into the output. With every shift <= 0 (g->vec_rq) the same
+ * branch-free arithmetic as the AVX2 rescale (qdw_rq8): (x * m + 2^30) >> 31, then the per-channel
+ * right shift, half up (int8) or away from zero (uint8). */
 static AR_ALWAYS_INLINE void qdw_requant(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
                                          const int32_t *mult, const int32_t *shift, bool s8) {
   const int32_t oc = g->oc, zp = g->out_zp, lo = g->act_lo, hi = g->act_hi;
+  if (g->vec_rq) {
+    const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *ra = rr + oc, *rb = ra + oc;
+    for (int32_t ox = 0; ox < g->ow; ox++, acc += oc, o += oc)
+      for (int32_t c = 0; c < oc; c++) {
+        int32_t v = (int32_t)(((int64_t)acc[c] * mult[c] + (1ll << 30)) >> 31);
+        if (s8) v = (v + ra[c]) >> rr[c];
+        else v = (v >> rr[c]) + ((v & ra[c]) > rb[c] - (v >> 31));
+        v += zp;
+        v = v < lo ? lo : v > hi ? hi : v;
+        o[c] = (uint8_t)v;
+      }
+    return;
+  }
   for (int32_t ox = 0; ox < g->ow; ox++, acc += oc, o += oc)
     for (int32_t c = 0; c < oc; c++) {
       int32_t v = s8 ? ar_mbqm_up(acc[c], mult[c], shift[c]) : ar_mbqm(acc[c], mult[c], shift[c]);
