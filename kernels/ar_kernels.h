@@ -13,7 +13,10 @@
  * All shapes are TFLite's: NHWC activations, OHWI conv filters, 1HW(I*M) depthwise filters.
  * Activations are float32, except where TFLite's float models carry other types through an op:
  * int32/int64 arithmetic, bool comparison outputs and SELECT_V2 conditions, CAST, ARG_MAX/MIN
- * indices (kernels/binary.c, unary.c, reduce.c). DEQUANTIZE (float16 -> float32) and DENSIFY are
+ * indices (kernels/binary.c, unary.c, reduce.c), and the quantized (uint8 / int8) models, whose
+ * kernels follow TFLite's builtin integer arithmetic (kernels/ar_quant.h; the elementwise, shape
+ * and activation ops read per-tensor parameters through kernels/ar_qparams.h and keep their
+ * lookup tables in node state). DEQUANTIZE (float16 -> float32) and DENSIFY are
  * evaluated by the interpreter at prepare time into persistent memory (constant folding).
  */
 #ifndef AR_KERNELS_H

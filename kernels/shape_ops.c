@@ -1,9 +1,11 @@
 /* shape_ops.c - TFLite RESHAPE, PAD, CONCATENATION and DEPTH_TO_SPACE: data movement only.
  *
  * RESHAPE copies the bytes unless the planner placed the output over the input (same pointer).
- * PAD zero-fills around a copy; prepare folds unpadded inner dims into their outer neighbour so
- * channel padding becomes "copy C, zero k" per pixel and spatial padding "zero rows, then per row
- * zero / copy W*C / zero". CONCATENATION copies, for each outer index, one contiguous run per input.
+ * PAD fills around a copy (0, or the output zero point for uint8 / int8); prepare folds unpadded
+ * inner dims into their outer neighbour so channel padding becomes "copy C, fill k" per pixel and
+ * spatial padding "fill rows, then per row fill / copy W*C / fill". CONCATENATION copies, for each
+ * outer index, one contiguous run per input (a uint8 input with other quantization than the
+ * output's goes through its requantization table instead).
  * DEPTH_TO_SPACE moves C_out-long runs in TFLite's NHWC order. None of these is in-place safe
  * (except RESHAPE, which is a no-op then); the planner must not alias them.
  */
