@@ -160,7 +160,8 @@ static int nb_op_of(ar_op_t op) {
 /* TFLite's Prepare of quantized ADD / SUB (PrepareGeneralSubOp: left shift 20 for 8 bits, input
  * multipliers s_i / (2 max), output multiplier 2 max / (2^20 s_out), each through
  * QuantizeMultiplierSmallerThanOneExp) and MUL (s1 s2 / s_out through QuantizeMultiplier), with
- * the fused activation clamped in the output's quantized domain. */
+ * the fused activation clamped in the output's quantized domain. MUL's s1 s2 / s_out is formed in
+ * float32 as TFLite does; ADD/SUB's ratios in double (2 max(s1, s2) is exact either way). */
 static int nb_plan_quant(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_bytes) {
   const ar_tview_t *x = node->inputs[0], *y = node->inputs[1], *o = node->outputs[0];
   float sx = 0, sy = 0, so = 0;
@@ -177,8 +178,9 @@ static int nb_plan_quant(const ar_node_t *node, nb_state_t *st, char *msg, size_
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
                     (int)st->act, ar_dtype_name(x->dtype));
   if (st->op == NB_MUL) {
-    double real = (double)sx * (double)sy / (double)so;
-    ar_quantize_multiplier(real, &q->mo, &q->so);
+    /* TFLite mul.cc: input1 scale * input2 scale / output scale in float32, then widened. */
+    const float real = sx * sy / so;
+    ar_quantize_multiplier((double)real, &q->mo, &q->so);
     return 0;
   }
   q->left_shift = 20;

@@ -245,7 +245,8 @@ static int unary_plan(ar_node_t *node, unary_q_t *st, char *msg, size_t msg_byte
         st->table[(uint8_t)v] = (uint8_t)qv;
       }
     } else {   /* RELU, RELU6 */
-      ar_quantize_multiplier((double)si / (double)so, &st->m, &st->shift);
+      /* TFLite ReluPrepare: s_in / s_out divided in float32, then widened. */
+      ar_quantize_multiplier((double)(si / so), &st->m, &st->shift);
       int32_t lo = zo + (int32_t)roundf(0.0f / so);
       st->lo = lo > tmin ? lo : tmin;
       st->hi = tmax;

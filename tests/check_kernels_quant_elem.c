@@ -154,6 +154,17 @@ START_TEST(mul_int8_and_uint8) {
   expect_i8(o, (int[]){-127, -128, -128, -105, -78, -64}, 6);
   expect_near_real(o, (double[]){-127.0, -147.9444, -128.3979, -104.9719, -77.7449, -63.6720}, 6);
 
+  /* The multiplier s1 s2 / s_out is formed in float32 (TFLite's mul.cc): with these scales the
+   * float32 value gives (-117)(-31) = 3627 -> 43 (real 43.49) where the multiplier formed in
+   * double would give 44 through the two roundings of MultiplyByQuantizedMultiplier. */
+  int8_t fa[1] = {-117}, fb[1] = {-31}, fo[1];
+  ar_tview_t tfa = tv(AR_DTYPE_INT8, fa, qp(0.39855867624282837f, 0), 1, 1);
+  ar_tview_t tfb = tv(AR_DTYPE_INT8, fb, qp(0.005612049251794815f, 0), 1, 1);
+  ar_tview_t tfo = tv(AR_DTYPE_INT8, fo, qp(0.18653057515621185f, 0), 1, 1);
+  ar_tview_t *inf[2] = {&tfa, &tfb};
+  run_ok(AR_OP_MUL, NULL, 2, inf, &tfo);
+  ck_assert_int_eq(fo[0], 43);
+
   /* uint8, multiplier exactly 1 (0.5 * 0.25 / 0.125): out = (a - 3)(b - 2) + 1, saturating. */
   uint8_t ua[4] = {5, 13, 3, 0}, ub[1] = {4}, uo[4];
   ar_tview_t ta8 = tv(AR_DTYPE_UINT8, ua, qp(0.5f, 3), 1, 4);
@@ -200,7 +211,8 @@ static int32_t ref_q(ar_op_t op, int32_t x, int32_t y, float sx, int32_t zx, flo
   int32_t m, r;
   int sh;
   if (op == AR_OP_MUL) {
-    ar_quantize_multiplier((double)sx * sy / so, &m, &sh);
+    const float real = sx * sy / so;   /* float32, as TFLite's mul.cc */
+    ar_quantize_multiplier((double)real, &m, &sh);
     r = ar_mbqm((x - zx) * (y - zy), m, sh) + zo;
   } else {
     const double tm = 2.0 * (double)(sx > sy ? sx : sy);
