@@ -102,7 +102,7 @@ static void prepare_after(ar_job_t *job);
 static void *load_thread_main(void *arg) {
   ar_server_t *srv = arg;
 #ifdef __linux__
-  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);   /* best effort: nice only this thread */
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);   /* best effort: nice only this thread */
 #endif
   pthread_mutex_lock(&srv->load_lock);
   for (;;) {

@@ -3,7 +3,8 @@
  * time out, one uid's idle sockets do not lock out another uid, SIGTERM drains within its
  * deadline, a missing socket directory is named. Memory is read from /proc/<pid>/status (VmRSS,
  * VmHWM; VmHWM is reset through /proc/<pid>/clear_refs). Latencies are only compared with the
- * same client's idle latency measured in the same test, with a generous factor (shared machine).
+ * same client's idle latency measured in the same test: p99 within 2x the idle p99, in the best of
+ * up to three rounds (one round may catch the shared machine's own noise; starvation fails all).
  */
 #include "config.h"
 
@@ -320,10 +321,19 @@ START_TEST(unread_replies_bound_memory) {
     stable = now == done ? stable + 1 : 0;
     done = now;
   }
-  for (int i = 0; i < IDLE; i++) busy[i] = invoke_once(b, model, SELFIE_IN, 200 + (uint64_t)i, ref, ref_n, NULL, NULL);
+  uint64_t p_idle = p99(idle, IDLE), p_busy = 0;
+  /* Up to three rounds of 30 invokes while the flood holds its memory: the issue's bound is 2x the
+   * idle p99, and one round may catch the shared machine's own noise; a starved client fails all. */
+  for (int round = 0; round < (HOLD_BOUNDS ? 3 : 1); round++) {
+    for (int i = 0; i < IDLE; i++)
+      busy[i] = invoke_once(b, model, SELFIE_IN, 200 + 30 * (uint64_t)round + (uint64_t)i, ref, ref_n, NULL, NULL);
+    p_busy = p99(busy, IDLE);
+    printf("unread replies: round %d, other client p99 %.1f ms (idle %.1f ms, bound 2x = %.1f ms)\n", round + 1,
+           p_busy / 1000.0, p_idle / 1000.0, 2 * p_idle / 1000.0);
+    if (p_busy <= 2 * p_idle) break;
+  }
   long hwm = proc_kb(dmn.pid, "VmHWM:");
   long rss_held = proc_kb(dmn.pid, "VmRSS:");
-  uint64_t p_idle = p99(idle, IDLE), p_busy = p99(busy, IDLE);
   /* Bound: 64 requests in flight x (768 KiB input + 256 KiB reply) + 16 MiB of queued replies +
    * frame buffers: 96 MiB over the baseline (before this change: +400 MB for 300 such invokes). */
   printf("unread replies: flood wrote %d of 1000 invokes before the daemon stopped reading; RSS base %.1f MiB, "
@@ -331,7 +341,7 @@ START_TEST(unread_replies_bound_memory) {
          sent, base / 1024.0, (hwm - base) / 1024.0, (rss_held - base) / 1024.0, p_idle / 1000.0, p_busy / 1000.0);
   ck_assert_int_lt(sent, 1000);
   if (HOLD_BOUNDS) ck_assert_int_le(hwm - base, 96 * 1024);
-  ck_assert_msg(!HOLD_BOUNDS || p_busy <= 4 * p_idle + 50000, "p99 %" PRIu64 " us while flooded vs %" PRIu64 " us idle",
+  ck_assert_msg(!HOLD_BOUNDS || p_busy <= 2 * p_idle, "p99 %" PRIu64 " us while flooded vs %" PRIu64 " us idle",
                 p_busy, p_idle);
 
   /* The client goes: its replies are freed at once, RSS returns near the baseline. */
@@ -552,7 +562,18 @@ START_TEST(slowloris_connections_time_out) {
     ck_assert_int_eq(ar_td_write_all(slow[i], half, sizeof(half)), 0);
   }
   uint64_t t0 = now_us();
-  for (int i = 0; i < IDLE; i++) busy[i] = invoke_once(b, "face", FACE_IN, 100 + (uint64_t)i, ref, ref_n, NULL, NULL);
+  uint64_t p_idle = p99(idle, IDLE), p_busy = 0;
+  /* Up to three rounds of 30 invokes (about 0.1 s each, well inside the 1.5 s the half frames are
+   * held): the bound is 2x the idle p99; one round may catch the shared machine's own noise. */
+  for (int round = 0; round < (HOLD_BOUNDS ? 3 : 1); round++) {
+    for (int i = 0; i < IDLE; i++)
+      busy[i] = invoke_once(b, "face", FACE_IN, 100 + 30 * (uint64_t)round + (uint64_t)i, ref, ref_n, NULL, NULL);
+    p_busy = p99(busy, IDLE);
+    printf("slowloris: round %d, normal client p99 %.1f ms (idle %.1f ms, bound 2x = %.1f ms)\n", round + 1,
+           p_busy / 1000.0, p_idle / 1000.0, 2 * p_idle / 1000.0);
+    if (p_busy <= 2 * p_idle) break;
+  }
+  bool held_during = now_us() - t0 < 1500000;
   int timed_out = 0;
   for (int i = 0; i < SLOW; i++) {
     struct timeval tv = {30, 0};
@@ -565,14 +586,13 @@ START_TEST(slowloris_connections_time_out) {
     close(slow[i]);
   }
   uint64_t waited = now_us() - t0;
-  uint64_t p_idle = p99(idle, IDLE), p_busy = p99(busy, IDLE);
   printf("slowloris: %d of %d half-frame connections answered ETIMEDOUT and closed (all within %.1f s); "
          "normal client p99 idle %.1f ms, with them %.1f ms\n",
          timed_out, SLOW, waited / 1e6, p_idle / 1000.0, p_busy / 1000.0);
   ck_assert_int_eq(timed_out, SLOW);
   ck_assert_int_eq(daemon_stat("frames_timed_out"), SLOW);
-  ck_assert_msg(!HOLD_BOUNDS || p_busy <= 4 * p_idle + 50000, "p99 %" PRIu64 " us vs %" PRIu64 " us idle", p_busy,
-                p_idle);
+  ck_assert_msg(!HOLD_BOUNDS || held_during, "the invokes outlasted the 1.5 s the half frames are held");
+  ck_assert_msg(!HOLD_BOUNDS || p_busy <= 2 * p_idle, "p99 %" PRIu64 " us vs %" PRIu64 " us idle", p_busy, p_idle);
   invoke_once(b, "face", FACE_IN, 999, ref, ref_n, NULL, NULL);
   close(b);
   free(ref);

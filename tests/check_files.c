@@ -9,8 +9,8 @@
  *   - a load outside model_dirs, through a symlink pointing out of it, or through a symlinked
  *     directory gets EPERM; file content (an /etc/shadow-like line) is never echoed;
  *   - a model with a 1 GiB sparse tail is refused by max_model_bytes before it is read;
- *   - two concurrent big loads leave another model's invoke latency within 2x its idle p99 plus a
- *     margin for the shared machine (measured in the same test; loads run on their own thread).
+ *   - two concurrent big loads leave another model's invoke latency within 2x its idle p99 (best of
+ *     three rounds, each measured in the same test; loads run on their own low-priority thread).
  */
 #include "config.h"
 
@@ -541,62 +541,57 @@ START_TEST(big_loads_leave_invoke_latency_alone) {
   write_with_tail(p1, "palm_detection_lite", 200ull << 20, 'a');
   write_with_tail(p2, "hand_landmark_lite", 200ull << 20, 'b');
   ar_client_tensor_t t = {.dtype = 0, .rank = 4, .dims = {1, 128, 128, 3}, .data = in.input, .bytes = in.input_bytes};
-  enum { IDLE = 150, MAXLOADED = 4000 };
+  enum { IDLE = 150, MAXLOADED = 4000, ROUNDS = 3 };
   uint64_t idle[IDLE], *loaded = calloc(MAXLOADED, sizeof(uint64_t));
   char msg[AR_MSG_BYTES];
   ar_client_result_t res;
-  for (int i = 0; i < IDLE; i++) {
-    uint64_t t0 = now_us();
-    ck_assert_int_eq(ar_client_invoke(c, "face", &t, 1, &res, msg, sizeof(msg)), 0);
-    idle[i] = now_us() - t0;
-    ar_client_result_free(&res);
-  }
-  uint64_t idle_p99 = p99(idle, IDLE);
-  bg_load_t l1 = {.socket = dmn.socket, .name = "big1", .path = p1, .rc = 1};
-  bg_load_t l2 = {.socket = dmn.socket, .name = "big2", .path = p2, .rc = 1};
-  pthread_t th1, th2;
-  pthread_create(&th1, NULL, bg_load, &l1);
-  pthread_create(&th2, NULL, bg_load, &l2);
-  /* Invoke while both loads are under way: until both are answered (stats show both models). */
-  size_t n = 0;
-  for (;;) {
-    uint64_t t0 = now_us();
-    ck_assert_int_eq(ar_client_invoke(c, "face", &t, 1, &res, msg, sizeof(msg)), 0);
-    if (n < MAXLOADED) loaded[n++] = now_us() - t0;
-    ar_client_result_free(&res);
-    ar_client_model_t *ms = NULL;
-    size_t nm = 0;
-    ck_assert_int_eq(ar_client_list(c, &ms, &nm, msg, sizeof(msg)), 0);
-    free(ms);
-    if (nm == 3 || n >= MAXLOADED) break;
-  }
-  pthread_join(th1, NULL);
-  pthread_join(th2, NULL);
-  ck_assert_msg(l1.rc == 0 && l2.rc == 0, "big loads: %d %s / %d %s", l1.rc, l1.msg, l2.rc, l2.msg);
-  uint64_t loaded_p99 = p99(loaded, n);
-  /* Idle again after the loads: the machine's own load drifts; the larger idle figure is the
-   * reference. */
-  for (int i = 0; i < IDLE; i++) {
-    uint64_t t0 = now_us();
-    ck_assert_int_eq(ar_client_invoke(c, "face", &t, 1, &res, msg, sizeof(msg)), 0);
-    idle[i] = now_us() - t0;
-    ar_client_result_free(&res);
-  }
-  uint64_t idle_after = p99(idle, IDLE);
-  if (idle_after > idle_p99) idle_p99 = idle_after;
-  fprintf(stderr, "check_files: face invoke p99 idle %llu us, during two 200 MiB loads %llu us (%zu invokes)\n",
-          (unsigned long long)idle_p99, (unsigned long long)loaded_p99, n);
-  ck_assert_uint_ge(n, 5);   /* the loads took long enough to measure something */
+  /* Up to three rounds (idle p99, then both loads with invokes running, then unload): the bound is
+   * the issue's 2x the idle p99 measured just before; a round may catch the shared machine's own
+   * noise, while a load that held up invokes (seconds for these files) fails every round. */
+  bool within = false;
+  for (int round = 0; round < ROUNDS && !within; round++) {
+    for (int i = 0; i < IDLE; i++) {
+      uint64_t t0 = now_us();
+      ck_assert_int_eq(ar_client_invoke(c, "face", &t, 1, &res, msg, sizeof(msg)), 0);
+      idle[i] = now_us() - t0;
+      ar_client_result_free(&res);
+    }
+    uint64_t idle_p99 = p99(idle, IDLE);
+    bg_load_t l1 = {.socket = dmn.socket, .name = "big1", .path = p1, .rc = 1};
+    bg_load_t l2 = {.socket = dmn.socket, .name = "big2", .path = p2, .rc = 1};
+    pthread_t th1, th2;
+    pthread_create(&th1, NULL, bg_load, &l1);
+    pthread_create(&th2, NULL, bg_load, &l2);
+    /* Invoke while both loads are under way: until both are answered (stats show both models). */
+    size_t n = 0;
+    for (;;) {
+      uint64_t t0 = now_us();
+      ck_assert_int_eq(ar_client_invoke(c, "face", &t, 1, &res, msg, sizeof(msg)), 0);
+      if (n < MAXLOADED) loaded[n++] = now_us() - t0;
+      ar_client_result_free(&res);
+      ar_client_model_t *ms = NULL;
+      size_t nm = 0;
+      ck_assert_int_eq(ar_client_list(c, &ms, &nm, msg, sizeof(msg)), 0);
+      free(ms);
+      if (nm == 3 || n >= MAXLOADED) break;
+    }
+    pthread_join(th1, NULL);
+    pthread_join(th2, NULL);
+    ck_assert_msg(l1.rc == 0 && l2.rc == 0, "big loads: %d %s / %d %s", l1.rc, l1.msg, l2.rc, l2.msg);
+    uint64_t loaded_p99 = p99(loaded, n);
+    fprintf(stderr, "check_files: round %d: face invoke p99 idle %llu us, during two 200 MiB loads %llu us "
+            "(%zu invokes; bound 2x idle)\n", round + 1, (unsigned long long)idle_p99,
+            (unsigned long long)loaded_p99, n);
+    ck_assert_uint_ge(n, 5);   /* the loads took long enough to measure something */
+    within = loaded_p99 <= 2 * idle_p99;
+    ck_assert_int_eq(ar_client_unload(c, "big1", msg, sizeof(msg)), 0);
+    ck_assert_int_eq(ar_client_unload(c, "big2", msg, sizeof(msg)), 0);
 #if defined(__SANITIZE_THREAD__)
-  fprintf(stderr, "check_files: ThreadSanitizer build, latency figures printed, not asserted\n");
-#else
-  /* 2x the idle p99; the extra 250 ms only absorbs the scheduling noise of a shared 2-core machine
-   * (a load on an invoke worker delays invokes by the whole load: seconds for these files). */
-  ck_assert_msg(loaded_p99 <= 2 * idle_p99 + 250000, "invoke p99 %llu us during loads, idle %llu us",
-                (unsigned long long)loaded_p99, (unsigned long long)idle_p99);
+    fprintf(stderr, "check_files: ThreadSanitizer build, latency figures printed, not asserted\n");
+    within = true;
 #endif
-  ck_assert_int_eq(ar_client_unload(c, "big1", msg, sizeof(msg)), 0);
-  ck_assert_int_eq(ar_client_unload(c, "big2", msg, sizeof(msg)), 0);
+  }
+  ck_assert_msg(within, "invoke p99 during two big loads above 2x the idle p99 in %d rounds", ROUNDS);
   unlink(p1);
   unlink(p2);
   free(loaded);
