@@ -217,7 +217,11 @@ START_TEST(test_invoke_no_alloc) {
 
   __atomic_store_n(&n_other, 0, __ATOMIC_SEQ_CST);
   unsigned long total = 0, worst = 0;
-  for (int r = 0; r < 100; r++) {
+  /* 100 counted invokes natively; 10 under an emulator (AR_EXEC_WRAPPER: qemu-aarch64 runs the
+   * heavy models 20-50x slower), where the same zero is asserted. */
+  const char *wrap = getenv("AR_EXEC_WRAPPER");
+  const int runs = wrap && *wrap ? 10 : 100;
+  for (int r = 0; r < runs; r++) {
     memcpy(v->data, input, bytes);   /* outside the armed window: the caller's copy */
     arm();
     rc = ar_interp_invoke(in);
@@ -226,11 +230,11 @@ START_TEST(test_invoke_no_alloc) {
     total += c;
     if (c > worst) worst = c;
   }
-  printf("noalloc %-34s first invoke %lu calls; 100 invokes: %lu allocation calls (%s); "
-         "other threads meanwhile: %lu\n", stem, first, total,
+  printf("noalloc %-34s first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
+         "other threads meanwhile: %lu\n", stem, first, runs, total,
          COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", n_other);
-  ck_assert_msg(total == 0, "%s: %lu heap allocation calls in 100 invokes (worst invoke %lu)", stem,
-                total, worst);
+  ck_assert_msg(total == 0, "%s: %lu heap allocation calls in %d invokes (worst invoke %lu)", stem,
+                total, runs, worst);
   free(input);
   ar_interp_free(in);
   ar_model_free(m);
