@@ -83,6 +83,11 @@ int ar_test_execv(const char *path, char *const argv[]) {
   return execv(wrap, wargv);
 }
 
+int ar_test_emulated(void) {
+  const char *wrap = getenv("AR_EXEC_WRAPPER");
+  return wrap && *wrap;
+}
+
 const char *ar_test_exec_prefix(void) {
   static char buf[1100];
   const char *wrap = getenv("AR_EXEC_WRAPPER");

@@ -43,6 +43,10 @@ int ar_test_execv(const char *path, char *const argv[]);
  * program path, or "" when unset. */
 const char *ar_test_exec_prefix(void);
 
+/* 1 when the suites run under an emulator (AR_EXEC_WRAPPER set, e.g. tools/cross-run: qemu-aarch64),
+ * where timing and latency bounds are printed, not held. */
+int ar_test_emulated(void);
+
 /* Read a whole file; returns a malloc'd buffer (caller frees) and its size, or NULL. */
 void *ar_test_read_file(const char *path, size_t *bytes);
 

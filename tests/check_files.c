@@ -590,6 +590,10 @@ START_TEST(big_loads_leave_invoke_latency_alone) {
     fprintf(stderr, "check_files: ThreadSanitizer build, latency figures printed, not asserted\n");
     within = true;
 #endif
+    if (ar_test_emulated()) {
+      fprintf(stderr, "check_files: under an emulator, latency figures printed, not asserted\n");
+      within = true;
+    }
   }
   ck_assert_msg(within, "invoke p99 during two big loads above 2x the idle p99 in %d rounds", ROUNDS);
   unlink(p1);

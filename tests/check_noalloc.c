@@ -219,8 +219,7 @@ START_TEST(test_invoke_no_alloc) {
   unsigned long total = 0, worst = 0;
   /* 100 counted invokes natively; 10 under an emulator (AR_EXEC_WRAPPER: qemu-aarch64 runs the
    * heavy models 20-50x slower), where the same zero is asserted. */
-  const char *wrap = getenv("AR_EXEC_WRAPPER");
-  const int runs = wrap && *wrap ? 10 : 100;
+  const int runs = ar_test_emulated() ? 10 : 100;
   for (int r = 0; r < runs; r++) {
     memcpy(v->data, input, bytes);   /* outside the armed window: the caller's copy */
     arm();
