@@ -568,6 +568,57 @@ START_TEST(test_resize_batch) {
 }
 END_TEST
 
+/* A one-operator model whose graph input 1 sets the output shape (tensors t[0..2], graph inputs 0
+ * and 1, output 2), loaded and placed; its first invoke must refuse with AR_ESTATE because the value
+ * is not known yet. *file and *m are the caller's to free. */
+static ar_interp_t *shape_input_model(ar_tm_tensor_t *t, const ar_tm_op_t *op, uint8_t **file,
+                                      ar_model_t **m) {
+  const int32_t gin[] = {0, 1}, gout[] = {2};
+  size_t bytes = 0;
+  *file = ar_tm_build(t, 3, op, 1, gin, 2, gout, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  int rc = ar_model_load_buffer(*file, bytes, m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(*m, NULL, &in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert(ar_interp_input_sets_shape(in, 1));
+  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);   /* the value is not known yet */
+  return in;
+}
+
+/* Give input 1 a new value (vb bytes): the interpreter must re-derive the shapes, re-prepare and be
+ * placed again. */
+static void set_new_shape_value(ar_interp_t *in, const void *val, uint64_t vb) {
+  char msg[AR_MSG_BYTES] = "";
+  int rc = ar_interp_set_shape_input(in, 1, val, vb, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert(ar_interp_needs_prepare(in));   /* every step changes the value */
+  rc = ar_interp_prepare(in, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+}
+
+/* Three invokes at the same value of input 1 (nothing to re-derive), input 0 = x (xb bytes);
+ * returns the allocation calls counted inside them. */
+static unsigned long invoke_at_same_value(ar_interp_t *in, const float *x, size_t xb, const void *val,
+                                          uint64_t vb) {
+  char msg[AR_MSG_BYTES] = "";
+  unsigned long allocs = 0;
+  for (int r = 0; r < 3; r++) {
+    ck_assert_int_eq(ar_interp_set_shape_input(in, 1, val, vb, msg, sizeof msg), 0);
+    ck_assert(!ar_interp_needs_prepare(in));   /* same value: nothing to re-derive */
+    memcpy(ar_interp_input(in, 0)->data, x, xb);
+    memcpy(ar_interp_input(in, 1)->data, val, vb);
+    arm();
+    int rc = ar_interp_invoke(in);
+    allocs += disarm();
+    ck_assert_int_eq(rc, 0);
+  }
+  return allocs;
+}
+
 /* PAD whose paddings are graph input 1, and RESHAPE whose shape is graph input 1: the output
  * shape is re-derived before the invoke that needs a new value, and only then. */
 START_TEST(test_dynamic_shapes) {
@@ -581,20 +632,10 @@ START_TEST(test_dynamic_shapes) {
     };
     if (!pad) t[1].dims[0] = 2;
     ar_tm_op_t op = {pad ? 34 : 22, 2, 1, {0, 1}, {2}, 0, 0, {{0}}};
-    const int32_t gin[] = {0, 1}, gout[] = {2};
-    size_t bytes = 0;
-    uint8_t *file = ar_tm_build(t, 3, &op, 1, gin, 2, gout, 1, &bytes);
-    char msg[AR_MSG_BYTES] = "";
+    uint8_t *file = NULL;
     ar_model_t *m = NULL;
-    int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s", msg);
-    ar_interp_t *in = NULL;
-    rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s", msg);
-    ck_assert(ar_interp_input_sets_shape(in, 1));
+    ar_interp_t *in = shape_input_model(t, &op, &file, &m);
     ck_assert(!ar_interp_input_sets_shape(in, 0));
-    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
-    ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);   /* the value is not known yet */
     const float x[6] = {1, 2, 3, 4, 5, 6};
     /* PAD: [[0,1],[2,0]] -> [3,5]; [[0,0],[0,0]] -> [2,3]; [[1,0],[0,1]] -> [3,4].
      * RESHAPE: [3,2]; [6,1]; [-1,2] -> [3,2]. */
@@ -606,25 +647,10 @@ START_TEST(test_dynamic_shapes) {
       int k = v % 3;
       const void *val = pad ? (const void *)pads[k] : (const void *)shapes[k];
       uint64_t vb = pad ? sizeof pads[k] : sizeof shapes[k];
-      rc = ar_interp_set_shape_input(in, 1, val, vb, msg, sizeof msg);
-      ck_assert_msg(rc == 0, "%s", msg);
-      ck_assert(ar_interp_needs_prepare(in));   /* every step changes the value */
-      rc = ar_interp_prepare(in, msg, sizeof msg);
-      ck_assert_msg(rc == 0, "%s", msg);
-      ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+      set_new_shape_value(in, val, vb);
       if (v == 0) arena_first = ar_interp_arena_bytes(in);
       if (v == 3) ck_assert_uint_eq(ar_interp_arena_bytes(in), arena_first);
-      unsigned long allocs = 0;
-      for (int r = 0; r < 3; r++) {
-        ck_assert_int_eq(ar_interp_set_shape_input(in, 1, val, vb, msg, sizeof msg), 0);
-        ck_assert(!ar_interp_needs_prepare(in));   /* same value: nothing to re-derive */
-        memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
-        memcpy(ar_interp_input(in, 1)->data, val, vb);
-        arm();
-        rc = ar_interp_invoke(in);
-        allocs += disarm();
-        ck_assert_int_eq(rc, 0);
-      }
+      unsigned long allocs = invoke_at_same_value(in, x, sizeof x, val, vb);
       ck_assert_uint_eq(allocs, 0);
       const ar_tview_t *y = ar_interp_output(in, 0);
       const float *g = y->data;
@@ -649,10 +675,11 @@ START_TEST(test_dynamic_shapes) {
              (unsigned long long)ar_interp_arena_bytes(in), allocs);
     }
     /* A value that does not fit refuses at prepare and leaves the interpreter unplaced. */
+    char msg[AR_MSG_BYTES] = "";
     const int32_t bad_pad[4] = {0, 0, -1, 0}, bad_shape[2] = {4, 2};
     ck_assert_int_eq(ar_interp_set_shape_input(in, 1, pad ? (const void *)bad_pad : (const void *)bad_shape,
                                                pad ? sizeof bad_pad : sizeof bad_shape, msg, sizeof msg), 0);
-    rc = ar_interp_prepare(in, msg, sizeof msg);
+    int rc = ar_interp_prepare(in, msg, sizeof msg);
     ck_assert_msg(rc == (pad ? AR_EINVAL : AR_ESHAPE), "%s: %s", ar_err_name(rc), msg);
     ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);
     ar_interp_free(in);
@@ -674,42 +701,17 @@ START_TEST(test_dynamic_tile) {
     {"y", AR_DTYPE_FLOAT32, 2, {2, 3}, false, {0}, NULL},
   };
   ar_tm_op_t op = {69, 2, 1, {0, 1}, {2}, 0, 0, {{0}}};
-  const int32_t gin[] = {0, 1}, gout[] = {2};
-  size_t bytes = 0;
-  uint8_t *file = ar_tm_build(t, 3, &op, 1, gin, 2, gout, 1, &bytes);
-  char msg[AR_MSG_BYTES] = "";
+  uint8_t *file = NULL;
   ar_model_t *m = NULL;
-  int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
-  ck_assert_msg(rc == 0, "%s", msg);
-  ar_interp_t *in = NULL;
-  rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
-  ck_assert_msg(rc == 0, "%s", msg);
-  ck_assert(ar_interp_input_sets_shape(in, 1));
-  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
-  ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);   /* the value is not known yet */
+  ar_interp_t *in = shape_input_model(t, &op, &file, &m);
   const float x[6] = {1, 2, 3, 4, 5, 6};
   static const int32_t mult[4][2] = {{1, 1}, {2, 1}, {1, 2}, {1, 1}};
   uint64_t arena_first = 0;
   for (int v = 0; v < 4; v++) {
-    rc = ar_interp_set_shape_input(in, 1, mult[v], sizeof mult[v], msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s", msg);
-    ck_assert(ar_interp_needs_prepare(in));
-    rc = ar_interp_prepare(in, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s", msg);
-    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    set_new_shape_value(in, mult[v], sizeof mult[v]);
     if (v == 0) arena_first = ar_interp_arena_bytes(in);
     if (v == 3) ck_assert_uint_eq(ar_interp_arena_bytes(in), arena_first);
-    unsigned long allocs = 0;
-    for (int r = 0; r < 3; r++) {
-      ck_assert_int_eq(ar_interp_set_shape_input(in, 1, mult[v], sizeof mult[v], msg, sizeof msg), 0);
-      ck_assert(!ar_interp_needs_prepare(in));
-      memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
-      memcpy(ar_interp_input(in, 1)->data, mult[v], sizeof mult[v]);
-      arm();
-      rc = ar_interp_invoke(in);
-      allocs += disarm();
-      ck_assert_int_eq(rc, 0);
-    }
+    unsigned long allocs = invoke_at_same_value(in, x, sizeof x, mult[v], sizeof mult[v]);
     ck_assert_uint_eq(allocs, 0);
     const ar_tview_t *y = ar_interp_output(in, 0);
     const float *g = y->data;
