@@ -239,12 +239,19 @@ static void copy_info(ar_client_model_t *dst, const Arenad__ModelInfo *m) {
 
 AR_EXPORT int ar_client_load(ar_client_t *c, const char *name, const char *path, const char *group,
                              const char *strategy, ar_client_model_t *info, char *msg, size_t msg_bytes) {
+  return ar_client_load_weights(c, name, path, group, strategy, NULL, info, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_load_weights(ar_client_t *c, const char *name, const char *path, const char *group,
+                                     const char *strategy, const char *weights, ar_client_model_t *info,
+                                     char *msg, size_t msg_bytes) {
   Arenad__Request req = ARENAD__REQUEST__INIT;
   Arenad__LoadModelRequest body = ARENAD__LOAD_MODEL_REQUEST__INIT;
   body.name = (char *)(name ? name : "");
   body.path = (char *)(path ? path : "");
   body.group = (char *)(group ? group : "");
   body.strategy = (char *)(strategy ? strategy : "");
+  body.weights = (char *)(weights ? weights : "");
   req.body_case = ARENAD__REQUEST__BODY_LOAD_MODEL;
   req.load_model = &body;
   Arenad__Response *resp;

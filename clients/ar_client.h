@@ -113,6 +113,12 @@ AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes
  * -19 not permitted (the peer is not an admin, or `path` is not inside the daemon's model_dirs). */
 AR_EXPORT int ar_client_load(ar_client_t *c, const char *name, const char *path, const char *group,
                              const char *strategy, ar_client_model_t *info, char *msg, size_t msg_bytes);
+/* ar_client_load with `weights` (NULL or "" = the daemon's configured default): "stored" keeps fp16
+ * weights as stored in the file mapping (persistent region: packed/state data only), "fp32" widens
+ * them once at load into the persistent region. An unknown mode is -1 (EINVAL). */
+AR_EXPORT int ar_client_load_weights(ar_client_t *c, const char *name, const char *path, const char *group,
+                                     const char *strategy, const char *weights, ar_client_model_t *info,
+                                     char *msg, size_t msg_bytes);
 
 /* Unload `name`; returns after the daemon finished the invokes already accepted for it. */
 AR_EXPORT int ar_client_unload(ar_client_t *c, const char *name, char *msg, size_t msg_bytes);

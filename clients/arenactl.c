@@ -20,12 +20,12 @@ typedef struct {
 
 static const command_t commands[] = {
   {"inspect", ar_cmd_inspect, "inspect MODEL [--json]             operators, tensors, I/O, weights (offline)"},
-  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--json] [--svg F]"},
-  {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S] [--lifetimes L] [--no-inplace] [--threads N]"},
+  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--json] [--svg F]"},
+  {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S] [--lifetimes L] [--no-inplace] [--weights W] [--threads N]"},
   {"ping", ar_cmd_ping, "ping                               round trip to the daemon"},
   {"stats", ar_cmd_stats, "stats [--json|--prometheus [--output F]] [--watch S] [--from F]   pool map, models, latency"},
   {"models", ar_cmd_models, "models                             loaded models"},
-  {"load", ar_cmd_load, "load NAME PATH [--group G] [--strategy S]"},
+  {"load", ar_cmd_load, "load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]"},
   {"unload", ar_cmd_unload, "unload NAME"},
   {"reload", ar_cmd_reload, "reload                             re-read the config and model files (admins)"},
   {"invoke", ar_cmd_invoke, "invoke NAME --input F...|--image FILE [--output DIR]"},

@@ -301,21 +301,23 @@ int ar_cmd_models(int argc, char **argv) {
 int ar_cmd_load(int argc, char **argv) {
   static const struct option opts[] = {{"group", required_argument, NULL, 'g'},
                                        {"strategy", required_argument, NULL, 'S'},
+                                       {"weights", required_argument, NULL, 'W'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  const char *group = "", *strategy = "";
+  const char *group = "", *strategy = "", *weights = "";
   int o;
   optind = 1;
-  while ((o = getopt_long(argc, argv, "g:S:h", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "g:S:W:h", opts, NULL)) != -1) {
     if (o == 'g') group = optarg;
     else if (o == 'S') strategy = optarg;
+    else if (o == 'W') weights = optarg;
     else {
-      fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S]\n");
+      fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]\n");
       return o == 'h' ? 0 : 2;
     }
   }
   if (argc - optind != 2) {
-    fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S]\n");
+    fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]\n");
     return 2;
   }
   const char *name = argv[optind], *path = argv[optind + 1];
@@ -326,7 +328,7 @@ int ar_cmd_load(int argc, char **argv) {
   if (c == NULL) return 1;
   ar_client_model_t *info = malloc(sizeof(*info));
   char msg[AR_MSG_BYTES];
-  int rc = info ? ar_client_load(c, name, path, group, strategy, info, msg, sizeof(msg)) : AR_ENOMEM;
+  int rc = info ? ar_client_load_weights(c, name, path, group, strategy, weights, info, msg, sizeof(msg)) : AR_ENOMEM;
   ar_client_close(c);
   if (rc) {
     free(info);

@@ -1,5 +1,5 @@
 /* cmd_plan.c - arenactl plan MODEL [--strategy S] [--lifetimes tflite|arenad] [--no-inplace]
- *             [--json] [--svg F]  (offline).
+ *             [--weights stored|fp32] [--json] [--svg F]  (offline).
  *
  * Prepares the model with the interpreter (kernel prepare gives the scratch sizes), plans it with
  * the strategy and lifetime convention asked for, verifies the plan, and prints the budget table
@@ -21,7 +21,8 @@
 static void plan_usage(FILE *out) {
   fprintf(out,
           "usage: arenactl plan MODEL [--strategy linear|first-fit|greedy-by-size|best]\n"
-          "                           [--lifetimes tflite|arenad] [--no-inplace] [--json] [--svg FILE]\n"
+          "                           [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32]\n"
+          "                           [--json] [--svg FILE]\n"
           "  Plans MODEL's memory offline and prints its budget table (default: best, arenad).\n");
 }
 
@@ -30,6 +31,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
     {"strategy", required_argument, NULL, 'S'},
     {"lifetimes", required_argument, NULL, 'l'},
     {"no-inplace", no_argument, NULL, 'n'},
+    {"weights", required_argument, NULL, 'W'},
     {"json", no_argument, NULL, 'j'},
     {"svg", required_argument, NULL, 'g'},
     {"help", no_argument, NULL, 'h'},
@@ -41,7 +43,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
   const char *svg = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "S:l:njg:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "S:l:nW:jg:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'S':
       if (ar_strategy_parse(optarg, &opt.strategy) != 0) {
@@ -56,6 +58,12 @@ int ar_cmd_plan_file(int argc, char **argv) {
       }
       break;
     case 'n': opt.inplace = false; break;
+    case 'W':
+      if (ar_weights_parse(optarg, &opt.weights) != 0) {
+        fprintf(stderr, "arenactl plan: unknown weights mode '%s' (stored or fp32)\n", optarg);
+        return 2;
+      }
+      break;
     case 'j': json = true; break;
     case 'g': svg = optarg; break;
     case 'h': plan_usage(stdout); return 0;

@@ -3,7 +3,8 @@
  * output's shape and min/max/mean plus the median invoke time.
  *
  *   arenactl run MODEL --input F [--input F2 ...] [--output DIR] [--runs N] [--strategy S]
- *                [--lifetimes tflite|arenad] [--no-inplace] [--threads N] [--input-shape D,D,...]...
+ *                [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--threads N]
+ *                [--input-shape D,D,...]...
  *   arenactl run MODEL --image FILE [--range LO,HI] [--fit F] [--crop L,T,R,B] [same options]
  *   ... [--labels FILE] [--top K] | [--detections [--labels FILE] [--min-score S]]
  *
@@ -38,6 +39,7 @@ static void run_usage(FILE *f) {
           "usage: arenactl run MODEL --input F [--input F ...] [--output DIR] [--runs N]\n"
           "                    [--strategy linear|first-fit|greedy-by-size|best]\n"
           "                    [--lifetimes tflite|arenad] [--no-inplace] [--threads N]\n"
+          "                    [--weights stored|fp32]\n"
           "                    [--input-shape D,D,... (once per input, in order)]\n"
           "       arenactl run MODEL --image FILE [IMAGE] [same options]   (instead of --input)\n"
           AR_CLI_USAGE
@@ -108,7 +110,7 @@ int ar_cmd_run(int argc, char **argv) {
     {"runs", required_argument, NULL, 'n'},    {"strategy", required_argument, NULL, 's'},
     {"lifetimes", required_argument, NULL, 'l'}, {"no-inplace", no_argument, NULL, 'P'},
     {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
-    {"input-shape", required_argument, NULL, 'S'},
+    {"input-shape", required_argument, NULL, 'S'}, {"weights", required_argument, NULL, 'W'},
     AR_CLI_LONGOPTS,
     {NULL, 0, NULL, 0},
   };
@@ -124,7 +126,7 @@ int ar_cmd_run(int argc, char **argv) {
   ar_interp_options_default(&opt);
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:hS:" AR_CLI_SHORTOPTS, longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "i:o:n:s:l:t:hS:W:" AR_CLI_SHORTOPTS, longopts, NULL)) != -1) {
     int taken = ar_cli_parse_opt("run", c, optarg, &io, &ro);
     if (taken < 0) return 2;
     if (taken > 0) continue;
@@ -179,6 +181,12 @@ int ar_cmd_run(int argc, char **argv) {
         }
         break;
       case 'P': opt.inplace = false; break;
+      case 'W':
+        if (ar_weights_parse(optarg, &opt.weights) != 0) {
+          fprintf(stderr, "arenactl run: unknown weights mode '%s' (stored or fp32)\n", optarg);
+          return 2;
+        }
+        break;
       case 't':
         opt.blas_threads = parse_count(optarg);
         if (opt.blas_threads < 1 || opt.blas_threads > 256) {
@@ -311,10 +319,11 @@ int ar_cmd_run(int argc, char **argv) {
     fprintf(stderr, "arenactl run: mkdir %s: %s\n", outdir, strerror(errno));
     goto out;
   }
-  printf("model %s: %d operators (%d at invoke), arena %llu bytes, persistent %llu bytes, strategy %s, lifetimes %s%s\n",
+  printf("model %s: %d operators (%d at invoke), arena %llu bytes, persistent %llu bytes, strategy %s, lifetimes %s, weights %s%s\n",
          model_path, ar_interp_n_operators(in), ar_interp_runtime_operators(in),
          (unsigned long long)ar_interp_arena_bytes(in), (unsigned long long)ar_interp_persistent_bytes(in),
-         ar_strategy_name(opt.strategy), ar_lifetimes_name(opt.lifetimes), opt.inplace ? "" : ", no in-place");
+         ar_strategy_name(opt.strategy), ar_lifetimes_name(opt.lifetimes), ar_weights_name(opt.weights),
+         opt.inplace ? "" : ", no in-place");
   for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
     const ar_tview_t *v = ar_interp_output(in, j);
     printf("output %d %s %s ", j, ar_interp_output_name(in, j), ar_dtype_name(v->dtype));

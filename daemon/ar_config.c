@@ -38,6 +38,8 @@
 
 /* Planner strategy names accepted in models[i].strategy (the names ar_strategy_name() prints). */
 static const char *const strategy_names[] = {"linear", "first-fit", "greedy-by-size", "best"};
+/* Weight modes accepted in "weights" (the names ar_weights_name() prints). */
+static const char *const weights_names[] = {"stored", "fp32"};
 
 void ar_config_defaults(ar_config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));
@@ -226,6 +228,14 @@ static int get_mode(json_t *v, const char *key, uint32_t *out, char *msg, size_t
   return 0;
 }
 
+static int get_weights(json_t *v, const char *key, char *out, size_t out_bytes, char *msg, size_t n) {
+  int rc = get_string(v, key, out, out_bytes, false, false, msg, n);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < AR_ARRAY_LEN(weights_names); i++)
+    if (strcmp(out, weights_names[i]) == 0) return 0;
+  return ar_errf(msg, n, AR_ECONFIG, "%s: unknown weights mode \"%s\" (stored, fp32)", key, out);
+}
+
 static int load_model(json_t *obj, uint32_t idx, ar_config_model_t *m, char *msg, size_t n) {
   char key[96];
   if (!json_is_object(obj))
@@ -257,8 +267,10 @@ static int load_model(json_t *obj, uint32_t idx, ar_config_model_t *m, char *msg
                        "%s: unknown planner strategy \"%s\" (linear, first-fit, greedy-by-size, best)", key,
                        m->strategy);
       }
+    } else if (strcmp(k, "weights") == 0) {
+      rc = get_weights(v, key, m->weights, sizeof(m->weights), msg, n);
     } else {
-      rc = ar_errf(msg, n, AR_ECONFIG, "%s: unknown key (allowed: name, path, group, strategy)", key);
+      rc = ar_errf(msg, n, AR_ECONFIG, "%s: unknown key (allowed: name, path, group, strategy, weights)", key);
     }
     if (rc != 0) return rc;
   }
@@ -314,10 +326,12 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_ids(v, k, (uint32_t *)cfg->admin_gids, &cfg->n_admin_gids, msg, n);
     } else if (strcmp(k, "model_dirs") == 0) {
       rc = get_dirs(v, cfg, msg, n);
+    } else if (strcmp(k, "weights") == 0) {
+      rc = get_weights(v, k, cfg->weights, sizeof(cfg->weights), msg, n);
     } else if (strcmp(k, "models") == 0) {
       have_models = true;
       if (!json_is_array(v)) {
-        rc = ar_errf(msg, n, AR_ECONFIG, "models: must be an array of {name, path, group, strategy}");
+        rc = ar_errf(msg, n, AR_ECONFIG, "models: must be an array of {name, path, group, strategy, weights}");
       } else if (json_array_size(v) > AR_CONFIG_MAX_MODELS) {
         rc = ar_errf(msg, n, AR_ECONFIG, "models: %zu entries, at most %d", json_array_size(v),
                      AR_CONFIG_MAX_MODELS);
@@ -344,12 +358,17 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
                    "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, request_timeout_ms, "
                    "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, admin_uids, "
-                   "admin_gids, model_dirs, models)",
+                   "admin_gids, model_dirs, weights, models)",
                    k);
     }
     if (rc != 0) return rc;
   }
   if (!have_models) return ar_errf(msg, n, AR_ECONFIG, "models: missing (required; [] for none)");
+  /* A model that does not say takes the file's default, so a reload that changes the default
+   * reloads those models. */
+  for (uint32_t i = 0; i < cfg->n_models; i++)
+    if (cfg->models[i].weights[0] == '\0')
+      snprintf(cfg->models[i].weights, sizeof(cfg->models[i].weights), "%s", cfg->weights);
   if (cfg->model_dirs_default && cfg->n_models > 0) {
     /* Default: where the configured models live (the operator already trusts those places). */
     cfg->n_model_dirs = 0;

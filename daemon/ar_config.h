@@ -8,11 +8,11 @@
  *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
  *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
  *     "drain_timeout_ms": 5000,
- *     "max_connections": 256, "max_model_bytes": "256M",
+ *     "max_connections": 256, "max_model_bytes": "256M", "weights": "stored",
  *     "admin_uids": [0], "admin_gids": [], "model_dirs": ["/var/lib/arenad/models"],
  *     "models": [
  *       {"name": "palm", "path": "/var/lib/arenad/models/palm_detection_lite.tflite",
- *        "group": "hands", "strategy": "best"},
+ *        "group": "hands", "strategy": "best", "weights": "stored"},
  *       ...
  *     ]
  *   }
@@ -41,6 +41,7 @@ typedef struct ar_config_model {
   char path[4096];
   char group[AR_NAME_MAX];      /* "" = its own activation region */
   char strategy[32];            /* planner strategy name, default "best" */
+  char weights[8];              /* "stored" | "fp32"; "" = the file's top-level "weights" */
 } ar_config_model_t;
 
 typedef struct ar_config {
@@ -62,6 +63,9 @@ typedef struct ar_config {
   uint32_t send_timeout_ms;           /* default 30000: queued replies making no progress */
   uint32_t drain_timeout_ms;          /* default 5000: SIGTERM drain deadline */
   uint64_t max_model_bytes;     /* largest model file a load reads, default 256 MiB */
+  /* How constant weights are held ("stored" | "fp32", ar_weights_t) for models and Load requests
+   * that do not say; "" = the interpreter's default (ar_interp_options_default). */
+  char weights[8];
   /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or primary gid). Default: uids 0
    * and the daemon's own effective uid, no gids. */
   uint32_t n_admin_uids, n_admin_gids;

@@ -94,6 +94,7 @@ struct ar_dmodel {
                                     file's sha256 is the one served */
   char group_name[AR_NAME_MAX];
   ar_strategy_t strategy;
+  ar_weights_t weights;          /* how its constant weights are held (ar_interp_options_t) */
   ar_model_state_t state;
   ar_cached_model_t *cm;         /* the shared mapping */
   ar_interp_t *interp;
@@ -237,8 +238,9 @@ void ar_models_close_handles(ar_server_t *srv);
 void ar_models_shutdown(ar_server_t *srv);
 ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name);
 /* Start a load; the reply goes to `to` when it finishes (or at once on a validation error). */
+/* `weights` "" = the configuration's "weights" (or the interpreter's default). */
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                    const char *group, const char *strategy);
+                    const char *group, const char *strategy, const char *weights);
 void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *name);
 /* Validate an Invoke request (takes ownership of `req`) and queue it. */
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req);

@@ -301,7 +301,8 @@ static void cache_release(ar_server_t *srv, ar_cached_model_t *cm) {
  * --check-config. `n_dirs`/`dirs` confine the path (see open_model_file); `max_bytes` refuses
  * larger files before reading them. */
 static int prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes, uint32_t n_dirs,
-                         const char (*dirs)[AR_CONFIG_DIR_MAX], ar_strategy_t strategy, char *realpath_out,
+                         const char (*dirs)[AR_CONFIG_DIR_MAX], ar_strategy_t strategy, ar_weights_t weights,
+                         char *realpath_out,
                          ar_cached_model_t **cm_out, ar_model_t **model_out, ar_interp_t **interp_out,
                          char *msg, size_t msg_bytes) {
   char rp[PATH_MAX];
@@ -330,6 +331,7 @@ static int prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes,
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
   opt.strategy = strategy;
+  opt.weights = weights;
   ar_interp_t *in = NULL;
   rc = ar_interp_new(use, &opt, &in, lmsg, sizeof(lmsg));
   /* A kernel's prepare rejects the operator's stored tensors (input count, a stored output shape
@@ -548,7 +550,7 @@ static void model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
 static void prepare_work(ar_job_t *job) {
   ar_dmodel_t *m = job->model;
   job->rc = prepare_model(job->srv, m->path, job->max_model_bytes, job->n_dirs,
-                          (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, job->realpath, &m->cm, NULL,
+                          (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, m->weights, job->realpath, &m->cm, NULL,
                           &m->interp, job->msg, sizeof(job->msg));
 }
 
@@ -650,12 +652,12 @@ static void prepare_after(ar_job_t *job) {
 }
 
 static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                       const char *group, const char *strategy, bool shadow, bool from_config,
-                       bool only_if_changed);
+                       const char *group, const char *strategy, const char *weights, bool shadow,
+                       bool from_config, bool only_if_changed);
 
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                    const char *group, const char *strategy) {
-  load_model(srv, to, name, path, group, strategy, false, false, false);
+                    const char *group, const char *strategy, const char *weights) {
+  load_model(srv, to, name, path, group, strategy, weights, false, false, false);
 }
 
 bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to) {
@@ -686,9 +688,12 @@ static char (*model_dirs_copy(ar_server_t *srv, uint32_t *n_out))[AR_CONFIG_DIR_
  * configuration is; a client's path is confined to model_dirs). `only_if_changed`: a reload's
  * re-read, dropped when the file's sha256 is the one the running instance serves. */
 static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                       const char *group, const char *strategy, bool shadow, bool from_config,
-                       bool only_if_changed) {
+                       const char *group, const char *strategy, const char *weights, bool shadow,
+                       bool from_config, bool only_if_changed) {
   ar_strategy_t strat = AR_STRATEGY_BEST;
+  ar_interp_options_t dflt;
+  ar_interp_options_default(&dflt);
+  ar_weights_t wmode = dflt.weights;
   if (srv->draining) return answer_error(srv, to, AR_ESTATE, "daemon is shutting down");
   if (!valid_name(name, false))
     return answer_error(srv, to, AR_EINVAL, "model name '%.80s': must be 1-%d bytes of [A-Za-z0-9_.-]", name,
@@ -704,6 +709,10 @@ static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *na
     return answer_error(srv, to, AR_EINVAL,
                         "model '%s': unknown planner strategy '%.40s' (linear, first-fit, greedy-by-size, best)",
                         name, strategy);
+  if (weights == NULL || weights[0] == '\0') weights = srv->cfg.weights;
+  if (weights[0] && ar_weights_parse(weights, &wmode) != 0)
+    return answer_error(srv, to, AR_EINVAL, "model '%s': unknown weights mode '%.40s' (stored, fp32)", name,
+                        weights);
   ar_dmodel_t *old = shadow ? NULL : find_any(srv, name, true);
   if (old)
     return answer_error(srv, to, AR_EEXIST, "model '%s' is %s", name,
@@ -722,6 +731,7 @@ static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *na
   snprintf(m->path, sizeof(m->path), "%s", path);
   snprintf(m->group_name, sizeof(m->group_name), "%s", group);
   m->strategy = strat;
+  m->weights = wmode;
   m->state = AR_MODEL_LOADING;
   m->shadow = shadow;
   m->from_config = from_config;
@@ -1290,6 +1300,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_object_set_new(jm, "sha256", json_string(hex));
     json_object_set_new(jm, "group", json_string(m->group_name));
     json_object_set_new(jm, "strategy", json_string(ar_strategy_name(m->strategy)));
+    json_object_set_new(jm, "weights", json_string(ar_weights_name(m->weights)));
     json_object_set_new(jm, "state", json_string(m->state == AR_MODEL_READY ? "ready" : "unloading"));
     json_object_set_new(jm, "arena_bytes", json_integer((json_int_t)m->arena_bytes));
     json_object_set_new(jm, "lower_bound_bytes", json_integer((json_int_t)fig.lower_bound_bytes));
@@ -1383,7 +1394,12 @@ static const ar_config_model_t *config_entry(const ar_config_t *cfg, const char 
 static bool same_as_entry(const ar_dmodel_t *m, const ar_config_model_t *e) {
   ar_strategy_t s = AR_STRATEGY_BEST;
   if (e->strategy[0]) ar_strategy_parse(e->strategy, &s);
-  return strcmp(e->path, m->path) == 0 && strcmp(e->group, m->group_name) == 0 && s == m->strategy;
+  ar_interp_options_t dflt;
+  ar_interp_options_default(&dflt);
+  ar_weights_t w = dflt.weights;
+  if (e->weights[0]) ar_weights_parse(e->weights, &w);
+  return strcmp(e->path, m->path) == 0 && strcmp(e->group, m->group_name) == 0 && s == m->strategy &&
+         w == m->weights;
 }
 
 void ar_models_load_initial(ar_server_t *srv) {
@@ -1391,7 +1407,7 @@ void ar_models_load_initial(ar_server_t *srv) {
     const ar_config_model_t *e = &srv->cfg.models[i];
     ar_reply_to_t to = {.conn = NULL, .internal_config = true};
     srv->config_loads_pending++;
-    load_model(srv, &to, e->name, e->path, e->group, e->strategy, false, true, false);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, e->weights, false, true, false);
   }
 }
 
@@ -1564,13 +1580,13 @@ bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_t
     /* An unchanged entry is re-read too: its file may have been rewritten since it was loaded. */
     bool same = m && same_as_entry(m, e);
     if (!same)
-      ar_log(m ? "reload: model '%s' changed (path, group or strategy): loading the new instance next to the "
+      ar_log(m ? "reload: model '%s' changed (path, group, strategy or weights): loading the new instance next to the "
                  "running one"
                : "reload: model '%s' is new: loading",
              e->name);
     ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = i};
     srv->reload_pending++;
-    load_model(srv, &to, e->name, e->path, e->group, e->strategy, true, true, same);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, e->weights, true, true, same);
   }
   /* Models loaded at run time that the configuration does not name: re-read their files too. */
   for (ar_dmodel_t *m = srv->models; m && srv->reload_rc == 0; m = m->next) {
@@ -1578,7 +1594,8 @@ bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_t
     if (config_entry(cfg, m->name)) continue;
     ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = UINT32_MAX};
     srv->reload_pending++;
-    load_model(srv, &to, m->name, m->path, m->group_name, ar_strategy_name(m->strategy), true, false, true);
+    load_model(srv, &to, m->name, m->path, m->group_name, ar_strategy_name(m->strategy), ar_weights_name(m->weights),
+               true, false, true);
   }
   ar_reply_to_t self = {.conn = NULL};
   ar_models_reload_answered(srv, &self, 0, NULL);
@@ -1626,11 +1643,18 @@ int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t 
       rc = ar_errf(msg, msg_bytes, AR_ECONFIG, "models[%u].strategy: unknown strategy '%s'", i, e->strategy);
       break;
     }
+    ar_interp_options_t dflt;
+    ar_interp_options_default(&dflt);
+    ar_weights_t w = dflt.weights;
+    if (e->weights[0] && ar_weights_parse(e->weights, &w) != 0) {
+      rc = ar_errf(msg, msg_bytes, AR_ECONFIG, "models[%u].weights: unknown weights mode '%s'", i, e->weights);
+      break;
+    }
     ar_cached_model_t *cm = NULL;
     ar_model_t *model = NULL;
     ar_interp_t *in = NULL;
     char pmsg[AR_MSG_BYTES];
-    rc = prepare_model(NULL, e->path, cfg->max_model_bytes, 0, NULL, s, NULL, &cm, &model, &in, pmsg, sizeof(pmsg));
+    rc = prepare_model(NULL, e->path, cfg->max_model_bytes, 0, NULL, s, w, NULL, &cm, &model, &in, pmsg, sizeof(pmsg));
     if (rc) {
       ar_errf(msg, msg_bytes, rc, "models[%u] '%s': %s", i, e->name, pmsg);
       break;

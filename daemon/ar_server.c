@@ -219,7 +219,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
         refuse_not_admin(srv, &to, "load_model");
         break;
       }
-      ar_models_load(srv, &to, l->name, l->path, l->group, l->strategy);
+      ar_models_load(srv, &to, l->name, l->path, l->group, l->strategy, l->weights);
       break;
     }
     case ARENAD__REQUEST__BODY_UNLOAD_MODEL:

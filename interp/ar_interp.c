@@ -68,6 +68,22 @@ void ar_interp_options_default(ar_interp_options_t *opt) {
   opt->lifetimes = AR_LIFETIMES_ARENAD;
   opt->inplace = true;
   opt->blas_threads = 1;
+  opt->weights = AR_WEIGHTS_FP32;
+}
+
+const char *ar_weights_name(ar_weights_t w) {
+  switch (w) {
+  case AR_WEIGHTS_FP32: return "fp32";
+  case AR_WEIGHTS_STORED: return "stored";
+  }
+  return "unknown";
+}
+
+int ar_weights_parse(const char *name, ar_weights_t *out) {
+  if (name == NULL || out == NULL) return AR_EINVAL;
+  if (strcmp(name, "fp32") == 0) { *out = AR_WEIGHTS_FP32; return 0; }
+  if (strcmp(name, "stored") == 0) { *out = AR_WEIGHTS_STORED; return 0; }
+  return AR_EINVAL;
 }
 
 static bool is_foldable_op(ar_op_t op) { return op == AR_OP_DEQUANTIZE || op == AR_OP_DENSIFY; }

@@ -45,11 +45,24 @@ extern "C" {
 
 #define AR_ARENA_ALIGNMENT 64   /* bytes; TFLite's tensor alignment */
 
+/* How constant weights stored in a narrower type than the kernels read are held (issue 12).
+ *  AR_WEIGHTS_FP32    every DEQUANTIZE / DENSIFY of constants is folded at place into an fp32
+ *                     (dense) copy in the persistent region (TFLite's behaviour).
+ *  AR_WEIGHTS_STORED  weights stay as stored in the file mapping: fp16 constants feeding
+ *                     DEQUANTIZE are widened when needed rather than kept widened (see
+ *                     ar_lifetimes.h for how), so the persistent region holds packed/state data. */
+typedef enum ar_weights { AR_WEIGHTS_FP32 = 0, AR_WEIGHTS_STORED = 1 } ar_weights_t;
+
+/* "fp32" / "stored"; parse returns 0 or AR_EINVAL (NULL or another name). */
+const char *ar_weights_name(ar_weights_t w);
+int ar_weights_parse(const char *name, ar_weights_t *out);
+
 typedef struct ar_interp_options {
   ar_strategy_t strategy;      /* default AR_STRATEGY_BEST */
   ar_lifetimes_t lifetimes;    /* default AR_LIFETIMES_ARENAD */
   bool inplace;                /* default true: apply the convention's in-place rules */
   int32_t blas_threads;        /* OpenBLAS threads per invoke, default 1 */
+  ar_weights_t weights;        /* default AR_WEIGHTS_FP32 */
 } ar_interp_options_t;
 
 typedef struct ar_interp ar_interp_t;

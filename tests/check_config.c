@@ -92,8 +92,9 @@ START_TEST(full_valid_file) {
       " \"pool_bytes\": \"48M\", \"workers\": 4, \"max_frame_bytes\": 1048576, \"max_connections\": 8,\n"
       " \"models\": [\n"
       "  {\"name\": \"face\", \"path\": \"/m/face.tflite\", \"group\": \"vision\", \"strategy\": \"greedy-by-size\"},\n"
-      "  {\"name\": \"seg-1.v2\", \"path\": \"/m/seg.tflite\", \"group\": \"vision\"},\n"
-      "  {\"name\": \"palm_x\", \"path\": \"relative/palm.tflite\"}]}\n",
+      "  {\"name\": \"seg-1.v2\", \"path\": \"/m/seg.tflite\", \"group\": \"vision\", \"weights\": \"fp32\"},\n"
+      "  {\"name\": \"palm_x\", \"path\": \"relative/palm.tflite\"}],\n"
+      " \"weights\": \"stored\"}\n",
       &cfg, msg, sizeof(msg));
   ck_assert_msg(rc == 0, "rc %d: %s", rc, msg);
   ck_assert_str_eq(cfg.socket_path, "/tmp/a.sock");
@@ -111,6 +112,11 @@ START_TEST(full_valid_file) {
   ck_assert_str_eq(cfg.models[1].name, "seg-1.v2");
   ck_assert_str_eq(cfg.models[1].strategy, "best");  /* default */
   ck_assert_str_eq(cfg.models[2].group, "");          /* own activation region */
+  /* weights: a model's own, else the file's default (even when given after "models"). */
+  ck_assert_str_eq(cfg.weights, "stored");
+  ck_assert_str_eq(cfg.models[0].weights, "stored");
+  ck_assert_str_eq(cfg.models[1].weights, "fp32");
+  ck_assert_str_eq(cfg.models[2].weights, "stored");
 }
 END_TEST
 
@@ -182,6 +188,9 @@ static const struct {
   {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"strategy\": \"fastest\"}]}",
    "models[0].strategy: unknown planner strategy \"fastest\""},
   {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"grop\": \"g\"}]}", "models[0].grop: unknown key"},
+  {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"weights\": \"fp16\"}]}",
+   "models[0].weights: unknown weights mode \"fp16\" (stored, fp32)"},
+  {"{\"models\": [], \"weights\": \"int8\"}", "weights: unknown weights mode \"int8\""},
   {"{\"models\": [{\"name\": \"a\", \"path\": \"/a\"}, {\"name\": \"a\", \"path\": \"/b\"}]}",
    "models[1].name: \"a\" is already used by models[0]"},
   {"{\"models\": [], \"models\": []}", "duplicate object key"},

@@ -344,6 +344,10 @@ START_TEST(unknown_model_and_bad_load_names) {
   load.strategy = "magic";
   ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
   expect_error(fd, 6, ARENAD__CODE__EINVAL, "unknown planner strategy 'magic'");
+  load.strategy = "";
+  load.weights = "fp16";
+  ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
+  expect_error(fd, 6, ARENAD__CODE__EINVAL, "unknown weights mode 'fp16' (stored, fp32)");
   close(fd);
   ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
   stop_daemon();

@@ -324,10 +324,13 @@ class Client:
         return infos
 
     def load(self, name: str, path: str, group: Optional[str] = None, strategy: Optional[str] = None,
-             timeout: Any = _UNSET) -> ModelInfo:
+             timeout: Any = _UNSET, weights: Optional[str] = None) -> ModelInfo:
         """Load the model file `path` (made absolute here: the daemon opens it) as `name`; models
-        of the same `group` share one activation region; `strategy` names the planner ("best")."""
-        req = pb.LoadModelRequest(name=name, path=os.path.abspath(path), group=group or "", strategy=strategy or "")
+        of the same `group` share one activation region; `strategy` names the planner ("best");
+        `weights` is "stored" (fp16 weights kept as stored) or "fp32" (widened at load); None
+        takes the daemon's configured default."""
+        req = pb.LoadModelRequest(name=name, path=os.path.abspath(path), group=group or "", strategy=strategy or "",
+                                  weights=weights or "")
         info = _model_info(self._call("load_model", req, timeout).load_model.model)
         self._inputs[info.name] = info.inputs
         return info
