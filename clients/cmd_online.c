@@ -92,6 +92,8 @@ int ar_cmd_ping(int argc, char **argv) {
 
 /* ------------------------------------------------------------------------------------------ */
 
+static void print_memory(json_t *root);
+
 static void print_stats(json_t *root) {
   json_t *pool = json_object_get(root, "pool");
   char a[32], b[32], c[32], d[32];
@@ -155,6 +157,46 @@ static void print_stats(json_t *root) {
   printf("\ndaemon %s: up %" JSON_INTEGER_FORMAT " s, %" JSON_INTEGER_FORMAT " connection(s), %" JSON_INTEGER_FORMAT
          " request(s)\n",
          jstr(dm, "version"), jint(dm, "uptime_s"), jint(dm, "connections"), jint(dm, "requests"));
+  print_memory(root);
+}
+
+/* The daemon's resident memory by part (stats "memory", daemon/ar_rss.h), bytes. */
+static void print_memory(json_t *root) {
+  json_t *mem = json_object_get(root, "memory");
+  if (!json_is_object(mem)) return;
+  if (json_is_string(json_object_get(mem, "error"))) {
+    printf("\nmemory: not measured (%s)\n", jstr(mem, "error"));
+    return;
+  }
+  json_int_t rss = jint(mem, "rss_bytes"), acc = jint(mem, "accounted_bytes");
+  printf("\n%-22s %12s\n", "memory", "bytes");
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  peak %" JSON_INTEGER_FORMAT "\n", "RSS", rss, jint(mem, "peak_rss_bytes"));
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  resident of the %" JSON_INTEGER_FORMAT "-byte pool (%" JSON_INTEGER_FORMAT
+         " in regions)\n", "pool", jint(mem, "pool_resident_bytes"), jint(json_object_get(root, "pool"), "bytes"),
+         jint(json_object_get(root, "pool"), "used_bytes"));
+  printf("  %-20s %12" JSON_INTEGER_FORMAT " ", "model file copies", jint(mem, "models_resident_bytes"));
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(root, "models"), i, m)
+    printf(" %s %" JSON_INTEGER_FORMAT, jstr(m, "name"), jint(m, "mapping_resident_bytes"));
+  printf("\n");
+  if (json_is_true(json_object_get(mem, "blas_measured")))
+    printf("  %-20s %12" JSON_INTEGER_FORMAT "  %" JSON_INTEGER_FORMAT " mapping(s), %" JSON_INTEGER_FORMAT
+           " bytes of address space\n", "OpenBLAS buffers", jint(mem, "blas_resident_bytes"), jint(mem, "blas_mappings"),
+           jint(mem, "blas_mapped_bytes"));
+  else
+    printf("  %-20s %12s  not measured in this build (counted as unaccounted)\n", "OpenBLAS buffers", "-");
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  malloc arena + mmapped blocks (in use %" JSON_INTEGER_FORMAT ")\n",
+         "heap", jint(mem, "heap_bytes"), jint(mem, "heap_in_use_bytes"));
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  code %" JSON_INTEGER_FORMAT ", stacks %" JSON_INTEGER_FORMAT "\n",
+         "code and stacks", jint(mem, "rest_bytes"), jint(mem, "code_bytes"), jint(mem, "stack_bytes"));
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  %.1f%% of RSS (unaccounted %" JSON_INTEGER_FORMAT ")\n", "sum of the parts",
+         acc, rss > 0 ? 100.0 * (double)acc / (double)rss : 0.0, jint(mem, "unaccounted_bytes"));
+  if (jint(mem, "memory_limit_bytes") > 0)
+    printf("  %-20s %12" JSON_INTEGER_FORMAT "  loads that would pass it are refused\n", "memory_limit",
+           jint(mem, "memory_limit_bytes"));
+  else
+    printf("  %-20s %12s\n", "memory_limit", "none");
 }
 
 /* Write the exposition of `arg` (a json_t stats document, or NULL for a daemon that is down). */

@@ -183,6 +183,30 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
     family(out, daemon_keys[i].metric, daemon_keys[i].type, daemon_keys[i].help);
     sample_int(out, daemon_keys[i].metric, v);
   }
+
+  /* Resident memory by part (daemon/ar_rss.h); a daemon that could not measure it sends an error. */
+  const json_t *mem = json_object_get(stats, "memory");
+  static const struct {
+    const char *key, *metric, *help;
+  } mem_keys[] = {
+      {"rss_bytes", "arenad_memory_rss_bytes", "Resident set size of the daemon (VmRSS), bytes"},
+      {"peak_rss_bytes", "arenad_memory_peak_rss_bytes", "Largest resident set size since start (VmHWM), bytes"},
+      {"pool_resident_bytes", "arenad_memory_pool_resident_bytes", "Resident pages of the arena pool (mincore), bytes"},
+      {"models_resident_bytes", "arenad_memory_models_resident_bytes", "Resident pages of the model file copies (mincore), bytes"},
+      {"blas_resident_bytes", "arenad_memory_blas_resident_bytes", "Resident pages of OpenBLAS's buffers, bytes"},
+      {"heap_bytes", "arenad_memory_heap_bytes", "Bytes malloc holds from the system (mallinfo2 arena + hblkhd)"},
+      {"rest_bytes", "arenad_memory_rest_bytes", "Resident code, library data and thread stacks (smaps), bytes"},
+      {"accounted_bytes", "arenad_memory_accounted_bytes", "Sum of the accounted parts, bytes (memory_limit applies to it)"},
+      {"memory_limit_bytes", "arenad_memory_limit_bytes", "Configured memory_limit, bytes (0 = none)"},
+  };
+  for (size_t i = 0; json_is_object(mem) && i < sizeof(mem_keys) / sizeof(mem_keys[0]); i++) {
+    const json_t *v = json_object_get(mem, mem_keys[i].key);
+    if (!json_is_integer(v)) continue;
+    family(out, mem_keys[i].metric, "gauge", mem_keys[i].help);
+    sample_int(out, mem_keys[i].metric, v);
+  }
+  per_item(out, models, "model", "name", "mapping_resident_bytes", "arenad_model_mapping_resident_bytes", "gauge",
+           "Resident pages of the model's file copy (mincore; shared copies count for each model), bytes");
   if (ferror(out)) return ar_errf(msg, msg_bytes, AR_EIO, "write: %s", strerror(errno));
   return 0;
 }

@@ -35,6 +35,8 @@
 #define AR_CFG_TIMEOUT_MAX 86400000u           /* one day, in ms */
 #define AR_CFG_MODEL_MIN 1024ull
 #define AR_CFG_MODEL_MAX (1ull << 40)
+#define AR_CFG_MEMORY_MIN (16ull << 20)          /* memory_limit: below this nothing loads */
+#define AR_CFG_MEMORY_MAX (1ull << 40)
 
 /* Planner strategy names accepted in models[i].strategy (the names ar_strategy_name() prints). */
 static const char *const strategy_names[] = {"linear", "first-fit", "greedy-by-size", "best"};
@@ -320,6 +322,12 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->drain_timeout_ms, msg, n);
     } else if (strcmp(k, "max_model_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_MODEL_MIN, AR_CFG_MODEL_MAX, &cfg->max_model_bytes, msg, n);
+    } else if (strcmp(k, "memory_limit") == 0) {
+      /* 0 = no bound; else at least AR_CFG_MEMORY_MIN (the daemon's code alone is ~10 MiB). */
+      rc = get_size(v, k, 0, AR_CFG_MEMORY_MAX, &cfg->memory_limit_bytes, msg, n);
+      if (rc == 0 && cfg->memory_limit_bytes != 0 && cfg->memory_limit_bytes < AR_CFG_MEMORY_MIN)
+        rc = ar_errf(msg, n, AR_ECONFIG, "%s: %" PRIu64 " bytes is out of range: 0 (no limit) or [%llu, %llu]", k,
+                     cfg->memory_limit_bytes, AR_CFG_MEMORY_MIN, AR_CFG_MEMORY_MAX);
     } else if (strcmp(k, "admin_uids") == 0) {
       rc = get_ids(v, k, (uint32_t *)cfg->admin_uids, &cfg->n_admin_uids, msg, n);
     } else if (strcmp(k, "admin_gids") == 0) {
@@ -357,7 +365,7 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
                    "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, request_timeout_ms, "
-                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, admin_uids, "
+                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, memory_limit, admin_uids, "
                    "admin_gids, model_dirs, weights, models)",
                    k);
     }
@@ -393,6 +401,13 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
     }
   }
   return 0;
+}
+
+uint64_t ar_config_memory_max(const ar_config_t *cfg) {
+  uint64_t lim = cfg->memory_limit_bytes;
+  if (lim == 0) return 0;
+  uint64_t max = lim + lim / 4, mib = 1ull << 20;
+  return (max + mib - 1) / mib * mib;
 }
 
 int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes) {

@@ -9,6 +9,7 @@
  *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
  *     "drain_timeout_ms": 5000,
  *     "max_connections": 256, "max_model_bytes": "256M", "weights": "stored",
+ *     "memory_limit": "448M",
  *     "admin_uids": [0], "admin_gids": [], "model_dirs": ["/var/lib/arenad/models"],
  *     "models": [
  *       {"name": "palm", "path": "/var/lib/arenad/models/palm_detection_lite.tflite",
@@ -66,6 +67,10 @@ typedef struct ar_config {
   /* How constant weights are held ("stored" | "fp32", ar_weights_t) for models and Load requests
    * that do not say; "" = the interpreter's default (ar_interp_options_default). */
   char weights[8];
+  /* Bound of the daemon's accounted resident memory (daemon/ar_rss.h: pool, model copies,
+   * OpenBLAS, heap, code and stacks): a load that would bring it over is refused (ENOSPC).
+   * 0 (the default) = no bound. */
+  uint64_t memory_limit_bytes;
   /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or primary gid). Default: uids 0
    * and the daemon's own effective uid, no gids. */
   uint32_t n_admin_uids, n_admin_gids;
@@ -98,5 +103,10 @@ int ar_config_add_model_dir(ar_config_t *cfg, const char *dir, char *msg, size_t
  * `msg` naming `key`, e.g. "--pool-bytes: 1024 bytes is out of range [65536, 1099511627776]". */
 int ar_config_parse_size(const char *key, const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
                          size_t msg_bytes);
+
+/* A hard bound for the whole process from memory_limit (systemd's MemoryMax=): the limit plus a
+ * quarter for what the accounted total leaves out by design (request frames and replies in flight,
+ * the page cache of model files being read), rounded up to a MiB; 0 when memory_limit is 0. */
+uint64_t ar_config_memory_max(const ar_config_t *cfg);
 
 #endif /* AR_CONFIG_H */

@@ -39,6 +39,7 @@
 #include "daemon/ar_decode.h"
 #include "daemon/ar_latency.h"
 #include "daemon/ar_pool.h"
+#include "daemon/ar_rss.h"
 #include "interp/ar_interp.h"
 #include "proto/arenad.pb-c.h"
 
@@ -274,6 +275,38 @@ void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int co
  * model of `cfg` in a layout-only pool; print the layout to `out` when non-NULL. Returns 0 or the
  * first error, the message naming the model ("models[1] 'palm': ..."). */
 int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t msg_bytes);
+
+/* ---- ar_memory.c: resident memory by part (daemon/ar_rss.h), memory_limit ---- */
+typedef struct ar_memory {
+  ar_rss_status_t status;          /* the kernel's RSS and peak */
+  uint64_t pool_resident_bytes;    /* resident pages of the pool mapping */
+  uint64_t models_resident_bytes;  /* resident pages of the model file copies, each copy once */
+  uint32_t model_mappings;         /* copies in the cache */
+  ar_rss_blas_t blas;              /* OpenBLAS's buffers */
+  ar_rss_heap_t heap;              /* malloc (heap part: heap.system_bytes) */
+  ar_rss_rest_t rest;              /* code + stacks (rest part), and other anonymous pages */
+  uint64_t accounted_bytes;        /* pool + models + blas + heap + code + stacks */
+  int64_t unaccounted_bytes;       /* rss - accounted */
+} ar_memory_t;
+
+/* A pool region a load has just allocated (offset, bytes, kind). */
+typedef struct ar_memory_region {
+  uint64_t offset, bytes;
+  ar_region_kind_t kind;
+} ar_memory_region_t;
+
+/* Measure every part now (loop thread). Errors: AR_EIO (/proc unreadable) with `msg`. */
+int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_bytes);
+/* The stats "memory" object (jansson json_t *; {"error": msg} when /proc is unreadable). */
+struct json_t *ar_memory_json(ar_server_t *srv);
+/* Resident bytes of one model file copy (mincore). */
+uint64_t ar_memory_mapping_resident(const ar_cached_model_t *cm);
+/* memory_limit at a load, after its file copy is read and its pool regions (`regions`) are
+ * allocated: 0 when memory_limit is 0 or the accounted total plus the regions' bytes not resident
+ * yet stays within it, else AR_ENOSPC with `msg` naming the figures (the caller frees the
+ * regions and drops the model; nothing else changes). */
+int ar_memory_admit_load(ar_server_t *srv, const char *name, const ar_memory_region_t *regions, int n_regions,
+                         char *msg, size_t msg_bytes);
 
 /* ---- ar_server.c ---- */
 /* Fill srv->ops with the daemon's dispatch and reply functions (ar_server_start does it). */

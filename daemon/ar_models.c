@@ -636,6 +636,24 @@ static void prepare_after(ar_job_t *job) {
     free(job);
     return;
   }
+  if (srv->cfg.memory_limit_bytes) {
+    ar_memory_region_t regs[2];
+    int n_regs = 0;
+    if (m->has_persistent) regs[n_regs++] = (ar_memory_region_t){m->persistent_offset, need_pers, AR_REGION_PERSISTENT};
+    if (new_region) regs[n_regs++] = (ar_memory_region_t){act_offset, need_act, AR_REGION_ACTIVATION};
+    rc = ar_memory_admit_load(srv, m->name, regs, n_regs, msg, sizeof(msg));
+    if (rc != 0) {
+      if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
+      m->has_persistent = false;
+      if (new_region) ar_pool_free(&srv->pool, act_offset);
+      registry_remove(srv, m);
+      model_destroy(srv, m);
+      srv->ops.reply_error(srv, &to, rc, msg);
+      free(job);
+      srv->ops.job_done(srv);
+      return;
+    }
+  }
   if (new_region) {
     if (g->has_region) {
       /* Growth: the old region stays until the PLACE job has moved every member out of it. */
@@ -1275,9 +1293,10 @@ char *ar_models_stats_json(ar_server_t *srv) {
   uint64_t used = ar_pool_used_bytes(p);
   for (size_t i = 0; i < p->n_regions; i++) {
     const ar_region_t *r = &p->regions[i];
-    json_array_append_new(regions, json_pack("{s:I,s:I,s:s,s:s}", "offset", (json_int_t)r->offset, "bytes",
+    json_array_append_new(regions, json_pack("{s:I,s:I,s:s,s:s,s:I}", "offset", (json_int_t)r->offset, "bytes",
                                              (json_int_t)r->bytes, "kind", ar_region_kind_name(r->kind),
-                                             "owner", r->owner));
+                                             "owner", r->owner, "resident_bytes",
+                                             (json_int_t)ar_rss_resident_bytes(ar_pool_ptr(p, r->offset), r->bytes)));
   }
   json_object_set_new(pool, "bytes", json_integer((json_int_t)p->bytes));
   json_object_set_new(pool, "used_bytes", json_integer((json_int_t)used));
@@ -1309,6 +1328,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_object_set_new(jm, "weights_bytes", json_integer((json_int_t)m->cm->model->constant_bytes));
     json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
     json_object_set_new(jm, "mapping_refs", json_integer(cache_refs(srv, m->cm)));
+    json_object_set_new(jm, "mapping_resident_bytes", json_integer((json_int_t)ar_memory_mapping_resident(m->cm)));
     json_object_set_new(jm, "activation_region",
                         m->group && m->group->has_region ? region_json(m->group->act_offset, m->group->act_bytes)
                                                          : json_null());
@@ -1369,6 +1389,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "closed_send_timeout", json_integer((json_int_t)srv->closed_send_timeout));
   json_object_set_new(d, "closed_idle", json_integer((json_int_t)srv->closed_idle));
   json_object_set_new(root, "daemon", d);
+  json_object_set_new(root, "memory", ar_memory_json(srv));
   char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   json_decref(root);
   return s;
@@ -1515,6 +1536,7 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.send_timeout_ms = cfg->send_timeout_ms;
     srv->cfg.drain_timeout_ms = cfg->drain_timeout_ms;
     srv->cfg.max_model_bytes = cfg->max_model_bytes;
+    srv->cfg.memory_limit_bytes = cfg->memory_limit_bytes;
     srv->cfg.n_admin_uids = cfg->n_admin_uids;
     memcpy(srv->cfg.admin_uids, cfg->admin_uids, sizeof(cfg->admin_uids));
     srv->cfg.n_admin_gids = cfg->n_admin_gids;

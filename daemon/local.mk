@@ -6,7 +6,8 @@ arenad_SOURCES = daemon/arenad.c \
   daemon/ar_daemon.h daemon/ar_server.c daemon/ar_server.h daemon/ar_models.c \
   daemon/ar_conn.c daemon/ar_conn.h daemon/ar_decode.c daemon/ar_decode.h \
   daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
-  daemon/ar_alloc_count.c daemon/ar_alloc_count.h
+  daemon/ar_alloc_count.c daemon/ar_alloc_count.h \
+  daemon/ar_rss.c daemon/ar_rss.h daemon/ar_memory.c
 arenad_SOURCES += daemon/ar_config.c daemon/ar_config.h daemon/ar_service.c daemon/ar_service.h
 arenad_CFLAGS = $(AM_CFLAGS) $(LIBUV_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) $(SYSTEMD_CFLAGS)
 arenad_LDADD = libarproto.la $(AR_CORE_LIBS) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(SYSTEMD_LIBS)
@@ -80,3 +81,12 @@ tests_check_resize_SOURCES = tests/check_resize.c tests/ar_test_daemon.h
 tests_check_resize_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_resize_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_resize_OBJECTS): proto/arenad.pb-c.h
+
+# Resident-memory accounting (stats "memory": the parts add up to RSS) and memory_limit, against a
+# real arenad with the four demo models.
+check_PROGRAMS += tests/check_rss
+TESTS += tests/check_rss
+tests_check_rss_SOURCES = tests/check_rss.c tests/ar_test_daemon.h
+tests_check_rss_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+tests_check_rss_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_rss_OBJECTS): proto/arenad.pb-c.h

@@ -195,6 +195,11 @@ static const struct {
    "models[1].name: \"a\" is already used by models[0]"},
   {"{\"models\": [], \"models\": []}", "duplicate object key"},
   {"{\"models\": [], \"max_model_bytes\": 100}", "max_model_bytes: 100 bytes is out of range"},
+  {"{\"models\": [], \"memory_limit\": \"1M\"}",
+   "memory_limit: 1048576 bytes is out of range: 0 (no limit) or [16777216, 1099511627776]"},
+  {"{\"models\": [], \"memory_limit\": \"2048G\"}", "memory_limit: 2199023255552 bytes is out of range"},
+  {"{\"models\": [], \"memory_limit\": \"448MB\"}", "memory_limit: \"448MB\" is not a size"},
+  {"{\"models\": [], \"memory_limit\": -1}", "memory_limit: must not be negative"},
   {"{\"models\": [], \"admin_uids\": 0}", "admin_uids: must be an array"},
   {"{\"models\": [], \"admin_uids\": [-1]}", "admin_uids[0]: must be a numeric id"},
   {"{\"models\": [], \"admin_gids\": [\"wheel\"]}", "admin_gids[0]: must be a numeric id"},
@@ -214,6 +219,25 @@ START_TEST(bad_key_named_in_message) {
   /* A rejected file leaves defaults behind, never half a config. */
   ck_assert_uint_eq(cfg.n_models, 0);
   ck_assert_uint_eq(cfg.pool_bytes, 64u << 20);
+}
+END_TEST
+
+/* memory_limit: a size (448M), 0 = none (the default); MemoryMax= for the unit is the limit plus a
+ * quarter, rounded up to a MiB. */
+START_TEST(memory_limit_key) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ar_config_defaults(&cfg);
+  ck_assert_uint_eq(cfg.memory_limit_bytes, 0);
+  ck_assert_uint_eq(ar_config_memory_max(&cfg), 0);
+  ck_assert_msg(load_text("{\"memory_limit\": \"448M\", \"models\": []}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.memory_limit_bytes, 448ull << 20);          /* 469762048 */
+  ck_assert_uint_eq(ar_config_memory_max(&cfg), 560ull << 20);      /* 448 + 112 MiB */
+  ck_assert_msg(load_text("{\"memory_limit\": 100000000, \"models\": []}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.memory_limit_bytes, 100000000);
+  ck_assert_uint_eq(ar_config_memory_max(&cfg), 120ull << 20);      /* 125000000 up to 120 MiB */
+  ck_assert_msg(load_text("{\"memory_limit\": 0, \"models\": []}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.memory_limit_bytes, 0);
 }
 END_TEST
 
@@ -259,6 +283,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, minimal_file_gets_defaults);
   tcase_add_test(tc, size_strings);
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+  tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, too_many_models);
   tcase_add_test(tc, missing_file_is_enoent);
   tcase_add_test(tc, example_config_is_valid);

@@ -1,0 +1,271 @@
+/* check_rss.c - the daemon's resident-memory accounting (daemon/ar_rss.h, stats "memory") and
+ * memory_limit, against a real arenad:
+ *   - with the four demo models loaded and run once, the parts (pool, model file copies, OpenBLAS
+ *     buffers, heap, code and stacks) add up to within 5 % of the kernel's RSS; each model's copy is
+ *     resident to the page (file bytes rounded up to pages) and the copies add up to the total;
+ *     each persistent region is resident (written when constants are folded); OpenBLAS's buffers
+ *     are found after a convolution ran;
+ *   - memory_limit (set by a reload to the accounted total + 4 MiB) refuses a model that needs
+ *     more (ENOSPC naming memory_limit and the figures) while the loaded models keep serving, and
+ *     admits one that fits (a second name for a loaded file: only its persistent region is new).
+ * Under an emulator (qemu-user: its own RSS) or a sanitizer build (blas_measured false: ASan's
+ * allocator and shadow memory) the figures are printed, not held.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clients/ar_client.h"
+#include "common/ar_error.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
+
+static ar_test_daemon_t dmn;
+static char cfg_path[400];
+
+static const struct {
+  const char *name, *stem, *group;
+} demo[] = {
+    {"face", "face_detection_short_range", "people"},
+    {"selfie", "selfie_segmentation", "people"},
+    {"palm", "palm_detection_lite", "hands"},
+    {"hand", "hand_landmark_lite", "hands"},
+};
+
+static char *model_path(const char *stem) {
+  static char buf[4][1024];
+  static int k;
+  k = (k + 1) % 4;
+  return ar_test_model_path(buf[k], sizeof(buf[k]), stem);
+}
+
+/* Write the config: the first `n_models` demo models, memory_limit (0 = key left out). */
+static void write_config(size_t n_models, uint64_t memory_limit) {
+  FILE *f = fopen(cfg_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\n");
+  if (memory_limit) fprintf(f, "  \"memory_limit\": %llu,\n", (unsigned long long)memory_limit);
+  fprintf(f, "  \"models\": [\n");
+  for (size_t i = 0; i < n_models; i++)
+    fprintf(f, "    {\"name\": \"%s\", \"path\": \"%s\", \"group\": \"%s\"}%s\n", demo[i].name,
+            model_path(demo[i].stem), demo[i].group, i + 1 < n_models ? "," : "");
+  fprintf(f, "  ]\n}\n");
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static void start(size_t n_models, uint64_t memory_limit) {
+  char dir[] = "/tmp/check_rss.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg_path, sizeof(cfg_path), "%s/arenad.json", dir);
+  write_config(n_models, memory_limit);
+  const char *extra[] = {"--config", cfg_path, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "96M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  /* The socket accepts before the configured models are loaded: wait for them (up to 60 s). */
+  for (int tries = 0;; tries++) {
+    ar_client_t *c = NULL;
+    ar_client_model_t *ms = NULL;
+    size_t n = 0;
+    char msg[AR_MSG_BYTES];
+    ck_assert_msg(ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) == 0, "connect: %s", msg);
+    int rc = ar_client_list(c, &ms, &n, msg, sizeof(msg));
+    free(ms);
+    ar_client_close(c);
+    if (rc == 0 && n == n_models) break;
+    ck_assert_msg(tries < 6000, "the %zu configured models did not load", n_models);
+    usleep(10000);
+  }
+}
+
+static void stop(void) {
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  char *slash = strrchr(cfg_path, '/');
+  unlink(cfg_path);
+  *slash = '\0';
+  rmdir(cfg_path);
+}
+
+static ar_client_t *client(void) {
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) == 0, "connect: %s", msg);
+  return c;
+}
+
+/* One invoke of `name` on zeros of its (float32) input shape; ok or the error code. */
+static int invoke_zeros(ar_client_t *c, const char *name, char *msg, size_t n) {
+  ar_client_model_t *ms = NULL;
+  size_t count = 0;
+  ck_assert_msg(ar_client_list(c, &ms, &count, msg, n) == 0, "list: %s", msg);
+  const ar_client_model_t *m = NULL;
+  for (size_t i = 0; i < count; i++)
+    if (strcmp(ms[i].name, name) == 0) m = &ms[i];
+  ck_assert_msg(m != NULL, "model %s not loaded", name);
+  ar_client_tensor_t t = m->inputs[0];
+  uint64_t elems = 1;
+  for (int d = 0; d < t.rank; d++) elems *= (uint64_t)t.dims[d];
+  t.bytes = elems * ar_client_dtype_size(t.dtype);
+  void *zeros = calloc(1, t.bytes);
+  t.data = zeros;
+  ar_client_result_t r;
+  int rc = ar_client_invoke(c, name, &t, 1, &r, msg, n);
+  if (rc == 0) ar_client_result_free(&r);
+  free(zeros);
+  free(ms);
+  return rc;
+}
+
+static json_t *stats(ar_client_t *c) {
+  char *js = NULL, msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_stats_json(c, &js, msg, sizeof(msg)) == 0, "stats: %s", msg);
+  json_t *root = json_loads(js, 0, NULL);
+  free(js);
+  ck_assert_ptr_nonnull(root);
+  return root;
+}
+
+static long long jint(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  ck_assert_msg(json_is_integer(v), "stats key %s missing", key);
+  return (long long)json_integer_value(v);
+}
+
+/* Whether the figures can be held here (not emulated, not a sanitizer build). */
+static int measurable(const json_t *mem) {
+  return !ar_test_emulated() && json_is_true(json_object_get(mem, "blas_measured"));
+}
+
+START_TEST(parts_add_up_to_rss) {
+  start(4, 0);
+  ar_client_t *c = client();
+  char msg[AR_MSG_BYTES];
+  for (size_t i = 0; i < 4; i++)
+    ck_assert_msg(invoke_zeros(c, demo[i].name, msg, sizeof(msg)) == 0, "invoke %s: %s", demo[i].name, msg);
+  json_t *root = stats(c);
+  json_t *mem = json_object_get(root, "memory");
+  ck_assert_msg(json_is_object(mem) && json_object_get(mem, "error") == NULL, "no memory figures");
+  long long rss = jint(mem, "rss_bytes"), acc = jint(mem, "accounted_bytes");
+  long long parts = jint(mem, "pool_resident_bytes") + jint(mem, "models_resident_bytes") +
+                    jint(mem, "blas_resident_bytes") + jint(mem, "heap_bytes") + jint(mem, "rest_bytes");
+  printf("RSS %lld (peak %lld) = pool %lld + models %lld + OpenBLAS %lld + heap %lld + code/stacks %lld = %lld "
+         "(%.1f%%)\n", rss, jint(mem, "peak_rss_bytes"), jint(mem, "pool_resident_bytes"),
+         jint(mem, "models_resident_bytes"), jint(mem, "blas_resident_bytes"), jint(mem, "heap_bytes"),
+         jint(mem, "rest_bytes"), acc, 100.0 * (double)acc / (double)rss);
+  ck_assert_int_eq(parts, acc);
+  ck_assert_int_eq(rss - acc, jint(mem, "unaccounted_bytes"));
+  ck_assert_int_ge(jint(mem, "peak_rss_bytes"), rss);
+  ck_assert_int_eq(jint(mem, "memory_limit_bytes"), 0);
+
+  /* Model copies: read whole into anonymous pages, so resident to the last page. */
+  long long page = sysconf(_SC_PAGESIZE), copies = 0;
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(root, "models"), i, m) {
+    long long file = jint(m, "file_bytes"), want = (file + page - 1) / page * page;
+    if (!ar_test_emulated())
+      ck_assert_msg(jint(m, "mapping_resident_bytes") == want, "%s: copy resident %lld, file %lld", 
+                    json_string_value(json_object_get(m, "name")), jint(m, "mapping_resident_bytes"), want);
+    copies += jint(m, "mapping_resident_bytes");
+  }
+  ck_assert_int_eq(jint(mem, "model_mappings"), 4);
+  ck_assert_int_eq(jint(mem, "models_resident_bytes"), copies);
+  /* Persistent regions are written at placement (folded constants): resident but for the pages at
+   * their two ends, which may be shared with a neighbour and are counted anyway. */
+  json_array_foreach(json_object_get(json_object_get(root, "pool"), "regions"), i, m) {
+    if (strcmp(json_string_value(json_object_get(m, "kind")), "persistent") != 0 || ar_test_emulated()) continue;
+    ck_assert_msg(jint(m, "resident_bytes") >= jint(m, "bytes") - page, "persistent region at %lld: %lld of %lld",
+                  jint(m, "offset"), jint(m, "resident_bytes"), jint(m, "bytes"));
+  }
+  ck_assert_int_le(jint(mem, "pool_resident_bytes"), jint(json_object_get(root, "pool"), "bytes"));
+  if (measurable(mem)) {
+    /* The convolutions ran through OpenBLAS's sgemm: its buffer mapping(s) exist and are touched. */
+    ck_assert_int_ge(jint(mem, "blas_mappings"), 1);
+    ck_assert_int_gt(jint(mem, "blas_resident_bytes"), 0);
+    ck_assert_int_gt(jint(mem, "heap_bytes"), 0);
+    ck_assert_int_gt(jint(mem, "code_bytes"), 0);
+    ck_assert_int_gt(jint(mem, "stack_bytes"), 0);
+    long long diff = rss > acc ? rss - acc : acc - rss;
+    ck_assert_msg(diff * 20 <= rss, "the parts add up to %lld bytes, RSS is %lld: more than 5%% apart", acc, rss);
+  } else {
+    printf("figures printed, not held (%s)\n", ar_test_emulated() ? "emulator" : "sanitizer build");
+  }
+  json_decref(root);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+START_TEST(memory_limit_refuses_a_load) {
+  start(2, 0);
+  ar_client_t *c = client();
+  char msg[AR_MSG_BYTES];
+  for (size_t i = 0; i < 2; i++)
+    ck_assert_msg(invoke_zeros(c, demo[i].name, msg, sizeof(msg)) == 0, "invoke %s: %s", demo[i].name, msg);
+  json_t *root = stats(c);
+  long long acc = jint(json_object_get(root, "memory"), "accounted_bytes");
+  json_decref(root);
+  /* The bound, applied by a reload: what the daemon holds now + 4 MiB. */
+  uint64_t limit = (uint64_t)acc + (4u << 20);
+  if (limit < (16u << 20)) limit = 16u << 20;
+  write_config(2, limit);
+  ar_client_reloaded_t *changed = NULL;
+  size_t n_changed = 0;
+  ck_assert_msg(ar_client_reload(c, &changed, &n_changed, NULL, msg, sizeof(msg)) == 0, "reload: %s", msg);
+  free(changed);
+  root = stats(c);
+  ck_assert_int_eq(jint(json_object_get(root, "memory"), "memory_limit_bytes"), (long long)limit);
+  json_decref(root);
+
+  /* hand_landmark_full: a 5.5 MB file, ~11 MB of folded constants and a 4 MB activation region of
+   * its own: far more than 4 MiB. */
+  int rc = ar_client_load(c, "big", model_path("hand_landmark_full"), NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_ENOSPC, "load over memory_limit: rc %d (%s)", rc, msg);
+  printf("refused: %s\n", msg);
+  ck_assert_ptr_nonnull(strstr(msg, "load of 'big' would bring the accounted memory to "));
+  char want[64];
+  snprintf(want, sizeof(want), "over memory_limit %llu bytes", (unsigned long long)limit);
+  ck_assert_msg(strstr(msg, want) != NULL, "message lacks \"%s\": %s", want, msg);
+  ck_assert_ptr_nonnull(strstr(msg, "OpenBLAS"));
+  ck_assert_ptr_nonnull(strstr(msg, "its pool regions"));
+
+  /* Nothing changed: the two models serve, the refused one is gone with its copy. */
+  for (size_t i = 0; i < 2; i++)
+    ck_assert_msg(invoke_zeros(c, demo[i].name, msg, sizeof(msg)) == 0, "invoke %s after the refusal: %s",
+                  demo[i].name, msg);
+  root = stats(c);
+  ck_assert_uint_eq(json_array_size(json_object_get(root, "models")), 2);
+  ck_assert_int_eq(jint(json_object_get(root, "memory"), "model_mappings"), 2);
+  ck_assert_int_le(jint(json_object_get(root, "memory"), "accounted_bytes"), (long long)limit);
+  json_decref(root);
+
+  /* A second name for face's file shares its copy and its group's region: only a ~0.4 MB
+   * persistent region is new, within the bound. */
+  rc = ar_client_load(c, "face2", model_path(demo[0].stem), "people", NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "load within memory_limit: %s", msg);
+  ck_assert_msg(invoke_zeros(c, "face2", msg, sizeof(msg)) == 0, "invoke face2: %s", msg);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+static Suite *rss_suite(void) {
+  Suite *s = suite_create("rss");
+  TCase *tc = tcase_create("daemon");
+  tcase_set_timeout(tc, ar_test_emulated() ? 600 : 120);
+  tcase_add_test(tc, parts_add_up_to_rss);
+  tcase_add_test(tc, memory_limit_refuses_a_load);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(rss_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
