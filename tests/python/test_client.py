@@ -127,8 +127,12 @@ class Requests(unittest.TestCase):
     def test_stats_is_a_dict_with_the_documented_keys(self):
         self.c.invoke("face", golden(FACE, "photo")[2][0])
         s = self.c.stats()
-        self.assertEqual(set(s), {"pool", "models", "groups", "daemon"})
+        self.assertEqual(set(s), {"pool", "models", "groups", "daemon", "memory"})
         self.assertEqual(s["pool"]["bytes"], 64 << 20)
+        mem = s["memory"]   # resident memory by part: the sum is the parts' (docs/protocol.md)
+        parts = ("pool_resident_bytes", "models_resident_bytes", "blas_resident_bytes", "heap_bytes", "rest_bytes")
+        self.assertEqual(mem["accounted_bytes"], sum(mem[k] for k in parts))
+        self.assertEqual(mem["unaccounted_bytes"], mem["rss_bytes"] - mem["accounted_bytes"])
         face = next(m for m in s["models"] if m["name"] == "face")
         self.assertGreaterEqual(face["invokes"], 1)
         lat = face["latency_us"]
