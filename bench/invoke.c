@@ -149,16 +149,16 @@ static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) 
   for (int i = 0; i < AR_OP_COUNT && by_type[i].ms > 0; i++)
     printf("      %-28s %4d ops %8.3f ms %5.1f%%\n", ar_op_name(by_type[i].op), by_type[i].count,
            by_type[i].ms, 100.0 * by_type[i].ms / total);
-  /* The five slowest operators, with shapes. */
-  for (int t = 0; t < 5; t++) {
+  /* The ten slowest operators, with shapes and the input's dtype. */
+  for (int t = 0; t < 10; t++) {
     int32_t best = -1;
     for (int32_t k = 0; k < n_ops; k++)
       if (ns[k] > 0 && (best < 0 || ns[k] > ns[best])) best = k;
     if (best < 0) break;
     const ar_node_t *nd = ar_interp_node(in, best);
     const ar_tview_t *x = nd->inputs[0], *o = nd->outputs[0];
-    printf("      op %4d %-22s %7.3f ms  in [%d,%d,%d,%d] out [%d,%d,%d,%d]", best, ar_op_name(nd->op),
-           ns[best] / 1e6 / runs, x ? x->dims[0] : 0, x ? x->dims[1] : 0, x ? x->dims[2] : 0,
+    printf("      op %4d %-22s %7.3f ms  in %s [%d,%d,%d,%d] out [%d,%d,%d,%d]", best, ar_op_name(nd->op),
+           ns[best] / 1e6 / runs, x ? ar_dtype_name(x->dtype) : "-", x ? x->dims[0] : 0, x ? x->dims[1] : 0, x ? x->dims[2] : 0,
            x ? x->dims[3] : 0, o->dims[0], o->dims[1], o->dims[2], o->dims[3]);
     if (nd->n_inputs > 1 && nd->inputs[1])
       printf(" w [%d,%d,%d,%d]", nd->inputs[1]->dims[0], nd->inputs[1]->dims[1], nd->inputs[1]->dims[2],

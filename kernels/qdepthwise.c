@@ -18,10 +18,14 @@
  * (x - z_in and w - z_w both fit in int16, so vpmaddwd / vpdpwssd are exact). Eval keeps one row of
  * int32 accumulators in scratch (OW * OC * 4 bytes), then rescales the row; no heap.
  *
- * Speed: interior pixels (every tap inside the input) with depth multiplier 1 run an AVX2 loop
- * (vpmaddwd) or, where the CPU has AVX-512 VNNI, a 512-bit vpdpwssd loop, picked at run time;
- * border pixels, depth multipliers > 1 and CPUs without AVX2 take the portable loop. All paths give
- * identical int32 sums, so the results are equal bit for bit (tests/check_kernels_quant_dw.c).
+ * Speed: with depth multiplier 1 every pixel runs an AVX2 loop (vpmaddwd) or, where the CPU has
+ * AVX-512 VNNI, a 512-bit vpdpwssd loop, picked at run time. The loops read each tap through a
+ * per-row table of pointers (XNNPACK's indirection buffer, built here one row at a time in
+ * scratch): a tap outside the input points to C bytes of the input zero point, which add 0, so
+ * border pixels take the same loop as interior ones. The row is then rescaled 8 channels per
+ * vector, multipliers >= 1 (left shifts) included. Depth multipliers > 1 and CPUs without AVX2 take
+ * the portable loop, the reference the others are tested against: all paths give identical int32
+ * sums and the same rescale, so the results are equal bit for bit (tests/check_kernels_quant_dw.c).
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -105,8 +109,15 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->off_taps = at; at = align64(at + (uint64_t)g->npairs * 2 * 8);
   g->off_w = at; at = align64(at + (uint64_t)g->ntaps * oc * 2);
   g->off_wp = at; at = align64(at + (uint64_t)g->npairs * oc * 4);
-  g->off_rq = at; at = align64(at + oc * 4 * 3);   /* right shift, rounding term, threshold */
+  g->off_rq = at; at = align64(at + oc * 4 * 4);   /* right shift, rounding term, threshold, left shift */
   g->bytes = at;
+}
+
+/* Scratch: one row of int32 accumulators (OW * OC), then the row's tap pointers (OW * 2 * npairs),
+ * then C bytes of the input zero point (what a tap outside the input points to), each 64-aligned. */
+static uint64_t qdw_scratch_bytes(const qdw_state_t *g) {
+  return 64 + align64((uint64_t)g->ow * (uint64_t)g->oc * sizeof(int32_t)) +
+         align64((uint64_t)g->ow * 2u * (uint64_t)g->npairs * sizeof(void *)) + align64((uint64_t)g->c);
 }
 
 int ar__qdw_check_io(const ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -188,7 +199,7 @@ int ar__qdw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d is not supported on "
                     "quantized tensors", (int)node->options->depthwise.activation);
   node->state_bytes = g.bytes;
-  node->scratch_bytes = (uint64_t)g.ow * (uint64_t)g.oc * sizeof(int32_t) + 64;
+  node->scratch_bytes = qdw_scratch_bytes(&g);
   return 0;
 }
 
@@ -228,15 +239,17 @@ void ar__qdw_init(ar_node_t *node) {
         wp[((size_t)p * oc + c) * 2 + j] = k < g.ntaps ? w[(size_t)k * oc + c] : 0;   /* weight 0 */
     }
   }
-  /* The vector rescale's per-channel terms: right shift r; int8 (half up) adds 2^(r-1) before the
-   * arithmetic shift; uint8 (TFLite RoundingDivideByPOT) compares the remainder (mask 2^r - 1)
-   * with the threshold mask/2 (+1 for negatives). */
-  int32_t *rq_r = (int32_t *)(base + g.off_rq), *rq_a = rq_r + oc, *rq_b = rq_a + oc;
+  /* The vector rescale's per-channel terms: left shift l (multipliers >= 1) and right shift r, one
+   * of them 0; int8 (half up) adds 2^(r-1) before the arithmetic shift; uint8 (TFLite
+   * RoundingDivideByPOT) compares the remainder (mask 2^r - 1) with the threshold mask/2 (+1 for
+   * negatives). */
+  int32_t *rq_r = (int32_t *)(base + g.off_rq), *rq_a = rq_r + oc, *rq_b = rq_a + oc, *rq_l = rq_b + oc;
   g.vec_rq = true;
   for (int32_t c = 0; c < oc; c++) {
     const int32_t r = shift[c] > 0 ? 0 : -shift[c];
-    if (shift[c] > 0 || r > 31) g.vec_rq = false;
+    if (shift[c] > 31 || r > 31) g.vec_rq = false;
     rq_r[c] = r > 31 ? 31 : r;
+    rq_l[c] = shift[c] > 0 && shift[c] <= 31 ? shift[c] : 0;
     if (g.is_int8) {
       rq_a[c] = r > 0 && r <= 31 ? (int32_t)(1u << (r - 1)) : 0;
       rq_b[c] = 0;
@@ -285,17 +298,23 @@ static AR_ALWAYS_INLINE void qdw_checked(const qdw_state_t *g, const uint8_t *in
   }
 }
 
-/* Rescale one row of accumulators into the output. With every shift <= 0 (g->vec_rq) the same
- * branch-free arithmetic as the AVX2 rescale (qdw_rq8): (x * m + 2^30) >> 31, then the per-channel
- * right shift, half up (int8) or away from zero (uint8). */
+/* Rescale one row of accumulators into the output. With g->vec_rq (every shift in [-31, 31]) the
+ * same branch-free arithmetic as the AVX2 rescale (qdw_rq8): int8 ((x * m) << l + 2^30) >> 31 in
+ * 64 bits (ar_mbqm_up), uint8 ((x << l in 32 bits) * m + 2^30) >> 31 (ar_mbqm), then the
+ * per-channel right shift, half up (int8) or away from zero (uint8). */
 static AR_ALWAYS_INLINE void qdw_requant(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
                                          const int32_t *mult, const int32_t *shift, bool s8) {
   const int32_t oc = g->oc, zp = g->out_zp, lo = g->act_lo, hi = g->act_hi;
   if (g->vec_rq) {
-    const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *ra = rr + oc, *rb = ra + oc;
+    const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *ra = rr + oc, *rb = ra + oc,
+                  *rl = rb + oc;
     for (int32_t ox = 0; ox < g->ow; ox++, acc += oc, o += oc)
       for (int32_t c = 0; c < oc; c++) {
-        int32_t v = (int32_t)(((int64_t)acc[c] * mult[c] + (1ll << 30)) >> 31);
+        int32_t v;
+        if (s8)
+          v = (int32_t)(((int64_t)(((uint64_t)((int64_t)acc[c] * mult[c])) << rl[c]) + (1ll << 30)) >> 31);
+        else
+          v = (int32_t)(((int64_t)(int32_t)((uint32_t)acc[c] << rl[c]) * mult[c] + (1ll << 30)) >> 31);
         if (s8) v = (v + ra[c]) >> rr[c];
         else v = (v >> rr[c]) + ((v & ra[c]) > rb[c] - (v >> 31));
         v += zp;
@@ -313,42 +332,72 @@ static AR_ALWAYS_INLINE void qdw_requant(const qdw_state_t *g, const int32_t *ac
     }
 }
 
-/* Scalar interior channels [c0, oc) of npix pixels (SIMD tails). */
-static AR_ALWAYS_INLINE void qdw_interior_tail(const qdw_state_t *g, const uint8_t *ip0,
-                                               const int64_t *taps, const int16_t *w,
-                                               const int32_t *bias, int32_t *acc, int32_t npix,
-                                               int32_t c0, bool s8) {
-  const int32_t oc = g->oc, zp = g->in_zp;
+#if AR_HAVE_AVX2_CLONE
+/* The tap pointer table of output row oy (depth multiplier 1), read by the SIMD loops: tap k of
+ * pixel ox at tp[ox * 2 * npairs + k]. A tap outside the input points to zbuf (C bytes of the input
+ * zero point, so it adds (z_in - z_in) * w = 0, as TFLite's skipped tap does), and so does the pad
+ * tap of an odd tap count (weight 0). Interior pixels take the precomputed offsets. */
+static AR_ALWAYS_INLINE void qdw_row_ptrs(const qdw_state_t *g, const uint8_t *in_b, const uint8_t *zbuf,
+                                          const int64_t *taps, int32_t oy, int32_t ox_lo, int32_t ox_hi,
+                                          const uint8_t **tp) {
+  const int32_t np2 = 2 * g->npairs, c = g->c;
+  const int32_t iy0 = oy * g->sh - g->pt;
+  const bool row_in = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh <= g->h - 1;
+  for (int32_t ox = 0; ox < g->ow; ox++) {
+    const uint8_t **t = tp + (size_t)ox * np2;
+    const int32_t ix0 = ox * g->sw - g->pl;
+    if (row_in && ox >= ox_lo && ox < ox_hi) {
+      const uint8_t *ip = in_b + ((ptrdiff_t)iy0 * g->w + ix0) * c;
+      for (int32_t k = 0; k < np2; k++) t[k] = ip + taps[k];
+      continue;
+    }
+    int32_t k = 0;
+    for (int32_t ky = 0; ky < g->kh; ky++) {
+      const int32_t iy = iy0 + ky * g->dh;
+      const bool yin = iy >= 0 && iy < g->h;
+      for (int32_t kx = 0; kx < g->kw; kx++, k++) {
+        const int32_t ix = ix0 + kx * g->dw;
+        t[k] = yin && ix >= 0 && ix < g->w ? in_b + ((size_t)iy * g->w + ix) * c : zbuf;
+      }
+    }
+    for (; k < np2; k++) t[k] = zbuf;
+  }
+}
+
+/* Scalar channels [c0, oc) of npix pixels read through the tap pointer table (SIMD tails). */
+static AR_ALWAYS_INLINE void qdw_ptr_tail(const qdw_state_t *g, const uint8_t *const *tp,
+                                          const int16_t *w, const int32_t *bias, int32_t *acc,
+                                          int32_t npix, int32_t c0, bool s8) {
+  const int32_t oc = g->oc, zp = g->in_zp, np2 = 2 * g->npairs;
   for (int32_t p = 0; p < npix; p++) {
-    const uint8_t *ip = ip0 + (size_t)p * g->sw * oc;
+    const uint8_t *const *t = tp + (size_t)p * np2;
     int32_t *a = acc + (size_t)p * oc;
     for (int32_t c = c0; c < oc; c++) {
       int32_t s = bias[c];
       for (int32_t k = 0; k < g->ntaps; k++)
-        s += (qdw_ld(ip + taps[k] + c, s8) - zp) * (int32_t)w[(size_t)k * oc + c];
+        s += (qdw_ld(t[k] + c, s8) - zp) * (int32_t)w[(size_t)k * oc + c];
       a[c] = s;
     }
   }
 }
 
-#if AR_HAVE_AVX2_CLONE
-/* AVX2: npix interior pixels starting at input ip0 (pixel [iy0, ix0]); multiplier 1. */
-AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_interior_avx2_t(const qdw_state_t *g, const uint8_t *ip0,
-                                                 const int64_t *taps, const int16_t *wp,
+/* AVX2: npix pixels whose taps are read through the pointer table tp; multiplier 1. */
+AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_ptr_avx2_t(const qdw_state_t *g, const uint8_t *const *tp,
+                                                 const int16_t *wp,
                                                  const int32_t *bias, int32_t *acc, int32_t npix,
                                                  bool s8) {
-  const int32_t oc = g->oc, np = g->npairs;
+  const int32_t oc = g->oc, np = g->npairs, np2 = 2 * np;
   const __m256i zp = _mm256_set1_epi16((int16_t)g->in_zp);
   for (int32_t p = 0; p < npix; p++) {
-    const uint8_t *ip = ip0 + (size_t)p * g->sw * oc;
+    const uint8_t *const *tq = tp + (size_t)p * np2;
     int32_t *a = acc + (size_t)p * oc;
     int32_t c = 0;
     for (; c + 16 <= oc; c += 16) {
       __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
       __m256i a1 = _mm256_loadu_si256((const __m256i *)(bias + c + 8));
       for (int32_t t = 0; t < np; t++) {
-        const __m128i xa = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t] + c));
-        const __m128i xb = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i xa = _mm_loadu_si128((const __m128i *)(tq[2 * t] + c));
+        const __m128i xb = _mm_loadu_si128((const __m128i *)(tq[2 * t + 1] + c));
         const __m128i l8 = _mm_unpacklo_epi8(xa, xb), h8 = _mm_unpackhi_epi8(xa, xb);
         __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
         __m256i h = s8 ? _mm256_cvtepi8_epi16(h8) : _mm256_cvtepu8_epi16(h8);
@@ -364,8 +413,8 @@ AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_interior_avx2_t(const qdw_state_
     for (; c + 8 <= oc; c += 8) {
       __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
       for (int32_t t = 0; t < np; t++) {
-        const __m128i xa = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t] + c));
-        const __m128i xb = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i xa = _mm_loadl_epi64((const __m128i *)(tq[2 * t] + c));
+        const __m128i xb = _mm_loadl_epi64((const __m128i *)(tq[2 * t + 1] + c));
         const __m128i l8 = _mm_unpacklo_epi8(xa, xb);
         __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
         l = _mm256_sub_epi16(l, zp);
@@ -376,23 +425,31 @@ AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_interior_avx2_t(const qdw_state_
     }
     if (c < oc) {
       const int16_t *w = (const int16_t *)((const uint8_t *)g + g->off_w);
-      qdw_interior_tail(g, ip, taps, w, bias, a, 1, c, s8);
+      qdw_ptr_tail(g, tq, w, bias, a, 1, c, s8);
     }
   }
 }
 
-/* 8 lanes of the rescale, shift <= 0 (g->vec_rq): the 64-bit products x * m of the even and odd
- * lanes, + 2^30, >> 31 (the low 32 bits of a logical shift equal the arithmetic one because the
+/* 8 lanes of the rescale (g->vec_rq): the 64-bit products x * m of the even and odd lanes (x
+ * shifted left by l first for uint8 as ar_mbqm does in 32 bits, the product shifted left by l for
+ * int8 as ar_mbqm_up does in 64 bits), + 2^30, >> 31 (the low 32 bits of a logical shift equal the arithmetic one because the
  * result fits in int32; gemmlowp's SaturatingRoundingDoublingHighMul rounds its ties up too, so
  * both types share this step); then uint8 rounds the right shift away from zero (TFLite
  * RoundingDivideByPOT), int8 adds 2^(r-1) and shifts. Equal to ar_mbqm / ar_mbqm_up for |x| < 2^30 (every real
  * accumulator; the portable loop is the reference above that). */
 AR_TARGET_AVX2 static AR_ALWAYS_INLINE __m256i qdw_rq8(__m256i x, const int32_t *m, const int32_t *r,
-                                                       const int32_t *a, const int32_t *b, bool s8) {
+                                                       const int32_t *a, const int32_t *b,
+                                                       const int32_t *l, bool s8) {
   const __m256i mv = _mm256_loadu_si256((const __m256i *)m);
+  const __m256i lv = _mm256_loadu_si256((const __m256i *)l);
   const __m256i c30 = _mm256_set1_epi64x(1ll << 30);
+  if (!s8) x = _mm256_sllv_epi32(x, lv);            /* uint8: x << l wraps in 32 bits (ar_mbqm) */
   __m256i pe = _mm256_mul_epi32(x, mv);
   __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mv, 32));
+  if (s8) {                                          /* int8: the 64-bit product << l (ar_mbqm_up) */
+    pe = _mm256_sllv_epi64(pe, _mm256_and_si256(lv, _mm256_set1_epi64x(0xffffffff)));
+    po = _mm256_sllv_epi64(po, _mm256_srli_epi64(lv, 32));
+  }
   __m256i he = _mm256_srli_epi64(_mm256_add_epi64(pe, c30), 31);
   __m256i ho = _mm256_srli_epi64(_mm256_add_epi64(po, c30), 31);
   __m256i v = _mm256_blend_epi32(he, _mm256_slli_epi64(ho, 32), 0xAA);
@@ -410,16 +467,19 @@ AR_TARGET_AVX2 static void qdw_requant_avx2(const qdw_state_t *g, const int32_t 
                                             const int32_t *mult, const int32_t *shift) {
   const bool s8 = g->is_int8;
   const int32_t oc = g->oc;
-  const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *ra = rr + oc, *rb = ra + oc;
+  const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *ra = rr + oc, *rb = ra + oc,
+                *rl = rb + oc;
   const __m256i zp = _mm256_set1_epi32(g->out_zp), lo = _mm256_set1_epi32(g->act_lo),
                 hi = _mm256_set1_epi32(g->act_hi);
   for (int32_t ox = 0; ox < g->ow; ox++, acc += oc, o += oc) {
     int32_t c = 0;
     for (; c + 16 <= oc; c += 16) {
-      __m256i v0 = s8 ? qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c)), mult + c, rr + c, ra + c, rb + c, true)
-                      : qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c)), mult + c, rr + c, ra + c, rb + c, false);
-      __m256i v1 = s8 ? qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c + 8)), mult + c + 8, rr + c + 8, ra + c + 8, rb + c + 8, true)
-                      : qdw_rq8(_mm256_loadu_si256((const __m256i *)(acc + c + 8)), mult + c + 8, rr + c + 8, ra + c + 8, rb + c + 8, false);
+      const __m256i x0 = _mm256_loadu_si256((const __m256i *)(acc + c));
+      const __m256i x1 = _mm256_loadu_si256((const __m256i *)(acc + c + 8));
+      __m256i v0 = s8 ? qdw_rq8(x0, mult + c, rr + c, ra + c, rb + c, rl + c, true)
+                      : qdw_rq8(x0, mult + c, rr + c, ra + c, rb + c, rl + c, false);
+      __m256i v1 = s8 ? qdw_rq8(x1, mult + c + 8, rr + c + 8, ra + c + 8, rb + c + 8, rl + c + 8, true)
+                      : qdw_rq8(x1, mult + c + 8, rr + c + 8, ra + c + 8, rb + c + 8, rl + c + 8, false);
       v0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v0, zp), lo), hi);
       v1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v1, zp), lo), hi);
       __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);   /* 16 x int16 */
@@ -436,31 +496,30 @@ AR_TARGET_AVX2 static void qdw_requant_avx2(const qdw_state_t *g, const int32_t 
   }
 }
 
-AR_TARGET_AVX2 static void qdw_interior_avx2(const qdw_state_t *g, const uint8_t *ip0,
-                                             const int64_t *taps, const int16_t *wp,
-                                             const int32_t *bias, int32_t *acc, int32_t npix) {
-  if (g->is_int8) qdw_interior_avx2_t(g, ip0, taps, wp, bias, acc, npix, true);
-  else qdw_interior_avx2_t(g, ip0, taps, wp, bias, acc, npix, false);
+AR_TARGET_AVX2 static void qdw_ptr_avx2(const qdw_state_t *g, const uint8_t *const *tp, const int16_t *wp,
+                                        const int32_t *bias, int32_t *acc, int32_t npix) {
+  if (g->is_int8) qdw_ptr_avx2_t(g, tp, wp, bias, acc, npix, true);
+  else qdw_ptr_avx2_t(g, tp, wp, bias, acc, npix, false);
 }
 
 /* AVX-512 VNNI: 16 channels per zmm, vpdpwssd multiply-adds a tap pair into the accumulator. */
-QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_interior_vnni_t(const qdw_state_t *g, const uint8_t *ip0,
-                                                 const int64_t *taps, const int16_t *wp,
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g, const uint8_t *const *tp,
+                                                 const int16_t *wp,
                                                  const int32_t *bias, int32_t *acc, int32_t npix,
                                                  bool s8) {
-  const int32_t oc = g->oc, np = g->npairs;
+  const int32_t oc = g->oc, np = g->npairs, np2 = 2 * np;
   const __m512i zp = _mm512_set1_epi16((int16_t)g->in_zp);
   const __m256i zp8 = _mm256_set1_epi16((int16_t)g->in_zp);
   for (int32_t p = 0; p < npix; p++) {
-    const uint8_t *ip = ip0 + (size_t)p * g->sw * oc;
+    const uint8_t *const *tq = tp + (size_t)p * np2;
     int32_t *a = acc + (size_t)p * oc;
     int32_t c = 0;
     for (; c + 32 <= oc; c += 32) {
       __m512i a0 = _mm512_loadu_si512((const void *)(bias + c));
       __m512i a1 = _mm512_loadu_si512((const void *)(bias + c + 16));
       for (int32_t t = 0; t < np; t++) {
-        const __m256i xa = _mm256_loadu_si256((const __m256i *)(ip + taps[2 * t] + c));
-        const __m256i xb = _mm256_loadu_si256((const __m256i *)(ip + taps[2 * t + 1] + c));
+        const __m256i xa = _mm256_loadu_si256((const __m256i *)(tq[2 * t] + c));
+        const __m256i xb = _mm256_loadu_si256((const __m256i *)(tq[2 * t + 1] + c));
         /* within each 128-bit lane: lo = channels 0-7 / 16-23, hi = 8-15 / 24-31 */
         const __m256i l8 = _mm256_unpacklo_epi8(xa, xb), h8 = _mm256_unpackhi_epi8(xa, xb);
         const __m256i q0 = _mm256_permute2x128_si256(l8, h8, 0x20);   /* channels 0-15 */
@@ -479,8 +538,8 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_interior_vnni_t(const qdw_state
     for (; c + 16 <= oc; c += 16) {
       __m512i a0 = _mm512_loadu_si512((const void *)(bias + c));
       for (int32_t t = 0; t < np; t++) {
-        const __m128i xa = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t] + c));
-        const __m128i xb = _mm_loadu_si128((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i xa = _mm_loadu_si128((const __m128i *)(tq[2 * t] + c));
+        const __m128i xb = _mm_loadu_si128((const __m128i *)(tq[2 * t + 1] + c));
         const __m256i q = _mm256_set_m128i(_mm_unpackhi_epi8(xa, xb), _mm_unpacklo_epi8(xa, xb));
         __m512i v = s8 ? _mm512_cvtepi8_epi16(q) : _mm512_cvtepu8_epi16(q);
         v = _mm512_sub_epi16(v, zp);
@@ -492,8 +551,8 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_interior_vnni_t(const qdw_state
     for (; c + 8 <= oc; c += 8) {
       __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
       for (int32_t t = 0; t < np; t++) {
-        const __m128i xa = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t] + c));
-        const __m128i xb = _mm_loadl_epi64((const __m128i *)(ip + taps[2 * t + 1] + c));
+        const __m128i xa = _mm_loadl_epi64((const __m128i *)(tq[2 * t] + c));
+        const __m128i xb = _mm_loadl_epi64((const __m128i *)(tq[2 * t + 1] + c));
         const __m128i l8 = _mm_unpacklo_epi8(xa, xb);
         __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
         l = _mm256_sub_epi16(l, zp8);
@@ -504,56 +563,56 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_interior_vnni_t(const qdw_state
     }
     if (c < oc) {
       const int16_t *w = (const int16_t *)((const uint8_t *)g + g->off_w);
-      qdw_interior_tail(g, ip, taps, w, bias, a, 1, c, s8);
+      qdw_ptr_tail(g, tq, w, bias, a, 1, c, s8);
     }
   }
 }
 
-QDW_TARGET_VNNI static void qdw_interior_vnni(const qdw_state_t *g, const uint8_t *ip0,
-                                              const int64_t *taps, const int16_t *wp,
-                                              const int32_t *bias, int32_t *acc, int32_t npix) {
-  if (g->is_int8) qdw_interior_vnni_t(g, ip0, taps, wp, bias, acc, npix, true);
-  else qdw_interior_vnni_t(g, ip0, taps, wp, bias, acc, npix, false);
+QDW_TARGET_VNNI static void qdw_ptr_vnni(const qdw_state_t *g, const uint8_t *const *tp, const int16_t *wp,
+                                         const int32_t *bias, int32_t *acc, int32_t npix) {
+  if (g->is_int8) qdw_ptr_vnni_t(g, tp, wp, bias, acc, npix, true);
+  else qdw_ptr_vnni_t(g, tp, wp, bias, acc, npix, false);
 }
 #endif
 
 static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
-                                      int32_t *acc, int isa, bool s8) {
+                                      uint8_t *scratch, int isa, bool s8) {
   const uint8_t *base = (const uint8_t *)g;
   const int32_t *mult = (const int32_t *)(base + g->off_mult);
   const int32_t *shift = (const int32_t *)(base + g->off_shift);
   const int32_t *bias = (const int32_t *)(base + g->off_bias);
-  const int64_t *taps = (const int64_t *)(base + g->off_taps);
   const int16_t *w = (const int16_t *)(base + g->off_w);
-  const int16_t *wp = (const int16_t *)(base + g->off_wp);
   const int32_t oc = g->oc;
+  int32_t *acc = (int32_t *)scratch;
+#if AR_HAVE_AVX2_CLONE
+  const int64_t *taps = (const int64_t *)(base + g->off_taps);
+  const int16_t *wp = (const int16_t *)(base + g->off_wp);
+  const uint8_t **tp = (const uint8_t **)(scratch + align64((uint64_t)g->ow * (uint64_t)oc * sizeof(int32_t)));
+  uint8_t *zbuf = (uint8_t *)tp + align64((uint64_t)g->ow * 2u * (uint64_t)g->npairs * sizeof(void *));
   /* Interior columns: every tap inside the input horizontally. */
   int32_t ox_lo = (g->pl + g->sw - 1) / g->sw;
   int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl;
   int32_t ox_hi = last >= 0 ? last / g->sw + 1 : 0;
   if (ox_hi > g->ow) ox_hi = g->ow;
   if (ox_lo > ox_hi) ox_lo = ox_hi;
-  const bool simd = isa > 0 && g->mult == 1 && ox_hi > ox_lo;
-  (void)taps; (void)wp;
+  const bool simd = isa > 0 && g->mult == 1;
+  if (simd) memset(zbuf, (uint8_t)g->in_zp, (size_t)g->c);
+#else
+  const bool simd = false;
+  (void)isa;
+#endif
   for (int32_t b = 0; b < g->n; b++) {
     const uint8_t *in_b = in + (size_t)b * g->h * g->w * g->c;
     for (int32_t oy = 0; oy < g->oh; oy++) {
       uint8_t *orow = out + (((size_t)b * g->oh + oy) * g->ow) * oc;
-      const int32_t iy0 = oy * g->sh - g->pt;
-      const bool row_in = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh <= g->h - 1;
-      if (!simd || !row_in) {
+      if (!simd) {
         qdw_checked(g, in_b, w, bias, acc, oy, 0, g->ow, s8);
       } else {
-        qdw_checked(g, in_b, w, bias, acc, oy, 0, ox_lo, s8);
-        const uint8_t *ip0 = in_b + ((size_t)iy0 * g->w + (size_t)(ox_lo * g->sw - g->pl)) * g->c;
-        int32_t *a = acc + (size_t)ox_lo * oc;
 #if AR_HAVE_AVX2_CLONE
-        if (isa == 2) qdw_interior_vnni(g, ip0, taps, wp, bias, a, ox_hi - ox_lo);
-        else qdw_interior_avx2(g, ip0, taps, wp, bias, a, ox_hi - ox_lo);
-#else
-        qdw_interior_tail(g, ip0, taps, w, bias, a, ox_hi - ox_lo, 0, s8);
+        qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp);
+        if (isa == 2) qdw_ptr_vnni(g, tp, wp, bias, acc, g->ow);
+        else qdw_ptr_avx2(g, tp, wp, bias, acc, g->ow);
 #endif
-        qdw_checked(g, in_b, w, bias, acc, oy, ox_hi, g->ow, s8);
       }
 #if AR_HAVE_AVX2_CLONE
       if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
@@ -564,27 +623,27 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
   }
 }
 
-static void qdw_run_base(const qdw_state_t *g, const uint8_t *in, uint8_t *out, int32_t *acc, int isa) {
-  if (g->is_int8) qdw_body(g, in, out, acc, isa, true);
-  else qdw_body(g, in, out, acc, isa, false);
+static void qdw_run_base(const qdw_state_t *g, const uint8_t *in, uint8_t *out, uint8_t *scratch, int isa) {
+  if (g->is_int8) qdw_body(g, in, out, scratch, isa, true);
+  else qdw_body(g, in, out, scratch, isa, false);
 }
 
 #if AR_HAVE_AVX2_CLONE
 AR_TARGET_AVX2 static void qdw_run_avx2(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
-                                        int32_t *acc, int isa) {
-  if (g->is_int8) qdw_body(g, in, out, acc, isa, true);
-  else qdw_body(g, in, out, acc, isa, false);
+                                        uint8_t *scratch, int isa) {
+  if (g->is_int8) qdw_body(g, in, out, scratch, isa, true);
+  else qdw_body(g, in, out, scratch, isa, false);
 }
 #endif
 
 void ar__qdw_eval(const ar_node_t *node) {
   const qdw_state_t *g = node->state;
-  int32_t *acc = (int32_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+  uint8_t *scratch = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
   const uint8_t *in = node->inputs[0]->data;
   uint8_t *out = node->outputs[0]->data;
   const int isa = qdw_isa();
 #if AR_HAVE_AVX2_CLONE
-  if (isa > 0) { qdw_run_avx2(g, in, out, acc, isa); return; }
+  if (isa > 0) { qdw_run_avx2(g, in, out, scratch, isa); return; }
 #endif
-  qdw_run_base(g, in, out, acc, isa);
+  qdw_run_base(g, in, out, scratch, isa);
 }

@@ -318,14 +318,20 @@ static void naive_dw(bool s8, const uint8_t *x, const int32_t *id, int32_t zin, 
 
 START_TEST(qdw_simd_equals_portable) {
   /* pow2: power-of-two multipliers (2^-3 .. 2^-6), so that a good share of the sums are exact ties
-   * of the rescale (the vector rescale's tie handling is held to ar_mbqm / ar_mbqm_up). */
-  static const struct { int32_t h, w, c, m, k1, k2, stride, dil; bool same, pow2; } cs[] = {
-    {9, 11, 16, 1, 3, 3, 1, 1, true, false}, {10, 9, 32, 1, 3, 3, 2, 1, true, false}, {7, 8, 40, 1, 3, 3, 1, 2, true, false},
-    {8, 8, 24, 1, 5, 5, 1, 1, true, false}, {6, 13, 8, 1, 2, 2, 1, 1, false, false}, {12, 9, 3, 1, 3, 3, 1, 1, true, false},
-    {11, 10, 64, 1, 3, 3, 2, 1, false, false}, {9, 9, 19, 1, 3, 3, 1, 1, true, false}, {14, 12, 1, 8, 10, 8, 2, 1, true, false},
-    {7, 7, 8, 2, 3, 3, 2, 1, true, false}, {13, 17, 48, 1, 3, 3, 1, 1, true, false},
-    {6, 9, 32, 1, 1, 1, 1, 1, true, true}, {8, 7, 40, 1, 3, 3, 1, 1, true, true},
-    {5, 6, 16, 1, 2, 3, 2, 1, false, true},
+   * of the rescale (the vector rescale's tie handling is held to ar_mbqm / ar_mbqm_up).
+   * big: a small output scale, so that some channels' multipliers are >= 1 (left shifts, as in
+   * MoveNet) beside channels that shift right; small weights keep most outputs unsaturated. */
+  static const struct { int32_t h, w, c, m, k1, k2, stride, dil; bool same, pow2, big; } cs[] = {
+    {9, 11, 16, 1, 3, 3, 1, 1, true, false, false}, {10, 9, 32, 1, 3, 3, 2, 1, true, false, false}, {7, 8, 40, 1, 3, 3, 1, 2, true, false, false},
+    {8, 8, 24, 1, 5, 5, 1, 1, true, false, false}, {6, 13, 8, 1, 2, 2, 1, 1, false, false, false}, {12, 9, 3, 1, 3, 3, 1, 1, true, false, false},
+    {11, 10, 64, 1, 3, 3, 2, 1, false, false, false}, {9, 9, 19, 1, 3, 3, 1, 1, true, false, false}, {14, 12, 1, 8, 10, 8, 2, 1, true, false, false},
+    {7, 7, 8, 2, 3, 3, 2, 1, true, false, false}, {13, 17, 48, 1, 3, 3, 1, 1, true, false, false},
+    {6, 9, 32, 1, 1, 1, 1, 1, true, true, false}, {8, 7, 40, 1, 3, 3, 1, 1, true, true, false},
+    {5, 6, 16, 1, 2, 3, 2, 1, false, true, false},
+    {9, 11, 40, 1, 3, 3, 1, 1, true, false, true}, {7, 6, 21, 1, 3, 3, 2, 1, true, false, true},
+    {5, 4, 35, 1, 3, 3, 1, 1, true, false, true}, {3, 2, 48, 1, 3, 3, 1, 1, true, false, true},
+    {2, 3, 8, 1, 3, 3, 1, 2, true, false, false}, {1, 1, 24, 1, 3, 3, 1, 1, true, false, true},
+    {6, 7, 33, 1, 5, 5, 2, 1, true, false, true}, {4, 5, 144, 1, 3, 3, 1, 1, true, false, true},
   };
   int best = ar__qdw_set_isa(-1);
   for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
@@ -346,20 +352,29 @@ START_TEST(qdw_simd_equals_portable) {
       for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
       for (size_t i = 0; i < nw; i++) w[i] = (uint8_t)rnd();
       for (int32_t i = 0; i < oc; i++) bias[i] = (int32_t)(rnd() % 20001) - 10000;
-      if (cs[ci].pow2)   /* small weights and bias: outputs stay inside the type's range */
+      if (cs[ci].pow2 || cs[ci].big)   /* small weights and bias: outputs stay inside the type's range */
         for (size_t i = 0; i < nw; i++) w[i] = (uint8_t)(s8 ? (uint8_t)(int8_t)((int)(rnd() % 9) - 4) : 100 + rnd() % 9);
       float fs[256], bs[256];
-      const bool p2 = cs[ci].pow2;
-      const float s_in = p2 ? 0.5f : 0.02f, s_out = p2 ? 1.0f : s8 ? 0.5f : 0.3f;
+      const bool p2 = cs[ci].pow2, big = cs[ci].big;
+      const float s_in = p2 ? 0.5f : 0.02f, s_out = p2 ? 1.0f : big ? 0.0004f : s8 ? 0.5f : 0.3f;
       const int32_t zin = s8 ? (int32_t)(rnd() % 256) - 128 : (int32_t)(rnd() % 256);
-      const int32_t zw = s8 ? 0 : p2 ? 104 : (int32_t)(rnd() % 200) + 28, zout = s8 ? -7 : 131;
-      if (p2) for (int32_t i = 0; i < oc; i++) bias[i] = (int32_t)(rnd() % 41) - 20;
+      if (big)   /* inputs near the zero point: sums small enough not to saturate every output */
+        for (size_t i = 0; i < nx; i++) {
+          int32_t v = zin + (int32_t)(rnd() % 21) - 10, lo8 = s8 ? -128 : 0;
+          v = v < lo8 ? lo8 : v > lo8 + 255 ? lo8 + 255 : v;
+          x[i] = (uint8_t)v;
+        }
+      const int32_t zw = s8 ? 0 : p2 || big ? 104 : (int32_t)(rnd() % 200) + 28, zout = s8 ? -7 : 131;
+      if (p2 || big) for (int32_t i = 0; i < oc; i++) bias[i] = (int32_t)(rnd() % 41) - 20;
+      int nleft = 0;
       for (int32_t i = 0; i < oc; i++) {
-        fs[i] = p2 ? ldexpf(1.0f, -2 - (int)(s8 ? i % 4 : 1)) : s8 ? 0.001f * (float)(1 + rnd() % 50) : 0.013f;
+        fs[i] = big ? (s8 || i == 0 ? 0.0005f * (float)(1 + rnd() % 160) : fs[0]) : p2 ? ldexpf(1.0f, -2 - (int)(s8 ? i % 4 : 1)) : s8 ? 0.001f * (float)(1 + rnd() % 50) : 0.013f;
         bs[i] = s_in * fs[i];
         double real = s8 ? (double)s_in * fs[i] / s_out : (double)(float)(s_in * fs[i]) / s_out;
         ar_quantize_multiplier(real, &mul[i], &sh[i]);
+        nleft += sh[i] > 0;
       }
+      if (big && s8) ck_assert_msg(nleft > 0 && nleft < oc, "case %zu: %d of %d channels shift left", ci, nleft, oc);
       const ar_activation_t act = ci % 3 == 0 ? AR_ACT_RELU6 : ci % 3 == 1 ? AR_ACT_NONE : AR_ACT_RELU;
       int32_t lo, hi;
       ck_assert_int_eq(ar_quant_activation_range(act, dt, s_out, zout, &lo, &hi), 0);
