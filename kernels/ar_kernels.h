@@ -17,7 +17,9 @@
  * kernels follow TFLite's builtin integer arithmetic (kernels/ar_quant.h; the elementwise, shape
  * and activation ops read per-tensor parameters through kernels/ar_qparams.h and keep their
  * lookup tables in node state). DEQUANTIZE (float16 -> float32) and DENSIFY are
- * evaluated by the interpreter at prepare time into persistent memory (constant folding).
+ * evaluated by the interpreter at prepare time into persistent memory (constant folding), except
+ * where the interpreter keeps weights as stored: a 1x1 CONV_2D then reads a sparse filter in its
+ * stored form (ar_kernel_sparse_filter_check).
  */
 #ifndef AR_KERNELS_H
 #define AR_KERNELS_H
@@ -90,6 +92,18 @@ void ar_apply_activation(float *x, size_t n, ar_activation_t act);
  * bottom/right; for VALID 0. Returns the output size and writes the leading padding. */
 int32_t ar_compute_padding(ar_padding_t padding, int32_t in, int32_t filter, int32_t stride,
                            int32_t dilation, int32_t *pad_before);
+
+/* Whether CONV_2D `node` can run with input 1 being a sparse constant as the model stores it (TFLite
+ * SparsityParameters, DENSIFY's input: dtype FLOAT16 or FLOAT32, dims the dense [O,1,1,I], data =
+ * the stored values, bytes = their size, sparsity set), without densifying it (kernels/
+ * sparse_conv.c). Covered: a 1x1 filter, any stride, float32 input/bias/output, identity
+ * traversal order, input channels SPARSE_CSR with strictly increasing indices (uint8/uint16/int32),
+ * at most one block dim (1..16 output or input channels, stored innermost). Every segment and
+ * index is checked against the shapes and the stored value count. Returns 0 when covered, else
+ * AR_EUNSUPPORTED (AR_ESHAPE / AR_EINVAL for a malformed node) with `msg` saying why, e.g.
+ * "operator 14 (CONV_2D): sparse filter: traversal_order is not the identity". The interpreter
+ * densifies the filter (DENSIFY folding) when this refuses. */
+int ar_kernel_sparse_filter_check(const ar_node_t *node, char *msg, size_t msg_bytes);
 
 /* float16 (IEEE binary16) bits -> float32, exact including subnormals, inf, NaN. */
 float ar_fp16_to_fp32(uint16_t h);

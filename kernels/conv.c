@@ -13,6 +13,9 @@
  * 4 input channels (an image model's first layer) and 16/24/32 outputs, K is too short for GEMM to
  * pay off: init packs the filter as [K, O] into state and a direct loop accumulates 4 pixels x O
  * channels in vector registers (no im2col, no scratch).
+ *
+ * A filter view that carries TFLite sparsity (a 1x1 filter the interpreter keeps as stored, see
+ * ar_kernel_sparse_filter_check) goes to kernels/sparse_conv.c instead.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -25,6 +28,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 #include "kernels/qconv.h"
+#include "kernels/sparse_conv.h"
 
 /* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
 #define AR_CONV_TILE_BYTES (512u * 1024u)
@@ -69,6 +73,9 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "CONV_2D";
   int idx = node->index;
   char s1[96], s2[96];
+  /* A sparse filter kept as stored (the interpreter checked ar_kernel_sparse_filter_check). */
+  if (node->n_inputs > 1 && node->inputs[1] && node->inputs[1]->sparsity)
+    return ar__sparse_conv_prepare(node, msg, msg_bytes);
   const bool quantized = ar__q_is_quantized(node);
   int rc = quantized ? ar__qconv_check_io(node, name, msg, msg_bytes)
                      : ar__conv_check_io(node, name, msg, msg_bytes);
@@ -155,6 +162,7 @@ static void im2col_row(const conv_geom_t *g, const float *in, int32_t b, int32_t
 typedef float conv_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 
 static void conv_init(ar_node_t *node) {
+  if (node->inputs[1]->sparsity) return;
   if (ar__q_is_quantized(node)) { ar__qconv_init(node); return; }
   conv_geom_t g;
   conv_geometry(node, &g);
@@ -254,6 +262,7 @@ AR_TARGET_AVX2 static void conv_few_avx2(const conv_geom_t *g, const float *in, 
 #endif
 
 static void conv_eval(const ar_node_t *node) {
+  if (node->inputs[1]->sparsity) { ar__sparse_conv_eval(node); return; }
   if (ar__q_is_quantized(node)) { ar__qconv_eval(node); return; }
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const float *in = node->inputs[0]->data, *filter = node->inputs[1]->data;

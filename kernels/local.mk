@@ -4,6 +4,7 @@ libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \
+  kernels/sparse_conv.h kernels/sparse_conv.c \
   kernels/batch_matmul.c
 # GCC 12's -O3 set for the vectorized loops, spelled out because the user's CFLAGS (-O2) come
 # last on the command line and would override a plain -O3; explicit -f flags survive a later -O2.
@@ -17,6 +18,13 @@ TESTS += tests/check_kernels_conv
 tests_check_kernels_conv_SOURCES = tests/check_kernels_conv.c
 tests_check_kernels_conv_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_kernels_conv_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# CONV_2D 1x1 on a sparse filter as stored: generated TFLite sparse tensors (odd sizes, empty rows,
+# blocks) against DENSIFY + a naive convolution and the dense kernel; every loop == portable.
+check_PROGRAMS += tests/check_kernels_sparse
+TESTS += tests/check_kernels_sparse
+tests_check_kernels_sparse_SOURCES = tests/check_kernels_sparse.c
+tests_check_kernels_sparse_CFLAGS = $(TEST_CFLAGS)
+tests_check_kernels_sparse_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
 # Quantized depthwise, pooling and MEAN: hand-computed values and SIMD == portable.
 check_PROGRAMS += tests/check_kernels_quant_dw
 TESTS += tests/check_kernels_quant_dw
@@ -40,6 +48,11 @@ noinst_PROGRAMS += bench/qdepthwise
 bench_qdepthwise_SOURCES = bench/qdepthwise.c
 bench_qdepthwise_CFLAGS = $(AM_CFLAGS)
 bench_qdepthwise_LDADD = libarkernels.la libarloader.la libarcommon.la $(OPENBLAS_LIBS) -lm
+# bench/sparse: the sparse 1x1 CONV_2D against the dense kernel on a model's sparse layers.
+noinst_PROGRAMS += bench/sparse
+bench_sparse_SOURCES = bench/sparse.c
+bench_sparse_CFLAGS = $(AM_CFLAGS)
+bench_sparse_LDADD = libarkernels.la libarloader.la libarcommon.la $(OPENBLAS_LIBS) -lm
 # bench/kernels: median time and GFLOP/s of the convolution-family kernels on model shapes.
 noinst_PROGRAMS += bench/kernels
 bench_kernels_SOURCES = bench/kernels.c

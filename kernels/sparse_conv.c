@@ -1,0 +1,543 @@
+/* sparse_conv.c - CONV_2D 1x1 whose filter is a sparse constant, multiplied in its stored form.
+ *
+ * Pruned models (MediaPipe's pose_detection, face_detection_full_range_sparse) store 1x1 filters
+ * with TFLite SparsityParameters and densify them with DENSIFY (-> DEQUANTIZE when the values are
+ * float16). When the interpreter keeps weights as stored, it hands CONV_2D the sparse constant
+ * itself as input 1 (dtype FLOAT16 or FLOAT32, dims the dense [O,1,1,I], data = the stored values,
+ * bytes = their size, sparsity = the metadata) and this file runs the convolution on it: no dense
+ * copy, no packed copy, no node state.
+ *
+ * Covered form (the one TFLite's converter writes for these filters; anything else is refused by
+ * ar_kernel_sparse_filter_check and the interpreter densifies as before): traversal order the
+ * identity, dims 0..2 DENSE (O / R, 1, 1), dim 3 (I / C) SPARSE_CSR, and at most one block dim:
+ * R output channels (block_map [0]) or C input channels (block_map [3]), stored innermost (DENSE,
+ * size R or C). Group g (output channels g*R .. g*R+R-1) holds the entries j in
+ * array_segments[g] .. array_segments[g+1]; entry j covers input channels array_indices[j]*C + t
+ * (t < C), and its value for output row g*R + r, channel t is value j*R*C + r*C + t (DENSIFY's
+ * visiting order). Index vectors stay uint8 / uint16 / int32 as stored.
+ *
+ * Arithmetic (NHWC): out[p, o] = act(bias[o] + sum over the stored entries of row o, in stored
+ * order, of w * in[p, c]), each step one fused multiply-add (fmaf in the portable loop, vfmadd in
+ * the AVX2 one, so both give the same bits). The dense kernels sum all I products in another
+ * order; the results agree to float rounding (the goldens' tolerance), not bit for bit.
+ *
+ * Speed (XNNPACK's SpMM idea on an NHWC graph): pixels are taken AR_SPARSE_TILE at a time; the
+ * tile's input is transposed into scratch as [I][T], so every stored weight multiplies T
+ * contiguous floats (four AVX2 vectors) and the work is the stored entries only. Each output row
+ * accumulates in registers; 8 rows at a time go back to NHWC through a small stack buffer, with the
+ * fused activation. Float16 values are widened per row in chunks (F16C on x86 when the CPU has
+ * it, picked at run time; exact portable conversion elsewhere), so nothing is widened ahead.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/ar_error.h"
+#include "common/ar_util.h"
+#include "kernels/ar_kernel_check.h"
+#include "kernels/conv_util.h"
+#include "kernels/sparse_conv.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+#define AR_TARGET_SPARSE_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+#define T AR_SPARSE_TILE
+#define ROWS_MAX 16         /* output rows per transposed chunk (8, or a multiple of R up to 16) */
+#define WBUF 2048           /* values widened per step */
+#define BLOCK_MAX 16        /* largest R or C covered */
+
+/* The sparse matrix [O, I] as stored, parsed from a view. */
+typedef struct {
+  int32_t o, i;             /* dense output / input channels */
+  int32_t rb, cb;           /* block rows R, block cols C (1 when not blocked) */
+  int32_t groups;           /* O / R */
+  ar_index_vector_t seg, idx;
+  const void *val;
+  bool f16;
+} spm_t;
+
+/* ---------------------------------------------------------------- checks */
+
+static int64_t ivec_at(const ar_index_vector_t *v, int64_t i) {
+  const unsigned char *p = (const unsigned char *)v->data;
+  switch (v->type) {
+  case AR_IDX_UINT8: return p[i];
+  case AR_IDX_UINT16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+  case AR_IDX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+  default: return -1;
+  }
+}
+
+#define NOT_COVERED(...) ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "sparse filter: " __VA_ARGS__)
+
+/* Parse the sparsity of `f` into `m`; with `check`, verify every segment and index against the
+ * dense shape and the stored value count (model data is never trusted). AR_EUNSUPPORTED with the
+ * reason when the form is not the covered one or the data are inconsistent. */
+static int spm_parse(const ar_node_t *node, const ar_tview_t *f, spm_t *m, bool check, char *msg,
+                     size_t msg_bytes) {
+  const int idx = node->index;
+  const char *name = ar_op_name(node->op);
+  const ar_sparsity_t *sp = f->sparsity;
+  memset(m, 0, sizeof *m);
+  if (!sp || !f->data || !f->is_constant) return NOT_COVERED("not a sparse constant", idx, name);
+  if (f->dtype != AR_DTYPE_FLOAT16 && f->dtype != AR_DTYPE_FLOAT32)
+    return NOT_COVERED("values are %s (FLOAT16 or FLOAT32 are covered)", idx, name,
+                       ar_dtype_name(f->dtype));
+  if (f->rank != 4 || f->dims[1] != 1 || f->dims[2] != 1 || f->dims[0] < 1 || f->dims[3] < 1)
+    return NOT_COVERED("shape is not [O,1,1,I] (a 1x1 filter)", idx, name);
+  const int32_t n = 4, k = sp->n_block_map, levels = n + k;
+  if (k > 1 || sp->n_traversal_order != levels || sp->n_dim_metadata != levels)
+    return NOT_COVERED("%d block dims, %d traversal dims, %d dim_metadata (at most one block dim, "
+                       "one level per expanded dim)", idx, name, (int)k, (int)sp->n_traversal_order,
+                       (int)sp->n_dim_metadata);
+  for (int32_t l = 0; l < levels; l++)
+    if (sp->traversal_order[l] != l)
+      return NOT_COVERED("traversal_order is not the identity", idx, name);
+  m->o = f->dims[0];
+  m->i = f->dims[3];
+  m->rb = m->cb = 1;
+  if (k == 1) {
+    const ar_dim_metadata_t *bm = &sp->dim_metadata[n];
+    int32_t bs = bm->dense_size;
+    if (bm->format != AR_DIM_DENSE || bs < 1 || bs > BLOCK_MAX)
+      return NOT_COVERED("block level is not DENSE with a size of 1..%d", idx, name, BLOCK_MAX);
+    if (sp->block_map[0] == 0 && m->o % bs == 0) m->rb = bs;
+    else if (sp->block_map[0] == 3 && m->i % bs == 0) m->cb = bs;
+    else return NOT_COVERED("block_map [%d] with block size %d on [%d,1,1,%d]", idx, name,
+                            (int)sp->block_map[0], (int)bs, (int)m->o, (int)m->i);
+  }
+  m->groups = m->o / m->rb;
+  const int32_t want[3] = {m->groups, 1, 1};
+  for (int32_t l = 0; l < 3; l++)
+    if (sp->dim_metadata[l].format != AR_DIM_DENSE || sp->dim_metadata[l].dense_size != want[l])
+      return NOT_COVERED("level %d is not DENSE of size %d", idx, name, (int)l, (int)want[l]);
+  const ar_dim_metadata_t *csr = &sp->dim_metadata[3];
+  if (csr->format != AR_DIM_SPARSE_CSR)
+    return NOT_COVERED("input channels are not SPARSE_CSR", idx, name);
+  m->seg = csr->array_segments;
+  m->idx = csr->array_indices;
+  m->val = f->data;
+  m->f16 = f->dtype == AR_DTYPE_FLOAT16;
+  if (!check) return 0;
+  const ar_index_vector_t *v[2] = {&m->seg, &m->idx};
+  for (int q = 0; q < 2; q++)
+    if (v[q]->type < AR_IDX_INT32 || v[q]->type > AR_IDX_UINT8 || (v[q]->length && !v[q]->data))
+      return NOT_COVERED("%s vector is missing or untyped", idx, name, q ? "array_indices" : "array_segments");
+  if ((int64_t)m->seg.length < (int64_t)m->groups + 1)
+    return NOT_COVERED("array_segments has %u entries for %d groups", idx, name,
+                       (unsigned)m->seg.length, (int)m->groups);
+  if (ivec_at(&m->seg, 0) != 0) return NOT_COVERED("array_segments[0] is not 0", idx, name);
+  const int32_t ncols = m->i / m->cb;
+  for (int32_t g = 0; g < m->groups; g++) {
+    int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+    if (s1 < s0 || s1 > (int64_t)m->idx.length)
+      return NOT_COVERED("array_segments[%d..%d] = %lld..%lld out of order or beyond %u indices", idx,
+                         name, (int)g, (int)g + 1, (long long)s0, (long long)s1, (unsigned)m->idx.length);
+    int64_t prev = -1;
+    for (int64_t j = s0; j < s1; j++) {
+      int64_t c = ivec_at(&m->idx, j);
+      /* Strictly increasing: no duplicate, so summing entries equals densifying them. */
+      if (c <= prev || c >= ncols)
+        return NOT_COVERED("array_indices[%lld] = %lld is not increasing within [0,%d)", idx, name,
+                           (long long)j, (long long)c, (int)ncols);
+      prev = c;
+    }
+  }
+  uint64_t values = (uint64_t)ivec_at(&m->seg, m->groups) * (uint64_t)m->rb * (uint64_t)m->cb;
+  if (values * (m->f16 ? 2u : 4u) > f->bytes)
+    return NOT_COVERED("%llu stored values, the buffer holds %llu bytes", idx, name,
+                       (unsigned long long)values, (unsigned long long)f->bytes);
+  return 0;
+}
+
+/* Shape, dtype and option checks of a CONV_2D node with a sparse filter (input 1). */
+static int check_node(const ar_node_t *node, spm_t *m, char *msg, size_t msg_bytes) {
+  const int idx = node->index;
+  const char *name = ar_op_name(node->op);
+  char s1[96], s2[96];
+  if (node->op != AR_OP_CONV_2D)
+    return NOT_COVERED("%s is not covered (CONV_2D 1x1)", idx, name, name);
+  if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
+      !node->inputs[1] || !node->outputs[0] || !node->options)
+    return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) and one "
+                   "output, got %d inputs and %d outputs", idx, name, node->n_inputs, node->n_outputs);
+  const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  int rc = spm_parse(node, f, m, true, msg, msg_bytes);
+  if (rc) return rc;
+  if (in->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32 ||
+      (bias && bias->dtype != AR_DTYPE_FLOAT32))
+    return NOT_COVERED("input %s, output %s (float32 is covered)", idx, name, ar_dtype_name(in->dtype),
+                       ar_dtype_name(out->dtype));
+  if (in->rank != 4 || in->dims[3] != m->i)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "input %s does not match filter %s", idx, name,
+                   ar__shape_str(s1, sizeof s1, in), ar__shape_str(s2, sizeof s2, f));
+  for (int d = 0; d < 4; d++)
+    if (in->dims[d] < 1)
+      return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "empty input %s", idx, name,
+                     ar__shape_str(s1, sizeof s1, in));
+  if (bias && (bias->rank != 1 || bias->dims[0] != m->o))
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "bias shape %s does not match %d output "
+                   "channels", idx, name, ar__shape_str(s1, sizeof s1, bias), (int)m->o);
+  const ar_conv2d_options_t *o = &node->options->conv2d;
+  if (o->stride_h < 1 || o->stride_w < 1 || o->dilation_h < 1 || o->dilation_w < 1 ||
+      (o->padding != AR_PADDING_SAME && o->padding != AR_PADDING_VALID) ||
+      !ar__activation_valid(o->activation))
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "invalid options: stride %dx%d, "
+                   "dilation %dx%d, padding %d, activation %d", idx, name, (int)o->stride_h,
+                   (int)o->stride_w, (int)o->dilation_h, (int)o->dilation_w, (int)o->padding,
+                   (int)o->activation);
+  /* A 1x1 filter never pads: SAME gives ceil(in / stride) outputs, VALID the same. */
+  int32_t pt, pl;
+  int32_t oh = ar_compute_padding(o->padding, in->dims[1], 1, o->stride_h, 1, &pt);
+  int32_t ow = ar_compute_padding(o->padding, in->dims[2], 1, o->stride_w, 1, &pl);
+  int32_t want[4] = {in->dims[0], oh, ow, m->o};
+  if (node->infer_shapes) ar_k_set_output_shape(node, 0, 4, want);
+  if (out->rank != 4 || memcmp(out->dims, want, sizeof want) != 0)
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]", idx,
+                   name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1], (int)want[2],
+                   (int)want[3]);
+  if ((int64_t)in->dims[0] * in->dims[1] * in->dims[2] * in->dims[3] > INT32_MAX ||
+      (int64_t)want[0] * oh * ow * m->o > INT32_MAX)
+    return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "more than 2^31 - 1 elements", idx, name);
+  return 0;
+}
+
+int ar_kernel_sparse_filter_check(const ar_node_t *node, char *msg, size_t msg_bytes) {
+  spm_t m;
+  ar_node_t copy = *node;
+  copy.infer_shapes = false;
+  return check_node(&copy, &m, msg, msg_bytes);
+}
+
+int ar__sparse_conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  spm_t m;
+  int rc = check_node(node, &m, msg, msg_bytes);
+  if (rc) return rc;
+  node->state_bytes = 0;
+  node->scratch_bytes = (uint64_t)m.i * T * sizeof(float);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- ISA choice */
+
+static int sparse_isa_forced = -1;
+
+static int sparse_isa_best(void) {
+#if AR_HAVE_AVX2_CLONE
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return 1;
+#endif
+  return 0;
+}
+
+int ar__sparse_set_isa(int isa) {
+  int best = sparse_isa_best();
+  if (isa < 0) { sparse_isa_forced = -1; return best; }
+  if (isa > best) return -1;
+  sparse_isa_forced = isa;
+  return isa;
+}
+
+static int sparse_isa(void) {
+  static int best = -1;
+  if (sparse_isa_forced >= 0) return sparse_isa_forced;
+  if (best < 0) best = sparse_isa_best();
+  return best;
+}
+
+/* ---------------------------------------------------------------- shared pieces */
+
+typedef struct {
+  const float *in;          /* image b's input */
+  int32_t w, ci, sh, sw;    /* input width, channels, strides */
+  int32_t ow;               /* output width */
+} pix_t;
+
+/* Transpose `np` output pixels starting at flat output pixel q0 (of one image) into xt[c*T + p]
+ * (p < T; lanes np..T-1 are zero so the accumulators never see stale scratch). */
+static AR_ALWAYS_INLINE void tile_in(const pix_t *px, int64_t q0, int32_t np, float *restrict xt) {
+  const int32_t ci = px->ci;
+  for (int32_t p = 0; p < np; p++) {
+    int64_t q = q0 + p;
+    int64_t oy = q / px->ow, ox = q - oy * px->ow;
+    const float *src = px->in + ((oy * px->sh) * (int64_t)px->w + ox * px->sw) * ci;
+    for (int32_t c = 0; c < ci; c++) xt[(int64_t)c * T + p] = src[c];
+  }
+  if (np < T)
+    for (int32_t c = 0; c < ci; c++)
+      for (int32_t p = np; p < T; p++) xt[(int64_t)c * T + p] = 0.0f;
+}
+
+/* ot[r*T + p] (rows r < nr) -> out[p*O + r] for p < np, with the fused activation. */
+static AR_ALWAYS_INLINE void tile_out(float *restrict ot, int32_t nr, int32_t np, float *restrict out,
+                                      int32_t o, ar_activation_t act) {
+  if (act != AR_ACT_NONE) ar__activate(ot, (size_t)nr * T, act);
+  for (int32_t p = 0; p < np; p++)
+    for (int32_t r = 0; r < nr; r++) out[(int64_t)p * o + r] = ot[r * T + p];
+}
+
+/* ---------------------------------------------------------------- portable */
+
+static void widen_portable(const spm_t *m, int64_t v0, int64_t n, float *restrict w) {
+  if (m->f16) {
+    const uint16_t *h = (const uint16_t *)m->val + v0;
+    for (int64_t i = 0; i < n; i++) w[i] = ar_fp16_to_fp32(h[i]);
+  } else {
+    memcpy(w, (const float *)m->val + v0, (size_t)n * sizeof(float));
+  }
+}
+
+/* acc[0..T) += sum over entries j in [e0, e1) of w[(j - e0)*R*C + r*C + t] * xt[(idx[j]*C + t)*T + ..] */
+static void row_portable(const spm_t *m, const float *restrict xt, int64_t e0, int64_t e1,
+                         const float *restrict w, int32_t r, float *restrict acc) {
+  const int32_t rc = m->rb * m->cb, cb = m->cb;
+  for (int64_t j = e0; j < e1; j++) {
+    int64_t c0 = ivec_at(&m->idx, j) * cb;
+    const float *wj = w + (j - e0) * rc + r * cb;
+    for (int32_t t = 0; t < cb; t++) {
+      const float wv = wj[t];
+      const float *x = xt + (c0 + t) * T;
+      for (int32_t p = 0; p < T; p++) acc[p] = fmaf(wv, x[p], acc[p]);
+    }
+  }
+}
+
+/* The whole convolution of one image's `npix` output pixels, portable loops. */
+static void sparse_portable(const spm_t *m, const pix_t *px, int64_t npix, const float *bias,
+                            ar_activation_t act, float *xt, float *out) {
+  float ot[ROWS_MAX * T] __attribute__((aligned(64)));
+  float w[WBUF];
+  const int32_t rb = m->rb, rc = m->rb * m->cb;
+  const int32_t rows_chunk = rb <= 8 ? (8 / rb) * rb : rb;
+  const int64_t ech = WBUF / rc;   /* entries widened per step */
+  for (int64_t q0 = 0; q0 < npix; q0 += T) {
+    int32_t np = npix - q0 < T ? (int32_t)(npix - q0) : T;
+    tile_in(px, q0, np, xt);
+    for (int32_t r0 = 0; r0 < m->o; r0 += rows_chunk) {
+      int32_t nr = m->o - r0 < rows_chunk ? m->o - r0 : rows_chunk;
+      for (int32_t r = 0; r < nr; r++)
+        for (int32_t p = 0; p < T; p++) ot[r * T + p] = bias ? bias[r0 + r] : 0.0f;
+      for (int32_t g = r0 / rb; g < (r0 + nr) / rb; g++) {
+        int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+        for (int64_t e0 = s0; e0 < s1; e0 += ech) {
+          int64_t e1 = s1 - e0 < ech ? s1 : e0 + ech;
+          widen_portable(m, e0 * rc, (e1 - e0) * rc, w);
+          for (int32_t r = 0; r < rb; r++)
+            row_portable(m, xt, e0, e1, w, r, ot + (g * rb + r - r0) * T);
+        }
+      }
+      tile_out(ot, nr, np, out + q0 * m->o + r0, m->o, act);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- AVX2 + FMA + F16C */
+
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_SPARSE_AVX2 static void widen_avx2(const spm_t *m, int64_t v0, int64_t n, float *restrict w) {
+  if (!m->f16) {
+    memcpy(w, (const float *)m->val + v0, (size_t)n * sizeof(float));
+    return;
+  }
+  const uint16_t *h = (const uint16_t *)m->val + v0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(w + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+  for (; i < n; i++) w[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h[i])));
+}
+
+/* One row, unblocked (R = C = 1), indices of type IT: four 8-float accumulators, one broadcast
+ * weight and four FMAs per stored entry. */
+#define SPARSE_ROW1(NAME, IT)                                                                    \
+  AR_TARGET_SPARSE_AVX2 static void NAME(const float *restrict xt, const IT *restrict ix,       \
+                                         int64_t n, const float *restrict w, float *restrict acc) { \
+    __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8);                            \
+    __m256 a2 = _mm256_loadu_ps(acc + 16), a3 = _mm256_loadu_ps(acc + 24);                      \
+    for (int64_t j = 0; j < n; j++) {                                                            \
+      const float *x = xt + (int64_t)ix[j] * T;                                                  \
+      const __m256 wv = _mm256_broadcast_ss(w + j);                                              \
+      a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x), a0);                                          \
+      a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 8), a1);                                      \
+      a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 16), a2);                                     \
+      a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 24), a3);                                     \
+    }                                                                                            \
+    _mm256_storeu_ps(acc, a0); _mm256_storeu_ps(acc + 8, a1);                                    \
+    _mm256_storeu_ps(acc + 16, a2); _mm256_storeu_ps(acc + 24, a3);                              \
+  }
+SPARSE_ROW1(row1_u8_avx2, uint8_t)
+SPARSE_ROW1(row1_u16_avx2, uint16_t)
+SPARSE_ROW1(row1_i32_avx2, int32_t)
+
+/* Any block shape: per entry, C input channels with weights w[(j - e0)*R*C + r*C + t]. */
+AR_TARGET_SPARSE_AVX2 static void rowb_avx2(const spm_t *m, const float *restrict xt, int64_t e0,
+                                            int64_t e1, const float *restrict w, int32_t r,
+                                            float *restrict acc) {
+  const int32_t rc = m->rb * m->cb, cb = m->cb;
+  __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8);
+  __m256 a2 = _mm256_loadu_ps(acc + 16), a3 = _mm256_loadu_ps(acc + 24);
+  for (int64_t j = e0; j < e1; j++) {
+    int64_t c0 = ivec_at(&m->idx, j) * cb;
+    const float *wj = w + (j - e0) * rc + r * cb;
+    for (int32_t t = 0; t < cb; t++) {
+      const float *x = xt + (c0 + t) * T;
+      const __m256 wv = _mm256_broadcast_ss(wj + t);
+      a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x), a0);
+      a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 8), a1);
+      a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 16), a2);
+      a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 24), a3);
+    }
+  }
+  _mm256_storeu_ps(acc, a0); _mm256_storeu_ps(acc + 8, a1);
+  _mm256_storeu_ps(acc + 16, a2); _mm256_storeu_ps(acc + 24, a3);
+}
+
+/* In-register transpose of 8 rows of 8 floats. */
+AR_TARGET_SPARSE_AVX2 static inline void tr8x8(__m256 r[8]) {
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* tile_in with 8x8 transposes. Lanes np..T-1 repeat the last pixel (finite input values whose
+ * outputs are never stored), so no lane reads stale scratch. */
+AR_TARGET_SPARSE_AVX2 static void tile_in_avx2(const pix_t *px, int64_t q0, int32_t np,
+                                               float *restrict xt) {
+  const float *src[T];
+  const int32_t ci = px->ci;
+  int64_t oy = q0 / px->ow, ox = q0 - oy * px->ow;
+  for (int32_t p = 0; p < np; p++) {
+    src[p] = px->in + ((oy * px->sh) * (int64_t)px->w + ox * px->sw) * ci;
+    if (++ox == px->ow) { ox = 0; oy++; }
+  }
+  for (int32_t p = np; p < T; p++) src[p] = src[np - 1];
+  const int32_t c8 = ci & ~7;
+  for (int32_t pb = 0; pb < T; pb += 8) {
+    const float *const *sp = src + pb;
+    for (int32_t c0 = 0; c0 < c8; c0 += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(sp[i] + c0);
+      tr8x8(r);
+      for (int i = 0; i < 8; i++) _mm256_storeu_ps(xt + (int64_t)(c0 + i) * T + pb, r[i]);
+    }
+    for (int32_t c = c8; c < ci; c++)
+      for (int i = 0; i < 8; i++) xt[(int64_t)c * T + pb + i] = sp[i][c];
+  }
+}
+
+/* tile_out with 8x8 transposes when the chunk has 8 rows. */
+AR_TARGET_SPARSE_AVX2 static void tile_out_avx2(float *restrict ot, int32_t nr, int32_t np,
+                                                float *restrict out, int32_t o, ar_activation_t act) {
+  if (act != AR_ACT_NONE) ar__activate(ot, (size_t)nr * T, act);
+  int32_t p = 0;
+  if (nr == 8)
+    for (; p + 8 <= np; p += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; i++) r[i] = _mm256_load_ps(ot + i * T + p);
+      tr8x8(r);
+      for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + (int64_t)(p + i) * o, r[i]);
+    }
+  for (; p < np; p++)
+    for (int32_t r = 0; r < nr; r++) out[(int64_t)p * o + r] = ot[r * T + p];
+}
+
+/* Entries [e0, e1) of group g (weights from wv) into the rows' accumulators in ot. */
+AR_TARGET_SPARSE_AVX2 static inline void group_avx2(const spm_t *m, const float *restrict xt, int32_t g,
+                                                    int64_t e0, int64_t e1, const float *restrict wv,
+                                                    int32_t r0, float *restrict ot) {
+  if (m->rb * m->cb == 1) {
+    float *acc = ot + (g - r0) * T;
+    switch (m->idx.type) {
+    case AR_IDX_UINT8: row1_u8_avx2(xt, (const uint8_t *)m->idx.data + e0, e1 - e0, wv, acc); break;
+    case AR_IDX_UINT16: row1_u16_avx2(xt, (const uint16_t *)m->idx.data + e0, e1 - e0, wv, acc); break;
+    default: row1_i32_avx2(xt, (const int32_t *)m->idx.data + e0, e1 - e0, wv, acc); break;
+    }
+    return;
+  }
+  for (int32_t r = 0; r < m->rb; r++) rowb_avx2(m, xt, e0, e1, wv, r, ot + (g * m->rb + r - r0) * T);
+}
+
+/* Accumulate groups [g0, g1) (first row r0) into ot, widening the chunk's values in one step when
+ * they fit in WBUF, else WBUF at a time per group. */
+AR_TARGET_SPARSE_AVX2 static void chunk_avx2(const spm_t *m, const float *restrict xt, int32_t g0,
+                                             int32_t g1, int32_t r0, float *restrict ot,
+                                             float *restrict w) {
+  const int32_t rc = m->rb * m->cb;
+  const int64_t lo = ivec_at(&m->seg, g0), hi = ivec_at(&m->seg, g1);
+  if ((hi - lo) * rc <= WBUF) {
+    widen_avx2(m, lo * rc, (hi - lo) * rc, w);
+    for (int32_t g = g0; g < g1; g++) {
+      int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+      group_avx2(m, xt, g, s0, s1, w + (s0 - lo) * rc, r0, ot);
+    }
+    return;
+  }
+  const int64_t ech = WBUF / rc;
+  for (int32_t g = g0; g < g1; g++) {
+    int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+    for (int64_t e0 = s0; e0 < s1; e0 += ech) {
+      int64_t e1 = s1 - e0 < ech ? s1 : e0 + ech;
+      widen_avx2(m, e0 * rc, (e1 - e0) * rc, w);
+      group_avx2(m, xt, g, e0, e1, w, r0, ot);
+    }
+  }
+}
+
+AR_TARGET_SPARSE_AVX2 static void sparse_avx2(const spm_t *m, const pix_t *px, int64_t npix,
+                                              const float *bias, ar_activation_t act, float *xt,
+                                              float *out) {
+  float ot[ROWS_MAX * T] __attribute__((aligned(64)));
+  float w[WBUF] __attribute__((aligned(64)));
+  const int32_t rb = m->rb;
+  const int32_t rows_chunk = rb <= 8 ? (8 / rb) * rb : rb;
+  for (int64_t q0 = 0; q0 < npix; q0 += T) {
+    int32_t np = npix - q0 < T ? (int32_t)(npix - q0) : T;
+    tile_in_avx2(px, q0, np, xt);
+    for (int32_t r0 = 0; r0 < m->o; r0 += rows_chunk) {
+      int32_t nr = m->o - r0 < rows_chunk ? m->o - r0 : rows_chunk;
+      for (int32_t r = 0; r < nr; r++) {
+        __m256 b = _mm256_set1_ps(bias ? bias[r0 + r] : 0.0f);
+        for (int32_t p = 0; p < T; p += 8) _mm256_store_ps(ot + r * T + p, b);
+      }
+      chunk_avx2(m, xt, r0 / rb, (r0 + nr) / rb, r0, ot, w);
+      tile_out_avx2(ot, nr, np, out + q0 * m->o + r0, m->o, act);
+    }
+  }
+}
+#endif
+
+/* ---------------------------------------------------------------- eval */
+
+void ar__sparse_conv_eval(const ar_node_t *node) {
+  spm_t m;
+  const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
+  if (spm_parse(node, node->inputs[1], &m, false, NULL, 0) != 0) return;   /* checked at prepare */
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_conv2d_options_t *o = &node->options->conv2d;
+  const int32_t n = in->dims[0], h = in->dims[1], w = in->dims[2], ci = in->dims[3];
+  const int32_t oh = out->dims[1], ow = out->dims[2];
+  const int64_t npix = (int64_t)oh * ow;
+  const int isa = sparse_isa();
+  for (int32_t b = 0; b < n; b++) {
+    pix_t px = {(const float *)in->data + (int64_t)b * h * w * ci, w, ci, o->stride_h, o->stride_w, ow};
+    float *ob = (float *)out->data + (int64_t)b * npix * m.o;
+    const float *bd = bias ? (const float *)bias->data : NULL;
+#if AR_HAVE_AVX2_CLONE
+    if (isa == 1) { sparse_avx2(&m, &px, npix, bd, o->activation, node->scratch, ob); continue; }
+#endif
+    (void)isa;
+    sparse_portable(&m, &px, npix, bd, o->activation, node->scratch, ob);
+  }
+}

@@ -1,0 +1,21 @@
+/* sparse_conv.h - internal to the kernels layer: CONV_2D 1x1 with a sparse filter kept as stored
+ * (kernels/sparse_conv.c). conv.c routes a node whose filter view carries sparsity here; the
+ * interpreter asks ar_kernel_sparse_filter_check (ar_kernels.h) first. Not a public header. */
+#ifndef AR_SPARSE_CONV_H
+#define AR_SPARSE_CONV_H
+
+#include "kernels/ar_kernels.h"
+
+/* Output pixels per tile: the scratch holds one tile's input as [I][AR_SPARSE_TILE] floats. */
+#define AR_SPARSE_TILE 32
+
+/* CONV_2D prepare/eval for a sparse filter (input 1): checks as ar_kernel_sparse_filter_check,
+ * scratch = I * AR_SPARSE_TILE floats, no state. */
+int ar__sparse_conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__sparse_conv_eval(const ar_node_t *node);
+
+/* Tests pick the loop: 0 portable, 1 AVX2+FMA+F16C; -1 = automatic. Returns the ISA now in force,
+ * or -1 when the CPU lacks the one asked for; with -1 returns the best available. */
+int ar__sparse_set_isa(int isa);
+
+#endif /* AR_SPARSE_CONV_H */
