@@ -163,3 +163,50 @@ int ar_pool_shrink(ar_pool_t *pool, uint64_t offset, uint64_t bytes) {
   r->bytes = need;
   return 0;
 }
+
+uint64_t ar_pool_hole_offset(const ar_pool_t *pool) {
+  for (size_t i = 0; i + 1 < pool->n_regions; i++)
+    if (pool->regions[i].kind == AR_REGION_FREE) return pool->regions[i].offset;
+  return pool->bytes;   /* no free block, or only the last one: compact */
+}
+
+size_t ar_pool_free_blocks(const ar_pool_t *pool) {
+  size_t n = 0;
+  for (size_t i = 0; i < pool->n_regions; i++) n += pool->regions[i].kind == AR_REGION_FREE;
+  return n;
+}
+
+size_t ar_pool_compact_plan(const ar_pool_t *pool, ar_pool_move_t *moves, size_t cap) {
+  size_t n = 0;
+  uint64_t at = 0;   /* where the next owned region goes */
+  for (size_t i = 0; i < pool->n_regions; i++) {
+    const ar_region_t *r = &pool->regions[i];
+    if (r->kind == AR_REGION_FREE) continue;
+    if (r->offset != at) {
+      if (n < cap) {
+        moves[n] = (ar_pool_move_t){.from = r->offset, .to = at, .bytes = r->bytes, .kind = r->kind};
+        memcpy(moves[n].owner, r->owner, sizeof(moves[n].owner));
+      }
+      n++;
+    }
+    at += r->bytes;
+  }
+  return n;
+}
+
+uint64_t ar_pool_compact(ar_pool_t *pool) {
+  uint64_t at = 0, moved = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < pool->n_regions; i++) {
+    ar_region_t r = pool->regions[i];
+    if (r.kind == AR_REGION_FREE) continue;
+    if (r.offset != at) moved += r.bytes;
+    r.offset = at;
+    at += r.bytes;
+    pool->regions[k++] = r;
+  }
+  /* k <= n_regions and the list only shrinks or keeps its length (one free block replaces >= 1). */
+  if (at < pool->bytes) pool->regions[k++] = (ar_region_t){.offset = at, .bytes = pool->bytes - at, .kind = AR_REGION_FREE};
+  pool->n_regions = k;
+  return moved;
+}

@@ -16,6 +16,14 @@
  * one free block when everything is unloaded. Sizes and offsets are multiples of AR_POOL_ALIGN
  * (64 bytes, TFLite's tensor alignment, what ar_interp_place requires).
  *
+ * Compaction (ar_pool_compact) slides every owned region that lies above a free block down, in
+ * offset order, so that the free bytes become one block at the end of the pool:
+ *
+ *   before  | A | free | B | free | C | free |        after  | A | B | C | free            |
+ *
+ * The pool only rewrites its list; moving what lives in a region is the owner's job (the daemon
+ * re-places the models whose regions moved, ar_models.c).
+ *
  * Not thread-safe: the daemon touches the region list from its event loop thread only.
  * A pool may be made without a mapping (map = false) to lay out a configuration without serving
  * (arenad --check-config).
@@ -73,6 +81,32 @@ int ar_pool_free(ar_pool_t *pool, uint64_t offset);
  * is): the tail becomes free (merged with a free neighbour). Returns 0, AR_EINVAL (no such used
  * region, or bytes larger), AR_ENOMEM (region list). */
 int ar_pool_shrink(ar_pool_t *pool, uint64_t offset, uint64_t bytes);
+
+/* One region that compaction moves: from `from` to `to` (< from), `bytes` long. */
+typedef struct ar_pool_move {
+  uint64_t from, to, bytes;
+  ar_region_kind_t kind;
+  char owner[AR_POOL_OWNER_MAX];
+} ar_pool_move_t;
+
+/* Offset of the first free block that has an owned region above it: the lowest byte compaction
+ * would change. pool->bytes when the pool is compact (no free bytes, or all of them one block at
+ * the end). */
+uint64_t ar_pool_hole_offset(const ar_pool_t *pool);
+
+/* Number of free blocks (0 when full, 1 when compact and not full). */
+size_t ar_pool_free_blocks(const ar_pool_t *pool);
+
+/* The moves compaction would make, lowest offset first, into `moves` (up to `cap`; pool->n_regions
+ * always suffices). Returns how many regions move (may exceed cap: then only cap are written).
+ * Nothing changes. */
+size_t ar_pool_compact_plan(const ar_pool_t *pool, ar_pool_move_t *moves, size_t cap);
+
+/* Apply the plan ar_pool_compact_plan gives: owned regions keep their order and sizes, each at the
+ * end of the one below it, and one free block ends the pool. Returns the bytes of the regions that
+ * moved (0 when the pool was compact). Never allocates, never fails; after it,
+ * ar_pool_largest_free_bytes == pool->bytes - ar_pool_used_bytes. */
+uint64_t ar_pool_compact(ar_pool_t *pool);
 
 /* Bytes of a region rounded like ar_pool_alloc does. */
 uint64_t ar_pool_round(uint64_t bytes);

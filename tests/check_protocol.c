@@ -65,6 +65,67 @@ START_TEST(pool_best_fit_split_and_coalesce) {
 }
 END_TEST
 
+/* Compaction slides the owned regions down in order: one free block at the end, sizes, kinds and
+ * owners kept; the plan lists exactly the regions that move, from and to. */
+START_TEST(pool_compact_makes_one_free_block) {
+  ar_pool_t p;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_pool_init(&p, 1 << 20, false, msg, sizeof(msg)), 0);
+  uint64_t off[6];
+  const uint64_t sz[6] = {1024, 4096, 2048, 8192, 640, 64};
+  const char *own[6] = {"a", "b", "c", "d", "e", "f"};
+  for (int i = 0; i < 6; i++)
+    ck_assert_int_eq(ar_pool_alloc(&p, sz[i], i % 2 ? AR_REGION_ACTIVATION : AR_REGION_PERSISTENT, own[i], &off[i],
+                                   msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(ar_pool_hole_offset(&p), p.bytes);   /* compact already: free tail only */
+  ck_assert_uint_eq(ar_pool_free_blocks(&p), 1);
+  ar_pool_move_t mv[16];
+  ck_assert_uint_eq(ar_pool_compact_plan(&p, mv, 16), 0);
+  ck_assert_uint_eq(ar_pool_compact(&p), 0);
+  /* Free b and d: holes at 1024 (4096 B) and 7168 (8192 B) plus the tail. */
+  ck_assert_int_eq(ar_pool_free(&p, off[1]), 0);
+  ck_assert_int_eq(ar_pool_free(&p, off[3]), 0);
+  ck_assert_uint_eq(ar_pool_hole_offset(&p), 1024);
+  ck_assert_uint_eq(ar_pool_free_blocks(&p), 3);
+  uint64_t free_bytes = p.bytes - ar_pool_used_bytes(&p);
+  ck_assert_uint_lt(ar_pool_largest_free_bytes(&p), free_bytes);
+  size_t n = ar_pool_compact_plan(&p, mv, 16);
+  ck_assert_uint_eq(n, 3);   /* c, e, f move; a stays */
+  ck_assert_uint_eq(mv[0].from, off[2]);
+  ck_assert_uint_eq(mv[0].to, 1024);
+  ck_assert_str_eq(mv[0].owner, "c");
+  ck_assert_uint_eq(mv[1].from, off[4]);
+  ck_assert_uint_eq(mv[1].to, 1024 + 2048);
+  ck_assert_int_eq(mv[1].kind, AR_REGION_PERSISTENT);
+  ck_assert_uint_eq(mv[2].from, off[5]);
+  ck_assert_uint_eq(mv[2].to, 1024 + 2048 + 640);
+  ck_assert_uint_eq(mv[2].bytes, 64);
+  ck_assert_uint_eq(ar_pool_compact_plan(&p, mv, 1), 3);   /* a short array still counts them all */
+  ck_assert_uint_eq(ar_pool_compact(&p), 2048 + 640 + 64);
+  assert_tiling(&p);
+  ck_assert_uint_eq(p.n_regions, 5);
+  ck_assert_uint_eq(ar_pool_free_blocks(&p), 1);
+  ck_assert_uint_eq(ar_pool_hole_offset(&p), p.bytes);
+  ck_assert_uint_eq(ar_pool_largest_free_bytes(&p), free_bytes);
+  ck_assert_str_eq(p.regions[1].owner, "c");
+  ck_assert_str_eq(p.regions[3].owner, "f");
+  ck_assert_int_eq(p.regions[3].kind, AR_REGION_ACTIVATION);
+  /* The moved regions are freed by their new offsets. */
+  ck_assert_int_eq(ar_pool_free(&p, 1024), 0);
+  ck_assert_int_eq(ar_pool_free(&p, 1024 + 2048), 0);
+  assert_tiling(&p);
+  /* A full pool: nothing free, nothing moves. */
+  ar_pool_close(&p);
+  ck_assert_int_eq(ar_pool_init(&p, 4096, false, msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_pool_alloc(&p, 4096, AR_REGION_PERSISTENT, "x", &off[0], msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(ar_pool_free_blocks(&p), 0);
+  ck_assert_uint_eq(ar_pool_hole_offset(&p), p.bytes);
+  ck_assert_uint_eq(ar_pool_compact(&p), 0);
+  ck_assert_uint_eq(p.n_regions, 1);
+  ar_pool_close(&p);
+}
+END_TEST
+
 START_TEST(pool_enospc_names_bytes_and_largest_block) {
   ar_pool_t p;
   char msg[AR_MSG_BYTES];
@@ -384,6 +445,7 @@ static Suite *protocol_suite(void) {
   TCase *pool = tcase_create("pool");
   tcase_add_test(pool, pool_best_fit_split_and_coalesce);
   tcase_add_test(pool, pool_enospc_names_bytes_and_largest_block);
+  tcase_add_test(pool, pool_compact_makes_one_free_block);
   tcase_add_test(pool, latency_percentiles);
   tcase_add_test(pool, alloc_counter_counts_this_thread_only);
   suite_add_tcase(s, pool);
