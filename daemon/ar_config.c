@@ -61,6 +61,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->send_timeout_ms = 30000;
   cfg->drain_timeout_ms = 5000;
   cfg->max_model_bytes = 256ull << 20;
+  cfg->compact_after_unload = true;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
   if (geteuid() != 0) cfg->admin_uids[cfg->n_admin_uids++] = geteuid();
   cfg->n_model_dirs = 1;
@@ -184,6 +185,12 @@ static int get_uint(json_t *v, const char *key, uint32_t lo, uint32_t hi, uint32
     return ar_errf(msg, n, AR_ECONFIG, "%s: %" JSON_INTEGER_FORMAT " is out of range [%u, %u]", key, i,
                    lo, hi);
   *out = (uint32_t)i;
+  return 0;
+}
+
+static int get_bool(json_t *v, const char *key, bool *out, char *msg, size_t n) {
+  if (!json_is_boolean(v)) return ar_errf(msg, n, AR_ECONFIG, "%s: must be true or false", key);
+  *out = json_is_true(v);
   return 0;
 }
 
@@ -328,6 +335,8 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       if (rc == 0 && cfg->memory_limit_bytes != 0 && cfg->memory_limit_bytes < AR_CFG_MEMORY_MIN)
         rc = ar_errf(msg, n, AR_ECONFIG, "%s: %" PRIu64 " bytes is out of range: 0 (no limit) or [%llu, %llu]", k,
                      cfg->memory_limit_bytes, AR_CFG_MEMORY_MIN, AR_CFG_MEMORY_MAX);
+    } else if (strcmp(k, "compact_after_unload") == 0) {
+      rc = get_bool(v, k, &cfg->compact_after_unload, msg, n);
     } else if (strcmp(k, "admin_uids") == 0) {
       rc = get_ids(v, k, (uint32_t *)cfg->admin_uids, &cfg->n_admin_uids, msg, n);
     } else if (strcmp(k, "admin_gids") == 0) {
@@ -365,8 +374,8 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
                    "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, request_timeout_ms, "
-                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, memory_limit, admin_uids, "
-                   "admin_gids, model_dirs, weights, models)",
+                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, memory_limit, "
+                   "compact_after_unload, admin_uids, admin_gids, model_dirs, weights, models)",
                    k);
     }
     if (rc != 0) return rc;

@@ -21,6 +21,19 @@
  * (so ENOSPC is reported at load time and nothing is disturbed), and a PLACE job queued behind
  * the group's in-flight invokes moves every member into it; the old region is freed after. The
  * region never shrinks while the group has members; it is freed with the last member.
+ *
+ * Compaction (ar_models_compact; after an unload; when a load would fail with ENOSPC although
+ * enough bytes are free). The loop thread queues a MOVE job in every group that owns a region
+ * above the pool's first free block. A MOVE job reaching the head of its group does not run: the
+ * group parks (busy, nothing else starts) once the invokes it had accepted are done; loads that
+ * finish preparing meanwhile wait. When every such group is parked the loop applies the compact
+ * layout to the region list and the offsets at once, then each parked group's MOVE job runs on a
+ * worker and re-places the members whose regions moved (ar_interp_place at the new addresses:
+ * constants folded again, kernel init rebuilds node state, so no pointer into an old place
+ * survives); nothing is read from the old places, so the groups move in parallel and in any order,
+ * and the regions outside the moved groups (groups below the first hole) keep serving throughout.
+ * After the layout is applied the free bytes are one block at the end of the pool, so loads and
+ * growth allocate there without touching a place still being vacated.
  */
 #ifndef AR_DAEMON_H
 #define AR_DAEMON_H
@@ -64,7 +77,10 @@ struct ar_group {
   bool has_region;
   uint64_t act_offset, act_bytes;
   int refs;                      /* models attached (placing, ready or unloading) */
-  bool busy;                     /* a job of this group is on a worker */
+  bool busy;                     /* a job of this group is on a worker (or the group is parked) */
+  ar_job_t *parked;              /* its MOVE job, waiting for the compaction's layout */
+  bool move_queued;              /* a MOVE job is queued, parked or running */
+  bool relocated;                /* the compaction being applied moved its activation region */
   ar_job_t *head, *tail;         /* FIFO of jobs waiting for the group */
   pthread_mutex_t lock;          /* held by the worker around a job */
   ar_group_t *next;
@@ -102,6 +118,7 @@ struct ar_dmodel {
   ar_group_t *group;             /* set once its regions are allocated */
   bool placed;
   uint64_t placed_act_offset;    /* activation region the interpreter currently points into */
+  bool relocated;                /* the compaction being applied moved its persistent region */
   bool has_persistent;
   uint64_t persistent_offset, persistent_region_bytes;
   uint64_t arena_bytes, persistent_bytes;
@@ -117,14 +134,15 @@ struct ar_dmodel {
   ar_dmodel_t *next;
 };
 
-typedef enum { AR_JOB_PREPARE, AR_JOB_PLACE, AR_JOB_INVOKE } ar_job_kind_t;
+typedef enum { AR_JOB_PREPARE, AR_JOB_PLACE, AR_JOB_INVOKE, AR_JOB_MOVE } ar_job_kind_t;
 
 struct ar_job {
   uv_work_t work;
   ar_job_kind_t kind;
   ar_server_t *srv;
   ar_reply_to_t to;
-  ar_dmodel_t *model;
+  ar_dmodel_t *model;            /* NULL for MOVE */
+  ar_group_t *group;             /* MOVE: the group it moves (holds a reference) */
   int rc;
   char msg[AR_MSG_BYTES];
   /* PREPARE (runs on the load thread; inputs copied so it never reads srv->cfg) */
@@ -139,6 +157,10 @@ struct ar_job {
   uint64_t act_bytes;
   uint64_t free_after[2];
   int n_free_after;
+  bool after_compact;            /* PREPARE: a compaction already ran for this load's ENOSPC */
+  /* MOVE: `moves` are re-placed into act_base; placed_act_offset becomes move_act_offset */
+  uint64_t move_act_offset;
+  bool move_counted;             /* part of the compaction in progress (not a stale MOVE) */
   /* INVOKE */
   Arenad__Request *req;          /* owns the decoded request; inputs point into it */
   uint8_t *out;                  /* all outputs, back to back, allocated at accept */
@@ -153,6 +175,13 @@ struct ar_job {
   ar_job_t *next;                /* group FIFO link */
 };
 
+
+/* What one compaction did (CompactResponse; bytes, µs). */
+typedef struct ar_compact_figures {
+  uint32_t regions_moved, models_replaced, free_blocks_before, free_blocks_after;
+  uint64_t bytes_moved, free_before, largest_before, free_after, largest_after;
+  uint64_t t_start_us, t_end_us;
+} ar_compact_figures_t;
 
 /* How the layers call each other without naming each other's files: the connection layer calls
  * admit/dispatch upward, ar_models.c answers through reply/reply_error and reports job_done and
@@ -225,6 +254,17 @@ struct ar_server {
    * frames refused by the scan or the decode budget. */
   uint64_t conns_refused, frames_timed_out, closed_send_timeout, closed_idle, frames_refused;
   int exit_code;
+  /* Pool compaction (ar_models.c; drawn above). `compacting` from the start until every MOVE job
+   * ended; `compact_committed` once the layout is applied. Compact requests arriving before that
+   * join this compaction's waiters, later ones the next compaction's (compact_again). */
+  bool compacting, compact_committed, compact_again;
+  int compact_moving;            /* MOVE jobs of the applied layout still running */
+  int compact_rc;                /* 0, or why the compaction gave up (answered to its waiters) */
+  char compact_msg[AR_MSG_BYTES];
+  ar_waiter_t *compact_waiters, *compact_next_waiters;
+  ar_job_t *compact_deferred, *compact_deferred_tail;   /* finished PREPAREs waiting for the layout */
+  ar_compact_figures_t compact_fig;
+  uint64_t compactions, compact_bytes_moved;   /* totals for the stats */
 };
 
 /* Monotonic clock, microseconds. */
@@ -243,6 +283,9 @@ ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name);
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                     const char *group, const char *strategy, const char *weights);
 void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *name);
+/* Compact the pool (see above); answers `to` with a CompactResponse when the moved models serve
+ * from their new places, or at once when nothing needs to move. */
+void ar_models_compact(ar_server_t *srv, const ar_reply_to_t *to);
 /* Validate an Invoke request (takes ownership of `req`) and queue it. */
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req);
 /* Stats JSON (malloc'd string, caller frees) or NULL. */

@@ -386,6 +386,9 @@ static void group_detach(ar_server_t *srv, ar_group_t *g) {
 
 static void group_work(uv_work_t *w);
 static void group_after(uv_work_t *w, int status);
+static void compact_start(ar_server_t *srv, const ar_reply_to_t *to);
+static void compact_check(ar_server_t *srv);
+static void compact_defer(ar_server_t *srv, ar_job_t *job);
 
 static void group_push(ar_group_t *g, ar_job_t *job) {
   job->next = NULL;
@@ -403,6 +406,20 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
   g->head = job->next;
   if (g->head == NULL) g->tail = NULL;
   g->busy = true;
+  if (job->kind == AR_JOB_MOVE) {
+    /* Every job the group accepted before it is done: park until the compaction's layout is
+     * applied. A MOVE left over from a compaction that no longer needed this group runs empty. */
+    if (srv->compacting && !srv->compact_committed) {
+      g->parked = job;
+      return;
+    }
+    int rc = uv_queue_work(srv->loop, &job->work, group_work, group_after);
+    if (rc != 0) {
+      job->rc = AR_EINTERNAL;
+      group_after(&job->work, 0);
+    }
+    return;
+  }
   if (job->kind == AR_JOB_INVOKE && job->to.conn &&
       ar_conn_is_gone(job->to.conn)) {
     /* The client hung up: nobody can read the reply, so do not run it (the worker returns at
@@ -559,6 +576,11 @@ static void prepare_after(ar_job_t *job) {
   ar_server_t *srv = job->srv;
   ar_dmodel_t *m = job->model;
   ar_reply_to_t to = job->to;
+  if (srv->compacting && !srv->compact_committed) {
+    /* The pool's layout is about to change: take regions once it has. */
+    compact_defer(srv, job);
+    return;
+  }
   srv->jobs_outstanding--;
   free(job->dirs);
   job->dirs = NULL;
@@ -617,10 +639,26 @@ static void prepare_after(ar_job_t *job) {
   uint64_t act_offset = 0;
   if (rc == 0 && new_region)
     rc = ar_pool_alloc(&srv->pool, need_act, AR_REGION_ACTIVATION, g->owner, &act_offset, msg, sizeof(msg));
+  uint64_t total = need_pers + (new_region ? need_act : 0);
+  if (rc == AR_ENOSPC && !job->after_compact && srv->pool.bytes - ar_pool_used_bytes(&srv->pool) +
+                                                       (m->has_persistent ? need_pers : 0) >= total) {
+    /* Enough bytes are free, only not in one place: compact, then take the regions again. */
+    if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
+    m->has_persistent = false;
+    m->group = NULL;
+    group_detach(srv, g);
+    job->after_compact = true;
+    srv->jobs_outstanding++;   /* still outstanding: it comes back through prepare_after */
+    ar_log("load of '%s' needs %" PRIu64 " bytes of pool, largest free block is %" PRIu64 " bytes of %" PRIu64
+           " free: compacting the pool first", m->name, total, ar_pool_largest_free_bytes(&srv->pool),
+           srv->pool.bytes - ar_pool_used_bytes(&srv->pool));
+    compact_defer(srv, job);
+    compact_start(srv, NULL);
+    return;
+  }
   if (rc != 0) {
     if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
     m->has_persistent = false;
-    uint64_t total = need_pers + (new_region ? need_act : 0);
     registry_remove(srv, m);
     char name[AR_NAME_MAX];
     snprintf(name, sizeof(name), "%s", m->name);
@@ -798,6 +836,10 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
     free(w);
     w = next;
   }
+  if (srv->cfg.compact_after_unload && !srv->draining && ar_pool_hole_offset(&srv->pool) < srv->pool.bytes)
+    compact_start(srv, NULL);
+  else
+    compact_check(srv);   /* a compaction waiting for its groups may need fewer of them now */
 }
 
 /* Unload without a waiter (reload): new invokes no longer find it; accepted ones finish first. */
@@ -1035,8 +1077,32 @@ static int apply_shapes(ar_job_t *job) {
   return rc;
 }
 
+/* Worker, group lock held: a MOVE job re-places the members whose regions the compaction moved.
+ * Each is placed from scratch at its new addresses; its old places are never read. */
+static void move_work(ar_job_t *job) {
+  uint8_t *base = job->srv->pool.base;
+  for (int i = 0; i < job->n_moves; i++) {
+    ar_dmodel_t *mv = job->moves[i];
+    char msg[AR_MSG_BYTES / 2];
+    int rc = ar_interp_place(mv->interp, job->act_base, job->act_bytes,
+                             mv->has_persistent ? base + mv->persistent_offset : NULL, mv->persistent_region_bytes,
+                             msg, sizeof(msg));
+    if (rc != 0 && job->rc == 0) {
+      job->rc = rc;
+      snprintf(job->msg, sizeof(job->msg), "model '%.63s': re-placing after compaction: %.250s", mv->name, msg);
+    }
+  }
+}
+
 static void group_work(uv_work_t *w) {
   ar_job_t *job = w->data;
+  if (job->kind == AR_JOB_MOVE) {
+    if (job->rc != 0 || job->n_moves == 0) return;
+    pthread_mutex_lock(&job->group->lock);
+    move_work(job);
+    pthread_mutex_unlock(&job->group->lock);
+    return;
+  }
   ar_dmodel_t *m = job->model;
   ar_group_t *g = m->group;
   if (job->rc != 0) return;
@@ -1191,9 +1257,53 @@ static void answer_resized(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_
   ar_models_info_clear(&info);
 }
 
+static void compact_finish(ar_server_t *srv);
+
+/* Loop thread: a MOVE job ended (its group was parked until now). */
+static void move_after(ar_server_t *srv, ar_job_t *job) {
+  ar_group_t *g = job->group;
+  g->busy = false;
+  g->move_queued = false;
+  srv->jobs_outstanding--;
+  if (job->rc != 0) {
+    /* Cannot happen with the sizes unchanged; the model answers invokes with an error then. */
+    ar_log("compaction: %s", job->msg);
+    if (srv->compact_rc == 0 && job->move_counted) {
+      srv->compact_rc = job->rc;
+      snprintf(srv->compact_msg, sizeof(srv->compact_msg), "%s", job->msg);
+    }
+  }
+  for (int i = 0; i < job->n_moves; i++) {
+    ar_dmodel_t *mv = job->moves[i];
+    if (job->rc == 0) mv->placed_act_offset = job->move_act_offset;
+    mv->inflight--;
+  }
+  group_kick(srv, g);
+  /* Members unloaded while they moved go now (the job's reference keeps g alive meanwhile). */
+  for (int i = 0; i < job->n_moves; i++) {
+    ar_dmodel_t *mv = job->moves[i];
+    for (ar_dmodel_t *x = srv->models; x; x = x->next)
+      if (x == mv && x->inflight == 0 && x->state == AR_MODEL_UNLOADING) {
+        finalize_unload(srv, x);
+        break;
+      }
+  }
+  bool counted = job->move_counted;
+  free(job->moves);
+  free(job);
+  group_detach(srv, g);
+  if (counted && --srv->compact_moving == 0) compact_finish(srv);
+  compact_check(srv);
+  srv->ops.job_done(srv);
+}
+
 static void group_after(uv_work_t *w, int status) {
   ar_job_t *job = w->data;
   ar_server_t *srv = job->srv;
+  if (job->kind == AR_JOB_MOVE) {
+    if (status != 0 && job->rc == 0) job->rc = AR_EINTERNAL;
+    return move_after(srv, job);
+  }
   ar_dmodel_t *m = job->model;
   ar_group_t *g = m->group;
   g->busy = false;
@@ -1275,8 +1385,294 @@ static void group_after(uv_work_t *w, int status) {
   }
   free(job);
   if (finalize) finalize_unload(srv, finalize);
+  compact_check(srv);   /* this group may have just parked */
   srv->ops.job_done(srv);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pool compaction (the protocol is drawn in ar_daemon.h)                                      */
+
+static void compact_defer(ar_server_t *srv, ar_job_t *job) {
+  job->next = NULL;
+  if (srv->compact_deferred_tail)
+    srv->compact_deferred_tail->next = job;
+  else
+    srv->compact_deferred = job;
+  srv->compact_deferred_tail = job;
+}
+
+/* The group owning a region of the list: a model's persistent region or a group's current
+ * activation region. NULL for a group's previous activation region, freed when the PLACE or
+ * regrow job moving its members out of it ends. */
+static ar_group_t *group_of_region(ar_server_t *srv, const ar_region_t *r) {
+  if (r->kind == AR_REGION_PERSISTENT) {
+    for (ar_dmodel_t *m = srv->models; m; m = m->next)
+      if (m->has_persistent && m->persistent_offset == r->offset) return m->group;
+  } else if (r->kind == AR_REGION_ACTIVATION) {
+    for (ar_group_t *g = srv->groups; g; g = g->next)
+      if (g->has_region && g->act_offset == r->offset) return g;
+  }
+  return NULL;
+}
+
+/* Queue a MOVE job behind the jobs `g` has accepted. Returns false on no memory. */
+static bool compact_queue_move(ar_server_t *srv, ar_group_t *g) {
+  ar_job_t *job = calloc(1, sizeof(*job));
+  if (job == NULL) return false;
+  job->kind = AR_JOB_MOVE;
+  job->srv = srv;
+  job->group = g;
+  job->work.data = job;
+  g->refs++;   /* released when the job ends: a parked group outlives its last member */
+  g->move_queued = true;
+  srv->jobs_outstanding++;
+  group_push(g, job);
+  group_kick(srv, g);
+  return true;
+}
+
+static void free_figures(const ar_pool_t *p, uint64_t *free_bytes, uint64_t *largest, uint32_t *blocks) {
+  *free_bytes = p->bytes - ar_pool_used_bytes(p);
+  *largest = ar_pool_largest_free_bytes(p);
+  *blocks = (uint32_t)ar_pool_free_blocks(p);
+}
+
+/* Every group the layout moves is parked: apply the layout (or, with `rc`, give up and apply
+ * nothing), then let each parked group's MOVE job run. */
+static void compact_apply(ar_server_t *srv, int rc, const char *why) {
+  ar_compact_figures_t *f = &srv->compact_fig;
+  free_figures(&srv->pool, &f->free_before, &f->largest_before, &f->free_blocks_before);
+  size_t cap = srv->pool.n_regions;
+  ar_pool_move_t *moves = rc == 0 ? calloc(cap + 1, sizeof(*moves)) : NULL;
+  uint64_t **slots = rc == 0 ? calloc(cap + 1, sizeof(*slots)) : NULL;
+  if (rc == 0 && (moves == NULL || slots == NULL)) {
+    rc = AR_ENOMEM;
+    why = "no memory for the compaction plan";
+  }
+  size_t n = rc == 0 ? ar_pool_compact_plan(&srv->pool, moves, cap) : 0;
+  for (ar_dmodel_t *m = srv->models; m; m = m->next) m->relocated = false;
+  for (ar_group_t *g = srv->groups; g; g = g->next) g->relocated = false;
+  /* Resolve every move to the offset field it changes before changing any. */
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    slots[i] = NULL;
+    if (moves[i].kind == AR_REGION_PERSISTENT) {
+      for (ar_dmodel_t *m = srv->models; m && !slots[i]; m = m->next)
+        if (m->has_persistent && m->persistent_offset == moves[i].from) {
+          slots[i] = &m->persistent_offset;
+          m->relocated = true;
+        }
+    } else {
+      for (ar_group_t *g = srv->groups; g && !slots[i]; g = g->next)
+        if (g->has_region && g->act_offset == moves[i].from) {
+          slots[i] = &g->act_offset;
+          g->relocated = true;
+        }
+    }
+    if (slots[i] == NULL) {
+      rc = AR_EINTERNAL;
+      why = "a region above the first free block has no owner to move it";
+    }
+  }
+  if (rc == 0) {
+    f->bytes_moved = ar_pool_compact(&srv->pool);
+    f->regions_moved = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) *slots[i] = moves[i].to;
+  } else {
+    srv->compact_rc = rc;
+    snprintf(srv->compact_msg, sizeof(srv->compact_msg), "compaction gave up: %s", why);
+    ar_log("%s", srv->compact_msg);
+    for (ar_dmodel_t *m = srv->models; m; m = m->next) m->relocated = false;
+    for (ar_group_t *g = srv->groups; g; g = g->next) g->relocated = false;
+  }
+  free(moves);
+  free(slots);
+  free_figures(&srv->pool, &f->free_after, &f->largest_after, &f->free_blocks_after);
+  srv->compact_committed = true;
+  /* Unpark: each MOVE job re-places the members whose regions moved. All are counted before any
+   * is queued (a job that fails to queue ends at once). */
+  ar_job_t *run = NULL;
+  for (ar_group_t *g = srv->groups; g; g = g->next) {
+    ar_job_t *job = g->parked;
+    if (job == NULL) continue;
+    g->parked = NULL;
+    int k = 0;
+    for (ar_dmodel_t *m = srv->models; m; m = m->next)
+      if (m->group == g && m->placed && (g->relocated || m->relocated)) k++;
+    job->moves = calloc((size_t)k + 1, sizeof(ar_dmodel_t *));
+    if (job->moves == NULL) {
+      job->rc = AR_ENOMEM;
+      snprintf(job->msg, sizeof(job->msg), "no memory to re-place the members of group '%s'", g->owner);
+    } else {
+      for (ar_dmodel_t *m = srv->models; m; m = m->next)
+        if (m->group == g && m->placed && (g->relocated || m->relocated)) {
+          job->moves[job->n_moves++] = m;
+          m->inflight++;   /* keeps an unload from freeing it while it moves */
+        }
+    }
+    f->models_replaced += (uint32_t)job->n_moves;
+    job->act_base = g->has_region ? ar_pool_ptr(&srv->pool, g->act_offset) : NULL;
+    job->act_bytes = g->has_region ? g->act_bytes : 0;
+    job->move_act_offset = g->act_offset;
+    job->move_counted = true;
+    srv->compact_moving++;
+    job->next = run;
+    run = job;
+  }
+  while (run) {
+    ar_job_t *job = run;
+    run = job->next;
+    job->next = NULL;
+    if (uv_queue_work(srv->loop, &job->work, group_work, group_after) != 0) {
+      job->rc = AR_EINTERNAL;
+      snprintf(job->msg, sizeof(job->msg), "uv_queue_work failed");
+      group_after(&job->work, 0);
+    }
+  }
+  /* Loads that finished preparing meanwhile take their regions from the one free block now. */
+  ar_job_t *d = srv->compact_deferred;
+  srv->compact_deferred = srv->compact_deferred_tail = NULL;
+  while (d) {
+    ar_job_t *next = d->next;
+    d->next = NULL;
+    prepare_after(d);
+    d = next;
+  }
+  if (srv->compacting && srv->compact_committed && srv->compact_moving == 0) compact_finish(srv);
+}
+
+/* Loop thread, whenever a group may have parked or the pool changed: queue MOVE jobs for the groups
+ * owning regions above the first free block, and apply the layout once all of them are parked. */
+static void compact_check(ar_server_t *srv) {
+  if (!srv->compacting || srv->compact_committed) return;
+  for (;;) {
+    uint64_t hole = ar_pool_hole_offset(&srv->pool);
+    bool queued = false, waiting = false;
+    for (size_t i = 0; i < srv->pool.n_regions; i++) {
+      const ar_region_t *r = &srv->pool.regions[i];
+      if (r->kind == AR_REGION_FREE || r->offset < hole) continue;
+      ar_group_t *g = group_of_region(srv, r);
+      if (g == NULL) {
+        /* An old activation region: its group frees it when its current job ends. (One still
+         * there when that group is parked has no owner: compact_apply gives up, naming it.) */
+        for (ar_group_t *x = srv->groups; x; x = x->next) {
+          if (strcmp(x->owner, r->owner) != 0 || x->parked) continue;
+          waiting = true;
+          if (!x->move_queued) {
+            if (!compact_queue_move(srv, x)) return compact_apply(srv, AR_ENOMEM, "no memory for a move job");
+            queued = true;
+          }
+        }
+        continue;
+      }
+      if (g->parked) continue;
+      waiting = true;
+      if (!g->move_queued) {
+        if (!compact_queue_move(srv, g)) return compact_apply(srv, AR_ENOMEM, "no memory for a move job");
+        queued = true;
+      }
+    }
+    if (queued) continue;   /* a kick may have parked a group at once: look again */
+    if (waiting) return;
+    return compact_apply(srv, 0, NULL);
+  }
+}
+
+static void answer_compact(ar_server_t *srv, const ar_reply_to_t *to) {
+  const ar_compact_figures_t *f = &srv->compact_fig;
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__CompactResponse body = ARENAD__COMPACT_RESPONSE__INIT;
+  body.regions_moved = f->regions_moved;
+  body.bytes_moved = f->bytes_moved;
+  body.models_replaced = f->models_replaced;
+  body.free_bytes_before = f->free_before;
+  body.largest_free_bytes_before = f->largest_before;
+  body.free_blocks_before = f->free_blocks_before;
+  body.free_bytes_after = f->free_after;
+  body.largest_free_bytes_after = f->largest_after;
+  body.free_blocks_after = f->free_blocks_after;
+  body.duration_us = f->t_end_us - f->t_start_us;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_COMPACT;
+  resp.compact = &body;
+  srv->ops.reply(srv, to, &resp);
+}
+
+/* The last MOVE job ended: answer the waiters, start the next compaction if one was asked for. */
+static void compact_finish(ar_server_t *srv) {
+  ar_compact_figures_t *f = &srv->compact_fig;
+  f->t_end_us = ar_now_us();
+  srv->compacting = false;
+  srv->compact_committed = false;
+  if (srv->compact_rc == 0) {
+    srv->compactions++;
+    srv->compact_bytes_moved += f->bytes_moved;
+    if (f->regions_moved > 0)
+      ar_log("compacted the pool: %u region(s), %" PRIu64 " bytes moved, %u model(s) re-placed; free %" PRIu64
+             " bytes, largest block %" PRIu64 " -> %" PRIu64 " bytes (%u -> %u block(s)), %" PRIu64 " us",
+             f->regions_moved, f->bytes_moved, f->models_replaced, f->free_after, f->largest_before,
+             f->largest_after, f->free_blocks_before, f->free_blocks_after, f->t_end_us - f->t_start_us);
+  }
+  int rc = srv->compact_rc;
+  char msg[AR_MSG_BYTES];
+  snprintf(msg, sizeof(msg), "%s", srv->compact_msg);
+  ar_waiter_t *w = srv->compact_waiters;
+  srv->compact_waiters = NULL;
+  while (w) {
+    ar_waiter_t *next = w->next;
+    if (rc == 0)
+      answer_compact(srv, &w->to);
+    else
+      srv->ops.reply_error(srv, &w->to, rc, msg);
+    free(w);
+    w = next;
+  }
+  if (srv->compact_again || srv->compact_next_waiters) {
+    ar_waiter_t *nw = srv->compact_next_waiters;
+    srv->compact_next_waiters = NULL;
+    srv->compact_again = false;
+    srv->compacting = true;
+    srv->compact_rc = 0;
+    srv->compact_msg[0] = '\0';
+    memset(f, 0, sizeof(*f));
+    f->t_start_us = ar_now_us();
+    srv->compact_waiters = nw;
+    compact_check(srv);
+  }
+}
+
+/* Start a compaction, or join the one in progress (`to` NULL: no reply wanted). */
+static void compact_start(ar_server_t *srv, const ar_reply_to_t *to) {
+  ar_waiter_t *w = NULL;
+  if (to) {
+    w = calloc(1, sizeof(*w));
+    if (w == NULL) return answer_error(srv, to, AR_ENOMEM, "no memory");
+    w->to = *to;
+  }
+  if (srv->compacting && srv->compact_committed) {
+    /* Its layout is already applied: what changed since needs the next one. */
+    srv->compact_again = true;
+    if (w) {
+      w->next = srv->compact_next_waiters;
+      srv->compact_next_waiters = w;
+    }
+    return;
+  }
+  if (w) {
+    w->next = srv->compact_waiters;
+    srv->compact_waiters = w;
+  }
+  if (!srv->compacting) {
+    srv->compacting = true;
+    srv->compact_rc = 0;
+    srv->compact_msg[0] = '\0';
+    memset(&srv->compact_fig, 0, sizeof(srv->compact_fig));
+    srv->compact_fig.t_start_us = ar_now_us();
+  }
+  compact_check(srv);
+}
+
+void ar_models_compact(ar_server_t *srv, const ar_reply_to_t *to) { compact_start(srv, to); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Stats                                                                                       */
@@ -1302,6 +1698,10 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(pool, "used_bytes", json_integer((json_int_t)used));
   json_object_set_new(pool, "free_bytes", json_integer((json_int_t)(p->bytes - used)));
   json_object_set_new(pool, "largest_free_bytes", json_integer((json_int_t)ar_pool_largest_free_bytes(p)));
+  json_object_set_new(pool, "free_blocks", json_integer((json_int_t)ar_pool_free_blocks(p)));
+  json_object_set_new(pool, "compacting", json_boolean(srv->compacting));
+  json_object_set_new(pool, "compactions", json_integer((json_int_t)srv->compactions));
+  json_object_set_new(pool, "compacted_bytes", json_integer((json_int_t)srv->compact_bytes_moved));
   json_object_set_new(pool, "regions", regions);
   json_object_set_new(root, "pool", pool);
 
@@ -1537,6 +1937,7 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.drain_timeout_ms = cfg->drain_timeout_ms;
     srv->cfg.max_model_bytes = cfg->max_model_bytes;
     srv->cfg.memory_limit_bytes = cfg->memory_limit_bytes;
+    srv->cfg.compact_after_unload = cfg->compact_after_unload;
     srv->cfg.n_admin_uids = cfg->n_admin_uids;
     memcpy(srv->cfg.admin_uids, cfg->admin_uids, sizeof(cfg->admin_uids));
     srv->cfg.n_admin_gids = cfg->n_admin_gids;

@@ -236,6 +236,13 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       }
       reload(srv, &to);
       break;
+    case ARENAD__REQUEST__BODY_COMPACT:
+      if (!ar_models_peer_is_admin(srv, &to)) {
+        refuse_not_admin(srv, &to, "compact");
+        break;
+      }
+      ar_models_compact(srv, &to);
+      break;
     case ARENAD__REQUEST__BODY_LIST_MODELS:
       handle_list(srv, &to);
       break;
@@ -267,7 +274,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       break;
     default:
       snprintf(msg, sizeof(msg), "request %" PRIu64 " has no body (expected one of ping, load_model, unload_model, "
-               "list_models, invoke, get_stats, get_plan, reload, resize_input)", req->id);
+               "list_models, invoke, get_stats, get_plan, reload, resize_input, compact)", req->id);
       ar_server_reply_error(srv, &to, AR_EPROTO, msg);
       break;
   }
