@@ -278,6 +278,36 @@ AR_EXPORT int ar_client_unload(ar_client_t *c, const char *name, char *msg, size
   return 0;
 }
 
+AR_EXPORT int ar_client_compact(ar_client_t *c, ar_client_compact_t *out, char *msg, size_t msg_bytes) {
+  if (out) memset(out, 0, sizeof(*out));
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__CompactRequest body = ARENAD__COMPACT_REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_COMPACT;
+  req.compact = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_COMPACT) {
+    arenad__response__free_unpacked(resp, NULL);
+    return ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a compact");
+  }
+  const Arenad__CompactResponse *r = resp->compact;
+  if (out) {
+    out->regions_moved = r->regions_moved;
+    out->bytes_moved = r->bytes_moved;
+    out->models_replaced = r->models_replaced;
+    out->free_bytes_before = r->free_bytes_before;
+    out->largest_free_bytes_before = r->largest_free_bytes_before;
+    out->free_blocks_before = r->free_blocks_before;
+    out->free_bytes_after = r->free_bytes_after;
+    out->largest_free_bytes_after = r->largest_free_bytes_after;
+    out->free_blocks_after = r->free_blocks_after;
+    out->duration_us = r->duration_us;
+  }
+  arenad__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
 AR_EXPORT int ar_client_reload(ar_client_t *c, ar_client_reloaded_t **changed, size_t *n_changed,
                                uint32_t *unchanged, char *msg, size_t msg_bytes) {
   if (changed) *changed = NULL;

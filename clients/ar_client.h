@@ -138,6 +138,25 @@ typedef struct ar_client_reloaded {
 AR_EXPORT int ar_client_reload(ar_client_t *c, ar_client_reloaded_t **changed, size_t *n_changed,
                                uint32_t *unchanged, char *msg, size_t msg_bytes);
 
+/* What a compaction did (bytes; figures taken when the new layout was applied). */
+typedef struct ar_client_compact {
+  uint32_t regions_moved;         /* pool regions given a new offset */
+  uint64_t bytes_moved;           /* their bytes */
+  uint32_t models_replaced;       /* models re-placed at their new addresses */
+  uint64_t free_bytes_before, largest_free_bytes_before;
+  uint32_t free_blocks_before;
+  uint64_t free_bytes_after, largest_free_bytes_after;   /* equal: one free block */
+  uint32_t free_blocks_after;     /* 1, or 0 when the pool is full */
+  uint64_t duration_us;           /* request to the last model serving from its new place, µs */
+} ar_client_compact_t;
+
+/* Compact the daemon's pool (admin peers only): regions above a free block move down so that the
+ * free bytes are one block; the models whose regions move are re-placed behind the invokes their
+ * share group had accepted (outputs stay bit-identical; invokes of other groups keep running).
+ * Returns when they serve from their new places; `out` (may be NULL) receives the figures.
+ * Errors: -19 not an admin, -2 no memory in the daemon. */
+AR_EXPORT int ar_client_compact(ar_client_t *c, ar_client_compact_t *out, char *msg, size_t msg_bytes);
+
 /* Loaded models: *models (malloc'd array of *n entries) is freed by the caller with free(). */
 AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t *n, char *msg, size_t msg_bytes);
 

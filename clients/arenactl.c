@@ -27,6 +27,7 @@ static const command_t commands[] = {
   {"models", ar_cmd_models, "models                             loaded models"},
   {"load", ar_cmd_load, "load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]"},
   {"unload", ar_cmd_unload, "unload NAME"},
+  {"compact", ar_cmd_compact, "compact [--json]                   move regions so the pool's free bytes are one block (admins)"},
   {"reload", ar_cmd_reload, "reload                             re-read the config and model files (admins)"},
   {"invoke", ar_cmd_invoke, "invoke NAME --input F...|--image FILE [--output DIR]"},
 };

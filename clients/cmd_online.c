@@ -412,6 +412,43 @@ int ar_cmd_reload(int argc, char **argv) {
   return 0;
 }
 
+int ar_cmd_compact(int argc, char **argv) {
+  bool as_json = argc == 2 && strcmp(argv[1], "--json") == 0;
+  if (argc != 1 && !as_json) {
+    fprintf(stderr, "usage: arenactl compact [--json]\n");
+    return 2;
+  }
+  ar_client_t *c = connect_or_fail_json("compact", as_json);
+  if (c == NULL) return 1;
+  char msg[AR_MSG_BYTES];
+  ar_client_compact_t f;
+  int rc = ar_client_compact(c, &f, msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc) return fail("compact", rc, msg);
+  if (as_json) {
+    printf("{\"regions_moved\": %u, \"bytes_moved\": %" PRIu64 ", \"models_replaced\": %u, "
+           "\"free_bytes_before\": %" PRIu64 ", \"largest_free_bytes_before\": %" PRIu64 ", "
+           "\"free_blocks_before\": %u, \"free_bytes_after\": %" PRIu64 ", \"largest_free_bytes_after\": %" PRIu64
+           ", \"free_blocks_after\": %u, \"duration_us\": %" PRIu64 "}\n",
+           f.regions_moved, f.bytes_moved, f.models_replaced, f.free_bytes_before, f.largest_free_bytes_before,
+           f.free_blocks_before, f.free_bytes_after, f.largest_free_bytes_after, f.free_blocks_after, f.duration_us);
+    return 0;
+  }
+  char moved[32], fb[32], lb[32], la[32];
+  human_bytes(moved, sizeof(moved), f.bytes_moved);
+  human_bytes(fb, sizeof(fb), f.free_bytes_after);
+  human_bytes(lb, sizeof(lb), f.largest_free_bytes_before);
+  human_bytes(la, sizeof(la), f.largest_free_bytes_after);
+  if (f.regions_moved == 0)
+    printf("pool already compact: %s free in %u block(s)\n", fb, f.free_blocks_after);
+  else
+    printf("moved %u region(s), %s; re-placed %u model(s) in %.1f ms\n"
+           "free %s: largest block %s -> %s, %u -> %u block(s)\n",
+           f.regions_moved, moved, f.models_replaced, (double)f.duration_us / 1000.0, fb, lb, la, f.free_blocks_before,
+           f.free_blocks_after);
+  return 0;
+}
+
 int ar_cmd_unload(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: arenactl unload NAME\n");
