@@ -90,3 +90,11 @@ tests_check_rss_SOURCES = tests/check_rss.c tests/ar_test_daemon.h
 tests_check_rss_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 tests_check_rss_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_rss_OBJECTS): proto/arenad.pb-c.h
+# Pool compaction through the daemon (a larger model loads after compaction, invokes in flight
+# during a compaction, compaction after unload).
+check_PROGRAMS += tests/check_compact
+TESTS += tests/check_compact
+tests_check_compact_SOURCES = tests/check_compact.c tests/ar_test_daemon.h
+tests_check_compact_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+tests_check_compact_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_compact_OBJECTS): proto/arenad.pb-c.h

@@ -1,0 +1,563 @@
+/* check_compact.c - pool compaction in a real arenad over its socket (daemon/ar_models.c, the
+ * protocol's `compact` request, libarenaclient's ar_client_compact).
+ *
+ *   - six models loaded one after the other, every other one unloaded: a seventh model larger
+ *     than the largest hole but smaller than the free total loads (the daemon compacts because the
+ *     load would fail with ENOSPC), the remaining models and the new one match their goldens, and
+ *     the pool shows one free block;
+ *   - an explicit compaction while invokes are in flight on the models it moves (pipelined on one
+ *     connection ahead of the compact request, and streamed from other threads): every invoke
+ *     answers its golden, the compact reply comes after the invokes accepted before it, and its
+ *     figures add up (regions and bytes moved, free bytes unchanged, largest block = free bytes);
+ *   - the automatic compaction after an unload.
+ *
+ * Model sizes depend on the interpreter's options (weights as stored or widened), so the first
+ * test measures them in a daemon of its own and picks the roles from the figures.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/ar_client.h"
+#include "common/ar_error.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
+
+/* ---- goldens ------------------------------------------------------------------------------- */
+
+typedef struct golden {
+  float *input;
+  size_t input_bytes;
+  int n_outputs;
+  float *outputs[8];
+  size_t output_bytes[8];
+} golden_t;
+
+static void golden_load(golden_t *g, const char *stem, const char *cas) {
+  memset(g, 0, sizeof(*g));
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s/%s/input_0.bin", ar_test_golden_dir(), stem, cas);
+  g->input = ar_test_read_file(path, &g->input_bytes);
+  ck_assert_msg(g->input != NULL, "cannot read %s", path);
+  for (int j = 0; j < 8; j++) {
+    snprintf(path, sizeof(path), "%s/%s/%s/output_%d.bin", ar_test_golden_dir(), stem, cas, j);
+    g->outputs[j] = ar_test_read_file(path, &g->output_bytes[j]);
+    if (g->outputs[j] == NULL) break;
+    g->n_outputs = j + 1;
+  }
+  ck_assert_int_gt(g->n_outputs, 0);
+}
+
+static void golden_free(golden_t *g) {
+  free(g->input);
+  for (int j = 0; j < g->n_outputs; j++) free(g->outputs[j]);
+}
+
+/* Output elements out of tolerance ((size_t)-1 when the count or sizes differ). */
+static size_t golden_check(const golden_t *g, const ar_client_result_t *res) {
+  if (res->n_outputs != g->n_outputs) return (size_t)-1;
+  size_t bad = 0;
+  for (int j = 0; j < g->n_outputs; j++) {
+    if (res->outputs[j].bytes != g->output_bytes[j]) return (size_t)-1;
+    bad += ar_test_golden_mismatches(res->outputs[j].data, g->outputs[j], g->output_bytes[j] / 4, NULL);
+  }
+  return bad;
+}
+
+static size_t golden_check_pb(const golden_t *g, const Arenad__InvokeResponse *r) {
+  if ((int)r->n_outputs != g->n_outputs) return (size_t)-1;
+  size_t bad = 0;
+  for (int j = 0; j < g->n_outputs; j++) {
+    if (r->outputs[j]->data.len != g->output_bytes[j]) return (size_t)-1;
+    bad += ar_test_golden_mismatches((const float *)r->outputs[j]->data.data, g->outputs[j], g->output_bytes[j] / 4,
+                                     NULL);
+  }
+  return bad;
+}
+
+static char *model_path(const char *stem) {
+  static __thread char buf[8][1024];
+  static __thread int k;
+  k = (k + 1) % 8;
+  return ar_test_model_path(buf[k], sizeof(buf[k]), stem);
+}
+
+/* ---- daemon and client helpers ------------------------------------------------------------- */
+
+static ar_test_daemon_t dmn;
+static char cfg_dir[64];
+static char cfg_path[128];
+
+/* Start arenad with `pool` bytes; `auto_compact` false writes a configuration that turns the
+ * compaction after unload off (so that holes stay until a load or a request compacts). */
+static void start(const char *pool, bool auto_compact) {
+  const char *extra[3] = {NULL, NULL, NULL};
+  if (!auto_compact) {
+    snprintf(cfg_dir, sizeof(cfg_dir), "/tmp/arenad-compact-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(cfg_dir));
+    snprintf(cfg_path, sizeof(cfg_path), "%s/arenad.json", cfg_dir);
+    FILE *f = fopen(cfg_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"compact_after_unload\": false, \"models\": []}\n");
+    fclose(f);
+    extra[0] = "--config";
+    extra[1] = cfg_path;
+  }
+  ck_assert_msg(ar_td_start(&dmn, pool, extra) == 0, "arenad did not start (log %s)", dmn.log);
+}
+
+static void stop(void) {
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  if (cfg_path[0]) {
+    unlink(cfg_path);
+    rmdir(cfg_dir);
+    cfg_path[0] = '\0';
+  }
+}
+
+static ar_client_t *client(void) {
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_connect(dmn.socket, &c, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "connect: %s", msg);
+  return c;
+}
+
+static void load_ok(ar_client_t *c, const char *name, const char *stem, ar_client_model_t *info) {
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_load(c, name, model_path(stem), NULL, NULL, info, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "load %s: %s", name, msg);
+}
+
+static void unload_ok(ar_client_t *c, const char *name) {
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_unload(c, name, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "unload %s: %s", name, msg);
+}
+
+static json_t *stats(ar_client_t *c) {
+  char *s = NULL, msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_stats_json(c, &s, msg, sizeof(msg)), 0);
+  json_error_t err;
+  json_t *j = json_loads(s, 0, &err);
+  free(s);
+  ck_assert_ptr_nonnull(j);
+  return j;
+}
+
+static uint64_t ji(json_t *o, const char *k) { return (uint64_t)json_integer_value(json_object_get(o, k)); }
+
+static json_t *stats_model(json_t *st, const char *name) {
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(st, "models"), i, m) {
+    if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0) return m;
+  }
+  return NULL;
+}
+
+static uint64_t persistent_offset_of(json_t *st, const char *name) {
+  json_t *m = stats_model(st, name);
+  ck_assert_ptr_nonnull(m);
+  return ji(json_object_get(m, "persistent_region"), "offset");
+}
+
+/* Pool bytes a model takes: its persistent and activation regions (64-byte units, as the pool
+ * rounds them). */
+static uint64_t pool_need(const ar_client_model_t *m) {
+  uint64_t p = m->persistent_bytes ? (m->persistent_bytes + 63) / 64 * 64 : 0;
+  uint64_t a = m->arena_bytes ? (m->arena_bytes + 63) / 64 * 64 : 64;
+  return p + a;
+}
+
+/* Invoke `name` on both golden cases of `stem`: every output within tolerance. */
+static void invoke_goldens(ar_client_t *c, const char *name, const ar_client_model_t *info, const char *stem) {
+  static const char *cases[] = {"photo", "random"};
+  for (int k = 0; k < 2; k++) {
+    golden_t g;
+    golden_load(&g, stem, cases[k]);
+    ar_client_tensor_t t = info->inputs[0];
+    t.data = g.input;
+    t.bytes = g.input_bytes;
+    ar_client_result_t r;
+    char msg[AR_MSG_BYTES];
+    int rc = ar_client_invoke(c, name, &t, 1, &r, msg, sizeof(msg));
+    ck_assert_msg(rc == 0, "invoke %s: %s", name, msg);
+    size_t bad = golden_check(&g, &r);
+    ck_assert_msg(bad == 0, "%s (%s) on %s: %zu outputs off the golden after compaction", name, stem, cases[k], bad);
+    ar_client_result_free(&r);
+    golden_free(&g);
+  }
+}
+
+/* ---- six models, every other unloaded, a larger one loads after compaction ---------------- */
+
+static const char *const candidates[] = {
+  "face_detection_short_range", "selfie_segmentation", "selfie_segmentation_landscape",
+  "face_detection_full_range", "palm_detection_lite", "palm_detection_full",
+  "hand_landmark_lite", "hand_landmark_full",
+};
+#define N_CAND (sizeof(candidates) / sizeof(candidates[0]))
+#define SLACK ((uint64_t)64 * 1024)
+
+START_TEST(larger_model_loads_after_compaction) {
+  /* 1. Each candidate's pool bytes, from a daemon of its own (same options as the real run). */
+  ar_client_model_t *info = calloc(N_CAND, sizeof(*info));
+  uint64_t need[N_CAND];
+  start("512M", true);
+  ar_client_t *c = client();
+  for (size_t i = 0; i < N_CAND; i++) {
+    load_ok(c, candidates[i], candidates[i], &info[i]);
+    need[i] = pool_need(&info[i]);
+  }
+  ar_client_close(c);
+  stop();
+  /* 2. Roles: X the largest; U (unloaded) the next three that are each smaller than X by more than
+   * the slack, with X no larger than their sum; K (kept) three of the rest. */
+  size_t order[N_CAND];
+  for (size_t i = 0; i < N_CAND; i++) order[i] = i;
+  for (size_t i = 0; i < N_CAND; i++)
+    for (size_t j = i + 1; j < N_CAND; j++)
+      if (need[order[j]] > need[order[i]]) {
+        size_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  size_t x = order[0], u[3], k[3];
+  int nu = 0, nk = 0;
+  for (size_t i = 1; i < N_CAND; i++) {
+    size_t m = order[i];
+    if (nu < 3 && need[m] + SLACK < need[x]) u[nu++] = m;
+    else if (nu == 3 && nk < 3) k[nk++] = m;
+  }
+  ck_assert_msg(nu == 3 && nk == 3, "not enough candidate models of distinct sizes");
+  uint64_t sum_u = need[u[0]] + need[u[1]] + need[u[2]];
+  ck_assert_msg(sum_u + SLACK >= need[x], "%s needs %" PRIu64 " bytes, more than the three holes together (%" PRIu64 ")",
+                candidates[x], need[x], sum_u + SLACK);
+  /* 3. Pool for exactly the six plus the slack; load K0 U0 K1 U1 K2 U2 in that order. */
+  uint64_t pool = SLACK;
+  for (int i = 0; i < 3; i++) pool += need[u[i]] + need[k[i]];
+  char pool_s[32];
+  snprintf(pool_s, sizeof(pool_s), "%" PRIu64, pool);
+  start(pool_s, false);
+  c = client();
+  ar_client_model_t got[N_CAND];
+  for (int i = 0; i < 3; i++) {
+    load_ok(c, candidates[k[i]], candidates[k[i]], &got[k[i]]);
+    load_ok(c, candidates[u[i]], candidates[u[i]], &got[u[i]]);
+  }
+  json_t *st = stats(c);
+  json_t *p = json_object_get(st, "pool");
+  ck_assert_uint_eq(ji(p, "free_bytes"), SLACK);
+  uint64_t k1_before = persistent_offset_of(st, candidates[k[1]]), k2_before = persistent_offset_of(st, candidates[k[2]]);
+  json_decref(st);
+  for (int i = 0; i < 3; i++) unload_ok(c, candidates[u[i]]);
+  st = stats(c);
+  p = json_object_get(st, "pool");
+  uint64_t free_b = ji(p, "free_bytes"), largest = ji(p, "largest_free_bytes");
+  printf("compact: pool %" PRIu64 " B; holes after unloading %s, %s, %s: free %" PRIu64 " B in %" PRIu64
+         " blocks, largest %" PRIu64 " B; %s needs %" PRIu64 " B\n",
+         pool, candidates[u[0]], candidates[u[1]], candidates[u[2]], free_b, ji(p, "free_blocks"), largest,
+         candidates[x], need[x]);
+  ck_assert_uint_eq(free_b, sum_u + SLACK);
+  ck_assert_uint_eq(ji(p, "free_blocks"), 3);
+  ck_assert_uint_lt(largest, need[x]);   /* does not fit any hole ... */
+  ck_assert_uint_le(need[x], free_b);    /* ... but fits the free total */
+  ck_assert_uint_eq(ji(p, "compactions"), 0);
+  json_decref(st);
+  /* 4. The load compacts the pool first, then fits. */
+  ar_client_model_t xi;
+  load_ok(c, "big", candidates[x], &xi);
+  st = stats(c);
+  p = json_object_get(st, "pool");
+  ck_assert_uint_eq(ji(p, "compactions"), 1);
+  ck_assert_uint_eq(ji(p, "free_bytes"), free_b - need[x]);
+  ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
+  ck_assert_uint_le(ji(p, "free_blocks"), 1);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 4);
+  /* K1 and K2 moved down; the new model sits at the top of the used bytes. */
+  ck_assert_uint_lt(persistent_offset_of(st, candidates[k[1]]), k1_before);
+  ck_assert_uint_lt(persistent_offset_of(st, candidates[k[2]]), k2_before);
+  printf("compact: %s loaded after compaction (%" PRIu64 " bytes moved); free %" PRIu64 " B in one block\n",
+         candidates[x], ji(p, "compacted_bytes"), ji(p, "free_bytes"));
+  json_decref(st);
+  /* 5. Every model on its goldens. */
+  for (int i = 0; i < 3; i++) invoke_goldens(c, candidates[k[i]], &got[k[i]], candidates[k[i]]);
+  invoke_goldens(c, "big", &xi, candidates[x]);
+  ar_client_close(c);
+  stop();
+  free(info);
+}
+END_TEST
+
+/* ---- compaction with invokes in flight ----------------------------------------------------- */
+
+typedef struct {
+  const char *model;
+  const ar_client_model_t *info;
+  const golden_t *g;
+  volatile int *stop;
+  int ok, other;
+} streamer_t;
+
+static void *stream_invokes(void *arg) {
+  streamer_t *s = arg;
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  if (ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) != 0) {
+    s->other++;
+    return NULL;
+  }
+  ar_client_tensor_t t = s->info->inputs[0];
+  t.data = s->g->input;
+  t.bytes = s->g->input_bytes;
+  while (!__atomic_load_n(s->stop, __ATOMIC_ACQUIRE)) {
+    ar_client_result_t r;
+    if (ar_client_invoke(c, s->model, &t, 1, &r, msg, sizeof(msg)) == 0) {
+      if (golden_check(s->g, &r) == 0) __atomic_add_fetch(&s->ok, 1, __ATOMIC_RELAXED);
+      else s->other++;
+      ar_client_result_free(&r);
+    } else {
+      s->other++;
+      break;
+    }
+  }
+  ar_client_close(c);
+  return NULL;
+}
+
+typedef struct {
+  int fd;
+  uint8_t *buf;
+  size_t len;
+  int rc;
+} writer_arg_t;
+
+static void *writer_main(void *arg) {
+  writer_arg_t *w = arg;
+  w->rc = ar_td_write_all(w->fd, w->buf, w->len);
+  return NULL;
+}
+
+/* Append one framed request to buf (grown with realloc). */
+static void append_frame(uint8_t **buf, size_t *len, const Arenad__Request *req) {
+  size_t n = arenad__request__get_packed_size(req);
+  *buf = realloc(*buf, *len + 4 + n);
+  ck_assert_ptr_nonnull(*buf);
+  uint8_t *p = *buf + *len;
+  p[0] = (uint8_t)n;
+  p[1] = (uint8_t)(n >> 8);
+  p[2] = (uint8_t)(n >> 16);
+  p[3] = (uint8_t)(n >> 24);
+  arenad__request__pack(req, p + 4);
+  *len += 4 + n;
+}
+
+static void append_invoke(uint8_t **buf, size_t *len, uint64_t id, const char *model, const ar_client_model_t *info,
+                          const golden_t *g) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__InvokeRequest inv = ARENAD__INVOKE_REQUEST__INIT;
+  Arenad__Tensor t = ARENAD__TENSOR__INIT;
+  Arenad__Tensor *tp = &t;
+  int64_t shape[AR_CLIENT_MAX_RANK];
+  for (int d = 0; d < info->inputs[0].rank; d++) shape[d] = info->inputs[0].dims[d];
+  t.dtype = ARENAD__DTYPE__FLOAT32;
+  t.n_shape = (size_t)info->inputs[0].rank;
+  t.shape = shape;
+  t.data.data = (uint8_t *)g->input;
+  t.data.len = g->input_bytes;
+  inv.model = (char *)model;
+  inv.n_inputs = 1;
+  inv.inputs = &tp;
+  req.id = id;
+  req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+  req.invoke = &inv;
+  append_frame(buf, len, &req);
+}
+
+START_TEST(compaction_with_invokes_in_flight) {
+  start("64M", false);
+  ar_client_t *c = client();
+  ar_client_model_t face, palm, selfie, hand;
+  load_ok(c, "face", "face_detection_short_range", &face);
+  load_ok(c, "palm", "palm_detection_lite", &palm);
+  load_ok(c, "selfie", "selfie_segmentation", &selfie);
+  load_ok(c, "hand", "hand_landmark_lite", &hand);
+  unload_ok(c, "palm");   /* a hole below selfie and hand: both move, face stays */
+  json_t *st = stats(c);
+  json_t *p = json_object_get(st, "pool");
+  ck_assert_uint_eq(ji(p, "free_blocks"), 2);
+  uint64_t free_before = ji(p, "free_bytes");
+  uint64_t selfie_before = persistent_offset_of(st, "selfie"), hand_before = persistent_offset_of(st, "hand");
+  json_decref(st);
+  golden_t gf, gs, gh;
+  golden_load(&gf, "face_detection_short_range", "photo");
+  golden_load(&gs, "selfie_segmentation", "photo");
+  golden_load(&gh, "hand_landmark_lite", "random");
+  /* Streams on a model that moves and on one that does not, from other connections. */
+  volatile int stop_flag = 0;
+  streamer_t s[3] = {
+    {.model = "selfie", .info = &selfie, .g = &gs, .stop = &stop_flag},
+    {.model = "selfie", .info = &selfie, .g = &gs, .stop = &stop_flag},
+    {.model = "face", .info = &face, .g = &gf, .stop = &stop_flag},
+  };
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, stream_invokes, &s[i]);
+  for (;;) {   /* until the streams are flowing (progress, not time) */
+    st = stats(c);
+    uint64_t n = ji(stats_model(st, "selfie"), "invokes") + ji(stats_model(st, "face"), "invokes");
+    json_decref(st);
+    if (n >= 4) break;
+  }
+  /* One connection: 8 invokes of hand, the compact request, 4 more invokes, written in one go. The
+   * daemon takes frames in order, so the 8 are accepted before the compaction queues hand's move. */
+  enum { BEFORE = 8, AFTER = 4, COMPACT_ID = 100 };
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  for (int i = 0; i < BEFORE; i++) append_invoke(&buf, &len, (uint64_t)(1 + i), "hand", &hand, &gh);
+  Arenad__Request creq = ARENAD__REQUEST__INIT;
+  Arenad__CompactRequest cbody = ARENAD__COMPACT_REQUEST__INIT;
+  creq.id = COMPACT_ID;
+  creq.body_case = ARENAD__REQUEST__BODY_COMPACT;
+  creq.compact = &cbody;
+  append_frame(&buf, &len, &creq);
+  for (int i = 0; i < AFTER; i++) append_invoke(&buf, &len, (uint64_t)(COMPACT_ID + 1 + i), "hand", &hand, &gh);
+  int fd = ar_td_connect_raw(dmn.socket);
+  ck_assert_int_ge(fd, 0);
+  writer_arg_t w = {.fd = fd, .buf = buf, .len = len};
+  pthread_t wt;
+  pthread_create(&wt, NULL, writer_main, &w);
+  int before_seen = 0, after_seen = 0, before_at_compact = -1;
+  Arenad__CompactResponse fig = ARENAD__COMPACT_RESPONSE__INIT;
+  for (int i = 0; i < BEFORE + AFTER + 1; i++) {
+    Arenad__Response *r = ar_td_read_response(fd);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->status && r->status->code == 0, "request %" PRIu64 ": %s", r->id,
+                  r->status ? r->status->message : "no status");
+    if (r->id == COMPACT_ID) {
+      ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_COMPACT);
+      fig = *r->compact;   /* scalars only */
+      before_at_compact = before_seen;
+    } else {
+      ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_INVOKE);
+      ck_assert_uint_eq(golden_check_pb(&gh, r->invoke), 0);
+      if (r->id < COMPACT_ID) before_seen++;
+      else after_seen++;
+    }
+    arenad__response__free_unpacked(r, NULL);
+  }
+  pthread_join(wt, NULL);
+  ck_assert_int_eq(w.rc, 0);
+  close(fd);
+  free(buf);
+  __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_int_eq(s[i].other, 0);
+    ck_assert_int_gt(s[i].ok, 0);
+  }
+  printf("compact: %u regions (%" PRIu64 " B) moved, %u models re-placed in %" PRIu64 " us; free %" PRIu64
+         " B, largest %" PRIu64 " -> %" PRIu64 " B, blocks %u -> %u; streams answered %d + %d + %d invokes\n",
+         fig.regions_moved, fig.bytes_moved, fig.models_replaced, fig.duration_us, fig.free_bytes_after,
+         fig.largest_free_bytes_before, fig.largest_free_bytes_after, fig.free_blocks_before, fig.free_blocks_after,
+         s[0].ok, s[1].ok, s[2].ok);
+  /* The invokes of hand accepted before the compaction were all answered before it (its move was
+   * queued behind them), correctly; the later ones too. */
+  ck_assert_int_eq(before_at_compact, BEFORE);
+  ck_assert_int_eq(before_seen, BEFORE);
+  ck_assert_int_eq(after_seen, AFTER);
+  /* Figures: selfie's and hand's persistent + activation regions moved down by palm's bytes. */
+  ck_assert_uint_eq(fig.regions_moved, 4);
+  ck_assert_uint_eq(fig.models_replaced, 2);
+  ck_assert_uint_eq(fig.bytes_moved, pool_need(&selfie) + pool_need(&hand));
+  ck_assert_uint_eq(fig.free_bytes_before, free_before);
+  ck_assert_uint_eq(fig.free_bytes_after, free_before);
+  ck_assert_uint_eq(fig.largest_free_bytes_after, free_before);
+  ck_assert_uint_lt(fig.largest_free_bytes_before, free_before);
+  ck_assert_uint_eq(fig.free_blocks_before, 2);
+  ck_assert_uint_eq(fig.free_blocks_after, 1);
+  st = stats(c);
+  p = json_object_get(st, "pool");
+  ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
+  ck_assert_uint_eq(ji(p, "free_blocks"), 1);
+  ck_assert_uint_eq(ji(p, "compactions"), 1);
+  ck_assert_uint_eq(persistent_offset_of(st, "selfie"), selfie_before - pool_need(&palm));
+  ck_assert_uint_eq(persistent_offset_of(st, "hand"), hand_before - pool_need(&palm));
+  ck_assert_uint_eq(ji(stats_model(st, "hand"), "errors"), 0);
+  json_decref(st);
+  /* Nothing left to move: a second request answers at once with nothing moved. */
+  ar_client_compact_t f2;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(ar_client_compact(c, &f2, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(f2.regions_moved, 0);
+  ck_assert_uint_eq(f2.largest_free_bytes_after, free_before);
+  invoke_goldens(c, "selfie", &selfie, "selfie_segmentation");
+  invoke_goldens(c, "hand", &hand, "hand_landmark_lite");
+  invoke_goldens(c, "face", &face, "face_detection_short_range");
+  golden_free(&gf);
+  golden_free(&gs);
+  golden_free(&gh);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* ---- after an unload ----------------------------------------------------------------------- */
+
+START_TEST(unload_compacts_the_pool) {
+  start("64M", true);
+  ar_client_t *c = client();
+  ar_client_model_t face, palm, selfie;
+  load_ok(c, "face", "face_detection_short_range", &face);
+  load_ok(c, "palm", "palm_detection_lite", &palm);
+  load_ok(c, "selfie", "selfie_segmentation", &selfie);
+  unload_ok(c, "face");   /* the hole at offset 0: palm and selfie move down */
+  /* The compaction runs after the unload's reply: wait for it (bounded, progress-based). */
+  json_t *st = NULL;
+  for (int i = 0; i < 3000; i++) {
+    st = stats(c);
+    json_t *p = json_object_get(st, "pool");
+    if (ji(p, "compactions") >= 1 && !json_is_true(json_object_get(p, "compacting"))) break;
+    json_decref(st);
+    st = NULL;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_msg(st != NULL, "no compaction after the unload");
+  json_t *p = json_object_get(st, "pool");
+  ck_assert_uint_eq(ji(p, "free_blocks"), 1);
+  ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
+  ck_assert_uint_eq(ji(p, "compacted_bytes"), pool_need(&palm) + pool_need(&selfie));
+  ck_assert_uint_eq(persistent_offset_of(st, "palm"), 0);
+  json_decref(st);
+  invoke_goldens(c, "palm", &palm, "palm_detection_lite");
+  invoke_goldens(c, "selfie", &selfie, "selfie_segmentation");
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+static Suite *compact_suite(void) {
+  Suite *s = suite_create("compact");
+  TCase *tc = tcase_create("daemon");
+  tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, larger_model_loads_after_compaction);
+  tcase_add_test(tc, compaction_with_invokes_in_flight);
+  tcase_add_test(tc, unload_compacts_the_pool);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(compact_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
