@@ -158,6 +158,22 @@ class Requests(unittest.TestCase):
         self.assertEqual(cm.exception.code, "ENOENT")
 
 
+    def test_compact_after_unload_leaves_one_free_block(self):
+        self.c.load("cface1", model_path(FACE))
+        self.c.load("cface2", model_path(FACE))
+        self.c.unload("cface1")   # a hole below cface2 (the daemon compacts after an unload too)
+        r = self.c.compact()      # joins that compaction, or finds nothing left to move
+        self.assertIsInstance(r, arenad.CompactResult)
+        self.assertEqual(r.largest_free_bytes_after, r.free_bytes_after)
+        self.assertEqual(r.free_blocks_after, 1)
+        pool = self.c.stats()["pool"]
+        self.assertEqual(pool["largest_free_bytes"], pool["free_bytes"])
+        self.assertEqual(pool["free_blocks"], 1)
+        self.assertGreaterEqual(pool["compactions"], 1)
+        self.check_golden("cface2", FACE, "photo", "name")
+        self.c.unload("cface2")
+
+
 class ErrorReplies(unittest.TestCase):
     def setUp(self):
         self.c = arenad.Client(DAEMON.socket, timeout=60)

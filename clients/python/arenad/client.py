@@ -154,6 +154,23 @@ class ModelInfo:
     invokes: int = 0
 
 
+@dataclass(frozen=True)
+class CompactResult:
+    """What a pool compaction did (proto CompactResponse; bytes, microseconds). After it
+    largest_free_bytes_after == free_bytes_after: the free bytes are one block."""
+
+    regions_moved: int
+    bytes_moved: int
+    models_replaced: int
+    free_bytes_before: int
+    largest_free_bytes_before: int
+    free_blocks_before: int
+    free_bytes_after: int
+    largest_free_bytes_after: int
+    free_blocks_after: int
+    duration_us: int
+
+
 class InvokeResult(Sequence):
     """The outputs of one invoke in the model's output order: result[0] or result["name"] is a
     numpy array of the output's dtype and shape (integer codes for quantized outputs);
@@ -338,6 +355,18 @@ class Client:
     def unload(self, name: str, timeout: Any = _UNSET) -> None:
         self._inputs.pop(name, None)
         self._call("unload_model", pb.UnloadModelRequest(name=name), timeout)
+
+    def compact(self, timeout: Any = _UNSET) -> CompactResult:
+        """Compact the daemon's pool (admins only): regions above its first free block move down,
+        each moved model re-placed behind the invokes its share group had accepted, so that the
+        free bytes become one block. Returns when they serve from their new places."""
+        r = self._call("compact", pb.CompactRequest(), timeout).compact
+        return CompactResult(
+            regions_moved=r.regions_moved, bytes_moved=r.bytes_moved, models_replaced=r.models_replaced,
+            free_bytes_before=r.free_bytes_before, largest_free_bytes_before=r.largest_free_bytes_before,
+            free_blocks_before=r.free_blocks_before, free_bytes_after=r.free_bytes_after,
+            largest_free_bytes_after=r.largest_free_bytes_after, free_blocks_after=r.free_blocks_after,
+            duration_us=r.duration_us)
 
     def stats(self, timeout: Any = _UNSET) -> Dict[str, Any]:
         """The stats document (docs/protocol.md lists its keys) as a dict."""
