@@ -2034,6 +2034,20 @@ void ar_models_shutdown(ar_server_t *srv) {
     pthread_join(srv->load_thread, NULL);
     srv->load_started = false;
   }
+  /* A compaction cannot be in progress once the loop has stopped (its jobs count as outstanding);
+   * free what an aborted start may have left. */
+  for (ar_waiter_t *lists[2] = {srv->compact_waiters, srv->compact_next_waiters}, **l = lists; l < lists + 2; l++)
+    for (ar_waiter_t *w = *l, *n; w; w = n) {
+      n = w->next;
+      free(w);
+    }
+  srv->compact_waiters = srv->compact_next_waiters = NULL;
+  for (ar_job_t *j = srv->compact_deferred, *n; j; j = n) {
+    n = j->next;
+    free(j->dirs);
+    free(j);
+  }
+  srv->compact_deferred = srv->compact_deferred_tail = NULL;
   while (srv->models) {
     ar_dmodel_t *m = srv->models;
     srv->models = m->next;

@@ -45,6 +45,7 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.max_connections, 256);
   ck_assert_uint_eq(cfg.n_models, 0);
   ck_assert_uint_eq(cfg.max_model_bytes, 256u << 20);
+  ck_assert(cfg.compact_after_unload);
   ck_assert_uint_ge(cfg.n_admin_uids, 1);
   ck_assert_uint_eq(cfg.admin_uids[0], 0);
   if (geteuid() != 0) ck_assert_uint_eq(cfg.admin_uids[1], geteuid());
@@ -200,6 +201,8 @@ static const struct {
   {"{\"models\": [], \"memory_limit\": \"2048G\"}", "memory_limit: 2199023255552 bytes is out of range"},
   {"{\"models\": [], \"memory_limit\": \"448MB\"}", "memory_limit: \"448MB\" is not a size"},
   {"{\"models\": [], \"memory_limit\": -1}", "memory_limit: must not be negative"},
+  {"{\"models\": [], \"compact_after_unload\": \"no\"}", "compact_after_unload: must be true or false"},
+  {"{\"models\": [], \"compact_after_unload\": 0}", "compact_after_unload: must be true or false"},
   {"{\"models\": [], \"admin_uids\": 0}", "admin_uids: must be an array"},
   {"{\"models\": [], \"admin_uids\": [-1]}", "admin_uids[0]: must be a numeric id"},
   {"{\"models\": [], \"admin_gids\": [\"wheel\"]}", "admin_gids[0]: must be a numeric id"},
@@ -208,6 +211,16 @@ static const struct {
   {"{\"models\": [], \"workers\": 2,}", "line 1 column"},
   {"{\"models\": [{\"name\": \"a\\u0000b\", \"path\": \"/a\"}]}", "is not allowed"},
 };
+
+START_TEST(compact_after_unload_key) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(load_text("{\"models\": [], \"compact_after_unload\": false}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert(!cfg.compact_after_unload);
+  ck_assert_int_eq(load_text("{\"models\": [], \"compact_after_unload\": true}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert(cfg.compact_after_unload);
+}
+END_TEST
 
 START_TEST(bad_key_named_in_message) {
   ar_config_t cfg;
@@ -282,6 +295,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, access_keys);
   tcase_add_test(tc, minimal_file_gets_defaults);
   tcase_add_test(tc, size_strings);
+  tcase_add_test(tc, compact_after_unload_key);
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, too_many_models);
