@@ -97,7 +97,8 @@ static void unlock(void) { __atomic_clear(&track_lock, __ATOMIC_RELEASE); }
 #define AR__PUBLIC __attribute__((visibility("default")))
 
 AR__PUBLIC void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+  /* syscall() reads its arguments as longs: widen them here (fd -1 must stay -1). */
+  void *p = (void *)syscall(SYS_mmap, addr, len, (long)prot, (long)flags, (long)fd, (long)off);
   if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len > 0) {
     const void *caller = __builtin_return_address(0);
     uintptr_t s = (uintptr_t)p, e = s + len;

@@ -24,6 +24,15 @@ systemd/arenad.service: $(top_srcdir)/systemd/arenad.service.in Makefile
 	  sed -e 's|[@]sbindir[@]|$(sbindir)|g' -e 's|[@]sysconfdir[@]|$(sysconfdir)|g' \
 	    $(top_srcdir)/systemd/arenad.service.in > $@.tmp && mv -f $@.tmp $@
 
+# The generator that bounds the service's memory from the config's memory_limit (MemoryHigh=,
+# MemoryMax=; it runs `arenad --memory-dropin`).
+EXTRA_DIST += systemd/arenad-generator.in
+CLEANFILES += systemd/arenad-generator
+systemd/arenad-generator: $(top_srcdir)/systemd/arenad-generator.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) systemd && \
+	  sed -e 's|[@]sbindir[@]|$(sbindir)|g' -e 's|[@]sysconfdir[@]|$(sysconfdir)|g' \
+	    $(top_srcdir)/systemd/arenad-generator.in > $@.tmp && chmod +x $@.tmp && mv -f $@.tmp $@
+
 # Metrics for Prometheus: a timer runs `arenactl stats --prometheus --output` into node_exporter's
 # textfile-collector directory (see the unit's comments for another directory).
 EXTRA_DIST += systemd/arenad-metrics.service.in systemd/arenad-metrics.timer
@@ -37,9 +46,11 @@ if WITH_SYSTEMD
 systemdunitdir = $(SYSTEMD_UNITDIR)
 systemdunit_DATA = systemd/arenad.service systemd/arenad.socket systemd/arenad-metrics.service \
   systemd/arenad-metrics.timer
+systemdgeneratordir = $(SYSTEMD_GENERATORDIR)
+systemdgenerator_SCRIPTS = systemd/arenad-generator
 sysusersdir = $(SYSUSERS_DIR)
 sysusers_DATA = systemd/sysusers/arenad.conf
-noinst_DATA = systemd/arenad.service systemd/arenad-metrics.service
+noinst_DATA = systemd/arenad.service systemd/arenad-metrics.service systemd/arenad-generator
 endif
 
 # The example config goes next to where the unit looks for the real one; the real one is created

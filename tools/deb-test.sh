@@ -76,6 +76,7 @@ expect libarenaclient-dev "/usr/lib/$MA/libarenaclient.so" -L
 expect libarenaclient-dev "/usr/lib/$MA/pkgconfig/arenaclient.pc" -f
 expect arenad /lib/systemd/system/arenad-metrics.service -f
 expect arenad /lib/systemd/system/arenad-metrics.timer -f
+expect arenad /lib/systemd/system-generators/arenad-generator -x
 PYDIR=/usr/lib/python3/dist-packages
 expect python3-arenad "$PYDIR/arenad/__init__.py" -f
 expect python3-arenad "$PYDIR/arenad/client.py" -f

@@ -5,8 +5,9 @@
 # arena pool, in two share groups (a detector and the model that follows it never run at the same
 # time, so they share one activation region): face_detection_short_range + selfie_segmentation in
 # "people", palm_detection_lite + hand_landmark_lite in "hands". It then runs them over the socket
-# on a real photograph, prints what they found, shows `arenactl stats` (the pool and the bytes the
-# share groups save), and stops the daemon with SIGTERM, expecting a clean exit 0.
+# on a real photograph, prints what they found, prints the daemon's resident memory by part next
+# to the pool (the parts must add up to within 5 % of RSS), shows `arenactl stats` (the pool and the
+# bytes the share groups save), and stops the daemon with SIGTERM, expecting a clean exit 0.
 #
 # When MODELS_Q_DIR (../shared/models_q) exists it also loads, at run time, two quantized models in
 # a third share group "quant": the uint8 SSD MobileNet v1 (TFLite_Detection_PostProcess) and the
@@ -91,6 +92,22 @@ mkdir -p "$work/hand"
 ctl invoke hand --image "$IMAGE" --crop "$crop" --fit letterbox --range 0,1 --output "$work/hand" >/dev/null
 "$DECODE" hand "$work/hand"
 
+# Resident memory of the whole daemon with the four models loaded and run once, next to the pool:
+# the parts arenactl stats accounts (pool pages, model file copies, OpenBLAS buffers, heap, code
+# and stacks; daemon/ar_rss.h) must add up to within 5 % of the kernel's RSS.
+echo
+echo "== resident memory of arenad with the four models (arenactl stats: pool, then memory)"
+ctl stats > "$work/stats4.txt"
+sed -n '/^pool:/p; /^memory/,$p' "$work/stats4.txt"
+mem_pct="$(sed -n 's/^  sum of the parts  *[0-9]*  \([0-9.]*\)% of RSS.*/\1/p' "$work/stats4.txt")"
+mem_rss="$(awk '$1 == "RSS" { print $2 }' "$work/stats4.txt")"
+mem_sum="$(awk '$1 == "sum" && $3 == "the" { print $5 }' "$work/stats4.txt")"
+if [ -z "$mem_pct" ] || ! awk -v p="$mem_pct" 'BEGIN { exit !(p >= 95 && p <= 105) }'; then
+  echo "demo: FAILED: the accounted parts are ${mem_pct:-?}% of RSS (want 95..105%)" >&2
+  exit 1
+fi
+echo "RSS $mem_rss bytes, accounted parts $mem_sum bytes: $mem_pct% of RSS"
+
 quant_status="skipped"
 echo
 if [ -z "$MODELS_Q" ] || [ ! -d "$MODELS_Q" ]; then
@@ -161,6 +178,7 @@ echo "arenad exited with status 0"
 # The acceptance figure: the face detector must find the astronaut's face.
 if awk -v s="$face_score" 'BEGIN { exit !(s >= 0.8) }'; then
   echo "demo: quantized part: $quant_status"
+  echo "demo: memory with the four models: RSS $mem_rss bytes, parts $mem_sum bytes ($mem_pct% of RSS)"
   echo "demo: OK (face score $face_score >= 0.8)"
 else
   echo "demo: FAILED: face score $face_score < 0.8" >&2
