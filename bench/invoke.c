@@ -8,6 +8,9 @@
  * arenad's GFLOP/s = 2 * MACs / time; then the fastest single invoke of each engine and their
  * ratio, which is steadier than the medians on a loaded machine. The arenad time includes copying the input in (LiteRT's
  * includes its JS -> wasm copy). --profile adds a per-operator-type breakdown of arenad's time.
+ * --cpu-clock (one thread): arenad's invokes timed with the thread's CPU clock instead of wall
+ * time, which leaves out the time other processes held the core - for before/after comparisons on
+ * a loaded machine (cache and memory-bandwidth contention still count).
  *
  * --quant: the quantized models of ../shared/models_q ($AR_MODELS_Q_DIR) on their golden_q inputs
  * ($AR_GOLDEN_Q_DIR; the case's input, or `random` for the models without a photo), GOP/s = 2 * MACs
@@ -17,7 +20,7 @@
  * XNNPACK's rounding too) runs the same input where its runner can take the model's tensors.
  *
  *   bench/invoke [--quant] [--ref DIR] [--runs N] [--warmup W] [--rounds R] [--case photo|random]
- *                [--threads T] [--profile] [MODEL_STEM ...]
+ *                [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -62,9 +65,11 @@ static const char *env_or(const char *name, const char *dflt) {
   return v && *v ? v : dflt;
 }
 
+static int g_cpu_clock;   /* --cpu-clock */
+
 static double now_ms(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(g_cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -175,11 +180,12 @@ int main(int argc, char **argv) {
     {"warmup", required_argument, NULL, 'w'}, {"rounds", required_argument, NULL, 'R'},
     {"case", required_argument, NULL, 'c'},   {"threads", required_argument, NULL, 't'},
     {"profile", no_argument, NULL, 'p'},      {"quant", no_argument, NULL, 'q'},
+    {"cpu-clock", no_argument, NULL, 'C'},
     {NULL, 0, NULL, 0},
   };
   const char *ref = NULL, *cs = "photo";
   int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, c;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pq", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqC", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
@@ -189,14 +195,19 @@ int main(int argc, char **argv) {
       case 't': threads = atoi(optarg); break;
       case 'p': do_profile = 1; break;
       case 'q': quant = 1; break;
+      case 'C': g_cpu_clock = 1; break;
       default:
         fprintf(stderr, "usage: bench/invoke [--quant] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
-                        "[--case photo|random] [--threads T] [--profile] [MODEL_STEM ...]\n");
+                        "[--case photo|random] [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]\n");
         return 2;
     }
   }
   if (runs < 1 || rounds < 1 || warmup < 0 || threads < 1) {
     fprintf(stderr, "bench/invoke: --runs, --rounds, --threads must be >= 1\n");
+    return 2;
+  }
+  if (g_cpu_clock && threads != 1) {
+    fprintf(stderr, "bench/invoke: --cpu-clock times one thread (--threads 1)\n");
     return 2;
   }
   const char *const *models = default_models;
@@ -214,8 +225,9 @@ int main(int argc, char **argv) {
   const char *gdir = quant ? env_or("AR_GOLDEN_Q_DIR", AR_SRCDIR "/../shared/golden_q")
                          : env_or("AR_GOLDEN_DIR", AR_SRCDIR "/tests/golden");
 
-  printf("bench/invoke: case %s, %d round(s) x %d runs (+%d warm-up) per engine, %d thread(s)%s\n", cs,
-         rounds, runs, warmup, threads, ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)");
+  printf("bench/invoke: case %s, %d round(s) x %d runs (+%d warm-up) per engine, %d thread(s)%s%s\n", cs,
+         rounds, runs, warmup, threads, ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)",
+         g_cpu_clock ? ", arenad timed by its thread's CPU clock" : "");
   if (quant) {
     printf("quantized models (%s); 'TFLite builtin' and 'TFLite XNNPACK' are native TFLite 2.19 at one thread "
            "as measured by issue 9's author, not here;%s\n", mdir,

@@ -38,6 +38,12 @@ extern const ar_kernel_t ar_kernel_relu;
 extern const ar_kernel_t ar_kernel_relu6;
 extern const ar_kernel_t ar_kernel_logistic;
 extern const ar_kernel_t ar_kernel_hard_swish;
+/* out[i] = table[in[i]] for n bytes (out == in allowed): the quantized RELU / RELU6 / LOGISTIC
+ * tables, and any other kernel whose output byte is a function of its input byte.
+ * ar__lut8_set_isa: tests pick the loop (0 portable, 1 AVX-512 VBMI; -1 = automatic), as
+ * ar__qdw_set_isa. */
+void ar__lut8(const uint8_t *table, const uint8_t *in, uint8_t *out, int64_t n);
+int ar__lut8_set_isa(int isa);
 /* kernels/binary.c: TFLite SUB, DIV, FLOOR_DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, POW,
  * EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, SELECT_V2 (N-d broadcasting up to
  * rank 6, float32 / int32 / int64 / uint8 / int8 / bool as TFLite allows each), and the integer

@@ -7,7 +7,9 @@
  * to rank 6 like TFLite's 6-D slow path, for 2 or 3 inputs. prepare collapses the output shape
  * into runs of dims where every input either varies or repeats together (ar_nbcast_plan), so eval
  * walks an odometer over the outer runs and calls one flat loop per innermost run, in which every
- * input has stride 1 or 0.
+ * input has stride 1 or 0. An innermost run shorter than 64 elements against a repeated row (an
+ * image minus a per-channel constant: [1,H,W,3] - [3]) is tiled: rows are taken ~1024 elements at
+ * a time, the repeated row copied that many times into scratch, so the flat loop stays long.
  *
  * Integer arithmetic wraps (computed in unsigned, as the two's-complement result TFLite's C++
  * gives in practice) so that no request data can hit undefined behaviour; integer division by zero
@@ -37,6 +39,11 @@ typedef struct {
   int32_t rank;                       /* collapsed rank, >= 1 */
   int64_t dims[NB_MAX_RANK];
   int64_t st[NB_MAX_IN][NB_MAX_RANK]; /* element strides per input, 0 = repeated */
+  /* Short innermost runs (e.g. [1,192,192,3] - [3], a run of 3 per pixel): tile > 0 rows of the
+   * last two dims go to one flat loop, the inputs that repeat one row along dim rank-2 (rowrep)
+   * read tile copies of it, made in scratch at each outer position. 0: one loop per run. */
+  int64_t tile;
+  bool rowrep[NB_MAX_IN];
 } nb_bcast_t;
 
 /* ADD / SUB / MUL on uint8 / int8 (TFLite's quantized kernels, add.cc / sub.cc / mul.cc):
@@ -62,6 +69,30 @@ typedef struct {
   ar_activation_t act;
   nb_bcast_t bc;
 } nb_state_t;
+
+/* Runs shorter than this are tiled (nb_bcast_t.tile) into flat loops of about NB_TILE_ELEMS. */
+#define NB_TILE_RUN 64
+#define NB_TILE_ELEMS 1024
+
+/* Decide the tiling of the last two collapsed dims: every input either walks both (stride 1 and
+ * the run length), repeats a row (stride 1 and 0) or stays on one element (0 and 0). */
+static void nb_plan_tile(nb_bcast_t *bc) {
+  bc->tile = 0;
+  if (bc->rank < 2) return;
+  const int32_t l = bc->rank - 1;
+  const int64_t inner = bc->dims[l];
+  if (inner >= NB_TILE_RUN) return;
+  bool any_row = false;
+  for (int k = 0; k < bc->n_in; k++) {
+    const int64_t a = bc->st[k][l], b = bc->st[k][l - 1];
+    bc->rowrep[k] = a == 1 && b == 0;
+    any_row |= bc->rowrep[k];
+    if (!(a == 1 && b == inner) && !bc->rowrep[k] && !(a == 0 && b == 0)) return;
+  }
+  if (!any_row) return;
+  int64_t t = NB_TILE_ELEMS / inner;
+  bc->tile = t < bc->dims[l - 1] ? t : bc->dims[l - 1];
+}
 
 /* Broadcast the inputs [first, first + n_in) of node into the output shape (od, *orank) and the
  * collapsed loop nest. */
@@ -127,6 +158,7 @@ static int nb_plan_shape(const ar_node_t *node, int first, int n_in, nb_bcast_t 
       if (f[k][i]) e *= bc->dims[i];
     }
   }
+  nb_plan_tile(bc);
   return 0;
 }
 
@@ -552,38 +584,73 @@ static void run_select(size_t es, void *out, const void *const *in, const int64_
   }
 }
 
+/* Element size of input k (SELECT_V2's condition is bool). */
+static size_t nb_es_in(const nb_state_t *st, int k) {
+  return st->op == NB_SELECT && k == 0 ? 1 : ar_dtype_size(st->dtype);
+}
+
+/* One flat loop: n outputs, input k at p[k] with stride s[k] (0 or 1). */
+static void nb_run(const nb_state_t *st, size_t es, void *o, const void *const *p, const int64_t *s,
+                   int64_t n) {
+  if (st->op == NB_SELECT) {
+    run_select(es, o, p, s, n);
+    return;
+  }
+  switch (st->dtype) {
+  case AR_DTYPE_FLOAT32: run_f32(st, o, p, s, n); break;
+  case AR_DTYPE_INT32: run_i32(st, o, p, s, n); break;
+  case AR_DTYPE_INT64: run_i64(st, o, p, s, n); break;
+  case AR_DTYPE_UINT8: run_u8(st, o, p, s, n); break;
+  case AR_DTYPE_INT8: run_i8(st, o, p, s, n); break;
+  default: run_bool(st, o, p, s, n); break;
+  }
+}
+
 static void nb_eval(const ar_node_t *node) {
   const nb_state_t *st = node->state;
   const nb_bcast_t *bc = &st->bc;
   if (bc->n == 0) return;
   const int n_in = bc->n_in;
   const size_t es = ar_dtype_size(st->dtype);
-  const size_t es_in[NB_MAX_IN] = {st->op == NB_SELECT ? 1 : es, es, es};
+  const size_t es_in[NB_MAX_IN] = {nb_es_in(st, 0), nb_es_in(st, 1), nb_es_in(st, 2)};
   const size_t es_out = st->op >= NB_EQUAL && st->op <= NB_GREATER_EQUAL ? 1 : es;
   const char *base[NB_MAX_IN];
   for (int k = 0; k < n_in; k++) base[k] = node->inputs[k]->data;
   char *out = node->outputs[0]->data;
   const int32_t last = bc->rank - 1;
   const int64_t inner = bc->dims[last];
+  const int64_t tile = node->scratch ? bc->tile : 0;   /* a caller without scratch: one loop per run */
+  /* The odometer walks dims [0, nd); each step is one run, or with tiling the last two dims. */
+  const int32_t nd = tile > 0 ? last - 1 : last;
+  const int64_t step = tile > 0 ? inner * bc->dims[last - 1] : inner;
   const int64_t s_in[NB_MAX_IN] = {bc->st[0][last], bc->st[1][last], n_in > 2 ? bc->st[2][last] : 0};
   int64_t idx[NB_MAX_RANK] = {0}, off[NB_MAX_IN] = {0};
-  for (int64_t done = 0; done < bc->n; done += inner) {
+  for (int64_t done = 0; done < bc->n; done += step) {
     const void *p[NB_MAX_IN];
     for (int k = 0; k < n_in; k++) p[k] = base[k] + off[k] * (int64_t)es_in[k];
-    void *o = out + done * (int64_t)es_out;
-    if (st->op == NB_SELECT) {
-      run_select(es, o, p, s_in, inner);
+    char *o = out + done * (int64_t)es_out;
+    if (tile == 0) {
+      nb_run(st, es, o, p, s_in, inner);
     } else {
-      switch (st->dtype) {
-      case AR_DTYPE_FLOAT32: run_f32(st, o, p, s_in, inner); break;
-      case AR_DTYPE_INT32: run_i32(st, o, p, s_in, inner); break;
-      case AR_DTYPE_INT64: run_i64(st, o, p, s_in, inner); break;
-      case AR_DTYPE_UINT8: run_u8(st, o, p, s_in, inner); break;
-      case AR_DTYPE_INT8: run_i8(st, o, p, s_in, inner); break;
-      default: run_bool(st, o, p, s_in, inner); break;
+      /* tile copies of each repeated row, then the rows in groups of tile */
+      char *sp = node->scratch;
+      const void *q[NB_MAX_IN];
+      for (int k = 0; k < n_in; k++) {
+        q[k] = p[k];
+        if (!bc->rowrep[k]) continue;
+        const size_t rb = (size_t)inner * es_in[k];
+        for (int64_t r = 0; r < tile; r++) memcpy(sp + (size_t)r * rb, p[k], rb);
+        q[k] = sp;
+        sp += (size_t)tile * rb;
+      }
+      const int64_t rows = bc->dims[last - 1];
+      for (int64_t j = 0; j < rows; j += tile) {
+        for (int k = 0; k < n_in; k++)
+          if (!bc->rowrep[k] && s_in[k]) q[k] = (const char *)p[k] + j * inner * (int64_t)es_in[k];
+        nb_run(st, es, o + j * inner * (int64_t)es_out, q, s_in, (rows - j < tile ? rows - j : tile) * inner);
       }
     }
-    for (int32_t d = last - 1; d >= 0; d--) {
+    for (int32_t d = nd - 1; d >= 0; d--) {
       for (int k = 0; k < n_in; k++) off[k] += bc->st[k][d];
       if (++idx[d] < bc->dims[d]) break;
       for (int k = 0; k < n_in; k++) off[k] -= bc->st[k][d] * bc->dims[d];
@@ -597,7 +664,14 @@ static void nb_eval(const ar_node_t *node) {
 int ar__nb_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   nb_state_t st;
   node->state_bytes = sizeof st;
-  return nb_plan(node, &st, msg, msg_bytes);
+  int rc = nb_plan(node, &st, msg, msg_bytes);
+  if (rc) return rc;
+  node->scratch_bytes = 0;   /* the tiled rows (nb_eval) */
+  if (st.bc.tile > 0)
+    for (int k = 0; k < st.bc.n_in; k++)
+      if (st.bc.rowrep[k])
+        node->scratch_bytes += (uint64_t)(st.bc.tile * st.bc.dims[st.bc.rank - 1]) * nb_es_in(&st, k);
+  return 0;
 }
 
 void ar__nb_init(ar_node_t *node) {

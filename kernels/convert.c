@@ -178,9 +178,7 @@ static void quantize_eval(const ar_node_t *node) {
       ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
     return;
   }
-  const uint8_t *in = node->inputs[0]->data;   /* 8-bit -> 8-bit: the table made at prepare */
-  uint8_t *o = out;
-  for (int64_t i = 0; i < n; i++) o[i] = st->req[in[i]];
+  ar__lut8(st->req, node->inputs[0]->data, out, n);   /* 8-bit -> 8-bit: the table made at prepare */
 }
 
 /* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8, uint8 / int8 -> uint8 / int8. */

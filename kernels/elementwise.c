@@ -19,6 +19,11 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/conv_util.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+#endif
 
 #define AR_BCAST_MAX_RANK 6
 
@@ -279,14 +284,67 @@ static void unary_init(ar_node_t *node) {
   if (node->state_bytes && unary_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+/* ---- 256-entry byte tables: out[i] = table[in[i]] ----
+ * The portable loop does one byte per load; with AVX-512 VBMI (picked at run time) vpermi2b looks
+ * 64 bytes up at once in each 128-entry half of the table (4 zmm), bit 7 of the byte picks the half.
+ * Both give the same bytes; out == in is fine (each block is read before it is written). */
+
+static int lut8_forced = -1;
+
+static int lut8_best(void) {
+#if AR_HAVE_AVX2_CLONE
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+int ar__lut8_set_isa(int isa) {
+  const int best = lut8_best();
+  if (isa < 0) { lut8_forced = -1; return best; }
+  if (isa > best) return -1;
+  lut8_forced = isa;
+  return isa;
+}
+
+#if AR_HAVE_AVX2_CLONE
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void lut8_vbmi(const uint8_t *table, const uint8_t *in, uint8_t *out, int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512((const void *)table), t1 = _mm512_loadu_si512((const void *)(table + 64));
+  const __m512i t2 = _mm512_loadu_si512((const void *)(table + 128)), t3 = _mm512_loadu_si512((const void *)(table + 192));
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i x = _mm512_loadu_si512((const void *)(in + i));
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_storeu_si512((void *)(out + i), _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 k = (__mmask64)(~0ull >> (64 - (n - i)));   /* n - i in [1, 63] */
+    const __m512i x = _mm512_maskz_loadu_epi8(k, in + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_mask_storeu_epi8(out + i, k, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+}
+#endif
+
+void ar__lut8(const uint8_t *table, const uint8_t *in, uint8_t *out, int64_t n) {
+  static int best = -1;   /* benign race: every thread computes the same value */
+  if (best < 0) best = lut8_best();
+  const int isa = lut8_forced >= 0 ? lut8_forced : best;
+#if AR_HAVE_AVX2_CLONE
+  if (isa == 1) { lut8_vbmi(table, in, out, n); return; }
+#else
+  (void)isa;
+#endif
+  for (int64_t i = 0; i < n; i++) out[i] = table[in[i]];
+}
+
 /* The quantized forms; true when the node is one (state set at init). */
 static bool unary_q_eval(const ar_node_t *node) {
   if (!node->state_bytes) return false;
   const unary_q_t *st = node->state;
-  const uint8_t *in = node->inputs[0]->data;
-  uint8_t *out = node->outputs[0]->data;
-  int64_t n = ar_k_elements(node->inputs[0]);
-  for (int64_t i = 0; i < n; i++) out[i] = st->table[in[i]];
+  ar__lut8(st->table, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
 #include "kernels/ar_quant.h"
 
@@ -62,7 +63,8 @@ static ar_node_t mk(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t *
 
 static char g_msg[AR_MSG_BYTES];
 
-/* prepare + init + eval as the interpreter does (state from the heap here); returns prepare's rc. */
+/* prepare + init + eval as the interpreter does (state and scratch from the heap here); returns
+ * prepare's rc. */
 static int run(ar_node_t *n) {
   const ar_kernel_t *k = ar_kernel_for(n->op);
   ck_assert_ptr_nonnull(k);
@@ -70,10 +72,13 @@ static int run(ar_node_t *n) {
   int rc = k->prepare(n, g_msg, sizeof g_msg);
   if (rc) return rc;
   n->state = n->state_bytes ? malloc(n->state_bytes) : NULL;
+  n->scratch = n->scratch_bytes ? malloc(n->scratch_bytes) : NULL;
   if (k->init) k->init(n);
   k->eval(n);
   free(n->state);
+  free(n->scratch);
   n->state = NULL;
+  n->scratch = NULL;
   return 0;
 }
 
@@ -269,6 +274,53 @@ START_TEST(binary_q_long_vectors_match_formula) {
 }
 END_TEST
 
+START_TEST(binary_q_short_runs_tiled) {
+  /* Short innermost runs with a repeated row (MoveNet's [1,192,192,3] - [1,1,1,3]): the kernel
+   * tiles the rows into long flat loops (scratch copies of the repeated row); every element is
+   * held to the formula, through tile boundaries (1024 / C rows per loop), leftover rows, outer
+   * dims and a broadcast operand in either position. */
+  static const struct { int32_t d0, d1, c; bool y_outer, swap; } cs[] = {
+    {1, 700, 3, false, false}, {2, 450, 5, true, false}, {3, 37, 7, false, true},
+    {1, 1, 3, false, false}, {2, 205, 63, true, true},
+  };
+  static uint8_t a[2 * 450 * 63 + 3 * 700 * 3], b[2 * 63], o[2 * 450 * 63 + 3 * 700 * 3];
+  uint32_t seed = 777;
+  for (size_t i = 0; i < sizeof a; i++) { seed = seed * 1103515245u + 12345u; a[i] = (uint8_t)(seed >> 16); }
+  for (size_t i = 0; i < sizeof b; i++) { seed = seed * 1103515245u + 12345u; b[i] = (uint8_t)(seed >> 16); }
+  const ar_op_t ops[3] = {AR_OP_ADD, AR_OP_SUB, AR_OP_MUL};
+  for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+    for (int dt = 0; dt < 2; dt++)
+      for (int k = 0; k < 3; k++) {
+        const bool is8 = dt == 1;
+        const ar_dtype_t t = is8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
+        const int32_t off = is8 ? 0 : 128, d0 = cs[ci].d0, d1 = cs[ci].d1, c = cs[ci].c;
+        const int32_t zx = 3 + off, zy = -9 + off, zo = 5 + off;
+        const float sx = 0.0393688492f, sy = 0.0137f, so = 0.0410074405f;
+        /* x [d0, d1, c]; y [d0, 1, c] (y_outer) or [c] */
+        ar_tview_t tx = tv(t, a, qp(sx, zx), 3, d0, d1, c);
+        ar_tview_t ty = cs[ci].y_outer ? tv(t, b, qp(sy, zy), 3, d0, 1, c) : tv(t, b, qp(sy, zy), 1, c);
+        ar_tview_t to = tv(t, o, qp(so, zo), 3, d0, d1, c);
+        ar_tview_t *in[2] = {&tx, &ty};
+        if (cs[ci].swap) { in[0] = &ty; in[1] = &tx; }
+        memset(o, 0xcc, sizeof o);
+        run_ok(ops[k], NULL, 2, in, &to);
+        for (int32_t i0 = 0; i0 < d0; i0++)
+          for (int32_t i1 = 0; i1 < d1; i1++)
+            for (int32_t i2 = 0; i2 < c; i2++) {
+              const size_t ix = ((size_t)i0 * d1 + i1) * c + i2, iy = (cs[ci].y_outer ? (size_t)i0 * c : 0) + i2;
+              const int32_t x = is8 ? (int8_t)a[ix] : a[ix], y = is8 ? (int8_t)b[iy] : b[iy];
+              const int32_t want = cs[ci].swap
+                  ? ref_q(ops[k], y, x, sy, zy, sx, zx, so, zo, is8 ? -128 : 0, is8 ? 127 : 255)
+                  : ref_q(ops[k], x, y, sx, zx, sy, zy, so, zo, is8 ? -128 : 0, is8 ? 127 : 255);
+              const int32_t got = is8 ? (int8_t)o[ix] : o[ix];
+              ck_assert_msg(got == want, "case %zu %s %s element %zu: got %d want %d", ci, ar_op_name(ops[k]),
+                            ar_dtype_name(t), ix, got, want);
+            }
+        g_nqp = 0;
+      }
+}
+END_TEST
+
 /* ---- CONCATENATION, PAD ---- */
 
 START_TEST(concat_uint8_requantizes) {
@@ -435,6 +487,38 @@ START_TEST(logistic_uint8_int8_table) {
 }
 END_TEST
 
+START_TEST(lut8_every_path_equals_table) {
+  /* The byte-table loop of the quantized RELU / RELU6 / LOGISTIC (ar__lut8): every path (portable,
+   * AVX-512 VBMI where the CPU has it) gives table[x] for every byte value, at lengths around the
+   * 64-byte block (tails of 1 to 63 bytes), at unaligned addresses, in place, and writes nothing
+   * past the end. */
+  static uint8_t table[256], in[1200], out[1200], inpl[1200];
+  for (int i = 0; i < 256; i++) table[i] = (uint8_t)((i * 97 + 13) ^ (i >> 3));
+  for (int i = 0; i < 1200; i++) in[i] = (uint8_t)(i * 131 + 7);
+  static const int64_t lens[] = {0, 1, 2, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 1100};
+  const int best = ar__lut8_set_isa(-1);
+  for (int isa = 0; isa <= best; isa++) {
+    ck_assert_int_eq(ar__lut8_set_isa(isa), isa);
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+      for (int off = 0; off < 4; off += 3) {
+        const int64_t n = lens[li];
+        memset(out, 0xcc, sizeof out);
+        ar__lut8(table, in + off, out + off, n);
+        memcpy(inpl, in, sizeof inpl);
+        ar__lut8(table, inpl + off, inpl + off, n);
+        for (int64_t i = 0; i < (int64_t)sizeof out; i++) {
+          const bool inside = i >= off && i < off + n;
+          ck_assert_msg(out[i] == (inside ? table[in[i]] : 0xcc), "isa %d n %lld off %d: byte %lld is %d",
+                        isa, (long long)n, off, (long long)i, (int)out[i]);
+          ck_assert_msg(inpl[i] == (inside ? table[in[i]] : in[i]), "isa %d n %lld off %d in place: byte %lld",
+                        isa, (long long)n, off, (long long)i);
+        }
+      }
+  }
+  ar__lut8_set_isa(-1);
+}
+END_TEST
+
 START_TEST(relu6_uint8_rescales) {
   /* in s 0.1 z 10 -> out s 0.05 z 0: multiplier 2; clamp [0, round(6 / 0.05) = 120]. */
   uint8_t x[4] = {5, 40, 80, 10}, o[4];
@@ -521,6 +605,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, add_sub_int8_general_scales_broadcast);
   tcase_add_test(tc, mul_int8_and_uint8);
   tcase_add_test(tc, binary_q_prepare_errors);
+  tcase_add_test(tc, binary_q_short_runs_tiled);
   tcase_add_test(tc, binary_q_long_vectors_match_formula);
   tcase_add_test(tc, concat_uint8_requantizes);
   tcase_add_test(tc, pad_int8_fills_zero_point);
@@ -529,6 +614,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, resize_nearest_int8);
   tcase_add_test(tc, softmax_uint8_int8_table);
   tcase_add_test(tc, logistic_uint8_int8_table);
+  tcase_add_test(tc, lut8_every_path_equals_table);
   tcase_add_test(tc, relu6_uint8_rescales);
   tcase_add_test(tc, quantize_float_to_int8_both_roundings);
   tcase_add_test(tc, quantize_requantize_8bit);
