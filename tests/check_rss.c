@@ -65,7 +65,9 @@ static void start(size_t n_models, uint64_t memory_limit) {
   write_config(n_models, memory_limit);
   const char *extra[] = {"--config", cfg_path, NULL};
   ck_assert_msg(ar_td_start(&dmn, "96M", extra) == 0, "arenad did not start (log %s)", dmn.log);
-  /* The socket accepts before the configured models are loaded: wait for them (up to 60 s). */
+  /* The socket accepts before the configured models are loaded: wait for them (up to 60 s, 10
+   * minutes under an emulator). */
+  int max_tries = ar_test_emulated() ? 60000 : 6000;
   for (int tries = 0;; tries++) {
     ar_client_t *c = NULL;
     ar_client_model_t *ms = NULL;
@@ -76,7 +78,7 @@ static void start(size_t n_models, uint64_t memory_limit) {
     free(ms);
     ar_client_close(c);
     if (rc == 0 && n == n_models) break;
-    ck_assert_msg(tries < 6000, "the %zu configured models did not load", n_models);
+    ck_assert_msg(tries < max_tries, "the %zu configured models did not load", n_models);
     usleep(10000);
   }
 }
@@ -255,7 +257,7 @@ END_TEST
 static Suite *rss_suite(void) {
   Suite *s = suite_create("rss");
   TCase *tc = tcase_create("daemon");
-  tcase_set_timeout(tc, ar_test_emulated() ? 600 : 120);
+  tcase_set_timeout(tc, ar_test_emulated() ? 1200 : 120);
   tcase_add_test(tc, parts_add_up_to_rss);
   tcase_add_test(tc, memory_limit_refuses_a_load);
   suite_add_tcase(s, tc);
