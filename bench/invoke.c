@@ -19,8 +19,15 @@
  * answers differ by rounding) - not measured by this program. With --ref, LiteRT.js (XNNPACK, so
  * XNNPACK's rounding too) runs the same input where its runner can take the model's tensors.
  *
- *   bench/invoke [--quant] [--ref DIR] [--runs N] [--warmup W] [--rounds R] [--case photo|random]
- *                [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]
+ * --weights: stored vs fp32 weights (ar_interp_options_t.weights) per model in the same run: the
+ * two interpreters of one model alternate round by round on the same input; printed per model are
+ * both medians (of round medians) and minima, the ratio stored / fp32 (the median over rounds of
+ * the two modes' ratio in that round: a loaded machine's drift cancels), and the persistent and
+ * activation bytes of each mode (with TensorFlow Lite's persistent arena where it is known). The
+ * float models of models/ and the models_extra set (inputs from tests/golden, tests/golden_extra).
+ *
+ *   bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R]
+ *                [--case photo|random] [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -38,6 +45,20 @@ static const char *const default_models[] = {
   "hand_landmark_full", "hand_landmark_lite", "object_detection_3d_camera",
   "object_detection_3d_cup", "palm_detection_full", "palm_detection_lite",
   "selfie_segmentation", "selfie_segmentation_landscape",
+};
+
+/* --weights: the float models and the models_extra set (its inputs in tests/golden_extra). */
+static const char *const weights_models[] = {
+  "face_detection_full_range", "face_detection_full_range_sparse", "face_detection_short_range",
+  "hand_landmark_full", "hand_landmark_lite", "object_detection_3d_camera",
+  "object_detection_3d_cup", "palm_detection_full", "palm_detection_lite",
+  "selfie_segmentation", "selfie_segmentation_landscape", "face_landmark", "pose_detection",
+  "pose_landmark_lite", "pose_landmark_full",
+};
+
+/* TensorFlow Lite's persistent arena where issue 12's author measured it (not this program). */
+static const struct { const char *stem; uint64_t bytes; } tflite_persistent[] = {
+  {"hand_landmark_full", 10863044},
 };
 
 /* The quantized models (../shared/models_q, never committed), smallest first. */
@@ -174,18 +195,149 @@ static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) 
   free(ns);
 }
 
+/* One interpreter of `m` with weights mode `w`, placed in owned memory; NULL (message printed) on
+ * failure. */
+static ar_interp_t *weights_interp(const ar_model_t *m, ar_weights_t w, int threads, const char *stem) {
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.blas_threads = threads;
+  opt.weights = w;
+  ar_interp_t *in = NULL;
+  char msg[AR_MSG_BYTES] = "";
+  int rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+  if (rc == 0) rc = ar_interp_place_owned(in, msg, sizeof msg);
+  if (rc != 0) {
+    printf("%-34s error (%s weights): %s: %s\n", stem, ar_weights_name(w), ar_strerror(rc), msg);
+    ar_interp_free(in);
+    return NULL;
+  }
+  return in;
+}
+
+/* Median ms of `runs` invokes (input copied in each time, as the main table does); *min_ms lowered. */
+static double timed_runs(ar_interp_t *in, const void *input, size_t bytes, int runs, int warmup, double *t,
+                         double *min_ms) {
+  ar_tview_t *iv = ar_interp_input(in, 0);
+  for (int w = 0; w < warmup; w++) {
+    memcpy(iv->data, input, bytes);
+    ar_interp_invoke(in);
+  }
+  for (int i = 0; i < runs; i++) {
+    double t0 = now_ms();
+    memcpy(iv->data, input, bytes);
+    ar_interp_invoke(in);
+    t[i] = now_ms() - t0;
+    if (t[i] < *min_ms) *min_ms = t[i];
+  }
+  return median(t, runs);
+}
+
+/* --weights: stored vs fp32, per model, alternating rounds. Returns the number of models that
+ * could not run. */
+static int weights_compare(const char *const *models, int n_models, const char *cs, int runs, int warmup,
+                           int rounds, int threads) {
+  const char *mdir = env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
+  const char *gdir = env_or("AR_GOLDEN_DIR", AR_SRCDIR "/tests/golden");
+  const char *gxdir = env_or("AR_GOLDEN_EXTRA_DIR", AR_SRCDIR "/tests/golden_extra");
+  printf("bench/invoke --weights: case %s, %d round(s) x %d runs (+%d warm-up) per mode, alternating, %d "
+         "thread(s)\n", cs, rounds, runs, warmup, threads);
+  printf("%-34s %9s %9s %7s %9s %9s %7s %12s %12s %7s %10s %10s %12s\n", "model", "fp32 ms", "stored ms", "ratio",
+         "fp32 min", "st min", "ratio", "pers fp32 B", "pers stor B", "st/fp32", "arena fp32", "arena stor",
+         "TFLite pers");
+  int failures = 0;
+  double *t = calloc((size_t)runs, sizeof(*t));
+  double *rf = calloc((size_t)rounds, sizeof(double)), *rs = calloc((size_t)rounds, sizeof(double));
+  double *rr = calloc((size_t)rounds, sizeof(double));
+  double worst = 0, sum_f = 0, sum_s = 0;
+  uint64_t tot_pf = 0, tot_ps = 0;
+  for (int mi = 0; mi < n_models; mi++) {
+    char mpath[4096], ipath[4096], msg[AR_MSG_BYTES] = "";
+    snprintf(mpath, sizeof mpath, "%s/%s.tflite", mdir, models[mi]);
+    snprintf(ipath, sizeof ipath, "%s/%s/%s/input_0.bin", gdir, models[mi], cs);
+    size_t bytes = 0;
+    void *input = read_all(ipath, &bytes);
+    if (!input) {
+      snprintf(ipath, sizeof ipath, "%s/%s/%s/input_0.bin", gxdir, models[mi], cs);
+      input = read_all(ipath, &bytes);
+    }
+    ar_model_t *m = NULL;
+    int rc = ar_model_load(mpath, &m, msg, sizeof msg);
+    if (rc != 0) {
+      printf("%-34s error: %s: %s\n", models[mi], ar_strerror(rc), msg);
+      failures++;
+      free(input);
+      continue;
+    }
+    ar_interp_t *f = weights_interp(m, AR_WEIGHTS_FP32, threads, models[mi]);
+    ar_interp_t *s = f ? weights_interp(m, AR_WEIGHTS_STORED, threads, models[mi]) : NULL;
+    if (s && (!input || ar_interp_n_inputs(s) != 1 || ar_interp_input(s, 0)->bytes != bytes)) {
+      printf("%-34s error: input %s missing or of the wrong size\n", models[mi], ipath);
+      ar_interp_free(s);
+      s = NULL;
+    }
+    if (!s) {
+      failures++;
+      ar_interp_free(f);
+      ar_model_free(m);
+      free(input);
+      continue;
+    }
+    double fmin = 1e30, smin = 1e30;
+    for (int r = 0; r < rounds; r++) {
+      /* Alternate which mode goes first, so neither always runs on a cache the other warmed. */
+      if (r % 2 == 0) {
+        rf[r] = timed_runs(f, input, bytes, runs, warmup, t, &fmin);
+        rs[r] = timed_runs(s, input, bytes, runs, warmup, t, &smin);
+      } else {
+        rs[r] = timed_runs(s, input, bytes, runs, warmup, t, &smin);
+        rf[r] = timed_runs(f, input, bytes, runs, warmup, t, &fmin);
+      }
+      rr[r] = rs[r] / rf[r];
+    }
+    double fms = median(rf, rounds), sms = median(rs, rounds), ratio = median(rr, rounds);
+    uint64_t pf = ar_interp_persistent_bytes(f), ps = ar_interp_persistent_bytes(s);
+    char tfl[24] = "-";
+    for (size_t k = 0; k < sizeof tflite_persistent / sizeof tflite_persistent[0]; k++)
+      if (strcmp(tflite_persistent[k].stem, models[mi]) == 0)
+        snprintf(tfl, sizeof tfl, "%llu", (unsigned long long)tflite_persistent[k].bytes);
+    printf("%-34s %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f %12llu %12llu %7.4f %10llu %10llu %12s\n", models[mi], fms,
+           sms, ratio, fmin, smin, smin / fmin, (unsigned long long)pf, (unsigned long long)ps,
+           pf ? (double)ps / (double)pf : 0.0, (unsigned long long)ar_interp_arena_bytes(f),
+           (unsigned long long)ar_interp_arena_bytes(s), tfl);
+    fflush(stdout);
+    if (ratio > worst) worst = ratio;
+    sum_f += fms;
+    sum_s += sms;
+    tot_pf += pf;
+    tot_ps += ps;
+    ar_interp_free(s);
+    ar_interp_free(f);
+    ar_model_free(m);
+    free(input);
+  }
+  if (sum_f > 0)
+    printf("all models: time stored / fp32 %.3f (sum of medians), worst model ratio %.3f; persistent %llu -> %llu B "
+           "(%.4f)\n", sum_s / sum_f, worst, (unsigned long long)tot_pf, (unsigned long long)tot_ps,
+           tot_pf ? (double)tot_ps / (double)tot_pf : 0.0);
+  free(t);
+  free(rf);
+  free(rs);
+  free(rr);
+  return failures;
+}
+
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
     {"ref", required_argument, NULL, 'r'},    {"runs", required_argument, NULL, 'n'},
     {"warmup", required_argument, NULL, 'w'}, {"rounds", required_argument, NULL, 'R'},
     {"case", required_argument, NULL, 'c'},   {"threads", required_argument, NULL, 't'},
     {"profile", no_argument, NULL, 'p'},      {"quant", no_argument, NULL, 'q'},
-    {"cpu-clock", no_argument, NULL, 'C'},
+    {"cpu-clock", no_argument, NULL, 'C'},    {"weights", no_argument, NULL, 'W'},
     {NULL, 0, NULL, 0},
   };
   const char *ref = NULL, *cs = "photo";
-  int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, c;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqC", longopts, NULL)) != -1) {
+  int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, weights = 0, c;
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCW", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
@@ -196,8 +348,9 @@ int main(int argc, char **argv) {
       case 'p': do_profile = 1; break;
       case 'q': quant = 1; break;
       case 'C': g_cpu_clock = 1; break;
+      case 'W': weights = 1; break;
       default:
-        fprintf(stderr, "usage: bench/invoke [--quant] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
+        fprintf(stderr, "usage: bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
                         "[--case photo|random] [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]\n");
         return 2;
     }
@@ -216,10 +369,15 @@ int main(int argc, char **argv) {
     models = quant_models;
     n_models = (int)(sizeof quant_models / sizeof quant_models[0]);
   }
+  if (weights) {
+    models = weights_models;
+    n_models = (int)(sizeof weights_models / sizeof weights_models[0]);
+  }
   if (optind < argc) {
     models = (const char *const *)(argv + optind);
     n_models = argc - optind;
   }
+  if (weights) return weights_compare(models, n_models, cs, runs, warmup, rounds, threads) ? 1 : 0;
   const char *mdir = quant ? env_or("AR_MODELS_Q_DIR", AR_SRCDIR "/../shared/models_q")
                          : env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
   const char *gdir = quant ? env_or("AR_GOLDEN_Q_DIR", AR_SRCDIR "/../shared/golden_q")

@@ -126,18 +126,20 @@ static void print_stats(json_t *root) {
     map[64] = '\0';
     printf("  map |%s|  (P persistent, A activation, . free)\n", map);
   }
-  printf("\n%-24s %-10s %12s %12s %6s %11s %11s %8s %6s %9s %9s %9s %6s\n", "model", "group", "arena", "lower_bound",
-         "ratio", "persistent", "weights", "invokes", "errors", "p50_us", "p99_us", "max_us", "allocs");
+  printf("\n%-24s %-10s %12s %12s %6s %11s %11s %8s %6s %9s %9s %9s %6s %10s %10s\n", "model", "group", "arena",
+         "lower_bound", "ratio", "persistent", "weights", "invokes", "errors", "p50_us", "p99_us", "max_us", "allocs",
+         "folded", "packed");
   json_array_foreach(json_object_get(root, "models"), i, r) {
     json_t *lat = json_object_get(r, "latency_us");
     double ar = (double)jint(r, "arena_bytes"), lb = (double)jint(r, "lower_bound_bytes");
     printf("%-24s %-10s %12" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT " %6.3f %11" JSON_INTEGER_FORMAT
            " %11" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
-           " %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT "\n",
+           " %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT
+           " %10" JSON_INTEGER_FORMAT "\n",
            jstr(r, "name"), jstr(r, "group")[0] ? jstr(r, "group") : "-", jint(r, "arena_bytes"),
            jint(r, "lower_bound_bytes"), lb > 0 ? ar / lb : 0.0, jint(r, "persistent_bytes"), jint(r, "weights_bytes"),
            jint(r, "invokes"), jint(r, "errors"), jint(lat, "p50"), jint(lat, "p99"), jint(lat, "max"),
-           jint(r, "heap_allocs_in_invoke"));
+           jint(r, "heap_allocs_in_invoke"), jint(r, "folded_bytes"), jint(r, "packed_bytes"));
   }
   json_t *groups = json_object_get(root, "groups");
   if (json_array_size(groups) > 0) {
@@ -760,6 +762,10 @@ int ar_cmd_plan_remote(int argc, char **argv) {
            jint(plan, "tensor_arena_bytes"), jint(plan, "lower_bound_bytes"),
            json_number_value(json_object_get(plan, "ratio_to_bound")), jint(plan, "naive_bytes"),
            jint(plan, "persistent_bytes"), jint(plan, "scratch_bytes"), jint(plan, "alignment"));
+    printf("weights (%s): %" JSON_INTEGER_FORMAT " B in the model mapping, folded %" JSON_INTEGER_FORMAT
+           " B + packed %" JSON_INTEGER_FORMAT " B persistent, widened at use %" JSON_INTEGER_FORMAT " B\n",
+           jstr(plan, "weights"), jint(plan, "weights_bytes"), jint(plan, "folded_bytes"), jint(plan, "packed_bytes"),
+           jint(plan, "widened_bytes"));
   }
   json_decref(plan);
   return ret;

@@ -65,7 +65,7 @@ typedef struct ar_config {
   uint32_t drain_timeout_ms;          /* default 5000: SIGTERM drain deadline */
   uint64_t max_model_bytes;     /* largest model file a load reads, default 256 MiB */
   /* How constant weights are held ("stored" | "fp32", ar_weights_t) for models and Load requests
-   * that do not say; "" = the interpreter's default (ar_interp_options_default). */
+   * that do not say; "" = the interpreter's default (ar_interp_options_default: stored). */
   char weights[8];
   /* Bound of the daemon's accounted resident memory (daemon/ar_rss.h: pool, model copies,
    * OpenBLAS, heap, code and stacks): a load that would bring it over is refused (ENOSPC).

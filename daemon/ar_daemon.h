@@ -112,6 +112,7 @@ struct ar_dmodel {
   char group_name[AR_NAME_MAX];
   ar_strategy_t strategy;
   ar_weights_t weights;          /* how its constant weights are held (ar_interp_options_t) */
+  ar_weight_figures_t wfig;      /* weights / folded / packed / widened bytes, taken at load */
   ar_model_state_t state;
   ar_cached_model_t *cm;         /* the shared mapping */
   ar_interp_t *interp;

@@ -612,6 +612,7 @@ static void prepare_after(ar_job_t *job) {
   }
   m->arena_bytes = ar_interp_arena_bytes(m->interp);
   m->persistent_bytes = ar_interp_persistent_bytes(m->interp);
+  ar_interp_weight_figures(m->interp, &m->wfig);
 
   /* Regions: everything this load needs is allocated now, or nothing is. */
   char msg[AR_MSG_BYTES] = "";
@@ -1726,6 +1727,9 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_object_set_new(jm, "persistent_bytes", json_integer((json_int_t)m->persistent_bytes));
     json_object_set_new(jm, "scratch_bytes", json_integer((json_int_t)fig.scratch_bytes));
     json_object_set_new(jm, "weights_bytes", json_integer((json_int_t)m->cm->model->constant_bytes));
+    json_object_set_new(jm, "folded_bytes", json_integer((json_int_t)m->wfig.folded_bytes));
+    json_object_set_new(jm, "packed_bytes", json_integer((json_int_t)m->wfig.packed_bytes));
+    json_object_set_new(jm, "widened_bytes", json_integer((json_int_t)m->wfig.widened_bytes));
     json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
     json_object_set_new(jm, "mapping_refs", json_integer(cache_refs(srv, m->cm)));
     json_object_set_new(jm, "mapping_resident_bytes", json_integer((json_int_t)ar_memory_mapping_resident(m->cm)));

@@ -93,6 +93,13 @@ json_t *ar_budget_json(const ar_interp_t *in) {
   bad |= json_object_set_new(root, "tensor_ratio_to_bound",
                              json_real(ratio(f.tensor_arena_bytes, f.tensor_lower_bound_bytes)));
   bad |= json_object_set_new(root, "operators", json_integer((json_int_t)sg->n_operators));
+  ar_weight_figures_t wf;
+  ar_interp_weight_figures(in, &wf);
+  bad |= json_object_set_new(root, "weights", json_string(ar_weights_name(ar_interp_options(in)->weights)));
+  bad |= json_object_set_new(root, "weights_bytes", json_integer((json_int_t)wf.weights_bytes));
+  bad |= json_object_set_new(root, "folded_bytes", json_integer((json_int_t)wf.folded_bytes));
+  bad |= json_object_set_new(root, "packed_bytes", json_integer((json_int_t)wf.packed_bytes));
+  bad |= json_object_set_new(root, "widened_bytes", json_integer((json_int_t)wf.widened_bytes));
   int n = ar_planner_count(p);
   for (int i = 0; i < n && !bad; i++) {
     ar_plan_buffer_t b;
@@ -156,6 +163,12 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
           f.naive_bytes, ratio(f.naive_bytes, f.arena_bytes));
   fprintf(out, "persistent       %12" PRIu64 " bytes (folded constants %" PRIu64
           " + kernel state)\n", ar_interp_persistent_bytes(in), f.persistent_bytes);
+  ar_weight_figures_t wf;
+  ar_interp_weight_figures(in, &wf);
+  fprintf(out, "weights          %12" PRIu64 " bytes in the model mapping (%s weights); folded %" PRIu64
+          " B + packed %" PRIu64 " B persistent; widened at use %" PRIu64 " B\n", wf.weights_bytes,
+          ar_weights_name(ar_interp_options(in)->weights), wf.folded_bytes, wf.packed_bytes,
+          wf.widened_bytes);
   return ferror(out) ? AR_EIO : 0;
 }
 

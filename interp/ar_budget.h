@@ -5,6 +5,8 @@
  * keys are shared by `arenactl plan --json` and the daemon's GetPlan reply:
  *   arena_bytes, tensor_arena_bytes, lower_bound_bytes, naive_bytes, persistent_bytes,
  *   scratch_bytes, alignment, strategy, lifetimes, ratio_to_bound, operators,
+ *   weights ("stored"|"fp32"), weights_bytes, folded_bytes, packed_bytes, widened_bytes
+ *   (ar_weight_figures_t),
  *   buffers: [{tensor, name, class, size, offset, first_use, last_use, alias_of}]
  */
 #ifndef AR_BUDGET_H

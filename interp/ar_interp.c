@@ -37,6 +37,9 @@ struct ar_interp {
   ar_node_t *nodes;               /* n_ops */
   const ar_kernel_t **kernels;    /* n_ops */
   bool *op_folded;                /* n_ops */
+  ar_op_mode_t *op_mode;          /* n_ops: at invoke, folded, or at use (ar_lifetimes_op_modes) */
+  int32_t *op_step;               /* n_ops: the step each operator runs at */
+  int32_t *at_use_op;             /* n_tensors: the at-use DEQUANTIZE writing the tensor, or -1 */
   uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
   int32_t *scratch_buf;           /* n_ops, planner buffer or -1 */
   uint64_t *state_offset;         /* n_ops, offset of node state in the persistent region */
@@ -68,7 +71,8 @@ void ar_interp_options_default(ar_interp_options_t *opt) {
   opt->lifetimes = AR_LIFETIMES_ARENAD;
   opt->inplace = true;
   opt->blas_threads = 1;
-  opt->weights = AR_WEIGHTS_FP32;
+  /* Stored weights: bench/invoke --weights shows them no slower than fp32 ones (issue 12). */
+  opt->weights = AR_WEIGHTS_STORED;
 }
 
 const char *ar_weights_name(ar_weights_t w) {
@@ -86,7 +90,6 @@ int ar_weights_parse(const char *name, ar_weights_t *out) {
   return AR_EINVAL;
 }
 
-static bool is_foldable_op(ar_op_t op) { return op == AR_OP_DEQUANTIZE || op == AR_OP_DENSIFY; }
 
 /* Operand `j` of operator `op` is read by value to derive an output shape (TFLite's "dynamic
  * tensor" operands): PAD paddings, RESHAPE shape, STRIDED_SLICE begin/end/strides, SLICE
@@ -227,6 +230,9 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->nodes = calloc(no, sizeof(*in->nodes));
   in->kernels = calloc(no, sizeof(*in->kernels));
   in->op_folded = calloc(no, sizeof(*in->op_folded));
+  in->op_mode = calloc(no, sizeof(*in->op_mode));
+  in->op_step = calloc(no, sizeof(*in->op_step));
+  in->at_use_op = calloc(nt, sizeof(*in->at_use_op));
   in->scratch_bytes = calloc(no, sizeof(*in->scratch_bytes));
   in->scratch_buf = calloc(no, sizeof(*in->scratch_buf));
   in->state_offset = calloc(no, sizeof(*in->state_offset));
@@ -234,7 +240,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->tensor_plan = calloc(nt, sizeof(*in->tensor_plan));
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
   int rc = 0;
-  if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->scratch_bytes ||
+  if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
+      !in->at_use_op || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     goto fail;
@@ -270,22 +277,26 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     in->dirty = true;   /* no invoke before the caller gives the value */
   }
 
-  /* Which operators are folded: DEQUANTIZE/DENSIFY whose every input is a constant or the output
-   * of an earlier folded operator (same rule as ar_lifetimes_build, cross-checked below). Their
-   * outputs become constants for the consumers' prepare. */
+  /* Which operators are folded (DEQUANTIZE/DENSIFY whose every input is a constant or the output
+   * of an earlier folded operator) and, with stored weights, which fp16 DEQUANTIZE runs at use
+   * (ar_lifetimes_op_modes, the rule ar_lifetimes_build applies; folding is cross-checked
+   * below). Both outputs hold constant values: consumers' prepare sees them as constants. */
+  rc = ar_lifetimes_op_modes(model, in->cur, opt.weights == AR_WEIGHTS_STORED, in->op_mode, in->op_step);
+  if (rc != 0) {
+    rc = ar_errf(msg, msg_bytes, rc, "interp: %s", rc == AR_EMODEL ? "an operator names a tensor out of range"
+                                                                   : ar_strerror(rc));
+    goto fail;
+  }
+  for (int32_t t = 0; t < in->n_tensors; t++) in->at_use_op[t] = -1;
   for (int32_t k = 0; k < in->n_ops; k++) {
     const ar_operator_t *op = &sg->operators[k];
-    if (!is_foldable_op(op->op) || op->n_inputs < 1) continue;
-    bool all_const = true;
-    for (int32_t i = 0; i < op->n_inputs; i++) {
-      int32_t ti = op->inputs[i];
-      if (ti < 0) continue;
-      if (!in->views[ti].is_constant) all_const = false;
-    }
-    if (!all_const) continue;
-    in->op_folded[k] = true;
+    if (in->op_mode[k] == AR_OPMODE_INVOKE) continue;
+    in->op_folded[k] = in->op_mode[k] == AR_OPMODE_FOLDED;
     for (int32_t o = 0; o < op->n_outputs; o++)
-      if (op->outputs[o] >= 0) in->views[op->outputs[o]].is_constant = true;
+      if (op->outputs[o] >= 0) {
+        in->views[op->outputs[o]].is_constant = true;
+        if (in->op_mode[k] == AR_OPMODE_AT_USE) in->at_use_op[op->outputs[o]] = k;
+      }
   }
 
   /* Operators the loader kept unrun (ar_model_load_describe) and those without a kernel or with an
@@ -412,6 +423,39 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   free(unsup_owned);
   loader_list = unsup_owned = NULL;
 
+  /* Execution order: an at-use DEQUANTIZE runs right before its first reader (at that reader's
+   * step, as the lifetimes place it); one nothing reads never runs. */
+  if (opt.weights == AR_WEIGHTS_STORED) {
+    int32_t *order = malloc(no * sizeof(*order)), *head = malloc(no * sizeof(*head)),
+            *next = malloc(no * sizeof(*next));
+    if (!order || !head || !next) {
+      free(order);
+      free(head);
+      free(next);
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+      goto fail;
+    }
+    for (int32_t k = 0; k < in->n_ops; k++) head[k] = next[k] = -1;
+    for (int32_t i = in->n_run - 1; i >= 0; i--) {
+      int32_t d = in->run_ops[i];
+      if (in->op_mode[d] != AR_OPMODE_AT_USE || in->op_step[d] < 0) continue;
+      next[d] = head[in->op_step[d]];
+      head[in->op_step[d]] = d;
+    }
+    int32_t n = 0;
+    for (int32_t i = 0; i < in->n_run; i++) {
+      int32_t k = in->run_ops[i];
+      if (in->op_mode[k] == AR_OPMODE_AT_USE) continue;
+      for (int32_t d = head[k]; d >= 0; d = next[d]) order[n++] = d;
+      order[n++] = k;
+    }
+    memcpy(in->run_ops, order, (size_t)n * sizeof(*order));
+    in->n_run = n;
+    free(order);
+    free(head);
+    free(next);
+  }
+
   /* Lifetimes, classes, in-place -> planner buffers; then the plan (measure only). Outputs sized
    * at prepare are planned with the sizes prepare gave them. */
   if (sized_at_prepare) {
@@ -428,7 +472,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     }
   }
   ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes,
-                              sized_at_prepare ? in->cur : NULL};
+                              sized_at_prepare ? in->cur : NULL, opt.weights == AR_WEIGHTS_STORED};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -486,6 +530,9 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->nodes);
   free(in->kernels);
   free(in->op_folded);
+  free(in->op_mode);
+  free(in->op_step);
+  free(in->at_use_op);
   free(in->scratch_bytes);
   free(in->scratch_buf);
   free(in->state_offset);
@@ -494,6 +541,17 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->owned_activation);
   free(in->owned_persistent);
   free(in);
+}
+
+void ar_interp_weight_figures(const ar_interp_t *in, ar_weight_figures_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->weights_bytes = in->model->constant_bytes;
+  out->packed_bytes = in->persistent_bytes - in->planner_persistent_bytes;
+  for (int32_t t = 0; t < in->n_tensors; t++) {
+    const ar_tensor_plan_t *tp = &in->tensor_plan[t];
+    if (tp->home == AR_HOME_PERSISTENT && tp->folded) out->folded_bytes += in->views[t].bytes;
+    if (tp->home == AR_HOME_ARENA && tp->at_use) out->widened_bytes += in->views[t].bytes;
+  }
 }
 
 uint64_t ar_interp_arena_bytes(const ar_interp_t *in) { return in->arena_bytes; }
@@ -517,6 +575,42 @@ static void blas_warm_up(void) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
   cblas_sgemv(CblasRowMajor, CblasNoTrans, N, N, 1.0f, a, N, b, 1, 0.0f, c, 1);
   free(a);
+}
+
+/* Run operator k's kernel init. Init may read a weight's values (conv packs a filter of few input
+ * channels, transpose conv repacks its filter): an input widened at use (stored weights) has no
+ * values outside invoke - its bytes are activation bytes, which another model of the group may be
+ * using while this one is placed - so for the init it is widened into a heap copy that lives only
+ * as long as the init (at most one operator's weights at a time). Errors: AR_ENOMEM. */
+static int init_node(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
+  ar_node_t *nd = &in->nodes[k];
+  void *saved[AR_MAX_OP_INPUTS], *tmp[AR_MAX_OP_INPUTS] = {NULL};
+  int rc = 0;
+  for (int32_t j = 0; j < nd->n_inputs; j++) {
+    ar_tview_t *v = nd->inputs[j];
+    const int32_t t = in->sg->operators[k].inputs[j];
+    if (!v || t < 0 || in->at_use_op[t] < 0 || !in->tensor_plan[t].at_use) continue;
+    bool done = false;   /* the same tensor in an earlier slot */
+    for (int32_t i = 0; i < j; i++) done = done || nd->inputs[i] == v;
+    if (done) continue;
+    tmp[j] = malloc(v->bytes ? v->bytes : 1);
+    if (!tmp[j]) {
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "place: operator %d (%s): no memory to widen %llu bytes of "
+                   "weights for its init", k, ar_op_name(nd->op), (unsigned long long)v->bytes);
+      break;
+    }
+    saved[j] = v->data;
+    v->data = tmp[j];
+    const int32_t d = in->at_use_op[t];
+    in->kernels[d]->eval(&in->nodes[d]);
+  }
+  if (rc == 0) in->kernels[k]->init(nd);
+  for (int32_t i = nd->n_inputs - 1; i >= 0; i--) {
+    if (!tmp[i]) continue;
+    nd->inputs[i]->data = saved[i];
+    free(tmp[i]);
+  }
+  return rc;
 }
 
 int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,
@@ -573,15 +667,17 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
   /* Inputs that set shapes: kernel init reads the value prepare used, not the arena bytes. */
   for (uint32_t i = 0; i < in->sg->n_inputs; i++)
     if (in->snap_valid[i]) in->views[in->sg->inputs[i]].data = in->snap[i];
-  for (int32_t i = 0; i < in->n_run; i++) {
+  int rc = 0;
+  for (int32_t i = 0; i < in->n_run && rc == 0; i++) {
     int32_t k = in->run_ops[i];
-    if (in->kernels[k]->init) in->kernels[k]->init(&in->nodes[k]);
+    if (in->kernels[k]->init) rc = init_node(in, k, msg, msg_bytes);
   }
   for (uint32_t i = 0; i < in->sg->n_inputs; i++)
     if (in->snap_valid[i]) {
       int32_t t = in->sg->inputs[i];
       in->views[t].data = act + ar_planner_offset(in->planner, in->tensor_plan[t].buffer);
     }
+  if (rc != 0) return rc;
   openblas_set_num_threads(in->opt.blas_threads);
   blas_warm_up();
   in->placed = true;
@@ -666,6 +762,10 @@ int32_t ar_interp_n_operators(const ar_interp_t *in) { return in->n_ops; }
 
 bool ar_interp_op_folded(const ar_interp_t *in, int32_t k) {
   return k >= 0 && k < in->n_ops && in->op_folded[k];
+}
+
+bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k) {
+  return k >= 0 && k < in->n_ops && in->op_mode[k] == AR_OPMODE_AT_USE;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -774,7 +874,8 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   /* Re-plan from scratch: lifetimes do not change, sizes do. */
   ar_planner_t *p = ar_planner_new(AR_ARENA_ALIGNMENT);
   if (!p) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
-  ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur};
+  ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur,
+                              in->opt.weights == AR_WEIGHTS_STORED};
   rc = ar_lifetimes_build(in->model, &lo, p, in->tensor_plan, in->scratch_buf, NULL, msg, msg_bytes);
   if (rc == 0) {
     rc = ar_planner_plan(p, in->opt.strategy);

@@ -6,8 +6,9 @@
  *                         (measure only). Unsupported shapes/options fail here, naming the operator.
  *   2. ar_interp_place    the caller hands an activation region (arena_bytes, non-persistent
  *                         tensors + scratch) and a persistent region (persistent_bytes: folded
- *                         constants such as DEQUANTIZE(fp16) / DENSIFY outputs, kernel state).
- *                         Constant folding runs here, once. Regions must be 64-byte aligned.
+ *                         constants such as DENSIFY outputs, and DEQUANTIZE(fp16) outputs with
+ *                         fp32 weights; kernel state). Constant folding runs here, once. Regions
+ *                         must be 64-byte aligned.
  *   3. ar_interp_invoke   runs the operators in stored order. No checks, no heap allocation.
  *
  * Memory (what the caller provides):
@@ -20,7 +21,9 @@
  *   +----------------------------------------------+
  *   | folded constants | per-node kernel state      |  ar_interp_persistent_bytes()
  *   +----------------------------------------------+
- *   weights: read-only inside the model's file mapping (never copied)
+ *   weights: read-only inside the model's file mapping (never copied). With stored weights (the
+ *   default) fp16 weights stay there as fp16: each DEQUANTIZE of them runs at invoke right before
+ *   its reader, into an activation tensor that lives only until its last reader.
  *
  * Graph inputs: write them through ar_interp_input(i)->data after place and before each invoke
  * (with the `arenad` lifetime convention an input's bytes may be reused once it has been read, so
@@ -62,7 +65,7 @@ typedef struct ar_interp_options {
   ar_lifetimes_t lifetimes;    /* default AR_LIFETIMES_ARENAD */
   bool inplace;                /* default true: apply the convention's in-place rules */
   int32_t blas_threads;        /* OpenBLAS threads per invoke, default 1 */
-  ar_weights_t weights;        /* default AR_WEIGHTS_FP32 */
+  ar_weights_t weights;        /* default AR_WEIGHTS_STORED */
 } ar_interp_options_t;
 
 typedef struct ar_interp ar_interp_t;
@@ -88,6 +91,20 @@ void ar_interp_free(ar_interp_t *in);
 int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *opt,
                           ar_unsupported_t *list, int32_t max, int32_t *n_out, char *msg,
                           size_t msg_bytes);
+
+/* Where a model's weights are, in bytes (issue 12's figures; budget table, arenactl plan, stats):
+ *   weights_bytes  constant bytes read in place from the model mapping (never copied)
+ *   folded_bytes   persistent bytes of constants folded at place (fp32 widened copies of fp16
+ *                  weights with AR_WEIGHTS_FP32; densified sparse weights in both modes)
+ *   packed_bytes   persistent bytes of kernel state (packed weights, tables, plans; each 64-byte
+ *                  aligned) - with AR_WEIGHTS_STORED, this and folded_bytes are the whole
+ *                  persistent region (plus variables)
+ *   widened_bytes  activation bytes of the fp16 weights widened at use (stored weights): the sum
+ *                  of those tensors; they live one operator at a time inside arena_bytes */
+typedef struct ar_weight_figures {
+  uint64_t weights_bytes, folded_bytes, packed_bytes, widened_bytes;
+} ar_weight_figures_t;
+void ar_interp_weight_figures(const ar_interp_t *in, ar_weight_figures_t *out);
 
 /* Bytes of the activation region this plan needs (tensors + scratch). */
 uint64_t ar_interp_arena_bytes(const ar_interp_t *in);
@@ -145,6 +162,9 @@ int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns);
 int32_t ar_interp_n_operators(const ar_interp_t *in);
 const ar_node_t *ar_interp_node(const ar_interp_t *in, int32_t k);
 bool ar_interp_op_folded(const ar_interp_t *in, int32_t k);
+/* Whether operator k is a DEQUANTIZE of fp16 weights run at use (stored weights): at invoke,
+ * right before the first operator that reads its output, into a short-lived activation tensor. */
+bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k);
 
 /* ---- Resizable inputs and shapes that depend on values (TFLite ResizeInputTensor +
  * AllocateTensors, and its "dynamic tensors").

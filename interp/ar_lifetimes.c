@@ -85,6 +85,73 @@ typedef struct lt_work {
 
 enum { LT_GIN = 1, LT_GOUT = 2, LT_CONST = 4, LT_FOLDED = 8, LT_GROUP_GOUT = 16 };
 
+int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, bool weights_stored,
+                          ar_op_mode_t *mode, int32_t *step) {
+  if (model == NULL || mode == NULL || step == NULL || model->n_subgraphs < 1) return AR_EINVAL;
+  const ar_subgraph_t *sg = &model->subgraphs[0];
+  const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
+  const ar_tensor_t *tens = tensors ? tensors : sg->tensors;
+  enum { M_CONST = 1, M_FOLDED = 2, M_GOUT = 4 };
+  uint8_t *f = calloc((size_t)(nt > 0 ? nt : 1), sizeof *f);
+  int32_t *at_use_of = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *at_use_of);   /* per tensor */
+  if (f == NULL || at_use_of == NULL) {
+    free(f);
+    free(at_use_of);
+    return AR_ENOMEM;
+  }
+  int rc = 0;
+  for (int32_t t = 0; t < nt; t++) {
+    at_use_of[t] = -1;
+    if (ar_tensor_is_constant(&tens[t])) f[t] |= M_CONST;
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) f[sg->outputs[i]] |= M_GOUT;
+  /* Stored order is execution order, so one pass sees DENSIFY -> DEQUANTIZE chains. */
+  for (int32_t k = 0; k < no && rc == 0; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    mode[k] = AR_OPMODE_INVOKE;
+    step[k] = k;
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (op->inputs[i] >= nt) rc = AR_EMODEL;
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] >= nt) rc = AR_EMODEL;
+    if (rc != 0 || (op->op != AR_OP_DEQUANTIZE && op->op != AR_OP_DENSIFY) || op->n_inputs < 1) continue;
+    bool all_const = true;
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t t = op->inputs[i];
+      if (t >= 0 && !(f[t] & (M_CONST | M_FOLDED))) all_const = false;
+    }
+    if (!all_const) continue;
+    int32_t in0 = op->inputs[0], out0 = op->n_outputs == 1 ? op->outputs[0] : -1;
+    if (weights_stored && op->op == AR_OP_DEQUANTIZE && op->n_inputs == 1 && in0 >= 0 && out0 >= 0 &&
+        tens[in0].dtype == AR_DTYPE_FLOAT16 && tens[out0].dtype == AR_DTYPE_FLOAT32 &&
+        !(f[out0] & (M_GOUT | M_CONST))) {
+      mode[k] = AR_OPMODE_AT_USE;
+      step[k] = -1;
+      at_use_of[out0] = k;
+      continue;
+    }
+    mode[k] = AR_OPMODE_FOLDED;
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] >= 0) f[op->outputs[o]] |= M_FOLDED;
+  }
+  /* An at-use operator runs at its first reader's step (readers are INVOKE operators: an at-use
+   * output is neither constant nor folded, so nothing reading it is folded or at use). */
+  for (int32_t k = 0; k < no && rc == 0; k++) {
+    if (mode[k] != AR_OPMODE_INVOKE) continue;
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t t = op->inputs[i];
+      if (t < 0 || at_use_of[t] < 0) continue;
+      int32_t d = at_use_of[t];
+      if (step[d] < 0 || k < step[d]) step[d] = k;
+    }
+  }
+  free(f);
+  free(at_use_of);
+  return rc;
+}
+
 int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt, ar_planner_t *p,
                        ar_tensor_plan_t *tensor_plan, int32_t *scratch_buf, bool *op_folded,
                        char *msg, size_t msg_bytes) {
@@ -101,7 +168,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
   const ar_tensor_t *tens = opt->tensors ? opt->tensors : sg->tensors;
 
   for (int32_t t = 0; t < nt; t++)
-    tensor_plan[t] = (ar_tensor_plan_t){AR_HOME_NONE, -1, -1, -1, false, -1};
+    tensor_plan[t] = (ar_tensor_plan_t){AR_HOME_NONE, -1, -1, -1, false, -1, false};
   for (int32_t k = 0; k < no; k++) {
     scratch_buf[k] = -1;
     if (op_folded) op_folded[k] = false;
@@ -117,9 +184,13 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
   w.group_last = malloc(n * sizeof *w.group_last);
   w.flags = calloc(n, sizeof *w.flags);
   bool *folded = calloc((size_t)(no > 0 ? no : 1), sizeof *folded);
+  ar_op_mode_t *mode = calloc((size_t)(no > 0 ? no : 1), sizeof *mode);
+  int32_t *step = calloc((size_t)(no > 0 ? no : 1), sizeof *step);
+  int32_t *at_use_next = calloc((size_t)(no > 0 ? no : 1), sizeof *at_use_next);
+  int32_t *at_use_head = calloc((size_t)(no > 0 ? no : 1), sizeof *at_use_head);
   int rc = 0;
   if (!w.producer || !w.last_read || !w.first_read || !w.n_reads || !w.root || !w.group_last ||
-      !w.flags || !folded) {
+      !w.flags || !folded || !mode || !step || !at_use_next || !at_use_head) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "lifetimes: out of memory");
     goto out;
   }
@@ -134,26 +205,34 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
     if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) w.flags[sg->outputs[i]] |= LT_GOUT;
 
   /* Folded operators: DEQUANTIZE/DENSIFY whose inputs are all constants or folded tensors
-   * (TFLite makes such outputs kTfLiteArenaRwPersistent and computes them once). Stored order is
-   * execution order, so one pass sees DENSIFY -> DEQUANTIZE chains. */
+   * (TFLite makes such outputs kTfLiteArenaRwPersistent and computes them once); with
+   * weights_stored, fp16 DEQUANTIZE of those runs at use instead (ar_lifetimes_op_modes). */
+  rc = ar_lifetimes_op_modes(model, tens, opt->weights_stored, mode, step);
+  if (rc != 0) {
+    rc = ar_errf(msg, msg_bytes, rc, "lifetimes: %s", rc == AR_EMODEL ? "an operator names a tensor out of "
+                 "range" : ar_strerror(rc));
+    goto out;
+  }
+  /* At-use operators chained per step, in stored order (they run before that step's operator). */
+  for (int32_t k = 0; k < no; k++) at_use_head[k] = at_use_next[k] = -1;
+  for (int32_t k = no - 1; k >= 0; k--) {
+    if (mode[k] != AR_OPMODE_AT_USE || step[k] < 0) continue;
+    at_use_next[k] = at_use_head[step[k]];
+    at_use_head[step[k]] = k;
+  }
   for (int32_t k = 0; k < no; k++) {
+    if (mode[k] != AR_OPMODE_FOLDED) continue;
     const ar_operator_t *op = &sg->operators[k];
-    if ((op->op != AR_OP_DEQUANTIZE && op->op != AR_OP_DENSIFY) || op->n_inputs < 1) continue;
-    bool all_const = true;
-    for (int32_t i = 0; i < op->n_inputs; i++) {
-      int32_t t = op->inputs[i];
-      if (t >= 0 && !(w.flags[t] & (LT_CONST | LT_FOLDED))) all_const = false;
-    }
-    if (!all_const) continue;
     folded[k] = true;
     for (int32_t o = 0; o < op->n_outputs; o++)
       if (op->outputs[o] >= 0) w.flags[op->outputs[o]] |= LT_FOLDED;
   }
 
-  /* Producers and readers of the operators that run at invoke. */
-  for (int32_t k = 0; k < no; k++) {
-    if (folded[k]) continue;
-    const ar_operator_t *op = &sg->operators[k];
+  /* Producers and readers of the operators that run at invoke, each at the step it runs at. */
+  for (int32_t k0 = 0; k0 < no; k0++) {
+    if (folded[k0] || step[k0] < 0) continue;
+    const int32_t k = step[k0];
+    const ar_operator_t *op = &sg->operators[k0];
     for (int32_t i = 0; i < op->n_inputs; i++) {
       int32_t t = op->inputs[i];
       if (t < 0) continue;
@@ -163,8 +242,8 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
         goto out;
       }
       w.n_reads[t]++;
-      w.last_read[t] = k;
-      if (w.first_read[t] < 0) w.first_read[t] = k;
+      if (k > w.last_read[t]) w.last_read[t] = k;
+      if (w.first_read[t] < 0 || k < w.first_read[t]) w.first_read[t] = k;
     }
     for (int32_t o = 0; o < op->n_outputs; o++) {
       int32_t t = op->outputs[o];
@@ -236,6 +315,12 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
     tp->last_use = AR_MAX(first, last);
     if (f & LT_GOUT) w.flags[t] |= LT_GROUP_GOUT;
     w.group_last[t] = w.last_read[t];
+  }
+
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (mode[k] == AR_OPMODE_AT_USE && step[k] >= 0 && tensor_plan[op->outputs[0]].home == AR_HOME_ARENA)
+      tensor_plan[op->outputs[0]].at_use = true;
   }
 
   /* In-place, operator by operator (stored order), each output 0 over at most one input. */
@@ -317,6 +402,22 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
     else if (tp->home == AR_HOME_ARENA && w.producer[t] < 0) ADD_BUF(t, AR_BUF_ARENA, -1);
   }
   for (int32_t k = 0; k < no; k++) {
+    /* At-use operators of this step first: they run right before operator k. */
+    for (int32_t d = at_use_head[k]; d >= 0; d = at_use_next[d]) {
+      int32_t t = sg->operators[d].outputs[0];
+      if (tensor_plan[t].home == AR_HOME_ARENA && tensor_plan[t].buffer < 0) ADD_BUF(t, AR_BUF_ARENA, -1);
+      if (opt->scratch_bytes != NULL && opt->scratch_bytes[d] > 0) {
+        int b = ar_planner_add(p, opt->scratch_bytes[d], k, k, AR_BUF_SCRATCH, -1, d);
+        if (b < 0) {
+          rc = ar_errf(msg, msg_bytes, b, "operator %d (%s): scratch of %llu bytes refused: %s", d,
+                       ar_op_name(sg->operators[d].op), (unsigned long long)opt->scratch_bytes[d],
+                       ar_strerror(b));
+          goto out;
+        }
+        scratch_buf[d] = b;
+      }
+    }
+    if (mode[k] == AR_OPMODE_AT_USE) continue;
     const ar_operator_t *op = &sg->operators[k];
     for (int32_t j = 0; j < op->n_outputs; j++) {
       int32_t t = op->outputs[j];
@@ -355,5 +456,9 @@ out:
   free(w.group_last);
   free(w.flags);
   free(folded);
+  free(mode);
+  free(step);
+  free(at_use_next);
+  free(at_use_head);
   return rc;
 }

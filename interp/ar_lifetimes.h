@@ -14,6 +14,14 @@
  *
  * Both: DEQUANTIZE/DENSIFY whose inputs are constants (or folded) produce AR_BUF_PERSISTENT
  * tensors, folded once at place time and not run at invoke. Variables are persistent too.
+ *
+ * Weights kept as stored (weights_stored, the interpreter's AR_WEIGHTS_STORED): a DEQUANTIZE from
+ * FLOAT16 of a constant (or of a folded tensor, e.g. a DENSIFY output) is not folded. It runs at
+ * invoke "at use": just before the first operator that reads its output, at that operator's step,
+ * so its fp32 output is an ordinary arena tensor living from that step to its last reader (a
+ * short-lived widened copy, in cache when the reader runs) instead of a persistent one; the fp16
+ * bytes stay in the model's mapping. Execution order = step order, ties broken as "at-use
+ * operators first, in stored order, then the reader", so lifetimes and the run agree.
  */
 #ifndef AR_LIFETIMES_H
 #define AR_LIFETIMES_H
@@ -48,7 +56,17 @@ typedef struct ar_tensor_plan {
   int32_t first_use, last_use;
   bool folded;             /* produced at place time by a folded DEQUANTIZE/DENSIFY */
   int32_t inplace_of;      /* tensor whose bytes this one reuses, -1 if none */
+  bool at_use;             /* ARENA tensor written by an at-use DEQUANTIZE (weights_stored) */
 } ar_tensor_plan_t;
+
+/* How operator k of subgraph 0 runs (ar_lifetimes_op_modes; the interpreter and
+ * ar_lifetimes_build share the rule). */
+typedef enum ar_op_mode {
+  AR_OPMODE_INVOKE = 0,   /* at invoke, at its own step k */
+  AR_OPMODE_FOLDED = 1,   /* once at place (DEQUANTIZE/DENSIFY of constants or folded tensors) */
+  AR_OPMODE_AT_USE = 2,   /* weights_stored: at invoke, right before its first reader, at that
+                           * reader's step (never run if nothing reads its output) */
+} ar_op_mode_t;
 
 typedef struct ar_lifetime_options {
   ar_lifetimes_t convention;
@@ -56,7 +74,18 @@ typedef struct ar_lifetime_options {
   const uint64_t *scratch_bytes;     /* per operator (n_operators entries), or NULL for none */
   const ar_tensor_t *tensors;        /* n_tensors entries replacing the subgraph's tensors (dims,
                                       * bytes after ar_interp_resize_input), or NULL: stored ones */
+  bool weights_stored;               /* fp16 DEQUANTIZE of constants runs at use (see above) */
 } ar_lifetime_options_t;
+
+/* The mode of every operator of subgraph 0 (n_operators entries of `mode` and `step`): FOLDED
+ * for DEQUANTIZE/DENSIFY whose inputs are all constants or folded outputs; with weights_stored,
+ * AT_USE for a DEQUANTIZE whose one input is a FLOAT16 constant or folded tensor and whose output
+ * (FLOAT32) is not a graph output; INVOKE otherwise. step[k] is the step operator k runs at: k,
+ * or for AT_USE the lowest index of the operators reading its output (-1: nobody does). `tensors`
+ * as in ar_lifetime_options_t (NULL: the stored ones). Errors: AR_EINVAL, AR_ENOMEM, AR_EMODEL
+ * (a tensor index out of range). */
+int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, bool weights_stored,
+                          ar_op_mode_t *mode, int32_t *step);
 
 /* Fill `p` (empty planner) with the buffers of subgraph 0 of `model`; `tensor_plan` has
  * n_tensors entries and `scratch_buf` n_operators entries (-1 where no scratch), both caller-owned.

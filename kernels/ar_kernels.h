@@ -108,6 +108,17 @@ int ar_kernel_sparse_filter_check(const ar_node_t *node, char *msg, size_t msg_b
 /* float16 (IEEE binary16) bits -> float32, exact including subnormals, inf, NaN. */
 float ar_fp16_to_fp32(uint16_t h);
 
+/* Widen n float16 values at `src` (little-endian binary16, any alignment: weights sit unaligned
+ * in the model's mapping) into dst[0..n-1] float32. Same values as ar_fp16_to_fp32 (F16C's
+ * vcvtph2ps on x86 when the CPU has it, picked at run time; the portable loop elsewhere); the
+ * one difference is a signalling NaN, which F16C returns quiet. No allocation. Used by
+ * DEQUANTIZE, and for any kernel that reads fp16 weights as stored. */
+void ar_fp16_to_fp32_n(const void *src, float *dst, size_t n);
+
+/* For tests: 1 forces the portable loop in ar_fp16_to_fp32_n, 0 restores the run-time choice.
+ * Returns whether the F16C path exists on this CPU. */
+bool ar_fp16_force_portable(int on);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,9 +1,17 @@
 /* common.c - helpers every kernel shares: TFLite padding arithmetic, fused activations and the
- * float16 -> float32 conversion DEQUANTIZE folding relies on. Pure functions, no state. */
+ * float16 -> float32 conversion DEQUANTIZE relies on (one value, or a run of them with F16C when
+ * the CPU has it). Pure functions; the only state is the cached F16C choice. */
 #include "kernels/ar_kernels.h"
 
 #include <math.h>
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang_analyzer__)
+#define AR_HAVE_F16C_CLONE 1
+#include <immintrin.h>
+#else
+#define AR_HAVE_F16C_CLONE 0
+#endif
 
 int32_t ar_compute_padding(ar_padding_t padding, int32_t in, int32_t filter, int32_t stride,
                            int32_t dilation, int32_t *pad_before) {
@@ -74,4 +82,61 @@ float ar_fp16_to_fp32(uint16_t h) {
   float f;
   memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+static void fp16_widen_portable(const unsigned char *src, float *dst, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint16_t h;
+    memcpy(&h, src + 2 * i, sizeof h);
+    dst[i] = ar_fp16_to_fp32(h);
+  }
+}
+
+#if AR_HAVE_F16C_CLONE
+/* 16 values per iteration (two vcvtph2ps), unaligned loads and stores; the tail goes portable. */
+__attribute__((target("avx,f16c"))) static void fp16_widen_f16c(const unsigned char *src, float *dst,
+                                                                  size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i));
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i + 16));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(a));
+    _mm256_storeu_ps(dst + i + 8, _mm256_cvtph_ps(b));
+  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i))));
+  fp16_widen_portable(src + 2 * i, dst + i, n - i);
+}
+#endif
+
+static int fp16_forced_portable;   /* tests only */
+
+static bool fp16_has_f16c(void) {
+#if AR_HAVE_F16C_CLONE
+  /* Cached: __builtin_cpu_supports reads a table filled at start-up, but this is the invoke path. */
+  static int has = -1;   /* relaxed atomics: invokes on several threads may ask first */
+  int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
+  if (h < 0) {
+    h = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    __atomic_store_n(&has, h, __ATOMIC_RELAXED);
+  }
+  return h;
+#else
+  return false;
+#endif
+}
+
+bool ar_fp16_force_portable(int on) {
+  fp16_forced_portable = on;
+  return fp16_has_f16c();
+}
+
+void ar_fp16_to_fp32_n(const void *src, float *dst, size_t n) {
+#if AR_HAVE_F16C_CLONE
+  if (!fp16_forced_portable && fp16_has_f16c()) {
+    fp16_widen_f16c(src, dst, n);
+    return;
+  }
+#endif
+  fp16_widen_portable(src, dst, n);
 }

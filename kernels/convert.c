@@ -2,8 +2,9 @@
  * int8, and uint8 / int8 -> uint8 / int8 requantization) and DENSIFY (sparse constant -> dense).
  *
  * DEQUANTIZE of a constant and DENSIFY run once, when the interpreter folds constants at place
- * time; DEQUANTIZE of an activation (uint8 / int8) and QUANTIZE run at every invoke. All are
- * ordinary kernels: prepare checks, eval computes.
+ * time, except a float16 DEQUANTIZE with weights kept as stored, which runs at every invoke right
+ * before its reader (vcvtph2ps when the CPU has F16C); DEQUANTIZE of an activation (uint8 / int8)
+ * and QUANTIZE run at every invoke. All are ordinary kernels: prepare checks, eval computes.
  *
  * 8-bit semantics (TFLite dequantize.cc / quantize.cc, builtin kernels):
  *   DEQUANTIZE  out = (float)(scale * (q - zero_point)), the product in double.
@@ -105,11 +106,7 @@ static void dequantize_eval(const ar_node_t *node) {
       for (int64_t i = 0; i < n; i++) out[i] = (float)(s * (double)((int32_t)(int8_t)in[i] - zp));
     return;
   }
-  for (int64_t i = 0; i < n; i++) {
-    uint16_t h;
-    memcpy(&h, in + 2 * i, sizeof h);
-    out[i] = ar_fp16_to_fp32(h);
-  }
+  ar_fp16_to_fp32_n(in, out, (size_t)n);
 }
 
 /* TFLite DEQUANTIZE (builtin 6): float16 -> float32 (exact, incl. subnormals, inf, NaN, -0), and

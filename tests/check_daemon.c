@@ -557,8 +557,10 @@ START_TEST(load_malformed_model_files) {
 }
 END_TEST
 
+/* hand_landmark_lite takes about 4.2 MB (arena; stored weights keep its persistent region at 5 KB),
+ * palm_detection_lite 3.5 MB: 6 MB holds one of them, not both. */
 START_TEST(load_that_does_not_fit) {
-  start("12M");
+  start("6M");
   ar_client_t *c = client();
   ar_client_model_t hand;
   load_ok(c, "hand", "hand_landmark_lite", "", &hand);
@@ -590,6 +592,54 @@ START_TEST(load_that_does_not_fit) {
   /* The name is free again after the failed load. */
   ck_assert_int_eq(ar_client_unload(c, "hand", msg, sizeof(msg)), 0);
   load_ok(c, "palm", "palm_detection_lite", "", NULL);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* The same model loaded with fp32 weights and with stored ones (the configured default, "" in the
+ * request): both answer the golden; stats name each mode, and the bytes say where the weights
+ * are - folded copies in the persistent region for fp32, nothing but kernel state for stored. */
+START_TEST(weights_modes_in_stats) {
+  start("64M");
+  ar_client_t *c = client();
+  ar_client_model_t f, s;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_load_weights(c, "f", model_path("hand_landmark_lite"), NULL, NULL, "fp32", &f, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "load f: %s", msg);
+  load_ok(c, "s", "hand_landmark_lite", "", &s);
+  rc = ar_client_load_weights(c, "x", model_path("hand_landmark_lite"), NULL, NULL, "int4", NULL, msg, sizeof(msg));
+  ck_assert_int_eq(rc, AR_EINVAL);
+  ck_assert_ptr_nonnull(strstr(msg, "unknown weights mode 'int4'"));
+  json_t *st = stats(c);
+  json_t *jf = stats_model(st, "f"), *js = stats_model(st, "s");
+  ck_assert_ptr_nonnull(jf);
+  ck_assert_ptr_nonnull(js);
+  ck_assert_str_eq(json_string_value(json_object_get(jf, "weights")), "fp32");
+  ck_assert_str_eq(json_string_value(json_object_get(js, "weights")), "stored");
+  ck_assert_uint_eq(ji(jf, "weights_bytes"), ji(js, "weights_bytes"));
+  ck_assert_uint_gt(ji(jf, "folded_bytes"), ji(jf, "weights_bytes"));   /* widened: twice the fp16 */
+  ck_assert_uint_eq(ji(js, "folded_bytes"), 0);
+  ck_assert_uint_eq(ji(js, "packed_bytes"), ji(js, "persistent_bytes"));
+  ck_assert_uint_gt(ji(js, "widened_bytes"), 0);
+  ck_assert_uint_le(ji(js, "persistent_bytes") * 10, ji(jf, "persistent_bytes"));
+  ck_assert_uint_eq(f.persistent_bytes, ji(jf, "persistent_bytes"));
+  ck_assert_uint_eq(s.persistent_bytes, ji(js, "persistent_bytes"));
+  printf("hand_landmark_lite in the daemon: persistent %llu B (fp32 weights) vs %llu B (stored)\n",
+         (unsigned long long)ji(jf, "persistent_bytes"), (unsigned long long)ji(js, "persistent_bytes"));
+  json_decref(st);
+  golden_t g;
+  golden_load(&g, "hand_landmark_lite", "photo");
+  const char *names[] = {"f", "s"};
+  const ar_client_model_t *infos[] = {&f, &s};
+  for (int i = 0; i < 2; i++) {
+    ar_client_tensor_t t = input_of(infos[i], &g);
+    ar_client_result_t r;
+    ck_assert_int_eq(ar_client_invoke(c, names[i], &t, 1, &r, msg, sizeof(msg)), 0);
+    ck_assert_uint_eq(golden_check(&g, &r), 0);
+    ar_client_result_free(&r);
+  }
+  golden_free(&g);
   ar_client_close(c);
   stop();
 }
@@ -1231,6 +1281,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, bad_invoke_inputs);
   tcase_add_test(tc, load_malformed_model_files);
   tcase_add_test(tc, load_that_does_not_fit);
+  tcase_add_test(tc, weights_modes_in_stats);
   tcase_add_test(tc, unload_during_stream_of_invokes);
   tcase_add_test(tc, concurrent_clients_match_goldens);
   tcase_add_test(tc, prepare_failure_is_emodel);

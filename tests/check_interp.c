@@ -1,6 +1,7 @@
 /* check_interp.c - the interpreter on the real models: golden outputs from LiteRT, plan-independence
  * (every planner strategy, in-place on/off, both lifetime conventions give bit-identical outputs),
- * two interpreters sharing one activation region, repeatability, and the place/invoke contract.
+ * stored vs fp32 weights (bit-identical outputs, persistent bytes), two interpreters sharing one
+ * activation region, repeatability, and the place/invoke contract.
  *
  * Goldens: tests/golden/<model>/{photo,random}/input_0.bin, output_<j>.bin (raw float32, the
  * model's output order). The byte size of each golden output must equal the interpreter's output
@@ -170,6 +171,66 @@ START_TEST(test_golden) {
 }
 END_TEST
 
+/* Weights kept as stored (fp16 widened at use, the default) and fp32 weights (folded at place) give
+ * the same outputs bit for bit on both cases; stored weights leave kernel state alone in the
+ * persistent region (at most a tenth of the fp32 figure; the DENSIFY model keeps its densified
+ * fp16 weights there), and every at-use DEQUANTIZE writes into the activation region. */
+START_TEST(test_weights_stored_same_as_fp32) {
+  const char *stem = ar_test_models[_i];
+  if (skip_model(stem)) return;
+  ar_model_t *m = load_model(stem);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ck_assert_int_eq(opt.weights, AR_WEIGHTS_STORED);
+  ar_interp_t *s = new_placed(m, &opt, stem);
+  opt.weights = AR_WEIGHTS_FP32;
+  ar_interp_t *f = new_placed(m, &opt, stem);
+  int32_t at_use = 0, folded_s = 0, folded_f = 0;
+  bool densify = false;
+  for (int32_t k = 0; k < ar_interp_n_operators(s); k++) {
+    at_use += ar_interp_op_at_use(s, k);
+    folded_s += ar_interp_op_folded(s, k);
+    folded_f += ar_interp_op_folded(f, k);
+    ck_assert(!ar_interp_op_at_use(f, k));
+    densify = densify || ar_interp_node(s, k)->op == AR_OP_DENSIFY;
+  }
+  ck_assert_int_gt(at_use, 0);
+  ck_assert_int_eq(folded_s + at_use, folded_f);
+  ck_assert_int_eq(ar_interp_runtime_operators(s), ar_interp_runtime_operators(f) + at_use);
+  const ar_tensor_plan_t *tp = ar_interp_tensor_plan(s);
+  for (int32_t k = 0; k < ar_interp_n_operators(s); k++) {
+    if (!ar_interp_op_at_use(s, k)) continue;
+    const ar_node_t *nd = ar_interp_node(s, k);
+    ck_assert_int_eq(nd->inputs[0]->dtype, AR_DTYPE_FLOAT16);
+    ck_assert_int_eq(tp[m->subgraphs[0].operators[k].outputs[0]].home, AR_HOME_ARENA);
+    ck_assert(tp[m->subgraphs[0].operators[k].outputs[0]].at_use);
+  }
+  uint64_t ps = ar_interp_persistent_bytes(s), pf = ar_interp_persistent_bytes(f);
+  if (!densify) ck_assert_msg(ps * 10 <= pf, "%s: persistent %llu B stored, %llu B fp32", stem,
+                              (unsigned long long)ps, (unsigned long long)pf);
+  for (size_t c = 0; c < 2; c++) {
+    blobs_t inputs;
+    read_inputs(stem, cases[c], ar_interp_n_inputs(s), &inputs);
+    set_inputs(s, &inputs, stem);
+    set_inputs(f, &inputs, stem);
+    ck_assert_int_eq(ar_interp_invoke(s), 0);
+    ck_assert_int_eq(ar_interp_invoke(f), 0);
+    for (int32_t j = 0; j < ar_interp_n_outputs(s); j++)
+      ck_assert_msg(memcmp(ar_interp_output(s, j)->data, ar_interp_output(f, j)->data,
+                           ar_interp_output(s, j)->bytes) == 0,
+                    "%s/%s: output %d differs between stored and fp32 weights", stem, cases[c], j);
+    blobs_free(&inputs);
+  }
+  printf("weights %-34s persistent stored %9llu B  fp32 %9llu B  x%.4f  arena %llu / %llu B  at-use "
+         "DEQUANTIZE %d  outputs identical\n", stem, (unsigned long long)ps, (unsigned long long)pf,
+         (double)ps / (double)pf, (unsigned long long)ar_interp_arena_bytes(s),
+         (unsigned long long)ar_interp_arena_bytes(f), at_use);
+  ar_interp_free(s);
+  ar_interp_free(f);
+  ar_model_free(m);
+}
+END_TEST
+
 /* The random case under every strategy x in-place x lifetime convention: outputs bit-identical to
  * the default plan's. A wrong in-place or overlapping plan shows up here as a difference. */
 START_TEST(test_plan_independence) {
@@ -270,6 +331,7 @@ START_TEST(test_place_contract) {
   ar_model_t *m = load_model(stem);
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
+  opt.weights = AR_WEIGHTS_FP32;   /* folding at place is what this pins */
   char msg[AR_MSG_BYTES] = "";
   ar_interp_t *in = NULL;
   ck_assert_int_eq(ar_interp_new(m, &opt, &in, msg, sizeof msg), 0);
@@ -484,6 +546,10 @@ static Suite *interp_suite(void) {
   tc = tcase_create("plan_independence");
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_plan_independence, 0, ar_test_n_models);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("weights");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_weights_stored_same_as_fp32, 0, ar_test_n_models);
   suite_add_tcase(s, tc);
   tc = tcase_create("contract");
   tcase_set_timeout(tc, 600);

@@ -282,6 +282,50 @@ START_TEST(fp16_conversion_is_exact) {
 }
 END_TEST
 
+/* The run conversion (F16C when the CPU has it) against the one-value oracle, bit for bit, on all
+ * 65536 halves, from every byte offset 0..3 (weights sit unaligned in the mapping) and with run
+ * lengths that leave every tail 0..15; NaNs only need to stay NaNs (F16C quiets signalling ones). */
+static void fp16_runs_match(void) {
+  enum { N = 0x10000 };
+  unsigned char *src = malloc(2 * N + 8);
+  float *got = malloc((N + 16) * sizeof(float));
+  ck_assert(src && got);
+  for (size_t off = 0; off < 4; off++) {
+    for (uint32_t h = 0; h < N; h++) {
+      uint16_t v = (uint16_t)h;
+      memcpy(src + off + 2 * h, &v, 2);
+    }
+    for (size_t len = N - 15; len <= N; len += (off == 0 ? 1 : 5)) {
+      got[len] = -7.0f;   /* a guard: nothing past the run is written */
+      ar_fp16_to_fp32_n(src + off, got, len);
+      ck_assert(got[len] == -7.0f);
+      for (uint32_t h = len == N ? 0 : (uint32_t)len - 20; h < len; h++) {
+        float want = ar_fp16_to_fp32((uint16_t)h);
+        if (isnan(want)) {
+          ck_assert_msg(isnan(got[h]), "half 0x%04x", h);
+        } else {
+          uint32_t a, b;
+          memcpy(&a, &got[h], 4);
+          memcpy(&b, &want, 4);
+          ck_assert_msg(a == b, "half 0x%04x at offset %zu, run %zu: 0x%08x, want 0x%08x", h, off, len, a, b);
+        }
+      }
+    }
+  }
+  free(src);
+  free(got);
+}
+
+START_TEST(fp16_runs_match_one_value_conversion) {
+  bool f16c = ar_fp16_force_portable(0);
+  printf("fp16 runs: %s path\n", f16c ? "F16C" : "portable");
+  fp16_runs_match();
+  ar_fp16_force_portable(1);
+  fp16_runs_match();
+  ar_fp16_force_portable(0);
+}
+END_TEST
+
 /* ---------- CONV_2D ---------- */
 
 static void conv_opts(tnode_t *tn, ar_padding_t pad, int sh, int sw, int dh, int dw,
@@ -1044,6 +1088,7 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, padding_same_puts_odd_pixel_last);
   tcase_add_test(tc, activations_follow_tflite);
   tcase_add_test(tc, fp16_conversion_is_exact);
+  tcase_add_test(tc, fp16_runs_match_one_value_conversion);
   suite_add_tcase(s, tc);
   tc = tcase_create("conv_2d");
   tcase_add_test(tc, conv_same_even_stride1);

@@ -65,7 +65,7 @@ static built_t build(const ar_model_t *m, ar_lifetimes_t conv, bool inplace,
   b.tp = calloc(sg->n_tensors, sizeof *b.tp);
   b.scratch = calloc(sg->n_operators, sizeof *b.scratch);
   b.folded = calloc(sg->n_operators, sizeof *b.folded);
-  ar_lifetime_options_t o = {conv, inplace, scratch, NULL};
+  ar_lifetime_options_t o = {conv, inplace, scratch, NULL, false};
   char msg[AR_MSG_BYTES];
   int rc = ar_lifetimes_build(m, &o, b.p, b.tp, b.scratch, b.folded, msg, sizeof msg);
   ck_assert_msg(rc == 0, "%s", msg);
@@ -353,27 +353,95 @@ START_TEST(test_plan_figures) {
 }
 END_TEST
 
+/* Stored weights: every fp16 DEQUANTIZE of a constant is at use, runs at the step of its first
+ * reader (the lowest reading operator), and its output is an arena tensor living exactly from
+ * that step to its last reader; nothing else changes mode; the plan verifies. */
+START_TEST(test_weights_stored_at_use) {
+  const model_pin_t *pin = &pins[_i];
+  ar_model_t *m = load(pin->stem);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  const int32_t no = (int32_t)sg->n_operators;
+  ar_op_mode_t *mf = calloc((size_t)no, sizeof *mf), *ms = calloc((size_t)no, sizeof *ms);
+  int32_t *sf = calloc((size_t)no, sizeof *sf), *ss = calloc((size_t)no, sizeof *ss);
+  ck_assert_int_eq(ar_lifetimes_op_modes(m, NULL, false, mf, sf), 0);
+  ck_assert_int_eq(ar_lifetimes_op_modes(m, NULL, true, ms, ss), 0);
+  ar_planner_t *p = ar_planner_new(64);
+  ar_tensor_plan_t *tp = calloc(sg->n_tensors, sizeof *tp);
+  int32_t *scratch = calloc((size_t)no, sizeof *scratch);
+  bool *folded = calloc((size_t)no, sizeof *folded);
+  ar_lifetime_options_t o = {AR_LIFETIMES_ARENAD, true, NULL, NULL, true};
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_lifetimes_build(m, &o, p, tp, scratch, folded, msg, sizeof msg) == 0, "%s", msg);
+  int at_use = 0;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    ck_assert_int_ne(mf[k], AR_OPMODE_AT_USE);
+    ck_assert_int_eq(folded[k], ms[k] == AR_OPMODE_FOLDED);
+    if (ms[k] != AR_OPMODE_AT_USE) {
+      ck_assert_int_eq(ms[k], mf[k]);
+      ck_assert_int_eq(ss[k], k);
+      continue;
+    }
+    at_use++;
+    ck_assert_int_eq(mf[k], AR_OPMODE_FOLDED);
+    ck_assert_int_eq(op->op, AR_OP_DEQUANTIZE);
+    ck_assert_int_eq(sg->tensors[op->inputs[0]].dtype, AR_DTYPE_FLOAT16);
+    int32_t t = op->outputs[0], first = -1, last = -1;
+    for (int32_t r = 0; r < no; r++)
+      for (int32_t i = 0; i < sg->operators[r].n_inputs; i++)
+        if (sg->operators[r].inputs[i] == t) {
+          if (first < 0) first = r;
+          last = r;
+        }
+    ck_assert_int_eq(ss[k], first);
+    ck_assert_int_eq(tp[t].home, AR_HOME_ARENA);
+    ck_assert(tp[t].at_use);
+    ck_assert_int_eq(tp[t].first_use, first);
+    ck_assert_int_eq(tp[t].last_use, last);
+  }
+  ck_assert_int_gt(at_use, 0);
+  ck_assert_int_eq(ar_planner_plan(p, AR_STRATEGY_BEST), 0);
+  ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
+  printf("stored %-34s %d fp16 DEQUANTIZE at use\n", pin->stem, at_use);
+  free(mf);
+  free(ms);
+  free(sf);
+  free(ss);
+  free(tp);
+  free(scratch);
+  free(folded);
+  ar_planner_free(p);
+  ar_model_free(m);
+}
+END_TEST
+
 /* With the interpreter's scratch sizes (kernel prepare), scratch fits around the tensors: the
  * whole activation arena still stays at its bound, and the tensors alone at theirs. */
 START_TEST(test_plan_with_scratch) {
   const model_pin_t *pin = &pins[_i];
   ar_model_t *m = load(pin->stem);
   for (int conv = 0; conv < 2; conv++) {
-    ar_interp_options_t opt;
-    ar_interp_options_default(&opt);
-    opt.lifetimes = (ar_lifetimes_t)conv;
-    ar_interp_t *in = NULL;
-    char msg[AR_MSG_BYTES];
-    ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s: %s", pin->stem, msg);
-    const ar_planner_t *p = ar_interp_planner(in);
-    ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
-    ar_plan_figures_t f;
-    ar_planner_figures(p, &f);
-    ck_assert_uint_eq(f.tensor_lower_bound_bytes,
-                      conv == AR_LIFETIMES_TFLITE ? pin->tflite_bound : pin->arenad_bound);
-    ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
-    ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
-    ar_interp_free(in);
+    /* fp32 weights fold as TFLite does, so the pinned bounds hold; stored weights add the widened
+     * weights of one operator at a time, and the plan stays at its (higher) bound. */
+    for (int w = 0; w < 2; w++) {
+      ar_interp_options_t opt;
+      ar_interp_options_default(&opt);
+      opt.lifetimes = (ar_lifetimes_t)conv;
+      opt.weights = w ? AR_WEIGHTS_STORED : AR_WEIGHTS_FP32;
+      ar_interp_t *in = NULL;
+      char msg[AR_MSG_BYTES];
+      ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s: %s", pin->stem, msg);
+      const ar_planner_t *p = ar_interp_planner(in);
+      ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
+      ar_plan_figures_t f;
+      ar_planner_figures(p, &f);
+      uint64_t pinned = conv == AR_LIFETIMES_TFLITE ? pin->tflite_bound : pin->arenad_bound;
+      if (w) ck_assert_uint_ge(f.tensor_lower_bound_bytes, pinned);
+      else ck_assert_uint_eq(f.tensor_lower_bound_bytes, pinned);
+      ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
+      ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
+      ar_interp_free(in);
+    }
   }
   ar_model_free(m);
 }
@@ -498,7 +566,8 @@ START_TEST(test_budget_table) {
   static const char *const keys[] = {"arena_bytes", "tensor_arena_bytes", "lower_bound_bytes",
                                      "naive_bytes", "persistent_bytes", "scratch_bytes",
                                      "alignment", "strategy", "lifetimes", "ratio_to_bound",
-                                     "operators", "buffers"};
+                                     "operators", "buffers", "weights", "weights_bytes",
+                                     "folded_bytes", "packed_bytes", "widened_bytes"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     ck_assert_msg(json_object_get(j, keys[i]) != NULL, "missing key %s", keys[i]);
   ck_assert_int_eq(json_integer_value(json_object_get(j, "tensor_arena_bytes")), 1507328);
@@ -506,6 +575,14 @@ START_TEST(test_budget_table) {
                    json_integer_value(json_object_get(j, "arena_bytes")));
   ck_assert_str_eq(json_string_value(json_object_get(j, "lifetimes")), "tflite");
   ck_assert_str_eq(json_string_value(json_object_get(j, "strategy")), "best");
+  /* Stored weights (the default): nothing folded, the persistent region is kernel state. */
+  ck_assert_str_eq(json_string_value(json_object_get(j, "weights")), "stored");
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "folded_bytes")), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "packed_bytes")),
+                   json_integer_value(json_object_get(j, "persistent_bytes")));
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "weights_bytes")), (json_int_t)m->constant_bytes);
+  ck_assert_int_gt(json_integer_value(json_object_get(j, "widened_bytes")),
+                   json_integer_value(json_object_get(j, "weights_bytes")));
   ck_assert_int_eq(json_integer_value(json_object_get(j, "alignment")), 64);
   json_t *bufs = json_object_get(j, "buffers");
   ck_assert_int_eq((int)json_array_size(bufs), ar_planner_count(ar_interp_planner(in)));
@@ -557,6 +634,7 @@ static Suite *lifetimes_suite(void) {
   tcase_add_test(tc, test_inplace_rules_exercised);
   tcase_add_loop_test(tc, test_plan_figures, 0, 11);
   tcase_add_loop_test(tc, test_plan_with_scratch, 0, 11);
+  tcase_add_loop_test(tc, test_weights_stored_at_use, 0, 11);
   tcase_add_loop_test(tc, test_plan_with_im2col_scratch, 0, 11);
   tcase_add_loop_test(tc, test_inplace_identical_outputs, 0, 11);
   tcase_add_test(tc, test_budget_table);
