@@ -1298,6 +1298,15 @@ static void move_after(ar_server_t *srv, ar_job_t *job) {
   srv->ops.job_done(srv);
 }
 
+/* The activation offset a group job placed its models at: the region snapshotted when the job was
+ * kicked. The group may have grown (a new region) while the job ran; recording that job's own
+ * offset makes the next job's snapshot move those models to the new region before the old one
+ * is freed (recording g->act_offset instead left them writing into the freed region). */
+static uint64_t job_act_offset(const ar_server_t *srv, const ar_job_t *job, const ar_group_t *g) {
+  if (job->act_base == NULL) return g->act_offset;
+  return (uint64_t)((const uint8_t *)job->act_base - srv->pool.base);
+}
+
 static void group_after(uv_work_t *w, int status) {
   ar_job_t *job = w->data;
   ar_server_t *srv = job->srv;
@@ -1307,6 +1316,7 @@ static void group_after(uv_work_t *w, int status) {
   }
   ar_dmodel_t *m = job->model;
   ar_group_t *g = m->group;
+  const uint64_t placed_at = job_act_offset(srv, job, g);
   g->busy = false;
   srv->jobs_outstanding--;
   if (status != 0 && job->rc == 0) job->rc = AR_EINTERNAL;
@@ -1314,7 +1324,7 @@ static void group_after(uv_work_t *w, int status) {
   if (job->kind == AR_JOB_PLACE) {
     for (int i = 0; i < job->n_moves; i++) {
       ar_dmodel_t *mv = job->moves[i];
-      if (job->rc == 0) mv->placed_act_offset = g->act_offset;
+      if (job->rc == 0) mv->placed_act_offset = placed_at;
       if (--mv->inflight == 0 && mv->state == AR_MODEL_UNLOADING) {
         /* Rare: unloaded while being moved. Finalized below, after the group is kicked. */
         if (finalize == NULL) finalize = mv;
@@ -1323,7 +1333,7 @@ static void group_after(uv_work_t *w, int status) {
     free(job->moves);
     if (job->rc == 0) {
       m->placed = true;
-      m->placed_act_offset = g->act_offset;
+      m->placed_act_offset = placed_at;
       for (int i = 0; i < job->n_free_after; i++) ar_pool_free(&srv->pool, job->free_after[i]);
       m->state = AR_MODEL_READY;
       ar_log("loaded model '%s' (%s): arena %" PRIu64 " B, persistent %" PRIu64 " B, group '%s' region %" PRIu64
@@ -1346,7 +1356,7 @@ static void group_after(uv_work_t *w, int status) {
     if (job->regrow) {
       for (int i = 0; i < job->n_moves; i++) {
         ar_dmodel_t *mv = job->moves[i];
-        if (job->rc == 0) mv->placed_act_offset = g->act_offset;
+        if (job->rc == 0) mv->placed_act_offset = placed_at;
         if (--mv->inflight == 0 && mv->state == AR_MODEL_UNLOADING && mv != m && finalize == NULL) finalize = mv;
       }
       free(job->moves);
