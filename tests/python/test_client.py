@@ -173,6 +173,23 @@ class Requests(unittest.TestCase):
         self.check_golden("cface2", FACE, "photo", "name")
         self.c.unload("cface2")
 
+    def test_load_with_fp32_weights_matches_stored(self):
+        info = self.c.load("face32", model_path(FACE), weights="fp32")
+        try:
+            self.check_golden("face32", FACE, "photo", "name")
+            models = {m["name"]: m for m in self.c.stats()["models"]}
+            self.assertEqual(models["face32"]["weights"], "fp32")
+            self.assertEqual(models["face"]["weights"], "stored")   # the daemon's default
+            self.assertGreater(models["face32"]["folded_bytes"], 0)
+            self.assertEqual(models["face"]["folded_bytes"], 0)
+            self.assertLess(models["face"]["persistent_bytes"] * 10, info.persistent_bytes)
+            self.assertEqual(self.c.plan("face32")["weights"], "fp32")
+        finally:
+            self.c.unload("face32")
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c.load("x", model_path(FACE), weights="fp16")
+        self.assertEqual(cm.exception.code, "EINVAL")
+
 
 class ErrorReplies(unittest.TestCase):
     def setUp(self):
