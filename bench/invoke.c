@@ -240,7 +240,7 @@ static int weights_compare(const char *const *models, int n_models, const char *
   const char *gdir = env_or("AR_GOLDEN_DIR", AR_SRCDIR "/tests/golden");
   const char *gxdir = env_or("AR_GOLDEN_EXTRA_DIR", AR_SRCDIR "/tests/golden_extra");
   printf("bench/invoke --weights: case %s, %d round(s) x %d runs (+%d warm-up) per mode, alternating, %d "
-         "thread(s)\n", cs, rounds, runs, warmup, threads);
+         "thread(s)%s\n", cs, rounds, runs, warmup, threads, g_cpu_clock ? ", timed by the thread's CPU clock" : "");
   printf("%-34s %9s %9s %7s %9s %9s %7s %12s %12s %7s %10s %10s %12s\n", "model", "fp32 ms", "stored ms", "ratio",
          "fp32 min", "st min", "ratio", "pers fp32 B", "pers stor B", "st/fp32", "arena fp32", "arena stor",
          "TFLite pers");
