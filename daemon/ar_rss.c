@@ -189,7 +189,9 @@ void ar_rss_blas(ar_rss_blas_t *out) { memset(out, 0, sizeof(*out)); }
 
 void ar_rss_heap(ar_rss_heap_t *out) {
   memset(out, 0, sizeof(*out));
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  /* (ASan and TSan replace malloc: glibc's arenas would read as empty.) */
   struct mallinfo2 mi = mallinfo2();
   out->measured = true;
   out->system_bytes = (uint64_t)mi.arena + (uint64_t)mi.hblkhd;

@@ -70,7 +70,7 @@ size_t ar_rss_blas_ranges(ar_rss_range_t *out, size_t cap);
 
 /* The heap as malloc sees it (mallinfo2), bytes. */
 typedef struct ar_rss_heap {
-  bool measured;             /* glibc >= 2.33 */
+  bool measured;             /* glibc >= 2.33, no ASan/TSan (their allocator is not malloc's) */
   uint64_t system_bytes;     /* arena + hblkhd: taken from the system (the heap part of RSS) */
   uint64_t in_use_bytes;     /* uordblks + hblkhd: in allocated blocks */
   uint64_t mmapped_bytes;    /* hblkhd: blocks with a mapping of their own */
