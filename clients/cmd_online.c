@@ -188,8 +188,8 @@ static void print_memory(json_t *root) {
            jint(mem, "blas_mapped_bytes"));
   else
     printf("  %-20s %12s  not measured in this build (counted as unaccounted)\n", "OpenBLAS buffers", "-");
-  printf("  %-20s %12" JSON_INTEGER_FORMAT "  malloc arena + mmapped blocks (in use %" JSON_INTEGER_FORMAT ")\n",
-         "heap", jint(mem, "heap_bytes"), jint(mem, "heap_in_use_bytes"));
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  malloc's allocated blocks (it holds %" JSON_INTEGER_FORMAT " from the system)\n",
+         "heap", jint(mem, "heap_bytes"), jint(mem, "heap_system_bytes"));
   printf("  %-20s %12" JSON_INTEGER_FORMAT "  code %" JSON_INTEGER_FORMAT ", stacks %" JSON_INTEGER_FORMAT "\n",
          "code and stacks", jint(mem, "rest_bytes"), jint(mem, "code_bytes"), jint(mem, "stack_bytes"));
   printf("  %-20s %12" JSON_INTEGER_FORMAT "  %.1f%% of RSS (unaccounted %" JSON_INTEGER_FORMAT ")\n", "sum of the parts",

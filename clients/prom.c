@@ -194,7 +194,7 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
       {"pool_resident_bytes", "arenad_memory_pool_resident_bytes", "Resident pages of the arena pool (mincore), bytes"},
       {"models_resident_bytes", "arenad_memory_models_resident_bytes", "Resident pages of the model file copies (mincore), bytes"},
       {"blas_resident_bytes", "arenad_memory_blas_resident_bytes", "Resident pages of OpenBLAS's buffers, bytes"},
-      {"heap_bytes", "arenad_memory_heap_bytes", "Bytes malloc holds from the system (mallinfo2 arena + hblkhd)"},
+      {"heap_bytes", "arenad_memory_heap_bytes", "Bytes in malloc's allocated blocks (mallinfo2 uordblks + hblkhd)"},
       {"rest_bytes", "arenad_memory_rest_bytes", "Resident code, library data and thread stacks (smaps), bytes"},
       {"accounted_bytes", "arenad_memory_accounted_bytes", "Sum of the accounted parts, bytes (memory_limit applies to it)"},
       {"memory_limit_bytes", "arenad_memory_limit_bytes", "Configured memory_limit, bytes (0 = none)"},

@@ -327,7 +327,7 @@ typedef struct ar_memory {
   uint64_t models_resident_bytes;  /* resident pages of the model file copies, each copy once */
   uint32_t model_mappings;         /* copies in the cache */
   ar_rss_blas_t blas;              /* OpenBLAS's buffers */
-  ar_rss_heap_t heap;              /* malloc (heap part: heap.system_bytes) */
+  ar_rss_heap_t heap;              /* malloc (heap part: heap.in_use_bytes) */
   ar_rss_rest_t rest;              /* code + stacks (rest part), and other anonymous pages */
   uint64_t accounted_bytes;        /* pool + models + blas + heap + code + stacks */
   int64_t unaccounted_bytes;       /* rss - accounted */

@@ -58,7 +58,7 @@ int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_
   rc = ar_rss_rest(skip, n_skip, &mem->rest, msg, msg_bytes);
   if (rc != 0) return rc;
   mem->accounted_bytes = mem->pool_resident_bytes + mem->models_resident_bytes + mem->blas.resident_bytes +
-                         mem->heap.system_bytes + mem->rest.code_bytes + mem->rest.stack_bytes;
+                         mem->heap.in_use_bytes + mem->rest.code_bytes + mem->rest.stack_bytes;
   mem->unaccounted_bytes = (int64_t)mem->status.rss_bytes - (int64_t)mem->accounted_bytes;
   return 0;
 }
@@ -75,7 +75,7 @@ struct json_t *ar_memory_json(ar_server_t *srv) {
   SET("pool_resident_bytes", mem.pool_resident_bytes);
   SET("models_resident_bytes", mem.models_resident_bytes);
   SET("blas_resident_bytes", mem.blas.resident_bytes);
-  SET("heap_bytes", mem.heap.system_bytes);
+  SET("heap_bytes", mem.heap.in_use_bytes);
   SET("rest_bytes", mem.rest.code_bytes + mem.rest.stack_bytes);
   SET("accounted_bytes", mem.accounted_bytes);
   SET("unaccounted_bytes", mem.unaccounted_bytes);
@@ -86,7 +86,7 @@ struct json_t *ar_memory_json(ar_server_t *srv) {
   SET("blas_mappings", mem.blas.mappings);
   SET("blas_mapped_bytes", mem.blas.mapped_bytes);
   json_object_set_new(o, "heap_measured", json_boolean(mem.heap.measured));
-  SET("heap_in_use_bytes", mem.heap.in_use_bytes);
+  SET("heap_system_bytes", mem.heap.system_bytes);
   SET("heap_mmapped_bytes", mem.heap.mmapped_bytes);
   SET("code_bytes", mem.rest.code_bytes);
   SET("stack_bytes", mem.rest.stack_bytes);
@@ -123,6 +123,6 @@ int ar_memory_admit_load(ar_server_t *srv, const char *name, const ar_memory_reg
                  ", heap %" PRIu64 ", code and stacks %" PRIu64 "; RSS %" PRIu64 ") + its pool regions %" PRIu64
                  " (persistent %" PRIu64 " + activation %" PRIu64 ")",
                  name, projected, limit, mem.accounted_bytes, mem.pool_resident_bytes, mem.models_resident_bytes,
-                 mem.blas.resident_bytes, mem.heap.system_bytes, mem.rest.code_bytes + mem.rest.stack_bytes,
+                 mem.blas.resident_bytes, mem.heap.in_use_bytes, mem.rest.code_bytes + mem.rest.stack_bytes,
                  mem.status.rss_bytes, add, pers, act);
 }

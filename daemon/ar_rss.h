@@ -6,7 +6,9 @@
  *   ~ pool         resident pages of the pool mapping (mincore)
  *   + models       resident pages of each model file copy (mincore), each copy counted once
  *   + blas         resident pages of the anonymous mappings OpenBLAS made (its GEMM buffers)
- *   + heap         malloc's bytes taken from the system (mallinfo2: arena + hblkhd)
+ *   + heap         malloc's bytes in allocated blocks (mallinfo2: uordblks + hblkhd); the free
+ *                  blocks it keeps are left out: their pages are often untouched or returned
+ *                  (malloc_trim), and counting them (arena + hblkhd) over-counted ~1 MB of 22 MB
  *   + rest         code and data of the executable and its libraries (file-backed mappings and a
  *                  library's .bss right after them, [vdso]), and thread stacks ([stack] and each
  *                  anonymous read-write mapping right above a PROT_NONE guard of at most 1 MiB,
@@ -71,8 +73,8 @@ size_t ar_rss_blas_ranges(ar_rss_range_t *out, size_t cap);
 /* The heap as malloc sees it (mallinfo2), bytes. */
 typedef struct ar_rss_heap {
   bool measured;             /* glibc >= 2.33, no ASan/TSan (their allocator is not malloc's) */
-  uint64_t system_bytes;     /* arena + hblkhd: taken from the system (the heap part of RSS) */
-  uint64_t in_use_bytes;     /* uordblks + hblkhd: in allocated blocks */
+  uint64_t system_bytes;     /* arena + hblkhd: taken from the system, free blocks included */
+  uint64_t in_use_bytes;     /* uordblks + hblkhd: in allocated blocks (the heap part of RSS) */
   uint64_t mmapped_bytes;    /* hblkhd: blocks with a mapping of their own */
 } ar_rss_heap_t;
 
