@@ -4,7 +4,9 @@
  * densified float32 filter and the sparse one on the stored form, per loop the CPU has (portable,
  * AVX2+FMA+F16C), on the same random input. Prints per layer the median eval time in us of each and
  * the ratio, then the totals. Not a test: figures only.
- *   usage: bench/sparse [--runs N] [--layers] MODEL.tflite ...
+ * --no-portable skips the portable loop (on x86 its fmaf is a libm call: slow, and only the oracle).
+ * --min reports the fastest eval instead of the median.
+ *   usage: bench/sparse [--runs N] [--layers] [--no-portable] [--min] MODEL.tflite ...
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +40,9 @@ static void view_of(ar_tview_t *v, const ar_tensor_t *t, void *data) {
   v->name = t->name;
 }
 
-/* Median of `runs` evals of `nd` (prepared, scratch allocated). */
+static bool use_min;   /* --min: the fastest eval instead of the median (steadier on a loaded machine) */
+
+/* Median (or fastest) of `runs` evals of `nd` (prepared, scratch allocated). */
 static double time_node(const ar_kernel_t *k, ar_node_t *nd, int runs) {
   double *t = malloc((size_t)runs * sizeof *t);
   k->eval(nd);
@@ -48,7 +52,7 @@ static double time_node(const ar_kernel_t *k, ar_node_t *nd, int runs) {
     t[r] = now_us() - a;
   }
   qsort(t, (size_t)runs, sizeof *t, cmp_d);
-  double m = t[runs / 2];
+  double m = use_min ? t[0] : t[runs / 2];
   free(t);
   return m;
 }
@@ -63,7 +67,7 @@ static int prep(const ar_kernel_t *k, ar_node_t *nd) {
   return 0;
 }
 
-static int bench_model(const char *path, int runs, bool layers) {
+static int bench_model(const char *path, int runs, bool layers, bool portable) {
   char msg[AR_MSG_BYTES] = "";
   ar_model_t *m = NULL;
   if (ar_model_load(path, &m, msg, sizeof msg)) { fprintf(stderr, "bench/sparse: %s\n", msg); return 1; }
@@ -74,8 +78,8 @@ static int bench_model(const char *path, int runs, bool layers) {
   uint64_t dense_macs = 0, stored = 0;
   int n = 0;
   const char *base = strrchr(path, '/');
-  printf("%s: dense CONV_2D (float32 filter) vs sparse as stored, median of %d evals, us\n",
-         base ? base + 1 : path, runs);
+  printf("%s: dense CONV_2D (float32 filter) vs sparse as stored, %s of %d evals, us\n",
+         base ? base + 1 : path, use_min ? "fastest" : "median", runs);
   if (layers) printf("  %-4s %-22s %9s %9s %9s %7s\n", "op", "shape", "dense", "portable", "avx2", "ratio");
   for (uint32_t k = 0; k < sg->n_operators; k++) {
     const ar_operator_t *op = &sg->operators[k];
@@ -147,7 +151,7 @@ static int bench_model(const char *path, int runs, bool layers) {
     sn.inputs[1] = &vs;
     if (prep(conv, &nd) || prep(conv, &sn)) return 1;
     double td = time_node(conv, &nd, runs), tsp[2] = {0, 0};
-    for (int isa = 0; isa <= best; isa++) {
+    for (int isa = portable ? 0 : best; isa <= best; isa++) {
       ar__sparse_set_isa(isa);
       tsp[isa] = time_node(conv, &sn, runs);
     }
@@ -176,12 +180,14 @@ static int bench_model(const char *path, int runs, bool layers) {
 
 int main(int argc, char **argv) {
   int runs = 20;
-  bool layers = false;
+  bool layers = false, portable = true;
   int rc = 0;
   for (int a = 1; a < argc; a++) {
     if (strcmp(argv[a], "--runs") == 0 && a + 1 < argc) runs = atoi(argv[++a]);
     else if (strcmp(argv[a], "--layers") == 0) layers = true;
-    else rc |= bench_model(argv[a], runs > 0 ? runs : 1, layers);
+    else if (strcmp(argv[a], "--no-portable") == 0) portable = false;
+    else if (strcmp(argv[a], "--min") == 0) use_min = true;
+    else rc |= bench_model(argv[a], runs > 0 ? runs : 1, layers, portable);
   }
   return rc;
 }
