@@ -40,6 +40,8 @@ struct ar_interp {
   ar_op_mode_t *op_mode;          /* n_ops: at invoke, folded, or at use (ar_lifetimes_op_modes) */
   int32_t *op_step;               /* n_ops: the step each operator runs at */
   int32_t *at_use_op;             /* n_tensors: the at-use DEQUANTIZE writing the tensor, or -1 */
+  bool *elided;                   /* n_ops: a sparse filter's DENSIFY (-> DEQUANTIZE), not run: its
+                                   * CONV_2D reads the sparse constant (find_sparse_filters) */
   uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
   int32_t *scratch_buf;           /* n_ops, planner buffer or -1 */
   uint64_t *state_offset;         /* n_ops, offset of node state in the persistent region */
@@ -152,7 +154,7 @@ static void view_from_tensor(ar_tview_t *v, const ar_tensor_t *t) {
   v->dtype = t->dtype;
   v->rank = t->rank;
   memcpy(v->dims, t->dims, sizeof(v->dims));
-  v->bytes = t->bytes;
+  v->bytes = t->sparsity ? t->data_bytes : t->bytes;   /* a sparse constant: its stored values */
   v->is_constant = ar_tensor_is_constant(t);
   v->data = v->is_constant ? (void *)t->data : NULL;
   v->sparsity = t->sparsity;
@@ -181,6 +183,82 @@ static void note_unsupported(const ar_model_t *model, const ar_unsupported_t *lo
   }
   if (*n < max) list[*n] = u;
   (*n)++;
+}
+
+/* Stored weights, sparse filters: a CONV_2D whose filter is DEQUANTIZE(DENSIFY(sparse float16
+ * constant)) or DENSIFY(sparse float32 constant), each link read by nothing else, and which the
+ * sparse kernel covers (ar_kernel_sparse_filter_check), reads the sparse constant as stored:
+ * elided[] marks the chain (never run, outputs without bytes) and sparse_of[k] names the constant
+ * for operator k's input 1 (-1 elsewhere). Anything else keeps the dense path (DENSIFY folded).
+ * Errors: AR_ENOMEM. */
+static int find_sparse_filters(const ar_interp_t *in, bool *elided, int32_t *sparse_of) {
+  const ar_subgraph_t *sg = in->sg;
+  const int32_t nt = in->n_tensors, no = in->n_ops;
+  int32_t *producer = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *producer);
+  int32_t *readers = calloc((size_t)(nt > 0 ? nt : 1), sizeof *readers);
+  if (!producer || !readers) {
+    free(producer);
+    free(readers);
+    return AR_ENOMEM;
+  }
+  for (int32_t t = 0; t < nt; t++) producer[t] = -1;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    sparse_of[k] = -1;
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (op->inputs[i] >= 0 && op->inputs[i] < nt) readers[op->inputs[i]]++;
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] >= 0 && op->outputs[o] < nt) producer[op->outputs[o]] = k;
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) readers[sg->outputs[i]]++;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op != AR_OP_CONV_2D || op->n_inputs < 2 || op->n_inputs > AR_MAX_OP_INPUTS ||
+        op->n_outputs != 1 || op->inputs[1] < 0 || op->inputs[1] >= nt)
+      continue;
+    int32_t t = op->inputs[1], deq = -1, den = -1;
+    int32_t p = producer[t];
+    if (p >= 0 && p < k && readers[t] == 1 && sg->operators[p].op == AR_OP_DEQUANTIZE &&
+        sg->operators[p].n_inputs == 1 && sg->operators[p].n_outputs == 1 &&
+        sg->tensors[t].dtype == AR_DTYPE_FLOAT32) {
+      deq = p;
+      t = sg->operators[p].inputs[0];
+      if (t < 0 || t >= nt || sg->tensors[t].dtype != AR_DTYPE_FLOAT16) continue;
+      p = producer[t];
+    }
+    if (p < 0 || p >= k || readers[t] != 1 || sg->operators[p].op != AR_OP_DENSIFY ||
+        sg->operators[p].n_inputs != 1 || sg->operators[p].n_outputs != 1)
+      continue;
+    den = p;
+    const int32_t ts = sg->operators[den].inputs[0];
+    if (ts < 0 || ts >= nt || !in->views[ts].sparsity || !in->views[ts].is_constant ||
+        (deq < 0 && sg->tensors[ts].dtype != AR_DTYPE_FLOAT32))
+      continue;
+    ar_node_t nd;
+    memset(&nd, 0, sizeof nd);
+    nd.op = op->op;
+    nd.index = k;
+    nd.version = op->version;
+    nd.options = &op->options;
+    nd.n_inputs = op->n_inputs;
+    nd.n_outputs = 1;
+    bool ok = op->outputs[0] >= 0 && op->outputs[0] < nt;
+    for (int32_t i = 0; i < op->n_inputs && ok; i++) {
+      if (op->inputs[i] >= nt) ok = false;
+      else nd.inputs[i] = op->inputs[i] >= 0 ? (ar_tview_t *)&in->views[op->inputs[i]] : NULL;
+    }
+    if (!ok) continue;
+    nd.inputs[1] = (ar_tview_t *)&in->views[ts];
+    nd.outputs[0] = (ar_tview_t *)&in->views[op->outputs[0]];
+    if (ar_kernel_sparse_filter_check(&nd, NULL, 0) != 0) continue;
+    elided[den] = true;
+    if (deq >= 0) elided[deq] = true;
+    sparse_of[k] = ts;
+  }
+  free(producer);
+  free(readers);
+  return 0;
 }
 
 /* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
@@ -233,6 +311,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->op_mode = calloc(no, sizeof(*in->op_mode));
   in->op_step = calloc(no, sizeof(*in->op_step));
   in->at_use_op = calloc(nt, sizeof(*in->at_use_op));
+  in->elided = calloc(no, sizeof(*in->elided));
+  int32_t *sparse_of = calloc(no, sizeof(*sparse_of));
   in->scratch_bytes = calloc(no, sizeof(*in->scratch_bytes));
   in->scratch_buf = calloc(no, sizeof(*in->scratch_buf));
   in->state_offset = calloc(no, sizeof(*in->state_offset));
@@ -241,7 +321,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
   int rc = 0;
   if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
-      !in->at_use_op || !in->scratch_bytes ||
+      !in->at_use_op || !in->elided || !sparse_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     goto fail;
@@ -281,7 +361,13 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
    * of an earlier folded operator) and, with stored weights, which fp16 DEQUANTIZE runs at use
    * (ar_lifetimes_op_modes, the rule ar_lifetimes_build applies; folding is cross-checked
    * below). Both outputs hold constant values: consumers' prepare sees them as constants. */
-  rc = ar_lifetimes_op_modes(model, in->cur, opt.weights == AR_WEIGHTS_STORED, in->op_mode, in->op_step);
+  for (int32_t k = 0; k < in->n_ops; k++) sparse_of[k] = -1;
+  if (opt.weights == AR_WEIGHTS_STORED && (rc = find_sparse_filters(in, in->elided, sparse_of)) != 0) {
+    rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
+    goto fail;
+  }
+  rc = ar_lifetimes_op_modes(model, in->cur, opt.weights == AR_WEIGHTS_STORED, in->elided, in->op_mode,
+                             in->op_step);
   if (rc != 0) {
     rc = ar_errf(msg, msg_bytes, rc, "interp: %s", rc == AR_EMODEL ? "an operator names a tensor out of range"
                                                                    : ar_strerror(rc));
@@ -341,6 +427,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       nd->inputs[i] = op->inputs[i] >= 0 ? &in->views[op->inputs[i]] : NULL;
     for (int32_t o = 0; o < op->n_outputs; o++)
       nd->outputs[o] = op->outputs[o] >= 0 ? &in->views[op->outputs[o]] : NULL;
+    if (sparse_of[k] >= 0) nd->inputs[1] = &in->views[sparse_of[k]];   /* the filter as stored */
+    if (in->elided[k]) continue;   /* never prepared nor run */
     const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
     if (!kern || !kern->prepare || !kern->eval) {
       note_unsupported(model, loader_list, n_loader, k, NULL, unsup, unsup_max, &n_unsup);
@@ -472,7 +560,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     }
   }
   ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes,
-                              sized_at_prepare ? in->cur : NULL, opt.weights == AR_WEIGHTS_STORED};
+                              sized_at_prepare ? in->cur : NULL, opt.weights == AR_WEIGHTS_STORED,
+                              in->elided};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -506,10 +595,12 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "interp: persistent bytes overflow");
     goto fail;
   }
+  free(sparse_of);
   *out = in;
   return 0;
 
 fail:
+  free(sparse_of);
   free(loader_list);
   free(unsup_owned);
   if (rc == 0) rc = AR_EINTERNAL;
@@ -533,6 +624,7 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->op_mode);
   free(in->op_step);
   free(in->at_use_op);
+  free(in->elided);
   free(in->scratch_bytes);
   free(in->scratch_buf);
   free(in->state_offset);
@@ -768,6 +860,10 @@ bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k) {
   return k >= 0 && k < in->n_ops && in->op_mode[k] == AR_OPMODE_AT_USE;
 }
 
+bool ar_interp_op_elided(const ar_interp_t *in, int32_t k) {
+  return k >= 0 && k < in->n_ops && in->elided[k];
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Resizing: TFLite's ResizeInputTensor + AllocateTensors, and its dynamic tensors.            */
 
@@ -853,6 +949,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
     ar_node_t *nd = &in->nodes[k];
     nd->scratch_bytes = 0;
     nd->state_bytes = 0;
+    if (in->elided[k]) continue;
     nd->infer_shapes = true;
     rc = in->kernels[k]->prepare(nd, msg, msg_bytes);
     nd->infer_shapes = false;
@@ -875,7 +972,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   ar_planner_t *p = ar_planner_new(AR_ARENA_ALIGNMENT);
   if (!p) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur,
-                              in->opt.weights == AR_WEIGHTS_STORED};
+                              in->opt.weights == AR_WEIGHTS_STORED, in->elided};
   rc = ar_lifetimes_build(in->model, &lo, p, in->tensor_plan, in->scratch_buf, NULL, msg, msg_bytes);
   if (rc == 0) {
     rc = ar_planner_plan(p, in->opt.strategy);

@@ -23,7 +23,8 @@
  *   +----------------------------------------------+
  *   weights: read-only inside the model's file mapping (never copied). With stored weights (the
  *   default) fp16 weights stay there as fp16: each DEQUANTIZE of them runs at invoke right before
- *   its reader, into an activation tensor that lives only until its last reader.
+ *   its reader, into an activation tensor that lives only until its last reader; a sparse 1x1
+ *   filter (TFLite sparsity + DENSIFY) stays sparse: its CONV_2D multiplies the stored form.
  *
  * Graph inputs: write them through ar_interp_input(i)->data after place and before each invoke
  * (with the `arenad` lifetime convention an input's bytes may be reused once it has been read, so
@@ -53,7 +54,9 @@ extern "C" {
  *                     (dense) copy in the persistent region (TFLite's behaviour).
  *  AR_WEIGHTS_STORED  weights stay as stored in the file mapping: fp16 constants feeding
  *                     DEQUANTIZE are widened when needed rather than kept widened (see
- *                     ar_lifetimes.h for how), so the persistent region holds packed/state data. */
+ *                     ar_lifetimes.h for how), and sparse 1x1 filters are read in their stored
+ *                     form (DENSIFY elided, ar_interp_op_elided), so the persistent region holds
+ *                     packed/state data. */
 typedef enum ar_weights { AR_WEIGHTS_FP32 = 0, AR_WEIGHTS_STORED = 1 } ar_weights_t;
 
 /* "fp32" / "stored"; parse returns 0 or AR_EINVAL (NULL or another name). */
@@ -165,6 +168,10 @@ bool ar_interp_op_folded(const ar_interp_t *in, int32_t k);
 /* Whether operator k is a DEQUANTIZE of fp16 weights run at use (stored weights): at invoke,
  * right before the first operator that reads its output, into a short-lived activation tensor. */
 bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k);
+/* Whether operator k is the DENSIFY (or the DEQUANTIZE after it) of a sparse 1x1 filter that its
+ * CONV_2D reads as stored (stored weights; kernels/sparse_conv.c): it never runs and its output has
+ * no bytes. The conv's node shows the sparse constant as input 1. */
+bool ar_interp_op_elided(const ar_interp_t *in, int32_t k);
 
 /* ---- Resizable inputs and shapes that depend on values (TFLite ResizeInputTensor +
  * AllocateTensors, and its "dynamic tensors").

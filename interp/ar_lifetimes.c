@@ -86,7 +86,7 @@ typedef struct lt_work {
 enum { LT_GIN = 1, LT_GOUT = 2, LT_CONST = 4, LT_FOLDED = 8, LT_GROUP_GOUT = 16 };
 
 int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, bool weights_stored,
-                          ar_op_mode_t *mode, int32_t *step) {
+                          const bool *elided, ar_op_mode_t *mode, int32_t *step) {
   if (model == NULL || mode == NULL || step == NULL || model->n_subgraphs < 1) return AR_EINVAL;
   const ar_subgraph_t *sg = &model->subgraphs[0];
   const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
@@ -115,6 +115,13 @@ int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, b
       if (op->inputs[i] >= nt) rc = AR_EMODEL;
     for (int32_t o = 0; o < op->n_outputs; o++)
       if (op->outputs[o] >= nt) rc = AR_EMODEL;
+    if (rc == 0 && elided && elided[k]) {
+      mode[k] = AR_OPMODE_ELIDED;
+      step[k] = -1;
+      for (int32_t o = 0; o < op->n_outputs; o++)
+        if (op->outputs[o] >= 0) f[op->outputs[o]] |= M_CONST;
+      continue;
+    }
     if (rc != 0 || (op->op != AR_OP_DEQUANTIZE && op->op != AR_OP_DENSIFY) || op->n_inputs < 1) continue;
     bool all_const = true;
     for (int32_t i = 0; i < op->n_inputs; i++) {
@@ -207,7 +214,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
   /* Folded operators: DEQUANTIZE/DENSIFY whose inputs are all constants or folded tensors
    * (TFLite makes such outputs kTfLiteArenaRwPersistent and computes them once); with
    * weights_stored, fp16 DEQUANTIZE of those runs at use instead (ar_lifetimes_op_modes). */
-  rc = ar_lifetimes_op_modes(model, tens, opt->weights_stored, mode, step);
+  rc = ar_lifetimes_op_modes(model, tens, opt->weights_stored, opt->elided, mode, step);
   if (rc != 0) {
     rc = ar_errf(msg, msg_bytes, rc, "lifetimes: %s", rc == AR_EMODEL ? "an operator names a tensor out of "
                  "range" : ar_strerror(rc));
@@ -221,8 +228,11 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
     at_use_head[step[k]] = k;
   }
   for (int32_t k = 0; k < no; k++) {
-    if (mode[k] != AR_OPMODE_FOLDED) continue;
     const ar_operator_t *op = &sg->operators[k];
+    if (mode[k] == AR_OPMODE_ELIDED)   /* outputs without bytes: nothing reads them at invoke */
+      for (int32_t o = 0; o < op->n_outputs; o++)
+        if (op->outputs[o] >= 0) w.flags[op->outputs[o]] |= LT_CONST;
+    if (mode[k] != AR_OPMODE_FOLDED) continue;
     folded[k] = true;
     for (int32_t o = 0; o < op->n_outputs; o++)
       if (op->outputs[o] >= 0) w.flags[op->outputs[o]] |= LT_FOLDED;
@@ -417,7 +427,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
         scratch_buf[d] = b;
       }
     }
-    if (mode[k] == AR_OPMODE_AT_USE) continue;
+    if (mode[k] == AR_OPMODE_AT_USE || mode[k] == AR_OPMODE_ELIDED) continue;
     const ar_operator_t *op = &sg->operators[k];
     for (int32_t j = 0; j < op->n_outputs; j++) {
       int32_t t = op->outputs[j];

@@ -22,6 +22,9 @@
  * short-lived widened copy, in cache when the reader runs) instead of a persistent one; the fp16
  * bytes stay in the model's mapping. Execution order = step order, ties broken as "at-use
  * operators first, in stored order, then the reader", so lifetimes and the run agree.
+ * A sparse 1x1 filter's DENSIFY (-> DEQUANTIZE) chain whose CONV_2D reads the sparse constant as
+ * stored is "elided" by the interpreter (ar_lifetime_options_t.elided): it never runs and its
+ * outputs get no buffer at all.
  */
 #ifndef AR_LIFETIMES_H
 #define AR_LIFETIMES_H
@@ -66,6 +69,9 @@ typedef enum ar_op_mode {
   AR_OPMODE_FOLDED = 1,   /* once at place (DEQUANTIZE/DENSIFY of constants or folded tensors) */
   AR_OPMODE_AT_USE = 2,   /* weights_stored: at invoke, right before its first reader, at that
                            * reader's step (never run if nothing reads its output) */
+  AR_OPMODE_ELIDED = 3,   /* never runs and its outputs have no bytes: the DENSIFY (-> DEQUANTIZE)
+                           * of a sparse filter that its one reader, a CONV_2D, takes as stored
+                           * (the interpreter decides, ar_kernel_sparse_filter_check) */
 } ar_op_mode_t;
 
 typedef struct ar_lifetime_options {
@@ -75,17 +81,20 @@ typedef struct ar_lifetime_options {
   const ar_tensor_t *tensors;        /* n_tensors entries replacing the subgraph's tensors (dims,
                                       * bytes after ar_interp_resize_input), or NULL: stored ones */
   bool weights_stored;               /* fp16 DEQUANTIZE of constants runs at use (see above) */
+  const bool *elided;                /* per operator (n_operators entries): AR_OPMODE_ELIDED, or NULL
+                                      * for none */
 } ar_lifetime_options_t;
 
 /* The mode of every operator of subgraph 0 (n_operators entries of `mode` and `step`): FOLDED
  * for DEQUANTIZE/DENSIFY whose inputs are all constants or folded outputs; with weights_stored,
  * AT_USE for a DEQUANTIZE whose one input is a FLOAT16 constant or folded tensor and whose output
  * (FLOAT32) is not a graph output; INVOKE otherwise. step[k] is the step operator k runs at: k,
- * or for AT_USE the lowest index of the operators reading its output (-1: nobody does). `tensors`
- * as in ar_lifetime_options_t (NULL: the stored ones). Errors: AR_EINVAL, AR_ENOMEM, AR_EMODEL
- * (a tensor index out of range). */
+ * or for AT_USE the lowest index of the operators reading its output (-1: nobody does). ELIDED
+ * (step -1) where `elided` (n_operators entries, may be NULL) says so: their outputs count as
+ * constants without bytes (AR_HOME_CONSTANT, no data). `tensors` as in ar_lifetime_options_t
+ * (NULL: the stored ones). Errors: AR_EINVAL, AR_ENOMEM, AR_EMODEL (a tensor index out of range). */
 int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, bool weights_stored,
-                          ar_op_mode_t *mode, int32_t *step);
+                          const bool *elided, ar_op_mode_t *mode, int32_t *step);
 
 /* Fill `p` (empty planner) with the buffers of subgraph 0 of `model`; `tensor_plan` has
  * n_tensors entries and `scratch_buf` n_operators entries (-1 where no scratch), both caller-owned.

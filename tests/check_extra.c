@@ -100,7 +100,13 @@ START_TEST(test_golden_extra) {
   ck_assert_msg(rc == 0, "%s: place: %s (%s)", stem, ar_err_name(rc), msg);
   ck_assert_int_eq(ar_interp_options(in)->weights, AR_WEIGHTS_STORED);
   ck_assert_uint_eq(ar_interp_arena_bytes(in), extra_arena_bytes[_i]);
-  /* The same model with fp32 weights (folded at place): the same outputs, bit for bit. */
+  /* The same model with fp32 weights (folded at place): the same outputs, bit for bit - except
+   * where a sparse filter is multiplied as stored (pose_detection: kernels/sparse_conv.c sums only
+   * the stored entries, in another order than the dense GEMM), where both meet the golden. */
+  int32_t elided = 0;
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) elided += ar_interp_op_elided(in, k);
+  if (strcmp(stem, "pose_detection") == 0) ck_assert_int_eq(elided, 2 * 38);   /* 38 DENSIFY chains */
+  else ck_assert_int_eq(elided, 0);
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
   opt.weights = AR_WEIGHTS_FP32;
@@ -111,19 +117,21 @@ START_TEST(test_golden_extra) {
   for (size_t c = 0; c < 2; c++) {
     check_case(in, stem, cases[c]);
     check_case(f, stem, cases[c]);
-    for (int32_t j = 0; j < ar_interp_n_outputs(in); j++)
+    for (int32_t j = 0; j < ar_interp_n_outputs(in) && elided == 0; j++)
       ck_assert_msg(memcmp(ar_interp_output(in, j)->data, ar_interp_output(f, j)->data,
                            ar_interp_output(in, j)->bytes) == 0,
                     "%s/%s: output %d differs between stored and fp32 weights", stem, cases[c], j);
   }
   uint64_t ps = ar_interp_persistent_bytes(in), pf = ar_interp_persistent_bytes(f);
-  printf("model %-20s operators %d (run %d)  arena %llu B  persistent %llu B (fp32 weights: %llu B, x%.4f)  "
-         "outputs identical\n", stem, ar_interp_n_operators(in), ar_interp_runtime_operators(in),
+  printf("model %-20s operators %d (run %d)  arena %llu B  persistent %llu B (fp32 weights: %llu B, x%.4f; "
+         "file %llu B)  outputs %s\n", stem, ar_interp_n_operators(in), ar_interp_runtime_operators(in),
          (unsigned long long)ar_interp_arena_bytes(in), (unsigned long long)ps, (unsigned long long)pf,
-         (double)ps / (double)pf);
-  /* Dense fp16 models: persistent bytes are kernel state only (pose_detection's sparse weights are
-   * densified at place in both modes). */
-  if (strcmp(stem, "pose_detection") != 0) ck_assert_uint_le(ps * 10, pf);
+         (double)ps / (double)pf, (unsigned long long)m->file_bytes,
+         elided ? "within the golden tolerance (sparse filters as stored)" : "identical");
+  /* Persistent bytes are kernel state only, below the file's size (issue 12: pose_detection's sparse
+   * weights stay sparse, 2,962,288 B file). */
+  ck_assert_uint_le(ps * 10, pf);
+  ck_assert_uint_lt(ps, m->file_bytes);
   ar_interp_free(f);
   ar_interp_free(in);
   ar_model_free(m);

@@ -172,9 +172,11 @@ START_TEST(test_golden) {
 END_TEST
 
 /* Weights kept as stored (fp16 widened at use, the default) and fp32 weights (folded at place) give
- * the same outputs bit for bit on both cases; stored weights leave kernel state alone in the
- * persistent region (at most a tenth of the fp32 figure; the DENSIFY model keeps its densified
- * fp16 weights there), and every at-use DEQUANTIZE writes into the activation region. */
+ * the same outputs bit for bit on both cases - on the DENSIFY model both meet the golden instead
+ * (its sparse 1x1 filters are multiplied as stored, kernels/sparse_conv.c, summing in another
+ * order); stored weights leave kernel state alone in the persistent region (at most a tenth of the
+ * fp32 figure, below the file's size), and every at-use DEQUANTIZE writes into the activation
+ * region. */
 START_TEST(test_weights_stored_same_as_fp32) {
   const char *stem = ar_test_models[_i];
   if (skip_model(stem)) return;
@@ -185,17 +187,21 @@ START_TEST(test_weights_stored_same_as_fp32) {
   ar_interp_t *s = new_placed(m, &opt, stem);
   opt.weights = AR_WEIGHTS_FP32;
   ar_interp_t *f = new_placed(m, &opt, stem);
-  int32_t at_use = 0, folded_s = 0, folded_f = 0;
+  int32_t at_use = 0, folded_s = 0, folded_f = 0, elided = 0;
   bool densify = false;
   for (int32_t k = 0; k < ar_interp_n_operators(s); k++) {
     at_use += ar_interp_op_at_use(s, k);
+    elided += ar_interp_op_elided(s, k);
+    ck_assert(!ar_interp_op_elided(f, k));
     folded_s += ar_interp_op_folded(s, k);
     folded_f += ar_interp_op_folded(f, k);
     ck_assert(!ar_interp_op_at_use(f, k));
     densify = densify || ar_interp_node(s, k)->op == AR_OP_DENSIFY;
   }
   ck_assert_int_gt(at_use, 0);
-  ck_assert_int_eq(folded_s + at_use, folded_f);
+  ck_assert_int_eq(folded_s + at_use + elided, folded_f);
+  ck_assert_int_eq(elided > 0, densify);   /* every sparse filter of the DENSIFY model as stored */
+  if (densify) ck_assert_int_eq(folded_s, 0);
   ck_assert_int_eq(ar_interp_runtime_operators(s), ar_interp_runtime_operators(f) + at_use);
   const ar_tensor_plan_t *tp = ar_interp_tensor_plan(s);
   for (int32_t k = 0; k < ar_interp_n_operators(s); k++) {
@@ -206,8 +212,9 @@ START_TEST(test_weights_stored_same_as_fp32) {
     ck_assert(tp[m->subgraphs[0].operators[k].outputs[0]].at_use);
   }
   uint64_t ps = ar_interp_persistent_bytes(s), pf = ar_interp_persistent_bytes(f);
-  if (!densify) ck_assert_msg(ps * 10 <= pf, "%s: persistent %llu B stored, %llu B fp32", stem,
-                              (unsigned long long)ps, (unsigned long long)pf);
+  ck_assert_msg(ps * 10 <= pf && ps < m->file_bytes, "%s: persistent %llu B stored, %llu B fp32, file "
+                "%llu B", stem, (unsigned long long)ps, (unsigned long long)pf,
+                (unsigned long long)m->file_bytes);
   for (size_t c = 0; c < 2; c++) {
     blobs_t inputs;
     read_inputs(stem, cases[c], ar_interp_n_inputs(s), &inputs);
@@ -215,16 +222,21 @@ START_TEST(test_weights_stored_same_as_fp32) {
     set_inputs(f, &inputs, stem);
     ck_assert_int_eq(ar_interp_invoke(s), 0);
     ck_assert_int_eq(ar_interp_invoke(f), 0);
-    for (int32_t j = 0; j < ar_interp_n_outputs(s); j++)
+    if (elided) {
+      check_golden(s, stem, cases[c]);
+      check_golden(f, stem, cases[c]);
+    }
+    for (int32_t j = 0; j < ar_interp_n_outputs(s) && !elided; j++)
       ck_assert_msg(memcmp(ar_interp_output(s, j)->data, ar_interp_output(f, j)->data,
                            ar_interp_output(s, j)->bytes) == 0,
                     "%s/%s: output %d differs between stored and fp32 weights", stem, cases[c], j);
     blobs_free(&inputs);
   }
   printf("weights %-34s persistent stored %9llu B  fp32 %9llu B  x%.4f  arena %llu / %llu B  at-use "
-         "DEQUANTIZE %d  outputs identical\n", stem, (unsigned long long)ps, (unsigned long long)pf,
+         "DEQUANTIZE %d  elided %d  outputs %s\n", stem, (unsigned long long)ps, (unsigned long long)pf,
          (double)ps / (double)pf, (unsigned long long)ar_interp_arena_bytes(s),
-         (unsigned long long)ar_interp_arena_bytes(f), at_use);
+         (unsigned long long)ar_interp_arena_bytes(f), at_use, elided,
+         elided ? "within the golden tolerance" : "identical");
   ar_interp_free(s);
   ar_interp_free(f);
   ar_model_free(m);

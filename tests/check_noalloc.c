@@ -187,10 +187,11 @@ static void settle_openblas_threads(void) {
   free(a);
 }
 
-START_TEST(test_invoke_no_alloc) {
+/* Load `stem`, plan with the default options, copy in the photo input from `golden_dir`, one
+ * warm-up invoke, then the counted ones: none may allocate. */
+static void invoke_no_alloc(const char *stem, const char *golden_dir) {
   install_counter();
   settle_openblas_threads();
-  const char *stem = ar_test_models[_i];
   char path[1024], msg[AR_MSG_BYTES] = "";
   ar_model_t *m = NULL;
   int rc = ar_model_load(ar_test_model_path(path, sizeof path, stem), &m, msg, sizeof msg);
@@ -202,7 +203,7 @@ START_TEST(test_invoke_no_alloc) {
   ck_assert_msg(rc == 0, "%s: %s", stem, msg);
   rc = ar_interp_place_owned(in, msg, sizeof msg);
   ck_assert_msg(rc == 0, "%s: %s", stem, msg);
-  snprintf(path, sizeof path, "%s/%s/photo/input_0.bin", ar_test_golden_dir(), stem);
+  snprintf(path, sizeof path, "%s/%s/photo/input_0.bin", golden_dir, stem);
   size_t bytes = 0;
   void *input = ar_test_read_file(path, &bytes);
   ck_assert_ptr_nonnull(input);
@@ -237,6 +238,22 @@ START_TEST(test_invoke_no_alloc) {
   free(input);
   ar_interp_free(in);
   ar_model_free(m);
+}
+
+START_TEST(test_invoke_no_alloc) {
+  invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir());
+}
+END_TEST
+
+/* pose_detection (models_extra): its 38 sparse 1x1 filters are multiplied as stored
+ * (kernels/sparse_conv.c: tiles in planned scratch, float16 widened on the stack). */
+START_TEST(test_sparse_invoke_no_alloc) {
+  char path[1024];
+  if (access(ar_test_model_path(path, sizeof path, "pose_detection"), R_OK) != 0) {
+    printf("noalloc pose_detection: skipped (%s absent)\n", path);
+    return;
+  }
+  invoke_no_alloc("pose_detection", ar_test_golden_extra_dir());
 }
 END_TEST
 
@@ -803,6 +820,7 @@ int main(void) {
   tc = tcase_create("invoke");
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_invoke_no_alloc, 0, ar_test_n_models);
+  tcase_add_test(tc, test_sparse_invoke_no_alloc);
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc, 0, ar_test_n_qmodels);
   tcase_add_test(tc, test_ops_no_alloc);
   suite_add_tcase(s, tc);
