@@ -1156,6 +1156,62 @@ START_TEST(reload_is_a_transaction_and_keeps_runtime_loads) {
 }
 END_TEST
 
+/* Stats' weights mode of model `name`, "" if it is not listed. */
+static const char *weights_of(json_t *st, const char *name) {
+  json_t *m = stats_model(st, name);
+  return m ? json_string_value(json_object_get(m, "weights")) : "";
+}
+
+static void write_weights_config(const char *path, const char *dflt) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"weights\": \"%s\", \"models\": [{\"name\": \"face\", \"path\": \"%s\"}, "
+          "{\"name\": \"selfie\", \"path\": \"%s\", \"weights\": \"stored\"}]}\n", dflt,
+          model_path("face_detection_short_range"), model_path("selfie_segmentation"));
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The configuration's top-level "weights" is the mode of the models that name none and of client
+ * loads that send none; a model's own key wins. A reload that changes the default replaces the
+ * models that follow it (face) and keeps the one naming its mode (selfie) and run-time loads,
+ * which keep the mode they were loaded with. */
+START_TEST(config_weights_default_and_reload) {
+  char cfg[400], msg[AR_MSG_BYTES];
+  char dir[] = "/tmp/check_daemon_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  write_weights_config(cfg, "fp32");
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  wait_log("loaded model 'face'", 1);
+  wait_log("loaded model 'selfie'", 1);
+  ar_client_t *c = client();
+  load_ok(c, "hand", "hand_landmark_lite", "", NULL);
+  json_t *st = stats(c);
+  ck_assert_str_eq(weights_of(st, "face"), "fp32");
+  ck_assert_str_eq(weights_of(st, "selfie"), "stored");
+  ck_assert_str_eq(weights_of(st, "hand"), "fp32");
+  uint64_t face_fp32 = ji(stats_model(st, "face"), "persistent_bytes");
+  json_decref(st);
+  write_weights_config(cfg, "stored");
+  ar_client_reloaded_t *changed = NULL;
+  size_t n_changed = 0;
+  uint32_t unchanged = 0;
+  ck_assert_msg(ar_client_reload(c, &changed, &n_changed, &unchanged, msg, sizeof(msg)) == 0, "reload: %s", msg);
+  free(changed);
+  st = stats(c);
+  ck_assert_str_eq(weights_of(st, "face"), "stored");
+  ck_assert_str_eq(weights_of(st, "selfie"), "stored");
+  ck_assert_str_eq(weights_of(st, "hand"), "fp32");
+  ck_assert_uint_le(ji(stats_model(st, "face"), "persistent_bytes") * 10, face_fp32);
+  json_decref(st);
+  ar_client_close(c);
+  stop();
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 START_TEST(reload_changing_group_never_fails_an_invoke) {
   char cfg[400], models[4096], got[1024];
   char dir[] = "/tmp/check_daemon_XXXXXX";
@@ -1289,6 +1345,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, startup_with_a_failing_model_exits_1);
   tcase_add_test(tc, reload_is_a_transaction_and_keeps_runtime_loads);
   tcase_add_test(tc, reload_changing_group_never_fails_an_invoke);
+  tcase_add_test(tc, config_weights_default_and_reload);
   tcase_add_test(tc, invokes_of_a_vanished_client_are_dropped);
   suite_add_tcase(s, tc);
   return s;
