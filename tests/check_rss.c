@@ -222,8 +222,8 @@ START_TEST(memory_limit_refuses_a_load) {
   ck_assert_int_eq(jint(json_object_get(root, "memory"), "memory_limit_bytes"), (long long)limit);
   json_decref(root);
 
-  /* hand_landmark_full: a 5.5 MB file, ~11 MB of folded constants and a 4 MB activation region of
-   * its own: far more than 4 MiB. */
+  /* hand_landmark_full: a 5.5 MB file copy and a 4 MB activation region of its own (and ~11 MB
+   * of folded constants with fp32 weights): more than 4 MiB in any weights mode. */
   int rc = ar_client_load(c, "big", model_path("hand_landmark_full"), NULL, NULL, NULL, msg, sizeof(msg));
   ck_assert_msg(rc == AR_ENOSPC, "load over memory_limit: rc %d (%s)", rc, msg);
   printf("refused: %s\n", msg);
