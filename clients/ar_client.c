@@ -303,6 +303,7 @@ AR_EXPORT int ar_client_compact(ar_client_t *c, ar_client_compact_t *out, char *
     out->largest_free_bytes_after = r->largest_free_bytes_after;
     out->free_blocks_after = r->free_blocks_after;
     out->duration_us = r->duration_us;
+    out->released_bytes = r->released_bytes;
   }
   arenad__response__free_unpacked(resp, NULL);
   return 0;

@@ -148,6 +148,7 @@ typedef struct ar_client_compact {
   uint64_t free_bytes_after, largest_free_bytes_after;   /* equal: one free block */
   uint32_t free_blocks_after;     /* 1, or 0 when the pool is full */
   uint64_t duration_us;           /* request to the last model serving from its new place, µs */
+  uint64_t released_bytes;        /* free pages given back to the system at the end (DONTNEED) */
 } ar_client_compact_t;
 
 /* Compact the daemon's pool (admin peers only): regions above a free block move down so that the

@@ -102,8 +102,14 @@ static void print_stats(json_t *root) {
   human_bytes(b, sizeof(b), used);
   human_bytes(c, sizeof(c), (uint64_t)jint(pool, "free_bytes"));
   human_bytes(d, sizeof(d), (uint64_t)jint(pool, "largest_free_bytes"));
-  printf("pool: %s, used %s (%.1f%%), free %s, largest free block %s\n", a, b,
-         total ? 100.0 * (double)used / (double)total : 0.0, c, d);
+  printf("pool: %s, used %s (%.1f%%), free %s in %" JSON_INTEGER_FORMAT " block(s), largest free block %s\n", a, b,
+         total ? 100.0 * (double)used / (double)total : 0.0, c, jint(pool, "free_blocks"), d);
+  if (jint(pool, "compactions") > 0 || json_is_true(json_object_get(pool, "compacting"))) {
+    char e[32];
+    human_bytes(e, sizeof(e), (uint64_t)jint(pool, "compacted_bytes"));
+    printf("  compactions %" JSON_INTEGER_FORMAT " (%s moved)%s\n", jint(pool, "compactions"), e,
+           json_is_true(json_object_get(pool, "compacting")) ? ", one in progress" : "");
+  }
   printf("  %12s %12s  %-10s  %s\n", "offset", "bytes", "kind", "owner");
   size_t i;
   json_t *r;
@@ -431,23 +437,25 @@ int ar_cmd_compact(int argc, char **argv) {
     printf("{\"regions_moved\": %u, \"bytes_moved\": %" PRIu64 ", \"models_replaced\": %u, "
            "\"free_bytes_before\": %" PRIu64 ", \"largest_free_bytes_before\": %" PRIu64 ", "
            "\"free_blocks_before\": %u, \"free_bytes_after\": %" PRIu64 ", \"largest_free_bytes_after\": %" PRIu64
-           ", \"free_blocks_after\": %u, \"duration_us\": %" PRIu64 "}\n",
+           ", \"free_blocks_after\": %u, \"duration_us\": %" PRIu64 ", \"released_bytes\": %" PRIu64 "}\n",
            f.regions_moved, f.bytes_moved, f.models_replaced, f.free_bytes_before, f.largest_free_bytes_before,
-           f.free_blocks_before, f.free_bytes_after, f.largest_free_bytes_after, f.free_blocks_after, f.duration_us);
+           f.free_blocks_before, f.free_bytes_after, f.largest_free_bytes_after, f.free_blocks_after, f.duration_us,
+           f.released_bytes);
     return 0;
   }
-  char moved[32], fb[32], lb[32], la[32];
+  char moved[32], fb[32], lb[32], la[32], rel[32];
   human_bytes(moved, sizeof(moved), f.bytes_moved);
   human_bytes(fb, sizeof(fb), f.free_bytes_after);
   human_bytes(lb, sizeof(lb), f.largest_free_bytes_before);
   human_bytes(la, sizeof(la), f.largest_free_bytes_after);
+  human_bytes(rel, sizeof(rel), f.released_bytes);
   if (f.regions_moved == 0)
     printf("pool already compact: %s free in %u block(s)\n", fb, f.free_blocks_after);
   else
     printf("moved %u region(s), %s; re-placed %u model(s) in %.1f ms\n"
-           "free %s: largest block %s -> %s, %u -> %u block(s)\n",
+           "free %s: largest block %s -> %s, %u -> %u block(s); %s of free pages released\n",
            f.regions_moved, moved, f.models_replaced, (double)f.duration_us / 1000.0, fb, lb, la, f.free_blocks_before,
-           f.free_blocks_after);
+           f.free_blocks_after, rel);
   return 0;
 }
 

@@ -180,7 +180,7 @@ struct ar_job {
 /* What one compaction did (CompactResponse; bytes, µs). */
 typedef struct ar_compact_figures {
   uint32_t regions_moved, models_replaced, free_blocks_before, free_blocks_after;
-  uint64_t bytes_moved, free_before, largest_before, free_after, largest_after;
+  uint64_t bytes_moved, free_before, largest_before, free_after, largest_after, released;
   uint64_t t_start_us, t_end_us;
 } ar_compact_figures_t;
 

@@ -1603,6 +1603,7 @@ static void answer_compact(ar_server_t *srv, const ar_reply_to_t *to) {
   body.largest_free_bytes_after = f->largest_after;
   body.free_blocks_after = f->free_blocks_after;
   body.duration_us = f->t_end_us - f->t_start_us;
+  body.released_bytes = f->released;
   resp.status = &st;
   resp.body_case = ARENAD__RESPONSE__BODY_COMPACT;
   resp.compact = &body;
@@ -1616,13 +1617,16 @@ static void compact_finish(ar_server_t *srv) {
   srv->compacting = false;
   srv->compact_committed = false;
   if (srv->compact_rc == 0) {
+    /* Every place the moved models left is unused now: give its pages back. */
+    f->released = ar_pool_release_free(&srv->pool);
     srv->compactions++;
     srv->compact_bytes_moved += f->bytes_moved;
     if (f->regions_moved > 0)
       ar_log("compacted the pool: %u region(s), %" PRIu64 " bytes moved, %u model(s) re-placed; free %" PRIu64
-             " bytes, largest block %" PRIu64 " -> %" PRIu64 " bytes (%u -> %u block(s)), %" PRIu64 " us",
+             " bytes, largest block %" PRIu64 " -> %" PRIu64 " bytes (%u -> %u block(s)), %" PRIu64
+             " bytes of free pages released, %" PRIu64 " us",
              f->regions_moved, f->bytes_moved, f->models_replaced, f->free_after, f->largest_before,
-             f->largest_after, f->free_blocks_before, f->free_blocks_after, f->t_end_us - f->t_start_us);
+             f->largest_after, f->free_blocks_before, f->free_blocks_after, f->released, f->t_end_us - f->t_start_us);
   }
   int rc = srv->compact_rc;
   char msg[AR_MSG_BYTES];

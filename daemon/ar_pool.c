@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/ar_error.h"
 #include "common/ar_util.h"
@@ -209,4 +210,19 @@ uint64_t ar_pool_compact(ar_pool_t *pool) {
   if (at < pool->bytes) pool->regions[k++] = (ar_region_t){.offset = at, .bytes = pool->bytes - at, .kind = AR_REGION_FREE};
   pool->n_regions = k;
   return moved;
+}
+
+uint64_t ar_pool_release_free(ar_pool_t *pool) {
+  if (pool->base == NULL) return 0;
+  long ps = sysconf(_SC_PAGESIZE);
+  uint64_t page = ps > 0 ? (uint64_t)ps : 4096, released = 0;
+  for (size_t i = 0; i < pool->n_regions; i++) {
+    const ar_region_t *r = &pool->regions[i];
+    if (r->kind != AR_REGION_FREE) continue;
+    uintptr_t lo = (uintptr_t)(pool->base + r->offset), hi = lo + r->bytes;
+    lo = (lo + page - 1) / page * page;
+    hi = hi / page * page;
+    if (hi > lo && madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) released += hi - lo;
+  }
+  return released;
 }

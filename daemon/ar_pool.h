@@ -108,6 +108,12 @@ size_t ar_pool_compact_plan(const ar_pool_t *pool, ar_pool_move_t *moves, size_t
  * ar_pool_largest_free_bytes == pool->bytes - ar_pool_used_bytes. */
 uint64_t ar_pool_compact(ar_pool_t *pool);
 
+/* Give the pages inside free regions back to the system (madvise MADV_DONTNEED on the whole pages
+ * each free region contains; they read as zeros when touched again). Only for free regions nobody
+ * still reads (the daemon calls it when a compaction has ended). Returns the bytes released (0 for
+ * a layout-only pool). */
+uint64_t ar_pool_release_free(ar_pool_t *pool);
+
 /* Bytes of a region rounded like ar_pool_alloc does. */
 uint64_t ar_pool_round(uint64_t bytes);
 

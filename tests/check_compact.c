@@ -6,9 +6,10 @@
  *     load would fail with ENOSPC), the remaining models and the new one match their goldens, and
  *     the pool shows one free block;
  *   - an explicit compaction while invokes are in flight on the models it moves (pipelined on one
- *     connection ahead of the compact request, and streamed from other threads): every invoke
- *     answers its golden, the compact reply comes after the invokes accepted before it, and its
- *     figures add up (regions and bytes moved, free bytes unchanged, largest block = free bytes);
+ *     connection ahead of the compact request, and streamed from other threads) and a load sent
+ *     right after it: every invoke answers its golden, the compact reply comes after the invokes
+ *     accepted before it, the load succeeds, and the figures add up (regions and bytes moved, free
+ *     bytes unchanged, largest block = free bytes, the free block's pages released);
  *   - the automatic compaction after an unload.
  *
  * Model sizes depend on the interpreter's options (weights as stored or widened), so the first
@@ -415,9 +416,10 @@ START_TEST(compaction_with_invokes_in_flight) {
     json_decref(st);
     if (n >= 4) break;
   }
-  /* One connection: 8 invokes of hand, the compact request, 4 more invokes, written in one go. The
-   * daemon takes frames in order, so the 8 are accepted before the compaction queues hand's move. */
-  enum { BEFORE = 8, AFTER = 4, COMPACT_ID = 100 };
+  /* One connection: 8 invokes of hand, the compact request, a load, 4 more invokes, written in one
+   * go. The daemon takes frames in order, so the 8 are accepted before the compaction queues hand's
+   * move; the load may finish preparing while the compaction waits (it then waits too). */
+  enum { BEFORE = 8, AFTER = 4, COMPACT_ID = 100, LOAD_ID = 200 };
   uint8_t *buf = NULL;
   size_t len = 0;
   for (int i = 0; i < BEFORE; i++) append_invoke(&buf, &len, (uint64_t)(1 + i), "hand", &hand, &gh);
@@ -427,15 +429,26 @@ START_TEST(compaction_with_invokes_in_flight) {
   creq.body_case = ARENAD__REQUEST__BODY_COMPACT;
   creq.compact = &cbody;
   append_frame(&buf, &len, &creq);
+  Arenad__Request lreq = ARENAD__REQUEST__INIT;
+  Arenad__LoadModelRequest lbody = ARENAD__LOAD_MODEL_REQUEST__INIT;
+  lbody.name = (char *)"late";
+  lbody.path = model_path("face_detection_short_range");
+  lbody.group = (char *)"";
+  lbody.strategy = (char *)"";
+  lreq.id = LOAD_ID;
+  lreq.body_case = ARENAD__REQUEST__BODY_LOAD_MODEL;
+  lreq.load_model = &lbody;
+  append_frame(&buf, &len, &lreq);
   for (int i = 0; i < AFTER; i++) append_invoke(&buf, &len, (uint64_t)(COMPACT_ID + 1 + i), "hand", &hand, &gh);
   int fd = ar_td_connect_raw(dmn.socket);
   ck_assert_int_ge(fd, 0);
   writer_arg_t w = {.fd = fd, .buf = buf, .len = len};
   pthread_t wt;
   pthread_create(&wt, NULL, writer_main, &w);
-  int before_seen = 0, after_seen = 0, before_at_compact = -1;
+  int before_seen = 0, after_seen = 0, before_at_compact = -1, loaded = 0;
+  uint64_t late_need = 0;
   Arenad__CompactResponse fig = ARENAD__COMPACT_RESPONSE__INIT;
-  for (int i = 0; i < BEFORE + AFTER + 1; i++) {
+  for (int i = 0; i < BEFORE + AFTER + 2; i++) {
     Arenad__Response *r = ar_td_read_response(fd);
     ck_assert_ptr_nonnull(r);
     ck_assert_msg(r->status && r->status->code == 0, "request %" PRIu64 ": %s", r->id,
@@ -444,6 +457,12 @@ START_TEST(compaction_with_invokes_in_flight) {
       ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_COMPACT);
       fig = *r->compact;   /* scalars only */
       before_at_compact = before_seen;
+    } else if (r->id == LOAD_ID) {
+      ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_LOAD_MODEL);
+      const Arenad__ModelInfo *mi = r->load_model->model;
+      ar_client_model_t li = {.arena_bytes = mi->arena_bytes, .persistent_bytes = mi->persistent_bytes};
+      late_need = pool_need(&li);
+      loaded++;
     } else {
       ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_INVOKE);
       ck_assert_uint_eq(golden_check_pb(&gh, r->invoke), 0);
@@ -463,15 +482,17 @@ START_TEST(compaction_with_invokes_in_flight) {
     ck_assert_int_gt(s[i].ok, 0);
   }
   printf("compact: %u regions (%" PRIu64 " B) moved, %u models re-placed in %" PRIu64 " us; free %" PRIu64
-         " B, largest %" PRIu64 " -> %" PRIu64 " B, blocks %u -> %u; streams answered %d + %d + %d invokes\n",
+         " B, largest %" PRIu64 " -> %" PRIu64 " B, blocks %u -> %u, %" PRIu64 " B of free pages released; streams "
+         "answered %d + %d + %d invokes\n",
          fig.regions_moved, fig.bytes_moved, fig.models_replaced, fig.duration_us, fig.free_bytes_after,
          fig.largest_free_bytes_before, fig.largest_free_bytes_after, fig.free_blocks_before, fig.free_blocks_after,
-         s[0].ok, s[1].ok, s[2].ok);
+         fig.released_bytes, s[0].ok, s[1].ok, s[2].ok);
   /* The invokes of hand accepted before the compaction were all answered before it (its move was
    * queued behind them), correctly; the later ones too. */
   ck_assert_int_eq(before_at_compact, BEFORE);
   ck_assert_int_eq(before_seen, BEFORE);
   ck_assert_int_eq(after_seen, AFTER);
+  ck_assert_int_eq(loaded, 1);
   /* Figures: selfie's and hand's persistent + activation regions moved down by palm's bytes. */
   ck_assert_uint_eq(fig.regions_moved, 4);
   ck_assert_uint_eq(fig.models_replaced, 2);
@@ -482,9 +503,21 @@ START_TEST(compaction_with_invokes_in_flight) {
   ck_assert_uint_lt(fig.largest_free_bytes_before, free_before);
   ck_assert_uint_eq(fig.free_blocks_before, 2);
   ck_assert_uint_eq(fig.free_blocks_after, 1);
+  /* The free block's pages went back to the system: at most the partial page at its start is
+   * still resident. */
+  long page = sysconf(_SC_PAGESIZE);
+  ck_assert_uint_gt(fig.released_bytes, 0);
+  ck_assert_uint_le(fig.released_bytes, fig.free_bytes_after);
   st = stats(c);
   p = json_object_get(st, "pool");
   ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
+  ck_assert_uint_eq(ji(p, "free_bytes"), free_before - late_need);
+  size_t ri;
+  json_t *reg;
+  json_array_foreach(json_object_get(p, "regions"), ri, reg) {
+    if (strcmp(json_string_value(json_object_get(reg, "kind")), "free") == 0)
+      ck_assert_uint_le(ji(reg, "resident_bytes"), (uint64_t)page);
+  }
   ck_assert_uint_eq(ji(p, "free_blocks"), 1);
   ck_assert_uint_eq(ji(p, "compactions"), 1);
   ck_assert_uint_eq(persistent_offset_of(st, "selfie"), selfie_before - pool_need(&palm));
@@ -496,10 +529,11 @@ START_TEST(compaction_with_invokes_in_flight) {
   char msg[AR_MSG_BYTES];
   ck_assert_int_eq(ar_client_compact(c, &f2, msg, sizeof(msg)), 0);
   ck_assert_uint_eq(f2.regions_moved, 0);
-  ck_assert_uint_eq(f2.largest_free_bytes_after, free_before);
+  ck_assert_uint_eq(f2.largest_free_bytes_after, free_before - late_need);
   invoke_goldens(c, "selfie", &selfie, "selfie_segmentation");
   invoke_goldens(c, "hand", &hand, "hand_landmark_lite");
   invoke_goldens(c, "face", &face, "face_detection_short_range");
+  invoke_goldens(c, "late", &face, "face_detection_short_range");
   golden_free(&gf);
   golden_free(&gs);
   golden_free(&gh);

@@ -169,6 +169,7 @@ class CompactResult:
     largest_free_bytes_after: int
     free_blocks_after: int
     duration_us: int
+    released_bytes: int = 0
 
 
 class InvokeResult(Sequence):
@@ -366,7 +367,7 @@ class Client:
             free_bytes_before=r.free_bytes_before, largest_free_bytes_before=r.largest_free_bytes_before,
             free_blocks_before=r.free_blocks_before, free_bytes_after=r.free_bytes_after,
             largest_free_bytes_after=r.largest_free_bytes_after, free_blocks_after=r.free_blocks_after,
-            duration_us=r.duration_us)
+            duration_us=r.duration_us, released_bytes=r.released_bytes)
 
     def stats(self, timeout: Any = _UNSET) -> Dict[str, Any]:
         """The stats document (docs/protocol.md lists its keys) as a dict."""
