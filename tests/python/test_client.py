@@ -1,6 +1,7 @@
 """The Python client (clients/python/arenad) against a real arenad: requests, goldens of the
 float models (tests/golden, LiteRT outputs), error replies, pipelining, timeouts, and a daemon
 that goes away mid-session. unittest classes, so pytest and `python3 -m unittest` both run them."""
+import json
 import os
 import re
 import signal
@@ -171,6 +172,17 @@ class Requests(unittest.TestCase):
         self.assertEqual(pool["free_blocks"], 1)
         self.assertGreaterEqual(pool["compactions"], 1)
         self.check_golden("cface2", FACE, "photo", "name")
+        # arenactl compact: nothing left to move now.
+        out = subprocess.run([*WRAP, ARENACTL, "-s", DAEMON.socket, "compact", "--json"], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        j = json.loads(out.stdout)
+        self.assertEqual(j["regions_moved"], 0)
+        self.assertEqual(j["largest_free_bytes_after"], j["free_bytes_after"])
+        out = subprocess.run([*WRAP, ARENACTL, "-s", DAEMON.socket, "compact"], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"^pool already compact: .* free in 1 block\(s\)\n$")
         self.c.unload("cface2")
 
     def test_load_with_fp32_weights_matches_stored(self):
