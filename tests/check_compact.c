@@ -10,7 +10,7 @@
  *     right after it: every invoke answers its golden, the compact reply comes after the invokes
  *     accepted before it, the load succeeds, and the figures add up (regions and bytes moved, free
  *     bytes unchanged, largest block = free bytes, the free block's pages released);
- *   - the automatic compaction after an unload.
+ *   - the automatic compaction after an unload, moving a share group's region with both members.
  *
  * Model sizes depend on the interpreter's options (weights as stored or widened), so the first
  * test measures them in a daemon of its own and picks the roles from the figures.
@@ -547,13 +547,20 @@ END_TEST
 START_TEST(unload_compacts_the_pool) {
   start("64M", true);
   ar_client_t *c = client();
-  ar_client_model_t face, palm, selfie;
+  ar_client_model_t face, palm, hand, selfie;
+  char msg[AR_MSG_BYTES];
   load_ok(c, "face", "face_detection_short_range", &face);
-  load_ok(c, "palm", "palm_detection_lite", &palm);
+  /* A share group above the hole: its one activation region moves, both members are re-placed. */
+  ck_assert_int_eq(ar_client_load(c, "palm", model_path("palm_detection_lite"), "hands", NULL, &palm, msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_client_load(c, "hand", model_path("hand_landmark_lite"), "hands", NULL, &hand, msg, sizeof(msg)), 0);
   load_ok(c, "selfie", "selfie_segmentation", &selfie);
-  unload_ok(c, "face");   /* the hole at offset 0: palm and selfie move down */
+  json_t *st = stats(c);
+  uint64_t act_before = ji(json_object_get(stats_model(st, "palm"), "activation_region"), "offset");
+  uint64_t used_before = ji(json_object_get(st, "pool"), "used_bytes");
+  json_decref(st);
+  unload_ok(c, "face");   /* the hole at offset 0: everything above it moves down */
   /* The compaction runs after the unload's reply: wait for it (bounded, progress-based). */
-  json_t *st = NULL;
+  st = NULL;
   for (int i = 0; i < 3000; i++) {
     st = stats(c);
     json_t *p = json_object_get(st, "pool");
@@ -567,10 +574,16 @@ START_TEST(unload_compacts_the_pool) {
   json_t *p = json_object_get(st, "pool");
   ck_assert_uint_eq(ji(p, "free_blocks"), 1);
   ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
-  ck_assert_uint_eq(ji(p, "compacted_bytes"), pool_need(&palm) + pool_need(&selfie));
+  uint64_t face_need = pool_need(&face);
+  ck_assert_uint_eq(ji(p, "used_bytes"), used_before - face_need);
+  ck_assert_uint_eq(ji(p, "compacted_bytes"), used_before - face_need);   /* all of it moved */
   ck_assert_uint_eq(persistent_offset_of(st, "palm"), 0);
+  uint64_t act_after = ji(json_object_get(stats_model(st, "palm"), "activation_region"), "offset");
+  ck_assert_uint_lt(act_after, act_before);   /* (the group's growth left a hole too: more than face's bytes) */
+  ck_assert_uint_eq(ji(json_object_get(stats_model(st, "hand"), "activation_region"), "offset"), act_after);
   json_decref(st);
   invoke_goldens(c, "palm", &palm, "palm_detection_lite");
+  invoke_goldens(c, "hand", &hand, "hand_landmark_lite");
   invoke_goldens(c, "selfie", &selfie, "selfie_segmentation");
   ar_client_close(c);
   stop();
