@@ -123,8 +123,10 @@ const ar_interp_options_t *ar_interp_options(const ar_interp_t *in);
 
 /* Place the plan: `activation` (>= arena_bytes) and `persistent` (>= persistent_bytes), both
  * 64-byte aligned, owned by the caller and kept alive until free. Folds constants and runs kernel
- * init. Can be called again to move the activation region (persistent must stay; folding and init
- * run again, variables restart at zero). Also sets OpenBLAS's (process-wide) thread count to
+ * init. Can be called again with other regions, either or both moved: folding and init run again
+ * from the model's constants, so nothing of the old places is read (they may overlap the new ones
+ * or hold anything) and no pointer into them survives; variables restart at zero. The daemon's
+ * pool compaction relies on this (tests/check_compact.c). Also sets OpenBLAS's (process-wide) thread count to
  * blas_threads and runs one small product on the calling thread, so that OpenBLAS maps its lazily
  * allocated work buffer here rather than in the first invoke. Errors: AR_EINVAL (too small /
  * misaligned, message says which). */
