@@ -65,6 +65,9 @@ extern const ar_kernel_t ar_kernel_select_v2;
 int ar__nb_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__nb_init(ar_node_t *node);
 void ar__nb_eval(const ar_node_t *node);
+/* The loop of the 8-bit ADD / SUB / MUL: tests pick it (0 portable, 1 AVX2, 2 AVX-512; -1 =
+ * automatic), as ar__qdw_set_isa. */
+int ar__q8_set_isa(int isa);
 /* kernels/unary.c: TFLite ABS, NEG, SQRT, RSQRT, EXP, LOG, TANH, GELU, LEAKY_RELU, ELU,
  * RELU_N1_TO_1, RELU_0_TO_1, CAST. */
 extern const ar_kernel_t ar_kernel_abs;

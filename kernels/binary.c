@@ -426,8 +426,8 @@ static AR_ALWAYS_INLINE int32_t q_mul(const nb_quant_t *q, int32_t x, int32_t y)
   return v < q->lo ? q->lo : v > q->hi ? q->hi : v;
 }
 
-/* The 8-bit ADD / SUB / MUL loops, compiled for the baseline and (x86-64) for AVX2, picked at
- * run time. */
+/* The 8-bit ADD / SUB / MUL loops, compiled for the baseline and (x86-64) for AVX2 and AVX-512,
+ * picked at run time (ar__q8_set_isa lets tests pick). */
 #define Q8_LOOPS(T)                                                                          \
   do {                                                                                       \
     switch (st->op) {                                                                        \
@@ -528,13 +528,117 @@ AR_TARGET_AVX2 static void q8_i8_avx2(const nb_state_t *st, void *out, const voi
                                       const int64_t *s, int64_t n) {
   Q8_AVX2_BODY(int8_t);
 }
+
+/* AVX-512 (F, BW, VL): 16 lanes per step and masked loads / stores for the tail. */
+#define Q8_TARGET_512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl")))
+
+/* 16 lanes of q_rescale(v, m, 0, right) as one 64-bit arithmetic shift per lane (floor(floor(a) /
+ * b) = floor(a / b)): (v m + 2^30 + 2^(30+r) - [v m < -2^30] 2^31) >> (31 + r) for r > 0 (the
+ * bracket sends the shift's negative ties away from zero, as RoundingDivideByPOT), (v m + 2^30)
+ * >> 31 for r = 0. Even and odd lanes go through vpmuldq separately. */
+Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q_rescale16(__m512i v, __m512i m, int right) {
+  const __m512i k = _mm512_set1_epi64((1ll << 30) + (right > 0 ? (1ll << (30 + right)) : 0));
+  const __m512i pe = _mm512_mul_epi32(v, m), po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), m);
+  __m512i te = _mm512_add_epi64(pe, k), to = _mm512_add_epi64(po, k);
+  if (right > 0) {
+    const __m512i lim = _mm512_set1_epi64(-(1ll << 30)), c31 = _mm512_set1_epi64(1ll << 31);
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, lim), te, c31);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, lim), to, c31);
+  }
+  const __m128i cnt = _mm_cvtsi32_si128(31 + right);
+  const __m512i qe = _mm512_sra_epi64(te, cnt), qo = _mm512_sra_epi64(to, cnt);
+  return _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+}
+
+/* 16 codes of ADD / SUB / MUL from 16 widened x and y values (before the offsets); as q8_op8. */
+Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q8_op16(const nb_quant_t *q, int op, __m512i x, __m512i y) {
+  x = _mm512_add_epi32(x, _mm512_set1_epi32(q->off1));
+  y = _mm512_add_epi32(y, _mm512_set1_epi32(q->off2));
+  __m512i r;
+  if (op == NB_MUL) {
+    const int l = q->so > 0 ? q->so : 0, rr = q->so > 0 ? 0 : -q->so;
+    __m512i p = _mm512_mullo_epi32(x, y);
+    if (l) p = _mm512_sll_epi32(p, _mm_cvtsi32_si128(l));
+    r = q_rescale16(p, _mm512_set1_epi32(q->mo), rr);
+  } else {
+    const __m128i ls = _mm_cvtsi32_si128(q->left_shift);
+    const __m512i a = q_rescale16(_mm512_sll_epi32(x, ls), _mm512_set1_epi32(q->m1), -q->s1);
+    const __m512i b = q_rescale16(_mm512_sll_epi32(y, ls), _mm512_set1_epi32(q->m2), -q->s2);
+    const __m512i sum = op == NB_ADD ? _mm512_add_epi32(a, b) : _mm512_sub_epi32(a, b);
+    r = q_rescale16(sum, _mm512_set1_epi32(q->mo), -q->so);
+  }
+  r = _mm512_add_epi32(r, _mm512_set1_epi32(q->out_off));
+  r = _mm512_max_epi32(r, _mm512_set1_epi32(q->lo));
+  return _mm512_min_epi32(r, _mm512_set1_epi32(q->hi));
+}
+
+#define Q8_512_LOAD(T, k, p)                                                                 \
+  (sizeof(T) == 1 && (T)-1 < 0 ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8((k), (const void *)(p))) \
+                               : _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((k), (const void *)(p))))
+
+/* 16 elements per step for every stride pattern; the last step masked. The clamped codes are in
+ * the type's range, so vpmovdb's truncation stores them exactly. */
+#define Q8_512_BODY(T)                                                                       \
+  do {                                                                                       \
+    const nb_quant_t *q = &st->q;                                                            \
+    const T *a = in[0], *b = in[1];                                                          \
+    T *o = out;                                                                              \
+    const int op = st->op;                                                                   \
+    const __m512i xa = _mm512_set1_epi32((int32_t)a[0]), yb = _mm512_set1_epi32((int32_t)b[0]); \
+    for (int64_t i = 0; i < n; i += 16) {                                                    \
+      const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u); \
+      const __m512i x = s[0] ? Q8_512_LOAD(T, k, a + i) : xa;                                \
+      const __m512i y = s[1] ? Q8_512_LOAD(T, k, b + i) : yb;                                \
+      __m512i r;                                                                             \
+      if (op == NB_MUL) r = q8_op16(q, NB_MUL, x, y);                                        \
+      else if (op == NB_ADD) r = q8_op16(q, NB_ADD, x, y);                                   \
+      else r = q8_op16(q, NB_SUB, x, y);                                                     \
+      _mm512_mask_cvtepi32_storeu_epi8(o + i, k, r);                                         \
+    }                                                                                        \
+  } while (0)
+
+Q8_TARGET_512 static void q8_u8_512(const nb_state_t *st, void *out, const void *const *in,
+                                    const int64_t *s, int64_t n) {
+  Q8_512_BODY(uint8_t);
+}
+Q8_TARGET_512 static void q8_i8_512(const nb_state_t *st, void *out, const void *const *in,
+                                    const int64_t *s, int64_t n) {
+  Q8_512_BODY(int8_t);
+}
 #endif
+
+static int q8_forced = -1;
+
+static int q8_best(void) {
+  int b = 0;
+#if AR_HAVE_AVX2_CLONE
+  if (ar__cpu_has_avx2_fma()) b = 1;
+  if (b && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    b = 2;
+#endif
+  return b;
+}
+
+int ar__q8_set_isa(int isa) {
+  const int best = q8_best();
+  if (isa < 0) { q8_forced = -1; return best; }
+  if (isa > best) return -1;
+  q8_forced = isa;
+  return isa;
+}
 
 static void q8_run(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
 #if AR_HAVE_AVX2_CLONE
-  static int avx2 = -1;   /* benign race: every thread computes the same value */
-  if (avx2 < 0) avx2 = ar__cpu_has_avx2_fma() ? 1 : 0;
-  if (avx2) {
+  static int best = -1;   /* benign race: every thread computes the same value */
+  if (best < 0) best = q8_best();
+  const int isa = q8_forced >= 0 ? q8_forced : best;
+  if (isa == 2) {
+    if (st->dtype == AR_DTYPE_INT8) q8_i8_512(st, out, in, s, n);
+    else q8_u8_512(st, out, in, s, n);
+    return;
+  }
+  if (isa == 1) {
     if (st->dtype == AR_DTYPE_INT8) q8_i8_avx2(st, out, in, s, n);
     else q8_u8_avx2(st, out, in, s, n);
     return;

@@ -234,7 +234,8 @@ static int32_t ref_q(ar_op_t op, int32_t x, int32_t y, float sx, int32_t zx, flo
 
 START_TEST(binary_q_long_vectors_match_formula) {
   /* 1003 elements (vector loop + a 3-element tail), every stride pattern, both types, scales
-   * whose ratios make every rounding step matter. */
+   * whose ratios make every rounding step matter (the last set: a MUL multiplier > 1, a left
+   * shift), on every loop the CPU has (portable, AVX2, AVX-512). */
   enum { N = 1003 };
   static uint8_t a[N], b[N], o[N];
   uint32_t seed = 12345;
@@ -243,14 +244,18 @@ START_TEST(binary_q_long_vectors_match_formula) {
     seed = seed * 1103515245u + 12345u; b[i] = (uint8_t)(seed >> 16);
   }
   const ar_op_t ops[3] = {AR_OP_ADD, AR_OP_SUB, AR_OP_MUL};
-  const float sc[3][3] = {{0.0393688492f, 0.03740035f, 0.0410074405f},
+  const float sc[4][3] = {{0.0393688492f, 0.03740035f, 0.0410074405f},
                           {0.409804344f, 0.00390625f, 0.203840986f},
-                          {0.0031f, 0.21f, 0.0007f}};
-  const int32_t zp[3][3] = {{12, -5, 7}, {1, -128, -127}, {-100, 3, 50}};
+                          {0.0031f, 0.21f, 0.0007f},
+                          {0.05f, 0.07f, 0.0011f}};
+  const int32_t zp[4][3] = {{12, -5, 7}, {1, -128, -127}, {-100, 3, 50}, {2, -1, 0}};
+  const int best = ar__q8_set_isa(-1);
+  for (int isa = 0; isa <= best; isa++)
   for (int dt = 0; dt < 2; dt++)
     for (int k = 0; k < 3; k++)
-      for (int p = 0; p < 3; p++)
+      for (int p = 0; p < 4; p++)
         for (int pattern = 0; pattern < 3; pattern++) {   /* [N]x[N], [N]x[], []x[N] */
+          ck_assert_int_eq(ar__q8_set_isa(isa), isa);
           const bool is8 = dt == 1;
           const ar_dtype_t t = is8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
           const int32_t off = is8 ? 0 : 128;   /* uint8 zero points shifted into range */
@@ -266,11 +271,12 @@ START_TEST(binary_q_long_vectors_match_formula) {
             const int32_t want = ref_q(ops[k], x, y, sc[p][0], zx, sc[p][1], zy, sc[p][2], zo,
                                        is8 ? -128 : 0, is8 ? 127 : 255);
             const int32_t got = is8 ? (int8_t)o[i] : o[i];
-            ck_assert_msg(got == want, "%s %s params %d pattern %d element %d: got %d want %d",
-                          ar_op_name(ops[k]), ar_dtype_name(t), p, pattern, i, got, want);
+            ck_assert_msg(got == want, "isa %d %s %s params %d pattern %d element %d: got %d want %d",
+                          isa, ar_op_name(ops[k]), ar_dtype_name(t), p, pattern, i, got, want);
           }
           g_nqp = 0;
         }
+  ar__q8_set_isa(-1);
 }
 END_TEST
 
@@ -288,9 +294,12 @@ START_TEST(binary_q_short_runs_tiled) {
   for (size_t i = 0; i < sizeof a; i++) { seed = seed * 1103515245u + 12345u; a[i] = (uint8_t)(seed >> 16); }
   for (size_t i = 0; i < sizeof b; i++) { seed = seed * 1103515245u + 12345u; b[i] = (uint8_t)(seed >> 16); }
   const ar_op_t ops[3] = {AR_OP_ADD, AR_OP_SUB, AR_OP_MUL};
+  const int best = ar__q8_set_isa(-1);
+  for (int isa = 0; isa <= best; isa++)
   for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
     for (int dt = 0; dt < 2; dt++)
       for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(ar__q8_set_isa(isa), isa);
         const bool is8 = dt == 1;
         const ar_dtype_t t = is8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
         const int32_t off = is8 ? 0 : 128, d0 = cs[ci].d0, d1 = cs[ci].d1, c = cs[ci].c;
@@ -313,11 +322,12 @@ START_TEST(binary_q_short_runs_tiled) {
                   ? ref_q(ops[k], y, x, sy, zy, sx, zx, so, zo, is8 ? -128 : 0, is8 ? 127 : 255)
                   : ref_q(ops[k], x, y, sx, zx, sy, zy, so, zo, is8 ? -128 : 0, is8 ? 127 : 255);
               const int32_t got = is8 ? (int8_t)o[ix] : o[ix];
-              ck_assert_msg(got == want, "case %zu %s %s element %zu: got %d want %d", ci, ar_op_name(ops[k]),
-                            ar_dtype_name(t), ix, got, want);
+              ck_assert_msg(got == want, "isa %d case %zu %s %s element %zu: got %d want %d", isa, ci,
+                            ar_op_name(ops[k]), ar_dtype_name(t), ix, got, want);
             }
         g_nqp = 0;
       }
+  ar__q8_set_isa(-1);
 }
 END_TEST
 
