@@ -532,44 +532,64 @@ AR_TARGET_AVX2 static void q8_i8_avx2(const nb_state_t *st, void *out, const voi
 /* AVX-512 (F, BW, VL): 16 lanes per step and masked loads / stores for the tail. */
 #define Q8_TARGET_512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl")))
 
+/* One rescale's loop constants: multiplier, 64-bit rounding term, shift count, whether r > 0. */
+typedef struct {
+  __m512i m, k;
+  __m128i cnt;
+  bool away;
+} q8_rs16_t;
+
+/* The node's constants in registers (the byte stores in the loop may alias the state, so the
+ * compiler would reload every field of it at each step). */
+typedef struct {
+  __m512i off1, off2, zo, lo, hi;
+  __m128i ls;                          /* ADD/SUB: left_shift; MUL: max(shift, 0) */
+  bool mul_left;
+  q8_rs16_t r1, r2, ro;
+} q8_512_t;
+
+Q8_TARGET_512 static AR_ALWAYS_INLINE q8_rs16_t q8_rs16(int32_t m, int right) {
+  q8_rs16_t r;
+  r.m = _mm512_set1_epi32(m);
+  r.k = _mm512_set1_epi64((1ll << 30) + (right > 0 ? (1ll << (30 + right)) : 0));
+  r.cnt = _mm_cvtsi32_si128(31 + right);
+  r.away = right > 0;
+  return r;
+}
+
 /* 16 lanes of q_rescale(v, m, 0, right) as one 64-bit arithmetic shift per lane (floor(floor(a) /
  * b) = floor(a / b)): (v m + 2^30 + 2^(30+r) - [v m < -2^30] 2^31) >> (31 + r) for r > 0 (the
  * bracket sends the shift's negative ties away from zero, as RoundingDivideByPOT), (v m + 2^30)
  * >> 31 for r = 0. Even and odd lanes go through vpmuldq separately. */
-Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q_rescale16(__m512i v, __m512i m, int right) {
-  const __m512i k = _mm512_set1_epi64((1ll << 30) + (right > 0 ? (1ll << (30 + right)) : 0));
-  const __m512i pe = _mm512_mul_epi32(v, m), po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), m);
-  __m512i te = _mm512_add_epi64(pe, k), to = _mm512_add_epi64(po, k);
-  if (right > 0) {
+Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q_rescale16(__m512i v, const q8_rs16_t *c) {
+  const __m512i pe = _mm512_mul_epi32(v, c->m), po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), c->m);
+  __m512i te = _mm512_add_epi64(pe, c->k), to = _mm512_add_epi64(po, c->k);
+  if (c->away) {
     const __m512i lim = _mm512_set1_epi64(-(1ll << 30)), c31 = _mm512_set1_epi64(1ll << 31);
     te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, lim), te, c31);
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, lim), to, c31);
   }
-  const __m128i cnt = _mm_cvtsi32_si128(31 + right);
-  const __m512i qe = _mm512_sra_epi64(te, cnt), qo = _mm512_sra_epi64(to, cnt);
+  const __m512i qe = _mm512_sra_epi64(te, c->cnt), qo = _mm512_sra_epi64(to, c->cnt);
   return _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
 }
 
 /* 16 codes of ADD / SUB / MUL from 16 widened x and y values (before the offsets); as q8_op8. */
-Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q8_op16(const nb_quant_t *q, int op, __m512i x, __m512i y) {
-  x = _mm512_add_epi32(x, _mm512_set1_epi32(q->off1));
-  y = _mm512_add_epi32(y, _mm512_set1_epi32(q->off2));
+Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q8_op16(const q8_512_t *c, int op, __m512i x, __m512i y) {
+  x = _mm512_add_epi32(x, c->off1);
+  y = _mm512_add_epi32(y, c->off2);
   __m512i r;
   if (op == NB_MUL) {
-    const int l = q->so > 0 ? q->so : 0, rr = q->so > 0 ? 0 : -q->so;
     __m512i p = _mm512_mullo_epi32(x, y);
-    if (l) p = _mm512_sll_epi32(p, _mm_cvtsi32_si128(l));
-    r = q_rescale16(p, _mm512_set1_epi32(q->mo), rr);
+    if (c->mul_left) p = _mm512_sll_epi32(p, c->ls);
+    r = q_rescale16(p, &c->ro);
   } else {
-    const __m128i ls = _mm_cvtsi32_si128(q->left_shift);
-    const __m512i a = q_rescale16(_mm512_sll_epi32(x, ls), _mm512_set1_epi32(q->m1), -q->s1);
-    const __m512i b = q_rescale16(_mm512_sll_epi32(y, ls), _mm512_set1_epi32(q->m2), -q->s2);
-    const __m512i sum = op == NB_ADD ? _mm512_add_epi32(a, b) : _mm512_sub_epi32(a, b);
-    r = q_rescale16(sum, _mm512_set1_epi32(q->mo), -q->so);
+    const __m512i a = q_rescale16(_mm512_sll_epi32(x, c->ls), &c->r1);
+    const __m512i b = q_rescale16(_mm512_sll_epi32(y, c->ls), &c->r2);
+    r = q_rescale16(op == NB_ADD ? _mm512_add_epi32(a, b) : _mm512_sub_epi32(a, b), &c->ro);
   }
-  r = _mm512_add_epi32(r, _mm512_set1_epi32(q->out_off));
-  r = _mm512_max_epi32(r, _mm512_set1_epi32(q->lo));
-  return _mm512_min_epi32(r, _mm512_set1_epi32(q->hi));
+  r = _mm512_add_epi32(r, c->zo);
+  r = _mm512_max_epi32(r, c->lo);
+  return _mm512_min_epi32(r, c->hi);
 }
 
 #define Q8_512_LOAD(T, k, p)                                                                 \
@@ -578,23 +598,37 @@ Q8_TARGET_512 static AR_ALWAYS_INLINE __m512i q8_op16(const nb_quant_t *q, int o
 
 /* 16 elements per step for every stride pattern; the last step masked. The clamped codes are in
  * the type's range, so vpmovdb's truncation stores them exactly. */
+#define Q8_512_LOOP(T, OP)                                                                   \
+  for (int64_t i = 0; i < n; i += 16) {                                                      \
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u); \
+    const __m512i x = s[0] ? Q8_512_LOAD(T, k, a + i) : xa;                                  \
+    const __m512i y = s[1] ? Q8_512_LOAD(T, k, b + i) : yb;                                  \
+    _mm512_mask_cvtepi32_storeu_epi8(o + i, k, q8_op16(&c, OP, x, y));                       \
+  }
 #define Q8_512_BODY(T)                                                                       \
   do {                                                                                       \
     const nb_quant_t *q = &st->q;                                                            \
     const T *a = in[0], *b = in[1];                                                          \
     T *o = out;                                                                              \
-    const int op = st->op;                                                                   \
-    const __m512i xa = _mm512_set1_epi32((int32_t)a[0]), yb = _mm512_set1_epi32((int32_t)b[0]); \
-    for (int64_t i = 0; i < n; i += 16) {                                                    \
-      const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u); \
-      const __m512i x = s[0] ? Q8_512_LOAD(T, k, a + i) : xa;                                \
-      const __m512i y = s[1] ? Q8_512_LOAD(T, k, b + i) : yb;                                \
-      __m512i r;                                                                             \
-      if (op == NB_MUL) r = q8_op16(q, NB_MUL, x, y);                                        \
-      else if (op == NB_ADD) r = q8_op16(q, NB_ADD, x, y);                                   \
-      else r = q8_op16(q, NB_SUB, x, y);                                                     \
-      _mm512_mask_cvtepi32_storeu_epi8(o + i, k, r);                                         \
+    q8_512_t c;                                                                              \
+    c.off1 = _mm512_set1_epi32(q->off1); c.off2 = _mm512_set1_epi32(q->off2);                \
+    c.zo = _mm512_set1_epi32(q->out_off);                                                    \
+    c.lo = _mm512_set1_epi32(q->lo); c.hi = _mm512_set1_epi32(q->hi);                        \
+    if (st->op == NB_MUL) {                                                                  \
+      c.mul_left = q->so > 0;                                                                \
+      c.ls = _mm_cvtsi32_si128(q->so > 0 ? q->so : 0);                                       \
+      c.ro = q8_rs16(q->mo, q->so > 0 ? 0 : -q->so);                                         \
+      c.r1 = c.r2 = c.ro;                                                                    \
+    } else {                                                                                 \
+      c.mul_left = false;                                                                    \
+      c.ls = _mm_cvtsi32_si128(q->left_shift);                                               \
+      c.r1 = q8_rs16(q->m1, -q->s1); c.r2 = q8_rs16(q->m2, -q->s2);                          \
+      c.ro = q8_rs16(q->mo, -q->so);                                                         \
     }                                                                                        \
+    const __m512i xa = _mm512_set1_epi32((int32_t)a[0]), yb = _mm512_set1_epi32((int32_t)b[0]); \
+    if (st->op == NB_MUL) { Q8_512_LOOP(T, NB_MUL) }                                         \
+    else if (st->op == NB_ADD) { Q8_512_LOOP(T, NB_ADD) }                                    \
+    else { Q8_512_LOOP(T, NB_SUB) }                                                          \
   } while (0)
 
 Q8_TARGET_512 static void q8_u8_512(const nb_state_t *st, void *out, const void *const *in,
