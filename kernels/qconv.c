@@ -2,9 +2,13 @@
  * arithmetic (kernels/qconv.h), on the integer GEMM of kernels/qgemm.h.
  *
  * CONV_2D is a GEMM with M = N*OH*OW output pixels, K = KH*KW*I taps and the OHWI filter as the
- * [O, K] right-hand matrix. A 1x1 stride-1 convolution reads the input itself as A (no copy);
- * otherwise the input patches are laid out (im2col, padding taps = the input zero point) into a
- * planned scratch tile of rows, so the scratch stays bounded and in cache. FULLY_CONNECTED reads
+ * [O, K] right-hand matrix. A 1x1 stride-1 convolution reads the input itself as A (no copy). When
+ * a filter row's taps are KW*I contiguous input bytes, a multiple of 4 (every 3x3 layer with I % 4
+ * == 0), each A row is given to the GEMM as KH segments read in place (ar_qgemm_run_segments): a
+ * filter row above or below the image reads a row of the input zero point, and only a segment that
+ * crosses the left or right border is copied (with zero-point taps) into scratch. Otherwise the
+ * input patches are laid out (im2col, padding taps = the input zero point) into a planned scratch
+ * tile of rows, so the scratch stays bounded and in cache. FULLY_CONNECTED reads
  * its input rows in place (or copies them when I is not a multiple of 4, which the GEMM needs to
  * read whole groups of 4 bytes).
  *
@@ -173,6 +177,7 @@ typedef struct {
   int32_t n, h, w, ci, co, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl;
   int64_t m, k, kp;           /* GEMM rows, depth, depth rounded up to 4 */
   bool direct;                /* 1x1 stride 1 with I % 4 == 0: the input is A */
+  bool segments;              /* KW*I % 4 == 0, no horizontal dilation: rows as KH segments */
   int64_t tile_rows;          /* im2col rows per tile */
 } qgeom_t;
 
@@ -188,6 +193,8 @@ static void qconv_geometry(const ar_node_t *node, qgeom_t *g) {
   g->k = (int64_t)g->kh * g->kw * g->ci;
   g->kp = (g->k + 3) / 4 * 4;
   g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ci % 4 == 0;
+  g->segments = !g->direct && g->dw == 1 && ((int64_t)g->kw * g->ci) % 4 == 0 &&
+                g->kh <= AR_QGEMM_MAX_SEGS;
   int64_t t = (int64_t)QC_TILE_BYTES / g->kp;
   if (t < QC_TILE_MIN_ROWS) t = QC_TILE_MIN_ROWS;
   t -= t % 6;
@@ -216,6 +223,9 @@ int ar__qconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "filter depth %lld is too large",
                    node->index, name, (long long)g.k);
   node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_rows * (uint64_t)g.kp;
+  if (g.segments)   /* segment pointers, a zero-point filter row, then the border copies */
+    node->scratch_bytes = 64 + qc_align((uint64_t)g.tile_rows * (uint64_t)g.kh * sizeof(void *)) +
+                          qc_align((uint64_t)g.kw * (uint64_t)g.ci) + (uint64_t)g.tile_rows * (uint64_t)g.k;
   node->state_bytes = qc_state_bytes(g.co, (int32_t)g.k);
   return 0;
 }
@@ -251,6 +261,29 @@ static void qconv_im2col_row(const qgeom_t *g, const uint8_t *in, uint8_t zero, 
   for (int64_t i = g->k; i < g->kp; i++) row[i] = 0;
 }
 
+/* The KH segment pointers of the A row of output pixel (b, oy, ox): filter row ky reads KW*I
+ * input bytes in place, `zrow` (KW*I bytes of the input zero point) above or below the image, or
+ * its copy in `copy` (KH*KW*I bytes for this row) with zero-point taps where it crosses a side. */
+static void qconv_segments_row(const qgeom_t *g, const uint8_t *in, uint8_t zero, const uint8_t *zrow,
+                               int32_t b, int32_t oy, int32_t ox, const uint8_t **seg, uint8_t *copy) {
+  const size_t ci = (size_t)g->ci, span = (size_t)g->kw * ci;
+  const int32_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+  const bool cols_inside = ix0 >= 0 && ix0 + g->kw - 1 < g->w;
+  for (int32_t ky = 0; ky < g->kh; ky++) {
+    const int32_t iy = iy0 + ky * g->dh;
+    if (iy < 0 || iy >= g->h) { seg[ky] = zrow; continue; }
+    const uint8_t *src = in + (((size_t)b * g->h + iy) * g->w) * ci;
+    if (cols_inside) { seg[ky] = src + (size_t)ix0 * ci; continue; }
+    uint8_t *dst = copy + (size_t)ky * span;
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      const int32_t ix = ix0 + kx;
+      if (ix < 0 || ix >= g->w) memset(dst + (size_t)kx * ci, zero, ci);
+      else memcpy(dst + (size_t)kx * ci, src + (size_t)ix * ci, ci);
+    }
+    seg[ky] = dst;
+  }
+}
+
 void ar__qconv_eval(const ar_node_t *node) {
   const qstate_t *st = node->state;
   const uint8_t *base = node->state;
@@ -260,6 +293,27 @@ void ar__qconv_eval(const ar_node_t *node) {
   qconv_geometry(node, &g);
   if (g.direct) {
     qc_run(st, base, in, (size_t)g.ci, g.m, out, (size_t)g.co);
+    return;
+  }
+  if (g.segments) {
+    const uint8_t **seg = (const uint8_t **)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+    uint8_t *zrow = (uint8_t *)seg + qc_align((uint64_t)g.tile_rows * (uint64_t)g.kh * sizeof(void *));
+    uint8_t *copy = zrow + qc_align((uint64_t)g.kw * (uint64_t)g.ci);
+    memset(zrow, st->in_zero_byte, (size_t)g.kw * (size_t)g.ci);
+    const int64_t per_image = (int64_t)g.oh * g.ow;
+    for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_rows) {
+      const int64_t tm = AR_MIN(g.tile_rows, g.m - m0);
+      int32_t b = (int32_t)(m0 / per_image);
+      const int64_t rem = m0 % per_image;
+      int32_t oy = (int32_t)(rem / g.ow), ox = (int32_t)(rem % g.ow);
+      for (int64_t r = 0; r < tm; r++) {
+        qconv_segments_row(&g, in, st->in_zero_byte, zrow, b, oy, ox, seg + r * g.kh, copy + r * g.k);
+        if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
+      }
+      ar_qgemm_run_segments(&st->g, base + st->off_packed, (const int32_t *)(base + st->off_bias),
+                            (const int32_t *)(base + st->off_mult), (const int32_t *)(base + st->off_shift),
+                            seg, g.kh, tm, out + m0 * g.co, (size_t)g.co);
+    }
     return;
   }
   uint8_t *col = node->scratch;

@@ -82,15 +82,20 @@ static QG_ALWAYS_INLINE void qg_store(const ar_qgemm_t *g, const int32_t *acc, i
   }
 }
 
-/* -zw' * sum_k (a[r][k] ^ a_xor) for each row of a tile (legacy uint8 weights). */
-static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int rows, int32_t *row_add) {
+/* -zw' * sum_k (a[r][k] ^ a_xor) for each row of a tile (legacy uint8 weights); the rows are
+ * nseg segments of K / nseg bytes, segment q of row r at rowp[q * QG_MAX_ROWS + r]. */
+static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int nseg, int rows,
+                         int32_t *row_add) {
+  const int32_t seg_bytes = g->k / nseg;
   for (int r = 0; r < rows; r++) {
-    const uint8_t *a = rowp[r];
     int32_t s = 0;
-    if (g->a_xor)
-      for (int32_t i = 0; i < g->k; i++) s += (int32_t)(a[i] ^ 0x80u);
-    else
-      for (int32_t i = 0; i < g->k; i++) s += (int32_t)a[i];
+    for (int q = 0; q < nseg; q++) {
+      const uint8_t *a = rowp[q * QG_MAX_ROWS + r];
+      if (g->a_xor)
+        for (int32_t i = 0; i < seg_bytes; i++) s += (int32_t)(a[i] ^ 0x80u);
+      else
+        for (int32_t i = 0; i < seg_bytes; i++) s += (int32_t)a[i];
+    }
     row_add[r] = -g->zw_row * s;
   }
 }
@@ -98,19 +103,22 @@ static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int ro
 /* ---- Portable C. ---- */
 
 static void qg_tile_portable(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
-                             int rows, int32_t b0, int nb, int32_t *acc) {
+                             int nseg, int rows, int32_t b0, int nb, int32_t *acc) {
   const uint32_t x = g->a_xor;
+  const int32_t sg = g->k_groups / nseg;
   for (int r = 0; r < rows; r++) {
-    const uint8_t *a = rowp[r];
     for (int v = 0; v < nb; v++) {
       int32_t s[16] = {0};
       const uint8_t *p = packed + (size_t)(b0 + v) * g->k_groups * 64u;
-      for (int32_t kg = 0; kg < g->k_groups; kg++, p += 64) {
-        const int32_t a0 = (int32_t)(a[4 * kg] ^ x), a1 = (int32_t)(a[4 * kg + 1] ^ x);
-        const int32_t a2 = (int32_t)(a[4 * kg + 2] ^ x), a3 = (int32_t)(a[4 * kg + 3] ^ x);
-        for (int c = 0; c < 16; c++)
-          s[c] += a0 * (int8_t)p[4 * c] + a1 * (int8_t)p[4 * c + 1] + a2 * (int8_t)p[4 * c + 2] +
-                  a3 * (int8_t)p[4 * c + 3];
+      for (int q = 0; q < nseg; q++) {
+        const uint8_t *a = rowp[q * QG_MAX_ROWS + r];
+        for (int32_t kg = 0; kg < sg; kg++, p += 64) {
+          const int32_t a0 = (int32_t)(a[4 * kg] ^ x), a1 = (int32_t)(a[4 * kg + 1] ^ x);
+          const int32_t a2 = (int32_t)(a[4 * kg + 2] ^ x), a3 = (int32_t)(a[4 * kg + 3] ^ x);
+          for (int c = 0; c < 16; c++)
+            s[c] += a0 * (int8_t)p[4 * c] + a1 * (int8_t)p[4 * c + 1] + a2 * (int8_t)p[4 * c + 2] +
+                    a3 * (int8_t)p[4 * c + 3];
+        }
       }
       memcpy(acc + r * QG_MAX_COLS + 16 * v, s, sizeof s);
     }
@@ -121,20 +129,23 @@ static void qg_tile_portable(const ar_qgemm_t *g, const uint8_t *packed, const u
 #if AR_QGEMM_X86
 #define QG_AVX2_ROWS 3
 AR_TARGET_QAVX2 static void qg_tile_avx2(const ar_qgemm_t *g, const uint8_t *packed,
-                                         const uint8_t *const *rowp, int rows, int32_t b0, int nb,
-                                         int32_t *acc) {
+                                         const uint8_t *const *rowp, int nseg, int rows, int32_t b0,
+                                         int nb, int32_t *acc) {
   const uint32_t xr = g->a_xor ? 0x80808080u : 0u;
+  const int32_t sg = g->k_groups / nseg;
   for (int v = 0; v < nb; v++) {
     const uint8_t *pb = packed + (size_t)(b0 + v) * g->k_groups * 64u;
     for (int r0 = 0; r0 < rows; r0 += QG_AVX2_ROWS) {
-      const uint8_t *a0p = rowp[r0];
-      const uint8_t *a1p = rowp[r0 + 1 < rows ? r0 + 1 : r0];
-      const uint8_t *a2p = rowp[r0 + 2 < rows ? r0 + 2 : r0];
       /* named accumulators [row][4-channel piece] (an array of them stayed in memory) */
       __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
       __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00, s20 = s00, s21 = s00, s22 = s00, s23 = s00;
       const uint8_t *p = pb;
-      for (int32_t kg = 0; kg < g->k_groups; kg++, p += 64) {
+      for (int q = 0; q < nseg; q++) {
+      const uint8_t *const *rq = rowp + q * QG_MAX_ROWS;
+      const uint8_t *a0p = rq[r0];
+      const uint8_t *a1p = rq[r0 + 1 < rows ? r0 + 1 : r0];
+      const uint8_t *a2p = rq[r0 + 2 < rows ? r0 + 2 : r0];
+      for (int32_t kg = 0; kg < sg; kg++, p += 64) {
         uint32_t u0, u1, u2;
         memcpy(&u0, a0p + 4 * kg, 4);
         memcpy(&u1, a1p + 4 * kg, 4);
@@ -153,6 +164,7 @@ AR_TARGET_QAVX2 static void qg_tile_avx2(const ar_qgemm_t *g, const uint8_t *pac
         } while (0)
         QG_AVX2_PIECE(0); QG_AVX2_PIECE(1); QG_AVX2_PIECE(2); QG_AVX2_PIECE(3);
 #undef QG_AVX2_PIECE
+      }
       }
       const __m256i s[QG_AVX2_ROWS][4] = {{s00, s01, s02, s03}, {s10, s11, s12, s13},
                                           {s20, s21, s22, s23}};
@@ -193,24 +205,26 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE __m512i qg_bcast(const uint8_t *p, uint3
     if (QG_NB > 3) _mm512_storeu_si512((void *)(acc + r * QG_MAX_COLS + 48), c##r##3);              \
   } while (0)
 #define QG_VNNI_TILE(NB)                                                                         \
-  AR_TARGET_QVNNI static void qg_vnni_6_##NB(const uint8_t *packed, size_t bstride,             \
-                                             int32_t k_groups, const uint8_t *const *rowp,       \
+  AR_TARGET_QVNNI static void qg_vnni_6_##NB(const uint8_t *packed, size_t bstride, int nseg,    \
+                                             int32_t sg, const uint8_t *const *rowp,             \
                                              uint32_t xr, int32_t *acc) {                        \
     enum { QG_NB = NB };                                                                         \
     const __m512i z = _mm512_setzero_si512();                                                    \
     __m512i c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;              \
     __m512i c20 = z, c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;              \
     __m512i c40 = z, c41 = z, c42 = z, c43 = z, c50 = z, c51 = z, c52 = z, c53 = z;              \
-    const uint8_t *a0 = rowp[0], *a1 = rowp[1], *a2 = rowp[2];                                   \
-    const uint8_t *a3 = rowp[3], *a4 = rowp[4], *a5 = rowp[5];                                   \
     const uint8_t *p = packed;                                                                   \
-    for (int32_t kg = 0; kg < k_groups; kg++, p += 64) {                                         \
+    for (int q = 0; q < nseg; q++) {                                                             \
+    const uint8_t *const *rq = rowp + q * QG_MAX_ROWS;                                           \
+    const uint8_t *a0 = rq[0], *a1 = rq[1], *a2 = rq[2], *a3 = rq[3], *a4 = rq[4], *a5 = rq[5];  \
+    for (int32_t kg = 0; kg < sg; kg++, p += 64) {                                               \
       const __m512i w0 = _mm512_loadu_si512((const void *)p);                                    \
       const __m512i w1 = NB > 1 ? _mm512_loadu_si512((const void *)(p + bstride)) : z;           \
       const __m512i w2 = NB > 2 ? _mm512_loadu_si512((const void *)(p + 2 * bstride)) : z;       \
       const __m512i w3 = NB > 3 ? _mm512_loadu_si512((const void *)(p + 3 * bstride)) : z;       \
       QG_VNNI_ROW(0); QG_VNNI_ROW(1); QG_VNNI_ROW(2);                                            \
       QG_VNNI_ROW(3); QG_VNNI_ROW(4); QG_VNNI_ROW(5);                                            \
+    }                                                                                            \
     }                                                                                            \
     QG_VNNI_OUT(0); QG_VNNI_OUT(1); QG_VNNI_OUT(2);                                              \
     QG_VNNI_OUT(3); QG_VNNI_OUT(4); QG_VNNI_OUT(5);                                              \
@@ -224,16 +238,17 @@ QG_VNNI_TILE(1)
 #undef QG_VNNI_OUT
 
 static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
-                         int rows, int32_t b0, int nb, int32_t *acc) {
-  (void)rows;   /* rowp has QG_MAX_ROWS entries, the spare ones repeat the last row */
+                         int nseg, int rows, int32_t b0, int nb, int32_t *acc) {
+  (void)rows;   /* rowp has QG_MAX_ROWS entries per segment, the spare ones repeat the last row */
   const uint32_t xr = g->a_xor ? 0x80808080u : 0u;
   const size_t bstride = (size_t)g->k_groups * 64u;
   const uint8_t *p = packed + (size_t)b0 * bstride;
+  const int32_t sg = g->k_groups / nseg;
   switch (nb) {
-    case 4: qg_vnni_6_4(p, bstride, g->k_groups, rowp, xr, acc); break;
-    case 3: qg_vnni_6_3(p, bstride, g->k_groups, rowp, xr, acc); break;
-    case 2: qg_vnni_6_2(p, bstride, g->k_groups, rowp, xr, acc); break;
-    default: qg_vnni_6_1(p, bstride, g->k_groups, rowp, xr, acc); break;
+    case 4: qg_vnni_6_4(p, bstride, nseg, sg, rowp, xr, acc); break;
+    case 3: qg_vnni_6_3(p, bstride, nseg, sg, rowp, xr, acc); break;
+    case 2: qg_vnni_6_2(p, bstride, nseg, sg, rowp, xr, acc); break;
+    default: qg_vnni_6_1(p, bstride, nseg, sg, rowp, xr, acc); break;
   }
 }
 #endif /* AR_QGEMM_X86 */
@@ -371,7 +386,7 @@ static void qg_store_portable(const ar_qgemm_t *g, const int32_t *acc, int rows,
   qg_store(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo);
 }
 
-typedef void (*qg_tile_fn)(const ar_qgemm_t *, const uint8_t *, const uint8_t *const *, int,
+typedef void (*qg_tile_fn)(const ar_qgemm_t *, const uint8_t *, const uint8_t *const *, int, int,
                            int32_t, int, int32_t *);
 
 static ar_qgemm_path_t qg_forced = AR_QGEMM_AUTO;
@@ -409,9 +424,9 @@ const char *ar_qgemm_path_name(ar_qgemm_path_t path) {
   }
 }
 
-void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bias,
-                  const int32_t *mult, const int32_t *shift, const uint8_t *a, size_t lda,
-                  int64_t rows, uint8_t *out, size_t ldo) {
+void ar_qgemm_run_segments(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bias,
+                           const int32_t *mult, const int32_t *shift, const uint8_t *const *seg,
+                           int nseg, int64_t rows, uint8_t *out, size_t ldo) {
   ar_qgemm_path_t path = qg_forced != AR_QGEMM_AUTO ? qg_forced : ar_qgemm_best_path();
   qg_tile_fn tile = qg_tile_portable;
   qg_store_fn store = qg_store_portable;
@@ -424,19 +439,32 @@ void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bia
 #endif
   int32_t acc[QG_MAX_ROWS * QG_MAX_COLS];
   int32_t row_add[QG_MAX_ROWS];
-  const uint8_t *rowp[QG_MAX_ROWS];
+  const uint8_t *rowp[AR_QGEMM_MAX_SEGS * QG_MAX_ROWS];
   for (int64_t m0 = 0; m0 < rows; m0 += mr) {
     const int rr = (int)(rows - m0 < mr ? rows - m0 : mr);
-    for (int r = 0; r < QG_MAX_ROWS; r++)
-      rowp[r] = a + (size_t)(m0 + (r < rr ? r : rr - 1)) * lda;
-    if (g->zw_row) qg_row_terms(g, rowp, rr, row_add);
+    for (int q = 0; q < nseg; q++)
+      for (int r = 0; r < QG_MAX_ROWS; r++)
+        rowp[q * QG_MAX_ROWS + r] = seg[(size_t)(m0 + (r < rr ? r : rr - 1)) * (size_t)nseg + (size_t)q];
+    if (g->zw_row) qg_row_terms(g, rowp, nseg, rr, row_add);
     uint8_t *o = out + (size_t)m0 * ldo;
     for (int32_t b0 = 0; b0 < g->n_blocks; b0 += max_nb) {
       const int nb = (int)(g->n_blocks - b0 < max_nb ? g->n_blocks - b0 : max_nb);
-      tile(g, packed, rowp, rr, b0, nb, acc);
+      tile(g, packed, rowp, nseg, rr, b0, nb, acc);
       const int32_t n0 = b0 * 16;
       const int cols = (int)(g->n - n0 < nb * 16 ? g->n - n0 : nb * 16);
       store(g, acc, rr, g->zw_row ? row_add : NULL, n0, cols, bias, mult, shift, o, ldo);
     }
+  }
+}
+
+void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bias,
+                  const int32_t *mult, const int32_t *shift, const uint8_t *a, size_t lda,
+                  int64_t rows, uint8_t *out, size_t ldo) {
+  /* one segment per row, in blocks of QG_MAX_ROWS rows */
+  const uint8_t *seg[QG_MAX_ROWS];
+  for (int64_t m0 = 0; m0 < rows; m0 += QG_MAX_ROWS) {
+    const int rr = (int)(rows - m0 < QG_MAX_ROWS ? rows - m0 : QG_MAX_ROWS);
+    for (int r = 0; r < rr; r++) seg[r] = a + (size_t)(m0 + r) * lda;
+    ar_qgemm_run_segments(g, packed, bias, mult, shift, seg, 1, rr, out + (size_t)m0 * ldo, ldo);
   }
 }

@@ -72,6 +72,17 @@ void ar_qgemm_run(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bia
                   const int32_t *mult, const int32_t *shift, const uint8_t *a, size_t lda,
                   int64_t rows, uint8_t *out, size_t ldo);
 
+/* Most segments a row of ar_qgemm_run_segments may have. */
+#define AR_QGEMM_MAX_SEGS 16
+
+/* ar_qgemm_run with each A row given as nseg (1..AR_QGEMM_MAX_SEGS) segments of K / nseg bytes,
+ * K a multiple of 4 * nseg: segment q of row m starts at seg[m * nseg + q]. CONV_2D hands its
+ * rows this way straight from the input (one segment per filter row, KW * I contiguous bytes),
+ * instead of copying them into an im2col row first. Same integers as ar_qgemm_run. */
+void ar_qgemm_run_segments(const ar_qgemm_t *g, const uint8_t *packed, const int32_t *bias,
+                           const int32_t *mult, const int32_t *shift, const uint8_t *const *seg,
+                           int nseg, int64_t rows, uint8_t *out, size_t ldo);
+
 /* The path AR_QGEMM_AUTO resolves to on this CPU. */
 ar_qgemm_path_t ar_qgemm_best_path(void);
 /* Whether this build and CPU can run `path`. */

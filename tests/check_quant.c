@@ -460,6 +460,16 @@ START_TEST(qconv_random_vs_naive_all_paths) {
     {1, 4, 4, 6, 130, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, true},    /* 9 blocks */
     {1, 3, 3, 7, 3, 1, 1, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, true, false},     /* 1x1, I%4 */
     {1, 13, 11, 40, 33, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, true, false}, /* tiles */
+    /* rows as KH segments read in place (KW*I % 4 == 0): borders, strides, vertical dilation,
+     * batches, images smaller than the filter, several tiles of rows */
+    {2, 9, 10, 16, 40, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, true},
+    {1, 11, 9, 8, 24, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},
+    {1, 9, 9, 4, 20, 3, 3, 1, 1, 2, 1, AR_PADDING_SAME, AR_ACT_NONE, true, false},
+    {1, 8, 7, 12, 17, 3, 3, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_RELU, true, false},
+    {1, 7, 6, 4, 16, 5, 5, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, true},
+    {1, 6, 7, 3, 8, 2, 4, 1, 2, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, false},
+    {2, 2, 3, 8, 18, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, true, false},
+    {1, 30, 25, 64, 20, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i]);
 }
