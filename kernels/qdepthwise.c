@@ -568,6 +568,56 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g
   }
 }
 
+/* Rescale one row of accumulators, 16 channels per zmm (needs g->vec_rq): channel blocks outer,
+ * so each block's constants are made once per row; one 64-bit arithmetic shift per lane does both
+ * rounding steps (floor(floor(a) / b) = floor(a / b)): int8 (ar_mbqm_up)
+ * ((x m) << l + 2^30 + 2^(30+r)) >> (31 + r); uint8 (ar_mbqm) ((x << l) m + 2^30 + 2^(30+r)
+ * - [(x << l) m < -2^30] 2^31) >> (31 + r), the bracket sending negative ties away from zero; the
+ * 2^(30+r) term only where r > 0. The same bits as qdw_requant / qdw_rq8. */
+QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
+                                            const int32_t *mult) {
+  const bool s8 = g->is_int8;
+  const int32_t oc = g->oc, ow = g->ow;
+  const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *rl = rr + 3 * oc;
+  const __m512i zero = _mm512_setzero_si512(), low32 = _mm512_set1_epi64(0xFFFFFFFFll);
+  const __m512i c30 = _mm512_set1_epi64(1ll << 30), c31 = _mm512_set1_epi64(1ll << 31);
+  const __m512i lim = _mm512_set1_epi64(-(1ll << 30)), c31s = _mm512_set1_epi64(31);
+  const __m512i zp = _mm512_set1_epi32(g->out_zp), lo = _mm512_set1_epi32(g->act_lo),
+                hi = _mm512_set1_epi32(g->act_hi);
+  for (int32_t c = 0; c < oc; c += 16) {
+    const __mmask16 keep = oc - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (oc - c)) - 1u);
+    const __m512i m = _mm512_maskz_loadu_epi32(keep, mult + c), m_odd = _mm512_srli_epi64(m, 32);
+    const __m512i r = _mm512_maskz_loadu_epi32(keep, rr + c), l = _mm512_maskz_loadu_epi32(keep, rl + c);
+    const __m512i r_e = _mm512_and_si512(r, low32), r_o = _mm512_srli_epi64(r, 32);
+    const __m512i l_e = _mm512_and_si512(l, low32), l_o = _mm512_srli_epi64(l, 32);
+    const __mmask8 rpos_e = _mm512_cmpgt_epi64_mask(r_e, zero), rpos_o = _mm512_cmpgt_epi64_mask(r_o, zero);
+    const __m512i k_e = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_e, _mm512_sllv_epi64(c30, r_e)));
+    const __m512i k_o = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_o, _mm512_sllv_epi64(c30, r_o)));
+    const __m512i n_e = _mm512_add_epi64(r_e, c31s), n_o = _mm512_add_epi64(r_o, c31s);
+    for (int32_t ox = 0; ox < ow; ox++) {
+      __m512i x = _mm512_maskz_loadu_epi32(keep, acc + (size_t)ox * oc + c);
+      if (!s8) x = _mm512_sllv_epi32(x, l);
+      __m512i pe = _mm512_mul_epi32(x, m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd);
+      __m512i te, to;
+      if (s8) {
+        pe = _mm512_sllv_epi64(pe, l_e);
+        po = _mm512_sllv_epi64(po, l_o);
+        te = _mm512_add_epi64(pe, k_e);
+        to = _mm512_add_epi64(po, k_o);
+      } else {
+        te = _mm512_add_epi64(pe, k_e);
+        to = _mm512_add_epi64(po, k_o);
+        te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, lim) & rpos_e, te, c31);
+        to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, lim) & rpos_o, to, c31);
+      }
+      const __m512i qe = _mm512_srav_epi64(te, n_e), qo = _mm512_srav_epi64(to, n_o);
+      __m512i q = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+      q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, zp), lo), hi);
+      _mm512_mask_cvtepi32_storeu_epi8(o + (size_t)ox * oc + c, keep, q);
+    }
+  }
+}
+
 QDW_TARGET_VNNI static void qdw_ptr_vnni(const qdw_state_t *g, const uint8_t *const *tp, const int16_t *wp,
                                          const int32_t *bias, int32_t *acc, int32_t npix) {
   if (g->is_int8) qdw_ptr_vnni_t(g, tp, wp, bias, acc, npix, true);
@@ -615,7 +665,8 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
 #endif
       }
 #if AR_HAVE_AVX2_CLONE
-      if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
+      if (isa == 2 && g->vec_rq) qdw_requant_512(g, acc, orow, mult);
+      else if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
       else
 #endif
         qdw_requant(g, acc, orow, mult, shift, s8);
