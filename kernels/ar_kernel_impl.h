@@ -110,6 +110,9 @@ extern const ar_kernel_t ar_kernel_arg_min;
 extern const ar_kernel_t ar_kernel_dequantize;
 extern const ar_kernel_t ar_kernel_quantize;
 extern const ar_kernel_t ar_kernel_densify;
+/* QUANTIZE float32 -> 8-bit's loop: tests pick it (0 portable, 1 AVX2; -1 = automatic), as
+ * ar__qdw_set_isa. */
+int ar__quantize_set_isa(int isa);
 
 /* kernels/slice.c: TFLite STRIDED_SLICE, SLICE, TRANSPOSE, TILE, BROADCAST_TO, SPACE_TO_DEPTH
  * (one strided copy each, kernels/strided.h). */

@@ -32,6 +32,11 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/conv_util.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+#endif
 
 /* --------------------------------------------------------------- DEQUANTIZE */
 
@@ -158,6 +163,39 @@ static void quantize_init(ar_node_t *node) {
   if (quantize_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+/* float32 -> 8-bit, the whole groups of 8: (int32)nearbyintf(x * (1/scale)) + z, clamped. The AVX2
+ * loop's vcvtps2dq rounds half to even in the default rounding mode as nearbyintf does, and its
+ * products are the same single multiplications, so both loops give the same bytes. */
+static int quantize_forced = -1;
+
+int ar__quantize_set_isa(int isa) {
+  const int best = ar__cpu_has_avx2_fma() ? 1 : 0;
+  if (isa < 0) { quantize_forced = -1; return best; }
+  if (isa > best) return -1;
+  quantize_forced = isa;
+  return isa;
+}
+
+static void quantize_f32_base(const float *x, void *out, int64_t n8, float inv, int32_t zp, bool s8) {
+  for (int64_t i = 0; i < n8; i++) ar_k_store_q8(out, i, s8, (int32_t)nearbyintf(x[i] * inv) + zp);
+}
+
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void quantize_f32_avx2(const float *x, void *out, int64_t n8, float inv, int32_t zp,
+                                             bool s8) {
+  const __m256 vi = _mm256_set1_ps(inv);
+  const __m256i z = _mm256_set1_epi32(zp), lo = _mm256_set1_epi32(s8 ? -128 : 0),
+                hi = _mm256_set1_epi32(s8 ? 127 : 255);
+  uint8_t *o = out;
+  for (int64_t i = 0; i < n8; i += 8) {
+    __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi));
+    q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, z), lo), hi);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64((__m128i *)(void *)(o + i), s8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+  }
+}
+#endif
+
 static void quantize_eval(const ar_node_t *node) {
   const convert_state_t *st = node->state;
   const int64_t n = ar_k_elements(node->inputs[0]);
@@ -168,10 +206,16 @@ static void quantize_eval(const ar_node_t *node) {
     const double scale = st->scale;
     const float inv = (float)(1.0 / scale);
     const int64_t n8 = n / 8 * 8;
-    int64_t i = 0;
-    for (; i < n8; i++)   /* vector loop: multiply by the reciprocal, round half to even */
-      ar_k_store_q8(out, i, out_signed, (int32_t)nearbyintf(x[i] * inv) + st->out_zp);
-    for (; i < n; i++)
+    /* whole groups of 8 (TFLite's vector loop): multiply by the reciprocal, round half to even */
+    static int best = -1;   /* benign race: every thread computes the same value */
+    if (best < 0) best = ar__cpu_has_avx2_fma() ? 1 : 0;
+#if AR_HAVE_AVX2_CLONE
+    if ((quantize_forced >= 0 ? quantize_forced : best) == 1)
+      quantize_f32_avx2(x, out, n8, inv, st->out_zp, out_signed);
+    else
+#endif
+      quantize_f32_base(x, out, n8, inv, st->out_zp, out_signed);
+    for (int64_t i = n8; i < n; i++)
       ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
     return;
   }

@@ -559,6 +559,44 @@ START_TEST(quantize_float_to_int8_both_roundings) {
 }
 END_TEST
 
+START_TEST(quantize_float_every_path_long) {
+  /* 1003 floats (125 groups of 8 and a tail of 3), ties of the rounding among them, values past
+   * both ends of the type, both output types, on every loop the CPU has (portable, AVX2): each
+   * group element is nearbyintf(x * (1/s)) + z clamped, each tail element round(x / s) + z. */
+  enum { N = 1003 };
+  static float x[N];
+  static uint8_t o[N];
+  uint32_t seed = 99;
+  const float s = 0.25f;
+  for (int i = 0; i < N; i++) {
+    seed = seed * 1103515245u + 12345u;
+    const int k = (int)(seed >> 16) % 1200 - 600;
+    x[i] = i % 3 == 0 ? ((float)k + 0.5f) * s : (float)k * 0.0371f;   /* every third a tie */
+  }
+  const int best = ar__quantize_set_isa(-1);
+  for (int isa = 0; isa <= best; isa++)
+    for (int dt = 0; dt < 2; dt++) {
+      ck_assert_int_eq(ar__quantize_set_isa(isa), isa);
+      const bool s8 = dt == 1;
+      const int32_t z = s8 ? -3 : 120, lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+      ar_tview_t tx = tv(AR_DTYPE_FLOAT32, x, NULL, 1, N);
+      ar_tview_t to = tv(s8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8, o, qp(s, z), 1, N);
+      ar_tview_t *in[1] = {&tx};
+      run_ok(AR_OP_QUANTIZE, NULL, 1, in, &to);
+      for (int i = 0; i < N; i++) {
+        int32_t want = i < N / 8 * 8 ? (int32_t)nearbyintf(x[i] * (1.0f / s)) + z
+                                     : (int32_t)round((double)x[i] / (double)s) + z;
+        want = want < lo ? lo : want > hi ? hi : want;
+        const int32_t got = s8 ? (int8_t)o[i] : o[i];
+        ck_assert_msg(got == want, "isa %d %s element %d (%g): got %d want %d", isa, s8 ? "int8" : "uint8",
+                      i, (double)x[i], got, want);
+      }
+      g_nqp = 0;
+    }
+  ar__quantize_set_isa(-1);
+}
+END_TEST
+
 START_TEST(quantize_requantize_8bit) {
   /* uint8 (s 1/127.5 z 127) -> int8 (same scale, z -1): q - 128 (tf2 MobileNet v2's input). */
   uint8_t u[4] = {0, 127, 128, 255};
@@ -627,6 +665,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, lut8_every_path_equals_table);
   tcase_add_test(tc, relu6_uint8_rescales);
   tcase_add_test(tc, quantize_float_to_int8_both_roundings);
+  tcase_add_test(tc, quantize_float_every_path_long);
   tcase_add_test(tc, quantize_requantize_8bit);
   tcase_add_test(tc, dequantize_int8_uint8);
   suite_add_tcase(s, tc);
