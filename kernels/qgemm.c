@@ -258,9 +258,11 @@ static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8
  * floor((x*m + 2^30) / 2^31) (its saturating case needs m = INT32_MIN, never a Q31 multiplier),
  * which is also the half-up kernel's first step. The second, x / 2^r, is
  * (v >> r) + (rem > (mask >> 1) + (away && v < 0)) with rem = v & mask, mask = 2^r - 1: ties go up,
- * or away from zero for ar_mbqm, without the overflow of adding 2^(r-1) first. The product is
- * formed from x << max(shift, 0) in 32 bits; a vector where that shift overflows (never in a
- * real model) goes to the scalar store, whose 64-bit ar_mbqm_up does not wrap. */
+ * or away from zero for ar_mbqm, without the overflow of adding 2^(r-1) first. The AVX2 store forms
+ * the product from x << max(shift, 0) in 32 bits, and a vector where that shift overflows (never
+ * in a real model) goes to the scalar store, whose 64-bit ar_mbqm_up does not wrap; the AVX-512
+ * store shifts as each rounding does (ar_mbqm: x in 32 bits, wrapping; ar_mbqm_up: the 64-bit
+ * product), so it needs no such check. */
 #if AR_QGEMM_X86
 AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
     const ar_qgemm_t *g, const int32_t *acc, int rows, const int32_t *row_add, int32_t n0, int cols,
@@ -281,6 +283,7 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
     const __m512i sh = _mm512_loadu_si512((const void *)(shift + n));
     const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
     const __m512i m_odd = _mm512_srli_epi64(m, 32);
+    const __m512i l_e = _mm512_and_si512(left, low32), l_o = _mm512_srli_epi64(left, 32);
     const bool any_left = _mm512_mask_cmpgt_epi32_mask(keep, left, zero) != 0;
     /* Both roundings as one 64-bit arithmetic shift (floor(floor(a) / n) = floor(a / n)):
      * half up: (p + 2^30 + 2^(30+r)) >> (31 + r), r > 0 (2^30 alone when r = 0);
@@ -295,14 +298,14 @@ AR_TARGET_QVNNI static QG_ALWAYS_INLINE void qg_store_avx512_body(
     for (int r = 0; r < rows; r++) {
       __m512i x = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + r * QG_MAX_COLS + c)), b);
       if (row_add) x = _mm512_add_epi32(x, _mm512_set1_epi32(row_add[r]));
-      const __m512i xs = any_left ? _mm512_sllv_epi32(x, left) : x;
-      if (any_left && _mm512_mask_cmpneq_epi32_mask(keep, _mm512_srav_epi32(xs, left), x)) {
-        qg_store(g, acc + r * QG_MAX_COLS + c, 1, row_add ? row_add + r : NULL, n, nc, bias, mult, shift,
-                 out + (size_t)r * ldo, ldo);
-        continue;
+      /* the left shift: ar_mbqm's wraps in 32 bits, ar_mbqm_up's is exact in 64 */
+      const __m512i xs = any_left && !round_up ? _mm512_sllv_epi32(x, left) : x;
+      __m512i pe = _mm512_mul_epi32(xs, m);
+      __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(xs, 32), m_odd);
+      if (any_left && round_up) {
+        pe = _mm512_sllv_epi64(pe, l_e);
+        po = _mm512_sllv_epi64(po, l_o);
       }
-      const __m512i pe = _mm512_mul_epi32(xs, m);
-      const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(xs, 32), m_odd);
       __m512i te = _mm512_add_epi64(pe, rc_e), to = _mm512_add_epi64(po, rc_o);
       if (!round_up) {
         te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, minus_c30) & rpos_e, te, c31);
