@@ -476,6 +476,55 @@ START_TEST(softmax_uint8_int8_table) {
 }
 END_TEST
 
+START_TEST(softmax_rows_in_groups_of_four) {
+  /* 11 rows of 16 codes (two groups of four rows and a tail of three; YOLOv8n's softmax is
+   * [1,4,3549,16]), both types, in place too: every row equals the straight per-row formula
+   * (TFLite's table, the float sum in order, p = t / (sum s_out), rounded as the kernel comments). */
+  enum { R = 11, D = 16 };
+  static uint8_t x[R * D], o[R * D], inpl[R * D];
+  uint32_t seed = 4242;
+  for (int i = 0; i < R * D; i++) { seed = seed * 1103515245u + 12345u; x[i] = (uint8_t)(seed >> 16); }
+  const float s_in = 0.07f, beta = 1.0f;
+  float table[256];
+  for (int k = 0; k < 256; k++) table[255 - k] = expf(-s_in * beta * (float)k);
+  for (int dt = 0; dt < 2; dt++) {
+    const bool s8 = dt == 1;
+    const ar_dtype_t t = s8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
+    const int32_t zo = s8 ? -128 : 0, tmin = s8 ? -128 : 0, tmax = s8 ? 127 : 255;
+    ar_tview_t tx = tv(t, x, qp(s_in, s8 ? 5 : 133), 2, R, D);
+    ar_tview_t to = tv(t, o, qp(1.0f / 256, zo), 2, R, D);
+    ar_tview_t *in[1] = {&tx};
+    ar_options_t opt = {.softmax = {beta}};
+    run_ok(AR_OP_SOFTMAX, &opt, 1, in, &to);
+    memcpy(inpl, x, sizeof inpl);
+    ar_tview_t tpi = tv(t, inpl, qp(s_in, s8 ? 5 : 133), 2, R, D);
+    ar_tview_t tpo = tv(t, inpl, qp(1.0f / 256, zo), 2, R, D);
+    ar_tview_t *inp[1] = {&tpi};
+    run_ok(AR_OP_SOFTMAX, &opt, 1, inp, &tpo);
+    for (int r = 0; r < R; r++) {
+      int32_t mx = tmin;
+      for (int c = 0; c < D; c++) {
+        const int32_t q = s8 ? (int8_t)x[r * D + c] : x[r * D + c];
+        mx = q > mx ? q : mx;
+      }
+      float sum = 0.0f;
+      for (int c = 0; c < D; c++) sum += table[255 - mx + (s8 ? (int8_t)x[r * D + c] : x[r * D + c])];
+      const float inv = 1.0f / (sum * (1.0f / 256));
+      for (int c = 0; c < D; c++) {
+        const float p = table[255 - mx + (s8 ? (int8_t)x[r * D + c] : x[r * D + c])] * inv;
+        int32_t v = s8 ? (int32_t)roundf(p) + zo : (int32_t)(p + 0.5f);
+        v = v < tmin ? tmin : v > tmax ? tmax : v;
+        const int32_t got = s8 ? (int8_t)o[r * D + c] : o[r * D + c];
+        const int32_t got_inpl = s8 ? (int8_t)inpl[r * D + c] : inpl[r * D + c];
+        ck_assert_msg(got == v && got_inpl == v, "%s row %d col %d: got %d (in place %d) want %d",
+                      s8 ? "int8" : "uint8", r, c, got, got_inpl, v);
+      }
+    }
+    g_nqp = 0;
+  }
+}
+END_TEST
+
 START_TEST(logistic_uint8_int8_table) {
   /* Input s 0.1: x = 0, 1, -1, 12.7, -12.8, 0.1 -> 256 sigmoid(x) = 128, 187.15, 68.85, 256.0,
    * 0.0007, 134.4 -> rounded, clamped to the type. */
@@ -661,6 +710,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, resize_bilinear_uint8_align_corners);
   tcase_add_test(tc, resize_nearest_int8);
   tcase_add_test(tc, softmax_uint8_int8_table);
+  tcase_add_test(tc, softmax_rows_in_groups_of_four);
   tcase_add_test(tc, logistic_uint8_int8_table);
   tcase_add_test(tc, lut8_every_path_equals_table);
   tcase_add_test(tc, relu6_uint8_rescales);
