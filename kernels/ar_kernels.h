@@ -93,13 +93,14 @@ void ar_apply_activation(float *x, size_t n, ar_activation_t act);
 int32_t ar_compute_padding(ar_padding_t padding, int32_t in, int32_t filter, int32_t stride,
                            int32_t dilation, int32_t *pad_before);
 
-/* Whether CONV_2D `node` can run with input 1 being a sparse constant as the model stores it (TFLite
- * SparsityParameters, DENSIFY's input: dtype FLOAT16 or FLOAT32, dims the dense [O,1,1,I], data =
- * the stored values, bytes = their size, sparsity set), without densifying it (kernels/
- * sparse_conv.c). Covered: a 1x1 filter, any stride, float32 input/bias/output, identity
- * traversal order, input channels SPARSE_CSR with strictly increasing indices (uint8/uint16/int32),
- * at most one block dim (1..16 output or input channels, stored innermost). Every segment and
- * index is checked against the shapes and the stored value count. Returns 0 when covered, else
+/* Whether CONV_2D or FULLY_CONNECTED `node` can run with input 1 being a sparse constant as the
+ * model stores it (TFLite SparsityParameters, DENSIFY's input: dtype FLOAT16 or FLOAT32, dims the
+ * dense [O,1,1,I] / [O,I], data = the stored values, bytes = their size, sparsity set), without
+ * densifying it (kernels/sparse_conv.c). Covered: a 1x1 filter (any stride) or FC weights,
+ * float32 input/bias/output, identity traversal order, input channels SPARSE_CSR with strictly
+ * increasing indices (uint8/uint16/int32), at most one block dim (1..16 output or input channels,
+ * stored innermost); the op's own shape rules run too (its prepare, on a copy of the node). Every
+ * segment and index is checked against the shapes and the stored value count. Returns 0 when covered, else
  * AR_EUNSUPPORTED (AR_ESHAPE / AR_EINVAL for a malformed node) with `msg` saying why, e.g.
  * "operator 14 (CONV_2D): sparse filter: traversal_order is not the identity". The interpreter
  * densifies the filter (DENSIFY folding) when this refuses. */

@@ -7,7 +7,8 @@
  *
  * Speed: one BLAS call with the output pre-filled with the bias and beta = 1: cblas_sgemv when
  * B = 1 (every FULLY_CONNECTED in the shipped models), cblas_sgemm otherwise (weights used in
- * place through Trans, since [O, I] row-major is already W^T of the GEMM).
+ * place through Trans, since [O, I] row-major is already W^T of the GEMM). Sparse weights kept as
+ * stored (TFLite sparsity, ar_kernel_sparse_filter_check) go to kernels/sparse_conv.c.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -20,6 +21,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 #include "kernels/qconv.h"
+#include "kernels/sparse_conv.h"
 
 static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "FULLY_CONNECTED";
@@ -35,7 +37,8 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_tview_t *out = node->outputs[0];
   const ar_fully_connected_options_t *o = &node->options->fully_connected;
   const bool quantized = ar__q_is_quantized(node);
-  if (!quantized && (in->dtype != AR_DTYPE_FLOAT32 || wt->dtype != AR_DTYPE_FLOAT32 ||
+  const bool sparse = !quantized && wt->sparsity != NULL;   /* weights as stored (sparse_conv.c) */
+  if (!quantized && (in->dtype != AR_DTYPE_FLOAT32 || (wt->dtype != AR_DTYPE_FLOAT32 && !sparse) ||
       out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32)))
     return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 or quantized int8/uint8 input/weights/bias/output "
                    "are supported (input %s, weights %s, output %s)", idx, name,
@@ -86,6 +89,7 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    ar__shape_str(s1, sizeof s1, out), ar__shape_str(s2, sizeof s2, &w));
   }
   if (quantized) return ar__qfc_prepare(node, msg, msg_bytes);
+  if (sparse) return ar__sparse_fc_prepare(node, msg, msg_bytes);
   node->scratch_bytes = 0;
   node->state_bytes = 0;
   return 0;
@@ -97,6 +101,7 @@ static void fc_init(ar_node_t *node) {
 
 static void fc_eval(const ar_node_t *node) {
   if (ar__q_is_quantized(node)) { ar__qfc_eval(node); return; }
+  if (node->inputs[1]->sparsity) { ar__sparse_fc_eval(node); return; }
   const ar_tview_t *in_t = node->inputs[0], *wt_t = node->inputs[1];
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const int units = wt_t->dims[0], depth = wt_t->dims[1];

@@ -1,17 +1,19 @@
-/* sparse_conv.c - CONV_2D 1x1 whose filter is a sparse constant, multiplied in its stored form.
+/* sparse_conv.c - CONV_2D 1x1 and FULLY_CONNECTED whose filter / weights are a sparse constant,
+ * multiplied in their stored form.
  *
  * Pruned models (MediaPipe's pose_detection, face_detection_full_range_sparse) store 1x1 filters
  * with TFLite SparsityParameters and densify them with DENSIFY (-> DEQUANTIZE when the values are
  * float16). When the interpreter keeps weights as stored, it hands CONV_2D the sparse constant
  * itself as input 1 (dtype FLOAT16 or FLOAT32, dims the dense [O,1,1,I], data = the stored values,
  * bytes = their size, sparsity = the metadata) and this file runs the convolution on it: no dense
- * copy, no packed copy, no node state.
+ * copy, no packed copy, no node state. FULLY_CONNECTED weights [O,I] in the same form run the same
+ * loops, its input rows taking the place of pixels.
  *
  * Covered form (the one TFLite's converter writes for these filters; anything else is refused by
  * ar_kernel_sparse_filter_check and the interpreter densifies as before): traversal order the
- * identity, dims 0..2 DENSE (O / R, 1, 1), dim 3 (I / C) SPARSE_CSR, and at most one block dim:
- * R output channels (block_map [0]) or C input channels (block_map [3]), stored innermost (DENSE,
- * size R or C). Group g (output channels g*R .. g*R+R-1) holds the entries j in
+ * identity, dims 0..2 DENSE (O / R, 1, 1), dim 3 (I / C) SPARSE_CSR (for [O,I]: dim 0 DENSE, dim 1
+ * SPARSE_CSR), and at most one block dim: R output channels (block_map [0]) or C input channels
+ * (block_map [3], or [1] for [O,I]), stored innermost (DENSE, size R or C). Group g (output channels g*R .. g*R+R-1) holds the entries j in
  * array_segments[g] .. array_segments[g+1]; entry j covers input channels array_indices[j]*C + t
  * (t < C), and its value for output row g*R + r, channel t is value j*R*C + r*C + t (DENSIFY's
  * visiting order). Index vectors stay uint8 / uint16 / int32 as stored.
@@ -85,9 +87,10 @@ static int spm_parse(const ar_node_t *node, const ar_tview_t *f, spm_t *m, bool 
   if (f->dtype != AR_DTYPE_FLOAT16 && f->dtype != AR_DTYPE_FLOAT32)
     return NOT_COVERED("values are %s (FLOAT16 or FLOAT32 are covered)", idx, name,
                        ar_dtype_name(f->dtype));
-  if (f->rank != 4 || f->dims[1] != 1 || f->dims[2] != 1 || f->dims[0] < 1 || f->dims[3] < 1)
-    return NOT_COVERED("shape is not [O,1,1,I] (a 1x1 filter)", idx, name);
-  const int32_t n = 4, k = sp->n_block_map, levels = n + k;
+  const int32_t n = f->rank;
+  if (!((n == 4 && f->dims[1] == 1 && f->dims[2] == 1) || n == 2) || f->dims[0] < 1 || f->dims[n - 1] < 1)
+    return NOT_COVERED("shape is not [O,1,1,I] (a 1x1 filter) or [O,I]", idx, name);
+  const int32_t k = sp->n_block_map, levels = n + k;
   if (k > 1 || sp->n_traversal_order != levels || sp->n_dim_metadata != levels)
     return NOT_COVERED("%d block dims, %d traversal dims, %d dim_metadata (at most one block dim, "
                        "one level per expanded dim)", idx, name, (int)k, (int)sp->n_traversal_order,
@@ -96,7 +99,7 @@ static int spm_parse(const ar_node_t *node, const ar_tview_t *f, spm_t *m, bool 
     if (sp->traversal_order[l] != l)
       return NOT_COVERED("traversal_order is not the identity", idx, name);
   m->o = f->dims[0];
-  m->i = f->dims[3];
+  m->i = f->dims[n - 1];
   m->rb = m->cb = 1;
   if (k == 1) {
     const ar_dim_metadata_t *bm = &sp->dim_metadata[n];
@@ -104,16 +107,17 @@ static int spm_parse(const ar_node_t *node, const ar_tview_t *f, spm_t *m, bool 
     if (bm->format != AR_DIM_DENSE || bs < 1 || bs > BLOCK_MAX)
       return NOT_COVERED("block level is not DENSE with a size of 1..%d", idx, name, BLOCK_MAX);
     if (sp->block_map[0] == 0 && m->o % bs == 0) m->rb = bs;
-    else if (sp->block_map[0] == 3 && m->i % bs == 0) m->cb = bs;
-    else return NOT_COVERED("block_map [%d] with block size %d on [%d,1,1,%d]", idx, name,
-                            (int)sp->block_map[0], (int)bs, (int)m->o, (int)m->i);
+    else if (sp->block_map[0] == n - 1 && m->i % bs == 0) m->cb = bs;
+    else return NOT_COVERED("block_map [%d] with block size %d on %d output and %d input channels",
+                            idx, name, (int)sp->block_map[0], (int)bs, (int)m->o, (int)m->i);
   }
   m->groups = m->o / m->rb;
-  const int32_t want[3] = {m->groups, 1, 1};
-  for (int32_t l = 0; l < 3; l++)
-    if (sp->dim_metadata[l].format != AR_DIM_DENSE || sp->dim_metadata[l].dense_size != want[l])
-      return NOT_COVERED("level %d is not DENSE of size %d", idx, name, (int)l, (int)want[l]);
-  const ar_dim_metadata_t *csr = &sp->dim_metadata[3];
+  for (int32_t l = 0; l < n - 1; l++) {
+    const int32_t want = l == 0 ? m->groups : 1;
+    if (sp->dim_metadata[l].format != AR_DIM_DENSE || sp->dim_metadata[l].dense_size != want)
+      return NOT_COVERED("level %d is not DENSE of size %d", idx, name, (int)l, (int)want);
+  }
+  const ar_dim_metadata_t *csr = &sp->dim_metadata[n - 1];
   if (csr->format != AR_DIM_SPARSE_CSR)
     return NOT_COVERED("input channels are not SPARSE_CSR", idx, name);
   m->seg = csr->array_segments;
@@ -157,8 +161,6 @@ static int check_node(const ar_node_t *node, spm_t *m, char *msg, size_t msg_byt
   const int idx = node->index;
   const char *name = ar_op_name(node->op);
   char s1[96], s2[96];
-  if (node->op != AR_OP_CONV_2D)
-    return NOT_COVERED("%s is not covered (CONV_2D 1x1)", idx, name, name);
   if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
       !node->inputs[1] || !node->outputs[0] || !node->options)
     return ar_errf(msg, msg_bytes, AR_EINVAL, AR__OPFMT "needs inputs (input, filter[, bias]) and one "
@@ -206,10 +208,26 @@ static int check_node(const ar_node_t *node, spm_t *m, char *msg, size_t msg_byt
 }
 
 int ar_kernel_sparse_filter_check(const ar_node_t *node, char *msg, size_t msg_bytes) {
-  spm_t m;
+  if (node->op != AR_OP_CONV_2D && node->op != AR_OP_FULLY_CONNECTED)
+    return NOT_COVERED("%s is not covered (CONV_2D 1x1, FULLY_CONNECTED)", node->index,
+                       ar_op_name(node->op), ar_op_name(node->op));
+  if (node->n_inputs < 2 || !node->inputs[1] || !node->inputs[1]->sparsity)
+    return NOT_COVERED("input 1 is not a sparse constant", node->index, ar_op_name(node->op));
+  /* The op's own prepare on a copy: its shape rules, then (the filter being sparse) ours. */
   ar_node_t copy = *node;
   copy.infer_shapes = false;
-  return check_node(&copy, &m, msg, msg_bytes);
+  return ar_kernel_for(node->op)->prepare(&copy, msg, msg_bytes);
+}
+
+int ar__sparse_fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  spm_t m;
+  int rc = spm_parse(node, node->inputs[1], &m, true, msg, msg_bytes);
+  if (rc) return rc;
+  if (node->inputs[1]->rank != 2)
+    return NOT_COVERED("FULLY_CONNECTED weights must be [O,I]", node->index, ar_op_name(node->op));
+  node->state_bytes = 0;
+  node->scratch_bytes = (uint64_t)m.i * T * sizeof(float);
+  return 0;
 }
 
 int ar__sparse_conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -520,6 +538,30 @@ AR_TARGET_SPARSE_AVX2 static void sparse_avx2(const spm_t *m, const pix_t *px, i
 
 /* ---------------------------------------------------------------- eval */
 
+/* One "image" of `npix` pixels with I contiguous channels each (a 1x1 stride-1 conv or FC rows). */
+static void run(const spm_t *m, const pix_t *px, int64_t npix, const float *bias, ar_activation_t act,
+                float *xt, float *out) {
+  const int isa = sparse_isa();
+#if AR_HAVE_AVX2_CLONE
+  if (isa == 1) { sparse_avx2(m, px, npix, bias, act, xt, out); return; }
+#endif
+  (void)isa;
+  sparse_portable(m, px, npix, bias, act, xt, out);
+}
+
+void ar__sparse_fc_eval(const ar_node_t *node) {
+  spm_t m;
+  if (spm_parse(node, node->inputs[1], &m, false, NULL, 0) != 0) return;   /* checked at prepare */
+  const ar_tview_t *in = node->inputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  int64_t elems = 1;
+  for (int32_t d = 0; d < in->rank; d++) elems *= in->dims[d];
+  const int64_t rows = elems / m.i;
+  pix_t px = {(const float *)in->data, (int32_t)rows, m.i, 1, 1, (int32_t)rows};
+  run(&m, &px, rows, bias ? (const float *)bias->data : NULL,
+      node->options->fully_connected.activation, node->scratch, node->outputs[0]->data);
+}
+
 void ar__sparse_conv_eval(const ar_node_t *node) {
   spm_t m;
   const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
@@ -529,15 +571,9 @@ void ar__sparse_conv_eval(const ar_node_t *node) {
   const int32_t n = in->dims[0], h = in->dims[1], w = in->dims[2], ci = in->dims[3];
   const int32_t oh = out->dims[1], ow = out->dims[2];
   const int64_t npix = (int64_t)oh * ow;
-  const int isa = sparse_isa();
   for (int32_t b = 0; b < n; b++) {
     pix_t px = {(const float *)in->data + (int64_t)b * h * w * ci, w, ci, o->stride_h, o->stride_w, ow};
-    float *ob = (float *)out->data + (int64_t)b * npix * m.o;
-    const float *bd = bias ? (const float *)bias->data : NULL;
-#if AR_HAVE_AVX2_CLONE
-    if (isa == 1) { sparse_avx2(&m, &px, npix, bd, o->activation, node->scratch, ob); continue; }
-#endif
-    (void)isa;
-    sparse_portable(&m, &px, npix, bd, o->activation, node->scratch, ob);
+    run(&m, &px, npix, bias ? (const float *)bias->data : NULL, o->activation, node->scratch,
+        (float *)out->data + (int64_t)b * npix * m.o);
   }
 }

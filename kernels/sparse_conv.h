@@ -1,5 +1,6 @@
-/* sparse_conv.h - internal to the kernels layer: CONV_2D 1x1 with a sparse filter kept as stored
- * (kernels/sparse_conv.c). conv.c routes a node whose filter view carries sparsity here; the
+/* sparse_conv.h - internal to the kernels layer: CONV_2D 1x1 and FULLY_CONNECTED with a sparse
+ * filter kept as stored (kernels/sparse_conv.c). conv.c and fully_connected.c route a node whose
+ * filter view carries sparsity here; the
  * interpreter asks ar_kernel_sparse_filter_check (ar_kernels.h) first. Not a public header. */
 #ifndef AR_SPARSE_CONV_H
 #define AR_SPARSE_CONV_H
@@ -13,6 +14,10 @@
  * scratch = I * AR_SPARSE_TILE floats, no state. */
 int ar__sparse_conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__sparse_conv_eval(const ar_node_t *node);
+/* FULLY_CONNECTED with sparse weights [O,I] (input 1): called by fully_connected.c's prepare after
+ * its own shape checks; scratch = I * AR_SPARSE_TILE floats, no state. */
+int ar__sparse_fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__sparse_fc_eval(const ar_node_t *node);
 
 /* Tests pick the loop: 0 portable, 1 AVX2+FMA+F16C; -1 = automatic. Returns the ISA now in force,
  * or -1 when the CPU lacks the one asked for; with -1 returns the best available. */

@@ -1,5 +1,5 @@
-/* check_kernels_sparse.c - CONV_2D 1x1 with a sparse filter read in its stored form
- * (kernels/sparse_conv.c, ar_kernel_sparse_filter_check).
+/* check_kernels_sparse.c - CONV_2D 1x1 and FULLY_CONNECTED with a sparse filter / weights read in
+ * their stored form (kernels/sparse_conv.c, ar_kernel_sparse_filter_check).
  *
  * Sparse filters are generated here in TFLite's format (SparsityParameters: identity traversal,
  * dims 0..2 DENSE, input channels SPARSE_CSR, optionally one block dim of output or input
@@ -415,8 +415,14 @@ START_TEST(sparse_refusals) {
   REFUSED("two block dims", "at most one block dim"); sparse_free(&s);
   FRESH(); s.sp.dim_metadata[3].array_indices.type = AR_IDX_NONE;
   REFUSED("untyped indices", "array_indices vector is missing"); sparse_free(&s);
-  FRESH(); c.node.op = AR_OP_FULLY_CONNECTED;
-  REFUSED("op", "FULLY_CONNECTED is not covered"); sparse_free(&s);
+  FRESH(); c.node.op = AR_OP_DEPTHWISE_CONV_2D;
+  ck_assert_int_eq(ar_kernel_sparse_filter_check(&c.node, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "DEPTHWISE_CONV_2D is not covered") != NULL, "%s", msg);
+  c.node.op = AR_OP_FULLY_CONNECTED;   /* FC takes [O,I] weights only (its own shape rule) */
+  memset(&c.opt, 0, sizeof c.opt);
+  ck_assert_int_ne(ar_kernel_sparse_filter_check(&c.node, msg, sizeof msg), 0);
+  ck_assert_msg(strstr(msg, "must be [O, I]") != NULL, "%s", msg);
+  sparse_free(&s);
   FRESH(); c.in.dims[3] = 11;
   REFUSED("input channels", "does not match filter"); sparse_free(&s);
 #undef REFUSED
@@ -469,6 +475,149 @@ START_TEST(sparse_infer_shapes) {
 }
 END_TEST
 
+/* ---------- FULLY_CONNECTED: weights [O,I] in the same form ---------- */
+
+/* The generated [O,1,1,I] filter re-described as [O,I] weights: level 0 DENSE, level 1 CSR, the
+ * block level (if any) last; the same stored values and index vectors. */
+static void sparse_to_fc(sparse_t *s) {
+  const int32_t k = s->sp.n_block_map;
+  ar_dim_metadata_t csr = s->sp.dim_metadata[3], blk = s->sp.dim_metadata[4];
+  s->sp.n_traversal_order = s->sp.n_dim_metadata = 2 + k;
+  for (int32_t l = 0; l < 2 + k; l++) s->sp.traversal_order[l] = l;
+  if (k) s->sp.block_map[0] = s->rb > 1 ? 0 : 1;
+  s->sp.dim_metadata[1] = csr;
+  if (k) s->sp.dim_metadata[2] = blk;
+  s->view.rank = 2;
+  s->view.dims[1] = s->i;
+  s->view.dims[2] = s->view.dims[3] = 0;
+}
+
+typedef struct {
+  int32_t in_rank, in_dims[4];   /* the last dim is I when keep_num_dims */
+  int32_t i, o, rb, cb, density;
+  ar_dtype_t dt;
+  ar_index_type_t ity;
+  ar_activation_t act;
+  bool bias, keep_num_dims;
+} fcase_t;
+
+static void run_fc_case(const fcase_t *k) {
+  sparse_t s;
+  sparse_make(&s, k->o, k->i, k->rb, k->cb, k->dt, k->ity, k->density, true);
+  sparse_to_fc(&s);
+  /* DENSIFY reads the [O,I] form as the generator meant it. */
+  {
+    float *dd = malloc((size_t)k->o * k->i * 4);
+    uint16_t *dh = malloc((size_t)k->o * k->i * 2);
+    ar_tview_t out;
+    memset(&out, 0, sizeof out);
+    out.data = k->dt == AR_DTYPE_FLOAT16 ? (void *)dh : (void *)dd;
+    out.dtype = k->dt;
+    out.rank = 2;
+    out.dims[0] = k->o;
+    out.dims[1] = k->i;
+    out.bytes = (uint64_t)k->o * k->i * ar_dtype_size(k->dt);
+    ar_node_t dn;
+    memset(&dn, 0, sizeof dn);
+    dn.op = AR_OP_DENSIFY;
+    dn.n_inputs = dn.n_outputs = 1;
+    dn.inputs[0] = &s.view;
+    dn.outputs[0] = &out;
+    node_run(&dn);
+    for (int64_t e = 0; e < (int64_t)k->o * k->i; e++) {
+      float f = k->dt == AR_DTYPE_FLOAT16 ? ar_fp16_to_fp32(dh[e]) : dd[e];
+      ck_assert_msg(f == s.dense[e], "densify [O,I] element %lld", (long long)e);
+    }
+    free(dd);
+    free(dh);
+  }
+  size_t nin = 1;
+  for (int32_t d = 0; d < k->in_rank; d++) nin *= (size_t)k->in_dims[d];
+  const size_t rows = nin / (size_t)k->i, nout = rows * (size_t)k->o;
+  float *in = malloc(nin * 4), *bias = k->bias ? malloc((size_t)k->o * 4) : NULL;
+  float *ref = malloc(nout * 4), *got = malloc(nout * 4), *dense_out = malloc(nout * 4),
+        *port = malloc(nout * 4);
+  for (size_t e = 0; e < nin; e++) in[e] = frand();
+  for (int32_t e = 0; k->bias && e < k->o; e++) bias[e] = frand();
+  for (size_t r = 0; r < rows; r++)
+    for (int32_t o = 0; o < k->o; o++) {
+      double acc = bias ? bias[o] : 0.0;
+      for (int32_t c = 0; c < k->i; c++) acc += (double)s.dense[(size_t)o * k->i + c] * in[r * k->i + c];
+      ref[r * k->o + o] = act_ref(acc, k->act);
+    }
+  int32_t od[4], orank;
+  if (k->keep_num_dims) {
+    orank = k->in_rank;
+    memcpy(od, k->in_dims, sizeof od);
+    od[orank - 1] = k->o;
+  } else {
+    orank = 2;
+    od[0] = (int32_t)rows;
+    od[1] = k->o;
+  }
+  ar_tview_t vin, vb, vout, vdense;
+  ar_options_t opt;
+  memset(&opt, 0, sizeof opt);
+  opt.fully_connected.activation = k->act;
+  opt.fully_connected.keep_num_dims = k->keep_num_dims;
+  ar_node_t nd;
+  memset(&nd, 0, sizeof nd);
+  nd.op = AR_OP_FULLY_CONNECTED;
+  nd.index = 9;
+  nd.version = 1;
+  nd.options = &opt;
+  nd.n_inputs = k->bias ? 3 : 2;
+  nd.n_outputs = 1;
+  fview(&vin, in, k->in_rank, k->in_dims, false);
+  const int32_t bd[1] = {k->o}, wd[2] = {k->o, k->i};
+  if (k->bias) fview(&vb, bias, 1, bd, true);
+  fview(&vdense, s.dense, 2, wd, true);
+  nd.inputs[0] = &vin;
+  nd.inputs[1] = &vdense;
+  nd.inputs[2] = k->bias ? &vb : NULL;
+  nd.outputs[0] = &vout;
+  fview(&vout, dense_out, orank, od, false);
+  node_run(&nd);                       /* the dense kernel */
+  fview(&vout, got, orank, od, false);
+  nd.inputs[1] = &s.view;
+  char msg[AR_MSG_BYTES] = "";
+  int rc = ar_kernel_sparse_filter_check(&nd, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "check: %s (%s)", ar_err_name(rc), msg);
+  int best = ar__sparse_set_isa(-1);
+  for (int isa = 0; isa <= best; isa++) {
+    ck_assert_int_eq(ar__sparse_set_isa(isa), isa);
+    memset(got, 0xff, nout * 4);
+    node_run(&nd);
+    ck_assert_uint_eq(nd.state_bytes, 0);
+    ck_assert_uint_eq(nd.scratch_bytes, (uint64_t)k->i * AR_SPARSE_TILE * 4u);
+    for (size_t e = 0; e < nout; e++) {
+      float tol = 1e-5f * (fabsf(ref[e]) > 1.0f ? fabsf(ref[e]) : 1.0f) * (float)(k->i > 64 ? 4 : 1);
+      ck_assert_msg(fabsf(got[e] - ref[e]) <= tol, "FC isa %d, O %d I %d R %d C %d: element %zu is "
+                    "%.8g, naive %.8g", isa, k->o, k->i, k->rb, k->cb, e, (double)got[e], (double)ref[e]);
+      ck_assert_msg(fabsf(got[e] - dense_out[e]) <= 2 * tol, "FC isa %d: element %zu is %.8g, dense "
+                    "kernel %.8g", isa, e, (double)got[e], (double)dense_out[e]);
+    }
+    if (isa == 0) memcpy(port, got, nout * 4);
+    else ck_assert_msg(memcmp(port, got, nout * 4) == 0, "FC isa %d differs from the portable loop", isa);
+  }
+  ar__sparse_set_isa(-1);
+  free(in); free(bias); free(ref); free(got); free(dense_out); free(port);
+  sparse_free(&s);
+}
+
+START_TEST(sparse_fully_connected) {
+  /* One row (a classifier head), row counts around the 32-row tile, keep_num_dims, blocks. */
+  static const fcase_t cases[] = {
+    {2, {1, 96}, 96, 24, 1, 1, 30, AR_DTYPE_FLOAT16, AR_IDX_UINT8, AR_ACT_NONE, true, false},
+    {2, {33, 40}, 40, 17, 1, 1, 25, AR_DTYPE_FLOAT16, AR_IDX_UINT8, AR_ACT_RELU, true, false},
+    {3, {2, 35, 300}, 300, 10, 1, 1, 20, AR_DTYPE_FLOAT32, AR_IDX_UINT16, AR_ACT_RELU6, false, true},
+    {2, {7, 64}, 64, 32, 4, 1, 40, AR_DTYPE_FLOAT16, AR_IDX_UINT8, AR_ACT_NONE, true, false},
+    {4, {2, 2, 3, 48}, 48, 9, 1, 8, 50, AR_DTYPE_FLOAT16, AR_IDX_INT32, AR_ACT_TANH, true, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_fc_case(&cases[i]);
+}
+END_TEST
+
 static Suite *sparse_suite(void) {
   Suite *s = suite_create("kernels_sparse");
   TCase *tc = tcase_create("sparse_conv");
@@ -480,6 +629,7 @@ static Suite *sparse_suite(void) {
   tcase_add_test(tc, sparse_refusals);
   tcase_add_test(tc, sparse_block_refusals);
   tcase_add_test(tc, sparse_infer_shapes);
+  tcase_add_test(tc, sparse_fully_connected);
   suite_add_tcase(s, tc);
   return s;
 }
