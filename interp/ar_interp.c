@@ -185,7 +185,7 @@ static void note_unsupported(const ar_model_t *model, const ar_unsupported_t *lo
   (*n)++;
 }
 
-/* Stored weights, sparse filters: a CONV_2D whose filter is DEQUANTIZE(DENSIFY(sparse float16
+/* Stored weights, sparse filters: a CONV_2D / FULLY_CONNECTED whose filter is DEQUANTIZE(DENSIFY(sparse float16
  * constant)) or DENSIFY(sparse float32 constant), each link read by nothing else, and which the
  * sparse kernel covers (ar_kernel_sparse_filter_check), reads the sparse constant as stored:
  * elided[] marks the chain (never run, outputs without bytes) and sparse_of[k] names the constant
@@ -214,7 +214,8 @@ static int find_sparse_filters(const ar_interp_t *in, bool *elided, int32_t *spa
     if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) readers[sg->outputs[i]]++;
   for (int32_t k = 0; k < no; k++) {
     const ar_operator_t *op = &sg->operators[k];
-    if (op->op != AR_OP_CONV_2D || op->n_inputs < 2 || op->n_inputs > AR_MAX_OP_INPUTS ||
+    if ((op->op != AR_OP_CONV_2D && op->op != AR_OP_FULLY_CONNECTED) || op->n_inputs < 2 ||
+        op->n_inputs > AR_MAX_OP_INPUTS ||
         op->n_outputs != 1 || op->inputs[1] < 0 || op->inputs[1] >= nt)
       continue;
     int32_t t = op->inputs[1], deq = -1, den = -1;
