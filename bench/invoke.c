@@ -26,8 +26,12 @@
  * activation bytes of each mode (with TensorFlow Lite's persistent arena where it is known). The
  * float models of models/ and the models_extra set (inputs from tests/golden, tests/golden_extra).
  *
+ * --isa portable|avx2: every integer kernel family on that path (what a CPU without AVX-512 runs:
+ * GEMM, depthwise, ADD/SUB/MUL, byte tables, QUANTIZE), instead of the best this CPU has.
+ *
  *   bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R]
- *                [--case photo|random] [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]
+ *                [--case photo|random] [--threads T] [--profile] [--cpu-clock]
+ *                [--isa portable|avx2] [MODEL_STEM ...]
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -38,6 +42,8 @@
 
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
+#include "kernels/ar_kernel_impl.h"
+#include "kernels/qgemm.h"
 #include "loader/ar_model.h"
 
 static const char *const default_models[] = {
@@ -333,11 +339,12 @@ int main(int argc, char **argv) {
     {"case", required_argument, NULL, 'c'},   {"threads", required_argument, NULL, 't'},
     {"profile", no_argument, NULL, 'p'},      {"quant", no_argument, NULL, 'q'},
     {"cpu-clock", no_argument, NULL, 'C'},    {"weights", no_argument, NULL, 'W'},
+    {"isa", required_argument, NULL, 'I'},
     {NULL, 0, NULL, 0},
   };
-  const char *ref = NULL, *cs = "photo";
+  const char *ref = NULL, *cs = "photo", *isa = NULL;
   int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, weights = 0, c;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCW", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
@@ -349,15 +356,29 @@ int main(int argc, char **argv) {
       case 'q': quant = 1; break;
       case 'C': g_cpu_clock = 1; break;
       case 'W': weights = 1; break;
+      case 'I': isa = optarg; break;
       default:
         fprintf(stderr, "usage: bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
-                        "[--case photo|random] [--threads T] [--profile] [--cpu-clock] [MODEL_STEM ...]\n");
+                        "[--case photo|random] [--threads T] [--profile] [--cpu-clock] [--isa portable|avx2] "
+                        "[MODEL_STEM ...]\n");
         return 2;
     }
   }
   if (runs < 1 || rounds < 1 || warmup < 0 || threads < 1) {
     fprintf(stderr, "bench/invoke: --runs, --rounds, --threads must be >= 1\n");
     return 2;
+  }
+  if (isa) {   /* every integer kernel family on one path */
+    const int level = strcmp(isa, "portable") == 0 ? 0 : strcmp(isa, "avx2") == 0 ? 1 : -1;
+    if (level < 0 || ar__qdw_set_isa(level) != level || ar__q8_set_isa(level) != level ||
+        ar__quantize_set_isa(level) != level ||
+        !ar_qgemm_path_supported(level ? AR_QGEMM_AVX2 : AR_QGEMM_PORTABLE)) {
+      fprintf(stderr, "bench/invoke: --isa %s: portable or avx2, and this CPU must have it\n", isa);
+      return 2;
+    }
+    ar_qgemm_force_path(level ? AR_QGEMM_AVX2 : AR_QGEMM_PORTABLE);
+    ar__lut8_set_isa(0);
+    printf("bench/invoke: integer kernels forced to the %s path\n", isa);
   }
   if (g_cpu_clock && threads != 1) {
     fprintf(stderr, "bench/invoke: --cpu-clock times one thread (--threads 1)\n");
