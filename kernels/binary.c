@@ -500,10 +500,13 @@ AR_TARGET_AVX2 static AR_ALWAYS_INLINE void q8_store8(void *dst, __m256i r) {
   (sizeof(T) == 1 && (T)-1 < 0 ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p))) \
                                : _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p))))
 
-/* AVX2: 8 elements per step for every stride pattern, the scalar code for the tail. */
+/* AVX2: 8 elements per step for every stride pattern, the scalar code for the tail. The
+ * parameters are copied to a local first: the byte stores may alias the state, and GCC would
+ * reload them and rebuild every constant vector at each step. */
 #define Q8_AVX2_BODY(T)                                                                      \
   do {                                                                                       \
-    const nb_quant_t *q = &st->q;                                                            \
+    const nb_quant_t qc = st->q;                                                             \
+    const nb_quant_t *q = &qc;                                                               \
     const T *a = in[0], *b = in[1];                                                          \
     T *o = out;                                                                              \
     const int op = st->op;                                                                   \
