@@ -122,11 +122,16 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
       {"used_bytes", "arenad_pool_used_bytes", "Pool bytes held by model regions"},
       {"free_bytes", "arenad_pool_free_bytes", "Pool bytes not held by any region"},
       {"largest_free_bytes", "arenad_pool_largest_free_bytes", "Largest free block of the pool, bytes (the largest load that fits)"},
+      {"free_blocks", "arenad_pool_free_blocks", "Free blocks of the pool (1 after a compaction, 0 when full)"},
+      {"compactions", "arenad_pool_compactions_total", "Pool compactions since the daemon started"},
+      {"compacted_bytes", "arenad_pool_compacted_bytes_total", "Bytes of the pool regions compactions moved"},
   };
   for (size_t i = 0; i < sizeof(pool_keys) / sizeof(pool_keys[0]); i++) {
     const json_t *v = json_object_get(pool, pool_keys[i].key);
     if (!json_is_integer(v)) continue;
-    family(out, pool_keys[i].metric, "gauge", pool_keys[i].help);
+    size_t n = strlen(pool_keys[i].metric);
+    bool counter = n > 6 && strcmp(pool_keys[i].metric + n - 6, "_total") == 0;
+    family(out, pool_keys[i].metric, counter ? "counter" : "gauge", pool_keys[i].help);
     sample_int(out, pool_keys[i].metric, v);
   }
 

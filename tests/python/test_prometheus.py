@@ -95,6 +95,10 @@ class LiveDaemon(unittest.TestCase):
             self.assertEqual(f[f"arenad_pool_{key}"].value(), stats["pool"][key], key)
             self.assertEqual(f[f"arenad_pool_{key}"].type, "gauge")
         self.assertEqual(f["arenad_pool_bytes"].value(), 64 << 20)
+        self.assertEqual(f["arenad_pool_free_blocks"].value(), stats["pool"]["free_blocks"])
+        for key in ("compactions", "compacted_bytes"):
+            self.assertEqual(f[f"arenad_pool_{key}_total"].value(), stats["pool"][key], key)
+            self.assertEqual(f[f"arenad_pool_{key}_total"].type, "counter")
         face = next(m for m in stats["models"] if m["name"] == "face")
         self.assertEqual(f["arenad_model_invokes_total"].value(model="face"), 5)
         self.assertEqual(f["arenad_model_invokes_total"].type, "counter")
