@@ -96,6 +96,49 @@ uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_o
 uint8_t *ar_tm_build_quant(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
                            const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
                            const ar_tm_quant_t *quant, int n_quant, size_t *bytes) {
+  return ar_tm_build_sparse(tensors, n_tensors, ops, n_ops, inputs, n_inputs, outputs, n_outputs, quant,
+                            n_quant, NULL, 0, bytes);
+}
+
+/* An index vector as the SparseIndexVector union's table (Int32Vector / Uint16Vector /
+ * Uint8Vector: values 0). */
+static size_t wb_index_vector(wb_t *w, const ar_index_vector_t *v) {
+  wf_t f[] = {{0, 4, 0, true, 0}};
+  size_t t = wb_table(w, f, 1);
+  size_t esz = v->type == AR_IDX_UINT8 ? 1 : v->type == AR_IDX_UINT16 ? 2 : 4;
+  wb_link(w, f[0].slot, wb_vec(w, v->data, v->length, esz));
+  return t;
+}
+
+/* SparsityParameters: traversal_order 0, block_map 1, dim_metadata 2 (DimensionMetadata: format 0,
+ * dense_size 1, array_segments_type 2, array_segments 3, array_indices_type 4, array_indices 5). */
+static size_t wb_sparsity(wb_t *w, const ar_sparsity_t *sp) {
+  wf_t f[] = {{0, 4, 0, true, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}};
+  size_t t = wb_table(w, f, 3);
+  wb_link(w, f[0].slot, wb_vec(w, sp->traversal_order, (uint32_t)sp->n_traversal_order, 4));
+  wb_link(w, f[1].slot, wb_vec(w, sp->block_map, (uint32_t)sp->n_block_map, 4));
+  size_t s = wb_refs(w, (uint32_t)sp->n_dim_metadata);
+  wb_link(w, f[2].slot, s - 4);
+  for (int32_t l = 0; l < sp->n_dim_metadata; l++) {
+    const ar_dim_metadata_t *m = &sp->dim_metadata[l];
+    if (m->format == AR_DIM_DENSE) {
+      wf_t d[] = {{0, 1, 0, false, 0}, {1, 4, m->dense_size, false, 0}};
+      wb_link(w, s + 4 * (size_t)l, wb_table(w, d, 2));
+    } else {
+      wf_t d[] = {{0, 1, 1, false, 0}, {2, 1, m->array_segments.type, false, 0}, {3, 4, 0, true, 0},
+                  {4, 1, m->array_indices.type, false, 0}, {5, 4, 0, true, 0}};
+      wb_link(w, s + 4 * (size_t)l, wb_table(w, d, 5));
+      wb_link(w, d[2].slot, wb_index_vector(w, &m->array_segments));
+      wb_link(w, d[4].slot, wb_index_vector(w, &m->array_indices));
+    }
+  }
+  return t;
+}
+
+uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops,
+                            int n_ops, const int32_t *inputs, int n_inputs, const int32_t *outputs,
+                            int n_outputs, const ar_tm_quant_t *quant, int n_quant,
+                            const ar_tm_sparse_t *sparse, int n_sparse, size_t *bytes) {
   wb_t w0 = {0}, *w = &w0;
   size_t root = wb_put(w, NULL, 4);
   wb_put(w, "TFL3", 4);
@@ -134,17 +177,23 @@ uint8_t *ar_tm_build_quant(const ar_tm_tensor_t *tensors, int n_tensors, const a
     const ar_tm_quant_t *tq = NULL;
     for (int k = 0; k < n_quant; k++)
       if (quant[k].tensor == i) tq = &quant[k];
-    /* Tensor fields: shape 0, type 1, buffer 2, name 3, quantization 4, shape_signature 7. */
-    wf_t tf[6] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
+    const ar_tm_sparse_t *tsp = NULL;
+    for (int k = 0; k < n_sparse; k++)
+      if (sparse[k].tensor == i) tsp = &sparse[k];
+    /* Tensor fields: shape 0, type 1, buffer 2, name 3, quantization 4, sparsity 6,
+     * shape_signature 7. */
+    wf_t tf[7] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
                   {2, 4, t->data ? next_buffer : 0, false, 0}, {3, 4, 0, true, 0}};
-    int ntf = 4, sig_at = -1, q_at = -1;
+    int ntf = 4, sig_at = -1, q_at = -1, sp_at = -1;
     if (tq && tq->n > 0) { q_at = ntf; tf[ntf++] = (wf_t){4, 4, 0, true, 0}; }
+    if (tsp) { sp_at = ntf; tf[ntf++] = (wf_t){6, 4, 0, true, 0}; }
     if (t->has_sig) { sig_at = ntf; tf[ntf++] = (wf_t){7, 4, 0, true, 0}; }
     if (t->data) next_buffer++;
     wb_link(w, ts + 4 * (size_t)i, wb_table(w, tf, ntf));
     wb_link(w, tf[0].slot, wb_vec(w, t->dims, (uint32_t)t->rank, 4));
     wb_link(w, tf[3].slot, wb_string(w, t->name));
     if (sig_at >= 0) wb_link(w, tf[sig_at].slot, wb_vec(w, t->sig, (uint32_t)t->rank, 4));
+    if (sp_at >= 0) wb_link(w, tf[sp_at].slot, wb_sparsity(w, tsp->sp));
     if (q_at >= 0) {
       /* QuantizationParameters: scale 2 (float vector), zero_point 3 (long vector),
        * quantized_dimension 6. */
@@ -184,6 +233,8 @@ uint8_t *ar_tm_build_quant(const ar_tm_tensor_t *tensors, int n_tensors, const a
     uint64_t n = 1;
     for (int32_t d = 0; d < t->rank; d++) n *= (uint64_t)t->dims[d];
     size_t nb = (size_t)n * dtype_bytes(t->dtype);
+    for (int k = 0; k < n_sparse; k++)
+      if (sparse[k].tensor == i) nb = (size_t)sparse[k].data_bytes;   /* the stored values */
     wf_t bf[] = {{0, 4, 0, true, 0}};
     wb_link(w, s + 4 * (size_t)b, wb_table(w, bf, 1));
     wb_link(w, bf[0].slot, wb_vec_aligned(w, t->data, (uint32_t)nb, 1, 16));

@@ -54,6 +54,21 @@ uint8_t *ar_tm_build_quant(const ar_tm_tensor_t *tensors, int n_tensors, const a
                            const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
                            const ar_tm_quant_t *quant, int n_quant, size_t *bytes);
 
+/* SparsityParameters for tensor `tensor` (a constant whose data holds `data_bytes` bytes of stored
+ * values, not the dense size): traversal order, block map and dim metadata with their index
+ * vectors, as loader/ar_model.h describes them. */
+typedef struct ar_tm_sparse {
+  int32_t tensor;
+  const ar_sparsity_t *sp;
+  uint64_t data_bytes;
+} ar_tm_sparse_t;
+
+/* ar_tm_build_quant plus sparsity for the tensors listed in sparse[0..n_sparse). */
+uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops,
+                            int n_ops, const int32_t *inputs, int n_inputs, const int32_t *outputs,
+                            int n_outputs, const ar_tm_quant_t *quant, int n_quant,
+                            const ar_tm_sparse_t *sparse, int n_sparse, size_t *bytes);
+
 /* The integer I/O model: one input and one output of each integer dtype the protocol carries,
  * each output a RESHAPE of its input: u8_in [1,4] -> u8_out [4], both scale .5 zp 10;
  * i8_in [1,6] (scale .25, zp -3) -> i8_out [2,3] per-axis along dim 1 (scales .5/1/2, zero points

@@ -19,8 +19,10 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "interp/ar_interp.h"
 #include "kernels/ar_kernels.h"
 #include "kernels/sparse_conv.h"
+#include "tests/ar_test_model.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static uint32_t urand(void) {   /* xorshift64*, deterministic */
@@ -618,6 +620,114 @@ START_TEST(sparse_fully_connected) {
 }
 END_TEST
 
+/* ---------- through the interpreter: a generated model ---------- */
+
+/* x [1,4,5,12] -> CONV_2D 1x1 (filter DEQUANTIZE(DENSIFY(sparse fp16 [8,1,1,12])), bias) -> y1, and
+ * x -> CONV_2D 3x3 SAME (filter DEQUANTIZE(DENSIFY(sparse fp16 [6,3,3,12])), no bias, RELU) -> y2.
+ * With stored weights the 1x1 chain is elided (its conv reads the sparse constant) and the 3x3 one,
+ * which the sparse kernel does not cover, keeps the dense path (DENSIFY folded, DEQUANTIZE at use);
+ * with fp32 weights both are folded. Both modes match a naive convolution of the dense filters. */
+START_TEST(sparse_interp_elides_covered_chain_only) {
+  enum { H = 4, W = 5, C = 12, O1 = 8, O2 = 6 };
+  sparse_t s1, s3;
+  sparse_make(&s1, O1, C, 1, 1, AR_DTYPE_FLOAT16, AR_IDX_UINT8, 40, true);
+  /* The 3x3 filter: levels D(6), D(3), D(3), CSR(12) over [6,3,3,12] (groups = 6 * 9 rows of 12). */
+  sparse_make(&s3, O2 * 9, C, 1, 1, AR_DTYPE_FLOAT16, AR_IDX_UINT8, 40, false);
+  s3.sp.dim_metadata[0].dense_size = O2;
+  s3.sp.dim_metadata[1].dense_size = 3;
+  s3.sp.dim_metadata[2].dense_size = 3;
+  float bias1[O1];
+  for (int i = 0; i < O1; i++) bias1[i] = frand();
+  const ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 4, {1, H, W, C}, false, {0}, NULL},
+    {"w1_sparse", AR_DTYPE_FLOAT16, 4, {O1, 1, 1, C}, false, {0}, s1.values},
+    {"w1_dense16", AR_DTYPE_FLOAT16, 4, {O1, 1, 1, C}, false, {0}, NULL},
+    {"w1", AR_DTYPE_FLOAT32, 4, {O1, 1, 1, C}, false, {0}, NULL},
+    {"b1", AR_DTYPE_FLOAT32, 1, {O1}, false, {0}, bias1},
+    {"y1", AR_DTYPE_FLOAT32, 4, {1, H, W, O1}, false, {0}, NULL},
+    {"w2_sparse", AR_DTYPE_FLOAT16, 4, {O2, 3, 3, C}, false, {0}, s3.values},
+    {"w2_dense16", AR_DTYPE_FLOAT16, 4, {O2, 3, 3, C}, false, {0}, NULL},
+    {"w2", AR_DTYPE_FLOAT32, 4, {O2, 3, 3, C}, false, {0}, NULL},
+    {"y2", AR_DTYPE_FLOAT32, 4, {1, H, W, O2}, false, {0}, NULL},
+  };
+  /* CONV_2D options (Conv2DOptions = union type 1): padding 0 (SAME), stride_w 1, stride_h 2,
+   * fused_activation_function 3. */
+  const ar_tm_op_t ops[] = {
+    {124, 1, 1, {1}, {2}, 0, 0, {{0}}},                  /* DENSIFY */
+    {6, 1, 1, {2}, {3}, 0, 0, {{0}}},                    /* DEQUANTIZE */
+    {3, 3, 1, {0, 3, 4}, {5}, 1, 3, {{1, 4, 1}, {2, 4, 1}, {3, 1, AR_ACT_NONE}}},
+    {124, 1, 1, {6}, {7}, 0, 0, {{0}}},
+    {6, 1, 1, {7}, {8}, 0, 0, {{0}}},
+    {3, 2, 1, {0, 8}, {9}, 1, 3, {{1, 4, 1}, {2, 4, 1}, {3, 1, AR_ACT_RELU}}},
+  };
+  const int32_t ins[] = {0}, outs[] = {5, 9};
+  const ar_tm_sparse_t sp[] = {{1, &s1.sp, s1.n_values * 2}, {6, &s3.sp, s3.n_values * 2}};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build_sparse(t, 10, ops, 6, ins, 1, outs, 2, NULL, 0, sp, 2, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  int rc = ar_model_load_buffer(file, bytes, &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "load: %s (%s)", ar_err_name(rc), msg);
+
+  float x[H * W * C], y1[H * W * O1], y2[H * W * O2];
+  for (int i = 0; i < H * W * C; i++) x[i] = frand();
+  for (int y = 0; y < H; y++)
+    for (int xx = 0; xx < W; xx++) {
+      const float *px = x + (y * W + xx) * C;
+      for (int o = 0; o < O1; o++) {
+        double acc = bias1[o];
+        for (int c = 0; c < C; c++) acc += (double)s1.dense[o * C + c] * px[c];
+        y1[(y * W + xx) * O1 + o] = (float)acc;
+      }
+      for (int o = 0; o < O2; o++) {
+        double acc = 0;
+        for (int ky = 0; ky < 3; ky++)
+          for (int kx = 0; kx < 3; kx++) {
+            int iy = y + ky - 1, ix = xx + kx - 1;
+            if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+            for (int c = 0; c < C; c++)
+              acc += (double)s3.dense[((o * 3 + ky) * 3 + kx) * C + c] * x[(iy * W + ix) * C + c];
+          }
+        y2[(y * W + xx) * O2 + o] = (float)(acc < 0 ? 0 : acc);
+      }
+    }
+
+  for (int mode = 0; mode < 2; mode++) {
+    ar_interp_options_t opt;
+    ar_interp_options_default(&opt);
+    opt.weights = mode == 0 ? AR_WEIGHTS_STORED : AR_WEIGHTS_FP32;
+    ar_interp_t *in = NULL;
+    rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "interp_new: %s (%s)", ar_err_name(rc), msg);
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    const bool stored = mode == 0;
+    ck_assert_int_eq(ar_interp_op_elided(in, 0), stored);     /* the 1x1 chain */
+    ck_assert_int_eq(ar_interp_op_elided(in, 1), stored);
+    ck_assert(!ar_interp_op_elided(in, 3) && !ar_interp_op_elided(in, 4));   /* the 3x3 one */
+    ck_assert(ar_interp_op_folded(in, 3));                    /* its DENSIFY, in both modes */
+    ck_assert_int_eq(ar_interp_op_at_use(in, 4), stored);
+    ck_assert_int_eq(ar_interp_node(in, 2)->inputs[1]->sparsity != NULL, stored);
+    ck_assert(ar_interp_node(in, 5)->inputs[1]->sparsity == NULL);
+    /* Stored: the covered filter costs nothing persistent; only the 3x3 one is densified (fp16). */
+    if (stored) ck_assert_uint_lt(ar_interp_persistent_bytes(in), (uint64_t)O2 * 9 * C * 4);
+    memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    const float *g1 = ar_interp_output(in, 0)->data, *g2 = ar_interp_output(in, 1)->data;
+    for (int i = 0; i < H * W * O1; i++)
+      ck_assert_msg(fabsf(g1[i] - y1[i]) <= 1e-5f * (1 + fabsf(y1[i])), "mode %d y1[%d] %g, naive %g",
+                    mode, i, (double)g1[i], (double)y1[i]);
+    for (int i = 0; i < H * W * O2; i++)
+      ck_assert_msg(fabsf(g2[i] - y2[i]) <= 1e-5f * (1 + fabsf(y2[i])), "mode %d y2[%d] %g, naive %g",
+                    mode, i, (double)g2[i], (double)y2[i]);
+    ar_interp_free(in);
+  }
+  ar_model_free(m);
+  free(file);
+  sparse_free(&s1);
+  sparse_free(&s3);
+}
+END_TEST
+
 static Suite *sparse_suite(void) {
   Suite *s = suite_create("kernels_sparse");
   TCase *tc = tcase_create("sparse_conv");
@@ -630,6 +740,7 @@ static Suite *sparse_suite(void) {
   tcase_add_test(tc, sparse_block_refusals);
   tcase_add_test(tc, sparse_infer_shapes);
   tcase_add_test(tc, sparse_fully_connected);
+  tcase_add_test(tc, sparse_interp_elides_covered_chain_only);
   suite_add_tcase(s, tc);
   return s;
 }
