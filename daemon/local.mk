@@ -23,7 +23,7 @@ tests_check_protocol_SOURCES = tests/check_protocol.c tests/ar_test_daemon.h dae
   daemon/ar_alloc_count.c daemon/ar_alloc_count.h
 tests_check_protocol_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_protocol_LDADD = libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
-tests_check_daemon_SOURCES = tests/check_daemon.c tests/ar_test_daemon.h
+tests_check_daemon_SOURCES = tests/check_daemon.c tests/ar_test_client.h tests/ar_test_daemon.h
 tests_check_daemon_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_daemon_LDADD = libarenaclient.la libarproto.la libarloader.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_protocol_OBJECTS) $(tests_check_daemon_OBJECTS): proto/arenad.pb-c.h
@@ -94,7 +94,7 @@ $(tests_check_rss_OBJECTS): proto/arenad.pb-c.h
 # during a compaction, compaction after unload).
 check_PROGRAMS += tests/check_compact
 TESTS += tests/check_compact
-tests_check_compact_SOURCES = tests/check_compact.c tests/ar_test_daemon.h
+tests_check_compact_SOURCES = tests/check_compact.c tests/ar_test_client.h tests/ar_test_daemon.h
 tests_check_compact_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 tests_check_compact_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_compact_OBJECTS): proto/arenad.pb-c.h

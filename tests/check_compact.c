@@ -27,67 +27,9 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "tests/ar_test_client.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_util.h"
-
-/* ---- goldens ------------------------------------------------------------------------------- */
-
-typedef struct golden {
-  float *input;
-  size_t input_bytes;
-  int n_outputs;
-  float *outputs[8];
-  size_t output_bytes[8];
-} golden_t;
-
-static void golden_load(golden_t *g, const char *stem, const char *cas) {
-  memset(g, 0, sizeof(*g));
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s/%s/input_0.bin", ar_test_golden_dir(), stem, cas);
-  g->input = ar_test_read_file(path, &g->input_bytes);
-  ck_assert_msg(g->input != NULL, "cannot read %s", path);
-  for (int j = 0; j < 8; j++) {
-    snprintf(path, sizeof(path), "%s/%s/%s/output_%d.bin", ar_test_golden_dir(), stem, cas, j);
-    g->outputs[j] = ar_test_read_file(path, &g->output_bytes[j]);
-    if (g->outputs[j] == NULL) break;
-    g->n_outputs = j + 1;
-  }
-  ck_assert_int_gt(g->n_outputs, 0);
-}
-
-static void golden_free(golden_t *g) {
-  free(g->input);
-  for (int j = 0; j < g->n_outputs; j++) free(g->outputs[j]);
-}
-
-/* Output elements out of tolerance ((size_t)-1 when the count or sizes differ). */
-static size_t golden_check(const golden_t *g, const ar_client_result_t *res) {
-  if (res->n_outputs != g->n_outputs) return (size_t)-1;
-  size_t bad = 0;
-  for (int j = 0; j < g->n_outputs; j++) {
-    if (res->outputs[j].bytes != g->output_bytes[j]) return (size_t)-1;
-    bad += ar_test_golden_mismatches(res->outputs[j].data, g->outputs[j], g->output_bytes[j] / 4, NULL);
-  }
-  return bad;
-}
-
-static size_t golden_check_pb(const golden_t *g, const Arenad__InvokeResponse *r) {
-  if ((int)r->n_outputs != g->n_outputs) return (size_t)-1;
-  size_t bad = 0;
-  for (int j = 0; j < g->n_outputs; j++) {
-    if (r->outputs[j]->data.len != g->output_bytes[j]) return (size_t)-1;
-    bad += ar_test_golden_mismatches((const float *)r->outputs[j]->data.data, g->outputs[j], g->output_bytes[j] / 4,
-                                     NULL);
-  }
-  return bad;
-}
-
-static char *model_path(const char *stem) {
-  static __thread char buf[8][1024];
-  static __thread int k;
-  k = (k + 1) % 8;
-  return ar_test_model_path(buf[k], sizeof(buf[k]), stem);
-}
 
 /* ---- daemon and client helpers ------------------------------------------------------------- */
 
@@ -132,7 +74,7 @@ static ar_client_t *client(void) {
 
 static void load_ok(ar_client_t *c, const char *name, const char *stem, ar_client_model_t *info) {
   char msg[AR_MSG_BYTES];
-  int rc = ar_client_load(c, name, model_path(stem), NULL, NULL, info, msg, sizeof(msg));
+  int rc = ar_client_load(c, name, ar_tc_model_path(stem), NULL, NULL, info, msg, sizeof(msg));
   ck_assert_msg(rc == 0, "load %s: %s", name, msg);
 }
 
@@ -142,31 +84,10 @@ static void unload_ok(ar_client_t *c, const char *name) {
   ck_assert_msg(rc == 0, "unload %s: %s", name, msg);
 }
 
-static json_t *stats(ar_client_t *c) {
-  char *s = NULL, msg[AR_MSG_BYTES];
-  ck_assert_int_eq(ar_client_stats_json(c, &s, msg, sizeof(msg)), 0);
-  json_error_t err;
-  json_t *j = json_loads(s, 0, &err);
-  free(s);
-  ck_assert_ptr_nonnull(j);
-  return j;
-}
-
-static uint64_t ji(json_t *o, const char *k) { return (uint64_t)json_integer_value(json_object_get(o, k)); }
-
-static json_t *stats_model(json_t *st, const char *name) {
-  size_t i;
-  json_t *m;
-  json_array_foreach(json_object_get(st, "models"), i, m) {
-    if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0) return m;
-  }
-  return NULL;
-}
-
 static uint64_t persistent_offset_of(json_t *st, const char *name) {
-  json_t *m = stats_model(st, name);
+  json_t *m = ar_tc_stats_model(st, name);
   ck_assert_ptr_nonnull(m);
-  return ji(json_object_get(m, "persistent_region"), "offset");
+  return ar_tc_ji(json_object_get(m, "persistent_region"), "offset");
 }
 
 /* Pool bytes a model takes: its persistent and activation regions (64-byte units, as the pool
@@ -181,8 +102,8 @@ static uint64_t pool_need(const ar_client_model_t *m) {
 static void invoke_goldens(ar_client_t *c, const char *name, const ar_client_model_t *info, const char *stem) {
   static const char *cases[] = {"photo", "random"};
   for (int k = 0; k < 2; k++) {
-    golden_t g;
-    golden_load(&g, stem, cases[k]);
+    ar_tc_golden_t g;
+    ar_tc_golden_load(&g, stem, cases[k]);
     ar_client_tensor_t t = info->inputs[0];
     t.data = g.input;
     t.bytes = g.input_bytes;
@@ -190,10 +111,10 @@ static void invoke_goldens(ar_client_t *c, const char *name, const ar_client_mod
     char msg[AR_MSG_BYTES];
     int rc = ar_client_invoke(c, name, &t, 1, &r, msg, sizeof(msg));
     ck_assert_msg(rc == 0, "invoke %s: %s", name, msg);
-    size_t bad = golden_check(&g, &r);
+    size_t bad = ar_tc_golden_check(&g, &r);
     ck_assert_msg(bad == 0, "%s (%s) on %s: %zu outputs off the golden after compaction", name, stem, cases[k], bad);
     ar_client_result_free(&r);
-    golden_free(&g);
+    ar_tc_golden_free(&g);
   }
 }
 
@@ -253,40 +174,40 @@ START_TEST(larger_model_loads_after_compaction) {
     load_ok(c, candidates[k[i]], candidates[k[i]], &got[k[i]]);
     load_ok(c, candidates[u[i]], candidates[u[i]], &got[u[i]]);
   }
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   json_t *p = json_object_get(st, "pool");
-  ck_assert_uint_eq(ji(p, "free_bytes"), SLACK);
+  ck_assert_uint_eq(ar_tc_ji(p, "free_bytes"), SLACK);
   uint64_t k1_before = persistent_offset_of(st, candidates[k[1]]), k2_before = persistent_offset_of(st, candidates[k[2]]);
   json_decref(st);
   for (int i = 0; i < 3; i++) unload_ok(c, candidates[u[i]]);
-  st = stats(c);
+  st = ar_tc_stats(c);
   p = json_object_get(st, "pool");
-  uint64_t free_b = ji(p, "free_bytes"), largest = ji(p, "largest_free_bytes");
+  uint64_t free_b = ar_tc_ji(p, "free_bytes"), largest = ar_tc_ji(p, "largest_free_bytes");
   printf("compact: pool %" PRIu64 " B; holes after unloading %s, %s, %s: free %" PRIu64 " B in %" PRIu64
          " blocks, largest %" PRIu64 " B; %s needs %" PRIu64 " B\n",
-         pool, candidates[u[0]], candidates[u[1]], candidates[u[2]], free_b, ji(p, "free_blocks"), largest,
+         pool, candidates[u[0]], candidates[u[1]], candidates[u[2]], free_b, ar_tc_ji(p, "free_blocks"), largest,
          candidates[x], need[x]);
   ck_assert_uint_eq(free_b, sum_u + SLACK);
-  ck_assert_uint_eq(ji(p, "free_blocks"), 3);
+  ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 3);
   ck_assert_uint_lt(largest, need[x]);   /* does not fit any hole ... */
   ck_assert_uint_le(need[x], free_b);    /* ... but fits the free total */
-  ck_assert_uint_eq(ji(p, "compactions"), 0);
+  ck_assert_uint_eq(ar_tc_ji(p, "compactions"), 0);
   json_decref(st);
   /* 4. The load compacts the pool first, then fits. */
   ar_client_model_t xi;
   load_ok(c, "big", candidates[x], &xi);
-  st = stats(c);
+  st = ar_tc_stats(c);
   p = json_object_get(st, "pool");
-  ck_assert_uint_eq(ji(p, "compactions"), 1);
-  ck_assert_uint_eq(ji(p, "free_bytes"), free_b - need[x]);
-  ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
-  ck_assert_uint_le(ji(p, "free_blocks"), 1);
+  ck_assert_uint_eq(ar_tc_ji(p, "compactions"), 1);
+  ck_assert_uint_eq(ar_tc_ji(p, "free_bytes"), free_b - need[x]);
+  ck_assert_uint_eq(ar_tc_ji(p, "largest_free_bytes"), ar_tc_ji(p, "free_bytes"));
+  ck_assert_uint_le(ar_tc_ji(p, "free_blocks"), 1);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 4);
   /* K1 and K2 moved down; the new model sits at the top of the used bytes. */
   ck_assert_uint_lt(persistent_offset_of(st, candidates[k[1]]), k1_before);
   ck_assert_uint_lt(persistent_offset_of(st, candidates[k[2]]), k2_before);
   printf("compact: %s loaded after compaction (%" PRIu64 " bytes moved); free %" PRIu64 " B in one block\n",
-         candidates[x], ji(p, "compacted_bytes"), ji(p, "free_bytes"));
+         candidates[x], ar_tc_ji(p, "compacted_bytes"), ar_tc_ji(p, "free_bytes"));
   json_decref(st);
   /* 5. Every model on its goldens. */
   for (int i = 0; i < 3; i++) invoke_goldens(c, candidates[k[i]], &got[k[i]], candidates[k[i]]);
@@ -302,7 +223,7 @@ END_TEST
 typedef struct {
   const char *model;
   const ar_client_model_t *info;
-  const golden_t *g;
+  const ar_tc_golden_t *g;
   volatile int *stop;
   int ok, other;
 } streamer_t;
@@ -321,7 +242,7 @@ static void *stream_invokes(void *arg) {
   while (!__atomic_load_n(s->stop, __ATOMIC_ACQUIRE)) {
     ar_client_result_t r;
     if (ar_client_invoke(c, s->model, &t, 1, &r, msg, sizeof(msg)) == 0) {
-      if (golden_check(s->g, &r) == 0) __atomic_add_fetch(&s->ok, 1, __ATOMIC_RELAXED);
+      if (ar_tc_golden_check(s->g, &r) == 0) __atomic_add_fetch(&s->ok, 1, __ATOMIC_RELAXED);
       else s->other++;
       ar_client_result_free(&r);
     } else {
@@ -361,7 +282,7 @@ static void append_frame(uint8_t **buf, size_t *len, const Arenad__Request *req)
 }
 
 static void append_invoke(uint8_t **buf, size_t *len, uint64_t id, const char *model, const ar_client_model_t *info,
-                          const golden_t *g) {
+                          const ar_tc_golden_t *g) {
   Arenad__Request req = ARENAD__REQUEST__INIT;
   Arenad__InvokeRequest inv = ARENAD__INVOKE_REQUEST__INIT;
   Arenad__Tensor t = ARENAD__TENSOR__INIT;
@@ -391,16 +312,16 @@ START_TEST(compaction_with_invokes_in_flight) {
   load_ok(c, "selfie", "selfie_segmentation", &selfie);
   load_ok(c, "hand", "hand_landmark_lite", &hand);
   unload_ok(c, "palm");   /* a hole below selfie and hand: both move, face stays */
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   json_t *p = json_object_get(st, "pool");
-  ck_assert_uint_eq(ji(p, "free_blocks"), 2);
-  uint64_t free_before = ji(p, "free_bytes");
+  ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 2);
+  uint64_t free_before = ar_tc_ji(p, "free_bytes");
   uint64_t selfie_before = persistent_offset_of(st, "selfie"), hand_before = persistent_offset_of(st, "hand");
   json_decref(st);
-  golden_t gf, gs, gh;
-  golden_load(&gf, "face_detection_short_range", "photo");
-  golden_load(&gs, "selfie_segmentation", "photo");
-  golden_load(&gh, "hand_landmark_lite", "random");
+  ar_tc_golden_t gf, gs, gh;
+  ar_tc_golden_load(&gf, "face_detection_short_range", "photo");
+  ar_tc_golden_load(&gs, "selfie_segmentation", "photo");
+  ar_tc_golden_load(&gh, "hand_landmark_lite", "random");
   /* Streams on a model that moves and on one that does not, from other connections. */
   volatile int stop_flag = 0;
   streamer_t s[3] = {
@@ -411,8 +332,8 @@ START_TEST(compaction_with_invokes_in_flight) {
   pthread_t th[3];
   for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, stream_invokes, &s[i]);
   for (;;) {   /* until the streams are flowing (progress, not time) */
-    st = stats(c);
-    uint64_t n = ji(stats_model(st, "selfie"), "invokes") + ji(stats_model(st, "face"), "invokes");
+    st = ar_tc_stats(c);
+    uint64_t n = ar_tc_ji(ar_tc_stats_model(st, "selfie"), "invokes") + ar_tc_ji(ar_tc_stats_model(st, "face"), "invokes");
     json_decref(st);
     if (n >= 4) break;
   }
@@ -432,7 +353,7 @@ START_TEST(compaction_with_invokes_in_flight) {
   Arenad__Request lreq = ARENAD__REQUEST__INIT;
   Arenad__LoadModelRequest lbody = ARENAD__LOAD_MODEL_REQUEST__INIT;
   lbody.name = (char *)"late";
-  lbody.path = model_path("face_detection_short_range");
+  lbody.path = ar_tc_model_path("face_detection_short_range");
   lbody.group = (char *)"";
   lbody.strategy = (char *)"";
   lreq.id = LOAD_ID;
@@ -465,7 +386,7 @@ START_TEST(compaction_with_invokes_in_flight) {
       loaded++;
     } else {
       ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_INVOKE);
-      ck_assert_uint_eq(golden_check_pb(&gh, r->invoke), 0);
+      ck_assert_uint_eq(ar_tc_golden_check_pb(&gh, r->invoke), 0);
       if (r->id < COMPACT_ID) before_seen++;
       else after_seen++;
     }
@@ -508,21 +429,21 @@ START_TEST(compaction_with_invokes_in_flight) {
   long page = sysconf(_SC_PAGESIZE);
   ck_assert_uint_gt(fig.released_bytes, 0);
   ck_assert_uint_le(fig.released_bytes, fig.free_bytes_after);
-  st = stats(c);
+  st = ar_tc_stats(c);
   p = json_object_get(st, "pool");
-  ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
-  ck_assert_uint_eq(ji(p, "free_bytes"), free_before - late_need);
+  ck_assert_uint_eq(ar_tc_ji(p, "largest_free_bytes"), ar_tc_ji(p, "free_bytes"));
+  ck_assert_uint_eq(ar_tc_ji(p, "free_bytes"), free_before - late_need);
   size_t ri;
   json_t *reg;
   json_array_foreach(json_object_get(p, "regions"), ri, reg) {
     if (strcmp(json_string_value(json_object_get(reg, "kind")), "free") == 0)
-      ck_assert_uint_le(ji(reg, "resident_bytes"), (uint64_t)page);
+      ck_assert_uint_le(ar_tc_ji(reg, "resident_bytes"), (uint64_t)page);
   }
-  ck_assert_uint_eq(ji(p, "free_blocks"), 1);
-  ck_assert_uint_eq(ji(p, "compactions"), 1);
+  ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 1);
+  ck_assert_uint_eq(ar_tc_ji(p, "compactions"), 1);
   ck_assert_uint_eq(persistent_offset_of(st, "selfie"), selfie_before - pool_need(&palm));
   ck_assert_uint_eq(persistent_offset_of(st, "hand"), hand_before - pool_need(&palm));
-  ck_assert_uint_eq(ji(stats_model(st, "hand"), "errors"), 0);
+  ck_assert_uint_eq(ar_tc_ji(ar_tc_stats_model(st, "hand"), "errors"), 0);
   json_decref(st);
   /* Nothing left to move: a second request answers at once with nothing moved. */
   ar_client_compact_t f2;
@@ -534,9 +455,9 @@ START_TEST(compaction_with_invokes_in_flight) {
   invoke_goldens(c, "hand", &hand, "hand_landmark_lite");
   invoke_goldens(c, "face", &face, "face_detection_short_range");
   invoke_goldens(c, "late", &face, "face_detection_short_range");
-  golden_free(&gf);
-  golden_free(&gs);
-  golden_free(&gh);
+  ar_tc_golden_free(&gf);
+  ar_tc_golden_free(&gs);
+  ar_tc_golden_free(&gh);
   ar_client_close(c);
   stop();
 }
@@ -551,20 +472,20 @@ START_TEST(unload_compacts_the_pool) {
   char msg[AR_MSG_BYTES];
   load_ok(c, "face", "face_detection_short_range", &face);
   /* A share group above the hole: its one activation region moves, both members are re-placed. */
-  ck_assert_int_eq(ar_client_load(c, "palm", model_path("palm_detection_lite"), "hands", NULL, &palm, msg, sizeof(msg)), 0);
-  ck_assert_int_eq(ar_client_load(c, "hand", model_path("hand_landmark_lite"), "hands", NULL, &hand, msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_client_load(c, "palm", ar_tc_model_path("palm_detection_lite"), "hands", NULL, &palm, msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_client_load(c, "hand", ar_tc_model_path("hand_landmark_lite"), "hands", NULL, &hand, msg, sizeof(msg)), 0);
   load_ok(c, "selfie", "selfie_segmentation", &selfie);
-  json_t *st = stats(c);
-  uint64_t act_before = ji(json_object_get(stats_model(st, "palm"), "activation_region"), "offset");
-  uint64_t used_before = ji(json_object_get(st, "pool"), "used_bytes");
+  json_t *st = ar_tc_stats(c);
+  uint64_t act_before = ar_tc_ji(json_object_get(ar_tc_stats_model(st, "palm"), "activation_region"), "offset");
+  uint64_t used_before = ar_tc_ji(json_object_get(st, "pool"), "used_bytes");
   json_decref(st);
   unload_ok(c, "face");   /* the hole at offset 0: everything above it moves down */
   /* The compaction runs after the unload's reply: wait for it (bounded, progress-based). */
   st = NULL;
   for (int i = 0; i < 3000; i++) {
-    st = stats(c);
+    st = ar_tc_stats(c);
     json_t *p = json_object_get(st, "pool");
-    if (ji(p, "compactions") >= 1 && !json_is_true(json_object_get(p, "compacting"))) break;
+    if (ar_tc_ji(p, "compactions") >= 1 && !json_is_true(json_object_get(p, "compacting"))) break;
     json_decref(st);
     st = NULL;
     struct timespec ts = {0, 10 * 1000 * 1000};
@@ -572,15 +493,15 @@ START_TEST(unload_compacts_the_pool) {
   }
   ck_assert_msg(st != NULL, "no compaction after the unload");
   json_t *p = json_object_get(st, "pool");
-  ck_assert_uint_eq(ji(p, "free_blocks"), 1);
-  ck_assert_uint_eq(ji(p, "largest_free_bytes"), ji(p, "free_bytes"));
+  ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 1);
+  ck_assert_uint_eq(ar_tc_ji(p, "largest_free_bytes"), ar_tc_ji(p, "free_bytes"));
   uint64_t face_need = pool_need(&face);
-  ck_assert_uint_eq(ji(p, "used_bytes"), used_before - face_need);
-  ck_assert_uint_eq(ji(p, "compacted_bytes"), used_before - face_need);   /* all of it moved */
+  ck_assert_uint_eq(ar_tc_ji(p, "used_bytes"), used_before - face_need);
+  ck_assert_uint_eq(ar_tc_ji(p, "compacted_bytes"), used_before - face_need);   /* all of it moved */
   ck_assert_uint_eq(persistent_offset_of(st, "palm"), 0);
-  uint64_t act_after = ji(json_object_get(stats_model(st, "palm"), "activation_region"), "offset");
+  uint64_t act_after = ar_tc_ji(json_object_get(ar_tc_stats_model(st, "palm"), "activation_region"), "offset");
   ck_assert_uint_lt(act_after, act_before);   /* (the group's growth left a hole too: more than face's bytes) */
-  ck_assert_uint_eq(ji(json_object_get(stats_model(st, "hand"), "activation_region"), "offset"), act_after);
+  ck_assert_uint_eq(ar_tc_ji(json_object_get(ar_tc_stats_model(st, "hand"), "activation_region"), "offset"), act_after);
   json_decref(st);
   invoke_goldens(c, "palm", &palm, "palm_detection_lite");
   invoke_goldens(c, "hand", &hand, "hand_landmark_lite");

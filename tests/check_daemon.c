@@ -25,61 +25,10 @@
 #include "common/ar_util.h"
 #include "common/ar_error.h"
 #include "loader/ar_model.h"
+#include "tests/ar_test_client.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
-
-/* ---- goldens ------------------------------------------------------------------------------- */
-
-typedef struct golden {
-  const char *stem;
-  const char *cas;
-  float *input;
-  size_t input_bytes;
-  int n_outputs;
-  float *outputs[8];
-  size_t output_bytes[8];
-} golden_t;
-
-static void golden_load(golden_t *g, const char *stem, const char *cas) {
-  memset(g, 0, sizeof(*g));
-  g->stem = stem;
-  g->cas = cas;
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/%s/%s/input_0.bin", ar_test_golden_dir(), stem, cas);
-  g->input = ar_test_read_file(path, &g->input_bytes);
-  ck_assert_msg(g->input != NULL, "cannot read %s", path);
-  for (int j = 0; j < 8; j++) {
-    snprintf(path, sizeof(path), "%s/%s/%s/output_%d.bin", ar_test_golden_dir(), stem, cas, j);
-    g->outputs[j] = ar_test_read_file(path, &g->output_bytes[j]);
-    if (g->outputs[j] == NULL) break;
-    g->n_outputs = j + 1;
-  }
-  ck_assert_int_gt(g->n_outputs, 0);
-}
-
-static void golden_free(golden_t *g) {
-  free(g->input);
-  for (int j = 0; j < g->n_outputs; j++) free(g->outputs[j]);
-}
-
-/* Number of output elements out of tolerance (0 = the reply equals the golden). */
-static size_t golden_check(const golden_t *g, const ar_client_result_t *res) {
-  if (res->n_outputs != g->n_outputs) return (size_t)-1;
-  size_t bad = 0;
-  for (int j = 0; j < g->n_outputs; j++) {
-    if (res->outputs[j].bytes != g->output_bytes[j]) return (size_t)-1;
-    bad += ar_test_golden_mismatches(res->outputs[j].data, g->outputs[j], g->output_bytes[j] / 4, NULL);
-  }
-  return bad;
-}
-
-static char *model_path(const char *stem) {
-  static __thread char buf[8][1024];
-  static __thread int k;
-  k = (k + 1) % 8;
-  return ar_test_model_path(buf[k], sizeof(buf[k]), stem);
-}
 
 /* ---- daemon and client helpers ------------------------------------------------------------- */
 
@@ -100,39 +49,18 @@ static ar_client_t *client(void) {
 
 static void load_ok(ar_client_t *c, const char *name, const char *stem, const char *group, ar_client_model_t *info) {
   char msg[AR_MSG_BYTES];
-  int rc = ar_client_load(c, name, model_path(stem), group, NULL, info, msg, sizeof(msg));
+  int rc = ar_client_load(c, name, ar_tc_model_path(stem), group, NULL, info, msg, sizeof(msg));
   ck_assert_msg(rc == 0, "load %s: %s", name, msg);
 }
 
 static void ping_ok(void) { ck_assert_msg(ar_td_ping(dmn.socket) == 0, "the daemon stopped answering Ping"); }
 
-static ar_client_tensor_t input_of(const ar_client_model_t *m, const golden_t *g) {
+static ar_client_tensor_t input_of(const ar_client_model_t *m, const ar_tc_golden_t *g) {
   ar_client_tensor_t t = m->inputs[0];
   t.data = g->input;
   t.bytes = g->input_bytes;
   return t;
 }
-
-static json_t *stats(ar_client_t *c) {
-  char *s = NULL, msg[AR_MSG_BYTES];
-  ck_assert_int_eq(ar_client_stats_json(c, &s, msg, sizeof(msg)), 0);
-  json_error_t err;
-  json_t *j = json_loads(s, 0, &err);
-  free(s);
-  ck_assert_ptr_nonnull(j);
-  return j;
-}
-
-static json_t *stats_model(json_t *st, const char *name) {
-  size_t i;
-  json_t *m;
-  json_array_foreach(json_object_get(st, "models"), i, m) {
-    if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0) return m;
-  }
-  return NULL;
-}
-
-static uint64_t ji(json_t *o, const char *k) { return (uint64_t)json_integer_value(json_object_get(o, k)); }
 
 /* ---- share group on the goldens ------------------------------------------------------------ */
 
@@ -142,37 +70,37 @@ START_TEST(share_group_goldens_and_pool_layout) {
   ar_client_model_t palm, hand;
   load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
   load_ok(c, "hand", "hand_landmark_lite", "hands", &hand);
-  golden_t gp, gh;
-  golden_load(&gp, "palm_detection_lite", "photo");
-  golden_load(&gh, "hand_landmark_lite", "photo");
+  ar_tc_golden_t gp, gh;
+  ar_tc_golden_load(&gp, "palm_detection_lite", "photo");
+  ar_tc_golden_load(&gh, "hand_landmark_lite", "photo");
   char msg[AR_MSG_BYTES];
   /* Twice each, interleaved: the shared activation region is reused by both models. */
   for (int round = 0; round < 2; round++) {
     ar_client_result_t r;
     ar_client_tensor_t t = input_of(&palm, &gp);
     ck_assert_msg(ar_client_invoke(c, "palm", &t, 1, &r, msg, sizeof(msg)) == 0, "%s", msg);
-    ck_assert_uint_eq(golden_check(&gp, &r), 0);
+    ck_assert_uint_eq(ar_tc_golden_check(&gp, &r), 0);
     ar_client_result_free(&r);
     t = input_of(&hand, &gh);
     ck_assert_msg(ar_client_invoke(c, "hand", &t, 1, &r, msg, sizeof(msg)) == 0, "%s", msg);
-    ck_assert_uint_eq(golden_check(&gh, &r), 0);
+    ck_assert_uint_eq(ar_tc_golden_check(&gh, &r), 0);
     ar_client_result_free(&r);
   }
 
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   json_t *pool = json_object_get(st, "pool");
-  ck_assert_uint_eq(ji(pool, "bytes"), 64u << 20);
+  ck_assert_uint_eq(ar_tc_ji(pool, "bytes"), 64u << 20);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 2);
-  json_t *mp = stats_model(st, "palm"), *mh = stats_model(st, "hand");
+  json_t *mp = ar_tc_stats_model(st, "palm"), *mh = ar_tc_stats_model(st, "hand");
   ck_assert_ptr_nonnull(mp);
   ck_assert_ptr_nonnull(mh);
   /* One activation region for the group, sized to the larger arena. */
   json_t *ap = json_object_get(mp, "activation_region"), *ah = json_object_get(mh, "activation_region");
-  ck_assert_uint_eq(ji(ap, "offset"), ji(ah, "offset"));
-  ck_assert_uint_eq(ji(ap, "bytes"), ji(ah, "bytes"));
-  uint64_t larger = AR_MAX(ji(mp, "arena_bytes"), ji(mh, "arena_bytes"));
-  ck_assert_uint_eq(ji(ap, "bytes"), (larger + 63) / 64 * 64);
-  ck_assert_uint_ne(ji(mp, "arena_bytes"), ji(mh, "arena_bytes"));
+  ck_assert_uint_eq(ar_tc_ji(ap, "offset"), ar_tc_ji(ah, "offset"));
+  ck_assert_uint_eq(ar_tc_ji(ap, "bytes"), ar_tc_ji(ah, "bytes"));
+  uint64_t larger = AR_MAX(ar_tc_ji(mp, "arena_bytes"), ar_tc_ji(mh, "arena_bytes"));
+  ck_assert_uint_eq(ar_tc_ji(ap, "bytes"), (larger + 63) / 64 * 64);
+  ck_assert_uint_ne(ar_tc_ji(mp, "arena_bytes"), ar_tc_ji(mh, "arena_bytes"));
   /* The pool's owned regions: two persistent + one activation, pairwise disjoint, and they are
    * exactly the regions the models report. */
   size_t i;
@@ -180,30 +108,30 @@ START_TEST(share_group_goldens_and_pool_layout) {
   int n_act = 0, n_pers = 0;
   uint64_t used = 0, at = 0;
   json_array_foreach(json_object_get(pool, "regions"), i, r) {
-    ck_assert_uint_eq(ji(r, "offset"), at);   /* sorted, tiling: hence disjoint */
-    at += ji(r, "bytes");
+    ck_assert_uint_eq(ar_tc_ji(r, "offset"), at);   /* sorted, tiling: hence disjoint */
+    at += ar_tc_ji(r, "bytes");
     const char *kind = json_string_value(json_object_get(r, "kind"));
     if (strcmp(kind, "activation") == 0) {
       n_act++;
-      ck_assert_uint_eq(ji(r, "offset"), ji(ap, "offset"));
+      ck_assert_uint_eq(ar_tc_ji(r, "offset"), ar_tc_ji(ap, "offset"));
       ck_assert_str_eq(json_string_value(json_object_get(r, "owner")), "group:hands");
     }
     if (strcmp(kind, "persistent") == 0) {
       n_pers++;
       const char *owner = json_string_value(json_object_get(r, "owner"));
-      json_t *pr = json_object_get(stats_model(st, owner), "persistent_region");
-      ck_assert_uint_eq(ji(r, "offset"), ji(pr, "offset"));
+      json_t *pr = json_object_get(ar_tc_stats_model(st, owner), "persistent_region");
+      ck_assert_uint_eq(ar_tc_ji(r, "offset"), ar_tc_ji(pr, "offset"));
     }
-    if (strcmp(kind, "free") != 0) used += ji(r, "bytes");
+    if (strcmp(kind, "free") != 0) used += ar_tc_ji(r, "bytes");
   }
   ck_assert_uint_eq(at, 64u << 20);
   ck_assert_int_eq(n_act, 1);
   ck_assert_int_eq(n_pers, 2);
-  ck_assert_uint_eq(used, ji(pool, "used_bytes"));
-  ck_assert_uint_eq(ji(mp, "invokes"), 2);
-  ck_assert_uint_eq(ji(mh, "invokes"), 2);
+  ck_assert_uint_eq(used, ar_tc_ji(pool, "used_bytes"));
+  ck_assert_uint_eq(ar_tc_ji(mp, "invokes"), 2);
+  ck_assert_uint_eq(ar_tc_ji(mh, "invokes"), 2);
   json_t *g0 = json_array_get(json_object_get(st, "groups"), 0);
-  ck_assert_uint_eq(ji(g0, "saved_bytes"), (AR_MIN(ji(mp, "arena_bytes"), ji(mh, "arena_bytes")) + 63) / 64 * 64);
+  ck_assert_uint_eq(ar_tc_ji(g0, "saved_bytes"), (AR_MIN(ar_tc_ji(mp, "arena_bytes"), ar_tc_ji(mh, "arena_bytes")) + 63) / 64 * 64);
   json_decref(st);
 
   /* GetPlan: the budget table of the loaded model. */
@@ -212,13 +140,13 @@ START_TEST(share_group_goldens_and_pool_layout) {
   json_error_t err;
   json_t *pj = json_loads(plan, 0, &err);
   ck_assert_ptr_nonnull(pj);
-  ck_assert_uint_eq(ji(pj, "arena_bytes"), hand.arena_bytes);
+  ck_assert_uint_eq(ar_tc_ji(pj, "arena_bytes"), hand.arena_bytes);
   ck_assert_uint_gt(json_array_size(json_object_get(pj, "buffers")), 10);
   json_decref(pj);
   free(plan);
 
-  golden_free(&gp);
-  golden_free(&gh);
+  ar_tc_golden_free(&gp);
+  ar_tc_golden_free(&gh);
   ar_client_close(c);
   stop();
 }
@@ -232,17 +160,17 @@ START_TEST(same_file_twice_shares_mapping) {
   load_ok(c, "face_b", "face_detection_short_range", "", &b);
   ck_assert_str_eq(a.sha256, b.sha256);
   ck_assert_uint_ne(a.activation_offset, b.activation_offset);   /* no group: separate regions */
-  json_t *st = stats(c);
-  ck_assert_uint_eq(ji(stats_model(st, "face_a"), "mapping_refs"), 2);
+  json_t *st = ar_tc_stats(c);
+  ck_assert_uint_eq(ar_tc_ji(ar_tc_stats_model(st, "face_a"), "mapping_refs"), 2);
   json_decref(st);
   char msg[AR_MSG_BYTES];
   ck_assert_int_eq(ar_client_unload(c, "face_a", msg, sizeof(msg)), 0);
-  st = stats(c);
-  ck_assert_uint_eq(ji(stats_model(st, "face_b"), "mapping_refs"), 1);
+  st = ar_tc_stats(c);
+  ck_assert_uint_eq(ar_tc_ji(ar_tc_stats_model(st, "face_b"), "mapping_refs"), 1);
   json_decref(st);
   /* Unloading everything returns the pool to one free block. */
   ck_assert_int_eq(ar_client_unload(c, "face_b", msg, sizeof(msg)), 0);
-  st = stats(c);
+  st = ar_tc_stats(c);
   ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(st, "pool"), "regions")), 1);
   json_decref(st);
   ar_client_close(c);
@@ -262,7 +190,7 @@ END_TEST
 #endif
 
 static const char *const conc_models[3] = {"palm", "hand", "face"};
-static golden_t conc_golden[3][2];   /* [model][photo, random] */
+static ar_tc_golden_t conc_golden[3][2];   /* [model][photo, random] */
 static ar_client_model_t conc_info[3];
 
 typedef struct {
@@ -283,7 +211,7 @@ static void *conc_worker(void *arg) {
   for (int i = 0; i < N_INVOKES; i++) {
     int m = (w->id + i) % 3;
     int cas = (w->id + i / 3) % 2;   /* each client alternates photo / random inputs */
-    const golden_t *g = &conc_golden[m][cas];
+    const ar_tc_golden_t *g = &conc_golden[m][cas];
     ar_client_tensor_t t = input_of(&conc_info[m], g);
     ar_client_result_t r;
     int rc = ar_client_invoke(c, conc_models[m], &t, 1, &r, msg, sizeof(msg));
@@ -291,7 +219,7 @@ static void *conc_worker(void *arg) {
       if (w->errors++ == 0) snprintf(w->first_error, sizeof(w->first_error), "%s", msg);
       continue;
     }
-    if (golden_check(g, &r) == 0) w->ok++;
+    if (ar_tc_golden_check(g, &r) == 0) w->ok++;
     else w->bad++;
     ar_client_result_free(&r);
   }
@@ -307,8 +235,8 @@ START_TEST(concurrent_clients_match_goldens) {
   load_ok(c, "face", "face_detection_short_range", "", &conc_info[2]);
   const char *stems[3] = {"palm_detection_lite", "hand_landmark_lite", "face_detection_short_range"};
   for (int m = 0; m < 3; m++) {
-    golden_load(&conc_golden[m][0], stems[m], "photo");
-    golden_load(&conc_golden[m][1], stems[m], "random");
+    ar_tc_golden_load(&conc_golden[m][0], stems[m], "photo");
+    ar_tc_golden_load(&conc_golden[m][1], stems[m], "random");
   }
   pthread_t th[N_CLIENTS];
   worker_t w[N_CLIENTS];
@@ -329,27 +257,27 @@ START_TEST(concurrent_clients_match_goldens) {
    * closes it, as it should), so read the stats on a fresh connection. */
   ar_client_close(c);
   c = client();
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   uint64_t invokes = 0;
   for (int m = 0; m < 3; m++) {
-    json_t *jm = stats_model(st, conc_models[m]);
-    invokes += ji(jm, "invokes");
-    ck_assert_uint_eq(ji(jm, "errors"), 0);
+    json_t *jm = ar_tc_stats_model(st, conc_models[m]);
+    invokes += ar_tc_ji(jm, "invokes");
+    ck_assert_uint_eq(ar_tc_ji(jm, "errors"), 0);
     /* Invoke never allocates: counted per worker thread around ar_interp_invoke (-1 = not
      * measured, in sanitizer builds whose own malloc replaces the daemon's counter). */
     json_int_t allocs = json_integer_value(json_object_get(jm, "heap_allocs_in_invoke"));
     ck_assert_msg(allocs == 0 || allocs == -1, "%s: %lld heap allocations inside invoke", conc_models[m],
                   (long long)allocs);
     json_t *lat = json_object_get(jm, "latency_us");
-    ck_assert_uint_le(ji(lat, "p50"), ji(lat, "p99"));
-    ck_assert_uint_le(ji(lat, "p99"), ji(lat, "max"));
-    ck_assert_uint_gt(ji(lat, "p50"), 0);
+    ck_assert_uint_le(ar_tc_ji(lat, "p50"), ar_tc_ji(lat, "p99"));
+    ck_assert_uint_le(ar_tc_ji(lat, "p99"), ar_tc_ji(lat, "max"));
+    ck_assert_uint_gt(ar_tc_ji(lat, "p50"), 0);
   }
   ck_assert_uint_eq(invokes, N_CLIENTS * N_INVOKES);
   json_decref(st);
   for (int m = 0; m < 3; m++) {
-    golden_free(&conc_golden[m][0]);
-    golden_free(&conc_golden[m][1]);
+    ar_tc_golden_free(&conc_golden[m][0]);
+    ar_tc_golden_free(&conc_golden[m][1]);
   }
   ar_client_close(c);
   stop();
@@ -374,8 +302,8 @@ START_TEST(bad_invoke_inputs) {
   ar_client_t *c = client();
   ar_client_model_t face;
   load_ok(c, "face", "face_detection_short_range", "", &face);
-  golden_t g;
-  golden_load(&g, "face_detection_short_range", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
   ar_client_tensor_t good = input_of(&face, &g);
   ar_client_tensor_t t[2] = {good, good};
 
@@ -402,13 +330,13 @@ START_TEST(bad_invoke_inputs) {
   ar_client_result_t r;
   char msg[AR_MSG_BYTES];
   ck_assert_int_eq(ar_client_invoke(c, "face", &good, 1, &r, msg, sizeof(msg)), 0);
-  ck_assert_uint_eq(golden_check(&g, &r), 0);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
   ar_client_result_free(&r);
-  json_t *st = stats(c);
-  ck_assert_uint_eq(ji(stats_model(st, "face"), "invokes"), 1);
-  ck_assert_uint_eq(ji(stats_model(st, "face"), "errors"), 7);   /* the 7 rejected inputs above */
+  json_t *st = ar_tc_stats(c);
+  ck_assert_uint_eq(ar_tc_ji(ar_tc_stats_model(st, "face"), "invokes"), 1);
+  ck_assert_uint_eq(ar_tc_ji(ar_tc_stats_model(st, "face"), "errors"), 7);   /* the 7 rejected inputs above */
   json_decref(st);
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
 }
@@ -518,7 +446,7 @@ START_TEST(load_malformed_model_files) {
   ping_ok();
   /* A real model cut in half. */
   size_t n = 0;
-  void *bytes = ar_test_read_file(model_path("face_detection_short_range"), &n);
+  void *bytes = ar_test_read_file(ar_tc_model_path("face_detection_short_range"), &n);
   ck_assert_ptr_nonnull(bytes);
   snprintf(path, sizeof(path), "%s/half.tflite", dmn.dir);
   f = fopen(path, "wb");
@@ -543,9 +471,9 @@ START_TEST(load_malformed_model_files) {
   rc = ar_client_load(c, "m", path, NULL, NULL, NULL, msg, sizeof(msg));
   ck_assert_msg(rc == AR_ENOENT, "missing file in model_dirs: %d %s", rc, msg);
   /* Nothing of the failed loads is left in the pool. */
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);
-  ck_assert_uint_eq(ji(json_object_get(st, "pool"), "used_bytes"), 0);
+  ck_assert_uint_eq(ar_tc_ji(json_object_get(st, "pool"), "used_bytes"), 0);
   json_decref(st);
   unlink(dmn.dir[0] ? path : "");
   snprintf(path, sizeof(path), "%s/garbage.tflite", dmn.dir);
@@ -564,16 +492,16 @@ START_TEST(load_that_does_not_fit) {
   ar_client_t *c = client();
   ar_client_model_t hand;
   load_ok(c, "hand", "hand_landmark_lite", "", &hand);
-  json_t *before = stats(c);
+  json_t *before = ar_tc_stats(c);
   char *before_pool = json_dumps(json_object_get(before, "pool"), JSON_SORT_KEYS);
   char msg[AR_MSG_BYTES];
-  int rc = ar_client_load(c, "palm", model_path("palm_detection_lite"), NULL, NULL, NULL, msg, sizeof(msg));
+  int rc = ar_client_load(c, "palm", ar_tc_model_path("palm_detection_lite"), NULL, NULL, NULL, msg, sizeof(msg));
   ck_assert_msg(rc == AR_ENOSPC, "expected ENOSPC, got %d: %s", rc, msg);
   ck_assert_ptr_nonnull(strstr(msg, "load of 'palm' needs"));
   ck_assert_ptr_nonnull(strstr(msg, "largest free block is"));
   ping_ok();
   /* Nothing already loaded was disturbed: same pool map, and the model still answers. */
-  json_t *after = stats(c);
+  json_t *after = ar_tc_stats(c);
   char *after_pool = json_dumps(json_object_get(after, "pool"), JSON_SORT_KEYS);
   ck_assert_str_eq(before_pool, after_pool);
   ck_assert_uint_eq(json_array_size(json_object_get(after, "models")), 1);
@@ -581,14 +509,14 @@ START_TEST(load_that_does_not_fit) {
   free(after_pool);
   json_decref(before);
   json_decref(after);
-  golden_t g;
-  golden_load(&g, "hand_landmark_lite", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "hand_landmark_lite", "photo");
   ar_client_tensor_t t = input_of(&hand, &g);
   ar_client_result_t r;
   ck_assert_int_eq(ar_client_invoke(c, "hand", &t, 1, &r, msg, sizeof(msg)), 0);
-  ck_assert_uint_eq(golden_check(&g, &r), 0);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
   ar_client_result_free(&r);
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   /* The name is free again after the failed load. */
   ck_assert_int_eq(ar_client_unload(c, "hand", msg, sizeof(msg)), 0);
   load_ok(c, "palm", "palm_detection_lite", "", NULL);
@@ -605,48 +533,48 @@ START_TEST(weights_modes_in_stats) {
   ar_client_t *c = client();
   ar_client_model_t f, s;
   char msg[AR_MSG_BYTES];
-  int rc = ar_client_load_weights(c, "f", model_path("hand_landmark_lite"), NULL, NULL, "fp32", &f, msg, sizeof(msg));
+  int rc = ar_client_load_weights(c, "f", ar_tc_model_path("hand_landmark_lite"), NULL, NULL, "fp32", &f, msg, sizeof(msg));
   ck_assert_msg(rc == 0, "load f: %s", msg);
   load_ok(c, "s", "hand_landmark_lite", "", &s);
-  rc = ar_client_load_weights(c, "x", model_path("hand_landmark_lite"), NULL, NULL, "int4", NULL, msg, sizeof(msg));
+  rc = ar_client_load_weights(c, "x", ar_tc_model_path("hand_landmark_lite"), NULL, NULL, "int4", NULL, msg, sizeof(msg));
   ck_assert_int_eq(rc, AR_EINVAL);
   ck_assert_ptr_nonnull(strstr(msg, "unknown weights mode 'int4'"));
-  json_t *st = stats(c);
-  json_t *jf = stats_model(st, "f"), *js = stats_model(st, "s");
+  json_t *st = ar_tc_stats(c);
+  json_t *jf = ar_tc_stats_model(st, "f"), *js = ar_tc_stats_model(st, "s");
   ck_assert_ptr_nonnull(jf);
   ck_assert_ptr_nonnull(js);
   ck_assert_str_eq(json_string_value(json_object_get(jf, "weights")), "fp32");
   ck_assert_str_eq(json_string_value(json_object_get(js, "weights")), "stored");
-  ck_assert_uint_eq(ji(jf, "weights_bytes"), ji(js, "weights_bytes"));
-  ck_assert_uint_gt(ji(jf, "folded_bytes"), ji(jf, "weights_bytes"));   /* widened: twice the fp16 */
-  ck_assert_uint_eq(ji(js, "folded_bytes"), 0);
-  ck_assert_uint_eq(ji(js, "packed_bytes"), ji(js, "persistent_bytes"));
-  ck_assert_uint_gt(ji(js, "widened_bytes"), 0);
-  ck_assert_uint_le(ji(js, "persistent_bytes") * 10, ji(jf, "persistent_bytes"));
-  ck_assert_uint_eq(f.persistent_bytes, ji(jf, "persistent_bytes"));
-  ck_assert_uint_eq(s.persistent_bytes, ji(js, "persistent_bytes"));
+  ck_assert_uint_eq(ar_tc_ji(jf, "weights_bytes"), ar_tc_ji(js, "weights_bytes"));
+  ck_assert_uint_gt(ar_tc_ji(jf, "folded_bytes"), ar_tc_ji(jf, "weights_bytes"));   /* widened: twice the fp16 */
+  ck_assert_uint_eq(ar_tc_ji(js, "folded_bytes"), 0);
+  ck_assert_uint_eq(ar_tc_ji(js, "packed_bytes"), ar_tc_ji(js, "persistent_bytes"));
+  ck_assert_uint_gt(ar_tc_ji(js, "widened_bytes"), 0);
+  ck_assert_uint_le(ar_tc_ji(js, "persistent_bytes") * 10, ar_tc_ji(jf, "persistent_bytes"));
+  ck_assert_uint_eq(f.persistent_bytes, ar_tc_ji(jf, "persistent_bytes"));
+  ck_assert_uint_eq(s.persistent_bytes, ar_tc_ji(js, "persistent_bytes"));
   printf("hand_landmark_lite in the daemon: persistent %llu B (fp32 weights) vs %llu B (stored)\n",
-         (unsigned long long)ji(jf, "persistent_bytes"), (unsigned long long)ji(js, "persistent_bytes"));
+         (unsigned long long)ar_tc_ji(jf, "persistent_bytes"), (unsigned long long)ar_tc_ji(js, "persistent_bytes"));
   json_decref(st);
-  golden_t g;
-  golden_load(&g, "hand_landmark_lite", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "hand_landmark_lite", "photo");
   const char *names[] = {"f", "s"};
   const ar_client_model_t *infos[] = {&f, &s};
   for (int i = 0; i < 2; i++) {
     ar_client_tensor_t t = input_of(infos[i], &g);
     ar_client_result_t r;
     ck_assert_int_eq(ar_client_invoke(c, names[i], &t, 1, &r, msg, sizeof(msg)), 0);
-    ck_assert_uint_eq(golden_check(&g, &r), 0);
+    ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
     ar_client_result_free(&r);
   }
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
 }
 END_TEST
 
 typedef struct {
-  golden_t *g;
+  ar_tc_golden_t *g;
   ar_client_model_t *info;
   const char *model;
   int max_invokes;
@@ -664,7 +592,7 @@ static void *stream_invokes(void *arg) {
     ar_client_result_t r;
     int rc = ar_client_invoke(c, s->model, &t, 1, &r, msg, sizeof(msg));
     if (rc == 0) {
-      if (golden_check(s->g, &r) == 0) s->ok++;
+      if (ar_tc_golden_check(s->g, &r) == 0) s->ok++;
       else s->other++;
       ar_client_result_free(&r);
     } else if (rc == AR_ENOENT) {
@@ -684,8 +612,8 @@ START_TEST(unload_during_stream_of_invokes) {
   ar_client_t *c = client();
   ar_client_model_t face;
   load_ok(c, "face", "face_detection_short_range", "", &face);
-  golden_t g;
-  golden_load(&g, "face_detection_short_range", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
   streamer_t s[4];
   pthread_t th[4];
   for (int i = 0; i < 4; i++) {
@@ -698,8 +626,8 @@ START_TEST(unload_during_stream_of_invokes) {
   }
   /* Let the stream run until each client had a few answers (progress, not time). */
   for (;;) {
-    json_t *st = stats(c);
-    uint64_t n = ji(stats_model(st, "face"), "invokes");
+    json_t *st = ar_tc_stats(c);
+    uint64_t n = ar_tc_ji(ar_tc_stats_model(st, "face"), "invokes");
     json_decref(st);
     if (n >= 20) break;
   }
@@ -711,13 +639,13 @@ START_TEST(unload_during_stream_of_invokes) {
     ck_assert_int_eq(s[i].gone, 1);
   }
   ping_ok();
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);
-  ck_assert_uint_eq(ji(json_object_get(st, "pool"), "used_bytes"), 0);
+  ck_assert_uint_eq(ar_tc_ji(json_object_get(st, "pool"), "used_bytes"), 0);
   json_decref(st);
   /* Unload of a model that is not there. */
   ck_assert_int_eq(ar_client_unload(c, "face", msg, sizeof(msg)), AR_ENOENT);
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
 }
@@ -732,16 +660,16 @@ START_TEST(group_region_grows_when_a_larger_member_joins) {
   load_ok(c, "hand", "hand_landmark_lite", "hands", &hand);
   ck_assert_uint_lt(palm.arena_bytes, hand.arena_bytes);
   ck_assert_uint_eq(hand.activation_bytes, (hand.arena_bytes + 63) / 64 * 64);
-  golden_t g;
-  golden_load(&g, "palm_detection_lite", "random");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "palm_detection_lite", "random");
   ar_client_tensor_t t = input_of(&palm, &g);
   ar_client_result_t r;
   char msg[AR_MSG_BYTES];
   ck_assert_int_eq(ar_client_invoke(c, "palm", &t, 1, &r, msg, sizeof(msg)), 0);
-  ck_assert_uint_eq(golden_check(&g, &r), 0);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
   ar_client_result_free(&r);
   /* The old, smaller region was returned to the pool: exactly one activation region remains. */
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   size_t i;
   json_t *reg;
   int n_act = 0;
@@ -750,7 +678,7 @@ START_TEST(group_region_grows_when_a_larger_member_joins) {
   }
   ck_assert_int_eq(n_act, 1);
   json_decref(st);
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
 }
@@ -761,8 +689,8 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
   ar_client_t *c = client();
   ar_client_model_t palm;
   load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
-  golden_t g;
-  golden_load(&g, "palm_detection_lite", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "palm_detection_lite", "photo");
   streamer_t s[3];
   pthread_t th[3];
   for (int i = 0; i < 3; i++) {
@@ -774,8 +702,8 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
     pthread_create(&th[i], NULL, stream_invokes, &s[i]);
   }
   for (;;) {   /* wait until palm's invokes are flowing */
-    json_t *st = stats(c);
-    uint64_t n = ji(stats_model(st, "palm"), "invokes");
+    json_t *st = ar_tc_stats(c);
+    uint64_t n = ar_tc_ji(ar_tc_stats_model(st, "palm"), "invokes");
     json_decref(st);
     if (n >= 3) break;
   }
@@ -787,21 +715,21 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
     ck_assert_int_eq(s[i].other, 0);
     ck_assert_int_eq(s[i].ok, 30);
   }
-  json_t *st = stats(c);
-  json_t *ap = json_object_get(stats_model(st, "palm"), "activation_region");
-  ck_assert_uint_eq(ji(ap, "offset"), hand.activation_offset);
-  ck_assert_uint_eq(ji(ap, "bytes"), (hand.arena_bytes + 63) / 64 * 64);
+  json_t *st = ar_tc_stats(c);
+  json_t *ap = json_object_get(ar_tc_stats_model(st, "palm"), "activation_region");
+  ck_assert_uint_eq(ar_tc_ji(ap, "offset"), hand.activation_offset);
+  ck_assert_uint_eq(ar_tc_ji(ap, "bytes"), (hand.arena_bytes + 63) / 64 * 64);
   json_decref(st);
-  golden_t gh;
-  golden_load(&gh, "hand_landmark_lite", "photo");
+  ar_tc_golden_t gh;
+  ar_tc_golden_load(&gh, "hand_landmark_lite", "photo");
   ar_client_tensor_t t = input_of(&hand, &gh);
   ar_client_result_t r;
   char msg[AR_MSG_BYTES];
   ck_assert_int_eq(ar_client_invoke(c, "hand", &t, 1, &r, msg, sizeof(msg)), 0);
-  ck_assert_uint_eq(golden_check(&gh, &r), 0);
+  ck_assert_uint_eq(ar_tc_golden_check(&gh, &r), 0);
   ar_client_result_free(&r);
-  golden_free(&gh);
-  golden_free(&g);
+  ar_tc_golden_free(&gh);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
 }
@@ -828,9 +756,9 @@ START_TEST(pipelined_invokes_with_backpressure) {
   ar_client_t *c = client();
   ar_client_model_t face;
   load_ok(c, "face", "face_detection_short_range", "", &face);
-  golden_t g[2];
-  golden_load(&g[0], "face_detection_short_range", "photo");
-  golden_load(&g[1], "face_detection_short_range", "random");
+  ar_tc_golden_t g[2];
+  ar_tc_golden_load(&g[0], "face_detection_short_range", "photo");
+  ar_tc_golden_load(&g[1], "face_detection_short_range", "random");
   enum { N = 150 };
   size_t cap = (size_t)N * (g[0].input_bytes + 256) + 64 * N, len = 0;
   uint8_t *batch = malloc(cap);
@@ -892,7 +820,7 @@ START_TEST(pipelined_invokes_with_backpressure) {
       ck_assert_uint_lt(r->id, N);
       ck_assert_int_eq(seen[r->id], 0);
       seen[r->id] = 1;
-      const golden_t *gg = &g[r->id % 2];
+      const ar_tc_golden_t *gg = &g[r->id % 2];
       ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_INVOKE);
       ck_assert_uint_eq(r->invoke->n_outputs, (size_t)gg->n_outputs);
       for (int j = 0; j < gg->n_outputs; j++) {
@@ -911,8 +839,8 @@ START_TEST(pipelined_invokes_with_backpressure) {
   ck_assert_int_eq(invokes_ok, N);
   ck_assert_int_eq(pings_ok, N / 5);
   close(fd);
-  golden_free(&g[0]);
-  golden_free(&g[1]);
+  ar_tc_golden_free(&g[0]);
+  ar_tc_golden_free(&g[1]);
   ar_client_close(c);
   stop();
 }
@@ -945,7 +873,7 @@ static size_t fb_vec_table(const uint8_t *b, size_t f, uint32_t i) {
  * the loader accepts it but ADD's prepare rejects it; returns the ADD's operator index. */
 static int write_bad_add_model(const char *path) {
   size_t n = 0;
-  uint8_t *bytes = ar_test_read_file(model_path("face_detection_short_range"), &n);
+  uint8_t *bytes = ar_test_read_file(ar_tc_model_path("face_detection_short_range"), &n);
   ck_assert_ptr_nonnull(bytes);
   ar_model_t *model = NULL;
   char msg[AR_MSG_BYTES];
@@ -1055,7 +983,7 @@ START_TEST(startup_with_a_failing_model_exits_1) {
   snprintf(sock, sizeof(sock), "%s/s.sock", dir);
   write_bad_add_model(bad);
   snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}, {\"name\": \"broken\", \"path\": \"%s\"}",
-           model_path("face_detection_short_range"), bad);
+           ar_tc_model_path("face_detection_short_range"), bad);
   write_config(cfg, models);
   const char *args[] = {"--foreground", "--socket", sock, "--config", cfg, NULL};
   ck_assert_int_eq(run_arenad(args, err, sizeof(err)), 1);
@@ -1109,7 +1037,7 @@ START_TEST(reload_is_a_transaction_and_keeps_runtime_loads) {
   snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
   snprintf(bad, sizeof(bad), "%s/bad_add.tflite", dir);
   write_bad_add_model(bad);
-  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}", model_path("face_detection_short_range"));
+  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}", ar_tc_model_path("face_detection_short_range"));
   write_config(cfg, models);
   const char *extra[] = {"--config", cfg, NULL};
   ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
@@ -1121,20 +1049,20 @@ START_TEST(reload_is_a_transaction_and_keeps_runtime_loads) {
   snprintf(models, sizeof(models),
            "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"g\"}, {\"name\": \"selfie\", \"path\": \"%s\"}, "
            "{\"name\": \"broken\", \"path\": \"%s\"}",
-           model_path("face_detection_short_range"), model_path("selfie_segmentation"), bad);
+           ar_tc_model_path("face_detection_short_range"), ar_tc_model_path("selfie_segmentation"), bad);
   write_config(cfg, models);
   ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
   wait_log("reload failed, keeping the running configuration: models[2] 'broken'", 1);
   listed(c, got, sizeof(got));
   ck_assert_str_eq(got, "face:,hand:,");
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 2);
   json_decref(st);
 
   /* 2. Valid: face moves to group g, selfie appears; the run-time load stays. */
   snprintf(models, sizeof(models),
            "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"g\"}, {\"name\": \"selfie\", \"path\": \"%s\"}",
-           model_path("face_detection_short_range"), model_path("selfie_segmentation"));
+           ar_tc_model_path("face_detection_short_range"), ar_tc_model_path("selfie_segmentation"));
   write_config(cfg, models);
   ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
   wait_log("reload: done", 1);   /* the replaced face (no invokes in flight) is unloaded before */
@@ -1158,7 +1086,7 @@ END_TEST
 
 /* Stats' weights mode of model `name`, "" if it is not listed. */
 static const char *weights_of(json_t *st, const char *name) {
-  json_t *m = stats_model(st, name);
+  json_t *m = ar_tc_stats_model(st, name);
   return m ? json_string_value(json_object_get(m, "weights")) : "";
 }
 
@@ -1167,7 +1095,7 @@ static void write_weights_config(const char *path, const char *dflt) {
   ck_assert_ptr_nonnull(f);
   fprintf(f, "{\"weights\": \"%s\", \"models\": [{\"name\": \"face\", \"path\": \"%s\"}, "
           "{\"name\": \"selfie\", \"path\": \"%s\", \"weights\": \"stored\"}]}\n", dflt,
-          model_path("face_detection_short_range"), model_path("selfie_segmentation"));
+          ar_tc_model_path("face_detection_short_range"), ar_tc_model_path("selfie_segmentation"));
   ck_assert_int_eq(fclose(f), 0);
 }
 
@@ -1187,11 +1115,11 @@ START_TEST(config_weights_default_and_reload) {
   wait_log("loaded model 'selfie'", 1);
   ar_client_t *c = client();
   load_ok(c, "hand", "hand_landmark_lite", "", NULL);
-  json_t *st = stats(c);
+  json_t *st = ar_tc_stats(c);
   ck_assert_str_eq(weights_of(st, "face"), "fp32");
   ck_assert_str_eq(weights_of(st, "selfie"), "stored");
   ck_assert_str_eq(weights_of(st, "hand"), "fp32");
-  uint64_t face_fp32 = ji(stats_model(st, "face"), "persistent_bytes");
+  uint64_t face_fp32 = ar_tc_ji(ar_tc_stats_model(st, "face"), "persistent_bytes");
   json_decref(st);
   write_weights_config(cfg, "stored");
   ar_client_reloaded_t *changed = NULL;
@@ -1199,11 +1127,11 @@ START_TEST(config_weights_default_and_reload) {
   uint32_t unchanged = 0;
   ck_assert_msg(ar_client_reload(c, &changed, &n_changed, &unchanged, msg, sizeof(msg)) == 0, "reload: %s", msg);
   free(changed);
-  st = stats(c);
+  st = ar_tc_stats(c);
   ck_assert_str_eq(weights_of(st, "face"), "stored");
   ck_assert_str_eq(weights_of(st, "selfie"), "stored");
   ck_assert_str_eq(weights_of(st, "hand"), "fp32");
-  ck_assert_uint_le(ji(stats_model(st, "face"), "persistent_bytes") * 10, face_fp32);
+  ck_assert_uint_le(ar_tc_ji(ar_tc_stats_model(st, "face"), "persistent_bytes") * 10, face_fp32);
   json_decref(st);
   ar_client_close(c);
   stop();
@@ -1217,7 +1145,7 @@ START_TEST(reload_changing_group_never_fails_an_invoke) {
   char dir[] = "/tmp/check_daemon_XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
-  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}", model_path("face_detection_short_range"));
+  snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\"}", ar_tc_model_path("face_detection_short_range"));
   write_config(cfg, models);
   const char *extra[] = {"--config", cfg, NULL};
   ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
@@ -1230,8 +1158,8 @@ START_TEST(reload_changing_group_never_fails_an_invoke) {
   ck_assert_uint_eq(nm, 1);
   ar_client_model_t face = ms[0];
   free(ms);
-  golden_t g;
-  golden_load(&g, "face_detection_short_range", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
   streamer_t s[3];
   pthread_t th[3];
   for (int i = 0; i < 3; i++) {
@@ -1246,7 +1174,7 @@ START_TEST(reload_changing_group_never_fails_an_invoke) {
   const char *groups[3] = {"g1", "g2", ""};
   for (int r = 0; r < 3; r++) {
     snprintf(models, sizeof(models), "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"%s\"}",
-             model_path("face_detection_short_range"), groups[r]);
+             ar_tc_model_path("face_detection_short_range"), groups[r]);
     write_config(cfg, models);
     ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
     wait_log("reload: done", r + 1);
@@ -1262,7 +1190,7 @@ START_TEST(reload_changing_group_never_fails_an_invoke) {
   c = client();
   listed(c, got, sizeof(got));
   ck_assert_str_eq(got, "face:,");
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
   unlink(cfg);
@@ -1275,8 +1203,8 @@ START_TEST(invokes_of_a_vanished_client_are_dropped) {
   ar_client_t *c = client();
   ar_client_model_t face;
   load_ok(c, "face", "face_detection_short_range", "", &face);
-  golden_t g;
-  golden_load(&g, "face_detection_short_range", "photo");
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
   /* Pipeline 60 invokes on a raw connection and close it without reading a reply. */
   Arenad__Tensor t = ARENAD__TENSOR__INIT;
   int64_t shape[4] = {1, 128, 128, 3};
@@ -1302,10 +1230,10 @@ START_TEST(invokes_of_a_vanished_client_are_dropped) {
   close(fd);
   /* Every accepted invoke is either run or dropped; the ones behind the hang-up are dropped. */
   for (;;) {
-    json_t *st = stats(c);
-    json_t *m = stats_model(st, "face");
-    uint64_t done = ji(m, "invokes") + ji(m, "dropped"), inflight = ji(m, "inflight");
-    uint64_t dropped = ji(m, "dropped"), errors = ji(m, "errors");
+    json_t *st = ar_tc_stats(c);
+    json_t *m = ar_tc_stats_model(st, "face");
+    uint64_t done = ar_tc_ji(m, "invokes") + ar_tc_ji(m, "dropped"), inflight = ar_tc_ji(m, "inflight");
+    uint64_t dropped = ar_tc_ji(m, "dropped"), errors = ar_tc_ji(m, "errors");
     json_decref(st);
     if (done == 60 && inflight == 0) {
       ck_assert_uint_eq(errors, 0);
@@ -1315,7 +1243,7 @@ START_TEST(invokes_of_a_vanished_client_are_dropped) {
     ck_assert_uint_le(done, 60);
   }
   ping_ok();
-  golden_free(&g);
+  ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
 }
