@@ -63,10 +63,13 @@ static inline int32_t ar_mbqm(int32_t x, int32_t m, int shift) {
 
 /* The builtin int8 CONV_2D / DEPTHWISE_CONV_2D / MEAN rescale: v = ((x << max(shift,0)) * m + 2^30)
  * >> 31, then (v + 2^(r-1)) >> r with r = max(-shift, 0); arithmetic shifts, both roundings half up
- * (toward +infinity). Computed in 64 bits, so it never saturates. */
+ * (toward +infinity). Computed in 64 bits, so it never saturates for accumulators a valid model
+ * gives; beyond that (|x << shift| * m >= 2^63) the product wraps modulo 2^64, defined behaviour
+ * and what the SIMD paths compute. */
 static inline int32_t ar_mbqm_up(int32_t x, int32_t m, int shift) {
   int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
-  int64_t v = (((int64_t)x * ((int64_t)1 << left)) * (int64_t)m + (1ll << 30)) >> 31;
+  int64_t xl = (int64_t)x * ((int64_t)1 << left);   /* |xl| < 2^62: no overflow */
+  int64_t v = (int64_t)((uint64_t)xl * (uint64_t)(int64_t)m + (1ull << 30)) >> 31;
   if (right > 0) v = (v + (1ll << (right - 1))) >> right;
   return (int32_t)v;
 }

@@ -90,6 +90,20 @@ static uint64_t persistent_offset_of(json_t *st, const char *name) {
   return ar_tc_ji(json_object_get(m, "persistent_region"), "offset");
 }
 
+/* The stats once `n` compactions have ended and none is running (polled every 10 ms, at most
+ * 30 s; NULL if that never happens). */
+static json_t *wait_compactions(ar_client_t *c, uint64_t n) {
+  for (int i = 0; i < 3000; i++) {
+    json_t *st = ar_tc_stats(c);
+    json_t *p = json_object_get(st, "pool");
+    if (ar_tc_ji(p, "compactions") >= n && !json_is_true(json_object_get(p, "compacting"))) return st;
+    json_decref(st);
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
 /* Pool bytes a model takes: its persistent and activation regions (64-byte units, as the pool
  * rounds them). */
 static uint64_t pool_need(const ar_client_model_t *m) {
@@ -196,7 +210,10 @@ START_TEST(larger_model_loads_after_compaction) {
   /* 4. The load compacts the pool first, then fits. */
   ar_client_model_t xi;
   load_ok(c, "big", candidates[x], &xi);
-  st = ar_tc_stats(c);
+  /* The load goes on as soon as the new layout is applied; the compaction counts as done when its
+   * last move ends, which may be just after the load's reply. */
+  st = wait_compactions(c, 1);
+  ck_assert_msg(st != NULL, "the compaction of the load did not end");
   p = json_object_get(st, "pool");
   ck_assert_uint_eq(ar_tc_ji(p, "compactions"), 1);
   ck_assert_uint_eq(ar_tc_ji(p, "free_bytes"), free_b - need[x]);
@@ -481,16 +498,7 @@ START_TEST(unload_compacts_the_pool) {
   json_decref(st);
   unload_ok(c, "face");   /* the hole at offset 0: everything above it moves down */
   /* The compaction runs after the unload's reply: wait for it (bounded, progress-based). */
-  st = NULL;
-  for (int i = 0; i < 3000; i++) {
-    st = ar_tc_stats(c);
-    json_t *p = json_object_get(st, "pool");
-    if (ar_tc_ji(p, "compactions") >= 1 && !json_is_true(json_object_get(p, "compacting"))) break;
-    json_decref(st);
-    st = NULL;
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  st = wait_compactions(c, 1);
   ck_assert_msg(st != NULL, "no compaction after the unload");
   json_t *p = json_object_get(st, "pool");
   ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 1);
