@@ -106,6 +106,10 @@ int32_t ar_compute_padding(ar_padding_t padding, int32_t in, int32_t filter, int
  * densifies the filter (DENSIFY folding) when this refuses. */
 int ar_kernel_sparse_filter_check(const ar_node_t *node, char *msg, size_t msg_bytes);
 
+/* Element i of a TFLite sparsity index vector (segments or indices of a SPARSE_CSR dimension:
+ * uint8, uint16 or int32, read unaligned from the model mapping); -1 for an unknown type. */
+int64_t ar_index_vector_at(const ar_index_vector_t *v, int64_t i);
+
 /* float16 (IEEE binary16) bits -> float32, exact including subnormals, inf, NaN. */
 float ar_fp16_to_fp32(uint16_t h);
 

@@ -62,6 +62,16 @@ void ar_apply_activation(float *x, size_t n, ar_activation_t act) {
   }
 }
 
+int64_t ar_index_vector_at(const ar_index_vector_t *v, int64_t i) {
+  const unsigned char *p = (const unsigned char *)v->data;
+  switch (v->type) {
+  case AR_IDX_UINT8: return p[i];
+  case AR_IDX_UINT16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
+  case AR_IDX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
+  default: return -1;
+  }
+}
+
 float ar_fp16_to_fp32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;

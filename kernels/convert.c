@@ -248,16 +248,6 @@ typedef struct {
   char *msg; size_t msg_bytes; const ar_node_t *node;
 } densify_walk_t;
 
-static int64_t idx_at(const ar_index_vector_t *v, int64_t i) {
-  const unsigned char *p = (const unsigned char *)v->data;
-  switch (v->type) {
-  case AR_IDX_UINT8: return p[i];
-  case AR_IDX_UINT16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-  case AR_IDX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-  default: return -1;
-  }
-}
-
 static int densify_level(densify_walk_t *w, int32_t level, int64_t pos) {
   if (level == w->levels) {
     if (!w->dst) {
@@ -294,14 +284,14 @@ static int densify_level(densify_walk_t *w, int32_t level, int64_t pos) {
     return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
                     "level %d: array_segments has %u entries, position %lld needs %lld", (int)level,
                     (unsigned)seg->length, (long long)pos, (long long)pos + 2);
-  int64_t s0 = idx_at(seg, pos), s1 = idx_at(seg, pos + 1);
+  int64_t s0 = ar_index_vector_at(seg, pos), s1 = ar_index_vector_at(seg, pos + 1);
   if (!w->dst && (s0 < 0 || s1 < s0 || s1 > (int64_t)ind->length))
     return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
                     "level %d: array_segments[%lld..%lld] = %lld..%lld out of order or beyond %u indices",
                     (int)level, (long long)pos, (long long)pos + 1, (long long)s0, (long long)s1,
                     (unsigned)ind->length);
   for (int64_t j = s0; j < s1; j++) {
-    int64_t i = idx_at(ind, j);
+    int64_t i = ar_index_vector_at(ind, j);
     if (!w->dst && (i < 0 || i >= size))
       return AR_K_ERR(w->node, w->msg, w->msg_bytes, AR_EMODEL,
                       "level %d: array_indices[%lld] = %lld outside [0,%d)", (int)level, (long long)j,

@@ -62,16 +62,6 @@ typedef struct {
 
 /* ---------------------------------------------------------------- checks */
 
-static int64_t ivec_at(const ar_index_vector_t *v, int64_t i) {
-  const unsigned char *p = (const unsigned char *)v->data;
-  switch (v->type) {
-  case AR_IDX_UINT8: return p[i];
-  case AR_IDX_UINT16: { uint16_t x; memcpy(&x, p + 2 * i, 2); return x; }
-  case AR_IDX_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); return x; }
-  default: return -1;
-  }
-}
-
 #define NOT_COVERED(...) ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "sparse filter: " __VA_ARGS__)
 
 /* Parse the sparsity of `f` into `m`; with `check`, verify every segment and index against the
@@ -132,16 +122,16 @@ static int spm_parse(const ar_node_t *node, const ar_tview_t *f, spm_t *m, bool 
   if ((int64_t)m->seg.length < (int64_t)m->groups + 1)
     return NOT_COVERED("array_segments has %u entries for %d groups", idx, name,
                        (unsigned)m->seg.length, (int)m->groups);
-  if (ivec_at(&m->seg, 0) != 0) return NOT_COVERED("array_segments[0] is not 0", idx, name);
+  if (ar_index_vector_at(&m->seg, 0) != 0) return NOT_COVERED("array_segments[0] is not 0", idx, name);
   const int32_t ncols = m->i / m->cb;
   for (int32_t g = 0; g < m->groups; g++) {
-    int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+    int64_t s0 = ar_index_vector_at(&m->seg, g), s1 = ar_index_vector_at(&m->seg, g + 1);
     if (s1 < s0 || s1 > (int64_t)m->idx.length)
       return NOT_COVERED("array_segments[%d..%d] = %lld..%lld out of order or beyond %u indices", idx,
                          name, (int)g, (int)g + 1, (long long)s0, (long long)s1, (unsigned)m->idx.length);
     int64_t prev = -1;
     for (int64_t j = s0; j < s1; j++) {
-      int64_t c = ivec_at(&m->idx, j);
+      int64_t c = ar_index_vector_at(&m->idx, j);
       /* Strictly increasing: no duplicate, so summing entries equals densifying them. */
       if (c <= prev || c >= ncols)
         return NOT_COVERED("array_indices[%lld] = %lld is not increasing within [0,%d)", idx, name,
@@ -149,7 +139,7 @@ static int spm_parse(const ar_node_t *node, const ar_tview_t *f, spm_t *m, bool 
       prev = c;
     }
   }
-  uint64_t values = (uint64_t)ivec_at(&m->seg, m->groups) * (uint64_t)m->rb * (uint64_t)m->cb;
+  uint64_t values = (uint64_t)ar_index_vector_at(&m->seg, m->groups) * (uint64_t)m->rb * (uint64_t)m->cb;
   if (values * (m->f16 ? 2u : 4u) > f->bytes)
     return NOT_COVERED("%llu stored values, the buffer holds %llu bytes", idx, name,
                        (unsigned long long)values, (unsigned long long)f->bytes);
@@ -314,7 +304,7 @@ static void row_portable(const spm_t *m, const float *restrict xt, int64_t e0, i
                          const float *restrict w, int32_t r, float *restrict acc) {
   const int32_t rc = m->rb * m->cb, cb = m->cb;
   for (int64_t j = e0; j < e1; j++) {
-    int64_t c0 = ivec_at(&m->idx, j) * cb;
+    int64_t c0 = ar_index_vector_at(&m->idx, j) * cb;
     const float *wj = w + (j - e0) * rc + r * cb;
     for (int32_t t = 0; t < cb; t++) {
       const float wv = wj[t];
@@ -340,7 +330,7 @@ static void sparse_portable(const spm_t *m, const pix_t *px, int64_t npix, const
       for (int32_t r = 0; r < nr; r++)
         for (int32_t p = 0; p < T; p++) ot[r * T + p] = bias ? bias[r0 + r] : 0.0f;
       for (int32_t g = r0 / rb; g < (r0 + nr) / rb; g++) {
-        int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+        int64_t s0 = ar_index_vector_at(&m->seg, g), s1 = ar_index_vector_at(&m->seg, g + 1);
         for (int64_t e0 = s0; e0 < s1; e0 += ech) {
           int64_t e1 = s1 - e0 < ech ? s1 : e0 + ech;
           widen_portable(m, e0 * rc, (e1 - e0) * rc, w);
@@ -398,7 +388,7 @@ AR_TARGET_SPARSE_AVX2 static void rowb_avx2(const spm_t *m, const float *restric
   __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8);
   __m256 a2 = _mm256_loadu_ps(acc + 16), a3 = _mm256_loadu_ps(acc + 24);
   for (int64_t j = e0; j < e1; j++) {
-    int64_t c0 = ivec_at(&m->idx, j) * cb;
+    int64_t c0 = ar_index_vector_at(&m->idx, j) * cb;
     const float *wj = w + (j - e0) * rc + r * cb;
     for (int32_t t = 0; t < cb; t++) {
       const float *x = xt + (c0 + t) * T;
@@ -493,18 +483,18 @@ AR_TARGET_SPARSE_AVX2 static void chunk_avx2(const spm_t *m, const float *restri
                                              int32_t g1, int32_t r0, float *restrict ot,
                                              float *restrict w) {
   const int32_t rc = m->rb * m->cb;
-  const int64_t lo = ivec_at(&m->seg, g0), hi = ivec_at(&m->seg, g1);
+  const int64_t lo = ar_index_vector_at(&m->seg, g0), hi = ar_index_vector_at(&m->seg, g1);
   if ((hi - lo) * rc <= WBUF) {
     widen_avx2(m, lo * rc, (hi - lo) * rc, w);
     for (int32_t g = g0; g < g1; g++) {
-      int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+      int64_t s0 = ar_index_vector_at(&m->seg, g), s1 = ar_index_vector_at(&m->seg, g + 1);
       group_avx2(m, xt, g, s0, s1, w + (s0 - lo) * rc, r0, ot);
     }
     return;
   }
   const int64_t ech = WBUF / rc;
   for (int32_t g = g0; g < g1; g++) {
-    int64_t s0 = ivec_at(&m->seg, g), s1 = ivec_at(&m->seg, g + 1);
+    int64_t s0 = ar_index_vector_at(&m->seg, g), s1 = ar_index_vector_at(&m->seg, g + 1);
     for (int64_t e0 = s0; e0 < s1; e0 += ech) {
       int64_t e1 = s1 - e0 < ech ? s1 : e0 + ech;
       widen_avx2(m, e0 * rc, (e1 - e0) * rc, w);
