@@ -206,7 +206,7 @@ static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) 
 static ar_interp_t *weights_interp(const ar_model_t *m, ar_weights_t w, int threads, const char *stem) {
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
-  opt.blas_threads = threads;
+  opt.threads = threads;
   opt.weights = w;
   ar_interp_t *in = NULL;
   char msg[AR_MSG_BYTES] = "";
@@ -436,7 +436,7 @@ int main(int argc, char **argv) {
     }
     ar_interp_options_t opt;
     ar_interp_options_default(&opt);
-    opt.blas_threads = threads;
+    opt.threads = threads;
     int rc = ar_model_load(mpath, &m, msg, sizeof msg);
     if (rc == 0) rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
     if (rc == 0) rc = ar_interp_place_owned(in, msg, sizeof msg);

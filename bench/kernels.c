@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < tout.rank; i++) nout *= (size_t)tout.dims[i];
     tin.data = randv(nin); tw.data = randv(nw); tb.data = randv((size_t)c->o);
     tout.data = malloc(nout * sizeof(float));
-    node.op = c->op; node.index = (int32_t)ci; node.options = &opt; node.blas_threads = 1;
+    node.op = c->op; node.index = (int32_t)ci; node.options = &opt; node.threads = 1;
     node.n_inputs = 3; node.n_outputs = 1;
     node.inputs[0] = &tin; node.inputs[1] = &tw; node.inputs[2] = &tb; node.outputs[0] = &tout;
     char msg[AR_MSG_BYTES];

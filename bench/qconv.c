@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
                                        .dilation_w = 1, .dilation_h = 1};
     ar_node_t node = {.op = AR_OP_CONV_2D, .version = 3, .options = &opt, .n_inputs = 3,
                       .n_outputs = 1, .inputs = {&tin, &tw, &tb}, .outputs = {&tout},
-                      .blas_threads = 1};
+                      .threads = 1};
     char msg[AR_MSG_BYTES];
     if (ar_kernel_conv_2d.prepare(&node, msg, sizeof msg) != 0) {
       fprintf(stderr, "%s: %s\n", c->label, msg);

@@ -146,7 +146,7 @@ static int bench_model(const char *path, int runs, bool layers, bool portable) {
     nd.inputs[1] = &vf;
     if (tb) nd.inputs[2] = &vb;
     nd.outputs[0] = &vo;
-    nd.blas_threads = 1;
+    nd.threads = 1;
     ar_node_t sn = nd;
     sn.inputs[1] = &vs;
     if (prep(conv, &nd) || prep(conv, &sn)) return 1;

@@ -30,6 +30,7 @@
 #include "clients/cli_tensor.h"
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
+#include "kernels/ar_parallel.h"
 #include "loader/ar_model.h"
 
 #define RUN_MAX_INPUTS 16
@@ -45,7 +46,8 @@ static void run_usage(FILE *f) {
           AR_CLI_USAGE
           "Inputs are raw little-endian tensors in the model's input order; outputs are written\n"
           "as DIR/output_<j>.bin. Prints each output's shape, min/max/mean and the median invoke\n"
-          "time over N runs (default 1).\n");
+          "time over N runs (default 1). --threads N splits each invoke over N threads (default\n"
+          "1; outputs are bit-identical for every N).\n");
 }
 
 /* Read a whole file into a malloc'd buffer; NULL (errno set) on failure. */
@@ -188,8 +190,8 @@ int ar_cmd_run(int argc, char **argv) {
         }
         break;
       case 't':
-        opt.blas_threads = parse_count(optarg);
-        if (opt.blas_threads < 1 || opt.blas_threads > 256) {
+        opt.threads = parse_count(optarg);
+        if (opt.threads < 1 || opt.threads > AR_POOL_THREADS_MAX) {
           fprintf(stderr, "arenactl run: --threads '%s': must be a whole number from 1 to 256\n", optarg);
           return 2;
         }
@@ -365,9 +367,9 @@ int ar_cmd_run(int argc, char **argv) {
     if (ar_cli_print_results("run", &ro, outs, n_outs, io.path ? &geom : NULL) != 0) goto out;
   }
   uint64_t macs = ar_interp_macs(in);
-  printf("invoke: median %.3f ms over %d run(s) (min %.3f, max %.3f), %.2f GFLOP/s, %d BLAS thread(s)\n",
+  printf("invoke: median %.3f ms over %d run(s) (min %.3f, max %.3f), %.2f GFLOP/s, %d thread(s)\n",
          median, runs, times[0], times[runs - 1], median > 0 ? 2.0 * (double)macs / (median * 1e6) : 0.0,
-         opt.blas_threads);
+         opt.threads);
   status = 0;
 
 out:

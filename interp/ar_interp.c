@@ -26,6 +26,7 @@
 
 #include "common/ar_error.h"
 #include "common/ar_util.h"
+#include "kernels/ar_parallel.h"
 
 struct ar_interp {
   const ar_model_t *model;
@@ -59,6 +60,8 @@ struct ar_interp {
 
   bool placed;
   void *owned_activation, *owned_persistent;   /* from ar_interp_place_owned */
+  ar_threadpool_t *pool;          /* the pool the nodes use: opt.pool, or own_pool */
+  ar_threadpool_t *own_pool;      /* started at the first place when opt.threads > 1 */
 
   /* Resizing (ar_interp_resize_input, ar_interp_set_shape_input, ar_interp_prepare). */
   ar_tensor_t *cur;               /* n_tensors: the stored tensors with the current dims and bytes */
@@ -72,7 +75,7 @@ void ar_interp_options_default(ar_interp_options_t *opt) {
   opt->strategy = AR_STRATEGY_BEST;
   opt->lifetimes = AR_LIFETIMES_ARENAD;
   opt->inplace = true;
-  opt->blas_threads = 1;
+  opt->threads = 1;
   /* Stored weights: bench/invoke --weights shows them no slower than fp32 ones (issue 12). */
   opt->weights = AR_WEIGHTS_STORED;
 }
@@ -291,7 +294,9 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     return ar_errf(msg, msg_bytes, AR_EINVAL, "interp: no model or no subgraph");
   ar_interp_options_t opt;
   if (opt_in) opt = *opt_in; else ar_interp_options_default(&opt);
-  if (opt.blas_threads < 1) opt.blas_threads = 1;
+  if (opt.pool) opt.threads = ar_threadpool_threads(opt.pool);
+  if (opt.threads < 1) opt.threads = 1;
+  if (opt.threads > AR_POOL_THREADS_MAX) opt.threads = AR_POOL_THREADS_MAX;
 
   const ar_subgraph_t *sg = &model->subgraphs[0];
   /* Unsupported operators: the loader's list (describe loads) and the one collected here. */
@@ -416,7 +421,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     nd->options = &op->options;
     nd->custom_options = op->custom_options;
     nd->custom_options_bytes = op->custom_options_bytes;
-    nd->blas_threads = opt.blas_threads;
+    nd->threads = opt.threads;
+    nd->pool = NULL;   /* set at place */
     if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) {
       rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): %d inputs / %d outputs", k,
                    ar_op_name(op->op), op->n_inputs, op->n_outputs);
@@ -633,6 +639,7 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->tensor_plan);
   free(in->owned_activation);
   free(in->owned_persistent);
+  ar_threadpool_free(in->own_pool);
   free(in);
 }
 
@@ -668,6 +675,12 @@ static void blas_warm_up(void) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
   cblas_sgemv(CblasRowMajor, CblasNoTrans, N, N, 1.0f, a, N, b, 1, 0.0f, c, 1);
   free(a);
+}
+
+static void blas_warm_up_on(void *ctx, int32_t i) {
+  (void)ctx;
+  (void)i;
+  blas_warm_up();
 }
 
 /* Run operator k's kernel init. Init may read a weight's values (conv packs a filter of few input
@@ -771,8 +784,19 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
       in->views[t].data = act + ar_planner_offset(in->planner, in->tensor_plan[t].buffer);
     }
   if (rc != 0) return rc;
-  openblas_set_num_threads(in->opt.blas_threads);
-  blas_warm_up();
+  openblas_set_num_threads(1);
+  if (!in->pool) {
+    if (in->opt.pool) in->pool = in->opt.pool;
+    else if (in->opt.threads > 1) {
+      rc = ar_threadpool_new(in->opt.threads, &in->own_pool, msg, msg_bytes);
+      if (rc != 0) return rc;
+      in->pool = in->own_pool;
+    }
+    for (int32_t k = 0; k < in->n_ops; k++) in->nodes[k].pool = in->pool;
+  }
+  /* A shared pool is warmed by its owner (ar_threadpool_run_all is one caller at a time). */
+  if (in->own_pool) ar_threadpool_run_all(in->own_pool, blas_warm_up_on, NULL);
+  else blas_warm_up();
   in->placed = true;
   return 0;
 }
@@ -826,15 +850,18 @@ const char *ar_interp_output_name(const ar_interp_t *in, int32_t i) {
 int ar_interp_invoke(ar_interp_t *in) {
   if (!in->placed || in->dirty) return AR_ESTATE;
   const int32_t *run = in->run_ops;
+  ar_threadpool_enter(in->pool);
   for (int32_t i = 0, n = in->n_run; i < n; i++) {
     int32_t k = run[i];
     in->kernels[k]->eval(&in->nodes[k]);
   }
+  ar_threadpool_leave(in->pool);
   return 0;
 }
 
 int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns) {
   if (!in->placed || in->dirty) return AR_ESTATE;
+  ar_threadpool_enter(in->pool);
   for (int32_t i = 0; i < in->n_run; i++) {
     int32_t k = in->run_ops[i];
     struct timespec a, b;
@@ -843,6 +870,7 @@ int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns) {
     clock_gettime(CLOCK_MONOTONIC, &b);
     op_ns[k] += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
   }
+  ar_threadpool_leave(in->pool);
   return 0;
 }
 

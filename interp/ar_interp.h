@@ -67,7 +67,13 @@ typedef struct ar_interp_options {
   ar_strategy_t strategy;      /* default AR_STRATEGY_BEST */
   ar_lifetimes_t lifetimes;    /* default AR_LIFETIMES_ARENAD */
   bool inplace;                /* default true: apply the convention's in-place rules */
-  int32_t blas_threads;        /* OpenBLAS threads per invoke, default 1 */
+  int32_t threads;             /* threads one invoke may use (kernels/ar_parallel.h), default 1;
+                                * with more than 1 and no `pool`, the interpreter starts a pool of
+                                * its own (threads - 1 helpers) at its first place. OpenBLAS is
+                                * always kept single-threaded: the pool splits the GEMMs. */
+  ar_threadpool_t *pool;       /* a pool to share (the daemon's), borrowed: it must outlive the
+                                * interpreter; its thread count then replaces `threads`. NULL by
+                                * default. */
   ar_weights_t weights;        /* default AR_WEIGHTS_STORED */
 } ar_interp_options_t;
 
@@ -127,9 +133,10 @@ const ar_interp_options_t *ar_interp_options(const ar_interp_t *in);
  * from the model's constants, so nothing of the old places is read (they may overlap the new ones
  * or hold anything) and no pointer into them survives; variables restart at zero. The daemon's
  * pool compaction relies on this (tests/check_compact.c). Also sets OpenBLAS's (process-wide) thread count to
- * blas_threads and runs one small product on the calling thread, so that OpenBLAS maps its lazily
- * allocated work buffer here rather than in the first invoke. Errors: AR_EINVAL (too small /
- * misaligned, message says which). */
+ * 1, starts the interpreter's own thread pool the first time (options `threads` > 1 without a
+ * `pool`), and runs one small product on the calling thread - on every thread of its own pool at
+ * once - so that OpenBLAS maps its lazily allocated work buffers here rather than in an invoke.
+ * Errors: AR_EINVAL (too small / misaligned, message says which), those of ar_threadpool_new. */
 int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,
                     void *persistent, uint64_t persistent_bytes, char *msg, size_t msg_bytes);
 
@@ -147,8 +154,9 @@ const ar_tview_t *ar_interp_output(const ar_interp_t *in, int32_t i);
 const char *ar_interp_input_name(const ar_interp_t *in, int32_t i);
 const char *ar_interp_output_name(const ar_interp_t *in, int32_t i);
 
-/* Run every operator once. Returns 0, or AR_ESTATE if not placed or a resize / shape value is
- * waiting for ar_interp_prepare. Never allocates heap memory. */
+/* Run every operator once, the heavy kernels split over the interpreter's thread pool (counted
+ * as one thread at work from start to end: ar_threadpool_enter). Returns 0, or AR_ESTATE if not
+ * placed or a resize / shape value is waiting for ar_interp_prepare. Never allocates heap memory. */
 int ar_interp_invoke(ar_interp_t *in);
 
 /* Number of operators executed per invoke (folded constant operators excluded). */

@@ -12,6 +12,12 @@ tests_check_interp_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 tests_check_noalloc_SOURCES = tests/check_noalloc.c
 tests_check_noalloc_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_noalloc_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+# The thread pool (kernels/parallel.c) and every model's outputs bit-identical across thread counts.
+check_PROGRAMS += tests/check_threads
+TESTS += tests/check_threads
+tests_check_threads_SOURCES = tests/check_threads.c
+tests_check_threads_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_threads_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 check_PROGRAMS += tests/check_lifetimes
 TESTS += tests/check_lifetimes
 tests_check_lifetimes_SOURCES = tests/check_lifetimes.c

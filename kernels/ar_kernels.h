@@ -34,6 +34,9 @@
 extern "C" {
 #endif
 
+/* The thread pool kernels split their work over (kernels/ar_parallel.h). */
+typedef struct ar_threadpool ar_threadpool_t;
+
 /* A tensor as the kernels see it at run time. */
 typedef struct ar_tview {
   void *data;                  /* float32 (etc.) elements; NULL until placed */
@@ -65,7 +68,11 @@ typedef struct ar_node {
   void *scratch;               /* valid during eval: planned scratch, lifetime [index, index] */
   uint64_t state_bytes;        /* set by prepare; persistent per-node state */
   void *state;                 /* valid from init on */
-  int32_t blas_threads;        /* threads OpenBLAS may use in this eval (1 = single) */
+  int32_t threads;             /* threads an eval may use at once (ar_parallel_threads; 0 = 1):
+                                * set before prepare, which sizes per-thread scratch with it */
+  ar_threadpool_t *pool;       /* the pool ar_parallel_for splits eval's work over (NULL: all
+                                * inline); it has at most `threads` threads. OpenBLAS itself
+                                * always runs single-threaded inside a kernel. */
   bool infer_shapes;           /* prepare writes the inferred output shapes (dims, rank, bytes) into
                                 * the output views instead of checking the stored ones: set by the
                                 * interpreter when it re-prepares after an input resize */

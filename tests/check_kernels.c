@@ -47,7 +47,7 @@ static ar_node_t node1(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_
   n.n_inputs = n_in; n.n_outputs = 1;
   for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
   n.outputs[0] = out;
-  n.blas_threads = 1;
+  n.threads = 1;
   return n;
 }
 

@@ -58,7 +58,7 @@ static void tnode_init(tnode_t *tn, ar_op_t op, float *in, int32_t in_rank, cons
     tn->node.inputs[2] = &tn->t[2];
   }
   tn->node.outputs[0] = &tn->t[3];
-  tn->node.blas_threads = 1;
+  tn->node.threads = 1;
 }
 
 /* prepare (must succeed), then scratch/state from the heap, init, eval. */
@@ -836,7 +836,7 @@ static void btconv_init(btconv_t *t, float *in, const int32_t *di, float *w, con
     t->node.inputs[3] = &t->b;
   }
   t->node.outputs[0] = &t->out;
-  t->node.blas_threads = 1;
+  t->node.threads = 1;
 }
 
 static void btconv_run(btconv_t *t) {
@@ -949,7 +949,7 @@ static int bmm(float *a, int ar, const int32_t *da, float *b, int br, const int3
   tn.node.inputs[0] = &ta;
   tn.node.inputs[1] = &tb;
   tn.node.outputs[0] = &tc;
-  tn.node.blas_threads = 1;
+  tn.node.threads = 1;
   if (msg) return ar_kernel_batch_matmul.prepare(&tn.node, msg, AR_MSG_BYTES);
   tnode_run(&tn, &ar_kernel_batch_matmul);
   return 0;

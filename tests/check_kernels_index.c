@@ -44,7 +44,7 @@ static ar_node_t nodeN(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_
   n.n_inputs = n_in; n.n_outputs = n_out;
   for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
   for (int i = 0; i < n_out; i++) n.outputs[i] = out[i];
-  n.blas_threads = 1;
+  n.threads = 1;
   return n;
 }
 static ar_node_t node1(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t *out) {

@@ -75,7 +75,7 @@ static void qnode_base(qnode_t *qn, ar_op_t op, int n_in) {
   qn->node.n_outputs = 1;
   for (int i = 0; i < n_in; i++) qn->node.inputs[i] = &qn->t[i];
   qn->node.outputs[0] = &qn->t[3];
-  qn->node.blas_threads = 1;
+  qn->node.threads = 1;
 }
 
 static int qnode_prepare(qnode_t *qn, const ar_kernel_t *k, char *msg, size_t n) {

@@ -175,7 +175,7 @@ static void cnode_init(cnode_t *c, float *in, const int32_t in_dims[4], const ar
     c->node.inputs[2] = &c->bias;
   }
   c->node.outputs[0] = &c->out;
-  c->node.blas_threads = 1;
+  c->node.threads = 1;
 }
 
 static void node_run(ar_node_t *nd) {

@@ -363,7 +363,7 @@ static ar_node_t nnode(ar_op_t op, const ar_options_t *o, int n_in, ar_tview_t *
                        ar_tview_t **out) {
   ar_node_t nd;
   memset(&nd, 0, sizeof nd);
-  nd.op = op; nd.options = o; nd.n_inputs = n_in; nd.n_outputs = n_out; nd.blas_threads = 1;
+  nd.op = op; nd.options = o; nd.n_inputs = n_in; nd.n_outputs = n_out; nd.threads = 1;
   for (int i = 0; i < n_in; i++) nd.inputs[i] = in[i];
   for (int i = 0; i < n_out; i++) nd.outputs[i] = out[i];
   return nd;

@@ -167,7 +167,7 @@ static void qnode_wire(qnode_t *qn, ar_op_t op, bool has_bias) {
   qn->node.inputs[1] = &qn->t[1];
   qn->node.inputs[2] = has_bias ? &qn->t[2] : NULL;
   qn->node.outputs[0] = &qn->t[3];
-  qn->node.blas_threads = 1;
+  qn->node.threads = 1;
 }
 
 static int qnode_run(qnode_t *qn, const ar_kernel_t *k, char *msg, size_t n) {

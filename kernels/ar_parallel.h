@@ -1,0 +1,97 @@
+/* ar_parallel.h - the thread pool every heavy kernel of an invoke splits its work over.
+ *
+ * One pool of `threads - 1` helper threads (pthreads) serves any number of callers: the offline
+ * tools give each interpreter a pool of its own, the daemon one pool shared by all its invoke
+ * workers. A kernel calls ar_parallel_for with its node; the caller runs chunks itself and idle
+ * helpers join in, taking chunks from a shared counter until none is left.
+ *
+ * Bit-identical results for every thread count: the chunks are fixed by n and grain alone
+ *   chunk c = [c * grain, min(n, (c + 1) * grain)),  c = 0 .. ceil(n / grain) - 1
+ * and fn is called exactly once per chunk, whatever the thread count, with or without a pool
+ * (without one, the chunks run in order on the caller). Which thread runs a chunk varies; what a
+ * chunk computes must depend only on its range (write disjoint outputs, no shared accumulator).
+ *
+ * Scheduling (ar_threadpool_enter / leave around an invoke): the pool counts the threads at work -
+ * invokes in progress plus helpers inside a chunk - and a helper joins a parallel_for only while
+ * that count is below `threads`. So when several invokes run at once (daemon workers of different
+ * share groups) the cores go to the invokes first and each splits over what is left; a lone invoke
+ * gets every helper. A parallel_for never waits for a helper to become free: the caller runs every
+ * chunk nobody took.
+ *
+ * Invoke-time calls (ar_parallel_for*, enter/leave) never allocate and never block on a lock; the
+ * caller sleeps (futex) only while a helper finishes the last chunk it took. Helpers spin briefly
+ * (AR_POOL_SPIN_US) after their last chunk before they sleep, so the next operator of the same
+ * invoke finds them awake. Nested calls (a chunk calling ar_parallel_for) and concurrent callers
+ * are allowed.
+ */
+#ifndef AR_PARALLEL_H
+#define AR_PARALLEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/ar_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most threads a pool may have (its `threads`, helpers + the caller). */
+#define AR_POOL_THREADS_MAX 256
+/* How long (us) an idle helper keeps looking for work before it sleeps. */
+#define AR_POOL_SPIN_US 100
+
+/* Work over the index range [begin, end) (a sub-range of [0, n)). */
+typedef void (*ar_range_fn)(void *ctx, int64_t begin, int64_t end);
+/* The same, with the participant's slot in [0, max_slots): two chunks running at the same time
+ * never have the same slot, so a kernel can give each slot its own part of the node's scratch. */
+typedef void (*ar_slot_range_fn)(void *ctx, int32_t slot, int64_t begin, int64_t end);
+
+/* Run fn over [0, n) in chunks of `grain` indices (the last one shorter), on the calling thread
+ * plus the idle helpers of node->pool. n <= 0: nothing runs. grain < 1 counts as 1. node->pool
+ * NULL (or a pool of one thread): every chunk runs inline, in order. Never allocates. */
+void ar_parallel_for(const ar_node_t *node, int64_t n, int64_t grain, ar_range_fn fn, void *ctx);
+
+/* As ar_parallel_for, with at most max_slots participants at once (max_slots < 1 counts as 1),
+ * each given its slot (the caller is slot 0). Size per-slot scratch with ar_parallel_threads. */
+void ar_parallel_for_slots(const ar_node_t *node, int64_t n, int64_t grain, int32_t max_slots,
+                           ar_slot_range_fn fn, void *ctx);
+
+/* Threads an eval of `node` may use at once (>= 1): node->threads as the interpreter set it at
+ * prepare (a hand-built node with 0 counts as 1). Prepare sizes per-slot scratch with it; the
+ * pool attached at invoke never has more. */
+int32_t ar_parallel_threads(const ar_node_t *node);
+
+/* Chunk size for `n` indices of about `cost` units of work each (e.g. multiply-adds per row):
+ * the smallest multiple of `align` (>= 1) giving chunks of at least `min_cost` units, so that
+ * tiny operators stay in one chunk and big ones split into many. Depends on its arguments only
+ * (never on the thread count). */
+int64_t ar_parallel_grain(int64_t n, int64_t cost, int64_t min_cost, int64_t align);
+
+/* ---- The pool itself (interpreter and daemon; kernels only see node->pool). ---- */
+
+/* New pool of `threads` (1 .. AR_POOL_THREADS_MAX) threads in all: threads - 1 helpers are
+ * started now (threads = 1: none; every parallel_for then runs inline). Errors: AR_EINVAL (thread
+ * count out of range), AR_ENOMEM, AR_EIO (pthread_create failed), message says which. */
+int ar_threadpool_new(int32_t threads, ar_threadpool_t **out, char *msg, size_t msg_bytes);
+/* Stop and join the helpers and free the pool (NULL is fine). No call may be in progress. */
+void ar_threadpool_free(ar_threadpool_t *pool);
+/* The pool's `threads` (helpers + 1); 1 for NULL. */
+int32_t ar_threadpool_threads(const ar_threadpool_t *pool);
+
+/* An invoke starts / ends on the calling thread: counts it as a thread at work (scheduling rule
+ * above). NULL is fine. Never allocates. */
+void ar_threadpool_enter(ar_threadpool_t *pool);
+void ar_threadpool_leave(ar_threadpool_t *pool);
+
+/* Run fn(ctx, i) on every thread of the pool at the same time - the caller as i = 0 and each
+ * helper as 1 .. threads - 1 - and return when all are done; each participant calls it again
+ * until every participant has finished its first call, so that the calls overlap
+ * (OpenBLAS maps one work buffer per concurrent caller: warming up every thread at once makes it
+ * map all it will need at invoke time). Not for invoke time; one such call at a time per pool. */
+void ar_threadpool_run_all(ar_threadpool_t *pool, void (*fn)(void *ctx, int32_t i), void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AR_PARALLEL_H */
