@@ -1,7 +1,15 @@
 /* bench/kernels.c - micro-benchmark of the convolution-family kernels on shapes taken from the
- * shipped MediaPipe models (MANIFEST.json), single-threaded OpenBLAS. Prints, per case, the median
- * eval time in us and the GFLOP/s achieved (2 x MACs / time). Not a test: figures only.
- *   usage: bench/kernels [runs]   (default 50)
+ * shipped MediaPipe models (MANIFEST.json), single-threaded OpenBLAS. Prints, per case and float
+ * ISA level (kernels/ar_isa.h), the median over rounds of each round's median eval time in us, the
+ * fastest eval, and the GFLOP/s of the median (2 x MACs / time). With several levels the levels
+ * alternate round by round, so a loaded machine's drift hits them alike. Not a test: figures only.
+ *
+ * --sgemm: OpenBLAS sgemm 1024^3 (row-major, one thread) on OpenBLAS's own core choice, Haswell
+ * and SkylakeX (those the CPU has), alternating round by round (ar__blas_set_core), printing the
+ * core OpenBLAS reports (openblas_get_corename) and median / best GFLOP/s; then the core arenad
+ * programs run with (kernels/ar_isa.h).
+ *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--match TEXT] [runs]
+ *          (runs per round, default 50; default levels: the best one only)
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -10,6 +18,7 @@
 #include <time.h>
 
 #include "common/ar_error.h"
+#include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
 
 typedef struct {
@@ -40,6 +49,12 @@ static const bcase_t cases[] = {
   {"dw 5x5 s2 32x32x96", AR_OP_DEPTHWISE_CONV_2D, 32, 32, 96, 96, 5, 2, AR_PADDING_SAME},
   {"dw 3x3 s1 VALID 26x26x128", AR_OP_DEPTHWISE_CONV_2D, 26, 26, 128, 128, 3, 1, AR_PADDING_VALID},
   {"tconv 2x2 s2 128x128x16->1", AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS, 128, 128, 16, 1, 2, 2, AR_PADDING_SAME},
+  {"conv 3x3 s2 224x224x3->24 (hand first)", AR_OP_CONV_2D, 224, 224, 3, 24, 3, 2, AR_PADDING_SAME},
+  {"dw 3x3 s1 56x56x144 (hand)", AR_OP_DEPTHWISE_CONV_2D, 56, 56, 144, 144, 3, 1, AR_PADDING_SAME},
+  {"dw 3x3 s2 112x112x64 (hand)", AR_OP_DEPTHWISE_CONV_2D, 112, 112, 64, 64, 3, 2, AR_PADDING_SAME},
+  {"dw 5x5 s1 28x28x240 (hand)", AR_OP_DEPTHWISE_CONV_2D, 28, 28, 240, 240, 5, 1, AR_PADDING_SAME},
+  {"dw 5x5 s1 14x14x672 (hand)", AR_OP_DEPTHWISE_CONV_2D, 14, 14, 672, 672, 5, 1, AR_PADDING_SAME},
+  {"dw 3x3 s1 14x14x480 (hand)", AR_OP_DEPTHWISE_CONV_2D, 14, 14, 480, 480, 3, 1, AR_PADDING_SAME},
   {"fc 1152->63", AR_OP_FULLY_CONNECTED, 1, 1, 1152, 63, 1, 1, AR_PADDING_VALID},
 };
 
@@ -58,13 +73,93 @@ static float *randv(size_t n) {
   return p;
 }
 
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* sgemm 1024^3 GFLOP/s per OpenBLAS core, alternating cores round by round. */
+static int bench_sgemm(int rounds) {
+  enum { N = 1024 };
+  const char *cores[] = {NULL, "Haswell", "SkylakeX"};
+  const int ncores = 3;
+  float *a = randv((size_t)N * N), *b = randv((size_t)N * N), *c = randv((size_t)N * N);
+  double gf[3][64];
+  char names[3][32];
+  bool ok[3];
+  const char *mine = ar_blas_corename();
+  char mine_s[32];
+  snprintf(mine_s, sizeof mine_s, "%s", mine);
+  if (rounds > 64) rounds = 64;
+  for (int k = 0; k < ncores; k++) {
+    ok[k] = ar__blas_set_core(cores[k]) == 0;
+    snprintf(names[k], sizeof names[k], "%s", ar_blas_corename());
+  }
+  for (int r = 0; r < rounds; r++)
+    for (int k = 0; k < ncores; k++) {
+      if (!ok[k]) continue;
+      ar__blas_set_core(cores[k]);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+      double t0 = now_us();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+      gf[k][r] = 2.0 * N * N * N / ((now_us() - t0) * 1e3);
+    }
+  printf("OpenBLAS sgemm %dx%dx%d, 1 thread, %d alternating rounds\n", N, N, N, rounds);
+  printf("  %-28s %-16s %12s %12s\n", "OPENBLAS_CORETYPE", "active core", "median GF/s", "best GF/s");
+  for (int k = 0; k < ncores; k++) {
+    if (!ok[k]) { printf("  %-28s (CPU lacks it)\n", cores[k]); continue; }
+    double best = 0;
+    for (int r = 0; r < rounds; r++) best = gf[k][r] > best ? gf[k][r] : best;
+    printf("  %-28s %-16s %12.1f %12.1f\n", cores[k] ? cores[k] : "(unset: OpenBLAS's pick)", names[k],
+           median(gf[k], rounds), best);
+  }
+  /* back to the core the program started with */
+  ar__blas_set_core(ar_blas_replaced_core() || getenv("OPENBLAS_CORETYPE") ? mine_s : NULL);
+  printf("  arenad programs run with core %s%s%s\n", ar_blas_corename(),
+         ar_blas_replaced_core() ? ", chosen over OpenBLAS's pick " : "",
+         ar_blas_replaced_core() ? ar_blas_replaced_core() : "");
+  free(a); free(b); free(c);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int runs = argc > 1 ? atoi(argv[1]) : 50;
+  int runs = 50, rounds = 5, levels[3], nlev = 0;
+  bool sgemm = false;
+  const char *match = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--sgemm") == 0) sgemm = true;
+    else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
+    else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+      char list[128];
+      snprintf(list, sizeof list, "%s", argv[++i]);
+      for (char *tok = strtok(list, ","); tok && nlev < 3; tok = strtok(NULL, ",")) {
+        int l = strcmp(tok, "portable") == 0 ? AR_ISA_PORTABLE : strcmp(tok, "avx2") == 0 ? AR_ISA_AVX2
+              : strcmp(tok, "avx512f") == 0 ? AR_ISA_AVX512 : -1;
+        if (l < 0 || ar__f32_set_isa(l) != l) {
+          fprintf(stderr, "bench/kernels: --isa %s: portable, avx2 or avx512f, and this CPU must have it\n", tok);
+          return 2;
+        }
+        levels[nlev++] = l;
+      }
+    } else if (argv[i][0] != '-') runs = atoi(argv[i]);
+    else {
+      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--match TEXT] [runs]\n");
+      return 2;
+    }
+  }
   if (runs < 1) runs = 1;
+  if (rounds < 1) rounds = 1;
+  if (rounds > 64) rounds = 64;
   openblas_set_num_threads(1);
-  printf("%-44s %10s %9s\n", "case", "median_us", "GFLOP/s");
+  if (sgemm) return bench_sgemm(rounds);
+  if (nlev == 0) levels[nlev++] = ar__f32_set_isa(-1);
+  printf("bench/kernels: %d round(s) x %d evals per level, OpenBLAS core %s\n", rounds, runs,
+         ar_blas_corename());
+  printf("%-44s %-9s %10s %10s %9s\n", "case", "isa", "median_us", "min_us", "GFLOP/s");
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const bcase_t *c = &cases[ci];
+    if (match && !strstr(c->label, match)) continue;
     ar_options_t opt;
     memset(&opt, 0, sizeof opt);
     ar_tview_t tin = {0}, tw = {0}, tb = {0}, tout = {0};
@@ -124,15 +219,25 @@ int main(int argc, char **argv) {
     node.state = node.state_bytes ? malloc(node.state_bytes) : NULL;
     if (k->init) k->init(&node);
     double *t = malloc(sizeof(double) * (size_t)runs);
-    for (int r = 0; r < 3; r++) k->eval(&node);
-    for (int r = 0; r < runs; r++) {
-      double t0 = now_us();
-      k->eval(&node);
-      t[r] = now_us() - t0;
+    double rmed[3][64], best[3] = {1e30, 1e30, 1e30};
+    for (int r = 0; r < rounds; r++)
+      for (int li = 0; li < nlev; li++) {
+        ar__f32_set_isa(levels[li]);
+        for (int w = 0; w < 3; w++) k->eval(&node);
+        for (int e = 0; e < runs; e++) {
+          double t0 = now_us();
+          k->eval(&node);
+          t[e] = now_us() - t0;
+          if (t[e] < best[li]) best[li] = t[e];
+        }
+        rmed[li][r] = median(t, runs);
+      }
+    for (int li = 0; li < nlev; li++) {
+      double med = median(rmed[li], rounds);
+      printf("%-44s %-9s %10.1f %10.1f %9.2f\n", li ? "" : c->label, ar_isa_name(levels[li]), med,
+             best[li], 2.0 * macs / (med * 1e3));
     }
-    qsort(t, (size_t)runs, sizeof(double), cmp_d);
-    double med = t[runs / 2];
-    printf("%-44s %10.1f %9.2f\n", c->label, med, 2.0 * macs / (med * 1e3));
+    ar__f32_set_isa(-1);
     free(t); free(tin.data); free(tw.data); free(tb.data); free(tout.data);
     free(node.scratch); free(node.state);
   }

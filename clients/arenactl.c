@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "clients/arenactl.h"
+#include "config.h"
+#include "kernels/ar_isa.h"
 
 const char *arenactl_socket = NULL;
 
@@ -33,7 +35,7 @@ static const command_t commands[] = {
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: arenactl [-s SOCKET] COMMAND [ARGS]\n\ncommands:\n");
+  fprintf(out, "usage: arenactl [-s SOCKET] COMMAND [ARGS]\n       arenactl --version   (version, and the kernel ISA paths and OpenBLAS core in use)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
     fprintf(out, "  %s\n", commands[i].help);
   fprintf(out, "\nThe socket is -s PATH, else $ARENAD_SOCKET, else %s.\n", AR_DEFAULT_SOCKET);
@@ -60,6 +62,11 @@ int main(int argc, char **argv) {
       return 2;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+      char isa[1024];
+      ar_isa_report(isa, sizeof isa);
+      printf("arenactl %s\n%s", PACKAGE_VERSION, isa);
       return 0;
     } else {
       fprintf(stderr, "arenactl: unknown option '%s'\n", argv[i]);

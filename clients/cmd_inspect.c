@@ -27,6 +27,7 @@
 #include "clients/arenactl.h"
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
+#include "kernels/ar_isa.h"
 #include "loader/ar_model.h"
 #include "loader/ar_sha256.h"
 
@@ -367,6 +368,25 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc, cons
            (long long)json_integer_value(json_object_get(sj, "variable_tensors")),
            (long long)json_integer_value(json_object_get(sj, "quantized_tensors")));
   }
+  /* The paths this machine runs the model's kernels on (the same report as arenactl --version). */
+  char isa[1024], *line = isa, *nl;
+  ar_isa_report(isa, sizeof isa);
+  printf("\nkernel paths on this machine\n");
+  for (; (nl = strchr(line, '\n')) != NULL; line = nl + 1) printf("  %.*s\n", (int)(nl - line), line);
+}
+
+/* {"float_level": "avx512f", "blas_core": "SkylakeX", "blas_replaced_core": "Prescott"|null,
+ *  "report": "<the lines of ar_isa_report>"} */
+static json_t *kernel_paths_json(void) {
+  char isa[1024];
+  ar_isa_report(isa, sizeof isa);
+  json_t *o = json_object();
+  const char *rep = ar_blas_replaced_core();
+  json_object_set_new(o, "float_level", json_string(ar_isa_name(ar_isa_float_level())));
+  json_object_set_new(o, "blas_core", json_string(ar_blas_corename()));
+  json_object_set_new(o, "blas_replaced_core", rep ? json_string(rep) : json_null());
+  json_object_set_new(o, "report", json_string(isa));
+  return o;
 }
 
 int ar_cmd_inspect(int argc, char **argv) {
@@ -412,6 +432,7 @@ int ar_cmd_inspect(int argc, char **argv) {
   u->rc = ar_interp_unsupported(m, NULL, u->ops, AR_CLI_MAX_UNSUPPORTED, &u->n, u->msg, sizeof(u->msg));
   json_t *doc = inspect_json(m, path);
   add_unsupported_json(doc, u);
+  json_object_set_new(doc, "kernel_paths", kernel_paths_json());
   if (tensors && json) {
     json_t *sgs = json_object_get(doc, "subgraphs");
     for (uint32_t s = 0; s < m->n_subgraphs; s++)

@@ -25,6 +25,7 @@
 #include "common/ar_error.h"
 #include "daemon/ar_config.h"
 #include "daemon/ar_server.h"
+#include "kernels/ar_isa.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -107,7 +108,12 @@ int main(int argc, char **argv) {
         break;
       case 'f': foreground = true; break;
       case 'M': memory_dropin = true; break;
-      case 'V': printf("arenad %s\n", PACKAGE_VERSION); return 0;
+      case 'V': {
+        char isa[1024];
+        ar_isa_report(isa, sizeof isa);
+        printf("arenad %s\n%s", PACKAGE_VERSION, isa);
+        return 0;
+      }
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -224,6 +230,8 @@ int main(int argc, char **argv) {
     snprintf(where, sizeof(where), "listening on %.120s", srv->cfg.socket_path);
   ar_log("arenad %s %s, pool %" PRIu64 " bytes, %s worker thread(s)", PACKAGE_VERSION, where, srv->pool.bytes,
          workers);
+  ar_log("float kernels %s, OpenBLAS core %s%s%s", ar_isa_name(ar_isa_float_level()), ar_blas_corename(),
+         ar_blas_replaced_core() ? " instead of " : "", ar_blas_replaced_core() ? ar_blas_replaced_core() : "");
   ar_server_load_configured(srv);
   uv_run(&loop, UV_RUN_DEFAULT);
   ar_server_stop(srv);

@@ -275,7 +275,7 @@ static void conv_eval(const ar_node_t *node) {
 
   if (g.few_in) {
 #if AR_HAVE_AVX2_CLONE
-    if (ar__cpu_has_avx2_fma()) conv_few_avx2(&g, in, node->state, bias, out);
+    if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, in, node->state, bias, out);
     else
 #endif
       conv_few_base(&g, in, node->state, bias, out);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "kernels/ar_isa.h"
 #include "kernels/ar_kernels.h"
 
 /* Hot loops are compiled twice, for the baseline ISA and for AVX2+FMA, and picked at run time, so
@@ -18,15 +19,27 @@
  * the baseline body is the only one: on aarch64, NEON is part of the baseline, so its 8-float GCC
  * vectors (ar__v8f and the kernels' own) compile to pairs of 128-bit fmla and nothing needs to be
  * picked at run time (`./dev cross-check` tests that build under qemu-aarch64). */
+/* The level is one per process (kernels/ar_isa.h: ar__f32_isa, forced by ar__f32_set_isa for
+ * tests and benchmarks); AVX-512F clones (AR_TARGET_AVX512) sit beside the AVX2 ones where
+ * 16-float vectors pay. */
+extern int ar__f32_level;
+int ar__f32_isa_init(void);
+static inline int ar__f32_isa(void) {
+  int l = __atomic_load_n(&ar__f32_level, __ATOMIC_RELAXED);
+  return l >= 0 ? l : ar__f32_isa_init();
+}
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang_analyzer__)
 #define AR_HAVE_AVX2_CLONE 1
 #define AR_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define AR_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f")))
+/* The CPU itself (integer kernels use it for their own choice). */
 static inline bool ar__cpu_has_avx2_fma(void) {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #else
 #define AR_HAVE_AVX2_CLONE 0
 #define AR_TARGET_AVX2
+#define AR_TARGET_AVX512
 static inline bool ar__cpu_has_avx2_fma(void) { return false; }
 #endif
 

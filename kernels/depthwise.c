@@ -329,7 +329,7 @@ static void dw_eval(const ar_node_t *node) {
   float *out = node->outputs[0]->data;
   const bool clamp = ar__act_is_clamp(act);
 #if AR_HAVE_AVX2_CLONE
-  if (ar__cpu_has_avx2_fma()) dw_run_avx2(&g, in, wt, bias, out, clamp, lo, hi);
+  if (ar__f32_isa() >= AR_ISA_AVX2) dw_run_avx2(&g, in, wt, bias, out, clamp, lo, hi);
   else
 #endif
     dw_run_base(&g, in, wt, bias, out, clamp, lo, hi);

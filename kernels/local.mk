@@ -2,6 +2,7 @@
 # Convolution family (conv, depthwise, transpose conv, fully connected) and the shared helpers.
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
   kernels/ar_parallel.h kernels/parallel.c \
+  kernels/ar_isa.h kernels/ar_isa.c \
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \
@@ -104,3 +105,11 @@ TESTS += tests/check_kernels_quant_elem
 tests_check_kernels_quant_elem_SOURCES = tests/check_kernels_quant_elem.c
 tests_check_kernels_quant_elem_CFLAGS = $(TEST_CFLAGS)
 tests_check_kernels_quant_elem_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+# kernels/ar_isa.c: OpenBLAS's core replaced when it picked an SSE3-era one (the user's
+# OPENBLAS_CORETYPE kept), sgemm/sgemv right on every core the CPU has, the float level switch and
+# the report arenactl --version prints.
+check_PROGRAMS += tests/check_isa
+TESTS += tests/check_isa
+tests_check_isa_SOURCES = tests/check_isa.c
+tests_check_isa_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_isa_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)

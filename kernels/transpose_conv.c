@@ -321,7 +321,7 @@ static void tconv_run(const ar_node_t *node) {
   if (!g.tiles) ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)g.co, bias);
   if (g.small) {
 #if AR_HAVE_AVX2_CLONE
-    if (ar__cpu_has_avx2_fma()) { tconv_small_avx2(&g, in, wr, bias, out); return; }
+    if (ar__f32_isa() >= AR_ISA_AVX2) { tconv_small_avx2(&g, in, wr, bias, out); return; }
 #endif
     tconv_small_base(&g, in, wr, bias, out);
     return;
