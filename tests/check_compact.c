@@ -91,9 +91,10 @@ static uint64_t persistent_offset_of(json_t *st, const char *name) {
 }
 
 /* The stats once `n` compactions have ended and none is running (polled every 10 ms, at most
- * 30 s; NULL if that never happens). */
+ * 30 s, 300 s under an emulator; NULL if that never happens). */
 static json_t *wait_compactions(ar_client_t *c, uint64_t n) {
-  for (int i = 0; i < 3000; i++) {
+  int tries = ar_test_emulated() ? 30000 : 3000;
+  for (int i = 0; i < tries; i++) {
     json_t *st = ar_tc_stats(c);
     json_t *p = json_object_get(st, "pool");
     if (ar_tc_ji(p, "compactions") >= n && !json_is_true(json_object_get(p, "compacting"))) return st;
