@@ -26,8 +26,19 @@ static int f32_best(void) {
 #endif
 }
 
-int ar__f32_isa_init(void) {
+/* AR_FLOAT_ISA=portable|avx2|avx512f caps the automatic level (a level the CPU lacks is ignored). */
+static int f32_auto(void) {
   int l = f32_best();
+  const char *e = getenv("AR_FLOAT_ISA");
+  if (e) {
+    for (int k = AR_ISA_PORTABLE; k <= AR_ISA_AVX512; k++)
+      if (strcmp(e, ar_isa_name(k)) == 0 && k < l) l = k;
+  }
+  return l;
+}
+
+int ar__f32_isa_init(void) {
+  int l = f32_auto();
   __atomic_store_n(&ar__f32_level, l, __ATOMIC_RELAXED);
   return l;
 }
@@ -128,7 +139,7 @@ int ar__blas_set_core(const char *core) {
 
 /* The float kernel families with run-time picked clones, and the highest level each has. */
 static const struct { const char *name; int top; } f32_families[] = {
-  {"depthwise", AR_ISA_AVX2},
+  {"depthwise", AR_ISA_AVX512},
   {"direct conv", AR_ISA_AVX2},
   {"im2col copy", AR_ISA_PORTABLE},
   {"transpose conv", AR_ISA_AVX2},

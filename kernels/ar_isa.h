@@ -30,7 +30,9 @@
 #define AR_ISA_AVX2 1    /* AVX2 + FMA */
 #define AR_ISA_AVX512 2  /* AVX-512F (+ the AVX2+FMA set) */
 
-/* The level the float kernels run at (the best the CPU has, or the one ar__f32_set_isa forced). */
+/* The level the float kernels run at: the best the CPU has, capped by the environment variable
+ * AR_FLOAT_ISA=portable|avx2|avx512f when set (to compare paths, or to step around one), or the
+ * one ar__f32_set_isa forced. */
 int ar_isa_float_level(void);
 
 /* Tests and benchmarks: force the float kernels' level (AR_ISA_*) for the whole process, or -1

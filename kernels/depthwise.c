@@ -223,6 +223,120 @@ static AR_ALWAYS_INLINE void dw_interior(const float *ip0, size_t row_stride, co
   }
 }
 
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+
+/* AVX-512F interior: the same outputs as dw_interior, 16 channels per zmm register (the channel
+ * tail through a lane mask, so any C), P output pixels per tile. With compile-time KW, SW, DW the
+ * tile slides along the input row: each input column of a filter row is loaded once and feeds
+ * every (pixel, tap) pair that reads it, SW*(P-1)+DW*(KW-1)+1 loads for P*KW FMAs, where
+ * dw_interior loads one column per FMA. Each output still adds its taps in (ky, kx) order onto
+ * the bias with FMA, as the AVX2 clone does, so the two give identical bits. */
+#define DW512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
+#define DW512_PMAX 8
+
+DW512_INLINE void dw512_tile(const float *ip, size_t rs, const float *wt, const float *bias,
+                             float *op, int32_t C, __mmask16 m, int32_t KH, const int32_t KW,
+                             const int32_t SW, const int32_t DH, const int32_t DW, const int P) {
+  __m512 acc[DW512_PMAX];
+  const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int p = 0; p < P; p++) acc[p] = b;
+  const int ncol = SW * (P - 1) + DW * (KW - 1) + 1;
+  for (int32_t ky = 0; ky < KH; ky++) {
+    const float *row = ip + (size_t)ky * DH * rs;
+    const float *wr = wt + (size_t)ky * KW * C;
+    __m512 w[7];
+#pragma GCC unroll 7
+    for (int kx = 0; kx < KW; kx++) w[kx] = _mm512_maskz_loadu_ps(m, wr + (size_t)kx * C);
+#pragma GCC unroll 32
+    for (int j = 0; j < ncol; j++) {
+      const __m512 x = _mm512_maskz_loadu_ps(m, row + (size_t)j * C);
+#pragma GCC unroll 7
+      for (int kx = 0; kx < KW; kx++) {
+        const int d = j - DW * kx;
+        if (d >= 0 && d % SW == 0 && d / SW < P) acc[d / SW] = _mm512_fmadd_ps(x, w[kx], acc[d / SW]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(op + (size_t)p * C, m, acc[p]);
+}
+
+/* Run-time geometry: P pixels, taps in (ky, kx) order, one input load per FMA. */
+DW512_INLINE void dw512_tile_rt(const float *ip, size_t rs, const float *wt, const float *bias,
+                                float *op, int32_t C, __mmask16 m, int32_t KH, int32_t KW,
+                                int32_t SW, int32_t DH, int32_t DW, const int P) {
+  __m512 acc[4];
+  const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int p = 0; p < P; p++) acc[p] = b;
+  for (int32_t ky = 0; ky < KH; ky++)
+    for (int32_t kx = 0; kx < KW; kx++) {
+      const float *q = ip + (size_t)ky * DH * rs + (size_t)kx * DW * C;
+      const __m512 w = _mm512_maskz_loadu_ps(m, wt + (size_t)(ky * KW + kx) * C);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; p++)
+        acc[p] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + (size_t)p * SW * C), w, acc[p]);
+    }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(op + (size_t)p * C, m, acc[p]);
+}
+
+#define DW512_ROW(P_, TILE, KW_, SW_, DW_)                                                     \
+  for (; p + (P_) <= npix; p += (P_))                                                          \
+    for (int32_t c = 0; c < C; c += 16) {                                                      \
+      const __mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1u); \
+      TILE(ip0 + (size_t)p * SW_ * C + c, rs, wt + c, bias ? bias + c : NULL,                  \
+           o + (size_t)p * C + c, C, m, KH, KW_, SW_, DH, DW_, P_);                            \
+    }
+
+#define DW512_COL(P_, TILE, KW_, SW_, DW_)                                                     \
+  for (; p + (P_) <= npix; p += (P_))                                                          \
+    TILE(ip0 + (size_t)p * SW_ * C + c, rs, wt + c, bias ? bias + c : NULL,                    \
+         o + (size_t)p * C + c, C, m, KH, KW_, SW_, DH, DW_, P_);
+
+DW512_INLINE void dw512_row_const(const float *ip0, size_t rs, const float *wt, const float *bias,
+                                  float *o, int32_t npix, int32_t C, int32_t KH, const int32_t KW,
+                                  const int32_t SW, int32_t DH, const int32_t DW) {
+  /* Many channels: one 16-channel column at a time across the row, so the input lines a tile
+   * shares with the next stay in L1 (a whole-pixel-width tile of 5 rows x 12 columns x 240+
+   * channels does not fit); fewer channels: all channels of a tile, then the next tile. */
+  if (C >= 192) {
+    for (int32_t c = 0; c < C; c += 16) {
+      const __mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1u);
+      int32_t p = 0;
+      DW512_COL(8, dw512_tile, KW, SW, DW)
+      DW512_COL(4, dw512_tile, KW, SW, DW)
+      DW512_COL(1, dw512_tile, KW, SW, DW)
+    }
+    return;
+  }
+  int32_t p = 0;
+  DW512_ROW(8, dw512_tile, KW, SW, DW)
+  DW512_ROW(4, dw512_tile, KW, SW, DW)
+  DW512_ROW(1, dw512_tile, KW, SW, DW)
+}
+
+/* `npix` interior pixels of one row, multiplier 1 (dw_interior's contract). Not inlined: the
+ * baseline and AVX2 bodies call nothing compiled for AVX-512. */
+AR_TARGET_AVX512 __attribute__((noinline)) static void
+dw512_interior(const float *ip0, size_t rs, const float *wt, const float *bias, float *o,
+               int32_t npix, int32_t C, int32_t KH, int32_t KW, int32_t SW, int32_t DH, int32_t DW) {
+  if (DW == 1 && KW == 3 && SW == 1) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 3, 1, DH, 1);
+  else if (DW == 1 && KW == 3 && SW == 2) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 3, 2, DH, 1);
+  else if (DW == 1 && KW == 5 && SW == 1) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 5, 1, DH, 1);
+  else if (DW == 1 && KW == 5 && SW == 2) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 5, 2, DH, 1);
+  else {
+    int32_t p = 0;
+    DW512_ROW(4, dw512_tile_rt, KW, SW, DW)
+    DW512_ROW(1, dw512_tile_rt, KW, SW, DW)
+  }
+}
+#undef DW512_ROW
+#undef DW512_COL
+#endif
+
 static AR_ALWAYS_INLINE void dw_clamp_row(float *x, size_t n, float lo, float hi) {
   for (size_t i = 0; i < n; i++) {
     float v = x[i] < lo ? lo : x[i];
@@ -232,7 +346,7 @@ static AR_ALWAYS_INLINE void dw_clamp_row(float *x, size_t n, float lo, float hi
 
 static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const float *wt,
                                      const float *bias, float *out, bool clamp, float lo,
-                                     float hi) {
+                                     float hi, bool z512) {
   const int32_t C = g->oc;
   const size_t row_stride = (size_t)g->w * g->c;
   /* Interior columns: ox*sw - pl >= 0 and ox*sw - pl + (kw-1)*dw <= w-1. */
@@ -271,6 +385,11 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
         float *o = orow + (size_t)ox_lo * C;
         const int32_t np = ox_hi - ox_lo;
         const bool full = kh == g->kh;
+#if AR_HAVE_AVX2_CLONE
+        if (z512) spec = -1;
+#else
+        (void)z512;
+#endif
         switch (spec) {
         case 1:
           if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 3, 3, 1, 1, 1);
@@ -288,6 +407,11 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
           if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 5, 5, 2, 1, 1);
           else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 5, 2, 1, 1);
           break;
+#if AR_HAVE_AVX2_CLONE
+        case -1:
+          dw512_interior(ip0, row_stride, w0, bias, o, np, C, kh, g->kw, g->sw, g->dh, g->dw);
+          break;
+#endif
         default:
           dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, g->kw, g->sw, g->dh, g->dw);
           break;
@@ -302,14 +426,19 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
 
 static void dw_run_base(const dw_geom_t *g, const float *in, const float *wt, const float *bias,
                         float *out, bool clamp, float lo, float hi) {
-  dw_body(g, in, wt, bias, out, clamp, lo, hi);
+  dw_body(g, in, wt, bias, out, clamp, lo, hi, false);
 }
 
 #if AR_HAVE_AVX2_CLONE
 AR_TARGET_AVX2 static void dw_run_avx2(const dw_geom_t *g, const float *in, const float *wt,
                                        const float *bias, float *out, bool clamp, float lo,
                                        float hi) {
-  dw_body(g, in, wt, bias, out, clamp, lo, hi);
+  dw_body(g, in, wt, bias, out, clamp, lo, hi, false);
+}
+AR_TARGET_AVX512 static void dw_run_avx512(const dw_geom_t *g, const float *in, const float *wt,
+                                           const float *bias, float *out, bool clamp, float lo,
+                                           float hi) {
+  dw_body(g, in, wt, bias, out, clamp, lo, hi, true);
 }
 #endif
 
@@ -329,7 +458,9 @@ static void dw_eval(const ar_node_t *node) {
   float *out = node->outputs[0]->data;
   const bool clamp = ar__act_is_clamp(act);
 #if AR_HAVE_AVX2_CLONE
-  if (ar__f32_isa() >= AR_ISA_AVX2) dw_run_avx2(&g, in, wt, bias, out, clamp, lo, hi);
+  const int isa = ar__f32_isa();
+  if (isa >= AR_ISA_AVX512) dw_run_avx512(&g, in, wt, bias, out, clamp, lo, hi);
+  else if (isa >= AR_ISA_AVX2) dw_run_avx2(&g, in, wt, bias, out, clamp, lo, hi);
   else
 #endif
     dw_run_base(&g, in, wt, bias, out, clamp, lo, hi);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
 
@@ -111,6 +112,32 @@ static float *randv(size_t n) {
   float *p = malloc(n * sizeof(float));
   for (size_t i = 0; i < n; i++) p[i] = frand();
   return p;
+}
+
+/* Run the node on every float ISA level this CPU has (kernels/ar_isa.h): each level's output
+ * within `tol` of `want`, and the AVX-512F output bit-identical to the AVX2 one (both add every
+ * output's terms in the same order with FMA; the portable build has no FMA, hence the tolerance).
+ * Leaves the automatic level in force and the best level's output in `out`. */
+static void run_every_isa(tnode_t *tn, const ar_kernel_t *k, float *out, const float *want,
+                          size_t nout, float tol, const char *what) {
+  const int best = ar__f32_set_isa(-1);
+  float *avx2 = malloc(nout * sizeof(float));
+  char msg[200];
+  for (int l = AR_ISA_PORTABLE; l <= best; l++) {
+    ck_assert_int_eq(ar__f32_set_isa(l), l);
+    memset(out, 0xff, nout * sizeof(float));
+    tnode_run(tn, k);
+    snprintf(msg, sizeof msg, "%s [%s]", what, ar_isa_name(l));
+    assert_close(out, want, nout, tol, msg);
+    if (l == AR_ISA_AVX2) memcpy(avx2, out, nout * sizeof(float));
+    if (l == AR_ISA_AVX512)
+      for (size_t i = 0; i < nout; i++)
+        ck_assert_msg(memcmp(&out[i], &avx2[i], sizeof(float)) == 0,
+                      "%s: avx512f element %zu is %.9g, avx2 %.9g", what, i, (double)out[i],
+                      (double)avx2[i]);
+  }
+  ar__f32_set_isa(-1);
+  free(avx2);
 }
 
 /* ---------- naive references, from the TFLite / MediaPipe definitions ---------- */
@@ -618,13 +645,12 @@ static void dw_random_case(const cfg_t *c) {
   tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, b, oc, out, 4, dout);
   dw_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw, c->mult,
           c->act);
-  tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
   ref_dw(c, in, f, b, want, oh, ow);
   char what[160];
   snprintf(what, sizeof what, "dw n%d %dx%dx%d m%d k%dx%d s%dx%d d%dx%d %s act %d", c->n, c->h, c->w,
            c->c, c->mult, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID",
            c->act);
-  assert_close(out, want, nout, 2e-6f, what);
+  run_every_isa(&tn, &ar_kernel_depthwise_conv_2d, out, want, nout, 2e-6f, what);
   free(in); free(f); free(b); free(out); free(want);
 }
 
@@ -650,6 +676,15 @@ START_TEST(dw_random_vs_naive) {
     {1, 4, 4, 16, 16, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},   /* no interior at all */
     {1, 33, 33, 72, 72, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},/* model-sized */
     {1, 5, 5, 20, 20, 2, 2, 1, 1, 1, 1, 1, false, true, AR_ACT_TANH},  /* 2x2 generic interior */
+    /* AVX-512 tiles: 8/4/1-pixel tiles, 16-lane channel masks, the >= 192-channel order. */
+    {1, 23, 29, 17, 17, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 19, 27, 33, 33, 3, 3, 2, 2, 1, 1, 1, true, false, AR_ACT_NONE},
+    {1, 14, 21, 200, 200, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 17, 25, 193, 193, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
+    {1, 9, 30, 48, 48, 3, 3, 1, 1, 1, 1, 1, false, true, AR_ACT_RELU},
+    {1, 12, 26, 31, 31, 3, 3, 1, 2, 2, 2, 1, true, true, AR_ACT_NONE},  /* dilation: run-time tile */
+    {1, 11, 23, 40, 40, 5, 3, 2, 1, 1, 1, 1, true, true, AR_ACT_NONE},  /* 5x3 */
+    {2, 8, 13, 7, 7, 2, 4, 1, 3, 1, 1, 1, false, true, AR_ACT_NONE},    /* 2x4 s3: run-time tile */
   };
   for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) dw_random_case(&odd[i]);
 }
