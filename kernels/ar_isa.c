@@ -140,7 +140,7 @@ int ar__blas_set_core(const char *core) {
 /* The float kernel families with run-time picked clones, and the highest level each has. */
 static const struct { const char *name; int top; } f32_families[] = {
   {"depthwise", AR_ISA_AVX512},
-  {"direct conv", AR_ISA_AVX2},
+  {"direct conv", AR_ISA_AVX512},
   {"im2col copy", AR_ISA_PORTABLE},
   {"transpose conv", AR_ISA_AVX2},
 };

@@ -215,8 +215,71 @@ static AR_ALWAYS_INLINE void conv_few_block(const conv_geom_t *g, const float *i
     for (int v = 0; v < NV; v++) *(conv_v8f *)(o + (size_t)p * co + 8 * v) = acc[p][v];
 }
 
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+
+/* AVX-512F interior of the few-input-channel loop: P pixels x the 16/24/32 output channels in
+ * one or two zmm vectors (24: the second one masked to 8 lanes), twice the pixels per weight load
+ * of the AVX2 block. Taps in the same (ky, kx, c) order onto the bias with FMA as conv_few_block,
+ * so the outputs are bit-identical to the AVX2 clone's. */
+#define CONV512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
+CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const float *w,
+                                  const float *bias, float *o, int32_t b, int32_t oy, int32_t ox0,
+                                  const int P, const int NV, __mmask16 mlast) {
+  __m512 acc[8][2];
+  __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+  if (bias) {
+    b0 = _mm512_maskz_loadu_ps(NV == 1 ? mlast : (__mmask16)0xffff, bias);
+    if (NV == 2) b1 = _mm512_maskz_loadu_ps(mlast, bias + 16);
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; p++) { acc[p][0] = b0; acc[p][1] = b1; }
+  const int32_t iy0 = oy * g->sh - g->pt;
+  const int32_t ci = g->ci, co = g->co;
+  const size_t xs = (size_t)g->sw * ci;
+  for (int32_t ky = 0; ky < g->kh; ky++) {
+    const float *irow = in + ((size_t)b * g->h + iy0 + ky * g->dh) * g->w * ci;
+    for (int32_t kx = 0; kx < g->kw; kx++) {
+      const float *ip = irow + (size_t)(ox0 * g->sw - g->pl + kx * g->dw) * ci;
+      const float *wk = w + ((size_t)ky * g->kw + kx) * ci * co;
+      for (int32_t c = 0; c < ci; c++) {
+        const __m512 w0 = _mm512_maskz_loadu_ps(NV == 1 ? mlast : (__mmask16)0xffff, wk + (size_t)c * co);
+        const __m512 w1 = NV == 2 ? _mm512_maskz_loadu_ps(mlast, wk + (size_t)c * co + 16) : w0;
+#pragma GCC unroll 8
+        for (int p = 0; p < P; p++) {
+          const __m512 x = _mm512_set1_ps(ip[(size_t)p * xs + c]);
+          acc[p][0] = _mm512_fmadd_ps(x, w0, acc[p][0]);
+          if (NV == 2) acc[p][1] = _mm512_fmadd_ps(x, w1, acc[p][1]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; p++) {
+    _mm512_mask_storeu_ps(o + (size_t)p * co, NV == 1 ? mlast : (__mmask16)0xffff, acc[p][0]);
+    if (NV == 2) _mm512_mask_storeu_ps(o + (size_t)p * co + 16, mlast, acc[p][1]);
+  }
+}
+
+/* Output columns [ox, ox_hi) of row (b, oy), every tap inside the input. */
+AR_TARGET_AVX512 __attribute__((noinline)) static void
+conv512_interior(const conv_geom_t *g, const float *in, const float *w, const float *bias,
+                 float *orow, int32_t b, int32_t oy, int32_t ox, int32_t ox_hi) {
+  const int NV = g->co > 16 ? 2 : 1;
+  const __mmask16 mlast = g->co == 24 ? (__mmask16)0xff : (__mmask16)0xffff;
+  const size_t co = (size_t)g->co;
+  if (NV == 1) {
+    for (; ox + 8 <= ox_hi; ox += 8) conv512_block(g, in, w, bias, orow + ox * co, b, oy, ox, 8, 1, mlast);
+    for (; ox < ox_hi; ox++) conv512_block(g, in, w, bias, orow + ox * co, b, oy, ox, 1, 1, mlast);
+  } else {
+    for (; ox + 8 <= ox_hi; ox += 8) conv512_block(g, in, w, bias, orow + ox * co, b, oy, ox, 8, 2, mlast);
+    for (; ox < ox_hi; ox++) conv512_block(g, in, w, bias, orow + ox * co, b, oy, ox, 1, 2, mlast);
+  }
+}
+#endif
+
 static AR_ALWAYS_INLINE void conv_few_rows(const conv_geom_t *g, const float *in, const float *w,
-                                           const float *bias, float *out, int NV) {
+                                           const float *bias, float *out, int NV, bool z512) {
   /* Columns whose taps are all inside: ox*sw - pl >= 0 and ox*sw - pl + (kw-1)*dw <= w-1. */
   int32_t ox_lo = (g->pl + g->sw - 1) / g->sw;
   int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl;
@@ -233,6 +296,14 @@ static AR_ALWAYS_INLINE void conv_few_rows(const conv_geom_t *g, const float *in
       if (rows_inside) {
         for (; ox < ox_lo; ox++)
           conv_few_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, 1, NV, true);
+#if AR_HAVE_AVX2_CLONE
+        if (z512) {
+          conv512_interior(g, in, w, bias, orow, b, oy, ox, ox_hi);
+          ox = ox_hi;
+        }
+#else
+        (void)z512;
+#endif
         for (; ox + P <= ox_hi; ox += P)
           conv_few_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, P, NV, false);
         for (; ox < ox_hi; ox++)
@@ -244,20 +315,24 @@ static AR_ALWAYS_INLINE void conv_few_rows(const conv_geom_t *g, const float *in
 }
 
 static AR_ALWAYS_INLINE void conv_few_body(const conv_geom_t *g, const float *in, const float *w,
-                                           const float *bias, float *out) {
-  if (g->co == 16) conv_few_rows(g, in, w, bias, out, 2);
-  else if (g->co == 24) conv_few_rows(g, in, w, bias, out, 3);
-  else conv_few_rows(g, in, w, bias, out, 4);
+                                           const float *bias, float *out, bool z512) {
+  if (g->co == 16) conv_few_rows(g, in, w, bias, out, 2, z512);
+  else if (g->co == 24) conv_few_rows(g, in, w, bias, out, 3, z512);
+  else conv_few_rows(g, in, w, bias, out, 4, z512);
 }
 
 static void conv_few_base(const conv_geom_t *g, const float *in, const float *w, const float *bias,
                           float *out) {
-  conv_few_body(g, in, w, bias, out);
+  conv_few_body(g, in, w, bias, out, false);
 }
 #if AR_HAVE_AVX2_CLONE
 AR_TARGET_AVX2 static void conv_few_avx2(const conv_geom_t *g, const float *in, const float *w,
                                          const float *bias, float *out) {
-  conv_few_body(g, in, w, bias, out);
+  conv_few_body(g, in, w, bias, out, false);
+}
+AR_TARGET_AVX512 static void conv_few_avx512(const conv_geom_t *g, const float *in, const float *w,
+                                             const float *bias, float *out) {
+  conv_few_body(g, in, w, bias, out, true);
 }
 #endif
 
@@ -275,7 +350,9 @@ static void conv_eval(const ar_node_t *node) {
 
   if (g.few_in) {
 #if AR_HAVE_AVX2_CLONE
-    if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, in, node->state, bias, out);
+    /* 24 outputs fill 1.5 zmm: the AVX2 block (three full ymm) is as fast there. */
+    if (ar__f32_isa() >= AR_ISA_AVX512 && co != 24) conv_few_avx512(&g, in, node->state, bias, out);
+    else if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, in, node->state, bias, out);
     else
 #endif
       conv_few_base(&g, in, node->state, bias, out);
