@@ -27,10 +27,17 @@
 #include "kernels/ar_quant.h"
 #include "kernels/conv_util.h"
 #include "kernels/qgemm.h"
+#include "kernels/qpar.h"
 
-/* Upper bound of one im2col tile (bytes); tiles hold a multiple of 6 rows (the GEMM's row block). */
+/* Upper bound of one im2col tile (bytes); tiles hold a multiple of 6 rows (the GEMM's row block).
+ * A layer is cut into at least QC_MIN_TILES tiles where that leaves QC_TILE_MIN_ROWS rows each, so
+ * that the pool has tiles to share out. */
 #define QC_TILE_BYTES (96u * 1024u)
 #define QC_TILE_MIN_ROWS 24
+#define QC_PAR_MIN_ROWS 12
+#define QC_MIN_TILES 8
+/* The least work (multiply-adds) worth a chunk of its own on the pool. */
+#define QC_CHUNK_MACS (256 * 1024)
 
 /* TFLite's cpu_backend_gemm sends every int8 GEMM to ruy on x86 (uint8 ones to gemmlowp), so the
  * builtin int8 FULLY_CONNECTED rounds like the int8 CONV_2D: ties toward +inf. */
@@ -179,6 +186,7 @@ typedef struct {
   bool direct;                /* 1x1 stride 1 with I % 4 == 0: the input is A */
   bool segments;              /* KW*I % 4 == 0, no horizontal dilation: rows as KH segments */
   int64_t tile_rows;          /* im2col rows per tile */
+  int64_t n_tiles;
 } qgeom_t;
 
 static void qconv_geometry(const ar_node_t *node, qgeom_t *g) {
@@ -198,7 +206,20 @@ static void qconv_geometry(const ar_node_t *node, qgeom_t *g) {
   int64_t t = (int64_t)QC_TILE_BYTES / g->kp;
   if (t < QC_TILE_MIN_ROWS) t = QC_TILE_MIN_ROWS;
   t -= t % 6;
+  int64_t tp = (g->m + QC_MIN_TILES - 1) / QC_MIN_TILES;
+  tp = (tp + 5) / 6 * 6;
+  if (tp < QC_PAR_MIN_ROWS) tp = QC_PAR_MIN_ROWS;
+  if (tp < t) t = tp;
   g->tile_rows = g->m < t ? g->m : t;
+  g->n_tiles = g->m > 0 ? (g->m + g->tile_rows - 1) / g->tile_rows : 0;
+}
+
+/* Bytes of one scratch slot (one tile's rows), and the slots' count, of a node with geometry g. */
+static uint64_t qconv_slot_bytes(const qgeom_t *g) {
+  if (g->segments)   /* segment pointers, a zero-point filter row, then the border copies */
+    return qc_align((uint64_t)g->tile_rows * (uint64_t)g->kh * sizeof(void *)) +
+           qc_align((uint64_t)g->kw * (uint64_t)g->ci) + qc_align((uint64_t)g->tile_rows * (uint64_t)g->k);
+  return qc_align((uint64_t)g->tile_rows * (uint64_t)g->kp);
 }
 
 int ar__qconv_check_io(const ar_node_t *node, const char *name, char *msg, size_t msg_bytes) {
@@ -222,10 +243,9 @@ int ar__qconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (g.k > INT32_MAX / 2 || g.co > INT32_MAX / 2)
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "filter depth %lld is too large",
                    node->index, name, (long long)g.k);
-  node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_rows * (uint64_t)g.kp;
-  if (g.segments)   /* segment pointers, a zero-point filter row, then the border copies */
-    node->scratch_bytes = 64 + qc_align((uint64_t)g.tile_rows * (uint64_t)g.kh * sizeof(void *)) +
-                          qc_align((uint64_t)g.kw * (uint64_t)g.ci) + (uint64_t)g.tile_rows * (uint64_t)g.k;
+  /* one tile per thread that may run at once (kernels/qpar.h), from a 64-aligned start */
+  const int slots = (int)AR_MIN((int64_t)ar_qpar_slots(node), g.n_tiles);
+  node->scratch_bytes = g.direct ? 0 : 64 + (uint64_t)slots * qconv_slot_bytes(&g);
   node->state_bytes = qc_state_bytes(g.co, (int32_t)g.k);
   return 0;
 }
@@ -304,51 +324,130 @@ static void qconv_segments_row(const qgeom_t *g, const uint8_t *in, uint8_t zero
   }
 }
 
-void ar__qconv_eval(const ar_node_t *node) {
-  const qstate_t *st = node->state;
-  const uint8_t *base = node->state;
-  const uint8_t *in = node->inputs[0]->data;
-  uint8_t *out = node->outputs[0]->data;
+/* What the range functions of one CONV_2D / FULLY_CONNECTED eval share. */
+typedef struct {
+  const qstate_t *st;
+  const uint8_t *base;        /* the state (packed weights and the per-channel arrays) */
   qgeom_t g;
-  qconv_geometry(node, &g);
-  if (g.direct) {
-    qc_run(st, base, in, (size_t)g.ci, g.m, out, (size_t)g.co);
-    return;
-  }
-  if (g.segments) {
-    const uint8_t **seg = (const uint8_t **)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
-    uint8_t *zrow = (uint8_t *)seg + qc_align((uint64_t)g.tile_rows * (uint64_t)g.kh * sizeof(void *));
-    uint8_t *copy = zrow + qc_align((uint64_t)g.kw * (uint64_t)g.ci);
-    memset(zrow, st->in_zero_byte, (size_t)g.kw * (size_t)g.ci);
-    const int64_t per_image = (int64_t)g.oh * g.ow;
-    for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_rows) {
-      const int64_t tm = AR_MIN(g.tile_rows, g.m - m0);
-      int32_t b = (int32_t)(m0 / per_image);
-      const int64_t rem = m0 % per_image;
-      int32_t oy = (int32_t)(rem / g.ow), ox = (int32_t)(rem % g.ow);
-      for (int64_t r = 0; r < tm; r++) {
-        qconv_segments_row(&g, in, st->in_zero_byte, zrow, b, oy, ox, seg + r * g.kh, copy + r * g.k);
-        if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
-      }
-      ar_qgemm_run_segments(&st->g, base + st->off_packed, (const int32_t *)(base + st->off_bias),
-                            (const int32_t *)(base + st->off_mult), (const int32_t *)(base + st->off_shift),
-                            seg, g.kh, tm, out + m0 * g.co, (size_t)g.co);
-    }
-    return;
-  }
-  uint8_t *col = node->scratch;
-  const int64_t per_image = (int64_t)g.oh * g.ow;
-  for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_rows) {
-    const int64_t tm = AR_MIN(g.tile_rows, g.m - m0);
+  const uint8_t *a;           /* A rows (direct paths) or the input image (tiled paths) */
+  size_t lda;
+  int64_t rows;               /* GEMM rows */
+  uint8_t *out;
+  size_t ldo;
+  ar_qslots_t slots;
+} qconv_ctx_t;
+
+/* Output rows in blocks of 6 (the GEMM's row block): blocks [b0, b1) of A straight to the GEMM. */
+static void qc_rows(void *ctx, int64_t b0, int64_t b1) {
+  const qconv_ctx_t *c = ctx;
+  const int64_t m0 = b0 * 6, m1 = AR_MIN(b1 * 6, c->rows);
+  qc_run(c->st, c->base, c->a + (size_t)m0 * c->lda, c->lda, m1 - m0, c->out + (size_t)m0 * c->ldo,
+         c->ldo);
+}
+
+/* Output channels in blocks of 16 (few rows, e.g. FULLY_CONNECTED on one input row): the GEMM of
+ * blocks [b0, b1) alone, on their slice of the packed weights and per-channel arrays. */
+static void qc_cols(void *ctx, int64_t b0, int64_t b1) {
+  const qconv_ctx_t *c = ctx;
+  const qstate_t *st = c->st;
+  ar_qgemm_t g = st->g;
+  const int32_t n0 = (int32_t)b0 * 16;
+  g.n = (int32_t)AR_MIN((int64_t)st->g.n, b1 * 16) - n0;
+  g.n_blocks = (int32_t)(b1 - b0);
+  const size_t panel = (size_t)st->g.k_groups * 64u;
+  ar_qgemm_run(&g, c->base + st->off_packed + (size_t)b0 * panel,
+               (const int32_t *)(c->base + st->off_bias) + n0,
+               (const int32_t *)(c->base + st->off_mult) + n0,
+               (const int32_t *)(c->base + st->off_shift) + n0, c->a, c->lda, c->rows, c->out + n0,
+               c->ldo);
+}
+
+/* The GEMM of c->rows rows of A in place, cut over the pool by rows (or, with fewer than 4 row
+ * blocks, by output channels); every output byte is the same integer whichever way it is cut. */
+static void qc_run_par(const ar_node_t *node, qconv_ctx_t *c) {
+  const qstate_t *st = c->st;
+  const int64_t macs = c->rows * (int64_t)st->g.n * (int64_t)st->g.k;
+  const int64_t row_blocks = (c->rows + 5) / 6;
+  if (row_blocks >= 4 || st->g.n_blocks < 2)
+    ar_qpar_for(node, row_blocks, 1, macs, QC_CHUNK_MACS, qc_rows, c);
+  else
+    ar_qpar_for(node, st->g.n_blocks, 1, macs, QC_CHUNK_MACS, qc_cols, c);
+}
+
+/* Tiles [t0, t1) of a CONV_2D whose A rows are KH segments read in place (see the file comment). */
+static void qconv_seg_tiles(void *ctx, int64_t t0, int64_t t1) {
+  qconv_ctx_t *c = ctx;
+  const qgeom_t *g = &c->g;
+  const qstate_t *st = c->st;
+  int slot;
+  uint8_t *mem = ar_qslot_take(&c->slots, &slot);
+  const uint8_t **seg = (const uint8_t **)mem;
+  uint8_t *zrow = mem + qc_align((uint64_t)g->tile_rows * (uint64_t)g->kh * sizeof(void *));
+  uint8_t *copy = zrow + qc_align((uint64_t)g->kw * (uint64_t)g->ci);
+  memset(zrow, st->in_zero_byte, (size_t)g->kw * (size_t)g->ci);
+  const int64_t per_image = (int64_t)g->oh * g->ow;
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t m0 = t * g->tile_rows, tm = AR_MIN(g->tile_rows, g->m - m0);
     int32_t b = (int32_t)(m0 / per_image);
     const int64_t rem = m0 % per_image;
-    int32_t oy = (int32_t)(rem / g.ow), ox = (int32_t)(rem % g.ow);
+    int32_t oy = (int32_t)(rem / g->ow), ox = (int32_t)(rem % g->ow);
     for (int64_t r = 0; r < tm; r++) {
-      qconv_im2col_row(&g, in, st->in_zero_byte, b, oy, ox, col + r * g.kp);
-      if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
+      qconv_segments_row(g, c->a, st->in_zero_byte, zrow, b, oy, ox, seg + r * g->kh, copy + r * g->k);
+      if (++ox == g->ow) { ox = 0; if (++oy == g->oh) { oy = 0; b++; } }
     }
-    qc_run(st, base, col, (size_t)g.kp, tm, out + m0 * g.co, (size_t)g.co);
+    ar_qgemm_run_segments(&st->g, c->base + st->off_packed, (const int32_t *)(c->base + st->off_bias),
+                          (const int32_t *)(c->base + st->off_mult),
+                          (const int32_t *)(c->base + st->off_shift), seg, g->kh, tm,
+                          c->out + m0 * g->co, (size_t)g->co);
   }
+  ar_qslot_give(&c->slots, slot);
+}
+
+/* Tiles [t0, t1) of a CONV_2D through im2col rows in the slot's scratch. */
+static void qconv_im2col_tiles(void *ctx, int64_t t0, int64_t t1) {
+  qconv_ctx_t *c = ctx;
+  const qgeom_t *g = &c->g;
+  int slot;
+  uint8_t *col = ar_qslot_take(&c->slots, &slot);
+  const int64_t per_image = (int64_t)g->oh * g->ow;
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t m0 = t * g->tile_rows, tm = AR_MIN(g->tile_rows, g->m - m0);
+    int32_t b = (int32_t)(m0 / per_image);
+    const int64_t rem = m0 % per_image;
+    int32_t oy = (int32_t)(rem / g->ow), ox = (int32_t)(rem % g->ow);
+    for (int64_t r = 0; r < tm; r++) {
+      qconv_im2col_row(g, c->a, c->st->in_zero_byte, b, oy, ox, col + r * g->kp);
+      if (++ox == g->ow) { ox = 0; if (++oy == g->oh) { oy = 0; b++; } }
+    }
+    qc_run(c->st, c->base, col, (size_t)g->kp, tm, c->out + m0 * g->co, (size_t)g->co);
+  }
+  ar_qslot_give(&c->slots, slot);
+}
+
+void ar__qconv_eval(const ar_node_t *node) {
+  qconv_ctx_t c;
+  c.st = node->state;
+  c.base = node->state;
+  c.a = node->inputs[0]->data;
+  c.out = node->outputs[0]->data;
+  qconv_geometry(node, &c.g);
+  const qgeom_t *g = &c.g;
+  if (g->m == 0) return;
+  if (g->direct) {
+    c.lda = (size_t)g->ci;
+    c.rows = g->m;
+    c.ldo = (size_t)g->co;
+    qc_run_par(node, &c);
+    return;
+  }
+  /* the slots prepare planned (as many as its thread count allowed) */
+  const uint64_t slot_bytes = qconv_slot_bytes(g);
+  const int slots = (int)((node->scratch_bytes - 64) / slot_bytes);
+  uint8_t *mem = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+  ar_qslots_init(&c.slots, mem, slot_bytes, slots);
+  const int64_t macs = g->m * (int64_t)g->co * g->k;
+  ar_qpar_for(node, g->n_tiles, 1, macs, QC_CHUNK_MACS,
+              g->segments ? qconv_seg_tiles : qconv_im2col_tiles, &c);
 }
 
 /* ---------------- FULLY_CONNECTED ---------------- */
@@ -375,13 +474,20 @@ void ar__qfc_init(ar_node_t *node) {
 }
 
 void ar__qfc_eval(const ar_node_t *node) {
-  const qstate_t *st = node->state;
   const int32_t units = node->inputs[1]->dims[0], depth = node->inputs[1]->dims[1];
   const int64_t batch = ar_k_elements(node->inputs[0]) / depth;
   const uint8_t *in = node->inputs[0]->data;
-  uint8_t *out = node->outputs[0]->data;
+  qconv_ctx_t c;
+  c.st = node->state;
+  c.base = node->state;
+  c.rows = batch;
+  c.out = node->outputs[0]->data;
+  c.ldo = (size_t)units;
+  if (batch == 0) return;
   if (depth % 4 == 0) {
-    qc_run(st, node->state, in, (size_t)depth, batch, out, (size_t)units);
+    c.a = in;
+    c.lda = (size_t)depth;
+    qc_run_par(node, &c);
     return;
   }
   const size_t dp = (size_t)(depth + 3) / 4 * 4;
@@ -390,5 +496,7 @@ void ar__qfc_eval(const ar_node_t *node) {
     memcpy(rows + (size_t)b * dp, in + (size_t)b * (size_t)depth, (size_t)depth);
     memset(rows + (size_t)b * dp + depth, 0, dp - (size_t)depth);
   }
-  qc_run(st, node->state, rows, dp, batch, out, (size_t)units);
+  c.a = rows;
+  c.lda = dp;
+  qc_run_par(node, &c);
 }
