@@ -16,7 +16,8 @@
  * two orders: [tap][channel] for the portable loop, and tap pairs interleaved per channel
  * ([pair][channel][2]) for the SIMD loops, which multiply-add two taps of 16 channels at once
  * (x - z_in and w - z_w both fit in int16, so vpmaddwd / vpdpwssd are exact). Eval keeps one row of
- * int32 accumulators in scratch (OW * OC * 4 bytes), then rescales the row; no heap.
+ * int32 accumulators in scratch (OW * OC * 4 bytes), then rescales the row; no heap. Output rows are
+ * shared out over the thread pool (kernels/qpar.h), each thread on a scratch slot of its own.
  *
  * Speed: with depth multiplier 1 every pixel runs an AVX2 loop (vpmaddwd) or, where the CPU has
  * AVX-512 VNNI, a 512-bit vpdpwssd loop, picked at run time. The loops read each tap through a
@@ -37,6 +38,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_quant.h"
 #include "kernels/conv_util.h"
+#include "kernels/qpar.h"
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
@@ -113,12 +115,16 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->bytes = at;
 }
 
-/* Scratch: one row of int32 accumulators (OW * OC), then the row's tap pointers (OW * 2 * npairs),
- * then C bytes of the input zero point (what a tap outside the input points to), each 64-aligned. */
-static uint64_t qdw_scratch_bytes(const qdw_state_t *g) {
-  return 64 + align64((uint64_t)g->ow * (uint64_t)g->oc * sizeof(int32_t)) +
+/* One scratch slot (one per thread that may run at once, kernels/qpar.h): one row of int32
+ * accumulators (OW * OC), then the row's tap pointers (OW * 2 * npairs), then C bytes of the input
+ * zero point (what a tap outside the input points to), each 64-aligned. */
+static uint64_t qdw_slot_bytes(const qdw_state_t *g) {
+  return align64((uint64_t)g->ow * (uint64_t)g->oc * sizeof(int32_t)) +
          align64((uint64_t)g->ow * 2u * (uint64_t)g->npairs * sizeof(void *)) + align64((uint64_t)g->c);
 }
+
+/* The least work (multiply-adds) worth a chunk of output rows of its own on the pool. */
+#define QDW_CHUNK_MACS (128 * 1024)
 
 int ar__qdw_check_io(const ar_node_t *node, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 2, 3, 2, 1, msg, msg_bytes);
@@ -199,7 +205,9 @@ int ar__qdw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d is not supported on "
                     "quantized tensors", (int)node->options->depthwise.activation);
   node->state_bytes = g.bytes;
-  node->scratch_bytes = qdw_scratch_bytes(&g);
+  const int64_t rows = (int64_t)g.n * g.oh;
+  const int slots = (int)(rows < ar_qpar_slots(node) ? rows : ar_qpar_slots(node));
+  node->scratch_bytes = 64 + (uint64_t)(slots > 0 ? slots : 1) * qdw_slot_bytes(&g);
   return 0;
 }
 
@@ -625,8 +633,9 @@ QDW_TARGET_VNNI static void qdw_ptr_vnni(const qdw_state_t *g, const uint8_t *co
 }
 #endif
 
+/* Output rows [r0, r1) of all images (row r = image r / OH, output row r % OH). */
 static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
-                                      uint8_t *scratch, int isa, bool s8) {
+                                      uint8_t *scratch, int isa, bool s8, int64_t r0, int64_t r1) {
   const uint8_t *base = (const uint8_t *)g;
   const int32_t *mult = (const int32_t *)(base + g->off_mult);
   const int32_t *shift = (const int32_t *)(base + g->off_shift);
@@ -651,50 +660,73 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
   const bool simd = false;
   (void)isa;
 #endif
-  for (int32_t b = 0; b < g->n; b++) {
+  for (int64_t r = r0; r < r1; r++) {
+    const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
     const uint8_t *in_b = in + (size_t)b * g->h * g->w * g->c;
-    for (int32_t oy = 0; oy < g->oh; oy++) {
-      uint8_t *orow = out + (((size_t)b * g->oh + oy) * g->ow) * oc;
-      if (!simd) {
-        qdw_checked(g, in_b, w, bias, acc, oy, 0, g->ow, s8);
-      } else {
+    uint8_t *orow = out + (((size_t)b * g->oh + oy) * g->ow) * oc;
+    if (!simd) {
+      qdw_checked(g, in_b, w, bias, acc, oy, 0, g->ow, s8);
+    } else {
 #if AR_HAVE_AVX2_CLONE
-        qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp);
-        if (isa == 2) qdw_ptr_vnni(g, tp, wp, bias, acc, g->ow);
-        else qdw_ptr_avx2(g, tp, wp, bias, acc, g->ow);
+      qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp);
+      if (isa == 2) qdw_ptr_vnni(g, tp, wp, bias, acc, g->ow);
+      else qdw_ptr_avx2(g, tp, wp, bias, acc, g->ow);
 #endif
-      }
-#if AR_HAVE_AVX2_CLONE
-      if (isa == 2 && g->vec_rq) qdw_requant_512(g, acc, orow, mult);
-      else if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
-      else
-#endif
-        qdw_requant(g, acc, orow, mult, shift, s8);
     }
+#if AR_HAVE_AVX2_CLONE
+    if (isa == 2 && g->vec_rq) qdw_requant_512(g, acc, orow, mult);
+    else if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
+    else
+#endif
+      qdw_requant(g, acc, orow, mult, shift, s8);
   }
 }
 
-static void qdw_run_base(const qdw_state_t *g, const uint8_t *in, uint8_t *out, uint8_t *scratch, int isa) {
-  if (g->is_int8) qdw_body(g, in, out, scratch, isa, true);
-  else qdw_body(g, in, out, scratch, isa, false);
+static void qdw_run_base(const qdw_state_t *g, const uint8_t *in, uint8_t *out, uint8_t *scratch, int isa,
+                         int64_t r0, int64_t r1) {
+  if (g->is_int8) qdw_body(g, in, out, scratch, isa, true, r0, r1);
+  else qdw_body(g, in, out, scratch, isa, false, r0, r1);
 }
 
 #if AR_HAVE_AVX2_CLONE
 AR_TARGET_AVX2 static void qdw_run_avx2(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
-                                        uint8_t *scratch, int isa) {
-  if (g->is_int8) qdw_body(g, in, out, scratch, isa, true);
-  else qdw_body(g, in, out, scratch, isa, false);
+                                        uint8_t *scratch, int isa, int64_t r0, int64_t r1) {
+  if (g->is_int8) qdw_body(g, in, out, scratch, isa, true, r0, r1);
+  else qdw_body(g, in, out, scratch, isa, false, r0, r1);
 }
 #endif
 
-void ar__qdw_eval(const ar_node_t *node) {
-  const qdw_state_t *g = node->state;
-  uint8_t *scratch = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
-  const uint8_t *in = node->inputs[0]->data;
-  uint8_t *out = node->outputs[0]->data;
-  const int isa = qdw_isa();
+typedef struct {
+  const qdw_state_t *g;
+  const uint8_t *in;
+  uint8_t *out;
+  int isa;
+  ar_qslots_t slots;
+} qdw_ctx_t;
+
+/* Output rows [r0, r1) on a scratch slot of their own. */
+static void qdw_rows(void *ctx, int64_t r0, int64_t r1) {
+  qdw_ctx_t *c = ctx;
+  int slot;
+  uint8_t *scratch = ar_qslot_take(&c->slots, &slot);
 #if AR_HAVE_AVX2_CLONE
-  if (isa > 0) { qdw_run_avx2(g, in, out, scratch, isa); return; }
+  if (c->isa > 0) qdw_run_avx2(c->g, c->in, c->out, scratch, c->isa, r0, r1);
+  else
 #endif
-  qdw_run_base(g, in, out, scratch, isa);
+    qdw_run_base(c->g, c->in, c->out, scratch, c->isa, r0, r1);
+  ar_qslot_give(&c->slots, slot);
+}
+
+void ar__qdw_eval(const ar_node_t *node) {
+  qdw_ctx_t c;
+  const qdw_state_t *g = node->state;
+  c.g = g;
+  c.in = node->inputs[0]->data;
+  c.out = node->outputs[0]->data;
+  c.isa = qdw_isa();
+  const uint64_t slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
+  ar_qslots_init(&c.slots, (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u), slot_bytes,
+                 (int)((node->scratch_bytes - 64) / slot_bytes));
+  const int64_t rows = (int64_t)g->n * g->oh;
+  ar_qpar_for(node, rows, 1, rows * g->ow * (int64_t)g->oc * g->ntaps, QDW_CHUNK_MACS, qdw_rows, &c);
 }
