@@ -243,8 +243,8 @@ int ar__qconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (g.k > INT32_MAX / 2 || g.co > INT32_MAX / 2)
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "filter depth %lld is too large",
                    node->index, name, (long long)g.k);
-  /* one tile per thread that may run at once (kernels/qpar.h), from a 64-aligned start */
-  const int slots = (int)AR_MIN((int64_t)ar_qpar_slots(node), g.n_tiles);
+  /* one tile per thread that may run at once (ar_parallel_for_slots), from a 64-aligned start */
+  const int64_t slots = AR_MIN((int64_t)ar_parallel_threads(node), g.n_tiles);
   node->scratch_bytes = g.direct ? 0 : 64 + (uint64_t)slots * qconv_slot_bytes(&g);
   node->state_bytes = qc_state_bytes(g.co, (int32_t)g.k);
   return 0;
@@ -334,7 +334,8 @@ typedef struct {
   int64_t rows;               /* GEMM rows */
   uint8_t *out;
   size_t ldo;
-  ar_qslots_t slots;
+  uint8_t *slots;             /* scratch of slot 0; slot s at slots + s * slot_bytes */
+  uint64_t slot_bytes;
 } qconv_ctx_t;
 
 /* Output rows in blocks of 6 (the GEMM's row block): blocks [b0, b1) of A straight to the GEMM. */
@@ -366,21 +367,22 @@ static void qc_cols(void *ctx, int64_t b0, int64_t b1) {
  * blocks, by output channels); every output byte is the same integer whichever way it is cut. */
 static void qc_run_par(const ar_node_t *node, qconv_ctx_t *c) {
   const qstate_t *st = c->st;
-  const int64_t macs = c->rows * (int64_t)st->g.n * (int64_t)st->g.k;
+  const int64_t nk = (int64_t)st->g.n * (int64_t)st->g.k;
   const int64_t row_blocks = (c->rows + 5) / 6;
   if (row_blocks >= 4 || st->g.n_blocks < 2)
-    ar_qpar_for(node, row_blocks, 1, macs, QC_CHUNK_MACS, qc_rows, c);
+    ar_parallel_for(node, row_blocks, ar_parallel_grain(row_blocks, 6 * nk, QC_CHUNK_MACS, 1), qc_rows, c);
   else
-    ar_qpar_for(node, st->g.n_blocks, 1, macs, QC_CHUNK_MACS, qc_cols, c);
+    ar_parallel_for(node, st->g.n_blocks,
+                    ar_parallel_grain(st->g.n_blocks, c->rows * 16 * (int64_t)st->g.k, QC_CHUNK_MACS, 1),
+                    qc_cols, c);
 }
 
 /* Tiles [t0, t1) of a CONV_2D whose A rows are KH segments read in place (see the file comment). */
-static void qconv_seg_tiles(void *ctx, int64_t t0, int64_t t1) {
-  qconv_ctx_t *c = ctx;
+static void qconv_seg_tiles(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
+  const qconv_ctx_t *c = ctx;
   const qgeom_t *g = &c->g;
   const qstate_t *st = c->st;
-  int slot;
-  uint8_t *mem = ar_qslot_take(&c->slots, &slot);
+  uint8_t *mem = c->slots + (uint64_t)slot * c->slot_bytes;
   const uint8_t **seg = (const uint8_t **)mem;
   uint8_t *zrow = mem + qc_align((uint64_t)g->tile_rows * (uint64_t)g->kh * sizeof(void *));
   uint8_t *copy = zrow + qc_align((uint64_t)g->kw * (uint64_t)g->ci);
@@ -400,15 +402,13 @@ static void qconv_seg_tiles(void *ctx, int64_t t0, int64_t t1) {
                           (const int32_t *)(c->base + st->off_shift), seg, g->kh, tm,
                           c->out + m0 * g->co, (size_t)g->co);
   }
-  ar_qslot_give(&c->slots, slot);
 }
 
 /* Tiles [t0, t1) of a CONV_2D through im2col rows in the slot's scratch. */
-static void qconv_im2col_tiles(void *ctx, int64_t t0, int64_t t1) {
-  qconv_ctx_t *c = ctx;
+static void qconv_im2col_tiles(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
+  const qconv_ctx_t *c = ctx;
   const qgeom_t *g = &c->g;
-  int slot;
-  uint8_t *col = ar_qslot_take(&c->slots, &slot);
+  uint8_t *col = c->slots + (uint64_t)slot * c->slot_bytes;
   const int64_t per_image = (int64_t)g->oh * g->ow;
   for (int64_t t = t0; t < t1; t++) {
     const int64_t m0 = t * g->tile_rows, tm = AR_MIN(g->tile_rows, g->m - m0);
@@ -421,7 +421,6 @@ static void qconv_im2col_tiles(void *ctx, int64_t t0, int64_t t1) {
     }
     qc_run(c->st, c->base, col, (size_t)g->kp, tm, c->out + m0 * g->co, (size_t)g->co);
   }
-  ar_qslot_give(&c->slots, slot);
 }
 
 void ar__qconv_eval(const ar_node_t *node) {
@@ -441,13 +440,12 @@ void ar__qconv_eval(const ar_node_t *node) {
     return;
   }
   /* the slots prepare planned (as many as its thread count allowed) */
-  const uint64_t slot_bytes = qconv_slot_bytes(g);
-  const int slots = (int)((node->scratch_bytes - 64) / slot_bytes);
-  uint8_t *mem = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
-  ar_qslots_init(&c.slots, mem, slot_bytes, slots);
-  const int64_t macs = g->m * (int64_t)g->co * g->k;
-  ar_qpar_for(node, g->n_tiles, 1, macs, QC_CHUNK_MACS,
-              g->segments ? qconv_seg_tiles : qconv_im2col_tiles, &c);
+  c.slot_bytes = qconv_slot_bytes(g);
+  c.slots = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+  const int32_t slots = (int32_t)((node->scratch_bytes - 64) / c.slot_bytes);
+  ar_parallel_for_slots(node, g->n_tiles,
+                        ar_parallel_grain(g->n_tiles, g->tile_rows * (int64_t)g->co * g->k, QC_CHUNK_MACS, 1),
+                        slots, g->segments ? qconv_seg_tiles : qconv_im2col_tiles, &c);
 }
 
 /* ---------------- FULLY_CONNECTED ---------------- */

@@ -17,7 +17,7 @@
  * ([pair][channel][2]) for the SIMD loops, which multiply-add two taps of 16 channels at once
  * (x - z_in and w - z_w both fit in int16, so vpmaddwd / vpdpwssd are exact). Eval keeps one row of
  * int32 accumulators in scratch (OW * OC * 4 bytes), then rescales the row; no heap. Output rows are
- * shared out over the thread pool (kernels/qpar.h), each thread on a scratch slot of its own.
+ * shared out over the thread pool (ar_parallel_for_slots), each thread on a scratch slot of its own.
  *
  * Speed: with depth multiplier 1 every pixel runs an AVX2 loop (vpmaddwd) or, where the CPU has
  * AVX-512 VNNI, a 512-bit vpdpwssd loop, picked at run time. The loops read each tap through a
@@ -115,7 +115,7 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->bytes = at;
 }
 
-/* One scratch slot (one per thread that may run at once, kernels/qpar.h): one row of int32
+/* One scratch slot (one per thread that may run at once): one row of int32
  * accumulators (OW * OC), then the row's tap pointers (OW * 2 * npairs), then C bytes of the input
  * zero point (what a tap outside the input points to), each 64-aligned. */
 static uint64_t qdw_slot_bytes(const qdw_state_t *g) {
@@ -206,7 +206,7 @@ int ar__qdw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                     "quantized tensors", (int)node->options->depthwise.activation);
   node->state_bytes = g.bytes;
   const int64_t rows = (int64_t)g.n * g.oh;
-  const int slots = (int)(rows < ar_qpar_slots(node) ? rows : ar_qpar_slots(node));
+  const int64_t slots = AR_MIN(rows, (int64_t)ar_parallel_threads(node));
   node->scratch_bytes = 64 + (uint64_t)(slots > 0 ? slots : 1) * qdw_slot_bytes(&g);
   return 0;
 }
@@ -701,20 +701,19 @@ typedef struct {
   const uint8_t *in;
   uint8_t *out;
   int isa;
-  ar_qslots_t slots;
+  uint8_t *slots;              /* scratch of slot 0; slot s at slots + s * slot_bytes */
+  uint64_t slot_bytes;
 } qdw_ctx_t;
 
-/* Output rows [r0, r1) on a scratch slot of their own. */
-static void qdw_rows(void *ctx, int64_t r0, int64_t r1) {
-  qdw_ctx_t *c = ctx;
-  int slot;
-  uint8_t *scratch = ar_qslot_take(&c->slots, &slot);
+/* Output rows [r0, r1) on the scratch of their slot. */
+static void qdw_rows(void *ctx, int32_t slot, int64_t r0, int64_t r1) {
+  const qdw_ctx_t *c = ctx;
+  uint8_t *scratch = c->slots + (uint64_t)slot * c->slot_bytes;
 #if AR_HAVE_AVX2_CLONE
   if (c->isa > 0) qdw_run_avx2(c->g, c->in, c->out, scratch, c->isa, r0, r1);
   else
 #endif
     qdw_run_base(c->g, c->in, c->out, scratch, c->isa, r0, r1);
-  ar_qslot_give(&c->slots, slot);
 }
 
 void ar__qdw_eval(const ar_node_t *node) {
@@ -724,9 +723,11 @@ void ar__qdw_eval(const ar_node_t *node) {
   c.in = node->inputs[0]->data;
   c.out = node->outputs[0]->data;
   c.isa = qdw_isa();
-  const uint64_t slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
-  ar_qslots_init(&c.slots, (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u), slot_bytes,
-                 (int)((node->scratch_bytes - 64) / slot_bytes));
+  c.slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
+  c.slots = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+  const int32_t slots = (int32_t)((node->scratch_bytes - 64) / c.slot_bytes);
   const int64_t rows = (int64_t)g->n * g->oh;
-  ar_qpar_for(node, rows, 1, rows * g->ow * (int64_t)g->oc * g->ntaps, QDW_CHUNK_MACS, qdw_rows, &c);
+  ar_parallel_for_slots(node, rows,
+                        ar_parallel_grain(rows, (int64_t)g->ow * g->oc * g->ntaps, QDW_CHUNK_MACS, 1),
+                        slots, qdw_rows, &c);
 }
