@@ -31,6 +31,10 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
+#include "kernels/qpar.h"
+
+/* The least work (output elements) worth a chunk of output rows of its own on the thread pool. */
+#define RESIZE_CHUNK_ELEMS (16 * 1024)
 
 typedef struct { int32_t lo, hi; float w; int32_t ilo, ihi, iw; } resize_tap_t;   /* iw: 10-bit */
 
@@ -131,27 +135,27 @@ static void resize_init(ar_node_t *node) {
   resize_taps(ytaps + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
 }
 
-/* The uint8 blend; compiled twice (baseline: fmaf from libm; AVX2+FMA: vfmadd inline), the
+/* The uint8 blend of output rows [q0, q1) (row q: image q / OH, row q % OH); compiled twice (baseline: fmaf from libm; AVX2+FMA: vfmadd inline), the
  * same bits either way. */
 #define RESIZE_U8_BODY                                                                       \
   const int64_t C = st->c, row = (int64_t)st->w * C;                                         \
-  for (int32_t b = 0; b < st->b; b++) {                                                      \
+  out += q0 * st->ow * C;                                                                    \
+  for (int64_t q = q0; q < q1; q++) {                                                        \
+    const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);                     \
     const uint8_t *inb = in + (int64_t)b * st->h * row;                                      \
-    for (int32_t oy = 0; oy < st->oh; oy++) {                                                \
-      const uint8_t *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;                \
-      const float fy = yt[oy].w;                                                             \
-      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                    \
-        const float fx = xt[ox].w;                                                           \
-        const uint8_t *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;                  \
-        const uint8_t *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;                  \
-        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;                 \
-        const float w10 = fy * (1.0f - fx), w11 = fy * fx;                                   \
-        for (int64_t c = 0; c < C; c++) {                                                    \
-          float acc = fmaf((float)p00[c], w00, (float)p01[c] * w01);                         \
-          acc = fmaf((float)p10[c], w10, acc);                                               \
-          acc = fmaf((float)p11[c], w11, acc);                                               \
-          out[c] = (uint8_t)(int32_t)(acc + 0.5f);                                           \
-        }                                                                                    \
+    const uint8_t *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;                  \
+    const float fy = yt[oy].w;                                                               \
+    for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                      \
+      const float fx = xt[ox].w;                                                             \
+      const uint8_t *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;                    \
+      const uint8_t *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;                    \
+      const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;                   \
+      const float w10 = fy * (1.0f - fx), w11 = fy * fx;                                     \
+      for (int64_t c = 0; c < C; c++) {                                                      \
+        float acc = fmaf((float)p00[c], w00, (float)p01[c] * w01);                           \
+        acc = fmaf((float)p10[c], w10, acc);                                                 \
+        acc = fmaf((float)p11[c], w11, acc);                                                 \
+        out[c] = (uint8_t)(int32_t)(acc + 0.5f);                                             \
       }                                                                                      \
     }                                                                                        \
   }
@@ -159,78 +163,89 @@ static void resize_init(ar_node_t *node) {
 #if AR_HAVE_AVX2_CLONE
 AR_TARGET_AVX2 static void resize_eval_u8_avx2(const resize_state_t *st, const resize_tap_t *yt,
                                                const resize_tap_t *xt, const uint8_t *in,
-                                               uint8_t *out) {
+                                               uint8_t *out, int64_t q0, int64_t q1) {
   RESIZE_U8_BODY
 }
 #endif
 
 static void resize_eval_u8_base(const resize_state_t *st, const resize_tap_t *yt,
-                                const resize_tap_t *xt, const uint8_t *in, uint8_t *out) {
+                                const resize_tap_t *xt, const uint8_t *in, uint8_t *out, int64_t q0,
+                                int64_t q1) {
   RESIZE_U8_BODY
 }
 
 static void resize_eval_u8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
-                           const uint8_t *in, uint8_t *out) {
+                           const uint8_t *in, uint8_t *out, int64_t q0, int64_t q1) {
 #if AR_HAVE_AVX2_CLONE
-  if (ar__cpu_has_avx2_fma()) { resize_eval_u8_avx2(st, yt, xt, in, out); return; }
+  if (ar__cpu_has_avx2_fma()) { resize_eval_u8_avx2(st, yt, xt, in, out, q0, q1); return; }
 #endif
-  resize_eval_u8_base(st, yt, xt, in, out);
+  resize_eval_u8_base(st, yt, xt, in, out, q0, q1);
 }
 
 static void resize_eval_i8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
-                           const int8_t *in, int8_t *out) {
+                           const int8_t *in, int8_t *out, int64_t q0, int64_t q1) {
   const int64_t C = st->c, row = (int64_t)st->w * C;
-  for (int32_t b = 0; b < st->b; b++) {
+  out += q0 * st->ow * C;
+  for (int64_t q = q0; q < q1; q++) {
+    const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);
     const int8_t *inb = in + (int64_t)b * st->h * row;
-    for (int32_t oy = 0; oy < st->oh; oy++) {
-      const int8_t *r0 = inb + yt[oy].ilo * row, *r1 = inb + yt[oy].ihi * row;
-      const int64_t wy1 = yt[oy].iw, wy0 = (1 << 10) - wy1;
-      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
-        const int64_t wx1 = xt[ox].iw, wx0 = (1 << 10) - wx1;
-        const int8_t *p00 = r0 + xt[ox].ilo * C, *p01 = r0 + xt[ox].ihi * C;
-        const int8_t *p10 = r1 + xt[ox].ilo * C, *p11 = r1 + xt[ox].ihi * C;
-        const int64_t w00 = wy0 * wx0, w10 = wy1 * wx0, w01 = wy0 * wx1, w11 = wy1 * wx1;
-        for (int64_t c = 0; c < C; c++) {
-          const int64_t v = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
-          const int64_t r = v > 0 ? (1 << 19) : -(1 << 19);
-          out[c] = (int8_t)((v + r) / (1 << 20));
-        }
+    const int8_t *r0 = inb + yt[oy].ilo * row, *r1 = inb + yt[oy].ihi * row;
+    const int64_t wy1 = yt[oy].iw, wy0 = (1 << 10) - wy1;
+    for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+      const int64_t wx1 = xt[ox].iw, wx0 = (1 << 10) - wx1;
+      const int8_t *p00 = r0 + xt[ox].ilo * C, *p01 = r0 + xt[ox].ihi * C;
+      const int8_t *p10 = r1 + xt[ox].ilo * C, *p11 = r1 + xt[ox].ihi * C;
+      const int64_t w00 = wy0 * wx0, w10 = wy1 * wx0, w01 = wy0 * wx1, w11 = wy1 * wx1;
+      for (int64_t c = 0; c < C; c++) {
+        const int64_t v = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
+        const int64_t r = v > 0 ? (1 << 19) : -(1 << 19);
+        out[c] = (int8_t)((v + r) / (1 << 20));
       }
     }
   }
+}
+
+static void resize_eval_f32(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
+                            const float *in, float *out, int64_t q0, int64_t q1) {
+  const int64_t C = st->c, row = (int64_t)st->w * C;
+  out += q0 * st->ow * C;
+  for (int64_t q = q0; q < q1; q++) {
+    const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);
+    const float *inb = in + (int64_t)b * st->h * row;
+    const float *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;
+    const float fy = yt[oy].w;
+    for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+      const float fx = xt[ox].w;
+      const float *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;
+      const float *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;
+      const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
+      const float w10 = fy * (1.0f - fx), w11 = fy * fx;
+      for (int64_t c = 0; c < C; c++)
+        out[c] = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
+    }
+  }
+}
+
+/* Output rows [q0, q1) of all images: each output element depends on its taps alone, so the rows
+ * can go to any thread in any grouping with the same bytes. */
+static void resize_rows(void *ctx, int64_t q0, int64_t q1) {
+  const ar_node_t *node = ctx;
+  const resize_state_t *st = node->state;
+  const resize_tap_t *yt = (const resize_tap_t *)((const char *)node->state + sizeof *st);
+  const resize_tap_t *xt = yt + st->oh;
+  if (st->dtype == AR_DTYPE_UINT8)
+    resize_eval_u8(st, yt, xt, node->inputs[0]->data, node->outputs[0]->data, q0, q1);
+  else if (st->dtype == AR_DTYPE_INT8)
+    resize_eval_i8(st, yt, xt, node->inputs[0]->data, node->outputs[0]->data, q0, q1);
+  else
+    resize_eval_f32(st, yt, xt, node->inputs[0]->data, node->outputs[0]->data, q0, q1);
 }
 
 static void resize_eval(const ar_node_t *node) {
   const resize_state_t *st = node->state;
-  if (st->dtype == AR_DTYPE_UINT8 || st->dtype == AR_DTYPE_INT8) {
-    const resize_tap_t *yt = (const resize_tap_t *)((const char *)node->state + sizeof *st);
-    if (st->dtype == AR_DTYPE_UINT8)
-      resize_eval_u8(st, yt, yt + st->oh, node->inputs[0]->data, node->outputs[0]->data);
-    else
-      resize_eval_i8(st, yt, yt + st->oh, node->inputs[0]->data, node->outputs[0]->data);
-    return;
-  }
-  const resize_tap_t *yt = (const resize_tap_t *)((const char *)node->state + sizeof *st);
-  const resize_tap_t *xt = yt + st->oh;
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
-  const int64_t C = st->c, row = (int64_t)st->w * C;
-  for (int32_t b = 0; b < st->b; b++) {
-    const float *inb = in + (int64_t)b * st->h * row;
-    for (int32_t oy = 0; oy < st->oh; oy++) {
-      const float *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;
-      const float fy = yt[oy].w;
-      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
-        const float fx = xt[ox].w;
-        const float *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;
-        const float *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;
-        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
-        const float w10 = fy * (1.0f - fx), w11 = fy * fx;
-        for (int64_t c = 0; c < C; c++)
-          out[c] = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
-      }
-    }
-  }
+  const int64_t rows = (int64_t)st->b * st->oh;
+  ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)st->ow * st->c, RESIZE_CHUNK_ELEMS, 1),
+                  resize_rows, (void *)node);
 }
 
 /* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured;
@@ -316,7 +331,9 @@ static void nn_init(ar_node_t *node) {
   nn_index(ys + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
 }
 
-static void nn_eval(const ar_node_t *node) {
+/* Output rows [q0, q1) (row q: image q / OH, row q % OH). */
+static void nn_rows(void *ctx, int64_t q0, int64_t q1) {
+  const ar_node_t *node = ctx;
   const nn_state_t *st = node->state;
   const int32_t *ys = (const int32_t *)(const void *)((const char *)node->state + sizeof *st);
   const int32_t *xs = ys + st->oh;
@@ -324,13 +341,19 @@ static void nn_eval(const ar_node_t *node) {
   char *out = node->outputs[0]->data;
   const size_t pb = (size_t)st->pixel_bytes;
   const int64_t row = (int64_t)st->w * st->pixel_bytes;
-  for (int32_t b = 0; b < st->b; b++) {
-    const char *inb = in + (int64_t)b * st->h * row;
-    for (int32_t oy = 0; oy < st->oh; oy++) {
-      const char *r = inb + ys[oy] * row;
-      for (int32_t ox = 0; ox < st->ow; ox++, out += pb) memcpy(out, r + xs[ox] * st->pixel_bytes, pb);
-    }
+  out += q0 * st->ow * st->pixel_bytes;
+  for (int64_t q = q0; q < q1; q++) {
+    const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);
+    const char *r = in + (int64_t)b * st->h * row + ys[oy] * row;
+    for (int32_t ox = 0; ox < st->ow; ox++, out += pb) memcpy(out, r + xs[ox] * st->pixel_bytes, pb);
   }
+}
+
+static void nn_eval(const ar_node_t *node) {
+  const nn_state_t *st = node->state;
+  const int64_t rows = (int64_t)st->b * st->oh;
+  ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)st->ow * st->pixel_bytes, 4 * RESIZE_CHUNK_ELEMS, 1),
+                  nn_rows, (void *)node);
 }
 
 /* TFLite RESIZE_NEAREST_NEIGHBOR (builtin 97): constant int32 size, align_corners and
