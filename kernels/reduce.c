@@ -26,6 +26,10 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_quant.h"
+#include "kernels/qpar.h"
+
+/* The least work (input elements read) worth a chunk of outputs of its own on the thread pool. */
+#define REDUCE_CHUNK_ELEMS (32 * 1024)
 
 #define AR_MEAN_MAX_RANK AR_MAX_RANK
 
@@ -376,35 +380,35 @@ static void arg_init(ar_node_t *node) {
   if (arg_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+/* Outputs j in [j0, j1) (j = o * inner + i). */
 #define ARG_WALK(T)                                                                          \
   do {                                                                                       \
     const T *in = node->inputs[0]->data;                                                     \
-    for (int64_t o = 0; o < st->outer; o++)                                                  \
-      for (int64_t i = 0; i < st->inner; i++) {                                              \
-        const T *p = in + o * st->axis_size * st->inner + i;                                 \
-        int64_t best_k = 0;                                                                  \
-        if (st->axis_size > 0) {                                                             \
-          T best = p[0];                                                                     \
-          for (int64_t k = 1; k < st->axis_size; k++) {                                      \
-            T v = p[k * st->inner];                                                          \
-            if (st->is_max ? v > best : v < best) { best = v; best_k = k; }                  \
-          }                                                                                  \
+    for (int64_t j = j0; j < j1; j++) {                                                      \
+      const int64_t o = j / st->inner, i = j % st->inner;                                    \
+      const T *p = in + o * st->axis_size * st->inner + i;                                   \
+      int64_t best_k = 0;                                                                    \
+      if (st->axis_size > 0) {                                                               \
+        T best = p[0];                                                                       \
+        for (int64_t k = 1; k < st->axis_size; k++) {                                        \
+          T v = p[k * st->inner];                                                            \
+          if (st->is_max ? v > best : v < best) { best = v; best_k = k; }                    \
         }                                                                                    \
-        int64_t j = o * st->inner + i;                                                       \
-        if (st->out_dtype == AR_DTYPE_INT32) ((int32_t *)out)[j] = (int32_t)best_k;          \
-        else ((int64_t *)out)[j] = best_k;                                                   \
       }                                                                                      \
+      if (st->out_dtype == AR_DTYPE_INT32) ((int32_t *)out)[j] = (int32_t)best_k;            \
+      else ((int64_t *)out)[j] = best_k;                                                     \
+    }                                                                                        \
   } while (0)
 
 /* Integer rows (inner == 1, DeepLab's class axis): the extreme value first (a branch-free pass the
  * compiler vectorizes), then the first index holding it - the same index as the strict-comparison
- * scan above, since integers have no NaN. */
+ * scan above, since integers have no NaN. Rows [j0, j1). */
 #define ARG_ROWS(T, OT)                                                                      \
   do {                                                                                       \
     const T *in = node->inputs[0]->data;                                                     \
     OT *o_ = out;                                                                            \
     const int64_t n_ = st->axis_size;                                                        \
-    for (int64_t o = 0; o < st->outer; o++) {                                                \
+    for (int64_t o = j0; o < j1; o++) {                                                      \
       const T *p = in + o * n_;                                                              \
       T best = p[0];                                                                         \
       if (st->is_max)                                                                        \
@@ -417,7 +421,9 @@ static void arg_init(ar_node_t *node) {
     }                                                                                        \
   } while (0)
 
-static void arg_eval(const ar_node_t *node) {
+/* Outputs [j0, j1): each is its own scan along the axis, so any split gives the same indices. */
+static void arg_range(void *ctx, int64_t j0, int64_t j1) {
+  const ar_node_t *node = ctx;
   const arg_state_t *st = node->state;
   void *out = node->outputs[0]->data;
   if (st->inner == 1 && st->axis_size > 0 && st->in_dtype != AR_DTYPE_FLOAT32) {
@@ -435,6 +441,13 @@ static void arg_eval(const ar_node_t *node) {
   case AR_DTYPE_UINT8: ARG_WALK(uint8_t); break;
   default: ARG_WALK(int8_t); break;
   }
+}
+
+static void arg_eval(const ar_node_t *node) {
+  const arg_state_t *st = node->state;
+  const int64_t n = st->outer * st->inner;
+  ar_parallel_for(node, n, ar_parallel_grain(n, st->axis_size > 0 ? st->axis_size : 1, REDUCE_CHUNK_ELEMS, 1),
+                  arg_range, (void *)node);
 }
 
 /* TFLite ARG_MAX (builtin 56), ARG_MIN (79). */
