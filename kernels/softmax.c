@@ -18,6 +18,11 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/qpar.h"
+
+/* The least work (elements) worth a chunk of rows of its own on the thread pool. Rows are
+ * independent (each sums in its own order), so any split gives the same bytes. */
+#define SMX_CHUNK_ELEMS (8 * 1024)
 
 typedef struct {
   bool is_signed;
@@ -120,13 +125,25 @@ static inline void softmax_q_rows(const softmax_q_t *st, const uint8_t *in, uint
   }
 }
 
-static void softmax_q_eval(const ar_node_t *node) {
+/* Rows [r0, r1) of the 8-bit SOFTMAX. */
+static void softmax_q_range(void *ctx, int64_t r0, int64_t r1) {
+  const ar_node_t *node = ctx;
   const softmax_q_t *st = node->state;
   const ar_tview_t *t = node->inputs[0];
   const int64_t depth = t->dims[t->rank - 1];
-  const int64_t outer = depth > 0 ? ar_k_elements(t) / depth : 0;
-  if (st->is_signed) softmax_q_rows(st, t->data, node->outputs[0]->data, outer, depth, true);
-  else softmax_q_rows(st, t->data, node->outputs[0]->data, outer, depth, false);
+  const uint8_t *in = (const uint8_t *)t->data + r0 * depth;
+  uint8_t *out = (uint8_t *)node->outputs[0]->data + r0 * depth;
+  if (st->is_signed) softmax_q_rows(st, in, out, r1 - r0, depth, true);
+  else softmax_q_rows(st, in, out, r1 - r0, depth, false);
+}
+
+static void rows(const ar_node_t *node, int64_t *outer, int64_t *depth);
+
+static void softmax_q_eval(const ar_node_t *node) {
+  int64_t outer, depth;
+  rows(node, &outer, &depth);
+  ar_parallel_for(node, outer, ar_parallel_grain(outer, depth, SMX_CHUNK_ELEMS, 4), softmax_q_range,
+                  (void *)node);
 }
 
 static int lastaxis_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -161,14 +178,15 @@ static void rows(const ar_node_t *node, int64_t *outer, int64_t *depth) {
   *outer = *depth > 0 ? ar_k_elements(in) / *depth : 0;
 }
 
-static void softmax_eval(const ar_node_t *node) {
-  if (node->state_bytes) { softmax_q_eval(node); return; }
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
-  const float beta = node->options ? node->options->softmax.beta : 0.0f;
+/* Rows [r0, r1) of the float32 SOFTMAX. */
+static void softmax_f32_range(void *ctx, int64_t r0, int64_t r1) {
+  const ar_node_t *node = ctx;
   int64_t outer, depth;
   rows(node, &outer, &depth);
-  for (int64_t r = 0; r < outer; r++, in += depth, out += depth) {
+  const float *in = (const float *)node->inputs[0]->data + r0 * depth;
+  float *out = (float *)node->outputs[0]->data + r0 * depth;
+  const float beta = node->options ? node->options->softmax.beta : 0.0f;
+  for (int64_t r = r0; r < r1; r++, in += depth, out += depth) {
     float mx = in[0];
     for (int64_t c = 1; c < depth; c++) mx = in[c] > mx ? in[c] : mx;
     float sum = 0.0f;
@@ -180,6 +198,14 @@ static void softmax_eval(const ar_node_t *node) {
     const float inv = 1.0f / sum;
     for (int64_t c = 0; c < depth; c++) out[c] *= inv;
   }
+}
+
+static void softmax_eval(const ar_node_t *node) {
+  if (node->state_bytes) { softmax_q_eval(node); return; }
+  int64_t outer, depth;
+  rows(node, &outer, &depth);
+  ar_parallel_for(node, outer, ar_parallel_grain(outer, depth * 8, SMX_CHUNK_ELEMS, 1), softmax_f32_range,
+                  (void *)node);
 }
 
 static void log_softmax_eval(const ar_node_t *node) {
