@@ -11,7 +11,10 @@
  * divided by their count n with TFLite's builtin rounding - uint8 (sum + n/2) / n, int8 half away
  * from zero ((sum + n/2) / n when sum > 0, else (sum - n/2) / n, C division truncating); then the
  * fused activation as a clamp in the quantized domain (ar_quant_activation_range). The int32 sums
- * use a per-pixel accumulator row in scratch (C * 4 bytes).
+ * use a per-pixel accumulator row in scratch (C * 4 bytes, one per thread).
+ *
+ * Output rows are shared out over the thread pool; every output pixel is computed from its taps
+ * alone, so the bytes do not depend on the thread count.
  */
 #include <float.h>
 #include <math.h>
@@ -21,6 +24,10 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_quant.h"
+#include "kernels/qpar.h"
+
+/* The least work (taps x channels) worth a chunk of output rows of its own on the thread pool. */
+#define POOL_CHUNK_WORK (32 * 1024)
 
 typedef struct {
   int32_t b, h, w, c, oh, ow;
@@ -88,54 +95,56 @@ static int pool_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   pool_state_t st;
   node->state_bytes = sizeof st;
   int rc = pool_plan(node, &st, msg, msg_bytes);
-  node->scratch_bytes = rc == 0 && st.dtype != AR_DTYPE_FLOAT32 ? (uint64_t)st.c * sizeof(int32_t) : 0;
+  node->scratch_bytes = rc == 0 && st.dtype != AR_DTYPE_FLOAT32
+                            ? (uint64_t)ar_parallel_threads(node) * (uint64_t)st.c * sizeof(int32_t)
+                            : 0;
   return rc;
 }
 
-/* Quantized pooling of codes of type T (uint8_t / int8_t); S8 selects int8's rounding. */
+/* Quantized pooling of codes of type T (uint8_t / int8_t) for output rows [q0, q1) (row q: image
+ * q / OH, row q % OH), accumulating in `acc` (C int32); S8 selects int8's rounding. */
 #define QPOOL_BODY(T, S8)                                                                     \
   do {                                                                                       \
     const T *in = node->inputs[0]->data;                                                     \
-    T *out = node->outputs[0]->data;                                                         \
-    int32_t *acc = node->scratch;                                                            \
     const int64_t C = st->c;                                                                 \
+    T *out = (T *)node->outputs[0]->data + q0 * st->ow * C;                                  \
     const int32_t lo = st->qlo, hi = st->qhi;                                                \
-    for (int32_t b = 0; b < st->b; b++) {                                                    \
+    for (int64_t q = q0; q < q1; q++) {                                                      \
+      const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);                   \
       const T *inb = in + (int64_t)b * st->h * st->w * C;                                    \
-      for (int32_t oy = 0; oy < st->oh; oy++) {                                              \
-        int32_t y0 = oy * st->sh - st->pad_t;                                                \
-        int32_t fy0 = AR_MAX(0, -y0), fy1 = AR_MIN(st->fh, st->h - y0);                      \
-        for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                  \
-          int32_t x0 = ox * st->sw - st->pad_l;                                              \
-          int32_t fx0 = AR_MAX(0, -x0), fx1 = AR_MIN(st->fw, st->w - x0);                    \
-          int32_t init = is_max ? (S8 ? INT8_MIN : 0) : 0;                                   \
-          for (int64_t c = 0; c < C; c++) acc[c] = init;                                     \
-          for (int32_t fy = fy0; fy < fy1; fy++) {                                           \
-            const T *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;                      \
-            for (int32_t fx = fx0; fx < fx1; fx++) {                                         \
-              const T *px = row + (int64_t)fx * C;                                           \
-              if (is_max)                                                                    \
-                for (int64_t c = 0; c < C; c++) acc[c] = px[c] > acc[c] ? px[c] : acc[c];    \
-              else                                                                           \
-                for (int64_t c = 0; c < C; c++) acc[c] += px[c];                             \
-            }                                                                                \
+      int32_t y0 = oy * st->sh - st->pad_t;                                                  \
+      int32_t fy0 = AR_MAX(0, -y0), fy1 = AR_MIN(st->fh, st->h - y0);                        \
+      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                    \
+        int32_t x0 = ox * st->sw - st->pad_l;                                                \
+        int32_t fx0 = AR_MAX(0, -x0), fx1 = AR_MIN(st->fw, st->w - x0);                      \
+        int32_t init = is_max ? (S8 ? INT8_MIN : 0) : 0;                                     \
+        for (int64_t c = 0; c < C; c++) acc[c] = init;                                       \
+        for (int32_t fy = fy0; fy < fy1; fy++) {                                             \
+          const T *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;                        \
+          for (int32_t fx = fx0; fx < fx1; fx++) {                                           \
+            const T *px = row + (int64_t)fx * C;                                             \
+            if (is_max)                                                                      \
+              for (int64_t c = 0; c < C; c++) acc[c] = px[c] > acc[c] ? px[c] : acc[c];      \
+            else                                                                             \
+              for (int64_t c = 0; c < C; c++) acc[c] += px[c];                               \
           }                                                                                  \
-          const int32_t n = (fy1 - fy0) * (fx1 - fx0);                                       \
-          for (int64_t c = 0; c < C; c++) {                                                  \
-            int32_t v = acc[c];                                                              \
-            if (!is_max && n > 0) {                                                          \
-              if (S8) v = v > 0 ? (v + n / 2) / n : (v - n / 2) / n;                         \
-              else v = (v + n / 2) / n;                                                      \
-            }                                                                                \
-            v = v < lo ? lo : v > hi ? hi : v;                                               \
-            out[c] = (T)v;                                                                   \
+        }                                                                                    \
+        const int32_t n = (fy1 - fy0) * (fx1 - fx0);                                         \
+        for (int64_t c = 0; c < C; c++) {                                                    \
+          int32_t v = acc[c];                                                                \
+          if (!is_max && n > 0) {                                                            \
+            if (S8) v = v > 0 ? (v + n / 2) / n : (v - n / 2) / n;                           \
+            else v = (v + n / 2) / n;                                                        \
           }                                                                                  \
+          v = v < lo ? lo : v > hi ? hi : v;                                                 \
+          out[c] = (T)v;                                                                     \
         }                                                                                    \
       }                                                                                      \
     }                                                                                        \
   } while (0)
 
-static void qpool_eval(const ar_node_t *node, const pool_state_t *st, bool is_max) {
+static void qpool_rows(const ar_node_t *node, const pool_state_t *st, bool is_max, int32_t *acc,
+                       int64_t q0, int64_t q1) {
   if (st->dtype == AR_DTYPE_UINT8) QPOOL_BODY(uint8_t, false);
   else QPOOL_BODY(int8_t, true);
 }
@@ -145,49 +154,69 @@ static void pool_init(ar_node_t *node) {
   if (pool_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
-static void pool_eval(const ar_node_t *node, bool is_max) {
-  const pool_state_t *st = node->state;
-  if (st->dtype != AR_DTYPE_FLOAT32) {
-    qpool_eval(node, st, is_max);
-    return;
-  }
+/* Float32 pooling of output rows [q0, q1). */
+static void pool_rows_f32(const ar_node_t *node, const pool_state_t *st, bool is_max, int64_t q0,
+                          int64_t q1) {
   const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
   const int64_t C = st->c;
+  float *out = (float *)node->outputs[0]->data + q0 * st->ow * C;
+  float *const out0 = out;
   const float lo = st->lo, hi = st->hi;
-  for (int32_t b = 0; b < st->b; b++) {
+  for (int64_t q = q0; q < q1; q++) {
+    const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);
     const float *inb = in + (int64_t)b * st->h * st->w * C;
-    for (int32_t oy = 0; oy < st->oh; oy++) {
-      int32_t y0 = oy * st->sh - st->pad_t;
-      int32_t fy0 = AR_MAX(0, -y0), fy1 = AR_MIN(st->fh, st->h - y0);
-      for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
-        int32_t x0 = ox * st->sw - st->pad_l;
-        int32_t fx0 = AR_MAX(0, -x0), fx1 = AR_MIN(st->fw, st->w - x0);
-        float init = is_max ? -FLT_MAX : 0.0f;
-        for (int64_t c = 0; c < C; c++) out[c] = init;
-        for (int32_t fy = fy0; fy < fy1; fy++) {
-          const float *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;
-          for (int32_t fx = fx0; fx < fx1; fx++) {
-            const float *px = row + (int64_t)fx * C;
-            if (is_max)
-              for (int64_t c = 0; c < C; c++) out[c] = px[c] > out[c] ? px[c] : out[c];
-            else
-              for (int64_t c = 0; c < C; c++) out[c] += px[c];
-          }
+    int32_t y0 = oy * st->sh - st->pad_t;
+    int32_t fy0 = AR_MAX(0, -y0), fy1 = AR_MIN(st->fh, st->h - y0);
+    for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+      int32_t x0 = ox * st->sw - st->pad_l;
+      int32_t fx0 = AR_MAX(0, -x0), fx1 = AR_MIN(st->fw, st->w - x0);
+      float init = is_max ? -FLT_MAX : 0.0f;
+      for (int64_t c = 0; c < C; c++) out[c] = init;
+      for (int32_t fy = fy0; fy < fy1; fy++) {
+        const float *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;
+        for (int32_t fx = fx0; fx < fx1; fx++) {
+          const float *px = row + (int64_t)fx * C;
+          if (is_max)
+            for (int64_t c = 0; c < C; c++) out[c] = px[c] > out[c] ? px[c] : out[c];
+          else
+            for (int64_t c = 0; c < C; c++) out[c] += px[c];
         }
-        if (is_max) {
-          for (int64_t c = 0; c < C; c++) out[c] = ar_k_clamp(out[c], lo, hi);
-        } else {
-          int32_t count = (fy1 - fy0) * (fx1 - fx0);
-          /* Divide (not multiply by a reciprocal) as TFLite's reference does. */
-          float fc = count > 0 ? (float)count : 1.0f;
-          for (int64_t c = 0; c < C; c++) out[c] = ar_k_clamp(out[c] / fc, lo, hi);
-        }
+      }
+      if (is_max) {
+        for (int64_t c = 0; c < C; c++) out[c] = ar_k_clamp(out[c], lo, hi);
+      } else {
+        int32_t count = (fy1 - fy0) * (fx1 - fx0);
+        /* Divide (not multiply by a reciprocal) as TFLite's reference does. */
+        float fc = count > 0 ? (float)count : 1.0f;
+        for (int64_t c = 0; c < C; c++) out[c] = ar_k_clamp(out[c] / fc, lo, hi);
       }
     }
   }
-  if (st->post_act)
-    ar_apply_activation(node->outputs[0]->data, (size_t)st->b * st->oh * st->ow * C, st->act);
+  if (st->post_act) ar_apply_activation(out0, (size_t)((q1 - q0) * st->ow * C), st->act);
+}
+
+typedef struct {
+  const ar_node_t *node;
+  bool is_max;
+} pool_ctx_t;
+
+static void pool_rows(void *ctx, int32_t slot, int64_t q0, int64_t q1) {
+  const pool_ctx_t *c = ctx;
+  const pool_state_t *st = c->node->state;
+  if (st->dtype == AR_DTYPE_FLOAT32) pool_rows_f32(c->node, st, c->is_max, q0, q1);
+  else qpool_rows(c->node, st, c->is_max, (int32_t *)c->node->scratch + (int64_t)slot * st->c, q0, q1);
+}
+
+static void pool_eval(const ar_node_t *node, bool is_max) {
+  const pool_state_t *st = node->state;
+  const pool_ctx_t c = {node, is_max};
+  const int64_t rows = (int64_t)st->b * st->oh;
+  const int32_t slots = st->dtype == AR_DTYPE_FLOAT32 || st->c == 0
+                            ? ar_parallel_threads(node)
+                            : (int32_t)(node->scratch_bytes / ((uint64_t)st->c * sizeof(int32_t)));
+  ar_parallel_for_slots(node, rows,
+                        ar_parallel_grain(rows, (int64_t)st->ow * st->fh * st->fw * st->c, POOL_CHUNK_WORK, 1),
+                        slots, pool_rows, (void *)&c);
 }
 
 static void max_pool_eval(const ar_node_t *node) { pool_eval(node, true); }
