@@ -43,6 +43,11 @@ extern const ar_kernel_t ar_kernel_hard_swish;
  * ar__lut8_set_isa: tests pick the loop (0 portable, 1 AVX-512 VBMI; -1 = automatic), as
  * ar__qdw_set_isa. */
 void ar__lut8(const uint8_t *table, const uint8_t *in, uint8_t *out, int64_t n);
+/* ar__lut8 for an eval of `node`, in chunks of at least AR_LUT8_CHUNK_BYTES over its thread pool
+ * (each byte is its own lookup, so the output is the same for every thread count). */
+#define AR_LUT8_CHUNK_BYTES (64 * 1024)
+void ar__lut8_node(const ar_node_t *node, const uint8_t *table, const uint8_t *in, uint8_t *out,
+                   int64_t n);
 int ar__lut8_set_isa(int isa);
 /* kernels/binary.c: TFLite SUB, DIV, FLOOR_DIV, MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, POW,
  * EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, SELECT_V2 (N-d broadcasting up to

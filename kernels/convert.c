@@ -33,6 +33,11 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
+#include "kernels/qpar.h"
+
+/* The least elements worth a chunk of their own on the thread pool (each element converts alone,
+ * so any split gives the same values); chunks start at multiples of 64 elements. */
+#define CONVERT_CHUNK_ELEMS (32 * 1024)
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
@@ -87,16 +92,17 @@ static void dequantize_init(ar_node_t *node) {
     ar_k_store_state(node, &st, sizeof st);
 }
 
-static void dequantize_eval(const ar_node_t *node) {
+/* Elements [i0, i1) of DEQUANTIZE. */
+static void dequantize_range(void *ctx, int64_t i0, int64_t i1) {
+  const ar_node_t *node = ctx;
   const unsigned char *in = node->inputs[0]->data;   /* may sit unaligned inside the model file */
   float *out = node->outputs[0]->data;
-  int64_t n = ar_k_elements(node->inputs[0]);
   const convert_state_t *st = node->state;
   /* A constant folded at place time may run before init stored the state: read the dtype. */
   const ar_dtype_t dt = node->inputs[0]->dtype;
   if (dt == AR_DTYPE_UINT8 || dt == AR_DTYPE_INT8) {
     if (st && node->state_bytes >= sizeof *st && st->in == dt) {
-      for (int64_t i = 0; i < n; i++) out[i] = st->deq[in[i]];
+      for (int64_t i = i0; i < i1; i++) out[i] = st->deq[in[i]];
       return;
     }
     float scale = 0;
@@ -106,12 +112,18 @@ static void dequantize_eval(const ar_node_t *node) {
     }
     const double s = scale;
     if (dt == AR_DTYPE_UINT8)
-      for (int64_t i = 0; i < n; i++) out[i] = (float)(s * (double)((int32_t)in[i] - zp));
+      for (int64_t i = i0; i < i1; i++) out[i] = (float)(s * (double)((int32_t)in[i] - zp));
     else
-      for (int64_t i = 0; i < n; i++) out[i] = (float)(s * (double)((int32_t)(int8_t)in[i] - zp));
+      for (int64_t i = i0; i < i1; i++) out[i] = (float)(s * (double)((int32_t)(int8_t)in[i] - zp));
     return;
   }
-  ar_fp16_to_fp32_n(in, out, (size_t)n);
+  ar_fp16_to_fp32_n(in + 2 * i0, out + i0, (size_t)(i1 - i0));   /* float16: the at-use widening */
+}
+
+static void dequantize_eval(const ar_node_t *node) {
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  ar_parallel_for(node, n, ar_parallel_grain(n, 1, CONVERT_CHUNK_ELEMS, 64), dequantize_range,
+                  (void *)node);
 }
 
 /* TFLite DEQUANTIZE (builtin 6): float16 -> float32 (exact, incl. subnormals, inf, NaN, -0), and
@@ -196,30 +208,41 @@ AR_TARGET_AVX2 static void quantize_f32_avx2(const float *x, void *out, int64_t 
 }
 #endif
 
-static void quantize_eval(const ar_node_t *node) {
+/* Elements [i0, i1) of a float32 QUANTIZE; i0 is a multiple of 8, so the groups of 8 of TFLite's
+ * vector loop and its scalar tail fall where they fall in one pass over all n. */
+static void quantize_range(void *ctx, int64_t i0, int64_t i1) {
+  const ar_node_t *node = ctx;
   const convert_state_t *st = node->state;
   const int64_t n = ar_k_elements(node->inputs[0]);
   const bool out_signed = st->out == AR_DTYPE_INT8;
-  void *out = node->outputs[0]->data;
-  if (st->in == AR_DTYPE_FLOAT32) {
-    const float *x = node->inputs[0]->data;
-    const double scale = st->scale;
-    const float inv = (float)(1.0 / scale);
-    const int64_t n8 = n / 8 * 8;
-    /* whole groups of 8 (TFLite's vector loop): multiply by the reciprocal, round half to even */
-    static int best = -1;   /* benign race: every thread computes the same value */
-    if (best < 0) best = ar__cpu_has_avx2_fma() ? 1 : 0;
+  uint8_t *out = node->outputs[0]->data;
+  const float *x = node->inputs[0]->data;
+  const double scale = st->scale;
+  const float inv = (float)(1.0 / scale);
+  const int64_t n8 = n / 8 * 8, e8 = i1 < n8 ? i1 : n8;
+  /* whole groups of 8 (TFLite's vector loop): multiply by the reciprocal, round half to even */
+  static int best = -1;   /* benign race: every thread computes the same value */
+  if (best < 0) best = ar__cpu_has_avx2_fma() ? 1 : 0;
+  if (e8 > i0) {
 #if AR_HAVE_AVX2_CLONE
     if ((quantize_forced >= 0 ? quantize_forced : best) == 1)
-      quantize_f32_avx2(x, out, n8, inv, st->out_zp, out_signed);
+      quantize_f32_avx2(x + i0, out + i0, e8 - i0, inv, st->out_zp, out_signed);
     else
 #endif
-      quantize_f32_base(x, out, n8, inv, st->out_zp, out_signed);
-    for (int64_t i = n8; i < n; i++)
-      ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
+      quantize_f32_base(x + i0, out + i0, e8 - i0, inv, st->out_zp, out_signed);
+  }
+  for (int64_t i = e8 > i0 ? e8 : i0; i < i1; i++)
+    ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
+}
+
+static void quantize_eval(const ar_node_t *node) {
+  const convert_state_t *st = node->state;
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  if (st->in != AR_DTYPE_FLOAT32) {   /* 8-bit -> 8-bit: the table made at prepare */
+    ar__lut8_node(node, st->req, node->inputs[0]->data, node->outputs[0]->data, n);
     return;
   }
-  ar__lut8(st->req, node->inputs[0]->data, out, n);   /* 8-bit -> 8-bit: the table made at prepare */
+  ar_parallel_for(node, n, ar_parallel_grain(n, 1, CONVERT_CHUNK_ELEMS, 64), quantize_range, (void *)node);
 }
 
 /* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8, uint8 / int8 -> uint8 / int8. */

@@ -20,6 +20,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
+#include "kernels/qpar.h"
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
@@ -340,11 +341,28 @@ void ar__lut8(const uint8_t *table, const uint8_t *in, uint8_t *out, int64_t n) 
   for (int64_t i = 0; i < n; i++) out[i] = table[in[i]];
 }
 
+typedef struct {
+  const uint8_t *table, *in;
+  uint8_t *out;
+} lut8_ctx_t;
+
+static void lut8_range(void *ctx, int64_t i0, int64_t i1) {
+  const lut8_ctx_t *c = ctx;
+  ar__lut8(c->table, c->in + i0, c->out + i0, i1 - i0);
+}
+
+void ar__lut8_node(const ar_node_t *node, const uint8_t *table, const uint8_t *in, uint8_t *out,
+                   int64_t n) {
+  const lut8_ctx_t c = {table, in, out};
+  ar_parallel_for(node, n, ar_parallel_grain(n, 1, AR_LUT8_CHUNK_BYTES, 64), lut8_range, (void *)&c);
+}
+
 /* The quantized forms; true when the node is one (state set at init). */
 static bool unary_q_eval(const ar_node_t *node) {
   if (!node->state_bytes) return false;
   const unary_q_t *st = node->state;
-  ar__lut8(st->table, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
+  ar__lut8_node(node, st->table, node->inputs[0]->data, node->outputs[0]->data,
+                ar_k_elements(node->inputs[0]));
   return true;
 }
 
