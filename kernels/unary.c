@@ -14,6 +14,7 @@
 
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/qpar.h"
 
 #define UN_IVDEP _Pragma("GCC ivdep")
 
@@ -171,24 +172,32 @@ static inline int64_t load_int(const void *src, ar_dtype_t t, int64_t i) {
   }
 }
 
-/* Loop for one destination type D: float sources convert through f2i64 (or stay float), integer
- * sources through int64; TO_D turns the int64 / float into D. */
+/* Loop for one destination type D over elements [i0, i1): float sources convert through f2i64 (or
+ * stay float), integer sources through int64 (8-bit sources - a model's image input - in a loop of
+ * their own, which the compiler vectorizes); TO_D turns the int64 / float into D. */
 #define CAST_TO(D, FROM_F, FROM_I)                                                           \
   do {                                                                                       \
     D *d = dst;                                                                              \
     if (st == AR_DTYPE_FLOAT32) {                                                            \
       const float *s = src;                                                                  \
-      for (int64_t i = 0; i < n; i++) { const float v = s[i]; d[i] = (FROM_F); }             \
+      for (int64_t i = i0; i < i1; i++) { const float v = s[i]; d[i] = (FROM_F); }           \
+    } else if (st == AR_DTYPE_UINT8) {                                                       \
+      const uint8_t *s = src;                                                                \
+      for (int64_t i = i0; i < i1; i++) { const int64_t v = s[i]; d[i] = (FROM_I); }         \
+    } else if (st == AR_DTYPE_INT8) {                                                        \
+      const int8_t *s = src;                                                                 \
+      for (int64_t i = i0; i < i1; i++) { const int64_t v = s[i]; d[i] = (FROM_I); }         \
     } else {                                                                                 \
-      for (int64_t i = 0; i < n; i++) { const int64_t v = load_int(src, st, i); d[i] = (FROM_I); } \
+      for (int64_t i = i0; i < i1; i++) { const int64_t v = load_int(src, st, i); d[i] = (FROM_I); } \
     }                                                                                        \
   } while (0)
 
-static void cast_eval(const ar_node_t *node) {
+/* Elements [i0, i1) of CAST: each converts alone, so any split gives the same values. */
+static void cast_range(void *ctx, int64_t i0, int64_t i1) {
+  const ar_node_t *node = ctx;
   const void *src = node->inputs[0]->data;
   void *dst = node->outputs[0]->data;
   const ar_dtype_t st = node->inputs[0]->dtype;
-  const int64_t n = ar_k_elements(node->inputs[0]);
   switch (node->outputs[0]->dtype) {
   case AR_DTYPE_FLOAT32: CAST_TO(float, v, (float)v); break;
   case AR_DTYPE_INT32: CAST_TO(int32_t, (int32_t)(uint32_t)(uint64_t)f2i64(v), (int32_t)(uint32_t)(uint64_t)v); break;
@@ -198,6 +207,14 @@ static void cast_eval(const ar_node_t *node) {
   case AR_DTYPE_INT16: CAST_TO(int16_t, (int16_t)(uint16_t)(uint64_t)f2i64(v), (int16_t)(uint16_t)(uint64_t)v); break;
   default: CAST_TO(bool, v != 0.0f, v != 0); break;
   }
+}
+
+/* The least elements worth a chunk of their own on the thread pool. */
+#define CAST_CHUNK_ELEMS (32 * 1024)
+
+static void cast_eval(const ar_node_t *node) {
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  ar_parallel_for(node, n, ar_parallel_grain(n, 1, CAST_CHUNK_ELEMS, 64), cast_range, (void *)node);
 }
 
 /* TFLite ABS (builtin 101): |x|; float32, int32. */
