@@ -24,6 +24,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
+#include "kernels/qpar.h"
 
 #define NB_MAX_RANK 6
 #define NB_MAX_IN 3
@@ -747,59 +748,126 @@ static void nb_run(const nb_state_t *st, size_t es, void *o, const void *const *
   }
 }
 
-static void nb_eval(const ar_node_t *node) {
-  const nb_state_t *st = node->state;
-  const nb_bcast_t *bc = &st->bc;
-  if (bc->n == 0) return;
-  const int n_in = bc->n_in;
-  const size_t es = ar_dtype_size(st->dtype);
-  const size_t es_in[NB_MAX_IN] = {nb_es_in(st, 0), nb_es_in(st, 1), nb_es_in(st, 2)};
-  const size_t es_out = st->op >= NB_EQUAL && st->op <= NB_GREATER_EQUAL ? 1 : es;
+/* Work units of an eval: each odometer step (one run, or with tiling the last two dims) is cut into
+ * `parts` units - pieces of NB_PIECE elements of the run, or groups of `tile` rows - so that even a
+ * single long run (two inputs of one shape) spreads over the thread pool. Every output element is
+ * its own operation, so any cut gives the same values. */
+#define NB_PIECE (16 * 1024)
+/* The least elements worth a chunk of units of its own on the thread pool. */
+#define NB_CHUNK_ELEMS (32 * 1024)
+
+typedef struct {
+  const nb_state_t *st;
+  size_t es, es_in[NB_MAX_IN], es_out;
   const char *base[NB_MAX_IN];
-  for (int k = 0; k < n_in; k++) base[k] = node->inputs[k]->data;
-  char *out = node->outputs[0]->data;
-  const int32_t last = bc->rank - 1;
-  const int64_t inner = bc->dims[last];
-  const int64_t tile = node->scratch ? bc->tile : 0;   /* a caller without scratch: one loop per run */
-  /* The odometer walks dims [0, nd); each step is one run, or with tiling the last two dims. */
-  const int32_t nd = tile > 0 ? last - 1 : last;
-  const int64_t step = tile > 0 ? inner * bc->dims[last - 1] : inner;
-  const int64_t s_in[NB_MAX_IN] = {bc->st[0][last], bc->st[1][last], n_in > 2 ? bc->st[2][last] : 0};
+  char *out;
+  int32_t nd;                  /* odometer dims [0, nd) */
+  int64_t step;                /* output elements per odometer step */
+  int64_t inner, rows, tile;   /* tile > 0: rows of the last two dims in groups of tile */
+  int64_t parts;               /* units per step */
+  int64_t s_in[NB_MAX_IN];
+  char *scratch;               /* slot s's tile copies at scratch + s * slot_bytes */
+  uint64_t slot_bytes;
+} nb_ctx_t;
+
+/* Units [u0, u1) on slot `slot`'s scratch. */
+static void nb_units(void *ctx, int32_t slot, int64_t u0, int64_t u1) {
+  const nb_ctx_t *c = ctx;
+  const nb_state_t *st = c->st;
+  const nb_bcast_t *bc = &st->bc;
+  const int n_in = bc->n_in;
   int64_t idx[NB_MAX_RANK] = {0}, off[NB_MAX_IN] = {0};
-  for (int64_t done = 0; done < bc->n; done += step) {
+  int64_t rest = u0 / c->parts;
+  for (int32_t d = c->nd - 1; d >= 0; d--) {
+    idx[d] = rest % bc->dims[d];
+    rest /= bc->dims[d];
+    for (int k = 0; k < n_in; k++) off[k] += idx[d] * bc->st[k][d];
+  }
+  const void *q[NB_MAX_IN];
+  int64_t copied = -1;         /* the step whose repeated rows the slot's scratch holds */
+  for (int64_t u = u0; u < u1;) {
+    const int64_t si = u / c->parts, part = u % c->parts;
     const void *p[NB_MAX_IN];
-    for (int k = 0; k < n_in; k++) p[k] = base[k] + off[k] * (int64_t)es_in[k];
-    char *o = out + done * (int64_t)es_out;
-    if (tile == 0) {
-      nb_run(st, es, o, p, s_in, inner);
+    for (int k = 0; k < n_in; k++) p[k] = c->base[k] + off[k] * (int64_t)c->es_in[k];
+    char *o = c->out + si * c->step * (int64_t)c->es_out;
+    if (c->tile == 0) {
+      const int64_t j = part * NB_PIECE, len = AR_MIN(NB_PIECE, c->inner - j);
+      for (int k = 0; k < n_in; k++) q[k] = (const char *)p[k] + j * c->s_in[k] * (int64_t)c->es_in[k];
+      nb_run(st, c->es, o + j * (int64_t)c->es_out, q, c->s_in, len);
     } else {
-      /* tile copies of each repeated row, then the rows in groups of tile */
-      char *sp = node->scratch;
-      const void *q[NB_MAX_IN];
-      for (int k = 0; k < n_in; k++) {
-        q[k] = p[k];
-        if (!bc->rowrep[k]) continue;
-        const size_t rb = (size_t)inner * es_in[k];
-        for (int64_t r = 0; r < tile; r++) memcpy(sp + (size_t)r * rb, p[k], rb);
-        q[k] = sp;
-        sp += (size_t)tile * rb;
+      /* tile copies of each repeated row, then a group of tile rows */
+      if (copied != si) {
+        char *sp = c->scratch + (uint64_t)slot * c->slot_bytes;
+        for (int k = 0; k < n_in; k++) {
+          q[k] = p[k];
+          if (!bc->rowrep[k]) continue;
+          const size_t rb = (size_t)c->inner * c->es_in[k];
+          for (int64_t r = 0; r < c->tile; r++) memcpy(sp + (size_t)r * rb, p[k], rb);
+          q[k] = sp;
+          sp += (size_t)c->tile * rb;
+        }
+        copied = si;
       }
-      const int64_t rows = bc->dims[last - 1];
-      for (int64_t j = 0; j < rows; j += tile) {
-        for (int k = 0; k < n_in; k++)
-          if (!bc->rowrep[k] && s_in[k]) q[k] = (const char *)p[k] + j * inner * (int64_t)es_in[k];
-        nb_run(st, es, o + j * inner * (int64_t)es_out, q, s_in, (rows - j < tile ? rows - j : tile) * inner);
-      }
+      const int64_t j = part * c->tile;
+      for (int k = 0; k < n_in; k++)
+        if (!bc->rowrep[k] && c->s_in[k]) q[k] = (const char *)p[k] + j * c->inner * (int64_t)c->es_in[k];
+      nb_run(st, c->es, o + j * c->inner * (int64_t)c->es_out, q, c->s_in,
+             (c->rows - j < c->tile ? c->rows - j : c->tile) * c->inner);
     }
-    for (int32_t d = nd - 1; d >= 0; d--) {
+    if (++u % c->parts != 0) continue;
+    for (int32_t d = c->nd - 1; d >= 0; d--) {
       for (int k = 0; k < n_in; k++) off[k] += bc->st[k][d];
       if (++idx[d] < bc->dims[d]) break;
       for (int k = 0; k < n_in; k++) off[k] -= bc->st[k][d] * bc->dims[d];
       idx[d] = 0;
     }
   }
-  if (st->post_act && st->dtype == AR_DTYPE_FLOAT32)
-    ar_apply_activation(node->outputs[0]->data, (size_t)bc->n, st->act);
+  if (st->post_act && st->dtype == AR_DTYPE_FLOAT32) {
+    /* the units' outputs are one contiguous range */
+    const int64_t per = c->tile > 0 ? c->tile * c->inner : NB_PIECE;
+    const int64_t e0 = (u0 / c->parts) * c->step + (u0 % c->parts) * per;
+    const int64_t l = u1 - 1;
+    const int64_t e1 = AR_MIN((l / c->parts) * c->step + (l % c->parts + 1) * per, (l / c->parts + 1) * c->step);
+    ar_apply_activation((float *)(void *)c->out + e0, (size_t)(e1 - e0), st->act);
+  }
+}
+
+/* Scratch bytes of one slot: the tile copies of the repeated rows. */
+static uint64_t nb_slot_bytes(const nb_state_t *st) {
+  uint64_t b = 0;
+  if (st->bc.tile > 0)
+    for (int k = 0; k < st->bc.n_in; k++)
+      if (st->bc.rowrep[k]) b += (uint64_t)(st->bc.tile * st->bc.dims[st->bc.rank - 1]) * nb_es_in(st, k);
+  return b;
+}
+
+static void nb_eval(const ar_node_t *node) {
+  const nb_state_t *st = node->state;
+  const nb_bcast_t *bc = &st->bc;
+  if (bc->n == 0) return;
+  nb_ctx_t c;
+  const int n_in = bc->n_in;
+  c.st = st;
+  c.es = ar_dtype_size(st->dtype);
+  for (int k = 0; k < NB_MAX_IN; k++) c.es_in[k] = nb_es_in(st, k);
+  c.es_out = st->op >= NB_EQUAL && st->op <= NB_GREATER_EQUAL ? 1 : c.es;
+  for (int k = 0; k < n_in; k++) c.base[k] = node->inputs[k]->data;
+  c.out = node->outputs[0]->data;
+  const int32_t last = bc->rank - 1;
+  c.inner = bc->dims[last];
+  c.tile = node->scratch ? bc->tile : 0;   /* a caller without scratch: one loop per run */
+  /* The odometer walks dims [0, nd); each step is one run, or with tiling the last two dims. */
+  c.nd = c.tile > 0 ? last - 1 : last;
+  c.rows = c.tile > 0 ? bc->dims[last - 1] : 1;
+  c.step = c.tile > 0 ? c.inner * c.rows : c.inner;
+  c.parts = c.tile > 0 ? (c.rows + c.tile - 1) / c.tile : (c.inner + NB_PIECE - 1) / NB_PIECE;
+  for (int k = 0; k < NB_MAX_IN; k++) c.s_in[k] = k < n_in ? bc->st[k][last] : 0;
+  c.scratch = node->scratch;
+  c.slot_bytes = nb_slot_bytes(st);
+  const int32_t slots = c.tile > 0 && c.slot_bytes > 0 ? (int32_t)(node->scratch_bytes / c.slot_bytes) : 1;
+  const int64_t units = bc->n / c.step * c.parts;
+  ar_parallel_for_slots(node, units, ar_parallel_grain(units, AR_MAX(c.step / c.parts, 1), NB_CHUNK_ELEMS, 1),
+                        slots, nb_units, &c);
 }
 
 int ar__nb_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -807,11 +875,8 @@ int ar__nb_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   node->state_bytes = sizeof st;
   int rc = nb_plan(node, &st, msg, msg_bytes);
   if (rc) return rc;
-  node->scratch_bytes = 0;   /* the tiled rows (nb_eval) */
-  if (st.bc.tile > 0)
-    for (int k = 0; k < st.bc.n_in; k++)
-      if (st.bc.rowrep[k])
-        node->scratch_bytes += (uint64_t)(st.bc.tile * st.bc.dims[st.bc.rank - 1]) * nb_es_in(&st, k);
+  /* the tiled rows (nb_eval), one copy per thread */
+  node->scratch_bytes = (uint64_t)ar_parallel_threads(node) * nb_slot_bytes(&st);
   return 0;
 }
 
