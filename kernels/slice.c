@@ -28,7 +28,7 @@ static void copy_init(ar_node_t *node, copy_plan_fn plan) {
   if (plan(node, &cp, NULL, 0) == 0) ar_k_store_state(node, &cp, sizeof cp);
 }
 static void copy_eval(const ar_node_t *node) {
-  ar__strided_copy(node->state, node->inputs[0]->data, node->outputs[0]->data);
+  ar__strided_copy_node(node, node->state, node->inputs[0]->data, node->outputs[0]->data);
 }
 
 /* An index operand: int32/int64, rank 1 of `len` entries (len < 0: any length up to

@@ -1,7 +1,15 @@
-/* strided.c - the strided-copy engine of strided.h: dim merging at prepare, copy at eval. */
+/* strided.c - the strided-copy engine of strided.h: dim merging at prepare, copy at eval (alone,
+ * or cut over the thread pool into pieces of runs: a copy is the same whatever the cut). */
 #include "kernels/strided.h"
 
 #include <string.h>
+
+#include "kernels/qpar.h"
+
+/* Runs are cut into pieces of at most this many elements (so that one long run spreads too). */
+#define STRIDED_PIECE (16 * 1024)
+/* The least bytes worth a chunk of pieces of its own on the thread pool. */
+#define STRIDED_CHUNK_BYTES (128 * 1024)
 
 void ar__strided_init(ar__strided_t *s, int32_t rank, const int64_t *dims, const int64_t *stride,
                       int64_t base, size_t esize) {
@@ -69,4 +77,50 @@ void ar__strided_copy(const ar__strided_t *s, const void *in, void *out) {
       idx[d] = 0;
     }
   }
+}
+
+typedef struct {
+  const ar__strided_t *s;
+  const char *in;
+  char *out;
+  int64_t parts;               /* pieces per run */
+} strided_ctx_t;
+
+/* Pieces [u0, u1): piece u is part u % parts of run u / parts. */
+static void strided_pieces(void *ctx, int64_t u0, int64_t u1) {
+  const strided_ctx_t *c = ctx;
+  const ar__strided_t *s = c->s;
+  const uint32_t es = s->esize;
+  const int32_t last = s->rank - 1;
+  const int64_t len = s->dims[last], st = s->stride[last];
+  const char *src = c->in + s->base * es;
+  int64_t idx[AR_STRIDED_MAX_DIMS] = {0};
+  int64_t off = 0, rest = u0 / c->parts;
+  for (int32_t d = last - 1; d >= 0; d--) {
+    idx[d] = rest % s->dims[d];
+    rest /= s->dims[d];
+    off += idx[d] * s->stride[d];
+  }
+  for (int64_t u = u0; u < u1;) {
+    const int64_t run = u / c->parts, j = (u % c->parts) * STRIDED_PIECE;
+    const int64_t n = len - j < STRIDED_PIECE ? len - j : STRIDED_PIECE;
+    copy_run(c->out + (run * len + j) * es, src + (off + j * st) * es, n, st, es);
+    if (++u % c->parts != 0) continue;
+    for (int32_t d = last - 1; d >= 0; d--) {
+      off += s->stride[d];
+      if (++idx[d] < s->dims[d]) break;
+      off -= s->stride[d] * s->dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void ar__strided_copy_node(const ar_node_t *node, const ar__strided_t *s, const void *in, void *out) {
+  if (s->n <= 0) return;
+  const int64_t len = s->dims[s->rank - 1];
+  const strided_ctx_t c = {s, in, out, (len + STRIDED_PIECE - 1) / STRIDED_PIECE};
+  const int64_t units = s->n / len * c.parts;
+  const int64_t piece_bytes = (len < STRIDED_PIECE ? len : STRIDED_PIECE) * (int64_t)s->esize;
+  ar_parallel_for(node, units, ar_parallel_grain(units, piece_bytes, STRIDED_CHUNK_BYTES, 1), strided_pieces,
+                  (void *)&c);
 }

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/ar_kernels.h"
+
 /* TILE views rank r as 2r dims; AR_MAX_RANK is 8. */
 #define AR_STRIDED_MAX_DIMS 16
 
@@ -32,5 +34,9 @@ void ar__strided_init(ar__strided_t *s, int32_t rank, const int64_t *dims, const
 
 /* Run the copy described by `s` from `in` to `out` (which must not overlap). */
 void ar__strided_copy(const ar__strided_t *s, const void *in, void *out);
+
+/* ar__strided_copy for an eval of `node`, over its thread pool (whole runs or pieces of one; same
+ * bytes for every thread count). */
+void ar__strided_copy_node(const ar_node_t *node, const ar__strided_t *s, const void *in, void *out);
 
 #endif /* AR_STRIDED_H */
