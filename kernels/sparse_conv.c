@@ -29,6 +29,7 @@
  * accumulates in registers; 8 rows at a time go back to NHWC through a small stack buffer, with the
  * fused activation. Float16 values are widened per row in chunks (F16C on x86 when the CPU has
  * it, picked at run time; exact portable conversion elsewhere), so nothing is widened ahead.
+ * Tiles are shared out over the thread pool, each thread transposing into a scratch slot of its own.
  */
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
+#include "kernels/qpar.h"
 #include "kernels/sparse_conv.h"
 
 #if AR_HAVE_AVX2_CLONE
@@ -216,7 +218,7 @@ int ar__sparse_fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (node->inputs[1]->rank != 2)
     return NOT_COVERED("FULLY_CONNECTED weights must be [O,I]", node->index, ar_op_name(node->op));
   node->state_bytes = 0;
-  node->scratch_bytes = (uint64_t)m.i * T * sizeof(float);
+  node->scratch_bytes = (uint64_t)ar_parallel_threads(node) * (uint64_t)m.i * T * sizeof(float);
   return 0;
 }
 
@@ -225,7 +227,7 @@ int ar__sparse_conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int rc = check_node(node, &m, msg, msg_bytes);
   if (rc) return rc;
   node->state_bytes = 0;
-  node->scratch_bytes = (uint64_t)m.i * T * sizeof(float);
+  node->scratch_bytes = (uint64_t)ar_parallel_threads(node) * (uint64_t)m.i * T * sizeof(float);
   return 0;
 }
 
@@ -315,14 +317,14 @@ static void row_portable(const spm_t *m, const float *restrict xt, int64_t e0, i
 }
 
 /* The whole convolution of one image's `npix` output pixels, portable loops. */
-static void sparse_portable(const spm_t *m, const pix_t *px, int64_t npix, const float *bias,
-                            ar_activation_t act, float *xt, float *out) {
+static void sparse_portable(const spm_t *m, const pix_t *px, int64_t qbeg, int64_t npix,
+                            const float *bias, ar_activation_t act, float *xt, float *out) {
   float ot[ROWS_MAX * T] __attribute__((aligned(64)));
   float w[WBUF];
   const int32_t rb = m->rb, rc = m->rb * m->cb;
   const int32_t rows_chunk = rb <= 8 ? (8 / rb) * rb : rb;
   const int64_t ech = WBUF / rc;   /* entries widened per step */
-  for (int64_t q0 = 0; q0 < npix; q0 += T) {
+  for (int64_t q0 = qbeg; q0 < npix; q0 += T) {
     int32_t np = npix - q0 < T ? (int32_t)(npix - q0) : T;
     tile_in(px, q0, np, xt);
     for (int32_t r0 = 0; r0 < m->o; r0 += rows_chunk) {
@@ -503,14 +505,14 @@ AR_TARGET_SPARSE_AVX2 static void chunk_avx2(const spm_t *m, const float *restri
   }
 }
 
-AR_TARGET_SPARSE_AVX2 static void sparse_avx2(const spm_t *m, const pix_t *px, int64_t npix,
-                                              const float *bias, ar_activation_t act, float *xt,
-                                              float *out) {
+AR_TARGET_SPARSE_AVX2 static void sparse_avx2(const spm_t *m, const pix_t *px, int64_t qbeg,
+                                              int64_t npix, const float *bias, ar_activation_t act,
+                                              float *xt, float *out) {
   float ot[ROWS_MAX * T] __attribute__((aligned(64)));
   float w[WBUF] __attribute__((aligned(64)));
   const int32_t rb = m->rb;
   const int32_t rows_chunk = rb <= 8 ? (8 / rb) * rb : rb;
-  for (int64_t q0 = 0; q0 < npix; q0 += T) {
+  for (int64_t q0 = qbeg; q0 < npix; q0 += T) {
     int32_t np = npix - q0 < T ? (int32_t)(npix - q0) : T;
     tile_in_avx2(px, q0, np, xt);
     for (int32_t r0 = 0; r0 < m->o; r0 += rows_chunk) {
@@ -528,42 +530,88 @@ AR_TARGET_SPARSE_AVX2 static void sparse_avx2(const spm_t *m, const pix_t *px, i
 
 /* ---------------------------------------------------------------- eval */
 
-/* One "image" of `npix` pixels with I contiguous channels each (a 1x1 stride-1 conv or FC rows). */
-static void run(const spm_t *m, const pix_t *px, int64_t npix, const float *bias, ar_activation_t act,
-                float *xt, float *out) {
+/* Pixels [qbeg, qend) (qbeg a multiple of T) of one "image" of pixels with I contiguous channels
+ * each (a 1x1 conv or FC rows); xt is T * I floats of scratch. */
+static void run(const spm_t *m, const pix_t *px, int64_t qbeg, int64_t qend, const float *bias,
+                ar_activation_t act, float *xt, float *out) {
   const int isa = sparse_isa();
 #if AR_HAVE_AVX2_CLONE
-  if (isa == 1) { sparse_avx2(m, px, npix, bias, act, xt, out); return; }
+  if (isa == 1) { sparse_avx2(m, px, qbeg, qend, bias, act, xt, out); return; }
 #endif
   (void)isa;
-  sparse_portable(m, px, npix, bias, act, xt, out);
+  sparse_portable(m, px, qbeg, qend, bias, act, xt, out);
+}
+
+/* One eval, cut into tiles of T output pixels (rows): unit u is tile u % tiles of image u / tiles.
+ * Each pixel's sums run over its row's stored entries in stored order whichever thread takes it,
+ * so the output is the same for every thread count. */
+typedef struct {
+  spm_t m;
+  pix_t px;                    /* image 0 */
+  int64_t image_floats;        /* input floats per image */
+  int64_t npix, tiles;         /* output pixels and tiles per image */
+  const float *bias;
+  ar_activation_t act;
+  float *scratch;              /* slot s's transposed tile at scratch + s * I * T */
+  float *out;
+} sparse_ctx_t;
+
+/* The least multiply-adds (stored values x T) worth a chunk of tiles of its own on the pool. */
+#define SPARSE_CHUNK_MACS (128 * 1024)
+
+static void sparse_tiles(void *ctx, int32_t slot, int64_t u0, int64_t u1) {
+  const sparse_ctx_t *c = ctx;
+  float *xt = c->scratch + (int64_t)slot * c->m.i * T;
+  for (int64_t u = u0; u < u1;) {
+    const int64_t b = u / c->tiles, t0 = u % c->tiles;
+    const int64_t t1 = AR_MIN(c->tiles, t0 + (u1 - u));   /* this image's tiles in the range */
+    pix_t px = c->px;
+    px.in += b * c->image_floats;
+    run(&c->m, &px, t0 * T, AR_MIN(c->npix, t1 * T), c->bias, c->act, xt, c->out + b * c->npix * c->m.o);
+    u += t1 - t0;
+  }
+}
+
+static void sparse_par(const ar_node_t *node, sparse_ctx_t *c, int64_t images) {
+  c->tiles = (c->npix + T - 1) / T;
+  c->scratch = node->scratch;
+  const int64_t units = images * c->tiles;
+  const int64_t stored = (int64_t)c->m.o * c->m.i;   /* an upper bound of the work per pixel */
+  const int32_t slots = (int32_t)(node->scratch_bytes / ((uint64_t)c->m.i * T * sizeof(float)));
+  ar_parallel_for_slots(node, units, ar_parallel_grain(units, stored / 4 * T + 1, SPARSE_CHUNK_MACS, 1), slots,
+                        sparse_tiles, c);
 }
 
 void ar__sparse_fc_eval(const ar_node_t *node) {
-  spm_t m;
-  if (spm_parse(node, node->inputs[1], &m, false, NULL, 0) != 0) return;   /* checked at prepare */
+  sparse_ctx_t c;
+  if (spm_parse(node, node->inputs[1], &c.m, false, NULL, 0) != 0) return;   /* checked at prepare */
   const ar_tview_t *in = node->inputs[0];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   int64_t elems = 1;
   for (int32_t d = 0; d < in->rank; d++) elems *= in->dims[d];
-  const int64_t rows = elems / m.i;
-  pix_t px = {(const float *)in->data, (int32_t)rows, m.i, 1, 1, (int32_t)rows};
-  run(&m, &px, rows, bias ? (const float *)bias->data : NULL,
-      node->options->fully_connected.activation, node->scratch, node->outputs[0]->data);
+  const int64_t rows = elems / c.m.i;
+  c.px = (pix_t){(const float *)in->data, (int32_t)rows, c.m.i, 1, 1, (int32_t)rows};
+  c.image_floats = 0;
+  c.npix = rows;
+  c.bias = bias ? (const float *)bias->data : NULL;
+  c.act = node->options->fully_connected.activation;
+  c.out = node->outputs[0]->data;
+  sparse_par(node, &c, 1);
 }
 
 void ar__sparse_conv_eval(const ar_node_t *node) {
-  spm_t m;
+  sparse_ctx_t c;
   const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
-  if (spm_parse(node, node->inputs[1], &m, false, NULL, 0) != 0) return;   /* checked at prepare */
+  if (spm_parse(node, node->inputs[1], &c.m, false, NULL, 0) != 0) return;   /* checked at prepare */
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const ar_conv2d_options_t *o = &node->options->conv2d;
   const int32_t n = in->dims[0], h = in->dims[1], w = in->dims[2], ci = in->dims[3];
   const int32_t oh = out->dims[1], ow = out->dims[2];
-  const int64_t npix = (int64_t)oh * ow;
-  for (int32_t b = 0; b < n; b++) {
-    pix_t px = {(const float *)in->data + (int64_t)b * h * w * ci, w, ci, o->stride_h, o->stride_w, ow};
-    run(&m, &px, npix, bias ? (const float *)bias->data : NULL, o->activation, node->scratch,
-        (float *)out->data + (int64_t)b * npix * m.o);
-  }
+  c.px = (pix_t){(const float *)in->data, w, ci, o->stride_h, o->stride_w, ow};
+  c.image_floats = (int64_t)h * w * ci;
+  c.npix = (int64_t)oh * ow;
+  c.bias = bias ? (const float *)bias->data : NULL;
+  c.act = o->activation;
+  c.out = out->data;
+  sparse_par(node, &c, n);
 }
