@@ -24,7 +24,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 #define NB_MAX_RANK 6
 #define NB_MAX_IN 3

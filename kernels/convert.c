@@ -33,7 +33,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* The least elements worth a chunk of their own on the thread pool (each element converts alone,
  * so any split gives the same values); chunks start at multiples of 64 elements. */

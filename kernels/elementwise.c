@@ -20,7 +20,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>

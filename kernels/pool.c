@@ -24,7 +24,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_quant.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* The least work (taps x channels) worth a chunk of output rows of its own on the thread pool. */
 #define POOL_CHUNK_WORK (32 * 1024)

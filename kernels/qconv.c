@@ -27,7 +27,7 @@
 #include "kernels/ar_quant.h"
 #include "kernels/conv_util.h"
 #include "kernels/qgemm.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* Upper bound of one im2col tile (bytes); tiles hold a multiple of 6 rows (the GEMM's row block).
  * A layer is cut into at least QC_MIN_TILES tiles where that leaves QC_TILE_MIN_ROWS rows each, so

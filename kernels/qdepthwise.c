@@ -38,7 +38,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_quant.h"
 #include "kernels/conv_util.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>

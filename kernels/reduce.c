@@ -26,7 +26,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_quant.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* The least work (input elements read) worth a chunk of outputs of its own on the thread pool. */
 #define REDUCE_CHUNK_ELEMS (32 * 1024)

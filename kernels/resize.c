@@ -31,7 +31,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* The least work (output elements) worth a chunk of output rows of its own on the thread pool. */
 #define RESIZE_CHUNK_ELEMS (16 * 1024)

@@ -18,7 +18,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* The least work (elements) worth a chunk of rows of its own on the thread pool. Rows are
  * independent (each sums in its own order), so any split gives the same bytes. */

@@ -39,7 +39,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/sparse_conv.h"
 
 #if AR_HAVE_AVX2_CLONE

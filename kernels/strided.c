@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 /* Runs are cut into pieces of at most this many elements (so that one long run spreads too). */
 #define STRIDED_PIECE (16 * 1024)

@@ -14,7 +14,7 @@
 
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
-#include "kernels/qpar.h"
+#include "kernels/ar_parallel.h"
 
 #define UN_IVDEP _Pragma("GCC ivdep")
 
