@@ -5,6 +5,8 @@
  *     shape as meta.json says; integer outputs (uint8, int8, int32, int64) byte-equal to the golden;
  *     float32 outputs within |got - want| <= 1e-5 max|want| + 1e-6 per output; the SSD's detection
  *     count and classes identical; a second invoke gives the same bytes;
+ *   - threads = 2 and 3 (the interpreter's own pool): the golden, and every output byte-equal to
+ *     threads = 1 (float outputs included);
  *   - every planner strategy x in-place on/off x both lifetime conventions (one case; the large
  *     models YOLOv8n and DeepLab take the strategies with the arenad convention only): the same
  *     golden bytes;
@@ -386,6 +388,51 @@ START_TEST(test_offline_goldens) {
 }
 END_TEST
 
+/* Intra-operator threads (kernels/ar_parallel.h): every case with threads = 2 and 3 (a pool of the
+ * interpreter's own) gives the golden and exactly the bytes of every output at threads = 1, float
+ * outputs included. */
+START_TEST(test_threads_same_bytes) {
+  const qmodel_t *q = &qmodels[_i];
+  if (data_absent()) return;
+  char why[2048] = "";
+  qmeta_t meta;
+  meta_load(q->stem, &meta);
+  ar_model_t *m = q_load(q->stem, why, sizeof why);
+  int ok = m != NULL;
+  ar_interp_t *in[3] = {NULL, NULL, NULL};
+  for (int t = 0; ok && t < 3; t++) {
+    ar_interp_options_t opt;
+    ar_interp_options_default(&opt);
+    opt.threads = t + 1;
+    in[t] = q_interp(m, &opt, q->stem, why, sizeof why);
+    if (!in[t]) ok = 0;
+  }
+  for (int k = 0; ok && k < meta.n_cases; k++) {
+    qcase_t c;
+    case_load(q->stem, meta.cases[k], &meta, &c);
+    for (int t = 0; ok && t < 3; t++)
+      if (q_run_case(in[t], q->stem, meta.cases[k], &meta, &c, 0, why, sizeof why)) {
+        why_add(why, sizeof why, "with threads = %d", t + 1);
+        ok = 0;
+      }
+    for (int t = 1; ok && t < 3; t++)
+      for (int j = 0; j < c.n_out; j++) {
+        const ar_tview_t *a = ar_interp_output(in[0], j), *b = ar_interp_output(in[t], j);
+        if (a->bytes != b->bytes || memcmp(a->data, b->data, a->bytes) != 0) {
+          why_add(why, sizeof why, "%s/%s: output %d with threads = %d differs from threads = 1", q->stem,
+                  meta.cases[k], j, t + 1);
+          ok = 0;
+        }
+      }
+    case_free(&c);
+  }
+  for (int t = 0; t < 3; t++) ar_interp_free(in[t]);
+  if (m) ar_model_free(m);
+  if (ok) printf("threads %s: %d cases, threads 1 = 2 = 3, golden bytes\n", q->stem, meta.n_cases);
+  verdict(q, "threads", ok, why);
+}
+END_TEST
+
 /* One case (the last in meta.json: `random`) under every strategy x in-place x lifetime convention,
  * each plan checked against the golden itself. */
 START_TEST(test_plan_independence) {
@@ -665,6 +712,7 @@ static Suite *quant_suite(void) {
   tcase_add_test(tc, test_index_lists_the_models);
   tcase_add_test(tc, test_int8_into_float_only_kernels);
   tcase_add_loop_test(tc, test_offline_goldens, 0, N_QMODELS);
+  tcase_add_loop_test(tc, test_threads_same_bytes, 0, N_QMODELS);
   suite_add_tcase(s, tc);
   tc = tcase_create("plans");
   tcase_set_timeout(tc, 1200);
