@@ -18,6 +18,7 @@
 #include "common/ar_error.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/ar_quant.h"
 
 /* ---------- harness ---------- */
@@ -83,19 +84,39 @@ static int qnode_prepare(qnode_t *qn, const ar_kernel_t *k, char *msg, size_t n)
   return k->prepare(&qn->node, msg, n);
 }
 
+/* Prepare, init and eval at 1, 2 and 3 threads (prepare sizes the per-thread scratch; a pool of 3
+ * takes the chunks): the output bytes must not depend on the thread count. The output is left as
+ * the last run wrote it. */
 static void qnode_run(qnode_t *qn, const ar_kernel_t *k) {
   char msg[AR_MSG_BYTES] = "";
-  int rc = k->prepare(&qn->node, msg, sizeof msg);
-  ck_assert_msg(rc == 0, "%s prepare: %s (%s)", k->name, ar_err_name(rc), msg);
-  qn->node.scratch = qn->node.scratch_bytes ? malloc(qn->node.scratch_bytes) : NULL;
-  if (qn->node.scratch) memset(qn->node.scratch, 0xa5, qn->node.scratch_bytes);
-  qn->node.state = qn->node.state_bytes ? malloc(qn->node.state_bytes) : NULL;
-  if (qn->node.state) memset(qn->node.state, 0x5a, qn->node.state_bytes);
-  if (k->init) k->init(&qn->node);
-  k->eval(&qn->node);
-  free(qn->node.scratch);
-  free(qn->node.state);
-  qn->node.scratch = qn->node.state = NULL;
+  ar_threadpool_t *pool = NULL;
+  ck_assert_int_eq(ar_threadpool_new(3, &pool, msg, sizeof msg), 0);
+  const size_t out_bytes = (size_t)qn->t[3].bytes;
+  uint8_t *first = malloc(out_bytes ? out_bytes : 1);
+  for (int32_t threads = 1; threads <= 3; threads++) {
+    qn->node.threads = threads;
+    qn->node.pool = threads > 1 ? pool : NULL;
+    int rc = k->prepare(&qn->node, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s prepare: %s (%s)", k->name, ar_err_name(rc), msg);
+    qn->node.scratch = qn->node.scratch_bytes ? malloc(qn->node.scratch_bytes) : NULL;
+    if (qn->node.scratch) memset(qn->node.scratch, 0xa5, qn->node.scratch_bytes);
+    qn->node.state = qn->node.state_bytes ? malloc(qn->node.state_bytes) : NULL;
+    if (qn->node.state) memset(qn->node.state, 0x5a, qn->node.state_bytes);
+    if (k->init) k->init(&qn->node);
+    memset(qn->t[3].data, 0x3c, out_bytes);
+    k->eval(&qn->node);
+    free(qn->node.scratch);
+    free(qn->node.state);
+    qn->node.scratch = qn->node.state = NULL;
+    if (threads == 1) memcpy(first, qn->t[3].data, out_bytes);
+    else
+      ck_assert_msg(memcmp(first, qn->t[3].data, out_bytes) == 0, "%s: %d threads differ from 1",
+                    k->name, (int)threads);
+  }
+  qn->node.threads = 1;
+  qn->node.pool = NULL;
+  free(first);
+  ar_threadpool_free(pool);
 }
 
 static void assert_u8(const uint8_t *got, const int *want, size_t n, const char *what) {
@@ -332,6 +353,9 @@ START_TEST(qdw_simd_equals_portable) {
     {5, 4, 35, 1, 3, 3, 1, 1, true, false, true}, {3, 2, 48, 1, 3, 3, 1, 1, true, false, true},
     {2, 3, 8, 1, 3, 3, 1, 2, true, false, false}, {1, 1, 24, 1, 3, 3, 1, 1, true, false, true},
     {6, 7, 33, 1, 5, 5, 2, 1, true, false, true}, {4, 5, 144, 1, 3, 3, 1, 1, true, false, true},
+    /* big enough for the thread pool to take several chunks of rows */
+    {45, 33, 21, 1, 3, 3, 1, 1, true, false, false}, {61, 47, 13, 1, 3, 3, 2, 1, true, false, false},
+    {40, 38, 16, 2, 3, 3, 1, 1, false, false, false},
   };
   int best = ar__qdw_set_isa(-1);
   for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
@@ -467,6 +491,33 @@ START_TEST(qpool_max_i8_same_relu) {
 }
 END_TEST
 
+/* Shapes big enough for the pool to take several chunks of rows: each thread count gives the bytes
+ * of one thread (qnode_run), which the hand-computed cases above pin. */
+START_TEST(qpool_threads_same_bytes) {
+  static const struct { int32_t b, h, w, c, f, s; ar_padding_t pad; } cs[] = {
+    {1, 61, 47, 13, 3, 1, AR_PADDING_SAME}, {2, 40, 33, 7, 2, 2, AR_PADDING_VALID},
+    {1, 37, 29, 24, 5, 2, AR_PADDING_SAME},
+  };
+  for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+    for (int t = 0; t < 4; t++) {
+      const ar_dtype_t dt = t & 1 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
+      const ar_op_t op = t & 2 ? AR_OP_MAX_POOL_2D : AR_OP_AVERAGE_POOL_2D;
+      const int32_t s = cs[ci].s, f = cs[ci].f;
+      const int32_t oh = cs[ci].pad == AR_PADDING_SAME ? (cs[ci].h + s - 1) / s : (cs[ci].h - f) / s + 1;
+      const int32_t ow = cs[ci].pad == AR_PADDING_SAME ? (cs[ci].w + s - 1) / s : (cs[ci].w - f) / s + 1;
+      const int32_t id[4] = {cs[ci].b, cs[ci].h, cs[ci].w, cs[ci].c}, od[4] = {cs[ci].b, oh, ow, cs[ci].c};
+      const size_t nx = (size_t)id[0] * id[1] * id[2] * id[3], no = (size_t)od[0] * oh * ow * od[3];
+      uint8_t *x = malloc(nx), *out = malloc(no);
+      for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
+      qnode_t qn;
+      pool_node(&qn, op, dt, x, id, out, od, 0.05f, dt == AR_DTYPE_INT8 ? -3 : 120, f, s, cs[ci].pad,
+                ci == 1 ? AR_ACT_RELU6 : AR_ACT_NONE);
+      qnode_run(&qn, op == AR_OP_MAX_POOL_2D ? &ar_kernel_max_pool_2d : &ar_kernel_average_pool_2d);
+      free(x); free(out);
+    }
+}
+END_TEST
+
 START_TEST(qpool_prepare_errors) {
   uint8_t x[9] = {0}, out[4];
   const int32_t id[4] = {1, 3, 3, 1}, od[4] = {1, 2, 2, 1};
@@ -569,6 +620,7 @@ static Suite *quant_dw_suite(void) {
   tcase_add_test(tc, qpool_avg_i8_ties);
   tcase_add_test(tc, qpool_max_i8_same_relu);
   tcase_add_test(tc, qpool_prepare_errors);
+  tcase_add_test(tc, qpool_threads_same_bytes);
   suite_add_tcase(s, tc);
   tc = tcase_create("mean");
   tcase_add_test(tc, qmean_i8_block_and_tail);

@@ -20,17 +20,18 @@
 #include "common/ar_error.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/ar_quant.h"
 
 /* ---- helpers ---- */
 
 /* Per-tensor quantization that lives as long as the test (static storage per slot). */
 typedef struct { ar_quant_t q; float s; int64_t z; } qp_t;
-static qp_t g_qp[16];
+static qp_t g_qp[32];
 static int g_nqp;
 
 static const ar_quant_t *qp(float scale, int64_t zp) {
-  ck_assert_int_lt(g_nqp, 16);
+  ck_assert_int_lt(g_nqp, 32);
   qp_t *p = &g_qp[g_nqp++];
   p->s = scale; p->z = zp;
   p->q.n = 1; p->q.quantized_dimension = 0; p->q.scale = &p->s; p->q.zero_point = &p->z;
@@ -63,23 +64,45 @@ static ar_node_t mk(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t *
 
 static char g_msg[AR_MSG_BYTES];
 
-/* prepare + init + eval as the interpreter does (state and scratch from the heap here); returns
+/* prepare + init + eval as the interpreter does (state and scratch from the heap here) at 1, 2
+ * and 3 threads (prepare sizes per-thread scratch, a pool of 3 takes the chunks): every thread
+ * count must give the bytes of one thread (an output that is also an input runs once). Returns
  * prepare's rc. */
 static int run(ar_node_t *n) {
   const ar_kernel_t *k = ar_kernel_for(n->op);
   ck_assert_ptr_nonnull(k);
-  g_msg[0] = '\0';
-  int rc = k->prepare(n, g_msg, sizeof g_msg);
-  if (rc) return rc;
-  n->state = n->state_bytes ? malloc(n->state_bytes) : NULL;
-  n->scratch = n->scratch_bytes ? malloc(n->scratch_bytes) : NULL;
-  if (k->init) k->init(n);
-  k->eval(n);
-  free(n->state);
-  free(n->scratch);
-  n->state = NULL;
-  n->scratch = NULL;
-  return 0;
+  bool in_place = false;
+  for (int i = 0; i < n->n_inputs; i++) in_place |= n->inputs[i] && n->inputs[i]->data == n->outputs[0]->data;
+  ar_threadpool_t *pool = NULL;
+  ck_assert_int_eq(ar_threadpool_new(3, &pool, g_msg, sizeof g_msg), 0);
+  const size_t out_bytes = (size_t)n->outputs[0]->bytes;
+  uint8_t *first = malloc(out_bytes ? out_bytes : 1);
+  int rc = 0;
+  for (int32_t threads = 1; threads <= (in_place ? 1 : 3) && rc == 0; threads++) {
+    n->threads = threads;
+    n->pool = threads > 1 ? pool : NULL;
+    g_msg[0] = '\0';
+    rc = k->prepare(n, g_msg, sizeof g_msg);
+    if (rc) break;
+    n->state = n->state_bytes ? malloc(n->state_bytes) : NULL;
+    n->scratch = n->scratch_bytes ? malloc(n->scratch_bytes) : NULL;
+    if (k->init) k->init(n);
+    if (!in_place) memset(n->outputs[0]->data, 0x3c, out_bytes);
+    k->eval(n);
+    free(n->state);
+    free(n->scratch);
+    n->state = NULL;
+    n->scratch = NULL;
+    if (threads == 1) memcpy(first, n->outputs[0]->data, out_bytes);
+    else
+      ck_assert_msg(memcmp(first, n->outputs[0]->data, out_bytes) == 0, "%s: %d threads differ from 1",
+                    ar_op_name(n->op), (int)threads);
+  }
+  n->threads = 1;
+  n->pool = NULL;
+  free(first);
+  ar_threadpool_free(pool);
+  return rc;
 }
 
 static void run_ok(ar_op_t op, const ar_options_t *o, int n_in, ar_tview_t **in, ar_tview_t *out) {
@@ -694,11 +717,80 @@ START_TEST(dequantize_int8_uint8) {
 }
 END_TEST
 
+/* Shapes big enough for the thread pool to take several chunks (odd sizes, broadcasts that take
+ * the tiled rows, single long runs): run() holds threads 2 and 3 to the bytes of one thread; the
+ * cases above hold one thread to TFLite. */
+START_TEST(threads_same_bytes_big_odd_shapes) {
+  enum { N = 100003 };
+  uint8_t *a = malloc(N), *b = malloc(N), *o = malloc(4 * (size_t)N + 1000000);
+  float *f = malloc(sizeof(float) * N);
+  uint32_t seed = 777;
+  for (int i = 0; i < N; i++) {
+    seed = seed * 1103515245u + 12345u; a[i] = (uint8_t)(seed >> 16);
+    seed = seed * 1103515245u + 12345u; b[i] = (uint8_t)(seed >> 16);
+    f[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 40.0f;
+  }
+  /* ADD uint8: [1,151,93,7] + [7] (short runs against a repeated row: the tiled path) */
+  ar_tview_t ta = tv(AR_DTYPE_UINT8, a, qp(0.05f, 120), 4, 1, 151, 93, 7);
+  ar_tview_t tb = tv(AR_DTYPE_UINT8, b, qp(0.03f, 100), 1, 7);
+  ar_tview_t to = tv(AR_DTYPE_UINT8, o, qp(0.07f, 110), 4, 1, 151, 93, 7);
+  ar_tview_t *in2[2] = {&ta, &tb};
+  run_ok(AR_OP_ADD, NULL, 2, in2, &to);
+  /* [3,61,67,7] + [3,1,1,7]: the repeated row changes from image to image (each thread's copy) */
+  ta = tv(AR_DTYPE_UINT8, a, qp(0.05f, 120), 4, 3, 61, 67, 7);
+  tb = tv(AR_DTYPE_UINT8, b, qp(0.03f, 100), 4, 3, 1, 1, 7);
+  to = tv(AR_DTYPE_UINT8, o, qp(0.07f, 110), 4, 3, 61, 67, 7);
+  run_ok(AR_OP_ADD, NULL, 2, in2, &to);
+  /* SUB / MUL int8: one long run of N, and [3,211,157] x [3,1,157] */
+  ar_tview_t ia = tv(AR_DTYPE_INT8, a, qp(0.05f, -3), 1, N), ib = tv(AR_DTYPE_INT8, b, qp(0.04f, 5), 1, N);
+  ar_tview_t io = tv(AR_DTYPE_INT8, o, qp(0.06f, 2), 1, N);
+  ar_tview_t *inl[2] = {&ia, &ib};
+  run_ok(AR_OP_SUB, NULL, 2, inl, &io);
+  run_ok(AR_OP_MUL, NULL, 2, inl, &io);
+  ar_tview_t ra = tv(AR_DTYPE_INT8, a, qp(0.05f, -3), 3, 3, 211, 157), rb = tv(AR_DTYPE_INT8, b, qp(0.04f, 5), 3, 3, 1, 157);
+  ar_tview_t ro = tv(AR_DTYPE_INT8, o, qp(0.002f, 0), 3, 3, 211, 157);
+  ar_tview_t *inr[2] = {&ra, &rb};
+  run_ok(AR_OP_MUL, NULL, 2, inr, &ro);
+  /* SOFTMAX int8 rows of 16 (YOLOv8's), uint8 rows of 21 */
+  ar_options_t sm = {.softmax = {.beta = 1.0f}};
+  ar_tview_t sx = tv(AR_DTYPE_INT8, a, qp(0.1f, 3), 3, 1, 6249, 16), so = tv(AR_DTYPE_INT8, o, qp(1.0f / 256, -128), 3, 1, 6249, 16);
+  ar_tview_t *in1[1] = {&sx};
+  run_ok(AR_OP_SOFTMAX, &sm, 1, in1, &so);
+  sx = tv(AR_DTYPE_UINT8, a, qp(0.07f, 128), 2, 4761, 21);
+  so = tv(AR_DTYPE_UINT8, o, qp(1.0f / 256, 0), 2, 4761, 21);
+  run_ok(AR_OP_SOFTMAX, &sm, 1, in1, &so);
+  /* RESIZE_BILINEAR uint8 / int8 [1,33,33,21] -> [1,131,129,21] (DeepLab's), nearest */
+  int32_t size[2] = {131, 129};
+  ar_tview_t ts = tv(AR_DTYPE_INT32, size, NULL, 1, 2);
+  ts.is_constant = true;
+  ar_options_t hp = {.resize_bilinear = {false, true}};
+  for (int k = 0; k < 2; k++) {
+    const ar_dtype_t dt = k ? AR_DTYPE_INT8 : AR_DTYPE_UINT8;
+    ar_tview_t rx = tv(dt, a, qp(0.1f, 3), 4, 1, 33, 33, 21), rz = tv(dt, o, qp(0.1f, 3), 4, 1, 131, 129, 21);
+    ar_tview_t *ins[2] = {&rx, &ts};
+    run_ok(AR_OP_RESIZE_BILINEAR, &hp, 2, ins, &rz);
+    run_ok(AR_OP_RESIZE_NEAREST_NEIGHBOR, NULL, 2, ins, &rz);
+  }
+  /* LOGISTIC int8 (a byte table), QUANTIZE float -> int8 (odd N: the scalar tail), DEQUANTIZE */
+  ar_tview_t lx = tv(AR_DTYPE_INT8, a, qp(0.1f, 0), 1, N), lo = tv(AR_DTYPE_INT8, o, qp(1.0f / 256, -128), 1, N);
+  ar_tview_t *inq[1] = {&lx};
+  run_ok(AR_OP_LOGISTIC, NULL, 1, inq, &lo);
+  ar_tview_t fx = tv(AR_DTYPE_FLOAT32, f, NULL, 1, N), fq = tv(AR_DTYPE_INT8, o, qp(0.15f, 3), 1, N);
+  inq[0] = &fx;
+  run_ok(AR_OP_QUANTIZE, NULL, 1, inq, &fq);
+  ar_tview_t dx = tv(AR_DTYPE_UINT8, a, qp(0.02f, 130), 1, N), dq = tv(AR_DTYPE_FLOAT32, o, NULL, 1, N);
+  inq[0] = &dx;
+  run_ok(AR_OP_DEQUANTIZE, NULL, 1, inq, &dq);
+  free(a); free(b); free(o); free(f);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("kernels_quant_elem");
   TCase *tc = tcase_create("quant_elem");
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, add_uint8_pot_scales_broadcast_ties_and_relu);
+  tcase_add_test(tc, threads_same_bytes_big_odd_shapes);
   tcase_add_test(tc, add_sub_int8_general_scales_broadcast);
   tcase_add_test(tc, mul_int8_and_uint8);
   tcase_add_test(tc, binary_q_prepare_errors);

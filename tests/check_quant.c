@@ -16,6 +16,7 @@
 #include "common/ar_error.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/ar_quant.h"
 #include "kernels/qgemm.h"
 
@@ -188,22 +189,32 @@ static int qnode_run(qnode_t *qn, const ar_kernel_t *k, char *msg, size_t n) {
 static const ar_qgemm_path_t all_paths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI};
 #define N_PATHS 3
 
-/* Run on every supported path; each must give `want`. */
+/* Run on every supported path, at 1, 2 and 3 threads (a pool of 3: the work is cut into the same
+ * chunks whichever threads take them, the scratch per thread); each must give `want`. */
 static void qnode_expect(qnode_t *qn, const ar_kernel_t *k, const uint8_t *want, size_t n,
                          const char *what) {
+  char msg[AR_MSG_BYTES] = "";
+  ar_threadpool_t *pool = NULL;
+  ck_assert_int_eq(ar_threadpool_new(3, &pool, msg, sizeof msg), 0);
   for (int p = 0; p < N_PATHS; p++) {
     if (!ar_qgemm_path_supported(all_paths[p])) continue;
     ar_qgemm_force_path(all_paths[p]);
-    memset(qn->t[3].data, 0x5a, n);
-    char msg[AR_MSG_BYTES] = "";
-    int rc = qnode_run(qn, k, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s: prepare %s (%s)", what, ar_err_name(rc), msg);
-    const uint8_t *got = qn->t[3].data;
-    for (size_t i = 0; i < n; i++)
-      ck_assert_msg(got[i] == want[i], "%s on %s: element %zu is %d, want %d", what,
-                    ar_qgemm_path_name(all_paths[p]), i, (int)got[i], (int)want[i]);
+    for (int32_t threads = 1; threads <= 3; threads++) {
+      qn->node.threads = threads;
+      qn->node.pool = threads > 1 ? pool : NULL;
+      memset(qn->t[3].data, 0x5a, n);
+      int rc = qnode_run(qn, k, msg, sizeof msg);
+      ck_assert_msg(rc == 0, "%s: prepare %s (%s)", what, ar_err_name(rc), msg);
+      const uint8_t *got = qn->t[3].data;
+      for (size_t i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "%s on %s, %d threads: element %zu is %d, want %d", what,
+                      ar_qgemm_path_name(all_paths[p]), (int)threads, i, (int)got[i], (int)want[i]);
+    }
   }
+  qn->node.threads = 1;
+  qn->node.pool = NULL;
   ar_qgemm_force_path(AR_QGEMM_AUTO);
+  ar_threadpool_free(pool);
 }
 
 /* ---------- CONV_2D, hand-computed ---------- */
@@ -470,6 +481,10 @@ START_TEST(qconv_random_vs_naive_all_paths) {
     {1, 6, 7, 3, 8, 2, 4, 1, 2, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, false, false},
     {2, 2, 3, 8, 18, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, true, false},
     {1, 30, 25, 64, 20, 3, 3, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},
+    /* big enough to be cut over the thread pool: 1x1 rows, im2col tiles, segment tiles */
+    {1, 41, 37, 32, 24, 1, 1, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, true, false},
+    {1, 41, 41, 7, 45, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},
+    {2, 23, 19, 24, 37, 3, 3, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, true, false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i]);
 }
@@ -532,7 +547,9 @@ static void run_fc_case_big(int batch, int depth, int units, bool u8, ar_activat
 START_TEST(qfc_random_vs_naive_all_paths) {
   run_fc_case(1, 16, 16, false, AR_ACT_RELU, true);     /* hello_world's middle layer */
   run_fc_case(3, 10, 37, false, AR_ACT_NONE, true);     /* depth not a multiple of 4 */
-  run_fc_case(1, 1024, 1001, true, AR_ACT_NONE, true);  /* a classifier head */
+  run_fc_case(1, 1024, 1001, true, AR_ACT_NONE, true);  /* a classifier head (channel blocks) */
+  run_fc_case(3, 1022, 333, false, AR_ACT_NONE, true);  /* channel blocks, depth % 4 copy */
+  run_fc_case(67, 256, 40, false, AR_ACT_RELU, true);   /* row blocks */
   run_fc_case(7, 64, 65, true, AR_ACT_RELU6, false);
   run_fc_case(2, 1, 16, false, AR_ACT_NONE, true);
   /* Multiplier 4.8 (shift 3) with accumulators near 2^30: x << 3 overflows int32, which the
