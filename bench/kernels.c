@@ -8,7 +8,9 @@
  * and SkylakeX (those the CPU has), alternating round by round (ar__blas_set_core), printing the
  * core OpenBLAS reports (openblas_get_corename) and median / best GFLOP/s; then the core arenad
  * programs run with (kernels/ar_isa.h).
- *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--match TEXT] [runs]
+ * --gemm: the 1x1 convolutions' GEMM shapes of hand_landmark_full, OpenBLAS (as conv.c calls it)
+ * against kernels/sgemm512.c, alternating round by round.
+ *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm] [--match TEXT] [runs]
  *          (runs per round, default 50; default levels: the best one only)
  */
 #include <cblas.h>
@@ -20,6 +22,8 @@
 #include "common/ar_error.h"
 #include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/conv_util.h"
+#include "kernels/sgemm512.h"
 
 typedef struct {
   const char *label;
@@ -122,12 +126,58 @@ static int bench_sgemm(int rounds) {
   return 0;
 }
 
+/* The 1x1 convolutions' products (M = pixels, N = outputs, K = inputs) of hand_landmark_full /
+ * the objectron models: OpenBLAS (bias fill, cblas_sgemm beta 1, clamp pass: the conv.c path)
+ * against ar_sgemm512_nt, alternating round by round. */
+static int bench_gemm(int runs, int rounds) {
+  static const int shapes[][3] = {
+    {12544, 64, 16}, {12544, 16, 24}, {3136, 144, 24}, {3136, 24, 144}, {784, 240, 40},
+    {784, 40, 240}, {196, 480, 80}, {196, 80, 480}, {196, 672, 112}, {196, 112, 672},
+    {49, 1152, 192}, {49, 192, 1152}, {12544, 24, 64},
+  };
+  if (!ar_sgemm512_available()) { printf("bench/kernels --gemm: no AVX-512F here\n"); return 0; }
+  printf("1x1-conv GEMMs, 1 thread, OpenBLAS core %s, %d rounds x %d runs (median of round medians / min)\n",
+         ar_blas_corename(), rounds, runs);
+  printf("%-22s %12s %12s %9s %12s %12s %9s\n", "M x N x K", "blas_us", "blas_min", "GFLOP/s",
+         "avx512_us", "avx512_min", "GFLOP/s");
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+    float *a = randv((size_t)M * K), *b = randv((size_t)N * K), *bias = randv((size_t)N);
+    float *c = malloc((size_t)M * N * sizeof(float));
+    double *t = malloc(sizeof(double) * (size_t)runs), med[2][64], mn[2] = {1e30, 1e30};
+    for (int r = 0; r < rounds; r++)
+      for (int v = 0; v < 2; v++) {
+        for (int e = 0; e < runs + 2; e++) {
+          double t0 = now_us();
+          if (v == 0) {
+            ar__fill_bias_rows(c, (size_t)M, (size_t)N, bias);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 1.0f, c, N);
+            ar__activate(c, (size_t)M * N, AR_ACT_RELU6);
+          } else {
+            ar_sgemm512_nt(a, K, b, K, bias, c, N, M, N, K, AR_ACT_RELU6);
+          }
+          double dt = now_us() - t0;
+          if (e >= 2) { t[e - 2] = dt; if (dt < mn[v]) mn[v] = dt; }
+        }
+        med[v][r] = median(t, runs);
+      }
+    const double flop = 2.0 * M * N * K, m0 = median(med[0], rounds), m1 = median(med[1], rounds);
+    char lab[32];
+    snprintf(lab, sizeof lab, "%d x %d x %d", M, N, K);
+    printf("%-22s %12.1f %12.1f %9.1f %12.1f %12.1f %9.1f\n", lab, m0, mn[0], flop / (m0 * 1e3), m1,
+           mn[1], flop / (m1 * 1e3));
+    free(a); free(b); free(bias); free(c); free(t);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int runs = 50, rounds = 5, levels[3], nlev = 0;
-  bool sgemm = false;
+  bool sgemm = false, gemm = false;
   const char *match = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--sgemm") == 0) sgemm = true;
+    else if (strcmp(argv[i], "--gemm") == 0) gemm = true;
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
     else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
@@ -144,7 +194,7 @@ int main(int argc, char **argv) {
       }
     } else if (argv[i][0] != '-') runs = atoi(argv[i]);
     else {
-      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--match TEXT] [runs]\n");
+      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm] [--match TEXT] [runs]\n");
       return 2;
     }
   }
@@ -153,6 +203,7 @@ int main(int argc, char **argv) {
   if (rounds > 64) rounds = 64;
   openblas_set_num_threads(1);
   if (sgemm) return bench_sgemm(rounds);
+  if (gemm) return bench_gemm(runs, rounds);
   if (nlev == 0) levels[nlev++] = ar__f32_set_isa(-1);
   printf("bench/kernels: %d round(s) x %d evals per level, OpenBLAS core %s\n", rounds, runs,
          ar_blas_corename());

@@ -28,6 +28,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 #include "kernels/qconv.h"
+#include "kernels/sgemm512.h"
 #include "kernels/sparse_conv.h"
 
 /* Upper bound on one im2col tile; at least AR_CONV_TILE_MIN_PIXELS rows so GEMM stays efficient. */
@@ -360,6 +361,10 @@ static void conv_eval(const ar_node_t *node) {
     return;
   }
 
+  if (g.direct && g.m >= 4 && ar_sgemm512_available()) {
+    ar_sgemm512_nt(in, k, filter, k, bias, out, co, g.m, co, k, act);
+    return;
+  }
   if (g.direct) {
     /* Row tiles keep the bias fill, the GEMM's C and the activation pass in cache. */
     const int64_t tile = AR_MAX((int64_t)AR_CONV_DIRECT_TILE_BYTES / ((int64_t)co * 4), 256);
@@ -389,6 +394,10 @@ static void conv_eval(const ar_node_t *node) {
       if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
     }
     float *dst = out + m0 * co;
+    if (tm >= 4 && ar_sgemm512_available()) {
+      ar_sgemm512_nt(col, k, filter, k, bias, dst, co, tm, co, k, act);
+      continue;
+    }
     ar__fill_bias_rows(dst, (size_t)tm, (size_t)co, bias);
     if (tm == 1)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, col, 1, 1.0f, dst, 1);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/ar_isa.h"
+#include "kernels/sgemm512.h"
 
 static bool cpu_skylakex(void) {
 #if defined(__x86_64__)
@@ -138,12 +139,73 @@ START_TEST(float_level_switch_and_report) {
 }
 END_TEST
 
+/* ar_sgemm512_nt against a scalar loop in its documented order (bias, then fmaf over k
+ * ascending, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
+ * multiple of 16 or 32, ldc > N, every clamp, no bias, K = 0; and any split of rows or columns
+ * into separate calls gives the same bits. */
+static float s512_ref(const float *a, const float *b, const float *bias, int64_t k, int64_t n_idx,
+                      ar_activation_t act) {
+  float acc = bias ? bias[n_idx] : 0.0f;
+  for (int64_t i = 0; i < k; i++) acc = fmaf(a[i], b[i], acc);
+  if (act == AR_ACT_RELU) acc = acc < 0 ? 0 : acc;
+  else if (act == AR_ACT_RELU6) acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
+  else if (act == AR_ACT_RELU_N1_TO_1) acc = acc < -1 ? -1 : acc > 1 ? 1 : acc;
+  else if (act == AR_ACT_TANH) ar_apply_activation(&acc, 1, act);
+  return acc;
+}
+
+START_TEST(sgemm512_exact_on_odd_shapes) {
+  if (!ar_sgemm512_available()) return;
+  static const struct { int m, n, k, extra; ar_activation_t act; bool bias; } cases[] = {
+    {1, 1, 1, 0, AR_ACT_NONE, true},      {13, 17, 5, 3, AR_ACT_RELU6, true},
+    {29, 33, 24, 0, AR_ACT_RELU, false},  {12, 32, 16, 1, AR_ACT_NONE, true},
+    {37, 144, 23, 5, AR_ACT_RELU6, true}, {25, 40, 300, 0, AR_ACT_RELU_N1_TO_1, true},
+    {17, 9, 513, 2, AR_ACT_TANH, true},   {4, 70, 0, 0, AR_ACT_RELU6, true},
+    {250, 24, 40, 0, AR_ACT_NONE, true},  {5, 1152, 19, 7, AR_ACT_RELU, true},
+  };
+  unsigned s = 777;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const int m = cases[ci].m, n = cases[ci].n, k = cases[ci].k, ldc = n + cases[ci].extra;
+    const int lda = k + 1, ldb = k + 2;
+    float *a = malloc(sizeof(float) * (size_t)(m * lda + 1)), *b = malloc(sizeof(float) * (size_t)(n * ldb + 1));
+    float *bias = malloc(sizeof(float) * (size_t)n), *c = malloc(sizeof(float) * (size_t)m * ldc);
+    float *c2 = malloc(sizeof(float) * (size_t)m * ldc);
+    for (int i = 0; i < m * lda + 1; i++) { s = s * 1103515245u + 12345u; a[i] = (float)((s >> 9) % 20001) / 5000.0f - 2.0f; }
+    for (int i = 0; i < n * ldb + 1; i++) { s = s * 1103515245u + 12345u; b[i] = (float)((s >> 9) % 20001) / 10000.0f - 1.0f; }
+    for (int i = 0; i < n; i++) bias[i] = 0.25f * (float)(i % 7) - 0.5f;
+    const float *bp = cases[ci].bias ? bias : NULL;
+    for (int i = 0; i < m * ldc; i++) c[i] = c2[i] = 1234.5f;   /* the gaps past N stay */
+    ar_sgemm512_nt(a, lda, b, ldb, bp, c, ldc, m, n, k, cases[ci].act);
+    for (int i = 0; i < m; i++) {
+      for (int j = 0; j < n; j++) {
+        const float want = s512_ref(a + i * lda, b + j * ldb, bp, k, j, cases[ci].act);
+        ck_assert_msg(memcmp(&c[i * ldc + j], &want, sizeof want) == 0,
+                      "case %zu (%dx%dx%d): C[%d,%d] = %.9g, want %.9g", ci, m, n, k, i, j,
+                      (double)c[i * ldc + j], (double)want);
+      }
+      for (int j = n; j < ldc; j++) ck_assert_float_eq(c[i * ldc + j], 1234.5f);
+    }
+    /* Three row bands x two column bands, as a thread pool would split it. */
+    const int r1 = m / 3, r2 = 2 * m / 3, c1 = n / 2;
+    const int rb[4] = {0, r1, r2, m}, cb[3] = {0, c1, n};
+    for (int ri = 0; ri < 3; ri++)
+      for (int cj = 0; cj < 2; cj++)
+        ar_sgemm512_nt(a + rb[ri] * lda, lda, b + cb[cj] * ldb, ldb, bp ? bp + cb[cj] : NULL,
+                       c2 + rb[ri] * ldc + cb[cj], ldc, rb[ri + 1] - rb[ri], cb[cj + 1] - cb[cj], k,
+                       cases[ci].act);
+    ck_assert_int_eq(memcmp(c, c2, sizeof(float) * (size_t)m * ldc), 0);
+    free(a); free(b); free(bias); free(c); free(c2);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("isa");
   TCase *tc = tcase_create("isa");
   tcase_add_test(tc, blas_core_follows_the_cpu);
   tcase_add_test(tc, sgemm_right_on_every_core);
   tcase_add_test(tc, float_level_switch_and_report);
+  tcase_add_test(tc, sgemm512_exact_on_odd_shapes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -118,8 +118,8 @@ static float *randv(size_t n) {
  * within `tol` of `want`, and the AVX-512F output bit-identical to the AVX2 one (both add every
  * output's terms in the same order with FMA; the portable build has no FMA, hence the tolerance).
  * Leaves the automatic level in force and the best level's output in `out`. */
-static void run_every_isa(tnode_t *tn, const ar_kernel_t *k, float *out, const float *want,
-                          size_t nout, float tol, const char *what) {
+static void run_every_isa_x(tnode_t *tn, const ar_kernel_t *k, float *out, const float *want,
+                            size_t nout, float tol, const char *what, bool same_order) {
   const int best = ar__f32_set_isa(-1);
   float *avx2 = malloc(nout * sizeof(float));
   char msg[200];
@@ -130,7 +130,7 @@ static void run_every_isa(tnode_t *tn, const ar_kernel_t *k, float *out, const f
     snprintf(msg, sizeof msg, "%s [%s]", what, ar_isa_name(l));
     assert_close(out, want, nout, tol, msg);
     if (l == AR_ISA_AVX2) memcpy(avx2, out, nout * sizeof(float));
-    if (l == AR_ISA_AVX512)
+    if (l == AR_ISA_AVX512 && same_order)
       for (size_t i = 0; i < nout; i++)
         ck_assert_msg(memcmp(&out[i], &avx2[i], sizeof(float)) == 0,
                       "%s: avx512f element %zu is %.9g, avx2 %.9g", what, i, (double)out[i],
@@ -138,6 +138,10 @@ static void run_every_isa(tnode_t *tn, const ar_kernel_t *k, float *out, const f
   }
   ar__f32_set_isa(-1);
   free(avx2);
+}
+static void run_every_isa(tnode_t *tn, const ar_kernel_t *k, float *out, const float *want,
+                          size_t nout, float tol, const char *what) {
+  run_every_isa_x(tn, k, out, want, nout, tol, what, true);
 }
 
 /* ---------- naive references, from the TFLite / MediaPipe definitions ---------- */
@@ -464,7 +468,10 @@ static void conv_random_case(const cfg_t *c) {
   snprintf(what, sizeof what, "conv n%d %dx%dx%d -> %d k%dx%d s%dx%d d%dx%d %s act %d", c->n, c->h,
            c->w, c->c, c->o, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID",
            c->act);
-  run_every_isa(&tn, &ar_kernel_conv_2d, out, want, nout, 2e-5f, what);
+  /* The few-input-channel loop sums in the same order on AVX2 and AVX-512; the GEMM paths do
+   * not (OpenBLAS vs kernels/sgemm512.c: check_isa tests that one exactly). */
+  const bool few = c->c <= 4 && (c->o == 16 || c->o == 32) && !(c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1);
+  run_every_isa_x(&tn, &ar_kernel_conv_2d, out, want, nout, 2e-5f, what, few);
   free(in); free(f); free(b); free(out); free(want);
 }
 

@@ -1,0 +1,136 @@
+/* sgemm512.c - C = act(bias + A x B^T) on AVX-512F (kernels/sgemm512.h).
+ *
+ * Blocking: rows of C in chunks of MC (the chunk's rows of A stay in L2), columns in panels of 32
+ * (two zmm), K in chunks of KC. For each (row chunk, panel, K chunk) the panel of B is packed
+ * k-major into 32 floats per k on the stack (zero-padded past N), then 12 x 32 tiles of C are
+ * computed in 24 zmm accumulators: per k, two panel loads, 12 broadcasts of A, 24 FMAs. The first
+ * K chunk starts from the bias, later ones from C; the last applies the clamp and stores. */
+#include "kernels/sgemm512.h"
+
+#include <string.h>
+
+#include "common/ar_util.h"
+#include "kernels/conv_util.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+
+#define S512_MC 240
+#define S512_KC 256
+#define S512_NR 32
+#define S512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
+
+typedef struct {
+  const float *bias;        /* at the panel's first column, or NULL */
+  __mmask16 m0, m1;         /* lanes of the two vectors inside N */
+  bool first, last, clamp;
+  float lo, hi;
+} s512_panel_t;
+
+/* MR rows x NV vectors of C from `a` (MR rows, lda) and the packed panel (kc x 32). */
+S512_INLINE void s512_tile(const float *a, int64_t lda, const float *bp, int64_t kc, float *c,
+                           int64_t ldc, const s512_panel_t *p, const int MR, const int NV) {
+  __m512 acc[12][2];
+  if (p->first) {
+    const __m512 b0 = p->bias ? _mm512_maskz_loadu_ps(p->m0, p->bias) : _mm512_setzero_ps();
+    const __m512 b1 = p->bias && NV == 2 ? _mm512_maskz_loadu_ps(p->m1, p->bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) { acc[i][0] = b0; acc[i][1] = b1; }
+  } else {
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      acc[i][0] = _mm512_maskz_loadu_ps(p->m0, c + i * ldc);
+      acc[i][1] = NV == 2 ? _mm512_maskz_loadu_ps(p->m1, c + i * ldc + 16) : _mm512_setzero_ps();
+    }
+  }
+  for (int64_t kk = 0; kk < kc; kk++) {
+    const __m512 w0 = _mm512_loadu_ps(bp + kk * S512_NR);
+    const __m512 w1 = NV == 2 ? _mm512_loadu_ps(bp + kk * S512_NR + 16) : w0;
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      const __m512 x = _mm512_set1_ps(a[i * lda + kk]);
+      acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+      if (NV == 2) acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+    }
+  }
+  if (p->last && p->clamp) {
+    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      acc[i][0] = _mm512_min_ps(_mm512_max_ps(acc[i][0], lo), hi);
+      if (NV == 2) acc[i][1] = _mm512_min_ps(_mm512_max_ps(acc[i][1], lo), hi);
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++) {
+    _mm512_mask_storeu_ps(c + i * ldc, p->m0, acc[i][0]);
+    if (NV == 2) _mm512_mask_storeu_ps(c + i * ldc + 16, p->m1, acc[i][1]);
+  }
+}
+
+S512_INLINE void s512_rows(const float *a, int64_t lda, const float *bp, int64_t kc, float *c,
+                           int64_t ldc, int64_t mr, const s512_panel_t *p, const int NV) {
+  int64_t i = 0;
+  for (; i + 12 <= mr; i += 12) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 12, NV);
+  for (; i + 4 <= mr; i += 4) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 4, NV);
+  for (; i < mr; i++) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 1, NV);
+}
+
+AR_TARGET_AVX512 static void s512_run(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                      const float *bias, float *c, int64_t ldc, int64_t m,
+                                      int64_t n, int64_t k, bool clamp, float lo, float hi) {
+  float bp[S512_KC * S512_NR] __attribute__((aligned(64)));
+  for (int64_t m0 = 0; m0 < m; m0 += S512_MC) {
+    const int64_t mr = AR_MIN((int64_t)S512_MC, m - m0);
+    for (int64_t n0 = 0; n0 < n; n0 += S512_NR) {
+      const int64_t nr = AR_MIN((int64_t)S512_NR, n - n0);
+      s512_panel_t p = {.bias = bias ? bias + n0 : NULL, .clamp = clamp, .lo = lo, .hi = hi};
+      p.m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
+      p.m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : 0;
+      for (int64_t k0 = 0; k0 < k; k0 += S512_KC) {
+        const int64_t kc = AR_MIN((int64_t)S512_KC, k - k0);
+        /* Pack B[n0 .. n0+nr, k0 .. k0+kc) k-major, zeros past N. */
+        for (int64_t kk = 0; kk < kc; kk++) {
+          float *row = bp + kk * S512_NR;
+          int64_t j = 0;
+          for (; j < nr; j++) row[j] = b[(n0 + j) * ldb + k0 + kk];
+          for (; j < S512_NR; j++) row[j] = 0.0f;
+        }
+        p.first = k0 == 0;
+        p.last = k0 + kc == k;
+        const float *ab = a + m0 * lda + k0;
+        float *cb = c + m0 * ldc + n0;
+        if (nr > 16) s512_rows(ab, lda, bp, kc, cb, ldc, mr, &p, 2);
+        else s512_rows(ab, lda, bp, kc, cb, ldc, mr, &p, 1);
+      }
+      if (k == 0) {   /* no terms: bias (or 0), activation */
+        p.first = p.last = true;
+        s512_rows(a, lda, bp, 0, c + m0 * ldc + n0, ldc, mr, &p, nr > 16 ? 2 : 1);
+      }
+    }
+  }
+}
+#endif
+
+bool ar_sgemm512_available(void) {
+#if AR_HAVE_AVX2_CLONE
+  return ar__f32_isa() >= AR_ISA_AVX512;
+#else
+  return false;
+#endif
+}
+
+void ar_sgemm512_nt(const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias,
+                    float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, ar_activation_t act) {
+#if AR_HAVE_AVX2_CLONE
+  if (m <= 0 || n <= 0) return;
+  float lo, hi;
+  ar__act_range(act, &lo, &hi);
+  s512_run(a, lda, b, ldb, bias, c, ldc, m, n, k, ar__act_is_clamp(act), lo, hi);
+  if (act != AR_ACT_NONE && !ar__act_is_clamp(act))
+    for (int64_t i = 0; i < m; i++) ar_apply_activation(c + i * ldc, (size_t)n, act);
+#else
+  (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)c; (void)ldc; (void)m; (void)n;
+  (void)k; (void)act;
+#endif
+}
