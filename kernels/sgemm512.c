@@ -72,8 +72,66 @@ S512_INLINE void s512_rows(const float *a, int64_t lda, const float *bp, int64_t
                            int64_t ldc, int64_t mr, const s512_panel_t *p, const int NV) {
   int64_t i = 0;
   for (; i + 12 <= mr; i += 12) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 12, NV);
-  for (; i + 4 <= mr; i += 4) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 4, NV);
-  for (; i < mr; i++) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 1, NV);
+  /* The 1..11 rows left: one tile of that height (each broadcast still feeds NV FMAs). */
+  a += i * lda;
+  c += i * ldc;
+  switch (mr - i) {
+#define S512_TAIL(R) case R: s512_tile(a, lda, bp, kc, c, ldc, p, R, NV); break;
+  S512_TAIL(1) S512_TAIL(2) S512_TAIL(3) S512_TAIL(4) S512_TAIL(5) S512_TAIL(6)
+  S512_TAIL(7) S512_TAIL(8) S512_TAIL(9) S512_TAIL(10) S512_TAIL(11)
+#undef S512_TAIL
+  default: break;
+  }
+}
+
+/* In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i]. */
+S512_INLINE void s512_tr16(__m512 r[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {   /* r[4i+j], 128-bit lane L: rows 4i..4i+3 of column 4L+j */
+    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  __m512 o[16];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    const __m512 x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    const __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    const __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    o[j] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+    o[4 + j] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+    o[8 + j] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
+    o[12 + j] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = o[i];
+}
+
+/* Pack B[0 .. nr, 0 .. kc) (rows of ldb) k-major into bp (32 floats per k, zeros past nr; the
+ * second 16 only when nr > 16, the only case that reads them), 16 x 16 blocks at a time. */
+S512_INLINE void s512_pack(const float *b, int64_t ldb, int64_t nr, int64_t kc, float *bp) {
+  for (int64_t kb = 0; kb < kc; kb += 16) {
+    const int64_t kn = AR_MIN((int64_t)16, kc - kb);
+    const __mmask16 mk = kn >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << kn) - 1u);
+    for (int64_t h = 0; h < (nr > 16 ? 2 : 1); h++) {
+      __m512 r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; i++)
+        r[i] = 16 * h + i < nr ? _mm512_maskz_loadu_ps(mk, b + (16 * h + i) * ldb + kb) : _mm512_setzero_ps();
+      s512_tr16(r);
+      for (int64_t kk = 0; kk < kn; kk++) _mm512_store_ps(bp + (kb + kk) * S512_NR + 16 * h, r[kk]);
+    }
+  }
 }
 
 AR_TARGET_AVX512 static void s512_run(const float *a, int64_t lda, const float *b, int64_t ldb,
@@ -89,13 +147,7 @@ AR_TARGET_AVX512 static void s512_run(const float *a, int64_t lda, const float *
       p.m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : 0;
       for (int64_t k0 = 0; k0 < k; k0 += S512_KC) {
         const int64_t kc = AR_MIN((int64_t)S512_KC, k - k0);
-        /* Pack B[n0 .. n0+nr, k0 .. k0+kc) k-major, zeros past N. */
-        for (int64_t kk = 0; kk < kc; kk++) {
-          float *row = bp + kk * S512_NR;
-          int64_t j = 0;
-          for (; j < nr; j++) row[j] = b[(n0 + j) * ldb + k0 + kk];
-          for (; j < S512_NR; j++) row[j] = 0.0f;
-        }
+        s512_pack(b + n0 * ldb + k0, ldb, nr, kc, bp);
         p.first = k0 == 0;
         p.last = k0 + kc == k;
         const float *ab = a + m0 * lda + k0;
