@@ -143,6 +143,7 @@ static const struct { const char *name; int top; } f32_families[] = {
   {"direct conv", AR_ISA_AVX512},
   {"im2col copy", AR_ISA_PORTABLE},
   {"conv gemm", AR_ISA_AVX512},
+  {"elementwise/activations", AR_ISA_AVX512},
   {"transpose conv", AR_ISA_AVX2},
 };
 

@@ -126,14 +126,67 @@ static inline float prelu1(float x, float alpha) {
   return pos + alpha * neg;
 }
 
-static void binary_run(int op, float *out, const float *a, int64_t sa, const float *b, int64_t sb,
-                       int64_t n, float lo, float hi) {
+static AR_ALWAYS_INLINE void binary_run(int op, float *out, const float *a, int64_t sa,
+                                        const float *b, int64_t sb, int64_t n, float lo, float hi) {
   switch (op) {
   case BIN_ADD: AR_BIN_LOOPS(x + y); break;
   case BIN_MUL: AR_BIN_LOOPS(x * y); break;
   /* PRELU (y is alpha): prelu1 selects the multiplier, not the product, so GCC vectorizes it. */
   default:      AR_BIN_LOOPS(prelu1(x, y)); break;
   }
+}
+
+/* Innermost runs [r0, r1) of the collapsed loop nest (a run = st->dims[rank-1] outputs): the
+ * odometer over the outer dims starts at r0, offsets into a and b kept incrementally. Compiled
+ * for the baseline, AVX2 and AVX-512F (the same expressions per element in each, so the same
+ * values: PRELU's alpha * neg with neg = 0 or x rounds alike fused or not) and picked at run
+ * time by binary_rows; a run is often one pixel's channels (PRELU's alpha per channel), so the
+ * whole loop is cloned rather than each run. */
+static AR_ALWAYS_INLINE void binary_rows_body(const binary_state_t *st, const float *a,
+                                              const float *b, float *out, int64_t r0, int64_t r1) {
+  const int32_t last = st->rank - 1;
+  const int64_t inner = st->dims[last];
+  int64_t idx[AR_BCAST_MAX_RANK] = {0};
+  int64_t oa = 0, ob = 0, q = r0;
+  for (int32_t d = last - 1; d >= 0; d--) {
+    idx[d] = q % st->dims[d];
+    q /= st->dims[d];
+    oa += idx[d] * st->sa[d];
+    ob += idx[d] * st->sb[d];
+  }
+  for (int64_t r = r0; r < r1; r++) {
+    binary_run(st->op, out + r * inner, a + oa, st->sa[last], b + ob, st->sb[last], inner, st->lo,
+               st->hi);
+    for (int32_t d = last - 1; d >= 0; d--) {
+      oa += st->sa[d]; ob += st->sb[d];
+      if (++idx[d] < st->dims[d]) break;
+      oa -= st->sa[d] * st->dims[d]; ob -= st->sb[d] * st->dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+static void binary_rows_base(const binary_state_t *st, const float *a, const float *b, float *out,
+                             int64_t r0, int64_t r1) {
+  binary_rows_body(st, a, b, out, r0, r1);
+}
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void binary_rows_avx2(const binary_state_t *st, const float *a,
+                                            const float *b, float *out, int64_t r0, int64_t r1) {
+  binary_rows_body(st, a, b, out, r0, r1);
+}
+AR_TARGET_AVX512 static void binary_rows_avx512(const binary_state_t *st, const float *a,
+                                                const float *b, float *out, int64_t r0, int64_t r1) {
+  binary_rows_body(st, a, b, out, r0, r1);
+}
+#endif
+static void binary_rows(const binary_state_t *st, const float *a, const float *b, float *out,
+                        int64_t r0, int64_t r1) {
+#if AR_HAVE_AVX2_CLONE
+  const int isa = ar__f32_isa();
+  if (isa >= AR_ISA_AVX512) { binary_rows_avx512(st, a, b, out, r0, r1); return; }
+  if (isa >= AR_ISA_AVX2) { binary_rows_avx2(st, a, b, out, r0, r1); return; }
+#endif
+  binary_rows_base(st, a, b, out, r0, r1);
 }
 
 /* ADD and MUL on int32 / int64 operands and on quantized uint8 / int8 run binary.c's generic
@@ -148,21 +201,9 @@ static void binary_eval(const ar_node_t *node) {
   const binary_state_t *st = node->state;
   const float *a = node->inputs[0]->data, *b = node->inputs[1]->data;
   float *out = node->outputs[0]->data;
-  int32_t r = st->rank, last = r - 1;
-  int64_t inner = st->dims[last];
+  const int64_t inner = st->dims[st->rank - 1];
   if (st->n == 0) return;
-  /* Odometer over the outer collapsed dims; offsets into a and b maintained incrementally. */
-  int64_t idx[AR_BCAST_MAX_RANK] = {0};
-  int64_t oa = 0, ob = 0;
-  for (int64_t done = 0; done < st->n; done += inner) {
-    binary_run(st->op, out + done, a + oa, st->sa[last], b + ob, st->sb[last], inner, st->lo, st->hi);
-    for (int32_t d = last - 1; d >= 0; d--) {
-      oa += st->sa[d]; ob += st->sb[d];
-      if (++idx[d] < st->dims[d]) break;
-      oa -= st->sa[d] * st->dims[d]; ob -= st->sb[d] * st->dims[d];
-      idx[d] = 0;
-    }
-  }
+  binary_rows(st, a, b, out, 0, st->n / inner);
   if (st->post_act) ar_apply_activation(out, (size_t)st->n, st->act);
 }
 
@@ -366,23 +407,59 @@ static bool unary_q_eval(const ar_node_t *node) {
   return true;
 }
 
+/* The float RELU / RELU6 / HARD_SWISH passes over elements [0, n), cloned for the baseline, AVX2
+ * and AVX-512F like binary_rows (per element, the same value on every path). */
+enum { UN_RELU, UN_RELU6, UN_HARD_SWISH };
+static AR_ALWAYS_INLINE void unary_f32_body(int op, const float *in, float *out, int64_t n) {
+  switch (op) {
+  case UN_RELU:
+    AR_IVDEP for (int64_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    break;
+  case UN_RELU6:
+    AR_IVDEP for (int64_t i = 0; i < n; i++) {
+      float v = in[i] > 0.0f ? in[i] : 0.0f;
+      out[i] = v < 6.0f ? v : 6.0f;
+    }
+    break;
+  default:   /* TFLite HARD_SWISH: x * relu6(x + 3) / 6 */
+    AR_IVDEP for (int64_t i = 0; i < n; i++) {
+      float x = in[i];
+      float r = x + 3.0f;
+      r = r > 0.0f ? r : 0.0f;
+      r = r < 6.0f ? r : 6.0f;
+      out[i] = x * r / 6.0f;
+    }
+    break;
+  }
+}
+static void unary_f32_base(int op, const float *in, float *out, int64_t n) {
+  unary_f32_body(op, in, out, n);
+}
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void unary_f32_avx2(int op, const float *in, float *out, int64_t n) {
+  unary_f32_body(op, in, out, n);
+}
+AR_TARGET_AVX512 static void unary_f32_avx512(int op, const float *in, float *out, int64_t n) {
+  unary_f32_body(op, in, out, n);
+}
+#endif
+static void unary_f32(int op, const float *in, float *out, int64_t n) {
+#if AR_HAVE_AVX2_CLONE
+  const int isa = ar__f32_isa();
+  if (isa >= AR_ISA_AVX512) { unary_f32_avx512(op, in, out, n); return; }
+  if (isa >= AR_ISA_AVX2) { unary_f32_avx2(op, in, out, n); return; }
+#endif
+  unary_f32_base(op, in, out, n);
+}
+
 static void relu_eval(const ar_node_t *node) {
   if (unary_q_eval(node)) return;
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
-  int64_t n = ar_k_elements(node->inputs[0]);
-  AR_IVDEP for (int64_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+  unary_f32(UN_RELU, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
 }
 
 static void relu6_eval(const ar_node_t *node) {
   if (unary_q_eval(node)) return;
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
-  int64_t n = ar_k_elements(node->inputs[0]);
-  AR_IVDEP for (int64_t i = 0; i < n; i++) {
-    float v = in[i] > 0.0f ? in[i] : 0.0f;
-    out[i] = v < 6.0f ? v : 6.0f;
-  }
+  unary_f32(UN_RELU6, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
 }
 
 /* TFLite's float logistic saturates outside [-9, 16.62]: exp(x) below (1/(1+e^-x) == e^x to
@@ -403,16 +480,8 @@ static void logistic_eval(const ar_node_t *node) {
 
 /* TFLite HARD_SWISH: x * relu6(x + 3) / 6. */
 static void hard_swish_eval(const ar_node_t *node) {
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
-  int64_t n = ar_k_elements(node->inputs[0]);
-  AR_IVDEP for (int64_t i = 0; i < n; i++) {
-    float x = in[i];
-    float r = x + 3.0f;
-    r = r > 0.0f ? r : 0.0f;
-    r = r < 6.0f ? r : 6.0f;
-    out[i] = x * r / 6.0f;
-  }
+  unary_f32(UN_HARD_SWISH, node->inputs[0]->data, node->outputs[0]->data,
+            ar_k_elements(node->inputs[0]));
 }
 
 /* TFLite RELU (builtin 19): max(0, x); float32, uint8 / int8 (rescaled, clamped). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "kernels/ar_isa.h"
 #include "kernels/ar_kernels.h"
 
 /* ---- helpers ---- */
@@ -245,6 +246,56 @@ START_TEST(unary_values) {
   float wl[6] = {2.0611536e-9f, 0.017986210f, 0.26894142f, 0.5f, 0.73105858f, 1.0f};
   for (int i = 0; i < 6; i++)
     ck_assert_msg(fabsf(o[i] - wl[i]) <= 2e-7f * fabsf(wl[i]) + 1e-12f, "logistic[%d] = %.9g", i, o[i]);
+}
+END_TEST
+
+/* ---- every float ISA level gives the portable loop's bits ---- */
+
+START_TEST(float_elementwise_every_isa) {
+  /* Odd sizes (vector bodies plus tails at 4, 8 and 16 lanes), several broadcast patterns, in place
+   * and not, fused clamps: each level's output == the portable loop's, bit for bit. */
+  enum { H = 7, W = 9, C = 37, N = H * W * C };
+  static float x[N], y[N], al[C], row[W * C], ref[N], got[N];
+  for (int i = 0; i < N; i++) { x[i] = (float)((i * 37) % 101) / 7.0f - 7.0f; y[i] = (float)((i * 13) % 29) / 3.0f - 4.5f; }
+  for (int i = 0; i < C; i++) al[i] = 0.05f * (float)(i + 1) - 0.3f;
+  for (int i = 0; i < W * C; i++) row[i] = (float)(i % 17) - 8.0f;
+  const int best = ar__f32_set_isa(-1);
+  struct { ar_op_t op; int b; ar_activation_t act; } bin[] = {
+    {AR_OP_ADD, 0, AR_ACT_NONE}, {AR_OP_ADD, 1, AR_ACT_RELU6}, {AR_OP_MUL, 1, AR_ACT_RELU},
+    {AR_OP_MUL, 2, AR_ACT_RELU_N1_TO_1}, {AR_OP_PRELU, 1, AR_ACT_NONE}, {AR_OP_ADD, 3, AR_ACT_NONE},
+    {AR_OP_MUL, 0, AR_ACT_NONE},
+  };
+  for (size_t c = 0; c < sizeof bin / sizeof bin[0]; c++) {
+    ar_options_t opt = {.elementwise = {.activation = bin[c].act}};
+    for (int l = AR_ISA_PORTABLE; l <= best; l++) {
+      ck_assert_int_eq(ar__f32_set_isa(l), l);
+      ar_tview_t ta = tv(AR_DTYPE_FLOAT32, x, 4, 1, H, W, C), tb;
+      if (bin[c].b == 0) tb = tv(AR_DTYPE_FLOAT32, y, 4, 1, H, W, C);
+      else if (bin[c].b == 1) tb = tv(AR_DTYPE_FLOAT32, al, 3, 1, 1, C);
+      else if (bin[c].b == 2) tb = tv(AR_DTYPE_FLOAT32, row, 3, 1, W, C);   /* [1,W,C] over H */
+      else tb = tv(AR_DTYPE_FLOAT32, y, 1, 1);                               /* scalar */
+      ar_tview_t to = tv(AR_DTYPE_FLOAT32, l ? got : ref, 4, 1, H, W, C);
+      ar_tview_t *in[] = {&ta, &tb};
+      ar_node_t n = node1(bin[c].op, &opt, 2, in, &to);
+      ck_assert_int_eq(run(&n), 0);
+      if (l) ck_assert_msg(memcmp(ref, got, sizeof ref) == 0, "%s case %zu at %s differs from portable",
+                           ar_op_name(bin[c].op), c, ar_isa_name(l));
+    }
+  }
+  const ar_op_t un[] = {AR_OP_RELU, AR_OP_RELU6, AR_OP_HARD_SWISH};
+  for (size_t u = 0; u < sizeof un / sizeof un[0]; u++)
+    for (int l = AR_ISA_PORTABLE; l <= best; l++) {
+      ck_assert_int_eq(ar__f32_set_isa(l), l);
+      ar_options_t opt;
+      memset(&opt, 0, sizeof opt);
+      ar_tview_t ta = tv(AR_DTYPE_FLOAT32, x, 2, N - 3, 1), to = tv(AR_DTYPE_FLOAT32, l ? got : ref, 2, N - 3, 1);
+      ar_tview_t *in[] = {&ta};
+      ar_node_t n = node1(un[u], &opt, 1, in, &to);
+      ck_assert_int_eq(run(&n), 0);
+      if (l) ck_assert_msg(memcmp(ref, got, sizeof(float) * (N - 3)) == 0, "%s at %s differs from portable",
+                           ar_op_name(un[u]), ar_isa_name(l));
+    }
+  ar__f32_set_isa(-1);
 }
 END_TEST
 
@@ -808,6 +859,7 @@ static Suite *kernels_suite(void) {
   tcase_add_test(tc, prelu_broadcast_alpha);
   tcase_add_test(tc, unary_values);
   tcase_add_test(tc, in_place_matches_separate_buffers);
+  tcase_add_test(tc, float_elementwise_every_isa);
   tcase_add_test(tc, max_pool_same_odd_ignores_out_of_bounds);
   tcase_add_test(tc, avg_pool_counts_in_bounds_taps);
   tcase_add_test(tc, avg_pool_global);
