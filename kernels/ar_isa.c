@@ -144,7 +144,7 @@ static const struct { const char *name; int top; } f32_families[] = {
   {"im2col copy", AR_ISA_PORTABLE},
   {"conv gemm", AR_ISA_AVX512},
   {"elementwise/activations", AR_ISA_AVX512},
-  {"transpose conv", AR_ISA_AVX2},
+  {"transpose conv", AR_ISA_AVX512},
 };
 
 static const char *int_level(int l, const char *top) {

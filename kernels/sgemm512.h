@@ -18,10 +18,48 @@
 #include <stdint.h>
 
 #include "kernels/ar_kernels.h"
+#include "kernels/conv_util.h"
 
 bool ar_sgemm512_available(void);
 
 void ar_sgemm512_nt(const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias,
                     float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, ar_activation_t act);
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+/* In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i]. */
+AR_TARGET_AVX512 static inline __attribute__((always_inline)) void ar__tr16_512(__m512 r[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {   /* r[4i+j], 128-bit lane L: rows 4i..4i+3 of column 4L+j */
+    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  __m512 o[16];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    const __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    const __m512 x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    const __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    const __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    o[j] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+    o[4 + j] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+    o[8 + j] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
+    o[12 + j] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = o[i];
+}
+
+#endif
 
 #endif /* AR_SGEMM512_H */

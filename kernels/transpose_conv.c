@@ -34,6 +34,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
+#include "kernels/sgemm512.h"
 
 #define AR_TCONV_TILE_BYTES (256u * 1024u)
 #define AR_TCONV_TILE_MIN_PIXELS 64
@@ -310,6 +311,65 @@ AR_TARGET_AVX2 static void tconv_small_avx2(const tconv_geom_t *g, const float *
 }
 #endif
 
+#if AR_HAVE_AVX2_CLONE
+/* AVX-512F form of the small path when the taps tile the output (kernel == stride, no padding):
+ * 16 input pixels of one row at a time, their channels transposed in registers (16 x 16 blocks)
+ * so each zmm holds one channel of 16 pixels; then each of the <= 8 columns (ky, kx, o) is one
+ * 16-pixel FMA chain over the channels with the weight broadcast, all lanes useful (the AVX2
+ * loop fills 4..8 of 8 lanes). Same terms in the same order (0, then channel by channel with
+ * FMA, then + bias) as tconv_small_body, so the same bits. */
+AR_TARGET_AVX512 static void tconv_small_tiles_avx512(const tconv_geom_t *g, const float *in,
+                                                      const float *w8, const float *bias,
+                                                      float *out) {
+  const int32_t ci = g->ci, co = g->co, cols = (int32_t)g->cols;
+  const int32_t run = g->kw * co;   /* floats one input pixel writes per output row */
+  for (int32_t b = 0; b < g->n; b++)
+    for (int32_t iy = 0; iy < g->h; iy++) {
+      const float *irow = in + ((size_t)b * g->h + iy) * g->w * ci;
+      for (int32_t ix0 = 0; ix0 < g->w; ix0 += 16) {
+        const int32_t np = AR_MIN(16, g->w - ix0);
+        __m512 acc[AR_TCONV_SMALL_COLS];
+        for (int32_t j = 0; j < cols; j++) acc[j] = _mm512_setzero_ps();
+        for (int32_t i0 = 0; i0 < ci; i0 += 16) {
+          const int32_t ni = AR_MIN(16, ci - i0);
+          const __mmask16 mi = ni >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ni) - 1u);
+          __m512 r[16];
+#pragma GCC unroll 16
+          for (int p = 0; p < 16; p++)
+            r[p] = p < np ? _mm512_maskz_loadu_ps(mi, irow + (size_t)(ix0 + p) * ci + i0)
+                          : _mm512_setzero_ps();
+          ar__tr16_512(r);
+          for (int32_t i = 0; i < ni; i++) {
+            const float *wi = w8 + (size_t)(i0 + i) * AR_TCONV_SMALL_COLS;
+            for (int32_t j = 0; j < cols; j++)
+              acc[j] = _mm512_fmadd_ps(r[i], _mm512_set1_ps(wi[j]), acc[j]);
+          }
+        }
+        float t[AR_TCONV_SMALL_COLS][16] __attribute__((aligned(64)));
+        for (int32_t j = 0; j < cols; j++) {
+          const __m512 bj = _mm512_set1_ps(bias ? bias[j % co] : 0.0f);
+          _mm512_store_ps(t[j], bias ? _mm512_add_ps(acc[j], bj) : acc[j]);
+        }
+        for (int32_t ky = 0; ky < g->kh; ky++) {
+          float *dst = out + (((size_t)b * g->oh + (size_t)iy * g->sh + ky) * g->ow +
+                              (size_t)ix0 * g->sw) * co;
+          const float (*tk)[16] = t + (size_t)ky * run;
+          if (run == 2 && np == 16) {   /* interleave two vectors into 32 floats */
+            const __m512 a0 = _mm512_load_ps(tk[0]), a1 = _mm512_load_ps(tk[1]);
+            const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+            const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+            _mm512_storeu_ps(dst, _mm512_permutex2var_ps(a0, lo, a1));
+            _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(a0, hi, a1));
+          } else {
+            for (int32_t p = 0; p < np; p++)
+              for (int32_t q = 0; q < run; q++) dst[(size_t)p * run + q] = tk[q][p];
+          }
+        }
+      }
+    }
+}
+#endif
+
 static void tconv_run(const ar_node_t *node) {
   tconv_geom_t g;
   tconv_geometry(node, &g);
@@ -321,6 +381,10 @@ static void tconv_run(const ar_node_t *node) {
   if (!g.tiles) ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)g.co, bias);
   if (g.small) {
 #if AR_HAVE_AVX2_CLONE
+    if (ar__f32_isa() >= AR_ISA_AVX512 && g.tiles) {
+      tconv_small_tiles_avx512(&g, in, wr, bias, out);
+      return;
+    }
     if (ar__f32_isa() >= AR_ISA_AVX2) { tconv_small_avx2(&g, in, wr, bias, out); return; }
 #endif
     tconv_small_base(&g, in, wr, bias, out);
