@@ -32,6 +32,8 @@
 #define AR_CFG_PENDING_MAX (1ull << 40)
 #define AR_CFG_DECODE_MIN (1ull << 20)
 #define AR_CFG_DECODE_MAX (1ull << 40)
+#define AR_CFG_BUFFERS_MAX 1024u
+#define AR_CFG_BUFFER_BYTES_MAX (1ull << 40)
 #define AR_CFG_TIMEOUT_MAX 86400000u           /* one day, in ms */
 #define AR_CFG_MODEL_MIN 1024ull
 #define AR_CFG_MODEL_MAX (1ull << 40)
@@ -56,6 +58,8 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->max_pending_reply_bytes = 16ull << 20;
   cfg->max_decode_bytes = 132ull << 20;
   cfg->max_queue_per_model = 256;
+  cfg->max_buffers_per_connection = 16;
+  cfg->max_buffer_bytes_per_connection = 256ull << 20;
   cfg->request_timeout_ms = 10000;
   cfg->idle_timeout_ms = 300000;
   cfg->send_timeout_ms = 30000;
@@ -319,6 +323,10 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_size(v, k, AR_CFG_DECODE_MIN, AR_CFG_DECODE_MAX, &cfg->max_decode_bytes, msg, n);
     } else if (strcmp(k, "max_queue_per_model") == 0) {
       rc = get_uint(v, k, 1, AR_CFG_INFLIGHT_MAX, &cfg->max_queue_per_model, msg, n);
+    } else if (strcmp(k, "max_buffers_per_connection") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_BUFFERS_MAX, &cfg->max_buffers_per_connection, msg, n);
+    } else if (strcmp(k, "max_buffer_bytes_per_connection") == 0) {
+      rc = get_size(v, k, 0, AR_CFG_BUFFER_BYTES_MAX, &cfg->max_buffer_bytes_per_connection, msg, n);
     } else if (strcmp(k, "request_timeout_ms") == 0) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->request_timeout_ms, msg, n);
     } else if (strcmp(k, "idle_timeout_ms") == 0) {
@@ -373,7 +381,8 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = ar_errf(msg, n, AR_ECONFIG,
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
                    "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
-                   "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, request_timeout_ms, "
+                   "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
+                   "max_buffer_bytes_per_connection, request_timeout_ms, "
                    "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, memory_limit, "
                    "compact_after_unload, admin_uids, admin_gids, model_dirs, weights, models)",
                    k);

@@ -6,6 +6,7 @@
  *     "pool_bytes": 67108864, "workers": 2, "max_frame_bytes": 67108864,
  *     "max_connections": 256, "max_connections_per_uid": 64, "max_inflight_per_connection": 64,
  *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
+ *     "max_buffers_per_connection": 16, "max_buffer_bytes_per_connection": "256M",
  *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
  *     "drain_timeout_ms": 5000,
  *     "max_connections": 256, "max_model_bytes": "256M", "weights": "stored",
@@ -59,6 +60,10 @@ typedef struct ar_config {
   uint64_t max_pending_reply_bytes;   /* default 16 MiB: unwritten reply bytes before reads stop */
   uint64_t max_decode_bytes;          /* default 132 MiB: hard cap of one frame's decode budget */
   uint32_t max_queue_per_model;       /* default 256: invokes queued or running per model (EBUSY) */
+  /* Shared-memory buffers (RegisterBuffer, daemon/ar_shm.h) per connection: how many, and their
+   * bytes in all (mapped address space); 0 buffers disables registration. */
+  uint32_t max_buffers_per_connection;       /* default 16 */
+  uint64_t max_buffer_bytes_per_connection;  /* default 256 MiB */
   uint32_t request_timeout_ms;        /* default 10000: a started frame must complete within */
   uint32_t idle_timeout_ms;           /* default 300000: nothing in flight and nothing read */
   uint32_t send_timeout_ms;           /* default 30000: queued replies making no progress */

@@ -6,6 +6,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* struct ucred (SO_PEERCRED) */
 #endif
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/ar_util.h"
 #include "daemon/ar_conn.h"
@@ -24,8 +27,8 @@
 #define AR_TRIM_AFTER_BYTES (1u << 20)
 
 static void conn_parse(ar_conn_t *c);
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_readable(uv_poll_t *p, int status, int events);
+static void on_read(ar_conn_t *c, ssize_t nread);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Lifetime                                                                                    */
@@ -35,6 +38,28 @@ static void conn_unref(ar_conn_t *c) {
     free(c->rbuf);
     free(c);
   }
+}
+
+/* Descriptors not taken by a register_buffer, and the connection's references on its buffers
+ * (a buffer an invoke still uses stays mapped until that invoke is answered). */
+static void conn_release_shm(ar_conn_t *c) {
+  for (uint32_t i = 0; i < c->n_pending_fds; i++) close(c->pending_fds[i]);
+  c->n_pending_fds = 0;
+  ar_shm_buf_t *next;
+  for (ar_shm_buf_t *b = c->bufs; b; b = next) {
+    next = b->next;
+    ar_shm_unref(b);
+  }
+  c->bufs = NULL;
+  c->n_bufs = 0;
+  c->buf_bytes = 0;
+}
+
+static void on_rpoll_closed(uv_handle_t *h) {
+  ar_conn_t *c = h->data;
+  close(c->rfd);
+  c->rfd = -1;
+  conn_unref(c);
 }
 
 static void on_conn_closed(uv_handle_t *h) {
@@ -58,6 +83,8 @@ void ar_conn_close(ar_conn_t *c) {
   if (ar_conn_is_gone(c)) return;
   c->closing = true;
   c->reading = false;
+  conn_release_shm(c);
+  if (!uv_is_closing((uv_handle_t *)&c->rpoll)) uv_close((uv_handle_t *)&c->rpoll, on_rpoll_closed);
   /* Queued writes are cancelled: their on_write frees the reply buffers right away. */
   uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 }
@@ -74,7 +101,7 @@ void ar_conn_shutdown(ar_conn_t *c) {
   if (ar_conn_is_gone(c)) return;
   bool was_closing = c->closing;
   c->closing = true;
-  if (c->reading) uv_read_stop((uv_stream_t *)&c->pipe);
+  if (c->reading) uv_poll_stop(&c->rpoll);
   c->reading = false;
   if (was_closing && c->eof) return;   /* a shutdown is already on its way */
   c->eof = true;
@@ -223,14 +250,14 @@ static void conn_error(ar_conn_t *c, uint64_t id, int err, const char *msg) {
 
 static void conn_resume(ar_conn_t *c) {
   if (c->reading || c->closing || c->eof || c->srv->draining) return;
-  if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0) {
+  if (uv_poll_start(&c->rpoll, UV_READABLE, on_readable) == 0) {
     c->reading = true;
     c->last_read_us = ar_now_us();
   }
 }
 
 static void conn_pause(ar_conn_t *c) {
-  if (c->reading) uv_read_stop((uv_stream_t *)&c->pipe);
+  if (c->reading) uv_poll_stop(&c->rpoll);
   c->reading = false;
 }
 
@@ -408,9 +435,8 @@ static void conn_parse(ar_conn_t *c) {
   conn_unref(c);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)suggested;
-  ar_conn_t *c = h->data;
+/* Room in rbuf for the next read: *buf empty when there is no memory. */
+static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
   size_t want = c->rlen + AR_READ_CHUNK;
   if (c->rlen >= 4) {
     /* Room for the whole pending frame at once when its length is acceptable. */
@@ -429,9 +455,63 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)AR_MIN(c->rcap - c->rlen, (size_t)UINT32_MAX));
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  (void)buf;
-  ar_conn_t *c = s->data;
+/* The socket is readable: one recvmsg into rbuf, with room for the descriptors a client may
+ * attach to a register_buffer frame. Descriptors beyond what may wait are closed at once and the
+ * connection refused (a client cannot make the daemon hold descriptors it does not use). */
+static void on_readable(uv_poll_t *p, int status, int events) {
+  (void)events;
+  ar_conn_t *c = p->data;
+  if (status < 0) {
+    on_read(c, status);
+    return;
+  }
+  uv_buf_t b;
+  conn_alloc(c, &b);
+  if (b.len == 0) {
+    on_read(c, UV_ENOBUFS);
+    return;
+  }
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int) * AR_CONN_MAX_PENDING_FDS)];
+  } ctl;
+  struct iovec iov = {.iov_base = b.base, .iov_len = b.len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+  ssize_t n = recvmsg(c->rfd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    on_read(c, -errno);
+    return;
+  }
+  bool too_many = (mh.msg_flags & MSG_CTRUNC) != 0;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+      if (c->n_pending_fds < AR_CONN_MAX_PENDING_FDS && !c->closing)
+        c->pending_fds[c->n_pending_fds++] = fd;
+      else {
+        close(fd);
+        too_many = true;
+      }
+    }
+  }
+  if (too_many && !c->closing) {
+    char msg[AR_MSG_BYTES];
+    snprintf(msg, sizeof(msg), "more than %d file descriptors sent ahead of the register_buffer frames that take "
+             "them (one per frame, sent with its bytes); closing", AR_CONN_MAX_PENDING_FDS);
+    c->srv->frames_refused++;
+    conn_pause(c);
+    conn_error(c, 0, AR_EPROTO, msg);
+    ar_conn_shutdown(c);
+    return;
+  }
+  on_read(c, n == 0 ? UV_EOF : n);
+}
+
+static void on_read(ar_conn_t *c, ssize_t nread) {
   if (nread > 0) {
     c->rlen += (size_t)nread;
     c->last_read_us = ar_now_us();
@@ -462,6 +542,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 /* ------------------------------------------------------------------------------------------ */
 /* Accepting                                                                                   */
 
+static void free_unlinked(uv_handle_t *h) { free(h->data); }
+
 void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
   if (status < 0) {
     ar_log("accept: %s", uv_strerror(status));
@@ -471,16 +553,20 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
   if (c == NULL) return;
   c->srv = srv;
   c->refs = 1;
+  c->rfd = -1;
   uv_pipe_init(srv->loop, &c->pipe, 0);
   c->pipe.data = c;
-  if (uv_accept(listener, (uv_stream_t *)&c->pipe) != 0) {
-    /* Not linked yet: close the bare handle. */
+  uv_os_fd_t fd;
+  if (uv_accept(listener, (uv_stream_t *)&c->pipe) != 0 || uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
+      (c->rfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 || uv_poll_init(srv->loop, &c->rpoll, c->rfd) != 0) {
+    /* Not linked yet: close the bare handle, free c when it is closed. */
+    if (c->rfd >= 0) close(c->rfd);
     c->closed = true;
-    uv_close((uv_handle_t *)&c->pipe, NULL);
-    free(c);
+    uv_close((uv_handle_t *)&c->pipe, free_unlinked);
     return;
   }
-  uv_os_fd_t fd;
+  c->rpoll.data = c;
+  c->refs++;   /* the poll handle's, dropped when it is closed */
   struct ucred cred;
   socklen_t cl = sizeof(cred);
   if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
@@ -604,4 +690,75 @@ void ar_conn_close_all(ar_server_t *srv) {
     next = c->next;
     ar_conn_close(c);
   }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Shared-memory buffers                                                                       */
+
+ar_shm_buf_t *ar_conn_buffer(const ar_conn_t *c, uint32_t id) {
+  for (ar_shm_buf_t *b = c->bufs; b; b = b->next)
+    if (b->id == id) return b;
+  return NULL;
+}
+
+static void reply_buffer(ar_conn_t *c, const ar_reply_to_t *to, uint32_t id, uint64_t bytes, bool writable) {
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__RegisterBufferResponse body = ARENAD__REGISTER_BUFFER_RESPONSE__INIT;
+  body.buffer = id;
+  body.bytes = bytes;
+  body.writable = writable;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_REGISTER_BUFFER;
+  resp.register_buffer = &body;
+  c->srv->ops.reply(c->srv, to, &resp);
+}
+
+void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad__RegisterBufferRequest *r) {
+  ar_server_t *srv = c->srv;
+  const ar_config_t *cfg = &srv->cfg;
+  char msg[AR_MSG_BYTES];
+  if (r->release != 0) {
+    ar_shm_buf_t **pp = &c->bufs;
+    while (*pp && (*pp)->id != r->release) pp = &(*pp)->next;
+    if (*pp == NULL) {
+      snprintf(msg, sizeof(msg), "release: no buffer %" PRIu32 " is registered on this connection", r->release);
+      return srv->ops.reply_error(srv, to, AR_EINVAL, msg);
+    }
+    ar_shm_buf_t *b = *pp;
+    *pp = b->next;
+    uint64_t bytes = b->bytes;
+    bool writable = b->writable;
+    c->n_bufs--;
+    c->buf_bytes -= bytes;
+    ar_shm_unref(b);   /* unmapped now, or when the last invoke using it is answered */
+    return reply_buffer(c, to, r->release, bytes, writable);
+  }
+  if (c->n_pending_fds == 0)
+    return srv->ops.reply_error(srv, to, AR_EINVAL, "register_buffer: no file descriptor came with the frame (send "
+                                "the memfd with SCM_RIGHTS in the sendmsg that carries the frame's bytes)");
+  int fd = c->pending_fds[0];
+  memmove(c->pending_fds, c->pending_fds + 1, (c->n_pending_fds - 1) * sizeof(int));
+  c->n_pending_fds--;
+  int rc = 0;
+  ar_shm_buf_t *b = NULL;
+  if (c->n_bufs >= cfg->max_buffers_per_connection)
+    rc = ar_errf(msg, sizeof(msg), AR_ENOSPC, "register_buffer: this connection has %" PRIu32 " buffers registered "
+                 "(max_buffers_per_connection %" PRIu32 "); release one first", c->n_bufs,
+                 cfg->max_buffers_per_connection);
+  else
+    rc = ar_shm_map(fd, cfg->max_buffer_bytes_per_connection - AR_MIN(c->buf_bytes, cfg->max_buffer_bytes_per_connection),
+                    &b, msg, sizeof(msg));
+  close(fd);   /* the mapping keeps the memfd alive; the daemon holds no descriptor */
+  if (rc != 0) {
+    char text[AR_MSG_BYTES + 32];
+    snprintf(text, sizeof(text), "register_buffer: %s", msg);
+    return srv->ops.reply_error(srv, to, rc, text);
+  }
+  b->id = ++c->next_buf_id;
+  b->next = c->bufs;
+  c->bufs = b;
+  c->n_bufs++;
+  c->buf_bytes += b->bytes;
+  reply_buffer(c, to, b->id, b->bytes, b->writable);
 }

@@ -6,7 +6,11 @@
  *   accept       max_connections (whole daemon) and max_connections_per_uid (per peer uid):
  *                past either, the new connection gets one EBUSY Response and is closed.
  *                SO_PEERCRED is read once at accept (ar_conn_t.peer).
- *   read         a connection is read only while it has fewer than max_inflight_per_connection
+ *   read         recvmsg on a duplicate of the socket's descriptor watched by a uv_poll_t (libuv's
+ *                own reads would drop the file descriptors a register_buffer frame carries); the
+ *                descriptors that arrive wait for their frame (at most AR_CONN_MAX_PENDING_FDS,
+ *                beyond that the connection is refused with EPROTO and closed). Writes stay on the
+ *                uv_pipe_t. A connection is read only while it has fewer than max_inflight_per_connection
  *                requests unanswered-or-unwritten, fewer than max_pending_reply_bytes of replies
  *                queued for writing, and no frame on a decode worker; otherwise reading stops
  *                until the client drains its replies (backpressure, nothing buffered in between).
@@ -24,9 +28,13 @@
  *                idle_timeout_ms: nothing in flight, nothing read. One sweep timer checks all
  *                connections (a few times per the smallest timeout).
  *
+ *   buffers      shared-memory buffers registered on the connection (ar_shm.h): at most
+ *                max_buffers_per_connection of them holding max_buffer_bytes_per_connection bytes
+ *                in all (ENOSPC past either); released with the connection.
+ *
  * Ownership: a connection is freed when its refcount drops to 0: 1 for the open handle, 1 per
  * request not yet answered (held by the ar_reply_to_t of that request), 1 per queued write,
- * 1 while its frame is on a decode worker.
+ * 1 while its frame is on a decode worker, 1 for the read poll handle until it is closed.
  */
 #ifndef AR_CONN_H
 #define AR_CONN_H
@@ -36,13 +44,17 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "daemon/ar_shm.h"
 #include "proto/arenad.pb-c.h"
 
 typedef struct ar_server ar_server_t;
+typedef struct ar_reply_to ar_reply_to_t;
 typedef struct ar_conn ar_conn_t;
 
 /* Frames up to this many bytes are decoded on the loop thread; larger ones on a worker. */
 #define AR_DECODE_INLINE_BYTES (1u << 20)
+/* File descriptors received ahead of the register_buffer frames that take them. */
+#define AR_CONN_MAX_PENDING_FDS 4
 
 /* The peer's credentials, read with SO_PEERCRED when the connection was accepted (the process
  * that called connect(2); fixed for the connection's life). known is false when the kernel did
@@ -55,7 +67,9 @@ typedef struct ar_peer {
 } ar_peer_t;
 
 struct ar_conn {
-  uv_pipe_t pipe;
+  uv_pipe_t pipe;                /* writes, shutdown, close */
+  uv_poll_t rpoll;               /* reads: readable events on rfd */
+  int rfd;                       /* dup of the socket's descriptor (closed with rpoll) */
   ar_server_t *srv;
   ar_peer_t peer;
   uint8_t *rbuf;                 /* bytes read, not yet parsed */
@@ -70,6 +84,11 @@ struct ar_conn {
   bool peer_eof;                 /* the peer half-closed its side */
   bool parsing;                  /* inside conn_parse: replies must not re-enter it */
   bool decoding;                 /* a frame of rbuf is on a decode worker */
+  int pending_fds[AR_CONN_MAX_PENDING_FDS];   /* received, not yet taken by a register_buffer */
+  uint32_t n_pending_fds;
+  ar_shm_buf_t *bufs;            /* registered buffers (the list holds one reference each) */
+  uint32_t n_bufs, next_buf_id;
+  uint64_t buf_bytes;            /* their bytes */
   ar_conn_t *prev, *next;
 };
 
@@ -86,6 +105,14 @@ void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp);
 /* A request of `c` was answered (after ar_conn_send): release its reference; resumes reading
  * when the connection is below its limits. */
 void ar_conn_request_done(ar_conn_t *c);
+
+/* A register_buffer request of `c` (`to` holds its reference): take the descriptor that came
+ * with its frame, check and map it (ar_shm_map) within the connection's bounds, and answer with
+ * the buffer's id; or release buffer r->release. Answers exactly once through srv->ops. */
+void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad__RegisterBufferRequest *r);
+
+/* The buffer `id` registered on `c`, or NULL. */
+ar_shm_buf_t *ar_conn_buffer(const ar_conn_t *c, uint32_t id);
 
 /* Close after the queued writes are flushed / close now (queued replies dropped and freed). */
 void ar_conn_shutdown(ar_conn_t *c);

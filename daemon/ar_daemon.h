@@ -164,8 +164,19 @@ struct ar_job {
   bool move_counted;             /* part of the compaction in progress (not a stale MOVE) */
   /* INVOKE */
   Arenad__Request *req;          /* owns the decoded request; inputs point into it */
-  uint8_t *out;                  /* all outputs, back to back, allocated at accept */
+  uint8_t *out;                  /* the outputs the reply carries, back to back, allocated at accept */
   uint64_t out_bytes;
+  /* INVOKE, zero-copy (ar_shm.h): per input where its bytes are (the request's data or a range of
+   * a registered buffer, checked at accept) and how many; per output the range of a registered
+   * buffer it is written to (NULL: into `out`, sent in the reply) and that range's bytes; the
+   * buffers named, one reference each (dropped when the job is answered). One allocation: io. */
+  void *io;
+  const uint8_t **in_src;
+  uint64_t *in_len;
+  uint8_t **out_dst;
+  uint64_t *out_cap;
+  ar_shm_buf_t **shm;
+  uint32_t n_shm;
   uint64_t t_accept_us, t_start_us, t_end_us, heap_allocs;
   /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_models.c) */
   bool resize_only;              /* a ResizeInput request: re-plan, no run */

@@ -897,6 +897,15 @@ static bool shapes_can_change(ar_dmodel_t *m) {
   return false;
 }
 
+/* Drop an invoke job's references on registered buffers and its io arrays (NULL is a no-op). */
+static void job_free_io(ar_job_t *job) {
+  if (job == NULL) return;
+  for (uint32_t i = 0; i < job->n_shm; i++) ar_shm_unref(job->shm[i]);
+  job->n_shm = 0;
+  free(job->io);
+  job->io = NULL;
+}
+
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req) {
   bool resize_only = req->body_case == ARENAD__REQUEST__BODY_RESIZE_INPUT;
   static Arenad__InvokeRequest no_inputs = ARENAD__INVOKE_REQUEST__INIT;
@@ -923,12 +932,58 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   } else if (!resize_only && (int64_t)ir->n_inputs != ar_interp_n_inputs(m->interp)) {
     rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "model '%s' takes %d input(s), the request has %zu", m->name,
                  ar_interp_n_inputs(m->interp), ir->n_inputs);
+  } else if (!resize_only && ir->n_outputs != 0 && (int64_t)ir->n_outputs != ar_interp_n_outputs(m->interp)) {
+    rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "model '%s' has %d output(s), the request names %zu output ranges "
+                 "(name none, or one per output: buffer 0 for an output sent in the reply)", m->name,
+                 ar_interp_n_outputs(m->interp), ir->n_outputs);
   }
-  /* The boundary check: every input exactly matches the model's input tensor. */
+  ar_job_t *job = NULL;
+  if (rc == 0) {
+    size_t n_in = ir->n_inputs, n_out = (size_t)ar_interp_n_outputs(m->interp);
+    job = calloc(1, sizeof(*job));
+    if (job) job->io = calloc(1, n_in * (sizeof(uint8_t *) + sizeof(uint64_t)) +
+                                   n_out * (sizeof(uint8_t *) + sizeof(uint64_t)) + (n_in + n_out + 1) * sizeof(void *));
+    if (job == NULL || job->io == NULL) {
+      rc = ar_errf(msg, sizeof(msg), AR_ENOMEM, "no memory for an invoke of '%s'", m->name);
+    } else {
+      char *p = job->io;
+      job->in_src = (const uint8_t **)(void *)p, p += n_in * sizeof(uint8_t *);
+      job->out_dst = (uint8_t **)(void *)p, p += n_out * sizeof(uint8_t *);
+      job->shm = (ar_shm_buf_t **)(void *)p, p += (n_in + n_out + 1) * sizeof(void *);
+      job->in_len = (uint64_t *)(void *)p, p += n_in * sizeof(uint64_t);
+      job->out_cap = (uint64_t *)(void *)p;
+    }
+  }
+  /* The boundary check: every input exactly matches the model's input tensor; a range of a
+   * registered buffer lies inside it (ar_shm_range) and holds exactly the input's bytes. */
   for (size_t i = 0; rc == 0 && i < ir->n_inputs; i++) {
     const Arenad__Tensor *t = ir->inputs[i];
     const ar_tview_t *v = ar_interp_input(m->interp, (int32_t)i);
     const char *tn = ar_interp_input_name(m->interp, (int32_t)i);
+    const uint8_t *src = t->data.data;
+    uint64_t len = t->data.len;
+    if (t->shm != NULL && t->shm->buffer != 0) {
+      ar_shm_buf_t *b = to->conn ? ar_conn_buffer(to->conn, t->shm->buffer) : NULL;
+      uint8_t *at = NULL;
+      char why[AR_MSG_BYTES / 2];
+      if (t->data.len != 0)
+        rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "input %zu (%s): both data and shm are set (send one)", i, tn);
+      else if (ar_interp_input_sets_shape(m->interp, (int32_t)i))
+        rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "input %zu (%s): its value sets shapes; send it in data, not shm",
+                     i, tn);
+      else if (b == NULL)
+        rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "input %zu (%s): no buffer %" PRIu32
+                     " is registered on this connection", i, tn, t->shm->buffer);
+      else if (ar_shm_range(b, t->shm->offset, t->shm->bytes, false, &at, why, sizeof(why)) != 0)
+        rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "input %zu (%s): %s", i, tn, why);
+      if (rc) break;
+      ar_shm_ref(b);
+      job->shm[job->n_shm++] = b;
+      src = at;
+      len = t->shm->bytes;
+    }
+    job->in_src[i] = src;
+    job->in_len[i] = len;
     int64_t want[AR_MAX_RANK];
     for (int32_t d = 0; d < v->rank; d++) want[d] = v->dims[d];
     char got_s[160], want_s[160];
@@ -958,9 +1013,9 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
       }
       rc = ar_interp_check_input_shape(ar_interp_model(m->interp), (int32_t)i, (int32_t)t->n_shape, dims, msg,
                                        sizeof(msg));
-      if (rc == 0 && (uint64_t)t->data.len != elems * ar_dtype_size(v->dtype))
-        rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): %zu data bytes, its shape needs %" PRIu64, i,
-                     tn, t->data.len, elems * ar_dtype_size(v->dtype));
+      if (rc == 0 && len != elems * ar_dtype_size(v->dtype))
+        rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): %" PRIu64 " data bytes, its shape needs %" PRIu64,
+                     i, tn, len, elems * ar_dtype_size(v->dtype));
       if (rc) break;
       continue;
     }
@@ -973,30 +1028,55 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
                    got_s, t->n_shape > 16 ? "..." : "", want_s);
       break;
     }
-    if ((uint64_t)t->data.len != v->bytes) {
-      rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): %zu data bytes, shape %s of %s needs %" PRIu64,
-                   i, tn, t->data.len, (format_shape(want_s, sizeof(want_s), want, (size_t)v->rank), want_s),
+    if (len != v->bytes) {
+      rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "input %zu (%s): %" PRIu64 " data bytes, shape %s of %s needs %" PRIu64,
+                   i, tn, len, (format_shape(want_s, sizeof(want_s), want, (size_t)v->rank), want_s),
                    ar_dtype_name(v->dtype), v->bytes);
       break;
     }
   }
+  bool sized_later = rc == 0 && (resize_only || shapes_can_change(m));
+  /* Outputs into registered buffers: each range inside its (writable) buffer and, when the output
+   * sizes are known now, large enough (else the worker checks it after applying the shapes). */
+  for (size_t j = 0; rc == 0 && !resize_only && j < ir->n_outputs; j++) {
+    const Arenad__BufferRange *r = ir->outputs[j];
+    if (r->buffer == 0) continue;
+    const char *tn = ar_interp_output_name(m->interp, (int32_t)j);
+    ar_shm_buf_t *b = to->conn ? ar_conn_buffer(to->conn, r->buffer) : NULL;
+    uint8_t *at = NULL;
+    char why[AR_MSG_BYTES / 2];
+    if (b == NULL)
+      rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "output %zu (%s): no buffer %" PRIu32 " is registered on this connection",
+                   j, tn, r->buffer);
+    else if (ar_shm_range(b, r->offset, r->bytes, true, &at, why, sizeof(why)) != 0)
+      rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "output %zu (%s): %s", j, tn, why);
+    else if (!sized_later && r->bytes < ar_interp_output(m->interp, (int32_t)j)->bytes)
+      rc = ar_errf(msg, sizeof(msg), AR_ESHAPE, "output %zu (%s): the range of buffer %" PRIu32 " holds %" PRIu64
+                   " bytes, the output needs %" PRIu64, j, tn, r->buffer, r->bytes,
+                   ar_interp_output(m->interp, (int32_t)j)->bytes);
+    if (rc) break;
+    ar_shm_ref(b);
+    job->shm[job->n_shm++] = b;
+    job->out_dst[j] = at;
+    job->out_cap[j] = r->bytes;
+  }
   if (rc != 0) {
     if (m && m->state == AR_MODEL_READY && rc == AR_ESHAPE) m->errors++;
     arenad__request__free_unpacked(req, NULL);
+    job_free_io(job);
+    free(job);
     srv->ops.reply_error(srv, to, rc, msg);
     return;
   }
-  /* Output bytes: known now, unless the shapes can change (then the worker sizes the buffer after
-   * it has applied this request's shapes). */
+  /* Output bytes the reply carries: known now, unless the shapes can change (then the worker
+   * sizes the buffer after it has applied this request's shapes). */
   uint64_t out_bytes = 0;
-  bool sized_later = resize_only || shapes_can_change(m);
   for (int32_t j = 0; !sized_later && j < ar_interp_n_outputs(m->interp); j++)
-    out_bytes += ar_interp_output(m->interp, j)->bytes;
-  ar_job_t *job = calloc(1, sizeof(*job));
+    if (job->out_dst[j] == NULL) out_bytes += ar_interp_output(m->interp, j)->bytes;
   uint8_t *out = malloc(out_bytes ? out_bytes : 1);
-  if (job == NULL || out == NULL) {
+  if (out == NULL) {
+    job_free_io(job);
     free(job);
-    free(out);
     arenad__request__free_unpacked(req, NULL);
     return answer_error(srv, to, AR_ENOMEM, "no memory for %" PRIu64 " output bytes", out_bytes);
   }
@@ -1137,7 +1217,19 @@ static void group_work(uv_work_t *w) {
       return;
     }
     uint64_t need = 0;
-    for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) need += ar_interp_output(in, j)->bytes;
+    for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
+      const ar_tview_t *v = ar_interp_output(in, j);
+      if (job->out_dst[j] == NULL) {
+        need += v->bytes;
+      } else if (v->bytes > job->out_cap[j]) {
+        job->rc = ar_errf(job->msg, sizeof(job->msg), AR_ESHAPE, "output %d (%s): the range of buffer %" PRIu32
+                          " holds %" PRIu64 " bytes, the output needs %" PRIu64, (int)j, ar_interp_output_name(in, j),
+                          job->req->invoke->outputs[j]->buffer, job->out_cap[j], v->bytes);
+        job->t_end_us = ar_now_us();
+        pthread_mutex_unlock(&g->lock);
+        return;
+      }
+    }
     if (need > job->out_bytes) {
       uint8_t *grown = realloc(job->out, need);
       if (grown == NULL) {
@@ -1149,8 +1241,10 @@ static void group_work(uv_work_t *w) {
       job->out_bytes = need;
     }
     const Arenad__InvokeRequest *ir = job->req->invoke;
+    /* The one copy of each input: from the request or the client's buffer into the arena (the
+     * client may keep writing its buffer; the invoke only reads the arena's copy). */
     for (size_t i = 0; i < ir->n_inputs; i++)
-      memcpy(ar_interp_input(in, (int32_t)i)->data, ir->inputs[i]->data.data, ir->inputs[i]->data.len);
+      memcpy(ar_interp_input(in, (int32_t)i)->data, job->in_src[i], job->in_len[i]);
     ar_alloc_count_begin();
     job->rc = ar_interp_invoke(in);
     job->heap_allocs = ar_alloc_count_end();
@@ -1158,6 +1252,10 @@ static void group_work(uv_work_t *w) {
       uint64_t off = 0;
       for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
         const ar_tview_t *v = ar_interp_output(in, j);
+        if (job->out_dst[j]) {
+          memcpy(job->out_dst[j], v->data, v->bytes);   /* inside its range: checked above */
+          continue;
+        }
         memcpy(job->out + off, v->data, v->bytes);
         off += v->bytes;
       }
@@ -1179,10 +1277,26 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
     return;
   }
   uint64_t off = 0;
+  Arenad__BufferRange *ranges = job->req->invoke->n_outputs ? calloc(n + 1, sizeof(*ranges)) : NULL;
+  if (job->req->invoke->n_outputs && ranges == NULL) {
+    free(outs);
+    srv->ops.reply_error(srv, &job->to, AR_ENOMEM, "no memory for the reply");
+    return;
+  }
   for (size_t j = 0; j < n; j++) {
+    uint64_t bytes = ar_interp_output(in, (int32_t)j)->bytes;
+    if (job->out_dst[j]) {
+      const Arenad__BufferRange *r = job->req->invoke->outputs[j];
+      arenad__buffer_range__init(&ranges[j]);
+      ranges[j].buffer = r->buffer;
+      ranges[j].offset = r->offset;
+      ranges[j].bytes = bytes;
+      outs[j]->shm = &ranges[j];
+      continue;
+    }
     outs[j]->data.data = job->out + off;
-    outs[j]->data.len = (size_t)ar_interp_output(in, (int32_t)j)->bytes;
-    off += outs[j]->data.len;
+    outs[j]->data.len = (size_t)bytes;
+    off += bytes;
   }
   Arenad__Response resp = ARENAD__RESPONSE__INIT;
   Arenad__Status st = ARENAD__STATUS__INIT;
@@ -1196,6 +1310,7 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   resp.invoke = &body;
   srv->ops.reply(srv, &job->to, &resp);
   free(outs);
+  free(ranges);
 }
 
 /* The group's activation region, grown for a job whose new shapes need job->grow_to bytes: a new
@@ -1389,6 +1504,7 @@ static void group_after(uv_work_t *w, int status) {
       else m->errors++;
       srv->ops.reply_error(srv, &job->to, job->rc, job->msg);
     }
+    job_free_io(job);   /* buffers released or closed meanwhile are unmapped here */
     arenad__request__free_unpacked(job->req, NULL);
     free(job->out);
     group_kick(srv, g);
@@ -1949,6 +2065,8 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.max_pending_reply_bytes = cfg->max_pending_reply_bytes;
     srv->cfg.max_decode_bytes = cfg->max_decode_bytes;
     srv->cfg.max_queue_per_model = cfg->max_queue_per_model;
+    srv->cfg.max_buffers_per_connection = cfg->max_buffers_per_connection;
+    srv->cfg.max_buffer_bytes_per_connection = cfg->max_buffer_bytes_per_connection;
     srv->cfg.request_timeout_ms = cfg->request_timeout_ms;
     srv->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
     srv->cfg.send_timeout_ms = cfg->send_timeout_ms;

@@ -268,13 +268,20 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
     case ARENAD__REQUEST__BODY_GET_PLAN:
       handle_plan(srv, &to, req->get_plan->model);
       break;
+    case ARENAD__REQUEST__BODY_REGISTER_BUFFER:
+      if (to.conn == NULL) {
+        ar_server_reply_error(srv, &to, AR_EINVAL, "register_buffer needs a connection");
+        break;
+      }
+      ar_conn_register_buffer(to.conn, &to, req->register_buffer);
+      break;
     case ARENAD__REQUEST__BODY_RESIZE_INPUT:
       ar_models_invoke(srv, &to, req);   /* a re-plan without a run: same queue as invokes */
       req = NULL;
       break;
     default:
       snprintf(msg, sizeof(msg), "request %" PRIu64 " has no body (expected one of ping, load_model, unload_model, "
-               "list_models, invoke, get_stats, get_plan, reload, resize_input, compact)", req->id);
+               "list_models, invoke, get_stats, get_plan, reload, resize_input, compact, register_buffer)", req->id);
       ar_server_reply_error(srv, &to, AR_EPROTO, msg);
       break;
   }

@@ -5,7 +5,7 @@ sbin_PROGRAMS += arenad
 arenad_SOURCES = daemon/arenad.c \
   daemon/ar_daemon.h daemon/ar_server.c daemon/ar_server.h daemon/ar_models.c \
   daemon/ar_conn.c daemon/ar_conn.h daemon/ar_decode.c daemon/ar_decode.h \
-  daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
+  daemon/ar_shm.c daemon/ar_shm.h daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
   daemon/ar_alloc_count.c daemon/ar_alloc_count.h \
   daemon/ar_rss.c daemon/ar_rss.h daemon/ar_memory.c
 arenad_SOURCES += daemon/ar_config.c daemon/ar_config.h daemon/ar_service.c daemon/ar_service.h
@@ -57,7 +57,7 @@ $(tests_check_conn_OBJECTS): proto/arenad.pb-c.h
 EXTRA_DIST += tools/fuzz_protocol.c
 if HAVE_CLANG
 AR_FUZZ_PROTOCOL_SRC = $(srcdir)/tools/fuzz_protocol.c $(srcdir)/daemon/ar_conn.c $(srcdir)/daemon/ar_decode.c \
-  $(srcdir)/daemon/ar_server.c $(srcdir)/daemon/ar_pool.c $(srcdir)/daemon/ar_config.c \
+  $(srcdir)/daemon/ar_server.c $(srcdir)/daemon/ar_shm.c $(srcdir)/daemon/ar_pool.c $(srcdir)/daemon/ar_config.c \
   $(srcdir)/common/ar_error.c proto/arenad.pb-c.c
 fuzz_protocol: $(AR_FUZZ_PROTOCOL_SRC) proto/arenad.pb-c.h
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -98,3 +98,12 @@ tests_check_compact_SOURCES = tests/check_compact.c tests/ar_test_client.h tests
 tests_check_compact_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 tests_check_compact_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_compact_OBJECTS): proto/arenad.pb-c.h
+
+# Zero-copy invokes through registered shared-memory buffers (refusals, bounds, no fd or mapping
+# left behind by a client that hangs up mid-invoke) against a real arenad.
+check_PROGRAMS += tests/check_shm
+TESTS += tests/check_shm
+tests_check_shm_SOURCES = tests/check_shm.c tests/ar_test_client.h tests/ar_test_daemon.h
+tests_check_shm_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+tests_check_shm_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_shm_OBJECTS): proto/arenad.pb-c.h
