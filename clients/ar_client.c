@@ -5,13 +5,18 @@
  * outstanding request, so any other id is a protocol error). Decoded responses own their bytes;
  * invoke results point into them instead of copying output tensors.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* memfd_create, F_ADD_SEALS */
+#endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -25,6 +30,7 @@
 struct ar_client {
   int fd;
   uint64_t next_id;
+  ar_client_buffer_t *bufs;   /* registered with ar_client_buffer_register */
 };
 
 AR_EXPORT const char *ar_client_strerror(int code) { return ar_strerror(code); }
@@ -65,7 +71,13 @@ AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char
 
 AR_EXPORT void ar_client_close(ar_client_t *c) {
   if (c == NULL) return;
-  close(c->fd);
+  close(c->fd);   /* the daemon releases the connection's buffers */
+  ar_client_buffer_t *next;
+  for (ar_client_buffer_t *b = c->bufs; b; b = next) {
+    next = b->next;
+    munmap(b->data, (size_t)b->bytes);
+    free(b);
+  }
   free(c);
 }
 
@@ -78,6 +90,28 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
     n -= (size_t)w;
   }
   return 0;
+}
+
+/* write_all, with descriptor `pass` (when >= 0) attached to the first bytes (SCM_RIGHTS). */
+static int write_all_fd(int fd, const uint8_t *p, size_t n, int pass) {
+  if (pass < 0) return write_all(fd, p, n);
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } ctl;
+  memset(&ctl, 0, sizeof(ctl));
+  struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+  ssize_t w;
+  do w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+  while (w < 0 && errno == EINTR);
+  if (w <= 0) return -1;
+  return write_all(fd, p + w, n - (size_t)w);
 }
 
 static int read_all(int fd, uint8_t *p, size_t n) {
@@ -98,7 +132,8 @@ static int read_all(int fd, uint8_t *p, size_t n) {
 /* Send `req` (its id is set here) and wait for the matching response. On success *out is the
  * decoded response with an OK status; on a daemon error its status is turned into the return
  * code and message. */
-static int call(ar_client_t *c, Arenad__Request *req, Arenad__Response **out, char *msg, size_t msg_bytes) {
+static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Response **out, char *msg,
+                   size_t msg_bytes) {
   *out = NULL;
   req->id = c->next_id++;
   size_t n = arenad__request__get_packed_size(req);
@@ -107,7 +142,7 @@ static int call(ar_client_t *c, Arenad__Request *req, Arenad__Response **out, ch
   if (buf == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %zu-byte request", n);
   buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16), buf[3] = (uint8_t)(n >> 24);
   arenad__request__pack(req, buf + 4);
-  int rc = write_all(c->fd, buf, 4 + n);
+  int rc = write_all_fd(c->fd, buf, 4 + n, pass);
   free(buf);
   if (rc != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "send: %s", strerror(errno));
   uint8_t hdr[4];
@@ -139,6 +174,10 @@ static int call(ar_client_t *c, Arenad__Request *req, Arenad__Response **out, ch
   *out = resp;
   if (msg && msg_bytes) msg[0] = '\0';
   return 0;
+}
+
+static int call(ar_client_t *c, Arenad__Request *req, Arenad__Response **out, char *msg, size_t msg_bytes) {
+  return call_fd(c, req, -1, out, msg, msg_bytes);
 }
 
 AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes, char *msg, size_t msg_bytes) {
@@ -372,14 +411,28 @@ AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t 
   return 0;
 }
 
-AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
-                               ar_client_result_t *res, char *msg, size_t msg_bytes) {
+/* The registered buffer holding [p, p + bytes), or NULL. */
+static const ar_client_buffer_t *buffer_of(const ar_client_t *c, const void *p, uint64_t bytes) {
+  for (const ar_client_buffer_t *b = c->bufs; b; b = b->next) {
+    uintptr_t lo = (uintptr_t)b->data, at = (uintptr_t)p;
+    if (at >= lo && at - lo <= b->bytes && bytes <= b->bytes - (at - lo)) return b;
+  }
+  return NULL;
+}
+
+AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,
+                                      const ar_client_range_t *input_ranges, size_t n_inputs,
+                                      const ar_client_range_t *output_ranges, size_t n_outputs,
+                                      ar_client_result_t *res, char *msg, size_t msg_bytes) {
   memset(res, 0, sizeof(*res));
+  if (n_outputs > 0 && output_ranges == NULL) return ar_errf(msg, msg_bytes, AR_EINVAL, "output_ranges is NULL");
   Arenad__Tensor *ts = calloc(n_inputs + 1, sizeof(*ts));
   Arenad__Tensor **ptrs = calloc(n_inputs + 1, sizeof(*ptrs));
   int64_t *shapes = calloc((n_inputs + 1) * AR_CLIENT_MAX_RANK, sizeof(int64_t));
-  if (ts == NULL || ptrs == NULL || shapes == NULL) {
-    free(ts), free(ptrs), free(shapes);
+  Arenad__BufferRange *rs = calloc(n_inputs + n_outputs + 1, sizeof(*rs));
+  Arenad__BufferRange **optrs = calloc(n_outputs + 1, sizeof(*optrs));
+  if (ts == NULL || ptrs == NULL || shapes == NULL || rs == NULL || optrs == NULL) {
+    free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
     return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
   }
   for (size_t i = 0; i < n_inputs; i++) {
@@ -390,20 +443,45 @@ AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_clien
     memcpy(&shapes[i * AR_CLIENT_MAX_RANK], inputs[i].dims, (size_t)rank * sizeof(int64_t));
     ts[i].shape = &shapes[i * AR_CLIENT_MAX_RANK];
     ts[i].n_shape = (size_t)rank;
-    ts[i].data.data = (uint8_t *)inputs[i].data;
-    ts[i].data.len = (size_t)inputs[i].bytes;
+    const ar_client_buffer_t *b = NULL;
+    if (input_ranges && input_ranges[i].buffer != 0) {
+      arenad__buffer_range__init(&rs[i]);
+      rs[i].buffer = input_ranges[i].buffer;
+      rs[i].offset = input_ranges[i].offset;
+      rs[i].bytes = input_ranges[i].bytes;
+      ts[i].shm = &rs[i];
+    } else if (inputs[i].data && inputs[i].bytes && (b = buffer_of(c, inputs[i].data, inputs[i].bytes)) != NULL) {
+      arenad__buffer_range__init(&rs[i]);
+      rs[i].buffer = b->id;
+      rs[i].offset = (uint64_t)((const uint8_t *)inputs[i].data - (const uint8_t *)b->data);
+      rs[i].bytes = inputs[i].bytes;
+      ts[i].shm = &rs[i];
+    } else {
+      ts[i].data.data = (uint8_t *)inputs[i].data;
+      ts[i].data.len = (size_t)inputs[i].bytes;
+    }
     ptrs[i] = &ts[i];
+  }
+  for (size_t j = 0; j < n_outputs; j++) {
+    Arenad__BufferRange *r = &rs[n_inputs + j];
+    arenad__buffer_range__init(r);
+    r->buffer = output_ranges[j].buffer;
+    r->offset = output_ranges[j].offset;
+    r->bytes = output_ranges[j].bytes;
+    optrs[j] = r;
   }
   Arenad__Request req = ARENAD__REQUEST__INIT;
   Arenad__InvokeRequest body = ARENAD__INVOKE_REQUEST__INIT;
   body.model = (char *)(model ? model : "");
   body.n_inputs = n_inputs;
   body.inputs = ptrs;
+  body.n_outputs = n_outputs;
+  body.outputs = optrs;
   req.body_case = ARENAD__REQUEST__BODY_INVOKE;
   req.invoke = &body;
   Arenad__Response *resp;
   int rc = call(c, &req, &resp, msg, msg_bytes);
-  free(ts), free(ptrs), free(shapes);
+  free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
   if (rc) return rc;
   if (resp->body_case != ARENAD__RESPONSE__BODY_INVOKE) {
     arenad__response__free_unpacked(resp, NULL);
@@ -411,11 +489,127 @@ AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_clien
   }
   const Arenad__InvokeResponse *ir = resp->invoke;
   res->n_outputs = (int32_t)ir->n_outputs;
-  for (size_t j = 0; j < ir->n_outputs && j < AR_CLIENT_MAX_IO; j++) copy_tensor(&res->outputs[j], ir->outputs[j], true);
+  for (size_t j = 0; j < ir->n_outputs && j < AR_CLIENT_MAX_IO; j++) {
+    copy_tensor(&res->outputs[j], ir->outputs[j], true);
+    const Arenad__BufferRange *r = ir->outputs[j]->shm;
+    if (r == NULL || r->buffer == 0) continue;
+    /* Written into a buffer: point into this client's mapping of it when the library has one. */
+    res->outputs[j].data = NULL;
+    res->outputs[j].bytes = r->bytes;
+    for (const ar_client_buffer_t *b = c->bufs; b; b = b->next)
+      if (b->id == r->buffer && r->offset <= b->bytes && r->bytes <= b->bytes - r->offset)
+        res->outputs[j].data = (const uint8_t *)b->data + r->offset;
+  }
   res->invoke_us = ir->invoke_us;
   res->queue_us = ir->queue_us;
   res->priv = resp;
   return 0;
+}
+
+AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
+                               ar_client_result_t *res, char *msg, size_t msg_bytes) {
+  return ar_client_invoke_ranges(c, model, inputs, NULL, n_inputs, NULL, 0, res, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_invoke_into(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,
+                                    size_t n_inputs, void *const *outputs, const uint64_t *output_bytes,
+                                    size_t n_outputs, ar_client_result_t *res, char *msg, size_t msg_bytes) {
+  memset(res, 0, sizeof(*res));
+  ar_client_range_t *rs = calloc(n_outputs + 1, sizeof(*rs));
+  if (rs == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
+  for (size_t j = 0; j < n_outputs; j++) {
+    if (outputs[j] == NULL) continue;
+    const ar_client_buffer_t *b = buffer_of(c, outputs[j], output_bytes[j]);
+    if (b == NULL) {
+      free(rs);
+      return ar_errf(msg, msg_bytes, AR_EINVAL, "output %zu: %llu bytes at %p are not inside a buffer registered on "
+                     "this connection", j, (unsigned long long)output_bytes[j], outputs[j]);
+    }
+    rs[j].buffer = b->id;
+    rs[j].offset = (uint64_t)((const uint8_t *)outputs[j] - (const uint8_t *)b->data);
+    rs[j].bytes = output_bytes[j];
+  }
+  int rc = ar_client_invoke_ranges(c, model, inputs, NULL, n_inputs, rs, n_outputs, res, msg, msg_bytes);
+  free(rs);
+  return rc;
+}
+
+/* One register_buffer round trip: with descriptor `fd` attached, or releasing `release`. */
+static int buffer_call(ar_client_t *c, int fd, uint32_t release, uint32_t *id, uint64_t *bytes, int *writable,
+                       char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__RegisterBufferRequest body = ARENAD__REGISTER_BUFFER_REQUEST__INIT;
+  body.release = release;
+  req.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+  req.register_buffer = &body;
+  Arenad__Response *resp;
+  int rc = call_fd(c, &req, fd, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_REGISTER_BUFFER) {
+    rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a register_buffer");
+  } else {
+    if (id) *id = resp->register_buffer->buffer;
+    if (bytes) *bytes = resp->register_buffer->bytes;
+    if (writable) *writable = resp->register_buffer->writable;
+  }
+  arenad__response__free_unpacked(resp, NULL);
+  return rc;
+}
+
+AR_EXPORT int ar_client_buffer_register_fd(ar_client_t *c, int fd, uint32_t *id, uint64_t *bytes, int *writable,
+                                           char *msg, size_t msg_bytes) {
+  if (fd < 0) return ar_errf(msg, msg_bytes, AR_EINVAL, "fd %d", fd);
+  return buffer_call(c, fd, 0, id, bytes, writable, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_buffer_unregister(ar_client_t *c, uint32_t id, char *msg, size_t msg_bytes) {
+  if (id == 0) return ar_errf(msg, msg_bytes, AR_EINVAL, "buffer id 0");
+  return buffer_call(c, -1, id, NULL, NULL, NULL, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_buffer_register(ar_client_t *c, uint64_t bytes, ar_client_buffer_t **out, char *msg,
+                                        size_t msg_bytes) {
+  *out = NULL;
+  if (bytes == 0 || bytes > (uint64_t)SIZE_MAX / 2) return ar_errf(msg, msg_bytes, AR_EINVAL, "buffer size %llu",
+                                                                   (unsigned long long)bytes);
+  int fd = memfd_create("arenad-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return ar_errf(msg, msg_bytes, AR_EINVAL, "memfd_create: %s", strerror(errno));
+  const char *what = NULL;
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, (off_t)bytes) != 0) what = "ftruncate";
+  else if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) what = "F_ADD_SEALS";
+  else if ((p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) what = "mmap";
+  if (what) {
+    int e = errno;
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "%s of a %llu-byte memfd: %s", what, (unsigned long long)bytes,
+                   strerror(e));
+  }
+  ar_client_buffer_t *b = calloc(1, sizeof(*b));
+  int rc = b ? buffer_call(c, fd, 0, &b->id, NULL, NULL, msg, msg_bytes) : ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
+  close(fd);   /* both mappings keep the memfd alive */
+  if (rc != 0) {
+    munmap(p, (size_t)bytes);
+    free(b);
+    return rc;
+  }
+  b->data = p;
+  b->bytes = bytes;
+  b->next = c->bufs;
+  c->bufs = b;
+  *out = b;
+  return 0;
+}
+
+AR_EXPORT int ar_client_buffer_release(ar_client_t *c, ar_client_buffer_t *buf, char *msg, size_t msg_bytes) {
+  if (buf == NULL) return 0;
+  ar_client_buffer_t **pp = &c->bufs;
+  while (*pp && *pp != buf) pp = &(*pp)->next;
+  if (*pp) *pp = buf->next;
+  int rc = ar_client_buffer_unregister(c, buf->id, msg, msg_bytes);
+  munmap(buf->data, (size_t)buf->bytes);
+  free(buf);
+  return rc;
 }
 
 AR_EXPORT int ar_client_resize_input(ar_client_t *c, const char *model, uint32_t input, const int64_t *dims,

@@ -163,7 +163,9 @@ AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t 
 
 /* Run `model` on `inputs` (n_inputs tensors in the model's input order, each matching the model's
  * input dtype - float32, uint8, int8, int32, int64, bool, ... -, shape and byte size; dims that are
- * -1 in an input's shape_signature may take any size, the daemon re-plans for it). Quantized inputs
+ * -1 in an input's shape_signature may take any size, the daemon re-plans for it). An input whose
+ * `data` lies inside a buffer registered with ar_client_buffer_register is sent as a range of that
+ * buffer (no bytes copied into the request). Quantized inputs
  * carry codes already quantized with the input's parameters (ar_client_model_t inputs[i].quant;
  * `quant` of a request tensor is ignored). On success `res` holds the outputs (free with
  * ar_client_result_free), each with its quantization (ar_client_tensor_value dequantizes).
@@ -171,6 +173,69 @@ AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t 
 AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
                                ar_client_result_t *res, char *msg, size_t msg_bytes);
 AR_EXPORT void ar_client_result_free(ar_client_result_t *res);
+
+/* ---- Zero-copy invokes: shared-memory buffers (arenad.proto RegisterBufferRequest) ----
+ *
+ * A buffer is a memfd the library creates, sizes, seals (F_SEAL_SHRINK | F_SEAL_GROW |
+ * F_SEAL_SEAL) and maps read-write, then sends to the daemon over the connection (SCM_RIGHTS); the
+ * daemon maps it too. Inputs whose `data` points into a registered buffer of the connection travel
+ * as a (buffer, offset, bytes) range instead of bytes (ar_client_invoke does this by itself), and
+ * ar_client_invoke_into has the daemon write outputs straight into the buffer. Buffers belong to
+ * the connection: ar_client_close releases them. The daemon bounds them per connection
+ * (max_buffers_per_connection, max_buffer_bytes_per_connection: -9 ENOSPC past either). */
+typedef struct ar_client_buffer {
+  uint32_t id;                    /* the daemon's id of the buffer on this connection */
+  void *data;                     /* the client's mapping, `bytes` long, read-write */
+  uint64_t bytes;
+  struct ar_client_buffer *next;  /* the connection's list (library-owned) */
+} ar_client_buffer_t;
+
+/* A byte range of a registered buffer: [offset, offset + bytes) of buffer `buffer` (0 = none). */
+typedef struct ar_client_range {
+  uint32_t buffer;
+  uint64_t offset, bytes;
+} ar_client_range_t;
+
+/* Create a `bytes`-byte sealed memfd, map it and register it with the daemon. *out (freed by
+ * ar_client_buffer_release or ar_client_close) holds the id and the mapping. Errors: -1 (bytes 0,
+ * memfd_create/ftruncate/seal/mmap failed: the message names the call), AR_CLIENT_ECONN, and the
+ * daemon's refusals (-9 over the connection's bounds, -1 its checks of the descriptor). */
+AR_EXPORT int ar_client_buffer_register(ar_client_t *c, uint64_t bytes, ar_client_buffer_t **out, char *msg,
+                                        size_t msg_bytes);
+/* Register the descriptor `fd` as it is (the caller keeps it and any mapping; the library does not
+ * track the buffer): for clients that manage their own memfd, and for tests of the daemon's checks.
+ * *id and *bytes (may be NULL) receive the daemon's id and the size it mapped; *writable (may be
+ * NULL) whether it may write outputs there. Errors as ar_client_buffer_register. */
+AR_EXPORT int ar_client_buffer_register_fd(ar_client_t *c, int fd, uint32_t *id, uint64_t *bytes, int *writable,
+                                           char *msg, size_t msg_bytes);
+/* Unregister buffer `id` (the daemon unmaps it once the invokes using it are done). -1 when no
+ * such buffer is registered on the connection. */
+AR_EXPORT int ar_client_buffer_unregister(ar_client_t *c, uint32_t id, char *msg, size_t msg_bytes);
+/* Unregister `buf`, unmap it and free it (NULL is a no-op). Returns the unregister's code. */
+AR_EXPORT int ar_client_buffer_release(ar_client_t *c, ar_client_buffer_t *buf, char *msg, size_t msg_bytes);
+
+/* Invoke with explicit ranges: input i comes from input_ranges[i] when input_ranges is non-NULL
+ * and input_ranges[i].buffer != 0 (then inputs[i].data is ignored; dtype and dims still count),
+ * else from inputs[i].data. output_ranges (NULL when n_outputs is 0; else one per model output)
+ * asks the daemon to write output j into output_ranges[j] (buffer 0: sent in the reply). In `res`
+ * an output written to a buffer registered with ar_client_buffer_register points into the
+ * client's mapping (data, bytes = the output's size); one written to a buffer registered with
+ * ar_client_buffer_register_fd has data NULL and bytes set. Errors: those of ar_client_invoke,
+ * -1 when a range lies outside its buffer or names no registered buffer, -6 when a range does not
+ * hold exactly the input's bytes or is too small for the output. */
+AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,
+                                      const ar_client_range_t *input_ranges, size_t n_inputs,
+                                      const ar_client_range_t *output_ranges, size_t n_outputs,
+                                      ar_client_result_t *res, char *msg, size_t msg_bytes);
+/* ar_client_invoke with outputs written into registered buffers: outputs[j] (n_outputs entries,
+ * one per model output; NULL = sent in the reply) points into a buffer registered with
+ * ar_client_buffer_register, with output_bytes[j] bytes of room there; res->outputs[j].data is
+ * then outputs[j]. Inputs pointing into registered buffers go by reference, as in
+ * ar_client_invoke. Errors: -1 when a pointer is not inside a registered buffer of `c`, plus
+ * those of ar_client_invoke_ranges. */
+AR_EXPORT int ar_client_invoke_into(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,
+                                    size_t n_inputs, void *const *outputs, const uint64_t *output_bytes,
+                                    size_t n_outputs, ar_client_result_t *res, char *msg, size_t msg_bytes);
 
 /* Resize input `input` of `model` to `dims` (rank entries): only dims that are -1 in the input's
  * shape_signature may differ from the stored shape. The daemon re-plans the model and grows (or

@@ -505,11 +505,15 @@ static ar_cli_tensor_t cli_view(const ar_client_tensor_t *t) {
 int ar_cmd_invoke(int argc, char **argv) {
   static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
                                        {"output", required_argument, NULL, 'o'},
+                                       {"shm", no_argument, NULL, 'S'},
                                        AR_CLI_LONGOPTS,
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  const char *usage = "usage: arenactl invoke NAME --input F... [--output DIR] [RESULTS]\n"
-                      "       arenactl invoke NAME --image FILE [IMAGE] [--output DIR] [RESULTS]\n" AR_CLI_USAGE;
+  const char *usage = "usage: arenactl invoke NAME --input F... [--output DIR] [--shm] [RESULTS]\n"
+                      "       arenactl invoke NAME --image FILE [IMAGE] [--output DIR] [--shm] [RESULTS]\n"
+                      "  --shm  inputs and outputs through a shared-memory buffer registered with the daemon\n"
+                      AR_CLI_USAGE;
+  bool shm = false;
   const char *inputs[AR_CLIENT_MAX_IO];
   int n_in = 0;
   const char *outdir = NULL;
@@ -546,6 +550,7 @@ int ar_cmd_invoke(int argc, char **argv) {
         after_input = true;
         break;
       case 'o': outdir = optarg; after_input = false; break;
+      case 'S': shm = true; after_input = false; break;
       default:
         fprintf(stderr, "%s", usage);
         return o == 'h' ? 0 : 2;
@@ -564,6 +569,7 @@ int ar_cmd_invoke(int argc, char **argv) {
   ar_client_tensor_t tin[AR_CLIENT_MAX_IO];
   void *bufs[AR_CLIENT_MAX_IO] = {0};
   ar_client_result_t res = {0};
+  ar_client_buffer_t *sbuf = NULL;
   ar_cli_image_geom_t geom;
   /* The model's input description (shapes, dtypes, quantization) comes from the daemon. */
   int rc = ar_client_list(c, &ms, &n_models, msg, sizeof(msg));
@@ -608,13 +614,47 @@ int ar_cmd_invoke(int argc, char **argv) {
       tin[i].bytes = nb;
     }
   }
-  rc = ar_client_invoke(c, name, tin, (size_t)n_in, &res, msg, sizeof(msg));
+  if (shm) {
+    /* One buffer: the inputs back to back, then room for every output of a known size (an
+     * output with an unknown dim comes back in the reply). */
+    uint64_t total = 0, in_off[AR_CLIENT_MAX_IO], out_off[AR_CLIENT_MAX_IO], out_bytes[AR_CLIENT_MAX_IO];
+    int n_out = m->n_outputs < AR_CLIENT_MAX_IO ? m->n_outputs : AR_CLIENT_MAX_IO;
+    for (int i = 0; i < n_in; i++) {
+      in_off[i] = total;
+      total += (tin[i].bytes + 63) & ~(uint64_t)63;
+    }
+    for (int j = 0; j < n_out; j++) {
+      const ar_client_tensor_t *t = &m->outputs[j];
+      uint64_t b = ar_client_dtype_size(t->dtype);
+      for (int32_t d = 0; d < t->rank; d++) b *= t->dims[d] > 0 ? (uint64_t)t->dims[d] : 0;
+      out_off[j] = total;
+      out_bytes[j] = b;
+      total += (b + 63) & ~(uint64_t)63;
+    }
+    rc = ar_client_buffer_register(c, total ? total : 1, &sbuf, msg, sizeof(msg));
+    if (rc) {
+      fail("invoke --shm", rc, msg);
+      goto out;
+    }
+    void *outp[AR_CLIENT_MAX_IO];
+    for (int i = 0; i < n_in; i++) {
+      memcpy((uint8_t *)sbuf->data + in_off[i], tin[i].data, tin[i].bytes);
+      tin[i].data = (uint8_t *)sbuf->data + in_off[i];
+    }
+    for (int j = 0; j < n_out; j++) outp[j] = out_bytes[j] ? (uint8_t *)sbuf->data + out_off[j] : NULL;
+    rc = ar_client_invoke_into(c, name, tin, (size_t)n_in, outp, out_bytes, m->n_outputs == n_out ? (size_t)n_out : 0,
+                               &res, msg, sizeof(msg));
+  } else {
+    rc = ar_client_invoke(c, name, tin, (size_t)n_in, &res, msg, sizeof(msg));
+  }
   if (rc) {
     fail("invoke", rc, msg);
     goto out;
   }
-  printf("%s: %d output(s), invoke %" PRIu64 " us, queued %" PRIu64 " us\n", name, res.n_outputs, res.invoke_us,
+  printf("%s: %d output(s), invoke %" PRIu64 " us, queued %" PRIu64 " us", name, res.n_outputs, res.invoke_us,
          res.queue_us);
+  if (sbuf) printf(", through shared-memory buffer %u (%" PRIu64 " bytes)", sbuf->id, sbuf->bytes);
+  printf("\n");
   for (int32_t j = 0; j < res.n_outputs && j < AR_CLIENT_MAX_IO; j++) {
     const ar_client_tensor_t *t = &res.outputs[j];
     char sh[96];
@@ -660,6 +700,7 @@ int ar_cmd_invoke(int argc, char **argv) {
   ret = 0;
 out:
   ar_client_result_free(&res);
+  if (sbuf) ar_client_buffer_release(c, sbuf, msg, sizeof(msg));
   for (int i = 0; i < AR_CLIENT_MAX_IO; i++) free(bufs[i]);
   free(ms);
   ar_client_close(c);

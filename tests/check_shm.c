@@ -1,0 +1,500 @@
+/* check_shm.c - zero-copy invokes through registered shared-memory buffers (arenad.proto
+ * RegisterBufferRequest, Tensor.shm, InvokeRequest.outputs) against a real arenad:
+ *
+ *   - face_detection_short_range with its input in a buffer, then input and outputs in a buffer:
+ *     the outputs equal the golden (and the bytes path's), the result points into the buffer;
+ *   - every refusal gets an error naming the problem and the daemon keeps serving the same
+ *     connection: unsealed memfd, seals missing F_SEAL_SHRINK, not a memfd (file, pipe), no
+ *     descriptor with the frame, a buffer the client tries to shrink (the seal refuses it), a
+ *     range too small for the tensor, an offset past the end (and one that overflows), an output
+ *     range too small, an output into a write-sealed buffer, an unknown id, another connection's
+ *     buffer, the per-connection bounds (max_buffers_per_connection,
+ *     max_buffer_bytes_per_connection), more descriptors than may wait (connection refused);
+ *   - a buffer the client has unmapped keeps working (the daemon's own mapping);
+ *   - a client that closes while its invokes run leaves no descriptor and no mapping in the daemon:
+ *     /proc/<pid>/fd and the memfd lines of /proc/<pid>/maps return to the baseline.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <dirent.h>
+
+#define AR_TEST_MANY_FDS 6   /* above AR_CONN_MAX_PENDING_FDS */
+
+#include "clients/ar_client.h"
+#include "common/ar_error.h"
+#include "tests/ar_test_client.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
+
+static ar_test_daemon_t dmn;
+static char cfg_dir[256];
+
+/* Start arenad with a config file setting the buffer bounds (0 = the defaults). */
+static void start_with(uint32_t max_buffers, const char *max_bytes) {
+  snprintf(cfg_dir, sizeof(cfg_dir), "/tmp/arenad-shm-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(cfg_dir));
+  char path[300];
+  snprintf(path, sizeof(path), "%s/arenad.json", cfg_dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": []");
+  if (max_buffers) fprintf(f, ", \"max_buffers_per_connection\": %u", max_buffers);
+  if (max_bytes) fprintf(f, ", \"max_buffer_bytes_per_connection\": \"%s\"", max_bytes);
+  fprintf(f, "}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "32M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+}
+
+static void stop(void) {
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  char path[300];
+  snprintf(path, sizeof(path), "%s/arenad.json", cfg_dir);
+  unlink(path);
+  rmdir(cfg_dir);
+}
+
+static ar_client_t *client(void) {
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) == 0, "connect: %s", msg);
+  return c;
+}
+
+static void load_face(ar_client_t *c, ar_client_model_t *info) {
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_load(c, "face", ar_tc_model_path("face_detection_short_range"), NULL, NULL, info, msg,
+                          sizeof(msg));
+  ck_assert_msg(rc == 0, "load: %s", msg);
+}
+
+/* A memfd of `bytes` with `seals` added (0: none), or -1. */
+static int make_memfd(uint64_t bytes, int seals) {
+  int fd = memfd_create("check_shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, (off_t)bytes), 0);
+  if (seals) ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, seals), 0);
+  return fd;
+}
+
+#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* An invoke of `face` on the golden through the bytes path succeeds on `c` (the daemon serves). */
+static void still_serves(ar_client_t *c, const ar_client_model_t *m, const ar_tc_golden_t *g) {
+  ar_client_tensor_t t = m->inputs[0];
+  t.data = g->input;
+  t.bytes = g->input_bytes;
+  ar_client_result_t r;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_invoke(c, "face", &t, 1, &r, msg, sizeof(msg)) == 0, "invoke after a refusal: %s", msg);
+  ck_assert_uint_eq(ar_tc_golden_check(g, &r), 0);
+  ar_client_result_free(&r);
+}
+
+/* `rc` is `want` and the message holds `needle`. */
+static void refused(int rc, int want, const char *msg, const char *needle) {
+  ck_assert_msg(rc == want, "rc %d (want %d): %s", rc, want, msg);
+  ck_assert_msg(strstr(msg, needle) != NULL, "message '%s' lacks '%s'", msg, needle);
+}
+
+/* ---- results ------------------------------------------------------------------------------- */
+
+START_TEST(shm_invokes_equal_the_golden) {
+  start_with(0, NULL);
+  ar_client_t *c = client();
+  ar_client_model_t m;
+  load_face(c, &m);
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
+  ck_assert_int_eq(g.n_outputs, 2);
+  char msg[AR_MSG_BYTES];
+  uint64_t total = g.input_bytes + g.output_bytes[0] + g.output_bytes[1];
+  ar_client_buffer_t *b = NULL;
+  ck_assert_msg(ar_client_buffer_register(c, total, &b, msg, sizeof(msg)) == 0, "register: %s", msg);
+  ck_assert_uint_eq(b->id, 1);
+  uint8_t *base = b->data;
+  memcpy(base, g.input, g.input_bytes);
+  ar_client_tensor_t t = m.inputs[0];
+  t.data = base;
+  t.bytes = g.input_bytes;
+  /* Input by reference, outputs in the reply. */
+  ar_client_result_t r;
+  ck_assert_msg(ar_client_invoke(c, "face", &t, 1, &r, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  /* Input and both outputs in the buffer. */
+  void *outs[2] = {base + g.input_bytes, base + g.input_bytes + g.output_bytes[0]};
+  uint64_t out_bytes[2] = {g.output_bytes[0], g.output_bytes[1]};
+  memset(outs[0], 0xff, g.output_bytes[0] + g.output_bytes[1]);
+  ck_assert_msg(ar_client_invoke_into(c, "face", &t, 1, outs, out_bytes, 2, &r, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_ptr_eq(r.outputs[0].data, outs[0]);
+  ck_assert_ptr_eq(r.outputs[1].data, outs[1]);
+  ck_assert_uint_eq(r.outputs[0].bytes, g.output_bytes[0]);
+  ck_assert_int_eq(r.outputs[0].rank, 3);
+  ck_assert_int_eq(r.outputs[0].dims[1], 896);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  /* One output in the buffer, the other in the reply. */
+  void *one[2] = {NULL, outs[1]};
+  memset(outs[1], 0, g.output_bytes[1]);
+  ck_assert_msg(ar_client_invoke_into(c, "face", &t, 1, one, out_bytes, 2, &r, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_ptr_ne(r.outputs[0].data, outs[0]);
+  ck_assert_ptr_eq(r.outputs[1].data, outs[1]);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  ck_assert_int_eq(ar_client_buffer_release(c, b, msg, sizeof(msg)), 0);
+  /* Released: its id no longer names a buffer. */
+  ar_client_range_t in = {.buffer = 1, .offset = 0, .bytes = g.input_bytes};
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "no buffer 1 is registered on this connection");
+  still_serves(c, &m, &g);
+  ar_tc_golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* ---- refusals ------------------------------------------------------------------------------ */
+
+START_TEST(bad_buffers_are_refused_and_the_daemon_serves) {
+  start_with(0, NULL);
+  ar_client_t *c = client();
+  ar_client_model_t m;
+  load_face(c, &m);
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
+  char msg[AR_MSG_BYTES];
+  uint32_t id = 0;
+  /* Unsealed: its size could change under the daemon's mapping. */
+  int fd = make_memfd(1 << 20, 0);
+  refused(ar_client_buffer_register_fd(c, fd, &id, NULL, NULL, msg, sizeof(msg)), AR_EINVAL, msg, "not sealed");
+  ck_assert_ptr_nonnull(strstr(msg, "F_SEAL_SHRINK"));
+  close(fd);
+  still_serves(c, &m, &g);
+  /* Sealed against growing only: shrinking stays possible, refused. */
+  fd = make_memfd(1 << 20, F_SEAL_GROW | F_SEAL_SEAL);
+  refused(ar_client_buffer_register_fd(c, fd, &id, NULL, NULL, msg, sizeof(msg)), AR_EINVAL, msg, "F_SEAL_SHRINK");
+  ck_assert_ptr_nonnull(strstr(msg, "lack F_SEAL_SHRINK ("));   /* only that one is missing */
+  close(fd);
+  /* Not a memfd: a regular file, a pipe. */
+  char path[] = "/tmp/check_shm_file_XXXXXX";
+  fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, 65536), 0);
+  unlink(path);
+  refused(ar_client_buffer_register_fd(c, fd, &id, NULL, NULL, msg, sizeof(msg)), AR_EINVAL, msg, "not a memfd");
+  close(fd);
+  int pp[2];
+  ck_assert_int_eq(pipe(pp), 0);
+  refused(ar_client_buffer_register_fd(c, pp[0], &id, NULL, NULL, msg, sizeof(msg)), AR_EINVAL, msg, "not a memfd");
+  close(pp[0]);
+  close(pp[1]);
+  still_serves(c, &m, &g);
+  /* No descriptor with the frame (release 0 = register). */
+  {
+    int raw = ar_td_connect_raw(dmn.socket);
+    ck_assert_int_ge(raw, 0);
+    Arenad__Request req = ARENAD__REQUEST__INIT;
+    Arenad__RegisterBufferRequest body = ARENAD__REGISTER_BUFFER_REQUEST__INIT;
+    req.id = 7;
+    req.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = &body;
+    ck_assert_int_eq(ar_td_send_request(raw, &req), 0);
+    Arenad__Response *r = ar_td_read_response(raw);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->status->code, ARENAD__CODE__EINVAL);
+    ck_assert_ptr_nonnull(strstr(r->status->message, "no file descriptor came with the frame"));
+    arenad__response__free_unpacked(r, NULL);
+    close(raw);
+  }
+  /* A sealed buffer cannot be shrunk by its client (the kernel refuses), and keeps serving. */
+  uint64_t bytes = 0;
+  int writable = 0;
+  fd = make_memfd(g.input_bytes, SEALS);
+  ck_assert_msg(ar_client_buffer_register_fd(c, fd, &id, &bytes, &writable, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(bytes, g.input_bytes);
+  ck_assert_int_eq(writable, 1);
+  ck_assert_int_eq(ftruncate(fd, 4096), -1);
+  ck_assert_int_eq(errno, EPERM);
+  uint8_t *p = mmap(NULL, g.input_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ck_assert_ptr_ne(p, MAP_FAILED);
+  memcpy(p, g.input, g.input_bytes);
+  ar_client_result_t r;
+  ar_client_range_t in = {.buffer = id, .offset = 0, .bytes = g.input_bytes};
+  ck_assert_msg(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)) == 0, "%s",
+                msg);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  /* Unmapped by the client: the daemon's own mapping stays valid. */
+  ck_assert_int_eq(munmap(p, g.input_bytes), 0);
+  close(fd);
+  ck_assert_msg(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)) == 0, "%s",
+                msg);
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &r), 0);
+  ar_client_result_free(&r);
+  /* Too small for the tensor: a range of fewer bytes than the input has. */
+  in.bytes = g.input_bytes - 4;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_ESHAPE, msg,
+          "data bytes");
+  /* The input's bytes, but past the end of the buffer. */
+  in.bytes = g.input_bytes;
+  in.offset = 4;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "runs past the end of buffer");
+  /* Offset past the end, and one where offset + bytes wraps around 2^64. */
+  in.offset = g.input_bytes + 4096;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "runs past the end of buffer");
+  in.offset = UINT64_MAX - 16;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "runs past the end of buffer");
+  still_serves(c, &m, &g);
+  /* Outputs: a range too small, a range past the end, a write-sealed buffer. */
+  ar_client_range_t outs[2] = {{.buffer = id, .offset = 0, .bytes = g.output_bytes[0] - 1}, {0}};
+  in.offset = 0;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg)), AR_ESHAPE, msg,
+          "the output needs");
+  outs[0].offset = g.input_bytes - 8;
+  outs[0].bytes = g.output_bytes[0];
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "runs past the end of buffer");
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 1, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "output ranges");
+  int ro = make_memfd(1 << 20, SEALS | F_SEAL_WRITE);
+  uint32_t ro_id = 0;
+  ck_assert_msg(ar_client_buffer_register_fd(c, ro, &ro_id, NULL, &writable, msg, sizeof(msg)) == 0, "%s", msg);
+  close(ro);
+  ck_assert_int_eq(writable, 0);
+  outs[0].buffer = ro_id;
+  outs[0].offset = 0;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "read-only");
+  /* Unknown ids, and a buffer of another connection. */
+  in.buffer = 999;
+  refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL, msg,
+          "no buffer 999");
+  refused(ar_client_buffer_unregister(c, 999, msg, sizeof(msg)), AR_EINVAL, msg, "no buffer 999");
+  ar_client_t *other = client();
+  in.buffer = id;
+  refused(ar_client_invoke_ranges(other, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL,
+          msg, "registered on this connection");
+  ar_client_close(other);
+  still_serves(c, &m, &g);
+  ar_tc_golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+START_TEST(per_connection_bounds) {
+  start_with(2, "1M");
+  ar_client_t *c = client();
+  char msg[AR_MSG_BYTES];
+  ar_client_buffer_t *a = NULL, *b = NULL, *x = NULL;
+  ck_assert_msg(ar_client_buffer_register(c, 512 * 1024, &a, msg, sizeof(msg)) == 0, "%s", msg);
+  /* 512 KiB + 768 KiB > 1 MiB */
+  refused(ar_client_buffer_register(c, 768 * 1024, &x, msg, sizeof(msg)), AR_ENOSPC, msg,
+          "max_buffer_bytes_per_connection");
+  ck_assert_ptr_null(x);
+  ck_assert_msg(ar_client_buffer_register(c, 256 * 1024, &b, msg, sizeof(msg)) == 0, "%s", msg);
+  refused(ar_client_buffer_register(c, 4096, &x, msg, sizeof(msg)), AR_ENOSPC, msg, "max_buffers_per_connection 2");
+  /* Released bytes and slots are available again. */
+  ck_assert_int_eq(ar_client_buffer_release(c, a, msg, sizeof(msg)), 0);
+  ck_assert_msg(ar_client_buffer_register(c, 768 * 1024, &x, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(x->id, 3);   /* ids are never reused on a connection (a's 1 is not given again) */
+  char v[32];
+  ck_assert_int_eq(ar_client_ping(c, v, sizeof(v), msg, sizeof(msg)), 0);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* ---- descriptors and mappings ------------------------------------------------------------- */
+
+static int count_fds(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(path);
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+/* Mappings of memfds in the daemon (/proc/<pid>/maps lines naming "/memfd:"). */
+static int count_memfd_maps(pid_t pid) {
+  char path[64], line[512];
+  snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  int n = 0;
+  while (fgets(line, sizeof(line), f))
+    if (strstr(line, "/memfd:")) n++;
+  fclose(f);
+  return n;
+}
+
+/* Wait (up to 30 s: a loaded machine) until the daemon is back at the baseline. */
+static void back_to_baseline(int fds0, int maps0) {
+  int fds = -1, maps = -1;
+  for (int i = 0; i < 3000; i++) {
+    fds = count_fds(dmn.pid);
+    maps = count_memfd_maps(dmn.pid);
+    if (fds == fds0 && maps == maps0) return;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ck_abort_msg("daemon holds %d fds (baseline %d) and %d memfd mappings (baseline %d)", fds, fds0, maps, maps0);
+}
+
+/* sendmsg one frame with `n` descriptors attached. */
+static void send_frame_fds(int sock, const Arenad__Request *req, const int *fds, int n) {
+  size_t len = arenad__request__get_packed_size(req);
+  uint8_t *buf = malloc(4 + len);
+  buf[0] = (uint8_t)len, buf[1] = (uint8_t)(len >> 8), buf[2] = (uint8_t)(len >> 16), buf[3] = (uint8_t)(len >> 24);
+  arenad__request__pack(req, buf + 4);
+  char ctl[CMSG_SPACE(sizeof(int) * 16)];
+  memset(ctl, 0, sizeof(ctl));
+  struct iovec iov = {.iov_base = buf, .iov_len = 4 + len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                      .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+  memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
+  ck_assert_int_eq(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t)(4 + len));
+  free(buf);
+}
+
+START_TEST(closing_mid_invoke_leaves_no_fd_or_mapping) {
+  start_with(0, NULL);
+  ar_client_t *c = client();
+  ar_client_model_t m;
+  load_face(c, &m);
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
+  still_serves(c, &m, &g);
+  int fds0 = count_fds(dmn.pid), maps0 = count_memfd_maps(dmn.pid);
+  ck_assert_int_eq(maps0, 0);
+  for (int round = 0; round < 3; round++) {
+    /* A raw client: register a buffer, pipeline invokes reading and writing it, hang up. */
+    int sock = ar_td_connect_raw(dmn.socket);
+    ck_assert_int_ge(sock, 0);
+    uint64_t bytes = g.input_bytes + g.output_bytes[0] + g.output_bytes[1];
+    int fd = make_memfd(bytes, SEALS);
+    uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    memcpy(p, g.input, g.input_bytes);
+    Arenad__Request req = ARENAD__REQUEST__INIT;
+    Arenad__RegisterBufferRequest reg = ARENAD__REGISTER_BUFFER_REQUEST__INIT;
+    req.id = 1;
+    req.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = &reg;
+    send_frame_fds(sock, &req, &fd, 1);
+    close(fd);
+    Arenad__Response *r = ar_td_read_response(sock);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->status->code, 0);
+    uint32_t id = r->register_buffer->buffer;
+    arenad__response__free_unpacked(r, NULL);
+    ck_assert_int_eq(count_memfd_maps(dmn.pid), 1);
+    Arenad__Tensor t = ARENAD__TENSOR__INIT;
+    Arenad__BufferRange in = ARENAD__BUFFER_RANGE__INIT, o0 = ARENAD__BUFFER_RANGE__INIT,
+                        o1 = ARENAD__BUFFER_RANGE__INIT;
+    int64_t shape[4] = {1, 128, 128, 3};
+    t.dtype = ARENAD__DTYPE__FLOAT32;
+    t.shape = shape;
+    t.n_shape = 4;
+    in.buffer = o0.buffer = o1.buffer = id;
+    in.bytes = g.input_bytes;
+    o0.offset = g.input_bytes;
+    o0.bytes = g.output_bytes[0];
+    o1.offset = g.input_bytes + g.output_bytes[0];
+    o1.bytes = g.output_bytes[1];
+    t.shm = &in;
+    Arenad__Tensor *tp = &t;
+    Arenad__BufferRange *op[2] = {&o0, &o1};
+    Arenad__InvokeRequest inv = ARENAD__INVOKE_REQUEST__INIT;
+    inv.model = "face";
+    inv.n_inputs = 1;
+    inv.inputs = &tp;
+    inv.n_outputs = 2;
+    inv.outputs = op;
+    req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+    req.invoke = &inv;
+    for (int k = 0; k < 6; k++) {
+      req.id = 10 + (uint64_t)k;
+      ck_assert_int_eq(ar_td_send_request(sock, &req), 0);
+    }
+    if (round == 1) {
+      /* Wait for the first reply: an invoke is running or queued when the client goes. */
+      r = ar_td_read_response(sock);
+      ck_assert_ptr_nonnull(r);
+      ck_assert_int_eq(r->status->code, 0);
+      ck_assert_ptr_nonnull(r->invoke->outputs[0]->shm);
+      ck_assert_uint_eq(r->invoke->outputs[0]->shm->bytes, g.output_bytes[0]);
+      ck_assert_uint_eq(ar_test_golden_mismatches((const float *)(p + g.input_bytes), g.outputs[0],
+                                                  g.output_bytes[0] / 4, NULL), 0);
+      arenad__response__free_unpacked(r, NULL);
+    }
+    if (round == 2) munmap(p, bytes);   /* the client's mapping gone before it hangs up */
+    close(sock);
+    if (round != 2) munmap(p, bytes);
+    back_to_baseline(fds0, maps0);
+  }
+  /* Too many descriptors ahead of their frames: refused, closed, none kept. */
+  {
+    int sock = ar_td_connect_raw(dmn.socket);
+    int many[AR_TEST_MANY_FDS];
+    for (int i = 0; i < AR_TEST_MANY_FDS; i++) many[i] = make_memfd(4096, SEALS);
+    Arenad__Request req = ARENAD__REQUEST__INIT;
+    Arenad__PingRequest ping = ARENAD__PING_REQUEST__INIT;
+    req.id = 5;
+    req.body_case = ARENAD__REQUEST__BODY_PING;
+    req.ping = &ping;
+    send_frame_fds(sock, &req, many, AR_TEST_MANY_FDS);
+    for (int i = 0; i < AR_TEST_MANY_FDS; i++) close(many[i]);
+    Arenad__Response *r = ar_td_read_response(sock);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->status->code, ARENAD__CODE__EPROTO);
+    ck_assert_ptr_nonnull(strstr(r->status->message, "file descriptors sent ahead"));
+    arenad__response__free_unpacked(r, NULL);
+    ck_assert(ar_td_at_eof(sock));
+    close(sock);
+    back_to_baseline(fds0, maps0);
+  }
+  still_serves(c, &m, &g);
+  ar_tc_golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+static Suite *shm_suite(void) {
+  Suite *s = suite_create("shm");
+  TCase *tc = tcase_create("shm");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, shm_invokes_equal_the_golden);
+  tcase_add_test(tc, bad_buffers_are_refused_and_the_daemon_serves);
+  tcase_add_test(tc, per_connection_bounds);
+  tcase_add_test(tc, closing_mid_invoke_leaves_no_fd_or_mapping);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(shm_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
