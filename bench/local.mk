@@ -13,10 +13,12 @@ bench_planner_SOURCES = bench/planner.c
 bench_planner_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(OPENBLAS_CFLAGS)
 bench_planner_LDADD = $(AR_CORE_LIBS)
 
-# bench/ipc (owner: daemon work): Ping round trips/s (1 and 8 clients), Invoke over the socket vs
-# in process (face_detection_short_range). Starts its own arenad unless --socket is given.
+# bench/ipc (owner: daemon work): Ping round trips/s (1 and 8 clients), Invoke overhead over in
+# process (median, p99) on the bytes path and the shared-memory path (face_detection_short_range,
+# selfie_segmentation); --throughput: 8 clients x 4 models in 2 share groups per `threads` value;
+# --json. Starts its own arenad unless --socket is given.
 noinst_PROGRAMS += bench/ipc
 bench_ipc_SOURCES = bench/ipc.c
-bench_ipc_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS)
-bench_ipc_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS)
+bench_ipc_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS) $(JANSSON_CFLAGS)
+bench_ipc_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS)
 $(bench_ipc_OBJECTS): proto/arenad.pb-c.h

@@ -121,9 +121,44 @@ void ar_conn_shutdown(ar_conn_t *c) {
 typedef struct {
   uv_write_t req;
   ar_conn_t *conn;
-  uint8_t *buf;
+  uint8_t *buf;                  /* the frame header and every piece that was copied */
+  void *keep;                    /* the caller's block the other pieces are written from */
   size_t bytes;
 } write_req_t;
+
+/* Packing a reply in pieces: a bytes or string field of at least AR_SEND_REF_BYTES that lies in
+ * the block the caller hands over (an invoke's outputs) is not copied; the write sends it from
+ * there (one uv_write of several buffers) and frees the block when done. At most
+ * AR_SEND_MAX_REFS pieces are sent that way, the rest is copied. */
+#define AR_SEND_REF_BYTES 2048
+#define AR_SEND_MAX_REFS 14
+
+typedef struct {
+  ProtobufCBuffer base;
+  uint8_t *copy;                 /* copied pieces, back to back (after the 4-byte header) */
+  size_t copy_len;
+  const uint8_t *keep;
+  size_t keep_bytes;
+  int n_refs;
+  size_t cut[AR_SEND_MAX_REFS];  /* copy_len where each referenced piece goes */
+  const uint8_t *ref[AR_SEND_MAX_REFS];
+  size_t ref_len[AR_SEND_MAX_REFS];
+} piece_buf_t;
+
+static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
+  piece_buf_t *p = (piece_buf_t *)b;
+  uintptr_t at = (uintptr_t)data, lo = (uintptr_t)p->keep;
+  if (len >= AR_SEND_REF_BYTES && p->n_refs < AR_SEND_MAX_REFS && p->keep && at >= lo &&
+      at - lo <= p->keep_bytes && len <= p->keep_bytes - (at - lo)) {
+    p->cut[p->n_refs] = p->copy_len;
+    p->ref[p->n_refs] = data;
+    p->ref_len[p->n_refs] = len;
+    p->n_refs++;
+    return;
+  }
+  memcpy(p->copy + p->copy_len, data, len);
+  p->copy_len += len;
+}
 
 static bool conn_may_read(const ar_conn_t *c) {
   const ar_config_t *cfg = &c->srv->cfg;
@@ -177,6 +212,7 @@ static void on_write(uv_write_t *req, int status) {
   write_req_t *w = (write_req_t *)req;
   ar_conn_t *c = w->conn;
   free(w->buf);
+  free(w->keep);
   c->wbytes -= w->bytes;
   free(w);
   c->write_progress_us = ar_now_us();
@@ -188,16 +224,22 @@ static void on_write(uv_write_t *req, int status) {
   conn_unref(c);
 }
 
-void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp) {
+void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp) { ar_conn_send_owned(c, resp, NULL, 0); }
+
+void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, size_t keep_bytes) {
   if (ar_conn_is_gone(c)) {
+    free(keep);
     request_finished(c);   /* nobody will read it: nothing is kept */
     return;
   }
   size_t n = arenad__response__get_packed_size(resp);
   write_req_t *w = n <= UINT32_MAX - 4 ? malloc(sizeof(*w)) : NULL;
+  piece_buf_t p = {.base = {.append = piece_append}, .keep = keep, .keep_bytes = keep ? keep_bytes : 0};
+  /* Room for the header and the copied pieces: the whole frame unless pieces will be referenced. */
   uint8_t *buf = w ? malloc(4 + n) : NULL;
   if (buf == NULL) {
     free(w);
+    free(keep);
     request_finished(c);
     ar_conn_close(c);
     return;
@@ -206,18 +248,31 @@ void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp) {
   buf[1] = (uint8_t)(n >> 8);
   buf[2] = (uint8_t)(n >> 16);
   buf[3] = (uint8_t)(n >> 24);
-  arenad__response__pack(resp, buf + 4);
+  p.copy = buf + 4;
+  arenad__response__pack_to_buffer(resp, &p.base);
   w->conn = c;
   w->buf = buf;
+  w->keep = keep;
   w->bytes = 4 + n;
-  uv_buf_t b = uv_buf_init((char *)buf, (unsigned)(4 + n));
+  /* header + copied pieces interleaved with the referenced ones, in stream order */
+  uv_buf_t bufs[2 * AR_SEND_MAX_REFS + 1];
+  unsigned nb = 0;
+  size_t from = 0;
+  for (int i = 0; i < p.n_refs; i++) {
+    size_t upto = 4 + p.cut[i];
+    if (upto > from) bufs[nb++] = uv_buf_init((char *)buf + from, (unsigned)(upto - from));
+    bufs[nb++] = uv_buf_init((char *)p.ref[i], (unsigned)p.ref_len[i]);
+    from = upto;
+  }
+  if (4 + p.copy_len > from) bufs[nb++] = uv_buf_init((char *)buf + from, (unsigned)(4 + p.copy_len - from));
   if (c->wbytes == 0) c->write_progress_us = ar_now_us();
   c->refs++;
   c->wbytes += w->bytes;
-  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write) != 0) {
+  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, bufs, nb, on_write) != 0) {
     c->refs--;
     c->wbytes -= w->bytes;
     free(buf);
+    free(keep);
     free(w);
     request_finished(c);
     ar_conn_close(c);
@@ -461,10 +516,9 @@ static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
 static void on_readable(uv_poll_t *p, int status, int events) {
   (void)events;
   ar_conn_t *c = p->data;
-  if (status < 0) {
-    on_read(c, status);
-    return;
-  }
+  /* status < 0: POLLERR, e.g. the peer closed with replies unread (ECONNRESET pending); libuv has
+   * stopped the watcher. The frames it sent before are still queued: read them first (recvmsg
+   * returns queued bytes before the error), re-arming the watcher, until the error or EOF. */
   uv_buf_t b;
   conn_alloc(c, &b);
   if (b.len == 0) {
@@ -479,8 +533,8 @@ static void on_readable(uv_poll_t *p, int status, int events) {
   struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
   ssize_t n = recvmsg(c->rfd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-    on_read(c, -errno);
+    if ((errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && status == 0) return;
+    on_read(c, status < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? status : -errno);
     return;
   }
   bool too_many = (mh.msg_flags & MSG_CTRUNC) != 0;
@@ -509,6 +563,8 @@ static void on_readable(uv_poll_t *p, int status, int events) {
     return;
   }
   on_read(c, n == 0 ? UV_EOF : n);
+  if (status < 0 && n > 0 && c->reading && !c->closing && !ar_conn_is_gone(c))
+    uv_poll_start(&c->rpoll, UV_READABLE, on_readable);
 }
 
 static void on_read(ar_conn_t *c, ssize_t nread) {

@@ -101,6 +101,10 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status);
  * the connection's in-flight cap until the bytes are written. Dropped (and freed) at once if the
  * connection is closed or closing. */
 void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp);
+/* ar_conn_send, taking ownership of `keep` (malloc'd, keep_bytes; freed when written or dropped):
+ * the reply's bytes fields of at least 2 KiB that lie inside it are written from there (uv_write
+ * of several buffers) instead of being copied into the packed frame. */
+void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, size_t keep_bytes);
 
 /* A request of `c` was answered (after ar_conn_send): release its reference; resumes reading
  * when the connection is below its limits. */

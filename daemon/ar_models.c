@@ -1308,7 +1308,13 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   resp.status = &st;
   resp.body_case = ARENAD__RESPONSE__BODY_INVOKE;
   resp.invoke = &body;
-  srv->ops.reply(srv, &job->to, &resp);
+  /* The outputs' block goes with the reply: written from where the worker put them, not copied
+   * again into the frame. */
+  ar_reply_to_t to = job->to;
+  to.keep = job->out;
+  to.keep_bytes = job->out_bytes;
+  job->out = NULL;
+  srv->ops.reply(srv, &to, &resp);
   free(outs);
   free(ranges);
 }

@@ -70,6 +70,7 @@ static void notify_ready(ar_server_t *srv) {
 static void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response *resp) {
   resp->id = to->id;
   ar_conn_t *c = to->conn;
+  if (c == NULL) free(to->keep);
   if (c == NULL) {
     /* An internal request (config at start, reload): the log is its reply. */
     int code = resp->status ? (int)resp->status->code : 0;
@@ -81,7 +82,7 @@ static void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__R
     if (to->internal_config && --srv->config_loads_pending == 0 && !srv->draining) notify_ready(srv);
     return;
   }
-  ar_conn_send(c, resp);
+  ar_conn_send_owned(c, resp, to->keep, (size_t)to->keep_bytes);
   ar_conn_request_done(c);
 }
 
