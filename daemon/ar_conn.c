@@ -330,11 +330,56 @@ typedef struct {
   char msg[AR_MSG_BYTES];
 } decode_job_t;
 
-/* Hand a decoded request to dispatch (which takes ownership of `req`). */
-static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req) {
+/* Hand a decoded request to dispatch (which takes ownership of `req` and of `frame`, the block its
+ * invoke inputs point into, or NULL). */
+static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req, void *frame) {
   ar_reply_to_t to;
   conn_take(c, &to, id);
+  to.frame = frame;
   c->srv->ops.dispatch(c->srv, &to, req);
+}
+
+/* Invoke frames at least this large are decoded without copying their input bytes. */
+#define AR_STRIP_MIN_BYTES (16u * 1024)
+#define AR_STRIP_MAX_INPUTS 16
+
+/* The bytes path's one copy: decode the invoke frame at c->rbuf + pos + 4 without its inputs'
+ * bytes (ar_decode_strip_inputs), point the inputs at them in place, and hand the whole read
+ * buffer over with the request (the connection continues in a new buffer holding the bytes that
+ * followed the frame). The worker's copy into the arena is then the only copy of the inputs.
+ * Returns false (nothing changed) when the frame does not take this path; the caller decodes it
+ * as usual, which also words any error. */
+static bool deliver_stripped(ar_conn_t *c, size_t pos, uint32_t len, uint64_t budget, uint64_t id) {
+  const uint8_t *data = c->rbuf + pos + 4;
+  ar_decode_input_ref_t refs[AR_STRIP_MAX_INPUTS];
+  size_t n_refs = 0;
+  uint8_t *small = malloc(len);
+  size_t n = small ? ar_decode_strip_inputs(data, len, small, refs, AR_STRIP_MAX_INPUTS, &n_refs) : 0;
+  Arenad__Request *req = NULL;
+  char msg[AR_MSG_BYTES];
+  int rc = n > 0 ? ar_decode_unpack(small, n, budget, &req, msg, sizeof(msg)) : AR_EINVAL;
+  free(small);
+  if (rc != 0) return false;
+  bool ok = req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke->n_inputs == n_refs;
+  for (size_t i = 0; ok && i < n_refs; i++) ok = req->invoke->inputs[i]->data.len == 0;
+  size_t after = pos + 4 + (size_t)len, rest = c->rlen - after;
+  size_t cap = rest > AR_READ_CHUNK ? rest : AR_READ_CHUNK;
+  uint8_t *nb = ok ? malloc(cap) : NULL;
+  if (nb == NULL) {
+    arenad__request__free_unpacked(req, NULL);
+    return false;
+  }
+  for (size_t i = 0; i < n_refs; i++) {
+    req->invoke->inputs[i]->data.data = (uint8_t *)refs[i].data;
+    req->invoke->inputs[i]->data.len = refs[i].len;
+  }
+  memcpy(nb, c->rbuf + after, rest);
+  void *frame = c->rbuf;
+  c->rbuf = nb;
+  c->rlen = rest;
+  c->rcap = cap;
+  conn_deliver(c, id, req, frame);
+  return true;
 }
 
 static void decode_work(uv_work_t *w) {
@@ -363,7 +408,7 @@ static void decode_after(uv_work_t *w, int status) {
     srv->frames_refused++;
     conn_error(c, j->id, j->rc, j->msg);
   } else {
-    conn_deliver(c, j->id, j->req);
+    conn_deliver(c, j->id, j->req, NULL);
   }
   free(j);
   conn_kick(c);
@@ -371,9 +416,13 @@ static void decode_after(uv_work_t *w, int status) {
   srv->ops.conn_closed(srv);   /* a draining server may be waiting for this job */
 }
 
-/* One complete frame at c->rbuf + pos + 4. Returns true when it went to a decode worker (the
- * frame is then moved to the start of rbuf and stays there until the worker is done). */
-static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
+enum { FRAME_DONE, FRAME_ASYNC, FRAME_DETACHED };
+
+/* One complete frame at c->rbuf + pos + 4. Returns FRAME_DONE when it was handled (the caller
+ * moves past it), FRAME_ASYNC when it went to a decode worker (the frame is then moved to the
+ * start of rbuf and stays there until the worker is done), FRAME_DETACHED when rbuf went with the
+ * request (deliver_stripped: rbuf now starts with the bytes after the frame). */
+static int handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
   ar_server_t *srv = c->srv;
   const uint8_t *data = c->rbuf + pos + 4;
   char msg[AR_MSG_BYTES];
@@ -388,10 +437,13 @@ static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
     srv->frames_refused++;
     if (len > AR_TRIM_AFTER_BYTES) srv->trim_pending = true;
     conn_error(c, scan.id, rc, msg);
-    return false;
+    return FRAME_DONE;
   }
   uint64_t budget = ar_decode_budget_bytes(len, srv->cfg.max_decode_bytes);
   if (len <= (srv->decode_inline_bytes ? srv->decode_inline_bytes : AR_DECODE_INLINE_BYTES)) {
+    if (scan.body_field == ARENAD__REQUEST__BODY_INVOKE && len >= AR_STRIP_MIN_BYTES &&
+        deliver_stripped(c, pos, len, budget, scan.id))
+      return FRAME_DETACHED;
     Arenad__Request *req = NULL;
     rc = ar_decode_unpack(data, len, budget, &req, msg, sizeof(msg));
     if (rc != 0) {
@@ -399,13 +451,13 @@ static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
       conn_error(c, scan.id, rc, msg);
     }
     else
-      conn_deliver(c, scan.id, req);
-    return false;
+      conn_deliver(c, scan.id, req, NULL);
+    return FRAME_DONE;
   }
   decode_job_t *j = calloc(1, sizeof(*j));
   if (j == NULL) {
     conn_error(c, scan.id, AR_ENOMEM, "no memory to decode the frame");
-    return false;
+    return FRAME_DONE;
   }
   if (pos > 0) {
     memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
@@ -425,7 +477,7 @@ static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
     j->len = len;
     decode_after(&j->work, 0);
   }
-  return true;
+  return FRAME_ASYNC;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -435,7 +487,7 @@ static bool handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
 static void conn_parse(ar_conn_t *c) {
   ar_server_t *srv = c->srv;
   size_t pos = 0;
-  bool async = false;
+  bool async = false, consumed = false;
   if (c->parsing || c->decoding) return;
   c->parsing = true;
   c->refs++;   /* a reply below may close the connection */
@@ -461,11 +513,14 @@ static void conn_parse(ar_conn_t *c) {
       break;
     }
     if (c->rlen - pos - 4 < len) break;
-    if (handle_frame(c, pos, len)) {
+    int h = handle_frame(c, pos, len);
+    if (h == FRAME_ASYNC) {
       async = true;   /* rbuf now starts with that frame; it is consumed when decoded */
       break;
     }
-    pos += 4 + (size_t)len;
+    consumed = true;
+    if (h == FRAME_DETACHED) pos = 0;   /* the frame left with rbuf; the rest starts the new one */
+    else pos += 4 + (size_t)len;
   }
   if (!async && !ar_conn_is_gone(c)) {
     if (pos > 0) {
@@ -475,7 +530,7 @@ static void conn_parse(ar_conn_t *c) {
     /* A frame's clock starts with its first byte (the slowloris timeout). */
     if (c->rlen == 0)
       c->frame_start_us = 0;
-    else if (pos > 0 || c->frame_start_us == 0)
+    else if (consumed || pos > 0 || c->frame_start_us == 0)
       c->frame_start_us = ar_now_us();
     if (c->rlen == 0 && c->rcap > AR_TRIM_AFTER_BYTES) {
       /* Do not keep a large frame's buffer for an idle connection. */

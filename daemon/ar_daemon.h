@@ -96,6 +96,9 @@ typedef struct ar_reply_to {
   bool internal_config;          /* counts toward the startup/reload READY notification */
   bool reload;                   /* a load of a reload transaction (see ar_models_apply_config) */
   uint32_t reload_index;         /* its models[] index in the new configuration */
+  void *frame;                   /* request only: the frame block an invoke's input data points into
+                                    (ar_decode_strip_inputs); freed with the request
+                                    (ar_decode_request_free); NULL elsewhere */
   void *keep;                    /* reply only: a malloc'd block the reply's data points into, handed
                                     over with it (ar_conn_send_owned); NULL elsewhere */
   uint64_t keep_bytes;

@@ -156,3 +156,126 @@ int ar_decode_unpack(const uint8_t *data, size_t n, uint64_t budget_bytes, Arena
                    budget_bytes);
   return ar_errf(msg, msg_bytes, AR_EPROTO, "frame of %zu bytes does not decode as an arenad.Request", n);
 }
+
+/* ---- ar_decode_strip_inputs ---------------------------------------------------------------- */
+
+/* Levels of the walk: Request > InvokeRequest (Request field 6) > Tensor (InvokeRequest field 2),
+ * whose field 4 (data) is left out. */
+enum { STRIP_REQUEST, STRIP_INVOKE, STRIP_TENSOR };
+
+typedef struct {
+  ar_decode_input_ref_t *refs;
+  size_t max_refs, n_refs;
+  int invokes;                   /* Request.invoke occurrences */
+  bool bad;
+} strip_t;
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, n++;
+  return n;
+}
+
+static uint8_t *put_varint(uint8_t *o, uint64_t v) {
+  while (v >= 0x80) *o++ = (uint8_t)(v | 0x80), v >>= 7;
+  *o++ = (uint8_t)v;
+  return o;
+}
+
+/* One pass over a message at `level`: with out == NULL returns the stripped size; else writes
+ * the stripped message at out and returns the bytes written. Records the input refs on the
+ * writing pass only. */
+static size_t strip_msg(strip_t *s, int level, const uint8_t *p, const uint8_t *end, uint8_t *out) {
+  size_t total = 0;
+  bool had_data = false;
+  while (p < end && !s->bad) {
+    const uint8_t *field = p;
+    uint64_t key, v;
+    if (!read_varint(&p, end, &key)) {
+      s->bad = true;
+      break;
+    }
+    uint64_t num = key >> 3;
+    unsigned wt = (unsigned)(key & 7);
+    if (wt == 0) {
+      if (!read_varint(&p, end, &v)) s->bad = true;
+    } else if (wt == 1 || wt == 5) {
+      size_t w = wt == 1 ? 8 : 4;
+      if ((size_t)(end - p) < w) s->bad = true;
+      else p += w;
+    } else if (wt == 2) {
+      if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
+        s->bad = true;
+        break;
+      }
+      const uint8_t *sub = p;
+      p += v;
+      size_t key_bytes = varint_len(key);
+      int next = level == STRIP_REQUEST && num == 6 ? STRIP_INVOKE : level == STRIP_INVOKE && num == 2 ? STRIP_TENSOR : -1;
+      if (level == STRIP_TENSOR && num == 4) {
+        if (had_data) s->bad = true;   /* repeated data: last-wins semantics, not stripped */
+        had_data = true;
+        if (out && s->n_refs > 0) {
+          s->refs[s->n_refs - 1].data = sub;
+          s->refs[s->n_refs - 1].len = (size_t)v;
+        }
+        continue;
+      }
+      if (next >= 0) {
+        if (next == STRIP_INVOKE && ++s->invokes > 1) {   /* merged invokes: not this path */
+          s->bad = true;
+          break;
+        }
+        if (next == STRIP_TENSOR && out) {
+          if (s->n_refs == s->max_refs) {
+            s->bad = true;
+            break;
+          }
+          s->refs[s->n_refs].data = NULL;
+          s->refs[s->n_refs].len = 0;
+          s->n_refs++;
+        }
+        size_t inner = strip_msg(s, next, sub, p, NULL);   /* nested levels never count invokes */
+        size_t here = key_bytes + varint_len(inner) + inner;
+        if (out) {
+          uint8_t *o = put_varint(out + total, key);
+          o = put_varint(o, inner);
+          strip_msg(s, next, sub, p, o);
+        }
+        total += here;
+        continue;
+      }
+    } else {
+      s->bad = true;
+    }
+    if (s->bad) break;
+    if (out) memcpy(out + total, field, (size_t)(p - field));
+    total += (size_t)(p - field);
+  }
+  return total;
+}
+
+size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, ar_decode_input_ref_t *refs,
+                              size_t max_refs, size_t *n_refs) {
+  strip_t s = {.refs = refs, .max_refs = max_refs};
+  *n_refs = 0;
+  size_t len = strip_msg(&s, STRIP_REQUEST, data, data + n, NULL);
+  if (s.bad || len > n || s.invokes != 1) return 0;
+  s.invokes = 0;
+  size_t w = strip_msg(&s, STRIP_REQUEST, data, data + n, out);
+  if (s.bad || w != len || s.invokes != 1) return 0;
+  *n_refs = s.n_refs;
+  return w;
+}
+
+void ar_decode_request_free(Arenad__Request *req, void *frame) {
+  if (req && frame && req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke) {
+    /* Borrowed from the frame: not protobuf-c's to free. */
+    for (size_t i = 0; i < req->invoke->n_inputs; i++) {
+      req->invoke->inputs[i]->data.data = NULL;
+      req->invoke->inputs[i]->data.len = 0;
+    }
+  }
+  if (req) arenad__request__free_unpacked(req, NULL);
+  free(frame);
+}

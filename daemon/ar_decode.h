@@ -59,4 +59,26 @@ uint64_t ar_decode_budget_bytes(uint64_t frame_bytes, uint64_t hard_cap_bytes);
 int ar_decode_unpack(const uint8_t *data, size_t n, uint64_t budget_bytes, Arenad__Request **out, char *msg,
                      size_t msg_bytes);
 
+/* Input bytes left in the frame by ar_decode_strip_inputs: one entry per InvokeRequest.inputs
+ * element, in order (NULL, 0 for an input without data). */
+typedef struct ar_decode_input_ref {
+  const uint8_t *data;
+  size_t len;
+} ar_decode_input_ref_t;
+
+/* The bytes path without a second copy of the inputs: copy the Request frame `data` (n bytes,
+ * already accepted by ar_decode_scan) into `out` (room for n bytes) leaving out the `data` field of
+ * every InvokeRequest.inputs element, with the enclosing lengths rewritten, and record where each
+ * input's data lies in `data` (refs, at most max_refs). Unpacking `out` then allocates and copies
+ * only the small fields; the caller points the inputs at the recorded bytes (which must stay
+ * alive as long as the request). Returns the length written to `out`, or 0 when the frame is not
+ * an invoke of that plain form (an invoke field or an input's data repeated, more than max_refs
+ * inputs, anything unexpected): decode it as usual then. Allocates nothing. */
+size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, ar_decode_input_ref_t *refs,
+                              size_t max_refs, size_t *n_refs);
+
+/* Free a decoded request whose invoke inputs may point into `frame` (the block they were left in
+ * by ar_decode_strip_inputs; NULL when the request owns all its bytes), and the frame. */
+void ar_decode_request_free(Arenad__Request *req, void *frame);
+
 #endif /* AR_DECODE_H */

@@ -1062,7 +1062,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   }
   if (rc != 0) {
     if (m && m->state == AR_MODEL_READY && rc == AR_ESHAPE) m->errors++;
-    arenad__request__free_unpacked(req, NULL);
+    ar_decode_request_free(req, to->frame);
     job_free_io(job);
     free(job);
     srv->ops.reply_error(srv, to, rc, msg);
@@ -1077,7 +1077,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   if (out == NULL) {
     job_free_io(job);
     free(job);
-    arenad__request__free_unpacked(req, NULL);
+    ar_decode_request_free(req, to->frame);
     return answer_error(srv, to, AR_ENOMEM, "no memory for %" PRIu64 " output bytes", out_bytes);
   }
   job->kind = AR_JOB_INVOKE;
@@ -1511,7 +1511,7 @@ static void group_after(uv_work_t *w, int status) {
       srv->ops.reply_error(srv, &job->to, job->rc, job->msg);
     }
     job_free_io(job);   /* buffers released or closed meanwhile are unmapped here */
-    arenad__request__free_unpacked(job->req, NULL);
+    ar_decode_request_free(job->req, job->to.frame);
     free(job->out);
     group_kick(srv, g);
     if (m->inflight == 0 && m->state == AR_MODEL_UNLOADING) finalize = m;

@@ -93,7 +93,7 @@ static void stub_after(uv_work_t *w, int status) {
   resp.invoke = &body;
   srv->jobs_outstanding--;
   srv->ops.reply(srv, &j->to, &resp);
-  arenad__request__free_unpacked(j->req, NULL);
+  ar_decode_request_free(j->req, j->to.frame);
   free(j);
   srv->ops.job_done(srv);
 }
@@ -101,7 +101,7 @@ static void stub_after(uv_work_t *w, int status) {
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req) {
   const Arenad__InvokeRequest *ir = req->invoke;
   if (strcmp(ir->model, "face") != 0 || ir->n_inputs != 1 || ir->inputs[0]->data.len != 16) {
-    arenad__request__free_unpacked(req, NULL);
+    ar_decode_request_free(req, to->frame);
     srv->ops.reply_error(srv, to, AR_ESHAPE, "stub: face takes one 16-byte input");
     return;
   }
