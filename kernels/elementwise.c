@@ -464,18 +464,71 @@ static void relu6_eval(const ar_node_t *node) {
 
 /* TFLite's float logistic saturates outside [-9, 16.62]: exp(x) below (1/(1+e^-x) == e^x to
  * float precision there) and exactly 1 above, which also keeps expf away from overflow. */
+#define AR_LOGISTIC_UPPER 16.619047164916992188f
+#define AR_LOGISTIC_LOWER (-9.0f)
+static void logistic_scalar(const float *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float x = in[i];
+    if (x > AR_LOGISTIC_UPPER) out[i] = 1.0f;
+    else if (x < AR_LOGISTIC_LOWER) out[i] = expf(x);
+    else out[i] = 1.0f / (1.0f + expf(-x));
+  }
+}
+
+#if AR_HAVE_AVX2_CLONE
+/* e^x for x in [-200, 88], 16 lanes: n = round(x log2 e), r = x - n ln 2 (ln 2 in two parts, Cody
+ * and Waite), e^r by a degree-6 polynomial (Cephes expf's coefficients, about 1 ulp over
+ * |r| <= ln2/2), scaled by 2^n with vscalefps. NaN stays NaN. */
+AR_TARGET_AVX512 static inline __attribute__((always_inline)) __m512 ar__exp512(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* TFLite's float logistic (the saturation of logistic_scalar) 16 lanes at a time; the values
+ * differ from the libm expf path by at most a few ulp (check_kernels bounds it), so this level
+ * is not bit-identical to the others here. */
+AR_TARGET_AVX512 static void logistic_avx512(const float *in, float *out, int64_t n) {
+  const __m512 up = _mm512_set1_ps(AR_LOGISTIC_UPPER), lo = _mm512_set1_ps(AR_LOGISTIC_LOWER);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+    const __m512 x = _mm512_maskz_loadu_ps(m, in + i);
+    const __mmask16 below = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+    const __mmask16 above = _mm512_cmp_ps_mask(x, up, _CMP_GT_OQ);
+    /* e = exp(x) below the range (the result itself: denormal or 0 far below, which vscalefps
+     * rounds like expf), exp(-x) inside; -inf clamped to -200 (exp = 0) rather than NaN. */
+    __m512 t = _mm512_mask_sub_ps(x, (__mmask16)~below, _mm512_setzero_ps(), x);
+    t = _mm512_max_ps(t, _mm512_set1_ps(-200.0f));
+    const __m512 e = ar__exp512(t);
+    __m512 y = _mm512_div_ps(one, _mm512_add_ps(one, e));
+    y = _mm512_mask_mov_ps(y, below, e);
+    y = _mm512_mask_mov_ps(y, above, one);
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);   /* NaN in, NaN out */
+    _mm512_mask_storeu_ps(out + i, m, y);
+  }
+}
+#endif
+
 static void logistic_eval(const ar_node_t *node) {
   if (unary_q_eval(node)) return;
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   int64_t n = ar_k_elements(node->inputs[0]);
-  const float upper = 16.619047164916992188f, lower = -9.0f;
-  for (int64_t i = 0; i < n; i++) {
-    float x = in[i];
-    if (x > upper) out[i] = 1.0f;
-    else if (x < lower) out[i] = expf(x);
-    else out[i] = 1.0f / (1.0f + expf(-x));
-  }
+#if AR_HAVE_AVX2_CLONE
+  if (ar__f32_isa() >= AR_ISA_AVX512) { logistic_avx512(in, out, n); return; }
+#endif
+  logistic_scalar(in, out, n);
 }
 
 /* TFLite HARD_SWISH: x * relu6(x + 3) / 6. */

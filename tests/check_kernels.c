@@ -295,6 +295,31 @@ START_TEST(float_elementwise_every_isa) {
       if (l) ck_assert_msg(memcmp(ref, got, sizeof(float) * (N - 3)) == 0, "%s at %s differs from portable",
                            ar_op_name(un[u]), ar_isa_name(l));
     }
+  /* LOGISTIC: the AVX-512 loop's polynomial exp against the portable loop's libm expf over a
+   * dense sweep (and its saturation points, infinities, NaN): within 4 ulp. */
+  enum { NL = 20011 };
+  static float lx[NL], lref[NL], lgot[NL];
+  for (int i = 0; i < NL; i++) lx[i] = -120.0f + 140.0f * (float)i / (float)(NL - 1);
+  const float specials[] = {-INFINITY, INFINITY, NAN, -9.0f, -9.000001f, 16.619047f, 16.62f, 0.0f, -0.0f,
+                            -87.5f, -103.0f, 1e-8f};
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) lx[i * 997] = specials[i];
+  for (int l = AR_ISA_PORTABLE; l <= best; l++) {
+    ck_assert_int_eq(ar__f32_set_isa(l), l);
+    ar_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    ar_tview_t ta = tv(AR_DTYPE_FLOAT32, lx, 1, NL), to = tv(AR_DTYPE_FLOAT32, l ? lgot : lref, 1, NL);
+    ar_tview_t *in[] = {&ta};
+    ar_node_t n = node1(AR_OP_LOGISTIC, &opt, 1, in, &to);
+    ck_assert_int_eq(run(&n), 0);
+    if (!l) continue;
+    for (int i = 0; i < NL; i++) {
+      if (isnan(lref[i])) { ck_assert_msg(isnan(lgot[i]), "logistic(%g) = %g, want NaN", lx[i], lgot[i]); continue; }
+      const float ulp = nextafterf(fabsf(lref[i]), INFINITY) - fabsf(lref[i]);
+      const float tol = lref[i] == 0.0f ? 1e-44f : 4.0f * ulp;
+      ck_assert_msg(fabsf(lgot[i] - lref[i]) <= tol, "logistic(%.9g) at %s = %.9g, libm path %.9g", lx[i],
+                    ar_isa_name(l), lgot[i], lref[i]);
+    }
+  }
   ar__f32_set_isa(-1);
 }
 END_TEST
