@@ -363,7 +363,11 @@ static bool deliver_stripped(ar_conn_t *c, size_t pos, uint32_t len, uint64_t bu
   bool ok = req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke->n_inputs == n_refs;
   for (size_t i = 0; ok && i < n_refs; i++) ok = req->invoke->inputs[i]->data.len == 0;
   size_t after = pos + 4 + (size_t)len, rest = c->rlen - after;
-  size_t cap = rest > AR_READ_CHUNK ? rest : AR_READ_CHUNK;
+  /* The new buffer as large as the old one (up to the trim size), so that the next frame of the
+   * same size is read without a realloc copying its first chunk. */
+  size_t cap = c->rcap <= AR_TRIM_AFTER_BYTES ? c->rcap : AR_READ_CHUNK;
+  if (cap < rest) cap = rest;
+  if (cap < AR_READ_CHUNK) cap = AR_READ_CHUNK;
   uint8_t *nb = ok ? malloc(cap) : NULL;
   if (nb == NULL) {
     arenad__request__free_unpacked(req, NULL);
