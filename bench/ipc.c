@@ -411,8 +411,8 @@ static int throughput_run(unsigned threads, json_t *runs) {
   int rc = ar_td_start(&d, "96M", extra);
   if (rc != 0 && threads) {
     /* A daemon without the config key "threads": say so and measure its default. */
-    fprintf(stderr, "bench/ipc: arenad did not start with \"threads\": %u (log %s); running without the key\n",
-            threads, d.log);
+    fprintf(stderr, "bench/ipc: arenad did not start with \"threads\": %u; running without the key\n", threads);
+    ar_td_stop(&d);   /* removes its temp dir */
     threads = 0;
     f = fopen(cfg, "w");
     if (f) {

@@ -81,37 +81,67 @@ AR_EXPORT void ar_client_close(ar_client_t *c) {
   free(c);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
+/* Packing a request in pieces: bytes fields of at least 4 KiB are referenced where they are
+ * (the caller's tensors, valid during the call), the rest copied back to back. */
+#define AR_CLIENT_MAX_REFS 16
+
+typedef struct {
+  ProtobufCBuffer base;
+  uint8_t *copy;
+  size_t copy_len;
+  int n_refs;
+  size_t cut[AR_CLIENT_MAX_REFS];   /* copy_len where each referenced piece goes */
+  const uint8_t *ref[AR_CLIENT_MAX_REFS];
+  size_t ref_len[AR_CLIENT_MAX_REFS];
+} piece_buf_t;
+
+static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
+  piece_buf_t *p = (piece_buf_t *)b;
+  if (len >= 4096 && p->n_refs < AR_CLIENT_MAX_REFS) {
+    p->cut[p->n_refs] = p->copy_len;
+    p->ref[p->n_refs] = data;
+    p->ref_len[p->n_refs] = len;
+    p->n_refs++;
+    return;
   }
-  return 0;
+  memcpy(p->copy + p->copy_len, data, len);
+  p->copy_len += len;
 }
 
-/* write_all, with descriptor `pass` (when >= 0) attached to the first bytes (SCM_RIGHTS). */
-static int write_all_fd(int fd, const uint8_t *p, size_t n, int pass) {
-  if (pass < 0) return write_all(fd, p, n);
+/* sendmsg the pieces until all are written; descriptor `pass` (when >= 0) goes with the first
+ * bytes (SCM_RIGHTS). The iovecs are consumed. */
+static int send_iov(int fd, struct iovec *iov, int n, int pass) {
   union {
     struct cmsghdr align;
     char buf[CMSG_SPACE(sizeof(int))];
   } ctl;
-  memset(&ctl, 0, sizeof(ctl));
-  struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
-  struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-  ssize_t w;
-  do w = sendmsg(fd, &mh, MSG_NOSIGNAL);
-  while (w < 0 && errno == EINTR);
-  if (w <= 0) return -1;
-  return write_all(fd, p + w, n - (size_t)w);
+  while (n > 0 && iov->iov_len == 0) iov++, n--;
+  while (n > 0) {
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    if (pass >= 0) {
+      memset(&ctl, 0, sizeof(ctl));
+      mh.msg_control = ctl.buf;
+      mh.msg_controllen = sizeof(ctl.buf);
+      struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+    }
+    ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    pass = -1;   /* the descriptor went with the first bytes */
+    while (n > 0 && (size_t)w >= iov->iov_len) {
+      w -= (ssize_t)iov->iov_len;
+      iov++, n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (uint8_t *)iov->iov_base + w;
+      iov->iov_len -= (size_t)w;
+    }
+  }
+  return 0;
 }
 
 static int read_all(int fd, uint8_t *p, size_t n) {
@@ -141,8 +171,21 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
   uint8_t *buf = malloc(4 + n);
   if (buf == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %zu-byte request", n);
   buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16), buf[3] = (uint8_t)(n >> 24);
-  arenad__request__pack(req, buf + 4);
-  int rc = write_all_fd(c->fd, buf, 4 + n, pass);
+  /* Large bytes fields (input tensors) are sent from the caller's memory, not copied into the
+   * frame: one sendmsg of several pieces. */
+  piece_buf_t pb = {.base = {.append = piece_append}, .copy = buf + 4};
+  arenad__request__pack_to_buffer(req, &pb.base);
+  struct iovec iov[2 * AR_CLIENT_MAX_REFS + 1];
+  int niov = 0;
+  size_t from = 0;
+  for (int i = 0; i < pb.n_refs; i++) {
+    size_t upto = 4 + pb.cut[i];
+    if (upto > from) iov[niov++] = (struct iovec){.iov_base = buf + from, .iov_len = upto - from};
+    iov[niov++] = (struct iovec){.iov_base = (void *)pb.ref[i], .iov_len = pb.ref_len[i]};
+    from = upto;
+  }
+  if (4 + pb.copy_len > from) iov[niov++] = (struct iovec){.iov_base = buf + from, .iov_len = 4 + pb.copy_len - from};
+  int rc = send_iov(c->fd, iov, niov, pass);
   free(buf);
   if (rc != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "send: %s", strerror(errno));
   uint8_t hdr[4];
