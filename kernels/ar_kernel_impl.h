@@ -95,8 +95,11 @@ extern const ar_kernel_t ar_kernel_l2_normalization;
 /* kernels/pool.c: TFLite MAX_POOL_2D, AVERAGE_POOL_2D (out-of-bounds taps ignored). */
 extern const ar_kernel_t ar_kernel_max_pool_2d;
 extern const ar_kernel_t ar_kernel_average_pool_2d;
-/* kernels/resize.c: TFLite RESIZE_BILINEAR (align_corners, half_pixel_centers). */
+/* kernels/resize.c: TFLite RESIZE_BILINEAR (align_corners, half_pixel_centers).
+ * ar__resize_set_isa: tests pick the uint8 blend (0 portable, 1 AVX2+FMA; -1 = automatic), as
+ * ar__qdw_set_isa. */
 extern const ar_kernel_t ar_kernel_resize_bilinear;
+int ar__resize_set_isa(int isa);
 /* kernels/shape_ops.c: TFLite RESHAPE, PAD, CONCATENATION, DEPTH_TO_SPACE. */
 extern const ar_kernel_t ar_kernel_reshape;
 extern const ar_kernel_t ar_kernel_pad;

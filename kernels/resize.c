@@ -135,8 +135,8 @@ static void resize_init(ar_node_t *node) {
   resize_taps(ytaps + st.oh, st.ow, st.w, st.align_corners, st.half_pixel_centers);
 }
 
-/* The uint8 blend of output rows [q0, q1) (row q: image q / OH, row q % OH); compiled twice (baseline: fmaf from libm; AVX2+FMA: vfmadd inline), the
- * same bits either way. */
+/* The uint8 blend of output rows [q0, q1) (row q: image q / OH, row q % OH), portable (fmaf from
+ * libm); the AVX2+FMA form below gives the same bits. */
 #define RESIZE_U8_BODY                                                                       \
   const int64_t C = st->c, row = (int64_t)st->w * C;                                         \
   out += q0 * st->ow * C;                                                                    \
@@ -161,10 +161,54 @@ static void resize_init(ar_node_t *node) {
   }
 
 #if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+
+/* 8 codes at p as floats; fewer than 8 left before `end`: the rest read as 0 (never stored). */
+AR_TARGET_AVX2 static inline __m256 rz_load8(const uint8_t *p, const uint8_t *end) {
+  uint64_t v = 0;
+  if (end - p >= 8) memcpy(&v, p, 8);
+  else memcpy(&v, p, (size_t)(end - p));
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v)));
+}
+
+/* The same blend 8 channels per vector: the same float products and fused multiply-adds in the
+ * same order as the scalar body (vfmadd is fmaf), then (int32)(acc + 0.5f) truncated to its low
+ * byte as the cast does. A pixel's last vector may reach past its channels: it is read up to the
+ * input's end (padded with zeros) and stored whole only where the bytes past it are this row's
+ * next pixels (rewritten right after by this thread), else just the pixel's own bytes. */
 AR_TARGET_AVX2 static void resize_eval_u8_avx2(const resize_state_t *st, const resize_tap_t *yt,
                                                const resize_tap_t *xt, const uint8_t *in,
                                                uint8_t *out, int64_t q0, int64_t q1) {
-  RESIZE_U8_BODY
+  const int64_t C = st->c, row = (int64_t)st->w * C;
+  const uint8_t *in_end = in + (int64_t)st->b * st->h * row;
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  const __m256i low = _mm256_set1_epi32(0xFF);
+  out += q0 * st->ow * C;
+  for (int64_t q = q0; q < q1; q++) {
+    const int32_t b = (int32_t)(q / st->oh), oy = (int32_t)(q % st->oh);
+    const uint8_t *inb = in + (int64_t)b * st->h * row;
+    const uint8_t *r0 = inb + yt[oy].lo * row, *r1 = inb + yt[oy].hi * row;
+    const __m256 fy = _mm256_set1_ps(yt[oy].w), gy = _mm256_sub_ps(one, fy);
+    const uint8_t *const row_end = out + st->ow * C;   /* this output row's end */
+    for (int32_t ox = 0; ox < st->ow; ox++, out += C) {
+      const __m256 fx = _mm256_set1_ps(xt[ox].w), gx = _mm256_sub_ps(one, fx);
+      const __m256 w00 = _mm256_mul_ps(gy, gx), w01 = _mm256_mul_ps(gy, fx);
+      const __m256 w10 = _mm256_mul_ps(fy, gx), w11 = _mm256_mul_ps(fy, fx);
+      const uint8_t *p00 = r0 + xt[ox].lo * C, *p01 = r0 + xt[ox].hi * C;
+      const uint8_t *p10 = r1 + xt[ox].lo * C, *p11 = r1 + xt[ox].hi * C;
+      for (int64_t c = 0; c < C; c += 8) {
+        __m256 acc = _mm256_fmadd_ps(rz_load8(p00 + c, in_end), w00,
+                                     _mm256_mul_ps(rz_load8(p01 + c, in_end), w01));
+        acc = _mm256_fmadd_ps(rz_load8(p10 + c, in_end), w10, acc);
+        acc = _mm256_fmadd_ps(rz_load8(p11 + c, in_end), w11, acc);
+        __m256i v = _mm256_and_si256(_mm256_cvttps_epi32(_mm256_add_ps(acc, half)), low);
+        const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const uint64_t bytes = (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(w16, w16));
+        if (c + 8 <= C || out + c + 8 <= row_end) memcpy(out + c, &bytes, 8);
+        else memcpy(out + c, &bytes, (size_t)(C - c));
+      }
+    }
+  }
 }
 #endif
 
@@ -174,10 +218,23 @@ static void resize_eval_u8_base(const resize_state_t *st, const resize_tap_t *yt
   RESIZE_U8_BODY
 }
 
+static int resize_forced = -1;
+
+int ar__resize_set_isa(int isa) {
+  const int best = ar__cpu_has_avx2_fma() ? 1 : 0;
+  if (isa < 0) { resize_forced = -1; return best; }
+  if (isa > best) return -1;
+  resize_forced = isa;
+  return isa;
+}
+
 static void resize_eval_u8(const resize_state_t *st, const resize_tap_t *yt, const resize_tap_t *xt,
                            const uint8_t *in, uint8_t *out, int64_t q0, int64_t q1) {
 #if AR_HAVE_AVX2_CLONE
-  if (ar__cpu_has_avx2_fma()) { resize_eval_u8_avx2(st, yt, xt, in, out, q0, q1); return; }
+  if (resize_forced != 0 && ar__cpu_has_avx2_fma()) {
+    resize_eval_u8_avx2(st, yt, xt, in, out, q0, q1);
+    return;
+  }
 #endif
   resize_eval_u8_base(st, yt, xt, in, out, q0, q1);
 }

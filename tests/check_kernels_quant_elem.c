@@ -463,6 +463,44 @@ START_TEST(resize_bilinear_uint8_align_corners) {
 }
 END_TEST
 
+/* The AVX2 uint8 blend against the portable one, byte for byte: channel counts below, at and past
+ * one vector (odd ones: the last vector of a pixel spills into the next pixel or stops at the row's
+ * end), both coordinate rules, up- and down-sampling, batches. */
+START_TEST(resize_bilinear_uint8_avx2_equals_portable) {
+  const int best = ar__resize_set_isa(-1);
+  static const struct { int32_t b, h, w, c, oh, ow; bool ac, hp; } cs[] = {
+    {1, 33, 33, 21, 131, 129, false, true}, {2, 7, 9, 3, 20, 17, false, false},
+    {1, 5, 6, 8, 11, 13, true, false}, {1, 9, 7, 1, 4, 3, false, true}, {1, 4, 5, 17, 9, 10, false, true},
+  };
+  for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+    const size_t nx = (size_t)cs[ci].b * cs[ci].h * cs[ci].w * cs[ci].c;
+    const size_t no = (size_t)cs[ci].b * cs[ci].oh * cs[ci].ow * cs[ci].c;
+    uint8_t *x = malloc(nx), *want = malloc(no), *got = malloc(no);
+    uint32_t seed = 99 + (uint32_t)ci;
+    for (size_t i = 0; i < nx; i++) { seed = seed * 1103515245u + 12345u; x[i] = (uint8_t)(seed >> 16); }
+    int32_t size[2] = {cs[ci].oh, cs[ci].ow};
+    ar_tview_t tx = tv(AR_DTYPE_UINT8, x, qp(0.1f, 0), 4, cs[ci].b, cs[ci].h, cs[ci].w, cs[ci].c);
+    ar_tview_t ts = tv(AR_DTYPE_INT32, size, NULL, 1, 2);
+    ts.is_constant = true;
+    ar_tview_t to = tv(AR_DTYPE_UINT8, want, qp(0.1f, 0), 4, cs[ci].b, cs[ci].oh, cs[ci].ow, cs[ci].c);
+    ar_tview_t *in[2] = {&tx, &ts};
+    ar_options_t o = {.resize_bilinear = {cs[ci].ac, cs[ci].hp}};
+    ck_assert_int_eq(ar__resize_set_isa(0), 0);
+    run_ok(AR_OP_RESIZE_BILINEAR, &o, 2, in, &to);
+    for (int isa = 1; isa <= best; isa++) {
+      ck_assert_int_eq(ar__resize_set_isa(isa), isa);
+      to.data = got;
+      run_ok(AR_OP_RESIZE_BILINEAR, &o, 2, in, &to);
+      for (size_t i = 0; i < no; i++)
+        ck_assert_msg(got[i] == want[i], "case %zu isa %d: byte %zu is %d, want %d", ci, isa, i, got[i], want[i]);
+    }
+    ar__resize_set_isa(-1);
+    free(x); free(want); free(got);
+    g_nqp = 0;
+  }
+}
+END_TEST
+
 START_TEST(resize_nearest_int8) {
   int8_t x[4] = {-1, 2, -3, 4}, o[16];
   int32_t size[2] = {4, 4};
@@ -801,6 +839,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, resize_bilinear_int8_half_pixel_ties);
   tcase_add_test(tc, resize_bilinear_uint8_align_corners);
   tcase_add_test(tc, resize_nearest_int8);
+  tcase_add_test(tc, resize_bilinear_uint8_avx2_equals_portable);
   tcase_add_test(tc, softmax_uint8_int8_table);
   tcase_add_test(tc, softmax_rows_in_groups_of_four);
   tcase_add_test(tc, logistic_uint8_int8_table);
