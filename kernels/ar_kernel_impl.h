@@ -113,6 +113,9 @@ extern const ar_kernel_t ar_kernel_reduce_min;
 extern const ar_kernel_t ar_kernel_reduce_prod;
 extern const ar_kernel_t ar_kernel_arg_max;
 extern const ar_kernel_t ar_kernel_arg_min;
+/* ar__argmax_set_isa: tests pick ARG_MAX / ARG_MIN's loop for 8-bit rows of up to 32 codes (0
+ * portable, 1 AVX2; -1 = automatic), as ar__qdw_set_isa. */
+int ar__argmax_set_isa(int isa);
 /* kernels/convert.c: TFLite DEQUANTIZE (float16 / uint8 / int8 -> float32), QUANTIZE (float32 ->
  * uint8 / int8, 8-bit requantize), DENSIFY (sparse -> dense). */
 extern const ar_kernel_t ar_kernel_dequantize;

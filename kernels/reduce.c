@@ -27,6 +27,11 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_quant.h"
 #include "kernels/ar_parallel.h"
+#include "kernels/conv_util.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+#endif
 
 /* The least work (input elements read) worth a chunk of outputs of its own on the thread pool. */
 #define REDUCE_CHUNK_ELEMS (32 * 1024)
@@ -421,11 +426,73 @@ static void arg_init(ar_node_t *node) {
     }                                                                                        \
   } while (0)
 
+#if AR_HAVE_AVX2_CLONE
+/* 8-bit rows of 2..32 codes (DeepLab's 21 classes per pixel), one 32-byte vector per row: lanes
+ * past the row take the value that never wins (the type's lowest for ARG_MAX, highest for
+ * ARG_MIN), the extreme is reduced across lanes, and the first lane equal to it is the index - the
+ * first index holding the extreme, as the scalar rows. Rows [j0, j1). */
+AR_TARGET_AVX2 static void arg_rows8_avx2(const arg_state_t *st, const uint8_t *in, const uint8_t *in_end,
+                                          void *out, int64_t j0, int64_t j1) {
+  const int64_t n = st->axis_size;
+  const bool s8 = st->in_dtype == AR_DTYPE_INT8, o64 = st->out_dtype == AR_DTYPE_INT64;
+  const __m256i lane = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+                                        19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  const __m256i past = _mm256_cmpgt_epi8(lane, _mm256_set1_epi8((char)(n - 1)));   /* lanes >= n */
+  /* in the unsigned order the never-winning code is 0 (max) or 255 (min); int8 compares after
+   * flipping the sign bit, so the same codes serve both */
+  const __m256i flip = _mm256_set1_epi8(s8 ? (char)0x80 : 0);
+  const __m256i fill = _mm256_set1_epi8(st->is_max ? 0 : (char)0xFF);
+  for (int64_t j = j0; j < j1; j++) {
+    const uint8_t *p = in + j * n;
+    __m256i v;
+    if (in_end - p >= 32) {
+      v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    } else {
+      uint8_t tmp[32] = {0};
+      memcpy(tmp, p, (size_t)n);
+      v = _mm256_loadu_si256((const __m256i *)(const void *)tmp);
+    }
+    v = _mm256_blendv_epi8(_mm256_xor_si256(v, flip), fill, past);
+#define ARG_EXT(a, b) (st->is_max ? _mm256_max_epu8((a), (b)) : _mm256_min_epu8((a), (b)))
+    __m256i m = ARG_EXT(v, _mm256_permute2x128_si256(v, v, 1));   /* byte 0 ends up the extreme */
+    m = ARG_EXT(m, _mm256_srli_si256(m, 8));
+    m = ARG_EXT(m, _mm256_srli_si256(m, 4));
+    m = ARG_EXT(m, _mm256_srli_si256(m, 2));
+    m = ARG_EXT(m, _mm256_srli_si256(m, 1));
+#undef ARG_EXT
+    const __m256i best = _mm256_broadcastb_epi8(_mm256_castsi256_si128(m));
+    const uint32_t hit = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, best));
+    const int32_t k = __builtin_ctz(hit);   /* lane 0..n-1: the extreme is a real code */
+    if (o64) ((int64_t *)out)[j] = k;
+    else ((int32_t *)out)[j] = k;
+  }
+}
+#endif
+
+static int arg_isa_forced = -1;
+
+int ar__argmax_set_isa(int isa) {
+  const int best = ar__cpu_has_avx2_fma() ? 1 : 0;
+  if (isa < 0) { arg_isa_forced = -1; return best; }
+  if (isa > best) return -1;
+  arg_isa_forced = isa;
+  return isa;
+}
+
 /* Outputs [j0, j1): each is its own scan along the axis, so any split gives the same indices. */
 static void arg_range(void *ctx, int64_t j0, int64_t j1) {
   const ar_node_t *node = ctx;
   const arg_state_t *st = node->state;
   void *out = node->outputs[0]->data;
+#if AR_HAVE_AVX2_CLONE
+  if (st->inner == 1 && st->axis_size >= 2 && st->axis_size <= 32 &&
+      (st->in_dtype == AR_DTYPE_UINT8 || st->in_dtype == AR_DTYPE_INT8) && arg_isa_forced != 0 &&
+      ar__cpu_has_avx2_fma()) {
+    const uint8_t *in = node->inputs[0]->data;
+    arg_rows8_avx2(st, in, in + st->outer * st->axis_size, out, j0, j1);
+    return;
+  }
+#endif
   if (st->inner == 1 && st->axis_size > 0 && st->in_dtype != AR_DTYPE_FLOAT32) {
     bool o64 = st->out_dtype == AR_DTYPE_INT64;
     switch (st->in_dtype) {

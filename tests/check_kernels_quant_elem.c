@@ -501,6 +501,59 @@ START_TEST(resize_bilinear_uint8_avx2_equals_portable) {
 }
 END_TEST
 
+/* ARG_MAX / ARG_MIN over 8-bit rows of 2..32 codes (the AVX2 loop) against a naive first-extreme
+ * scan and the portable loop: few distinct codes (ties everywhere), both types, int32 and int64
+ * indices, a row count whose last rows end at the buffer's end. */
+START_TEST(arg_max_min_8bit_rows) {
+  static const int32_t sizes[] = {2, 5, 16, 21, 31, 32, 33};
+  const int best = ar__argmax_set_isa(-1);
+  enum { ROWS = 1001 };
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+    for (int t = 0; t < 8; t++) {
+      const int32_t n = sizes[si];
+      const bool s8 = t & 1, is_max = t & 2, o64 = t & 4;
+      uint8_t *x = malloc((size_t)ROWS * n);
+      int64_t want[ROWS];
+      uint32_t seed = 5 + (uint32_t)(si * 8 + t);
+      for (int64_t i = 0; i < (int64_t)ROWS * n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        const int v = (int)(seed >> 16) % 5;   /* 5 codes near each end of the range */
+        x[i] = (uint8_t)(s8 ? (v < 3 ? -128 + v : 125 + v - 3) : (v < 3 ? v : 253 + v - 3));
+      }
+      for (int r = 0; r < ROWS; r++) {
+        int64_t k = 0;
+        for (int64_t j = 1; j < n; j++) {
+          const int a = s8 ? (int8_t)x[r * n + j] : x[r * n + j], b = s8 ? (int8_t)x[r * n + k] : x[r * n + k];
+          if (is_max ? a > b : a < b) k = j;
+        }
+        want[r] = k;
+      }
+      int32_t axis = 1;
+      int64_t got64[ROWS];
+      ar_tview_t tx = tv(s8 ? AR_DTYPE_INT8 : AR_DTYPE_UINT8, x, qp(0.1f, 0), 2, ROWS, n);
+      ar_tview_t ta = tv(AR_DTYPE_INT32, &axis, NULL, 1, 1);
+      ta.is_constant = true;
+      ar_tview_t to = tv(o64 ? AR_DTYPE_INT64 : AR_DTYPE_INT32, got64, NULL, 1, ROWS);
+      ar_tview_t *in[2] = {&tx, &ta};
+      ar_options_t o;
+      memset(&o, 0, sizeof o);
+      o.arg.output_type = o64 ? AR_DTYPE_INT64 : AR_DTYPE_INT32;
+      for (int isa = 0; isa <= best; isa++) {
+        ck_assert_int_eq(ar__argmax_set_isa(isa), isa);
+        run_ok(is_max ? AR_OP_ARG_MAX : AR_OP_ARG_MIN, &o, 2, in, &to);
+        for (int r = 0; r < ROWS; r++) {
+          const int64_t g = o64 ? got64[r] : ((int32_t *)(void *)got64)[r];
+          ck_assert_msg(g == want[r], "n %d %s %s isa %d row %d: %lld, want %lld", (int)n, s8 ? "int8" : "uint8",
+                        is_max ? "max" : "min", isa, r, (long long)g, (long long)want[r]);
+        }
+      }
+      ar__argmax_set_isa(-1);
+      free(x);
+      g_nqp = 0;
+    }
+}
+END_TEST
+
 START_TEST(resize_nearest_int8) {
   int8_t x[4] = {-1, 2, -3, 4}, o[16];
   int32_t size[2] = {4, 4};
@@ -839,6 +892,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, resize_bilinear_int8_half_pixel_ties);
   tcase_add_test(tc, resize_bilinear_uint8_align_corners);
   tcase_add_test(tc, resize_nearest_int8);
+  tcase_add_test(tc, arg_max_min_8bit_rows);
   tcase_add_test(tc, resize_bilinear_uint8_avx2_equals_portable);
   tcase_add_test(tc, softmax_uint8_int8_table);
   tcase_add_test(tc, softmax_rows_in_groups_of_four);
