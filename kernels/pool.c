@@ -117,22 +117,31 @@ static int pool_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
       for (int32_t ox = 0; ox < st->ow; ox++, out += C) {                                    \
         int32_t x0 = ox * st->sw - st->pad_l;                                                \
         int32_t fx0 = AR_MAX(0, -x0), fx1 = AR_MIN(st->fw, st->w - x0);                      \
-        int32_t init = is_max ? (S8 ? INT8_MIN : 0) : 0;                                     \
-        for (int64_t c = 0; c < C; c++) acc[c] = init;                                       \
+        if (is_max) { /* the max of codes is a code: pooled in place, bytes wide */          \
+          for (int64_t c = 0; c < C; c++) out[c] = (T)(S8 ? INT8_MIN : 0);                   \
+          for (int32_t fy = fy0; fy < fy1; fy++) {                                           \
+            const T *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;                      \
+            for (int32_t fx = fx0; fx < fx1; fx++) {                                         \
+              const T *px = row + (int64_t)fx * C;                                           \
+              for (int64_t c = 0; c < C; c++) out[c] = px[c] > out[c] ? px[c] : out[c];      \
+            }                                                                                \
+          }                                                                                  \
+          for (int64_t c = 0; c < C; c++)                                                    \
+            out[c] = (T)(out[c] < lo ? lo : out[c] > hi ? hi : out[c]);                      \
+          continue;                                                                          \
+        }                                                                                    \
+        for (int64_t c = 0; c < C; c++) acc[c] = 0;                                          \
         for (int32_t fy = fy0; fy < fy1; fy++) {                                             \
           const T *row = inb + ((int64_t)(y0 + fy) * st->w + x0) * C;                        \
           for (int32_t fx = fx0; fx < fx1; fx++) {                                           \
             const T *px = row + (int64_t)fx * C;                                             \
-            if (is_max)                                                                      \
-              for (int64_t c = 0; c < C; c++) acc[c] = px[c] > acc[c] ? px[c] : acc[c];      \
-            else                                                                             \
-              for (int64_t c = 0; c < C; c++) acc[c] += px[c];                               \
+            for (int64_t c = 0; c < C; c++) acc[c] += px[c];                                 \
           }                                                                                  \
         }                                                                                    \
         const int32_t n = (fy1 - fy0) * (fx1 - fx0);                                         \
         for (int64_t c = 0; c < C; c++) {                                                    \
           int32_t v = acc[c];                                                                \
-          if (!is_max && n > 0) {                                                            \
+          if (n > 0) {                                                                       \
             if (S8) v = v > 0 ? (v + n / 2) / n : (v - n / 2) / n;                           \
             else v = (v + n / 2) / n;                                                        \
           }                                                                                  \
