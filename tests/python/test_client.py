@@ -125,6 +125,45 @@ class Requests(unittest.TestCase):
             r = self.check_golden("hand", HAND, case, "name")
             self.assertEqual(len(r.as_dict()), 4)
 
+    def test_shared_buffer_inputs_and_outputs_match_the_golden(self):
+        _, _, inputs, outputs = golden(FACE, "photo")
+        nin = inputs[0].nbytes
+        buf = self.c.register_buffer(nin + sum(o.nbytes for o in outputs))
+        x = buf.array(0, inputs[0].shape, np.float32)
+        x[...] = inputs[0]
+        outs, off = [], nin
+        for o in outputs:
+            outs.append(buf.array(off, o.shape, np.float32))
+            off += o.nbytes
+        r = self.c.invoke("face", x, outputs=outs)
+        for j, want in enumerate(outputs):
+            self.assertEqual(golden_mismatches(r[j], want), 0, f"output {j}")
+            self.assertTrue(np.shares_memory(r[j], outs[j]))
+        r = self.c.invoke("face", x)   # input by reference, outputs in the reply
+        self.assertEqual(golden_mismatches(r[0], outputs[0]), 0)
+        buf.release()
+        # Released: the same memory now travels as bytes (the client's mapping stays valid).
+        self.assertEqual(golden_mismatches(self.c.invoke("face", x)[0], outputs[0]), 0)
+        req = pb.InvokeRequest(model="face")
+        req.inputs.append(pb.Tensor(dtype=pb.DType.Value("FLOAT32"), shape=x.shape,
+                                    shm=pb.BufferRange(buffer=1, offset=0, bytes=nin)))
+        with self.assertRaises(arenad.ArenadError) as cm:
+            self.c._call("invoke", req, None)
+        self.assertEqual(cm.exception.code, "EINVAL")
+        self.assertIn("no buffer 1 is registered on this connection", cm.exception.message)
+
+    def test_unsealed_memfd_is_refused(self):
+        fd = os.memfd_create("unsealed", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, 4096)
+        try:
+            rid = self.c._send("register_buffer", pb.RegisterBufferRequest(), None, fds=[fd])
+        finally:
+            os.close(fd)
+        resp = self.c._wait(rid, None, abandon=True)
+        self.assertEqual(resp.status.code, pb.Code.Value("EINVAL"))
+        self.assertIn("not sealed", resp.status.message)
+        self.c.ping()
+
     def test_stats_is_a_dict_with_the_documented_keys(self):
         self.c.invoke("face", golden(FACE, "photo")[2][0])
         s = self.c.stats()

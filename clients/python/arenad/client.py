@@ -9,7 +9,10 @@ Replies are read by whichever call is waiting for one; a reply that belongs to a
 kept until its own waiter asks for it. So several invokes can be in flight on one connection
 (invoke_async / invoke_many) without a reader thread, and a Client may be shared by threads.
 """
+import ctypes
+import fcntl
 import json
+import mmap
 import os
 import socket
 import struct
@@ -255,6 +258,7 @@ class Pending:
         self.model = model
         self._result: Optional[InvokeResult] = None
         self._error: Optional[ArenadError] = None
+        self.outputs = None   # SharedBuffer views the daemon writes the outputs into (invoke outputs=)
 
     def done(self) -> bool:
         """True when the reply has arrived (reads what the socket already holds, never blocks)."""
@@ -270,7 +274,7 @@ class Pending:
         if self._result is None and self._error is None:
             try:
                 resp = self._client._wait(self.id, timeout, abandon=False)
-                self._result = self._client._invoke_result(resp, self.model)
+                self._result = self._client._invoke_result(resp, self.model, self.outputs)
             except ArenadTimeout:
                 raise
             except ArenadError as e:
@@ -281,6 +285,42 @@ class Pending:
 
 
 InputsArg = Union[np.ndarray, Sequence, Mapping]
+
+
+class SharedBuffer:
+    """A shared-memory buffer registered with the daemon on one connection (Client.register_buffer):
+    a sealed memfd mapped here and in the daemon. array(offset, shape, dtype) gives numpy views of
+    it; inputs that are such views travel as (buffer, offset, bytes) ranges instead of bytes, and
+    Client.invoke(..., outputs=[views]) has the daemon write the outputs into them."""
+
+    def __init__(self, client: "Client", buffer_id: int, mm: mmap.mmap, nbytes: int):
+        self.client = client
+        self.id = buffer_id
+        self.nbytes = nbytes
+        self._mm = mm
+        self._base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+
+    def array(self, offset: int, shape, dtype) -> np.ndarray:
+        """A numpy view of `shape` x `dtype` at byte `offset` of the buffer."""
+        return np.ndarray(shape, dtype=np.dtype(dtype), buffer=self._mm, offset=offset)
+
+    def range_of(self, a: np.ndarray) -> Optional[Tuple[int, int]]:
+        """(offset, bytes) of a C-contiguous array lying inside this buffer, else None."""
+        if not isinstance(a, np.ndarray) or not a.flags["C_CONTIGUOUS"]:
+            return None
+        at = a.__array_interface__["data"][0] - self._base
+        if 0 <= at and a.nbytes <= self.nbytes - at:
+            return at, a.nbytes
+        return None
+
+    def release(self) -> None:
+        """Unregister (the daemon unmaps it once the invokes using it are done)."""
+        if self.id:
+            try:
+                self.client._call("register_buffer", pb.RegisterBufferRequest(release=self.id), _UNSET)
+            finally:
+                self.client._buffers.pop(self.id, None)
+                self.id = 0
 
 
 class Client:
@@ -304,6 +344,7 @@ class Client:
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
         self._lost: Optional[str] = None
+        self._buffers: Dict[int, SharedBuffer] = {}
         self._sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.settimeout(timeout)
@@ -377,12 +418,42 @@ class Client:
         """The budget table of a loaded model (the keys of `arenactl plan --json`) as a dict."""
         return json.loads(self._call("get_plan", pb.GetPlanRequest(model=name), timeout).get_plan.json)
 
-    def invoke(self, name: str, inputs: InputsArg, timeout: Any = _UNSET) -> InvokeResult:
+    def register_buffer(self, nbytes: int, timeout: Any = _UNSET) -> SharedBuffer:
+        """Create a sealed memfd of `nbytes`, map it and register it with the daemon (sent with
+        SCM_RIGHTS on this connection). See SharedBuffer; released with the connection."""
+        fd = os.memfd_create("arenad-buffer", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, nbytes)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            mm = mmap.mmap(fd, nbytes)
+            rid = self._send("register_buffer", pb.RegisterBufferRequest(), timeout, fds=[fd])
+        finally:
+            os.close(fd)
+        resp = self._wait(rid, timeout, abandon=True)
+        self._check(resp, "register_buffer")
+        b = SharedBuffer(self, resp.register_buffer.buffer, mm, nbytes)
+        self._buffers[b.id] = b
+        return b
+
+    def invoke(self, name: str, inputs: InputsArg, timeout: Any = _UNSET, outputs=None) -> InvokeResult:
         """Run model `name` once. `inputs`: {input name or index: array}, a list in the model's
         input order, or one array for a one-input model; arrays are sent with their own dtype
-        and shape, which must match the model's (else ArenadError "ESHAPE"). Returns the
-        outputs as numpy arrays (InvokeResult)."""
-        p = self.invoke_async(name, inputs, timeout)
+        and shape, which must match the model's (else ArenadError "ESHAPE"); an array that is a
+        view of a registered SharedBuffer goes by reference. `outputs` (optional): one
+        SharedBuffer view per model output (None: sent in the reply) that the daemon writes the
+        output into; the result then holds those views. Returns the outputs (InvokeResult)."""
+        if outputs is not None:
+            req = pb.InvokeRequest(model=name)
+            req.inputs.extend(self._pack_inputs(name, inputs))
+            for j, o in enumerate(outputs):
+                r = None if o is None else self._range_of(o)
+                if o is not None and r is None:
+                    raise ArenadError("EINVAL", f"output {j}: not a contiguous view of a registered SharedBuffer")
+                req.outputs.append(pb.BufferRange() if r is None else pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2]))
+            p = Pending(self, self._send("invoke", req, timeout), name)
+            p.outputs = list(outputs)
+        else:
+            p = self.invoke_async(name, inputs, timeout)
         try:
             return p.result(timeout)
         except ArenadTimeout:
@@ -476,16 +547,34 @@ class Client:
             code = _FROM_NP.get(a.dtype.newbyteorder("<").str.lstrip("<|"))
             if code is None:
                 raise ArenadError("EINVAL", f"input {i}: numpy dtype {a.dtype} has no arenad (TFLite) type")
+            r = self._range_of(a)
+            if r is not None:
+                tensors.append(pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape,
+                                         shm=pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2])))
+                continue
             a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
             tensors.append(pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape, data=a.tobytes()))
         return tensors
 
-    def _invoke_result(self, resp, model: str) -> InvokeResult:
+    def _range_of(self, a) -> Optional[Tuple[int, int, int]]:
+        """(buffer id, offset, bytes) when `a` is a contiguous view of a registered buffer."""
+        for b in self._buffers.values():
+            r = b.range_of(a)
+            if r is not None:
+                return b.id, r[0], r[1]
+        return None
+
+    def _invoke_result(self, resp, model: str, outputs=None) -> InvokeResult:
         self._check(resp, "invoke", model)
         infos, arrays = [], []
-        for t in resp.invoke.outputs:
+        for j, t in enumerate(resp.invoke.outputs):
             info = _tensor_info(t)
             want = int(np.prod(info.shape, dtype=np.int64)) * info.dtype.itemsize
+            if t.HasField("shm") and t.shm.buffer and outputs is not None and outputs[j] is not None:
+                # Written into the caller's view of the buffer: the result is that view.
+                infos.append(info)
+                arrays.append(outputs[j].reshape(-1).view(np.uint8)[:want].view(info.dtype).reshape(info.shape))
+                continue
             if len(t.data) != want:
                 raise ArenadError("EPROTO", f"output {t.name!r}: {len(t.data)} data bytes, shape "
                                   f"{list(info.shape)} of {info.dtype} needs {want}", pb.Code.Value("EPROTO"))
@@ -522,7 +611,7 @@ class Client:
             self._sock = None
         return ArenadConnectionError(f"{self.socket_path}: {why}")
 
-    def _send(self, body: str, msg, timeout: Any) -> int:
+    def _send(self, body: str, msg, timeout: Any, fds=None) -> int:
         with self._send_lock:
             if self._sock is None:
                 raise self._lost_error()
@@ -537,7 +626,14 @@ class Client:
             self._expected.add(rid)
             try:
                 self._sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
-                self._sock.sendall(struct.pack("<I", len(data)) + data)
+                frame = struct.pack("<I", len(data)) + data
+                if fds:
+                    # The descriptor goes with the frame's first bytes (SCM_RIGHTS).
+                    sent = socket.send_fds(self._sock, [frame], fds)
+                    if sent < len(frame):
+                        self._sock.sendall(frame[sent:])
+                else:
+                    self._sock.sendall(frame)
             except socket.timeout:
                 # Part of a frame may have gone: the stream cannot be trusted any more.
                 raise self._connection_lost("send timed out inside a frame; connection closed") from None
