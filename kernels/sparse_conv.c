@@ -577,7 +577,8 @@ static void sparse_par(const ar_node_t *node, sparse_ctx_t *c, int64_t images) {
   c->scratch = node->scratch;
   const int64_t units = images * c->tiles;
   const int64_t stored = (int64_t)c->m.o * c->m.i;   /* an upper bound of the work per pixel */
-  const int32_t slots = (int32_t)(node->scratch_bytes / ((uint64_t)c->m.i * T * sizeof(float)));
+  const uint64_t slot_bytes = (uint64_t)c->m.i * T * sizeof(float);
+  const int32_t slots = slot_bytes ? (int32_t)(node->scratch_bytes / slot_bytes) : 1;
   ar_parallel_for_slots(node, units, ar_parallel_grain(units, stored / 4 * T + 1, SPARSE_CHUNK_MACS, 1), slots,
                         sparse_tiles, c);
 }
