@@ -10,6 +10,9 @@
  * input has stride 1 or 0. An innermost run shorter than 64 elements against a repeated row (an
  * image minus a per-channel constant: [1,H,W,3] - [3]) is tiled: rows are taken ~1024 elements at
  * a time, the repeated row copied that many times into scratch, so the flat loop stays long.
+ * Eval cuts the walk into units (runs, pieces of a long run, groups of tiled rows) shared out over
+ * the thread pool, each thread with its own tile copies; every output element is computed alone, so
+ * the result does not depend on the thread count.
  *
  * Integer arithmetic wraps (computed in unsigned, as the two's-complement result TFLite's C++
  * gives in practice) so that no request data can hit undefined behaviour; integer division by zero
