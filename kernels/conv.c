@@ -262,10 +262,64 @@ CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const f
   }
 }
 
+/* Channel-major form for 16 output pixels at a time (KW*I <= 16, no horizontal dilation): each
+ * filter row's taps under the 16 pixels are one contiguous run per pixel, so 16 masked loads and a
+ * 16 x 16 in-register transpose give X[k] = tap k of the 16 pixels; then per group of 16 output
+ * channels 16 accumulators (one channel of 16 pixels each) take one FMA per tap with the weight
+ * broadcast from the packed [K, O] filter - every lane useful for 16, 24 or 32 outputs - and a
+ * transpose turns them back into pixel-major rows. Terms in (ky, kx, c) order onto the bias with
+ * FMA, as conv_few_block: the same bits. */
+/* Output channels o0 .. o0+NO of the 16 pixels from X[K][16] (NO = 16 or 8, a constant). */
+CONV512_INLINE void conv512_cm_group(const float *X, int32_t K, const float *w, int32_t co,
+                                     int32_t o0, const float *bias, float *o, int32_t np,
+                                     const int NO) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int q = 0; q < 16; q++)
+    acc[q] = q < NO && bias ? _mm512_set1_ps(bias[o0 + q]) : _mm512_setzero_ps();
+  for (int32_t k = 0; k < K; k++) {
+    const __m512 x = _mm512_load_ps(X + (size_t)k * 16);
+    const float *wk = w + (size_t)k * co + o0;
+#pragma GCC unroll 16
+    for (int q = 0; q < NO; q++) acc[q] = _mm512_fmadd_ps(x, _mm512_set1_ps(wk[q]), acc[q]);
+  }
+  ar__tr16_512(acc);   /* acc[p] = channels o0 .. o0+15 of pixel p */
+  const __mmask16 mo = (__mmask16)((1u << NO) - 1u);
+  for (int32_t p = 0; p < np; p++) _mm512_mask_storeu_ps(o + (size_t)p * co + o0, mo, acc[p]);
+}
+
+AR_TARGET_AVX512 static void conv512_cm_block(const conv_geom_t *g, const float *in,
+                                              const float *w, const float *bias, float *o,
+                                              int32_t b, int32_t oy, int32_t ox0, int32_t np) {
+  const int32_t ci = g->ci, co = g->co, run = g->kw * ci, K = g->kh * run;
+  float X[5 * 16 * 16] __attribute__((aligned(64)));   /* [K][16 pixels], K <= 5 rows x 16 */
+  const __mmask16 mr = (__mmask16)((1u << run) - 1u);
+  const int32_t iy0 = oy * g->sh - g->pt;
+  for (int32_t ky = 0; ky < g->kh; ky++) {
+    const float *irow = in + ((size_t)b * g->h + iy0 + ky * g->dh) * g->w * ci;
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; p++)
+      r[p] = p < np ? _mm512_maskz_loadu_ps(mr, irow + (size_t)((ox0 + p) * g->sw - g->pl) * ci)
+                    : _mm512_setzero_ps();
+    ar__tr16_512(r);
+    for (int32_t j = 0; j < run; j++) _mm512_store_ps(X + (size_t)(ky * run + j) * 16, r[j]);
+  }
+  for (int32_t o0 = 0; o0 < co; o0 += 16) {
+    if (co - o0 >= 16) conv512_cm_group(X, K, w, co, o0, bias, o, np, 16);
+    else conv512_cm_group(X, K, w, co, o0, bias, o, np, 8);   /* 24 outputs: the last 8 */
+  }
+}
+
 /* Output columns [ox, ox_hi) of row (b, oy), every tap inside the input. */
 AR_TARGET_AVX512 __attribute__((noinline)) static void
 conv512_interior(const conv_geom_t *g, const float *in, const float *w, const float *bias,
                  float *orow, int32_t b, int32_t oy, int32_t ox, int32_t ox_hi) {
+  if (g->dw == 1 && g->kw * g->ci <= 16 && g->kh <= 5) {
+    for (; ox < ox_hi; ox += 16)
+      conv512_cm_block(g, in, w, bias, orow + (size_t)ox * g->co, b, oy, ox, AR_MIN(16, ox_hi - ox));
+    return;
+  }
   const int NV = g->co > 16 ? 2 : 1;
   const __mmask16 mlast = g->co == 24 ? (__mmask16)0xff : (__mmask16)0xffff;
   const size_t co = (size_t)g->co;
@@ -351,8 +405,7 @@ static void conv_eval(const ar_node_t *node) {
 
   if (g.few_in) {
 #if AR_HAVE_AVX2_CLONE
-    /* 24 outputs fill 1.5 zmm: the AVX2 block (three full ymm) is as fast there. */
-    if (ar__f32_isa() >= AR_ISA_AVX512 && co != 24) conv_few_avx512(&g, in, node->state, bias, out);
+    if (ar__f32_isa() >= AR_ISA_AVX512) conv_few_avx512(&g, in, node->state, bias, out);
     else if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, in, node->state, bias, out);
     else
 #endif

@@ -470,7 +470,8 @@ static void conv_random_case(const cfg_t *c) {
            c->act);
   /* The few-input-channel loop sums in the same order on AVX2 and AVX-512; the GEMM paths do
    * not (OpenBLAS vs kernels/sgemm512.c: check_isa tests that one exactly). */
-  const bool few = c->c <= 4 && (c->o == 16 || c->o == 32) && !(c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1);
+  const bool few = c->c <= 4 && (c->o == 16 || c->o == 24 || c->o == 32) &&
+                   !(c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1);
   run_every_isa_x(&tn, &ar_kernel_conv_2d, out, want, nout, 2e-5f, what, few);
   free(in); free(f); free(b); free(out); free(want);
 }
@@ -499,6 +500,10 @@ START_TEST(conv_random_vs_naive) {
     {1, 21, 45, 3, 32, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
     {2, 13, 37, 4, 16, 5, 5, 1, 1, 1, 1, 1, true, false, AR_ACT_NONE},
     {1, 19, 30, 2, 32, 3, 3, 1, 2, 1, 2, 1, false, true, AR_ACT_NONE},
+    /* Channel-major 16-pixel blocks (KW*I <= 16): 24 outputs, 17/33-wide rows, 5x5 x 3. */
+    {1, 23, 35, 3, 24, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 9, 41, 3, 24, 5, 5, 1, 1, 1, 1, 1, true, false, AR_ACT_NONE},
+    {1, 11, 50, 4, 16, 3, 3, 2, 2, 2, 1, 1, true, true, AR_ACT_NONE},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_random_case(&cases[i]);
 }
