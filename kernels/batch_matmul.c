@@ -4,7 +4,8 @@
  * [..., N, K]), ranks 2..5; the batch dims (all but the last two) broadcast NumPy-style, aligned at
  * the right; output [broadcast batch..., M, N]. adj_x / adj_y become the GEMM's transpose flags,
  * so nothing is copied. Prepare stores, per output batch dim, the element stride of each operand
- * (0 where it broadcasts); eval walks the output batches in row-major order.
+ * (0 where it broadcasts). Eval splits the work into chunks of (output batch, band of M rows),
+ * fixed by the shapes alone, that run on the node's pool: the same result for every thread count.
  */
 #include <cblas.h>
 #include <string.h>
@@ -12,6 +13,11 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_parallel.h"
+
+/* Multiply-adds below which rows of one output matrix are not split into bands. */
+#define AR_BMM_MIN_BAND_MACS (256 * 1024)
+#define AR_BMM_BAND_ALIGN 16
 
 #define AR_BMM_MAX_RANK 5
 
@@ -88,28 +94,48 @@ static void bmm_init(ar_node_t *node) {
   if (bmm_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+typedef struct bmm_job {
+  const bmm_state_t *st;
+  const float *a, *b;
+  float *c;
+  int64_t band, n_bands;
+} bmm_job_t;
+
+/* Chunks [c0, c1): chunk i is output batch i / n_bands, rows band * (i % n_bands) onwards. */
+static void bmm_range(void *ctx, int64_t c0, int64_t c1) {
+  const bmm_job_t *j = ctx;
+  const bmm_state_t *st = j->st;
+  const int lda = st->adj_x ? st->m : st->k, ldb = st->adj_y ? st->k : st->n;
+  const int64_t mn = (int64_t)st->m * st->n;
+  for (int64_t ci = c0; ci < c1; ci++) {
+    const int64_t t = ci / j->n_bands, r0 = ci % j->n_bands * j->band;
+    const int64_t rows = AR_MIN(j->band, (int64_t)st->m - r0);
+    /* Operand offsets of output batch t (row-major over the output batch dims). */
+    int64_t oa = 0, ob = 0, rem = t;
+    for (int32_t d = st->nb - 1; d >= 0; d--) {
+      const int64_t idx = rem % st->bdims[d];
+      rem /= st->bdims[d];
+      oa += idx * st->lstride[d];
+      ob += idx * st->rstride[d];
+    }
+    const float *a = j->a + oa + (st->adj_x ? r0 : r0 * lda);
+    cblas_sgemm(CblasRowMajor, st->adj_x ? CblasTrans : CblasNoTrans,
+                st->adj_y ? CblasTrans : CblasNoTrans, (int)rows, st->n, st->k, 1.0f, a, lda,
+                j->b + ob, ldb, 0.0f, j->c + t * mn + r0 * st->n, st->n);
+  }
+}
+
 static void bmm_eval(const ar_node_t *node) {
   const bmm_state_t *st = node->state;
-  const float *a = node->inputs[0]->data, *b = node->inputs[1]->data;
   float *c = node->outputs[0]->data;
   const int64_t mn = (int64_t)st->m * st->n;
   if (mn == 0) return;
   if (st->k == 0) { memset(c, 0, (size_t)(mn * st->batches) * sizeof(float)); return; }
-  const int lda = st->adj_x ? st->m : st->k, ldb = st->adj_y ? st->k : st->n;
-  int64_t idx[AR_BMM_MAX_RANK] = {0}, oa = 0, ob = 0;
-  for (int64_t t = 0; t < st->batches; t++, c += mn) {
-    cblas_sgemm(CblasRowMajor, st->adj_x ? CblasTrans : CblasNoTrans,
-                st->adj_y ? CblasTrans : CblasNoTrans, st->m, st->n, st->k, 1.0f, a + oa, lda,
-                b + ob, ldb, 0.0f, c, st->n);
-    for (int32_t d = st->nb - 1; d >= 0; d--) {
-      oa += st->lstride[d];
-      ob += st->rstride[d];
-      if (++idx[d] < st->bdims[d]) break;
-      oa -= st->lstride[d] * st->bdims[d];
-      ob -= st->rstride[d] * st->bdims[d];
-      idx[d] = 0;
-    }
-  }
+  bmm_job_t j = {.st = st, .a = node->inputs[0]->data, .b = node->inputs[1]->data, .c = c};
+  j.band = ar_parallel_grain(st->m, (int64_t)st->n * st->k, AR_BMM_MIN_BAND_MACS, AR_BMM_BAND_ALIGN);
+  if (j.band > st->m) j.band = st->m;
+  j.n_bands = (st->m + j.band - 1) / j.band;
+  ar_parallel_for(node, st->batches * j.n_bands, 1, bmm_range, &j);
 }
 
 /* TFLite BATCH_MATMUL (builtin 126): float32, adj_x/adj_y, broadcast batch dims, ranks 2..5. */

@@ -7,12 +7,17 @@
  * Speed: a convolution is a GEMM once the input patches are laid out as rows (im2col):
  *   out[M = N*OH*OW, O] = patches[M, K = KH*KW*I] x filter[O, K]^T
  * and OHWI is already [O, K] row-major, so the filter is used in place (cblas Trans). A 1x1
- * stride-1 convolution needs no im2col: the input itself is [M, I]. Otherwise im2col fills a
- * planned scratch buffer in tiles of output pixels (AR_CONV_TILE_BYTES), which bounds the
- * scratch the planner has to place and keeps each patch tile in cache for the GEMM. With at most
- * 4 input channels (an image model's first layer) and 16/24/32 outputs, K is too short for GEMM to
- * pay off: init packs the filter as [K, O] into state and a direct loop accumulates 4 pixels x O
- * channels in vector registers (no im2col, no scratch).
+ * stride-1 convolution needs no im2col: the input itself is [M, I] (kernels/gemm.c splits the
+ * product over the pool). Otherwise im2col fills a planned scratch buffer in tiles of output
+ * pixels (AR_CONV_TILE_BYTES, and at least AR_CONV_TILES tiles where the rows allow), which bounds
+ * the scratch the planner has to place and keeps each patch tile in cache for the GEMM. Several
+ * tiles: each is one chunk of the pool, im2col + GEMM on a scratch slot of its own (scratch =
+ * one tile per thread the node may use); one tile: the rows are filled in parallel, then the
+ * product is split like the 1x1 case. With at most 4 input channels (an image model's first
+ * layer) and 16/24/32 outputs, K is too short for GEMM to pay off: init packs the filter as [K, O]
+ * into state and a direct loop accumulates 4 pixels x O channels in vector registers (no im2col,
+ * no scratch), bands of output rows in parallel. Every split is fixed by the shapes alone, so
+ * the output is the same for every thread count.
  *
  * A filter view that carries TFLite sparsity (a 1x1 filter the interpreter keeps as stored, see
  * ar_kernel_sparse_filter_check) goes to kernels/sparse_conv.c instead.
@@ -26,7 +31,9 @@
 
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
+#include "kernels/gemm.h"
 #include "kernels/qconv.h"
 #include "kernels/sgemm512.h"
 #include "kernels/sparse_conv.h"
@@ -37,8 +44,10 @@
 /* The first layer of an image model has 3 input channels: K = KH*KW*3 is too short for GEMM to pay
  * off, so up to this many input channels (and 16/24/32 outputs) a direct loop runs instead. */
 #define AR_CONV_FEW_IN_MAX 4
-/* Output bytes per GEMM call on the 1x1 path. */
-#define AR_CONV_DIRECT_TILE_BYTES (256u * 1024u)
+/* im2col tiles wanted (for the pool) when the rows allow tiles of AR_CONV_TILE_MIN_PIXELS. */
+#define AR_CONV_TILES 8
+/* Multiply-adds below which a band of direct-loop rows or im2col rows is not split further. */
+#define AR_CONV_MIN_CHUNK_MACS (128 * 1024)
 
 typedef struct {
   int32_t n, h, w, ci;          /* input */
@@ -50,6 +59,8 @@ typedef struct {
   bool direct;                  /* 1x1 stride 1: the input is the GEMM's left matrix */
   bool few_in;                  /* few input channels: direct loop over packed weights, no GEMM */
   int64_t tile_pixels;          /* im2col rows per tile */
+  int64_t n_tiles;
+  int64_t row0, row1;           /* few_in: the band of output rows (over N*OH) to compute */
 } conv_geom_t;
 
 static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
@@ -66,8 +77,14 @@ static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
   g->few_in = !g->direct && g->ci <= AR_CONV_FEW_IN_MAX && (g->co == 16 || g->co == 24 ||
                                                              g->co == 32);
   int64_t t = (int64_t)AR_CONV_TILE_BYTES / (g->k * (int64_t)sizeof(float));
+  int64_t share = (g->m + AR_CONV_TILES - 1) / AR_CONV_TILES;
+  share = (share + 15) / 16 * 16;
+  if (t > share) t = share;
   if (t < AR_CONV_TILE_MIN_PIXELS) t = AR_CONV_TILE_MIN_PIXELS;
   g->tile_pixels = g->m < t ? g->m : t;
+  g->n_tiles = g->tile_pixels > 0 ? (g->m + g->tile_pixels - 1) / g->tile_pixels : 0;
+  g->row0 = 0;
+  g->row1 = (int64_t)g->n * g->oh;
 }
 
 static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -127,7 +144,10 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     node->scratch_bytes = 0;
     node->state_bytes = (uint64_t)g.k * (uint64_t)g.co * sizeof(float);   /* [K, O] weights */
   } else {
-    node->scratch_bytes = g.direct ? 0 : (uint64_t)g.tile_pixels * (uint64_t)g.k * sizeof(float);
+    /* One tile per thread that may run at once (several tiles), else the one tile. */
+    uint64_t slots = (uint64_t)AR_MIN((int64_t)ar_parallel_threads(node), g.n_tiles);
+    node->scratch_bytes = g.direct ? 0 : AR_MAX(slots, 1) * (uint64_t)g.tile_pixels *
+                                             (uint64_t)g.k * sizeof(float);
     node->state_bytes = 0;
   }
   return 0;
@@ -342,8 +362,12 @@ static AR_ALWAYS_INLINE void conv_few_rows(const conv_geom_t *g, const float *in
   if (ox_hi > g->ow) ox_hi = g->ow;
   if (ox_lo > ox_hi) ox_lo = ox_hi;
   const int P = NV <= 3 ? 4 : 3;   /* P * NV accumulators + NV weights fit 16 vector registers */
-  for (int32_t b = 0; b < g->n; b++)
-    for (int32_t oy = 0; oy < g->oh; oy++) {
+  /* Rows [row0, row1) of N*OH: image b from its first row in the band to its last. */
+  const int32_t b0 = (int32_t)(g->row0 / g->oh), b1 = (int32_t)((g->row1 + g->oh - 1) / g->oh);
+  for (int32_t b = b0; b < b1; b++)
+    for (int32_t oy = b == b0 ? (int32_t)(g->row0 % g->oh) : 0,
+                 oy_end = (int32_t)AR_MIN((int64_t)g->oh, g->row1 - (int64_t)b * g->oh);
+         oy < oy_end; oy++) {
       float *orow = out + (((size_t)b * g->oh + oy) * g->ow) * g->co;
       const int32_t iy0 = oy * g->sh - g->pt;
       const bool rows_inside = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh < g->h;
@@ -391,74 +415,101 @@ AR_TARGET_AVX512 static void conv_few_avx512(const conv_geom_t *g, const float *
 }
 #endif
 
+/* What the range functions below share. */
+typedef struct conv_run {
+  const ar_node_t *node;
+  const conv_geom_t *g;
+  const float *in, *filter, *bias;
+  float *out;
+  ar_activation_t act;
+} conv_run_t;
+
+/* Few input channels: output rows [r0, r1) of N*OH, then their activation. */
+static void conv_few_range(void *ctx, int64_t r0, int64_t r1) {
+  const conv_run_t *c = ctx;
+  conv_geom_t g = *c->g;
+  g.row0 = r0;
+  g.row1 = r1;
+#if AR_HAVE_AVX2_CLONE
+  if (ar__f32_isa() >= AR_ISA_AVX512) conv_few_avx512(&g, c->in, c->node->state, c->bias, c->out);
+  else if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, c->in, c->node->state, c->bias, c->out);
+  else
+#endif
+    conv_few_base(&g, c->in, c->node->state, c->bias, c->out);
+  const size_t row = (size_t)g.ow * (size_t)g.co;
+  ar__activate(c->out + (size_t)r0 * row, (size_t)(r1 - r0) * row, c->act);
+}
+
+/* im2col rows [m0, m1) of the patch matrix, into `col` (row m0 first). */
+static void im2col_rows(const conv_geom_t *g, const float *in, int64_t m0, int64_t m1, float *col) {
+  const int64_t per_image = (int64_t)g->oh * g->ow;
+  int32_t b = (int32_t)(m0 / per_image);
+  int64_t rem = m0 % per_image;
+  int32_t oy = (int32_t)(rem / g->ow), ox = (int32_t)(rem % g->ow);
+  for (int64_t r = m0; r < m1; r++, col += g->k) {
+    im2col_row(g, in, b, oy, ox, col);
+    if (++ox == g->ow) { ox = 0; if (++oy == g->oh) { oy = 0; b++; } }
+  }
+}
+
+/* One tile of several: im2col of tiles [t0, t1) on the slot's scratch, each followed by its whole
+ * GEMM (inline: the tiles are the split). */
+static void conv_tile_range(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
+  const conv_run_t *c = ctx;
+  const conv_geom_t *g = c->g;
+  float *col = (float *)c->node->scratch + (size_t)slot * (size_t)g->tile_pixels * (size_t)g->k;
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t m0 = t * g->tile_pixels, tm = AR_MIN(g->tile_pixels, g->m - m0);
+    im2col_rows(g, c->in, m0, m0 + tm, col);
+    const ar_gemm_nt_t gm = {.a = col, .b = c->filter, .bias = c->bias, .c = c->out + m0 * g->co,
+                             .m = tm, .n = g->co, .k = g->k, .lda = g->k, .ldb = g->k,
+                             .ldc = g->co, .act = c->act, .avx512 = true};
+    ar_gemm_nt(NULL, &gm);
+  }
+}
+
+/* One tile only: rows [m0, m1) of the patch matrix into the scratch. */
+static void conv_im2col_range(void *ctx, int64_t m0, int64_t m1) {
+  const conv_run_t *c = ctx;
+  im2col_rows(c->g, c->in, m0, m1, (float *)c->node->scratch + (size_t)m0 * (size_t)c->g->k);
+}
+
 static void conv_eval(const ar_node_t *node) {
   if (node->inputs[1]->sparsity) { ar__sparse_conv_eval(node); return; }
   if (ar__q_is_quantized(node)) { ar__qconv_eval(node); return; }
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
-  const float *in = node->inputs[0]->data, *filter = node->inputs[1]->data;
-  const float *bias = bias_t ? bias_t->data : NULL;
-  float *out = node->outputs[0]->data;
-  const ar_activation_t act = node->options->conv2d.activation;
   conv_geom_t g;
   conv_geometry(node, &g);
-  const int co = g.co, k = (int)g.k;
+  conv_run_t c = {.node = node, .g = &g, .in = node->inputs[0]->data,
+                  .filter = node->inputs[1]->data, .bias = bias_t ? bias_t->data : NULL,
+                  .out = node->outputs[0]->data, .act = node->options->conv2d.activation};
 
   if (g.few_in) {
-#if AR_HAVE_AVX2_CLONE
-    if (ar__f32_isa() >= AR_ISA_AVX512) conv_few_avx512(&g, in, node->state, bias, out);
-    else if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, in, node->state, bias, out);
-    else
-#endif
-      conv_few_base(&g, in, node->state, bias, out);
-    ar__activate(out, (size_t)g.m * (size_t)co, act);
-    return;
-  }
-
-  if (g.direct && g.m >= 4 && ar_sgemm512_available()) {
-    ar_sgemm512_nt(in, k, filter, k, bias, out, co, g.m, co, k, act);
+    const int64_t rows = (int64_t)g.n * g.oh;
+    ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)g.ow * g.co * g.k,
+                                                  AR_CONV_MIN_CHUNK_MACS, 1),
+                    conv_few_range, &c);
     return;
   }
   if (g.direct) {
-    /* Row tiles keep the bias fill, the GEMM's C and the activation pass in cache. */
-    const int64_t tile = AR_MAX((int64_t)AR_CONV_DIRECT_TILE_BYTES / ((int64_t)co * 4), 256);
-    for (int64_t m0 = 0; m0 < g.m; m0 += tile) {
-      const int tm = (int)AR_MIN(tile, g.m - m0);
-      float *dst = out + m0 * co;
-      ar__fill_bias_rows(dst, (size_t)tm, (size_t)co, bias);
-      if (tm == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, in + m0 * k, 1, 1.0f, dst, 1);
-      else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tm, co, k, 1.0f, in + m0 * k, k,
-                    filter, k, 1.0f, dst, co);
-      ar__activate(dst, (size_t)tm * (size_t)co, act);
-    }
+    const ar_gemm_nt_t gm = {.a = c.in, .b = c.filter, .bias = c.bias, .c = c.out, .m = g.m,
+                             .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k, .ldc = g.co,
+                             .act = c.act, .avx512 = true};
+    ar_gemm_nt(node, &gm);
     return;
   }
-
-  float *col = node->scratch;
-  const int64_t per_image = (int64_t)g.oh * g.ow;
-  for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_pixels) {
-    const int64_t tm = AR_MIN(g.tile_pixels, g.m - m0);
-    int32_t b = (int32_t)(m0 / per_image);
-    int64_t rem = m0 % per_image;
-    int32_t oy = (int32_t)(rem / g.ow), ox = (int32_t)(rem % g.ow);
-    for (int64_t r = 0; r < tm; r++) {
-      im2col_row(&g, in, b, oy, ox, col + r * g.k);
-      if (++ox == g.ow) { ox = 0; if (++oy == g.oh) { oy = 0; b++; } }
-    }
-    float *dst = out + m0 * co;
-    if (tm >= 4 && ar_sgemm512_available()) {
-      ar_sgemm512_nt(col, k, filter, k, bias, dst, co, tm, co, k, act);
-      continue;
-    }
-    ar__fill_bias_rows(dst, (size_t)tm, (size_t)co, bias);
-    if (tm == 1)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, co, k, 1.0f, filter, k, col, 1, 1.0f, dst, 1);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, co, k, 1.0f, col, k, filter, k,
-                  1.0f, dst, co);
-    ar__activate(dst, (size_t)tm * (size_t)co, act);
+  if (g.n_tiles > 1) {
+    /* As many slots as prepare gave scratch for. */
+    const int32_t slots = (int32_t)AR_MIN((int64_t)ar_parallel_threads(node), g.n_tiles);
+    ar_parallel_for_slots(node, g.n_tiles, 1, slots, conv_tile_range, &c);
+    return;
   }
+  ar_parallel_for(node, g.m, ar_parallel_grain(g.m, g.k, AR_CONV_MIN_CHUNK_MACS / 4, 1),
+                  conv_im2col_range, &c);
+  const ar_gemm_nt_t gm = {.a = node->scratch, .b = c.filter, .bias = c.bias, .c = c.out,
+                           .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k, .ldc = g.co,
+                           .act = c.act, .avx512 = true};
+  ar_gemm_nt(node, &gm);
 }
 
 const ar_kernel_t ar_kernel_conv_2d = {

@@ -11,7 +11,8 @@
  * and 5x5 with stride 1 or 2 are specialised so the tap loops unroll. On the top/bottom border rows
  * the same loop runs over the filter rows that fall inside the input. Left/right border pixels
  * (and M > 1) take a checked path that skips the out-of-bounds taps (zero padding). The whole loop nest is compiled for the
- * baseline ISA and for AVX2+FMA and picked at run time.
+ * baseline ISA and for AVX2+FMA and picked at run time. Bands of output rows (fixed by the shapes:
+ * the same for every thread count) run in parallel on the node's pool.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -21,12 +22,17 @@
 
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
+
+/* Multiply-adds below which a band of output rows is not split further. */
+#define AR_DW_MIN_CHUNK_MACS (64 * 1024)
 
 typedef struct {
   int32_t n, h, w, c, mult, oc;   /* input, multiplier, output channels = c * mult */
   int32_t kh, kw, oh, ow;
   int32_t sh, sw, dh, dw, pt, pl;
+  int64_t row0, row1;             /* the band of output rows (over N*OH) to compute */
 } dw_geom_t;
 
 static void dw_geometry(const ar_node_t *node, dw_geom_t *g) {
@@ -38,6 +44,8 @@ static void dw_geometry(const ar_node_t *node, dw_geom_t *g) {
   g->sh = o->stride_h; g->sw = o->stride_w; g->dh = o->dilation_h; g->dw = o->dilation_w;
   g->oh = ar_compute_padding(o->padding, g->h, g->kh, g->sh, g->dh, &g->pt);
   g->ow = ar_compute_padding(o->padding, g->w, g->kw, g->sw, g->dw, &g->pl);
+  g->row0 = 0;
+  g->row1 = (int64_t)g->n * g->oh;
 }
 
 static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -362,8 +370,12 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
   if (g->dh == 1 && g->dw == 1 && g->kh == g->kw && (g->kh == 3 || g->kh == 5) &&
       (g->sw == 1 || g->sw == 2))
     spec = (g->kh == 3 ? 1 : 3) + (g->sw == 2);
-  for (int32_t b = 0; b < g->n; b++)
-    for (int32_t oy = 0; oy < g->oh; oy++) {
+  /* Rows [row0, row1) of N*OH: image b from row y_begin(b) to y_end(b). */
+  const int32_t b0 = (int32_t)(g->row0 / g->oh), b1 = (int32_t)((g->row1 + g->oh - 1) / g->oh);
+  for (int32_t b = b0; b < b1; b++)
+    for (int32_t oy = b == b0 ? (int32_t)(g->row0 % g->oh) : 0,
+                 oy_end = (int32_t)AR_MIN((int64_t)g->oh, g->row1 - (int64_t)b * g->oh);
+         oy < oy_end; oy++) {
       float *orow = out + (((size_t)b * g->oh + oy) * g->ow) * C;
       const int32_t iy0 = oy * g->sh - g->pt;
       /* Filter rows [ky_lo, ky_hi) fall inside the input; on the top and bottom border rows the
@@ -442,6 +454,34 @@ AR_TARGET_AVX512 static void dw_run_avx512(const dw_geom_t *g, const float *in, 
 }
 #endif
 
+typedef struct dw_run {
+  const dw_geom_t *g;
+  const float *in, *wt, *bias;
+  float *out;
+  bool clamp;
+  float lo, hi;
+  ar_activation_t act;
+} dw_run_t;
+
+/* Output rows [r0, r1) of N*OH (one chunk of the pool), with their activation. */
+static void dw_range(void *ctx, int64_t r0, int64_t r1) {
+  const dw_run_t *c = ctx;
+  dw_geom_t g = *c->g;
+  g.row0 = r0;
+  g.row1 = r1;
+#if AR_HAVE_AVX2_CLONE
+  const int isa = ar__f32_isa();
+  if (isa >= AR_ISA_AVX512) dw_run_avx512(&g, c->in, c->wt, c->bias, c->out, c->clamp, c->lo, c->hi);
+  else if (isa >= AR_ISA_AVX2) dw_run_avx2(&g, c->in, c->wt, c->bias, c->out, c->clamp, c->lo, c->hi);
+  else
+#endif
+    dw_run_base(&g, c->in, c->wt, c->bias, c->out, c->clamp, c->lo, c->hi);
+  if (c->act == AR_ACT_TANH || c->act == AR_ACT_SIGN_BIT) {
+    const size_t row = (size_t)g.ow * (size_t)g.oc;
+    ar_apply_activation(c->out + (size_t)r0 * row, (size_t)(r1 - r0) * row, c->act);
+  }
+}
+
 static void dw_eval(const ar_node_t *node) {
   if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) {
     ar__qdw_eval(node);
@@ -457,15 +497,12 @@ static void dw_eval(const ar_node_t *node) {
   const float *bias = bias_t ? bias_t->data : NULL;
   float *out = node->outputs[0]->data;
   const bool clamp = ar__act_is_clamp(act);
-#if AR_HAVE_AVX2_CLONE
-  const int isa = ar__f32_isa();
-  if (isa >= AR_ISA_AVX512) dw_run_avx512(&g, in, wt, bias, out, clamp, lo, hi);
-  else if (isa >= AR_ISA_AVX2) dw_run_avx2(&g, in, wt, bias, out, clamp, lo, hi);
-  else
-#endif
-    dw_run_base(&g, in, wt, bias, out, clamp, lo, hi);
-  if (act == AR_ACT_TANH || act == AR_ACT_SIGN_BIT)
-    ar_apply_activation(out, (size_t)g.n * g.oh * g.ow * g.oc, act);
+  dw_run_t c = {.g = &g, .in = in, .wt = wt, .bias = bias, .out = out, .clamp = clamp, .lo = lo,
+                .hi = hi, .act = act};
+  const int64_t rows = (int64_t)g.n * g.oh;
+  ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)g.ow * g.oc * g.kh * g.kw,
+                                                AR_DW_MIN_CHUNK_MACS, 1),
+                  dw_range, &c);
 }
 
 const ar_kernel_t ar_kernel_depthwise_conv_2d = {

@@ -5,14 +5,14 @@
  * with its last dimension (which must be I) replaced by O (keep_num_dims true). Only the DEFAULT
  * weights format is supported. The fused activation is applied to bias + product.
  *
- * Speed: one BLAS call with the output pre-filled with the bias and beta = 1: cblas_sgemv when
+ * Speed: kernels/gemm.c with the output pre-filled with the bias and beta = 1: cblas_sgemv when
  * B = 1 (every FULLY_CONNECTED in the shipped models), cblas_sgemm otherwise (weights used in
- * place through Trans, since [O, I] row-major is already W^T of the GEMM). Sparse weights kept as
+ * place through Trans, since [O, I] row-major is already W^T of the GEMM), in bands of output
+ * units or rows over the node's pool when the product is large enough. Sparse weights kept as
  * stored (TFLite sparsity, ar_kernel_sparse_filter_check) go to kernels/sparse_conv.c.
  */
 #include "kernels/ar_kernel_impl.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
+#include "kernels/gemm.h"
 #include "kernels/qconv.h"
 #include "kernels/sparse_conv.h"
 
@@ -108,15 +109,11 @@ static void fc_eval(const ar_node_t *node) {
   uint64_t elems = 1;
   for (int32_t i = 0; i < in_t->rank; i++) elems *= (uint64_t)in_t->dims[i];
   const int batch = (int)(elems / (uint64_t)depth);
-  const float *in = in_t->data, *wt = wt_t->data;
-  float *out = node->outputs[0]->data;
-  ar__fill_bias_rows(out, (size_t)batch, (size_t)units, bias_t ? bias_t->data : NULL);
-  if (batch == 1)
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, units, depth, 1.0f, wt, depth, in, 1, 1.0f, out, 1);
-  else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, units, depth, 1.0f, in, depth, wt,
-                depth, 1.0f, out, units);
-  ar__activate(out, (size_t)batch * (size_t)units, node->options->fully_connected.activation);
+  const ar_gemm_nt_t g = {.a = in_t->data, .b = wt_t->data, .bias = bias_t ? bias_t->data : NULL,
+                          .c = node->outputs[0]->data, .m = batch, .n = units, .k = depth,
+                          .lda = depth, .ldb = depth, .ldc = units,
+                          .act = node->options->fully_connected.activation};
+  ar_gemm_nt(node, &g);
 }
 
 const ar_kernel_t ar_kernel_fully_connected = {

@@ -1,7 +1,7 @@
 # kernels: rules for this layer (see top Makefile.am).
 # Convolution family (conv, depthwise, transpose conv, fully connected) and the shared helpers.
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
-  kernels/ar_parallel.h kernels/parallel.c \
+  kernels/ar_parallel.h kernels/parallel.c kernels/gemm.h kernels/gemm.c \
   kernels/ar_isa.h kernels/ar_isa.c kernels/sgemm512.h kernels/sgemm512.c \
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \

@@ -23,6 +23,12 @@
  * models: 2x2 taps, one output channel) a pixel's products fit one vector and are computed by a
  * broadcast-multiply loop instead (no GEMM, no scratch); when the kernel equals the stride the
  * taps tile the output and col2im writes instead of accumulating.
+ *
+ * Threads: when the taps tile the output, input pixels write disjoint outputs, so bands of pixels
+ * (the vector loop) or whole tiles (GEMM + col2im on a scratch slot per thread) run in parallel on
+ * the node's pool; otherwise outputs accumulate from neighbouring pixels in pixel order, so only
+ * each tile's GEMM is split (kernels/gemm.c) and col2im stays in order. All splits follow the
+ * shapes alone: the output is the same for every thread count.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -33,7 +39,9 @@
 
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
+#include "kernels/gemm.h"
 #include "kernels/sgemm512.h"
 
 #define AR_TCONV_TILE_BYTES (256u * 1024u)
@@ -41,13 +49,16 @@
 /* Up to this many columns (KH*KW*O) a pixel's products fit one 8-float vector: computing them with
  * a broadcast-multiply loop beats a GEMM whose N is that small. */
 #define AR_TCONV_SMALL_COLS 8
+/* Multiply-adds below which a band of input pixels of the vector loop is not split further. */
+#define AR_TCONV_MIN_CHUNK_MACS (64 * 1024)
 
 typedef float tconv_v8f __attribute__((vector_size(32), aligned(4), may_alias));
 
 typedef struct {
   int32_t n, h, w, ci, co, kh, kw, sh, sw, oh, ow, pt, pl;
   int64_t m, cols;        /* GEMM rows (input pixels) and columns (KH*KW*O) */
-  int64_t tile_pixels;
+  int64_t tile_pixels, n_tiles;
+  int64_t m_begin;        /* the vector loop runs input pixels [m_begin, m) */
   bool small;             /* cols <= AR_TCONV_SMALL_COLS: per-pixel vector loop, no GEMM */
   bool tiles;             /* kernel == stride, no padding: each output written exactly once */
 } tconv_geom_t;
@@ -100,6 +111,8 @@ static void tconv_geometry(const ar_node_t *node, tconv_geom_t *g) {
   int64_t t = (int64_t)AR_TCONV_TILE_BYTES / (g->cols * (int64_t)sizeof(float));
   if (t < AR_TCONV_TILE_MIN_PIXELS) t = AR_TCONV_TILE_MIN_PIXELS;
   g->tile_pixels = g->m < t ? g->m : t;
+  g->n_tiles = g->tile_pixels > 0 ? (g->m + g->tile_pixels - 1) / g->tile_pixels : 0;
+  g->m_begin = 0;
   g->small = g->cols <= AR_TCONV_SMALL_COLS;
   g->tiles = g->kh == g->sh && g->kw == g->sw && g->pt == 0 && g->pl == 0 &&
              g->oh == g->h * g->sh && g->ow == g->w * g->sw && bias != NULL;
@@ -116,7 +129,9 @@ static int tconv_buffers(ar_node_t *node, const char *name, char *msg, size_t ms
     node->scratch_bytes = 0;
     node->state_bytes = (uint64_t)g.ci * AR_TCONV_SMALL_COLS * sizeof(float);
   } else {
-    node->scratch_bytes = (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
+    /* Tiling taps: one GEMM tile per thread that may run at once; else the one tile. */
+    const uint64_t slots = g.tiles ? (uint64_t)AR_MAX(AR_MIN((int64_t)ar_parallel_threads(node), g.n_tiles), 1) : 1;
+    node->scratch_bytes = slots * (uint64_t)g.tile_pixels * (uint64_t)g.cols * sizeof(float);
     node->state_bytes = (uint64_t)g.cols * (uint64_t)g.ci * sizeof(float);
   }
   return 0;
@@ -268,9 +283,11 @@ static AR_ALWAYS_INLINE void tconv_scatter(const tconv_geom_t *g, const float *c
 
 static AR_ALWAYS_INLINE void tconv_small_body(const tconv_geom_t *g, const float *in,
                                               const float *w8, const float *bias, float *out) {
-  int32_t b = 0, iy = 0, ix = 0;
+  const int64_t per_image = (int64_t)g->h * g->w;
+  int32_t b = (int32_t)(g->m_begin / per_image);
+  int32_t iy = (int32_t)(g->m_begin % per_image / g->w), ix = (int32_t)(g->m_begin % g->w);
   const int32_t ci = g->ci;
-  int64_t m = 0;
+  int64_t m = g->m_begin;
   /* Eight pixels at a time: eight independent FMA chains hide the FMA latency that one
    * accumulator per pixel would expose. */
   for (; m + 8 <= g->m; m += 8) {
@@ -323,8 +340,10 @@ AR_TARGET_AVX512 static void tconv_small_tiles_avx512(const tconv_geom_t *g, con
                                                       float *out) {
   const int32_t ci = g->ci, co = g->co, cols = (int32_t)g->cols;
   const int32_t run = g->kw * co;   /* floats one input pixel writes per output row */
-  for (int32_t b = 0; b < g->n; b++)
-    for (int32_t iy = 0; iy < g->h; iy++) {
+  /* Whole input rows [m_begin / W, m / W) of N*H (the pool's chunk; everything by default). */
+  const int64_t row0 = g->m_begin / g->w, row1 = g->m / g->w;
+  for (int64_t row = row0; row < row1; row++) {
+      const int32_t b = (int32_t)(row / g->h), iy = (int32_t)(row % g->h);
       const float *irow = in + ((size_t)b * g->h + iy) * g->w * ci;
       for (int32_t ix0 = 0; ix0 < g->w; ix0 += 16) {
         const int32_t np = AR_MIN(16, g->w - ix0);
@@ -370,40 +389,106 @@ AR_TARGET_AVX512 static void tconv_small_tiles_avx512(const tconv_geom_t *g, con
 }
 #endif
 
+typedef struct tconv_job {
+  const ar_node_t *node;
+  const tconv_geom_t *g;
+  const float *in, *bias;
+  float *out;
+} tconv_job_t;
+
+static void tconv_small(const tconv_geom_t *g, const float *in, const float *w8, const float *bias,
+                        float *out) {
+#if AR_HAVE_AVX2_CLONE
+  if (ar__f32_isa() >= AR_ISA_AVX2) { tconv_small_avx2(g, in, w8, bias, out); return; }
+#endif
+  tconv_small_base(g, in, w8, bias, out);
+}
+
+#if AR_HAVE_AVX2_CLONE
+/* The AVX-512F tiling loop over input rows [r0, r1) of N*H (disjoint outputs). */
+static void tconv_small512_range(void *ctx, int64_t r0, int64_t r1) {
+  const tconv_job_t *j = ctx;
+  tconv_geom_t g = *j->g;
+  g.m_begin = r0 * g.w;
+  g.m = r1 * g.w;
+  tconv_small_tiles_avx512(&g, j->in, j->node->state, j->bias, j->out);
+}
+#endif
+
+/* Vector loop over input pixels [m0, m1) (tiling taps: disjoint outputs). */
+static void tconv_small_range(void *ctx, int64_t m0, int64_t m1) {
+  const tconv_job_t *j = ctx;
+  tconv_geom_t g = *j->g;
+  g.m_begin = m0;
+  g.m = m1;
+  tconv_small(&g, j->in, j->node->state, j->bias, j->out);
+}
+
+/* GEMM + col2im of input pixels [m0, m0 + tm) through `col`. */
+static void tconv_tile(const tconv_job_t *j, int64_t m0, int64_t tm, float *col) {
+  const tconv_geom_t *g = j->g;
+  const int64_t per_image = (int64_t)g->h * g->w;
+  int32_t b = (int32_t)(m0 / per_image);
+  int64_t rem = m0 % per_image;
+  int32_t iy = (int32_t)(rem / g->w), ix = (int32_t)(rem % g->w);
+  for (int64_t r = 0; r < tm; r++) {
+    tconv_scatter(g, col + r * g->cols, j->bias, j->out, b, iy, ix);
+    if (++ix == g->w) { ix = 0; if (++iy == g->h) { iy = 0; b++; } }
+  }
+}
+
+/* Tiling taps: whole tiles [t0, t1), each GEMM inline on the slot's scratch, then its col2im. */
+static void tconv_tiles_range(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
+  const tconv_job_t *j = ctx;
+  const tconv_geom_t *g = j->g;
+  float *col = (float *)j->node->scratch + (size_t)slot * (size_t)g->tile_pixels * (size_t)g->cols;
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t m0 = t * g->tile_pixels, tm = AR_MIN(g->tile_pixels, g->m - m0);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, (int)g->cols, g->ci, 1.0f,
+                j->in + m0 * g->ci, g->ci, j->node->state, g->ci, 0.0f, col, (int)g->cols);
+    tconv_tile(j, m0, tm, col);
+  }
+}
+
 static void tconv_run(const ar_node_t *node) {
   tconv_geom_t g;
   tconv_geometry(node, &g);
   const ar_tview_t *tin, *tf, *tb;
   tconv_io(node, &tin, &tf, &tb);
-  const float *in = tin->data, *bias = tb ? tb->data : NULL;
-  const float *wr = node->state;
-  float *out = node->outputs[0]->data;
-  if (!g.tiles) ar__fill_bias_rows(out, (size_t)g.n * g.oh * g.ow, (size_t)g.co, bias);
+  tconv_job_t j = {.node = node, .g = &g, .in = tin->data, .bias = tb ? tb->data : NULL,
+                   .out = node->outputs[0]->data};
+  if (!g.tiles) ar__fill_bias_rows(j.out, (size_t)g.n * g.oh * g.ow, (size_t)g.co, j.bias);
   if (g.small) {
 #if AR_HAVE_AVX2_CLONE
     if (ar__f32_isa() >= AR_ISA_AVX512 && g.tiles) {
-      tconv_small_tiles_avx512(&g, in, wr, bias, out);
+      const int64_t rows = (int64_t)g.n * g.h;
+      ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)g.w * g.ci * g.cols,
+                                                    AR_TCONV_MIN_CHUNK_MACS, 1),
+                      tconv_small512_range, &j);
       return;
     }
-    if (ar__f32_isa() >= AR_ISA_AVX2) { tconv_small_avx2(&g, in, wr, bias, out); return; }
 #endif
-    tconv_small_base(&g, in, wr, bias, out);
+    if (g.tiles)
+      ar_parallel_for(node, g.m, ar_parallel_grain(g.m, (int64_t)g.ci * AR_TCONV_SMALL_COLS,
+                                                   AR_TCONV_MIN_CHUNK_MACS, 8),
+                      tconv_small_range, &j);
+    else
+      tconv_small(&g, j.in, node->state, j.bias, j.out);
+    return;
+  }
+  if (g.tiles) {
+    const int32_t slots = (int32_t)AR_MIN((int64_t)ar_parallel_threads(node), g.n_tiles);
+    ar_parallel_for_slots(node, g.n_tiles, 1, slots, tconv_tiles_range, &j);
     return;
   }
   float *col = node->scratch;
-  const int cols = (int)g.cols;
-  const int64_t per_image = (int64_t)g.h * g.w;
   for (int64_t m0 = 0; m0 < g.m; m0 += g.tile_pixels) {
     const int64_t tm = AR_MIN(g.tile_pixels, g.m - m0);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, cols, g.ci, 1.0f,
-                in + m0 * g.ci, g.ci, wr, g.ci, 0.0f, col, cols);
-    int32_t b = (int32_t)(m0 / per_image);
-    int64_t rem = m0 % per_image;
-    int32_t iy = (int32_t)(rem / g.w), ix = (int32_t)(rem % g.w);
-    for (int64_t r = 0; r < tm; r++) {
-      tconv_scatter(&g, col + r * g.cols, bias, out, b, iy, ix);
-      if (++ix == g.w) { ix = 0; if (++iy == g.h) { iy = 0; b++; } }
-    }
+    const ar_gemm_nt_t gm = {.a = j.in + m0 * g.ci, .b = node->state, .c = col, .m = tm,
+                             .n = g.cols, .k = g.ci, .lda = g.ci, .ldb = g.ci, .ldc = g.cols,
+                             .act = AR_ACT_NONE};
+    ar_gemm_nt(node, &gm);
+    tconv_tile(&j, m0, tm, col);
   }
 }
 

@@ -13,6 +13,9 @@
  * so the ASan build counts through ASan's own malloc/free hooks
  * (__sanitizer_install_malloc_and_free_hooks) instead; mmap is not counted there.
  *
+ * The same 11 models with threads = 2 (the interpreter's own pool of one helper): the helper's
+ * calls, counted as other threads', must be 0 too.
+ *
  * The single-operator models of tests/golden/ops (every kernel, every dtype form the INDEX lists)
  * get the same treatment: one warm-up invoke, then 5 counted invokes each.
  *
@@ -187,9 +190,11 @@ static void settle_openblas_threads(void) {
   free(a);
 }
 
-/* Load `stem`, plan with the default options, copy in the photo input from `golden_dir`, one
- * warm-up invoke, then the counted ones: none may allocate. */
-static void invoke_no_alloc(const char *stem, const char *golden_dir) {
+/* Load `stem`, plan with the default options (and `threads`), copy in the photo input from
+ * `golden_dir`, one warm-up invoke, then the counted ones: none may allocate. With more than one
+ * thread the interpreter's pool helpers run kernels too: the calls of every other thread in the
+ * counted windows (n_other) must be 0 as well. */
+static void invoke_no_alloc(const char *stem, const char *golden_dir, int32_t threads) {
   install_counter();
   settle_openblas_threads();
   char path[1024], msg[AR_MSG_BYTES] = "";
@@ -198,6 +203,7 @@ static void invoke_no_alloc(const char *stem, const char *golden_dir) {
   ck_assert_msg(rc == 0, "%s: %s", stem, msg);
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
+  opt.threads = threads;
   ar_interp_t *in = NULL;
   rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
   ck_assert_msg(rc == 0, "%s: %s", stem, msg);
@@ -230,18 +236,29 @@ static void invoke_no_alloc(const char *stem, const char *golden_dir) {
     total += c;
     if (c > worst) worst = c;
   }
-  printf("noalloc %-34s first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
-         "other threads meanwhile: %lu\n", stem, first, runs, total,
-         COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", n_other);
+  const unsigned long other = __atomic_load_n(&n_other, __ATOMIC_SEQ_CST);
+  printf("noalloc %-34s %d thread(s): first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
+         "other threads meanwhile: %lu\n", stem, (int)threads, first, runs, total,
+         COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", other);
   ck_assert_msg(total == 0, "%s: %lu heap allocation calls in %d invokes (worst invoke %lu)", stem,
                 total, runs, worst);
+  if (threads > 1)
+    ck_assert_msg(other == 0, "%s, %d threads: %lu allocation calls on other threads in %d invokes", stem,
+                  (int)threads, other, runs);
   free(input);
   ar_interp_free(in);
   ar_model_free(m);
 }
 
 START_TEST(test_invoke_no_alloc) {
-  invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir());
+  invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 1);
+}
+END_TEST
+
+/* The same with threads = 2: the pool's helper runs kernels (GEMM bands with OpenBLAS, im2col,
+ * depthwise rows) and allocates nothing either. */
+START_TEST(test_invoke_no_alloc_threads) {
+  invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 2);
 }
 END_TEST
 
@@ -253,7 +270,7 @@ START_TEST(test_sparse_invoke_no_alloc) {
     printf("noalloc pose_detection: skipped (%s absent)\n", path);
     return;
   }
-  invoke_no_alloc("pose_detection", ar_test_golden_extra_dir());
+  invoke_no_alloc("pose_detection", ar_test_golden_extra_dir(), 1);
 }
 END_TEST
 
@@ -820,6 +837,7 @@ int main(void) {
   tc = tcase_create("invoke");
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_invoke_no_alloc, 0, ar_test_n_models);
+  tcase_add_loop_test(tc, test_invoke_no_alloc_threads, 0, ar_test_n_models);
   tcase_add_test(tc, test_sparse_invoke_no_alloc);
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc, 0, ar_test_n_qmodels);
   tcase_add_test(tc, test_ops_no_alloc);

@@ -1,0 +1,95 @@
+/* gemm.c - the float GEMM of CONV_2D, FULLY_CONNECTED and the transpose convolutions, split over
+ * output tiles on the node's thread pool (kernels/ar_parallel.h).
+ *
+ *   C[M,N] (row stride ldc) = bias[N] + A[M,K] (lda) x B[N,K]^T (ldb), then the fused activation
+ *
+ * OpenBLAS runs single-threaded inside each chunk. A chunk is a band of whole rows of C (when M >=
+ * N) or of whole columns (otherwise): splitting the larger dimension means that the operand each
+ * chunk has to pack again (B for row bands, A for column bands) is the smaller one. Bands are
+ * multiples of AR_GEMM_ALIGN (OpenBLAS's micro-tiles stay whole), at most AR_GEMM_MAX_CHUNKS of
+ * them and none below AR_GEMM_MIN_CHUNK_MACS, so a small product stays one call. The bands depend
+ * on M, N, K only, never on the thread count, so the result is the same for every pool.
+ * Within a band, rows go in tiles of about AR_GEMM_TILE_BYTES of C, so that the bias fill, the
+ * product's C and the activation pass stay in cache. CONV_2D asks for kernels/sgemm512.c (whose
+ * elements do not depend on the split either) on CPUs with AVX-512F: one call per band.
+ */
+#include "kernels/gemm.h"
+
+#include <cblas.h>
+
+#include "common/ar_util.h"
+#include "kernels/ar_parallel.h"
+#include "kernels/conv_util.h"
+#include "kernels/sgemm512.h"
+
+#define AR_GEMM_ALIGN 16
+#define AR_GEMM_MAX_CHUNKS 16
+#define AR_GEMM_MIN_CHUNK_MACS (256 * 1024)
+#define AR_GEMM_TILE_BYTES (256 * 1024)
+#define AR_GEMM_TILE_MIN_ROWS 256
+
+typedef struct gemm_job {
+  const ar_gemm_nt_t *g;
+  bool split_n;
+} gemm_job_t;
+
+/* Rows [r0, r1) x columns [c0, c1) of C. */
+static void gemm_block(const ar_gemm_nt_t *g, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const int64_t nc = c1 - c0;
+  if (g->avx512 && r1 - r0 >= 4 && ar_sgemm512_available()) {
+    ar_sgemm512_nt(g->a + r0 * g->lda, g->lda, g->b + c0 * g->ldb, g->ldb, g->bias ? g->bias + c0 : NULL,
+                   g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc, g->k, g->act);
+    return;
+  }
+  int64_t tile = AR_GEMM_TILE_BYTES / (nc * (int64_t)sizeof(float));
+  if (tile < AR_GEMM_TILE_MIN_ROWS) tile = AR_GEMM_TILE_MIN_ROWS;
+  for (int64_t m0 = r0; m0 < r1; m0 += tile) {
+    const int64_t tm = AR_MIN(tile, r1 - m0);
+    float *dst = g->c + m0 * g->ldc + c0;
+    if (nc == g->ldc) {
+      ar__fill_bias_rows(dst, (size_t)tm, (size_t)nc, g->bias);
+    } else {
+      for (int64_t r = 0; r < tm; r++)
+        ar__fill_bias_rows(dst + r * g->ldc, 1, (size_t)nc, g->bias ? g->bias + c0 : NULL);
+    }
+    if (tm == 1)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)nc, (int)g->k, 1.0f, g->b + c0 * g->ldb, (int)g->ldb,
+                  g->a + m0 * g->lda, 1, 1.0f, dst, 1);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, (int)nc, (int)g->k, 1.0f,
+                  g->a + m0 * g->lda, (int)g->lda, g->b + c0 * g->ldb, (int)g->ldb, 1.0f, dst,
+                  (int)g->ldc);
+    if (g->act == AR_ACT_NONE) continue;
+    if (nc == g->ldc) ar__activate(dst, (size_t)(tm * nc), g->act);
+    else
+      for (int64_t r = 0; r < tm; r++) ar__activate(dst + r * g->ldc, (size_t)nc, g->act);
+  }
+}
+
+static void gemm_range(void *ctx, int64_t b, int64_t e) {
+  const gemm_job_t *j = ctx;
+  if (j->split_n) gemm_block(j->g, 0, j->g->m, b, e);
+  else gemm_block(j->g, b, e, 0, j->g->n);
+}
+
+int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
+  const bool sn = n > m;
+  const int64_t d = sn ? n : m, other = sn ? m : n;
+  int64_t chunks = d / AR_GEMM_ALIGN;
+  const int64_t by_cost = other * k * d / AR_GEMM_MIN_CHUNK_MACS;
+  if (chunks > by_cost) chunks = by_cost;
+  if (chunks > AR_GEMM_MAX_CHUNKS) chunks = AR_GEMM_MAX_CHUNKS;
+  if (chunks < 1) chunks = 1;
+  int64_t grain = (d + chunks - 1) / chunks;
+  grain = (grain + AR_GEMM_ALIGN - 1) / AR_GEMM_ALIGN * AR_GEMM_ALIGN;
+  if (grain > d) grain = d;
+  if (split_n) *split_n = sn;
+  return grain < 1 ? 1 : grain;
+}
+
+void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
+  if (g->m <= 0 || g->n <= 0) return;
+  gemm_job_t j = {.g = g};
+  const int64_t grain = ar_gemm_nt_grain(g->m, g->n, g->k, &j.split_n);
+  ar_parallel_for(node, j.split_n ? g->n : g->m, grain, gemm_range, &j);
+}

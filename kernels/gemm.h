@@ -1,0 +1,30 @@
+/* gemm.h - internal to the kernels layer: the float GEMM with bias and fused activation that
+ * CONV_2D, FULLY_CONNECTED and the transpose convolutions share, split over the node's pool
+ * (kernels/gemm.c). */
+#ifndef AR_GEMM_H
+#define AR_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/ar_kernels.h"
+
+/* C[M,N] (row stride ldc) = bias[N] (NULL: 0) + A[M,K] (row stride lda) x B[N,K]^T (row stride
+ * ldb), then `act` (TFLite fused activation) on C. Row-major; sizes must fit an int (cblas). */
+typedef struct ar_gemm_nt {
+  const float *a, *b, *bias;
+  float *c;
+  int64_t m, n, k, lda, ldb, ldc;
+  ar_activation_t act;
+  bool avx512;   /* bands of 4+ rows through kernels/sgemm512.c when the CPU has it (CONV_2D's
+                  * products), else OpenBLAS */
+} ar_gemm_nt_t;
+
+/* Run it on node->pool (inline without one): bands of rows or columns fixed by M, N, K (see
+ * gemm.c), so the result is bit-identical for every thread count. Never allocates. */
+void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g);
+
+/* The band width ar_gemm_nt uses for an M x N x K product, and whether it bands columns (N). */
+int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n);
+
+#endif /* AR_GEMM_H */
