@@ -309,6 +309,8 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_size(v, k, AR_CFG_POOL_MIN, AR_CFG_POOL_MAX, &cfg->pool_bytes, msg, n);
     } else if (strcmp(k, "workers") == 0) {
       rc = get_uint(v, k, 1, AR_CFG_WORKERS_MAX, &cfg->workers, msg, n);
+    } else if (strcmp(k, "threads") == 0) {
+      rc = get_uint(v, k, 1, AR_CONFIG_THREADS_MAX, &cfg->threads, msg, n);
     } else if (strcmp(k, "max_frame_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_FRAME_MAX, &cfg->max_frame_bytes, msg, n);
     } else if (strcmp(k, "max_connections") == 0) {
@@ -380,7 +382,7 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
     } else {
       rc = ar_errf(msg, n, AR_ECONFIG,
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
-                   "max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
+                   "threads, max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
                    "max_buffer_bytes_per_connection, request_timeout_ms, "
                    "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, memory_limit, "
@@ -454,4 +456,11 @@ int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_byt
     ar_config_defaults(cfg);
   }
   return rc;
+}
+
+uint32_t ar_config_threads(const ar_config_t *cfg) {
+  if (cfg->threads >= 1) return cfg->threads < AR_CONFIG_THREADS_MAX ? cfg->threads : AR_CONFIG_THREADS_MAX;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) return 1;
+  return n < AR_CONFIG_THREADS_MAX ? (uint32_t)n : AR_CONFIG_THREADS_MAX;
 }

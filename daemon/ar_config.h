@@ -3,7 +3,7 @@
  * Example (/etc/arenad/arenad.json):
  *   {
  *     "socket": "/run/arenad/arenad.sock", "socket_mode": "0660", "socket_group": "arenad",
- *     "pool_bytes": 67108864, "workers": 2, "max_frame_bytes": 67108864,
+ *     "pool_bytes": 67108864, "workers": 2, "threads": 2, "max_frame_bytes": 67108864,
  *     "max_connections": 256, "max_connections_per_uid": 64, "max_inflight_per_connection": 64,
  *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
  *     "max_buffers_per_connection": 16, "max_buffer_bytes_per_connection": "256M",
@@ -32,6 +32,7 @@
 #define AR_CONFIG_MAX_MODELS 64
 #define AR_CONFIG_POOL_MIN (64ull * 1024)   /* pool_bytes range, inclusive */
 #define AR_CONFIG_POOL_MAX (1ull << 40)     /* 1 TiB: larger is a typo, not a gateway */
+#define AR_CONFIG_THREADS_MAX 256               /* threads range 1..this (0 = online CPUs) */
 #define AR_CONFIG_MAX_IDS 32                /* entries of admin_uids, admin_gids */
 #define AR_CONFIG_MAX_DIRS 16               /* entries of model_dirs */
 #define AR_CONFIG_DIR_MAX 1024              /* bytes of a model_dirs entry, incl. NUL */
@@ -52,6 +53,9 @@ typedef struct ar_config {
   char socket_group[AR_NAME_MAX]; /* "" = leave the group as created */
   uint64_t pool_bytes;          /* default 64 MiB */
   uint32_t workers;             /* invoke worker threads, default 2 */
+  uint32_t threads;             /* threads of the intra-operator pool (kernels/ar_parallel.h) that
+                                 * every invoke shares: 1..256, 0 (the default) = the online CPUs
+                                 * (ar_config_threads) */
   uint64_t max_frame_bytes;     /* default 64 MiB */
   uint32_t max_connections;     /* default 256 */
   /* Connection limits (daemon/ar_conn.h); timeouts in milliseconds, 0 disables one. */
@@ -114,5 +118,9 @@ int ar_config_parse_size(const char *key, const char *s, uint64_t lo, uint64_t h
  * quarter for what the accounted total leaves out by design (request frames and replies in flight,
  * the page cache of model files being read), rounded up to a MiB; 0 when memory_limit is 0. */
 uint64_t ar_config_memory_max(const ar_config_t *cfg);
+
+/* The thread count of the daemon's pool: `threads`, or when it is 0 the online CPUs
+ * (sysconf(_SC_NPROCESSORS_ONLN)), within 1..AR_CONFIG_THREADS_MAX. */
+uint32_t ar_config_threads(const ar_config_t *cfg);
 
 #endif /* AR_CONFIG_H */

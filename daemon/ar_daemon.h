@@ -54,6 +54,7 @@
 #include "daemon/ar_pool.h"
 #include "daemon/ar_rss.h"
 #include "interp/ar_interp.h"
+#include "kernels/ar_parallel.h"
 #include "proto/arenad.pb-c.h"
 
 typedef struct ar_group ar_group_t;
@@ -232,6 +233,8 @@ struct ar_server {
   uv_timer_t watchdog;
   bool watchdog_on;
   ar_pool_t pool;
+  ar_threadpool_t *tpool;        /* the intra-operator thread pool every invoke shares (config
+                                  * `threads`), started with the server, freed at stop */
   ar_dmodel_t *models;
   ar_group_t *groups;
   ar_cached_model_t *cache;

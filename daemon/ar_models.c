@@ -302,6 +302,7 @@ static void cache_release(ar_server_t *srv, ar_cached_model_t *cm) {
  * larger files before reading them. */
 static int prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes, uint32_t n_dirs,
                          const char (*dirs)[AR_CONFIG_DIR_MAX], ar_strategy_t strategy, ar_weights_t weights,
+                         uint32_t threads,
                          char *realpath_out,
                          ar_cached_model_t **cm_out, ar_model_t **model_out, ar_interp_t **interp_out,
                          char *msg, size_t msg_bytes) {
@@ -332,6 +333,10 @@ static int prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes,
   ar_interp_options_default(&opt);
   opt.strategy = strategy;
   opt.weights = weights;
+  /* The server's pool (its thread count sizes per-thread scratch); --check-config plans for
+   * the configured count without one. */
+  opt.pool = srv ? srv->tpool : NULL;
+  opt.threads = (int32_t)threads;
   ar_interp_t *in = NULL;
   rc = ar_interp_new(use, &opt, &in, lmsg, sizeof(lmsg));
   /* A kernel's prepare rejects the operator's stored tensors (input count, a stored output shape
@@ -567,7 +572,7 @@ static void model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
 static void prepare_work(ar_job_t *job) {
   ar_dmodel_t *m = job->model;
   job->rc = prepare_model(job->srv, m->path, job->max_model_bytes, job->n_dirs,
-                          (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, m->weights, job->realpath, &m->cm, NULL,
+                          (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, m->weights, 1, job->realpath, &m->cm, NULL,
                           &m->interp, job->msg, sizeof(job->msg));
 }
 
@@ -1922,6 +1927,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "connections", json_integer((json_int_t)srv->n_conns));
   json_object_set_new(d, "requests", json_integer((json_int_t)srv->requests));
   json_object_set_new(d, "workers", json_integer(srv->cfg.workers));
+  json_object_set_new(d, "threads", json_integer(ar_threadpool_threads(srv->tpool)));
   json_object_set_new(d, "max_frame_bytes", json_integer((json_int_t)srv->cfg.max_frame_bytes));
   json_object_set_new(d, "connections_refused", json_integer((json_int_t)srv->conns_refused));
   json_object_set_new(d, "frames_refused", json_integer((json_int_t)srv->frames_refused));
@@ -2233,7 +2239,8 @@ int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t 
     ar_model_t *model = NULL;
     ar_interp_t *in = NULL;
     char pmsg[AR_MSG_BYTES];
-    rc = prepare_model(NULL, e->path, cfg->max_model_bytes, 0, NULL, s, w, NULL, &cm, &model, &in, pmsg, sizeof(pmsg));
+    rc = prepare_model(NULL, e->path, cfg->max_model_bytes, 0, NULL, s, w, ar_config_threads(cfg), NULL, &cm, &model,
+                       &in, pmsg, sizeof(pmsg));
     if (rc) {
       ar_errf(msg, msg_bytes, rc, "models[%u] '%s': %s", i, e->name, pmsg);
       break;

@@ -397,8 +397,8 @@ static void reload(ar_server_t *srv, const ar_reply_to_t *to) {
   ar_service_reloading();
   ar_log("reload: %s (%u models)", srv->config_path ? srv->config_path : "(no configuration file)", cfg->n_models);
   if (cfg->pool_bytes != srv->cfg.pool_bytes || strcmp(cfg->socket_path, srv->cfg.socket_path) != 0 ||
-      cfg->workers != srv->cfg.workers)
-    ar_log("reload: socket, pool_bytes and workers changes take effect at the next restart");
+      cfg->workers != srv->cfg.workers || ar_config_threads(cfg) != ar_config_threads(&srv->cfg))
+    ar_log("reload: socket, pool_bytes, workers and threads changes take effect at the next restart");
   /* Loads the new and changed models next to the running ones; commits (and notifies READY)
    * only when all of them loaded, else keeps the running configuration. */
   ar_models_apply_config(srv, cfg, to);
@@ -472,6 +472,11 @@ int ar_server_start(ar_server_t *srv, uv_loop_t *loop, char *msg, size_t msg_byt
   srv->loop = loop;
   ar_server_init_ops(srv);
   srv->start_us = ar_now_us();
+  /* The intra-operator pool, before the load thread plans models for it; its threads map their
+   * OpenBLAS buffers now rather than in an invoke. */
+  int prc = ar_threadpool_new((int32_t)ar_config_threads(&srv->cfg), &srv->tpool, msg, msg_bytes);
+  if (prc) return prc;
+  ar_interp_warm_threads(srv->tpool);
   if (ar_models_init(srv) != 0) return ar_errf(msg, msg_bytes, AR_EINTERNAL, "cannot start the load thread");
   int rc = ar_pool_init(&srv->pool, srv->cfg.pool_bytes, true, msg, msg_bytes);
   if (rc) return rc;
@@ -535,5 +540,7 @@ void ar_server_load_configured(ar_server_t *srv) {
 void ar_server_stop(ar_server_t *srv) {
   ar_models_shutdown(srv);
   ar_pool_close(&srv->pool);
+  ar_threadpool_free(srv->tpool);
+  srv->tpool = NULL;
   if (srv->unlink_socket) unlink(srv->cfg.socket_path);
 }

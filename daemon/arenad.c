@@ -29,7 +29,8 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: arenad [--config FILE] [--socket PATH] [--pool-bytes N] [--model-dir DIR]... [--foreground]\n"
+          "usage: arenad [--config FILE] [--socket PATH] [--pool-bytes N] [--threads N] [--model-dir DIR]...\n"
+          "              [--foreground]\n"
           "       arenad --check-config FILE\n"
           "       arenad --memory-dropin [--config FILE]\n"
           "       arenad --version\n\n"
@@ -37,6 +38,8 @@ static void usage(FILE *out) {
           "  -C, --check-config FILE  validate FILE, load and plan its models, print the pool layout\n"
           "  -s, --socket PATH        Unix socket to listen on (overrides the config)\n"
           "  -p, --pool-bytes N       arena pool size, bytes with optional K/M/G (overrides the config)\n"
+          "  -t, --threads N          threads one invoke may use, 1..256 (overrides the config's threads;\n"
+          "                           default: the online CPUs)\n"
           "  -m, --model-dir DIR      also accept LoadModel paths inside DIR (added to model_dirs)\n"
           "  -f, --foreground         do not detach\n"
           "      --memory-dropin      print the systemd drop-in (MemoryHigh=, MemoryMax=) for the\n"
@@ -67,15 +70,17 @@ int main(int argc, char **argv) {
       {"socket", required_argument, NULL, 's'},     {"pool-bytes", required_argument, NULL, 'p'},
       {"foreground", no_argument, NULL, 'f'},       {"version", no_argument, NULL, 'V'},
       {"help", no_argument, NULL, 'h'},             {"model-dir", required_argument, NULL, 'm'},
-      {"memory-dropin", no_argument, NULL, 'M'},    {NULL, 0, NULL, 0}};
+      {"memory-dropin", no_argument, NULL, 'M'},    {"threads", required_argument, NULL, 't'},
+      {NULL, 0, NULL, 0}};
   static char model_dir_abs[AR_CONFIG_MAX_DIRS][PATH_MAX];
   static const char *model_dirs[AR_CONFIG_MAX_DIRS];
   uint32_t n_model_dirs = 0;
   const char *config_path = NULL, *check_path = NULL, *socket_path = NULL;
   uint64_t pool_bytes = 0;
+  uint32_t threads = 0;
   bool foreground = false, memory_dropin = false;
   int c;
-  while ((c = getopt_long(argc, argv, "c:C:s:p:m:fVh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "c:C:s:p:t:m:fVh", opts, NULL)) != -1) {
     switch (c) {
       case 'c': config_path = optarg; break;
       case 'C': check_path = optarg; break;
@@ -106,6 +111,16 @@ int main(int argc, char **argv) {
         model_dirs[n_model_dirs] = model_dir_abs[n_model_dirs];
         n_model_dirs++;
         break;
+      case 't': {
+        char *end = NULL;
+        long v = strtol(optarg, &end, 10);
+        if (end == optarg || *end || v < 1 || v > AR_CONFIG_THREADS_MAX) {
+          fprintf(stderr, "arenad: --threads '%s': a whole number from 1 to %d\n", optarg, AR_CONFIG_THREADS_MAX);
+          return 2;
+        }
+        threads = (uint32_t)v;
+        break;
+      }
       case 'f': foreground = true; break;
       case 'M': memory_dropin = true; break;
       case 'V': {
@@ -156,6 +171,7 @@ int main(int argc, char **argv) {
     snprintf(srv->cfg.socket_path, sizeof(srv->cfg.socket_path), "%s", socket_path);
   }
   if (pool_bytes) srv->cfg.pool_bytes = pool_bytes;
+  if (threads) srv->cfg.threads = threads;
   /* Absolute paths: the daemon changes to "/" when it detaches, and reloads/unlinks later. */
   static char config_abs[PATH_MAX];
   if (config_path && realpath(config_path, config_abs) != NULL) config_path = config_abs;
@@ -228,8 +244,8 @@ int main(int argc, char **argv) {
     snprintf(where, sizeof(where), "adopted listening socket fd %d", srv->listen_fd);
   else
     snprintf(where, sizeof(where), "listening on %.120s", srv->cfg.socket_path);
-  ar_log("arenad %s %s, pool %" PRIu64 " bytes, %s worker thread(s)", PACKAGE_VERSION, where, srv->pool.bytes,
-         workers);
+  ar_log("arenad %s %s, pool %" PRIu64 " bytes, %s worker thread(s), %d thread(s) per invoke", PACKAGE_VERSION,
+         where, srv->pool.bytes, workers, (int)ar_threadpool_threads(srv->tpool));
   ar_log("float kernels %s, OpenBLAS core %s%s%s", ar_isa_name(ar_isa_float_level()), ar_blas_corename(),
          ar_blas_replaced_core() ? " instead of " : "", ar_blas_replaced_core() ? ar_blas_replaced_core() : "");
   ar_server_load_configured(srv);

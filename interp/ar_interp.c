@@ -683,6 +683,11 @@ static void blas_warm_up_on(void *ctx, int32_t i) {
   blas_warm_up();
 }
 
+void ar_interp_warm_threads(ar_threadpool_t *pool) {
+  openblas_set_num_threads(1);
+  ar_threadpool_run_all(pool, blas_warm_up_on, NULL);
+}
+
 /* Run operator k's kernel init. Init may read a weight's values (conv packs a filter of few input
  * channels, transpose conv repacks its filter): an input widened at use (stored weights) has no
  * values outside invoke - its bytes are activation bytes, which another model of the group may be
@@ -795,7 +800,7 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
     for (int32_t k = 0; k < in->n_ops; k++) in->nodes[k].pool = in->pool;
   }
   /* A shared pool is warmed by its owner (ar_threadpool_run_all is one caller at a time). */
-  if (in->own_pool) ar_threadpool_run_all(in->own_pool, blas_warm_up_on, NULL);
+  if (in->own_pool) ar_interp_warm_threads(in->own_pool);
   else blas_warm_up();
   in->placed = true;
   return 0;

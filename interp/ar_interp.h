@@ -140,6 +140,12 @@ const ar_interp_options_t *ar_interp_options(const ar_interp_t *in);
 int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes,
                     void *persistent, uint64_t persistent_bytes, char *msg, size_t msg_bytes);
 
+/* Run one small OpenBLAS product on every thread of `pool` at once (ar_threadpool_run_all), so that
+ * OpenBLAS maps the work buffers concurrent products need before any invoke. For a pool shared by
+ * several interpreters (the daemon's): its owner calls this once; an interpreter warms only a pool
+ * of its own at place. NULL: the calling thread only. Not for invoke time. */
+void ar_interp_warm_threads(ar_threadpool_t *pool);
+
 /* Convenience for offline tools and tests: allocate both regions with aligned_alloc, owned by
  * `in`, and place. */
 int ar_interp_place_owned(ar_interp_t *in, char *msg, size_t msg_bytes);

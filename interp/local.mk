@@ -15,9 +15,10 @@ tests_check_noalloc_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 # The thread pool (kernels/parallel.c) and every model's outputs bit-identical across thread counts.
 check_PROGRAMS += tests/check_threads
 TESTS += tests/check_threads
-tests_check_threads_SOURCES = tests/check_threads.c
-tests_check_threads_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_check_threads_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+tests_check_threads_SOURCES = tests/check_threads.c tests/ar_test_client.h tests/ar_test_daemon.h
+tests_check_threads_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_threads_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_threads_OBJECTS): proto/arenad.pb-c.h
 check_PROGRAMS += tests/check_lifetimes
 TESTS += tests/check_lifetimes
 tests_check_lifetimes_SOURCES = tests/check_lifetimes.c

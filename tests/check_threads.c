@@ -5,6 +5,14 @@
  * callers on one pool, nested calls, slots never shared by two running chunks, the scheduling
  * rule (a saturated pool still finishes every call, inline), run_all reaching every thread, and
  * the thread-count limits.
+ *
+ * Models: every model in models/ (the 11 float models and models_extra) and, when ../shared is
+ * there, the quantized models of models_q, run with threads 1, 2 and 3 on the same deterministic
+ * input: every output byte-for-byte equal to the one-thread output, over two invokes each.
+ *
+ * Daemon: arenad --threads 2 (its stats say 2) serves every float model of models/ with the same
+ * bytes as the offline one-thread run, one model at a time, then two models of different groups
+ * invoked at the same time from two clients (the pool's scheduling with concurrent invokes).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -15,8 +23,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+#include <jansson.h>
+
 #include "common/ar_error.h"
+#include "interp/ar_interp.h"
 #include "kernels/ar_parallel.h"
+#include "loader/ar_model.h"
+#include "tests/ar_test_client.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
 
 /* ---- Pool unit tests ------------------------------------------------------------------------ */
 
@@ -309,6 +325,299 @@ START_TEST(test_pool_limits_and_grain) {
 }
 END_TEST
 
+/* ---- Models: bit-identical outputs across thread counts -------------------------------------- */
+
+/* Deterministic input bytes (TFLite dtype): floats in [0, 1), 8-bit types random bytes, others 0. */
+static void fill_bytes(void *data, uint64_t bytes, int dtype, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 12345u;
+  if (dtype == AR_DTYPE_FLOAT32) {
+    float *f = data;
+    for (uint64_t i = 0; i < bytes / 4; i++) {
+      x = x * 1664525u + 1013904223u;
+      f[i] = (float)(x >> 8) / 16777216.0f;
+    }
+  } else if (dtype == AR_DTYPE_UINT8 || dtype == AR_DTYPE_INT8) {
+    uint8_t *b = data;
+    for (uint64_t i = 0; i < bytes; i++) {
+      x = x * 1664525u + 1013904223u;
+      b[i] = (uint8_t)(x >> 24);
+    }
+  } else {
+    memset(data, 0, bytes);
+  }
+}
+
+static void fill_input(ar_tview_t *v, uint32_t seed) { fill_bytes(v->data, v->bytes, v->dtype, seed); }
+
+/* Outputs of two invokes of `m` with `threads` threads, concatenated into a malloc'd buffer
+ * (*bytes); NULL when the model cannot run here (message in msg). */
+static uint8_t *run_model(const ar_model_t *m, int32_t threads, size_t *bytes, int *rc_out,
+                          char *msg, size_t msg_bytes) {
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.threads = threads;
+  ar_interp_t *in = NULL;
+  int rc = ar_interp_new(m, &opt, &in, msg, msg_bytes);
+  if (rc == 0) rc = ar_interp_place_owned(in, msg, msg_bytes);
+  *rc_out = rc;
+  if (rc != 0) {
+    ar_interp_free(in);
+    return NULL;
+  }
+  size_t total = 0;
+  for (int32_t o = 0; o < ar_interp_n_outputs(in); o++) total += ar_interp_output(in, o)->bytes;
+  uint8_t *buf = malloc(2 * total + 1), *p = buf;
+  ck_assert_ptr_nonnull(buf);
+  for (int rep = 0; rep < 2; rep++) {
+    for (int32_t i = 0; i < ar_interp_n_inputs(in); i++) fill_input(ar_interp_input(in, i), (uint32_t)(i + 7 * rep));
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    for (int32_t o = 0; o < ar_interp_n_outputs(in); o++) {
+      const ar_tview_t *v = ar_interp_output(in, o);
+      memcpy(p, v->data, v->bytes);
+      p += v->bytes;
+    }
+  }
+  *bytes = 2 * total;
+  ar_interp_free(in);
+  return buf;
+}
+
+/* Every model file in `dir` (*.tflite, sorted): threads 2 and 3 give the one-thread bytes.
+ * Returns the number of models compared. */
+static int check_dir_identical(const char *dir, int quant) {
+  struct dirent **names = NULL;
+  int n = scandir(dir, &names, NULL, alphasort);
+  if (n < 0) return 0;
+  int compared = 0;
+  for (int i = 0; i < n; i++) {
+    const char *f = names[i]->d_name;
+    size_t len = strlen(f);
+    char stem[256];
+    if (len < 8 || len - 7 >= sizeof stem || strcmp(f + len - 7, ".tflite") != 0) continue;
+    memcpy(stem, f, len - 7);
+    stem[len - 7] = 0;
+    if (!ar_test_model_selected(stem)) continue;
+    char path[4096], msg[AR_MSG_BYTES] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, f);
+    ar_model_t *m = NULL;
+    int rc = ar_model_load(path, &m, msg, sizeof msg);
+    if (rc == AR_EUNSUPPORTED) {
+      printf("threads %s: skipped, cannot load: %.200s\n", stem, msg);
+      continue;
+    }
+    ck_assert_msg(rc == 0, "%s: %s", path, msg);
+    size_t b1 = 0;
+    uint8_t *one = run_model(m, 1, &b1, &rc, msg, sizeof msg);
+    if (!one) {
+      /* A model with operators arenad does not implement (face_landmark_with_attention's MediaPipe
+       * custom ops) or quantized kernels that have not landed yet: say so; others must run. */
+      ck_assert_msg(quant || rc == AR_EUNSUPPORTED, "%s: %s", stem, msg);
+      printf("threads %s: skipped, cannot run: %.200s\n", stem, msg);
+      ar_model_free(m);
+      continue;
+    }
+    for (int32_t threads = 2; threads <= 3; threads++) {
+      size_t bn = 0;
+      uint8_t *many = run_model(m, threads, &bn, &rc, msg, sizeof msg);
+      ck_assert_msg(many != NULL, "%s with %d threads: %s", stem, (int)threads, msg);
+      ck_assert_uint_eq(bn, b1);
+      size_t first = 0;
+      while (first < b1 && one[first] == many[first]) first++;
+      ck_assert_msg(first == b1, "%s: threads %d differ from threads 1 at output byte %zu of %zu", stem,
+                    (int)threads, first, b1);
+      free(many);
+    }
+    printf("threads %s: outputs (%zu bytes x 2 invokes) identical for 1, 2, 3 threads\n", stem, b1 / 2);
+    fflush(stdout);
+    free(one);
+    ar_model_free(m);
+    compared++;
+  }
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return compared;
+}
+
+START_TEST(test_models_identical_across_threads) {
+  int n = check_dir_identical(ar_test_models_dir(), 0);
+  ck_assert_msg(n >= 1 || getenv("AR_TEST_MODELS"), "no model found in %s", ar_test_models_dir());
+  printf("threads: %d models of %s bit-identical across 1, 2, 3 threads\n", n, ar_test_models_dir());
+}
+END_TEST
+
+START_TEST(test_quant_models_identical_across_threads) {
+  if (!ar_test_have_qmodels()) {
+    printf("threads: quantized models skipped (%s absent)\n", ar_test_models_q_dir());
+    return;
+  }
+  int n = check_dir_identical(ar_test_models_q_dir(), 1);
+  printf("threads: %d models of %s bit-identical across 1, 2, 3 threads\n", n, ar_test_models_q_dir());
+}
+END_TEST
+
+/* ---- Through the daemon ------------------------------------------------------------------------ */
+
+/* Two invokes of loaded model `name` through `c` with run_model's inputs; the outputs
+ * concatenated (malloc'd, *bytes). */
+static uint8_t *daemon_run(ar_client_t *c, const char *name, const ar_client_model_t *info, size_t *bytes) {
+  ar_client_tensor_t in[AR_CLIENT_MAX_IO];
+  void *buf[AR_CLIENT_MAX_IO] = {NULL};
+  ck_assert_int_le(info->n_inputs, AR_CLIENT_MAX_IO);
+  uint8_t *all = NULL;
+  size_t total = 0;
+  for (int rep = 0; rep < 2; rep++) {
+    for (int32_t i = 0; i < info->n_inputs; i++) {
+      in[i] = info->inputs[i];
+      uint64_t elems = 1;
+      for (int32_t r = 0; r < in[i].rank; r++) elems *= (uint64_t)in[i].dims[r];
+      const int dt = in[i].dtype;
+      in[i].bytes = elems * (dt == AR_DTYPE_UINT8 || dt == AR_DTYPE_INT8 || dt == AR_DTYPE_BOOL ? 1
+                             : dt == AR_DTYPE_INT64 || dt == AR_DTYPE_FLOAT64 ? 8
+                             : dt == AR_DTYPE_FLOAT16 || dt == AR_DTYPE_INT16 ? 2 : 4);
+      free(buf[i]);
+      buf[i] = malloc(in[i].bytes ? in[i].bytes : 1);
+      fill_bytes(buf[i], in[i].bytes, in[i].dtype, (uint32_t)(i + 7 * rep));
+      in[i].data = buf[i];
+    }
+    ar_client_result_t res;
+    char msg[AR_MSG_BYTES] = "";
+    int rc = ar_client_invoke(c, name, in, (size_t)info->n_inputs, &res, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: invoke: %s", name, msg);
+    for (int32_t o = 0; o < res.n_outputs; o++) {
+      all = realloc(all, total + res.outputs[o].bytes + 1);
+      memcpy(all + total, res.outputs[o].data, res.outputs[o].bytes);
+      total += res.outputs[o].bytes;
+    }
+    ar_client_result_free(&res);
+  }
+  for (int32_t i = 0; i < info->n_inputs; i++) free(buf[i]);
+  *bytes = total;
+  return all;
+}
+
+/* Offline one-thread outputs of the model at `path` (run_model); NULL when it cannot run. */
+static uint8_t *offline_run(const char *path, size_t *bytes) {
+  ar_model_t *m = NULL;
+  char msg[AR_MSG_BYTES] = "";
+  if (ar_model_load(path, &m, msg, sizeof msg) != 0) return NULL;
+  int rc = 0;
+  uint8_t *out = run_model(m, 1, bytes, &rc, msg, sizeof msg);
+  ar_model_free(m);
+  return out;
+}
+
+START_TEST(test_daemon_threads_identical) {
+  ar_test_daemon_t d;
+  const char *extra[] = {"--threads", "2", NULL};
+  ck_assert_int_eq(ar_td_start(&d, "256M", extra), 0);
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  json_t *st = ar_tc_stats(c);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "daemon"), "threads")), 2);
+  json_decref(st);
+  struct dirent **names = NULL;
+  int n = scandir(ar_test_models_dir(), &names, NULL, alphasort);
+  int compared = 0;
+  for (int i = 0; i < n; i++) {
+    const char *f = names[i]->d_name;
+    size_t len = strlen(f);
+    char stem[256], path[4096];
+    if (len < 8 || len - 7 >= sizeof stem || strcmp(f + len - 7, ".tflite") != 0) continue;
+    memcpy(stem, f, len - 7);
+    stem[len - 7] = 0;
+    if (!ar_test_model_selected(stem)) continue;
+    snprintf(path, sizeof path, "%s/%s", ar_test_models_dir(), f);
+    size_t b1 = 0;
+    uint8_t *want = offline_run(path, &b1);
+    if (!want) continue;   /* not runnable here (custom ops): the offline test says so */
+    ar_client_model_t info;
+    int rc = ar_client_load(c, "m", path, NULL, NULL, &info, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: load: %s", stem, msg);
+    size_t bd = 0;
+    uint8_t *got = daemon_run(c, "m", &info, &bd);
+    ck_assert_uint_eq(bd, b1);
+    size_t first = 0;
+    while (first < b1 && got[first] == want[first]) first++;
+    ck_assert_msg(first == b1, "%s: arenad --threads 2 differs from offline threads 1 at byte %zu of %zu", stem,
+                  first, b1);
+    ck_assert_int_eq(ar_client_unload(c, "m", msg, sizeof msg), 0);
+    printf("threads daemon %s: --threads 2 outputs identical to offline threads 1\n", stem);
+    fflush(stdout);
+    compared++;
+    free(got);
+    free(want);
+  }
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+  ck_assert_msg(compared >= 1 || getenv("AR_TEST_MODELS"), "no model compared");
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+}
+END_TEST
+
+typedef struct daemon_client {
+  const char *socket, *name;
+  const ar_client_model_t *info;
+  const uint8_t *want;
+  size_t want_bytes;
+  int rounds, failures;
+} daemon_client_t;
+
+static void *daemon_client_main(void *arg) {
+  daemon_client_t *dc = arg;
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES] = "";
+  if (ar_client_connect(dc->socket, &c, msg, sizeof msg) != 0) {
+    dc->failures++;
+    return NULL;
+  }
+  for (int r = 0; r < dc->rounds; r++) {
+    size_t b = 0;
+    uint8_t *got = daemon_run(c, dc->name, dc->info, &b);
+    dc->failures += b != dc->want_bytes || memcmp(got, dc->want, b) != 0;
+    free(got);
+  }
+  ar_client_close(c);
+  return NULL;
+}
+
+START_TEST(test_daemon_threads_concurrent_groups) {
+  static const char *const stems[2] = {"palm_detection_lite", "selfie_segmentation"};
+  if (!ar_test_model_selected(stems[0]) || !ar_test_model_selected(stems[1])) return;
+  ar_test_daemon_t d;
+  const char *extra[] = {"--threads", "2", NULL};
+  ck_assert_int_eq(ar_td_start(&d, "64M", extra), 0);
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ar_client_model_t info[2];
+  uint8_t *want[2];
+  size_t wb[2];
+  daemon_client_t dc[2];
+  pthread_t th[2];
+  for (int k = 0; k < 2; k++) {
+    char path[4096];
+    ar_test_model_path(path, sizeof path, stems[k]);
+    want[k] = offline_run(path, &wb[k]);
+    ck_assert_ptr_nonnull(want[k]);
+    ck_assert_int_eq(ar_client_load(c, stems[k], path, NULL, NULL, &info[k], msg, sizeof msg), 0);
+  }
+  for (int k = 0; k < 2; k++) {
+    dc[k] = (daemon_client_t){.socket = d.socket, .name = stems[k], .info = &info[k], .want = want[k],
+                              .want_bytes = wb[k], .rounds = ar_test_emulated() ? 2 : 10};
+    ck_assert_int_eq(pthread_create(&th[k], NULL, daemon_client_main, &dc[k]), 0);
+  }
+  for (int k = 0; k < 2; k++) {
+    pthread_join(th[k], NULL);
+    ck_assert_msg(dc[k].failures == 0, "%s: %d invokes differ from offline threads 1", stems[k], dc[k].failures);
+    free(want[k]);
+  }
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+}
+END_TEST
+
 static Suite *threads_suite(void) {
   Suite *s = suite_create("threads");
   TCase *tc = tcase_create("pool");
@@ -322,6 +631,16 @@ static Suite *threads_suite(void) {
   tcase_add_test(tc, test_pool_run_all_reaches_every_thread);
   tcase_add_test(tc, test_pool_limits_and_grain);
   suite_add_tcase(s, tc);
+  TCase *tm = tcase_create("models");
+  tcase_set_timeout(tm, 1800);
+  tcase_add_test(tm, test_models_identical_across_threads);
+  tcase_add_test(tm, test_quant_models_identical_across_threads);
+  suite_add_tcase(s, tm);
+  TCase *td = tcase_create("daemon");
+  tcase_set_timeout(td, 1800);
+  tcase_add_test(td, test_daemon_threads_identical);
+  tcase_add_test(td, test_daemon_threads_concurrent_groups);
+  suite_add_tcase(s, td);
   return s;
 }
 
