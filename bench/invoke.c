@@ -29,8 +29,19 @@
  * --isa portable|avx2: every integer kernel family on that path (what a CPU without AVX-512 runs:
  * GEMM, depthwise, ADD/SUB/MUL, byte tables, QUANTIZE), instead of the best this CPU has.
  *
+ * --threads T[,T...] (default 1): one interpreter per thread count (interp option `threads`, a pool
+ * of its own), alternating round by round (the order rotates each round) so that a loaded
+ * machine's drift falls on every count alike. Per model and count: median of the round medians,
+ * the fastest invoke, the speedup over the first count (median and min), GFLOP/s = 2 * MACs /
+ * median, and the sgemm peak measured in the same run right before the model's rounds: OpenBLAS
+ * sgemm 1024^3 (single-threaded OpenBLAS split over the same pool, as the kernels run it: bands
+ * of kernels/gemm.c), best of 3, with the model's GFLOP/s as a fraction of it. --json prints
+ * only a JSON array with one object per model and thread count: model, threads, median_ms,
+ * min_ms, gflops, gmac, speedup, speedup_min, sgemm_peak_gflops, fraction (and litert_ms with
+ * --ref).
+ *
  *   bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R]
- *                [--case photo|random] [--threads T] [--profile] [--cpu-clock]
+ *                [--case photo|random] [--threads T[,T...]] [--json] [--profile] [--cpu-clock]
  *                [--isa portable|avx2] [MODEL_STEM ...]
  */
 #include <getopt.h>
@@ -43,6 +54,8 @@
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_parallel.h"
+#include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "loader/ar_model.h"
 
@@ -93,6 +106,8 @@ static const char *env_or(const char *name, const char *dflt) {
 }
 
 static int g_cpu_clock;   /* --cpu-clock */
+
+#define MAX_THREAD_COUNTS 8
 
 static double now_ms(void) {
   struct timespec ts;
@@ -332,6 +347,54 @@ static int weights_compare(const char *const *models, int n_models, const char *
   return failures;
 }
 
+/* GFLOP/s of sgemm 1024^3 split over a pool of `threads` (best of `reps`), as kernels/gemm.c runs
+ * a product: single-threaded OpenBLAS per band. */
+static double sgemm_peak(ar_threadpool_t *pool, int reps) {
+  enum { N = 1024 };
+  static float *a, *b, *c;
+  if (!a) {
+    a = aligned_alloc(64, sizeof(float) * N * N);
+    b = aligned_alloc(64, sizeof(float) * N * N);
+    c = aligned_alloc(64, sizeof(float) * N * N);
+    if (!a || !b || !c) return 0;
+    for (int i = 0; i < N * N; i++) a[i] = (float)(i % 13) * 0.01f, b[i] = (float)(i % 7) * 0.02f;
+  }
+  ar_node_t node;
+  memset(&node, 0, sizeof node);
+  node.pool = pool;
+  node.threads = ar_threadpool_threads(pool);
+  const ar_gemm_nt_t g = {.a = a, .b = b, .c = c, .m = N, .n = N, .k = N, .lda = N, .ldb = N, .ldc = N,
+                          .act = AR_ACT_NONE};
+  double best = 1e30;
+  ar_threadpool_enter(pool);
+  for (int r = 0; r < reps + 1; r++) {   /* the first one warms up */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ar_gemm_nt(&node, &g);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (r > 0 && ms < best) best = ms;
+  }
+  ar_threadpool_leave(pool);
+  return 2.0 * N * N * (double)N / (best / 1e3) / 1e9;
+}
+
+/* "1,2,4" -> counts; returns how many, or -1. */
+static int parse_threads(const char *arg, int *out) {
+  int n = 0;
+  const char *p = arg;
+  while (*p) {
+    char *end = NULL;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 1 || v > AR_POOL_THREADS_MAX || n >= MAX_THREAD_COUNTS) return -1;
+    out[n++] = (int)v;
+    p = end;
+    if (*p == ',') p++;
+    else if (*p) return -1;
+  }
+  return n > 0 ? n : -1;
+}
+
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
     {"ref", required_argument, NULL, 'r'},    {"runs", required_argument, NULL, 'n'},
@@ -339,19 +402,29 @@ int main(int argc, char **argv) {
     {"case", required_argument, NULL, 'c'},   {"threads", required_argument, NULL, 't'},
     {"profile", no_argument, NULL, 'p'},      {"quant", no_argument, NULL, 'q'},
     {"cpu-clock", no_argument, NULL, 'C'},    {"weights", no_argument, NULL, 'W'},
-    {"isa", required_argument, NULL, 'I'},
+    {"isa", required_argument, NULL, 'I'},    {"json", no_argument, NULL, 'J'},
     {NULL, 0, NULL, 0},
   };
   const char *ref = NULL, *cs = "photo", *isa = NULL;
   int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, weights = 0, c;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:", longopts, NULL)) != -1) {
+  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0;
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:J", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
       case 'w': warmup = atoi(optarg); break;
       case 'R': rounds = atoi(optarg); break;
       case 'c': cs = optarg; break;
-      case 't': threads = atoi(optarg); break;
+      case 't':
+        n_tc = parse_threads(optarg, tcounts);
+        if (n_tc < 0) {
+          fprintf(stderr, "bench/invoke: --threads '%s': a list like 1,2 (each 1..%d, at most %d)\n", optarg,
+                  AR_POOL_THREADS_MAX, MAX_THREAD_COUNTS);
+          return 2;
+        }
+        threads = tcounts[0];
+        break;
+      case 'J': json = 1; break;
       case 'p': do_profile = 1; break;
       case 'q': quant = 1; break;
       case 'C': g_cpu_clock = 1; break;
@@ -359,7 +432,8 @@ int main(int argc, char **argv) {
       case 'I': isa = optarg; break;
       default:
         fprintf(stderr, "usage: bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
-                        "[--case photo|random] [--threads T] [--profile] [--cpu-clock] [--isa portable|avx2] "
+                        "[--case photo|random] [--threads T[,T...]] [--json] [--profile] [--cpu-clock] "
+                        "[--isa portable|avx2] "
                         "[MODEL_STEM ...]\n");
         return 2;
     }
@@ -380,7 +454,7 @@ int main(int argc, char **argv) {
     ar__lut8_set_isa(0);
     printf("bench/invoke: integer kernels forced to the %s path\n", isa);
   }
-  if (g_cpu_clock && threads != 1) {
+  if (g_cpu_clock && (threads != 1 || n_tc != 1)) {
     fprintf(stderr, "bench/invoke: --cpu-clock times one thread (--threads 1)\n");
     return 2;
   }
@@ -398,117 +472,174 @@ int main(int argc, char **argv) {
     models = (const char *const *)(argv + optind);
     n_models = argc - optind;
   }
+  if (json && (do_profile || weights)) {
+    fprintf(stderr, "bench/invoke: --json goes with the main table only (not --profile / --weights)\n");
+    return 2;
+  }
+  if (weights && n_tc != 1) {
+    fprintf(stderr, "bench/invoke: --weights takes one thread count\n");
+    return 2;
+  }
   if (weights) return weights_compare(models, n_models, cs, runs, warmup, rounds, threads) ? 1 : 0;
   const char *mdir = quant ? env_or("AR_MODELS_Q_DIR", AR_SRCDIR "/../shared/models_q")
                          : env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
   const char *gdir = quant ? env_or("AR_GOLDEN_Q_DIR", AR_SRCDIR "/../shared/golden_q")
                          : env_or("AR_GOLDEN_DIR", AR_SRCDIR "/tests/golden");
 
-  printf("bench/invoke: case %s, %d round(s) x %d runs (+%d warm-up) per engine, %d thread(s)%s%s\n", cs,
-         rounds, runs, warmup, threads, ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)",
-         g_cpu_clock ? ", arenad timed by its thread's CPU clock" : "");
+  /* With --json only the JSON document goes to stdout. */
+  FILE *tab = json ? stderr : stdout;
+  char tclist[64] = "";
+  for (int k = 0; k < n_tc; k++)
+    snprintf(tclist + strlen(tclist), sizeof tclist - strlen(tclist), "%s%d", k ? "," : "", tcounts[k]);
+  fprintf(tab, "bench/invoke: case %s, %d round(s) x %d runs (+%d warm-up) per engine and thread count, "
+          "threads %s (alternating)%s%s\n", cs, rounds, runs, warmup, tclist,
+          ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)",
+          g_cpu_clock ? ", arenad timed by its thread's CPU clock" : "");
+  fprintf(tab, "sgemm peak: OpenBLAS sgemm 1024^3 at the same thread count (single-threaded OpenBLAS in "
+          "bands over the same pool, as the kernels run it), best of 3, measured before each model\n");
   if (quant) {
-    printf("quantized models (%s); 'TFLite builtin' and 'TFLite XNNPACK' are native TFLite 2.19 at one thread "
-           "as measured by issue 9's author, not here;%s\n", mdir,
-           ref ? " 'LiteRT' is LiteRT.js with XNNPACK (XNNPACK's rounding, not the goldens')" : "");
-    printf("%-52s %9s %8s %7s %9s %9s %9s %8s %9s\n", "model", "arenad ms", "GOP/s", "GMAC", "ar min",
-           "TFLite", "TFLite", "arenad/", ref ? "LiteRT ms" : "");
-    printf("%-52s %9s %8s %7s %9s %9s %9s %8s %9s\n", "", "(median)", "", "", "", "builtin", "XNNPACK", "XNNPACK",
-           ref ? "(XNNPACK)" : "");
+    fprintf(tab, "quantized models (%s); 'TFLite builtin' and 'TFLite XNNPACK' are native TFLite 2.19 at one "
+            "thread as measured by issue 9's author, not here;%s\n", mdir,
+            ref ? " 'LiteRT' is LiteRT.js with XNNPACK (XNNPACK's rounding, not the goldens')" : "");
+    fprintf(tab, "%-52s %3s %9s %8s %7s %9s %7s %7s %9s %9s %8s %9s\n", "model", "thr", "arenad ms", "GOP/s",
+            "GMAC", "ar min", "speedup", "sp min", "TFLite", "TFLite", "arenad/", ref ? "LiteRT ms" : "");
+    fprintf(tab, "%-52s %3s %9s %8s %7s %9s %7s %7s %9s %9s %8s %9s\n", "", "", "(median)", "", "", "", "", "",
+            "builtin", "XNNPACK", "XNNPACK", ref ? "(XNNPACK)" : "");
   } else {
-    printf("%-34s %10s %10s %7s %9s %9s %9s %9s %7s\n", "model", "arenad ms", "LiteRT ms", "ratio",
-           "GFLOP/s", "GMAC", "ar min", "LRT min", "ratio");
+    fprintf(tab, "%-34s %3s %10s %10s %7s %9s %9s %9s %9s %7s %7s %7s %9s %6s\n", "model", "thr", "arenad ms",
+            "LiteRT ms", "ratio", "GFLOP/s", "GMAC", "ar min", "LRT min", "ratio", "speedup", "sp min",
+            "sgemm pk", "frac");
   }
+  if (json) printf("[");
+  int n_json = 0;
   int failures = 0, slower = 0;
   double *t = calloc((size_t)runs, sizeof(*t));
-  double *ar_round = calloc((size_t)rounds, sizeof(double)), *lt_round = calloc((size_t)rounds, sizeof(double));
+  double *ar_round = calloc((size_t)rounds * MAX_THREAD_COUNTS, sizeof(double));
+  double *lt_round = calloc((size_t)rounds, sizeof(double));
   for (int mi = 0; mi < n_models; mi++) {
     char mpath[4096], ipath[4096], msg[AR_MSG_BYTES] = "";
     snprintf(mpath, sizeof mpath, "%s/%s.tflite", mdir, models[mi]);
     snprintf(ipath, sizeof ipath, "%s/%s/%s/input_0.bin", gdir, models[mi], cs);
     ar_model_t *m = NULL;
-    ar_interp_t *in = NULL;
+    ar_interp_t *ins[MAX_THREAD_COUNTS] = {NULL};
     size_t bytes = 0;
     void *input = read_all(ipath, &bytes);
     if (!input && quant) {   /* models without a photo case (micro speech) */
       snprintf(ipath, sizeof ipath, "%s/%s/random/input_0.bin", gdir, models[mi]);
       input = read_all(ipath, &bytes);
     }
-    ar_interp_options_t opt;
-    ar_interp_options_default(&opt);
-    opt.threads = threads;
     int rc = ar_model_load(mpath, &m, msg, sizeof msg);
-    if (rc == 0) rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
-    if (rc == 0) rc = ar_interp_place_owned(in, msg, sizeof msg);
-    if (rc == 0 && (!input || ar_interp_n_inputs(in) != 1 || ar_interp_input(in, 0)->bytes != bytes)) {
-      rc = AR_EINVAL;
-      ar_errf(msg, sizeof msg, rc, "input %s missing or of the wrong size", ipath);
+    for (int k = 0; k < n_tc && rc == 0; k++) {
+      ar_interp_options_t opt;
+      ar_interp_options_default(&opt);
+      opt.threads = tcounts[k];
+      rc = ar_interp_new(m, &opt, &ins[k], msg, sizeof msg);
+      if (rc == 0) rc = ar_interp_place_owned(ins[k], msg, sizeof msg);
+      if (rc == 0 && (!input || ar_interp_n_inputs(ins[k]) != 1 || ar_interp_input(ins[k], 0)->bytes != bytes)) {
+        rc = AR_EINVAL;
+        ar_errf(msg, sizeof msg, rc, "input %s missing or of the wrong size", ipath);
+      }
     }
     if (rc != 0) {
       if (quant) {   /* kernels still landing: say so, do not fail the run */
-        printf("%-52s cannot run yet: %.160s\n", models[mi], msg);
+        fprintf(tab, "%-52s cannot run yet: %.160s\n", models[mi], msg);
       } else {
-        printf("%-34s error: %s: %s\n", models[mi], ar_strerror(rc), msg);
+        fprintf(tab, "%-34s error: %s: %s\n", models[mi], ar_strerror(rc), msg);
         failures++;
       }
-      ar_interp_free(in);
+      for (int k = 0; k < n_tc; k++) ar_interp_free(ins[k]);
       ar_model_free(m);
       free(input);
       continue;
     }
-    ar_tview_t *iv = ar_interp_input(in, 0);
+    /* The sgemm peak at each thread count, on the interpreter's own pool, right before its rounds. */
+    double peak[MAX_THREAD_COUNTS] = {0};
+    for (int k = 0; k < n_tc; k++) {
+      ar_threadpool_t *pool = NULL;
+      if (tcounts[k] > 1 && ar_threadpool_new(tcounts[k], &pool, msg, sizeof msg) != 0) pool = NULL;
+      peak[k] = sgemm_peak(pool, 3);
+      ar_threadpool_free(pool);
+    }
     int n_lt = 0;
-    double ar_min = 1e30, lt_min = 1e30;
+    double ar_min[MAX_THREAD_COUNTS], lt_min = 1e30;
+    for (int k = 0; k < n_tc; k++) ar_min[k] = 1e30;
     for (int r = 0; r < rounds; r++) {
-      for (int w = 0; w < warmup; w++) {
-        memcpy(iv->data, input, bytes);
-        ar_interp_invoke(in);
+      for (int kk = 0; kk < n_tc; kk++) {
+        const int k = (kk + r) % n_tc;   /* rotate which count goes first */
+        ar_interp_t *in = ins[k];
+        ar_tview_t *iv = ar_interp_input(in, 0);
+        for (int w = 0; w < warmup; w++) {
+          memcpy(iv->data, input, bytes);
+          ar_interp_invoke(in);
+        }
+        for (int i = 0; i < runs; i++) {
+          double t0 = now_ms();
+          memcpy(iv->data, input, bytes);
+          ar_interp_invoke(in);
+          t[i] = now_ms() - t0;
+          if (t[i] < ar_min[k]) ar_min[k] = t[i];
+        }
+        ar_round[k * rounds + r] = median(t, runs);
       }
-      for (int i = 0; i < runs; i++) {
-        double t0 = now_ms();
-        memcpy(iv->data, input, bytes);
-        ar_interp_invoke(in);
-        t[i] = now_ms() - t0;
-        if (t[i] < ar_min) ar_min = t[i];
-      }
-      ar_round[r] = median(t, runs);
       if (ref) {
         double mn = 0, ms = litert_median(ref, mpath, ipath, runs, warmup, &mn);
         if (ms > 0) lt_round[n_lt++] = ms;
         if (ms > 0 && mn > 0 && mn < lt_min) lt_min = mn;
       }
     }
-    double ar_ms = median(ar_round, rounds);
     double lt_ms = n_lt ? median(lt_round, n_lt) : 0;
-    double gmac = ar_interp_macs(in) / 1e9;
-    if (quant) {
-      double bms = 0, xms = 0;
-      for (size_t k = 0; k < sizeof native_figures / sizeof native_figures[0]; k++)
-        if (strcmp(native_figures[k].stem, models[mi]) == 0) bms = native_figures[k].builtin_ms, xms = native_figures[k].xnnpack_ms;
-      char b[16] = "-", x[16] = "-", rx[16] = "-", l[16] = "";
-      if (bms > 0) snprintf(b, sizeof b, "%.1f", bms);
-      if (xms > 0) snprintf(x, sizeof x, "%.1f", xms);
-      if (xms > 0) snprintf(rx, sizeof rx, "%.2f", ar_ms / xms);
-      if (ref) snprintf(l, sizeof l, "%s", lt_ms > 0 ? "" : "n/a");
-      if (ref && lt_ms > 0) snprintf(l, sizeof l, "%.3f", lt_ms);
-      printf("%-52s %9.3f %8.2f %7.3f %9.3f %9s %9s %8s %9s\n", models[mi], ar_ms, 2 * gmac / (ar_ms / 1e3), gmac,
-             ar_min, b, x, rx, l);
-    } else if (lt_ms > 0) {
-      printf("%-34s %10.3f %10.3f %7.3f %9.2f %9.3f %9.3f %9.3f %7.3f\n", models[mi], ar_ms, lt_ms,
-             ar_ms / lt_ms, 2 * gmac / (ar_ms / 1e3), gmac, ar_min, lt_min, ar_min / lt_min);
-      if (ar_ms >= lt_ms) slower++;
-    } else {
-      printf("%-34s %10.3f %10s %7s %9.2f %9.3f %9.3f\n", models[mi], ar_ms, ref ? "error" : "-", "-",
-             2 * gmac / (ar_ms / 1e3), gmac, ar_min);
-      if (ref) failures++;
+    double gmac = ar_interp_macs(ins[0]) / 1e9;
+    double base_ms = 0, base_min = 0;
+    for (int k = 0; k < n_tc; k++) {
+      double ar_ms = median(ar_round + k * rounds, rounds);
+      if (k == 0) base_ms = ar_ms, base_min = ar_min[0];
+      const double gflops = 2 * gmac / (ar_ms / 1e3);
+      const double sp = ar_ms > 0 ? base_ms / ar_ms : 0, sp_min = ar_min[k] > 0 ? base_min / ar_min[k] : 0;
+      const double frac = peak[k] > 0 ? gflops / peak[k] : 0;
+      if (quant) {
+        double bms = 0, xms = 0;
+        for (size_t q = 0; q < sizeof native_figures / sizeof native_figures[0]; q++)
+          if (strcmp(native_figures[q].stem, models[mi]) == 0) bms = native_figures[q].builtin_ms, xms = native_figures[q].xnnpack_ms;
+        char b[16] = "-", x[16] = "-", rx[16] = "-", l[16] = "";
+        if (bms > 0) snprintf(b, sizeof b, "%.1f", bms);
+        if (xms > 0) snprintf(x, sizeof x, "%.1f", xms);
+        if (xms > 0) snprintf(rx, sizeof rx, "%.2f", ar_ms / xms);
+        if (ref) snprintf(l, sizeof l, "%s", lt_ms > 0 ? "" : "n/a");
+        if (ref && lt_ms > 0) snprintf(l, sizeof l, "%.3f", lt_ms);
+        fprintf(tab, "%-52s %3d %9.3f %8.2f %7.3f %9.3f %7.2f %7.2f %9s %9s %8s %9s\n", models[mi], tcounts[k], ar_ms,
+                gflops, gmac, ar_min[k], sp, sp_min, b, x, rx, l);
+      } else if (lt_ms > 0) {
+        fprintf(tab, "%-34s %3d %10.3f %10.3f %7.3f %9.2f %9.3f %9.3f %9.3f %7.3f %7.2f %7.2f %9.2f %6.3f\n",
+                models[mi], tcounts[k], ar_ms, lt_ms, ar_ms / lt_ms, gflops, gmac, ar_min[k], lt_min,
+                ar_min[k] / lt_min, sp, sp_min, peak[k], frac);
+        if (k == 0 && ar_ms >= lt_ms) slower++;
+      } else {
+        fprintf(tab, "%-34s %3d %10.3f %10s %7s %9.2f %9.3f %9.3f %9s %7s %7.2f %7.2f %9.2f %6.3f\n", models[mi],
+                tcounts[k], ar_ms, ref ? "error" : "-", "-", gflops, gmac, ar_min[k], "-", "-", sp, sp_min, peak[k],
+                frac);
+        if (ref && k == 0) failures++;
+      }
+      if (json) {
+        printf("%s\n  {\"model\": \"%s\", \"threads\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"gflops\": %.3f, "
+               "\"gmac\": %.4f, \"speedup\": %.4f, \"speedup_min\": %.4f, \"sgemm_peak_gflops\": %.3f, "
+               "\"fraction\": %.4f", n_json++ ? "," : "", models[mi], tcounts[k], ar_ms, ar_min[k], gflops, gmac,
+               sp, sp_min, peak[k], frac);
+        if (ref && lt_ms > 0) printf(", \"litert_ms\": %.4f", lt_ms);
+        printf("}");
+      }
     }
-    fflush(stdout);
-    if (do_profile) profile(in, input, bytes, runs);
-    ar_interp_free(in);
+    fflush(tab);
+    if (do_profile)
+      for (int k = 0; k < n_tc; k++) {
+        fprintf(tab, "  %s, %d thread(s):\n", models[mi], tcounts[k]);
+        profile(ins[k], input, bytes, runs);
+      }
+    for (int k = 0; k < n_tc; k++) ar_interp_free(ins[k]);
     ar_model_free(m);
     free(input);
   }
-  if (ref && !quant) printf("models with ratio >= 1.0: %d of %d\n", slower, n_models);
+  if (json) printf("\n]\n");
+  if (ref && !quant) fprintf(tab, "models with ratio >= 1.0: %d of %d (first thread count)\n", slower, n_models);
   free(t);
   free(ar_round);
   free(lt_round);
