@@ -134,11 +134,12 @@ START_TEST(batch_follows_the_request_and_pool_returns) {
   ck_assert_uint_eq(used_at[0], used0);
   ck_assert_uint_eq(used_at[4], used0);   /* back to the first figure */
 
-  /* A batch the 64 KiB pool cannot hold: ENOSPC naming the bytes; the model keeps working. */
-  rc = invoke_batch(c, 64, 0, items, want, msg, sizeof msg);
+  /* A batch the 64 KiB pool cannot hold (its input alone is 96 KiB): ENOSPC naming the bytes; the
+   * model keeps working. */
+  rc = invoke_batch(c, 512, 0, items, want, msg, sizeof msg);
   ck_assert_int_eq(rc, AR_ENOSPC);
   ck_assert_msg(strstr(msg, "the new input shapes need an activation region of") != NULL, "%s", msg);
-  printf("batch 64: %s\n", msg);
+  printf("batch 512: %s\n", msg);
   ck_assert_int_eq(invoke_batch(c, 2, 1, items, want, msg, sizeof msg), 0);
   ck_assert_int_eq(invoke_batch(c, 1, 3, items, want, msg, sizeof msg), 0);
   ck_assert_uint_eq(pool_used(c), used0);
@@ -152,7 +153,7 @@ START_TEST(batch_follows_the_request_and_pool_returns) {
   ck_assert_int_eq(info.outputs[0].dims[0], 4);
   ck_assert_uint_ge(info.activation_bytes, info.arena_bytes);
   ck_assert_int_eq(invoke_batch(c, 4, 2, items, want, msg, sizeof msg), 0);
-  const int64_t fixed[4] = {4, 5, AR_TM_BATCH_W, AR_TM_BATCH_C}, b64[4] = {64, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  const int64_t fixed[4] = {4, 5, AR_TM_BATCH_W, AR_TM_BATCH_C}, b64[4] = {512, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
   ck_assert_int_eq(ar_client_resize_input(c, "b", 0, fixed, 4, NULL, msg, sizeof msg), AR_ESHAPE);
   ck_assert_msg(strstr(msg, "dim 1 is 5, but the model fixes it at 4") != NULL, "%s", msg);
   ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b64, 4, NULL, msg, sizeof msg), AR_ENOSPC);
