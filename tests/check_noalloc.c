@@ -24,7 +24,8 @@
  * not asserted; the 100 invokes after it are asserted to make zero calls.
  *
  * The quantized models of ../shared/models_q (issue 9), when that folder exists and a model can be
- * built: 20 counted invokes each (5 for the two large ones) on its golden_q input.
+ * built: 20 counted invokes each (5 for the two large ones) on its golden_q input, at threads = 1 and
+ * again at threads = 2 (the pool helper's calls must be 0 too).
  *
  * Resizing (built models, tests/ar_test_model.h): a model whose input shape_signature is
  * [-1,4,4,3] invoked with batch 1, 4, 2, 8, 1 - outputs equal to the hand-computed ones per item,
@@ -279,8 +280,7 @@ END_TEST
  * (photo, else random), 20 counted invokes (5 for YOLOv8n and DeepLab, the large ones) after one
  * warm-up. A model whose kernels have not landed yet cannot be built: printed, not failed here
  * (check_quant_models holds each model to its golden). */
-START_TEST(test_quant_invoke_no_alloc) {
-  const char *stem = ar_test_qmodels[_i];
+static void quant_invoke_no_alloc(const char *stem, int32_t threads) {
   if (!ar_test_have_qmodels()) {
     printf("noalloc %s: skipped (%s absent)\n", stem, ar_test_models_q_dir());
     return;
@@ -293,6 +293,7 @@ START_TEST(test_quant_invoke_no_alloc) {
   ar_interp_t *in = NULL;
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
+  opt.threads = threads;
   int rc = ar_model_load(path, &m, msg, sizeof msg);
   if (rc == 0) rc = ar_interp_new(m, &opt, &in, msg, sizeof msg);
   if (rc != 0) {
@@ -332,14 +333,29 @@ START_TEST(test_quant_invoke_no_alloc) {
     total += c;
     if (c > worst) worst = c;
   }
-  printf("noalloc %-52s first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
-         "other threads meanwhile: %lu\n", stem, first, runs, total,
-         COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", n_other);
+  const unsigned long other = __atomic_load_n(&n_other, __ATOMIC_SEQ_CST);
+  printf("noalloc %-52s %d thread(s): first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
+         "other threads meanwhile: %lu\n", stem, (int)threads, first, runs, total,
+         COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", other);
   ck_assert_msg(total == 0, "%s: %lu heap allocation calls in %d invokes (worst invoke %lu)", stem, total, runs,
                 worst);
+  if (threads > 1)
+    ck_assert_msg(other == 0, "%s, %d threads: %lu allocation calls on other threads in %d invokes", stem,
+                  (int)threads, other, runs);
   for (int32_t i = 0; i < n_in; i++) free(inputs[i]);
   ar_interp_free(in);
   ar_model_free(m);
+}
+
+START_TEST(test_quant_invoke_no_alloc) {
+  quant_invoke_no_alloc(ar_test_qmodels[_i], 1);
+}
+END_TEST
+
+/* The same with threads = 2: the pool's helper runs the integer kernels' chunks (GEMM row blocks
+ * and tiles, depthwise rows, elementwise pieces, per-thread scratch slots) and allocates nothing. */
+START_TEST(test_quant_invoke_no_alloc_threads) {
+  quant_invoke_no_alloc(ar_test_qmodels[_i], 2);
 }
 END_TEST
 
@@ -840,6 +856,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_invoke_no_alloc_threads, 0, ar_test_n_models);
   tcase_add_test(tc, test_sparse_invoke_no_alloc);
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc, 0, ar_test_n_qmodels);
+  tcase_add_loop_test(tc, test_quant_invoke_no_alloc_threads, 0, ar_test_n_qmodels);
   tcase_add_test(tc, test_ops_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("resize");
