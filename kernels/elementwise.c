@@ -196,15 +196,33 @@ static bool int_operands(const ar_node_t *node) {
   return node->n_inputs >= 1 && node->inputs[0] && node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
 }
 
+/* Float passes above this many elements are split over the node's pool, in pieces of at least
+ * this many (per element the same value whichever thread computes it). */
+#define AR_ELEM_CHUNK 16384
+
+typedef struct binary_job {
+  const binary_state_t *st;
+  const float *a, *b;
+  float *out;
+  int64_t inner;
+} binary_job_t;
+
+/* Rows [r0, r1) of the broadcast loop nest, then their post activation. */
+static void binary_range(void *ctx, int64_t r0, int64_t r1) {
+  const binary_job_t *j = ctx;
+  binary_rows(j->st, j->a, j->b, j->out, r0, r1);
+  if (j->st->post_act)
+    ar_apply_activation(j->out + r0 * j->inner, (size_t)((r1 - r0) * j->inner), j->st->act);
+}
+
 static void binary_eval(const ar_node_t *node) {
   if (node->op != AR_OP_PRELU && int_operands(node)) { ar__nb_eval(node); return; }
   const binary_state_t *st = node->state;
-  const float *a = node->inputs[0]->data, *b = node->inputs[1]->data;
-  float *out = node->outputs[0]->data;
-  const int64_t inner = st->dims[st->rank - 1];
   if (st->n == 0) return;
-  binary_rows(st, a, b, out, 0, st->n / inner);
-  if (st->post_act) ar_apply_activation(out, (size_t)st->n, st->act);
+  binary_job_t j = {.st = st, .a = node->inputs[0]->data, .b = node->inputs[1]->data,
+                    .out = node->outputs[0]->data, .inner = st->dims[st->rank - 1]};
+  const int64_t rows = st->n / j.inner;
+  ar_parallel_for(node, rows, ar_parallel_grain(rows, j.inner, AR_ELEM_CHUNK, 1), binary_range, &j);
 }
 
 static int add_prepare(ar_node_t *node, char *msg, size_t n) {
@@ -452,14 +470,35 @@ static void unary_f32(int op, const float *in, float *out, int64_t n) {
   unary_f32_base(op, in, out, n);
 }
 
+typedef struct unary_job {
+  int op;   /* UN_*, or -1 for LOGISTIC */
+  const float *in;
+  float *out;
+} unary_job_t;
+
+static void logistic_pass(const float *in, float *out, int64_t n);
+
+static void unary_range(void *ctx, int64_t i0, int64_t i1) {
+  const unary_job_t *j = ctx;
+  if (j->op < 0) logistic_pass(j->in + i0, j->out + i0, i1 - i0);
+  else unary_f32(j->op, j->in + i0, j->out + i0, i1 - i0);
+}
+
+/* A float pass over the node's input 0 into output 0, in pieces of AR_ELEM_CHUNK elements. */
+static void unary_split(const ar_node_t *node, int op) {
+  const unary_job_t j = {.op = op, .in = node->inputs[0]->data, .out = node->outputs[0]->data};
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  ar_parallel_for(node, n, ar_parallel_grain(n, 1, AR_ELEM_CHUNK, 64), unary_range, (void *)&j);
+}
+
 static void relu_eval(const ar_node_t *node) {
   if (unary_q_eval(node)) return;
-  unary_f32(UN_RELU, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
+  unary_split(node, UN_RELU);
 }
 
 static void relu6_eval(const ar_node_t *node) {
   if (unary_q_eval(node)) return;
-  unary_f32(UN_RELU6, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
+  unary_split(node, UN_RELU6);
 }
 
 /* TFLite's float logistic saturates outside [-9, 16.62]: exp(x) below (1/(1+e^-x) == e^x to
@@ -520,22 +559,20 @@ AR_TARGET_AVX512 static void logistic_avx512(const float *in, float *out, int64_
 }
 #endif
 
-static void logistic_eval(const ar_node_t *node) {
-  if (unary_q_eval(node)) return;
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
-  int64_t n = ar_k_elements(node->inputs[0]);
+static void logistic_pass(const float *in, float *out, int64_t n) {
 #if AR_HAVE_AVX2_CLONE
   if (ar__f32_isa() >= AR_ISA_AVX512) { logistic_avx512(in, out, n); return; }
 #endif
   logistic_scalar(in, out, n);
 }
 
-/* TFLite HARD_SWISH: x * relu6(x + 3) / 6. */
-static void hard_swish_eval(const ar_node_t *node) {
-  unary_f32(UN_HARD_SWISH, node->inputs[0]->data, node->outputs[0]->data,
-            ar_k_elements(node->inputs[0]));
+static void logistic_eval(const ar_node_t *node) {
+  if (unary_q_eval(node)) return;
+  unary_split(node, -1);
 }
+
+/* TFLite HARD_SWISH: x * relu6(x + 3) / 6. */
+static void hard_swish_eval(const ar_node_t *node) { unary_split(node, UN_HARD_SWISH); }
 
 /* TFLite RELU (builtin 19): max(0, x); float32, uint8 / int8 (rescaled, clamped). */
 const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, unary_init, relu_eval };
