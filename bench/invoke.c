@@ -34,8 +34,7 @@
  * machine's drift falls on every count alike. Per model and count: median of the round medians,
  * the fastest invoke, the speedup over the first count (median and min), GFLOP/s = 2 * MACs /
  * median, and the sgemm peak measured in the same run right before the model's rounds: OpenBLAS
- * sgemm 1024^3 (single-threaded OpenBLAS split over the same pool, as the kernels run it: bands
- * of kernels/gemm.c), best of 3, with the model's GFLOP/s as a fraction of it. --json prints
+ * sgemm 1024^3 (one cblas_sgemm call with OpenBLAS's own threads at that count), best of 3, with the model's GFLOP/s as a fraction of it. --json prints
  * only a JSON array with one object per model and thread count: model, threads, median_ms,
  * min_ms, gflops, gmac, speedup, speedup_min, sgemm_peak_gflops, fraction (and litert_ms with
  * --ref).
@@ -44,6 +43,7 @@
  *                [--case photo|random] [--threads T[,T...]] [--json] [--profile] [--cpu-clock]
  *                [--isa portable|avx2] [MODEL_STEM ...]
  */
+#include <cblas.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -347,9 +347,10 @@ static int weights_compare(const char *const *models, int n_models, const char *
   return failures;
 }
 
-/* GFLOP/s of sgemm 1024^3 split over a pool of `threads` (best of `reps`), as kernels/gemm.c runs
- * a product: single-threaded OpenBLAS per band. */
-static double sgemm_peak(ar_threadpool_t *pool, int reps) {
+/* GFLOP/s of one OpenBLAS sgemm 1024^3 call with OpenBLAS's own `threads` threads (best of `reps`):
+ * the machine's sgemm peak the issue measures the models against. OpenBLAS goes back to one
+ * thread afterwards, as the kernels run it (their bands split over arenad's pool instead). */
+static double sgemm_peak(int threads, int reps) {
   enum { N = 1024 };
   static float *a, *b, *c;
   if (!a) {
@@ -359,23 +360,17 @@ static double sgemm_peak(ar_threadpool_t *pool, int reps) {
     if (!a || !b || !c) return 0;
     for (int i = 0; i < N * N; i++) a[i] = (float)(i % 13) * 0.01f, b[i] = (float)(i % 7) * 0.02f;
   }
-  ar_node_t node;
-  memset(&node, 0, sizeof node);
-  node.pool = pool;
-  node.threads = ar_threadpool_threads(pool);
-  const ar_gemm_nt_t g = {.a = a, .b = b, .c = c, .m = N, .n = N, .k = N, .lda = N, .ldb = N, .ldc = N,
-                          .act = AR_ACT_NONE};
+  openblas_set_num_threads(threads);
   double best = 1e30;
-  ar_threadpool_enter(pool);
   for (int r = 0; r < reps + 1; r++) {   /* the first one warms up */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    ar_gemm_nt(&node, &g);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
     if (r > 0 && ms < best) best = ms;
   }
-  ar_threadpool_leave(pool);
+  openblas_set_num_threads(1);
   return 2.0 * N * N * (double)N / (best / 1e3) / 1e9;
 }
 
@@ -495,8 +490,8 @@ int main(int argc, char **argv) {
           "threads %s (alternating)%s%s\n", cs, rounds, runs, warmup, tclist,
           ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)",
           g_cpu_clock ? ", arenad timed by its thread's CPU clock" : "");
-  fprintf(tab, "sgemm peak: OpenBLAS sgemm 1024^3 at the same thread count (single-threaded OpenBLAS in "
-          "bands over the same pool, as the kernels run it), best of 3, measured before each model\n");
+  fprintf(tab, "sgemm peak: one OpenBLAS sgemm 1024^3 call at the same thread count (OpenBLAS's own "
+          "threads), best of 3, measured before each model\n");
   if (quant) {
     fprintf(tab, "quantized models (%s); 'TFLite builtin' and 'TFLite XNNPACK' are native TFLite 2.19 at one "
             "thread as measured by issue 9's author, not here;%s\n", mdir,
@@ -552,14 +547,9 @@ int main(int argc, char **argv) {
       free(input);
       continue;
     }
-    /* The sgemm peak at each thread count, on the interpreter's own pool, right before its rounds. */
+    /* The sgemm peak at each thread count (OpenBLAS's own threads), right before its rounds. */
     double peak[MAX_THREAD_COUNTS] = {0};
-    for (int k = 0; k < n_tc; k++) {
-      ar_threadpool_t *pool = NULL;
-      if (tcounts[k] > 1 && ar_threadpool_new(tcounts[k], &pool, msg, sizeof msg) != 0) pool = NULL;
-      peak[k] = sgemm_peak(pool, 3);
-      ar_threadpool_free(pool);
-    }
+    for (int k = 0; k < n_tc; k++) peak[k] = sgemm_peak(tcounts[k], 3);
     int n_lt = 0;
     double ar_min[MAX_THREAD_COUNTS], lt_min = 1e30;
     for (int k = 0; k < n_tc; k++) ar_min[k] = 1e30;
