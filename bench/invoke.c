@@ -556,20 +556,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++) {
       for (int kk = 0; kk < n_tc; kk++) {
         const int k = (kk + r) % n_tc;   /* rotate which count goes first */
-        ar_interp_t *in = ins[k];
-        ar_tview_t *iv = ar_interp_input(in, 0);
-        for (int w = 0; w < warmup; w++) {
-          memcpy(iv->data, input, bytes);
-          ar_interp_invoke(in);
-        }
-        for (int i = 0; i < runs; i++) {
-          double t0 = now_ms();
-          memcpy(iv->data, input, bytes);
-          ar_interp_invoke(in);
-          t[i] = now_ms() - t0;
-          if (t[i] < ar_min[k]) ar_min[k] = t[i];
-        }
-        ar_round[k * rounds + r] = median(t, runs);
+        ar_round[k * rounds + r] = timed_runs(ins[k], input, bytes, runs, warmup, t, &ar_min[k]);
       }
       if (ref) {
         double mn = 0, ms = litert_median(ref, mpath, ipath, runs, warmup, &mn);
