@@ -727,6 +727,10 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
     ck_assert_int_eq(s[i].other, 0);
     ck_assert_int_eq(s[i].ok, stream_invokes_per_client(30));
   }
+  /* A new connection: `c` sat idle while the streams ran, which under ThreadSanitizer can outlast
+   * idle_timeout_ms (300 s), and the daemon rightly closes it (ECONN). */
+  ar_client_close(c);
+  c = client();
   json_t *st = ar_tc_stats(c);
   json_t *ap = json_object_get(ar_tc_stats_model(st, "palm"), "activation_region");
   ck_assert_uint_eq(ar_tc_ji(ap, "offset"), hand.activation_offset);
