@@ -76,6 +76,7 @@ const char *ar_blas_corename(void) {
 
 const char *ar_blas_replaced_core(void) { return blas_replaced[0] ? blas_replaced : NULL; }
 
+#if defined(__x86_64__) && defined(__GNUC__)
 /* OpenBLAS x86-64 cores (its corename strings) that run neither AVX2 nor AVX-512 kernels; "Haswell"
  * and "Zen" are the AVX2 ones. Anything else (SkylakeX, Cooperlake, SapphireRapids, names newer
  * than this list) is kept. */
@@ -90,6 +91,7 @@ static bool blas_core_in(const char *core, bool with_avx2) {
     if (strcasecmp(core, blas_pre_avx2[i]) == 0) return true;
   return with_avx2 && (strcasecmp(core, "Haswell") == 0 || strcasecmp(core, "Zen") == 0);
 }
+#endif
 
 /* Runs after libopenblas's constructor (a library's initialisers run before those of the program
  * that links it) and before main, while no BLAS call can be in flight. */
