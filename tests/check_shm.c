@@ -451,8 +451,13 @@ START_TEST(closing_mid_invoke_leaves_no_fd_or_mapping) {
     if (round != 2) munmap(p, bytes);
     back_to_baseline(fds0, maps0);
   }
-  /* Too many descriptors ahead of their frames: refused, closed, none kept. */
-  {
+  /* Too many descriptors ahead of their frames: refused, closed, none kept. Not under an emulator:
+   * under qemu-aarch64 the daemon's recvmsg saw no MSG_CTRUNC for 6 descriptors into room for 4
+   * (the ping was answered with code 0; qemu-user receives the control data into a host buffer of
+   * its own and converts it), so the kernel's refusal cannot be shown there. */
+  if (ar_test_emulated()) {
+    printf("too many descriptors: not run under an emulator (no MSG_CTRUNC seen under qemu-user)\n");
+  } else {
     int sock = ar_td_connect_raw(dmn.socket);
     int many[AR_TEST_MANY_FDS];
     for (int i = 0; i < AR_TEST_MANY_FDS; i++) many[i] = make_memfd(4096, SEALS);
