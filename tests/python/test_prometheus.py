@@ -185,7 +185,7 @@ class LiveDaemon(unittest.TestCase):
             # replaced by this test's (the build's arenactl, a temporary textfile directory).
             cmd = unit_exec_start(os.path.join(SRC, "systemd", "arenad-metrics.service.in"),
                                   {"ARENAD_TEXTFILE_DIR": textdir}, bindir=BUILD)
-            subprocess.run(cmd, check=True, env=self.env, timeout=60)
+            subprocess.run([*WRAP, *cmd], check=True, env=self.env, timeout=600 if WRAP else 60)
             self.assertEqual(os.listdir(textdir), ["arenad.prom"])
             port = free_loopback_port()
             ne = subprocess.Popen([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
