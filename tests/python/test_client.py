@@ -496,7 +496,7 @@ class DaemonGoesAway(unittest.TestCase):
             self.addCleanup(shutil.rmtree, cfg_dir, True)
             cfg = os.path.join(cfg_dir, "arenad.json")
             with open(cfg, "w") as f:
-                f.write('{"drain_timeout_ms": 600000}\n')
+                f.write('{"models": [], "drain_timeout_ms": 600000}\n')
             extra = ("--config", cfg)
         d = Daemon(extra=extra)
         try:
