@@ -671,9 +671,10 @@ int ar__q8_set_isa(int isa) {
 
 static void q8_run(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
 #if AR_HAVE_AVX2_CLONE
-  static int best = -1;   /* benign race: every thread computes the same value */
-  if (best < 0) best = q8_best();
-  const int isa = q8_forced >= 0 ? q8_forced : best;
+  static int best = -1;   /* relaxed atomics: invokes on several threads may ask first */
+  int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+  if (b < 0) __atomic_store_n(&best, b = q8_best(), __ATOMIC_RELAXED);
+  const int isa = q8_forced >= 0 ? q8_forced : b;
   if (isa == 2) {
     if (st->dtype == AR_DTYPE_INT8) q8_i8_512(st, out, in, s, n);
     else q8_u8_512(st, out, in, s, n);

@@ -221,8 +221,9 @@ static void quantize_range(void *ctx, int64_t i0, int64_t i1) {
   const float inv = (float)(1.0 / scale);
   const int64_t n8 = n / 8 * 8, e8 = i1 < n8 ? i1 : n8;
   /* whole groups of 8 (TFLite's vector loop): multiply by the reciprocal, round half to even */
-  static int best = -1;   /* benign race: every thread computes the same value */
-  if (best < 0) best = ar__cpu_has_avx2_fma() ? 1 : 0;
+  static int best_cached = -1;   /* relaxed atomics: invokes on several threads may ask first */
+  int best = __atomic_load_n(&best_cached, __ATOMIC_RELAXED);
+  if (best < 0) __atomic_store_n(&best_cached, best = ar__cpu_has_avx2_fma() ? 1 : 0, __ATOMIC_RELAXED);
   if (e8 > i0) {
 #if AR_HAVE_AVX2_CLONE
     if ((quantize_forced >= 0 ? quantize_forced : best) == 1)

@@ -389,9 +389,10 @@ static void lut8_vbmi(const uint8_t *table, const uint8_t *in, uint8_t *out, int
 #endif
 
 void ar__lut8(const uint8_t *table, const uint8_t *in, uint8_t *out, int64_t n) {
-  static int best = -1;   /* benign race: every thread computes the same value */
-  if (best < 0) best = lut8_best();
-  const int isa = lut8_forced >= 0 ? lut8_forced : best;
+  static int best = -1;   /* relaxed atomics: invokes on several threads may ask first */
+  int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+  if (b < 0) __atomic_store_n(&best, b = lut8_best(), __ATOMIC_RELAXED);
+  const int isa = lut8_forced >= 0 ? lut8_forced : b;
 #if AR_HAVE_AVX2_CLONE
   if (isa == 1) { lut8_vbmi(table, in, out, n); return; }
 #else

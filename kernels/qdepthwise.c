@@ -73,9 +73,10 @@ int ar__qdw_set_isa(int isa) {
 }
 
 static int qdw_isa(void) {
-  static int best = -1;
+  static int best = -1;   /* relaxed atomics: invokes on several threads may ask first */
   if (qdw_isa_forced >= 0) return qdw_isa_forced;
-  if (best < 0) {
+  int cached = __atomic_load_n(&best, __ATOMIC_RELAXED);
+  if (cached < 0) {
     int b = 0;
 #if AR_HAVE_AVX2_CLONE
     if (__builtin_cpu_supports("avx2")) b = 1;
@@ -83,9 +84,9 @@ static int qdw_isa(void) {
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
       b = 2;
 #endif
-    best = b;
+    __atomic_store_n(&best, cached = b, __ATOMIC_RELAXED);
   }
-  return best;
+  return cached;
 }
 
 static uint64_t align64(uint64_t x) { return (x + 63u) & ~(uint64_t)63u; }

@@ -253,10 +253,11 @@ int ar__sparse_set_isa(int isa) {
 }
 
 static int sparse_isa(void) {
-  static int best = -1;
+  static int best = -1;   /* relaxed atomics: invokes on several threads may ask first */
   if (sparse_isa_forced >= 0) return sparse_isa_forced;
-  if (best < 0) best = sparse_isa_best();
-  return best;
+  int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+  if (b < 0) __atomic_store_n(&best, b = sparse_isa_best(), __ATOMIC_RELAXED);
+  return b;
 }
 
 /* ---------------------------------------------------------------- shared pieces */
