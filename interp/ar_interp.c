@@ -268,6 +268,97 @@ static int find_sparse_filters(const ar_interp_t *in, bool *elided, int32_t *spa
   return 0;
 }
 
+/* Stored weights, fp16 read as stored: an at-use DEQUANTIZE (mode[d] == AR_OPMODE_AT_USE, a
+ * float16 constant widened into a float32 activation tensor) whose readers all take the float16
+ * constant itself (ar_kernel_reads_f16 for the slot they read it in) is elided: elided[d] is
+ * set and f16_of[its output] names the float16 constant, which the readers' nodes then show in
+ * that slot (-1 elsewhere); readers are asked with a sparse filter shown as stored (sparse_of). Only a plain model constant (not a folded DENSIFY output) is handed
+ * over. Returns how many were elided, or -AR_ENOMEM. */
+static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode, const int32_t *sparse_of,
+                                bool *elided, int32_t *f16_of) {
+  const ar_subgraph_t *sg = in->sg;
+  const int32_t nt = in->n_tensors, no = in->n_ops;
+  int32_t *deq_of = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *deq_of);   /* candidate's DEQUANTIZE */
+  bool *ok = malloc((size_t)(no > 0 ? no : 1) * sizeof *ok);              /* per DEQUANTIZE */
+  if (!deq_of || !ok) {
+    free(deq_of);
+    free(ok);
+    return -AR_ENOMEM;
+  }
+  for (int32_t t = 0; t < nt; t++) f16_of[t] = deq_of[t] = -1;
+  for (int32_t d = 0; d < no; d++) {
+    const ar_operator_t *op = &sg->operators[d];
+    ok[d] = false;
+    if (mode[d] != AR_OPMODE_AT_USE || elided[d] || op->op != AR_OP_DEQUANTIZE || op->n_inputs != 1 ||
+        op->n_outputs != 1)
+      continue;
+    const int32_t ti = op->inputs[0], to = op->outputs[0];
+    if (ti < 0 || ti >= nt || to < 0 || to >= nt || sg->tensors[ti].dtype != AR_DTYPE_FLOAT16 ||
+        !ar_tensor_is_constant(&sg->tensors[ti]) || sg->tensors[ti].sparsity || deq_of[to] >= 0)
+      continue;
+    deq_of[to] = d;
+    ok[d] = true;
+  }
+  /* Every reader must say yes; a DEQUANTIZE nothing reads keeps its mode. */
+  bool *read = calloc((size_t)(no > 0 ? no : 1), sizeof *read);
+  if (!read) {
+    free(deq_of);
+    free(ok);
+    return -AR_ENOMEM;
+  }
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t < 0 || t >= nt || deq_of[t] < 0) continue;
+      const int32_t d = deq_of[t];
+      read[d] = true;
+      if (!ok[d]) continue;
+      const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
+      bool yes = kern && !elided[k] && mode[k] == AR_OPMODE_INVOKE &&
+                 op->n_inputs <= AR_MAX_OP_INPUTS && op->n_outputs <= AR_MAX_OP_INPUTS;
+      if (yes) {
+        ar_node_t nd;
+        memset(&nd, 0, sizeof nd);
+        nd.op = op->op;
+        nd.index = k;
+        nd.version = op->version;
+        nd.options = &op->options;
+        nd.custom_options = op->custom_options;
+        nd.custom_options_bytes = op->custom_options_bytes;
+        nd.threads = in->opt.threads;
+        nd.n_inputs = op->n_inputs;
+        nd.n_outputs = op->n_outputs;
+        for (int32_t j = 0; j < op->n_inputs && yes; j++) {
+          if (op->inputs[j] >= nt) yes = false;
+          else nd.inputs[j] = op->inputs[j] >= 0 ? (ar_tview_t *)&in->views[op->inputs[j]] : NULL;
+        }
+        for (int32_t o = 0; o < op->n_outputs && yes; o++) {
+          if (op->outputs[o] >= nt) yes = false;
+          else nd.outputs[o] = op->outputs[o] >= 0 ? (ar_tview_t *)&in->views[op->outputs[o]] : NULL;
+        }
+        if (yes && sparse_of[k] >= 0) nd.inputs[1] = (ar_tview_t *)&in->views[sparse_of[k]];
+        yes = yes && ar_kernel_reads_f16(&nd, i);
+      }
+      if (!yes) ok[d] = false;
+    }
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt && deq_of[sg->outputs[i]] >= 0)
+      ok[deq_of[sg->outputs[i]]] = false;
+  int32_t n = 0;
+  for (int32_t d = 0; d < no; d++) {
+    if (!ok[d] || !read[d]) continue;
+    elided[d] = true;
+    f16_of[sg->operators[d].outputs[0]] = sg->operators[d].inputs[0];
+    n++;
+  }
+  free(deq_of);
+  free(ok);
+  free(read);
+  return n;
+}
+
 /* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
 static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                       char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
@@ -322,6 +413,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->at_use_op = calloc(nt, sizeof(*in->at_use_op));
   in->elided = calloc(no, sizeof(*in->elided));
   int32_t *sparse_of = calloc(no, sizeof(*sparse_of));
+  int32_t *f16_of = calloc(nt, sizeof(*f16_of));
   in->scratch_bytes = calloc(no, sizeof(*in->scratch_bytes));
   in->scratch_buf = calloc(no, sizeof(*in->scratch_buf));
   in->state_offset = calloc(no, sizeof(*in->state_offset));
@@ -330,7 +422,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
   int rc = 0;
   if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
-      !in->at_use_op || !in->elided || !sparse_of || !in->scratch_bytes ||
+      !in->at_use_op || !in->elided || !sparse_of || !f16_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     goto fail;
@@ -375,8 +467,20 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
     goto fail;
   }
+  for (int32_t t = 0; t < in->n_tensors; t++) f16_of[t] = -1;
   rc = ar_lifetimes_op_modes(model, in->cur, opt.weights == AR_WEIGHTS_STORED, in->elided, in->op_mode,
                              in->op_step);
+  /* fp16 weights their readers take as stored: those DEQUANTIZE are elided too, then the modes
+   * again with them. */
+  if (rc == 0 && opt.weights == AR_WEIGHTS_STORED) {
+    const int32_t n16 = find_f16_weights(in, in->op_mode, sparse_of, in->elided, f16_of);
+    if (n16 < 0) {
+      rc = ar_errf(msg, msg_bytes, -n16, "interp: out of memory");
+      goto fail;
+    }
+    if (n16 > 0)
+      rc = ar_lifetimes_op_modes(model, in->cur, true, in->elided, in->op_mode, in->op_step);
+  }
   if (rc != 0) {
     rc = ar_errf(msg, msg_bytes, rc, "interp: %s", rc == AR_EMODEL ? "an operator names a tensor out of range"
                                                                    : ar_strerror(rc));
@@ -437,6 +541,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       nd->inputs[i] = op->inputs[i] >= 0 ? &in->views[op->inputs[i]] : NULL;
     for (int32_t o = 0; o < op->n_outputs; o++)
       nd->outputs[o] = op->outputs[o] >= 0 ? &in->views[op->outputs[o]] : NULL;
+    for (int32_t i = 0; i < op->n_inputs; i++)   /* fp16 weights read as stored */
+      if (op->inputs[i] >= 0 && f16_of[op->inputs[i]] >= 0) nd->inputs[i] = &in->views[f16_of[op->inputs[i]]];
     if (sparse_of[k] >= 0) nd->inputs[1] = &in->views[sparse_of[k]];   /* the filter as stored */
     if (in->elided[k]) continue;   /* never prepared nor run */
     const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
@@ -606,11 +712,13 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     goto fail;
   }
   free(sparse_of);
+  free(f16_of);
   *out = in;
   return 0;
 
 fail:
   free(sparse_of);
+  free(f16_of);
   free(loader_list);
   free(unsup_owned);
   if (rc == 0) rc = AR_EINTERNAL;

@@ -22,9 +22,11 @@
  *   | folded constants | per-node kernel state      |  ar_interp_persistent_bytes()
  *   +----------------------------------------------+
  *   weights: read-only inside the model's file mapping (never copied). With stored weights (the
- *   default) fp16 weights stay there as fp16: each DEQUANTIZE of them runs at invoke right before
- *   its reader, into an activation tensor that lives only until its last reader; a sparse 1x1
- *   filter (TFLite sparsity + DENSIFY) stays sparse: its CONV_2D multiplies the stored form.
+ *   default) fp16 weights stay there as fp16: a DEQUANTIZE of them whose readers all read fp16
+ *   as stored (ar_kernel_reads_f16, e.g. CONV_2D's filter and bias) is elided and the readers
+ *   get the fp16 constant; any other runs at invoke right before its reader, into an activation
+ *   tensor that lives only until its last reader; a sparse 1x1 filter (TFLite sparsity +
+ *   DENSIFY) stays sparse: its CONV_2D multiplies the stored form.
  *
  * Graph inputs: write them through ar_interp_input(i)->data after place and before each invoke
  * (with the `arenad` lifetime convention an input's bytes may be reused once it has been read, so
@@ -184,9 +186,11 @@ bool ar_interp_op_folded(const ar_interp_t *in, int32_t k);
 /* Whether operator k is a DEQUANTIZE of fp16 weights run at use (stored weights): at invoke,
  * right before the first operator that reads its output, into a short-lived activation tensor. */
 bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k);
-/* Whether operator k is the DENSIFY (or the DEQUANTIZE after it) of a sparse 1x1 filter that its
- * CONV_2D reads as stored (stored weights; kernels/sparse_conv.c): it never runs and its output has
- * no bytes. The conv's node shows the sparse constant as input 1. */
+/* Whether operator k is elided (stored weights): the DENSIFY (or the DEQUANTIZE after it) of a
+ * sparse 1x1 filter that its CONV_2D reads as stored (kernels/sparse_conv.c; the conv's node
+ * shows the sparse constant as input 1), or an fp16 DEQUANTIZE whose readers all read the fp16
+ * constant as stored (ar_kernel_reads_f16; their nodes show it in that slot). It never runs and
+ * its output has no bytes. */
 bool ar_interp_op_elided(const ar_interp_t *in, int32_t k);
 
 /* ---- Resizable inputs and shapes that depend on values (TFLite ResizeInputTensor +

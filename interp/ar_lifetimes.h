@@ -23,8 +23,9 @@
  * bytes stay in the model's mapping. Execution order = step order, ties broken as "at-use
  * operators first, in stored order, then the reader", so lifetimes and the run agree.
  * A sparse 1x1 filter's DENSIFY (-> DEQUANTIZE) chain whose CONV_2D reads the sparse constant as
- * stored is "elided" by the interpreter (ar_lifetime_options_t.elided): it never runs and its
- * outputs get no buffer at all.
+ * stored, and an fp16 DEQUANTIZE whose readers all read the fp16 constant as stored
+ * (ar_kernel_reads_f16), are "elided" by the interpreter (ar_lifetime_options_t.elided): they
+ * never run and their outputs get no buffer at all.
  */
 #ifndef AR_LIFETIMES_H
 #define AR_LIFETIMES_H
@@ -71,7 +72,9 @@ typedef enum ar_op_mode {
                            * reader's step (never run if nothing reads its output) */
   AR_OPMODE_ELIDED = 3,   /* never runs and its outputs have no bytes: the DENSIFY (-> DEQUANTIZE)
                            * of a sparse filter that its one reader, a CONV_2D, takes as stored
-                           * (the interpreter decides, ar_kernel_sparse_filter_check) */
+                           * (the interpreter decides, ar_kernel_sparse_filter_check), or an fp16
+                           * DEQUANTIZE whose readers all take the fp16 constant as stored
+                           * (ar_kernel_reads_f16) */
 } ar_op_mode_t;
 
 typedef struct ar_lifetime_options {

@@ -9,6 +9,8 @@
 
 /* kernels/conv.c: TFLite CONV_2D (im2col + cblas_sgemm; 1x1 stride-1 straight to GEMM). */
 extern const ar_kernel_t ar_kernel_conv_2d;
+/* Its answer to ar_kernel_reads_f16: the filter and the bias of a float CONV_2D. */
+bool ar__conv_2d_reads_f16(const ar_node_t *node, int32_t input);
 /* kernels/depthwise.c: TFLite DEPTHWISE_CONV_2D (channel-innermost loops, 3x3/5x5 fast paths). */
 extern const ar_kernel_t ar_kernel_depthwise_conv_2d;
 /* kernels/qdepthwise.c: its uint8 / int8 form (dtype checks, then after depthwise.c's shape checks

@@ -19,7 +19,8 @@
  * lookup tables in node state). DEQUANTIZE (float16 -> float32) and DENSIFY are
  * evaluated by the interpreter at prepare time into persistent memory (constant folding), except
  * where the interpreter keeps weights as stored: a 1x1 CONV_2D then reads a sparse filter in its
- * stored form (ar_kernel_sparse_filter_check).
+ * stored form (ar_kernel_sparse_filter_check), and kernels that say so (ar_kernel_reads_f16) read
+ * fp16 weights as stored.
  */
 #ifndef AR_KERNELS_H
 #define AR_KERNELS_H
@@ -89,6 +90,21 @@ typedef struct ar_kernel {
 
 /* The kernel for `op`, or NULL when there is none. */
 const ar_kernel_t *ar_kernel_for(ar_op_t op);
+
+/* Stored weights (the interpreter's AR_WEIGHTS_STORED): whether input slot `input` of `node`, a
+ * float32 tensor that the model widens from a float16 constant with a DEQUANTIZE, may be handed to
+ * node's kernel as that float16 constant instead (dtype FLOAT16, the same dims, is_constant,
+ * bytes = 2 per element, data in the model's mapping at any alignment). When every reader of such
+ * a DEQUANTIZE answers yes, the interpreter elides it (it never runs and its output has no bytes)
+ * and the readers' prepare, init and eval see the float16 view in that slot.
+ * A kernel says yes by a case in this function (kernels/registry.c) calling its own predicate;
+ * it must then give the same outputs bit for bit as with the widened float32 tensor (widening is
+ * exact, so: the same fp32 values in the same order of operations), must not allocate at eval (a
+ * widened copy, where a path needs one, goes in its scratch or state), and must keep working when
+ * the float ISA level changes between prepare and eval (ar__f32_set_isa). Called before prepare,
+ * with the node as the model stores it (float32 views, nothing placed); answers false for a
+ * malformed node (prepare reports it). Today: CONV_2D filter and bias. */
+bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
 
 /* Apply a TFLite fused activation to n floats in place (NONE, RELU, RELU_N1_TO_1, RELU6, TANH,
  * SIGN_BIT). */

@@ -21,6 +21,13 @@
  *
  * A filter view that carries TFLite sparsity (a 1x1 filter the interpreter keeps as stored, see
  * ar_kernel_sparse_filter_check) goes to kernels/sparse_conv.c instead.
+ *
+ * Float16 weights as stored (ar_kernel_reads_f16: the interpreter elides the DEQUANTIZE that
+ * would widen them at use): sgemm512 widens the filter while it packs B (vcvtph2ps, exact); the
+ * few-input-channel loop widens it into its packed state at init; on CPUs without AVX-512 (and
+ * whenever sgemm512 is not the path) it is widened into the node's scratch before the OpenBLAS
+ * product, as the DEQUANTIZE did. A float16 bias is widened into the scratch (O floats) each eval.
+ * The fp32 values and the order of operations are those of the widened path: the same bits.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -50,6 +57,8 @@
 #define AR_CONV_MIN_CHUNK_MACS (128 * 1024)
 
 typedef struct {
+  uint64_t bias, filter, col;   /* scratch offsets (bytes): widened fp16 bias, widened fp16
+                                 * filter (OpenBLAS path), im2col tiles */
   int32_t n, h, w, ci;          /* input */
   int32_t co, kh, kw;           /* filter */
   int32_t oh, ow;               /* output */
@@ -85,6 +94,13 @@ static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
   g->n_tiles = g->tile_pixels > 0 ? (g->m + g->tile_pixels - 1) / g->tile_pixels : 0;
   g->row0 = 0;
   g->row1 = (int64_t)g->n * g->oh;
+  /* Scratch layout (the im2col part sized in prepare, which knows the thread count). */
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  g->bias = 0;
+  g->filter = bias && bias->dtype == AR_DTYPE_FLOAT16
+                  ? ar_align_up((uint64_t)g->co * sizeof(float), 64) : 0;
+  g->col = g->filter + (f->dtype == AR_DTYPE_FLOAT16 && !g->few_in
+                            ? ar_align_up((uint64_t)g->co * (uint64_t)g->k * sizeof(float), 64) : 0);
 }
 
 static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -96,7 +112,7 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar__sparse_conv_prepare(node, msg, msg_bytes);
   const bool quantized = ar__q_is_quantized(node);
   int rc = quantized ? ar__qconv_check_io(node, name, msg, msg_bytes)
-                     : ar__conv_check_io(node, name, msg, msg_bytes);
+                     : ar__conv_check_io_w(node, name, true, msg, msg_bytes);
   if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
@@ -141,13 +157,13 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
                    name, (long long)g.m, (long long)g.k);
   if (g.few_in) {
-    node->scratch_bytes = 0;
+    node->scratch_bytes = g.col;   /* a widened fp16 bias, if any */
     node->state_bytes = (uint64_t)g.k * (uint64_t)g.co * sizeof(float);   /* [K, O] weights */
   } else {
     /* One tile per thread that may run at once (several tiles), else the one tile. */
     uint64_t slots = (uint64_t)AR_MIN((int64_t)ar_parallel_threads(node), g.n_tiles);
-    node->scratch_bytes = g.direct ? 0 : AR_MAX(slots, 1) * (uint64_t)g.tile_pixels *
-                                             (uint64_t)g.k * sizeof(float);
+    node->scratch_bytes = g.col + (g.direct ? 0 : AR_MAX(slots, 1) * (uint64_t)g.tile_pixels *
+                                                      (uint64_t)g.k * sizeof(float));
     node->state_bytes = 0;
   }
   return 0;
@@ -188,8 +204,18 @@ static void conv_init(ar_node_t *node) {
   conv_geom_t g;
   conv_geometry(node, &g);
   if (!g.few_in) return;
-  const float *f = node->inputs[1]->data;   /* [O, K] */
   float *w = node->state;                   /* [K, O] */
+  if (node->inputs[1]->dtype == AR_DTYPE_FLOAT16) {   /* as stored: widened here */
+    const uint8_t *f = node->inputs[1]->data;
+    for (int64_t o = 0; o < g.co; o++)
+      for (int64_t k = 0; k < g.k; k++) {
+        uint16_t h;
+        memcpy(&h, f + (size_t)(o * g.k + k) * sizeof h, sizeof h);
+        w[k * g.co + o] = ar_fp16_to_fp32(h);
+      }
+    return;
+  }
+  const float *f = node->inputs[1]->data;   /* [O, K] */
   for (int64_t o = 0; o < g.co; o++)
     for (int64_t k = 0; k < g.k; k++) w[k * g.co + o] = f[o * g.k + k];
 }
@@ -420,6 +446,8 @@ typedef struct conv_run {
   const ar_node_t *node;
   const conv_geom_t *g;
   const float *in, *filter, *bias;
+  const uint16_t *filter16;   /* fp16 filter as stored, read by sgemm512 (filter NULL), or NULL */
+  float *col;                 /* im2col tiles in the scratch */
   float *out;
   ar_activation_t act;
 } conv_run_t;
@@ -457,13 +485,13 @@ static void im2col_rows(const conv_geom_t *g, const float *in, int64_t m0, int64
 static void conv_tile_range(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
   const conv_run_t *c = ctx;
   const conv_geom_t *g = c->g;
-  float *col = (float *)c->node->scratch + (size_t)slot * (size_t)g->tile_pixels * (size_t)g->k;
+  float *col = c->col + (size_t)slot * (size_t)g->tile_pixels * (size_t)g->k;
   for (int64_t t = t0; t < t1; t++) {
     const int64_t m0 = t * g->tile_pixels, tm = AR_MIN(g->tile_pixels, g->m - m0);
     im2col_rows(g, c->in, m0, m0 + tm, col);
-    const ar_gemm_nt_t gm = {.a = col, .b = c->filter, .bias = c->bias, .c = c->out + m0 * g->co,
-                             .m = tm, .n = g->co, .k = g->k, .lda = g->k, .ldb = g->k,
-                             .ldc = g->co, .act = c->act, .avx512 = true};
+    const ar_gemm_nt_t gm = {.a = col, .b = c->filter, .b16 = c->filter16, .bias = c->bias,
+                             .c = c->out + m0 * g->co, .m = tm, .n = g->co, .k = g->k,
+                             .lda = g->k, .ldb = g->k, .ldc = g->co, .act = c->act, .avx512 = true};
     ar_gemm_nt(NULL, &gm);
   }
 }
@@ -471,7 +499,7 @@ static void conv_tile_range(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
 /* One tile only: rows [m0, m1) of the patch matrix into the scratch. */
 static void conv_im2col_range(void *ctx, int64_t m0, int64_t m1) {
   const conv_run_t *c = ctx;
-  im2col_rows(c->g, c->in, m0, m1, (float *)c->node->scratch + (size_t)m0 * (size_t)c->g->k);
+  im2col_rows(c->g, c->in, m0, m1, c->col + (size_t)m0 * (size_t)c->g->k);
 }
 
 static void conv_eval(const ar_node_t *node) {
@@ -482,7 +510,25 @@ static void conv_eval(const ar_node_t *node) {
   conv_geometry(node, &g);
   conv_run_t c = {.node = node, .g = &g, .in = node->inputs[0]->data,
                   .filter = node->inputs[1]->data, .bias = bias_t ? bias_t->data : NULL,
+                  .col = node->scratch ? (float *)(void *)((uint8_t *)node->scratch + g.col) : NULL,
                   .out = node->outputs[0]->data, .act = node->options->conv2d.activation};
+  /* Weights as stored (float16): the bias widened into the scratch; the filter read by sgemm512
+   * as it is, else (OpenBLAS) widened into the scratch. The few-channel loop has it in state. */
+  if (bias_t && bias_t->dtype == AR_DTYPE_FLOAT16) {
+    float *b = (float *)(void *)((uint8_t *)node->scratch + g.bias);
+    ar_fp16_to_fp32_n(bias_t->data, b, (size_t)g.co);
+    c.bias = b;
+  }
+  if (!g.few_in && node->inputs[1]->dtype == AR_DTYPE_FLOAT16) {
+    if (ar_sgemm512_available()) {
+      c.filter16 = node->inputs[1]->data;
+      c.filter = NULL;
+    } else {
+      float *f = (float *)(void *)((uint8_t *)node->scratch + g.filter);
+      ar_fp16_to_fp32_n(node->inputs[1]->data, f, (size_t)g.co * (size_t)g.k);
+      c.filter = f;
+    }
+  }
 
   if (g.few_in) {
     const int64_t rows = (int64_t)g.n * g.oh;
@@ -492,9 +538,9 @@ static void conv_eval(const ar_node_t *node) {
     return;
   }
   if (g.direct) {
-    const ar_gemm_nt_t gm = {.a = c.in, .b = c.filter, .bias = c.bias, .c = c.out, .m = g.m,
-                             .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k, .ldc = g.co,
-                             .act = c.act, .avx512 = true};
+    const ar_gemm_nt_t gm = {.a = c.in, .b = c.filter, .b16 = c.filter16, .bias = c.bias,
+                             .c = c.out, .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k,
+                             .ldc = g.co, .act = c.act, .avx512 = true};
     ar_gemm_nt(node, &gm);
     return;
   }
@@ -506,9 +552,9 @@ static void conv_eval(const ar_node_t *node) {
   }
   ar_parallel_for(node, g.m, ar_parallel_grain(g.m, g.k, AR_CONV_MIN_CHUNK_MACS / 4, 1),
                   conv_im2col_range, &c);
-  const ar_gemm_nt_t gm = {.a = node->scratch, .b = c.filter, .bias = c.bias, .c = c.out,
-                           .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k, .ldc = g.co,
-                           .act = c.act, .avx512 = true};
+  const ar_gemm_nt_t gm = {.a = c.col, .b = c.filter, .b16 = c.filter16, .bias = c.bias,
+                           .c = c.out, .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k,
+                           .ldc = g.co, .act = c.act, .avx512 = true};
   ar_gemm_nt(node, &gm);
 }
 
@@ -518,3 +564,7 @@ const ar_kernel_t ar_kernel_conv_2d = {
   .init = conv_init,
   .eval = conv_eval,
 };
+
+bool ar__conv_2d_reads_f16(const ar_node_t *node, int32_t input) {
+  return ar__conv_reads_f16(node, input);
+}

@@ -131,10 +131,11 @@ static inline void ar__activate(float *x, size_t n, ar_activation_t act) {
 #define AR__OPFMT "operator %d (%s): "
 
 /* Shared first checks of CONV_2D and DEPTHWISE_CONV_2D prepare (TFLite: inputs input, filter and
- * an optional bias; one output; float32 throughout). Returns 0, AR_EINVAL or AR_EUNSUPPORTED with
- * a message naming the operator. */
-static inline int ar__conv_check_io(const ar_node_t *node, const char *name, char *msg,
-                                    size_t msg_bytes) {
+ * an optional bias; one output; float32 throughout, except that with `weights_f16` the filter and
+ * the bias may also be float16 constants: the weights as stored, ar_kernel_reads_f16). Returns
+ * 0, AR_EINVAL or AR_EUNSUPPORTED with a message naming the operator. */
+static inline int ar__conv_check_io_w(const ar_node_t *node, const char *name, bool weights_f16,
+                                      char *msg, size_t msg_bytes) {
   int idx = node->index;
   if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || !node->inputs[0] ||
       !node->inputs[1] || !node->outputs[0] || !node->options)
@@ -143,12 +144,29 @@ static inline int ar__conv_check_io(const ar_node_t *node, const char *name, cha
                    node->n_outputs);
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1], *out = node->outputs[0];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
-  if (in->dtype != AR_DTYPE_FLOAT32 || f->dtype != AR_DTYPE_FLOAT32 || out->dtype != AR_DTYPE_FLOAT32 ||
-      (bias && bias->dtype != AR_DTYPE_FLOAT32))
+  const bool f_ok = f->dtype == AR_DTYPE_FLOAT32 ||
+                    (weights_f16 && f->dtype == AR_DTYPE_FLOAT16 && f->is_constant && !f->sparsity);
+  const bool b_ok = !bias || bias->dtype == AR_DTYPE_FLOAT32 ||
+                    (weights_f16 && bias->dtype == AR_DTYPE_FLOAT16 && bias->is_constant);
+  if (in->dtype != AR_DTYPE_FLOAT32 || !f_ok || out->dtype != AR_DTYPE_FLOAT32 || !b_ok)
     return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 input/filter/bias/output "
                    "are supported (input %s, filter %s, output %s)", idx, name,
                    ar_dtype_name(in->dtype), ar_dtype_name(f->dtype), ar_dtype_name(out->dtype));
   return 0;
+}
+static inline int ar__conv_check_io(const ar_node_t *node, const char *name, char *msg,
+                                    size_t msg_bytes) {
+  return ar__conv_check_io_w(node, name, false, msg, msg_bytes);
+}
+
+/* The common answer of the convolution kernels to ar_kernel_reads_f16: the filter (input 1) or
+ * the bias (input 2) of a float32 node (input 0 float32), filter not sparse. */
+static inline bool ar__conv_reads_f16(const ar_node_t *node, int32_t input) {
+  if ((input != 1 && input != 2) || input >= node->n_inputs || node->n_inputs < 2 ||
+      !node->inputs[0] || !node->inputs[1] || !node->inputs[input])
+    return false;
+  return node->inputs[0]->dtype == AR_DTYPE_FLOAT32 && !node->inputs[1]->sparsity &&
+         node->inputs[input]->dtype == AR_DTYPE_FLOAT32;
 }
 
 #endif /* AR_CONV_UTIL_H */

@@ -11,7 +11,8 @@
  * on M, N, K only, never on the thread count, so the result is the same for every pool.
  * Within a band, rows go in tiles of about AR_GEMM_TILE_BYTES of C, so that the bias fill, the
  * product's C and the activation pass stay in cache. CONV_2D asks for kernels/sgemm512.c (whose
- * elements do not depend on the split either) on CPUs with AVX-512F: one call per band.
+ * elements do not depend on the split either) on CPUs with AVX-512F: one call per band, whatever
+ * its rows (so a float16 B, which only sgemm512 reads, takes the same path as a float32 one).
  */
 #include "kernels/gemm.h"
 
@@ -36,7 +37,13 @@ typedef struct gemm_job {
 /* Rows [r0, r1) x columns [c0, c1) of C. */
 static void gemm_block(const ar_gemm_nt_t *g, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   const int64_t nc = c1 - c0;
-  if (g->avx512 && r1 - r0 >= 4 && ar_sgemm512_available()) {
+  if (g->b16) {   /* the caller checked ar_sgemm512_available() */
+    ar_sgemm512_nt_f16(g->a + r0 * g->lda, g->lda, g->b16 + c0 * g->ldb, g->ldb,
+                       g->bias ? g->bias + c0 : NULL, g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc,
+                       g->k, g->act);
+    return;
+  }
+  if (g->avx512 && ar_sgemm512_available()) {
     ar_sgemm512_nt(g->a + r0 * g->lda, g->lda, g->b + c0 * g->ldb, g->ldb, g->bias ? g->bias + c0 : NULL,
                    g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc, g->k, g->act);
     return;

@@ -85,3 +85,13 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   }
   return NULL;
 }
+
+/* Which kernels read fp16 weights as stored (ar_kernels.h): one case per kernel, calling the
+ * kernel's own predicate (declared in ar_kernel_impl.h). */
+bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input) {
+  if (!node || input < 0 || input >= node->n_inputs) return false;
+  switch (node->op) {
+  case AR_OP_CONV_2D: return ar__conv_2d_reads_f16(node, input);
+  default: return false;
+  }
+}

@@ -84,9 +84,19 @@ S512_INLINE void s512_rows(const float *a, int64_t lda, const float *bp, int64_t
   }
 }
 
-/* Pack B[0 .. nr, 0 .. kc) (rows of ldb) k-major into bp (32 floats per k, zeros past nr; the
- * second 16 only when nr > 16, the only case that reads them), 16 x 16 blocks at a time. */
-S512_INLINE void s512_pack(const float *b, int64_t ldb, int64_t nr, int64_t kc, float *bp) {
+/* kn (1..16) float16 values at p widened (vcvtph2ps: exact), zeros past kn. */
+S512_INLINE __m512 s512_load_f16(const uint16_t *p, int64_t kn) {
+  if (kn >= 16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+  uint16_t t[16] = {0};
+  memcpy(t, p, (size_t)kn * sizeof *t);
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)t));
+}
+
+/* Pack B[0 .. nr, 0 .. kc) (rows of ldb elements, float32 or with F16 float16 widened on the
+ * way) k-major into bp (32 floats per k, zeros past nr; the second 16 only when nr > 16, the only
+ * case that reads them), 16 x 16 blocks at a time. */
+S512_INLINE void s512_pack(const void *b, int64_t ldb, int64_t nr, int64_t kc, float *bp,
+                           const bool F16) {
   for (int64_t kb = 0; kb < kc; kb += 16) {
     const int64_t kn = AR_MIN((int64_t)16, kc - kb);
     const __mmask16 mk = kn >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << kn) - 1u);
@@ -94,16 +104,19 @@ S512_INLINE void s512_pack(const float *b, int64_t ldb, int64_t nr, int64_t kc, 
       __m512 r[16];
 #pragma GCC unroll 16
       for (int i = 0; i < 16; i++)
-        r[i] = 16 * h + i < nr ? _mm512_maskz_loadu_ps(mk, b + (16 * h + i) * ldb + kb) : _mm512_setzero_ps();
+        r[i] = 16 * h + i >= nr ? _mm512_setzero_ps()
+               : F16 ? s512_load_f16((const uint16_t *)b + (16 * h + i) * ldb + kb, kn)
+                     : _mm512_maskz_loadu_ps(mk, (const float *)b + (16 * h + i) * ldb + kb);
       ar__tr16_512(r);
       for (int64_t kk = 0; kk < kn; kk++) _mm512_store_ps(bp + (kb + kk) * S512_NR + 16 * h, r[kk]);
     }
   }
 }
 
-AR_TARGET_AVX512 static void s512_run(const float *a, int64_t lda, const float *b, int64_t ldb,
-                                      const float *bias, float *c, int64_t ldc, int64_t m,
-                                      int64_t n, int64_t k, bool clamp, float lo, float hi) {
+S512_INLINE void s512_run(const float *a, int64_t lda, const void *b, int64_t ldb,
+                          const float *bias, float *c, int64_t ldc, int64_t m, int64_t n,
+                          int64_t k, bool clamp, float lo, float hi, const bool F16) {
+  const size_t esz = F16 ? sizeof(uint16_t) : sizeof(float);
   float bp[S512_KC * S512_NR] __attribute__((aligned(64)));
   for (int64_t m0 = 0; m0 < m; m0 += S512_MC) {
     const int64_t mr = AR_MIN((int64_t)S512_MC, m - m0);
@@ -114,7 +127,7 @@ AR_TARGET_AVX512 static void s512_run(const float *a, int64_t lda, const float *
       p.m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : 0;
       for (int64_t k0 = 0; k0 < k; k0 += S512_KC) {
         const int64_t kc = AR_MIN((int64_t)S512_KC, k - k0);
-        s512_pack(b + n0 * ldb + k0, ldb, nr, kc, bp);
+        s512_pack((const char *)b + (size_t)(n0 * ldb + k0) * esz, ldb, nr, kc, bp, F16);
         p.first = k0 == 0;
         p.last = k0 + kc == k;
         const float *ab = a + m0 * lda + k0;
@@ -128,6 +141,18 @@ AR_TARGET_AVX512 static void s512_run(const float *a, int64_t lda, const float *
       }
     }
   }
+}
+
+AR_TARGET_AVX512 static void s512_run_f32(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                          const float *bias, float *c, int64_t ldc, int64_t m,
+                                          int64_t n, int64_t k, bool clamp, float lo, float hi) {
+  s512_run(a, lda, b, ldb, bias, c, ldc, m, n, k, clamp, lo, hi, false);
+}
+AR_TARGET_AVX512 static void s512_run_f16(const float *a, int64_t lda, const uint16_t *b,
+                                          int64_t ldb, const float *bias, float *c, int64_t ldc,
+                                          int64_t m, int64_t n, int64_t k, bool clamp, float lo,
+                                          float hi) {
+  s512_run(a, lda, b, ldb, bias, c, ldc, m, n, k, clamp, lo, hi, true);
 }
 #endif
 
@@ -145,7 +170,23 @@ void ar_sgemm512_nt(const float *a, int64_t lda, const float *b, int64_t ldb, co
   if (m <= 0 || n <= 0) return;
   float lo, hi;
   ar__act_range(act, &lo, &hi);
-  s512_run(a, lda, b, ldb, bias, c, ldc, m, n, k, ar__act_is_clamp(act), lo, hi);
+  s512_run_f32(a, lda, b, ldb, bias, c, ldc, m, n, k, ar__act_is_clamp(act), lo, hi);
+  if (act != AR_ACT_NONE && !ar__act_is_clamp(act))
+    for (int64_t i = 0; i < m; i++) ar_apply_activation(c + i * ldc, (size_t)n, act);
+#else
+  (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)c; (void)ldc; (void)m; (void)n;
+  (void)k; (void)act;
+#endif
+}
+
+void ar_sgemm512_nt_f16(const float *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                        const float *bias, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                        ar_activation_t act) {
+#if AR_HAVE_AVX2_CLONE
+  if (m <= 0 || n <= 0) return;
+  float lo, hi;
+  ar__act_range(act, &lo, &hi);
+  s512_run_f16(a, lda, b, ldb, bias, c, ldc, m, n, k, ar__act_is_clamp(act), lo, hi);
   if (act != AR_ACT_NONE && !ar__act_is_clamp(act))
     for (int64_t i = 0; i < m; i++) ar_apply_activation(c + i * ldc, (size_t)n, act);
 #else

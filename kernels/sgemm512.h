@@ -25,6 +25,13 @@ bool ar_sgemm512_available(void);
 void ar_sgemm512_nt(const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias,
                     float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, ar_activation_t act);
 
+/* The same with B as float16 (IEEE binary16 bits, little-endian, any alignment: fp16 weights as
+ * the model stores them, ar_kernel_reads_f16), widened exactly while B is packed: the output is
+ * bit-identical to ar_sgemm512_nt on the widened B. */
+void ar_sgemm512_nt_f16(const float *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                        const float *bias, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                        ar_activation_t act);
+
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
 /* In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i]. */

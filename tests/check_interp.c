@@ -171,12 +171,13 @@ START_TEST(test_golden) {
 }
 END_TEST
 
-/* Weights kept as stored (fp16 widened at use, the default) and fp32 weights (folded at place) give
- * the same outputs bit for bit on both cases - on the DENSIFY model both meet the golden instead
- * (its sparse 1x1 filters are multiplied as stored, kernels/sparse_conv.c, summing in another
- * order); stored weights leave kernel state alone in the persistent region (at most a tenth of the
- * fp32 figure, below the file's size), and every at-use DEQUANTIZE writes into the activation
- * region. */
+/* Weights kept as stored (the default: fp16 read as stored by the kernels that take it - their
+ * DEQUANTIZE elided - or widened at use) and fp32 weights (folded at place) give the same outputs
+ * bit for bit on both cases - on the DENSIFY model both meet the golden instead (its sparse 1x1
+ * filters are multiplied as stored, kernels/sparse_conv.c, summing in another order); stored
+ * weights leave kernel state alone in the persistent region (at most a tenth of the fp32 figure,
+ * below the file's size), every at-use DEQUANTIZE writes into the activation region, and every
+ * CONV_2D filter of these models is read as fp16 (ar_kernel_reads_f16). */
 START_TEST(test_weights_stored_same_as_fp32) {
   const char *stem = ar_test_models[_i];
   if (skip_model(stem)) return;
@@ -187,19 +188,32 @@ START_TEST(test_weights_stored_same_as_fp32) {
   ar_interp_t *s = new_placed(m, &opt, stem);
   opt.weights = AR_WEIGHTS_FP32;
   ar_interp_t *f = new_placed(m, &opt, stem);
-  int32_t at_use = 0, folded_s = 0, folded_f = 0, elided = 0;
+  int32_t at_use = 0, folded_s = 0, folded_f = 0, elided = 0, elided16 = 0, conv16 = 0;
   bool densify = false;
+  const ar_subgraph_t *sg = &m->subgraphs[0];
   for (int32_t k = 0; k < ar_interp_n_operators(s); k++) {
     at_use += ar_interp_op_at_use(s, k);
-    elided += ar_interp_op_elided(s, k);
+    /* fp16 read as stored: an elided DEQUANTIZE of a plain constant; the rest is a sparse chain */
+    const ar_operator_t *op = &sg->operators[k];
+    const bool e16 = ar_interp_op_elided(s, k) && op->op == AR_OP_DEQUANTIZE &&
+                     ar_tensor_is_constant(&sg->tensors[op->inputs[0]]) &&
+                     !sg->tensors[op->inputs[0]].sparsity;
+    elided16 += e16;
+    elided += ar_interp_op_elided(s, k) && !e16;
+    const ar_node_t *nd = ar_interp_node(s, k);
+    if (nd->op == AR_OP_CONV_2D && !nd->inputs[1]->sparsity) {
+      ck_assert_int_eq(nd->inputs[1]->dtype, AR_DTYPE_FLOAT16);   /* every filter of these models */
+      conv16++;
+    }
     ck_assert(!ar_interp_op_elided(f, k));
     folded_s += ar_interp_op_folded(s, k);
     folded_f += ar_interp_op_folded(f, k);
     ck_assert(!ar_interp_op_at_use(f, k));
     densify = densify || ar_interp_node(s, k)->op == AR_OP_DENSIFY;
   }
-  ck_assert_int_gt(at_use, 0);
-  ck_assert_int_eq(folded_s + at_use + elided, folded_f);
+  ck_assert_int_gt(at_use + elided16, 0);
+  ck_assert_int_gt(elided16, 0);
+  ck_assert_int_eq(folded_s + at_use + elided + elided16, folded_f);
   ck_assert_int_eq(elided > 0, densify);   /* every sparse filter of the DENSIFY model as stored */
   if (densify) ck_assert_int_eq(folded_s, 0);
   ck_assert_int_eq(ar_interp_runtime_operators(s), ar_interp_runtime_operators(f) + at_use);
@@ -233,9 +247,10 @@ START_TEST(test_weights_stored_same_as_fp32) {
     blobs_free(&inputs);
   }
   printf("weights %-34s persistent stored %9llu B  fp32 %9llu B  x%.4f  arena %llu / %llu B  at-use "
-         "DEQUANTIZE %d  elided %d  outputs %s\n", stem, (unsigned long long)ps, (unsigned long long)pf,
-         (double)ps / (double)pf, (unsigned long long)ar_interp_arena_bytes(s),
-         (unsigned long long)ar_interp_arena_bytes(f), at_use, elided,
+         "DEQUANTIZE %d  fp16 read as stored %d (CONV_2D %d)  sparse elided %d  outputs %s\n", stem,
+         (unsigned long long)ps, (unsigned long long)pf, (double)ps / (double)pf,
+         (unsigned long long)ar_interp_arena_bytes(s), (unsigned long long)ar_interp_arena_bytes(f),
+         at_use, elided16, conv16, elided,
          elided ? "within the golden tolerance" : "identical");
   ar_interp_free(s);
   ar_interp_free(f);

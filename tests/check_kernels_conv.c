@@ -509,6 +509,104 @@ START_TEST(conv_random_vs_naive) {
 }
 END_TEST
 
+/* A random float16 bit pattern of a weight: normals in about [-2, 2], every 13th a subnormal, the
+ * odd signed zero. */
+static uint16_t rand_f16_bits(size_t i) {
+  const uint16_t sign = frand() < 0 ? 0x8000 : 0;
+  if (i % 29 == 5) return sign;
+  if (i % 13 == 3) return (uint16_t)(sign | (1 + (uint16_t)((frand() + 1.0f) * 511.0f)));   /* subnormal */
+  const uint16_t exp = (uint16_t)(8 + (int)((frand() + 1.0f) * 4.0f));   /* 2^-7 .. 2^1 */
+  return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)((frand() + 1.0f) * 511.0f));
+}
+
+/* Stored weights: CONV_2D reading its filter and bias as float16 (the interpreter elides their
+ * DEQUANTIZE, ar_kernel_reads_f16) gives exactly the bytes of the same node on the widened float32
+ * weights, on every float ISA level - including a level forced after prepare (the OpenBLAS path
+ * widens into the scratch prepare reserved, sgemm512 widens while packing, the few-input loop in
+ * its init) - on the GEMM, im2col-tile, GEMV, odd-K and few-input-channel paths. */
+START_TEST(conv_fp16_weights_bit_identical) {
+  const cfg_t cases[] = {
+    /* n  h   w   c   o  kh kw sh sw dh dw m  same  bias  act */
+    {1, 16, 16, 8, 12, 1, 1, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},      /* 1x1 GEMM */
+    {1, 1, 1, 96, 24, 1, 1, 1, 1, 1, 1, 1, false, true, AR_ACT_RELU},      /* one row */
+    {1, 2, 1, 37, 40, 1, 1, 1, 1, 1, 1, 1, false, true, AR_ACT_RELU6},     /* 2 rows, odd K */
+    {1, 20, 20, 64, 8, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},     /* im2col tiles */
+    {1, 13, 11, 5, 7, 5, 5, 2, 2, 1, 1, 1, true, false, AR_ACT_NONE},      /* one tile, no bias */
+    {1, 9, 9, 300, 33, 1, 1, 1, 1, 1, 1, 1, true, true, AR_ACT_TANH},      /* K past one chunk */
+    {1, 8, 8, 10, 6, 1, 1, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU},        /* 1x1 stride 2 */
+    {2, 11, 13, 3, 24, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},     /* few input channels */
+    {1, 21, 45, 3, 32, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
+  };
+  const int best = ar__f32_set_isa(-1);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const cfg_t *c = &cases[ci];
+    int oh = ref_out_size(c->h, c->kh, c->sh, c->dh, c->same);
+    int ow = ref_out_size(c->w, c->kw, c->sw, c->dw, c->same);
+    size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->o * c->kh * c->kw * c->c;
+    size_t nout = (size_t)c->n * oh * ow * c->o;
+    float *in = randv(nin), *f = malloc(nf * sizeof(float)), *b = malloc((size_t)c->o * sizeof(float));
+    uint16_t *f16 = malloc(nf * sizeof *f16 + 2), *b16 = malloc((size_t)c->o * sizeof *b16 + 2);
+    /* The fp16 views sit at an odd 2-byte offset, as weights may in the model's mapping. */
+    uint16_t *f16u = (uint16_t *)(void *)((char *)f16 + 2), *b16u = (uint16_t *)(void *)((char *)b16 + 2);
+    for (size_t i = 0; i < nf; i++) {
+      const uint16_t h = rand_f16_bits(i);
+      memcpy(&f16u[i], &h, sizeof h);
+      f[i] = ar_fp16_to_fp32(h);
+    }
+    for (int i = 0; i < c->o; i++) {
+      const uint16_t h = rand_f16_bits((size_t)i + 1);
+      memcpy(&b16u[i], &h, sizeof h);
+      b[i] = ar_fp16_to_fp32(h);
+    }
+    float *out32 = malloc(nout * sizeof(float)), *out16 = malloc(nout * sizeof(float));
+    int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {c->o, c->kh, c->kw, c->c};
+    int32_t dout[4] = {c->n, oh, ow, c->o};
+    tnode_t t32, t16;
+    tnode_init(&t32, AR_OP_CONV_2D, in, 4, di, f, 4, df, c->bias ? b : NULL, c->o, out32, 4, dout);
+    tnode_init(&t16, AR_OP_CONV_2D, in, 4, di, f, 4, df, c->bias ? b : NULL, c->o, out16, 4, dout);
+    conv_opts(&t32, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw, c->act);
+    conv_opts(&t16, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw, c->act);
+    /* What the interpreter asks before it hands fp16 over. */
+    ck_assert(ar_kernel_reads_f16(&t32.node, 1));
+    ck_assert(ar_kernel_reads_f16(&t32.node, 2) == c->bias);
+    ck_assert(!ar_kernel_reads_f16(&t32.node, 0));
+    t16.t[1].dtype = AR_DTYPE_FLOAT16;
+    t16.t[1].data = f16u;
+    t16.t[1].bytes = nf * 2;
+    if (c->bias) {
+      t16.t[2].dtype = AR_DTYPE_FLOAT16;
+      t16.t[2].data = b16u;
+      t16.t[2].bytes = (size_t)c->o * 2;
+    }
+    char msg[AR_MSG_BYTES] = "", what[160];
+    snprintf(what, sizeof what, "conv fp16 n%d %dx%dx%d -> %d k%dx%d s%dx%d %s act %d", c->n, c->h,
+             c->w, c->c, c->o, c->kh, c->kw, c->sh, c->sw, c->same ? "SAME" : "VALID", c->act);
+    /* Prepared once at the best level, then evaluated at each level (the ISA may change between
+     * prepare and eval); the fp32 node runs the same level each time. */
+    ck_assert_msg(ar_kernel_conv_2d.prepare(&t16.node, msg, sizeof msg) == 0, "%s: %s", what, msg);
+    t16.node.scratch = t16.node.scratch_bytes ? malloc(t16.node.scratch_bytes) : NULL;
+    t16.node.state = t16.node.state_bytes ? malloc(t16.node.state_bytes) : NULL;
+    if (t16.node.scratch) memset(t16.node.scratch, 0xff, t16.node.scratch_bytes);
+    ar_kernel_conv_2d.init(&t16.node);
+    for (int l = best; l >= AR_ISA_PORTABLE; l--) {
+      ck_assert_int_eq(ar__f32_set_isa(l), l);
+      memset(out32, 0xff, nout * sizeof(float));
+      memset(out16, 0xee, nout * sizeof(float));
+      tnode_run(&t32, &ar_kernel_conv_2d);
+      ar_kernel_conv_2d.eval(&t16.node);
+      for (size_t i = 0; i < nout; i++)
+        ck_assert_msg(memcmp(&out16[i], &out32[i], sizeof(float)) == 0,
+                      "%s [%s]: element %zu is %.9g with fp16 weights, %.9g widened", what,
+                      ar_isa_name(l), i, (double)out16[i], (double)out32[i]);
+    }
+    ar__f32_set_isa(-1);
+    free(t16.node.scratch);
+    free(t16.node.state);
+    free(in); free(f); free(b); free(f16); free(b16); free(out32); free(out16);
+  }
+}
+END_TEST
+
 START_TEST(conv_prepare_errors) {
   float in[48] = {0}, f[288] = {0}, out[512] = {0};
   char msg[AR_MSG_BYTES];
@@ -1152,6 +1250,7 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, conv_dilation);
   tcase_add_test(tc, conv_1x1_bias_relu6);
   tcase_add_test(tc, conv_random_vs_naive);
+  tcase_add_test(tc, conv_fp16_weights_bit_identical);
   tcase_add_test(tc, conv_prepare_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("depthwise_conv_2d");

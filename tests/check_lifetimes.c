@@ -581,8 +581,10 @@ START_TEST(test_budget_table) {
   ck_assert_int_eq(json_integer_value(json_object_get(j, "packed_bytes")),
                    json_integer_value(json_object_get(j, "persistent_bytes")));
   ck_assert_int_eq(json_integer_value(json_object_get(j, "weights_bytes")), (json_int_t)m->constant_bytes);
-  ck_assert_int_gt(json_integer_value(json_object_get(j, "widened_bytes")),
-                   json_integer_value(json_object_get(j, "weights_bytes")));
+  /* What is still widened at use (fp16 weights whose readers do not read them as stored) is at
+   * most the weights twice over. */
+  ck_assert_int_le(json_integer_value(json_object_get(j, "widened_bytes")),
+                   2 * json_integer_value(json_object_get(j, "weights_bytes")));
   ck_assert_int_eq(json_integer_value(json_object_get(j, "alignment")), 64);
   json_t *bufs = json_object_get(j, "buffers");
   ck_assert_int_eq((int)json_array_size(bufs), ar_planner_count(ar_interp_planner(in)));
