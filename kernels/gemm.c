@@ -96,6 +96,13 @@ int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
 
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
   if (g->m <= 0 || g->n <= 0) return;
+  /* sgemm512 on one thread: one call (each band would pack B again; its elements do not depend
+   * on the split, so the bytes are those of the banded run). */
+  if ((g->b16 || (g->avx512 && ar_sgemm512_available())) &&
+      (!node || !node->pool || ar_parallel_threads(node) <= 1)) {
+    gemm_block(g, 0, g->m, 0, g->n);
+    return;
+  }
   gemm_job_t j = {.g = g};
   const int64_t grain = ar_gemm_nt_grain(g->m, g->n, g->k, &j.split_n);
   ar_parallel_for(node, j.split_n ? g->n : g->m, grain, gemm_range, &j);
