@@ -9,11 +9,13 @@
  * core OpenBLAS reports (openblas_get_corename) and median / best GFLOP/s; then the core arenad
  * programs run with (kernels/ar_isa.h).
  * --gemm: the 1x1 convolutions' GEMM shapes of hand_landmark_full, OpenBLAS (as conv.c calls it)
- * against kernels/sgemm512.c, alternating round by round.
+ * against kernels/sgemm512.c (float32 B, float16 B, and through kernels/gemm.c's bands as
+ * CONV_2D runs it), alternating round by round.
  *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm] [--match TEXT] [runs]
  *          (runs per round, default 50; default levels: the best one only)
  */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/conv_util.h"
+#include "kernels/gemm.h"
 #include "kernels/sgemm512.h"
 
 typedef struct {
@@ -138,47 +141,76 @@ static int bench_sgemm(int rounds) {
 }
 
 /* The 1x1 convolutions' products (M = pixels, N = outputs, K = inputs) of hand_landmark_full /
- * the objectron models: OpenBLAS (bias fill, cblas_sgemm beta 1, clamp pass: the conv.c path)
- * against ar_sgemm512_nt, alternating round by round. */
+ * the objectron models, one thread, variants alternating round by round: OpenBLAS (bias fill,
+ * cblas_sgemm beta 1, clamp pass: conv.c's path without AVX-512), ar_sgemm512_nt on the whole
+ * product, ar_sgemm512_nt_f16 on the same B stored as float16 (the weights as the model stores
+ * them), and ar_gemm_nt as CONV_2D calls it with the fp16 B (kernels/gemm.c's bands, inline). */
+enum { GV_BLAS, GV_S512, GV_S512_F16, GV_CONV_F16, GV_N };
+static const char *const gv_name[GV_N] = {"blas", "s512", "s512_f16", "conv_f16"};
+
 static int bench_gemm(int runs, int rounds) {
   static const int shapes[][3] = {
     {12544, 64, 16}, {12544, 16, 24}, {3136, 144, 24}, {3136, 24, 144}, {784, 240, 40},
     {784, 40, 240}, {196, 480, 80}, {196, 80, 480}, {196, 672, 112}, {196, 112, 672},
-    {49, 1152, 192}, {49, 192, 1152}, {12544, 24, 64},
+    {49, 1152, 192}, {49, 192, 1152}, {12544, 24, 64}, {1, 1152, 192}, {1, 24, 96},
   };
   if (!ar_sgemm512_available()) { printf("bench/kernels --gemm: no AVX-512F here\n"); return 0; }
-  printf("1x1-conv GEMMs, 1 thread, OpenBLAS core %s, %d rounds x %d runs (median of round medians / min)\n",
-         ar_blas_corename(), rounds, runs);
-  printf("%-22s %12s %12s %9s %12s %12s %9s\n", "M x N x K", "blas_us", "blas_min", "GFLOP/s",
-         "avx512_us", "avx512_min", "GFLOP/s");
-  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+  printf("1x1-conv GEMMs, 1 thread, OpenBLAS core %s, %d rounds x %d runs: median of round medians "
+         "(us) and GFLOP/s of it, then the fastest run (us)\n", ar_blas_corename(), rounds, runs);
+  printf("%-20s", "M x N x K");
+  for (int v = 0; v < GV_N; v++) printf(" %9s_us %7s %8s", gv_name[v], "GFLOP/s", "min_us");
+  printf("\n");
+  double geo[GV_N] = {0};
+  const size_t n_shapes = sizeof shapes / sizeof shapes[0];
+  for (size_t si = 0; si < n_shapes; si++) {
     const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
     float *a = randv((size_t)M * K), *b = randv((size_t)N * K), *bias = randv((size_t)N);
+    uint16_t *b16 = malloc((size_t)N * K * sizeof *b16);
+    for (size_t i = 0; i < (size_t)N * K; i++) {   /* B rounded to fp16 (truncation is enough here) */
+      union { float f; uint32_t u; } x = {.f = b[i]};
+      const uint32_t e = (x.u >> 23) & 0xff;
+      b16[i] = (uint16_t)(((x.u >> 16) & 0x8000) |
+                          (e < 113 ? 0 : ((e - 112) << 10) | ((x.u >> 13) & 0x3ff)));
+    }
     float *c = malloc((size_t)M * N * sizeof(float));
-    double *t = malloc(sizeof(double) * (size_t)runs), med[2][64], mn[2] = {1e30, 1e30};
-    for (int r = 0; r < rounds; r++)
-      for (int v = 0; v < 2; v++) {
+    double *t = malloc(sizeof(double) * (size_t)runs), med[GV_N][64], mn[GV_N];
+    for (int v = 0; v < GV_N; v++) mn[v] = 1e30;
+    const ar_gemm_nt_t g = {.a = a, .b16 = b16, .bias = bias, .c = c, .m = M, .n = N, .k = K,
+                            .lda = K, .ldb = K, .ldc = N, .act = AR_ACT_RELU6, .avx512 = true};
+    for (int r = 0; r < rounds && r < 64; r++)
+      for (int v = 0; v < GV_N; v++) {
         for (int e = 0; e < runs + 2; e++) {
           double t0 = now_us();
-          if (v == 0) {
+          switch (v) {
+          case GV_BLAS:
             ar__fill_bias_rows(c, (size_t)M, (size_t)N, bias);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 1.0f, c, N);
             ar__activate(c, (size_t)M * N, AR_ACT_RELU6);
-          } else {
-            ar_sgemm512_nt(a, K, b, K, bias, c, N, M, N, K, AR_ACT_RELU6);
+            break;
+          case GV_S512: ar_sgemm512_nt(a, K, b, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
+          case GV_S512_F16: ar_sgemm512_nt_f16(a, K, b16, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
+          default: ar_gemm_nt(NULL, &g); break;
           }
           double dt = now_us() - t0;
           if (e >= 2) { t[e - 2] = dt; if (dt < mn[v]) mn[v] = dt; }
         }
         med[v][r] = median(t, runs);
       }
-    const double flop = 2.0 * M * N * K, m0 = median(med[0], rounds), m1 = median(med[1], rounds);
+    const double flop = 2.0 * M * N * K;
     char lab[32];
     snprintf(lab, sizeof lab, "%d x %d x %d", M, N, K);
-    printf("%-22s %12.1f %12.1f %9.1f %12.1f %12.1f %9.1f\n", lab, m0, mn[0], flop / (m0 * 1e3), m1,
-           mn[1], flop / (m1 * 1e3));
-    free(a); free(b); free(bias); free(c); free(t);
+    printf("%-20s", lab);
+    for (int v = 0; v < GV_N; v++) {
+      const double m = median(med[v], rounds < 64 ? rounds : 64);
+      geo[v] += log(flop / (m * 1e3));
+      printf(" %12.1f %7.1f %8.1f", m, flop / (m * 1e3), mn[v]);
+    }
+    printf("\n");
+    free(a); free(b); free(b16); free(bias); free(c); free(t);
   }
+  printf("%-20s", "geomean GFLOP/s");
+  for (int v = 0; v < GV_N; v++) printf(" %12s %7.1f %8s", "", exp(geo[v] / (double)n_shapes), "");
+  printf("\n");
   return 0;
 }
 
