@@ -64,6 +64,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->idle_timeout_ms = 300000;
   cfg->send_timeout_ms = 30000;
   cfg->drain_timeout_ms = 5000;
+  cfg->busy_poll_us = 50;
   cfg->max_model_bytes = 256ull << 20;
   cfg->compact_after_unload = true;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
@@ -337,6 +338,10 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->send_timeout_ms, msg, n);
     } else if (strcmp(k, "drain_timeout_ms") == 0) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->drain_timeout_ms, msg, n);
+    } else if (strcmp(k, "busy_poll_us") == 0) {
+      rc = get_uint(v, k, 0, AR_CONFIG_BUSY_POLL_MAX, &cfg->busy_poll_us, msg, n);
+    } else if (strcmp(k, "inline_invoke_us") == 0) {
+      rc = get_uint(v, k, 0, AR_CONFIG_BUSY_POLL_MAX, &cfg->inline_invoke_us, msg, n);
     } else if (strcmp(k, "max_model_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_MODEL_MIN, AR_CFG_MODEL_MAX, &cfg->max_model_bytes, msg, n);
     } else if (strcmp(k, "memory_limit") == 0) {
@@ -385,7 +390,7 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
                    "threads, max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
                    "max_buffer_bytes_per_connection, request_timeout_ms, "
-                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, max_model_bytes, memory_limit, "
+                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, busy_poll_us, inline_invoke_us, max_model_bytes, memory_limit, "
                    "compact_after_unload, admin_uids, admin_gids, model_dirs, weights, models)",
                    k);
     }

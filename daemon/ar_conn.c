@@ -628,6 +628,7 @@ static void on_readable(uv_poll_t *p, int status, int events) {
 
 static void on_read(ar_conn_t *c, ssize_t nread) {
   if (nread > 0) {
+    ar_server_activity(c->srv);
     c->rlen += (size_t)nread;
     c->last_read_us = ar_now_us();
     if (c->frame_start_us == 0) c->frame_start_us = c->last_read_us;

@@ -139,6 +139,7 @@ struct ar_dmodel {
   uint64_t invokes, errors, heap_allocs_in_invoke;
   uint64_t dropped;              /* invokes not run: their client had disconnected */
   ar_latency_t latency;
+  uint64_t last_invoke_us;       /* the previous invoke's run time (inline_invoke_us rule); 0 = none */
   ar_dmodel_t *next;
 };
 
@@ -190,6 +191,8 @@ struct ar_job {
   bool regrow;                   /* re-queued after the group region grew: move members first */
   bool replanned;                /* the worker re-planned the model (new_* hold its figures) */
   uint64_t grow_to;              /* the new plan needs this many activation bytes: grow first */
+  bool on_loop;                  /* runs on the loop thread (inline_invoke_us), not a worker */
+  bool on_worker;                /* handed to the threadpool (counted in jobs_on_workers) */
   uint64_t new_arena, new_persistent;
   ar_job_t *next;                /* group FIFO link */
 };
@@ -286,10 +289,26 @@ struct ar_server {
   ar_job_t *compact_deferred, *compact_deferred_tail;   /* finished PREPAREs waiting for the layout */
   ar_compact_figures_t compact_fig;
   uint64_t compactions, compact_bytes_moved;   /* totals for the stats */
+  /* Busy polling (ar_server.c): while active, the loop polls without sleeping; it stops itself
+   * busy_poll_us after the last activity (ar_server_activity). */
+  uv_idle_t busy_poll;
+  bool busy_poll_init;
+  uint64_t last_activity_us;
+  /* Invokes run on the loop thread (ar_models.c, inline_invoke_us): queued by group_kick, run by
+   * the inline handle at the loop's next idle phase (never from inside group_kick, so no caller
+   * sees a job finish under it). jobs_on_workers counts group jobs handed to the threadpool. */
+  uv_idle_t inline_run;
+  bool inline_init;
+  ar_job_t *inline_head, *inline_tail;
+  uint64_t jobs_on_workers, invokes_inline;
 };
 
 /* Monotonic clock, microseconds. */
 uint64_t ar_now_us(void);
+
+/* Loop thread: something arrived or was answered. With busy_poll_us > 0 the loop keeps polling
+ * without sleeping until busy_poll_us have passed with no further activity (ar_server.c). */
+void ar_server_activity(ar_server_t *srv);
 
 /* ---- ar_models.c: registry, pool placement, jobs, stats ---- */
 /* Cache lock, load thread and its async handle (the loop must be set). 0 or AR_EINTERNAL. */

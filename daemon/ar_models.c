@@ -156,7 +156,12 @@ static void load_thread_push(ar_server_t *srv, ar_job_t *job) {
   pthread_mutex_unlock(&srv->load_lock);
 }
 
+static void on_inline_run(uv_idle_t *h);
+
 int ar_models_init(ar_server_t *srv) {
+  if (uv_idle_init(srv->loop, &srv->inline_run) != 0) return AR_EINTERNAL;
+  srv->inline_run.data = srv;
+  srv->inline_init = true;
   pthread_mutex_init(&srv->cache_lock, NULL);
   pthread_mutex_init(&srv->load_lock, NULL);
   pthread_cond_init(&srv->load_cond, NULL);
@@ -171,6 +176,8 @@ int ar_models_init(ar_server_t *srv) {
 }
 
 void ar_models_close_handles(ar_server_t *srv) {
+  if (srv->inline_init && !uv_is_closing((uv_handle_t *)&srv->inline_run))
+    uv_close((uv_handle_t *)&srv->inline_run, NULL);
   if (srv->load_started && !uv_is_closing((uv_handle_t *)&srv->load_async))
     uv_close((uv_handle_t *)&srv->load_async, NULL);
 }
@@ -404,7 +411,44 @@ static void group_push(ar_group_t *g, ar_job_t *job) {
   g->tail = job;
 }
 
-/* Hand the group's next job to the threadpool when the group is idle. */
+/* Hand a group job to the threadpool. */
+static int queue_work(ar_server_t *srv, ar_job_t *job) {
+  int rc = uv_queue_work(srv->loop, &job->work, group_work, group_after);
+  if (rc == 0) {
+    job->on_worker = true;
+    srv->jobs_on_workers++;
+  }
+  return rc;
+}
+
+/* inline_invoke_us: an invoke of a model whose previous invoke took at most that long runs on the
+ * loop thread when no group job is on a worker (so it never competes with one for the
+ * intra-operator pool, and the loop is held for about one such invoke at most). It saves the two
+ * thread hand-offs of a worker (loop -> worker -> loop), each a wake-up of a sleeping thread. */
+static bool run_on_loop(const ar_server_t *srv, const ar_job_t *job) {
+  const ar_dmodel_t *m = job->model;
+  return srv->cfg.inline_invoke_us > 0 && srv->inline_init && !srv->draining && job->kind == AR_JOB_INVOKE &&
+         !job->regrow && !job->resize_only && srv->jobs_on_workers == 0 && m->last_invoke_us > 0 &&
+         m->last_invoke_us <= srv->cfg.inline_invoke_us;
+}
+
+/* Loop thread, idle phase: run the invokes queued for the loop, each exactly as a worker would
+ * (group_work), then answer it (group_after); group_after may queue the group's next job here. */
+static void on_inline_run(uv_idle_t *h) {
+  ar_server_t *srv = h->data;
+  while (srv->inline_head) {
+    ar_job_t *job = srv->inline_head;
+    srv->inline_head = job->next;
+    if (srv->inline_head == NULL) srv->inline_tail = NULL;
+    job->next = NULL;
+    group_work(&job->work);
+    group_after(&job->work, 0);
+  }
+  uv_idle_stop(h);
+}
+
+/* Hand the group's next job to the threadpool (or the loop, see run_on_loop) when the group is
+ * idle. */
 static void group_kick(ar_server_t *srv, ar_group_t *g) {
   if (g->busy || g->head == NULL) return;
   ar_job_t *job = g->head;
@@ -418,7 +462,7 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
       g->parked = job;
       return;
     }
-    int rc = uv_queue_work(srv->loop, &job->work, group_work, group_after);
+    int rc = queue_work(srv, job);
     if (rc != 0) {
       job->rc = AR_EINTERNAL;
       group_after(&job->work, 0);
@@ -452,7 +496,19 @@ static void group_kick(ar_server_t *srv, ar_group_t *g) {
   job->act_base = g->has_region ? ar_pool_ptr(&srv->pool, g->act_offset) : NULL;
   job->act_bytes = g->has_region ? g->act_bytes : 0;
   job->t_start_us = 0;
-  int rc = uv_queue_work(srv->loop, &job->work, group_work, group_after);
+  if (run_on_loop(srv, job)) {
+    job->on_loop = true;
+    job->next = NULL;
+    if (srv->inline_tail)
+      srv->inline_tail->next = job;
+    else
+      srv->inline_head = job;
+    srv->inline_tail = job;
+    uv_idle_start(&srv->inline_run, on_inline_run);
+    return;
+  }
+  job->on_loop = false;
+  int rc = queue_work(srv, job);
   if (rc != 0) {
     /* Cannot happen with valid arguments; answer instead of hanging the group. */
     job->rc = AR_EINTERNAL;
@@ -1436,6 +1492,10 @@ static uint64_t job_act_offset(const ar_server_t *srv, const ar_job_t *job, cons
 static void group_after(uv_work_t *w, int status) {
   ar_job_t *job = w->data;
   ar_server_t *srv = job->srv;
+  if (job->on_loop) srv->invokes_inline++;
+  if (job->on_worker) srv->jobs_on_workers--;
+  job->on_loop = job->on_worker = false;
+  ar_server_activity(srv);
   if (job->kind == AR_JOB_MOVE) {
     if (status != 0 && job->rc == 0) job->rc = AR_EINTERNAL;
     return move_after(srv, job);
@@ -1507,6 +1567,7 @@ static void group_after(uv_work_t *w, int status) {
       answer_resized(srv, &job->to, m);
     } else if (job->rc == 0) {
       m->invokes++;
+      m->last_invoke_us = job->t_end_us - job->t_start_us;
       ar_latency_record(&m->latency, latency);
       m->heap_allocs_in_invoke += job->heap_allocs;
       answer_invoke(srv, job);
@@ -1660,7 +1721,7 @@ static void compact_apply(ar_server_t *srv, int rc, const char *why) {
     ar_job_t *job = run;
     run = job->next;
     job->next = NULL;
-    if (uv_queue_work(srv->loop, &job->work, group_work, group_after) != 0) {
+    if (queue_work(srv, job) != 0) {
       job->rc = AR_EINTERNAL;
       snprintf(job->msg, sizeof(job->msg), "uv_queue_work failed");
       group_after(&job->work, 0);
@@ -1929,6 +1990,9 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "workers", json_integer(srv->cfg.workers));
   json_object_set_new(d, "threads", json_integer(ar_threadpool_threads(srv->tpool)));
   json_object_set_new(d, "max_frame_bytes", json_integer((json_int_t)srv->cfg.max_frame_bytes));
+  json_object_set_new(d, "busy_poll_us", json_integer(srv->cfg.busy_poll_us));
+  json_object_set_new(d, "inline_invoke_us", json_integer(srv->cfg.inline_invoke_us));
+  json_object_set_new(d, "invokes_inline", json_integer((json_int_t)srv->invokes_inline));
   json_object_set_new(d, "connections_refused", json_integer((json_int_t)srv->conns_refused));
   json_object_set_new(d, "frames_refused", json_integer((json_int_t)srv->frames_refused));
   json_object_set_new(d, "frames_timed_out", json_integer((json_int_t)srv->frames_timed_out));
@@ -2083,6 +2147,8 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
     srv->cfg.send_timeout_ms = cfg->send_timeout_ms;
     srv->cfg.drain_timeout_ms = cfg->drain_timeout_ms;
+    srv->cfg.busy_poll_us = cfg->busy_poll_us;
+    srv->cfg.inline_invoke_us = cfg->inline_invoke_us;
     srv->cfg.max_model_bytes = cfg->max_model_bytes;
     srv->cfg.memory_limit_bytes = cfg->memory_limit_bytes;
     srv->cfg.compact_after_unload = cfg->compact_after_unload;

@@ -222,6 +222,28 @@ START_TEST(compact_after_unload_key) {
 }
 END_TEST
 
+/* busy_poll_us (default 50) and inline_invoke_us (default 0): integers 0..AR_CONFIG_BUSY_POLL_MAX. */
+START_TEST(busy_poll_keys) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ar_config_defaults(&cfg);
+  ck_assert_uint_eq(cfg.busy_poll_us, 50);
+  ck_assert_uint_eq(cfg.inline_invoke_us, 0);
+  ck_assert_msg(load_text("{\"models\": [], \"busy_poll_us\": 0, \"inline_invoke_us\": 2000}", &cfg, msg,
+                          sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.busy_poll_us, 0);
+  ck_assert_uint_eq(cfg.inline_invoke_us, 2000);
+  ck_assert_msg(load_text("{\"models\": [], \"busy_poll_us\": 100000}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.busy_poll_us, AR_CONFIG_BUSY_POLL_MAX);
+  ck_assert_int_eq(load_text("{\"models\": [], \"busy_poll_us\": 100001}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_msg(strstr(msg, "busy_poll_us") != NULL, "%s", msg);
+  ck_assert_int_eq(load_text("{\"models\": [], \"inline_invoke_us\": -1}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_msg(strstr(msg, "inline_invoke_us") != NULL, "%s", msg);
+  ck_assert_int_eq(load_text("{\"models\": [], \"busy_poll_us\": \"50\"}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_msg(strstr(msg, "busy_poll_us") != NULL, "%s", msg);
+}
+END_TEST
+
 START_TEST(bad_key_named_in_message) {
   ar_config_t cfg;
   char msg[AR_MSG_BYTES];
@@ -298,6 +320,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, compact_after_unload_key);
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, memory_limit_key);
+  tcase_add_test(tc, busy_poll_keys);
   tcase_add_test(tc, too_many_models);
   tcase_add_test(tc, missing_file_is_enoent);
   tcase_add_test(tc, example_config_is_valid);
