@@ -12,10 +12,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -29,6 +32,7 @@
 
 struct ar_client {
   int fd;
+  uint32_t busy_poll_us;      /* ar_client_set_busy_poll */
   uint64_t next_id;
   ar_client_buffer_t *bufs;   /* registered with ar_client_buffer_register */
 };
@@ -65,8 +69,40 @@ AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char
   }
   c->fd = fd;
   c->next_id = 1;
+  const char *bp = getenv("ARENAD_BUSY_POLL_US");
+  if (bp && *bp) {
+    char *end;
+    unsigned long v = strtoul(bp, &end, 10);
+    if (*end == '\0') ar_client_set_busy_poll(c, v > AR_CLIENT_BUSY_POLL_MAX ? AR_CLIENT_BUSY_POLL_MAX : (uint32_t)v);
+  }
   *out = c;
   return 0;
+}
+
+AR_EXPORT void ar_client_set_busy_poll(ar_client_t *c, uint32_t us) {
+  c->busy_poll_us = us > AR_CLIENT_BUSY_POLL_MAX ? AR_CLIENT_BUSY_POLL_MAX : us;
+}
+
+AR_EXPORT uint32_t ar_client_busy_poll(const ar_client_t *c) { return c->busy_poll_us; }
+
+static uint64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Before a blocking read of a reply: poll the socket without sleeping for up to busy_poll_us
+ * (yielding the CPU each pass), so that a reply arriving meanwhile costs no wake-up of a sleeping
+ * thread. Returns when the socket is readable or the time is up; the read that follows blocks as
+ * usual when nothing came. */
+static void busy_wait_readable(const ar_client_t *c) {
+  if (c->busy_poll_us == 0) return;
+  uint64_t end = mono_us() + c->busy_poll_us;
+  struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  do {
+    if (poll(&p, 1, 0) != 0) return;   /* readable, hung up, or an error the read reports */
+    sched_yield();
+  } while (mono_us() < end);
 }
 
 AR_EXPORT void ar_client_close(ar_client_t *c) {
@@ -189,6 +225,7 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
   free(buf);
   if (rc != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "send: %s", strerror(errno));
   uint8_t hdr[4];
+  busy_wait_readable(c);
   if (read_all(c->fd, hdr, 4) != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "receive: %s", strerror(errno));
   uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
   if (len > AR_CLIENT_MAX_FRAME)

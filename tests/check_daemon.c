@@ -21,10 +21,12 @@
 #include <pthread.h>
 #include <time.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clients/ar_client.h"
 #include "common/ar_util.h"
 #include "common/ar_error.h"
+#include "daemon/ar_config.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_client.h"
 #include "tests/ar_test_daemon.h"
@@ -1156,6 +1158,98 @@ START_TEST(config_weights_default_and_reload) {
 }
 END_TEST
 
+/* ---- busy polling and invokes on the loop thread -------------------------------------------- */
+
+/* CPU time (user + system, seconds) the process has used, from /proc/<pid>/stat. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');   /* fields after the command name */
+  ck_assert_ptr_nonnull(p);
+  unsigned long ut = 0, st = 0;
+  /* ") S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime" */
+  ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* busy_poll_us and inline_invoke_us change where and how fast requests are served, never what
+ * they answer: with both on (and the client busy-polling too) invokes by two clients, in turns and
+ * between pings, equal the goldens; invokes after the first (which measures the model) run on the
+ * loop thread; the stats report the settings; and once requests stop the loop goes back to sleep
+ * (an idle half second costs the daemon far less than half a second of CPU). */
+START_TEST(busy_poll_and_inline_invokes_match_goldens) {
+  char cfg[400];
+  char dir[] = "/tmp/check_daemon_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  FILE *f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": [], \"busy_poll_us\": 2000, \"inline_invoke_us\": %u}\n", AR_CONFIG_BUSY_POLL_MAX);
+  fclose(f);
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  ar_client_t *c[2] = {client(), client()};
+  ck_assert_uint_eq(ar_client_busy_poll(c[0]), 0);
+  ar_client_set_busy_poll(c[0], 3000);
+  ck_assert_uint_eq(ar_client_busy_poll(c[0]), 3000);
+  ar_client_set_busy_poll(c[1], AR_CLIENT_BUSY_POLL_MAX + 1);   /* clamped */
+  ck_assert_uint_eq(ar_client_busy_poll(c[1]), AR_CLIENT_BUSY_POLL_MAX);
+  ar_client_set_busy_poll(c[1], 0);
+  ar_client_model_t info;
+  load_ok(c[0], "face", "face_detection_short_range", "", &info);
+  ar_tc_golden_t g[2];
+  ar_tc_golden_load(&g[0], "face_detection_short_range", "photo");
+  ar_tc_golden_load(&g[1], "face_detection_short_range", "random");
+  char msg[AR_MSG_BYTES];
+  const int n = 12;
+  for (int i = 0; i < n; i++) {
+    ar_client_tensor_t t = input_of(&info, &g[i % 2]);
+    ar_client_result_t r;
+    int rc = ar_client_invoke(c[i % 2], "face", &t, 1, &r, msg, sizeof(msg));
+    ck_assert_msg(rc == 0, "invoke %d: %s", i, msg);
+    ck_assert_msg(ar_tc_golden_check(&g[i % 2], &r) == 0, "invoke %d differs from its golden", i);
+    ar_client_result_free(&r);
+    if (i % 3 == 0) ck_assert_int_eq(ar_client_ping(c[(i + 1) % 2], NULL, 0, msg, sizeof(msg)), 0);
+  }
+  json_t *st = ar_tc_stats(c[0]);
+  json_t *d = json_object_get(st, "daemon");
+  ck_assert_uint_eq(ar_tc_ji(d, "busy_poll_us"), 2000);
+  ck_assert_uint_eq(ar_tc_ji(d, "inline_invoke_us"), AR_CONFIG_BUSY_POLL_MAX);
+  /* The first invoke of a model runs on a worker (its time is not known yet); later ones whose
+   * previous invoke took at most 100 ms on the loop (under emulation they may all be slower). */
+  if (!ar_test_emulated()) ck_assert_uint_ge(ar_tc_ji(d, "invokes_inline"), 1);
+  ck_assert_uint_le(ar_tc_ji(d, "invokes_inline"), n - 1);
+  json_t *jm = ar_tc_stats_model(st, "face");
+  ck_assert_uint_eq(ar_tc_ji(jm, "invokes"), n);
+  ck_assert_uint_eq(ar_tc_ji(jm, "errors"), 0);
+  json_int_t allocs = json_integer_value(json_object_get(jm, "heap_allocs_in_invoke"));
+  ck_assert_msg(allocs == 0 || allocs == -1, "%lld heap allocations inside invoke", (long long)allocs);
+  json_decref(st);
+  /* Quiet: busy polling stops busy_poll_us (2 ms) after the last request. A load only lowers what
+   * the daemon gets, so the bound holds on a busy machine too. */
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  double cpu0 = proc_cpu_s(dmn.pid);
+  ts.tv_nsec = 500 * 1000 * 1000;
+  nanosleep(&ts, NULL);
+  double used = proc_cpu_s(dmn.pid) - cpu0;
+  ck_assert_msg(used < 0.25, "the idle daemon used %.2f s of CPU in 0.5 s", used);
+  ping_ok();
+  ar_tc_golden_free(&g[0]);
+  ar_tc_golden_free(&g[1]);
+  ar_client_close(c[0]);
+  ar_client_close(c[1]);
+  stop();
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 START_TEST(reload_changing_group_never_fails_an_invoke) {
   char cfg[400], models[4096], got[1024];
   char dir[] = "/tmp/check_daemon_XXXXXX";
@@ -1308,6 +1402,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, reload_is_a_transaction_and_keeps_runtime_loads);
   tcase_add_test(tc, reload_changing_group_never_fails_an_invoke);
   tcase_add_test(tc, config_weights_default_and_reload);
+  tcase_add_test(tc, busy_poll_and_inline_invokes_match_goldens);
   tcase_add_test(tc, invokes_of_a_vanished_client_are_dropped);
   suite_add_tcase(s, tc);
   return s;

@@ -61,6 +61,28 @@ class Requests(unittest.TestCase):
         self.assertRegex(p.version, r"^\d+\.\d+\.\d+")
         self.assertGreater(p.uptime_us, 0)
 
+    def test_busy_poll_client_gets_the_same_answers(self):
+        self.assertEqual(self.c.busy_poll_us, 0)
+        with arenad.Client(DAEMON.socket, timeout=60, busy_poll_us=5000) as c:
+            self.assertEqual(c.busy_poll_us, 5000)
+            self.assertTrue(c.ping().version)
+            _, _, inputs, outputs = golden(FACE, "photo")
+            for _ in range(3):
+                r = c.invoke("face", inputs[0])
+                for got, want in zip(r, outputs):
+                    self.assertEqual(golden_mismatches(got, want), 0)
+        old = os.environ.get("ARENAD_BUSY_POLL_US")
+        try:
+            os.environ["ARENAD_BUSY_POLL_US"] = "2000000"   # clamped to 1 s
+            with arenad.Client(DAEMON.socket) as c:
+                self.assertEqual(c.busy_poll_us, arenad.client.BUSY_POLL_MAX_US)
+                self.assertTrue(c.ping().version)
+        finally:
+            if old is None:
+                os.environ.pop("ARENAD_BUSY_POLL_US", None)
+            else:
+                os.environ["ARENAD_BUSY_POLL_US"] = old
+
     def test_default_socket_is_arenad_socket_env_then_run(self):
         old = os.environ.get("ARENAD_SOCKET")
         try:

@@ -30,6 +30,7 @@ DEFAULT_SOCKET = "/run/arenad/arenad.sock"
 # The largest reply frame accepted (the C client's limit too); the daemon's own limit on the
 # frames it reads is its max_frame_bytes (default 64 MiB).
 MAX_FRAME_BYTES = 1 << 30
+BUSY_POLL_MAX_US = 1000000   # Client(busy_poll_us=...) upper bound, as AR_CLIENT_BUSY_POLL_MAX
 _RECV_BYTES = 1 << 16
 _UNSET = object()
 
@@ -330,12 +331,21 @@ class Client:
     as arenactl). timeout: seconds allowed for connecting, sending and each reply (None: no limit);
     every call also takes its own timeout=. Errors are ArenadError (code, message); a lost
     connection is ArenadConnectionError, a reply that does not come in time ArenadTimeout.
+    busy_poll_us: before blocking for a reply, poll the socket without sleeping (yielding the CPU)
+    for up to this many microseconds (0..1,000,000), so that a reply arriving meanwhile costs no
+    wake-up of a sleeping thread; the price is that much CPU per call (default: $ARENAD_BUSY_POLL_US,
+    else 0 = block at once; as libarenaclient's ar_client_set_busy_poll).
     Use as a context manager, or call close().
     """
 
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0):
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0,
+                 busy_poll_us: Optional[int] = None):
         self.socket_path = socket_path or os.environ.get("ARENAD_SOCKET") or DEFAULT_SOCKET
         self.timeout = timeout
+        if busy_poll_us is None:
+            env = os.environ.get("ARENAD_BUSY_POLL_US", "")
+            busy_poll_us = int(env) if env.isdigit() else 0
+        self.busy_poll_us = max(0, min(int(busy_poll_us), BUSY_POLL_MAX_US))
         self._buf = bytearray()
         self._next_id = 1
         self._replies: Dict[int, Any] = {}   # arrived, not yet claimed
@@ -689,6 +699,21 @@ class Client:
             self._replies[resp.id] = resp
         # else: the reply to an abandoned (timed out) request: dropped.
 
+    def _busy_recv(self) -> Optional[bytes]:
+        """busy_poll_us: what a non-blocking receive finds within that time, else None."""
+        if not self.busy_poll_us:
+            return None
+        end = time.monotonic() + self.busy_poll_us / 1e6
+        while True:
+            try:
+                return self._sock.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                if time.monotonic() >= end:
+                    return None
+                os.sched_yield()
+            except OSError as e:
+                raise self._connection_lost(f"receive: {e.strerror or e}") from None
+
     def _read_frame(self, deadline: Optional[float]):
         """One Response from the stream (bytes already buffered first). Blocks until `deadline`
         (monotonic seconds; None: forever; 0.0: only what is already there, returning None when
@@ -717,8 +742,10 @@ class Client:
                         raise ArenadTimeout(f"no reply from {self.socket_path} in time")
                 else:
                     self._sock.settimeout(left)
+            chunk = self._busy_recv() if deadline != 0.0 else None
             try:
-                chunk = self._sock.recv(_RECV_BYTES)
+                if chunk is None:
+                    chunk = self._sock.recv(_RECV_BYTES)
             except (BlockingIOError, InterruptedError):
                 return None
             except socket.timeout:
