@@ -1,17 +1,24 @@
 /* ipc.c - bench/ipc: what the daemon's socket costs, and what the daemon serves under load.
  *
- * Default mode:
+ * Default mode, three settings side by side, each against its own arenad (one run):
+ *   off      daemon busy_poll_us 0, inline_invoke_us 0, client busy poll 0: every wait sleeps;
+ *   default  arenad's and libarenaclient's defaults (busy_poll_us 50, inline_invoke_us 0, 0);
+ *   on       the latency settings: daemon busy_poll_us 200 and inline_invoke_us 5000, client busy
+ *            poll 5000 us (--busy-poll-us, --inline-invoke-us, --client-busy-poll-us change them).
+ *   For each:
  *   1. Ping round trips per second over the Unix socket, with 1 client and with 8 concurrent
  *      clients (one connection and one thread each, blocking libarenaclient calls).
  *   2. Invoke of face_detection_short_range and of selfie_segmentation on their golden photo
- *      inputs, three ways in alternating rounds (so all see the same machine state): over the
- *      socket with the tensors' bytes in the request and reply (the bytes path), over the socket
- *      with the input and the outputs in a registered shared-memory buffer (the shm path: the
- *      client's input already lives in the buffer, the outputs land there), and in process
- *      (ar_interp_invoke after copying the input in, the outputs copied out, as the daemon's worker
- *      does). The overhead of one invoke is its round trip minus the daemon's invoke_us (the
- *      worker's copy in + invoke + copy out: what in-process costs), so it is measured per invoke:
- *      median and p99 of that; the difference of the medians against in-process is printed too.
+ *      inputs, three ways in alternating blocks of 10 (so all see the same machine state, and the
+ *      socket invokes of a block run back to back as a client's do): over the socket with the
+ *      tensors' bytes in the request and reply (the bytes path), over the socket with the input and
+ *      the outputs in a registered shared-memory buffer (the shm path: the client's input already
+ *      lives in the buffer, the outputs land there), and in process (ar_interp_invoke after copying
+ *      the input in, the outputs copied out, as the daemon does). The overhead of one invoke is its
+ *      round trip minus the daemon's invoke_us (its copy in + invoke + copy out: what in-process
+ *      costs), so it is measured per invoke: median and p99 of that; the difference of the medians
+ *      against in-process is printed too. The daemon runs with "threads" 1 (--daemon-threads N
+ *      changes it; 0 = its default, the online CPUs), as the in-process interpreter does.
  *
  * --throughput: 8 clients (one connection and thread each) invoking 4 models in two share groups
  *   ("people": face_detection_short_range + selfie_segmentation, "hands": palm_detection_lite +
@@ -22,13 +29,15 @@
  *
  * --json: one JSON object on stdout instead of the text (default mode: ping_per_s,
  *   ping_per_s_8_clients, overhead_us_median, overhead_us_p99, shm_overhead_us_median,
- *   shm_overhead_us_p99 for face_detection_short_range, and one object per model under "models";
- *   --throughput: "runs", one object per thread count).
+ *   shm_overhead_us_p99 for face_detection_short_range, and one object per model under "models",
+ *   all of the "on" setting; "settings": the same object for each setting, with its busy_poll_us,
+ *   inline_invoke_us and client_busy_poll_us; --throughput: "runs", one object per thread count).
  *
  * Starts its own arenad ($AR_BUILDDIR/arenad, else the build dir it was compiled in) on a temp
  * socket unless --socket PATH names a running one (default mode only).
  *
- *   bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json]
+ *   bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json] [--busy-poll-us N]
+ *             [--inline-invoke-us N] [--client-busy-poll-us N] [--daemon-threads N]
  *   bench/ipc --throughput [--seconds S] [--threads 1,2] [--json]
  */
 #include "config.h"
@@ -82,6 +91,11 @@ typedef struct {
 } pinger_t;
 
 static volatile int go;
+static unsigned client_busy_poll_us;
+/* The daemon's "threads" in the overhead runs (0: its default, the online CPUs). 1 by default: the
+ * in-process invoke it is compared with runs on one thread too (ar_interp_options_default), so the
+ * difference is the socket path, not a second thread's gain or hand-off cost. */
+static unsigned daemon_threads = 1;   /* ar_client_set_busy_poll of every connection the bench makes */
 
 static void *pinger(void *arg) {
   pinger_t *p = arg;
@@ -91,6 +105,7 @@ static void *pinger(void *arg) {
     p->failed = 1;
     return NULL;
   }
+  ar_client_set_busy_poll(c, client_busy_poll_us);
   while (!go) { /* start together */ }
   double end = now_s() + seconds;
   while (now_s() < end) {
@@ -217,43 +232,59 @@ static int measure_model(ar_client_t *c, const char *stem, int invokes, overhead
   double *ov_b = malloc(sizeof(double) * (size_t)invokes), *ov_s = malloc(sizeof(double) * (size_t)invokes);
   double *rt_b = malloc(sizeof(double) * (size_t)invokes), *rt_s = malloc(sizeof(double) * (size_t)invokes);
   double *ip = malloc(sizeof(double) * (size_t)invokes);
-  for (int i = -10; i < invokes; i++) {
-    ar_client_result_t r;
-    double t0 = now_s();
-    rc = ar_client_invoke(c, stem, &tb, 1, &r, msg, sizeof(msg));
-    double t1 = now_s();
-    if (rc != 0) {
-      fprintf(stderr, "bench/ipc: invoke %s: %s\n", stem, msg);
-      return -1;
+  /* Blocks of OV_BLOCK invokes of each kind in turn (bytes, shm, in process): every kind sees the
+   * same machine over the run, and the socket invokes of a block follow each other as a client's
+   * back-to-back invokes do (a socket invoke right after a millisecond in process would find the
+   * daemon asleep and measure that wake-up instead: bounded busy polling covers gaps up to its
+   * busy_poll_us, not an arbitrary pause). 10 warm-up invokes of each kind first. */
+  enum { OV_BLOCK = 10 };
+  int nb = 0, ns = 0, np = 0;
+  for (int blk = -1; nb < invokes || ns < invokes || np < invokes; blk++) {
+    for (int kind = 0; kind < 3; kind++) {
+      for (int k = 0; k < OV_BLOCK; k++) {
+        ar_client_result_t r;
+        double t0, t1;
+        if (kind == 0) {
+          t0 = now_s();
+          rc = ar_client_invoke(c, stem, &tb, 1, &r, msg, sizeof(msg));
+          t1 = now_s();
+          if (rc != 0) {
+            fprintf(stderr, "bench/ipc: invoke %s: %s\n", stem, msg);
+            return -1;
+          }
+          if (blk >= 0 && nb < invokes) {
+            rt_b[nb] = (t1 - t0) * 1e6;
+            ov_b[nb++] = (t1 - t0) * 1e6 - (double)r.invoke_us;
+          }
+          ar_client_result_free(&r);
+        } else if (kind == 1) {
+          t0 = now_s();
+          rc = ar_client_invoke_into(c, stem, &ts, 1, out_ptr, out_sz, (size_t)n_out, &r, msg, sizeof(msg));
+          t1 = now_s();
+          if (rc != 0) {
+            fprintf(stderr, "bench/ipc: invoke %s through shared memory: %s\n", stem, msg);
+            return -1;
+          }
+          if (blk >= 0 && ns < invokes) {
+            rt_s[ns] = (t1 - t0) * 1e6;
+            ov_s[ns++] = (t1 - t0) * 1e6 - (double)r.invoke_us;
+          }
+          ar_client_result_free(&r);
+        } else {
+          t0 = now_s();
+          memcpy(ar_interp_input(in, 0)->data, input, in_bytes);
+          ar_interp_invoke(in);
+          off = 0;
+          for (int j = 0; j < n_out; j++) {
+            const ar_tview_t *v = ar_interp_output(in, j);
+            memcpy(outs + off, v->data, v->bytes);
+            off += v->bytes;
+          }
+          t1 = now_s();
+          if (blk >= 0 && np < invokes) ip[np++] = (t1 - t0) * 1e6;
+        }
+      }
     }
-    if (i >= 0) {
-      rt_b[i] = (t1 - t0) * 1e6;
-      ov_b[i] = rt_b[i] - (double)r.invoke_us;
-    }
-    ar_client_result_free(&r);
-    t0 = now_s();
-    rc = ar_client_invoke_into(c, stem, &ts, 1, out_ptr, out_sz, (size_t)n_out, &r, msg, sizeof(msg));
-    t1 = now_s();
-    if (rc != 0) {
-      fprintf(stderr, "bench/ipc: invoke %s through shared memory: %s\n", stem, msg);
-      return -1;
-    }
-    if (i >= 0) {
-      rt_s[i] = (t1 - t0) * 1e6;
-      ov_s[i] = rt_s[i] - (double)r.invoke_us;
-    }
-    ar_client_result_free(&r);
-    t0 = now_s();
-    memcpy(ar_interp_input(in, 0)->data, input, in_bytes);
-    ar_interp_invoke(in);
-    off = 0;
-    for (int j = 0; j < n_out; j++) {
-      const ar_tview_t *v = ar_interp_output(in, j);
-      memcpy(outs + off, v->data, v->bytes);
-      off += v->bytes;
-    }
-    t1 = now_s();
-    if (i >= 0) ip[i] = (t1 - t0) * 1e6;
   }
   double *all[] = {ov_b, ov_s, rt_b, rt_s, ip};
   for (int k = 0; k < 5; k++) qsort(all[k], (size_t)invokes, sizeof(double), cmp_double);
@@ -267,8 +298,8 @@ static int measure_model(ar_client_t *c, const char *stem, int invokes, overhead
   o->inproc_p99 = quantile(ip, invokes, 0.99);
   o->in_bytes = in_bytes;
   o->out_bytes = out_bytes;
-  say("\nInvoke %s (input %zu B, outputs %" PRIu64 " B), %d invokes each way, alternating:\n", stem, in_bytes,
-      out_bytes, invokes);
+  say("\nInvoke %s (input %zu B, outputs %" PRIu64 " B), %d invokes each way, in alternating blocks of %d:\n", stem,
+      in_bytes, out_bytes, invokes, OV_BLOCK);
   say("  in process (copy in, invoke, copy out):   median %8.1f us   p99 %8.1f us\n", o->inproc, o->inproc_p99);
   say("  socket, bytes path: round trip median %8.1f us;  overhead per invoke median %6.1f us  p99 %6.1f us"
       "  (difference of medians %.1f us, %.1f%% of in-process)\n",
@@ -295,50 +326,138 @@ static json_t *overhead_json(const overhead_t *o) {
                    (json_int_t)o->out_bytes);
 }
 
-static int run_overhead(int invokes) {
+/* One side of the comparison: the daemon's busy_poll_us and inline_invoke_us (arenad.json(5)) and
+ * the client's busy-poll time (ar_client_set_busy_poll). */
+typedef struct {
+  const char *name;
+  unsigned busy_poll_us, inline_invoke_us, client_busy_poll_us;
+  double ping1, ping8;
+  overhead_t o[2];
+} setting_t;
+
+static const char *const ov_stems[] = {"face_detection_short_range", "selfie_segmentation"};
+
+/* Start a daemon whose config sets the setting's keys; *d is started (0) or not (-1). */
+static int start_daemon_with(ar_test_daemon_t *d, const setting_t *st) {
+  char dir[] = "/tmp/arenad-ipc-XXXXXX", cfg[300];
+  if (mkdtemp(dir) == NULL) return -1;
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  FILE *f = fopen(cfg, "w");
+  if (f == NULL) return -1;
+  fprintf(f, "{\"models\": [], \"busy_poll_us\": %u, \"inline_invoke_us\": %u", st->busy_poll_us,
+          st->inline_invoke_us);
+  if (daemon_threads) fprintf(f, ", \"threads\": %u", daemon_threads);
+  fprintf(f, "}\n");
+  fclose(f);
+  const char *extra[] = {"--config", cfg, NULL};
+  int rc = ar_td_start(d, "64M", extra);
+  unlink(cfg);
+  rmdir(dir);
+  if (rc != 0) fprintf(stderr, "bench/ipc: could not start arenad (log %s)\n", d->log);
+  return rc;
+}
+
+static int run_setting(setting_t *st, int invokes, const char *given_socket) {
   ar_test_daemon_t d = {0};
-  if (socket_path == NULL) {
-    if (ar_td_start(&d, "64M", NULL) != 0) {
-      fprintf(stderr, "bench/ipc: could not start arenad (log %s)\n", d.log);
-      return 1;
-    }
+  if (given_socket == NULL) {
+    if (start_daemon_with(&d, st) != 0) return 1;
     socket_path = d.socket;
   }
-  say("bench/ipc: arenad %s, socket %s\n\n", PACKAGE_VERSION, socket_path);
-  double r1 = ping_rate(1), r8 = ping_rate(8);
-  say("Ping round trips/s   1 client: %10.0f   (%.1f us per round trip; target >= 50000)\n", r1, r1 > 0 ? 1e6 / r1 : 0);
-  say("Ping round trips/s   8 clients: %9.0f   (%.2fx the single client)\n", r8, r1 > 0 ? r8 / r1 : 0);
+  say("\n== %s: daemon busy_poll_us %u, inline_invoke_us %u; client busy poll %u us ==\n", st->name,
+      st->busy_poll_us, st->inline_invoke_us, st->client_busy_poll_us);
+  client_busy_poll_us = st->client_busy_poll_us;
+  st->ping1 = ping_rate(1);
+  st->ping8 = ping_rate(8);
+  say("Ping round trips/s   1 client: %10.0f   (%.1f us per round trip; target >= 50000)\n", st->ping1,
+      st->ping1 > 0 ? 1e6 / st->ping1 : 0);
+  say("Ping round trips/s   8 clients: %9.0f   (%.2fx the single client)\n", st->ping8,
+      st->ping1 > 0 ? st->ping8 / st->ping1 : 0);
   char msg[AR_MSG_BYTES];
   ar_client_t *c = NULL;
   if (ar_client_connect(socket_path, &c, msg, sizeof(msg)) != 0) {
     fprintf(stderr, "bench/ipc: %s\n", msg);
+    if (d.pid) ar_td_stop(&d);
     return 1;
   }
-  static const char *const stems[] = {"face_detection_short_range", "selfie_segmentation"};
-  overhead_t o[2];
-  json_t *models = json_object();
+  ar_client_set_busy_poll(c, st->client_busy_poll_us);
   for (int k = 0; k < 2; k++) {
-    if (measure_model(c, stems[k], invokes, &o[k]) != 0) {
+    if (measure_model(c, ov_stems[k], invokes, &st->o[k]) != 0) {
+      ar_client_close(c);
       if (d.pid) ar_td_stop(&d);
       return 1;
     }
-    json_object_set_new(models, stems[k], overhead_json(&o[k]));
   }
   ar_client_close(c);
-  say("\ntargets: overhead <= 30 us median with shared memory, <= 100 us on the bytes path\n");
+  if (d.pid) ar_td_stop(&d);
+  return 0;
+}
+
+static json_t *setting_json(const setting_t *st) {
+  json_t *models = json_object();
+  for (int k = 0; k < 2; k++) json_object_set_new(models, ov_stems[k], overhead_json(&st->o[k]));
+  return json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "setting", st->name, "busy_poll_us",
+                   (int)st->busy_poll_us, "inline_invoke_us", (int)st->inline_invoke_us, "client_busy_poll_us",
+                   (int)st->client_busy_poll_us, "ping_per_s", st->ping1, "ping_per_s_8_clients", st->ping8,
+                   "overhead_us_median", st->o[0].bytes_med, "overhead_us_p99", st->o[0].bytes_p99,
+                   "shm_overhead_us_median", st->o[0].shm_med, "shm_overhead_us_p99", st->o[0].shm_p99, "models",
+                   models);
+}
+
+static int run_overhead(int invokes, setting_t *sets, int n_sets) {
+  const char *given = socket_path;
+  say("bench/ipc: arenad %s%s%s\n", PACKAGE_VERSION, given ? ", socket " : "", given ? given : "");
+  if (given) say("(a running daemon: its own busy_poll_us / inline_invoke_us apply; only the client side varies)\n");
+  for (int i = 0; i < n_sets; i++)
+    if (run_setting(&sets[i], invokes, given) != 0) return 1;
+  /* Side by side. */
+  say("\n%-44s", "setting");
+  for (int i = 0; i < n_sets; i++) say(" %14s", sets[i].name);
+  say("\n%-44s", "  daemon busy_poll_us / inline_invoke_us");
+  for (int i = 0; i < n_sets; i++) {
+    char b[32];
+    snprintf(b, sizeof(b), "%u / %u", sets[i].busy_poll_us, sets[i].inline_invoke_us);
+    say(" %14s", b);
+  }
+  say("\n%-44s", "  client busy poll (us)");
+  for (int i = 0; i < n_sets; i++) say(" %14u", sets[i].client_busy_poll_us);
+  say("\n%-44s", "ping round trips/s, 1 client (>= 50000)");
+  for (int i = 0; i < n_sets; i++) say(" %14.0f", sets[i].ping1);
+  say("\n%-44s", "ping round trips/s, 8 clients");
+  for (int i = 0; i < n_sets; i++) say(" %14.0f", sets[i].ping8);
+  for (int k = 0; k < 2; k++) {
+    say("\n%s", ov_stems[k]);
+    const char *rows[] = {"  in process median (us)", "  bytes overhead median / p99 (us)",
+                          "  shm overhead median / p99 (us)", "  bytes round trip - in process (us)",
+                          "  shm round trip - in process (us)"};
+    for (int r = 0; r < 5; r++) {
+      say("\n%-44s", rows[r]);
+      for (int i = 0; i < n_sets; i++) {
+        const overhead_t *o = &sets[i].o[k];
+        char b[40];
+        if (r == 0) snprintf(b, sizeof(b), "%.0f", o->inproc);
+        else if (r == 1) snprintf(b, sizeof(b), "%.1f / %.0f", o->bytes_med, o->bytes_p99);
+        else if (r == 2) snprintf(b, sizeof(b), "%.1f / %.0f", o->shm_med, o->shm_p99);
+        else if (r == 3) snprintf(b, sizeof(b), "%.1f", o->rt_bytes - o->inproc);
+        else snprintf(b, sizeof(b), "%.1f", o->rt_shm - o->inproc);
+        say(" %14s", b);
+      }
+    }
+  }
+  say("\n\ntargets (face_detection_short_range): overhead <= 30 us median with shared memory, <= 100 us on the "
+      "bytes path; ping >= 50000/s with one client\n");
   if (json_out) {
-    json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:o}", "ping_per_s", r1, "ping_per_s_8_clients", r8,
-                          "overhead_us_median", o[0].bytes_med, "overhead_us_p99", o[0].bytes_p99,
-                          "shm_overhead_us_median", o[0].shm_med, "shm_overhead_us_p99", o[0].shm_p99, "model",
-                          stems[0], "models", models);
+    /* Top level: the last setting (busy polling on); every setting under "settings". */
+    const setting_t *top = &sets[n_sets - 1];
+    json_t *arr = json_array();
+    for (int i = 0; i < n_sets; i++) json_array_append_new(arr, setting_json(&sets[i]));
+    json_t *j = setting_json(top);
+    json_object_set_new(j, "model", json_string(ov_stems[0]));
+    json_object_set_new(j, "settings", arr);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     printf("%s\n", s);
     free(s);
     json_decref(j);
-  } else {
-    json_decref(models);
   }
-  if (d.pid) ar_td_stop(&d);
   return 0;
 }
 
@@ -539,7 +658,16 @@ int main(int argc, char **argv) {
                                        {"json", no_argument, NULL, 'j'},
                                        {"throughput", no_argument, NULL, 'T'},
                                        {"threads", required_argument, NULL, 'p'},
+                                       {"busy-poll-us", required_argument, NULL, 'B'},
+                                       {"inline-invoke-us", required_argument, NULL, 'I'},
+                                       {"client-busy-poll-us", required_argument, NULL, 'C'},
+                                       {"daemon-threads", required_argument, NULL, 'D'},
                                        {NULL, 0, NULL, 0}};
+  /* off: every wait sleeps; default: arenad's defaults (busy_poll_us 50, inline_invoke_us 0) and
+   * libarenaclient's (no busy poll); on: the latency settings below (options). */
+  setting_t sets[3] = {{.name = "off"},
+                       {.name = "default", .busy_poll_us = 50},
+                       {.name = "on", .busy_poll_us = 200, .inline_invoke_us = 5000, .client_busy_poll_us = 5000}};
   int invokes = 300, o;
   bool throughput = false, seconds_set = false;
   const char *threads = "1,2";
@@ -550,8 +678,14 @@ int main(int argc, char **argv) {
     else if (o == 'j') json_out = true;
     else if (o == 'T') throughput = true;
     else if (o == 'p') threads = optarg;
+    else if (o == 'B') sets[2].busy_poll_us = (unsigned)atoi(optarg);
+    else if (o == 'I') sets[2].inline_invoke_us = (unsigned)atoi(optarg);
+    else if (o == 'C') sets[2].client_busy_poll_us = (unsigned)atoi(optarg);
+    else if (o == 'D') daemon_threads = (unsigned)atoi(optarg);
     else {
       fprintf(stderr, "usage: bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json]\n"
+                      "                 [--busy-poll-us N] [--inline-invoke-us N] [--client-busy-poll-us N]\n"
+                      "                 [--daemon-threads N]\n"
                       "       bench/ipc --throughput [--seconds S] [--threads 1,2] [--json]\n");
       return 2;
     }
@@ -561,5 +695,5 @@ int main(int argc, char **argv) {
     if (!seconds_set) seconds = 20.0;
     return run_throughput(threads);
   }
-  return run_overhead(invokes);
+  return run_overhead(invokes, sets, 3);
 }
