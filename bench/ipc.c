@@ -25,7 +25,8 @@
  *   hand_landmark_lite; client i runs model i % 4) for --seconds (default 20) against a daemon
  *   started with each value of --threads (the config's "threads"; default "1,2"): invokes/s, p50
  *   and p99 latency of the round trips, failures, and the daemon's heap allocations inside invoke
- *   (stats heap_allocs_in_invoke, summed over the models).
+ *   (stats heap_allocs_in_invoke, summed over the models). --busy-poll-us N sets the daemon's
+ *   busy_poll_us for these runs (default: its default).
  *
  * --json: one JSON object on stdout instead of the text (default mode: ping_per_s,
  *   ping_per_s_8_clients, overhead_us_median, overhead_us_p99, shm_overhead_us_median,
@@ -38,7 +39,7 @@
  *
  *   bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json] [--busy-poll-us N]
  *             [--inline-invoke-us N] [--client-busy-poll-us N] [--daemon-threads N]
- *   bench/ipc --throughput [--seconds S] [--threads 1,2] [--json]
+ *   bench/ipc --throughput [--seconds S] [--threads 1,2] [--busy-poll-us N] [--json]
  */
 #include "config.h"
 
@@ -464,6 +465,8 @@ static int run_overhead(int invokes, setting_t *sets, int n_sets) {
 /* ---- throughput ---------------------------------------------------------------------------- */
 
 #define TP_CLIENTS 8
+/* --throughput --busy-poll-us N: the daemon's busy_poll_us (-1: its default). */
+static int tp_busy_poll_us = -1;
 #define TP_MAX_SAMPLES (1 << 20)
 
 static const char *const tp_models[4][2] = {{"face_detection_short_range", "people"},
@@ -523,6 +526,7 @@ static int throughput_run(unsigned threads, json_t *runs) {
   if (f == NULL) return 1;
   fprintf(f, "{\"models\": []");
   if (threads) fprintf(f, ", \"threads\": %u", threads);
+  if (tp_busy_poll_us >= 0) fprintf(f, ", \"busy_poll_us\": %d", tp_busy_poll_us);
   fprintf(f, "}\n");
   fclose(f);
   const char *extra[] = {"--config", cfg, NULL};
@@ -669,7 +673,7 @@ int main(int argc, char **argv) {
                        {.name = "default", .busy_poll_us = 50},
                        {.name = "on", .busy_poll_us = 200, .inline_invoke_us = 5000, .client_busy_poll_us = 5000}};
   int invokes = 300, o;
-  bool throughput = false, seconds_set = false;
+  bool throughput = false, seconds_set = false, busy_set = false;
   const char *threads = "1,2";
   while ((o = getopt_long(argc, argv, "s:t:n:", opts, NULL)) != -1) {
     if (o == 's') socket_path = optarg;
@@ -678,7 +682,7 @@ int main(int argc, char **argv) {
     else if (o == 'j') json_out = true;
     else if (o == 'T') throughput = true;
     else if (o == 'p') threads = optarg;
-    else if (o == 'B') sets[2].busy_poll_us = (unsigned)atoi(optarg);
+    else if (o == 'B') sets[2].busy_poll_us = (unsigned)atoi(optarg), busy_set = true;
     else if (o == 'I') sets[2].inline_invoke_us = (unsigned)atoi(optarg);
     else if (o == 'C') sets[2].client_busy_poll_us = (unsigned)atoi(optarg);
     else if (o == 'D') daemon_threads = (unsigned)atoi(optarg);
@@ -686,13 +690,14 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json]\n"
                       "                 [--busy-poll-us N] [--inline-invoke-us N] [--client-busy-poll-us N]\n"
                       "                 [--daemon-threads N]\n"
-                      "       bench/ipc --throughput [--seconds S] [--threads 1,2] [--json]\n");
+                      "       bench/ipc --throughput [--seconds S] [--threads 1,2] [--busy-poll-us N] [--json]\n");
       return 2;
     }
   }
   if (invokes < 10) invokes = 10;
   if (throughput) {
     if (!seconds_set) seconds = 20.0;
+    if (busy_set) tp_busy_poll_us = (int)sets[2].busy_poll_us;
     return run_throughput(threads);
   }
   return run_overhead(invokes, sets, 3);
