@@ -19,10 +19,12 @@
  * chunk nobody took.
  *
  * Invoke-time calls (ar_parallel_for*, enter/leave) never allocate and never block on a lock; the
- * caller sleeps (futex) only while a helper finishes the last chunk it took. Helpers spin briefly
- * (AR_POOL_SPIN_US) after their last chunk before they sleep, so the next operator of the same
- * invoke finds them awake. Nested calls (a chunk calling ar_parallel_for) and concurrent callers
- * are allowed.
+ * caller sleeps (futex) only while a helper finishes the last chunk it took. While an invoke is in
+ * progress (enter .. leave) and a core is free for them, helpers spin between operators for up to
+ * AR_POOL_HOT_SPIN_US, so that every operator of the invoke finds them awake (a hand-off then
+ * costs about a microsecond, a futex wake-up tens); otherwise they spin AR_POOL_SPIN_US after their
+ * last chunk before they sleep. Nested calls (a chunk calling ar_parallel_for) and concurrent
+ * callers are allowed.
  */
 #ifndef AR_PARALLEL_H
 #define AR_PARALLEL_H
@@ -38,8 +40,11 @@ extern "C" {
 
 /* Most threads a pool may have (its `threads`, helpers + the caller). */
 #define AR_POOL_THREADS_MAX 256
-/* How long (us) an idle helper keeps looking for work before it sleeps. */
+/* How long (us) an idle helper keeps looking for work before it sleeps: outside invokes (or when
+ * every core is taken), and during an invoke with a core free for it (the longest stretch of an
+ * invoke without a split operator it waits through awake). */
 #define AR_POOL_SPIN_US 100
+#define AR_POOL_HOT_SPIN_US 2000
 
 /* Work over the index range [begin, end) (a sub-range of [0, n)). */
 typedef void (*ar_range_fn)(void *ctx, int64_t begin, int64_t end);
@@ -56,6 +61,31 @@ void ar_parallel_for(const ar_node_t *node, int64_t n, int64_t grain, ar_range_f
  * each given its slot (the caller is slot 0). Size per-slot scratch with ar_parallel_threads. */
 void ar_parallel_for_slots(const ar_node_t *node, int64_t n, int64_t grain, int32_t max_slots,
                            ar_slot_range_fn fn, void *ctx);
+
+/* For work whose every index comes out the same whatever range it is computed in (elementwise
+ * passes, copies, pooling rows, GEMM rows whose each element is one FMA chain in k order): run fn
+ * over [0, n) in about equal chunks whose count follows the thread count (see
+ * ar_parallel_split_chunks), chunk c = [s(c), s(c + 1)) with s(c) = floor(n * c / chunks) rounded
+ * down to a multiple of `align` (s(chunks) = n). Participant i starts on the i-th contiguous run of
+ * chunks, so that an operator computes the same fraction of its output on the same thread as the
+ * operator before it (the part a core wrote stays in its cache). The split, unlike
+ * ar_parallel_for's, depends on the thread count: fn must give each index the same value whatever
+ * range holds it (tests/check_threads.c compares every model's outputs across thread counts).
+ * Never allocates. */
+void ar_parallel_for_split(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
+                           ar_range_fn fn, void *ctx);
+/* The same with at most max_slots participants, each given its slot (as ar_parallel_for_slots). */
+void ar_parallel_for_split_slots(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
+                                 int32_t max_slots, ar_slot_range_fn fn, void *ctx);
+
+/* Chunks ar_parallel_for_split cuts [0, n) into: 1 without a pool of 2+ threads or when n <
+ * 2 * min_part (min_part: the least work worth a hand-off to another core, about a microsecond,
+ * in the caller's units); else one run per thread (at most threads, none below min_part), each
+ * cut into up to AR_PARALLEL_SPLIT_PIECES pieces when it holds that many times
+ * AR_PARALLEL_SPLIT_PIECES * min_part, so that a thread done early takes over part of a late
+ * one's run. */
+int64_t ar_parallel_split_chunks(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part);
+#define AR_PARALLEL_SPLIT_PIECES 4
 
 /* Threads an eval of `node` may use at once (>= 1): node->threads as the interpreter set it at
  * prepare (a hand-built node with 0 counts as 1). Prepare sizes per-slot scratch with it; the
@@ -80,7 +110,8 @@ void ar_threadpool_free(ar_threadpool_t *pool);
 int32_t ar_threadpool_threads(const ar_threadpool_t *pool);
 
 /* An invoke starts / ends on the calling thread: counts it as a thread at work (scheduling rule
- * above). NULL is fine. Never allocates. */
+ * above) and keeps the helpers hot until it ends; enter wakes sleeping helpers when a core is free
+ * for them (one futex call). NULL is fine. Never allocates. */
 void ar_threadpool_enter(ar_threadpool_t *pool);
 void ar_threadpool_leave(ar_threadpool_t *pool);
 
