@@ -74,6 +74,10 @@ void ar_parallel_for_slots(const ar_node_t *node, int64_t n, int64_t grain, int3
  * Never allocates. */
 void ar_parallel_for_split(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
                            ar_range_fn fn, void *ctx);
+/* As ar_parallel_for_split, in one run per thread and no more (for work that pays a set-up per
+ * call, e.g. packing a GEMM operand); so on one thread, fn is called once over [0, n). */
+void ar_parallel_for_runs(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
+                          ar_range_fn fn, void *ctx);
 /* The same with at most max_slots participants, each given its slot (as ar_parallel_for_slots). */
 void ar_parallel_for_split_slots(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
                                  int32_t max_slots, ar_slot_range_fn fn, void *ctx);

@@ -136,16 +136,18 @@ static AR_ALWAYS_INLINE void binary_run(int op, float *out, const float *a, int6
   }
 }
 
-/* Innermost runs [r0, r1) of the collapsed loop nest (a run = st->dims[rank-1] outputs): the
- * odometer over the outer dims starts at r0, offsets into a and b kept incrementally. Compiled
- * for the baseline, AVX2 and AVX-512F (the same expressions per element in each, so the same
- * values: PRELU's alpha * neg with neg = 0 or x rounds alike fused or not) and picked at run
- * time by binary_rows; a run is often one pixel's channels (PRELU's alpha per channel), so the
- * whole loop is cloned rather than each run. */
-static AR_ALWAYS_INLINE void binary_rows_body(const binary_state_t *st, const float *a,
-                                              const float *b, float *out, int64_t r0, int64_t r1) {
+/* Outputs [i0, i1) of the collapsed loop nest, in runs of at most st->dims[rank-1] outputs (a
+ * run = one innermost loop; the first and last may be partial): the odometer over the outer dims
+ * starts at i0's run, offsets into a and b kept incrementally. Compiled for the baseline, AVX2
+ * and AVX-512F (the same expressions per element in each, so the same values: PRELU's alpha * neg
+ * with neg = 0 or x rounds alike fused or not) and picked at run time by binary_span; a run is
+ * often one pixel's channels (PRELU's alpha per channel), so the whole loop is cloned rather than
+ * each run. Each output is computed the same way whichever range holds it. */
+static AR_ALWAYS_INLINE void binary_span_body(const binary_state_t *st, const float *a,
+                                              const float *b, float *out, int64_t i0, int64_t i1) {
   const int32_t last = st->rank - 1;
   const int64_t inner = st->dims[last];
+  const int64_t r0 = i0 / inner;
   int64_t idx[AR_BCAST_MAX_RANK] = {0};
   int64_t oa = 0, ob = 0, q = r0;
   for (int32_t d = last - 1; d >= 0; d--) {
@@ -154,9 +156,12 @@ static AR_ALWAYS_INLINE void binary_rows_body(const binary_state_t *st, const fl
     oa += idx[d] * st->sa[d];
     ob += idx[d] * st->sb[d];
   }
-  for (int64_t r = r0; r < r1; r++) {
-    binary_run(st->op, out + r * inner, a + oa, st->sa[last], b + ob, st->sb[last], inner, st->lo,
-               st->hi);
+  const int64_t sa = st->sa[last], sb = st->sb[last];
+  for (int64_t r = r0, lo = i0 - r0 * inner;; r++, lo = 0) {
+    const int64_t hi = AR_MIN(inner, i1 - r * inner);
+    binary_run(st->op, out + r * inner + lo, a + oa + lo * sa, sa, b + ob + lo * sb, sb, hi - lo,
+               st->lo, st->hi);
+    if (hi < inner || (r + 1) * inner >= i1) break;
     for (int32_t d = last - 1; d >= 0; d--) {
       oa += st->sa[d]; ob += st->sb[d];
       if (++idx[d] < st->dims[d]) break;
@@ -165,28 +170,28 @@ static AR_ALWAYS_INLINE void binary_rows_body(const binary_state_t *st, const fl
     }
   }
 }
-static void binary_rows_base(const binary_state_t *st, const float *a, const float *b, float *out,
-                             int64_t r0, int64_t r1) {
-  binary_rows_body(st, a, b, out, r0, r1);
+static void binary_span_base(const binary_state_t *st, const float *a, const float *b, float *out,
+                             int64_t i0, int64_t i1) {
+  binary_span_body(st, a, b, out, i0, i1);
 }
 #if AR_HAVE_AVX2_CLONE
-AR_TARGET_AVX2 static void binary_rows_avx2(const binary_state_t *st, const float *a,
-                                            const float *b, float *out, int64_t r0, int64_t r1) {
-  binary_rows_body(st, a, b, out, r0, r1);
+AR_TARGET_AVX2 static void binary_span_avx2(const binary_state_t *st, const float *a,
+                                            const float *b, float *out, int64_t i0, int64_t i1) {
+  binary_span_body(st, a, b, out, i0, i1);
 }
-AR_TARGET_AVX512 static void binary_rows_avx512(const binary_state_t *st, const float *a,
-                                                const float *b, float *out, int64_t r0, int64_t r1) {
-  binary_rows_body(st, a, b, out, r0, r1);
+AR_TARGET_AVX512 static void binary_span_avx512(const binary_state_t *st, const float *a,
+                                                const float *b, float *out, int64_t i0, int64_t i1) {
+  binary_span_body(st, a, b, out, i0, i1);
 }
 #endif
-static void binary_rows(const binary_state_t *st, const float *a, const float *b, float *out,
-                        int64_t r0, int64_t r1) {
+static void binary_span(const binary_state_t *st, const float *a, const float *b, float *out,
+                        int64_t i0, int64_t i1) {
 #if AR_HAVE_AVX2_CLONE
   const int isa = ar__f32_isa();
-  if (isa >= AR_ISA_AVX512) { binary_rows_avx512(st, a, b, out, r0, r1); return; }
-  if (isa >= AR_ISA_AVX2) { binary_rows_avx2(st, a, b, out, r0, r1); return; }
+  if (isa >= AR_ISA_AVX512) { binary_span_avx512(st, a, b, out, i0, i1); return; }
+  if (isa >= AR_ISA_AVX2) { binary_span_avx2(st, a, b, out, i0, i1); return; }
 #endif
-  binary_rows_base(st, a, b, out, r0, r1);
+  binary_span_base(st, a, b, out, i0, i1);
 }
 
 /* ADD and MUL on int32 / int64 operands and on quantized uint8 / int8 run binary.c's generic
@@ -196,23 +201,25 @@ static bool int_operands(const ar_node_t *node) {
   return node->n_inputs >= 1 && node->inputs[0] && node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
 }
 
-/* Float passes above this many elements are split over the node's pool, in pieces of at least
- * this many (per element the same value whichever thread computes it). */
-#define AR_ELEM_CHUNK 16384
+/* Float passes split over the node's pool with ar_parallel_for_split (every output element is
+ * computed the same way whichever piece holds it): pieces start at multiples of AR_ELEM_ALIGN
+ * elements (whole cache lines, and the same vector / scalar-tail split of each element as one
+ * pass over the whole tensor), none smaller than AR_ELEM_MIN_PART elements (about a microsecond
+ * of work against the pool's hand-off of about half of one). */
+#define AR_ELEM_ALIGN 64
+#define AR_ELEM_MIN_PART 4096
 
 typedef struct binary_job {
   const binary_state_t *st;
   const float *a, *b;
   float *out;
-  int64_t inner;
 } binary_job_t;
 
-/* Rows [r0, r1) of the broadcast loop nest, then their post activation. */
-static void binary_range(void *ctx, int64_t r0, int64_t r1) {
+/* Outputs [i0, i1), then their post activation. */
+static void binary_range(void *ctx, int64_t i0, int64_t i1) {
   const binary_job_t *j = ctx;
-  binary_rows(j->st, j->a, j->b, j->out, r0, r1);
-  if (j->st->post_act)
-    ar_apply_activation(j->out + r0 * j->inner, (size_t)((r1 - r0) * j->inner), j->st->act);
+  binary_span(j->st, j->a, j->b, j->out, i0, i1);
+  if (j->st->post_act) ar_apply_activation(j->out + i0, (size_t)(i1 - i0), j->st->act);
 }
 
 static void binary_eval(const ar_node_t *node) {
@@ -220,9 +227,8 @@ static void binary_eval(const ar_node_t *node) {
   const binary_state_t *st = node->state;
   if (st->n == 0) return;
   binary_job_t j = {.st = st, .a = node->inputs[0]->data, .b = node->inputs[1]->data,
-                    .out = node->outputs[0]->data, .inner = st->dims[st->rank - 1]};
-  const int64_t rows = st->n / j.inner;
-  ar_parallel_for(node, rows, ar_parallel_grain(rows, j.inner, AR_ELEM_CHUNK, 1), binary_range, &j);
+                    .out = node->outputs[0]->data};
+  ar_parallel_for_split(node, st->n, AR_ELEM_ALIGN, AR_ELEM_MIN_PART, binary_range, &j);
 }
 
 static int add_prepare(ar_node_t *node, char *msg, size_t n) {
@@ -427,7 +433,7 @@ static bool unary_q_eval(const ar_node_t *node) {
 }
 
 /* The float RELU / RELU6 / HARD_SWISH passes over elements [0, n), cloned for the baseline, AVX2
- * and AVX-512F like binary_rows (per element, the same value on every path). */
+ * and AVX-512F like binary_span (per element, the same value on every path). */
 enum { UN_RELU, UN_RELU6, UN_HARD_SWISH };
 static AR_ALWAYS_INLINE void unary_f32_body(int op, const float *in, float *out, int64_t n) {
   switch (op) {
@@ -485,11 +491,11 @@ static void unary_range(void *ctx, int64_t i0, int64_t i1) {
   else unary_f32(j->op, j->in + i0, j->out + i0, i1 - i0);
 }
 
-/* A float pass over the node's input 0 into output 0, in pieces of AR_ELEM_CHUNK elements. */
+/* A float pass over the node's input 0 into output 0, split as the binary passes. */
 static void unary_split(const ar_node_t *node, int op) {
   const unary_job_t j = {.op = op, .in = node->inputs[0]->data, .out = node->outputs[0]->data};
   const int64_t n = ar_k_elements(node->inputs[0]);
-  ar_parallel_for(node, n, ar_parallel_grain(n, 1, AR_ELEM_CHUNK, 64), unary_range, (void *)&j);
+  ar_parallel_for_split(node, n, AR_ELEM_ALIGN, AR_ELEM_MIN_PART, unary_range, (void *)&j);
 }
 
 static void relu_eval(const ar_node_t *node) {

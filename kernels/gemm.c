@@ -11,8 +11,11 @@
  * on M, N, K only, never on the thread count, so the result is the same for every pool.
  * Within a band, rows go in tiles of about AR_GEMM_TILE_BYTES of C, so that the bias fill, the
  * product's C and the activation pass stay in cache. CONV_2D asks for kernels/sgemm512.c (whose
- * elements do not depend on the split either) on CPUs with AVX-512F: one call per band, whatever
- * its rows (so a float16 B, which only sgemm512 reads, takes the same path as a float32 one).
+ * elements do not depend on the split) on CPUs with AVX-512F, whatever its rows (so a float16 B,
+ * which only sgemm512 reads, takes the same path as a float32 one): those products are split over
+ * rows only, one run of rows per thread (ar_parallel_for_runs; one call on one thread, as each
+ * call packs B again), so that each thread writes the same fraction of the output as it did for
+ * the operator before (what it wrote stays in its core's cache).
  */
 #include "kernels/gemm.h"
 
@@ -25,7 +28,11 @@
 
 #define AR_GEMM_ALIGN 16
 #define AR_GEMM_MAX_CHUNKS 16
-#define AR_GEMM_MIN_CHUNK_MACS (256 * 1024)
+#define AR_GEMM_MIN_CHUNK_MACS (128 * 1024)
+/* sgemm512 products: row runs by thread count (ar_parallel_for_runs), none below this many
+ * multiply-adds (a few microseconds against a hand-off of one or two), in multiples of 4 rows. */
+#define AR_GEMM_SPLIT_MIN_MACS (64 * 1024)
+#define AR_GEMM_SPLIT_ROWS 4
 #define AR_GEMM_TILE_BYTES (256 * 1024)
 #define AR_GEMM_TILE_MIN_ROWS 256
 
@@ -96,14 +103,15 @@ int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
 
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
   if (g->m <= 0 || g->n <= 0) return;
-  /* sgemm512 on one thread: one call (each band would pack B again; its elements do not depend
-   * on the split, so the bytes are those of the banded run). */
-  if ((g->b16 || (g->avx512 && ar_sgemm512_available())) &&
-      (!node || !node->pool || ar_parallel_threads(node) <= 1)) {
-    gemm_block(g, 0, g->m, 0, g->n);
+  gemm_job_t j = {.g = g};
+  if (g->b16 || (g->avx512 && ar_sgemm512_available())) {
+    /* sgemm512: every element one FMA chain in k order, so the bytes do not depend on the split:
+     * one run of rows per thread (one call on one thread), none below AR_GEMM_SPLIT_MIN_MACS. */
+    const int64_t nk = g->n * g->k > 0 ? g->n * g->k : 1;
+    ar_parallel_for_runs(node, g->m, AR_GEMM_SPLIT_ROWS, (AR_GEMM_SPLIT_MIN_MACS + nk - 1) / nk,
+                         gemm_range, &j);
     return;
   }
-  gemm_job_t j = {.g = g};
   const int64_t grain = ar_gemm_nt_grain(g->m, g->n, g->k, &j.split_n);
   ar_parallel_for(node, j.split_n ? g->n : g->m, grain, gemm_range, &j);
 }

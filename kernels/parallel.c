@@ -370,7 +370,8 @@ void ar_parallel_for_slots(const ar_node_t *node, int64_t n, int64_t grain, int3
   fixed_run(node, n, grain, max_slots, NULL, fn, ctx);
 }
 
-int64_t ar_parallel_split_chunks(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part) {
+static int64_t split_chunks(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
+                            int64_t max_pieces) {
   if (align < 1) align = 1;
   if (min_part < align) min_part = align;
   int64_t t = ar_parallel_threads(node);
@@ -383,8 +384,12 @@ int64_t ar_parallel_split_chunks(const ar_node_t *node, int64_t n, int64_t align
    * of a slower one's share. */
   int64_t pieces = n / (parts * AR_PARALLEL_SPLIT_PIECES * min_part);
   if (pieces < 1) pieces = 1;
-  if (pieces > AR_PARALLEL_SPLIT_PIECES) pieces = AR_PARALLEL_SPLIT_PIECES;
+  if (pieces > max_pieces) pieces = max_pieces;
   return parts * pieces;
+}
+
+int64_t ar_parallel_split_chunks(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part) {
+  return split_chunks(node, n, align, min_part, AR_PARALLEL_SPLIT_PIECES);
 }
 
 void ar_parallel_for_split(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
@@ -393,6 +398,14 @@ void ar_parallel_for_split(const ar_node_t *node, int64_t n, int64_t align, int6
   if (align < 1) align = 1;
   parallel_run(node, n, 0, ar_parallel_split_chunks(node, n, align, min_part), align,
                AR_POOL_THREADS_MAX, fn, NULL, ctx);
+}
+
+void ar_parallel_for_runs(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
+                          ar_range_fn fn, void *ctx) {
+  if (n <= 0) return;
+  if (align < 1) align = 1;
+  parallel_run(node, n, 0, split_chunks(node, n, align, min_part, 1), align, AR_POOL_THREADS_MAX,
+               fn, NULL, ctx);
 }
 
 void ar_parallel_for_split_slots(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,

@@ -13,8 +13,9 @@
  * fused activation as a clamp in the quantized domain (ar_quant_activation_range). The int32 sums
  * use a per-pixel accumulator row in scratch (C * 4 bytes, one per thread).
  *
- * Output rows are shared out over the thread pool; every output pixel is computed from its taps
- * alone, so the bytes do not depend on the thread count.
+ * Output rows are shared out over the thread pool, one run of rows per thread
+ * (ar_parallel_for_split); every output pixel is computed from its taps alone, so the bytes do not
+ * depend on the thread count or the split.
  */
 #include <float.h>
 #include <math.h>
@@ -26,8 +27,9 @@
 #include "kernels/ar_quant.h"
 #include "kernels/ar_parallel.h"
 
-/* The least work (taps x channels) worth a chunk of output rows of its own on the thread pool. */
-#define POOL_CHUNK_WORK (32 * 1024)
+/* The least work (taps x channels) worth a run of output rows of its own on another thread: a few
+ * microseconds, against a hand-off of one or two. */
+#define POOL_SPLIT_MIN_WORK (8 * 1024)
 
 typedef struct {
   int32_t b, h, w, c, oh, ow;
@@ -223,9 +225,9 @@ static void pool_eval(const ar_node_t *node, bool is_max) {
   const int32_t slots = st->dtype == AR_DTYPE_FLOAT32 || st->c == 0
                             ? ar_parallel_threads(node)
                             : (int32_t)(node->scratch_bytes / ((uint64_t)st->c * sizeof(int32_t)));
-  ar_parallel_for_slots(node, rows,
-                        ar_parallel_grain(rows, (int64_t)st->ow * st->fh * st->fw * st->c, POOL_CHUNK_WORK, 1),
-                        slots, pool_rows, (void *)&c);
+  ar_parallel_for_split_slots(node, rows, 1,
+                              ar_parallel_grain(rows, (int64_t)st->ow * st->fh * st->fw * st->c, POOL_SPLIT_MIN_WORK, 1),
+                              slots, pool_rows, (void *)&c);
 }
 
 static void max_pool_eval(const ar_node_t *node) { pool_eval(node, true); }

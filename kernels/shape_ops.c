@@ -14,7 +14,13 @@
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/conv_util.h"
+
+#if AR_HAVE_AVX2_CLONE
+#include <immintrin.h>
+#endif
 
 /* ------------------------------------------------------------------ RESHAPE */
 
@@ -196,41 +202,99 @@ static inline void pad_fill(char *p, int64_t n, const pad_state_t *st) {
   memset(p, st->es == 1 ? st->fill : 0, (size_t)n * st->es);
 }
 
-static void pad_eval(const ar_node_t *node) {
-  const pad_state_t *st = node->state;
-  const char *in = node->inputs[0]->data;
-  char *out = node->outputs[0]->data;
-  const int64_t es = (int64_t)st->es;
-  int32_t r = st->rank, last = r - 1;
-  int64_t od[AR_PAD_MAX_RANK] = {0}, istride[AR_PAD_MAX_RANK] = {0}, idx[AR_PAD_MAX_RANK] = {0};
-  int64_t rows = 1, s = 1;
-  for (int32_t i = r - 1; i >= 0; i--) {
-    od[i] = st->in[i] + st->before[i] + st->after[i];
-    istride[i] = s;
-    s *= st->in[i];
-    if (i < last) rows *= od[i];
+/* A padded row of 4-byte elements: b zeros, irow elements copied from `in`, a zeros. AVX-512F:
+ * in 16-element masked moves (a pixel's channels are a few dozen elements, where a libc call
+ * each costs more than the copy); elsewhere memcpy / memset. */
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX512 static void pad_row4_avx512(uint32_t *out, const uint32_t *in, int64_t b,
+                                             int64_t irow, int64_t a) {
+  const __m512i z = _mm512_setzero_si512();
+  int64_t k = 0;
+  for (; k + 16 <= b; k += 16) _mm512_storeu_si512(out + k, z);
+  if (k < b) _mm512_mask_storeu_epi32(out + k, (__mmask16)((1u << (b - k)) - 1), z);
+  out += b;
+  for (k = 0; k + 16 <= irow; k += 16) _mm512_storeu_si512(out + k, _mm512_loadu_si512(in + k));
+  if (k < irow) {
+    const __mmask16 m = (__mmask16)((1u << (irow - k)) - 1);
+    _mm512_mask_storeu_epi32(out + k, m, _mm512_maskz_loadu_epi32(m, in + k));
   }
-  const int64_t orow = od[last], irow = st->in[last], b = st->before[last], a = st->after[last];
-  for (int64_t row = 0; row < rows; row++, out += orow * es) {
+  out += irow;
+  for (k = 0; k + 16 <= a; k += 16) _mm512_storeu_si512(out + k, z);
+  if (k < a) _mm512_mask_storeu_epi32(out + k, (__mmask16)((1u << (a - k)) - 1), z);
+}
+#endif
+
+typedef struct {
+  const pad_state_t *st;
+  const char *in;
+  char *out;
+  int64_t od[AR_PAD_MAX_RANK], istride[AR_PAD_MAX_RANK];
+  bool avx512;   /* 4-byte elements, AVX-512F: pad_row4_avx512 */
+} pad_job_t;
+
+/* Output rows [r0, r1) (a row: the innermost folded dim, before + in + after elements). */
+static void pad_rows(void *ctx, int64_t r0, int64_t r1) {
+  const pad_job_t *j = ctx;
+  const pad_state_t *st = j->st;
+  const int64_t es = (int64_t)st->es;
+  const int32_t last = st->rank - 1;
+  const int64_t orow = j->od[last], irow = st->in[last], b = st->before[last], a = st->after[last];
+  int64_t idx[AR_PAD_MAX_RANK] = {0}, q = r0;
+  for (int32_t d = last - 1; d >= 0; d--) {
+    idx[d] = q % j->od[d];
+    q /= j->od[d];
+  }
+  char *out = j->out + r0 * orow * es;
+  for (int64_t row = r0; row < r1; row++, out += orow * es) {
     bool inside = true;
     int64_t off = 0;
     for (int32_t d = 0; d < last; d++) {
       int64_t k = idx[d] - st->before[d];
       if (k < 0 || k >= st->in[d]) { inside = false; break; }
-      off += k * istride[d];
+      off += k * j->istride[d];
     }
     if (!inside) {
       pad_fill(out, orow, st);
+#if AR_HAVE_AVX2_CLONE
+    } else if (j->avx512) {
+      pad_row4_avx512((uint32_t *)(void *)out, (const uint32_t *)(const void *)(j->in + off * es), b,
+                      irow, a);
+#endif
     } else {
       pad_fill(out, b, st);
-      memcpy(out + b * es, in + off * es, (size_t)(irow * es));
+      memcpy(out + b * es, j->in + off * es, (size_t)(irow * es));
       pad_fill(out + (b + irow) * es, a, st);
     }
     for (int32_t d = last - 1; d >= 0; d--) {
-      if (++idx[d] < od[d]) break;
+      if (++idx[d] < j->od[d]) break;
       idx[d] = 0;
     }
   }
+}
+
+/* Rows are split over the pool (a copy is the same whatever the split), in runs of at least
+ * PAD_SPLIT_MIN_BYTES of output. */
+#define PAD_SPLIT_MIN_BYTES (32 * 1024)
+
+static void pad_eval(const ar_node_t *node) {
+  const pad_state_t *st = node->state;
+  pad_job_t j = {.st = st, .in = node->inputs[0]->data, .out = node->outputs[0]->data};
+  const int32_t r = st->rank, last = r - 1;
+  if (r < 1) return;   /* paddings not known yet (pad_plan): nothing planned */
+  int64_t rows = 1, s = 1;
+  for (int32_t i = r - 1; i >= 0; i--) {
+    j.od[i] = st->in[i] + st->before[i] + st->after[i];
+    j.istride[i] = s;
+    s *= st->in[i];
+    if (i < last) rows *= j.od[i];
+  }
+  const int64_t row_bytes = j.od[last] * (int64_t)st->es;
+#if AR_HAVE_AVX2_CLONE
+  j.avx512 = st->es == 4 && ar__f32_isa() >= AR_ISA_AVX512;
+#endif
+  if (rows <= 0 || row_bytes <= 0) return;
+  ar_parallel_for_split(node, rows, 1, ar_parallel_grain(rows, row_bytes, PAD_SPLIT_MIN_BYTES, 1),
+                        pad_rows, &j);
 }
 
 /* TFLite PAD (builtin 34): constant int32 paddings [rank,2] (before, after), rank <= 4; float32 /
