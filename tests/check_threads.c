@@ -307,6 +307,65 @@ START_TEST(test_pool_run_all_reaches_every_thread) {
 }
 END_TEST
 
+/* ar_parallel_for_split / _runs: every index once, each call one of the even chunks (boundaries
+ * multiples of align, none below min_part except that a lone chunk is everything), as many chunks
+ * as ar_parallel_split_chunks says: 1 at one thread or for small n, one run per thread for _runs. */
+typedef struct split_cover {
+  int64_t n, align, min_part;
+  _Atomic int32_t *hits;
+  _Atomic int32_t calls, bad;
+} split_cover_t;
+
+static void split_cover_fn(void *ctx, int64_t b, int64_t e) {
+  split_cover_t *c = ctx;
+  atomic_fetch_add(&c->calls, 1);
+  if (b < 0 || e > c->n || b >= e || b % c->align != 0 || (e != c->n && e % c->align != 0))
+    atomic_fetch_add(&c->bad, 1);
+  if (!(b == 0 && e == c->n) && e - b < c->min_part - c->align) atomic_fetch_add(&c->bad, 1);
+  for (int64_t i = b; i < e; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+START_TEST(test_pool_split_covers_every_index_once) {
+  static const int64_t ns[] = {1, 5, 63, 64, 65, 1000, 4099, 100000};
+  static const int64_t aligns[] = {1, 4, 64};
+  static const int64_t mins[] = {1, 16, 1000};
+  for (int threads = 1; threads <= 4; threads++) {
+    ar_threadpool_t *pool = NULL;
+    ck_assert_int_eq(ar_threadpool_new(threads, &pool, NULL, 0), 0);
+    ar_node_t node;
+    memset(&node, 0, sizeof node);
+    node.pool = threads > 1 ? pool : NULL;
+    node.threads = threads;
+    ar_threadpool_enter(pool);
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+      for (size_t a = 0; a < sizeof aligns / sizeof aligns[0]; a++)
+        for (size_t m = 0; m < sizeof mins / sizeof mins[0]; m++)
+          for (int runs = 0; runs <= 1; runs++) {
+            const int64_t n = ns[i], mp = mins[m] < aligns[a] ? aligns[a] : mins[m];
+            split_cover_t c = {.n = n, .align = aligns[a], .min_part = mp};
+            c.hits = calloc((size_t)n, sizeof(*c.hits));
+            ck_assert_ptr_nonnull(c.hits);
+            if (runs) ar_parallel_for_runs(&node, n, aligns[a], mins[m], split_cover_fn, &c);
+            else ar_parallel_for_split(&node, n, aligns[a], mins[m], split_cover_fn, &c);
+            const int64_t want = ar_parallel_split_chunks(&node, n, aligns[a], mins[m]);
+            ck_assert_int_ge(want, 1);
+            if (threads == 1 || n < 2 * mp) ck_assert_int_eq(want, 1);
+            ck_assert_int_le(want, (int64_t)threads * AR_PARALLEL_SPLIT_PIECES);
+            if (runs) ck_assert_int_le(atomic_load(&c.calls), threads);
+            else ck_assert_int_le(atomic_load(&c.calls), want);
+            ck_assert_msg(atomic_load(&c.bad) == 0, "threads %d n %lld align %lld min %lld: bad chunk",
+                          threads, (long long)n, (long long)aligns[a], (long long)mins[m]);
+            for (int64_t k = 0; k < n; k++)
+              ck_assert_msg(atomic_load(&c.hits[k]) == 1, "threads %d n %lld: index %lld hit %d times",
+                            threads, (long long)n, (long long)k, (int)atomic_load(&c.hits[k]));
+            free(c.hits);
+          }
+    ar_threadpool_leave(pool);
+    ar_threadpool_free(pool);
+  }
+}
+END_TEST
+
 START_TEST(test_pool_limits_and_grain) {
   ar_threadpool_t *pool = (ar_threadpool_t *)1;
   char msg[AR_MSG_BYTES] = "";
@@ -624,6 +683,7 @@ static Suite *threads_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_pool_covers_every_index_once);
   tcase_add_test(tc, test_pool_small_and_empty_ranges);
+  tcase_add_test(tc, test_pool_split_covers_every_index_once);
   tcase_add_test(tc, test_pool_concurrent_callers);
   tcase_add_test(tc, test_pool_nested_calls);
   tcase_add_test(tc, test_pool_slots_never_shared);
