@@ -53,10 +53,21 @@ ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name) {
   return strcmp(name, "face") == 0 ? &face_model : NULL;
 }
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
-                    const char *group, const char *strategy) {
-  (void)name, (void)path, (void)group, (void)strategy;
+                    const char *group, const char *strategy, const char *weights) {
+  (void)name, (void)path, (void)group, (void)strategy, (void)weights;
   srv->ops.reply_error(srv, to, AR_ENOENT, "stub: no model files here");
 }
+void ar_models_compact(ar_server_t *srv, const ar_reply_to_t *to) {
+  srv->ops.reply_error(srv, to, AR_ENOENT, "stub: nothing to compact");
+}
+/* The intra-operator pool and its warm-up: no kernels here. */
+int ar_threadpool_new(int32_t threads, ar_threadpool_t **out, char *msg, size_t msg_bytes) {
+  (void)threads, (void)msg, (void)msg_bytes;
+  *out = NULL;
+  return 0;
+}
+void ar_threadpool_free(ar_threadpool_t *pool) { (void)pool; }
+void ar_interp_warm_threads(ar_threadpool_t *pool) { (void)pool; }
 void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *name) {
   srv->ops.reply_error(srv, to, AR_ENOENT, strcmp(name, "face") == 0 ? "stub: face stays" : "no such model");
 }
