@@ -30,6 +30,8 @@ extern const ar_kernel_t ar_kernel_transpose_conv;
 extern const ar_kernel_t ar_kernel_batch_matmul;
 /* kernels/fully_connected.c: TFLite FULLY_CONNECTED (cblas_sgemv / cblas_sgemm). */
 extern const ar_kernel_t ar_kernel_fully_connected;
+/* Its answer to ar_kernel_reads_f16: the weights and the bias of a float FULLY_CONNECTED. */
+bool ar__fully_connected_reads_f16(const ar_node_t *node, int32_t input);
 
 /* kernels/elementwise.c: TFLite ADD, MUL, PRELU (NumPy broadcasting), RELU, RELU6, LOGISTIC,
  * HARD_SWISH. */

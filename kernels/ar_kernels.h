@@ -103,7 +103,8 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op);
  * widened copy, where a path needs one, goes in its scratch or state), and must keep working when
  * the float ISA level changes between prepare and eval (ar__f32_set_isa). Called before prepare,
  * with the node as the model stores it (float32 views, nothing placed); answers false for a
- * malformed node (prepare reports it). Today: CONV_2D filter and bias. */
+ * malformed node (prepare reports it). Today: CONV_2D filter and bias, FULLY_CONNECTED weights
+ * and bias. */
 bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
 
 /* Apply a TFLite fused activation to n floats in place (NONE, RELU, RELU_N1_TO_1, RELU6, TANH,

@@ -10,6 +10,10 @@
  * place through Trans, since [O, I] row-major is already W^T of the GEMM), in bands of output
  * units or rows over the node's pool when the product is large enough. Sparse weights kept as
  * stored (TFLite sparsity, ar_kernel_sparse_filter_check) go to kernels/sparse_conv.c.
+ *
+ * Float16 weights and bias as stored (ar_kernel_reads_f16: the interpreter elides the DEQUANTIZE
+ * that widened them at use) are widened into the node's scratch at eval, then the same product
+ * runs on the same fp32 values: the same bits as the widened path, one operator less to run.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -39,8 +43,11 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_fully_connected_options_t *o = &node->options->fully_connected;
   const bool quantized = ar__q_is_quantized(node);
   const bool sparse = !quantized && wt->sparsity != NULL;   /* weights as stored (sparse_conv.c) */
-  if (!quantized && (in->dtype != AR_DTYPE_FLOAT32 || (wt->dtype != AR_DTYPE_FLOAT32 && !sparse) ||
-      out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32)))
+  /* fp16 weights / bias as stored (a constant, dense weights) */
+  const bool w16 = !sparse && wt->dtype == AR_DTYPE_FLOAT16 && wt->is_constant;
+  const bool b16 = bias && bias->dtype == AR_DTYPE_FLOAT16 && bias->is_constant;
+  if (!quantized && (in->dtype != AR_DTYPE_FLOAT32 || (wt->dtype != AR_DTYPE_FLOAT32 && !sparse && !w16) ||
+      out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32 && !b16)))
     return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 or quantized int8/uint8 input/weights/bias/output "
                    "are supported (input %s, weights %s, output %s)", idx, name,
                    ar_dtype_name(in->dtype), ar_dtype_name(wt->dtype), ar_dtype_name(out->dtype));
@@ -90,10 +97,25 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    ar__shape_str(s1, sizeof s1, out), ar__shape_str(s2, sizeof s2, &w));
   }
   if (quantized) return ar__qfc_prepare(node, msg, msg_bytes);
-  if (sparse) return ar__sparse_fc_prepare(node, msg, msg_bytes);
-  node->scratch_bytes = 0;
+  if (sparse) {
+    if (b16)
+      return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "a float16 bias with sparse weights",
+                     idx, name);
+    return ar__sparse_fc_prepare(node, msg, msg_bytes);
+  }
+  /* Scratch: the widened fp16 weights [O, I], then the widened fp16 bias [O]. */
+  node->scratch_bytes = (w16 ? ar_align_up((uint64_t)units * (uint64_t)depth * sizeof(float), 64) : 0) +
+                        (b16 ? (uint64_t)units * sizeof(float) : 0);
   node->state_bytes = 0;
   return 0;
+}
+
+bool ar__fully_connected_reads_f16(const ar_node_t *node, int32_t input) {
+  if ((input != 1 && input != 2) || input >= node->n_inputs || !node->inputs[0] ||
+      !node->inputs[1] || !node->inputs[input])
+    return false;
+  return node->inputs[0]->dtype == AR_DTYPE_FLOAT32 && !node->inputs[1]->sparsity &&
+         node->inputs[input]->dtype == AR_DTYPE_FLOAT32;
 }
 
 static void fc_init(ar_node_t *node) {
@@ -109,7 +131,20 @@ static void fc_eval(const ar_node_t *node) {
   uint64_t elems = 1;
   for (int32_t i = 0; i < in_t->rank; i++) elems *= (uint64_t)in_t->dims[i];
   const int batch = (int)(elems / (uint64_t)depth);
-  const ar_gemm_nt_t g = {.a = in_t->data, .b = wt_t->data, .bias = bias_t ? bias_t->data : NULL,
+  const float *w = wt_t->data, *bias = bias_t ? bias_t->data : NULL;
+  uint8_t *scratch = node->scratch;
+  if (wt_t->dtype == AR_DTYPE_FLOAT16) {   /* as stored: widened into the scratch */
+    float *w32 = (float *)(void *)scratch;
+    ar_fp16_to_fp32_n(wt_t->data, w32, (size_t)units * (size_t)depth);
+    w = w32;
+    scratch += ar_align_up((uint64_t)units * (uint64_t)depth * sizeof(float), 64);
+  }
+  if (bias_t && bias_t->dtype == AR_DTYPE_FLOAT16) {
+    float *b32 = (float *)(void *)scratch;
+    ar_fp16_to_fp32_n(bias_t->data, b32, (size_t)units);
+    bias = b32;
+  }
+  const ar_gemm_nt_t g = {.a = in_t->data, .b = w, .bias = bias,
                           .c = node->outputs[0]->data, .m = batch, .n = units, .k = depth,
                           .lda = depth, .ldb = depth, .ldc = units,
                           .act = node->options->fully_connected.activation};

@@ -1235,6 +1235,40 @@ START_TEST(fc_random_vs_naive) {
 }
 END_TEST
 
+/* FULLY_CONNECTED on fp16 weights and bias as stored (widened into its scratch): the bytes of the
+ * same node on the widened fp32 tensors. */
+START_TEST(fc_fp16_weights_bit_identical) {
+  const int shapes[][3] = {{1, 1152, 63}, {1, 672, 1}, {5, 40, 17}, {16, 96, 32}};
+  for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+    const int batch = shapes[sh][0], depth = shapes[sh][1], units = shapes[sh][2];
+    const size_t nw = (size_t)units * depth;
+    float *x = randv((size_t)batch * depth), *w = malloc(nw * sizeof(float)), *b = malloc(units * sizeof(float));
+    uint16_t *w16 = malloc(nw * sizeof *w16), *b16 = malloc((size_t)units * sizeof *b16);
+    for (size_t i = 0; i < nw; i++) w[i] = ar_fp16_to_fp32(w16[i] = rand_f16_bits(i));
+    for (int i = 0; i < units; i++) b[i] = ar_fp16_to_fp32(b16[i] = rand_f16_bits((size_t)i + 7));
+    float *o32 = malloc(sizeof(float) * batch * units), *o16 = malloc(sizeof(float) * batch * units);
+    int32_t dx[2] = {batch, depth}, dw[2] = {units, depth}, dout[2] = {batch, units};
+    tnode_t t32, t16;
+    tnode_init(&t32, AR_OP_FULLY_CONNECTED, x, 2, dx, w, 2, dw, b, units, o32, 2, dout);
+    tnode_init(&t16, AR_OP_FULLY_CONNECTED, x, 2, dx, w, 2, dw, b, units, o16, 2, dout);
+    fc_opts(&t32, false, AR_ACT_RELU6);
+    fc_opts(&t16, false, AR_ACT_RELU6);
+    ck_assert(ar_kernel_reads_f16(&t32.node, 1) && ar_kernel_reads_f16(&t32.node, 2));
+    ck_assert(!ar_kernel_reads_f16(&t32.node, 0));
+    t16.t[1].dtype = t16.t[2].dtype = AR_DTYPE_FLOAT16;
+    t16.t[1].data = w16;
+    t16.t[1].bytes = nw * 2;
+    t16.t[2].data = b16;
+    t16.t[2].bytes = (size_t)units * 2;
+    tnode_run(&t32, &ar_kernel_fully_connected);
+    tnode_run(&t16, &ar_kernel_fully_connected);
+    ck_assert_msg(memcmp(o16, o32, sizeof(float) * batch * units) == 0, "fc %d x %d -> %d: fp16 "
+                  "weights give other bytes than the widened ones", batch, depth, units);
+    free(x); free(w); free(b); free(w16); free(b16); free(o32); free(o16);
+  }
+}
+END_TEST
+
 static Suite *kernels_conv_suite(void) {
   Suite *s = suite_create("kernels_conv");
   TCase *tc = tcase_create("common");
@@ -1280,6 +1314,7 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, fc_bias_and_no_bias);
   tcase_add_test(tc, fc_keep_num_dims);
   tcase_add_test(tc, fc_random_vs_naive);
+  tcase_add_test(tc, fc_fp16_weights_bit_identical);
   suite_add_tcase(s, tc);
   return s;
 }
