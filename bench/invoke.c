@@ -7,7 +7,8 @@
  * round medians for each engine, the ratio arenad / LiteRT (< 1 means arenad is faster), and
  * arenad's GFLOP/s = 2 * MACs / time; then the fastest single invoke of each engine and their
  * ratio, which is steadier than the medians on a loaded machine. The arenad time includes copying the input in (LiteRT's
- * includes its JS -> wasm copy). --profile adds a per-operator-type breakdown of arenad's time.
+ * includes its JS -> wasm copy). --profile adds a per-operator-type breakdown of arenad's time
+ * and the slowest operators (--top N of them, default 10, with GFLOP/s for conv/depthwise/FC).
  * --cpu-clock (one thread): arenad's invokes timed with the thread's CPU clock instead of wall
  * time, which leaves out the time other processes held the core - for before/after comparisons on
  * a loaded machine (cache and memory-bandwidth contention still count).
@@ -40,7 +41,7 @@
  * --ref).
  *
  *   bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R]
- *                [--case photo|random] [--threads T[,T...]] [--json] [--profile] [--cpu-clock]
+ *                [--case photo|random] [--threads T[,T...]] [--json] [--profile [--top N]] [--cpu-clock]
  *                [--isa portable|avx2] [MODEL_STEM ...]
  */
 #include <cblas.h>
@@ -173,8 +174,24 @@ static int cmp_op_time(const void *a, const void *b) {
   return x > y ? -1 : x < y;
 }
 
-/* Per-op-type and top-operator breakdown of `runs` profiled invokes. */
-static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) {
+/* Multiply-adds of a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED node (0 for other ops). */
+static double node_gmac(const ar_node_t *nd) {
+  if (nd->n_inputs < 2 || !nd->inputs[1] || !nd->outputs[0]) return 0;
+  const ar_tview_t *w = nd->inputs[1], *o = nd->outputs[0];
+  double out = 1, wn = 1;
+  for (int32_t d = 0; d < o->rank; d++) out *= o->dims[d];
+  for (int32_t d = 0; d < w->rank; d++) wn *= w->dims[d];
+  switch (nd->op) {
+    case AR_OP_CONV_2D: return w->rank == 4 ? out * wn / w->dims[0] / 1e9 : 0;
+    case AR_OP_DEPTHWISE_CONV_2D: return w->rank == 4 ? out * wn / w->dims[3] / 1e9 : 0;
+    case AR_OP_FULLY_CONNECTED: return w->rank == 2 ? out * w->dims[1] / 1e9 : 0;
+    default: return 0;
+  }
+}
+
+/* Per-op-type and top-operator breakdown of `runs` profiled invokes (the `top` slowest operators,
+ * with their GFLOP/s where the op's multiply-adds are known). */
+static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs, int top) {
   int32_t n_ops = ar_interp_n_operators(in);
   uint64_t *ns = calloc((size_t)n_ops, sizeof(*ns));
   op_time_t by_type[AR_OP_COUNT];
@@ -196,8 +213,8 @@ static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) 
   for (int i = 0; i < AR_OP_COUNT && by_type[i].ms > 0; i++)
     printf("      %-28s %4d ops %8.3f ms %5.1f%%\n", ar_op_name(by_type[i].op), by_type[i].count,
            by_type[i].ms, 100.0 * by_type[i].ms / total);
-  /* The ten slowest operators, with shapes and the input's dtype. */
-  for (int t = 0; t < 10; t++) {
+  /* The slowest operators, with shapes and the input's dtype. */
+  for (int t = 0; t < top; t++) {
     int32_t best = -1;
     for (int32_t k = 0; k < n_ops; k++)
       if (ns[k] > 0 && (best < 0 || ns[k] > ns[best])) best = k;
@@ -210,6 +227,7 @@ static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs) 
     if (nd->n_inputs > 1 && nd->inputs[1])
       printf(" w [%d,%d,%d,%d]", nd->inputs[1]->dims[0], nd->inputs[1]->dims[1], nd->inputs[1]->dims[2],
              nd->inputs[1]->dims[3]);
+    if (node_gmac(nd) > 0) printf("  %.1f GFLOP/s", 2 * node_gmac(nd) / (ns[best] / 1e9 / runs));
     printf("\n");
     ns[best] = 0;
   }
@@ -398,12 +416,13 @@ int main(int argc, char **argv) {
     {"profile", no_argument, NULL, 'p'},      {"quant", no_argument, NULL, 'q'},
     {"cpu-clock", no_argument, NULL, 'C'},    {"weights", no_argument, NULL, 'W'},
     {"isa", required_argument, NULL, 'I'},    {"json", no_argument, NULL, 'J'},
+    {"top", required_argument, NULL, 'T'},
     {NULL, 0, NULL, 0},
   };
   const char *ref = NULL, *cs = "photo", *isa = NULL;
   int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, weights = 0, c;
-  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:J", longopts, NULL)) != -1) {
+  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0, top = 10;
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:JT:", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
@@ -421,13 +440,14 @@ int main(int argc, char **argv) {
         break;
       case 'J': json = 1; break;
       case 'p': do_profile = 1; break;
+      case 'T': top = atoi(optarg); break;
       case 'q': quant = 1; break;
       case 'C': g_cpu_clock = 1; break;
       case 'W': weights = 1; break;
       case 'I': isa = optarg; break;
       default:
         fprintf(stderr, "usage: bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
-                        "[--case photo|random] [--threads T[,T...]] [--json] [--profile] [--cpu-clock] "
+                        "[--case photo|random] [--threads T[,T...]] [--json] [--profile [--top N]] [--cpu-clock] "
                         "[--isa portable|avx2] "
                         "[MODEL_STEM ...]\n");
         return 2;
@@ -609,7 +629,7 @@ int main(int argc, char **argv) {
     if (do_profile)
       for (int k = 0; k < n_tc; k++) {
         fprintf(tab, "  %s, %d thread(s):\n", models[mi], tcounts[k]);
-        profile(ins[k], input, bytes, runs);
+        profile(ins[k], input, bytes, runs, top);
       }
     for (int k = 0; k < n_tc; k++) ar_interp_free(ins[k]);
     ar_model_free(m);
