@@ -16,6 +16,7 @@
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
 #include "loader/ar_model.h"
+#include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
 
 static const char *const cases[] = {"photo", "random"};
@@ -564,6 +565,96 @@ START_TEST(test_shapeless_detection_outputs) {
 }
 END_TEST
 
+/* fp16 weights read as stored, on a generated model: x -> CONV_2D(x, DEQUANTIZE(w16),
+ * DEQUANTIZE(b16)) -> y, then ADD(y, DEQUANTIZE(b16)) -> z. The filter's DEQUANTIZE is elided (its
+ * one reader, CONV_2D, takes fp16: the node shows the fp16 constant); the bias's stays at use
+ * (ADD does not take fp16, so its readers do not all agree) and both readers see the fp32 tensor;
+ * the outputs are the bytes of fp32 weights, and a hand computation. */
+START_TEST(test_fp16_read_as_stored_generated) {
+  enum { H = 3, W = 5, C = 8, O = 12 };
+  uint16_t w16[O * C], b16[O];
+  float w[O * C], b[O];
+  for (int i = 0; i < O * C; i++) {   /* exact fp16 values: k/64 in [-1.5, 1.5) */
+    const int q = (i * 37) % 193 - 96;
+    const float v = (float)q / 64.0f;
+    w[i] = v;
+    const uint32_t sign = v < 0 ? 0x8000u : 0;
+    float a = fabsf(v);
+    uint16_t h = 0;
+    if (a > 0) {
+      int e = 0;
+      const float mant = frexpf(a, &e);   /* a = mant * 2^e, mant in [0.5, 1) */
+      h = (uint16_t)(((uint32_t)(e - 1 + 15) << 10) | (uint32_t)((mant * 2.0f - 1.0f) * 1024.0f));
+    }
+    w16[i] = (uint16_t)(sign | h);
+    ck_assert(ar_fp16_to_fp32(w16[i]) == w[i]);
+  }
+  for (int o = 0; o < O; o++) {
+    b16[o] = (uint16_t)(0x3800 + o * 64);   /* 0.5 and up, exact */
+    b[o] = ar_fp16_to_fp32(b16[o]);
+  }
+  const ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 4, {1, H, W, C}, false, {0}, NULL},
+    {"w16", AR_DTYPE_FLOAT16, 4, {O, 1, 1, C}, false, {0}, w16},
+    {"w", AR_DTYPE_FLOAT32, 4, {O, 1, 1, C}, false, {0}, NULL},
+    {"b16", AR_DTYPE_FLOAT16, 1, {O}, false, {0}, b16},
+    {"b", AR_DTYPE_FLOAT32, 1, {O}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 4, {1, H, W, O}, false, {0}, NULL},
+    {"z", AR_DTYPE_FLOAT32, 4, {1, H, W, O}, false, {0}, NULL},
+  };
+  /* CONV_2D (Conv2DOptions = union type 1): padding VALID, strides 1, RELU; ADD: no options. */
+  const ar_tm_op_t ops[] = {
+    {6, 1, 1, {1}, {2}, 0, 0, {{0}}},
+    {6, 1, 1, {3}, {4}, 0, 0, {{0}}},
+    {3, 3, 1, {0, 2, 4}, {5}, 1, 4, {{0, 1, 1}, {1, 4, 1}, {2, 4, 1}, {3, 1, AR_ACT_RELU}}},
+    {0, 2, 1, {5, 4}, {6}, 0, 0, {{0}}},
+  };
+  const int32_t ins[] = {0}, outs[] = {6};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 7, ops, 4, ins, 1, outs, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  float x[H * W * C], want[H * W * O];
+  for (int i = 0; i < H * W * C; i++) x[i] = (float)((i * 11) % 17 - 8) / 8.0f;
+  for (int p = 0; p < H * W; p++)
+    for (int o = 0; o < O; o++) {
+      double acc = b[o];
+      for (int c = 0; c < C; c++) acc += (double)x[p * C + c] * w[o * C + c];
+      want[p * O + o] = (float)(acc > 0 ? acc : 0) + b[o];
+    }
+  float got[2][H * W * O];
+  for (int mode = 0; mode < 2; mode++) {
+    ar_interp_options_t opt;
+    ar_interp_options_default(&opt);
+    opt.weights = mode == 0 ? AR_WEIGHTS_STORED : AR_WEIGHTS_FP32;
+    ar_interp_t *in = NULL;
+    ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    const bool stored = mode == 0;
+    ck_assert_int_eq(ar_interp_op_elided(in, 0), stored);   /* the filter's DEQUANTIZE */
+    ck_assert(!ar_interp_op_elided(in, 1));
+    ck_assert_int_eq(ar_interp_op_at_use(in, 1), stored);   /* the bias's: ADD reads it too */
+    ck_assert_int_eq(ar_interp_op_folded(in, 1), !stored);
+    ck_assert_int_eq(ar_interp_runtime_operators(in), stored ? 3 : 2);
+    const ar_node_t *conv = ar_interp_node(in, 2);
+    ck_assert_int_eq(conv->inputs[1]->dtype, stored ? AR_DTYPE_FLOAT16 : AR_DTYPE_FLOAT32);
+    ck_assert_int_eq(conv->inputs[2]->dtype, AR_DTYPE_FLOAT32);
+    ck_assert_int_eq(ar_interp_node(in, 3)->inputs[1]->dtype, AR_DTYPE_FLOAT32);
+    memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    memcpy(got[mode], ar_interp_output(in, 0)->data, sizeof got[mode]);
+    for (int i = 0; i < H * W * O; i++)
+      ck_assert_msg(fabsf(got[mode][i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])),
+                    "mode %d z[%d] %g, by hand %g", mode, i, (double)got[mode][i], (double)want[i]);
+    ar_interp_free(in);
+  }
+  ck_assert(memcmp(got[0], got[1], sizeof got[0]) == 0);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -583,6 +674,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_shared_activation_region);
   tcase_add_test(tc, test_place_contract);
   tcase_add_test(tc, test_macs_by_hand);
+  tcase_add_test(tc, test_fp16_read_as_stored_generated);
   tcase_add_test(tc, test_prepare_errors);
   tcase_add_test(tc, test_shapeless_detection_outputs);
   suite_add_tcase(s, tc);
