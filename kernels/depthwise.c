@@ -234,115 +234,292 @@ static AR_ALWAYS_INLINE void dw_interior(const float *ip0, size_t row_stride, co
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
 
-/* AVX-512F interior: the same outputs as dw_interior, 16 channels per zmm register (the channel
- * tail through a lane mask, so any C), P output pixels per tile. With compile-time KW, SW, DW the
- * tile slides along the input row: each input column of a filter row is loaded once and feeds
- * every (pixel, tap) pair that reads it, SW*(P-1)+DW*(KW-1)+1 loads for P*KW FMAs, where
- * dw_interior loads one column per FMA. Each output still adds its taps in (ky, kx) order onto
- * the bias with FMA, as the AVX2 clone does, so the two give identical bits. */
+/* ---- AVX-512F path (multiplier 1, filters up to DW512_MAX_TAPS taps) ----
+ *
+ * Work unit: one 16-channel block (a lane mask for the channel tail, so any C) of a band of output
+ * rows. The block's filter taps (and bias) are first laid out tap-major in a 64-byte aligned
+ * stack array (widened from float16 there when the filter is stored as float16), then the band's
+ * rows are computed one after the other: the few input rows a row reads stay in L1 for the next
+ * rows (where the all-channels order re-read them from L2 for every output row). Within a row,
+ * P output pixels (8, 4, 1) form a register tile: with compile-time KW, SW and DW the tile slides
+ * along the input row, each input column of a filter row loaded once for every (pixel, tap) pair
+ * that reads it. Border pixels (left/right, taps outside the input) run a one-pixel loop over
+ * their inside taps, still in registers; top/bottom rows use the filter rows inside the input.
+ * The clamp of RELU/RELU6/RELU_N1_TO_1 is applied in registers before the store.
+ *
+ * Summation order: each output adds its inside taps in (ky, kx) order onto the bias, one FMA per
+ * tap, exactly as the AVX2 clone of dw_body does (dw_interior / dw_pixel_checked compile to FMA
+ * there), so the AVX2 and AVX-512F paths give identical bits, and every output is computed the
+ * same way whatever the band / block split: any partition over the pool is bit-identical. */
 #define DW512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
 #define DW512_PMAX 8
+#define DW512_MAX_TAPS 49
 
-DW512_INLINE void dw512_tile(const float *ip, size_t rs, const float *wt, const float *bias,
-                             float *op, int32_t C, __mmask16 m, int32_t KH, const int32_t KW,
-                             const int32_t SW, const int32_t DH, const int32_t DW, const int P) {
+/* Lanes [0, n) of a 16-lane mask (n in 1..16). */
+DW512_INLINE __mmask16 dw512_mask(int32_t n) {
+  return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
+}
+
+/* `taps` rows of 16 floats (tap-major, lanes >= n zero) from channels [c, c+n) of a [taps, C]
+ * weight array stored as float32 or float16 (any alignment). */
+DW512_INLINE void dw512_load_block(const void *w, bool f16, int32_t C, int32_t c, int32_t n,
+                                   int32_t taps, float *wb) {
+  const __mmask16 m = dw512_mask(n);
+  for (int32_t t = 0; t < taps; t++) {
+    __m512 v;
+    if (!f16) {
+      v = _mm512_maskz_loadu_ps(m, (const float *)w + (size_t)t * C + c);
+    } else {
+      const uint16_t *h = (const uint16_t *)w + (size_t)t * C + c;
+      __m256i x;
+      if (n == 16) {
+        x = _mm256_loadu_si256((const __m256i *)h);
+      } else {
+        uint16_t tmp[16] = {0};
+        memcpy(tmp, h, (size_t)n * sizeof(uint16_t));
+        x = _mm256_loadu_si256((const __m256i *)tmp);
+      }
+      v = _mm512_cvtph_ps(x);   /* exact, the same values as ar_fp16_to_fp32 */
+    }
+    _mm512_store_ps(wb + (size_t)t * 16, v);
+  }
+}
+
+DW512_INLINE void dw512_store(float *o, __mmask16 m, __m512 v, bool clamp, __m512 lo, __m512 hi) {
+  /* max(lo, v) then min(hi, .): v < lo ? lo : v, then > hi ? hi : ., as dw_clamp_row (NaN kept). */
+  if (clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+  _mm512_mask_storeu_ps(o, m, v);
+}
+
+/* P consecutive pixels of a row, compile-time KW, SW (dilation 1; KH, DH at run time): the tile
+ * slides along the input row, each input column of a filter row loaded once and used by every
+ * (pixel, tap) pair that reads it. row: input row of the first filter row used, at the block's
+ * first channel; ix0: input column of the first pixel's first tap (may be < 0); with CHK the
+ * columns outside [0, W) are skipped (TFLite's zero padding), otherwise all are inside. wb:
+ * tap-major block weights of the first filter row used. */
+DW512_INLINE void dw512_tile(const float *row, size_t rs, int32_t ix0, int32_t W, const float *wb,
+                             __m512 b, float *op, int32_t C, __mmask16 m, int32_t KH,
+                             const int32_t KW, const int32_t SW, const int32_t DH, const int P,
+                             const bool CHK, bool clamp, __m512 lo, __m512 hi) {
   __m512 acc[DW512_PMAX];
-  const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int p = 0; p < P; p++) acc[p] = b;
-  const int ncol = SW * (P - 1) + DW * (KW - 1) + 1;
+  const int ncol = SW * (P - 1) + KW;
+  const int32_t jlo = CHK && ix0 < 0 ? -ix0 : 0, jhi = CHK && W - ix0 < ncol ? W - ix0 : ncol;
   for (int32_t ky = 0; ky < KH; ky++) {
-    const float *row = ip + (size_t)ky * DH * rs;
-    const float *wr = wt + (size_t)ky * KW * C;
+    const float *r = row + (size_t)ky * DH * rs;
+    const float *wr = wb + (size_t)ky * KW * 16;
     __m512 w[7];
 #pragma GCC unroll 7
-    for (int kx = 0; kx < KW; kx++) w[kx] = _mm512_maskz_loadu_ps(m, wr + (size_t)kx * C);
+    for (int kx = 0; kx < KW; kx++) w[kx] = _mm512_load_ps(wr + (size_t)kx * 16);
 #pragma GCC unroll 32
     for (int j = 0; j < ncol; j++) {
-      const __m512 x = _mm512_maskz_loadu_ps(m, row + (size_t)j * C);
+      if (CHK && (j < jlo || j >= jhi)) continue;
+      const __m512 x = _mm512_maskz_loadu_ps(m, r + (ptrdiff_t)(ix0 + j) * C);
 #pragma GCC unroll 7
       for (int kx = 0; kx < KW; kx++) {
-        const int d = j - DW * kx;
+        const int d = j - kx;
         if (d >= 0 && d % SW == 0 && d / SW < P) acc[d / SW] = _mm512_fmadd_ps(x, w[kx], acc[d / SW]);
       }
     }
   }
 #pragma GCC unroll 8
-  for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(op + (size_t)p * C, m, acc[p]);
+  for (int p = 0; p < P; p++) dw512_store(op + (size_t)p * C, m, acc[p], clamp, lo, hi);
 }
 
-/* Run-time geometry: P pixels, taps in (ky, kx) order, one input load per FMA. */
-DW512_INLINE void dw512_tile_rt(const float *ip, size_t rs, const float *wt, const float *bias,
-                                float *op, int32_t C, __mmask16 m, int32_t KH, int32_t KW,
-                                int32_t SW, int32_t DH, int32_t DW, const int P) {
+/* P interior pixels, geometry at run time: taps in (ky, kx) order, one input load per FMA. */
+DW512_INLINE void dw512_tile_rt(const float *ip, size_t rs, const float *wb, __m512 b, float *op,
+                                int32_t C, __mmask16 m, int32_t KH, int32_t KW, int32_t SW,
+                                int32_t DH, int32_t DW, const int P, bool clamp, __m512 lo,
+                                __m512 hi) {
   __m512 acc[4];
-  const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
 #pragma GCC unroll 4
   for (int p = 0; p < P; p++) acc[p] = b;
   for (int32_t ky = 0; ky < KH; ky++)
     for (int32_t kx = 0; kx < KW; kx++) {
       const float *q = ip + (size_t)ky * DH * rs + (size_t)kx * DW * C;
-      const __m512 w = _mm512_maskz_loadu_ps(m, wt + (size_t)(ky * KW + kx) * C);
+      const __m512 w = _mm512_load_ps(wb + (size_t)(ky * KW + kx) * 16);
 #pragma GCC unroll 4
       for (int p = 0; p < P; p++)
         acc[p] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + (size_t)p * SW * C), w, acc[p]);
     }
 #pragma GCC unroll 4
-  for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(op + (size_t)p * C, m, acc[p]);
+  for (int p = 0; p < P; p++) dw512_store(op + (size_t)p * C, m, acc[p], clamp, lo, hi);
 }
 
-#define DW512_ROW(P_, TILE, KW_, SW_, DW_)                                                     \
-  for (; p + (P_) <= npix; p += (P_))                                                          \
-    for (int32_t c = 0; c < C; c += 16) {                                                      \
-      const __mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1u); \
-      TILE(ip0 + (size_t)p * SW_ * C + c, rs, wt + c, bias ? bias + c : NULL,                  \
-           o + (size_t)p * C + c, C, m, KH, KW_, SW_, DH, DW_, P_);                            \
-    }
+/* One output pixel over the taps inside the input (filter rows [ky_lo, ky_hi), columns found
+ * here). inb: image b's input at the block's first channel; wb: the whole block's taps. */
+DW512_INLINE void dw512_pixel(const dw_geom_t *g, const float *inb, const float *wb, __m512 b,
+                              float *op, __mmask16 m, int32_t iy0, int32_t ky_lo, int32_t ky_hi,
+                              int32_t ox, bool clamp, __m512 lo, __m512 hi) {
+  const int32_t C = g->c, ix0 = ox * g->sw - g->pl;
+  int32_t kx_lo = 0, kx_hi = g->kw;
+  while (kx_lo < g->kw && ix0 + kx_lo * g->dw < 0) kx_lo++;
+  while (kx_hi > kx_lo && ix0 + (kx_hi - 1) * g->dw >= g->w) kx_hi--;
+  __m512 acc = b;
+  for (int32_t ky = ky_lo; ky < ky_hi; ky++) {
+    const float *row = inb + (size_t)(iy0 + ky * g->dh) * g->w * C;
+    for (int32_t kx = kx_lo; kx < kx_hi; kx++)
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, row + (size_t)(ix0 + kx * g->dw) * C),
+                            _mm512_load_ps(wb + (size_t)(ky * g->kw + kx) * 16), acc);
+  }
+  dw512_store(op, m, acc, clamp, lo, hi);
+}
 
-#define DW512_COL(P_, TILE, KW_, SW_, DW_)                                                     \
-  for (; p + (P_) <= npix; p += (P_))                                                          \
-    TILE(ip0 + (size_t)p * SW_ * C + c, rs, wt + c, bias ? bias + c : NULL,                    \
-         o + (size_t)p * C + c, C, m, KH, KW_, SW_, DH, DW_, P_);
+#define DW512_TILES_RT(P_)                                                                     \
+  for (; p + (P_) <= np; p += (P_))                                                            \
+    dw512_tile_rt(ip0 + (size_t)p * g->sw * C, rs, w0, bv, o + (size_t)p * C, C, m, kh, g->kw, \
+                  g->sw, g->dh, g->dw, P_, clamp, lo, hi);
 
-DW512_INLINE void dw512_row_const(const float *ip0, size_t rs, const float *wt, const float *bias,
-                                  float *o, int32_t npix, int32_t C, int32_t KH, const int32_t KW,
-                                  const int32_t SW, int32_t DH, const int32_t DW) {
-  /* Many channels: one 16-channel column at a time across the row, so the input lines a tile
-   * shares with the next stay in L1 (a whole-pixel-width tile of 5 rows x 12 columns x 240+
-   * channels does not fit); fewer channels: all channels of a tile, then the next tile. */
-  if (C >= 192) {
-    for (int32_t c = 0; c < C; c += 16) {
-      const __mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1u);
-      int32_t p = 0;
-      DW512_COL(8, dw512_tile, KW, SW, DW)
-      DW512_COL(4, dw512_tile, KW, SW, DW)
-      DW512_COL(1, dw512_tile, KW, SW, DW)
-    }
+/* The tile of P (8 when the row has 8 pixels, else 4, else 1) pixels at x0 of one output row,
+ * checked when some of its columns fall outside the input. */
+DW512_INLINE void dw512_tile_at(const dw_geom_t *g, const float *row, size_t rs, int32_t x0,
+                                const float *w0, __m512 bv, float *orow, __mmask16 m, int32_t kh,
+                                const int32_t KW, const int32_t SW, bool clamp, __m512 lo,
+                                __m512 hi) {
+  const int32_t C = g->c, ix0 = x0 * SW - g->pl;
+  if (g->ow >= 8) {
+    if (ix0 >= 0 && ix0 + SW * 7 + KW <= g->w)
+      dw512_tile(row, rs, ix0, g->w, w0, bv, orow + (size_t)x0 * C, C, m, kh, KW, SW, g->dh, 8, false, clamp, lo, hi);
+    else
+      dw512_tile(row, rs, ix0, g->w, w0, bv, orow + (size_t)x0 * C, C, m, kh, KW, SW, g->dh, 8, true, clamp, lo, hi);
+  } else if (g->ow >= 4) {
+    dw512_tile(row, rs, ix0, g->w, w0, bv, orow + (size_t)x0 * C, C, m, kh, KW, SW, g->dh, 4, true, clamp, lo, hi);
+  } else {
+    dw512_tile(row, rs, ix0, g->w, w0, bv, orow + (size_t)x0 * C, C, m, kh, KW, SW, g->dh, 1, true, clamp, lo, hi);
+  }
+}
+
+/* Filter rows [*ky_lo, *ky_hi) of output row oy fall inside the input; returns iy0. */
+static AR_ALWAYS_INLINE int32_t dw_rows_inside(const dw_geom_t *g, int32_t oy, int32_t *ky_lo,
+                                               int32_t *ky_hi) {
+  const int32_t iy0 = oy * g->sh - g->pt;
+  int32_t lo = 0, hi = g->kh;
+  while (lo < g->kh && iy0 + lo * g->dh < 0) lo++;
+  while (hi > lo && iy0 + (hi - 1) * g->dh >= g->h) hi--;
+  *ky_lo = lo;
+  *ky_hi = hi;
+  return iy0;
+}
+
+/* One output row of one channel block with the run-time geometry (KW == 0 below): border pixels
+ * one at a time, interior pixels in tiles of 4. */
+DW512_INLINE void dw512_row_rt(const dw_geom_t *g, const float *inb, const float *wb, __m512 bv,
+                               float *orow, __mmask16 m, int32_t oy, int32_t ox_lo, int32_t ox_hi,
+                               bool clamp, __m512 lo, __m512 hi) {
+  const int32_t C = g->c;
+  const size_t rs = (size_t)g->w * C;
+  int32_t ky_lo, ky_hi;
+  const int32_t iy0 = dw_rows_inside(g, oy, &ky_lo, &ky_hi);
+  if (ky_hi <= ky_lo || ox_hi <= ox_lo) {
+    for (int32_t ox = 0; ox < g->ow; ox++)
+      dw512_pixel(g, inb, wb, bv, orow + (size_t)ox * C, m, iy0, ky_lo, ky_hi, ox, clamp, lo, hi);
     return;
   }
+  for (int32_t ox = 0; ox < ox_lo; ox++)
+    dw512_pixel(g, inb, wb, bv, orow + (size_t)ox * C, m, iy0, ky_lo, ky_hi, ox, clamp, lo, hi);
+  const float *ip0 = inb + ((size_t)(iy0 + ky_lo * g->dh) * g->w + (size_t)(ox_lo * g->sw - g->pl)) * C;
+  const float *w0 = wb + (size_t)ky_lo * g->kw * 16;
+  const int32_t kh = ky_hi - ky_lo, np = ox_hi - ox_lo;
+  float *o = orow + (size_t)ox_lo * C;
   int32_t p = 0;
-  DW512_ROW(8, dw512_tile, KW, SW, DW)
-  DW512_ROW(4, dw512_tile, KW, SW, DW)
-  DW512_ROW(1, dw512_tile, KW, SW, DW)
+  DW512_TILES_RT(4)
+  DW512_TILES_RT(1)
+  for (int32_t ox = ox_hi; ox < g->ow; ox++)
+    dw512_pixel(g, inb, wb, bv, orow + (size_t)ox * C, m, iy0, ky_lo, ky_hi, ox, clamp, lo, hi);
 }
 
-/* `npix` interior pixels of one row, multiplier 1 (dw_interior's contract). Not inlined: the
- * baseline and AVX2 bodies call nothing compiled for AVX-512. */
-AR_TARGET_AVX512 __attribute__((noinline)) static void
-dw512_interior(const float *ip0, size_t rs, const float *wt, const float *bias, float *o,
-               int32_t npix, int32_t C, int32_t KH, int32_t KW, int32_t SW, int32_t DH, int32_t DW) {
-  if (DW == 1 && KW == 3 && SW == 1) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 3, 1, DH, 1);
-  else if (DW == 1 && KW == 3 && SW == 2) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 3, 2, DH, 1);
-  else if (DW == 1 && KW == 5 && SW == 1) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 5, 1, DH, 1);
-  else if (DW == 1 && KW == 5 && SW == 2) dw512_row_const(ip0, rs, wt, bias, o, npix, C, KH, 5, 2, DH, 1);
-  else {
-    int32_t p = 0;
-    DW512_ROW(4, dw512_tile_rt, KW, SW, DW)
-    DW512_ROW(1, dw512_tile_rt, KW, SW, DW)
+/* Channel blocks [cb0, cb1) x output rows [r0, r1) of N*OH. KW/SW: the compile-time filter width
+ * and horizontal stride of the sliding tile (dilation 1), or 0 for the run-time tile. Blocks go
+ * in groups of up to 4, whose weights are laid out once. With many channels (a pixel's channels
+ * span more than 4 blocks) each block runs down the rows of the band, so the input rows it reads
+ * stay in L1 from one output row to the next; with few, each row runs tile by tile over all the
+ * group's blocks, which reads the input rows front to back (prefetcher-friendly). */
+DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void *wt,
+                                const void *bias, bool f16, float *out, bool clamp, float flo,
+                                float fhi, int64_t r0, int64_t r1, int32_t cb0, int32_t cb1,
+                                const int32_t KW, const int32_t SW) {
+  const int32_t C = g->c, taps = g->kh * g->kw;
+  const size_t rs = (size_t)g->w * C;
+  const __m512 lo = _mm512_set1_ps(flo), hi = _mm512_set1_ps(fhi);
+  /* Interior columns: ox*sw - pl >= 0 and ox*sw - pl + (kw-1)*dw <= w-1. */
+  int32_t ox_lo = (g->pl + g->sw - 1) / g->sw;
+  const int32_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl;
+  int32_t ox_hi = last >= 0 ? last / g->sw + 1 : 0;
+  if (ox_hi > g->ow) ox_hi = g->ow;
+  if (ox_lo > ox_hi) ox_lo = ox_hi;
+  const int32_t P = g->ow >= 8 ? 8 : g->ow >= 4 ? 4 : 1;
+  const bool by_block = KW == 0;
+  float wb[4][DW512_MAX_TAPS * 16] __attribute__((aligned(64)));
+  __m512 bv[4];
+  __mmask16 mk[4];
+  for (int32_t sg = cb0; sg < cb1; sg += 4) {
+    const int32_t nb = AR_MIN(4, cb1 - sg);
+    for (int32_t i = 0; i < nb; i++) {
+      const int32_t c = (sg + i) * 16, n = C - c < 16 ? C - c : 16;
+      mk[i] = dw512_mask(n);
+      dw512_load_block(wt, f16, C, c, n, taps, wb[i]);
+      bv[i] = _mm512_setzero_ps();
+      if (bias) {
+        float bb[16] __attribute__((aligned(64)));
+        dw512_load_block(bias, f16, C, c, n, 1, bb);
+        bv[i] = _mm512_load_ps(bb);
+      }
+    }
+    for (int32_t i = 0; i < (by_block ? nb : 1); i++)
+      for (int64_t r = r0; r < r1; r++) {
+        const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
+        const float *inb = in + (size_t)b * g->h * rs;
+        float *orow = out + (size_t)r * g->ow * C;
+        if (KW == 0) {
+          const int32_t c = (sg + i) * 16;
+          dw512_row_rt(g, inb + c, wb[i], bv[i], orow + c, mk[i], oy, ox_lo, ox_hi, clamp, lo, hi);
+          continue;
+        }
+        int32_t ky_lo, ky_hi;
+        const int32_t iy0 = dw_rows_inside(g, oy, &ky_lo, &ky_hi);
+        const int32_t i0 = by_block ? i : 0, i1 = by_block ? i + 1 : nb;
+        if (ky_hi <= ky_lo) {   /* no filter row inside the input: bias only */
+          for (int32_t k = i0; k < i1; k++)
+            for (int32_t ox = 0; ox < g->ow; ox++)
+              dw512_store(orow + (size_t)ox * C + (sg + k) * 16, mk[k], bv[k], clamp, lo, hi);
+          continue;
+        }
+        /* Tiles of P pixels over the whole row, the last one moved back to end at ow (it
+         * recomputes a few pixels, with the same bits). */
+        const float *row = inb + (size_t)(iy0 + ky_lo * g->dh) * rs;
+        const int32_t kh = ky_hi - ky_lo;
+        for (int32_t ox = 0; ox < g->ow; ox += P) {
+          const int32_t x0 = ox + P <= g->ow ? ox : g->ow - P;
+          for (int32_t k = i0; k < i1; k++) {
+            const int32_t c = (sg + k) * 16;
+            dw512_tile_at(g, row + c, rs, x0, wb[k] + (size_t)ky_lo * KW * 16, bv[k], orow + c,
+                          mk[k], kh, KW, SW, clamp, lo, hi);
+          }
+        }
+      }
   }
 }
-#undef DW512_ROW
-#undef DW512_COL
+#undef DW512_TILES_RT
+
+/* dw512_chunk_t with the filter width and stride of the shipped models compiled in. Not inlined:
+ * the baseline and AVX2 bodies call nothing compiled for AVX-512. */
+AR_TARGET_AVX512 __attribute__((noinline)) static void
+dw512_chunk(const dw_geom_t *g, const float *in, const void *wt, const void *bias, bool f16,
+            float *out, bool clamp, float lo, float hi, int64_t r0, int64_t r1, int32_t cb0,
+            int32_t cb1) {
+  const bool d1 = g->dw == 1;
+  if (d1 && g->kw == 3 && g->sw == 1)
+    dw512_chunk_t(g, in, wt, bias, f16, out, clamp, lo, hi, r0, r1, cb0, cb1, 3, 1);
+  else if (d1 && g->kw == 3 && g->sw == 2)
+    dw512_chunk_t(g, in, wt, bias, f16, out, clamp, lo, hi, r0, r1, cb0, cb1, 3, 2);
+  else if (d1 && g->kw == 5 && g->sw == 1)
+    dw512_chunk_t(g, in, wt, bias, f16, out, clamp, lo, hi, r0, r1, cb0, cb1, 5, 1);
+  else if (d1 && g->kw == 5 && g->sw == 2)
+    dw512_chunk_t(g, in, wt, bias, f16, out, clamp, lo, hi, r0, r1, cb0, cb1, 5, 2);
+  else
+    dw512_chunk_t(g, in, wt, bias, f16, out, clamp, lo, hi, r0, r1, cb0, cb1, 0, 0);
+}
 #endif
 
 static AR_ALWAYS_INLINE void dw_clamp_row(float *x, size_t n, float lo, float hi) {
@@ -354,7 +531,7 @@ static AR_ALWAYS_INLINE void dw_clamp_row(float *x, size_t n, float lo, float hi
 
 static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const float *wt,
                                      const float *bias, float *out, bool clamp, float lo,
-                                     float hi, bool z512) {
+                                     float hi) {
   const int32_t C = g->oc;
   const size_t row_stride = (size_t)g->w * g->c;
   /* Interior columns: ox*sw - pl >= 0 and ox*sw - pl + (kw-1)*dw <= w-1. */
@@ -397,11 +574,6 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
         float *o = orow + (size_t)ox_lo * C;
         const int32_t np = ox_hi - ox_lo;
         const bool full = kh == g->kh;
-#if AR_HAVE_AVX2_CLONE
-        if (z512) spec = -1;
-#else
-        (void)z512;
-#endif
         switch (spec) {
         case 1:
           if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 3, 3, 1, 1, 1);
@@ -419,11 +591,6 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
           if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 5, 5, 2, 1, 1);
           else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 5, 2, 1, 1);
           break;
-#if AR_HAVE_AVX2_CLONE
-        case -1:
-          dw512_interior(ip0, row_stride, w0, bias, o, np, C, kh, g->kw, g->sw, g->dh, g->dw);
-          break;
-#endif
         default:
           dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, g->kw, g->sw, g->dh, g->dw);
           break;
@@ -438,19 +605,19 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
 
 static void dw_run_base(const dw_geom_t *g, const float *in, const float *wt, const float *bias,
                         float *out, bool clamp, float lo, float hi) {
-  dw_body(g, in, wt, bias, out, clamp, lo, hi, false);
+  dw_body(g, in, wt, bias, out, clamp, lo, hi);
 }
 
 #if AR_HAVE_AVX2_CLONE
 AR_TARGET_AVX2 static void dw_run_avx2(const dw_geom_t *g, const float *in, const float *wt,
                                        const float *bias, float *out, bool clamp, float lo,
                                        float hi) {
-  dw_body(g, in, wt, bias, out, clamp, lo, hi, false);
+  dw_body(g, in, wt, bias, out, clamp, lo, hi);
 }
 AR_TARGET_AVX512 static void dw_run_avx512(const dw_geom_t *g, const float *in, const float *wt,
                                            const float *bias, float *out, bool clamp, float lo,
                                            float hi) {
-  dw_body(g, in, wt, bias, out, clamp, lo, hi, true);
+  dw_body(g, in, wt, bias, out, clamp, lo, hi);
 }
 #endif
 
@@ -482,6 +649,66 @@ static void dw_range(void *ctx, int64_t r0, int64_t r1) {
   }
 }
 
+#if AR_HAVE_AVX2_CLONE
+/* The AVX-512F path's split: chunks of `band` output rows (of N*OH) x `grp` 16-channel blocks,
+ * fixed by the shapes alone (and any split gives the same bits, see above). At least 16 bands of
+ * whole rows (whole rows read the input front to back); operators with fewer rows than that split
+ * their channels into groups too; no chunk
+ * below AR_DW_MIN_CHUNK_MACS multiply-adds unless the whole operator is. */
+typedef struct {
+  int64_t band, nbands;
+  int32_t grp, ngrps, nblk;
+} dw_grid_t;
+
+#define DW512_CHUNKS 16
+
+static void dw512_grid(const dw_geom_t *g, dw_grid_t *d) {
+  const int64_t rows = (int64_t)g->n * g->oh;
+  const int64_t bm = (int64_t)g->ow * 16 * g->kh * g->kw;   /* per row and block */
+  d->nblk = (g->oc + 15) / 16;
+  d->band = rows / DW512_CHUNKS > 1 ? rows / DW512_CHUNKS : 1;
+  while (d->band < rows && d->band * d->nblk * bm < AR_DW_MIN_CHUNK_MACS) d->band++;
+  d->nbands = (rows + d->band - 1) / d->band;
+  d->grp = d->nblk;
+  if (d->nbands < DW512_CHUNKS) {
+    const int64_t want = (DW512_CHUNKS + d->nbands - 1) / d->nbands;   /* groups per band */
+    d->grp = (int32_t)((d->nblk + want - 1) / want);
+    while (d->grp < d->nblk && d->band * d->grp * bm < AR_DW_MIN_CHUNK_MACS) d->grp++;
+  }
+  d->ngrps = (d->nblk + d->grp - 1) / d->grp;
+}
+
+typedef struct dw512_run {
+  const dw_geom_t *g;
+  dw_grid_t grid;
+  const float *in;
+  const void *wt, *bias;
+  bool f16;
+  float *out;
+  bool clamp;
+  float lo, hi;
+  ar_activation_t act;
+} dw512_run_t;
+
+/* Chunks [k0, k1) of the grid: chunk k is band k / ngrps, block group k % ngrps. */
+static void dw512_range(void *ctx, int64_t k0, int64_t k1) {
+  const dw512_run_t *c = ctx;
+  const dw_geom_t *g = c->g;
+  const int64_t rows = (int64_t)g->n * g->oh;
+  for (int64_t k = k0; k < k1; k++) {
+    const int64_t r0 = k / c->grid.ngrps * c->grid.band, r1 = AR_MIN(rows, r0 + c->grid.band);
+    const int32_t cb0 = (int32_t)(k % c->grid.ngrps) * c->grid.grp;
+    const int32_t cb1 = AR_MIN(c->grid.nblk, cb0 + c->grid.grp);
+    dw512_chunk(g, c->in, c->wt, c->bias, c->f16, c->out, c->clamp, c->lo, c->hi, r0, r1, cb0, cb1);
+    if (c->act == AR_ACT_TANH || c->act == AR_ACT_SIGN_BIT) {
+      const int32_t ch0 = cb0 * 16, nch = AR_MIN(g->oc, cb1 * 16) - ch0;
+      for (int64_t px = r0 * g->ow; px < r1 * g->ow; px++)
+        ar_apply_activation(c->out + (size_t)px * g->oc + ch0, (size_t)nch, c->act);
+    }
+  }
+}
+#endif
+
 static void dw_eval(const ar_node_t *node) {
   if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) {
     ar__qdw_eval(node);
@@ -497,6 +724,15 @@ static void dw_eval(const ar_node_t *node) {
   const float *bias = bias_t ? bias_t->data : NULL;
   float *out = node->outputs[0]->data;
   const bool clamp = ar__act_is_clamp(act);
+#if AR_HAVE_AVX2_CLONE
+  if (ar__f32_isa() >= AR_ISA_AVX512 && g.mult == 1 && g.kh * g.kw <= DW512_MAX_TAPS) {
+    dw512_run_t c = {.g = &g, .in = in, .wt = wt, .bias = bias, .f16 = false, .out = out,
+                     .clamp = clamp, .lo = lo, .hi = hi, .act = act};
+    dw512_grid(&g, &c.grid);
+    ar_parallel_for(node, c.grid.nbands * c.grid.ngrps, 1, dw512_range, &c);
+    return;
+  }
+#endif
   dw_run_t c = {.g = &g, .in = in, .wt = wt, .bias = bias, .out = out, .clamp = clamp, .lo = lo,
                 .hi = hi, .act = act};
   const int64_t rows = (int64_t)g.n * g.oh;
