@@ -13,6 +13,9 @@ extern const ar_kernel_t ar_kernel_conv_2d;
 bool ar__conv_2d_reads_f16(const ar_node_t *node, int32_t input);
 /* kernels/depthwise.c: TFLite DEPTHWISE_CONV_2D (channel-innermost loops, 3x3/5x5 fast paths). */
 extern const ar_kernel_t ar_kernel_depthwise_conv_2d;
+/* Its answer to ar_kernel_reads_f16: the filter and the bias of a float DEPTHWISE_CONV_2D (the
+ * AVX-512F path widens them per channel block, the others into scratch at each eval). */
+bool ar__depthwise_reads_f16(const ar_node_t *node, int32_t input);
 /* kernels/qdepthwise.c: its uint8 / int8 form (dtype checks, then after depthwise.c's shape checks
  * the quantization checks, state = multipliers + repacked weights, scratch = one row of int32).
  * ar__qdw_set_isa: tests pick the loop (0 portable, 1 AVX2, 2 AVX-512 VNNI; -1 = automatic) and

@@ -55,7 +55,8 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   /* uint8 / int8 tensors go to kernels/qdepthwise.c after the shared shape checks below. */
   const bool quant = node->n_inputs >= 1 && node->inputs[0] &&
                      node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
-  int rc = quant ? ar__qdw_check_io(node, msg, msg_bytes) : ar__conv_check_io(node, name, msg, msg_bytes);
+  int rc = quant ? ar__qdw_check_io(node, msg, msg_bytes)
+                 : ar__conv_check_io_w(node, name, true, msg, msg_bytes);
   if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
@@ -98,10 +99,20 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected [%d,%d,%d,%d]",
                    idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
                    (int)want[2], (int)want[3]);
+  /* Float16 filter / bias (read as stored, ar__depthwise_reads_f16): the AVX-512F path widens
+   * each 16-channel block's taps as it lays them out; the others widen the whole filter and bias
+   * into scratch at each eval (a few KB). */
+  const size_t taps = (size_t)g.kh * g.kw;
   node->scratch_bytes = 0;
+  if (!quant && (f->dtype == AR_DTYPE_FLOAT16 || (bias && bias->dtype == AR_DTYPE_FLOAT16)))
+    node->scratch_bytes = (taps + 1) * (size_t)g.oc * sizeof(float);
   node->state_bytes = 0;
   if (quant) return ar__qdw_prepare(node, msg, msg_bytes);
   return 0;
+}
+
+bool ar__depthwise_reads_f16(const ar_node_t *node, int32_t input) {
+  return ar__conv_reads_f16(node, input);
 }
 
 static void dw_init(ar_node_t *node) {
@@ -254,6 +265,8 @@ static AR_ALWAYS_INLINE void dw_interior(const float *ip0, size_t row_stride, co
 #define DW512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
 #define DW512_PMAX 8
 #define DW512_MAX_TAPS 49
+/* Output rows per pass of a group of 4 channel blocks (their input rows stay in L1/L2). */
+#define DW512_BAND 8
 
 /* Lanes [0, n) of a 16-lane mask (n in 1..16). */
 DW512_INLINE __mmask16 dw512_mask(int32_t n) {
@@ -453,6 +466,7 @@ DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void 
   float wb[4][DW512_MAX_TAPS * 16] __attribute__((aligned(64)));
   __m512 bv[4];
   __mmask16 mk[4];
+  for (int64_t rb = r0; rb < r1; rb += DW512_BAND)
   for (int32_t sg = cb0; sg < cb1; sg += 4) {
     const int32_t nb = AR_MIN(4, cb1 - sg);
     for (int32_t i = 0; i < nb; i++) {
@@ -467,7 +481,7 @@ DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void 
       }
     }
     for (int32_t i = 0; i < (by_block ? nb : 1); i++)
-      for (int64_t r = r0; r < r1; r++) {
+      for (int64_t r = rb; r < AR_MIN(r1, rb + DW512_BAND); r++) {
         const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
         const float *inb = in + (size_t)b * g->h * rs;
         float *orow = out + (size_t)r * g->ow * C;
@@ -650,37 +664,8 @@ static void dw_range(void *ctx, int64_t r0, int64_t r1) {
 }
 
 #if AR_HAVE_AVX2_CLONE
-/* The AVX-512F path's split: chunks of `band` output rows (of N*OH) x `grp` 16-channel blocks,
- * fixed by the shapes alone (and any split gives the same bits, see above). At least 16 bands of
- * whole rows (whole rows read the input front to back); operators with fewer rows than that split
- * their channels into groups too; no chunk
- * below AR_DW_MIN_CHUNK_MACS multiply-adds unless the whole operator is. */
-typedef struct {
-  int64_t band, nbands;
-  int32_t grp, ngrps, nblk;
-} dw_grid_t;
-
-#define DW512_CHUNKS 16
-
-static void dw512_grid(const dw_geom_t *g, dw_grid_t *d) {
-  const int64_t rows = (int64_t)g->n * g->oh;
-  const int64_t bm = (int64_t)g->ow * 16 * g->kh * g->kw;   /* per row and block */
-  d->nblk = (g->oc + 15) / 16;
-  d->band = rows / DW512_CHUNKS > 1 ? rows / DW512_CHUNKS : 1;
-  while (d->band < rows && d->band * d->nblk * bm < AR_DW_MIN_CHUNK_MACS) d->band++;
-  d->nbands = (rows + d->band - 1) / d->band;
-  d->grp = d->nblk;
-  if (d->nbands < DW512_CHUNKS) {
-    const int64_t want = (DW512_CHUNKS + d->nbands - 1) / d->nbands;   /* groups per band */
-    d->grp = (int32_t)((d->nblk + want - 1) / want);
-    while (d->grp < d->nblk && d->band * d->grp * bm < AR_DW_MIN_CHUNK_MACS) d->grp++;
-  }
-  d->ngrps = (d->nblk + d->grp - 1) / d->grp;
-}
-
 typedef struct dw512_run {
   const dw_geom_t *g;
-  dw_grid_t grid;
   const float *in;
   const void *wt, *bias;
   bool f16;
@@ -690,21 +675,15 @@ typedef struct dw512_run {
   ar_activation_t act;
 } dw512_run_t;
 
-/* Chunks [k0, k1) of the grid: chunk k is band k / ngrps, block group k % ngrps. */
-static void dw512_range(void *ctx, int64_t k0, int64_t k1) {
+/* Output rows [r0, r1) of N*OH, all channels (one chunk of the pool), with their activation. */
+static void dw512_range(void *ctx, int64_t r0, int64_t r1) {
   const dw512_run_t *c = ctx;
   const dw_geom_t *g = c->g;
-  const int64_t rows = (int64_t)g->n * g->oh;
-  for (int64_t k = k0; k < k1; k++) {
-    const int64_t r0 = k / c->grid.ngrps * c->grid.band, r1 = AR_MIN(rows, r0 + c->grid.band);
-    const int32_t cb0 = (int32_t)(k % c->grid.ngrps) * c->grid.grp;
-    const int32_t cb1 = AR_MIN(c->grid.nblk, cb0 + c->grid.grp);
-    dw512_chunk(g, c->in, c->wt, c->bias, c->f16, c->out, c->clamp, c->lo, c->hi, r0, r1, cb0, cb1);
-    if (c->act == AR_ACT_TANH || c->act == AR_ACT_SIGN_BIT) {
-      const int32_t ch0 = cb0 * 16, nch = AR_MIN(g->oc, cb1 * 16) - ch0;
-      for (int64_t px = r0 * g->ow; px < r1 * g->ow; px++)
-        ar_apply_activation(c->out + (size_t)px * g->oc + ch0, (size_t)nch, c->act);
-    }
+  dw512_chunk(g, c->in, c->wt, c->bias, c->f16, c->out, c->clamp, c->lo, c->hi, r0, r1, 0,
+              (g->oc + 15) / 16);
+  if (c->act == AR_ACT_TANH || c->act == AR_ACT_SIGN_BIT) {
+    const size_t row = (size_t)g->ow * (size_t)g->oc;
+    ar_apply_activation(c->out + (size_t)r0 * row, (size_t)(r1 - r0) * row, c->act);
   }
 }
 #endif
@@ -714,31 +693,47 @@ static void dw_eval(const ar_node_t *node) {
     ar__qdw_eval(node);
     return;
   }
-  const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_tview_t *f_t = node->inputs[1], *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   const ar_activation_t act = node->options->depthwise.activation;
   dw_geom_t g;
   dw_geometry(node, &g);
   float lo, hi;
   ar__act_range(act, &lo, &hi);
-  const float *in = node->inputs[0]->data, *wt = node->inputs[1]->data;
-  const float *bias = bias_t ? bias_t->data : NULL;
+  const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   const bool clamp = ar__act_is_clamp(act);
+  /* Every output pixel is computed from its own taps alone, in the same order whatever rows a
+   * chunk holds, so the rows are split by thread count (ar_parallel_for_split: each thread takes
+   * the same fraction of the rows as the operator before wrote, which stays in its cache), none
+   * below AR_DW_MIN_CHUNK_MACS multiply-adds. */
+  const int64_t rows = (int64_t)g.n * g.oh;
+  const int64_t row_macs = AR_MAX((int64_t)1, (int64_t)g.ow * g.oc * g.kh * g.kw);
+  const int64_t min_rows = (AR_DW_MIN_CHUNK_MACS + row_macs - 1) / row_macs;
 #if AR_HAVE_AVX2_CLONE
-  if (ar__f32_isa() >= AR_ISA_AVX512 && g.mult == 1 && g.kh * g.kw <= DW512_MAX_TAPS) {
-    dw512_run_t c = {.g = &g, .in = in, .wt = wt, .bias = bias, .f16 = false, .out = out,
-                     .clamp = clamp, .lo = lo, .hi = hi, .act = act};
-    dw512_grid(&g, &c.grid);
-    ar_parallel_for(node, c.grid.nbands * c.grid.ngrps, 1, dw512_range, &c);
+  if (ar__f32_isa() >= AR_ISA_AVX512 && g.mult == 1 && g.kh * g.kw <= DW512_MAX_TAPS &&
+      (!bias_t || bias_t->dtype == f_t->dtype)) {
+    dw512_run_t c = {.g = &g, .in = in, .wt = f_t->data, .bias = bias_t ? bias_t->data : NULL,
+                     .f16 = f_t->dtype == AR_DTYPE_FLOAT16, .out = out, .clamp = clamp, .lo = lo,
+                     .hi = hi, .act = act};
+    ar_parallel_for_split(node, rows, 1, min_rows, dw512_range, &c);
     return;
   }
 #endif
+  /* Other paths read float32: float16 weights are widened into scratch first (same values). */
+  const float *wt = f_t->data, *bias = bias_t ? bias_t->data : NULL;
+  float *wide = node->scratch;
+  const size_t nw = (size_t)g.kh * g.kw * (size_t)g.oc;
+  if (f_t->dtype == AR_DTYPE_FLOAT16) {
+    ar_fp16_to_fp32_n(f_t->data, wide, nw);
+    wt = wide;
+  }
+  if (bias_t && bias_t->dtype == AR_DTYPE_FLOAT16) {
+    ar_fp16_to_fp32_n(bias_t->data, wide + nw, (size_t)g.oc);
+    bias = wide + nw;
+  }
   dw_run_t c = {.g = &g, .in = in, .wt = wt, .bias = bias, .out = out, .clamp = clamp, .lo = lo,
                 .hi = hi, .act = act};
-  const int64_t rows = (int64_t)g.n * g.oh;
-  ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)g.ow * g.oc * g.kh * g.kw,
-                                                AR_DW_MIN_CHUNK_MACS, 1),
-                  dw_range, &c);
+  ar_parallel_for_split(node, rows, 1, min_rows, dw_range, &c);
 }
 
 const ar_kernel_t ar_kernel_depthwise_conv_2d = {

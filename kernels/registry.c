@@ -93,6 +93,7 @@ bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input) {
   switch (node->op) {
   case AR_OP_CONV_2D: return ar__conv_2d_reads_f16(node, input);
   case AR_OP_FULLY_CONNECTED: return ar__fully_connected_reads_f16(node, input);
+  case AR_OP_DEPTHWISE_CONV_2D: return ar__depthwise_reads_f16(node, input);
   default: return false;
   }
 }

@@ -18,6 +18,7 @@
 #include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/ar_parallel.h"
 
 /* ---------- harness ---------- */
 
@@ -803,6 +804,148 @@ START_TEST(dw_random_vs_naive) {
 }
 END_TEST
 
+/* Stored weights: DEPTHWISE_CONV_2D reading its filter and bias as float16 (the interpreter elides
+ * their DEQUANTIZE, ar_kernel_reads_f16) gives exactly the bytes of the same node on the widened
+ * float32 weights, on every float ISA level, including a level forced after prepare (the AVX-512F
+ * path widens each channel block's taps, the others widen into the scratch prepare reserved):
+ * sliding tiles, border tiles, channel tails, run-time tiles, multiplier 2, no bias. */
+START_TEST(dw_fp16_weights_bit_identical) {
+  const cfg_t cases[] = {
+    /* n  h   w   c   o  kh kw sh sw dh dw m  same  bias  act */
+    {1, 12, 13, 24, 24, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 15, 17, 37, 37, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
+    {1, 9, 9, 70, 70, 5, 5, 1, 1, 1, 1, 1, true, false, AR_ACT_RELU},
+    {2, 7, 7, 33, 33, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_TANH},
+    {1, 3, 2, 16, 16, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},     /* narrower than a tile */
+    {1, 10, 11, 20, 20, 3, 3, 1, 1, 2, 2, 1, true, true, AR_ACT_RELU6},  /* dilation: run-time tile */
+    {1, 8, 9, 3, 6, 3, 3, 2, 2, 1, 1, 2, true, true, AR_ACT_NONE},       /* multiplier 2 */
+  };
+  const int best = ar__f32_set_isa(-1);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const cfg_t *c = &cases[ci];
+    int oh = ref_out_size(c->h, c->kh, c->sh, c->dh, c->same);
+    int ow = ref_out_size(c->w, c->kw, c->sw, c->dw, c->same);
+    const int oc = c->c * c->mult;
+    size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->kh * c->kw * oc;
+    size_t nout = (size_t)c->n * oh * ow * oc;
+    float *in = randv(nin), *f = malloc(nf * sizeof(float)), *b = malloc((size_t)oc * sizeof(float));
+    uint16_t *f16 = malloc(nf * sizeof *f16 + 2), *b16 = malloc((size_t)oc * sizeof *b16 + 2);
+    /* The fp16 views sit at an odd 2-byte offset, as weights may in the model's mapping. */
+    uint16_t *f16u = (uint16_t *)(void *)((char *)f16 + 2), *b16u = (uint16_t *)(void *)((char *)b16 + 2);
+    for (size_t i = 0; i < nf; i++) {
+      const uint16_t h = rand_f16_bits(i);
+      memcpy(&f16u[i], &h, sizeof h);
+      f[i] = ar_fp16_to_fp32(h);
+    }
+    for (int i = 0; i < oc; i++) {
+      const uint16_t h = rand_f16_bits((size_t)i + 1);
+      memcpy(&b16u[i], &h, sizeof h);
+      b[i] = ar_fp16_to_fp32(h);
+    }
+    float *out32 = malloc(nout * sizeof(float)), *out16 = malloc(nout * sizeof(float));
+    int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {1, c->kh, c->kw, oc};
+    int32_t dout[4] = {c->n, oh, ow, oc};
+    tnode_t t32, t16;
+    tnode_init(&t32, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, c->bias ? b : NULL, oc, out32, 4, dout);
+    tnode_init(&t16, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, c->bias ? b : NULL, oc, out16, 4, dout);
+    const ar_padding_t pad = c->same ? AR_PADDING_SAME : AR_PADDING_VALID;
+    dw_opts(&t32, pad, c->sh, c->sw, c->dh, c->dw, c->mult, c->act);
+    dw_opts(&t16, pad, c->sh, c->sw, c->dh, c->dw, c->mult, c->act);
+    /* What the interpreter asks before it hands fp16 over. */
+    ck_assert(ar_kernel_reads_f16(&t32.node, 1));
+    ck_assert(ar_kernel_reads_f16(&t32.node, 2) == c->bias);
+    ck_assert(!ar_kernel_reads_f16(&t32.node, 0));
+    t16.t[1].dtype = AR_DTYPE_FLOAT16;
+    t16.t[1].data = f16u;
+    t16.t[1].bytes = nf * 2;
+    if (c->bias) {
+      t16.t[2].dtype = AR_DTYPE_FLOAT16;
+      t16.t[2].data = b16u;
+      t16.t[2].bytes = (size_t)oc * 2;
+    }
+    char msg[AR_MSG_BYTES] = "", what[160];
+    snprintf(what, sizeof what, "dw fp16 n%d %dx%dx%d m%d k%dx%d s%dx%d d%dx%d %s act %d", c->n,
+             c->h, c->w, c->c, c->mult, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw,
+             c->same ? "SAME" : "VALID", c->act);
+    ck_assert_msg(ar_kernel_depthwise_conv_2d.prepare(&t16.node, msg, sizeof msg) == 0, "%s: %s", what, msg);
+    t16.node.scratch = t16.node.scratch_bytes ? malloc(t16.node.scratch_bytes) : NULL;
+    if (t16.node.scratch) memset(t16.node.scratch, 0xff, t16.node.scratch_bytes);
+    ar_kernel_depthwise_conv_2d.init(&t16.node);
+    for (int l = best; l >= AR_ISA_PORTABLE; l--) {
+      ck_assert_int_eq(ar__f32_set_isa(l), l);
+      memset(out32, 0xff, nout * sizeof(float));
+      memset(out16, 0xee, nout * sizeof(float));
+      tnode_run(&t32, &ar_kernel_depthwise_conv_2d);
+      ar_kernel_depthwise_conv_2d.eval(&t16.node);
+      for (size_t i = 0; i < nout; i++)
+        ck_assert_msg(memcmp(&out16[i], &out32[i], sizeof(float)) == 0,
+                      "%s [%s]: element %zu is %.9g with fp16 weights, %.9g widened", what,
+                      ar_isa_name(l), i, (double)out16[i], (double)out32[i]);
+    }
+    ar__f32_set_isa(-1);
+    free(t16.node.scratch);
+    free(in); free(f); free(b); free(f16); free(b16); free(out32); free(out16);
+  }
+}
+END_TEST
+
+/* The rows are split by thread count (ar_parallel_for_split): 2 and 3 threads give exactly the
+ * bytes of one thread, at every float ISA level, on shapes whose rows split unevenly. */
+START_TEST(dw_split_bit_identical) {
+  const cfg_t cases[] = {
+    /* n  h   w   c   o  kh kw sh sw dh dw m  same  bias  act */
+    {1, 41, 23, 40, 40, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {2, 29, 31, 72, 72, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
+    {1, 7, 7, 600, 600, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU},
+    {1, 30, 17, 21, 42, 3, 3, 1, 1, 1, 1, 2, true, true, AR_ACT_NONE},   /* multiplier 2 */
+  };
+  char msg[AR_MSG_BYTES] = "";
+  ar_threadpool_t *pools[2] = {NULL, NULL};
+  ck_assert_int_eq(ar_threadpool_new(2, &pools[0], msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_threadpool_new(3, &pools[1], msg, sizeof msg), 0);
+  const int best = ar__f32_set_isa(-1);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const cfg_t *c = &cases[ci];
+    int oh = ref_out_size(c->h, c->kh, c->sh, c->dh, c->same);
+    int ow = ref_out_size(c->w, c->kw, c->sw, c->dw, c->same);
+    const int oc = c->c * c->mult;
+    size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->kh * c->kw * oc;
+    size_t nout = (size_t)c->n * oh * ow * oc;
+    float *in = randv(nin), *f = randv(nf), *b = randv((size_t)oc);
+    float *out = malloc(nout * sizeof(float)), *one = malloc(nout * sizeof(float));
+    int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {1, c->kh, c->kw, oc};
+    int32_t dout[4] = {c->n, oh, ow, oc};
+    tnode_t tn;
+    tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df, b, oc, out, 4, dout);
+    dw_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw,
+            c->mult, c->act);
+    for (int l = best; l >= AR_ISA_PORTABLE; l--) {
+      ck_assert_int_eq(ar__f32_set_isa(l), l);
+      for (int32_t threads = 1; threads <= 3; threads++) {
+        ar_threadpool_t *pool = threads > 1 ? pools[threads - 2] : NULL;
+        tn.node.threads = threads;
+        tn.node.pool = pool;
+        memset(out, 0xee, nout * sizeof(float));
+        ar_threadpool_enter(pool);
+        tnode_run(&tn, &ar_kernel_depthwise_conv_2d);
+        ar_threadpool_leave(pool);
+        if (threads == 1) memcpy(one, out, nout * sizeof(float));
+        else
+          ck_assert_msg(memcmp(one, out, nout * sizeof(float)) == 0,
+                        "dw %dx%dx%d k%d s%d [%s]: %d threads differ from 1", c->h, c->w, c->c,
+                        c->kh, c->sh, ar_isa_name(l), (int)threads);
+      }
+    }
+    tn.node.threads = 1;
+    tn.node.pool = NULL;
+    ar__f32_set_isa(-1);
+    free(in); free(f); free(b); free(out); free(one);
+  }
+  ar_threadpool_free(pools[0]);
+  ar_threadpool_free(pools[1]);
+}
+END_TEST
+
 START_TEST(dw_prepare_errors) {
   float in[48] = {0}, f[90] = {0}, out[512] = {0};
   char msg[AR_MSG_BYTES];
@@ -1293,6 +1436,8 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, dw_5x5_same);
   tcase_add_test(tc, dw_depth_multiplier_2);
   tcase_add_test(tc, dw_random_vs_naive);
+  tcase_add_test(tc, dw_fp16_weights_bit_identical);
+  tcase_add_test(tc, dw_split_bit_identical);
   tcase_add_test(tc, dw_prepare_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("transpose_conv_bias");
