@@ -1,30 +1,40 @@
 /* parallel.c - the thread pool behind ar_parallel_for (kernels/ar_parallel.h).
  *
- * A caller publishes its job (on its own stack) in one of AR_POOL_SLOTS slots, bumps the pool's
- * generation word and wakes sleeping helpers; then it runs chunks itself. A helper that sees a new
- * generation scans the slots, joins a job with chunks left (if the pool's count of threads at work
- * is below `threads`), runs chunks until none is left, and leaves. The caller waits until every
- * chunk is done, empties the slot, and waits until no helper still holds a reference to the slot
- * before its job goes out of scope.
+ * A caller claims one of AR_POOL_SLOTS slots and writes its job into it - what to call, the
+ * chunks, and per participant a run of chunks to take - then bumps the pool's generation word,
+ * wakes sleeping helpers, and runs chunks itself. A helper that sees a new generation (or a new
+ * job in slot 0, which a lone caller always uses and hot helpers watch directly) joins a job with
+ * chunks left if the pool's count of threads at work is below `threads`, runs chunks until none
+ * is left, and goes back to watching. The caller waits until every chunk is done and frees the
+ * slot.
  *
  * Which participant runs which chunk: the chunks are cut into `parts` contiguous runs, one per
  * thread that may take part; the caller starts on run 0 and helper h on run h, each taking the
- * chunks of its own run in order and then those left in the others. So when every participant
- * is there in time, consecutive operators give a thread the same part of their tensors (the
- * part it wrote last stays in its core's cache), and a late or absent helper costs nothing but
- * its share of the work. The chunks themselves, and so the results, do not depend on this.
+ * chunks of its own run from the front and then those left in the others from the back. So when
+ * every participant is there in time, consecutive operators give a thread the same part of their
+ * tensors (the part it wrote last stays in its core's cache), and a late or absent helper costs
+ * nothing but its share of the work. The chunks themselves, and so the results, do not depend on
+ * this.
+ *
+ * The hand-off is what a small operator pays for a split, so it is kept to a few cache-line
+ * transfers (each about 0.2 us between the cores of the VMs this runs on): the job's description,
+ * the first two runs and the done counter share one 64-byte line, which a hot helper reads once
+ * and then owns while it runs its chunks; the caller takes its first chunk when it writes the job,
+ * without touching that line again until it looks for more. A job lives in its slot, not on the
+ * caller's stack: a helper that read a slot late can only act through a compare-and-swap on a run
+ * word tagged with the job's sequence number, which fails once the job is over, so nothing waits
+ * for helpers to let go of a slot.
  *
  * Helpers stay hot through an invoke: between ar_threadpool_enter and _leave (and while a core
- * is free for them) they spin on the generation word for up to AR_POOL_HOT_SPIN_US, otherwise
- * AR_POOL_SPIN_US, before they sleep; enter wakes sleeping helpers, so that their wake-up overlaps
- * the invoke's first operators instead of delaying a split one.
+ * is free for them) they spin for up to AR_POOL_HOT_SPIN_US between jobs, otherwise
+ * AR_POOL_SPIN_US, before they sleep; enter wakes sleeping helpers, so that their wake-up
+ * overlaps the invoke's first operators instead of delaying a split one.
  *
- * Memory order: everything a helper reads of a job is published by the slot pointer (seq_cst);
- * chunk completion is an acq_rel counter, so the caller sees every output a helper wrote. Sleeping
- * is a futex on the generation word (helpers) or on the done counter (caller), each guarded by a
- * "sleepers" / "waiting" flag read after the word changed (Dekker-style, all seq_cst), so no wakeup
- * is lost and a futex system call is made only when someone sleeps. Words written by different
- * threads sit on different cache lines.
+ * Memory order: a run word is stored with release after the job's fields, and a helper reads it
+ * with acquire before it reads them; chunk completion is an acq_rel counter, so the caller sees
+ * every output a helper wrote. Sleeping is a futex on the generation word (helpers) or on the done
+ * counter (caller), each guarded by a "sleepers" / waiting flag read after the word changed
+ * (Dekker-style, seq_cst), so no wakeup is lost and a futex call is made only when someone sleeps.
  */
 #define _GNU_SOURCE
 #include "kernels/ar_parallel.h"
@@ -46,38 +56,46 @@
 
 /* Concurrent parallel_for calls that can be shared with helpers; more run inline. */
 #define AR_POOL_SLOTS 32
-
 /* Runs of chunks a job is cut into (one per participant, up to this many). */
-#define AR_POOL_PARTS_MAX 16
+#define AR_POOL_PARTS_MAX 8
+/* A run word: the job's tag (its sequence number, low 24 bits), then the run's front and back
+ * (20 bits each, chunk indices within the run). Jobs of more chunks run inline. */
+#define RUN_BITS 20
+#define RUN_MASK ((UINT64_C(1) << RUN_BITS) - 1)
+#define TAG_MASK ((UINT64_C(1) << 24) - 1)
+#define AR_POOL_CHUNKS_MAX ((int64_t)RUN_MASK)
+/* done's top bit: the caller sleeps on it (futex) and wants a wake-up at the last chunk. */
+#define DONE_WAITING 0x80000000u
 
-/* One contiguous run of a job's chunks, base + [front, back): its owner takes chunks from the
- * front, other participants (once their own run is empty) from the back, so that an owner keeps
- * the start of its run and a thief takes the chunks the owner would have come to last. front and
- * back share one word (front in the high half) so that one compare-and-swap takes a chunk. */
-typedef struct pool_part {
-  _Alignas(64) _Atomic uint64_t range;
-  int64_t base;
-} pool_part_t;
-
-typedef struct pool_job {
-  ar_range_fn fn;
-  ar_slot_range_fn slot_fn;
-  void *ctx;
-  int64_t n, grain, n_chunks;     /* grain 0: even chunks (chunk_range) */
-  int64_t align;                   /* even chunks: boundaries are multiples of it */
-  int32_t max_slots;
-  int32_t n_parts;
-  _Alignas(64) _Atomic int32_t next_slot;  /* next participant slot (the caller has 0) */
-  _Alignas(64) _Atomic uint32_t done;      /* chunks finished (futex word of the waiting caller) */
-  _Atomic uint32_t waiting;                /* the caller sleeps on `done` */
-  pool_part_t parts[AR_POOL_PARTS_MAX];
-} pool_job_t;
+static inline uint64_t run_word(uint64_t tag, uint64_t front, uint64_t back) {
+  return (tag << (2 * RUN_BITS)) | (front << RUN_BITS) | back;
+}
+static inline uint64_t run_tag(uint64_t w) { return w >> (2 * RUN_BITS); }
+static inline uint64_t run_front(uint64_t w) { return (w >> RUN_BITS) & RUN_MASK; }
+static inline uint64_t run_back(uint64_t w) { return w & RUN_MASK; }
 
 typedef struct pool_slot {
-  _Alignas(64) _Atomic(pool_job_t *) job;     /* published job, NULL when none */
-  _Atomic int32_t refs;          /* helpers that may be reading `job` */
-  _Atomic int32_t owned;         /* a caller holds the slot */
+  /* Line 1: the job (fields written by its caller before it stores the run words), runs 0 and 1,
+   * the done counter and the participant counter. */
+  _Alignas(64) _Atomic(void *) fn;       /* ar_range_fn or (is_slot) ar_slot_range_fn */
+  _Atomic(void *) ctx;
+  _Atomic int64_t n;
+  _Atomic int64_t grain;                 /* > 0: fixed chunks of grain; < 0: even, align -grain */
+  _Atomic int32_t n_chunks;
+  _Atomic int16_t max_slots;
+  _Atomic uint8_t n_parts;
+  _Atomic uint8_t is_slot;
+  _Atomic uint64_t run01[2];             /* run words 0 and 1 */
+  _Atomic uint32_t done;                 /* chunks finished, | DONE_WAITING */
+  _Atomic int16_t next_slot;             /* next participant slot (the caller has 0) */
+  /* Line 2: runs 2 .. AR_POOL_PARTS_MAX - 1 (pools of more than two threads). */
+  _Alignas(64) _Atomic uint64_t run_more[AR_POOL_PARTS_MAX - 2];
+  /* Line 3: the callers' own: who holds the slot, and the job sequence number. */
+  _Alignas(64) _Atomic int32_t owned;
+  uint32_t seq;                          /* only the owner touches it */
 } pool_slot_t;
+
+_Static_assert(offsetof(pool_slot_t, next_slot) < 64, "a job's first line holds its hot words");
 
 struct ar_threadpool {
   int32_t threads;               /* helpers + 1 */
@@ -137,7 +155,8 @@ int32_t ar_threadpool_threads(const ar_threadpool_t *pool) { return pool ? pool-
 
 static void publish(ar_threadpool_t *p, int wake) {
   atomic_fetch_add(&p->gen, 1);
-  if (wake > 0 && atomic_load(&p->sleepers) > 0) futex(&p->gen, FUTEX_WAKE, wake);
+  if (wake > 0 && atomic_load(&p->sleepers) > 0 && atomic_load(&p->busy) < p->threads)
+    futex(&p->gen, FUTEX_WAKE, wake);
 }
 
 void ar_threadpool_enter(ar_threadpool_t *pool) {
@@ -158,6 +177,25 @@ void ar_threadpool_leave(ar_threadpool_t *pool) {
   atomic_fetch_sub(&pool->invokes, 1);
 }
 
+/* ---- Jobs ------------------------------------------------------------------------------------ */
+
+/* What a participant needs of a job, read once (a copy on its own stack). */
+typedef struct job_view {
+  void *fn, *ctx;
+  int64_t n, grain, n_chunks;
+  int32_t n_parts;
+  bool is_slot;
+} job_view_t;
+
+static inline _Atomic uint64_t *run_at(pool_slot_t *s, int32_t i) {
+  return i < 2 ? &s->run01[i] : &s->run_more[i - 2];
+}
+
+/* First chunk of run i of n_chunks cut into n_parts runs. */
+static inline int64_t run_base(const job_view_t *j, int32_t i) {
+  return j->n_chunks * i / j->n_parts;
+}
+
 /* Start of even chunk c of n_chunks over [0, n): floor(n * c / n_chunks) down to a multiple of
  * align (n itself for c = n_chunks), without overflowing. */
 static inline int64_t even_start(int64_t n, int64_t n_chunks, int64_t align, int64_t c) {
@@ -167,78 +205,99 @@ static inline int64_t even_start(int64_t n, int64_t n_chunks, int64_t align, int
   return x / align * align;
 }
 
-/* Run chunk c of `j` as participant `slot`, and count it done. */
-static inline void run_chunk(pool_job_t *j, int32_t slot, int64_t c) {
+/* Call the job's function on chunk c as participant `slot`. */
+static inline void call_chunk(const job_view_t *j, int32_t slot, int64_t c) {
   int64_t b, e;
   if (j->grain > 0) {
     b = c * j->grain;
     e = b + j->grain < j->n ? b + j->grain : j->n;
   } else {
-    b = even_start(j->n, j->n_chunks, j->align, c);
-    e = even_start(j->n, j->n_chunks, j->align, c + 1);
+    b = even_start(j->n, j->n_chunks, -j->grain, c);
+    e = even_start(j->n, j->n_chunks, -j->grain, c + 1);
   }
-  if (b < e) {
-    if (j->slot_fn) j->slot_fn(j->ctx, slot, b, e);
-    else j->fn(j->ctx, b, e);
-  }
-  uint32_t d = atomic_fetch_add_explicit(&j->done, 1, memory_order_acq_rel) + 1;
-  if (d == (uint32_t)j->n_chunks && atomic_load(&j->waiting)) futex(&j->done, FUTEX_WAKE, 1);
+  if (b >= e) return;
+  if (j->is_slot) ((ar_slot_range_fn)j->fn)(j->ctx, slot, b, e);
+  else ((ar_range_fn)j->fn)(j->ctx, b, e);
 }
 
-/* Take the first (front) or last chunk left of run `pt`; false when it is empty. */
-static bool part_take(pool_part_t *pt, bool front, int64_t *c) {
-  uint64_t r = atomic_load_explicit(&pt->range, memory_order_relaxed);
+/* Count one chunk of the job in `s` done; wake its caller at the last one if it sleeps. */
+static inline void chunk_done(pool_slot_t *s, int64_t n_chunks) {
+  const uint32_t d = atomic_fetch_add_explicit(&s->done, 1, memory_order_acq_rel) + 1;
+  if ((d & ~DONE_WAITING) == (uint32_t)n_chunks && (d & DONE_WAITING)) futex(&s->done, FUTEX_WAKE, 1);
+}
+
+/* Take the first (front) or last chunk left of run word `w` if it still belongs to job `tag`;
+ * false when it is empty or the job is over. *c: the chunk's index within the run. */
+static bool run_take(_Atomic uint64_t *w, uint64_t tag, bool front, int64_t *c) {
+  uint64_t r = atomic_load_explicit(w, memory_order_relaxed);
   for (;;) {
-    const uint32_t f = (uint32_t)(r >> 32), b = (uint32_t)r;
-    if (f >= b) return false;
-    const uint64_t taken = front ? r + ((uint64_t)1 << 32) : r - 1;
-    if (atomic_compare_exchange_weak_explicit(&pt->range, &r, taken, memory_order_relaxed,
+    const uint64_t f = run_front(r), b = run_back(r);
+    if (run_tag(r) != tag || f >= b) return false;
+    const uint64_t taken = front ? run_word(tag, f + 1, b) : run_word(tag, f, b - 1);
+    if (atomic_compare_exchange_weak_explicit(w, &r, taken, memory_order_relaxed,
                                               memory_order_relaxed)) {
-      *c = pt->base + (front ? f : b - 1);
+      *c = (int64_t)(front ? f : b - 1);
       return true;
     }
   }
 }
 
-/* Run chunks of `j` until none is left, as participant `slot`: its own run `home` from the front,
- * then the others' from the back. Returns how many it ran. */
-static int64_t run_chunks(pool_job_t *j, int32_t slot, int32_t home) {
+/* Run chunks of job `tag` in `s` until none is left, as participant `slot`: its own run `home`
+ * from the front, then the others' from the back. Returns how many it ran. */
+static int64_t run_chunks(pool_slot_t *s, const job_view_t *j, uint64_t tag, int32_t slot,
+                          int32_t home) {
   int64_t ran = 0, c;
   for (int32_t i = 0; i < j->n_parts; i++) {
-    pool_part_t *pt = &j->parts[(home + i) % j->n_parts];
-    while (part_take(pt, i == 0, &c)) {
-      run_chunk(j, slot, c);
+    const int32_t part = (home + i) % j->n_parts;
+    _Atomic uint64_t *w = run_at(s, part);
+    const int64_t base = run_base(j, part);
+    while (run_take(w, tag, i == 0, &c)) {
+      call_chunk(j, slot, base + c);
+      chunk_done(s, j->n_chunks);
       ran++;
     }
   }
   return ran;
 }
 
-/* Whether `j` may still have a chunk nobody took. */
-static bool job_has_chunks(pool_job_t *j) {
-  for (int32_t i = 0; i < j->n_parts; i++) {
-    const uint64_t r = atomic_load_explicit(&j->parts[i].range, memory_order_relaxed);
-    if ((uint32_t)(r >> 32) < (uint32_t)r) return true;
+/* The tag of a job in `s` with chunks left to take, or false. */
+static bool slot_has_work(pool_slot_t *s, uint64_t *tag) {
+  for (int32_t i = 0; i < AR_POOL_PARTS_MAX; i++) {
+    const uint64_t w = atomic_load_explicit(run_at(s, i), memory_order_acquire);
+    if (run_front(w) < run_back(w)) {
+      *tag = run_tag(w);
+      return true;
+    }
   }
   return false;
 }
 
-/* One chance for helper `home` to join a job: true when it ran at least one chunk. */
+/* One chance for helper `home` to join the job in `s`: true when it ran at least one chunk. */
 static bool helper_try_slot(ar_threadpool_t *p, pool_slot_t *s, int32_t home) {
-  if (atomic_load_explicit(&s->job, memory_order_relaxed) == NULL) return false;
+  uint64_t tag;
+  if (!slot_has_work(s, &tag)) return false;
   /* Claim a core: only while fewer than `threads` threads are at work. */
-  int32_t b = atomic_load(&p->busy);
+  int32_t b = atomic_load_explicit(&p->busy, memory_order_relaxed);
   do {
     if (b >= p->threads) return false;
   } while (!atomic_compare_exchange_weak(&p->busy, &b, b + 1));
+  /* The job's fields: those of job `tag` (a later job cannot be written before every chunk of
+   * this one is taken, and then every take below fails on the tag). */
+  job_view_t j = {
+    .fn = atomic_load_explicit(&s->fn, memory_order_relaxed),
+    .ctx = atomic_load_explicit(&s->ctx, memory_order_relaxed),
+    .n = atomic_load_explicit(&s->n, memory_order_relaxed),
+    .grain = atomic_load_explicit(&s->grain, memory_order_relaxed),
+    .n_chunks = atomic_load_explicit(&s->n_chunks, memory_order_relaxed),
+    .n_parts = atomic_load_explicit(&s->n_parts, memory_order_relaxed),
+    .is_slot = atomic_load_explicit(&s->is_slot, memory_order_relaxed),
+  };
   bool worked = false;
-  atomic_fetch_add(&s->refs, 1);
-  pool_job_t *j = atomic_load(&s->job);
-  if (j && job_has_chunks(j)) {
-    int32_t slot = atomic_fetch_add(&j->next_slot, 1);
-    if (slot < j->max_slots) worked = run_chunks(j, slot, home) > 0;
+  if (j.n_parts >= 1 && j.n_parts <= AR_POOL_PARTS_MAX) {
+    const int32_t slot = atomic_fetch_add_explicit(&s->next_slot, 1, memory_order_relaxed);
+    if (slot < atomic_load_explicit(&s->max_slots, memory_order_relaxed))
+      worked = run_chunks(s, &j, tag, slot, home % j.n_parts) > 0;
   }
-  atomic_fetch_sub(&s->refs, 1);
   atomic_fetch_sub(&p->busy, 1);
   return worked;
 }
@@ -254,6 +313,7 @@ static void helper_run_all(ar_threadpool_t *p) {
 static void *helper_main(void *arg) {
   ar_threadpool_t *p = arg;
   const int32_t home = atomic_fetch_add(&p->next_home, 1);   /* 1 .. n_helpers */
+  pool_slot_t *const s0 = &p->slots[0];
   uint32_t all_seen = 0;   /* the epoch at creation: a run_all before this thread got here counts */
   uint32_t seen = atomic_load(&p->gen);
   for (;;) {
@@ -269,11 +329,18 @@ static void *helper_main(void *arg) {
       seen = atomic_load(&p->gen);
       continue;
     }
-    /* Spin for the next job - through the whole invoke while one runs and a core is free for
-     * this helper, else a short while - then sleep until a publish. */
-    uint64_t t0 = now_us();
+    /* Watch for the next job - slot 0's runs (where a lone caller publishes: reading that line
+     * when it changes brings the job with it) and the generation word - through the whole invoke
+     * while one runs and a core is free for this helper, else a short while; then sleep until a
+     * publish. */
+    uint64_t t0 = now_us(), tag;
+    bool found = false;
     uint32_t g = atomic_load_explicit(&p->gen, memory_order_relaxed);
     for (int k = 1; g == seen; k++) {
+      if (slot_has_work(s0, &tag)) {
+        found = true;
+        break;
+      }
       cpu_relax();
       if ((k & 63) == 0) {
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) break;
@@ -283,6 +350,7 @@ static void *helper_main(void *arg) {
       }
       g = atomic_load_explicit(&p->gen, memory_order_relaxed);
     }
+    if (found) continue;   /* `seen` stays: the publish's generation is still to come */
     if (g == seen && !atomic_load(&p->stop)) {
       atomic_fetch_add(&p->sleepers, 1);
       futex(&p->gen, FUTEX_WAIT, seen);
@@ -293,81 +361,92 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
-/* Run fn over [0, n): in chunks of `grain`, or (grain 0) in n_chunks even chunks aligned to
- * `align`; with the pool's helpers when it has some free, else inline and in order. */
+/* Run fn over [0, n) in n_chunks chunks: of `grain` indices (grain > 0), or even ones aligned to
+ * `align` (grain 0); with the pool's helpers when there are some, else inline and in order. */
 static void parallel_run(const ar_node_t *node, int64_t n, int64_t grain, int64_t n_chunks,
-                         int64_t align, int32_t max_slots, ar_range_fn fn, ar_slot_range_fn slot_fn,
-                         void *ctx) {
+                         int64_t align, int32_t max_slots, void *fn, bool is_slot, void *ctx) {
   if (n <= 0) return;
   if (max_slots < 1) max_slots = 1;
-  pool_job_t j = {.fn = fn, .slot_fn = slot_fn, .ctx = ctx, .n = n, .grain = grain,
-                  .n_chunks = n_chunks, .align = align, .max_slots = max_slots};
+  job_view_t j = {.fn = fn, .ctx = ctx, .n = n, .grain = grain > 0 ? grain : -align,
+                  .n_chunks = n_chunks, .n_parts = 1, .is_slot = is_slot};
   ar_threadpool_t *p = node ? node->pool : NULL;
-  if (!p || p->n_helpers == 0 || n_chunks == 1 || max_slots == 1 || n_chunks > INT32_MAX ||
-      atomic_load_explicit(&p->busy, memory_order_relaxed) >= p->threads) {
-    for (int64_t c = 0; c < n_chunks; c++) run_chunk(&j, 0, c);
-    return;
-  }
   pool_slot_t *s = NULL;
-  for (int i = 0; i < AR_POOL_SLOTS && !s; i++) {
-    int32_t zero = 0;
-    if (atomic_load_explicit(&p->slots[i].owned, memory_order_relaxed) == 0 &&
-        atomic_compare_exchange_strong(&p->slots[i].owned, &zero, 1))
-      s = &p->slots[i];
+  if (p && p->n_helpers > 0 && n_chunks > 1 && max_slots > 1 && n_chunks <= AR_POOL_CHUNKS_MAX) {
+    for (int i = 0; i < AR_POOL_SLOTS && !s; i++) {
+      int32_t zero = 0;
+      if (atomic_load_explicit(&p->slots[i].owned, memory_order_relaxed) == 0 &&
+          atomic_compare_exchange_strong(&p->slots[i].owned, &zero, 1))
+        s = &p->slots[i];
+    }
   }
   if (!s) {
-    for (int64_t c = 0; c < n_chunks; c++) run_chunk(&j, 0, c);
+    for (int64_t c = 0; c < n_chunks; c++) call_chunk(&j, 0, c);
     return;
   }
   int64_t parts = p->threads < max_slots ? p->threads : max_slots;
   if (parts > AR_POOL_PARTS_MAX) parts = AR_POOL_PARTS_MAX;
   if (parts > n_chunks) parts = n_chunks;
   j.n_parts = (int32_t)parts;
-  for (int32_t i = 0; i < j.n_parts; i++) {
-    const int64_t b = n_chunks * i / parts, e = n_chunks * (i + 1) / parts;
-    j.parts[i].base = b;
-    atomic_init(&j.parts[i].range, (uint64_t)(e - b));   /* front 0, back e - b */
+  const uint64_t tag = (uint64_t)(++s->seq) & TAG_MASK;
+  atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&s->ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&s->n, n, memory_order_relaxed);
+  atomic_store_explicit(&s->grain, j.grain, memory_order_relaxed);
+  atomic_store_explicit(&s->n_chunks, (int32_t)n_chunks, memory_order_relaxed);
+  atomic_store_explicit(&s->max_slots, (int16_t)(max_slots < INT16_MAX ? max_slots : INT16_MAX),
+                        memory_order_relaxed);
+  atomic_store_explicit(&s->n_parts, (uint8_t)parts, memory_order_relaxed);
+  atomic_store_explicit(&s->is_slot, (uint8_t)is_slot, memory_order_relaxed);
+  atomic_store_explicit(&s->next_slot, 1, memory_order_relaxed);
+  atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+  /* The caller's first chunk is taken as its run is written (front 1). */
+  for (int32_t i = (int32_t)parts - 1; i >= 0; i--) {
+    const uint64_t len = (uint64_t)(run_base(&j, i + 1) - run_base(&j, i));
+    atomic_store_explicit(run_at(s, i), run_word(tag, i == 0 ? 1 : 0, len), memory_order_release);
   }
-  atomic_init(&j.next_slot, 1);
-  atomic_init(&j.done, 0);
-  atomic_init(&j.waiting, 0);
-  atomic_store(&s->job, &j);
-  if (atomic_load(&p->busy) < p->threads) {
-    int64_t want = n_chunks - 1 < max_slots - 1 ? n_chunks - 1 : max_slots - 1;
+  /* Hot helpers watch slot 0 itself; the generation word is for the other slots and sleepers
+   * (a helper that went to sleep just now misses this job, which its caller then runs alone). */
+  if (s != &p->slots[0] || atomic_load(&p->sleepers) > 0) {
+    const int64_t want = n_chunks - 1 < max_slots - 1 ? n_chunks - 1 : max_slots - 1;
     publish(p, (int)(want < p->n_helpers ? want : p->n_helpers));
   }
-  run_chunks(&j, 0, 0);
+  call_chunk(&j, 0, 0);
+  chunk_done(s, n_chunks);
+  run_chunks(s, &j, tag, 0, 0);
   /* Wait for the chunks helpers are still running: spin briefly, then sleep on `done`. */
-  uint32_t d = atomic_load(&j.done);
+  uint32_t d = atomic_load_explicit(&s->done, memory_order_acquire);
   uint64_t t0 = d != (uint32_t)n_chunks ? now_us() : 0;
   for (int k = 1; d != (uint32_t)n_chunks; k++) {
     cpu_relax();
     if ((k & 63) == 0 && now_us() - t0 >= AR_POOL_SPIN_US) break;
-    d = atomic_load(&j.done);
+    d = atomic_load_explicit(&s->done, memory_order_acquire);
   }
   if (d != (uint32_t)n_chunks) {
-    atomic_store(&j.waiting, 1);
-    while ((d = atomic_load(&j.done)) != (uint32_t)n_chunks) futex(&j.done, FUTEX_WAIT, d);
+    d = atomic_fetch_or(&s->done, DONE_WAITING) | DONE_WAITING;
+    while (d != ((uint32_t)n_chunks | DONE_WAITING)) {
+      futex(&s->done, FUTEX_WAIT, d);
+      d = atomic_load(&s->done);
+    }
   }
-  atomic_store(&s->job, NULL);
-  while (atomic_load(&s->refs) != 0) cpu_relax();   /* a helper between its ref and its check */
-  atomic_store(&s->owned, 0);
+  /* Every chunk is taken and done: a helper that read this job late fails on the empty runs (or,
+   * once the slot is reused, on the tag), so the slot is free at once. */
+  atomic_store_explicit(&s->owned, 0, memory_order_release);
 }
 
 static void fixed_run(const ar_node_t *node, int64_t n, int64_t grain, int32_t max_slots,
-                      ar_range_fn fn, ar_slot_range_fn slot_fn, void *ctx) {
+                      void *fn, bool is_slot, void *ctx) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  parallel_run(node, n, grain, (n - 1) / grain + 1, 1, max_slots, fn, slot_fn, ctx);
+  parallel_run(node, n, grain, (n - 1) / grain + 1, 1, max_slots, fn, is_slot, ctx);
 }
 
 void ar_parallel_for(const ar_node_t *node, int64_t n, int64_t grain, ar_range_fn fn, void *ctx) {
-  fixed_run(node, n, grain, AR_POOL_THREADS_MAX, fn, NULL, ctx);
+  fixed_run(node, n, grain, AR_POOL_THREADS_MAX, (void *)fn, false, ctx);
 }
 
 void ar_parallel_for_slots(const ar_node_t *node, int64_t n, int64_t grain, int32_t max_slots,
                            ar_slot_range_fn fn, void *ctx) {
-  fixed_run(node, n, grain, max_slots, NULL, fn, ctx);
+  fixed_run(node, n, grain, max_slots, (void *)fn, true, ctx);
 }
 
 static int64_t split_chunks(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
@@ -397,7 +476,7 @@ void ar_parallel_for_split(const ar_node_t *node, int64_t n, int64_t align, int6
   if (n <= 0) return;
   if (align < 1) align = 1;
   parallel_run(node, n, 0, ar_parallel_split_chunks(node, n, align, min_part), align,
-               AR_POOL_THREADS_MAX, fn, NULL, ctx);
+               AR_POOL_THREADS_MAX, (void *)fn, false, ctx);
 }
 
 void ar_parallel_for_runs(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
@@ -405,7 +484,7 @@ void ar_parallel_for_runs(const ar_node_t *node, int64_t n, int64_t align, int64
   if (n <= 0) return;
   if (align < 1) align = 1;
   parallel_run(node, n, 0, split_chunks(node, n, align, min_part, 1), align, AR_POOL_THREADS_MAX,
-               fn, NULL, ctx);
+               (void *)fn, false, ctx);
 }
 
 void ar_parallel_for_split_slots(const ar_node_t *node, int64_t n, int64_t align, int64_t min_part,
@@ -413,7 +492,7 @@ void ar_parallel_for_split_slots(const ar_node_t *node, int64_t n, int64_t align
   if (n <= 0) return;
   if (align < 1) align = 1;
   parallel_run(node, n, 0, ar_parallel_split_chunks(node, n, align, min_part), align, max_slots,
-               NULL, fn, ctx);
+               (void *)fn, true, ctx);
 }
 
 void ar_threadpool_run_all(ar_threadpool_t *p, void (*fn)(void *ctx, int32_t i), void *ctx) {
@@ -451,9 +530,20 @@ int ar_threadpool_new(int32_t threads, ar_threadpool_t **out, char *msg, size_t 
   atomic_init(&p->stop, 0);
   atomic_init(&p->all_epoch, 0);
   for (int i = 0; i < AR_POOL_SLOTS; i++) {
-    atomic_init(&p->slots[i].job, NULL);
-    atomic_init(&p->slots[i].refs, 0);
-    atomic_init(&p->slots[i].owned, 0);
+    pool_slot_t *sl = &p->slots[i];
+    atomic_init(&sl->fn, NULL);
+    atomic_init(&sl->ctx, NULL);
+    atomic_init(&sl->n, 0);
+    atomic_init(&sl->grain, 1);
+    atomic_init(&sl->n_chunks, 0);
+    atomic_init(&sl->max_slots, 0);
+    atomic_init(&sl->n_parts, 0);
+    atomic_init(&sl->is_slot, 0);
+    for (int32_t r = 0; r < AR_POOL_PARTS_MAX; r++) atomic_init(run_at(sl, r), 0);
+    atomic_init(&sl->done, 0);
+    atomic_init(&sl->next_slot, 0);
+    atomic_init(&sl->owned, 0);
+    sl->seq = 0;
   }
   if (threads > 1) {
     p->helpers = calloc((size_t)threads - 1, sizeof(pthread_t));

@@ -29,7 +29,7 @@
 
 /* The least work (taps x channels) worth a run of output rows of its own on another thread: a few
  * microseconds, against a hand-off of one or two. */
-#define POOL_SPLIT_MIN_WORK (8 * 1024)
+#define POOL_SPLIT_MIN_WORK (4 * 1024)
 
 typedef struct {
   int32_t b, h, w, c, oh, ow;

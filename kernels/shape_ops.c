@@ -274,7 +274,7 @@ static void pad_rows(void *ctx, int64_t r0, int64_t r1) {
 
 /* Rows are split over the pool (a copy is the same whatever the split), in runs of at least
  * PAD_SPLIT_MIN_BYTES of output. */
-#define PAD_SPLIT_MIN_BYTES (32 * 1024)
+#define PAD_SPLIT_MIN_BYTES (16 * 1024)
 
 static void pad_eval(const ar_node_t *node) {
   const pad_state_t *st = node->state;
