@@ -4,7 +4,7 @@
  *   off      daemon busy_poll_us 0, inline_invoke_us 0, client busy poll 0: every wait sleeps;
  *   default  arenad's and libarenaclient's defaults (busy_poll_us 50, inline_invoke_us 0, 0);
  *   on       the latency settings: daemon busy_poll_us 200 and inline_invoke_us 5000, client busy
- *            poll 5000 us (--busy-poll-us, --inline-invoke-us, --client-busy-poll-us change them).
+ *            poll 1000 us (--busy-poll-us, --inline-invoke-us, --client-busy-poll-us change them).
  *   For each:
  *   1. Ping round trips per second over the Unix socket, with 1 client and with 8 concurrent
  *      clients (one connection and one thread each, blocking libarenaclient calls).
@@ -671,7 +671,7 @@ int main(int argc, char **argv) {
    * libarenaclient's (no busy poll); on: the latency settings below (options). */
   setting_t sets[3] = {{.name = "off"},
                        {.name = "default", .busy_poll_us = 50},
-                       {.name = "on", .busy_poll_us = 200, .inline_invoke_us = 5000, .client_busy_poll_us = 5000}};
+                       {.name = "on", .busy_poll_us = 200, .inline_invoke_us = 5000, .client_busy_poll_us = 1000}};
   int invokes = 300, o;
   bool throughput = false, seconds_set = false, busy_set = false;
   const char *threads = "1,2";

@@ -33,6 +33,10 @@
 struct ar_client {
   int fd;
   uint32_t busy_poll_us;      /* ar_client_set_busy_poll */
+  /* The previous invoke's model and round trip (µs): when the next invoke of that model is expected
+   * to take longer than the busy-poll time, the client sleeps until shortly before it is due. */
+  char last_model[128];
+  uint64_t last_invoke_rt_us;
   uint64_t next_id;
   ar_client_buffer_t *bufs;   /* registered with ar_client_buffer_register */
 };
@@ -91,14 +95,30 @@ static uint64_t mono_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* A timer wakes a sleeping thread up to this late (the default timer slack of a thread is 50 µs). */
+#define AR_CLIENT_TIMER_SLACK_US 60
+
 /* Before a blocking read of a reply: poll the socket without sleeping for up to busy_poll_us
  * (yielding the CPU each pass), so that a reply arriving meanwhile costs no wake-up of a sleeping
- * thread. Returns when the socket is readable or the time is up; the read that follows blocks as
- * usual when nothing came. */
-static void busy_wait_readable(const ar_client_t *c) {
+ * thread. When the reply is expected later than that (`expect_us` after `sent_us`: the previous
+ * invoke of the same model), first sleep (ppoll: the reply still ends it at once) until
+ * busy_poll_us before it is due, so that the polling covers the reply's arrival and not the whole
+ * invoke (a spinning client on a 2-core machine takes the CPU an invoke's threads would use).
+ * Returns when the socket is readable or the time is up; the read that follows blocks as usual
+ * when nothing came. */
+static void busy_wait_readable(const ar_client_t *c, uint64_t sent_us, uint64_t expect_us) {
   if (c->busy_poll_us == 0) return;
-  uint64_t end = mono_us() + c->busy_poll_us;
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  uint64_t lead = (uint64_t)c->busy_poll_us + AR_CLIENT_TIMER_SLACK_US;
+  if (expect_us > lead) {
+    uint64_t now = mono_us(), wake = sent_us + expect_us - lead;
+    if (wake > now) {
+      uint64_t d = wake - now;
+      struct timespec ts = {.tv_sec = (time_t)(d / 1000000u), .tv_nsec = (long)(d % 1000000u) * 1000};
+      if (ppoll(&p, 1, &ts, NULL) != 0) return;   /* readable (or an error the read reports) */
+    }
+  }
+  uint64_t end = mono_us() + c->busy_poll_us;
   do {
     if (poll(&p, 1, 0) != 0) return;   /* readable, hung up, or an error the read reports */
     sched_yield();
@@ -221,15 +241,23 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
     from = upto;
   }
   if (4 + pb.copy_len > from) iov[niov++] = (struct iovec){.iov_base = buf + from, .iov_len = 4 + pb.copy_len - from};
+  uint64_t sent_us = c->busy_poll_us ? mono_us() : 0, expect_us = 0;
+  const char *inv_model =
+      req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke->model ? req->invoke->model : NULL;
+  if (inv_model && strcmp(inv_model, c->last_model) == 0) expect_us = c->last_invoke_rt_us;
   int rc = send_iov(c->fd, iov, niov, pass);
   free(buf);
   if (rc != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "send: %s", strerror(errno));
   uint8_t hdr[4];
-  busy_wait_readable(c);
+  busy_wait_readable(c, sent_us, expect_us);
   if (read_all(c->fd, hdr, 4) != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "receive: %s", strerror(errno));
   uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
   if (len > AR_CLIENT_MAX_FRAME)
     return ar_errf(msg, msg_bytes, AR_EPROTO, "response frame of %u bytes is larger than the client accepts", len);
+  if (inv_model && c->busy_poll_us) {
+    c->last_invoke_rt_us = mono_us() - sent_us;
+    snprintf(c->last_model, sizeof(c->last_model), "%s", inv_model);
+  }
   uint8_t *body = malloc(len ? len : 1);
   if (body == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %u-byte response", len);
   if (read_all(c->fd, body, len) != 0) {

@@ -101,14 +101,18 @@ AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char
 /* Close the connection and free it. NULL is a no-op. */
 AR_EXPORT void ar_client_close(ar_client_t *c);
 
-/* Busy polling: after sending a request, poll the socket for its reply without sleeping for up to
- * `us` microseconds (at most AR_CLIENT_BUSY_POLL_MAX; 0, the default, = block at once), yielding
- * the CPU on each pass. A reply that arrives within that time then costs no wake-up of a sleeping
- * thread (about 20 us on a virtual machine whose idle vCPUs halt); the price is up to `us` of
- * one CPU per call. Set it to about the model's invoke time for the lowest latency of
- * back-to-back calls. The environment variable ARENAD_BUSY_POLL_US, when set to a number, gives
- * the value ar_client_connect starts a connection with. The daemon's side is its busy_poll_us
- * setting (arenad.json(5)). */
+/* Busy polling: wait for a reply by polling the socket without sleeping for up to `us`
+ * microseconds (at most AR_CLIENT_BUSY_POLL_MAX; 0, the default, = block at once), yielding the
+ * CPU on each pass; a reply that arrives within that time costs no wake-up of a sleeping thread
+ * (about 20 us on a virtual machine whose idle vCPUs halt). For an invoke of the same model as the
+ * connection's previous invoke, whose round trip was longer than `us`, the client first sleeps
+ * (the reply still wakes it at once) until `us` (plus 60 us of timer slack) before the previous
+ * round trip's time, and polls from there: the polling brackets the expected reply instead of
+ * taking a CPU for the whole invoke, which on a small machine would slow the invoke's own threads.
+ * Other requests poll from the send. The price: up to `us` of one CPU per call; a few hundred
+ * microseconds suit most uses. The environment variable ARENAD_BUSY_POLL_US, when set to a
+ * number, gives the value ar_client_connect starts a connection with. The daemon's side is its
+ * busy_poll_us setting (arenad.json(5)). */
 #define AR_CLIENT_BUSY_POLL_MAX 1000000u
 AR_EXPORT void ar_client_set_busy_poll(ar_client_t *c, uint32_t us);
 /* The connection's busy-poll time, µs. */

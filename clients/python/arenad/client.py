@@ -334,7 +334,8 @@ class Client:
     busy_poll_us: before blocking for a reply, poll the socket without sleeping (yielding the CPU)
     for up to this many microseconds (0..1,000,000), so that a reply arriving meanwhile costs no
     wake-up of a sleeping thread; the price is that much CPU per call (default: $ARENAD_BUSY_POLL_US,
-    else 0 = block at once; as libarenaclient's ar_client_set_busy_poll).
+    else 0 = block at once). Unlike libarenaclient's ar_client_set_busy_poll, the polling starts at
+    the send (no sleep until the previous invoke's round trip is nearly over).
     Use as a context manager, or call close().
     """
 
