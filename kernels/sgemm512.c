@@ -2,9 +2,11 @@
  *
  * Blocking: rows of C in chunks of MC (the chunk's rows of A stay in L2), columns in panels of 32
  * (two zmm), K in chunks of KC. For each (row chunk, panel, K chunk) the panel of B is packed
- * k-major into 32 floats per k on the stack (zero-padded past N), then 12 x 32 tiles of C are
- * computed in 24 zmm accumulators: per k, two panel loads, 12 broadcasts of A, 24 FMAs. The first
- * K chunk starts from the bias, later ones from C; the last applies the clamp and stores. */
+ * k-major into 32 floats per k on the stack (zero-padded past N; a float16 B widened on the way),
+ * then 12 x 32 tiles of C are computed in 24 zmm accumulators: per k, two panel loads, 12
+ * broadcasts of A, 24 FMAs. A row tail of 1..3 shares the last full tile (two tiles of 6..8 rows:
+ * a 1-row tile's NV accumulators would wait on the FMA latency at every k; +5 % on M = 49). The
+ * first K chunk starts from the bias, later ones from C; the last applies the clamp and stores. */
 #include "kernels/sgemm512.h"
 
 #include <string.h>
@@ -70,13 +72,32 @@ S512_INLINE void s512_tile(const float *a, int64_t lda, const float *bp, int64_t
 
 S512_INLINE void s512_rows(const float *a, int64_t lda, const float *bp, int64_t kc, float *c,
                            int64_t ldc, int64_t mr, const s512_panel_t *p, const int NV) {
+  /* A tail of 1..3 rows after full tiles is shared with the last one (49 rows: 12, 12, 12, 7, 6
+   * rather than four 12s and a 1-row tile, whose NV accumulators would wait on the FMA latency at
+   * every k). */
+  int64_t full = mr / 12, tail = mr % 12, split = 0;
+  if (full > 0 && tail > 0 && tail < 4) {
+    full--;
+    split = 12 + tail;
+  }
   int64_t i = 0;
-  for (; i + 12 <= mr; i += 12) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 12, NV);
-  /* The 1..11 rows left: one tile of that height (each broadcast still feeds NV FMAs). */
+  for (; i < full * 12; i += 12) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 12, NV);
   a += i * lda;
   c += i * ldc;
-  switch (mr - i) {
+  int64_t left = mr - i;
+  if (split) {   /* 13..15 rows: two tiles of 7 / 6..8 rows */
+    const int64_t r0 = (split + 1) / 2;
+    switch (r0) {
 #define S512_TAIL(R) case R: s512_tile(a, lda, bp, kc, c, ldc, p, R, NV); break;
+    S512_TAIL(7) S512_TAIL(8)
+    default: break;
+    }
+    a += r0 * lda;
+    c += r0 * ldc;
+    left -= r0;
+  }
+  /* The rows left (1..11): one tile of that height (each broadcast still feeds NV FMAs). */
+  switch (left) {
   S512_TAIL(1) S512_TAIL(2) S512_TAIL(3) S512_TAIL(4) S512_TAIL(5) S512_TAIL(6)
   S512_TAIL(7) S512_TAIL(8) S512_TAIL(9) S512_TAIL(10) S512_TAIL(11)
 #undef S512_TAIL

@@ -162,6 +162,8 @@ START_TEST(sgemm512_exact_on_odd_shapes) {
     {37, 144, 23, 5, AR_ACT_RELU6, true}, {25, 40, 300, 0, AR_ACT_RELU_N1_TO_1, true},
     {17, 9, 513, 2, AR_ACT_TANH, true},   {4, 70, 0, 0, AR_ACT_RELU6, true},
     {250, 24, 40, 0, AR_ACT_NONE, true},  {5, 1152, 19, 7, AR_ACT_RELU, true},
+    /* row tails of 1..3 shared with the last full tile (7 + 7, 8 + 7 rows) */
+    {14, 50, 33, 0, AR_ACT_RELU6, true},  {51, 20, 7, 1, AR_ACT_NONE, false},
   };
   unsigned s = 777;
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
