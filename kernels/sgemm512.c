@@ -6,7 +6,11 @@
  * then 12 x 32 tiles of C are computed in 24 zmm accumulators: per k, two panel loads, 12
  * broadcasts of A, 24 FMAs. A row tail of 1..3 shares the last full tile (two tiles of 6..8 rows:
  * a 1-row tile's NV accumulators would wait on the FMA latency at every k; +5 % on M = 49). The
- * first K chunk starts from the bias, later ones from C; the last applies the clamp and stores. */
+ * first K chunk starts from the bias, later ones from C; the last applies the clamp and stores.
+ * A B of at most 64 KB with K <= 160 (the large-M 1x1 layers: 3136 x 144 x 24, 12544 x 16 x 24,
+ * 784 x 240 x 40) is packed once for all row chunks (6-16 % of those products went into packing
+ * the same B again per chunk of MC rows; with K = 240, 784 x 40 x 240, the per-chunk panel kept
+ * in L1 is faster). */
 #include "kernels/sgemm512.h"
 
 #include <string.h>
@@ -20,6 +24,8 @@
 #define S512_MC 240
 #define S512_KC 256
 #define S512_NR 32
+#define S512_WHOLE_FLOATS (16 * 1024)   /* a whole packed B up to 64 KB (stack) */
+#define S512_WHOLE_K 160                 /* and panels of at most 20 KB (the panel in use stays in L1) */
 #define S512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
 
 typedef struct {
@@ -138,6 +144,29 @@ S512_INLINE void s512_run(const float *a, int64_t lda, const void *b, int64_t ld
                           const float *bias, float *c, int64_t ldc, int64_t m, int64_t n,
                           int64_t k, bool clamp, float lo, float hi, const bool F16) {
   const size_t esz = F16 ? sizeof(uint16_t) : sizeof(float);
+  /* A small B with K in one chunk (the large-M, few-channel 1x1 layers) is packed once, all its
+   * panels, and serves every row chunk; otherwise each (row chunk, panel, K chunk) packs its own. */
+  const int64_t panels = (n + S512_NR - 1) / S512_NR;
+  if (m > S512_MC && k > 0 && k <= S512_WHOLE_K && panels * k * S512_NR <= S512_WHOLE_FLOATS) {
+    float bw[S512_WHOLE_FLOATS] __attribute__((aligned(64)));
+    for (int64_t n0 = 0; n0 < n; n0 += S512_NR)
+      s512_pack((const char *)b + (size_t)(n0 * ldb) * esz, ldb, AR_MIN((int64_t)S512_NR, n - n0), k,
+                bw + (n0 / S512_NR) * k * S512_NR, F16);
+    for (int64_t m0 = 0; m0 < m; m0 += S512_MC) {
+      const int64_t mr = AR_MIN((int64_t)S512_MC, m - m0);
+      for (int64_t n0 = 0; n0 < n; n0 += S512_NR) {
+        const int64_t nr = AR_MIN((int64_t)S512_NR, n - n0);
+        s512_panel_t p = {.bias = bias ? bias + n0 : NULL, .clamp = clamp, .lo = lo, .hi = hi,
+                          .first = true, .last = true};
+        p.m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
+        p.m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : 0;
+        const float *bp = bw + (n0 / S512_NR) * k * S512_NR;
+        if (nr > 16) s512_rows(a + m0 * lda, lda, bp, k, c + m0 * ldc + n0, ldc, mr, &p, 2);
+        else s512_rows(a + m0 * lda, lda, bp, k, c + m0 * ldc + n0, ldc, mr, &p, 1);
+      }
+    }
+    return;
+  }
   float bp[S512_KC * S512_NR] __attribute__((aligned(64)));
   for (int64_t m0 = 0; m0 < m; m0 += S512_MC) {
     const int64_t mr = AR_MIN((int64_t)S512_MC, m - m0);

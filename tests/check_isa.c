@@ -164,6 +164,8 @@ START_TEST(sgemm512_exact_on_odd_shapes) {
     {250, 24, 40, 0, AR_ACT_NONE, true},  {5, 1152, 19, 7, AR_ACT_RELU, true},
     /* row tails of 1..3 shared with the last full tile (7 + 7, 8 + 7 rows) */
     {14, 50, 33, 0, AR_ACT_RELU6, true},  {51, 20, 7, 1, AR_ACT_NONE, false},
+    /* B packed once for every row chunk (M > 240, K <= 160), three panels, the last of 6 */
+    {500, 70, 37, 2, AR_ACT_RELU, true},
   };
   unsigned s = 777;
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
