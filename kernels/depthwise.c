@@ -11,8 +11,11 @@
  * and 5x5 with stride 1 or 2 are specialised so the tap loops unroll. On the top/bottom border rows
  * the same loop runs over the filter rows that fall inside the input. Left/right border pixels
  * (and M > 1) take a checked path that skips the out-of-bounds taps (zero padding). The whole loop nest is compiled for the
- * baseline ISA and for AVX2+FMA and picked at run time. Bands of output rows (fixed by the shapes:
- * the same for every thread count) run in parallel on the node's pool.
+ * baseline ISA and for AVX2+FMA and picked at run time; multiplier 1 on AVX-512F CPUs has its own
+ * path (below: 16-channel blocks, whole-row register tiles, float16 weights widened per block).
+ * Every output is computed from its own taps in the same order whatever rows (and channels) a
+ * chunk holds, so the output rows are split by thread count on the node's pool
+ * (ar_parallel_for_split): bit-identical for every thread count.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -247,16 +250,18 @@ static AR_ALWAYS_INLINE void dw_interior(const float *ip0, size_t row_stride, co
 
 /* ---- AVX-512F path (multiplier 1, filters up to DW512_MAX_TAPS taps) ----
  *
- * Work unit: one 16-channel block (a lane mask for the channel tail, so any C) of a band of output
- * rows. The block's filter taps (and bias) are first laid out tap-major in a 64-byte aligned
- * stack array (widened from float16 there when the filter is stored as float16), then the band's
- * rows are computed one after the other: the few input rows a row reads stay in L1 for the next
- * rows (where the all-channels order re-read them from L2 for every output row). Within a row,
- * P output pixels (8, 4, 1) form a register tile: with compile-time KW, SW and DW the tile slides
- * along the input row, each input column of a filter row loaded once for every (pixel, tap) pair
- * that reads it. Border pixels (left/right, taps outside the input) run a one-pixel loop over
- * their inside taps, still in registers; top/bottom rows use the filter rows inside the input.
- * The clamp of RELU/RELU6/RELU_N1_TO_1 is applied in registers before the store.
+ * Channels go in 16-channel blocks (a lane mask for the channel tail, so any C). The taps (and
+ * bias) of a group of blocks are first laid out tap-major in a 64-byte aligned stack array
+ * (widened from float16 there when the weights are stored as float16: the at-use DEQUANTIZE is
+ * elided), then each output row of a band runs tile by tile over the group's blocks. A tile is P
+ * output pixels (8, else 4, else 1) of one block in registers: with compile-time KW and SW
+ * (dilation 1) it slides along the input row, each input column of a filter row loaded once for
+ * every (pixel, tap) pair that reads it. Tiles cover the whole row, the last one moved back to
+ * end at OW; border tiles skip the input columns outside the image (TFLite's zero padding), so
+ * no pixel takes a one-at-a-time path; top/bottom rows use the filter rows inside the input.
+ * Other widths, strides and dilations run a run-time tile (4 pixels, one load per FMA) on the
+ * interior and one-pixel register loops on the borders. The clamp of RELU/RELU6/RELU_N1_TO_1 is
+ * applied in registers before the store.
  *
  * Summation order: each output adds its inside taps in (ky, kx) order onto the bias, one FMA per
  * tap, exactly as the AVX2 clone of dw_body does (dw_interior / dw_pixel_checked compile to FMA
@@ -265,6 +270,11 @@ static AR_ALWAYS_INLINE void dw_interior(const float *ip0, size_t row_stride, co
 #define DW512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
 #define DW512_PMAX 8
 #define DW512_MAX_TAPS 49
+/* Laid-out taps of a group of channel blocks (16 KB of stack), at most DW512_GROUP_MAX blocks. */
+#define DW512_WB_FLOATS 4096
+#define DW512_GROUP_MAX 32
+/* Operators with fewer output rows than this split each row's channels too. */
+#define DW512_SPLIT_ROWS 16
 /* Output rows per pass of a group of 4 channel blocks (their input rows stay in L1/L2). */
 #define DW512_BAND 8
 
@@ -444,10 +454,9 @@ DW512_INLINE void dw512_row_rt(const dw_geom_t *g, const float *inb, const float
 
 /* Channel blocks [cb0, cb1) x output rows [r0, r1) of N*OH. KW/SW: the compile-time filter width
  * and horizontal stride of the sliding tile (dilation 1), or 0 for the run-time tile. Blocks go
- * in groups of up to 4, whose weights are laid out once. With many channels (a pixel's channels
- * span more than 4 blocks) each block runs down the rows of the band, so the input rows it reads
- * stay in L1 from one output row to the next; with few, each row runs tile by tile over all the
- * group's blocks, which reads the input rows front to back (prefetcher-friendly). */
+ * in groups whose laid-out taps fit DW512_WB_FLOATS (28 blocks of 3x3, 10 of 5x5), through bands
+ * of DW512_BAND rows; each row runs tile by tile over all the group's blocks, which reads the
+ * input rows front to back. The run-time tile goes block by block. */
 DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void *wt,
                                 const void *bias, bool f16, float *out, bool clamp, float flo,
                                 float fhi, int64_t r0, int64_t r1, int32_t cb0, int32_t cb1,
@@ -463,16 +472,17 @@ DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void 
   if (ox_lo > ox_hi) ox_lo = ox_hi;
   const int32_t P = g->ow >= 8 ? 8 : g->ow >= 4 ? 4 : 1;
   const bool by_block = KW == 0;
-  float wb[4][DW512_MAX_TAPS * 16] __attribute__((aligned(64)));
-  __m512 bv[4];
-  __mmask16 mk[4];
+  const int32_t gmax = AR_MIN(DW512_GROUP_MAX, DW512_WB_FLOATS / (taps * 16));
+  float wbuf[DW512_WB_FLOATS] __attribute__((aligned(64)));
+  __m512 bv[DW512_GROUP_MAX];
+  __mmask16 mk[DW512_GROUP_MAX];
   for (int64_t rb = r0; rb < r1; rb += DW512_BAND)
-  for (int32_t sg = cb0; sg < cb1; sg += 4) {
-    const int32_t nb = AR_MIN(4, cb1 - sg);
+  for (int32_t sg = cb0; sg < cb1; sg += gmax) {
+    const int32_t nb = AR_MIN(gmax, cb1 - sg);
     for (int32_t i = 0; i < nb; i++) {
       const int32_t c = (sg + i) * 16, n = C - c < 16 ? C - c : 16;
       mk[i] = dw512_mask(n);
-      dw512_load_block(wt, f16, C, c, n, taps, wb[i]);
+      dw512_load_block(wt, f16, C, c, n, taps, wbuf + (size_t)i * taps * 16);
       bv[i] = _mm512_setzero_ps();
       if (bias) {
         float bb[16] __attribute__((aligned(64)));
@@ -487,7 +497,8 @@ DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void 
         float *orow = out + (size_t)r * g->ow * C;
         if (KW == 0) {
           const int32_t c = (sg + i) * 16;
-          dw512_row_rt(g, inb + c, wb[i], bv[i], orow + c, mk[i], oy, ox_lo, ox_hi, clamp, lo, hi);
+          dw512_row_rt(g, inb + c, wbuf + (size_t)i * taps * 16, bv[i], orow + c, mk[i], oy, ox_lo, ox_hi,
+                       clamp, lo, hi);
           continue;
         }
         int32_t ky_lo, ky_hi;
@@ -507,7 +518,7 @@ DW512_INLINE void dw512_chunk_t(const dw_geom_t *g, const float *in, const void 
           const int32_t x0 = ox + P <= g->ow ? ox : g->ow - P;
           for (int32_t k = i0; k < i1; k++) {
             const int32_t c = (sg + k) * 16;
-            dw512_tile_at(g, row + c, rs, x0, wb[k] + (size_t)ky_lo * KW * 16, bv[k], orow + c,
+            dw512_tile_at(g, row + c, rs, x0, wbuf + ((size_t)k * taps + (size_t)ky_lo * KW) * 16, bv[k], orow + c,
                           mk[k], kh, KW, SW, clamp, lo, hi);
           }
         }
@@ -666,6 +677,7 @@ static void dw_range(void *ctx, int64_t r0, int64_t r1) {
 #if AR_HAVE_AVX2_CLONE
 typedef struct dw512_run {
   const dw_geom_t *g;
+  int32_t ngrp, gblk;   /* channel groups per row, blocks per group */
   const float *in;
   const void *wt, *bias;
   bool f16;
@@ -675,15 +687,34 @@ typedef struct dw512_run {
   ar_activation_t act;
 } dw512_run_t;
 
-/* Output rows [r0, r1) of N*OH, all channels (one chunk of the pool), with their activation. */
-static void dw512_range(void *ctx, int64_t r0, int64_t r1) {
-  const dw512_run_t *c = ctx;
+/* Rows [r0, r1) x channel blocks [cb0, cb1), with their activation. */
+static void dw512_part(const dw512_run_t *c, int64_t r0, int64_t r1, int32_t cb0, int32_t cb1) {
   const dw_geom_t *g = c->g;
-  dw512_chunk(g, c->in, c->wt, c->bias, c->f16, c->out, c->clamp, c->lo, c->hi, r0, r1, 0,
-              (g->oc + 15) / 16);
+  dw512_chunk(g, c->in, c->wt, c->bias, c->f16, c->out, c->clamp, c->lo, c->hi, r0, r1, cb0, cb1);
   if (c->act == AR_ACT_TANH || c->act == AR_ACT_SIGN_BIT) {
-    const size_t row = (size_t)g->ow * (size_t)g->oc;
-    ar_apply_activation(c->out + (size_t)r0 * row, (size_t)(r1 - r0) * row, c->act);
+    const int32_t ch0 = cb0 * 16, nch = AR_MIN(g->oc, cb1 * 16) - ch0;
+    for (int64_t px = r0 * g->ow; px < r1 * g->ow; px++)
+      ar_apply_activation(c->out + (size_t)px * g->oc + ch0, (size_t)nch, c->act);
+  }
+}
+
+/* Indices [k0, k1) of rows x groups (index k: row k / ngrp, channel group k % ngrp; one group when
+ * there are rows enough): whole rows in one call, partial rows group by group. */
+static void dw512_range(void *ctx, int64_t k0, int64_t k1) {
+  const dw512_run_t *c = ctx;
+  const int32_t ng = c->ngrp, nblk = (c->g->oc + 15) / 16;
+  for (int64_t k = k0; k < k1;) {
+    const int64_t r = k / ng;
+    const int32_t g0 = (int32_t)(k % ng);
+    if (g0 == 0 && k + ng <= k1) {
+      const int64_t nr = (k1 - k) / ng;
+      dw512_part(c, r, r + nr, 0, nblk);
+      k += nr * ng;
+    } else {
+      const int32_t g1 = (int32_t)AR_MIN((int64_t)ng, g0 + (k1 - k));
+      dw512_part(c, r, r + 1, g0 * c->gblk, AR_MIN(nblk, g1 * c->gblk));
+      k += g1 - g0;
+    }
   }
 }
 #endif
@@ -715,7 +746,15 @@ static void dw_eval(const ar_node_t *node) {
     dw512_run_t c = {.g = &g, .in = in, .wt = f_t->data, .bias = bias_t ? bias_t->data : NULL,
                      .f16 = f_t->dtype == AR_DTYPE_FLOAT16, .out = out, .clamp = clamp, .lo = lo,
                      .hi = hi, .act = act};
-    ar_parallel_for_split(node, rows, 1, min_rows, dw512_range, &c);
+    /* Fewer rows than DW512_SPLIT_ROWS: each row's channels in groups too (rows x groups, row
+     * major, so a thread still takes a contiguous run of rows). */
+    const int32_t nblk = (g.oc + 15) / 16;
+    c.ngrp = rows < DW512_SPLIT_ROWS ? (int32_t)AR_MIN((int64_t)nblk, (DW512_SPLIT_ROWS + rows - 1) / rows) : 1;
+    c.gblk = (nblk + c.ngrp - 1) / c.ngrp;
+    c.ngrp = (nblk + c.gblk - 1) / c.gblk;
+    const int64_t part_macs = AR_MAX((int64_t)1, row_macs / c.ngrp);
+    ar_parallel_for_split(node, rows * c.ngrp, 1, (AR_DW_MIN_CHUNK_MACS + part_macs - 1) / part_macs,
+                          dw512_range, &c);
     return;
   }
 #endif
