@@ -3,13 +3,25 @@
  * One pool of `threads - 1` helper threads (pthreads) serves any number of callers: the offline
  * tools give each interpreter a pool of its own, the daemon one pool shared by all its invoke
  * workers. A kernel calls ar_parallel_for with its node; the caller runs chunks itself and idle
- * helpers join in, taking chunks from a shared counter until none is left.
+ * helpers join in. Each participant starts on a contiguous run of the chunks of its own (the
+ * caller the first), so that consecutive operators give a thread the same part of their tensors,
+ * and takes the chunks left in the others' runs when its own is done.
  *
- * Bit-identical results for every thread count: the chunks are fixed by n and grain alone
- *   chunk c = [c * grain, min(n, (c + 1) * grain)),  c = 0 .. ceil(n / grain) - 1
- * and fn is called exactly once per chunk, whatever the thread count, with or without a pool
- * (without one, the chunks run in order on the caller). Which thread runs a chunk varies; what a
- * chunk computes must depend only on its range (write disjoint outputs, no shared accumulator).
+ * Bit-identical results for every thread count, by one of two rules the kernel picks:
+ * - Fixed chunks (ar_parallel_for, _slots): the chunks depend on n and grain alone
+ *     chunk c = [c * grain, min(n, (c + 1) * grain)),  c = 0 .. ceil(n / grain) - 1
+ *   and fn is called exactly once per chunk, whatever the thread count, with or without a pool
+ *   (without one, the chunks run in order on the caller). For work whose result depends on how it
+ *   is cut (OpenBLAS bands, whose summation order may follow the block shape; per-chunk partial
+ *   results). Kernels: the OpenBLAS GEMM bands, im2col tiles, transpose conv, batch matmul, the
+ *   integer kernels, resize, reduce, softmax, convert, the strided copies.
+ * - Split by thread count (ar_parallel_for_split, _runs, _split_slots): one run of about n / threads
+ *   per thread, cut at multiples of an alignment. For work whose every output element is computed
+ *   the same way whatever range holds it: float ADD/MUL/PRELU and the unary passes (elementwise.c),
+ *   PAD rows (shape_ops.c), pooling rows (pool.c), sgemm512 GEMM rows (gemm.c), depthwise output
+ *   rows (depthwise.c). tests/check_threads.c holds every model's bytes equal at 1, 2 and 3 threads.
+ * Which thread runs a chunk varies; what a chunk computes must depend only on its range (write
+ * disjoint outputs, no shared accumulator).
  *
  * Scheduling (ar_threadpool_enter / leave around an invoke): the pool counts the threads at work -
  * invokes in progress plus helpers inside a chunk - and a helper joins a parallel_for only while
@@ -21,8 +33,8 @@
  * Invoke-time calls (ar_parallel_for*, enter/leave) never allocate and never block on a lock; the
  * caller sleeps (futex) only while a helper finishes the last chunk it took. While an invoke is in
  * progress (enter .. leave) and a core is free for them, helpers spin between operators for up to
- * AR_POOL_HOT_SPIN_US, so that every operator of the invoke finds them awake (a hand-off then
- * costs about a microsecond, a futex wake-up tens); otherwise they spin AR_POOL_SPIN_US after their
+ * AR_POOL_HOT_SPIN_US, so that every operator of the invoke finds them awake (a 2-way split then
+ * costs about 0.3 us over the work itself, a futex wake-up tens); otherwise they spin AR_POOL_SPIN_US after their
  * last chunk before they sleep. Nested calls (a chunk calling ar_parallel_for) and concurrent
  * callers are allowed.
  */
