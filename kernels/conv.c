@@ -520,7 +520,10 @@ static void conv_eval(const ar_node_t *node) {
     c.bias = b;
   }
   if (!g.few_in && node->inputs[1]->dtype == AR_DTYPE_FLOAT16) {
-    if (ar_sgemm512_available()) {
+    /* sgemm512 takes every product of 4 rows or more (kernels/gemm.c); a product below (M < 4, or
+     * an im2col tile of 1..3 rows) runs on OpenBLAS with the widened filter, as fp32 weights do. */
+    const int64_t last_tile = g.n_tiles > 1 ? g.m - (g.n_tiles - 1) * g.tile_pixels : g.m;
+    if (ar_sgemm512_available() && g.m >= 4 && (g.direct || last_tile >= 4)) {
       c.filter16 = node->inputs[1]->data;
       c.filter = NULL;
     } else {

@@ -33,6 +33,10 @@
  * multiply-adds (a few microseconds against a hand-off of one or two), in multiples of 4 rows. */
 #define AR_GEMM_SPLIT_MIN_MACS (64 * 1024)
 #define AR_GEMM_SPLIT_ROWS 4
+/* Products of fewer rows (a 1x1 layer on a 1x1 map: squeeze-excite) go to OpenBLAS, whose sgemv
+ * streams B once where sgemm512 would pack it (1 x 1152 x 192: ~25 against ~10 GFLOP/s); the rule
+ * looks at the whole product's M, never at a band, so the bytes do not depend on the split. */
+#define AR_GEMM_S512_MIN_ROWS 4
 #define AR_GEMM_TILE_BYTES (256 * 1024)
 #define AR_GEMM_TILE_MIN_ROWS 256
 
@@ -50,7 +54,7 @@ static void gemm_block(const ar_gemm_nt_t *g, int64_t r0, int64_t r1, int64_t c0
                        g->k, g->act);
     return;
   }
-  if (g->avx512 && ar_sgemm512_available()) {
+  if (g->avx512 && g->m >= AR_GEMM_S512_MIN_ROWS && ar_sgemm512_available()) {
     ar_sgemm512_nt(g->a + r0 * g->lda, g->lda, g->b + c0 * g->ldb, g->ldb, g->bias ? g->bias + c0 : NULL,
                    g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc, g->k, g->act);
     return;
@@ -104,7 +108,7 @@ int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
   if (g->m <= 0 || g->n <= 0) return;
   gemm_job_t j = {.g = g};
-  if (g->b16 || (g->avx512 && ar_sgemm512_available())) {
+  if (g->b16 || (g->avx512 && g->m >= AR_GEMM_S512_MIN_ROWS && ar_sgemm512_available())) {
     /* sgemm512: every element one FMA chain in k order, so the bytes do not depend on the split:
      * one run of rows per thread (one call on one thread), none below AR_GEMM_SPLIT_MIN_MACS. */
     const int64_t nk = g->n * g->k > 0 ? g->n * g->k : 1;

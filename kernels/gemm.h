@@ -16,10 +16,11 @@ typedef struct ar_gemm_nt {
   float *c;
   int64_t m, n, k, lda, ldb, ldc;
   ar_activation_t act;
-  bool avx512;   /* every band through kernels/sgemm512.c when the CPU has it (CONV_2D's
-                  * products), else OpenBLAS */
-  const uint16_t *b16;   /* instead of b: B as float16 (weights as stored), only with avx512 and
-                          * ar_sgemm512_available() (widened while packed, same result as b) */
+  bool avx512;   /* every band through kernels/sgemm512.c when the CPU has it and M >= 4
+                  * (CONV_2D's products), else OpenBLAS */
+  const uint16_t *b16;   /* instead of b: B as float16 (weights as stored), only with avx512,
+                          * M >= 4 and ar_sgemm512_available() (widened while packed, same
+                          * result as b) */
 } ar_gemm_nt_t;
 
 /* Run it on node->pool (inline without one): bands of rows or columns fixed by M, N, K (see
