@@ -191,6 +191,34 @@ static void note_unsupported(const ar_model_t *model, const ar_unsupported_t *lo
   (*n)++;
 }
 
+/* A node for asking a kernel about operator k before prepare (ar_kernel_reads_f16, the sparse
+ * filter check): its options and the model's views of its tensors (NULL for an absent optional
+ * input). False when the operator names a tensor out of range or has more than
+ * AR_MAX_OP_INPUTS inputs or outputs. */
+static bool probe_node(const ar_interp_t *in, int32_t k, ar_node_t *nd) {
+  const ar_operator_t *op = &in->sg->operators[k];
+  const int32_t nt = in->n_tensors;
+  memset(nd, 0, sizeof *nd);
+  if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) return false;
+  nd->op = op->op;
+  nd->index = k;
+  nd->version = op->version;
+  nd->options = &op->options;
+  nd->custom_options = op->custom_options;
+  nd->custom_options_bytes = op->custom_options_bytes;
+  nd->threads = in->opt.threads;
+  nd->n_inputs = op->n_inputs;
+  nd->n_outputs = op->n_outputs;
+  for (int32_t j = 0; j < op->n_inputs; j++) {
+    if (op->inputs[j] >= nt) return false;
+    nd->inputs[j] = op->inputs[j] >= 0 ? (ar_tview_t *)&in->views[op->inputs[j]] : NULL;
+  }
+  for (int32_t o = 0; o < op->n_outputs; o++) {
+    if (op->outputs[o] >= nt) return false;
+    nd->outputs[o] = op->outputs[o] >= 0 ? (ar_tview_t *)&in->views[op->outputs[o]] : NULL;
+  }
+  return true;
+}
 /* Stored weights, sparse filters: a CONV_2D / FULLY_CONNECTED whose filter is DEQUANTIZE(DENSIFY(sparse float16
  * constant)) or DENSIFY(sparse float32 constant), each link read by nothing else, and which the
  * sparse kernel covers (ar_kernel_sparse_filter_check), reads the sparse constant as stored:
@@ -243,21 +271,8 @@ static int find_sparse_filters(const ar_interp_t *in, bool *elided, int32_t *spa
         (deq < 0 && sg->tensors[ts].dtype != AR_DTYPE_FLOAT32))
       continue;
     ar_node_t nd;
-    memset(&nd, 0, sizeof nd);
-    nd.op = op->op;
-    nd.index = k;
-    nd.version = op->version;
-    nd.options = &op->options;
-    nd.n_inputs = op->n_inputs;
-    nd.n_outputs = 1;
-    bool ok = op->outputs[0] >= 0 && op->outputs[0] < nt;
-    for (int32_t i = 0; i < op->n_inputs && ok; i++) {
-      if (op->inputs[i] >= nt) ok = false;
-      else nd.inputs[i] = op->inputs[i] >= 0 ? (ar_tview_t *)&in->views[op->inputs[i]] : NULL;
-    }
-    if (!ok) continue;
+    if (!probe_node(in, k, &nd) || nd.outputs[0] == NULL) continue;
     nd.inputs[1] = (ar_tview_t *)&in->views[ts];
-    nd.outputs[0] = (ar_tview_t *)&in->views[op->outputs[0]];
     if (ar_kernel_sparse_filter_check(&nd, NULL, 0) != 0) continue;
     elided[den] = true;
     if (deq >= 0) elided[deq] = true;
@@ -315,28 +330,10 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
       read[d] = true;
       if (!ok[d]) continue;
       const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
-      bool yes = kern && !elided[k] && mode[k] == AR_OPMODE_INVOKE &&
-                 op->n_inputs <= AR_MAX_OP_INPUTS && op->n_outputs <= AR_MAX_OP_INPUTS;
+      bool yes = kern && !elided[k] && mode[k] == AR_OPMODE_INVOKE;
       if (yes) {
         ar_node_t nd;
-        memset(&nd, 0, sizeof nd);
-        nd.op = op->op;
-        nd.index = k;
-        nd.version = op->version;
-        nd.options = &op->options;
-        nd.custom_options = op->custom_options;
-        nd.custom_options_bytes = op->custom_options_bytes;
-        nd.threads = in->opt.threads;
-        nd.n_inputs = op->n_inputs;
-        nd.n_outputs = op->n_outputs;
-        for (int32_t j = 0; j < op->n_inputs && yes; j++) {
-          if (op->inputs[j] >= nt) yes = false;
-          else nd.inputs[j] = op->inputs[j] >= 0 ? (ar_tview_t *)&in->views[op->inputs[j]] : NULL;
-        }
-        for (int32_t o = 0; o < op->n_outputs && yes; o++) {
-          if (op->outputs[o] >= nt) yes = false;
-          else nd.outputs[o] = op->outputs[o] >= 0 ? (ar_tview_t *)&in->views[op->outputs[o]] : NULL;
-        }
+        yes = probe_node(in, k, &nd);
         if (yes && sparse_of[k] >= 0) nd.inputs[1] = (ar_tview_t *)&in->views[sparse_of[k]];
         yes = yes && ar_kernel_reads_f16(&nd, i);
       }

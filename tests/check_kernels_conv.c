@@ -360,6 +360,35 @@ END_TEST
 
 /* ---------- CONV_2D ---------- */
 
+/* fp16 weights read as stored vs the same node on widened fp32 weights: t16 (float16 filter and
+ * bias) is prepared once at the best level, then evaluated at each level down to portable (the
+ * ISA may change between prepare and eval) next to t32 at the same level; every output element
+ * must be the same bytes. `what` names the case in a failure. */
+static void fp16_vs_widened(const ar_kernel_t *k, tnode_t *t16, tnode_t *t32, float *out16,
+                            float *out32, size_t nout, int best, const char *what) {
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_msg(k->prepare(&t16->node, msg, sizeof msg) == 0, "%s: %s", what, msg);
+  t16->node.scratch = t16->node.scratch_bytes ? malloc(t16->node.scratch_bytes) : NULL;
+  t16->node.state = t16->node.state_bytes ? malloc(t16->node.state_bytes) : NULL;
+  if (t16->node.scratch) memset(t16->node.scratch, 0xff, t16->node.scratch_bytes);
+  if (k->init) k->init(&t16->node);
+  for (int l = best; l >= AR_ISA_PORTABLE; l--) {
+    ck_assert_int_eq(ar__f32_set_isa(l), l);
+    memset(out32, 0xff, nout * sizeof(float));
+    memset(out16, 0xee, nout * sizeof(float));
+    tnode_run(t32, k);
+    k->eval(&t16->node);
+    for (size_t i = 0; i < nout; i++)
+      ck_assert_msg(memcmp(&out16[i], &out32[i], sizeof(float)) == 0,
+                    "%s [%s]: element %zu is %.9g with fp16 weights, %.9g widened", what,
+                    ar_isa_name(l), i, (double)out16[i], (double)out32[i]);
+  }
+  ar__f32_set_isa(-1);
+  free(t16->node.scratch);
+  free(t16->node.state);
+  t16->node.scratch = t16->node.state = NULL;
+}
+
 static void conv_opts(tnode_t *tn, ar_padding_t pad, int sh, int sw, int dh, int dw,
                       ar_activation_t act) {
   tn->opt.conv2d = (ar_conv2d_options_t){.padding = pad, .stride_h = sh, .stride_w = sw,
@@ -579,30 +608,12 @@ START_TEST(conv_fp16_weights_bit_identical) {
       t16.t[2].data = b16u;
       t16.t[2].bytes = (size_t)c->o * 2;
     }
-    char msg[AR_MSG_BYTES] = "", what[160];
+    char what[160];
     snprintf(what, sizeof what, "conv fp16 n%d %dx%dx%d -> %d k%dx%d s%dx%d %s act %d", c->n, c->h,
              c->w, c->c, c->o, c->kh, c->kw, c->sh, c->sw, c->same ? "SAME" : "VALID", c->act);
     /* Prepared once at the best level, then evaluated at each level (the ISA may change between
      * prepare and eval); the fp32 node runs the same level each time. */
-    ck_assert_msg(ar_kernel_conv_2d.prepare(&t16.node, msg, sizeof msg) == 0, "%s: %s", what, msg);
-    t16.node.scratch = t16.node.scratch_bytes ? malloc(t16.node.scratch_bytes) : NULL;
-    t16.node.state = t16.node.state_bytes ? malloc(t16.node.state_bytes) : NULL;
-    if (t16.node.scratch) memset(t16.node.scratch, 0xff, t16.node.scratch_bytes);
-    ar_kernel_conv_2d.init(&t16.node);
-    for (int l = best; l >= AR_ISA_PORTABLE; l--) {
-      ck_assert_int_eq(ar__f32_set_isa(l), l);
-      memset(out32, 0xff, nout * sizeof(float));
-      memset(out16, 0xee, nout * sizeof(float));
-      tnode_run(&t32, &ar_kernel_conv_2d);
-      ar_kernel_conv_2d.eval(&t16.node);
-      for (size_t i = 0; i < nout; i++)
-        ck_assert_msg(memcmp(&out16[i], &out32[i], sizeof(float)) == 0,
-                      "%s [%s]: element %zu is %.9g with fp16 weights, %.9g widened", what,
-                      ar_isa_name(l), i, (double)out16[i], (double)out32[i]);
-    }
-    ar__f32_set_isa(-1);
-    free(t16.node.scratch);
-    free(t16.node.state);
+    fp16_vs_widened(&ar_kernel_conv_2d, &t16, &t32, out16, out32, nout, best, what);
     free(in); free(f); free(b); free(f16); free(b16); free(out32); free(out16);
   }
 }
@@ -863,27 +874,11 @@ START_TEST(dw_fp16_weights_bit_identical) {
       t16.t[2].data = b16u;
       t16.t[2].bytes = (size_t)oc * 2;
     }
-    char msg[AR_MSG_BYTES] = "", what[160];
+    char what[160];
     snprintf(what, sizeof what, "dw fp16 n%d %dx%dx%d m%d k%dx%d s%dx%d d%dx%d %s act %d", c->n,
              c->h, c->w, c->c, c->mult, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw,
              c->same ? "SAME" : "VALID", c->act);
-    ck_assert_msg(ar_kernel_depthwise_conv_2d.prepare(&t16.node, msg, sizeof msg) == 0, "%s: %s", what, msg);
-    t16.node.scratch = t16.node.scratch_bytes ? malloc(t16.node.scratch_bytes) : NULL;
-    if (t16.node.scratch) memset(t16.node.scratch, 0xff, t16.node.scratch_bytes);
-    ar_kernel_depthwise_conv_2d.init(&t16.node);
-    for (int l = best; l >= AR_ISA_PORTABLE; l--) {
-      ck_assert_int_eq(ar__f32_set_isa(l), l);
-      memset(out32, 0xff, nout * sizeof(float));
-      memset(out16, 0xee, nout * sizeof(float));
-      tnode_run(&t32, &ar_kernel_depthwise_conv_2d);
-      ar_kernel_depthwise_conv_2d.eval(&t16.node);
-      for (size_t i = 0; i < nout; i++)
-        ck_assert_msg(memcmp(&out16[i], &out32[i], sizeof(float)) == 0,
-                      "%s [%s]: element %zu is %.9g with fp16 weights, %.9g widened", what,
-                      ar_isa_name(l), i, (double)out16[i], (double)out32[i]);
-    }
-    ar__f32_set_isa(-1);
-    free(t16.node.scratch);
+    fp16_vs_widened(&ar_kernel_depthwise_conv_2d, &t16, &t32, out16, out32, nout, best, what);
     free(in); free(f); free(b); free(f16); free(b16); free(out32); free(out16);
   }
 }
