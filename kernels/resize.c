@@ -33,8 +33,10 @@
 #include "kernels/conv_util.h"
 #include "kernels/ar_parallel.h"
 
-/* The least work (output elements) worth a chunk of output rows of its own on the thread pool. */
-#define RESIZE_CHUNK_ELEMS (16 * 1024)
+/* The least work (output elements) worth a run of output rows of its own on another thread. Rows
+ * are split by thread count (ar_parallel_for_split): each output element depends on its taps
+ * alone, and a thread computes the same fraction of the output as for the operator before. */
+#define RESIZE_CHUNK_ELEMS (8 * 1024)
 
 typedef struct { int32_t lo, hi; float w; int32_t ilo, ihi, iw; } resize_tap_t;   /* iw: 10-bit */
 
@@ -301,8 +303,8 @@ static void resize_rows(void *ctx, int64_t q0, int64_t q1) {
 static void resize_eval(const ar_node_t *node) {
   const resize_state_t *st = node->state;
   const int64_t rows = (int64_t)st->b * st->oh;
-  ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)st->ow * st->c, RESIZE_CHUNK_ELEMS, 1),
-                  resize_rows, (void *)node);
+  ar_parallel_for_split(node, rows, 1, ar_parallel_grain(rows, (int64_t)st->ow * st->c, RESIZE_CHUNK_ELEMS, 1),
+                        resize_rows, (void *)node);
 }
 
 /* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured;
@@ -409,8 +411,9 @@ static void nn_rows(void *ctx, int64_t q0, int64_t q1) {
 static void nn_eval(const ar_node_t *node) {
   const nn_state_t *st = node->state;
   const int64_t rows = (int64_t)st->b * st->oh;
-  ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)st->ow * st->pixel_bytes, 4 * RESIZE_CHUNK_ELEMS, 1),
-                  nn_rows, (void *)node);
+  ar_parallel_for_split(node, rows, 1,
+                        ar_parallel_grain(rows, (int64_t)st->ow * st->pixel_bytes, 4 * RESIZE_CHUNK_ELEMS, 1),
+                        nn_rows, (void *)node);
 }
 
 /* TFLite RESIZE_NEAREST_NEIGHBOR (builtin 97): constant int32 size, align_corners and
