@@ -57,6 +57,12 @@ extern "C" {
  * invoke without a split operator it waits through awake). */
 #define AR_POOL_SPIN_US 100
 #define AR_POOL_HOT_SPIN_US 2000
+/* A gap this long (us) between two looks of a spinning helper, or a caller's wait this long
+ * (PREEMPTED_WAIT) for a helper's chunk, means a helper was preempted; the pool then spins only
+ * AR_POOL_SPIN_US between jobs for AR_POOL_COLD_US (see parallel.c). */
+#define AR_POOL_PREEMPTED_US 200
+#define AR_POOL_PREEMPTED_WAIT_US 1000
+#define AR_POOL_COLD_US 100000
 
 /* Work over the index range [begin, end) (a sub-range of [0, n)). */
 typedef void (*ar_range_fn)(void *ctx, int64_t begin, int64_t end);

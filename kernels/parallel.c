@@ -28,7 +28,12 @@
  * Helpers stay hot through an invoke: between ar_threadpool_enter and _leave (and while a core
  * is free for them) they spin for up to AR_POOL_HOT_SPIN_US between jobs, otherwise
  * AR_POOL_SPIN_US, before they sleep; enter wakes sleeping helpers, so that their wake-up
- * overlaps the invoke's first operators instead of delaying a split one.
+ * overlaps the invoke's first operators instead of delaying a split one. When the cores are
+ * shared with other busy processes, a spinning helper spends its scheduler share and is then
+ * preempted inside a chunk its caller waits for (a 2-thread invoke took twice the 1-thread time
+ * in such a run); so a helper that finds itself preempted while spinning, or a caller that waited
+ * AR_POOL_PREEMPTED_WAIT_US for a chunk, turns hot spinning off for AR_POOL_COLD_US (helpers then
+ * sleep between jobs and are woken per job, as a futex wake-up favours them).
  *
  * Memory order: a run word is stored with release after the job's fields, and a helper reads it
  * with acquire before it reads them; chunk completion is an acq_rel counter, so the caller sees
@@ -109,6 +114,7 @@ struct ar_threadpool {
   _Alignas(64) _Atomic int32_t busy;   /* invokes in progress + helpers inside a job */
   _Atomic int32_t invokes;       /* invokes in progress (enter .. leave) */
   _Atomic int32_t next_home;     /* helper start-up: the run of chunks each helper starts on */
+  _Atomic uint64_t cold_until_us;/* no hot spinning before this time (now_us; see helper_main) */
   /* ar_threadpool_run_all */
   _Alignas(64) void (*all_fn)(void *ctx, int32_t i);
   void *all_ctx;
@@ -333,7 +339,7 @@ static void *helper_main(void *arg) {
      * when it changes brings the job with it) and the generation word - through the whole invoke
      * while one runs and a core is free for this helper, else a short while; then sleep until a
      * publish. */
-    uint64_t t0 = now_us(), tag;
+    uint64_t t0 = now_us(), last = t0, tag;
     bool found = false;
     uint32_t g = atomic_load_explicit(&p->gen, memory_order_relaxed);
     for (int k = 1; g == seen; k++) {
@@ -344,9 +350,19 @@ static void *helper_main(void *arg) {
       cpu_relax();
       if ((k & 63) == 0) {
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) break;
+        const uint64_t now = now_us();
+        /* A gap between two looks: this thread was preempted - the core is shared with other
+         * work, where a spinning helper loses its priority and is then preempted inside a
+         * chunk its caller waits for. Go cold for a while (sleep between jobs, wake per job). */
+        if (now - last >= AR_POOL_PREEMPTED_US) {
+          atomic_store_explicit(&p->cold_until_us, now + AR_POOL_COLD_US, memory_order_relaxed);
+          break;
+        }
+        last = now;
         const bool hot = atomic_load_explicit(&p->invokes, memory_order_relaxed) > 0 &&
-                         atomic_load_explicit(&p->busy, memory_order_relaxed) < p->threads;
-        if (now_us() - t0 >= (hot ? AR_POOL_HOT_SPIN_US : AR_POOL_SPIN_US)) break;
+                         atomic_load_explicit(&p->busy, memory_order_relaxed) < p->threads &&
+                         now >= atomic_load_explicit(&p->cold_until_us, memory_order_relaxed);
+        if (now - t0 >= (hot ? AR_POOL_HOT_SPIN_US : AR_POOL_SPIN_US)) break;
       }
       g = atomic_load_explicit(&p->gen, memory_order_relaxed);
     }
@@ -427,6 +443,12 @@ static void parallel_run(const ar_node_t *node, int64_t n, int64_t grain, int64_
       futex(&s->done, FUTEX_WAIT, d);
       d = atomic_load(&s->done);
     }
+    /* A helper held a chunk a scheduler time slice longer than the caller's work: it was most
+     * likely preempted (the core is shared with other work). Helpers go cold for a while, as
+     * when they see it themselves. */
+    const uint64_t t1 = now_us();
+    if (t1 - t0 >= AR_POOL_PREEMPTED_WAIT_US)
+      atomic_store_explicit(&p->cold_until_us, t1 + AR_POOL_COLD_US, memory_order_relaxed);
   }
   /* Every chunk is taken and done: a helper that read this job late fails on the empty runs (or,
    * once the slot is reused, on the tag), so the slot is free at once. */
@@ -527,6 +549,7 @@ int ar_threadpool_new(int32_t threads, ar_threadpool_t **out, char *msg, size_t 
   atomic_init(&p->busy, 0);
   atomic_init(&p->invokes, 0);
   atomic_init(&p->next_home, 1);
+  atomic_init(&p->cold_until_us, 0);
   atomic_init(&p->stop, 0);
   atomic_init(&p->all_epoch, 0);
   for (int i = 0; i < AR_POOL_SLOTS; i++) {
