@@ -14,12 +14,13 @@
  *   (without one, the chunks run in order on the caller). For work whose result depends on how it
  *   is cut (OpenBLAS bands, whose summation order may follow the block shape; per-chunk partial
  *   results). Kernels: the OpenBLAS GEMM bands, im2col tiles, transpose conv, batch matmul, the
- *   integer kernels, resize, reduce, softmax, convert, the strided copies.
+ *   integer kernels, reduce, softmax, convert, the strided copies.
  * - Split by thread count (ar_parallel_for_split, _runs, _split_slots): one run of about n / threads
  *   per thread, cut at multiples of an alignment. For work whose every output element is computed
  *   the same way whatever range holds it: float ADD/MUL/PRELU and the unary passes (elementwise.c),
- *   PAD rows (shape_ops.c), pooling rows (pool.c), sgemm512 GEMM rows (gemm.c), depthwise output
- *   rows (depthwise.c). tests/check_threads.c holds every model's bytes equal at 1, 2 and 3 threads.
+ *   PAD rows (shape_ops.c), pooling rows (pool.c), RESIZE rows (resize.c), sgemm512 GEMM rows
+ *   (gemm.c), depthwise output rows (depthwise.c). tests/check_threads.c holds every model's
+ *   bytes equal at 1, 2 and 3 threads.
  * Which thread runs a chunk varies; what a chunk computes must depend only on its range (write
  * disjoint outputs, no shared accumulator).
  *
