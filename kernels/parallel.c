@@ -363,6 +363,13 @@ static void *helper_main(void *arg) {
                          atomic_load_explicit(&p->busy, memory_order_relaxed) < p->threads &&
                          now >= atomic_load_explicit(&p->cold_until_us, memory_order_relaxed);
         if (now - t0 >= (hot ? AR_POOL_HOT_SPIN_US : AR_POOL_SPIN_US)) break;
+        /* Not hot (no invoke in progress, every core taken, or cold): look on, but let a thread
+         * that waits for this core run first - e.g. the daemon's loop or a client, which an
+         * invoke's reply has just woken. A yield that ran someone is not a preemption. */
+        if (!hot) {
+          sched_yield();
+          last = now_us();
+        }
       }
       g = atomic_load_explicit(&p->gen, memory_order_relaxed);
     }
