@@ -191,6 +191,17 @@ static void note_unsupported(const ar_model_t *model, const ar_unsupported_t *lo
   (*n)++;
 }
 
+/* The fields of operator k's node that come from the operator itself (and the thread count). */
+static void node_of_op(ar_node_t *nd, const ar_operator_t *op, int32_t k, int32_t threads) {
+  nd->op = op->op;
+  nd->index = k;
+  nd->version = op->version;
+  nd->options = &op->options;
+  nd->custom_options = op->custom_options;
+  nd->custom_options_bytes = op->custom_options_bytes;
+  nd->threads = threads;
+}
+
 /* A node for asking a kernel about operator k before prepare (ar_kernel_reads_f16, the sparse
  * filter check): its options and the model's views of its tensors (NULL for an absent optional
  * input). False when the operator names a tensor out of range or has more than
@@ -200,13 +211,7 @@ static bool probe_node(const ar_interp_t *in, int32_t k, ar_node_t *nd) {
   const int32_t nt = in->n_tensors;
   memset(nd, 0, sizeof *nd);
   if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) return false;
-  nd->op = op->op;
-  nd->index = k;
-  nd->version = op->version;
-  nd->options = &op->options;
-  nd->custom_options = op->custom_options;
-  nd->custom_options_bytes = op->custom_options_bytes;
-  nd->threads = in->opt.threads;
+  node_of_op(nd, op, k, in->opt.threads);
   nd->n_inputs = op->n_inputs;
   nd->n_outputs = op->n_outputs;
   for (int32_t j = 0; j < op->n_inputs; j++) {
@@ -519,13 +524,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   for (int32_t k = 0; k < in->n_ops; k++) {
     const ar_operator_t *op = &sg->operators[k];
     ar_node_t *nd = &in->nodes[k];
-    nd->op = op->op;
-    nd->index = k;
-    nd->version = op->version;
-    nd->options = &op->options;
-    nd->custom_options = op->custom_options;
-    nd->custom_options_bytes = op->custom_options_bytes;
-    nd->threads = opt.threads;
+    node_of_op(nd, op, k, opt.threads);
     nd->pool = NULL;   /* set at place */
     if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) {
       rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): %d inputs / %d outputs", k,

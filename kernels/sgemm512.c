@@ -214,6 +214,14 @@ bool ar_sgemm512_available(void) {
 #endif
 }
 
+#if AR_HAVE_AVX2_CLONE
+/* An activation the micro-kernel does not fuse (anything but a clamp), over the m x n result. */
+static void s512_activation_rows(float *c, int64_t ldc, int64_t m, int64_t n, ar_activation_t act) {
+  if (act != AR_ACT_NONE && !ar__act_is_clamp(act))
+    for (int64_t i = 0; i < m; i++) ar_apply_activation(c + i * ldc, (size_t)n, act);
+}
+#endif
+
 void ar_sgemm512_nt(const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias,
                     float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, ar_activation_t act) {
 #if AR_HAVE_AVX2_CLONE
@@ -221,8 +229,7 @@ void ar_sgemm512_nt(const float *a, int64_t lda, const float *b, int64_t ldb, co
   float lo, hi;
   ar__act_range(act, &lo, &hi);
   s512_run_f32(a, lda, b, ldb, bias, c, ldc, m, n, k, ar__act_is_clamp(act), lo, hi);
-  if (act != AR_ACT_NONE && !ar__act_is_clamp(act))
-    for (int64_t i = 0; i < m; i++) ar_apply_activation(c + i * ldc, (size_t)n, act);
+  s512_activation_rows(c, ldc, m, n, act);
 #else
   (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)c; (void)ldc; (void)m; (void)n;
   (void)k; (void)act;
@@ -237,8 +244,7 @@ void ar_sgemm512_nt_f16(const float *a, int64_t lda, const uint16_t *b, int64_t 
   float lo, hi;
   ar__act_range(act, &lo, &hi);
   s512_run_f16(a, lda, b, ldb, bias, c, ldc, m, n, k, ar__act_is_clamp(act), lo, hi);
-  if (act != AR_ACT_NONE && !ar__act_is_clamp(act))
-    for (int64_t i = 0; i < m; i++) ar_apply_activation(c + i * ldc, (size_t)n, act);
+  s512_activation_rows(c, ldc, m, n, act);
 #else
   (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)c; (void)ldc; (void)m; (void)n;
   (void)k; (void)act;
