@@ -27,6 +27,10 @@
 #endif
 
 #define AR_BCAST_MAX_RANK 6
+/* A repeated row of at most this many elements is copied into a stack buffer of
+ * AR_BIN_REP_FLOATS floats, so one flat loop covers many rows (binary_span_body). */
+#define AR_BIN_REP_ROW_MAX 128
+#define AR_BIN_REP_FLOATS 1024
 
 enum { BIN_ADD, BIN_MUL, BIN_PRELU };
 
@@ -39,6 +43,9 @@ typedef struct {
   int32_t rank;           /* collapsed rank, >= 1 */
   int64_t dims[AR_BCAST_MAX_RANK];
   int64_t sa[AR_BCAST_MAX_RANK], sb[AR_BCAST_MAX_RANK];  /* element strides, 0 = repeated */
+  /* Rank 2 with a short row repeated against a contiguous operand ([1,H,W,C] * [C]): 1 when b
+   * is the row, 2 when a is; 0 otherwise (binary_span_body). */
+  int rowrep;
 } binary_state_t;
 
 /* Infer the broadcast output shape and the collapsed loop nest. */
@@ -99,6 +106,8 @@ static int binary_plan(const ar_node_t *node, int op, binary_state_t *st, char *
     if (fa[i]) ea *= st->dims[i];
     if (fb[i]) eb *= st->dims[i];
   }
+  if (nr == 2 && st->dims[1] <= AR_BIN_REP_ROW_MAX && st->sa[1] == 1 && st->sb[1] == 1)
+    st->rowrep = st->sb[0] == 0 && st->sa[0] == st->dims[1] ? 1 : st->sa[0] == 0 && st->sb[0] == st->dims[1] ? 2 : 0;
   return 0;
 }
 
@@ -145,6 +154,23 @@ static AR_ALWAYS_INLINE void binary_run(int op, float *out, const float *a, int6
  * each run. Each output is computed the same way whichever range holds it. */
 static AR_ALWAYS_INLINE void binary_span_body(const binary_state_t *st, const float *a,
                                               const float *b, float *out, int64_t i0, int64_t i1) {
+  if (st->rowrep) {
+    /* [rows, inner] against one repeated row: the row copied k + 1 times, then flat loops of
+     * k * inner elements, each starting at its phase in the copies (a per-row loop of 16 floats
+     * cost more in call and set-up than in arithmetic). The same x op y per element. */
+    const int64_t inner = st->dims[1], k = AR_BIN_REP_FLOATS / inner - 1, len = k * inner;
+    float rep[AR_BIN_REP_FLOATS] __attribute__((aligned(64)));
+    const float *row = st->rowrep == 1 ? b : a;
+    const int64_t fill = AR_MIN(len, i1 - i0) + inner;
+    for (int64_t j = 0; j < fill; j += inner) memcpy(rep + j, row, (size_t)inner * sizeof(float));
+    for (int64_t i = i0; i < i1; i += len) {
+      const int64_t m = AR_MIN(len, i1 - i);
+      const float *r = rep + i % inner;
+      if (st->rowrep == 1) binary_run(st->op, out + i, a + i, 1, r, 1, m, st->lo, st->hi);
+      else binary_run(st->op, out + i, r, 1, b + i, 1, m, st->lo, st->hi);
+    }
+    return;
+  }
   const int32_t last = st->rank - 1;
   const int64_t inner = st->dims[last];
   const int64_t r0 = i0 / inner;
@@ -524,8 +550,17 @@ static void logistic_scalar(const float *in, float *out, int64_t n) {
 #if AR_HAVE_AVX2_CLONE
 /* e^x for x in [-200, 88], 16 lanes: n = round(x log2 e), r = x - n ln 2 (ln 2 in two parts, Cody
  * and Waite), e^r by a degree-6 polynomial (Cephes expf's coefficients, about 1 ulp over
- * |r| <= ln2/2), scaled by 2^n with vscalefps. NaN stays NaN. */
-AR_TARGET_AVX512 static inline __attribute__((always_inline)) __m512 ar__exp512(__m512 x) {
+ * |r| <= ln2/2), scaled by 2^n. NaN stays NaN.
+ *
+ * A result below FLT_MIN (x < -87.34) is subnormal or 0; an FP instruction that produces (or reads)
+ * one costs a microcode assist of some hundred cycles on Intel cores (FTZ / DAZ are off, the
+ * values must stay), and a segmentation mask's background is mostly such lanes (LOGISTIC of
+ * selfie_segmentation's [1,144,256,1] logits took 0.19 ms for 37K elements). So *norm gets
+ * p * 2^n with n replaced by 0 in those lanes (normal, for arithmetic the caller throws away there)
+ * and the returned value builds them with integer ops: p = M * 2^(ep - 23) with M its 24-bit
+ * significand, and p * 2^n is the subnormal M * 2^(ep + n + 149) * 2^-149, i.e. M shifted right
+ * by s = -(ep + n) - 126 with round-to-nearest-even - the bits vscalefps gives, without the assist. */
+AR_TARGET_AVX512 static inline __attribute__((always_inline)) __m512 ar__exp512(__m512 x, __m512 *norm) {
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -537,7 +572,23 @@ AR_TARGET_AVX512 static inline __attribute__((always_inline)) __m512 ar__exp512(
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
+  const __m512 en = _mm512_add_ps(n, _mm512_getexp_ps(p));   /* floor(log2(p * 2^n)) */
+  const __mmask16 sub = _mm512_cmp_ps_mask(en, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
+  if (!sub) return *norm = _mm512_scalef_ps(p, n);
+  *norm = _mm512_scalef_ps(p, _mm512_mask_mov_ps(n, sub, _mm512_setzero_ps()));
+  /* s in [1, 25]: from 25 on every significand rounds to 0 */
+  const __m512 sf = _mm512_min_ps(_mm512_sub_ps(_mm512_set1_ps(-126.0f), en), _mm512_set1_ps(25.0f));
+  const __m512i s = _mm512_cvtps_epi32(sf);
+  const __m512i m = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(p), _mm512_set1_epi32(0x7fffff)),
+                                    _mm512_set1_epi32(0x800000));
+  __m512i q = _mm512_srlv_epi32(m, s);
+  const __m512i rem = _mm512_sub_epi32(m, _mm512_sllv_epi32(q, s));
+  const __m512i half = _mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_sub_epi32(s, _mm512_set1_epi32(1)));
+  const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, half) |
+                       (_mm512_cmpeq_epi32_mask(rem, half) &
+                        _mm512_test_epi32_mask(q, _mm512_set1_epi32(1)));
+  q = _mm512_mask_add_epi32(q, up, q, _mm512_set1_epi32(1));
+  return _mm512_mask_mov_ps(*norm, sub, _mm512_castsi512_ps(q));
 }
 
 /* TFLite's float logistic (the saturation of logistic_scalar) 16 lanes at a time; the values
@@ -552,12 +603,14 @@ AR_TARGET_AVX512 static void logistic_avx512(const float *in, float *out, int64_
     const __m512 x = _mm512_maskz_loadu_ps(m, in + i);
     const __mmask16 below = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
     const __mmask16 above = _mm512_cmp_ps_mask(x, up, _CMP_GT_OQ);
-    /* e = exp(x) below the range (the result itself: denormal or 0 far below, which vscalefps
-     * rounds like expf), exp(-x) inside; -inf clamped to -200 (exp = 0) rather than NaN. */
+    /* e = exp(x) below the range (the result itself: subnormal or 0 far below, rounded like
+     * expf), exp(-x) inside; -inf clamped to -200 (exp = 0) rather than NaN. The division reads
+     * the normal stand-in (its lanes below the range are replaced by e). */
     __m512 t = _mm512_mask_sub_ps(x, (__mmask16)~below, _mm512_setzero_ps(), x);
     t = _mm512_max_ps(t, _mm512_set1_ps(-200.0f));
-    const __m512 e = ar__exp512(t);
-    __m512 y = _mm512_div_ps(one, _mm512_add_ps(one, e));
+    __m512 en;
+    const __m512 e = ar__exp512(t, &en);
+    __m512 y = _mm512_div_ps(one, _mm512_add_ps(one, en));
     y = _mm512_mask_mov_ps(y, below, e);
     y = _mm512_mask_mov_ps(y, above, one);
     y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);   /* NaN in, NaN out */
