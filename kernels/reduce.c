@@ -6,8 +6,9 @@
  * ignored, as TFLite's reduce.cc). keep_dims keeps reduced dims as 1, else they are removed. The
  * sum runs in float in input order and is divided by the reduced element count, as TFLite's
  * reference Mean. Axes {1,2} of a rank-4 NHWC tensor (global average pooling) take a fast path:
- * a contiguous C-long accumulation per pixel. Other axis sets use the output itself as the
- * accumulator with an odometer over the input, so there is no scratch either way.
+ * a contiguous C-long accumulation per pixel (in registers at AVX-512F), channels split by thread
+ * count. Other axis sets use the output itself as the accumulator with an odometer over the input,
+ * so there is no scratch either way.
  *
  * Quantized MEAN (uint8 / int8) follows TFLite's builtin kernel, whose optimized path takes a
  * rank-4 input reduced over exactly axes {1,2} with keep_dims (global average pooling, the only
@@ -155,6 +156,60 @@ static void mean_init(ar_node_t *node) {
       }                                                                                      \
   } while (0)
 
+/* Float MEAN over H, W of channels [c0, c1) of every image: each channel's sum from 0 in pixel
+ * order, then divided by H * W. With AVX-512F up to 64 channels at a time stay in registers over
+ * all pixels (the portable loop keeps the sums in memory: a store and reload per pixel); lane by
+ * lane the same additions in the same order, so the same bits on every path and for any channel
+ * range. */
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX512 static void mean_hw_avx512(const mean_state_t *st, const float *in, float *out,
+                                            int64_t c0, int64_t c1) {
+  const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
+  const __m512 cnt = _mm512_set1_ps(st->count);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t cb = c0; cb < c1; cb += 64) {
+      __mmask16 m[4];
+      __m512 acc[4];
+      for (int j = 0; j < 4; j++) {
+        const int64_t left = c1 - cb - 16 * j;
+        m[j] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
+        acc[j] = _mm512_setzero_ps();
+      }
+      const float *src = in + b * HW * C + cb;
+      if (m[3] == 0xffff)
+        for (int64_t p = 0; p < HW; p++, src += C)
+          for (int j = 0; j < 4; j++) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(src + 16 * j));
+      else if (m[1] == 0 && m[0] == 0xffff)
+        for (int64_t p = 0; p < HW; p++, src += C) acc[0] = _mm512_add_ps(acc[0], _mm512_loadu_ps(src));
+      else
+        for (int64_t p = 0; p < HW; p++, src += C)
+          for (int j = 0; j < 4; j++)
+            if (m[j]) acc[j] = _mm512_add_ps(acc[j], _mm512_maskz_loadu_ps(m[j], src + 16 * j));
+      for (int j = 0; j < 4; j++)
+        if (m[j]) _mm512_mask_storeu_ps(out + b * C + cb + 16 * j, m[j], _mm512_div_ps(acc[j], cnt));
+    }
+}
+#endif
+
+static void mean_hw_range(void *ctx, int64_t c0, int64_t c1) {
+  const ar_node_t *node = ctx;
+  const mean_state_t *st = node->state;
+  const float *in = node->inputs[0]->data;
+  float *out = node->outputs[0]->data;
+#if AR_HAVE_AVX2_CLONE
+  if (ar__f32_isa() >= AR_ISA_AVX512) { mean_hw_avx512(st, in, out, c0, c1); return; }
+#endif
+  const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
+  for (int64_t b = 0; b < B; b++) {
+    float *o = out + b * C;
+    for (int64_t c = c0; c < c1; c++) o[c] = 0.0f;
+    const float *src = in + b * HW * C;
+    for (int64_t p = 0; p < HW; p++, src += C)
+      for (int64_t c = c0; c < c1; c++) o[c] += src[c];
+    for (int64_t c = c0; c < c1; c++) o[c] /= st->count;
+  }
+}
+
 static void mean_eval(const ar_node_t *node) {
   const mean_state_t *st = node->state;
   if (st->dtype == AR_DTYPE_UINT8) { QMEAN_BODY(uint8_t); return; }
@@ -163,16 +218,15 @@ static void mean_eval(const ar_node_t *node) {
   float *out = node->outputs[0]->data;
   const float count = st->count;
   if (st->n_out == 0) return;
-  for (int64_t j = 0; j < st->n_out; j++) out[j] = 0.0f;
   if (st->global_hw) {
-    const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
-    for (int64_t b = 0; b < B; b++) {
-      float *o = out + b * C;
-      const float *src = in + b * HW * C;
-      for (int64_t p = 0; p < HW; p++, src += C)
-        for (int64_t c = 0; c < C; c++) o[c] += src[c];
-    }
-  } else if (st->rank > 0 && st->n_in > 0) {
+    /* channels split by thread count at multiples of 16 (a channel's sum does not depend on the cut) */
+    const int64_t C = st->dims[3], per_ch = st->dims[0] * st->dims[1] * st->dims[2];
+    ar_parallel_for_split(node, C, 16, (REDUCE_CHUNK_ELEMS + per_ch - 1) / per_ch, mean_hw_range,
+                          (void *)node);
+    return;
+  }
+  for (int64_t j = 0; j < st->n_out; j++) out[j] = 0.0f;
+  if (st->rank > 0 && st->n_in > 0) {
     const int32_t last = st->rank - 1;
     const int64_t inner = st->dims[last], os = st->ostride[last];
     int64_t idx[AR_MEAN_MAX_RANK] = {0}, off = 0;

@@ -12,6 +12,7 @@
 #include "common/ar_error.h"
 #include "kernels/ar_isa.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/ar_parallel.h"
 
 /* ---- helpers ---- */
 
@@ -685,6 +686,94 @@ START_TEST(mean_general_axes) {
 }
 END_TEST
 
+/* ---- reductions and broadcast rows: every ISA level and thread count gives the portable bits ---- */
+
+/* prepare + init + eval with the node on `pool` (NULL: inline) and `threads`. */
+static int run_on(ar_node_t *n, ar_threadpool_t *pool, int32_t threads) {
+  n->pool = pool;
+  n->threads = threads;
+  int rc = run(n);
+  n->pool = NULL;
+  return rc;
+}
+
+START_TEST(pool_mean_mul_every_isa_and_thread_count) {
+  /* MEAN over H, W and global / windowed AVERAGE_POOL_2D and MAX_POOL_2D keep their sums, maxima
+   * and clamps in registers at AVX-512F (64 channels at a time: 37, 80 and 144 channels give full
+   * blocks and tails), and MEAN splits its channels by thread count; MUL of [1,H,W,C] by [C]
+   * repeats the row in flat loops whose split (at 2 and 3 threads) starts mid-row. Each must give
+   * the portable loop's bytes; NaN and -inf inputs included. */
+  enum { H = 11, W = 13, CMAX = 144, N = 51000 };
+  static float x[N], ref[N], got[N];
+  for (int i = 0; i < N; i++) x[i] = (float)((i * 7919) % 1009) / 37.0f - 13.0f;
+  x[5] = NAN; x[700] = -INFINITY; x[4001] = NAN;
+  char msg[AR_MSG_BYTES];
+  ar_threadpool_t *pool = NULL;
+  ck_assert_int_eq(ar_threadpool_new(3, &pool, msg, sizeof msg), 0);
+  const int best = ar__f32_set_isa(-1);
+  const int chans[] = {37, 80, CMAX};
+  for (size_t ci = 0; ci < sizeof chans / sizeof chans[0]; ci++) {
+    const int C = chans[ci];
+    struct { ar_op_t op; int fh, fw, s; ar_padding_t pad; ar_activation_t act; int oh, ow; } pc[] = {
+      {AR_OP_AVERAGE_POOL_2D, H, W, 1, AR_PADDING_VALID, AR_ACT_NONE, 1, 1},
+      {AR_OP_AVERAGE_POOL_2D, 3, 3, 2, AR_PADDING_SAME, AR_ACT_RELU6, (H + 1) / 2, (W + 1) / 2},
+      {AR_OP_MAX_POOL_2D, 3, 2, 2, AR_PADDING_SAME, AR_ACT_NONE, (H + 1) / 2, (W + 1) / 2},
+      {AR_OP_MAX_POOL_2D, H, W, 1, AR_PADDING_VALID, AR_ACT_RELU_N1_TO_1, 1, 1},
+      {AR_OP_MEAN, 0, 0, 0, AR_PADDING_VALID, AR_ACT_NONE, 1, 1},
+    };
+    for (size_t k = 0; k < sizeof pc / sizeof pc[0]; k++)
+      for (int l = AR_ISA_PORTABLE; l <= best; l++)
+        for (int32_t t = 1; t <= 3; t++) {
+          if (l == AR_ISA_PORTABLE && t > 1) continue;
+          ck_assert_int_eq(ar__f32_set_isa(l), l);
+          float *o = l == AR_ISA_PORTABLE ? ref : got;
+          const size_t bytes = sizeof(float) * (size_t)pc[k].oh * pc[k].ow * C;
+          memset(o, 0x7f, bytes);
+          ar_tview_t tx = tv(AR_DTYPE_FLOAT32, x, 4, 1, H, W, C);
+          ar_tview_t to = tv(AR_DTYPE_FLOAT32, o, 4, 1, pc[k].oh, pc[k].ow, C);
+          int32_t ax[2] = {1, 2};
+          ar_tview_t ta = cst(AR_DTYPE_INT32, ax, 1, 2);
+          ar_tview_t *in[] = {&tx, &ta};
+          ar_options_t opt;
+          if (pc[k].op == AR_OP_MEAN) {
+            memset(&opt, 0, sizeof opt);
+            opt.reducer.keep_dims = true;
+          } else {
+            opt = pool_opts(pc[k].pad, pc[k].fh, pc[k].fw, pc[k].s, pc[k].s, pc[k].act);
+          }
+          ar_node_t n = node1(pc[k].op, &opt, pc[k].op == AR_OP_MEAN ? 2 : 1, in, &to);
+          ck_assert_int_eq(run_on(&n, t > 1 ? pool : NULL, t), 0);
+          if (l != AR_ISA_PORTABLE)
+            ck_assert_msg(memcmp(ref, got, bytes) == 0, "%s case %zu, %d channels, at %s on %d threads "
+                          "differs from portable", ar_op_name(pc[k].op), k, C, ar_isa_name(l), (int)t);
+        }
+  }
+  /* MUL [1,30,37,37] x [37] (41070 elements: split at multiples of 64, mid-row), and x [1,1,1,37]
+   * on the left (the repeated row as input 0) */
+  enum { MH = 30, MW = 37, MC = 37, MN = MH * MW * MC };
+  ck_assert_int_le(MN + 9000, N);
+  for (int side = 0; side < 2; side++)
+    for (int l = AR_ISA_PORTABLE; l <= best; l++)
+      for (int32_t t = 1; t <= 3; t++) {
+        if (l == AR_ISA_PORTABLE && t > 1) continue;
+        ck_assert_int_eq(ar__f32_set_isa(l), l);
+        float *o = l == AR_ISA_PORTABLE ? ref : got;
+        ar_options_t opt = {.elementwise = {.activation = AR_ACT_RELU6}};
+        ar_tview_t tx = tv(AR_DTYPE_FLOAT32, x + 3, 4, 1, MH, MW, MC);
+        ar_tview_t tr = side ? tv(AR_DTYPE_FLOAT32, x + 9000, 4, 1, 1, 1, MC) : tv(AR_DTYPE_FLOAT32, x + 9000, 1, MC);
+        ar_tview_t to = tv(AR_DTYPE_FLOAT32, o, 4, 1, MH, MW, MC);
+        ar_tview_t *in[] = {side ? &tr : &tx, side ? &tx : &tr};
+        ar_node_t n = node1(AR_OP_MUL, &opt, 2, in, &to);
+        ck_assert_int_eq(run_on(&n, t > 1 ? pool : NULL, t), 0);
+        if (l != AR_ISA_PORTABLE)
+          ck_assert_msg(memcmp(ref, got, sizeof(float) * MN) == 0, "MUL side %d at %s on %d threads "
+                        "differs from portable", side, ar_isa_name(l), (int)t);
+      }
+  ar__f32_set_isa(-1);
+  ar_threadpool_free(pool);
+}
+END_TEST
+
 /* ---- RESHAPE ---- */
 
 START_TEST(reshape_copy_in_place_and_errors) {
@@ -898,6 +987,7 @@ static Suite *kernels_suite(void) {
   tcase_add_test(tc, depth_to_space_order);
   tcase_add_test(tc, mean_global_keep_dims);
   tcase_add_test(tc, mean_general_axes);
+  tcase_add_test(tc, pool_mean_mul_every_isa_and_thread_count);
   tcase_add_test(tc, reshape_copy_in_place_and_errors);
   tcase_add_test(tc, dequantize_fp16);
   tcase_add_test(tc, densify_csr_matrix);
