@@ -29,7 +29,8 @@
  * accumulates in registers; 8 rows at a time go back to NHWC through a small stack buffer, with the
  * fused activation. Float16 values are widened per row in chunks (F16C on x86 when the CPU has
  * it, picked at run time; exact portable conversion elsewhere), so nothing is widened ahead.
- * Tiles are shared out over the thread pool, each thread transposing into a scratch slot of its own.
+ * Tiles are split over the thread pool by thread count (ar_parallel_for_split_slots; a tile's
+ * pixels are computed the same in any run), each thread transposing into a scratch slot of its own.
  */
 #include <math.h>
 #include <stdint.h>
@@ -557,8 +558,9 @@ typedef struct {
   float *out;
 } sparse_ctx_t;
 
-/* The least multiply-adds (stored values x T) worth a chunk of tiles of its own on the pool. */
-#define SPARSE_CHUNK_MACS (128 * 1024)
+/* The least work (multiply-adds plus the tile's transposed floats) worth a run of tiles on another
+ * core: about a microsecond. */
+#define SPARSE_MIN_PART_WORK (32 * 1024)
 
 static void sparse_tiles(void *ctx, int32_t slot, int64_t u0, int64_t u1) {
   const sparse_ctx_t *c = ctx;
@@ -577,11 +579,13 @@ static void sparse_par(const ar_node_t *node, sparse_ctx_t *c, int64_t images) {
   c->tiles = (c->npix + T - 1) / T;
   c->scratch = node->scratch;
   const int64_t units = images * c->tiles;
-  const int64_t stored = (int64_t)c->m.o * c->m.i;   /* an upper bound of the work per pixel */
+  const int64_t stored = ar_index_vector_at(&c->m.seg, c->m.groups) * c->m.rb * c->m.cb;
+  const int64_t tile_work = (stored + c->m.i + c->m.o) * T;
   const uint64_t slot_bytes = (uint64_t)c->m.i * T * sizeof(float);
   const int32_t slots = slot_bytes ? (int32_t)(node->scratch_bytes / slot_bytes) : 1;
-  ar_parallel_for_slots(node, units, ar_parallel_grain(units, stored / 4 * T + 1, SPARSE_CHUNK_MACS, 1), slots,
-                        sparse_tiles, c);
+  /* Tiles split by thread count: a tile's pixels come out the same whichever run holds it. */
+  ar_parallel_for_split_slots(node, units, 1, (SPARSE_MIN_PART_WORK + tile_work - 1) / tile_work, slots,
+                              sparse_tiles, c);
 }
 
 void ar__sparse_fc_eval(const ar_node_t *node) {
