@@ -13,9 +13,10 @@
  * product's C and the activation pass stay in cache. CONV_2D asks for kernels/sgemm512.c (whose
  * elements do not depend on the split) on CPUs with AVX-512F, whatever its rows (so a float16 B,
  * which only sgemm512 reads, takes the same path as a float32 one): those products are split over
- * rows only, one run of rows per thread (ar_parallel_for_runs; one call on one thread, as each
- * call packs B again), so that each thread writes the same fraction of the output as it did for
- * the operator before (what it wrote stays in its core's cache).
+ * one run per thread (ar_parallel_for_runs; one call on one thread, as each call packs B again):
+ * runs of rows, so that each thread writes the same fraction of the output as it did for the
+ * operator before (what it wrote stays in its core's cache), or runs of columns when N > M (the
+ * 1x1 layers of a 7x7 map: each thread then packs only its own panels of B).
  */
 #include "kernels/gemm.h"
 
@@ -33,6 +34,10 @@
  * multiply-adds (a few microseconds against a hand-off of one or two), in multiples of 4 rows. */
 #define AR_GEMM_SPLIT_MIN_MACS (64 * 1024)
 #define AR_GEMM_SPLIT_ROWS 4
+/* Column runs (N > M) in multiples of 16 (one cache line of C): on a 7x7 map (M = 49, N = 192 or
+ * 1152) a row run would pack every panel of B again on each thread, about a fifth of the product
+ * (bench/kernels --gemm --threads 2: 49 x 1152 x 192 from ~150 to ~125 us). */
+#define AR_GEMM_SPLIT_COLS 16
 /* Products of fewer rows (a 1x1 layer on a 1x1 map: squeeze-excite) go to OpenBLAS, whose sgemv
  * streams B once where sgemm512 would pack it (1 x 1152 x 192: ~25 against ~10 GFLOP/s); the rule
  * looks at the whole product's M, never at a band, so the bytes do not depend on the split. */
@@ -110,7 +115,17 @@ void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
   gemm_job_t j = {.g = g};
   if (g->b16 || (g->avx512 && g->m >= AR_GEMM_S512_MIN_ROWS && ar_sgemm512_available())) {
     /* sgemm512: every element one FMA chain in k order, so the bytes do not depend on the split:
-     * one run of rows per thread (one call on one thread), none below AR_GEMM_SPLIT_MIN_MACS. */
+     * one run per thread (one call on one thread), none below AR_GEMM_SPLIT_MIN_MACS. Runs of
+     * columns when there are more columns than rows (each thread packs only its own panels of
+     * B), else runs of rows (which keeps the rows of A and C on the thread that had them in the
+     * operator before). */
+    if (g->n > g->m) {
+      const int64_t mk = g->m * g->k > 0 ? g->m * g->k : 1;
+      j.split_n = true;
+      ar_parallel_for_runs(node, g->n, AR_GEMM_SPLIT_COLS, (AR_GEMM_SPLIT_MIN_MACS + mk - 1) / mk,
+                           gemm_range, &j);
+      return;
+    }
     const int64_t nk = g->n * g->k > 0 ? g->n * g->k : 1;
     ar_parallel_for_runs(node, g->m, AR_GEMM_SPLIT_ROWS, (AR_GEMM_SPLIT_MIN_MACS + nk - 1) / nk,
                          gemm_range, &j);

@@ -23,8 +23,10 @@ typedef struct ar_gemm_nt {
                           * result as b) */
 } ar_gemm_nt_t;
 
-/* Run it on node->pool (inline without one): bands of rows or columns fixed by M, N, K (see
- * gemm.c), so the result is bit-identical for every thread count. Never allocates. */
+/* Run it on node->pool (inline without one): OpenBLAS in bands of rows or columns fixed by M, N,
+ * K; sgemm512 in one run of rows (of columns when N > M) per thread, whose elements do not depend
+ * on the cut (see gemm.c). Either way the result is bit-identical for every thread count. Never
+ * allocates. */
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g);
 
 /* The band width ar_gemm_nt uses for an M x N x K product, and whether it bands columns (N). */

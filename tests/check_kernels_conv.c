@@ -619,6 +619,70 @@ START_TEST(conv_fp16_weights_bit_identical) {
 }
 END_TEST
 
+/* CONV_2D's sgemm512 products split by thread count (kernels/gemm.c): runs of columns when N > M
+ * (a 7x7 map: each thread packs only its panels of B), runs of rows otherwise; 2 and 3 threads
+ * give exactly the bytes of one thread, fp32 and fp16 filters, on splits that cut a 32-column
+ * panel, N not a multiple of 16, K past one 256-chunk, and the one-tile im2col path. */
+START_TEST(conv_split_bit_identical) {
+  const cfg_t cases[] = {
+    /* n  h   w   c    o  kh kw sh sw dh dw m  same  bias  act */
+    {1, 7, 7, 40, 150, 1, 1, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},   /* columns: 49 x 150 */
+    {1, 7, 7, 300, 200, 1, 1, 1, 1, 1, 1, 1, true, true, AR_ACT_NONE},   /* columns, K > 256 */
+    {1, 7, 7, 150, 40, 1, 1, 1, 1, 1, 1, 1, true, false, AR_ACT_RELU},   /* rows: 49 x 40 */
+    {1, 14, 9, 24, 100, 1, 1, 1, 1, 1, 1, 1, true, true, AR_ACT_TANH},   /* rows: 126 x 100 */
+    {1, 6, 6, 8, 100, 3, 3, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},    /* im2col, one tile */
+  };
+  char msg[AR_MSG_BYTES] = "";
+  ar_threadpool_t *pools[2] = {NULL, NULL};
+  ck_assert_int_eq(ar_threadpool_new(2, &pools[0], msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_threadpool_new(3, &pools[1], msg, sizeof msg), 0);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const cfg_t *c = &cases[ci];
+    int oh = ref_out_size(c->h, c->kh, c->sh, c->dh, c->same);
+    int ow = ref_out_size(c->w, c->kw, c->sw, c->dw, c->same);
+    size_t nin = (size_t)c->n * c->h * c->w * c->c, nf = (size_t)c->o * c->kh * c->kw * c->c;
+    size_t nout = (size_t)c->n * oh * ow * c->o;
+    float *in = randv(nin), *f = malloc(nf * sizeof(float)), *b = randv((size_t)c->o);
+    uint16_t *f16 = malloc(nf * sizeof *f16);
+    for (size_t i = 0; i < nf; i++) {
+      f16[i] = rand_f16_bits(i);
+      f[i] = ar_fp16_to_fp32(f16[i]);
+    }
+    float *out = malloc(nout * sizeof(float)), *one = malloc(nout * sizeof(float));
+    int32_t di[4] = {c->n, c->h, c->w, c->c}, df[4] = {c->o, c->kh, c->kw, c->c};
+    int32_t dout[4] = {c->n, oh, ow, c->o};
+    for (int half = 0; half < 2; half++) {
+      tnode_t tn;
+      tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, c->bias ? b : NULL, c->o, out, 4, dout);
+      conv_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw,
+                c->act);
+      if (half) {
+        tn.t[1].dtype = AR_DTYPE_FLOAT16;
+        tn.t[1].data = f16;
+        tn.t[1].bytes = nf * 2;
+      }
+      for (int32_t threads = 1; threads <= 3; threads++) {
+        ar_threadpool_t *pool = threads > 1 ? pools[threads - 2] : NULL;
+        tn.node.threads = threads;
+        tn.node.pool = pool;
+        memset(out, 0xee, nout * sizeof(float));
+        ar_threadpool_enter(pool);
+        tnode_run(&tn, &ar_kernel_conv_2d);
+        ar_threadpool_leave(pool);
+        if (threads == 1 && !half) memcpy(one, out, nout * sizeof(float));
+        else
+          ck_assert_msg(memcmp(one, out, nout * sizeof(float)) == 0,
+                        "conv %dx%dx%d -> %d k%d %s: %d threads differ from 1 thread fp32", c->h,
+                        c->w, c->c, c->o, c->kh, half ? "fp16" : "fp32", (int)threads);
+      }
+    }
+    free(in); free(f); free(b); free(f16); free(out); free(one);
+  }
+  ar_threadpool_free(pools[0]);
+  ar_threadpool_free(pools[1]);
+}
+END_TEST
+
 START_TEST(conv_prepare_errors) {
   float in[48] = {0}, f[288] = {0}, out[512] = {0};
   char msg[AR_MSG_BYTES];
@@ -1423,6 +1487,7 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, conv_1x1_bias_relu6);
   tcase_add_test(tc, conv_random_vs_naive);
   tcase_add_test(tc, conv_fp16_weights_bit_identical);
+  tcase_add_test(tc, conv_split_bit_identical);
   tcase_add_test(tc, conv_prepare_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("depthwise_conv_2d");
