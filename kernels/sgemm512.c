@@ -7,6 +7,8 @@
  * broadcasts of A, 24 FMAs. A row tail of 1..3 shares the last full tile (two tiles of 6..8 rows:
  * a 1-row tile's NV accumulators would wait on the FMA latency at every k; +5 % on M = 49). The
  * first K chunk starts from the bias, later ones from C; the last applies the clamp and stores.
+ * While the first tile of a block runs it prefetches the next block's rows of B into L2 (a model's
+ * weights come from L3 at every invoke; 49 x 1152 x 192 with B cold: ~5-10 % faster). 
  * A B of at most 64 KB with K <= 160 (the large-M 1x1 layers: 3136 x 144 x 24, 12544 x 16 x 24,
  * 784 x 240 x 40) is packed once for all row chunks (6-16 % of those products went into packing
  * the same B again per chunk of MC rows; with K = 240, 784 x 40 x 240, the per-chunk panel kept
@@ -33,6 +35,12 @@ typedef struct {
   __mmask16 m0, m1;         /* lanes of the two vectors inside N */
   bool first, last, clamp;
   float lo, hi;
+  /* The block of B packed next (NULL: none), prefetched into L2 by this block's first tile: at
+   * iteration kk, row kk % 32 of it, its (kk / 32)-th run of 32 k. pf_ld: its row stride in
+   * bytes; pf_two: float32 rows (two cache lines per 32 k, one for float16). */
+  const char *pf;
+  int64_t pf_ld;
+  bool pf_two;
 } s512_panel_t;
 
 /* MR rows x NV vectors of C from `a` (MR rows, lda) and the packed panel (kc x 32). */
@@ -52,6 +60,11 @@ S512_INLINE void s512_tile(const float *a, int64_t lda, const float *bp, int64_t
     }
   }
   for (int64_t kk = 0; kk < kc; kk++) {
+    if (p->pf) {   /* iteration kk: row kk % 32 of the next panel, its (kk / 32)-th 32 k */
+      const char *q = p->pf + (kk & 31) * p->pf_ld + (kk >> 5) * (p->pf_two ? 128 : 64);
+      _mm_prefetch(q, _MM_HINT_T1);
+      if (p->pf_two) _mm_prefetch(q + 64, _MM_HINT_T1);
+    }
     const __m512 w0 = _mm512_loadu_ps(bp + kk * S512_NR);
     const __m512 w1 = NV == 2 ? _mm512_loadu_ps(bp + kk * S512_NR + 16) : w0;
 #pragma GCC unroll 12
@@ -87,6 +100,13 @@ S512_INLINE void s512_rows(const float *a, int64_t lda, const float *bp, int64_t
     split = 12 + tail;
   }
   int64_t i = 0;
+  s512_panel_t rest = *p;   /* the tiles after the first prefetch nothing */
+  rest.pf = NULL;
+  if (full > 0) {
+    s512_tile(a, lda, bp, kc, c, ldc, p, 12, NV);
+    i = 12;
+    p = &rest;
+  }
   for (; i < full * 12; i += 12) s512_tile(a + i * lda, lda, bp, kc, c + i * ldc, ldc, p, 12, NV);
   a += i * lda;
   c += i * ldc;
@@ -180,6 +200,12 @@ S512_INLINE void s512_run(const float *a, int64_t lda, const void *b, int64_t ld
         s512_pack((const char *)b + (size_t)(n0 * ldb + k0) * esz, ldb, nr, kc, bp, F16);
         p.first = k0 == 0;
         p.last = k0 + kc == k;
+        /* The next block of B (next K chunk, else the next panel) is prefetched meanwhile: a
+         * model's weights come from L3 at every invoke, and the pack would wait for each line. */
+        const int64_t nk0 = k0 + kc < k ? k0 + kc : 0, nn0 = k0 + kc < k ? n0 : n0 + S512_NR;
+        p.pf = nn0 < n ? (const char *)b + (size_t)(nn0 * ldb + nk0) * esz : NULL;
+        p.pf_ld = ldb * (int64_t)esz;
+        p.pf_two = !F16;
         const float *ab = a + m0 * lda + k0;
         float *cb = c + m0 * ldc + n0;
         if (nr > 16) s512_rows(ab, lda, bp, kc, cb, ldc, mr, &p, 2);
