@@ -337,6 +337,8 @@ typedef struct {
 } setting_t;
 
 static const char *const ov_stems[] = {"face_detection_short_range", "selfie_segmentation"};
+/* --model STEM: measure only that one of ov_stems (the other's figures stay 0). */
+static const char *only_model;
 
 /* Start a daemon whose config sets the setting's keys; *d is started (0) or not (-1). */
 static int start_daemon_with(ar_test_daemon_t *d, const setting_t *st) {
@@ -382,6 +384,7 @@ static int run_setting(setting_t *st, int invokes, const char *given_socket) {
   }
   ar_client_set_busy_poll(c, st->client_busy_poll_us);
   for (int k = 0; k < 2; k++) {
+    if (only_model && strcmp(only_model, ov_stems[k]) != 0) continue;
     if (measure_model(c, ov_stems[k], invokes, &st->o[k]) != 0) {
       ar_client_close(c);
       if (d.pid) ar_td_stop(&d);
@@ -666,6 +669,8 @@ int main(int argc, char **argv) {
                                        {"inline-invoke-us", required_argument, NULL, 'I'},
                                        {"client-busy-poll-us", required_argument, NULL, 'C'},
                                        {"daemon-threads", required_argument, NULL, 'D'},
+                                       {"only", required_argument, NULL, 'O'},
+                                       {"model", required_argument, NULL, 'M'},
                                        {NULL, 0, NULL, 0}};
   /* off: every wait sleeps; default: arenad's defaults (busy_poll_us 50, inline_invoke_us 0) and
    * libarenaclient's (no busy poll); on: the latency settings below (options). */
@@ -674,7 +679,7 @@ int main(int argc, char **argv) {
                        {.name = "on", .busy_poll_us = 200, .inline_invoke_us = 5000, .client_busy_poll_us = 1000}};
   int invokes = 300, o;
   bool throughput = false, seconds_set = false, busy_set = false;
-  const char *threads = "1,2";
+  const char *threads = "1,2", *only = NULL;
   while ((o = getopt_long(argc, argv, "s:t:n:", opts, NULL)) != -1) {
     if (o == 's') socket_path = optarg;
     else if (o == 't') seconds = atof(optarg), seconds_set = true;
@@ -686,10 +691,12 @@ int main(int argc, char **argv) {
     else if (o == 'I') sets[2].inline_invoke_us = (unsigned)atoi(optarg);
     else if (o == 'C') sets[2].client_busy_poll_us = (unsigned)atoi(optarg);
     else if (o == 'D') daemon_threads = (unsigned)atoi(optarg);
+    else if (o == 'O') only = optarg;
+    else if (o == 'M') only_model = optarg;
     else {
       fprintf(stderr, "usage: bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json]\n"
                       "                 [--busy-poll-us N] [--inline-invoke-us N] [--client-busy-poll-us N]\n"
-                      "                 [--daemon-threads N]\n"
+                      "                 [--daemon-threads N] [--only off|default|on] [--model STEM]\n"
                       "       bench/ipc --throughput [--seconds S] [--threads 1,2] [--busy-poll-us N] [--json]\n");
       return 2;
     }
@@ -699,6 +706,12 @@ int main(int argc, char **argv) {
     if (!seconds_set) seconds = 20.0;
     if (busy_set) tp_busy_poll_us = (int)sets[2].busy_poll_us;
     return run_throughput(threads);
+  }
+  if (only) {
+    for (int i = 0; i < 3; i++)
+      if (strcmp(only, sets[i].name) == 0) return run_overhead(invokes, &sets[i], 1);
+    fprintf(stderr, "bench/ipc: --only takes off, default or on\n");
+    return 2;
   }
   return run_overhead(invokes, sets, 3);
 }

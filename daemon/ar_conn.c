@@ -25,6 +25,11 @@
 #define AR_READ_CHUNK (64 * 1024)
 /* After a frame this large was handled, give freed heap back to the system at the next sweep. */
 #define AR_TRIM_AFTER_BYTES (1u << 20)
+/* Blocks smaller than this are not worth keeping (the heap has them at hand). */
+#define AR_CONN_SPARE_MIN_BYTES (16u * 1024)
+/* The stripped form of a bytes-path invoke frame (ar_decode_strip_inputs) is decoded from a buffer
+ * on the stack: a few hundred bytes for a plain invoke (names, shapes, output ranges). */
+#define AR_STRIPPED_BYTES 4096
 
 static void conn_parse(ar_conn_t *c);
 static void on_readable(uv_poll_t *p, int status, int events);
@@ -33,11 +38,58 @@ static void on_read(ar_conn_t *c, ssize_t nread);
 /* ------------------------------------------------------------------------------------------ */
 /* Lifetime                                                                                    */
 
+/* Free the blocks kept for reuse. */
+static void conn_drop_spares(ar_conn_t *c) {
+  for (uint32_t i = 0; i < c->n_spares; i++) free(c->spare[i]);
+  c->n_spares = 0;
+}
+
 static void conn_unref(ar_conn_t *c) {
   if (--c->refs == 0) {
+    conn_drop_spares(c);
     free(c->rbuf);
     free(c);
   }
+}
+
+void *ar_conn_block_get(ar_conn_t *c, size_t bytes, size_t *cap) {
+  if (bytes == 0) bytes = 1;
+  uint32_t best = UINT32_MAX;
+  for (uint32_t i = 0; c && bytes >= AR_CONN_SPARE_MIN_BYTES && i < c->n_spares; i++)
+    if (c->spare_cap[i] >= bytes && (best == UINT32_MAX || c->spare_cap[i] < c->spare_cap[best])) best = i;
+  if (best == UINT32_MAX) {
+    *cap = bytes;
+    return malloc(bytes);
+  }
+  void *p = c->spare[best];
+  *cap = c->spare_cap[best];
+  c->n_spares--;
+  c->spare[best] = c->spare[c->n_spares];
+  c->spare_cap[best] = c->spare_cap[c->n_spares];
+  return p;
+}
+
+void ar_conn_block_put(ar_conn_t *c, void *block, size_t cap) {
+  if (block == NULL) return;
+  size_t kept = 0;
+  for (uint32_t i = 0; c && i < c->n_spares; i++) kept += c->spare_cap[i];
+  if (c == NULL || c->closing || ar_conn_is_gone(c) || c->n_spares == AR_CONN_SPARES ||
+      cap < AR_CONN_SPARE_MIN_BYTES || cap > AR_CONN_KEEP_BYTES ||
+      kept > AR_CONN_KEEP_BYTES - cap) {
+    free(block);
+    return;
+  }
+  c->spare[c->n_spares] = block;
+  c->spare_cap[c->n_spares] = cap;
+  c->n_spares++;
+}
+
+void ar_conn_frame_release(ar_reply_to_t *to, Arenad__Request *req) {
+  if (to->frame == NULL) return;
+  ar_decode_request_unborrow(req);
+  ar_conn_block_put(to->conn, to->frame, (size_t)to->frame_bytes);
+  to->frame = NULL;
+  to->frame_bytes = 0;
 }
 
 /* Descriptors not taken by a register_buffer, and the connection's references on its buffers
@@ -84,6 +136,7 @@ void ar_conn_close(ar_conn_t *c) {
   c->closing = true;
   c->reading = false;
   conn_release_shm(c);
+  conn_drop_spares(c);
   if (!uv_is_closing((uv_handle_t *)&c->rpoll)) uv_close((uv_handle_t *)&c->rpoll, on_rpoll_closed);
   /* Queued writes are cancelled: their on_write frees the reply buffers right away. */
   uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
@@ -123,6 +176,7 @@ typedef struct {
   ar_conn_t *conn;
   uint8_t *buf;                  /* the frame header and every piece that was copied */
   void *keep;                    /* the caller's block the other pieces are written from */
+  size_t keep_bytes;
   size_t bytes;
 } write_req_t;
 
@@ -145,6 +199,7 @@ typedef struct {
   size_t ref_len[AR_SEND_MAX_REFS];
 } piece_buf_t;
 
+/* With p->copy NULL (the sizing pass) only copy_len and n_refs advance. */
 static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
   piece_buf_t *p = (piece_buf_t *)b;
   uintptr_t at = (uintptr_t)data, lo = (uintptr_t)p->keep;
@@ -156,7 +211,7 @@ static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
     p->n_refs++;
     return;
   }
-  memcpy(p->copy + p->copy_len, data, len);
+  if (p->copy) memcpy(p->copy + p->copy_len, data, len);
   p->copy_len += len;
 }
 
@@ -212,7 +267,7 @@ static void on_write(uv_write_t *req, int status) {
   write_req_t *w = (write_req_t *)req;
   ar_conn_t *c = w->conn;
   free(w->buf);
-  free(w->keep);
+  ar_conn_block_put(c, w->keep, w->keep_bytes);   /* an invoke's output block: reused for the next */
   c->wbytes -= w->bytes;
   free(w);
   c->write_progress_us = ar_now_us();
@@ -235,8 +290,16 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
   size_t n = arenad__response__get_packed_size(resp);
   write_req_t *w = n <= UINT32_MAX - 4 ? malloc(sizeof(*w)) : NULL;
   piece_buf_t p = {.base = {.append = piece_append}, .keep = keep, .keep_bytes = keep ? keep_bytes : 0};
-  /* Room for the header and the copied pieces: the whole frame unless pieces will be referenced. */
-  uint8_t *buf = w ? malloc(4 + n) : NULL;
+  /* Room for the header and the copied pieces only (a sizing pass first when pieces may be
+   * referenced): an invoke's reply frame is then a few hundred bytes, not its outputs' size. */
+  size_t copied = n;
+  if (keep && n >= AR_SEND_REF_BYTES) {
+    arenad__response__pack_to_buffer(resp, &p.base);
+    copied = p.copy_len;
+    p.copy_len = 0;
+    p.n_refs = 0;
+  }
+  uint8_t *buf = w ? malloc(4 + copied) : NULL;
   if (buf == NULL) {
     free(w);
     free(keep);
@@ -253,6 +316,7 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
   w->conn = c;
   w->buf = buf;
   w->keep = keep;
+  w->keep_bytes = keep_bytes;
   w->bytes = 4 + n;
   /* header + copied pieces interleaved with the referenced ones, in stream order */
   uv_buf_t bufs[2 * AR_SEND_MAX_REFS + 1];
@@ -332,10 +396,11 @@ typedef struct {
 
 /* Hand a decoded request to dispatch (which takes ownership of `req` and of `frame`, the block its
  * invoke inputs point into, or NULL). */
-static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req, void *frame) {
+static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req, void *frame, size_t frame_bytes) {
   ar_reply_to_t to;
   conn_take(c, &to, id);
   to.frame = frame;
+  to.frame_bytes = frame_bytes;
   c->srv->ops.dispatch(c->srv, &to, req);
 }
 
@@ -353,22 +418,23 @@ static bool deliver_stripped(ar_conn_t *c, size_t pos, uint32_t len, uint64_t bu
   const uint8_t *data = c->rbuf + pos + 4;
   ar_decode_input_ref_t refs[AR_STRIP_MAX_INPUTS];
   size_t n_refs = 0;
-  uint8_t *small = malloc(len);
-  size_t n = small ? ar_decode_strip_inputs(data, len, small, refs, AR_STRIP_MAX_INPUTS, &n_refs) : 0;
+  uint8_t small[AR_STRIPPED_BYTES];
+  size_t n = ar_decode_strip_inputs(data, len, small, sizeof(small), refs, AR_STRIP_MAX_INPUTS, &n_refs);
   Arenad__Request *req = NULL;
   char msg[AR_MSG_BYTES];
   int rc = n > 0 ? ar_decode_unpack(small, n, budget, &req, msg, sizeof(msg)) : AR_EINVAL;
-  free(small);
   if (rc != 0) return false;
   bool ok = req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke->n_inputs == n_refs;
   for (size_t i = 0; ok && i < n_refs; i++) ok = req->invoke->inputs[i]->data.len == 0;
   size_t after = pos + 4 + (size_t)len, rest = c->rlen - after;
-  /* The new buffer as large as the old one (up to the trim size), so that the next frame of the
-   * same size is read without a realloc copying its first chunk. */
-  size_t cap = c->rcap <= AR_TRIM_AFTER_BYTES ? c->rcap : AR_READ_CHUNK;
+  /* The new buffer as large as the old one (up to the bound on kept blocks), so that the next
+   * frame of the same size is read without a realloc copying its first chunk: the frame a
+   * previous invoke handed back when there is one (ar_conn_frame_release), so no page is mapped
+   * or faulted in anew. */
+  size_t cap = c->rcap <= AR_CONN_KEEP_BYTES ? c->rcap : AR_READ_CHUNK;
   if (cap < rest) cap = rest;
   if (cap < AR_READ_CHUNK) cap = AR_READ_CHUNK;
-  uint8_t *nb = ok ? malloc(cap) : NULL;
+  uint8_t *nb = ok ? ar_conn_block_get(c, cap, &cap) : NULL;
   if (nb == NULL) {
     arenad__request__free_unpacked(req, NULL);
     return false;
@@ -379,10 +445,11 @@ static bool deliver_stripped(ar_conn_t *c, size_t pos, uint32_t len, uint64_t bu
   }
   memcpy(nb, c->rbuf + after, rest);
   void *frame = c->rbuf;
+  size_t frame_bytes = c->rcap;
   c->rbuf = nb;
   c->rlen = rest;
   c->rcap = cap;
-  conn_deliver(c, id, req, frame);
+  conn_deliver(c, id, req, frame, frame_bytes);
   return true;
 }
 
@@ -412,7 +479,7 @@ static void decode_after(uv_work_t *w, int status) {
     srv->frames_refused++;
     conn_error(c, j->id, j->rc, j->msg);
   } else {
-    conn_deliver(c, j->id, j->req, NULL);
+    conn_deliver(c, j->id, j->req, NULL, 0);
   }
   free(j);
   conn_kick(c);
@@ -455,7 +522,7 @@ static int handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
       conn_error(c, scan.id, rc, msg);
     }
     else
-      conn_deliver(c, scan.id, req, NULL);
+      conn_deliver(c, scan.id, req, NULL, 0);
     return FRAME_DONE;
   }
   decode_job_t *j = calloc(1, sizeof(*j));
@@ -536,8 +603,8 @@ static void conn_parse(ar_conn_t *c) {
       c->frame_start_us = 0;
     else if (consumed || pos > 0 || c->frame_start_us == 0)
       c->frame_start_us = ar_now_us();
-    if (c->rlen == 0 && c->rcap > AR_TRIM_AFTER_BYTES) {
-      /* Do not keep a large frame's buffer for an idle connection. */
+    if (c->rlen == 0 && c->rcap > AR_CONN_KEEP_BYTES) {
+      /* Do not keep a very large frame's buffer (smaller ones go at the sweep once idle). */
       free(c->rbuf);
       c->rbuf = NULL;
       c->rcap = 0;
@@ -755,6 +822,15 @@ static void on_sweep(uv_timer_t *t) {
       conn_error(c, 0, AR_ETIMEDOUT, msg);
       ar_conn_shutdown(c);
       continue;
+    }
+    if (c->rlen == 0 && !c->decoding && (c->n_spares > 0 || c->rcap > AR_READ_CHUNK) &&
+        now - c->last_read_us > AR_CONN_KEEP_IDLE_MS * 1000ull) {
+      /* Quiet for a while: the blocks kept for its next frame go back to the system. */
+      conn_drop_spares(c);
+      free(c->rbuf);
+      c->rbuf = NULL;
+      c->rcap = 0;
+      srv->trim_pending = true;
     }
     if (cfg->idle_timeout_ms && c->reading && c->rlen == 0 && c->jobs == 0 && c->wbytes == 0 &&
         now - c->last_read_us > cfg->idle_timeout_ms * 1000ull) {

@@ -28,6 +28,12 @@
  *                idle_timeout_ms: nothing in flight, nothing read. One sweep timer checks all
  *                connections (a few times per the smallest timeout).
  *
+ *   blocks       the read buffer, a bytes-path frame handed over with its invoke, and the block
+ *                an invoke's outputs are written from come back to the connection when done and
+ *                are reused for its next frame and reply (AR_CONN_SPARES blocks of at most
+ *                AR_CONN_KEEP_BYTES in all besides the read buffer), so a client sending frames
+ *                above glibc's mmap threshold causes no mmap, munmap or page fault per frame;
+ *                they are freed AR_CONN_KEEP_IDLE_MS after the connection's last read.
  *   buffers      shared-memory buffers registered on the connection (ar_shm.h): at most
  *                max_buffers_per_connection of them holding max_buffer_bytes_per_connection bytes
  *                in all (ENOSPC past either); released with the connection.
@@ -55,6 +61,12 @@ typedef struct ar_conn ar_conn_t;
 #define AR_DECODE_INLINE_BYTES (1u << 20)
 /* File descriptors received ahead of the register_buffer frames that take them. */
 #define AR_CONN_MAX_PENDING_FDS 4
+/* Blocks a connection keeps for reuse (ar_conn_block_get): at most this many, of at most
+ * AR_CONN_KEEP_BYTES in all (a read buffer larger than that is freed once it is empty), freed
+ * when nothing was read for AR_CONN_KEEP_IDLE_MS. */
+#define AR_CONN_SPARES 4
+#define AR_CONN_KEEP_BYTES (8u << 20)
+#define AR_CONN_KEEP_IDLE_MS 2000
 
 /* The peer's credentials, read with SO_PEERCRED when the connection was accepted (the process
  * that called connect(2); fixed for the connection's life). known is false when the kernel did
@@ -89,6 +101,9 @@ struct ar_conn {
   ar_shm_buf_t *bufs;            /* registered buffers (the list holds one reference each) */
   uint32_t n_bufs, next_buf_id;
   uint64_t buf_bytes;            /* their bytes */
+  void *spare[AR_CONN_SPARES];   /* blocks kept for reuse (ar_conn_block_put), malloc'd */
+  size_t spare_cap[AR_CONN_SPARES];
+  uint32_t n_spares;
   ar_conn_t *prev, *next;
 };
 
@@ -114,6 +129,19 @@ void ar_conn_request_done(ar_conn_t *c);
  * with its frame, check and map it (ar_shm_map) within the connection's bounds, and answer with
  * the buffer's id; or release buffer r->release. Answers exactly once through srv->ops. */
 void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad__RegisterBufferRequest *r);
+
+/* A malloc'd block of at least `bytes` for a request of `c` (an invoke's output block): one the
+ * connection kept (the smallest large enough) or a new one; its capacity in *cap. NULL when out of
+ * memory. c may be NULL (a plain malloc). */
+void *ar_conn_block_get(ar_conn_t *c, size_t bytes, size_t *cap);
+/* Hand a block back to `c` (from ar_conn_block_get, or a frame handed over with a request):
+ * kept for reuse within AR_CONN_SPARES / AR_CONN_KEEP_BYTES, else freed; freed when c is NULL or
+ * closing. */
+void ar_conn_block_put(ar_conn_t *c, void *block, size_t cap);
+/* The worker is done with the invoke inputs of `req` that point into to->frame (the bytes path):
+ * detach them and hand the frame back to to->conn (ar_conn_block_put); to->frame becomes NULL.
+ * Call it while the request still holds its connection reference (before replying). */
+void ar_conn_frame_release(ar_reply_to_t *to, Arenad__Request *req);
 
 /* The buffer `id` registered on `c`, or NULL. */
 ar_shm_buf_t *ar_conn_buffer(const ar_conn_t *c, uint32_t id);

@@ -98,8 +98,10 @@ typedef struct ar_reply_to {
   bool reload;                   /* a load of a reload transaction (see ar_models_apply_config) */
   uint32_t reload_index;         /* its models[] index in the new configuration */
   void *frame;                   /* request only: the frame block an invoke's input data points into
-                                    (ar_decode_strip_inputs); freed with the request
-                                    (ar_decode_request_free); NULL elsewhere */
+                                    (ar_decode_strip_inputs); handed back to the connection when
+                                    the worker is done (ar_conn_frame_release) or freed with the
+                                    request (ar_decode_request_free); NULL elsewhere */
+  uint64_t frame_bytes;          /* its capacity */
   void *keep;                    /* reply only: a malloc'd block the reply's data points into, handed
                                     over with it (ar_conn_send_owned); NULL elsewhere */
   uint64_t keep_bytes;

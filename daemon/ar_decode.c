@@ -255,12 +255,12 @@ static size_t strip_msg(strip_t *s, int level, const uint8_t *p, const uint8_t *
   return total;
 }
 
-size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, ar_decode_input_ref_t *refs,
-                              size_t max_refs, size_t *n_refs) {
+size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, size_t out_cap,
+                              ar_decode_input_ref_t *refs, size_t max_refs, size_t *n_refs) {
   strip_t s = {.refs = refs, .max_refs = max_refs};
   *n_refs = 0;
   size_t len = strip_msg(&s, STRIP_REQUEST, data, data + n, NULL);
-  if (s.bad || len > n || s.invokes != 1) return 0;
+  if (s.bad || len > n || len > out_cap || s.invokes != 1) return 0;
   s.invokes = 0;
   size_t w = strip_msg(&s, STRIP_REQUEST, data, data + n, out);
   if (s.bad || w != len || s.invokes != 1) return 0;
@@ -268,14 +268,16 @@ size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, ar_de
   return w;
 }
 
-void ar_decode_request_free(Arenad__Request *req, void *frame) {
-  if (req && frame && req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke) {
-    /* Borrowed from the frame: not protobuf-c's to free. */
-    for (size_t i = 0; i < req->invoke->n_inputs; i++) {
-      req->invoke->inputs[i]->data.data = NULL;
-      req->invoke->inputs[i]->data.len = 0;
-    }
+void ar_decode_request_unborrow(Arenad__Request *req) {
+  if (req == NULL || req->body_case != ARENAD__REQUEST__BODY_INVOKE || req->invoke == NULL) return;
+  for (size_t i = 0; i < req->invoke->n_inputs; i++) {
+    req->invoke->inputs[i]->data.data = NULL;
+    req->invoke->inputs[i]->data.len = 0;
   }
+}
+
+void ar_decode_request_free(Arenad__Request *req, void *frame) {
+  if (frame) ar_decode_request_unborrow(req);   /* borrowed from the frame: not protobuf-c's to free */
   if (req) arenad__request__free_unpacked(req, NULL);
   free(frame);
 }

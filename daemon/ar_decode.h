@@ -67,18 +67,24 @@ typedef struct ar_decode_input_ref {
 } ar_decode_input_ref_t;
 
 /* The bytes path without a second copy of the inputs: copy the Request frame `data` (n bytes,
- * already accepted by ar_decode_scan) into `out` (room for n bytes) leaving out the `data` field of
+ * already accepted by ar_decode_scan) into `out` (room for out_cap bytes; the result is at most n
+ * bytes, a few hundred for a plain invoke whatever its tensors' sizes) leaving out the `data` field of
  * every InvokeRequest.inputs element, with the enclosing lengths rewritten, and record where each
  * input's data lies in `data` (refs, at most max_refs). Unpacking `out` then allocates and copies
  * only the small fields; the caller points the inputs at the recorded bytes (which must stay
  * alive as long as the request). Returns the length written to `out`, or 0 when the frame is not
  * an invoke of that plain form (an invoke field or an input's data repeated, more than max_refs
- * inputs, anything unexpected): decode it as usual then. Allocates nothing. */
-size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, ar_decode_input_ref_t *refs,
-                              size_t max_refs, size_t *n_refs);
+ * inputs, anything unexpected) or when the stripped frame needs more than out_cap bytes: decode it
+ * as usual then. Allocates nothing. */
+size_t ar_decode_strip_inputs(const uint8_t *data, size_t n, uint8_t *out, size_t out_cap,
+                              ar_decode_input_ref_t *refs, size_t max_refs, size_t *n_refs);
 
 /* Free a decoded request whose invoke inputs may point into `frame` (the block they were left in
  * by ar_decode_strip_inputs; NULL when the request owns all its bytes), and the frame. */
 void ar_decode_request_free(Arenad__Request *req, void *frame);
+
+/* Detach the invoke inputs of `req` from the frame they point into (data NULL, len 0), so that
+ * the frame can be reused and the request later freed with ar_decode_request_free(req, NULL). */
+void ar_decode_request_unborrow(Arenad__Request *req);
 
 #endif /* AR_DECODE_H */

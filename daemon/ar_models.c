@@ -1134,7 +1134,10 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   uint64_t out_bytes = 0;
   for (int32_t j = 0; !sized_later && j < ar_interp_n_outputs(m->interp); j++)
     if (job->out_dst[j] == NULL) out_bytes += ar_interp_output(m->interp, j)->bytes;
-  uint8_t *out = malloc(out_bytes ? out_bytes : 1);
+  /* The block the reply is written from: the connection's previous one when it is large enough
+   * (it comes back when that reply is written), so a steady client causes no new mapping. */
+  size_t out_cap = 0;
+  uint8_t *out = out_bytes <= SIZE_MAX ? ar_conn_block_get(to->conn, (size_t)out_bytes, &out_cap) : NULL;
   if (out == NULL) {
     job_free_io(job);
     free(job);
@@ -1148,7 +1151,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   job->model = m;
   job->req = req;
   job->out = out;
-  job->out_bytes = out_bytes;
+  job->out_bytes = out_cap;
   job->work.data = job;
   job->t_accept_us = ar_now_us();
   m->inflight++;
@@ -1556,6 +1559,9 @@ static void group_after(uv_work_t *w, int status) {
       if (finalize) finalize_unload(srv, finalize);
       return;   /* re-queued at the head of its group */
     }
+    /* The inputs were copied into the arena: the bytes-path frame goes back to the connection for
+     * its next frame (the job still holds the connection's reference here). */
+    ar_conn_frame_release(&job->to, job->req);
     if (job->replanned) {
       m->arena_bytes = job->new_arena;
       m->persistent_bytes = job->new_persistent;

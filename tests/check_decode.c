@@ -173,7 +173,10 @@ START_TEST(strip_inputs_leaves_the_data_in_the_frame) {
   arenad__request__pack(&req, f);
   ar_decode_input_ref_t refs[8];
   size_t n_refs = 0;
-  size_t n = ar_decode_strip_inputs(f, len, small, refs, 8, &n_refs);
+  /* Too little room for the stripped frame: not this path. */
+  ck_assert_uint_eq(ar_decode_strip_inputs(f, len, small, 20, refs, 8, &n_refs), 0);
+  size_t n = ar_decode_strip_inputs(f, len, small, len, refs, 8, &n_refs);
+  ck_assert_uint_eq(ar_decode_strip_inputs(f, len, small, n, refs, 8, &n_refs), n);   /* exactly enough */
   ck_assert_uint_gt(n, 0);
   ck_assert_uint_lt(n, 200);   /* the 40000 data bytes stayed behind */
   ck_assert_uint_eq(n_refs, N);
@@ -206,12 +209,12 @@ START_TEST(strip_inputs_leaves_the_data_in_the_frame) {
   /* Not this path: an input's data repeated (Request{invoke{inputs{data 0xaa, data 0xbb}}}), a
    * non-invoke, more inputs than refs. */
   const uint8_t twice[] = {0x32, 0x08, 0x12, 0x06, 0x22, 0x01, 0xaa, 0x22, 0x01, 0xbb};
-  ck_assert_uint_eq(ar_decode_strip_inputs(twice, sizeof(twice), small, refs, 8, &n_refs), 0);
+  ck_assert_uint_eq(ar_decode_strip_inputs(twice, sizeof(twice), small, len, refs, 8, &n_refs), 0);
   const uint8_t ping[] = {0x08, 0x05, 0x12, 0x00};
-  ck_assert_uint_eq(ar_decode_strip_inputs(ping, sizeof(ping), small, refs, 8, &n_refs), 0);
+  ck_assert_uint_eq(ar_decode_strip_inputs(ping, sizeof(ping), small, len, refs, 8, &n_refs), 0);
   f = malloc(len);
   arenad__request__pack(&req, f);
-  ck_assert_uint_eq(ar_decode_strip_inputs(f, len, small, refs, 1, &n_refs), 0);
+  ck_assert_uint_eq(ar_decode_strip_inputs(f, len, small, len, refs, 1, &n_refs), 0);
   free(f);
   free(small);
   for (int i = 0; i < N; i++) free(data[i]);
