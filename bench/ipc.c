@@ -37,8 +37,11 @@
  * Starts its own arenad ($AR_BUILDDIR/arenad, else the build dir it was compiled in) on a temp
  * socket unless --socket PATH names a running one (default mode only).
  *
+ * --only off|default|on runs that setting alone; --model STEM measures only that model of the two.
+ *
  *   bench/ipc [--socket PATH] [--seconds S] [--invokes N] [--json] [--busy-poll-us N]
  *             [--inline-invoke-us N] [--client-busy-poll-us N] [--daemon-threads N]
+ *             [--only off|default|on] [--model STEM]
  *   bench/ipc --throughput [--seconds S] [--threads 1,2] [--busy-poll-us N] [--json]
  */
 #include "config.h"
