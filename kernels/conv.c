@@ -70,6 +70,8 @@ typedef struct {
   int64_t tile_pixels;          /* im2col rows per tile */
   int64_t n_tiles;
   int64_t row0, row1;           /* few_in: the band of output rows (over N*OH) to compute */
+  bool clamp;                   /* few_in: a clamp activation applied at the store, */
+  float lo, hi;                 /* as ar__activate does it (x < lo ? lo : x, then v > hi ? hi : v) */
 } conv_geom_t;
 
 static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
@@ -94,6 +96,8 @@ static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
   g->n_tiles = g->tile_pixels > 0 ? (g->m + g->tile_pixels - 1) / g->tile_pixels : 0;
   g->row0 = 0;
   g->row1 = (int64_t)g->n * g->oh;
+  g->clamp = false;
+  g->lo = g->hi = 0.0f;
   /* Scratch layout (the im2col part sized in prepare, which knows the thread count). */
   const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
   g->bias = 0;
@@ -197,6 +201,7 @@ static void im2col_row(const conv_geom_t *g, const float *in, int32_t b, int32_t
  * Each tap (ky, kx, c) broadcasts one input value and multiplies it into O/8 weight vectors; four
  * output pixels share every weight load and give 4 * O/8 independent FMA chains. */
 typedef float conv_v8f __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int32_t conv_v8i __attribute__((vector_size(32)));
 
 static void conv_init(ar_node_t *node) {
   if (node->inputs[1]->sparsity) return;
@@ -256,6 +261,19 @@ static AR_ALWAYS_INLINE void conv_few_block(const conv_geom_t *g, const float *i
       }
     }
   }
+  if (g->clamp) {   /* ar__activate's clamp on the registers: the same values */
+    const conv_v8f lo = {g->lo, g->lo, g->lo, g->lo, g->lo, g->lo, g->lo, g->lo};
+    const conv_v8f hi = {g->hi, g->hi, g->hi, g->hi, g->hi, g->hi, g->hi, g->hi};
+    #pragma GCC unroll 4
+    for (int p = 0; p < P; p++)
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) {
+        conv_v8i m = acc[p][v] < lo;
+        acc[p][v] = (conv_v8f)(((conv_v8i)lo & m) | ((conv_v8i)acc[p][v] & ~m));
+        m = acc[p][v] > hi;
+        acc[p][v] = (conv_v8f)(((conv_v8i)hi & m) | ((conv_v8i)acc[p][v] & ~m));
+      }
+  }
   #pragma GCC unroll 4
   for (int p = 0; p < P; p++)
     #pragma GCC unroll 4
@@ -301,6 +319,14 @@ CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const f
       }
     }
   }
+  if (g->clamp) {   /* max(lo, x) then min(hi, v): x < lo ? lo : x, v > hi ? hi : v (NaN kept) */
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p++) {
+      acc[p][0] = _mm512_min_ps(hi, _mm512_max_ps(lo, acc[p][0]));
+      if (NV == 2) acc[p][1] = _mm512_min_ps(hi, _mm512_max_ps(lo, acc[p][1]));
+    }
+  }
 #pragma GCC unroll 8
   for (int p = 0; p < P; p++) {
     _mm512_mask_storeu_ps(o + (size_t)p * co, NV == 1 ? mlast : (__mmask16)0xffff, acc[p][0]);
@@ -316,9 +342,9 @@ CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const f
  * transpose turns them back into pixel-major rows. Terms in (ky, kx, c) order onto the bias with
  * FMA, as conv_few_block: the same bits. */
 /* Output channels o0 .. o0+NO of the 16 pixels from X[K][16] (NO = 16 or 8, a constant). */
-CONV512_INLINE void conv512_cm_group(const float *X, int32_t K, const float *w, int32_t co,
-                                     int32_t o0, const float *bias, float *o, int32_t np,
-                                     const int NO) {
+CONV512_INLINE void conv512_cm_group(const conv_geom_t *g, const float *X, int32_t K,
+                                     const float *w, int32_t co, int32_t o0, const float *bias,
+                                     float *o, int32_t np, const int NO) {
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int q = 0; q < 16; q++)
@@ -328,6 +354,11 @@ CONV512_INLINE void conv512_cm_group(const float *X, int32_t K, const float *w, 
     const float *wk = w + (size_t)k * co + o0;
 #pragma GCC unroll 16
     for (int q = 0; q < NO; q++) acc[q] = _mm512_fmadd_ps(x, _mm512_set1_ps(wk[q]), acc[q]);
+  }
+  if (g->clamp) {   /* as conv512_block: the same values as ar__activate */
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+#pragma GCC unroll 16
+    for (int q = 0; q < NO; q++) acc[q] = _mm512_min_ps(hi, _mm512_max_ps(lo, acc[q]));
   }
   ar__tr16_512(acc);   /* acc[p] = channels o0 .. o0+15 of pixel p */
   const __mmask16 mo = (__mmask16)((1u << NO) - 1u);
@@ -352,8 +383,8 @@ AR_TARGET_AVX512 static void conv512_cm_block(const conv_geom_t *g, const float 
     for (int32_t j = 0; j < run; j++) _mm512_store_ps(X + (size_t)(ky * run + j) * 16, r[j]);
   }
   for (int32_t o0 = 0; o0 < co; o0 += 16) {
-    if (co - o0 >= 16) conv512_cm_group(X, K, w, co, o0, bias, o, np, 16);
-    else conv512_cm_group(X, K, w, co, o0, bias, o, np, 8);   /* 24 outputs: the last 8 */
+    if (co - o0 >= 16) conv512_cm_group(g, X, K, w, co, o0, bias, o, np, 16);
+    else conv512_cm_group(g, X, K, w, co, o0, bias, o, np, 8);   /* 24 outputs: the last 8 */
   }
 }
 
@@ -458,6 +489,8 @@ static void conv_few_range(void *ctx, int64_t r0, int64_t r1) {
   conv_geom_t g = *c->g;
   g.row0 = r0;
   g.row1 = r1;
+  g.clamp = ar__act_is_clamp(c->act);
+  ar__act_range(c->act, &g.lo, &g.hi);
 #if AR_HAVE_AVX2_CLONE
   if (ar__f32_isa() >= AR_ISA_AVX512) conv_few_avx512(&g, c->in, c->node->state, c->bias, c->out);
   else if (ar__f32_isa() >= AR_ISA_AVX2) conv_few_avx2(&g, c->in, c->node->state, c->bias, c->out);
@@ -465,7 +498,7 @@ static void conv_few_range(void *ctx, int64_t r0, int64_t r1) {
 #endif
     conv_few_base(&g, c->in, c->node->state, c->bias, c->out);
   const size_t row = (size_t)g.ow * (size_t)g.co;
-  ar__activate(c->out + (size_t)r0 * row, (size_t)(r1 - r0) * row, c->act);
+  if (!g.clamp) ar__activate(c->out + (size_t)r0 * row, (size_t)(r1 - r0) * row, c->act);
 }
 
 /* im2col rows [m0, m1) of the patch matrix, into `col` (row m0 first). */

@@ -534,6 +534,7 @@ START_TEST(conv_random_vs_naive) {
     {1, 23, 35, 3, 24, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
     {1, 9, 41, 3, 24, 5, 5, 1, 1, 1, 1, 1, true, false, AR_ACT_NONE},
     {1, 11, 50, 4, 16, 3, 3, 2, 2, 2, 1, 1, true, true, AR_ACT_NONE},
+    {1, 14, 19, 3, 16, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU_N1_TO_1},   /* clamp at the store */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_random_case(&cases[i]);
 }
