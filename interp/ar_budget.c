@@ -100,6 +100,19 @@ json_t *ar_budget_json(const ar_interp_t *in) {
   bad |= json_object_set_new(root, "folded_bytes", json_integer((json_int_t)wf.folded_bytes));
   bad |= json_object_set_new(root, "packed_bytes", json_integer((json_int_t)wf.packed_bytes));
   bad |= json_object_set_new(root, "widened_bytes", json_integer((json_int_t)wf.widened_bytes));
+  uint64_t fused_bytes = 0;
+  json_t *fused = json_array();
+  for (int32_t k = 0; fused && k < (int32_t)sg->n_operators; k++) {
+    const int32_t d = ar_interp_op_fused(in, k);
+    if (d < 0) continue;
+    const ar_tview_t *t = ar_interp_node(in, k)->outputs[0];
+    fused_bytes += t->bytes;
+    json_t *o = json_pack("{s:i, s:i, s:i, s:I}", "conv", (int)k, "depthwise", (int)d, "tensor",
+                          (int)sg->operators[k].outputs[0], "bytes", (json_int_t)t->bytes);
+    if (o == NULL || json_array_append_new(fused, o) != 0) bad = 1;
+  }
+  bad |= json_object_set_new(root, "fused", fused ? fused : json_null());
+  bad |= json_object_set_new(root, "fused_bytes", json_integer((json_int_t)fused_bytes));
   int n = ar_planner_count(p);
   for (int i = 0; i < n && !bad; i++) {
     ar_plan_buffer_t b;
@@ -169,6 +182,20 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
           " B + packed %" PRIu64 " B persistent; widened at use %" PRIu64 " B\n", wf.weights_bytes,
           ar_weights_name(ar_interp_options(in)->weights), wf.folded_bytes, wf.packed_bytes,
           wf.widened_bytes);
+  uint64_t fused_bytes = 0;
+  int32_t n_fused = 0;
+  for (int32_t k = 0; k < (int32_t)sg->n_operators; k++)
+    if (ar_interp_op_fused(in, k) >= 0) {
+      n_fused++;
+      fused_bytes += ar_interp_node(in, k)->outputs[0]->bytes;
+    }
+  fprintf(out, "fused            %12" PRIu64 " bytes of expansion-conv outputs without a buffer (%d "
+          "CONV_2D run inside their DEPTHWISE_CONV_2D%s", fused_bytes, (int)n_fused, n_fused ? ":" : ")\n");
+  for (int32_t k = 0, i = 0; k < (int32_t)sg->n_operators; k++) {
+    const int32_t d = ar_interp_op_fused(in, k);
+    if (d < 0) continue;
+    fprintf(out, " %d->%d%s", (int)k, (int)d, ++i == n_fused ? ")\n" : ",");
+  }
   return ferror(out) ? AR_EIO : 0;
 }
 

@@ -44,6 +44,8 @@ struct ar_interp {
   ar_op_mode_t *op_mode;          /* n_ops: at invoke, folded, or at use (ar_lifetimes_op_modes) */
   int32_t *op_step;               /* n_ops: the step each operator runs at */
   int32_t *at_use_op;             /* n_tensors: the at-use DEQUANTIZE writing the tensor, or -1 */
+  int32_t *fused_into;            /* n_ops: the DEPTHWISE_CONV_2D an expansion conv runs inside, or -1 */
+  int32_t *extra_input;           /* n_ops: the input of the conv fused into it (lifetimes), or -1 */
   bool *elided;                   /* n_ops: a sparse filter's DENSIFY (-> DEQUANTIZE), not run: its
                                    * CONV_2D reads the sparse constant (find_sparse_filters) */
   uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
@@ -81,6 +83,7 @@ void ar_interp_options_default(ar_interp_options_t *opt) {
   opt->threads = 1;
   /* Stored weights: bench/invoke --weights shows them no slower than fp32 ones (issue 12). */
   opt->weights = AR_WEIGHTS_STORED;
+  opt->fuse = true;
 }
 
 const char *ar_weights_name(ar_weights_t w) {
@@ -361,6 +364,72 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
   return n;
 }
 
+/* Inverted-residual fusion (ar_interp_options_t.fuse): a CONV_2D k that runs at invoke and whose
+ * one output t (not a graph output nor a variable, at least AR_INTERP_FUSE_MIN_BYTES) is read by
+ * exactly one input slot, input 0 of a later DEPTHWISE_CONV_2D d that runs at invoke, with the
+ * conv's filter and bias constants of the model (or folded; not widened at use: an at-use
+ * DEQUANTIZE runs at its reader's step, which the elided conv no longer has) and the kernels'
+ * ar_kernel_fuse_ir_check: k is elided (mode ELIDED, step -1), fused_into[k] = d and
+ * extra_input[d] = the conv's input 0, which d then reads for the lifetimes. Called after the op
+ * modes and at-use map are set. Errors: AR_ENOMEM. */
+static int find_fusions(ar_interp_t *in, const int32_t *sparse_of, const int32_t *f16_of) {
+  const ar_subgraph_t *sg = in->sg;
+  const int32_t nt = in->n_tensors, no = in->n_ops;
+  int32_t *reader = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *reader);   /* op, -2: several */
+  int32_t *slot = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *slot);
+  if (!reader || !slot) {
+    free(reader);
+    free(slot);
+    return AR_ENOMEM;
+  }
+  for (int32_t t = 0; t < nt; t++) reader[t] = slot[t] = -1;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t < 0 || t >= nt) continue;
+      reader[t] = reader[t] == -1 ? k : -2;
+      slot[t] = i;
+    }
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) reader[sg->outputs[i]] = -2;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op != AR_OP_CONV_2D || in->op_mode[k] != AR_OPMODE_INVOKE || in->elided[k] ||
+        sparse_of[k] >= 0 || op->n_outputs != 1 || op->n_inputs < 2 || op->n_inputs > 3)
+      continue;
+    const int32_t t = op->outputs[0];
+    if (t < 0 || t >= nt || reader[t] < 0 || slot[t] != 0 || sg->tensors[t].is_variable ||
+        sg->tensors[t].bytes < AR_INTERP_FUSE_MIN_BYTES)
+      continue;
+    const int32_t d = reader[t];
+    if (d <= k || sg->operators[d].op != AR_OP_DEPTHWISE_CONV_2D || in->op_mode[d] != AR_OPMODE_INVOKE ||
+        in->elided[d])
+      continue;
+    bool weights_ok = op->inputs[0] >= 0;
+    for (int32_t i = 1; i < op->n_inputs; i++)
+      if (op->inputs[i] >= 0 && in->at_use_op[op->inputs[i]] >= 0) weights_ok = false;
+    if (!weights_ok) continue;
+    ar_node_t cn, dn;
+    if (!probe_node(in, k, &cn) || !probe_node(in, d, &dn)) continue;
+    for (int32_t i = 0; i < op->n_inputs; i++)   /* fp16 weights as stored, as the nodes will show */
+      if (op->inputs[i] >= 0 && f16_of[op->inputs[i]] >= 0) cn.inputs[i] = &in->views[f16_of[op->inputs[i]]];
+    const ar_operator_t *dop = &sg->operators[d];
+    for (int32_t i = 0; i < dop->n_inputs; i++)
+      if (dop->inputs[i] >= 0 && f16_of[dop->inputs[i]] >= 0) dn.inputs[i] = &in->views[f16_of[dop->inputs[i]]];
+    if (!ar_kernel_fuse_ir_check(&cn, &dn)) continue;
+    in->elided[k] = true;
+    in->op_mode[k] = AR_OPMODE_ELIDED;
+    in->op_step[k] = -1;
+    in->fused_into[k] = d;
+    in->extra_input[d] = op->inputs[0];
+  }
+  free(reader);
+  free(slot);
+  return 0;
+}
+
 /* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
 static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                       char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
@@ -414,6 +483,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->op_step = calloc(no, sizeof(*in->op_step));
   in->at_use_op = calloc(nt, sizeof(*in->at_use_op));
   in->elided = calloc(no, sizeof(*in->elided));
+  in->fused_into = calloc(no, sizeof(*in->fused_into));
+  in->extra_input = calloc(no, sizeof(*in->extra_input));
   int32_t *sparse_of = calloc(no, sizeof(*sparse_of));
   int32_t *f16_of = calloc(nt, sizeof(*f16_of));
   in->scratch_bytes = calloc(no, sizeof(*in->scratch_bytes));
@@ -424,7 +495,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
   int rc = 0;
   if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
-      !in->at_use_op || !in->elided || !sparse_of || !f16_of || !in->scratch_bytes ||
+      !in->at_use_op || !in->elided || !in->fused_into || !in->extra_input || !sparse_of || !f16_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     goto fail;
@@ -499,6 +570,12 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
         if (in->op_mode[k] == AR_OPMODE_AT_USE) in->at_use_op[op->outputs[o]] = k;
       }
   }
+  /* Inverted-residual fusion: expansion convs run inside the depthwise reading their output. */
+  for (int32_t k = 0; k < in->n_ops; k++) in->fused_into[k] = in->extra_input[k] = -1;
+  if (opt.fuse && (rc = find_fusions(in, sparse_of, f16_of)) != 0) {
+    rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
+    goto fail;
+  }
 
   /* Operators the loader kept unrun (ar_model_load_describe) and those without a kernel or with an
    * option their kernel refuses are all collected, so the refusal names every one of them. */
@@ -540,7 +617,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     for (int32_t i = 0; i < op->n_inputs; i++)   /* fp16 weights read as stored */
       if (op->inputs[i] >= 0 && f16_of[op->inputs[i]] >= 0) nd->inputs[i] = &in->views[f16_of[op->inputs[i]]];
     if (sparse_of[k] >= 0) nd->inputs[1] = &in->views[sparse_of[k]];   /* the filter as stored */
-    if (in->elided[k]) continue;   /* never prepared nor run */
+    if (in->fused_into[k] >= 0) in->nodes[in->fused_into[k]].fused = nd;   /* k < fused_into[k] */
+    if (in->elided[k]) continue;   /* never prepared nor run (a fused conv: by its depthwise) */
     const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
     if (!kern || !kern->prepare || !kern->eval) {
       note_unsupported(model, loader_list, n_loader, k, NULL, unsup, unsup_max, &n_unsup);
@@ -593,6 +671,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       in->scratch_bytes[k] = nd->scratch_bytes;
       in->run_ops[in->n_run++] = k;
       in->macs += node_macs(nd);
+      if (nd->fused) in->macs += node_macs(nd->fused);
     }
     if (nd->state_bytes > 0) {
       in->state_offset[k] = state_total;
@@ -673,7 +752,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   }
   ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes,
                               sized_at_prepare ? in->cur : NULL, opt.weights == AR_WEIGHTS_STORED,
-                              in->elided};
+                              in->elided, in->extra_input};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -739,6 +818,8 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->op_step);
   free(in->at_use_op);
   free(in->elided);
+  free(in->fused_into);
+  free(in->extra_input);
   free(in->scratch_bytes);
   free(in->scratch_buf);
   free(in->state_offset);
@@ -1043,7 +1124,11 @@ bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k) {
 }
 
 bool ar_interp_op_elided(const ar_interp_t *in, int32_t k) {
-  return k >= 0 && k < in->n_ops && in->elided[k];
+  return k >= 0 && k < in->n_ops && in->elided[k] && in->fused_into[k] < 0;
+}
+
+int32_t ar_interp_op_fused(const ar_interp_t *in, int32_t k) {
+  return k >= 0 && k < in->n_ops ? in->fused_into[k] : -1;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1138,6 +1223,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
     if (rc != 0) return rc;
     in->scratch_bytes[k] = in->op_folded[k] ? 0 : nd->scratch_bytes;
     if (!in->op_folded[k]) macs += node_macs(nd);
+    if (nd->fused) macs += node_macs(nd->fused);
     in->state_offset[k] = state_total;
     if (nd->state_bytes > 0) state_total += ar_align_up(nd->state_bytes, AR_ARENA_ALIGNMENT);
   }
@@ -1154,7 +1240,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   ar_planner_t *p = ar_planner_new(AR_ARENA_ALIGNMENT);
   if (!p) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur,
-                              in->opt.weights == AR_WEIGHTS_STORED, in->elided};
+                              in->opt.weights == AR_WEIGHTS_STORED, in->elided, in->extra_input};
   rc = ar_lifetimes_build(in->model, &lo, p, in->tensor_plan, in->scratch_buf, NULL, msg, msg_bytes);
   if (rc == 0) {
     rc = ar_planner_plan(p, in->opt.strategy);

@@ -77,7 +77,16 @@ typedef struct ar_interp_options {
                                 * interpreter; its thread count then replaces `threads`. NULL by
                                 * default. */
   ar_weights_t weights;        /* default AR_WEIGHTS_STORED */
+  bool fuse;                   /* default true: inverted-residual fusion. An expansion 1x1 CONV_2D
+                                * (ar_kernel_fuse_ir_check) whose output of at least
+                                * AR_INTERP_FUSE_MIN_BYTES is read only by a DEPTHWISE_CONV_2D runs
+                                * inside that depthwise's node, band by band (kernels/fused_ir.c):
+                                * the conv is elided (ar_interp_op_fused) and its output gets no
+                                * buffer; outputs are bit-identical to fuse = false. */
 } ar_interp_options_t;
+
+/* Smallest expansion-conv output (bytes) worth fusing: below it the map stays in cache anyway. */
+#define AR_INTERP_FUSE_MIN_BYTES (1024u * 1024u)
 
 typedef struct ar_interp ar_interp_t;
 
@@ -192,6 +201,11 @@ bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k);
  * constant as stored (ar_kernel_reads_f16; their nodes show it in that slot). It never runs and
  * its output has no bytes. */
 bool ar_interp_op_elided(const ar_interp_t *in, int32_t k);
+/* Inverted-residual fusion (ar_interp_options_t.fuse): for an expansion CONV_2D k that runs inside
+ * a DEPTHWISE_CONV_2D, that operator's index (k never runs by itself and its output tensor has no
+ * bytes: AR_HOME_CONSTANT without data in the tensor plan); -1 for every other operator. The
+ * depthwise's node shows the conv's node in node->fused, and its scratch holds the bands. */
+int32_t ar_interp_op_fused(const ar_interp_t *in, int32_t k);
 
 /* ---- Resizable inputs and shapes that depend on values (TFLite ResizeInputTensor +
  * AllocateTensors, and its "dynamic tensors").

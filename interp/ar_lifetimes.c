@@ -255,6 +255,17 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
       if (k > w.last_read[t]) w.last_read[t] = k;
       if (w.first_read[t] < 0 || k < w.first_read[t]) w.first_read[t] = k;
     }
+    const int32_t xt = opt->extra_input ? opt->extra_input[k0] : -1;   /* a fused conv's input */
+    if (xt >= nt) {
+      rc = ar_errf(msg, msg_bytes, AR_EMODEL, "operator %d (%s): fused input is tensor %d of %d", k,
+                   ar_op_name(op->op), xt, nt);
+      goto out;
+    }
+    if (xt >= 0) {
+      w.n_reads[xt]++;
+      if (k > w.last_read[xt]) w.last_read[xt] = k;
+      if (w.first_read[xt] < 0 || k < w.first_read[xt]) w.first_read[xt] = k;
+    }
     for (int32_t o = 0; o < op->n_outputs; o++) {
       int32_t t = op->outputs[o];
       if (t < 0) continue;

@@ -25,7 +25,9 @@
  * A sparse 1x1 filter's DENSIFY (-> DEQUANTIZE) chain whose CONV_2D reads the sparse constant as
  * stored, and an fp16 DEQUANTIZE whose readers all read the fp16 constant as stored
  * (ar_kernel_reads_f16), are "elided" by the interpreter (ar_lifetime_options_t.elided): they
- * never run and their outputs get no buffer at all.
+ * never run and their outputs get no buffer at all. So is an expansion 1x1 CONV_2D that runs fused
+ * inside the DEPTHWISE_CONV_2D reading its output (ar_interp_options_t.fuse): that operator reads
+ * the conv's input instead (ar_lifetime_options_t.extra_input), which then lives until it runs.
  */
 #ifndef AR_LIFETIMES_H
 #define AR_LIFETIMES_H
@@ -74,7 +76,8 @@ typedef enum ar_op_mode {
                            * of a sparse filter that its one reader, a CONV_2D, takes as stored
                            * (the interpreter decides, ar_kernel_sparse_filter_check), or an fp16
                            * DEQUANTIZE whose readers all take the fp16 constant as stored
-                           * (ar_kernel_reads_f16) */
+                           * (ar_kernel_reads_f16), or an expansion CONV_2D fused into the
+                           * DEPTHWISE_CONV_2D that reads its output */
 } ar_op_mode_t;
 
 typedef struct ar_lifetime_options {
@@ -86,6 +89,9 @@ typedef struct ar_lifetime_options {
   bool weights_stored;               /* fp16 DEQUANTIZE of constants runs at use (see above) */
   const bool *elided;                /* per operator (n_operators entries): AR_OPMODE_ELIDED, or NULL
                                       * for none */
+  const int32_t *extra_input;        /* per operator (n_operators entries): a tensor it also reads at
+                                      * its step (-1: none), or NULL for none: a DEPTHWISE_CONV_2D
+                                      * running an elided expansion conv reads that conv's input */
 } ar_lifetime_options_t;
 
 /* The mode of every operator of subgraph 0 (n_operators entries of `mode` and `step`): FOLDED

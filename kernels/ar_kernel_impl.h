@@ -16,6 +16,19 @@ extern const ar_kernel_t ar_kernel_depthwise_conv_2d;
 /* Its answer to ar_kernel_reads_f16: the filter and the bias of a float DEPTHWISE_CONV_2D (the
  * AVX-512F path widens them per channel block, the others into scratch at each eval). */
 bool ar__depthwise_reads_f16(const ar_node_t *node, int32_t input);
+/* Its row-range entry for kernels/fused_ir.c: output rows [r0, r1) of N*OH of float `node`, with
+ * input 0 read at `in` instead of node->inputs[0]->data (addressed as the whole input: row (b, iy)
+ * at in + (b*H + iy)*W*C; only the rows those outputs read need to exist there), the same code
+ * and tap order per output as its eval. `wide`: (KH*KW + 1) * C*M floats that ar__dw_widen filled
+ * (fp16 weights on the paths that read fp32), unused otherwise. ar__dw_scratch_bytes: what its
+ * prepare asks for without fusion. */
+void ar__dw_rows(const ar_node_t *node, const float *in, const float *wide, int64_t r0, int64_t r1);
+void ar__dw_widen(const ar_node_t *node, float *wide);
+uint64_t ar__dw_scratch_bytes(const ar_node_t *node);
+/* kernels/fused_ir.c: a DEPTHWISE_CONV_2D with node->fused (an expansion 1x1 CONV_2D, float,
+ * stride 1): prepare (after the depthwise's own checks: scratch for the conv's bands) and eval. */
+int ar__fused_ir_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__fused_ir_eval(const ar_node_t *node);
 /* kernels/qdepthwise.c: its uint8 / int8 form (dtype checks, then after depthwise.c's shape checks
  * the quantization checks, state = multipliers + repacked weights, scratch = one row of int32).
  * ar__qdw_set_isa: tests pick the loop (0 portable, 1 AVX2, 2 AVX-512 VNNI; -1 = automatic) and

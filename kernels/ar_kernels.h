@@ -77,6 +77,11 @@ typedef struct ar_node {
   bool infer_shapes;           /* prepare writes the inferred output shapes (dims, rank, bytes) into
                                 * the output views instead of checking the stored ones: set by the
                                 * interpreter when it re-prepares after an input resize */
+  struct ar_node *fused;       /* DEPTHWISE_CONV_2D only, NULL otherwise: the expansion 1x1
+                                * CONV_2D node whose output (this node's input 0) has no bytes;
+                                * this node's prepare prepares it too and its eval computes it
+                                * band by band into scratch (kernels/fused_ir.c; the interpreter
+                                * decides which pairs, interp/ar_interp.c) */
 } ar_node_t;
 
 typedef struct ar_kernel {
@@ -106,6 +111,17 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op);
  * malformed node (prepare reports it). Today: CONV_2D filter and bias, FULLY_CONNECTED weights
  * and bias. */
 bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
+
+/* Inverted-residual fusion: whether CONV_2D `conv` and DEPTHWISE_CONV_2D `dw`, whose input 0 is
+ * conv's output 0 (read by nothing else: the interpreter checks that), can run as one node (dw with
+ * dw->fused = conv, kernels/fused_ir.c): the conv computed in bands of rows into dw's scratch, each
+ * band's depthwise rows right after, so conv's output tensor needs no bytes. Asked before prepare
+ * with the nodes as the model stores them (nothing placed). Covered: float32 input and output, a
+ * dense [O,1,1,I] filter (float32, or float16 read as stored) and float32/float16 bias, stride 1,
+ * any fused activation; a float32 depthwise; on a CPU with AVX-512F (sgemm512: each conv output is
+ * the same FMA chain in k order whatever band holds it, so the outputs are bit-identical to the
+ * unfused run). False for anything else, including malformed nodes (prepare reports those). */
+bool ar_kernel_fuse_ir_check(const ar_node_t *conv, const ar_node_t *dw);
 
 /* Apply a TFLite fused activation to n floats in place (NONE, RELU, RELU_N1_TO_1, RELU6, TANH,
  * SIGN_BIT). */

@@ -58,6 +58,13 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   /* uint8 / int8 tensors go to kernels/qdepthwise.c after the shared shape checks below. */
   const bool quant = node->n_inputs >= 1 && node->inputs[0] &&
                      node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
+  /* Fused expansion conv (kernels/fused_ir.c): prepared first, it sizes this node's input. */
+  if (node->fused) {
+    node->fused->infer_shapes = node->infer_shapes;
+    int frc = ar_kernel_conv_2d.prepare(node->fused, msg, msg_bytes);
+    node->fused->infer_shapes = false;
+    if (frc != 0) return frc;
+  }
   int rc = quant ? ar__qdw_check_io(node, msg, msg_bytes)
                  : ar__conv_check_io_w(node, name, true, msg, msg_bytes);
   if (rc != 0) return rc;
@@ -111,7 +118,14 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     node->scratch_bytes = (taps + 1) * (size_t)g.oc * sizeof(float);
   node->state_bytes = 0;
   if (quant) return ar__qdw_prepare(node, msg, msg_bytes);
+  if (node->fused) return ar__fused_ir_prepare(node, msg, msg_bytes);
   return 0;
+}
+
+uint64_t ar__dw_scratch_bytes(const ar_node_t *node) {
+  const ar_tview_t *f = node->inputs[1], *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  if (f->dtype != AR_DTYPE_FLOAT16 && !(bias && bias->dtype == AR_DTYPE_FLOAT16)) return 0;
+  return ((uint64_t)f->dims[1] * (uint64_t)f->dims[2] + 1) * (uint64_t)f->dims[3] * sizeof(float);
 }
 
 bool ar__depthwise_reads_f16(const ar_node_t *node, int32_t input) {
@@ -719,9 +733,57 @@ static void dw512_range(void *ctx, int64_t k0, int64_t k1) {
 }
 #endif
 
+#if AR_HAVE_AVX2_CLONE
+/* The AVX-512F path takes the node (dw_eval and ar__dw_rows agree on it). */
+static bool dw_use512(const dw_geom_t *g, const ar_tview_t *f_t, const ar_tview_t *bias_t) {
+  return ar__f32_isa() >= AR_ISA_AVX512 && g->mult == 1 && g->kh * g->kw <= DW512_MAX_TAPS &&
+         (!bias_t || bias_t->dtype == f_t->dtype);
+}
+#endif
+
+void ar__dw_widen(const ar_node_t *node, float *wide) {
+  const ar_tview_t *f_t = node->inputs[1], *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const size_t nw = (size_t)f_t->dims[1] * f_t->dims[2] * (size_t)f_t->dims[3];
+  if (f_t->dtype == AR_DTYPE_FLOAT16) ar_fp16_to_fp32_n(f_t->data, wide, nw);
+  if (bias_t && bias_t->dtype == AR_DTYPE_FLOAT16)
+    ar_fp16_to_fp32_n(bias_t->data, wide + nw, (size_t)f_t->dims[3]);
+}
+
+void ar__dw_rows(const ar_node_t *node, const float *in, const float *wide, int64_t r0, int64_t r1) {
+  const ar_tview_t *f_t = node->inputs[1], *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const ar_activation_t act = node->options->depthwise.activation;
+  dw_geom_t g;
+  dw_geometry(node, &g);
+  float lo, hi;
+  ar__act_range(act, &lo, &hi);
+  const bool clamp = ar__act_is_clamp(act);
+  float *out = node->outputs[0]->data;
+#if AR_HAVE_AVX2_CLONE
+  if (dw_use512(&g, f_t, bias_t)) {
+    const dw512_run_t c = {.g = &g, .ngrp = 1, .gblk = (g.oc + 15) / 16, .in = in, .wt = f_t->data,
+                           .bias = bias_t ? bias_t->data : NULL,
+                           .f16 = f_t->dtype == AR_DTYPE_FLOAT16, .out = out, .clamp = clamp,
+                           .lo = lo, .hi = hi, .act = act};
+    dw512_part(&c, r0, r1, 0, (g.oc + 15) / 16);
+    return;
+  }
+#endif
+  const size_t nw = (size_t)g.kh * g.kw * (size_t)g.oc;
+  const dw_run_t c = {.g = &g, .in = in,
+                      .wt = f_t->dtype == AR_DTYPE_FLOAT16 ? wide : f_t->data,
+                      .bias = !bias_t ? NULL : bias_t->dtype == AR_DTYPE_FLOAT16 ? wide + nw
+                                                                                 : bias_t->data,
+                      .out = out, .clamp = clamp, .lo = lo, .hi = hi, .act = act};
+  dw_range((void *)&c, r0, r1);
+}
+
 static void dw_eval(const ar_node_t *node) {
   if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) {
     ar__qdw_eval(node);
+    return;
+  }
+  if (node->fused) {
+    ar__fused_ir_eval(node);
     return;
   }
   const ar_tview_t *f_t = node->inputs[1], *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
@@ -741,8 +803,7 @@ static void dw_eval(const ar_node_t *node) {
   const int64_t row_macs = AR_MAX((int64_t)1, (int64_t)g.ow * g.oc * g.kh * g.kw);
   const int64_t min_rows = (AR_DW_MIN_CHUNK_MACS + row_macs - 1) / row_macs;
 #if AR_HAVE_AVX2_CLONE
-  if (ar__f32_isa() >= AR_ISA_AVX512 && g.mult == 1 && g.kh * g.kw <= DW512_MAX_TAPS &&
-      (!bias_t || bias_t->dtype == f_t->dtype)) {
+  if (dw_use512(&g, f_t, bias_t)) {
     dw512_run_t c = {.g = &g, .in = in, .wt = f_t->data, .bias = bias_t ? bias_t->data : NULL,
                      .f16 = f_t->dtype == AR_DTYPE_FLOAT16, .out = out, .clamp = clamp, .lo = lo,
                      .hi = hi, .act = act};

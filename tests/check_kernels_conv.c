@@ -1,6 +1,7 @@
 /* check_kernels_conv.c - the convolution-family kernels (CONV_2D, DEPTHWISE_CONV_2D, MediaPipe
  * Convolution2DTransposeBias, builtin TRANSPOSE_CONV, BATCH_MATMUL, FULLY_CONNECTED) and the shared kernel helpers (padding, fused
  * activations, float16 conversion).
+ * The inverted-residual fusion (kernels/fused_ir.c) against the two kernels run apart.
  *
  * Two kinds of evidence: small cases whose outputs were computed by hand from the TFLite
  * definitions (SAME padding with the odd pixel at the bottom/right, strides, dilation, depth
@@ -1472,6 +1473,105 @@ START_TEST(fc_fp16_weights_bit_identical) {
 }
 END_TEST
 
+
+/* ---------- inverted-residual fusion (kernels/fused_ir.c) ---------- */
+
+typedef struct {
+  int n, h, w, cin, cexp, kh, kw, sh, dh;
+  bool same, f16;
+  ar_activation_t conv_act, dw_act;
+} fcfg_t;
+
+/* An expansion 1x1 CONV_2D run inside its DEPTHWISE_CONV_2D (dw node->fused, the conv's output
+ * without bytes) gives the bytes of the two kernels run one after the other, on odd shapes (batch
+ * 2-3, rows not a multiple of any band, channels off the 16-lane blocks), strides 1 and 2, SAME
+ * and VALID, dilation 2, fp16 weights as stored, clamp and non-clamp activations, maps of several
+ * bands, with 1, 2 and 3 threads. Bit-identical on the best float ISA (sgemm512 there, as the
+ * interpreter requires: ar_kernel_fuse_ir_check); with the level lowered after prepare the bands go
+ * to OpenBLAS as the unfused conv does, within rounding. */
+START_TEST(fused_ir_matches_unfused) {
+  const fcfg_t cases[] = {
+    /* n  h    w   cin cexp kh kw sh dh same   f16    conv act      dw act */
+    {2, 13, 11, 5, 20, 3, 3, 1, 1, true, false, AR_ACT_RELU6, AR_ACT_NONE},
+    {1, 17, 9, 3, 37, 5, 5, 2, 1, true, true, AR_ACT_RELU, AR_ACT_RELU6},
+    {1, 20, 7, 8, 16, 3, 3, 2, 1, false, false, AR_ACT_NONE, AR_ACT_RELU},
+    {1, 9, 12, 4, 33, 3, 3, 1, 2, true, false, AR_ACT_TANH, AR_ACT_NONE},
+    {3, 6, 5, 16, 48, 3, 3, 2, 1, true, true, AR_ACT_RELU6, AR_ACT_RELU6},
+    {1, 150, 30, 8, 96, 3, 3, 1, 1, true, true, AR_ACT_RELU6, AR_ACT_NONE},   /* several bands */
+    {1, 161, 40, 16, 64, 5, 5, 2, 1, true, false, AR_ACT_RELU, AR_ACT_NONE},  /* several bands */
+  };
+  const int best = ar__f32_set_isa(-1);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const fcfg_t *c = &cases[ci];
+    int32_t xd[4] = {c->n, c->h, c->w, c->cin}, fd[4] = {c->cexp, 1, 1, c->cin}, td[4] = {c->n, c->h, c->w, c->cexp};
+    const int ext = (c->kh - 1) * c->dh + 1;
+    const int oh = c->same ? (c->h + c->sh - 1) / c->sh : (c->h - ext) / c->sh + 1;
+    const int ow = c->same ? (c->w + c->sh - 1) / c->sh : (c->w - ((c->kw - 1) * c->dh + 1)) / c->sh + 1;
+    int32_t dfd[4] = {1, c->kh, c->kw, c->cexp}, od[4] = {c->n, oh, ow, c->cexp};
+    const size_t nx = (size_t)c->n * c->h * c->w * c->cin, nt = (size_t)c->n * c->h * c->w * c->cexp;
+    const size_t nf = (size_t)c->cexp * c->cin, ndf = (size_t)c->kh * c->kw * c->cexp, no = (size_t)c->n * oh * ow * c->cexp;
+    float *x = randv(nx), *f = randv(nf), *b = randv((size_t)c->cexp), *df = randv(ndf), *db = randv((size_t)c->cexp);
+    uint16_t *f16 = malloc(nf * 2), *b16 = malloc((size_t)c->cexp * 2);
+    for (size_t i = 0; i < nf; i++) f16[i] = rand_f16_bits(i);
+    for (int i = 0; i < c->cexp; i++) b16[i] = rand_f16_bits((size_t)i + 7);
+    float *t = malloc(nt * sizeof(float)), *ref = malloc(no * sizeof(float)), *out = malloc(no * sizeof(float));
+    for (int l = AR_ISA_PORTABLE; l <= best; l++)
+      for (int threads = 1; threads <= 3; threads++) {
+        ar_threadpool_t *pool = NULL;
+        char msg[AR_MSG_BYTES] = "";
+        ck_assert_int_eq(ar_threadpool_new(threads, &pool, msg, sizeof msg), 0);
+        tnode_t conv, dw;
+        tnode_init(&conv, AR_OP_CONV_2D, x, 4, xd, f, 4, fd, b, c->cexp, t, 4, td);
+        conv_opts(&conv, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, 1, 1, 1, 1, c->conv_act);
+        if (c->f16) {   /* weights as stored */
+          conv.t[1].dtype = conv.t[2].dtype = AR_DTYPE_FLOAT16;
+          conv.t[1].data = f16;
+          conv.t[1].bytes = nf * 2;
+          conv.t[2].data = b16;
+          conv.t[2].bytes = (size_t)c->cexp * 2;
+        }
+        tnode_init(&dw, AR_OP_DEPTHWISE_CONV_2D, t, 4, td, df, 4, dfd, db, c->cexp, out, 4, od);
+        dw_opts(&dw, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sh, c->dh, c->dh, 1, c->dw_act);
+        dw.node.inputs[0] = &conv.t[3];   /* one view of the tensor between them */
+        conv.node.pool = dw.node.pool = pool;
+        conv.node.threads = dw.node.threads = threads;
+        /* Unfused at the best level: the reference bytes. */
+        ar__f32_set_isa(best);
+        dw.t[3].data = ref;
+        tnode_run(&conv, &ar_kernel_conv_2d);
+        tnode_run(&dw, &ar_kernel_depthwise_conv_2d);
+        /* Fused: the conv's output has no bytes. */
+        ck_assert(ar_kernel_fuse_ir_check(&conv.node, &dw.node) == (best >= AR_ISA_AVX512));
+        conv.t[3].data = NULL;
+        dw.t[3].data = out;
+        dw.node.fused = &conv.node;
+        memset(out, 0xff, no * sizeof(float));
+        char what[160];
+        snprintf(what, sizeof what, "fused case %zu, %d thread(s) [%s]", ci, threads, ar_isa_name(l));
+        /* prepare at the best level, eval at level l (a level lowered after prepare) */
+        int rc = ar_kernel_depthwise_conv_2d.prepare(&dw.node, msg, sizeof msg);
+        ck_assert_msg(rc == 0, "%s: prepare: %s", what, msg);
+        ck_assert_uint_gt(dw.node.scratch_bytes, 0);
+        dw.node.scratch = malloc(dw.node.scratch_bytes);
+        memset(dw.node.scratch, 0xff, dw.node.scratch_bytes);
+        ar__f32_set_isa(l);
+        ar_kernel_depthwise_conv_2d.eval(&dw.node);
+        free(dw.node.scratch);
+        if (l == best && best >= AR_ISA_AVX512) {
+          for (size_t i = 0; i < no; i++)
+            ck_assert_msg(memcmp(&out[i], &ref[i], sizeof(float)) == 0, "%s: element %zu is %.9g, unfused %.9g",
+                          what, i, (double)out[i], (double)ref[i]);
+        } else {
+          assert_close(out, ref, no, 1e-4f, what);
+        }
+        ar__f32_set_isa(-1);
+        ar_threadpool_free(pool);
+      }
+    free(x); free(f); free(b); free(df); free(db); free(f16); free(b16); free(t); free(ref); free(out);
+  }
+}
+END_TEST
+
 static Suite *kernels_conv_suite(void) {
   Suite *s = suite_create("kernels_conv");
   TCase *tc = tcase_create("common");
@@ -1515,6 +1615,9 @@ static Suite *kernels_conv_suite(void) {
   tc = tcase_create("batch_matmul");
   tcase_add_test(tc, batch_matmul_hand_and_adjoints);
   tcase_add_test(tc, batch_matmul_broadcast_vs_naive);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("fused_ir");
+  tcase_add_test(tc, fused_ir_matches_unfused);
   suite_add_tcase(s, tc);
   tc = tcase_create("fully_connected");
   tcase_add_test(tc, fc_bias_and_no_bias);

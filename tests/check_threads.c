@@ -408,13 +408,15 @@ static void fill_bytes(void *data, uint64_t bytes, int dtype, uint32_t seed) {
 
 static void fill_input(ar_tview_t *v, uint32_t seed) { fill_bytes(v->data, v->bytes, v->dtype, seed); }
 
-/* Outputs of two invokes of `m` with `threads` threads, concatenated into a malloc'd buffer
- * (*bytes); NULL when the model cannot run here (message in msg). */
-static uint8_t *run_model(const ar_model_t *m, int32_t threads, size_t *bytes, int *rc_out,
-                          char *msg, size_t msg_bytes) {
+/* Outputs of two invokes of `m` with `threads` threads (inverted-residual fusion on or off),
+ * concatenated into a malloc'd buffer (*bytes); NULL when the model cannot run here (message in
+ * msg). *n_fused (may be NULL): the expansion convs that ran fused. */
+static uint8_t *run_model_f(const ar_model_t *m, int32_t threads, bool fuse, size_t *bytes,
+                            int32_t *n_fused, int *rc_out, char *msg, size_t msg_bytes) {
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
   opt.threads = threads;
+  opt.fuse = fuse;
   ar_interp_t *in = NULL;
   int rc = ar_interp_new(m, &opt, &in, msg, msg_bytes);
   if (rc == 0) rc = ar_interp_place_owned(in, msg, msg_bytes);
@@ -423,6 +425,12 @@ static uint8_t *run_model(const ar_model_t *m, int32_t threads, size_t *bytes, i
     ar_interp_free(in);
     return NULL;
   }
+  if (n_fused) {
+    *n_fused = 0;
+    for (int32_t k = 0; k < ar_interp_n_operators(in); k++) *n_fused += ar_interp_op_fused(in, k) >= 0;
+  }
+  if (!fuse)
+    for (int32_t k = 0; k < ar_interp_n_operators(in); k++) ck_assert_int_eq(ar_interp_op_fused(in, k), -1);
   size_t total = 0;
   for (int32_t o = 0; o < ar_interp_n_outputs(in); o++) total += ar_interp_output(in, o)->bytes;
   uint8_t *buf = malloc(2 * total + 1), *p = buf;
@@ -441,8 +449,14 @@ static uint8_t *run_model(const ar_model_t *m, int32_t threads, size_t *bytes, i
   return buf;
 }
 
-/* Every model file in `dir` (*.tflite, sorted): threads 2 and 3 give the one-thread bytes.
- * Returns the number of models compared. */
+static uint8_t *run_model(const ar_model_t *m, int32_t threads, size_t *bytes, int *rc_out, char *msg,
+                          size_t msg_bytes) {
+  return run_model_f(m, threads, true, bytes, NULL, rc_out, msg, msg_bytes);
+}
+
+/* Every model file in `dir` (*.tflite, sorted): threads 2 and 3 give the one-thread bytes, and
+ * inverted-residual fusion (ar_interp_options_t.fuse) on at 1, 2 and 3 threads gives the bytes of
+ * fusion off (at 1 and 3 threads). Returns the number of models compared. */
 static int check_dir_identical(const char *dir, int quant) {
   struct dirent **names = NULL;
   int n = scandir(dir, &names, NULL, alphasort);
@@ -466,7 +480,7 @@ static int check_dir_identical(const char *dir, int quant) {
     }
     ck_assert_msg(rc == 0, "%s: %s", path, msg);
     size_t b1 = 0;
-    uint8_t *one = run_model(m, 1, &b1, &rc, msg, sizeof msg);
+    uint8_t *one = run_model_f(m, 1, false, &b1, NULL, &rc, msg, sizeof msg);
     if (!one) {
       /* A model with operators arenad does not implement (face_landmark_with_attention's MediaPipe
        * custom ops) or quantized kernels that have not landed yet: say so; others must run. */
@@ -475,18 +489,24 @@ static int check_dir_identical(const char *dir, int quant) {
       ar_model_free(m);
       continue;
     }
-    for (int32_t threads = 2; threads <= 3; threads++) {
+    int32_t n_fused = 0;
+    for (int32_t run = 0; run < 4; run++) {   /* fused at 1, 2, 3 threads; unfused at 3 */
+      const int32_t threads = run < 3 ? run + 1 : 3;
+      const bool fuse = run < 3;
       size_t bn = 0;
-      uint8_t *many = run_model(m, threads, &bn, &rc, msg, sizeof msg);
+      int32_t nf = 0;
+      uint8_t *many = run_model_f(m, threads, fuse, &bn, &nf, &rc, msg, sizeof msg);
       ck_assert_msg(many != NULL, "%s with %d threads: %s", stem, (int)threads, msg);
       ck_assert_uint_eq(bn, b1);
+      if (fuse) n_fused = nf;
       size_t first = 0;
       while (first < b1 && one[first] == many[first]) first++;
-      ck_assert_msg(first == b1, "%s: threads %d differ from threads 1 at output byte %zu of %zu", stem,
-                    (int)threads, first, b1);
+      ck_assert_msg(first == b1, "%s: threads %d fusion %s differ from threads 1 unfused at output byte %zu "
+                    "of %zu", stem, (int)threads, fuse ? "on" : "off", first, b1);
       free(many);
     }
-    printf("threads %s: outputs (%zu bytes x 2 invokes) identical for 1, 2, 3 threads\n", stem, b1 / 2);
+    printf("threads %s: outputs (%zu bytes x 2 invokes) identical for 1, 2, 3 threads, fusion on (%d "
+           "expansion convs fused) and off\n", stem, b1 / 2, (int)n_fused);
     fflush(stdout);
     free(one);
     ar_model_free(m);
