@@ -40,9 +40,15 @@
  * min_ms, gflops, gmac, speedup, speedup_min, sgemm_peak_gflops, fraction (and litert_ms with
  * --ref).
  *
+ * --no-fuse: the main table (and --profile) with inverted-residual fusion off (interp option
+ * `fuse`). --fuse-compare: per model and thread count of --threads, fusion off against on in the
+ * same run, the two interpreters alternating round by round on the same input: both medians (of
+ * round medians) and minima, the ratio on / off (median over rounds of that round's ratio), the
+ * expansion convs fused and the activation bytes of each.
+ *
  *   bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R]
  *                [--case photo|random] [--threads T[,T...]] [--json] [--profile [--top N]] [--cpu-clock]
- *                [--isa portable|avx2] [MODEL_STEM ...]
+ *                [--isa portable|avx2] [--no-fuse | --fuse-compare] [MODEL_STEM ...]
  */
 #include <cblas.h>
 #include <getopt.h>
@@ -271,6 +277,120 @@ static double timed_runs(ar_interp_t *in, const void *input, size_t bytes, int r
   return median(t, runs);
 }
 
+/* --fuse-compare, per fused pair: `n` profiled invokes of each interpreter, alternating; per pair
+ * the median and minimum over invokes of conv + depthwise (off) and of the fused depthwise (on). */
+static void fuse_pairs(ar_interp_t *ins[2], const void *input, size_t bytes, int n) {
+  const int32_t n_ops = ar_interp_n_operators(ins[1]);
+  uint64_t *ns = calloc((size_t)n_ops, sizeof(*ns));
+  double *off = calloc((size_t)n_ops * (size_t)n, sizeof(double)), *on = calloc((size_t)n_ops * (size_t)n, sizeof(double));
+  for (int r = 0; r < n; r++)
+    for (int f = 0; f < 2; f++) {
+      memset(ns, 0, (size_t)n_ops * sizeof(*ns));
+      memcpy(ar_interp_input(ins[f], 0)->data, input, bytes);
+      ar_interp_invoke_profiled(ins[f], ns);
+      for (int32_t k = 0; k < n_ops; k++) {
+        const int32_t d = ar_interp_op_fused(ins[1], k);
+        if (d < 0) continue;
+        if (f == 0) off[(size_t)k * n + r] = (ns[k] + ns[d]) / 1e6;
+        else on[(size_t)k * n + r] = ns[d] / 1e6;
+      }
+    }
+  double son = 0, soff = 0, mon = 0, moff = 0;
+  for (int32_t k = 0; k < n_ops; k++) {
+    const int32_t d = ar_interp_op_fused(ins[1], k);
+    if (d < 0) continue;
+    double *a = off + (size_t)k * n, *b = on + (size_t)k * n, amin = 1e30, bmin = 1e30;
+    for (int r = 0; r < n; r++) amin = a[r] < amin ? a[r] : amin, bmin = b[r] < bmin ? b[r] : bmin;
+    const double am = median(a, n), bm = median(b, n);
+    const ar_tview_t *t = ar_interp_node(ins[1], k)->outputs[0];
+    printf("    ops %3d+%-3d [%d,%d,%d,%d] k%dx%d s%d: off %.3f ms (min %.3f), fused %.3f ms (min %.3f)\n", k, d,
+           t->dims[0], t->dims[1], t->dims[2], t->dims[3], ar_interp_node(ins[1], d)->inputs[1]->dims[1],
+           ar_interp_node(ins[1], d)->inputs[1]->dims[2], ar_interp_node(ins[1], d)->options->depthwise.stride_h,
+           am, amin, bm, bmin);
+    soff += am, son += bm, moff += amin, mon += bmin;
+  }
+  printf("    fused pairs: off %.3f ms (sum of mins %.3f), fused %.3f ms (sum of mins %.3f)\n", soff, moff, son, mon);
+  free(ns);
+  free(off);
+  free(on);
+}
+
+/* --fuse-compare: fusion off vs on, per model and thread count, alternating rounds. Returns the
+ * number of models that could not run. */
+static int fuse_compare(const char *const *models, int n_models, const char *cs, int runs, int warmup,
+                        int rounds, const int *tcounts, int n_tc) {
+  const char *mdir = env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
+  const char *gdir = env_or("AR_GOLDEN_DIR", AR_SRCDIR "/tests/golden");
+  printf("bench/invoke --fuse-compare: case %s, %d round(s) x %d runs (+%d warm-up) per mode, alternating\n", cs,
+         rounds, runs, warmup);
+  printf("%-34s %3s %9s %9s %7s %9s %9s %7s %5s %11s %11s\n", "model", "thr", "off ms", "on ms", "on/off",
+         "off min", "on min", "ratio", "fused", "arena off", "arena on");
+  int failures = 0;
+  double *t = calloc((size_t)runs, sizeof(*t));
+  double *r0 = calloc((size_t)rounds, sizeof(double)), *r1 = calloc((size_t)rounds, sizeof(double));
+  double *rr = calloc((size_t)rounds, sizeof(double));
+  for (int mi = 0; mi < n_models; mi++) {
+    char mpath[4096], ipath[4096], msg[AR_MSG_BYTES] = "";
+    snprintf(mpath, sizeof mpath, "%s/%s.tflite", mdir, models[mi]);
+    snprintf(ipath, sizeof ipath, "%s/%s/%s/input_0.bin", gdir, models[mi], cs);
+    size_t bytes = 0;
+    void *input = read_all(ipath, &bytes);
+    ar_model_t *m = NULL;
+    int rc = ar_model_load(mpath, &m, msg, sizeof msg);
+    for (int k = 0; k < n_tc && rc == 0; k++) {
+      ar_interp_t *ins[2] = {NULL, NULL};
+      for (int f = 0; f < 2 && rc == 0; f++) {
+        ar_interp_options_t opt;
+        ar_interp_options_default(&opt);
+        opt.threads = tcounts[k];
+        opt.fuse = f == 1;
+        rc = ar_interp_new(m, &opt, &ins[f], msg, sizeof msg);
+        if (rc == 0) rc = ar_interp_place_owned(ins[f], msg, sizeof msg);
+        if (rc == 0 && (!input || ar_interp_n_inputs(ins[f]) != 1 || ar_interp_input(ins[f], 0)->bytes != bytes)) {
+          rc = AR_EINVAL;
+          ar_errf(msg, sizeof msg, rc, "input %s missing or of the wrong size", ipath);
+        }
+      }
+      if (rc != 0) {
+        ar_interp_free(ins[0]);
+        ar_interp_free(ins[1]);
+        break;
+      }
+      double min0 = 1e30, min1 = 1e30;
+      for (int r = 0; r < rounds; r++) {
+        if (r % 2 == 0) {
+          r0[r] = timed_runs(ins[0], input, bytes, runs, warmup, t, &min0);
+          r1[r] = timed_runs(ins[1], input, bytes, runs, warmup, t, &min1);
+        } else {
+          r1[r] = timed_runs(ins[1], input, bytes, runs, warmup, t, &min1);
+          r0[r] = timed_runs(ins[0], input, bytes, runs, warmup, t, &min0);
+        }
+        rr[r] = r1[r] / r0[r];
+      }
+      int nf = 0;
+      for (int32_t op = 0; op < ar_interp_n_operators(ins[1]); op++) nf += ar_interp_op_fused(ins[1], op) >= 0;
+      printf("%-34s %3d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f %5d %11llu %11llu\n", models[mi], tcounts[k],
+             median(r0, rounds), median(r1, rounds), median(rr, rounds), min0, min1, min1 / min0, nf,
+             (unsigned long long)ar_interp_arena_bytes(ins[0]), (unsigned long long)ar_interp_arena_bytes(ins[1]));
+      fuse_pairs(ins, input, bytes, runs * rounds);
+      fflush(stdout);
+      ar_interp_free(ins[0]);
+      ar_interp_free(ins[1]);
+    }
+    if (rc != 0) {
+      printf("%-34s error: %s: %s\n", models[mi], ar_strerror(rc), msg);
+      failures++;
+    }
+    ar_model_free(m);
+    free(input);
+  }
+  free(t);
+  free(r0);
+  free(r1);
+  free(rr);
+  return failures;
+}
+
 /* --weights: stored vs fp32, per model, alternating rounds. Returns the number of models that
  * could not run. */
 static int weights_compare(const char *const *models, int n_models, const char *cs, int runs, int warmup,
@@ -416,13 +536,14 @@ int main(int argc, char **argv) {
     {"profile", no_argument, NULL, 'p'},      {"quant", no_argument, NULL, 'q'},
     {"cpu-clock", no_argument, NULL, 'C'},    {"weights", no_argument, NULL, 'W'},
     {"isa", required_argument, NULL, 'I'},    {"json", no_argument, NULL, 'J'},
-    {"top", required_argument, NULL, 'T'},
+    {"top", required_argument, NULL, 'T'},    {"no-fuse", no_argument, NULL, 'F'},
+    {"fuse-compare", no_argument, NULL, 'G'},
     {NULL, 0, NULL, 0},
   };
   const char *ref = NULL, *cs = "photo", *isa = NULL;
   int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, weights = 0, c;
-  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0, top = 10;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:JT:", longopts, NULL)) != -1) {
+  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0, top = 10, no_fuse = 0, fuse_cmp = 0;
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:JT:FG", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
@@ -445,10 +566,12 @@ int main(int argc, char **argv) {
       case 'C': g_cpu_clock = 1; break;
       case 'W': weights = 1; break;
       case 'I': isa = optarg; break;
+      case 'F': no_fuse = 1; break;
+      case 'G': fuse_cmp = 1; break;
       default:
         fprintf(stderr, "usage: bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
                         "[--case photo|random] [--threads T[,T...]] [--json] [--profile [--top N]] [--cpu-clock] "
-                        "[--isa portable|avx2] "
+                        "[--isa portable|avx2] [--no-fuse | --fuse-compare] "
                         "[MODEL_STEM ...]\n");
         return 2;
     }
@@ -496,6 +619,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (weights) return weights_compare(models, n_models, cs, runs, warmup, rounds, threads) ? 1 : 0;
+  if (fuse_cmp) {
+    if (quant || json || do_profile) {
+      fprintf(stderr, "bench/invoke: --fuse-compare goes with the float models alone (no --quant/--json/--profile)\n");
+      return 2;
+    }
+    return fuse_compare(models, n_models, cs, runs, warmup, rounds, tcounts, n_tc) ? 1 : 0;
+  }
   const char *mdir = quant ? env_or("AR_MODELS_Q_DIR", AR_SRCDIR "/../shared/models_q")
                          : env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
   const char *gdir = quant ? env_or("AR_GOLDEN_Q_DIR", AR_SRCDIR "/../shared/golden_q")
@@ -548,6 +678,7 @@ int main(int argc, char **argv) {
       ar_interp_options_t opt;
       ar_interp_options_default(&opt);
       opt.threads = tcounts[k];
+      opt.fuse = !no_fuse;
       rc = ar_interp_new(m, &opt, &ins[k], msg, sizeof msg);
       if (rc == 0) rc = ar_interp_place_owned(ins[k], msg, sizeof msg);
       if (rc == 0 && (!input || ar_interp_n_inputs(ins[k]) != 1 || ar_interp_input(ins[k], 0)->bytes != bytes)) {

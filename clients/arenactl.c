@@ -22,7 +22,7 @@ typedef struct {
 
 static const command_t commands[] = {
   {"inspect", ar_cmd_inspect, "inspect MODEL [--json]             operators, tensors, I/O, weights (offline)"},
-  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--json] [--svg F]"},
+  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--no-fuse] [--json] [--svg F]"},
   {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S] [--lifetimes L] [--no-inplace] [--weights W] [--threads N]"},
   {"ping", ar_cmd_ping, "ping                               round trip to the daemon"},
   {"stats", ar_cmd_stats, "stats [--json|--prometheus [--output F]] [--watch S] [--from F]   pool map, models, latency"},

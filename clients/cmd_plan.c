@@ -1,5 +1,5 @@
 /* cmd_plan.c - arenactl plan MODEL [--strategy S] [--lifetimes tflite|arenad] [--no-inplace]
- *             [--weights stored|fp32] [--json] [--svg F]  (offline).
+ *             [--weights stored|fp32] [--no-fuse] [--json] [--svg F]  (offline).
  *
  * Prepares the model with the interpreter (kernel prepare gives the scratch sizes), plans it with
  * the strategy and lifetime convention asked for, verifies the plan, and prints the budget table
@@ -22,7 +22,7 @@ static void plan_usage(FILE *out) {
   fprintf(out,
           "usage: arenactl plan MODEL [--strategy linear|first-fit|greedy-by-size|best]\n"
           "                           [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32]\n"
-          "                           [--json] [--svg FILE]\n"
+          "                           [--no-fuse] [--json] [--svg FILE]\n"
           "  Plans MODEL's memory offline and prints its budget table (default: best, arenad).\n");
 }
 
@@ -32,6 +32,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
     {"lifetimes", required_argument, NULL, 'l'},
     {"no-inplace", no_argument, NULL, 'n'},
     {"weights", required_argument, NULL, 'W'},
+    {"no-fuse", no_argument, NULL, 'F'},
     {"json", no_argument, NULL, 'j'},
     {"svg", required_argument, NULL, 'g'},
     {"help", no_argument, NULL, 'h'},
@@ -43,7 +44,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
   const char *svg = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "S:l:nW:jg:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "S:l:nW:Fjg:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'S':
       if (ar_strategy_parse(optarg, &opt.strategy) != 0) {
@@ -64,6 +65,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
         return 2;
       }
       break;
+    case 'F': opt.fuse = false; break;
     case 'j': json = true; break;
     case 'g': svg = optarg; break;
     case 'h': plan_usage(stdout); return 0;
