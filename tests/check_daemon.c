@@ -671,13 +671,15 @@ START_TEST(group_region_grows_when_a_larger_member_joins) {
   start("64M");
   ar_client_t *c = client();
   ar_client_model_t palm, hand;
-  /* palm's arena is the smaller one: hand's join moves palm into a new, larger region. */
-  load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
+  /* "palm" (face_detection_short_range: hand_landmark_lite's arena is smaller than
+   * palm_detection_lite's since its expansion convs run fused) has the smaller arena: hand's join
+   * moves it into a new, larger region. */
+  load_ok(c, "palm", "face_detection_short_range", "hands", &palm);
   load_ok(c, "hand", "hand_landmark_lite", "hands", &hand);
   ck_assert_uint_lt(palm.arena_bytes, hand.arena_bytes);
   ck_assert_uint_eq(hand.activation_bytes, (hand.arena_bytes + 63) / 64 * 64);
   ar_tc_golden_t g;
-  ar_tc_golden_load(&g, "palm_detection_lite", "random");
+  ar_tc_golden_load(&g, "face_detection_short_range", "random");
   ar_client_tensor_t t = input_of(&palm, &g);
   ar_client_result_t r;
   char msg[AR_MSG_BYTES];
@@ -704,9 +706,9 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
   start("64M");
   ar_client_t *c = client();
   ar_client_model_t palm;
-  load_ok(c, "palm", "palm_detection_lite", "hands", &palm);
+  load_ok(c, "palm", "face_detection_short_range", "hands", &palm);
   ar_tc_golden_t g;
-  ar_tc_golden_load(&g, "palm_detection_lite", "photo");
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
   streamer_t s[3];
   pthread_t th[3];
   for (int i = 0; i < 3; i++) {

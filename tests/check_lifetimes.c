@@ -423,25 +423,30 @@ START_TEST(test_plan_with_scratch) {
   for (int conv = 0; conv < 2; conv++) {
     /* fp32 weights fold as TFLite does, so the pinned bounds hold; stored weights add the widened
      * weights of one operator at a time, and the plan stays at its (higher) bound. */
-    for (int w = 0; w < 2; w++) {
-      ar_interp_options_t opt;
-      ar_interp_options_default(&opt);
-      opt.lifetimes = (ar_lifetimes_t)conv;
-      opt.weights = w ? AR_WEIGHTS_STORED : AR_WEIGHTS_FP32;
-      ar_interp_t *in = NULL;
-      char msg[AR_MSG_BYTES];
-      ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s: %s", pin->stem, msg);
-      const ar_planner_t *p = ar_interp_planner(in);
-      ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
-      ar_plan_figures_t f;
-      ar_planner_figures(p, &f);
-      uint64_t pinned = conv == AR_LIFETIMES_TFLITE ? pin->tflite_bound : pin->arenad_bound;
-      if (w) ck_assert_uint_ge(f.tensor_lower_bound_bytes, pinned);
-      else ck_assert_uint_eq(f.tensor_lower_bound_bytes, pinned);
-      ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
-      ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
-      ar_interp_free(in);
-    }
+    /* Inverted-residual fusion off: the pins; on: expansion-conv outputs without a buffer, so the
+     * tensors' bound is at most the unfused one (fp32), and the plan still sits at its bound. */
+    for (int w = 0; w < 2; w++)
+      for (int fz = 0; fz < 2; fz++) {
+        ar_interp_options_t opt;
+        ar_interp_options_default(&opt);
+        opt.lifetimes = (ar_lifetimes_t)conv;
+        opt.weights = w ? AR_WEIGHTS_STORED : AR_WEIGHTS_FP32;
+        opt.fuse = fz;
+        ar_interp_t *in = NULL;
+        char msg[AR_MSG_BYTES];
+        ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s: %s", pin->stem, msg);
+        const ar_planner_t *p = ar_interp_planner(in);
+        ck_assert_msg(ar_planner_verify(p, msg, sizeof msg) == 0, "%s", msg);
+        ar_plan_figures_t f;
+        ar_planner_figures(p, &f);
+        uint64_t pinned = conv == AR_LIFETIMES_TFLITE ? pin->tflite_bound : pin->arenad_bound;
+        if (fz && !w) ck_assert_uint_le(f.tensor_lower_bound_bytes, pinned);
+        else if (!fz && w) ck_assert_uint_ge(f.tensor_lower_bound_bytes, pinned);
+        else if (!fz) ck_assert_uint_eq(f.tensor_lower_bound_bytes, pinned);
+        ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
+        ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
+        ar_interp_free(in);
+      }
   }
   ar_model_free(m);
 }
