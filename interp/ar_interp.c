@@ -365,7 +365,7 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
 }
 
 /* Inverted-residual fusion (ar_interp_options_t.fuse): a CONV_2D k that runs at invoke and whose
- * one output t (not a graph output nor a variable, at least AR_INTERP_FUSE_MIN_BYTES) is read by
+ * one output t (not a graph output nor a variable, at least AR_INTERP_FUSE_MIN_BYTES per thread) is read by
  * exactly one input slot, input 0 of a later DEPTHWISE_CONV_2D d that runs at invoke, with the
  * conv's filter and bias constants of the model (or folded; not widened at use: an at-use
  * DEQUANTIZE runs at its reader's step, which the elided conv no longer has) and the kernels'
@@ -401,7 +401,7 @@ static int find_fusions(ar_interp_t *in, const int32_t *sparse_of, const int32_t
       continue;
     const int32_t t = op->outputs[0];
     if (t < 0 || t >= nt || reader[t] < 0 || slot[t] != 0 || sg->tensors[t].is_variable ||
-        sg->tensors[t].bytes < AR_INTERP_FUSE_MIN_BYTES)
+        sg->tensors[t].bytes < (uint64_t)AR_INTERP_FUSE_MIN_BYTES * (uint64_t)in->opt.threads)
       continue;
     const int32_t d = reader[t];
     if (d <= k || sg->operators[d].op != AR_OP_DEPTHWISE_CONV_2D || in->op_mode[d] != AR_OPMODE_INVOKE ||

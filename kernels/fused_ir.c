@@ -201,9 +201,10 @@ void ar__fused_ir_eval(const ar_node_t *node) {
       c.filter = fw;
     }
   }
-  /* One run of rows per thread (each run pays a halo of conv rows at its start). */
+  /* One run of rows per thread (each run pays a halo of conv rows at its start): parts of at
+   * least half a thread's share, so that no run is cut into pieces. */
   const int64_t rows = (int64_t)g.n * g.oh;
   const int32_t threads = ar_parallel_threads(node);
-  const int64_t min_part = AR_MAX((int64_t)g.band, (rows + 2 * threads - 1) / (2 * threads));
+  const int64_t min_part = (rows + 2 * threads - 1) / (2 * threads);
   ar_parallel_for_split_slots(node, rows, 1, min_part, threads, fir_range, &c);
 }
