@@ -365,8 +365,8 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
 }
 
 /* Inverted-residual fusion (ar_interp_options_t.fuse): a CONV_2D k that runs at invoke and whose
- * one output t (not a graph output nor a variable, at least AR_INTERP_FUSE_MIN_BYTES per thread) is read by
- * exactly one input slot, input 0 of a later DEPTHWISE_CONV_2D d that runs at invoke, with the
+ * one output t (not a graph output nor a variable, at least AR_INTERP_FUSE_MIN_BYTES per thread)
+ * is read by exactly one input slot, input 0 of a later DEPTHWISE_CONV_2D d that runs at invoke, with the
  * conv's filter and bias constants of the model (or folded; not widened at use: an at-use
  * DEQUANTIZE runs at its reader's step, which the elided conv no longer has) and the kernels'
  * ar_kernel_fuse_ir_check: k is elided (mode ELIDED, step -1), fused_into[k] = d and
