@@ -74,6 +74,8 @@ static inline bool ar__act_is_clamp(ar_activation_t act) {
 
 /* Unaligned float vectors (GCC vector extension); may_alias because they read float arrays. */
 typedef float ar__v8f __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float ar__v4f __attribute__((vector_size(16), aligned(4), may_alias));
+typedef int32_t ar__v4i __attribute__((vector_size(16)));
 
 /* Copy / zero n floats inline. The runs im2col copies are short (often 3..96 floats) and a library
  * call per run cost more than the copy; the empty asm hides the index from GCC's loop-distribution
@@ -121,7 +123,20 @@ static inline void ar__activate(float *x, size_t n, ar_activation_t act) {
   if (!ar__act_is_clamp(act)) { ar_apply_activation(x, n, act); return; }
   float lo, hi;
   ar__act_range(act, &lo, &hi);
-  for (size_t i = 0; i < n; i++) {
+  /* 4 at a time without branches (the scalar loop compiled to two data-dependent branches per
+   * element: ~40 us over a 1.2 MB first-layer output); 16-byte vectors, which every x86-64 and
+   * aarch64 target has (GCC splits wider ones into scalar code without AVX), the same selects as
+   * the tail. */
+  const ar__v4f lov = {lo, lo, lo, lo}, hiv = {hi, hi, hi, hi};
+  const size_t n4 = n & ~(size_t)3;
+  for (size_t i = 0; i < n4; i += 4) {
+    ar__v4f v = *(const ar__v4f *)(x + i);
+    ar__v4i m = v < lov;
+    v = (ar__v4f)(((ar__v4i)lov & m) | ((ar__v4i)v & ~m));
+    m = v > hiv;
+    *(ar__v4f *)(x + i) = (ar__v4f)(((ar__v4i)hiv & m) | ((ar__v4i)v & ~m));
+  }
+  for (size_t i = n4; i < n; i++) {
     float v = x[i] < lo ? lo : x[i];
     x[i] = v > hi ? hi : v;
   }
