@@ -815,6 +815,14 @@ int ar_cmd_plan_remote(int argc, char **argv) {
            " B + packed %" JSON_INTEGER_FORMAT " B persistent, widened at use %" JSON_INTEGER_FORMAT " B\n",
            jstr(plan, "weights"), jint(plan, "weights_bytes"), jint(plan, "folded_bytes"), jint(plan, "packed_bytes"),
            jint(plan, "widened_bytes"));
+    json_t *fused = json_object_get(plan, "fused");
+    printf("fused: %" JSON_INTEGER_FORMAT " B of expansion-conv outputs without a buffer (%zu CONV_2D run inside "
+           "their DEPTHWISE_CONV_2D%s", jint(plan, "fused_bytes"), json_array_size(fused),
+           json_array_size(fused) ? ":" : ")\n");
+    json_t *fz;
+    json_array_foreach(fused, i, fz)
+      printf(" %" JSON_INTEGER_FORMAT "->%" JSON_INTEGER_FORMAT "%s", jint(fz, "conv"), jint(fz, "depthwise"),
+             i + 1 == json_array_size(fused) ? ")\n" : ",");
   }
   json_decref(plan);
   return ret;

@@ -6,7 +6,8 @@
  *   arena_bytes, tensor_arena_bytes, lower_bound_bytes, naive_bytes, persistent_bytes,
  *   scratch_bytes, alignment, strategy, lifetimes, ratio_to_bound, operators,
  *   weights ("stored"|"fp32"), weights_bytes, folded_bytes, packed_bytes, widened_bytes
- *   (ar_weight_figures_t),
+ *   (ar_weight_figures_t), fused: [{conv, depthwise, tensor, bytes}] (expansion convs run inside
+ *   their depthwise, ar_interp_op_fused; the tensor has no buffer), fused_bytes,
  *   buffers: [{tensor, name, class, size, offset, first_use, last_use, alias_of}]
  */
 #ifndef AR_BUDGET_H
