@@ -11,16 +11,21 @@
 #define AR_SPARSE_TILE 32
 
 /* CONV_2D prepare/eval for a sparse filter (input 1): checks as ar_kernel_sparse_filter_check,
- * scratch = I * AR_SPARSE_TILE floats, no state. */
+ * scratch = I * AR_SPARSE_TILE floats per thread, or O * I floats on the expanded path; no state. */
 int ar__sparse_conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__sparse_conv_eval(const ar_node_t *node);
 /* FULLY_CONNECTED with sparse weights [O,I] (input 1): called by fully_connected.c's prepare after
- * its own shape checks; scratch = I * AR_SPARSE_TILE floats, no state. */
+ * its own shape checks; scratch as CONV_2D's, no state. */
 int ar__sparse_fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__sparse_fc_eval(const ar_node_t *node);
 
-/* Tests pick the loop: 0 portable, 1 AVX2+FMA+F16C; -1 = automatic. Returns the ISA now in force,
+/* Tests pick the loop: 0 portable, 1 AVX2+FMA+F16C, 2 the same with AVX-512F (the expanded path's
+ * kernel; the entry-by-entry loops stay AVX2's); -1 = automatic. Returns the ISA now in force,
  * or -1 when the CPU lacks the one asked for; with -1 returns the best available. */
 int ar__sparse_set_isa(int isa);
+/* Tests pick the path (sparse_conv.c "expanded path"): 0 entry by entry always, 1 expanded
+ * whenever the dense filter fits its scratch cap, -1 automatic (by stored share and pixel count).
+ * Read at prepare (scratch) and at eval. Returns the mode now in force. */
+int ar__sparse_set_dense(int mode);
 
 #endif /* AR_SPARSE_CONV_H */

@@ -289,7 +289,9 @@ static void run_case(const scase_t *k) {
   ck_assert_msg(rc == 0, "check: %s (%s)", ar_err_name(rc), msg);
 
   int best = ar__sparse_set_isa(-1);
+  for (int mode = 0; mode <= 1; mode++)   /* entry by entry, then expanded (kernels/sparse_conv.c) */
   for (int isa = 0; isa <= best; isa++) {
+    ck_assert_int_eq(ar__sparse_set_dense(mode), mode);
     ck_assert_int_eq(ar__sparse_set_isa(isa), isa);
     memset(got, 0xff, nout * sizeof(float));
     node_run(&c.node);
@@ -301,13 +303,15 @@ static void run_case(const scase_t *k) {
       ck_assert_msg(fabsf(got[e] - dense_out[e]) <= 2 * tol, "isa %d: element %zu is %.8g, dense "
                     "kernel %.8g", isa, e, (double)got[e], (double)dense_out[e]);
     }
-    if (isa == 0) memcpy(port, got, nout * sizeof(float));
+    /* finite data: the expanded path's zeros add nothing, so both paths give the same bits */
+    if (isa == 0 && mode == 0) memcpy(port, got, nout * sizeof(float));
     else
       ck_assert_msg(memcmp(port, got, nout * sizeof(float)) == 0,
-                    "isa %d differs from the portable loop (O %d I %d R %d C %d)", isa, k->o, k->i,
-                    k->rb, k->cb);
+                    "isa %d, mode %d differs from the portable loop (O %d I %d R %d C %d)", isa, mode,
+                    k->o, k->i, k->rb, k->cb);
   }
   ar__sparse_set_isa(-1);
+  ar__sparse_set_dense(-1);
   free(in); free(bias); free(ref); free(got); free(dense_out); free(port);
   sparse_free(&s);
 }
@@ -472,7 +476,13 @@ START_TEST(sparse_infer_shapes) {
   ck_assert_int_eq(c.out.dims[1], 3);
   ck_assert_int_eq(c.out.dims[2], 2);
   ck_assert_int_eq(c.out.dims[3], 8);
+  /* 18 output pixels: entry by entry, a transposed tile of scratch per thread; the expanded path
+   * (forced) holds the dense [12][8] filter instead */
   ck_assert_uint_eq(c.node.scratch_bytes, 12u * AR_SPARSE_TILE * 4u);
+  ck_assert_int_eq(ar__sparse_set_dense(1), 1);
+  ck_assert_int_eq(ar_kernel_for(AR_OP_CONV_2D)->prepare(&c.node, msg, sizeof msg), 0);
+  ck_assert_uint_eq(c.node.scratch_bytes, 12u * 8u * 4u);
+  ar__sparse_set_dense(-1);
   sparse_free(&s);
 }
 END_TEST
@@ -586,12 +596,17 @@ static void run_fc_case(const fcase_t *k) {
   int rc = ar_kernel_sparse_filter_check(&nd, msg, sizeof msg);
   ck_assert_msg(rc == 0, "check: %s (%s)", ar_err_name(rc), msg);
   int best = ar__sparse_set_isa(-1);
+  for (int mode = 0; mode <= 1; mode++)
   for (int isa = 0; isa <= best; isa++) {
+    ck_assert_int_eq(ar__sparse_set_dense(mode), mode);
     ck_assert_int_eq(ar__sparse_set_isa(isa), isa);
     memset(got, 0xff, nout * 4);
     node_run(&nd);
     ck_assert_uint_eq(nd.state_bytes, 0);
-    ck_assert_uint_eq(nd.scratch_bytes, (uint64_t)k->i * AR_SPARSE_TILE * 4u);
+    if (mode == 0 || (uint64_t)k->o * k->i * 4u > 256u * 1024u)
+      ck_assert_uint_eq(nd.scratch_bytes, (uint64_t)k->i * AR_SPARSE_TILE * 4u);
+    else
+      ck_assert_uint_eq(nd.scratch_bytes, (uint64_t)k->o * k->i * 4u);
     for (size_t e = 0; e < nout; e++) {
       float tol = 1e-5f * (fabsf(ref[e]) > 1.0f ? fabsf(ref[e]) : 1.0f) * (float)(k->i > 64 ? 4 : 1);
       ck_assert_msg(fabsf(got[e] - ref[e]) <= tol, "FC isa %d, O %d I %d R %d C %d: element %zu is "
@@ -599,10 +614,12 @@ static void run_fc_case(const fcase_t *k) {
       ck_assert_msg(fabsf(got[e] - dense_out[e]) <= 2 * tol, "FC isa %d: element %zu is %.8g, dense "
                     "kernel %.8g", isa, e, (double)got[e], (double)dense_out[e]);
     }
-    if (isa == 0) memcpy(port, got, nout * 4);
-    else ck_assert_msg(memcmp(port, got, nout * 4) == 0, "FC isa %d differs from the portable loop", isa);
+    if (isa == 0 && mode == 0) memcpy(port, got, nout * 4);
+    else ck_assert_msg(memcmp(port, got, nout * 4) == 0, "FC isa %d, mode %d differs from the portable "
+                       "loop", isa, mode);
   }
   ar__sparse_set_isa(-1);
+  ar__sparse_set_dense(-1);
   free(in); free(bias); free(ref); free(got); free(dense_out); free(port);
   sparse_free(&s);
 }
