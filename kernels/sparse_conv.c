@@ -573,6 +573,96 @@ AR_TARGET_SPARSE_AVX2 static void sparse_avx2(const spm_t *m, const pix_t *px, i
     }
   }
 }
+
+/* ---------------------------------------------------------------- AVX-512F rows
+ * A tile row (T = 32 pixels) is two 16-float accumulators; one row alone is latency-bound (each
+ * entry's FMA waits for the one before, 4 cycles), so unblocked rows go four at a time, entry j of
+ * each in turn (8 independent chains), and each row's longer tail alone. Every row still sums its
+ * own entries in stored order, one fused multiply-add each: the same bits as the other loops. */
+#define SPARSE_ROWS4_512(NAME, IT)                                                               \
+  AR_TARGET_SPARSE_AVX512 static void NAME(const float *restrict xt, const IT *restrict ix,     \
+                                           const int64_t *e, const float *restrict w,           \
+                                           float *restrict acc) {                               \
+    __m512 a[4][2];                                                                              \
+    int64_t n[4], mn = INT64_MAX;                                                                \
+    for (int r = 0; r < 4; r++) {                                                                \
+      a[r][0] = _mm512_load_ps(acc + r * T);                                                     \
+      a[r][1] = _mm512_load_ps(acc + r * T + 16);                                                \
+      n[r] = e[r + 1] - e[r];                                                                    \
+      mn = n[r] < mn ? n[r] : mn;                                                                \
+    }                                                                                            \
+    for (int64_t j = 0; j < mn; j++)                                                             \
+      _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                      \
+        const float *x = xt + (int64_t)ix[e[r] + j] * T;                                         \
+        const __m512 wv = _mm512_set1_ps(w[e[r] + j]);                                           \
+        a[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x), a[r][0]);                              \
+        a[r][1] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + 16), a[r][1]);                         \
+      }                                                                                          \
+    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                        \
+      for (int64_t j = mn; j < n[r]; j++) {                                                      \
+        const float *x = xt + (int64_t)ix[e[r] + j] * T;                                         \
+        const __m512 wv = _mm512_set1_ps(w[e[r] + j]);                                           \
+        a[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x), a[r][0]);                              \
+        a[r][1] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + 16), a[r][1]);                         \
+      }                                                                                          \
+      _mm512_store_ps(acc + r * T, a[r][0]);                                                     \
+      _mm512_store_ps(acc + r * T + 16, a[r][1]);                                                \
+    }                                                                                            \
+  }
+SPARSE_ROWS4_512(rows4_u8_avx512, uint8_t)
+SPARSE_ROWS4_512(rows4_u16_avx512, uint16_t)
+SPARSE_ROWS4_512(rows4_i32_avx512, int32_t)
+
+/* chunk_avx2 with unblocked rows four at a time (entries relative to the widened values w, whose
+ * first is entry lo). */
+AR_TARGET_SPARSE_AVX512 static void chunk_avx512(const spm_t *m, const float *restrict xt, int32_t g0,
+                                                 int32_t g1, int32_t r0, float *restrict ot,
+                                                 float *restrict w) {
+  const int64_t lo = ar_index_vector_at(&m->seg, g0), hi = ar_index_vector_at(&m->seg, g1);
+  if (m->rb * m->cb != 1 || hi - lo > WBUF) {
+    chunk_avx2(m, xt, g0, g1, r0, ot, w);
+    return;
+  }
+  widen_avx2(m, lo, hi - lo, w);
+  int32_t g = g0;
+  for (; g + 4 <= g1; g += 4) {
+    int64_t e[5];
+    for (int r = 0; r <= 4; r++) e[r] = ar_index_vector_at(&m->seg, g + r) - lo;
+    float *acc = ot + (g - r0) * T;
+    switch (m->idx.type) {
+    case AR_IDX_UINT8: rows4_u8_avx512(xt, (const uint8_t *)m->idx.data + lo, e, w, acc); break;
+    case AR_IDX_UINT16: rows4_u16_avx512(xt, (const uint16_t *)m->idx.data + lo, e, w, acc); break;
+    default: rows4_i32_avx512(xt, (const int32_t *)m->idx.data + lo, e, w, acc); break;
+    }
+  }
+  for (; g < g1; g++) {
+    const int64_t s0 = ar_index_vector_at(&m->seg, g), s1 = ar_index_vector_at(&m->seg, g + 1);
+    group_avx2(m, xt, g, s0, s1, w + (s0 - lo), r0, ot);
+  }
+}
+
+AR_TARGET_SPARSE_AVX512 static void sparse_avx512(const spm_t *m, const pix_t *px, int64_t qbeg,
+                                                  int64_t npix, const float *bias, ar_activation_t act,
+                                                  float *xt, float *out) {
+  float ot[ROWS_MAX * T] __attribute__((aligned(64)));
+  float w[WBUF] __attribute__((aligned(64)));
+  const int32_t rb = m->rb;
+  const int32_t rows_chunk = rb <= 8 ? (8 / rb) * rb : rb;
+  for (int64_t q0 = qbeg; q0 < npix; q0 += T) {
+    int32_t np = npix - q0 < T ? (int32_t)(npix - q0) : T;
+    tile_in_avx2(px, q0, np, xt);
+    for (int32_t r0 = 0; r0 < m->o; r0 += rows_chunk) {
+      int32_t nr = m->o - r0 < rows_chunk ? m->o - r0 : rows_chunk;
+      for (int32_t r = 0; r < nr; r++) {
+        const __m512 b = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f);
+        _mm512_store_ps(ot + r * T, b);
+        _mm512_store_ps(ot + r * T + 16, b);
+      }
+      chunk_avx512(m, xt, r0 / rb, (r0 + nr) / rb, r0, ot, w);
+      tile_out_avx2(ot, nr, np, out + q0 * m->o + r0, m->o, act);
+    }
+  }
+}
 #endif
 
 /* ---------------------------------------------------------------- expanded path
@@ -725,7 +815,8 @@ static void run(const spm_t *m, const pix_t *px, int64_t qbeg, int64_t qend, con
                 ar_activation_t act, float *xt, float *out) {
   const int isa = sparse_isa();
 #if AR_HAVE_AVX2_CLONE
-  if (isa >= 1) { sparse_avx2(m, px, qbeg, qend, bias, act, xt, out); return; }
+  if (isa >= 2) { sparse_avx512(m, px, qbeg, qend, bias, act, xt, out); return; }
+  if (isa == 1) { sparse_avx2(m, px, qbeg, qend, bias, act, xt, out); return; }
 #endif
   (void)isa;
   sparse_portable(m, px, qbeg, qend, bias, act, xt, out);
