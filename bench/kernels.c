@@ -10,8 +10,9 @@
  * programs run with (kernels/ar_isa.h).
  * --gemm: the 1x1 convolutions' GEMM shapes of hand_landmark_full, OpenBLAS (as conv.c calls it)
  * against kernels/sgemm512.c (float32 B, float16 B, and through kernels/gemm.c's bands as
- * CONV_2D runs it), alternating round by round.
- *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm] [--match TEXT] [runs]
+ * CONV_2D runs it), alternating round by round; with --threads T that last one on a pool of T
+ * threads (kernels/gemm.c's split by thread count: runs of rows, or of columns when N > M).
+ *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm [--threads T]] [--match TEXT] [runs]
  *          (runs per round, default 50; default levels: the best one only)
  */
 #include <cblas.h>
@@ -25,6 +26,7 @@
 #include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/conv_util.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/gemm.h"
 #include "kernels/sgemm512.h"
 
@@ -148,15 +150,25 @@ static int bench_sgemm(int rounds) {
 enum { GV_BLAS, GV_S512, GV_S512_F16, GV_CONV_F16, GV_N };
 static const char *const gv_name[GV_N] = {"blas", "s512", "s512_f16", "conv_f16"};
 
-static int bench_gemm(int runs, int rounds) {
+static int bench_gemm(int runs, int rounds, int threads) {
   static const int shapes[][3] = {
     {12544, 64, 16}, {12544, 16, 24}, {3136, 144, 24}, {3136, 24, 144}, {784, 240, 40},
     {784, 40, 240}, {196, 480, 80}, {196, 80, 480}, {196, 672, 112}, {196, 112, 672},
     {49, 1152, 192}, {49, 192, 1152}, {12544, 24, 64}, {1, 1152, 192}, {1, 24, 96},
   };
   if (!ar_sgemm512_available()) { printf("bench/kernels --gemm: no AVX-512F here\n"); return 0; }
-  printf("1x1-conv GEMMs, 1 thread, OpenBLAS core %s, %d rounds x %d runs: median of round medians "
-         "(us) and GFLOP/s of it, then the fastest run (us)\n", ar_blas_corename(), rounds, runs);
+  /* conv_f16 with --threads T: ar_gemm_nt on a pool of T threads, as an invoke runs it (the runs
+   * inside one ar_threadpool_enter / leave, so the helpers stay hot between calls). */
+  ar_threadpool_t *pool = NULL;
+  char msg[AR_MSG_BYTES] = "";
+  if (threads > 1 && ar_threadpool_new(threads, &pool, msg, sizeof msg) != 0) {
+    fprintf(stderr, "bench/kernels: %s\n", msg);
+    return 1;
+  }
+  ar_node_t node = {.threads = threads, .pool = pool};
+  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, %d rounds x %d runs: median of "
+         "round medians (us) and GFLOP/s of it, then the fastest run (us)\n", threads,
+         ar_blas_corename(), rounds, runs);
   printf("%-20s", "M x N x K");
   for (int v = 0; v < GV_N; v++) printf(" %9s_us %7s %8s", gv_name[v], "GFLOP/s", "min_us");
   printf("\n");
@@ -179,6 +191,7 @@ static int bench_gemm(int runs, int rounds) {
                             .lda = K, .ldb = K, .ldc = N, .act = AR_ACT_RELU6, .avx512 = true};
     for (int r = 0; r < rounds && r < 64; r++)
       for (int v = 0; v < GV_N; v++) {
+        if (v == GV_CONV_F16) ar_threadpool_enter(pool);
         for (int e = 0; e < runs + 2; e++) {
           double t0 = now_us();
           switch (v) {
@@ -189,11 +202,12 @@ static int bench_gemm(int runs, int rounds) {
             break;
           case GV_S512: ar_sgemm512_nt(a, K, b, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
           case GV_S512_F16: ar_sgemm512_nt_f16(a, K, b16, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
-          default: ar_gemm_nt(NULL, &g); break;
+          default: ar_gemm_nt(&node, &g); break;
           }
           double dt = now_us() - t0;
           if (e >= 2) { t[e - 2] = dt; if (dt < mn[v]) mn[v] = dt; }
         }
+        if (v == GV_CONV_F16) ar_threadpool_leave(pool);
         med[v][r] = median(t, runs);
       }
     const double flop = 2.0 * M * N * K;
@@ -211,17 +225,19 @@ static int bench_gemm(int runs, int rounds) {
   printf("%-20s", "geomean GFLOP/s");
   for (int v = 0; v < GV_N; v++) printf(" %12s %7.1f %8s", "", exp(geo[v] / (double)n_shapes), "");
   printf("\n");
+  ar_threadpool_free(pool);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  int runs = 50, rounds = 5, levels[3], nlev = 0;
+  int runs = 50, rounds = 5, levels[3], nlev = 0, threads = 1;
   bool sgemm = false, gemm = false;
   const char *match = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--sgemm") == 0) sgemm = true;
     else if (strcmp(argv[i], "--gemm") == 0) gemm = true;
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
     else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
     else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
       char list[128];
@@ -237,7 +253,7 @@ int main(int argc, char **argv) {
       }
     } else if (argv[i][0] != '-') runs = atoi(argv[i]);
     else {
-      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm] [--match TEXT] [runs]\n");
+      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm [--threads T]] [--match TEXT] [runs]\n");
       return 2;
     }
   }
@@ -246,7 +262,7 @@ int main(int argc, char **argv) {
   if (rounds > 64) rounds = 64;
   openblas_set_num_threads(1);
   if (sgemm) return bench_sgemm(rounds);
-  if (gemm) return bench_gemm(runs, rounds);
+  if (gemm) return bench_gemm(runs, rounds, threads);
   if (nlev == 0) levels[nlev++] = ar__f32_set_isa(-1);
   printf("bench/kernels: %d round(s) x %d evals per level, OpenBLAS core %s\n", rounds, runs,
          ar_blas_corename());
