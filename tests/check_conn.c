@@ -547,15 +547,18 @@ END_TEST
 /* 200 connections each holding half a frame are answered ETIMEDOUT and closed after
  * request_timeout_ms, while a normal client's invokes keep their latency. */
 START_TEST(slowloris_connections_time_out) {
-  start_cfg("{\"models\": [], \"request_timeout_ms\": 1500, \"max_connections\": 512, "
+  start_cfg("{\"models\": [], \"request_timeout_ms\": 3000, \"max_connections\": 512, "
             "\"max_connections_per_uid\": 400}");
   int b = conn();
   load(b, "face", "face_detection_short_range");
   uint8_t *ref;
   size_t ref_n;
   invoke_once(b, "face", FACE_IN, 1, NULL, 0, &ref, &ref_n);
-  enum { IDLE = 30, SLOW = 200 };
-  uint64_t idle[IDLE], busy[IDLE];
+  /* 101 invokes per sample, so that its p99 is not simply its largest value (one preemption on a
+   * shared machine); 30 under emulation, where no latency bound is held */
+  enum { IDLE_MAX = 101, SLOW = 200 };
+  const int IDLE = HOLD_BOUNDS ? IDLE_MAX : 30;
+  uint64_t idle[IDLE_MAX], busy[IDLE_MAX];
   for (int i = 0; i < IDLE; i++) idle[i] = invoke_once(b, "face", FACE_IN, 10 + (uint64_t)i, ref, ref_n, NULL, NULL);
   int slow[SLOW];
   uint8_t half[4 + 10] = {100, 0, 0, 0, 0x08, 0x01};
@@ -565,24 +568,24 @@ START_TEST(slowloris_connections_time_out) {
   }
   uint64_t t0 = now_us();
   uint64_t p_idle = p99(idle, IDLE), p_busy = 0;
-  /* Up to three rounds of 30 invokes (about 0.1 s each, well inside the 1.5 s the half frames are
+  /* Up to three rounds of 101 invokes (about 0.15 s each, well inside the 3 s the half frames are
    * held): the bound is 2x the idle p99; one round may catch the shared machine's own noise. */
   for (int round = 0; round < (HOLD_BOUNDS ? 3 : 1); round++) {
     for (int i = 0; i < IDLE; i++)
-      busy[i] = invoke_once(b, "face", FACE_IN, 100 + 30 * (uint64_t)round + (uint64_t)i, ref, ref_n, NULL, NULL);
+      busy[i] = invoke_once(b, "face", FACE_IN, 200 + 101 * (uint64_t)round + (uint64_t)i, ref, ref_n, NULL, NULL);
     p_busy = p99(busy, IDLE);
     printf("slowloris: round %d, normal client p99 %.1f ms (idle %.1f ms, bound 2x = %.1f ms)\n", round + 1,
            p_busy / 1000.0, p_idle / 1000.0, 2 * p_idle / 1000.0);
     if (p_busy <= 2 * p_idle) break;
   }
-  bool held_during = now_us() - t0 < 1500000;
+  bool held_during = now_us() - t0 < 3000000;
   int timed_out = 0;
   for (int i = 0; i < SLOW; i++) {
     struct timeval tv = {30, 0};
     setsockopt(slow[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     Arenad__Response *r = ar_td_read_response(slow[i]);
     if (r && r->status && r->status->code == ARENAD__CODE__ETIMEDOUT &&
-        strstr(r->status->message, "request_timeout_ms 1500") && ar_td_at_eof(slow[i]))
+        strstr(r->status->message, "request_timeout_ms 3000") && ar_td_at_eof(slow[i]))
       timed_out++;
     if (r) arenad__response__free_unpacked(r, NULL);
     close(slow[i]);
@@ -593,7 +596,7 @@ START_TEST(slowloris_connections_time_out) {
          timed_out, SLOW, waited / 1e6, p_idle / 1000.0, p_busy / 1000.0);
   ck_assert_int_eq(timed_out, SLOW);
   ck_assert_int_eq(daemon_stat("frames_timed_out"), SLOW);
-  ck_assert_msg(!HOLD_BOUNDS || held_during, "the invokes outlasted the 1.5 s the half frames are held");
+  ck_assert_msg(!HOLD_BOUNDS || held_during, "the invokes outlasted the 3 s the half frames are held");
   ck_assert_msg(!HOLD_BOUNDS || p_busy <= 2 * p_idle, "p99 %" PRIu64 " us vs %" PRIu64 " us idle", p_busy, p_idle);
   invoke_once(b, "face", FACE_IN, 999, ref, ref_n, NULL, NULL);
   close(b);
