@@ -30,7 +30,9 @@
  * Resizing (built models, tests/ar_test_model.h): a model whose input shape_signature is
  * [-1,4,4,3] invoked with batch 1, 4, 2, 8, 1 - outputs equal to the hand-computed ones per item,
  * the arena follows the batch (and is the first figure again at batch 1), zero allocations in the
- * invokes between resizes; and PAD / RESHAPE whose paddings / shape are graph inputs (dynamic
+ * invokes between resizes; a resizable expansion-conv -> depthwise pair fused (inverted-residual
+ * fusion) re-prepared at five shapes, byte for byte the unfused outputs and within 1e-4 of a
+ * computation by hand, with no allocation; and PAD / RESHAPE whose paddings / shape are graph inputs (dynamic
  * shapes), re-derived when the value changes, never otherwise.
  */
 #define _GNU_SOURCE
@@ -45,8 +47,10 @@
 #include <unistd.h>
 
 #include "common/ar_error.h"
+#include "common/ar_util.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_kernels.h"
+#include "kernels/sgemm512.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
@@ -671,6 +675,132 @@ static unsigned long invoke_at_same_value(ar_interp_t *in, const float *x, size_
 
 /* PAD whose paddings are graph input 1, and RESHAPE whose shape is graph input 1: the output
  * shape is re-derived before the invoke that needs a new value, and only then. */
+/* A resizable inverted-residual pair: x [1,96,96,16] (shape_signature [-1,-1,-1,16]) -> CONV_2D
+ * 1x1 16->64 with bias and fused RELU6 -> DEPTHWISE_CONV_2D 3x3 SAME stride 2 (multiplier 1, bias)
+ * -> y. At 96x96 the expansion output is 2.25 MiB, so with fusion on (AVX-512F) the conv runs
+ * inside the depthwise at 2 threads. Resized to smaller, larger and batched shapes, the fused
+ * interpreter re-prepares the conv inside the depthwise: its outputs are byte for byte those of an
+ * unfused one, match a double-precision computation by hand, and its invokes allocate nothing. */
+enum { IRF_C = 16, IRF_E = 64, IRF_HW = 96 };
+static float irf_w1[IRF_E * IRF_C], irf_b1[IRF_E], irf_wd[9 * IRF_E], irf_bd[IRF_E];
+
+static void irf_by_hand(const float *x, int32_t n, int32_t h, int32_t w, float *y, int32_t oh, int32_t ow) {
+  const int32_t pt = AR_MAX(0, ((oh - 1) * 2 + 3 - h) / 2), pl = AR_MAX(0, ((ow - 1) * 2 + 3 - w) / 2);
+  for (int32_t b = 0; b < n; b++)
+    for (int32_t oy = 0; oy < oh; oy++)
+      for (int32_t ox = 0; ox < ow; ox++)
+        for (int32_t e = 0; e < IRF_E; e++) {
+          double acc = irf_bd[e];
+          for (int32_t ky = 0; ky < 3; ky++)
+            for (int32_t kx = 0; kx < 3; kx++) {
+              const int32_t iy = oy * 2 + ky - pt, ix = ox * 2 + kx - pl;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              const float *px = x + (((int64_t)b * h + iy) * w + ix) * IRF_C;
+              double c = irf_b1[e];
+              for (int32_t i = 0; i < IRF_C; i++) c += (double)px[i] * irf_w1[e * IRF_C + i];
+              c = c < 0 ? 0 : c > 6 ? 6 : c;
+              acc += c * irf_wd[(ky * 3 + kx) * IRF_E + e];
+            }
+          y[(((int64_t)b * oh + oy) * ow + ox) * IRF_E + e] = (float)acc;
+        }
+}
+
+START_TEST(test_resize_fused_pair) {
+  install_counter();
+  settle_openblas_threads();
+  uint64_t seed = 0x243f6a8885a308d3ull;
+#define IRF_RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, (float)((int)(seed >> 40) % 2001 - 1000) / 1000.0f)
+  for (int i = 0; i < IRF_E * IRF_C; i++) irf_w1[i] = IRF_RND() * 0.5f;
+  for (int i = 0; i < IRF_E; i++) irf_b1[i] = IRF_RND(), irf_bd[i] = IRF_RND() * 0.25f;
+  for (int i = 0; i < 9 * IRF_E; i++) irf_wd[i] = IRF_RND() * 0.5f;
+  ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 4, {1, IRF_HW, IRF_HW, IRF_C}, true, {-1, -1, -1, IRF_C}, NULL},
+    {"w1", AR_DTYPE_FLOAT32, 4, {IRF_E, 1, 1, IRF_C}, false, {0}, irf_w1},
+    {"b1", AR_DTYPE_FLOAT32, 1, {IRF_E}, false, {0}, irf_b1},
+    {"e", AR_DTYPE_FLOAT32, 4, {1, IRF_HW, IRF_HW, IRF_E}, false, {0}, NULL},
+    {"wd", AR_DTYPE_FLOAT32, 4, {1, 3, 3, IRF_E}, false, {0}, irf_wd},
+    {"bd", AR_DTYPE_FLOAT32, 1, {IRF_E}, false, {0}, irf_bd},
+    {"y", AR_DTYPE_FLOAT32, 4, {1, IRF_HW / 2, IRF_HW / 2, IRF_E}, false, {0}, NULL},
+  };
+  ar_tm_op_t ops[] = {
+    /* CONV_2D 1x1 SAME stride 1, RELU6 */
+    {3, 3, 1, {0, 1, 2}, {3}, 1, 6, {{0, 1, 0}, {1, 4, 1}, {2, 4, 1}, {3, 1, 3}, {4, 4, 1}, {5, 4, 1}}},
+    /* DEPTHWISE_CONV_2D 3x3 SAME stride 2, multiplier 1 */
+    {4, 3, 1, {3, 4, 5}, {6}, 2, 6, {{0, 1, 0}, {1, 4, 2}, {2, 4, 2}, {3, 4, 1}, {5, 4, 1}, {6, 4, 1}}},
+  };
+  const int32_t gin[] = {0}, gout[] = {6};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 7, ops, 2, gin, 1, gout, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "built model: %s", msg);
+  ar_interp_t *in[2] = {NULL, NULL};   /* [0] fusion off, [1] on */
+  for (int f = 0; f < 2; f++) {
+    ar_interp_options_t opt;
+    ar_interp_options_default(&opt);
+    opt.threads = 2;
+    opt.fuse = f == 1;
+    ck_assert_msg(ar_interp_new(m, &opt, &in[f], msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_int_eq(ar_interp_place_owned(in[f], msg, sizeof msg), 0);
+  }
+  ck_assert_int_eq(ar_interp_op_fused(in[0], 0), -1);
+  const bool fuses = ar_sgemm512_available();
+  ck_assert_int_eq(ar_interp_op_fused(in[1], 0), fuses ? 1 : -1);
+  static const int32_t shapes[][3] = {{1, 96, 96}, {1, 57, 71}, {2, 40, 33}, {1, 130, 121}, {1, 3, 2}, {1, 96, 96}};
+  enum { NS = sizeof shapes / sizeof shapes[0] };
+  static float xs[2 * 130 * 130 * IRF_C], want[2 * 65 * 65 * IRF_E];
+  for (int s = 0; s < NS; s++) {
+    const int32_t n = shapes[s][0], h = shapes[s][1], w = shapes[s][2], oh = (h + 1) / 2, ow = (w + 1) / 2;
+    const int32_t dims[4] = {n, h, w, IRF_C};
+    const int64_t nx = (int64_t)n * h * w * IRF_C, ny = (int64_t)n * oh * ow * IRF_E;
+    for (int64_t i = 0; i < nx; i++) xs[i] = IRF_RND() * 2.0f;
+    irf_by_hand(xs, n, h, w, want, oh, ow);
+    const float *got[2];
+    unsigned long allocs = 0;
+    for (int f = 0; f < 2; f++) {
+      ck_assert_int_eq(ar_interp_resize_input(in[f], 0, 4, dims, msg, sizeof msg), 0);
+      if (ar_interp_needs_prepare(in[f])) {
+        ck_assert_msg(ar_interp_prepare(in[f], msg, sizeof msg) == 0, "prepare %dx%dx%d: %s", n, h, w, msg);
+        ck_assert_int_eq(ar_interp_place_owned(in[f], msg, sizeof msg), 0);
+      }
+      ck_assert_int_eq(ar_planner_verify(ar_interp_planner(in[f]), msg, sizeof msg), 0);
+      ar_tview_t *x = ar_interp_input(in[f], 0);
+      ck_assert_uint_eq(x->bytes, (uint64_t)nx * sizeof(float));
+      const ar_tview_t *y = ar_interp_output(in[f], 0);
+      ck_assert_uint_eq(y->bytes, (uint64_t)ny * sizeof(float));
+      for (int r = 0; r < 3; r++) {
+        memcpy(x->data, xs, (size_t)nx * sizeof(float));
+        arm();
+        const int rc = ar_interp_invoke(in[f]);
+        const unsigned long c = disarm();
+        ck_assert_int_eq(rc, 0);
+        if (r > 0) allocs += c;   /* the first after a re-plan is counted, not asserted */
+      }
+      got[f] = y->data;
+    }
+    ck_assert_int_eq(ar_interp_op_fused(in[1], 0), fuses ? 1 : -1);
+    ck_assert_msg(memcmp(got[0], got[1], (size_t)ny * sizeof(float)) == 0,
+                  "%dx%dx%d: fused and unfused outputs differ", n, h, w);
+    double worst = 0;
+    for (int64_t i = 0; i < ny; i++) {
+      const double d = fabs((double)got[1][i] - want[i]);
+      if (d > worst) worst = d;
+      ck_assert_msg(d <= 1e-4 * (1.0 + fabs(want[i])), "%dx%dx%d: y[%lld] = %g, by hand %g", n, h, w,
+                    (long long)i, got[1][i], want[i]);
+    }
+    printf("resize fused pair %dx%dx%d -> %dx%dx%d: fusion %s, outputs equal byte for byte, max |got - by hand| "
+           "%.2g, arena %llu B fused / %llu B unfused, %lu allocation calls\n", n, h, w, oh, ow, IRF_E,
+           fuses ? "on" : "off (no AVX-512F)", worst, (unsigned long long)ar_interp_arena_bytes(in[1]),
+           (unsigned long long)ar_interp_arena_bytes(in[0]), allocs);
+    ck_assert_msg(allocs == 0, "%lu allocation calls", allocs);
+  }
+#undef IRF_RND
+  for (int f = 0; f < 2; f++) ar_interp_free(in[f]);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
 START_TEST(test_dynamic_shapes) {
   install_counter();
   for (int which = 0; which < 2; which++) {
@@ -862,6 +992,7 @@ int main(void) {
   tc = tcase_create("resize");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_resize_batch);
+  tcase_add_test(tc, test_resize_fused_pair);
   tcase_add_test(tc, test_dynamic_shapes);
   tcase_add_test(tc, test_dynamic_tile);
   suite_add_tcase(s, tc);
