@@ -2,7 +2,8 @@
  *
  * Default mode, three settings side by side, each against its own arenad (one run):
  *   off      daemon busy_poll_us 0, inline_invoke_us 0, client busy poll 0: every wait sleeps;
- *   default  arenad's and libarenaclient's defaults (busy_poll_us 50, inline_invoke_us 0, 0);
+ *   default  arenad's and libarenaclient's defaults (busy_poll_us 200, inline_invoke_us 5000,
+ *            client busy poll 300 us);
  *   on       the latency settings: daemon busy_poll_us 200 and inline_invoke_us 5000, client busy
  *            poll 1000 us (--busy-poll-us, --inline-invoke-us, --client-busy-poll-us change them).
  *   For each:
@@ -57,6 +58,7 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "daemon/ar_config.h"
 #include "interp/ar_interp.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_daemon.h"
@@ -675,10 +677,12 @@ int main(int argc, char **argv) {
                                        {"only", required_argument, NULL, 'O'},
                                        {"model", required_argument, NULL, 'M'},
                                        {NULL, 0, NULL, 0}};
-  /* off: every wait sleeps; default: arenad's defaults (busy_poll_us 50, inline_invoke_us 0) and
-   * libarenaclient's (no busy poll); on: the latency settings below (options). */
+  /* off: every wait sleeps; default: arenad's defaults (busy_poll_us, inline_invoke_us) and
+   * libarenaclient's (its busy poll); on: the latency settings below (options). */
   setting_t sets[3] = {{.name = "off"},
-                       {.name = "default", .busy_poll_us = 50},
+                       {.name = "default", .busy_poll_us = AR_CONFIG_BUSY_POLL_DEFAULT,
+                        .inline_invoke_us = AR_CONFIG_INLINE_INVOKE_DEFAULT,
+                        .client_busy_poll_us = AR_CLIENT_BUSY_POLL_DEFAULT},
                        {.name = "on", .busy_poll_us = 200, .inline_invoke_us = 5000, .client_busy_poll_us = 1000}};
   int invokes = 300, o;
   bool throughput = false, seconds_set = false, busy_set = false;

@@ -37,6 +37,7 @@ struct ar_client {
    * to take longer than the busy-poll time, the client sleeps until shortly before it is due. */
   char last_model[128];
   uint64_t last_invoke_rt_us;
+  uint64_t last_queue_us;     /* the previous invoke's wait in the daemon's queue (its reply's queue_us) */
   uint64_t next_id;
   ar_client_buffer_t *bufs;   /* registered with ar_client_buffer_register */
 };
@@ -73,6 +74,7 @@ AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char
   }
   c->fd = fd;
   c->next_id = 1;
+  c->busy_poll_us = AR_CLIENT_BUSY_POLL_DEFAULT;
   const char *bp = getenv("ARENAD_BUSY_POLL_US");
   if (bp && *bp) {
     char *end;
@@ -108,6 +110,10 @@ static uint64_t mono_us(void) {
  * when nothing came. */
 static void busy_wait_readable(const ar_client_t *c, uint64_t sent_us, uint64_t expect_us) {
   if (c->busy_poll_us == 0) return;
+  /* The previous invoke of the model waited in the daemon's queue behind other clients' work for
+   * longer than the polling lasts: its reply time says little about this one's, and the cores are
+   * busy; polling would mostly spin in vain and take CPU from the invokes, so block at once. */
+  if (expect_us > 0 && c->last_queue_us > c->busy_poll_us) return;
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
   uint64_t lead = (uint64_t)c->busy_poll_us + AR_CLIENT_TIMER_SLACK_US;
   if (expect_us > lead) {
@@ -273,6 +279,8 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
     arenad__response__free_unpacked(resp, NULL);
     return rc;
   }
+  if (inv_model && resp->body_case == ARENAD__RESPONSE__BODY_INVOKE && resp->invoke)
+    c->last_queue_us = resp->invoke->queue_us;
   if (resp->id != req->id) {
     rc = ar_errf(msg, msg_bytes, AR_EPROTO, "response id %llu, expected %llu", (unsigned long long)resp->id,
                  (unsigned long long)req->id);

@@ -64,7 +64,8 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->idle_timeout_ms = 300000;
   cfg->send_timeout_ms = 30000;
   cfg->drain_timeout_ms = 5000;
-  cfg->busy_poll_us = 50;
+  cfg->busy_poll_us = AR_CONFIG_BUSY_POLL_DEFAULT;
+  cfg->inline_invoke_us = AR_CONFIG_INLINE_INVOKE_DEFAULT;
   cfg->max_model_bytes = 256ull << 20;
   cfg->compact_after_unload = true;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;

@@ -8,7 +8,7 @@
  *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
  *     "max_buffers_per_connection": 16, "max_buffer_bytes_per_connection": "256M",
  *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
- *     "drain_timeout_ms": 5000, "busy_poll_us": 50, "inline_invoke_us": 0,
+ *     "drain_timeout_ms": 5000, "busy_poll_us": 200, "inline_invoke_us": 5000,
  *     "max_connections": 256, "max_model_bytes": "256M", "weights": "stored",
  *     "memory_limit": "448M",
  *     "admin_uids": [0], "admin_gids": [], "model_dirs": ["/var/lib/arenad/models"],
@@ -33,6 +33,8 @@
 #define AR_CONFIG_POOL_MIN (64ull * 1024)   /* pool_bytes range, inclusive */
 #define AR_CONFIG_POOL_MAX (1ull << 40)     /* 1 TiB: larger is a typo, not a gateway */
 #define AR_CONFIG_BUSY_POLL_MAX 100000u    /* busy_poll_us, inline_invoke_us: at most 100 ms */
+#define AR_CONFIG_BUSY_POLL_DEFAULT 200u   /* busy_poll_us when the file says nothing */
+#define AR_CONFIG_INLINE_INVOKE_DEFAULT 5000u   /* inline_invoke_us when the file says nothing */
 #define AR_CONFIG_THREADS_MAX 256               /* threads range 1..this (0 = online CPUs) */
 #define AR_CONFIG_MAX_IDS 32                /* entries of admin_uids, admin_gids */
 #define AR_CONFIG_MAX_DIRS 16               /* entries of model_dirs */
@@ -77,11 +79,12 @@ typedef struct ar_config {
    * the event loop keeps polling without sleeping for busy_poll_us, so a request that follows
    * within that time is taken without a wake-up (about 20 us each on a virtual machine's idle
    * CPU). 0 = always sleep. At most AR_CONFIG_BUSY_POLL_MAX. */
-  uint32_t busy_poll_us;              /* default 50 */
-  /* An invoke whose model's previous invoke took at most inline_invoke_us runs on the event loop
-   * thread instead of a worker when no other job is on a worker: two thread hand-offs fewer, at
-   * the price of the loop answering nothing else meanwhile (bounded by this value). 0 = never. */
-  uint32_t inline_invoke_us;          /* default 0 */
+  uint32_t busy_poll_us;              /* default AR_CONFIG_BUSY_POLL_DEFAULT (200) */
+  /* A lone invoke (no other job queued or on a worker) whose model's previous invoke took at most
+   * inline_invoke_us runs on the event loop thread instead of a worker: two thread hand-offs
+   * fewer, at the price of the loop answering nothing else meanwhile (bounded by this value).
+   * 0 = never. */
+  uint32_t inline_invoke_us;          /* default AR_CONFIG_INLINE_INVOKE_DEFAULT (5000) */
   uint64_t max_model_bytes;     /* largest model file a load reads, default 256 MiB */
   /* How constant weights are held ("stored" | "fp32", ar_weights_t) for models and Load requests
    * that do not say; "" = the interpreter's default (ar_interp_options_default: stored). */

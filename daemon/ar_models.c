@@ -421,15 +421,17 @@ static int queue_work(ar_server_t *srv, ar_job_t *job) {
   return rc;
 }
 
-/* inline_invoke_us: an invoke of a model whose previous invoke took at most that long runs on the
- * loop thread when no group job is on a worker (so it never competes with one for the
- * intra-operator pool, and the loop is held for about one such invoke at most). It saves the two
- * thread hand-offs of a worker (loop -> worker -> loop), each a wake-up of a sleeping thread. */
+/* inline_invoke_us: a lone invoke (the only job the daemon has: none queued, none on a worker, no
+ * frame decoding) of a model whose previous invoke took at most that long runs on the loop thread,
+ * so it never competes with another job for the cores, and requests that arrive meanwhile wait
+ * for about one such invoke at most. It saves the two thread hand-offs of a worker (loop ->
+ * worker -> loop), each a wake-up of a sleeping thread; with other jobs around, invokes go to
+ * the workers and run side by side. */
 static bool run_on_loop(const ar_server_t *srv, const ar_job_t *job) {
   const ar_dmodel_t *m = job->model;
   return srv->cfg.inline_invoke_us > 0 && srv->inline_init && !srv->draining && job->kind == AR_JOB_INVOKE &&
-         !job->regrow && !job->resize_only && srv->jobs_on_workers == 0 && m->last_invoke_us > 0 &&
-         m->last_invoke_us <= srv->cfg.inline_invoke_us;
+         !job->regrow && !job->resize_only && srv->jobs_on_workers == 0 && srv->jobs_outstanding == 1 &&
+         srv->inline_head == NULL && m->last_invoke_us > 0 && m->last_invoke_us <= srv->cfg.inline_invoke_us;
 }
 
 /* Loop thread, idle phase: run the invokes queued for the loop, each exactly as a worker would

@@ -222,13 +222,13 @@ START_TEST(compact_after_unload_key) {
 }
 END_TEST
 
-/* busy_poll_us (default 50) and inline_invoke_us (default 0): integers 0..AR_CONFIG_BUSY_POLL_MAX. */
+/* busy_poll_us (default 200) and inline_invoke_us (default 5000): integers 0..AR_CONFIG_BUSY_POLL_MAX. */
 START_TEST(busy_poll_keys) {
   ar_config_t cfg;
   char msg[AR_MSG_BYTES];
   ar_config_defaults(&cfg);
-  ck_assert_uint_eq(cfg.busy_poll_us, 50);
-  ck_assert_uint_eq(cfg.inline_invoke_us, 0);
+  ck_assert_uint_eq(cfg.busy_poll_us, 200);
+  ck_assert_uint_eq(cfg.inline_invoke_us, 5000);
   ck_assert_msg(load_text("{\"models\": [], \"busy_poll_us\": 0, \"inline_invoke_us\": 2000}", &cfg, msg,
                           sizeof(msg)) == 0, "%s", msg);
   ck_assert_uint_eq(cfg.busy_poll_us, 0);

@@ -1246,7 +1246,7 @@ START_TEST(busy_poll_and_inline_invokes_match_goldens) {
   const char *extra[] = {"--config", cfg, NULL};
   ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
   ar_client_t *c[2] = {client(), client()};
-  ck_assert_uint_eq(ar_client_busy_poll(c[0]), 0);
+  ck_assert_uint_eq(ar_client_busy_poll(c[0]), AR_CLIENT_BUSY_POLL_DEFAULT);
   ar_client_set_busy_poll(c[0], 3000);
   ck_assert_uint_eq(ar_client_busy_poll(c[0]), 3000);
   ar_client_set_busy_poll(c[1], AR_CLIENT_BUSY_POLL_MAX + 1);   /* clamped */
