@@ -127,6 +127,16 @@ extern const ar_kernel_t ar_kernel_concatenation;
 extern const ar_kernel_t ar_kernel_depth_to_space;
 /* kernels/reduce.c: TFLite MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, ARG_MAX, ARG_MIN. */
 extern const ar_kernel_t ar_kernel_mean;
+/* Float sums over all H*W pixels of B NHWC images of C channels (MEAN over H, W; a global
+ * AVERAGE_POOL_2D, pool.c): per channel, the pixels in blocks of AR_GSUM_BLOCK in order, each
+ * block summed from 0 in pixel order, then the block sums added in block order (one block: the
+ * plain sum in pixel order). The blocks are fixed, so the bits do not depend on the thread count;
+ * they are shared out over node's pool. `partial`: ar__gsum_scratch_bytes of scratch (NULL when
+ * that is 0). out[b*C + c] = the sum. */
+#define AR_GSUM_BLOCK 1024
+uint64_t ar__gsum_scratch_bytes(int64_t b, int64_t hw, int64_t c);
+void ar__gsum(const ar_node_t *node, const float *in, int64_t b, int64_t hw, int64_t c, float *partial,
+              float *out);
 extern const ar_kernel_t ar_kernel_sum;
 extern const ar_kernel_t ar_kernel_reduce_max;
 extern const ar_kernel_t ar_kernel_reduce_min;

@@ -99,14 +99,26 @@ static int pool_plan(const ar_node_t *node, pool_state_t *st, char *msg, size_t 
   return ar_k_check_output_shape(node, 4, od, msg, msg_bytes);
 }
 
+/* A float AVERAGE_POOL_2D whose one output pixel averages the whole image (global average
+ * pooling): its sums go through ar__gsum (blocks of pixels shared out over the pool; one block,
+ * up to AR_GSUM_BLOCK pixels, sums in tap order exactly as the windowed loop). */
+static bool pool_global_avg(const ar_node_t *node, const pool_state_t *st) {
+  return node->op == AR_OP_AVERAGE_POOL_2D && st->dtype == AR_DTYPE_FLOAT32 && st->oh == 1 &&
+         st->ow == 1 && st->pad_t == 0 && st->pad_l == 0 && st->fh >= st->h && st->fw >= st->w;
+}
+
 static int pool_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   pool_state_t st;
   node->state_bytes = sizeof st;
   int rc = pool_plan(node, &st, msg, msg_bytes);
-  node->scratch_bytes = rc == 0 && st.dtype != AR_DTYPE_FLOAT32
-                            ? (uint64_t)ar_parallel_threads(node) * (uint64_t)st.c * sizeof(int32_t)
-                            : 0;
-  return rc;
+  if (rc) return rc;
+  if (st.dtype != AR_DTYPE_FLOAT32)
+    node->scratch_bytes = (uint64_t)ar_parallel_threads(node) * (uint64_t)st.c * sizeof(int32_t);
+  else if (pool_global_avg(node, &st))
+    node->scratch_bytes = ar__gsum_scratch_bytes(st.b, (int64_t)st.h * st.w, st.c);
+  else
+    node->scratch_bytes = 0;
+  return 0;
 }
 
 /* Quantized pooling of codes of type T (uint8_t / int8_t) for output rows [q0, q1) (row q: image
@@ -280,6 +292,16 @@ static void pool_rows(void *ctx, int32_t slot, int64_t q0, int64_t q1) {
 
 static void pool_eval(const ar_node_t *node, bool is_max) {
   const pool_state_t *st = node->state;
+  if (!is_max && pool_global_avg(node, st)) {
+    float *out = node->outputs[0]->data;
+    const int64_t n = (int64_t)st->b * st->c;
+    ar__gsum(node, node->inputs[0]->data, st->b, (int64_t)st->h * st->w, st->c, node->scratch, out);
+    /* Divide (not multiply by a reciprocal) as TFLite's reference does. */
+    const float fc = (float)((int64_t)st->h * st->w);
+    for (int64_t i = 0; i < n; i++) out[i] = ar_k_clamp(out[i] / fc, st->lo, st->hi);
+    if (st->post_act) ar_apply_activation(out, (size_t)n, st->act);
+    return;
+  }
   const pool_ctx_t c = {node, is_max};
   const int64_t rows = (int64_t)st->b * st->oh;
   const int32_t slots = st->dtype == AR_DTYPE_FLOAT32 || st->c == 0

@@ -128,7 +128,11 @@ static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t 
 static int mean_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   mean_state_t st;
   node->state_bytes = sizeof st;
-  return mean_plan(node, &st, msg, msg_bytes);
+  int rc = mean_plan(node, &st, msg, msg_bytes);
+  node->scratch_bytes = rc == 0 && st.global_hw && st.dtype == AR_DTYPE_FLOAT32
+                            ? ar__gsum_scratch_bytes(st.dims[0], st.dims[1] * st.dims[2], st.dims[3])
+                            : 0;
+  return rc;
 }
 
 static void mean_init(ar_node_t *node) {
@@ -156,57 +160,94 @@ static void mean_init(ar_node_t *node) {
       }                                                                                      \
   } while (0)
 
-/* Float MEAN over H, W of channels [c0, c1) of every image: each channel's sum from 0 in pixel
- * order, then divided by H * W. With AVX-512F up to 64 channels at a time stay in registers over
- * all pixels (the portable loop keeps the sums in memory: a store and reload per pixel); lane by
- * lane the same additions in the same order, so the same bits on every path and for any channel
- * range. */
+/* Sums of channels [c0, c1) over `npix` pixels of `c` channels from `in`, from 0 in pixel order,
+ * into out[c0 .. c1). With AVX-512F up to 64 channels at a time stay in registers over all pixels
+ * (the portable loop keeps the sums in memory: a store and reload per pixel); lane by lane the
+ * same additions in the same order, so the same bits on every path and for any channel range. */
 #if AR_HAVE_AVX2_CLONE
-AR_TARGET_AVX512 static void mean_hw_avx512(const mean_state_t *st, const float *in, float *out,
-                                            int64_t c0, int64_t c1) {
-  const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
-  const __m512 cnt = _mm512_set1_ps(st->count);
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t cb = c0; cb < c1; cb += 64) {
-      __mmask16 m[4];
-      __m512 acc[4];
-      for (int j = 0; j < 4; j++) {
-        const int64_t left = c1 - cb - 16 * j;
-        m[j] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
-        acc[j] = _mm512_setzero_ps();
-      }
-      const float *src = in + b * HW * C + cb;
-      if (m[3] == 0xffff)
-        for (int64_t p = 0; p < HW; p++, src += C)
-          for (int j = 0; j < 4; j++) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(src + 16 * j));
-      else if (m[1] == 0 && m[0] == 0xffff)
-        for (int64_t p = 0; p < HW; p++, src += C) acc[0] = _mm512_add_ps(acc[0], _mm512_loadu_ps(src));
-      else
-        for (int64_t p = 0; p < HW; p++, src += C)
-          for (int j = 0; j < 4; j++)
-            if (m[j]) acc[j] = _mm512_add_ps(acc[j], _mm512_maskz_loadu_ps(m[j], src + 16 * j));
-      for (int j = 0; j < 4; j++)
-        if (m[j]) _mm512_mask_storeu_ps(out + b * C + cb + 16 * j, m[j], _mm512_div_ps(acc[j], cnt));
+AR_TARGET_AVX512 static void sum_px_avx512(const float *in, int64_t npix, int64_t c, int64_t c0,
+                                           int64_t c1, float *out) {
+  for (int64_t cb = c0; cb < c1; cb += 64) {
+    __mmask16 m[4];
+    __m512 acc[4];
+    for (int j = 0; j < 4; j++) {
+      const int64_t left = c1 - cb - 16 * j;
+      m[j] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
+      acc[j] = _mm512_setzero_ps();
     }
+    const float *src = in + cb;
+    if (m[3] == 0xffff)
+      for (int64_t p = 0; p < npix; p++, src += c)
+        for (int j = 0; j < 4; j++) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(src + 16 * j));
+    else if (m[1] == 0 && m[0] == 0xffff)
+      for (int64_t p = 0; p < npix; p++, src += c) acc[0] = _mm512_add_ps(acc[0], _mm512_loadu_ps(src));
+    else
+      for (int64_t p = 0; p < npix; p++, src += c)
+        for (int j = 0; j < 4; j++)
+          if (m[j]) acc[j] = _mm512_add_ps(acc[j], _mm512_maskz_loadu_ps(m[j], src + 16 * j));
+    for (int j = 0; j < 4; j++)
+      if (m[j]) _mm512_mask_storeu_ps(out + cb + 16 * j, m[j], acc[j]);
+  }
 }
 #endif
 
-static void mean_hw_range(void *ctx, int64_t c0, int64_t c1) {
-  const ar_node_t *node = ctx;
-  const mean_state_t *st = node->state;
-  const float *in = node->inputs[0]->data;
-  float *out = node->outputs[0]->data;
+static void sum_px(const float *in, int64_t npix, int64_t c, int64_t c0, int64_t c1, float *out) {
 #if AR_HAVE_AVX2_CLONE
-  if (ar__f32_isa() >= AR_ISA_AVX512) { mean_hw_avx512(st, in, out, c0, c1); return; }
+  if (ar__f32_isa() >= AR_ISA_AVX512) { sum_px_avx512(in, npix, c, c0, c1, out); return; }
 #endif
-  const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
-  for (int64_t b = 0; b < B; b++) {
-    float *o = out + b * C;
-    for (int64_t c = c0; c < c1; c++) o[c] = 0.0f;
-    const float *src = in + b * HW * C;
-    for (int64_t p = 0; p < HW; p++, src += C)
-      for (int64_t c = c0; c < c1; c++) o[c] += src[c];
-    for (int64_t c = c0; c < c1; c++) o[c] /= st->count;
+  for (int64_t k = c0; k < c1; k++) out[k] = 0.0f;
+  const float *src = in;
+  for (int64_t p = 0; p < npix; p++, src += c)
+    for (int64_t k = c0; k < c1; k++) out[k] += src[k];
+}
+
+typedef struct {
+  const float *in;
+  int64_t images, hw, c, blocks;
+  float *dst;                  /* one block: the sums themselves; else the partial sums */
+} gsum_ctx_t;
+
+/* Units [u0, u1): unit u = block u % blocks of image u / blocks. */
+static void gsum_units(void *ctx, int64_t u0, int64_t u1) {
+  const gsum_ctx_t *g = ctx;
+  for (int64_t u = u0; u < u1; u++) {
+    const int64_t b = u / g->blocks, p0 = (u % g->blocks) * AR_GSUM_BLOCK;
+    const int64_t np = AR_MIN(AR_GSUM_BLOCK, g->hw - p0);
+    sum_px(g->in + (b * g->hw + p0) * g->c, np, g->c, 0, g->c, g->dst + u * g->c);
+  }
+}
+
+/* One block per image: channels [c0, c1) of every image (split by thread count). */
+static void gsum_channels(void *ctx, int64_t c0, int64_t c1) {
+  const gsum_ctx_t *g = ctx;
+  for (int64_t b = 0; b < g->images; b++)
+    sum_px(g->in + b * g->hw * g->c, g->hw, g->c, c0, c1, g->dst + b * g->c);
+}
+
+uint64_t ar__gsum_scratch_bytes(int64_t b, int64_t hw, int64_t c) {
+  const int64_t blocks = (hw + AR_GSUM_BLOCK - 1) / AR_GSUM_BLOCK;
+  return blocks > 1 ? (uint64_t)b * (uint64_t)blocks * (uint64_t)c * sizeof(float) : 0;
+}
+
+void ar__gsum(const ar_node_t *node, const float *in, int64_t b, int64_t hw, int64_t c, float *partial,
+              float *out) {
+  const int64_t blocks = (hw + AR_GSUM_BLOCK - 1) / AR_GSUM_BLOCK;
+  if (b <= 0 || c <= 0) return;
+  if (blocks <= 1) {
+    /* channels split by thread count at multiples of 16 (a channel's sum does not depend on the cut) */
+    gsum_ctx_t g = {in, b, hw, c, 1, out};
+    ar_parallel_for_split(node, c, 16, (REDUCE_CHUNK_ELEMS + b * hw - 1) / (b * hw), gsum_channels, &g);
+    return;
+  }
+  gsum_ctx_t g = {in, b, hw, c, blocks, partial};
+  const int64_t units = b * blocks;
+  ar_parallel_for(node, units, ar_parallel_grain(units, AR_GSUM_BLOCK * c, REDUCE_CHUNK_ELEMS, 1), gsum_units, &g);
+  for (int64_t i = 0; i < b; i++) {
+    const float *p = partial + i * blocks * c;
+    float *o = out + i * c;
+    for (int64_t k = 0; k < c; k++) o[k] = p[k];
+    for (int64_t j = 1; j < blocks; j++)
+      for (int64_t k = 0; k < c; k++) o[k] += p[j * c + k];
   }
 }
 
@@ -219,10 +260,9 @@ static void mean_eval(const ar_node_t *node) {
   const float count = st->count;
   if (st->n_out == 0) return;
   if (st->global_hw) {
-    /* channels split by thread count at multiples of 16 (a channel's sum does not depend on the cut) */
-    const int64_t C = st->dims[3], per_ch = st->dims[0] * st->dims[1] * st->dims[2];
-    ar_parallel_for_split(node, C, 16, (REDUCE_CHUNK_ELEMS + per_ch - 1) / per_ch, mean_hw_range,
-                          (void *)node);
+    const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
+    ar__gsum(node, in, B, HW, C, node->scratch, out);
+    for (int64_t j = 0; j < B * C; j++) out[j] /= count;
     return;
   }
   for (int64_t j = 0; j < st->n_out; j++) out[j] = 0.0f;

@@ -688,13 +688,25 @@ END_TEST
 
 /* ---- reductions and broadcast rows: every ISA level and thread count gives the portable bits ---- */
 
-/* prepare + init + eval with the node on `pool` (NULL: inline) and `threads`. */
+/* prepare + init + eval with the node on `pool` (NULL: inline) and `threads`, with the scratch
+ * prepare asks for (NaN-poisoned). */
 static int run_on(ar_node_t *n, ar_threadpool_t *pool, int32_t threads) {
+  const ar_kernel_t *k = ar_kernel_for(n->op);
   n->pool = pool;
   n->threads = threads;
-  int rc = run(n);
+  g_msg[0] = '\0';
+  int rc = k->prepare(n, g_msg, sizeof g_msg);
+  if (rc) return rc;
+  n->state = n->state_bytes ? malloc(n->state_bytes) : NULL;
+  n->scratch = n->scratch_bytes ? malloc(n->scratch_bytes) : NULL;
+  if (n->scratch) memset(n->scratch, 0xff, n->scratch_bytes);
+  if (k->init) k->init(n);
+  k->eval(n);
+  free(n->state);
+  free(n->scratch);
+  n->state = n->scratch = NULL;
   n->pool = NULL;
-  return rc;
+  return 0;
 }
 
 START_TEST(pool_mean_mul_every_isa_and_thread_count) {
@@ -703,7 +715,7 @@ START_TEST(pool_mean_mul_every_isa_and_thread_count) {
    * blocks and tails), and MEAN splits its channels by thread count; MUL of [1,H,W,C] by [C]
    * repeats the row in flat loops whose split (at 2 and 3 threads) starts mid-row. Each must give
    * the portable loop's bytes; NaN and -inf inputs included. */
-  enum { H = 11, W = 13, CMAX = 144, N = 51000 };
+  enum { CMAX = 144, N = 33 * 32 * CMAX };
   static float x[N], ref[N], got[N];
   for (int i = 0; i < N; i++) x[i] = (float)((i * 7919) % 1009) / 37.0f - 13.0f;
   x[5] = NAN; x[700] = -INFINITY; x[4001] = NAN;
@@ -712,8 +724,11 @@ START_TEST(pool_mean_mul_every_isa_and_thread_count) {
   ck_assert_int_eq(ar_threadpool_new(3, &pool, msg, sizeof msg), 0);
   const int best = ar__f32_set_isa(-1);
   const int chans[] = {37, 80, CMAX};
+  /* 11x13: one block of pixels; 33x32: two (AR_GSUM_BLOCK = 1024), summed apart, then added */
+  const int hws[][2] = {{11, 13}, {33, 32}};
+  for (size_t hi = 0; hi < 2; hi++)
   for (size_t ci = 0; ci < sizeof chans / sizeof chans[0]; ci++) {
-    const int C = chans[ci];
+    const int C = chans[ci], H = hws[hi][0], W = hws[hi][1];
     struct { ar_op_t op; int fh, fw, s; ar_padding_t pad; ar_activation_t act; int oh, ow; } pc[] = {
       {AR_OP_AVERAGE_POOL_2D, H, W, 1, AR_PADDING_VALID, AR_ACT_NONE, 1, 1},
       {AR_OP_AVERAGE_POOL_2D, 3, 3, 2, AR_PADDING_SAME, AR_ACT_RELU6, (H + 1) / 2, (W + 1) / 2},
@@ -744,8 +759,22 @@ START_TEST(pool_mean_mul_every_isa_and_thread_count) {
           ar_node_t n = node1(pc[k].op, &opt, pc[k].op == AR_OP_MEAN ? 2 : 1, in, &to);
           ck_assert_int_eq(run_on(&n, t > 1 ? pool : NULL, t), 0);
           if (l != AR_ISA_PORTABLE)
-            ck_assert_msg(memcmp(ref, got, bytes) == 0, "%s case %zu, %d channels, at %s on %d threads "
-                          "differs from portable", ar_op_name(pc[k].op), k, C, ar_isa_name(l), (int)t);
+            ck_assert_msg(memcmp(ref, got, bytes) == 0, "%s case %zu, %dx%dx%d, at %s on %d threads "
+                          "differs from portable", ar_op_name(pc[k].op), k, H, W, C, ar_isa_name(l), (int)t);
+          if (l != AR_ISA_PORTABLE || (pc[k].op != AR_OP_MEAN && k != 0)) continue;
+          /* the documented order: per block of 1024 pixels a sum from 0, the block sums in order */
+          for (int c = 0; c < C; c++) {
+            float total = 0.0f;
+            for (int p0 = 0; p0 < H * W; p0 += 1024) {
+              float part = 0.0f;
+              for (int p = p0; p < H * W && p < p0 + 1024; p++) part += x[(size_t)p * C + c];
+              total = p0 == 0 ? part : total + part;
+            }
+            const float want = total / (float)(H * W);
+            ck_assert_msg(memcmp(&o[c], &want, sizeof want) == 0 || (isnan(want) && isnan(o[c])),
+                          "%s %dx%dx%d channel %d: %.9g, blocked sum gives %.9g", ar_op_name(pc[k].op),
+                          H, W, C, c, o[c], want);
+          }
         }
   }
   /* MUL [1,30,37,37] x [37] (41070 elements: split at multiples of 64, mid-row), and x [1,1,1,37]
