@@ -317,6 +317,22 @@ static void fuse_pairs(ar_interp_t *ins[2], const void *input, size_t bytes, int
 
 /* --fuse-compare: fusion off vs on, per model and thread count, alternating rounds. Returns the
  * number of models that could not run. */
+/* An interpreter of `m` at `threads` threads, fusion on or off, placed in its own arena, whose one
+ * input takes `bytes` bytes (the case file at ipath, read into `input`). Errors: those of
+ * ar_interp_new / _place_owned, AR_EINVAL when the input is missing or of another size. */
+static int open_interp(const ar_model_t *m, int threads, bool fuse, const void *input, size_t bytes,
+                       const char *ipath, ar_interp_t **in, char *msg, size_t msg_bytes) {
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.threads = threads;
+  opt.fuse = fuse;
+  int rc = ar_interp_new(m, &opt, in, msg, msg_bytes);
+  if (rc == 0) rc = ar_interp_place_owned(*in, msg, msg_bytes);
+  if (rc == 0 && (!input || ar_interp_n_inputs(*in) != 1 || ar_interp_input(*in, 0)->bytes != bytes))
+    rc = ar_errf(msg, msg_bytes, AR_EINVAL, "input %s missing or of the wrong size", ipath);
+  return rc;
+}
+
 static int fuse_compare(const char *const *models, int n_models, const char *cs, int runs, int warmup,
                         int rounds, const int *tcounts, int n_tc) {
   const char *mdir = env_or("AR_MODELS_DIR", AR_SRCDIR "/models");
@@ -339,18 +355,8 @@ static int fuse_compare(const char *const *models, int n_models, const char *cs,
     int rc = ar_model_load(mpath, &m, msg, sizeof msg);
     for (int k = 0; k < n_tc && rc == 0; k++) {
       ar_interp_t *ins[2] = {NULL, NULL};
-      for (int f = 0; f < 2 && rc == 0; f++) {
-        ar_interp_options_t opt;
-        ar_interp_options_default(&opt);
-        opt.threads = tcounts[k];
-        opt.fuse = f == 1;
-        rc = ar_interp_new(m, &opt, &ins[f], msg, sizeof msg);
-        if (rc == 0) rc = ar_interp_place_owned(ins[f], msg, sizeof msg);
-        if (rc == 0 && (!input || ar_interp_n_inputs(ins[f]) != 1 || ar_interp_input(ins[f], 0)->bytes != bytes)) {
-          rc = AR_EINVAL;
-          ar_errf(msg, sizeof msg, rc, "input %s missing or of the wrong size", ipath);
-        }
-      }
+      for (int f = 0; f < 2 && rc == 0; f++)
+        rc = open_interp(m, tcounts[k], f == 1, input, bytes, ipath, &ins[f], msg, sizeof msg);
       if (rc != 0) {
         ar_interp_free(ins[0]);
         ar_interp_free(ins[1]);
@@ -675,16 +681,7 @@ int main(int argc, char **argv) {
     }
     int rc = ar_model_load(mpath, &m, msg, sizeof msg);
     for (int k = 0; k < n_tc && rc == 0; k++) {
-      ar_interp_options_t opt;
-      ar_interp_options_default(&opt);
-      opt.threads = tcounts[k];
-      opt.fuse = !no_fuse;
-      rc = ar_interp_new(m, &opt, &ins[k], msg, sizeof msg);
-      if (rc == 0) rc = ar_interp_place_owned(ins[k], msg, sizeof msg);
-      if (rc == 0 && (!input || ar_interp_n_inputs(ins[k]) != 1 || ar_interp_input(ins[k], 0)->bytes != bytes)) {
-        rc = AR_EINVAL;
-        ar_errf(msg, sizeof msg, rc, "input %s missing or of the wrong size", ipath);
-      }
+      rc = open_interp(m, tcounts[k], !no_fuse, input, bytes, ipath, &ins[k], msg, sizeof msg);
     }
     if (rc != 0) {
       if (quant) {   /* kernels still landing: say so, do not fail the run */
