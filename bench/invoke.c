@@ -279,6 +279,23 @@ static double timed_runs(ar_interp_t *in, const void *input, size_t bytes, int r
 
 /* --fuse-compare, per fused pair: `n` profiled invokes of each interpreter, alternating; per pair
  * the median and minimum over invokes of conv + depthwise (off) and of the fused depthwise (on). */
+/* `rounds` rounds of timed_runs on interpreters a and b, alternating which goes first so that
+ * neither always runs on a cache the other warmed: ra[r], rb[r] the rounds' median ms, rr[r] = rb[r] /
+ * ra[r]; *min_a, *min_b lowered to the fastest invoke seen. t: scratch of `runs` doubles. */
+static void ab_rounds(ar_interp_t *a, ar_interp_t *b, const void *input, size_t bytes, int runs, int warmup,
+                      int rounds, double *t, double *ra, double *rb, double *rr, double *min_a, double *min_b) {
+  for (int r = 0; r < rounds; r++) {
+    if (r % 2 == 0) {
+      ra[r] = timed_runs(a, input, bytes, runs, warmup, t, min_a);
+      rb[r] = timed_runs(b, input, bytes, runs, warmup, t, min_b);
+    } else {
+      rb[r] = timed_runs(b, input, bytes, runs, warmup, t, min_b);
+      ra[r] = timed_runs(a, input, bytes, runs, warmup, t, min_a);
+    }
+    rr[r] = rb[r] / ra[r];
+  }
+}
+
 static void fuse_pairs(ar_interp_t *ins[2], const void *input, size_t bytes, int n) {
   const int32_t n_ops = ar_interp_n_operators(ins[1]);
   uint64_t *ns = calloc((size_t)n_ops, sizeof(*ns));
@@ -363,16 +380,7 @@ static int fuse_compare(const char *const *models, int n_models, const char *cs,
         break;
       }
       double min0 = 1e30, min1 = 1e30;
-      for (int r = 0; r < rounds; r++) {
-        if (r % 2 == 0) {
-          r0[r] = timed_runs(ins[0], input, bytes, runs, warmup, t, &min0);
-          r1[r] = timed_runs(ins[1], input, bytes, runs, warmup, t, &min1);
-        } else {
-          r1[r] = timed_runs(ins[1], input, bytes, runs, warmup, t, &min1);
-          r0[r] = timed_runs(ins[0], input, bytes, runs, warmup, t, &min0);
-        }
-        rr[r] = r1[r] / r0[r];
-      }
+      ab_rounds(ins[0], ins[1], input, bytes, runs, warmup, rounds, t, r0, r1, rr, &min0, &min1);
       int nf = 0;
       for (int32_t op = 0; op < ar_interp_n_operators(ins[1]); op++) nf += ar_interp_op_fused(ins[1], op) >= 0;
       printf("%-34s %3d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f %5d %11llu %11llu\n", models[mi], tcounts[k],
@@ -448,17 +456,7 @@ static int weights_compare(const char *const *models, int n_models, const char *
       continue;
     }
     double fmin = 1e30, smin = 1e30;
-    for (int r = 0; r < rounds; r++) {
-      /* Alternate which mode goes first, so neither always runs on a cache the other warmed. */
-      if (r % 2 == 0) {
-        rf[r] = timed_runs(f, input, bytes, runs, warmup, t, &fmin);
-        rs[r] = timed_runs(s, input, bytes, runs, warmup, t, &smin);
-      } else {
-        rs[r] = timed_runs(s, input, bytes, runs, warmup, t, &smin);
-        rf[r] = timed_runs(f, input, bytes, runs, warmup, t, &fmin);
-      }
-      rr[r] = rs[r] / rf[r];
-    }
+    ab_rounds(f, s, input, bytes, runs, warmup, rounds, t, rf, rs, rr, &fmin, &smin);
     double fms = median(rf, rounds), sms = median(rs, rounds), ratio = median(rr, rounds);
     uint64_t pf = ar_interp_persistent_bytes(f), ps = ar_interp_persistent_bytes(s);
     char tfl[24] = "-";
