@@ -820,19 +820,13 @@ static void dw_eval(const ar_node_t *node) {
   }
 #endif
   /* Other paths read float32: float16 weights are widened into scratch first (same values). */
-  const float *wt = f_t->data, *bias = bias_t ? bias_t->data : NULL;
   float *wide = node->scratch;
   const size_t nw = (size_t)g.kh * g.kw * (size_t)g.oc;
-  if (f_t->dtype == AR_DTYPE_FLOAT16) {
-    ar_fp16_to_fp32_n(f_t->data, wide, nw);
-    wt = wide;
-  }
-  if (bias_t && bias_t->dtype == AR_DTYPE_FLOAT16) {
-    ar_fp16_to_fp32_n(bias_t->data, wide + nw, (size_t)g.oc);
-    bias = wide + nw;
-  }
-  dw_run_t c = {.g = &g, .in = in, .wt = wt, .bias = bias, .out = out, .clamp = clamp, .lo = lo,
-                .hi = hi, .act = act};
+  ar__dw_widen(node, wide);
+  dw_run_t c = {.g = &g, .in = in,
+                .wt = f_t->dtype == AR_DTYPE_FLOAT16 ? wide : f_t->data,
+                .bias = !bias_t ? NULL : bias_t->dtype == AR_DTYPE_FLOAT16 ? wide + nw : bias_t->data,
+                .out = out, .clamp = clamp, .lo = lo, .hi = hi, .act = act};
   ar_parallel_for_split(node, rows, 1, min_rows, dw_range, &c);
 }
 
