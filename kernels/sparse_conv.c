@@ -876,8 +876,11 @@ static void sparse_par(const ar_node_t *node, sparse_ctx_t *c, int64_t images) {
   const int64_t stored = c->dense ? (int64_t)c->m.o * c->m.i
                                   : ar_index_vector_at(&c->m.seg, c->m.groups) * c->m.rb * c->m.cb;
   const int64_t tile_work = (stored + c->m.i + c->m.o) * T;
+  /* The expanded path reads its one shared filter and needs no slot of its own; the entry-by-entry
+   * loop gets as many participants as its scratch has transposed tiles. */
   const uint64_t slot_bytes = (uint64_t)c->m.i * T * sizeof(float);
-  const int32_t slots = slot_bytes ? (int32_t)(node->scratch_bytes / slot_bytes) : 1;
+  const int32_t slots = c->dense ? ar_parallel_threads(node)
+                        : slot_bytes ? (int32_t)(node->scratch_bytes / slot_bytes) : 1;
   /* Tiles split by thread count: a tile's pixels come out the same whichever run holds it. */
   ar_parallel_for_split_slots(node, units, 1, (SPARSE_MIN_PART_WORK + tile_work - 1) / tile_work, slots,
                               sparse_tiles, c);
