@@ -44,11 +44,18 @@
  * `fuse`). --fuse-compare: per model and thread count of --threads, fusion off against on in the
  * same run, the two interpreters alternating round by round on the same input: both medians (of
  * round medians) and minima, the ratio on / off (median over rounds of that round's ratio), the
- * expansion convs fused and the activation bytes of each.
+ * expansion convs fused and the activation bytes of each. --profile's GFLOP/s of a depthwise with a
+ * fused conv counts the conv's multiply-adds too (the conv shows no time of its own).
+ *
+ * --op-scaling (with --threads T1,T2...): after the main table, per operator the fastest and the
+ * median of runs x rounds profiled invokes at each count (rounds alternating), the speedup of the
+ * first count over the last (of mins and of medians), where a fused conv runs at each count, and
+ * "lost" = min at the last count - min at the first x T1 / Tlast (us): what a perfect split would
+ * have saved over what it did; the --top N operators that lose most first, then the sums.
  *
  *   bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R]
  *                [--case photo|random] [--threads T[,T...]] [--json] [--profile [--top N]] [--cpu-clock]
- *                [--isa portable|avx2] [--no-fuse | --fuse-compare] [MODEL_STEM ...]
+ *                [--isa portable|avx2] [--no-fuse | --fuse-compare] [--op-scaling] [MODEL_STEM ...]
  */
 #include <cblas.h>
 #include <getopt.h>
@@ -180,9 +187,15 @@ static int cmp_op_time(const void *a, const void *b) {
   return x > y ? -1 : x < y;
 }
 
-/* Multiply-adds of a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED node (0 for other ops). */
+/* Multiply-adds of a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED node (0 for other ops); a
+ * depthwise with an expansion conv fused into it (node->fused) counts the conv's as well. */
 static double node_gmac(const ar_node_t *nd) {
   if (nd->n_inputs < 2 || !nd->inputs[1] || !nd->outputs[0]) return 0;
+  if (nd->op == AR_OP_DEPTHWISE_CONV_2D && nd->fused) {
+    ar_node_t alone = *nd;
+    alone.fused = NULL;
+    return node_gmac(&alone) + node_gmac(nd->fused);
+  }
   const ar_tview_t *w = nd->inputs[1], *o = nd->outputs[0];
   double out = 1, wn = 1;
   for (int32_t d = 0; d < o->rank; d++) out *= o->dims[d];
@@ -238,6 +251,102 @@ static void profile(ar_interp_t *in, const void *input, size_t bytes, int runs, 
     ns[best] = 0;
   }
   free(ns);
+}
+
+/* --op-scaling: per operator, the fastest and the median of `runs` x `rounds` profiled invokes at
+ * each thread count (the interpreters alternate round by round), the first count's time over the
+ * others' (the operator's speedup, of mins and of medians) and what a perfect split would have
+ * saved over what the split saved, "lost" = min(T) - min(first) * first / T in us; the `top`
+ * operators that lose most first, then the sums. */
+static void op_scaling(ar_interp_t **ins, const int *tcounts, int n_tc, const void *input, size_t bytes, int runs,
+                       int rounds, int top) {
+  const int32_t n_ops = ar_interp_n_operators(ins[0]);
+  const int n = runs * rounds;
+  uint64_t *ns = calloc((size_t)n_ops, sizeof(*ns));
+  double *t = calloc((size_t)n_tc * n_ops * n, sizeof(double)), *tot = calloc((size_t)n_tc * n, sizeof(double));
+  double *mn = calloc((size_t)n_tc * n_ops, sizeof(double)), *md = calloc((size_t)n_tc * n_ops, sizeof(double));
+  double *lost = calloc((size_t)n_ops, sizeof(double));
+  bool *shown = calloc((size_t)n_ops, sizeof(bool));
+  if (!ns || !t || !tot || !mn || !md || !lost || !shown) goto out;
+  for (int r = 0; r < rounds; r++)
+    for (int kk = 0; kk < n_tc; kk++) {
+      const int k = (kk + r) % n_tc;
+      for (int i = 0; i < runs; i++) {
+        memset(ns, 0, (size_t)n_ops * sizeof(*ns));
+        memcpy(ar_interp_input(ins[k], 0)->data, input, bytes);
+        ar_interp_invoke_profiled(ins[k], ns);
+        const int s = r * runs + i;
+        for (int32_t op = 0; op < n_ops; op++) {
+          t[((size_t)k * n_ops + op) * n + s] = ns[op] / 1e3;
+          tot[(size_t)k * n + s] += ns[op] / 1e3;
+        }
+      }
+    }
+  for (int k = 0; k < n_tc; k++)
+    for (int32_t op = 0; op < n_ops; op++) {
+      double *x = t + ((size_t)k * n_ops + op) * n;
+      md[(size_t)k * n_ops + op] = median(x, n);   /* sorts: x[0] is the min */
+      mn[(size_t)k * n_ops + op] = x[0];
+    }
+  const int last = n_tc - 1;
+  double sum_lost = 0;
+  for (int32_t op = 0; op < n_ops; op++) {
+    lost[op] = mn[(size_t)last * n_ops + op] - mn[op] * tcounts[0] / tcounts[last];
+    sum_lost += lost[op];
+  }
+  printf("    per operator, %d invokes per count (us; speedup of mins / of medians; lost: min at %d thr "
+         "- min at %d thr x %d/%d):\n", n, tcounts[last], tcounts[0], tcounts[0], tcounts[last]);
+  printf("      %4s %-22s %-19s %-18s %-7s", "op", "type", "out", "fused conv in", "fused@");
+  for (int k = 0; k < n_tc; k++) printf(" %5s%-3d %8s", "min@", tcounts[k], "median");
+  printf(" %6s %6s %7s\n", "sp min", "sp med", "lost");
+  for (int i = 0; i < top; i++) {
+    int32_t best = -1;
+    for (int32_t op = 0; op < n_ops; op++)
+      if (!shown[op] && (mn[op] > 0 || mn[(size_t)last * n_ops + op] > 0) && (best < 0 || lost[op] > lost[best]))
+        best = op;
+    if (best < 0) break;
+    shown[best] = true;
+    /* Fusion needs a conv output of AR_INTERP_FUSE_MIN_BYTES per thread: the counts may differ. */
+    const ar_node_t *nd = ar_interp_node(ins[0], best);
+    char fu[24] = "";
+    for (int k = 0; k < n_tc; k++) {
+      const ar_node_t *nk = ar_interp_node(ins[k], best);
+      if (nk->fused || ar_interp_op_fused(ins[k], best) >= 0)
+        snprintf(fu + strlen(fu), sizeof fu - strlen(fu), "%s%d", *fu ? "," : "", tcounts[k]);
+      if (nk->fused) nd = nk;
+    }
+    const ar_tview_t *o = nd->outputs[0], *x = nd->fused ? nd->fused->inputs[0] : NULL;
+    char os[32], xs[32] = "";
+    snprintf(os, sizeof os, "[%d,%d,%d,%d]", o->rank > 0 ? o->dims[0] : 0, o->rank > 1 ? o->dims[1] : 0,
+             o->rank > 2 ? o->dims[2] : 0, o->rank > 3 ? o->dims[3] : 0);
+    if (x) snprintf(xs, sizeof xs, "[%d,%d,%d,%d]", x->dims[0], x->dims[1], x->dims[2], x->dims[3]);
+    printf("      %4d %-22s %-19s %-18s %-7s", best, ar_op_name(nd->op), os, xs, *fu ? fu : "-");
+    for (int k = 0; k < n_tc; k++) printf(" %8.1f %8.1f", mn[(size_t)k * n_ops + best], md[(size_t)k * n_ops + best]);
+    printf(" %6.2f %6.2f %7.1f\n", mn[(size_t)last * n_ops + best] > 0 ? mn[best] / mn[(size_t)last * n_ops + best] : 0,
+           md[(size_t)last * n_ops + best] > 0 ? md[best] / md[(size_t)last * n_ops + best] : 0, lost[best]);
+  }
+  double smin[MAX_THREAD_COUNTS] = {0}, smed[MAX_THREAD_COUNTS] = {0}, tmin[MAX_THREAD_COUNTS];
+  for (int k = 0; k < n_tc; k++) {
+    for (int32_t op = 0; op < n_ops; op++) {
+      double *x = t + ((size_t)k * n_ops + op) * n;
+      smin[k] += x[0];   /* sorted above */
+      smed[k] += md[(size_t)k * n_ops + op];
+    }
+    tmin[k] = 1e30;
+    for (int s = 0; s < n; s++) tmin[k] = tot[(size_t)k * n + s] < tmin[k] ? tot[(size_t)k * n + s] : tmin[k];
+  }
+  printf("      sums:");
+  for (int k = 0; k < n_tc; k++)
+    printf(" %d thr: ops' mins %.1f, medians %.1f, fastest invoke %.1f;", tcounts[k], smin[k], smed[k], tmin[k]);
+  printf(" lost %.1f us\n", sum_lost);
+out:
+  free(ns);
+  free(t);
+  free(tot);
+  free(mn);
+  free(md);
+  free(lost);
+  free(shown);
 }
 
 /* One interpreter of `m` with weights mode `w`, placed in owned memory; NULL (message printed) on
@@ -541,13 +650,13 @@ int main(int argc, char **argv) {
     {"cpu-clock", no_argument, NULL, 'C'},    {"weights", no_argument, NULL, 'W'},
     {"isa", required_argument, NULL, 'I'},    {"json", no_argument, NULL, 'J'},
     {"top", required_argument, NULL, 'T'},    {"no-fuse", no_argument, NULL, 'F'},
-    {"fuse-compare", no_argument, NULL, 'G'},
+    {"fuse-compare", no_argument, NULL, 'G'}, {"op-scaling", no_argument, NULL, 'O'},
     {NULL, 0, NULL, 0},
   };
   const char *ref = NULL, *cs = "photo", *isa = NULL;
   int runs = 30, warmup = 5, rounds = 3, threads = 1, do_profile = 0, quant = 0, weights = 0, c;
-  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0, top = 10, no_fuse = 0, fuse_cmp = 0;
-  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:JT:FG", longopts, NULL)) != -1) {
+  int tcounts[MAX_THREAD_COUNTS] = {1}, n_tc = 1, json = 0, top = 10, no_fuse = 0, fuse_cmp = 0, op_scale = 0;
+  while ((c = getopt_long(argc, argv, "r:n:w:R:c:t:pqCWI:JT:FGO", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': ref = optarg; break;
       case 'n': runs = atoi(optarg); break;
@@ -572,10 +681,11 @@ int main(int argc, char **argv) {
       case 'I': isa = optarg; break;
       case 'F': no_fuse = 1; break;
       case 'G': fuse_cmp = 1; break;
+      case 'O': op_scale = 1; break;
       default:
         fprintf(stderr, "usage: bench/invoke [--quant] [--weights] [--ref DIR] [--runs N] [--warmup W] [--rounds R] "
                         "[--case photo|random] [--threads T[,T...]] [--json] [--profile [--top N]] [--cpu-clock] "
-                        "[--isa portable|avx2] [--no-fuse | --fuse-compare] "
+                        "[--isa portable|avx2] [--no-fuse | --fuse-compare] [--op-scaling] "
                         "[MODEL_STEM ...]\n");
         return 2;
     }
@@ -614,8 +724,8 @@ int main(int argc, char **argv) {
     models = (const char *const *)(argv + optind);
     n_models = argc - optind;
   }
-  if (json && (do_profile || weights)) {
-    fprintf(stderr, "bench/invoke: --json goes with the main table only (not --profile / --weights)\n");
+  if (json && (do_profile || weights || op_scale)) {
+    fprintf(stderr, "bench/invoke: --json goes with the main table only (not --profile / --weights / --op-scaling)\n");
     return 2;
   }
   if (weights && n_tc != 1) {
@@ -757,6 +867,7 @@ int main(int argc, char **argv) {
         fprintf(tab, "  %s, %d thread(s):\n", models[mi], tcounts[k]);
         profile(ins[k], input, bytes, runs, top);
       }
+    if (op_scale && n_tc > 1) op_scaling(ins, tcounts, n_tc, input, bytes, runs, rounds, top);
     for (int k = 0; k < n_tc; k++) ar_interp_free(ins[k]);
     ar_model_free(m);
     free(input);
