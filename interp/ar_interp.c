@@ -46,6 +46,7 @@ struct ar_interp {
   int32_t *at_use_op;             /* n_tensors: the at-use DEQUANTIZE writing the tensor, or -1 */
   int32_t *fused_into;            /* n_ops: the DEPTHWISE_CONV_2D an expansion conv runs inside, or -1 */
   int32_t *extra_input;           /* n_ops: the input of the conv fused into it (lifetimes), or -1 */
+  int32_t *pad_into;              /* n_ops: the DEPTHWISE_CONV_2D a PAD is folded into, or -1 */
   bool *elided;                   /* n_ops: a sparse filter's DENSIFY (-> DEQUANTIZE), not run: its
                                    * CONV_2D reads the sparse constant (find_sparse_filters) */
   uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
@@ -430,6 +431,62 @@ static int find_fusions(ar_interp_t *in, const int32_t *sparse_of, const int32_t
   return 0;
 }
 
+/* PAD folding (with ar_interp_options_t.fuse): a PAD k that runs at invoke and whose one output t
+ * (not a graph output nor a variable) is read by exactly one input slot, input 0 of a later
+ * DEPTHWISE_CONV_2D d that runs at invoke and has no fused conv, when the kernels'
+ * ar_kernel_pad_fold_check covers the pair: k is elided (mode ELIDED, step -1), extra_input[d] =
+ * the PAD's input 0, which d reads instead (node set-up), and nodes[d].folded_pad = the zero rows
+ * and columns. The face detectors pad before most of their depthwise convs (43 PADs in
+ * face_detection_full_range_sparse). Called after find_fusions. Errors: AR_ENOMEM. */
+static int find_pad_folds(ar_interp_t *in) {
+  const ar_subgraph_t *sg = in->sg;
+  const int32_t nt = in->n_tensors, no = in->n_ops;
+  int32_t *reader = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *reader);   /* op, -2: several */
+  int32_t *slot = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *slot);
+  if (!reader || !slot) {
+    free(reader);
+    free(slot);
+    return AR_ENOMEM;
+  }
+  for (int32_t t = 0; t < nt; t++) reader[t] = slot[t] = -1;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t < 0 || t >= nt) continue;
+      reader[t] = reader[t] == -1 ? k : -2;
+      slot[t] = i;
+    }
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) reader[sg->outputs[i]] = -2;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op != AR_OP_PAD || in->op_mode[k] != AR_OPMODE_INVOKE || in->elided[k] || op->n_outputs != 1 ||
+        op->n_inputs != 2 || op->inputs[0] < 0 || op->inputs[0] >= nt)
+      continue;
+    const int32_t t = op->outputs[0];
+    if (t < 0 || t >= nt || reader[t] < 0 || slot[t] != 0 || sg->tensors[t].is_variable) continue;
+    const int32_t d = reader[t];
+    if (d <= k || sg->operators[d].op != AR_OP_DEPTHWISE_CONV_2D || in->op_mode[d] != AR_OPMODE_INVOKE ||
+        in->elided[d] || in->extra_input[d] >= 0)
+      continue;
+    ar_node_t pn, dn;
+    int32_t pads[4];
+    if (!probe_node(in, k, &pn) || !probe_node(in, d, &dn) || !ar_kernel_pad_fold_check(&pn, &dn, pads))
+      continue;
+    in->elided[k] = true;
+    in->op_mode[k] = AR_OPMODE_ELIDED;
+    in->op_step[k] = -1;
+    in->extra_input[d] = op->inputs[0];
+    in->pad_into[k] = d;
+    memcpy(in->nodes[d].folded_pad, pads, sizeof pads);
+  }
+  free(reader);
+  free(slot);
+  return 0;
+}
+
 /* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
 static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                       char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
@@ -485,6 +542,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->elided = calloc(no, sizeof(*in->elided));
   in->fused_into = calloc(no, sizeof(*in->fused_into));
   in->extra_input = calloc(no, sizeof(*in->extra_input));
+  in->pad_into = calloc(no, sizeof(*in->pad_into));
   int32_t *sparse_of = calloc(no, sizeof(*sparse_of));
   int32_t *f16_of = calloc(nt, sizeof(*f16_of));
   in->scratch_bytes = calloc(no, sizeof(*in->scratch_bytes));
@@ -495,7 +553,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
   int rc = 0;
   if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
-      !in->at_use_op || !in->elided || !in->fused_into || !in->extra_input || !sparse_of || !f16_of || !in->scratch_bytes ||
+      !in->at_use_op || !in->elided || !in->fused_into || !in->extra_input || !in->pad_into || !sparse_of || !f16_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     goto fail;
@@ -571,8 +629,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       }
   }
   /* Inverted-residual fusion: expansion convs run inside the depthwise reading their output. */
-  for (int32_t k = 0; k < in->n_ops; k++) in->fused_into[k] = in->extra_input[k] = -1;
-  if (opt.fuse && (rc = find_fusions(in, sparse_of, f16_of)) != 0) {
+  for (int32_t k = 0; k < in->n_ops; k++) in->fused_into[k] = in->extra_input[k] = in->pad_into[k] = -1;
+  if (opt.fuse && ((rc = find_fusions(in, sparse_of, f16_of)) != 0 || (rc = find_pad_folds(in)) != 0)) {
     rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
     goto fail;
   }
@@ -618,6 +676,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       if (op->inputs[i] >= 0 && f16_of[op->inputs[i]] >= 0) nd->inputs[i] = &in->views[f16_of[op->inputs[i]]];
     if (sparse_of[k] >= 0) nd->inputs[1] = &in->views[sparse_of[k]];   /* the filter as stored */
     if (in->fused_into[k] >= 0) in->nodes[in->fused_into[k]].fused = nd;   /* k < fused_into[k] */
+    if (nd->folded_pad[0] | nd->folded_pad[1] | nd->folded_pad[2] | nd->folded_pad[3])
+      nd->inputs[0] = &in->views[in->extra_input[k]];   /* a folded PAD's input (find_pad_folds) */
     if (in->elided[k]) continue;   /* never prepared nor run (a fused conv: by its depthwise) */
     const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
     if (!kern || !kern->prepare || !kern->eval) {
@@ -820,6 +880,7 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->elided);
   free(in->fused_into);
   free(in->extra_input);
+  free(in->pad_into);
   free(in->scratch_bytes);
   free(in->scratch_buf);
   free(in->state_offset);
@@ -1124,7 +1185,11 @@ bool ar_interp_op_at_use(const ar_interp_t *in, int32_t k) {
 }
 
 bool ar_interp_op_elided(const ar_interp_t *in, int32_t k) {
-  return k >= 0 && k < in->n_ops && in->elided[k] && in->fused_into[k] < 0;
+  return k >= 0 && k < in->n_ops && in->elided[k] && in->fused_into[k] < 0 && in->pad_into[k] < 0;
+}
+
+int32_t ar_interp_op_pad_folded(const ar_interp_t *in, int32_t k) {
+  return k >= 0 && k < in->n_ops ? in->pad_into[k] : -1;
 }
 
 int32_t ar_interp_op_fused(const ar_interp_t *in, int32_t k) {

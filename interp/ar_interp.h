@@ -83,7 +83,9 @@ typedef struct ar_interp_options {
                                 * DEPTHWISE_CONV_2D runs
                                 * inside that depthwise's node, band by band (kernels/fused_ir.c):
                                 * the conv is elided (ar_interp_op_fused) and its output gets no
-                                * buffer; outputs are bit-identical to fuse = false. */
+                                * buffer; outputs are bit-identical to fuse = false. It also
+                                * folds a PAD read only by a depthwise into that depthwise
+                                * (ar_interp_op_pad_folded). */
 } ar_interp_options_t;
 
 /* Smallest expansion-conv output (bytes per thread of an invoke) worth fusing: below it each
@@ -210,6 +212,12 @@ bool ar_interp_op_elided(const ar_interp_t *in, int32_t k);
  * bytes: AR_HOME_CONSTANT without data in the tensor plan); -1 for every other operator. The
  * depthwise's node shows the conv's node in node->fused, and its scratch holds the bands. */
 int32_t ar_interp_op_fused(const ar_interp_t *in, int32_t k);
+/* PAD folding (with ar_interp_options_t.fuse): for a float PAD k of rows and columns whose only
+ * reader is a VALID DEPTHWISE_CONV_2D (ar_kernel_pad_fold_check), that operator's index (k never
+ * runs and its output tensor has no bytes; the depthwise's node reads the PAD's input, with
+ * node->folded_pad the zero rows and columns); -1 for every other operator. Outputs are
+ * bit-identical to fuse = false (tests/check_threads.c). */
+int32_t ar_interp_op_pad_folded(const ar_interp_t *in, int32_t k);
 
 /* ---- Resizable inputs and shapes that depend on values (TFLite ResizeInputTensor +
  * AllocateTensors, and its "dynamic tensors").

@@ -82,6 +82,10 @@ typedef struct ar_node {
                                 * this node's prepare prepares it too and its eval computes it
                                 * band by band into scratch (kernels/fused_ir.c; the interpreter
                                 * decides which pairs, interp/ar_interp.c) */
+  int32_t folded_pad[4];       /* DEPTHWISE_CONV_2D only, all 0 otherwise: zero rows above, below,
+                                * zero columns left, right of a float PAD the interpreter folded
+                                * into this node (interp/ar_interp.c); input 0 is then the PAD's
+                                * input and the node's VALID padding applies to the padded size */
 } ar_node_t;
 
 typedef struct ar_kernel {
@@ -122,6 +126,17 @@ bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
  * the same FMA chain in k order whatever band holds it, so the outputs are bit-identical to the
  * unfused run). False for anything else, including malformed nodes (prepare reports those). */
 bool ar_kernel_fuse_ir_check(const ar_node_t *conv, const ar_node_t *dw);
+
+/* PAD folding: whether PAD `pad`, whose output 0 is input 0 of DEPTHWISE_CONV_2D `dw` and read by
+ * nothing else (the interpreter checks that), can be left out, dw reading the PAD's input with
+ * dw->folded_pad = *pads_out (rows above, below, columns left, right). Covered: float32 input and
+ * output of rank 4, constant int32 paddings [4,2] that pad only H and W, by at most the filter's
+ * dilated extent minus 1 on each side (as SAME would); a float32 depthwise with VALID padding.
+ * TFLite's PAD fills a float tensor with 0 and a VALID depthwise over the padded map reads those
+ * zeros; the depthwise's loops skip the taps outside the input instead (a multiply-add by 0 adds
+ * nothing to a finite sum). Asked before prepare, with the nodes as the model stores them. False
+ * for anything else, including malformed nodes (prepare reports those). */
+bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *dw, int32_t pads_out[4]);
 
 /* Apply a TFLite fused activation to n floats in place (NONE, RELU, RELU_N1_TO_1, RELU6, TANH,
  * SIGN_BIT). */

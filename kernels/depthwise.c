@@ -47,6 +47,16 @@ static void dw_geometry(const ar_node_t *node, dw_geom_t *g) {
   g->sh = o->stride_h; g->sw = o->stride_w; g->dh = o->dilation_h; g->dw = o->dilation_w;
   g->oh = ar_compute_padding(o->padding, g->h, g->kh, g->sh, g->dh, &g->pt);
   g->ow = ar_compute_padding(o->padding, g->w, g->kw, g->sw, g->dw, &g->pl);
+  const int32_t *fp = node->folded_pad;
+  if (fp[0] | fp[1] | fp[2] | fp[3]) {
+    /* A folded PAD (VALID only): the output of VALID over the padded size; its zero rows and
+     * columns are the taps the loops already skip outside [0, H) x [0, W). */
+    int32_t unused;
+    g->oh = ar_compute_padding(AR_PADDING_VALID, g->h + fp[0] + fp[1], g->kh, g->sh, g->dh, &unused);
+    g->ow = ar_compute_padding(AR_PADDING_VALID, g->w + fp[2] + fp[3], g->kw, g->sw, g->dw, &unused);
+    g->pt = fp[0];
+    g->pl = fp[2];
+  }
   g->row0 = 0;
   g->row1 = (int64_t)g->n * g->oh;
 }

@@ -655,6 +655,99 @@ START_TEST(test_fp16_read_as_stored_generated) {
 }
 END_TEST
 
+/* PAD folding: x [1,H,W,C] -> PAD (constant paddings on H and W) -> DEPTHWISE_CONV_2D 3x3 VALID
+ * (stride 1 or 2, with bias) -> y. With fusion on the PAD is folded into the depthwise (elided, the
+ * depthwise reads x): the outputs are byte for byte those with fusion off (the PAD run), at 1 and
+ * 2 threads, and match a by-hand computation over the zero-padded map. A PAD of channels is not
+ * folded. */
+START_TEST(test_pad_folded_into_depthwise) {
+  enum { C = 24, H = 37, W = 30 };
+  static const struct { int32_t pads[8], stride; bool folds; } pcases[] = {
+      {{0, 0, 1, 1, 1, 1, 0, 0}, 1, true},    /* SAME-like, stride 1 */
+      {{0, 0, 1, 1, 1, 1, 0, 0}, 2, true},    /* the face detectors' stride-2 form (SAME would pad 0 above) */
+      {{0, 0, 2, 0, 0, 2, 0, 0}, 2, true},    /* all above / all right */
+      {{0, 0, 0, 1, 2, 1, 0, 0}, 1, true},
+      {{0, 0, 3, 0, 0, 0, 0, 0}, 1, false},   /* more than the filter's extent - 1: the PAD runs */
+      {{0, 0, 1, 1, 1, 1, 0, 8}, 1, false},   /* channels too */
+  };
+  static float x[H * W * C], wd[9 * C], bd[C], want[(H + 3) * (W + 3) * (C + 8)], got[2][2][(H + 3) * (W + 3) * (C + 8)];
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+#define PF_RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, (float)((int)(seed >> 40) % 2001 - 1000) / 1000.0f)
+  for (int i = 0; i < H * W * C; i++) x[i] = PF_RND();
+  for (int i = 0; i < 9 * C; i++) wd[i] = PF_RND();
+  for (int i = 0; i < C; i++) bd[i] = PF_RND();
+  for (size_t ci = 0; ci < sizeof pcases / sizeof pcases[0]; ci++) {
+    const int32_t *p = pcases[ci].pads, s = pcases[ci].stride;
+    const int32_t ph = H + p[2] + p[3], pw = W + p[4] + p[5], pc = C + p[6] + p[7];
+    const int32_t oh = (ph - 3) / s + 1, ow = (pw - 3) / s + 1;
+    static float wdc[9 * (C + 8)], bdc[C + 8];
+    for (int32_t k = 0; k < 9; k++)
+      for (int32_t c = 0; c < pc; c++) wdc[k * pc + c] = wd[k * C + c % C];
+    for (int32_t c = 0; c < pc; c++) bdc[c] = bd[c % C];
+    ar_tm_tensor_t t[] = {
+      {"x", AR_DTYPE_FLOAT32, 4, {1, H, W, C}, false, {0}, NULL},
+      {"paddings", AR_DTYPE_INT32, 2, {4, 2}, false, {0}, p},
+      {"xp", AR_DTYPE_FLOAT32, 4, {1, ph, pw, pc}, false, {0}, NULL},
+      {"wd", AR_DTYPE_FLOAT32, 4, {1, 3, 3, pc}, false, {0}, wdc},
+      {"bd", AR_DTYPE_FLOAT32, 1, {pc}, false, {0}, bdc},
+      {"y", AR_DTYPE_FLOAT32, 4, {1, oh, ow, pc}, false, {0}, NULL},
+    };
+    ar_tm_op_t ops[] = {
+      {34, 2, 1, {0, 1}, {2}, 0, 0, {{0, 0, 0}}},   /* PAD */
+      /* DEPTHWISE_CONV_2D 3x3 VALID, multiplier 1 */
+      {4, 3, 1, {2, 3, 4}, {5}, 2, 6, {{0, 1, 1}, {1, 4, s}, {2, 4, s}, {3, 4, 1}, {5, 4, 1}, {6, 4, 1}}},
+    };
+    const int32_t gin[] = {0}, gout[] = {5};
+    size_t bytes = 0;
+    uint8_t *file = ar_tm_build(t, 6, ops, 2, gin, 1, gout, 1, &bytes);
+    char msg[AR_MSG_BYTES] = "";
+    ar_model_t *m = NULL;
+    ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "built model: %s", msg);
+    for (int32_t oy = 0; oy < oh; oy++)
+      for (int32_t ox = 0; ox < ow; ox++)
+        for (int32_t c = 0; c < pc; c++) {
+          double acc = bdc[c];
+          for (int32_t ky = 0; ky < 3; ky++)
+            for (int32_t kx = 0; kx < 3; kx++) {
+              const int32_t iy = oy * s + ky - p[2], ix = ox * s + kx - p[4], ic = c - p[6];
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W || ic < 0 || ic >= C) continue;
+              acc += (double)x[(iy * W + ix) * C + ic] * wdc[(ky * 3 + kx) * pc + c];
+            }
+          want[(oy * ow + ox) * pc + c] = (float)acc;
+        }
+    const size_t ny = (size_t)oh * ow * pc;
+    for (int th = 0; th < 2; th++)
+      for (int f = 0; f < 2; f++) {
+        ar_interp_options_t opt;
+        ar_interp_options_default(&opt);
+        opt.threads = th + 1;
+        opt.fuse = f == 1;
+        ar_interp_t *in = NULL;
+        ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "case %zu: %s", ci, msg);
+        ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+        ck_assert_int_eq(ar_interp_op_pad_folded(in, 0), f && pcases[ci].folds ? 1 : -1);
+        ck_assert_int_eq(ar_interp_op_pad_folded(in, 1), -1);
+        ck_assert(!ar_interp_op_elided(in, 0));
+        memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+        ck_assert_int_eq(ar_interp_invoke(in), 0);
+        ck_assert_uint_eq(ar_interp_output(in, 0)->bytes, ny * sizeof(float));
+        memcpy(got[th][f], ar_interp_output(in, 0)->data, ny * sizeof(float));
+        for (size_t i = 0; i < ny; i++)
+          ck_assert_msg(fabsf(got[th][f][i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])),
+                        "case %zu, %d thread(s), fuse %d: y[%zu] %g, by hand %g", ci, th + 1, f, i,
+                        (double)got[th][f][i], (double)want[i]);
+        ar_interp_free(in);
+      }
+    for (int i = 1; i < 4; i++)
+      ck_assert_msg(memcmp(got[0][0], got[i / 2][i % 2], ny * sizeof(float)) == 0,
+                    "case %zu: outputs differ (threads %d, fuse %d)", ci, i / 2 + 1, i % 2);
+    ar_model_free(m);
+    free(file);
+  }
+#undef PF_RND
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -677,6 +770,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_fp16_read_as_stored_generated);
   tcase_add_test(tc, test_prepare_errors);
   tcase_add_test(tc, test_shapeless_detection_outputs);
+  tcase_add_test(tc, test_pad_folded_into_depthwise);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -443,8 +443,16 @@ START_TEST(test_plan_with_scratch) {
         if (fz && !w) ck_assert_uint_le(f.tensor_lower_bound_bytes, pinned);
         else if (!fz && w) ck_assert_uint_ge(f.tensor_lower_bound_bytes, pinned);
         else if (!fz) ck_assert_uint_eq(f.tensor_lower_bound_bytes, pinned);
-        ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
-        ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
+        if (fz) {
+          /* Folded PADs (ar_interp_op_pad_folded) make the depthwise read the PAD's input, which
+           * then lives one operator longer: on face_detection_full_range_sparse the best plan sits
+           * 4,000 B (0.13 %) above its bound, 930 KB below the unfused plan. */
+          ck_assert_uint_le(f.tensor_arena_bytes, f.tensor_lower_bound_bytes + f.tensor_lower_bound_bytes / 100);
+          ck_assert_uint_le(f.arena_bytes, f.lower_bound_bytes + f.lower_bound_bytes / 100);
+        } else {
+          ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
+          ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
+        }
         ar_interp_free(in);
       }
   }
