@@ -29,18 +29,35 @@
 #include "proto/arenad.pb-c.h"
 
 #define AR_CLIENT_MAX_FRAME (1u << 30)
+#define AR_CLIENT_HIST 5
 
 struct ar_client {
   int fd;
   uint32_t busy_poll_us;      /* ar_client_set_busy_poll */
-  /* The previous invoke's model and round trip (µs): when the next invoke of that model is expected
-   * to take longer than the busy-poll time, the client sleeps until shortly before it is due. */
+  /* The model of the previous invokes and their timing (µs), to place the busy polling around the
+   * time the next reply is due (busy_wait_readable): the daemon's invoke_us of the last
+   * AR_CLIENT_HIST invokes, and what each round trip took beyond the daemon's invoke and queue
+   * times (its smallest recent value is the socket path's own cost; a larger one had a wake-up). */
   char last_model[128];
-  uint64_t last_invoke_rt_us;
+  uint32_t inv_us[AR_CLIENT_HIST], extra_us[AR_CLIENT_HIST];
+  uint32_t n_hist, next_hist;
+  uint32_t wake_late_us;      /* how late a timed sleep has been ending (running estimate) */
   uint64_t last_queue_us;     /* the previous invoke's wait in the daemon's queue (its reply's queue_us) */
   uint64_t next_id;
   ar_client_buffer_t *bufs;   /* registered with ar_client_buffer_register */
+  /* Replies are read into this buffer, kept for the connection's next call: the first read takes
+   * the header and as much of the frame as has arrived (one system call for a small reply), and
+   * bytes past the frame (none with one request at a time) stay for the next. */
+  uint8_t *rbuf;
+  size_t rcap, rstart, rlen;  /* rbuf[rstart, rstart + rlen) read, not yet handed out */
 };
+
+/* Reply buffers up to this size stay with the connection; a larger one goes after its reply. */
+#define AR_CLIENT_KEEP_RBUF (1u << 20)
+#define AR_CLIENT_RBUF_MIN 4096u
+/* Requests whose copied part (all but the large bytes fields, which are sent from the caller's
+ * memory) fits are framed on the stack. */
+#define AR_CLIENT_STACK_FRAME 2048u
 
 AR_EXPORT const char *ar_client_strerror(int code) { return ar_strerror(code); }
 
@@ -97,43 +114,84 @@ static uint64_t mono_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* A timer wakes a sleeping thread up to this late (the default timer slack of a thread is 50 µs). */
+/* A timed sleep ends late: by the thread's timer slack (50 µs by default) and, on a virtual
+ * machine whose idle vCPU halted, its wake-up (60-130 us measured here). The first sleeps assume
+ * this much; then the client's running estimate of what it saw. */
 #define AR_CLIENT_TIMER_SLACK_US 60
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* When the reply to an invoke of the previous invokes' model is due, µs after its send: the median
+ * of their invoke times plus the smallest of their socket costs (0: no history). */
+static uint64_t expected_rt_us(const ar_client_t *c) {
+  if (c->n_hist == 0) return 0;
+  uint32_t v[AR_CLIENT_HIST], extra = UINT32_MAX;
+  memcpy(v, c->inv_us, c->n_hist * sizeof(uint32_t));
+  qsort(v, c->n_hist, sizeof(uint32_t), cmp_u32);
+  for (uint32_t i = 0; i < c->n_hist; i++)
+    if (c->extra_us[i] < extra) extra = c->extra_us[i];
+  return (uint64_t)v[c->n_hist / 2] + extra;
+}
+
+/* Record an invoke of `model` whose reply came `rt_us` after its send and took the daemon
+ * `invoke_us` (and last_queue_us in its queue). A new model starts a new history. */
+static void note_invoke(ar_client_t *c, const char *model, bool same_model, uint64_t rt_us, uint64_t invoke_us) {
+  if (!same_model) {
+    snprintf(c->last_model, sizeof(c->last_model), "%s", model);
+    c->n_hist = c->next_hist = 0;
+  }
+  uint64_t other = invoke_us + c->last_queue_us, extra = rt_us > other ? rt_us - other : 0;
+  c->inv_us[c->next_hist] = invoke_us > UINT32_MAX ? UINT32_MAX : (uint32_t)invoke_us;
+  c->extra_us[c->next_hist] = extra > UINT32_MAX ? UINT32_MAX : (uint32_t)extra;
+  c->next_hist = (c->next_hist + 1) % AR_CLIENT_HIST;
+  if (c->n_hist < AR_CLIENT_HIST) c->n_hist++;
+}
 
 /* Before a blocking read of a reply: poll the socket without sleeping for up to busy_poll_us
  * (yielding the CPU each pass), so that a reply arriving meanwhile costs no wake-up of a sleeping
- * thread. When the reply is expected later than that (`expect_us` after `sent_us`: the previous
- * invoke of the same model), first sleep (ppoll: the reply still ends it at once) until
- * busy_poll_us before it is due, so that the polling covers the reply's arrival and not the whole
- * invoke (a spinning client on a 2-core machine takes the CPU an invoke's threads would use).
- * Returns when the socket is readable or the time is up; the read that follows blocks as usual
- * when nothing came. */
-static void busy_wait_readable(const ar_client_t *c, uint64_t sent_us, uint64_t expect_us) {
-  if (c->busy_poll_us == 0) return;
+ * thread. When the reply is expected later than that (`expect_us` after `sent_us`, from the
+ * previous invokes of the same model), first sleep (ppoll: the reply still ends it at once) so
+ * that the polling starts a third of busy_poll_us before the reply is due: it brackets the
+ * expected reply (invoke times vary both ways, more often up) instead of taking a CPU for the
+ * whole invoke, which on a small machine would slow the invoke's own threads. The sleep ends
+ * early by the estimate of how late such sleeps end. Returns 1 when the polling saw the socket
+ * readable (the reply, a hang-up or an error the read reports), 2 when it became readable during
+ * the sleep, 0 when neither (the read that follows blocks as usual). */
+static int busy_wait_readable(ar_client_t *c, uint64_t sent_us, uint64_t expect_us) {
+  if (c->busy_poll_us == 0) return 0;
   /* The previous invoke of the model waited in the daemon's queue behind other clients' work for
    * longer than the polling lasts: its reply time says little about this one's, and the cores are
    * busy; polling would mostly spin in vain and take CPU from the invokes, so block at once. */
-  if (expect_us > 0 && c->last_queue_us > c->busy_poll_us) return;
+  if (expect_us > 0 && c->last_queue_us > c->busy_poll_us) return 0;
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
-  uint64_t lead = (uint64_t)c->busy_poll_us + AR_CLIENT_TIMER_SLACK_US;
-  if (expect_us > lead) {
-    uint64_t now = mono_us(), wake = sent_us + expect_us - lead;
+  uint64_t before = c->busy_poll_us / 3, late = c->n_hist ? c->wake_late_us : AR_CLIENT_TIMER_SLACK_US;
+  if (expect_us > before + late) {
+    uint64_t now = mono_us(), wake = sent_us + expect_us - before - late;
     if (wake > now) {
       uint64_t d = wake - now;
       struct timespec ts = {.tv_sec = (time_t)(d / 1000000u), .tv_nsec = (long)(d % 1000000u) * 1000};
-      if (ppoll(&p, 1, &ts, NULL) != 0) return;   /* readable (or an error the read reports) */
+      if (ppoll(&p, 1, &ts, NULL) != 0) return 2;   /* readable (or an error the read reports) */
+      /* Timed out: how late (a running average, at most the polling time). */
+      uint64_t woke = mono_us(), seen = woke > wake ? woke - wake : 0;
+      if (seen > c->busy_poll_us) seen = c->busy_poll_us;
+      c->wake_late_us = c->n_hist ? (uint32_t)((3 * (uint64_t)c->wake_late_us + seen) / 4) : (uint32_t)seen;
     }
   }
   uint64_t end = mono_us() + c->busy_poll_us;
   do {
-    if (poll(&p, 1, 0) != 0) return;   /* readable, hung up, or an error the read reports */
+    if (poll(&p, 1, 0) != 0) return 1;   /* readable, hung up, or an error the read reports */
     sched_yield();
   } while (mono_us() < end);
+  return 0;
 }
 
 AR_EXPORT void ar_client_close(ar_client_t *c) {
   if (c == NULL) return;
   close(c->fd);   /* the daemon releases the connection's buffers */
+  free(c->rbuf);
   ar_client_buffer_t *next;
   for (ar_client_buffer_t *b = c->bufs; b; b = next) {
     next = b->next;
@@ -166,7 +224,7 @@ static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
     p->n_refs++;
     return;
   }
-  memcpy(p->copy + p->copy_len, data, len);
+  if (p->copy) memcpy(p->copy + p->copy_len, data, len);   /* NULL: the sizing pass */
   p->copy_len += len;
 }
 
@@ -206,19 +264,77 @@ static int send_iov(int fd, struct iovec *iov, int n, int pass) {
   return 0;
 }
 
-static int read_all(int fd, uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
+/* Read at least `need` bytes (more when they have arrived, up to `room`) into p; returns the count
+ * read, or -1 (errno set; ECONNRESET at end of stream). */
+static ssize_t read_some(int fd, uint8_t *p, size_t need, size_t room) {
+  size_t got = 0;
+  while (got < need) {
+    ssize_t r = read(fd, p + got, room - got);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return -1;
     if (r == 0) {
       errno = ECONNRESET;
       return -1;
     }
-    p += r;
-    n -= (size_t)r;
+    got += (size_t)r;
   }
+  return (ssize_t)got;
+}
+
+/* Make room in c->rbuf for `bytes` from rstart (moving what is buffered to the front). */
+static int rbuf_reserve(ar_client_t *c, size_t bytes) {
+  if (c->rstart > 0) {
+    memmove(c->rbuf, c->rbuf + c->rstart, c->rlen);
+    c->rstart = 0;
+  }
+  if (bytes <= c->rcap) return 0;
+  size_t cap = bytes < AR_CLIENT_RBUF_MIN ? AR_CLIENT_RBUF_MIN : bytes;
+  uint8_t *nb = realloc(c->rbuf, cap);
+  if (nb == NULL) return -1;
+  c->rbuf = nb;
+  c->rcap = cap;
   return 0;
+}
+
+/* The next frame's body: *body (len bytes) points into c->rbuf, valid until the next call on the
+ * connection. Reads the header and whatever else has arrived in one go. Returns 0, or -1 with
+ * errno (ENOMEM, or the read's), or -2 when the frame is longer than the client accepts (*len set). */
+static int read_frame(ar_client_t *c, const uint8_t **body, uint32_t *len) {
+  if (c->rlen < 4) {
+    if (rbuf_reserve(c, AR_CLIENT_RBUF_MIN) != 0) return -1;
+    ssize_t r = read_some(c->fd, c->rbuf + c->rlen, 4 - c->rlen, c->rcap - c->rlen);
+    if (r < 0) return -1;
+    c->rlen += (size_t)r;
+  }
+  const uint8_t *h = c->rbuf + c->rstart;
+  *len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+  if (*len > AR_CLIENT_MAX_FRAME) return -2;
+  size_t want = 4 + (size_t)*len;
+  if (c->rlen < want) {
+    if (rbuf_reserve(c, want) != 0) {
+      errno = ENOMEM;
+      return -1;
+    }
+    ssize_t r = read_some(c->fd, c->rbuf + c->rlen, want - c->rlen, c->rcap - c->rlen);
+    if (r < 0) return -1;
+    c->rlen += (size_t)r;
+  }
+  *body = c->rbuf + c->rstart + 4;
+  c->rstart += want;
+  c->rlen -= want;
+  return 0;
+}
+
+/* After a frame was handed out: a large buffer is not kept once nothing is buffered. */
+static void rbuf_trim(ar_client_t *c) {
+  if (c->rlen == 0) {
+    c->rstart = 0;
+    if (c->rcap > AR_CLIENT_KEEP_RBUF) {
+      free(c->rbuf);
+      c->rbuf = NULL;
+      c->rcap = 0;
+    }
+  }
 }
 
 /* Send `req` (its id is set here) and wait for the matching response. On success *out is the
@@ -230,12 +346,22 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
   req->id = c->next_id++;
   size_t n = arenad__request__get_packed_size(req);
   if (n > UINT32_MAX) return ar_errf(msg, msg_bytes, AR_EINVAL, "request of %zu bytes is too large", n);
-  uint8_t *buf = malloc(4 + n);
+  /* Large bytes fields (input tensors) are sent from the caller's memory, not copied into the
+   * frame: one sendmsg of several pieces. The copied rest is framed on the stack when it fits (a
+   * sizing pass first when the request is large). */
+  piece_buf_t pb = {.base = {.append = piece_append}};
+  size_t copied = n;
+  if (n > AR_CLIENT_STACK_FRAME - 4) {
+    arenad__request__pack_to_buffer(req, &pb.base);
+    copied = pb.copy_len;
+    pb.copy_len = 0;
+    pb.n_refs = 0;
+  }
+  uint8_t stack_frame[AR_CLIENT_STACK_FRAME];
+  uint8_t *buf = 4 + copied <= sizeof(stack_frame) ? stack_frame : malloc(4 + copied);
   if (buf == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %zu-byte request", n);
   buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16), buf[3] = (uint8_t)(n >> 24);
-  /* Large bytes fields (input tensors) are sent from the caller's memory, not copied into the
-   * frame: one sendmsg of several pieces. */
-  piece_buf_t pb = {.base = {.append = piece_append}, .copy = buf + 4};
+  pb.copy = buf + 4;
   arenad__request__pack_to_buffer(req, &pb.base);
   struct iovec iov[2 * AR_CLIENT_MAX_REFS + 1];
   int niov = 0;
@@ -250,28 +376,24 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
   uint64_t sent_us = c->busy_poll_us ? mono_us() : 0, expect_us = 0;
   const char *inv_model =
       req->body_case == ARENAD__REQUEST__BODY_INVOKE && req->invoke->model ? req->invoke->model : NULL;
-  if (inv_model && strcmp(inv_model, c->last_model) == 0) expect_us = c->last_invoke_rt_us;
+  bool same_model = inv_model && strcmp(inv_model, c->last_model) == 0;
+  if (same_model) expect_us = expected_rt_us(c);
   int rc = send_iov(c->fd, iov, niov, pass);
-  free(buf);
+  if (buf != stack_frame) free(buf);
   if (rc != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "send: %s", strerror(errno));
-  uint8_t hdr[4];
-  busy_wait_readable(c, sent_us, expect_us);
-  if (read_all(c->fd, hdr, 4) != 0) return ar_errf(msg, msg_bytes, AR_ECONN, "receive: %s", strerror(errno));
-  uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
-  if (len > AR_CLIENT_MAX_FRAME)
+  /* When the reply came: as soon as the polling saw it, else after the read (a wake-up later). */
+  int seen = busy_wait_readable(c, sent_us, expect_us);
+  uint64_t reply_us = seen ? mono_us() : 0;
+  const uint8_t *body = NULL;
+  uint32_t len = 0;
+  int r = read_frame(c, &body, &len);
+  if (reply_us == 0 && c->busy_poll_us) reply_us = mono_us();
+  if (r == -2)
     return ar_errf(msg, msg_bytes, AR_EPROTO, "response frame of %u bytes is larger than the client accepts", len);
-  if (inv_model && c->busy_poll_us) {
-    c->last_invoke_rt_us = mono_us() - sent_us;
-    snprintf(c->last_model, sizeof(c->last_model), "%s", inv_model);
-  }
-  uint8_t *body = malloc(len ? len : 1);
-  if (body == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %u-byte response", len);
-  if (read_all(c->fd, body, len) != 0) {
-    free(body);
-    return ar_errf(msg, msg_bytes, AR_ECONN, "receive: %s", strerror(errno));
-  }
+  if (r != 0)
+    return ar_errf(msg, msg_bytes, errno == ENOMEM ? AR_ENOMEM : AR_ECONN, "receive: %s", strerror(errno));
   Arenad__Response *resp = arenad__response__unpack(NULL, len, body);
-  free(body);
+  rbuf_trim(c);
   if (resp == NULL) return ar_errf(msg, msg_bytes, AR_EPROTO, "response of %u bytes does not decode", len);
   int code = resp->status ? (int)resp->status->code : 0;
   if (code != 0) {
@@ -279,8 +401,10 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
     arenad__response__free_unpacked(resp, NULL);
     return rc;
   }
-  if (inv_model && resp->body_case == ARENAD__RESPONSE__BODY_INVOKE && resp->invoke)
+  if (inv_model && resp->body_case == ARENAD__RESPONSE__BODY_INVOKE && resp->invoke) {
     c->last_queue_us = resp->invoke->queue_us;
+    if (c->busy_poll_us) note_invoke(c, inv_model, same_model, reply_us - sent_us, resp->invoke->invoke_us);
+  }
   if (resp->id != req->id) {
     rc = ar_errf(msg, msg_bytes, AR_EPROTO, "response id %llu, expected %llu", (unsigned long long)resp->id,
                  (unsigned long long)req->id);
@@ -542,13 +666,18 @@ AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const a
                                       ar_client_result_t *res, char *msg, size_t msg_bytes) {
   memset(res, 0, sizeof(*res));
   if (n_outputs > 0 && output_ranges == NULL) return ar_errf(msg, msg_bytes, AR_EINVAL, "output_ranges is NULL");
-  Arenad__Tensor *ts = calloc(n_inputs + 1, sizeof(*ts));
-  Arenad__Tensor **ptrs = calloc(n_inputs + 1, sizeof(*ptrs));
-  int64_t *shapes = calloc((n_inputs + 1) * AR_CLIENT_MAX_RANK, sizeof(int64_t));
-  Arenad__BufferRange *rs = calloc(n_inputs + n_outputs + 1, sizeof(*rs));
-  Arenad__BufferRange **optrs = calloc(n_outputs + 1, sizeof(*optrs));
+  /* The request's pieces: on the stack for up to AR_CLIENT_MAX_IO inputs and outputs. */
+  Arenad__Tensor ts_s[AR_CLIENT_MAX_IO], *ptrs_s[AR_CLIENT_MAX_IO];
+  int64_t shapes_s[AR_CLIENT_MAX_IO * AR_CLIENT_MAX_RANK];
+  Arenad__BufferRange rs_s[2 * AR_CLIENT_MAX_IO], *optrs_s[AR_CLIENT_MAX_IO];
+  bool heap = n_inputs > AR_CLIENT_MAX_IO || n_outputs > AR_CLIENT_MAX_IO;
+  Arenad__Tensor *ts = heap ? calloc(n_inputs + 1, sizeof(*ts)) : ts_s;
+  Arenad__Tensor **ptrs = heap ? calloc(n_inputs + 1, sizeof(*ptrs)) : ptrs_s;
+  int64_t *shapes = heap ? calloc((n_inputs + 1) * AR_CLIENT_MAX_RANK, sizeof(int64_t)) : shapes_s;
+  Arenad__BufferRange *rs = heap ? calloc(n_inputs + n_outputs + 1, sizeof(*rs)) : rs_s;
+  Arenad__BufferRange **optrs = heap ? calloc(n_outputs + 1, sizeof(*optrs)) : optrs_s;
   if (ts == NULL || ptrs == NULL || shapes == NULL || rs == NULL || optrs == NULL) {
-    free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
+    if (heap) free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
     return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
   }
   for (size_t i = 0; i < n_inputs; i++) {
@@ -597,7 +726,7 @@ AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const a
   req.invoke = &body;
   Arenad__Response *resp;
   int rc = call(c, &req, &resp, msg, msg_bytes);
-  free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
+  if (heap) free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
   if (rc) return rc;
   if (resp->body_case != ARENAD__RESPONSE__BODY_INVOKE) {
     arenad__response__free_unpacked(resp, NULL);
@@ -631,13 +760,14 @@ AR_EXPORT int ar_client_invoke_into(ar_client_t *c, const char *model, const ar_
                                     size_t n_inputs, void *const *outputs, const uint64_t *output_bytes,
                                     size_t n_outputs, ar_client_result_t *res, char *msg, size_t msg_bytes) {
   memset(res, 0, sizeof(*res));
-  ar_client_range_t *rs = calloc(n_outputs + 1, sizeof(*rs));
+  ar_client_range_t rs_s[AR_CLIENT_MAX_IO];
+  ar_client_range_t *rs = n_outputs <= AR_CLIENT_MAX_IO ? memset(rs_s, 0, sizeof(rs_s)) : calloc(n_outputs + 1, sizeof(*rs));
   if (rs == NULL) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
   for (size_t j = 0; j < n_outputs; j++) {
     if (outputs[j] == NULL) continue;
     const ar_client_buffer_t *b = buffer_of(c, outputs[j], output_bytes[j]);
     if (b == NULL) {
-      free(rs);
+      if (rs != rs_s) free(rs);
       return ar_errf(msg, msg_bytes, AR_EINVAL, "output %zu: %llu bytes at %p are not inside a buffer registered on "
                      "this connection", j, (unsigned long long)output_bytes[j], outputs[j]);
     }
@@ -646,7 +776,7 @@ AR_EXPORT int ar_client_invoke_into(ar_client_t *c, const char *model, const ar_
     rs[j].bytes = output_bytes[j];
   }
   int rc = ar_client_invoke_ranges(c, model, inputs, NULL, n_inputs, rs, n_outputs, res, msg, msg_bytes);
-  free(rs);
+  if (rs != rs_s) free(rs);
   return rc;
 }
 

@@ -106,13 +106,16 @@ AR_EXPORT void ar_client_close(ar_client_t *c);
  * block at once), yielding the CPU on each pass; a reply that arrives within that time costs no
  * wake-up of a sleeping thread (60-130 us measured on this project's 2-vCPU VM, whose idle vCPUs
  * halt). For an invoke of the same model as the
- * connection's previous invoke, whose round trip was longer than `us`, the client first sleeps
- * (the reply still wakes it at once) until `us` (plus 60 us of timer slack) before the previous
- * round trip's time, and polls from there: the polling brackets the expected reply instead of
- * taking a CPU for the whole invoke, which on a small machine would slow the invoke's own threads.
- * Other requests poll from the send. The price: up to `us` (+ 60) of one CPU per call (the
- * default: at most 0.36 ms per invoke, about 1 % of one core for 30 invokes a second); a few
- * hundred microseconds suit most uses. The environment variable ARENAD_BUSY_POLL_US, when set to a
+ * connection's previous invokes, whose reply is due later than that, the client first sleeps (the
+ * reply still wakes it at once) and polls from a third of `us` before the reply is due: due = the
+ * median of the daemon's invoke_us over the model's last 5 invokes plus the smallest of their
+ * round trips' remainders (round trip - invoke_us - queue_us); the sleep ends early by a running
+ * estimate of how late the connection's timed sleeps have ended (timer slack and the vCPU's
+ * wake-up, 60-200 us here). The polling brackets the expected reply instead of taking a CPU for
+ * the whole invoke, which on a small machine would slow the invoke's own threads. Other requests
+ * poll from the send. The price: up to `us` of one CPU per call (the default: at most 0.3 ms per
+ * invoke, about 1 % of one core for 30 invokes a second); a few hundred microseconds suit most
+ * uses. The environment variable ARENAD_BUSY_POLL_US, when set to a
  * number, gives the value ar_client_connect starts a connection with. The daemon's side is its
  * busy_poll_us setting (arenad.json(5)). */
 #define AR_CLIENT_BUSY_POLL_MAX 1000000u

@@ -19,6 +19,8 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 #include "common/ar_error.h"
 #include "daemon/ar_config.h"
 #include "loader/ar_model.h"
+#include "proto/arenad.pb-c.h"
 #include "tests/ar_test_client.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_model.h"
@@ -1442,11 +1445,114 @@ START_TEST(invokes_of_a_vanished_client_are_dropped) {
 }
 END_TEST
 
+
+/* A fake daemon for the client's reading: it answers the pings of one connection with frames cut
+ * and joined in awkward ways (see client_reads_replies_however_they_arrive). */
+typedef struct {
+  int listen_fd;
+  char path[108];
+} fake_daemon_t;
+
+static size_t fake_reply(uint64_t id, const char *version, uint8_t *out) {
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__PingResponse body = ARENAD__PING_RESPONSE__INIT;
+  body.version = (char *)version;
+  resp.id = id;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_PING;
+  resp.ping = &body;
+  size_t n = arenad__response__pack(&resp, out + 4);
+  out[0] = (uint8_t)n, out[1] = (uint8_t)(n >> 8), out[2] = (uint8_t)(n >> 16), out[3] = (uint8_t)(n >> 24);
+  return 4 + n;
+}
+
+/* Read one request frame; returns its id (0 on end of stream). */
+static uint64_t fake_request(int fd) {
+  uint8_t hdr[4], body[4096];
+  if (recv(fd, hdr, 4, MSG_WAITALL) != 4) return 0;
+  uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+  if (len > sizeof(body) || recv(fd, body, len, MSG_WAITALL) != (ssize_t)len) return 0;
+  Arenad__Request *req = arenad__request__unpack(NULL, len, body);
+  uint64_t id = req ? req->id : 0;
+  arenad__request__free_unpacked(req, NULL);
+  return id;
+}
+
+static void *fake_daemon_main(void *arg) {
+  fake_daemon_t *f = arg;
+  int fd = accept(f->listen_fd, NULL, NULL);
+  if (fd < 0) return NULL;
+  size_t big = 3u << 20;   /* a reply larger than the client keeps its buffer for */
+  char *version = malloc(big);
+  uint8_t *out = malloc(2 * big);
+  struct timespec pause = {0, 2 * 1000 * 1000};
+  /* 1: the replies to requests 1 and 2 in one write, before request 2 was sent. */
+  uint64_t id = fake_request(fd);
+  size_t n = fake_reply(id, "one", out);
+  n += fake_reply(id + 1, "two", out + n);
+  ck_assert_int_eq(write(fd, out, n), (ssize_t)n);
+  ck_assert_uint_eq(fake_request(fd), id + 1);
+  /* 3: a byte at a time (the header too). */
+  id = fake_request(fd);
+  n = fake_reply(id, "three", out);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(write(fd, out + i, 1), 1);
+    if (i < 6) nanosleep(&pause, NULL);
+  }
+  /* 4: a 3 MiB version string, then 5: a short one again, each with half the next frame's
+   * header stuck to it. */
+  id = fake_request(fd);
+  memset(version, 'v', big - 1);
+  version[big - 1] = '\0';
+  n = fake_reply(id, version, out);
+  size_t m = fake_reply(id + 1, "five", out + n);
+  ck_assert_int_eq(write(fd, out, n + 2), (ssize_t)(n + 2));
+  ck_assert_uint_eq(fake_request(fd), id + 1);
+  nanosleep(&pause, NULL);
+  ck_assert_int_eq(write(fd, out + n + 2, m - 2), (ssize_t)(m - 2));
+  fake_request(fd);   /* until the client closes */
+  free(version);
+  free(out);
+  close(fd);
+  return NULL;
+}
+
+START_TEST(client_reads_replies_however_they_arrive) {
+  fake_daemon_t f;
+  snprintf(f.path, sizeof(f.path), "/tmp/check_daemon_fake_%d.sock", (int)getpid());
+  unlink(f.path);
+  f.listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f.path);
+  ck_assert_int_eq(bind(f.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  ck_assert_int_eq(listen(f.listen_fd, 1), 0);
+  pthread_t th;
+  pthread_create(&th, NULL, fake_daemon_main, &f);
+  char msg[AR_MSG_BYTES], *version = malloc(4u << 20);
+  const size_t vbytes = 4u << 20;
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(f.path, &c, msg, sizeof(msg)), 0);
+  const char *want[] = {"one", "two", "three", NULL, "five"};
+  for (int i = 0; i < 5; i++) {
+    ck_assert_msg(ar_client_ping(c, version, vbytes, msg, sizeof(msg)) == 0, "ping %d: %s", i + 1, msg);
+    if (want[i]) ck_assert_str_eq(version, want[i]);
+    else ck_assert_uint_eq(strlen(version), (3u << 20) - 1);
+  }
+  ar_client_close(c);
+  pthread_join(th, NULL);
+  free(version);
+  close(f.listen_fd);
+  unlink(f.path);
+}
+END_TEST
+
 static Suite *daemon_suite(void) {
   Suite *s = suite_create("daemon");
   TCase *ti = tcase_create("integer_io");
   tcase_set_timeout(ti, 120);
   tcase_add_test(ti, integer_tensors_and_quantization_round_trip);
+  tcase_add_test(ti, client_reads_replies_however_they_arrive);
   suite_add_tcase(s, ti);
   TCase *tc = tcase_create("models");
   tcase_set_timeout(tc, 1200);
