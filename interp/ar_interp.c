@@ -47,6 +47,8 @@ struct ar_interp {
   int32_t *fused_into;            /* n_ops: the DEPTHWISE_CONV_2D an expansion conv runs inside, or -1 */
   int32_t *extra_input;           /* n_ops: the input of the conv fused into it (lifetimes), or -1 */
   int32_t *pad_into;              /* n_ops: the DEPTHWISE_CONV_2D a PAD is folded into, or -1 */
+  ar_options_t *own_options;      /* n_ops or NULL: options of a producer a RELU is folded into */
+  bool *has_own_options;          /* n_ops or NULL: own_options[k] is operator k's (find_act_folds) */
   bool *elided;                   /* n_ops: a sparse filter's DENSIFY (-> DEQUANTIZE), not run: its
                                    * CONV_2D reads the sparse constant (find_sparse_filters) */
   uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
@@ -487,6 +489,68 @@ static int find_pad_folds(ar_interp_t *in) {
   return 0;
 }
 
+/* Activation folding (with ar_interp_options_t.fuse): a float RELU / RELU6 r that runs at invoke,
+ * whose input t is the one output of a CONV_2D, DEPTHWISE_CONV_2D or ADD p with no fused
+ * activation that runs at invoke, t read by r alone and not a graph output nor a variable: p's node
+ * gets its own copy of the options with r's activation (p clamps as it stores) and r's node
+ * input_activated, so r does nothing when its output shares t's bytes (the in-place plan gives it
+ * them: an elementwise op over an input nobody reads after it). The face detectors follow 44 of
+ * their convs and residual ADDs with a RELU. Called after find_pad_folds. Errors: AR_ENOMEM. */
+static int find_act_folds(ar_interp_t *in) {
+  const ar_subgraph_t *sg = in->sg;
+  const int32_t nt = in->n_tensors, no = in->n_ops;
+  int32_t *reader = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *reader);   /* op, -2: several */
+  int32_t *producer = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *producer);
+  if (!reader || !producer) {
+    free(reader);
+    free(producer);
+    return AR_ENOMEM;
+  }
+  for (int32_t t = 0; t < nt; t++) reader[t] = producer[t] = -1;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t >= 0 && t < nt) reader[t] = reader[t] == -1 ? k : -2;
+    }
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] >= 0 && op->outputs[o] < nt) producer[op->outputs[o]] = k;
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) reader[sg->outputs[i]] = -2;
+  int rc = 0;
+  for (int32_t r = 0; r < no && rc == 0; r++) {
+    const ar_operator_t *op = &sg->operators[r];
+    if ((op->op != AR_OP_RELU && op->op != AR_OP_RELU6) || in->op_mode[r] != AR_OPMODE_INVOKE ||
+        in->elided[r] || op->n_inputs != 1 || op->n_outputs != 1)
+      continue;
+    const int32_t t = op->inputs[0];
+    if (t < 0 || t >= nt || reader[t] != r || producer[t] < 0 || sg->tensors[t].is_variable ||
+        in->views[t].dtype != AR_DTYPE_FLOAT32)
+      continue;
+    const int32_t p = producer[t];
+    const ar_operator_t *pop = &sg->operators[p];
+    if (p >= r || in->op_mode[p] != AR_OPMODE_INVOKE || in->elided[p] || pop->n_outputs != 1) continue;
+    ar_options_t o = pop->options;
+    ar_activation_t *act = pop->op == AR_OP_CONV_2D             ? &o.conv2d.activation
+                           : pop->op == AR_OP_DEPTHWISE_CONV_2D ? &o.depthwise.activation
+                           : pop->op == AR_OP_ADD               ? &o.elementwise.activation
+                                                                : NULL;
+    if (!act || *act != AR_ACT_NONE) continue;
+    *act = op->op == AR_OP_RELU ? AR_ACT_RELU : AR_ACT_RELU6;
+    if (!in->own_options && !(in->own_options = calloc((size_t)no, sizeof *in->own_options))) rc = AR_ENOMEM;
+    if (!in->has_own_options && !(in->has_own_options = calloc((size_t)no, sizeof *in->has_own_options)))
+      rc = AR_ENOMEM;
+    if (rc != 0) break;
+    in->own_options[p] = o;
+    in->has_own_options[p] = true;
+    in->nodes[r].input_activated = true;
+  }
+  free(reader);
+  free(producer);
+  return rc;
+}
+
 /* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
 static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                       char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
@@ -630,7 +694,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   }
   /* Inverted-residual fusion: expansion convs run inside the depthwise reading their output. */
   for (int32_t k = 0; k < in->n_ops; k++) in->fused_into[k] = in->extra_input[k] = in->pad_into[k] = -1;
-  if (opt.fuse && ((rc = find_fusions(in, sparse_of, f16_of)) != 0 || (rc = find_pad_folds(in)) != 0)) {
+  if (opt.fuse && ((rc = find_fusions(in, sparse_of, f16_of)) != 0 || (rc = find_pad_folds(in)) != 0 ||
+                   (rc = find_act_folds(in)) != 0)) {
     rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
     goto fail;
   }
@@ -661,6 +726,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     ar_node_t *nd = &in->nodes[k];
     node_of_op(nd, op, k, opt.threads);
     nd->pool = NULL;   /* set at place */
+    if (in->has_own_options && in->has_own_options[k]) nd->options = &in->own_options[k];   /* find_act_folds */
     if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) {
       rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): %d inputs / %d outputs", k,
                    ar_op_name(op->op), op->n_inputs, op->n_outputs);
@@ -881,6 +947,8 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->fused_into);
   free(in->extra_input);
   free(in->pad_into);
+  free(in->own_options);
+  free(in->has_own_options);
   free(in->scratch_bytes);
   free(in->scratch_buf);
   free(in->state_offset);

@@ -86,6 +86,9 @@ typedef struct ar_node {
                                 * zero columns left, right of a float PAD the interpreter folded
                                 * into this node (interp/ar_interp.c); input 0 is then the PAD's
                                 * input and the node's VALID padding applies to the padded size */
+  bool input_activated;        /* RELU / RELU6 only: the producer of input 0 applies this clamp as
+                                * its fused activation (the interpreter set it, find_act_folds), so
+                                * when the output shares the input's bytes nothing is left to do */
 } ar_node_t;
 
 typedef struct ar_kernel {

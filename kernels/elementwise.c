@@ -525,11 +525,13 @@ static void unary_split(const ar_node_t *node, int op) {
 }
 
 static void relu_eval(const ar_node_t *node) {
+  if (node->input_activated && node->inputs[0]->data == node->outputs[0]->data) return;
   if (unary_q_eval(node)) return;
   unary_split(node, UN_RELU);
 }
 
 static void relu6_eval(const ar_node_t *node) {
+  if (node->input_activated && node->inputs[0]->data == node->outputs[0]->data) return;
   if (unary_q_eval(node)) return;
   unary_split(node, UN_RELU6);
 }

@@ -748,6 +748,82 @@ START_TEST(test_pad_folded_into_depthwise) {
 }
 END_TEST
 
+/* Activation folding: x [1,8,8,4] -> CONV_2D 1x1 (no activation) -> RELU -> ADD z (no activation)
+ * -> RELU6 -> y. With fusion on the conv and the ADD clamp as they store (their nodes' options say
+ * RELU / RELU6); the RELU runs in place over the conv's output and does nothing, the RELU6 (whose
+ * output is a graph output, so not in place) clamps again, to the same values. Outputs are byte
+ * for byte those with fusion off, at 1 and 2 threads, and match a by-hand computation. */
+START_TEST(test_relu_folded_into_producer) {
+  enum { HW = 8, C = 4, O = 6 };
+  static float x[HW * HW * C], z[HW * HW * O], w[O * C], b[O], want[HW * HW * O], got[4][HW * HW * O];
+  uint64_t seed = 0x5851f42d4c957f2dull;
+#define AF_RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, (float)((int)(seed >> 40) % 2001 - 1000) / 250.0f)
+  for (int i = 0; i < HW * HW * C; i++) x[i] = AF_RND();
+  for (int i = 0; i < HW * HW * O; i++) z[i] = AF_RND();
+  for (int i = 0; i < O * C; i++) w[i] = AF_RND() / 4.0f;
+  for (int i = 0; i < O; i++) b[i] = AF_RND();
+  for (int p = 0; p < HW * HW; p++)
+    for (int o = 0; o < O; o++) {
+      double c = b[o];
+      for (int i = 0; i < C; i++) c += (double)x[p * C + i] * w[o * C + i];
+      c = c > 0 ? c : 0;
+      c += z[p * O + o];
+      want[p * O + o] = (float)(c < 0 ? 0 : c > 6 ? 6 : c);
+    }
+  ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 4, {1, HW, HW, C}, false, {0}, NULL},
+    {"w", AR_DTYPE_FLOAT32, 4, {O, 1, 1, C}, false, {0}, w},
+    {"b", AR_DTYPE_FLOAT32, 1, {O}, false, {0}, b},
+    {"c", AR_DTYPE_FLOAT32, 4, {1, HW, HW, O}, false, {0}, NULL},
+    {"r", AR_DTYPE_FLOAT32, 4, {1, HW, HW, O}, false, {0}, NULL},
+    {"z", AR_DTYPE_FLOAT32, 4, {1, HW, HW, O}, false, {0}, NULL},
+    {"a", AR_DTYPE_FLOAT32, 4, {1, HW, HW, O}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 4, {1, HW, HW, O}, false, {0}, NULL},
+  };
+  ar_tm_op_t ops[] = {
+    {3, 3, 1, {0, 1, 2}, {3}, 1, 4, {{0, 1, 1}, {1, 4, 1}, {2, 4, 1}, {3, 1, AR_ACT_NONE}}},   /* CONV_2D VALID */
+    {19, 1, 1, {3}, {4}, 0, 0, {{0}}},                                                         /* RELU */
+    {0, 2, 1, {4, 5}, {6}, 0, 0, {{0}}},                                                       /* ADD */
+    {21, 1, 1, {6}, {7}, 0, 0, {{0}}},                                                         /* RELU6 */
+  };
+  const int32_t gin[] = {0, 5}, gout[] = {7};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 8, ops, 4, gin, 2, gout, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "built model: %s", msg);
+  for (int th = 0; th < 2; th++)
+    for (int f = 0; f < 2; f++) {
+      ar_interp_options_t opt;
+      ar_interp_options_default(&opt);
+      opt.threads = th + 1;
+      opt.fuse = f == 1;
+      ar_interp_t *in = NULL;
+      ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+      ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+      ck_assert_int_eq(ar_interp_node(in, 0)->options->conv2d.activation, f ? AR_ACT_RELU : AR_ACT_NONE);
+      ck_assert_int_eq(ar_interp_node(in, 2)->options->elementwise.activation, f ? AR_ACT_RELU6 : AR_ACT_NONE);
+      ck_assert_int_eq(ar_interp_node(in, 1)->input_activated, f == 1);
+      ck_assert_int_eq(ar_interp_node(in, 3)->input_activated, f == 1);
+      ck_assert(ar_interp_node(in, 1)->inputs[0]->data == ar_interp_node(in, 1)->outputs[0]->data);
+      ck_assert(ar_interp_node(in, 3)->inputs[0]->data != ar_interp_node(in, 3)->outputs[0]->data);
+      memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+      memcpy(ar_interp_input(in, 1)->data, z, sizeof z);
+      ck_assert_int_eq(ar_interp_invoke(in), 0);
+      memcpy(got[th * 2 + f], ar_interp_output(in, 0)->data, sizeof got[0]);
+      for (int i = 0; i < HW * HW * O; i++)
+        ck_assert_msg(fabsf(got[th * 2 + f][i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])),
+                      "%d thread(s), fuse %d: y[%d] %g, by hand %g", th + 1, f, i,
+                      (double)got[th * 2 + f][i], (double)want[i]);
+      ar_interp_free(in);
+    }
+  for (int i = 1; i < 4; i++) ck_assert(memcmp(got[0], got[i], sizeof got[0]) == 0);
+#undef AF_RND
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -771,6 +847,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_prepare_errors);
   tcase_add_test(tc, test_shapeless_detection_outputs);
   tcase_add_test(tc, test_pad_folded_into_depthwise);
+  tcase_add_test(tc, test_relu_folded_into_producer);
   suite_add_tcase(s, tc);
   return s;
 }
