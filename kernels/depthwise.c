@@ -15,7 +15,10 @@
  * path (below: 16-channel blocks, whole-row register tiles, float16 weights widened per block).
  * Every output is computed from its own taps in the same order whatever rows (and channels) a
  * chunk holds, so the output rows are split by thread count on the node's pool
- * (ar_parallel_for_split): bit-identical for every thread count.
+ * (ar_parallel_for_split): bit-identical for every thread count. On a map of fewer pixels than
+ * channels (7x7 and 14x14 layers of 240+ channels) the AVX-512F path splits channel blocks
+ * instead, as the expansion conv that wrote the input split its columns (kernels/gemm.c), so that
+ * each thread reads what its core wrote.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -741,6 +744,12 @@ static void dw512_range(void *ctx, int64_t k0, int64_t k1) {
     }
   }
 }
+
+/* Channel blocks [b0, b1) over every output row (dw_eval's channel split). */
+static void dw512_blocks(void *ctx, int64_t b0, int64_t b1) {
+  const dw512_run_t *c = ctx;
+  dw512_part(c, 0, (int64_t)c->g->n * c->g->oh, (int32_t)b0, (int32_t)b1);
+}
 #endif
 
 #if AR_HAVE_AVX2_CLONE
@@ -817,9 +826,20 @@ static void dw_eval(const ar_node_t *node) {
     dw512_run_t c = {.g = &g, .in = in, .wt = f_t->data, .bias = bias_t ? bias_t->data : NULL,
                      .f16 = f_t->dtype == AR_DTYPE_FLOAT16, .out = out, .clamp = clamp, .lo = lo,
                      .hi = hi, .act = act};
+    const int32_t nblk = (g.oc + 15) / 16;
+    /* A map of fewer pixels than channels: its producer, a 1x1 expansion CONV_2D, split its
+     * product by runs of columns (kernels/gemm.c: N > M), in multiples of 16 channels by thread
+     * count; so runs of channel blocks by thread count here give each thread the channels it
+     * wrote (the other core's lines cost ~0.2 us each to fetch). */
+    if ((int64_t)g.n * g.h * g.w < g.oc && nblk >= 2) {
+      c.ngrp = nblk;
+      c.gblk = 1;
+      const int64_t blk_macs = AR_MAX((int64_t)1, rows * g.ow * 16 * g.kh * g.kw);
+      ar_parallel_for_split(node, nblk, 1, (AR_DW_MIN_CHUNK_MACS + blk_macs - 1) / blk_macs, dw512_blocks, &c);
+      return;
+    }
     /* Fewer rows than DW512_SPLIT_ROWS: each row's channels in groups too (rows x groups, row
      * major, so a thread still takes a contiguous run of rows). */
-    const int32_t nblk = (g.oc + 15) / 16;
     c.ngrp = rows < DW512_SPLIT_ROWS ? (int32_t)AR_MIN((int64_t)nblk, (DW512_SPLIT_ROWS + rows - 1) / rows) : 1;
     c.gblk = (nblk + c.ngrp - 1) / c.ngrp;
     c.ngrp = (nblk + c.gblk - 1) / c.gblk;

@@ -876,6 +876,9 @@ START_TEST(dw_random_vs_naive) {
     {1, 12, 26, 31, 31, 3, 3, 1, 2, 2, 2, 1, true, true, AR_ACT_NONE},  /* dilation: run-time tile */
     {1, 11, 23, 40, 40, 5, 3, 2, 1, 1, 1, 1, true, true, AR_ACT_NONE},  /* 5x3 */
     {2, 8, 13, 7, 7, 2, 4, 1, 3, 1, 1, 1, false, true, AR_ACT_NONE},    /* 2x4 s3: run-time tile */
+    /* Fewer input pixels than channels: split by channel blocks (AVX-512F), a partial last one. */
+    {1, 7, 7, 72, 72, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {2, 4, 5, 50, 50, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
   };
   for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) dw_random_case(&odd[i]);
 }
@@ -950,8 +953,9 @@ START_TEST(dw_fp16_weights_bit_identical) {
 }
 END_TEST
 
-/* The rows are split by thread count (ar_parallel_for_split): 2 and 3 threads give exactly the
- * bytes of one thread, at every float ISA level, on shapes whose rows split unevenly. */
+/* The rows (or, on a map of fewer pixels than channels, the channel blocks) are split by thread
+ * count (ar_parallel_for_split): 2 and 3 threads give exactly the bytes of one thread, at every
+ * float ISA level, on shapes whose rows split unevenly. */
 START_TEST(dw_split_bit_identical) {
   const cfg_t cases[] = {
     /* n  h   w   c   o  kh kw sh sw dh dw m  same  bias  act */
@@ -959,6 +963,9 @@ START_TEST(dw_split_bit_identical) {
     {2, 29, 31, 72, 72, 5, 5, 2, 2, 1, 1, 1, true, true, AR_ACT_NONE},
     {1, 7, 7, 600, 600, 5, 5, 1, 1, 1, 1, 1, true, true, AR_ACT_RELU},
     {1, 30, 17, 21, 42, 3, 3, 1, 1, 1, 1, 2, true, true, AR_ACT_NONE},   /* multiplier 2 */
+    /* Fewer input pixels than channels (channel blocks split), batch 2, 2 and 3 blocks. */
+    {2, 5, 4, 56, 56, 3, 3, 2, 2, 1, 1, 1, true, true, AR_ACT_RELU6},
+    {1, 3, 3, 20, 20, 3, 3, 1, 1, 1, 1, 1, true, false, AR_ACT_NONE},
   };
   char msg[AR_MSG_BYTES] = "";
   ar_threadpool_t *pools[2] = {NULL, NULL};
