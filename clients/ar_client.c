@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -114,9 +115,9 @@ static uint64_t mono_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* A timed sleep ends late: by the thread's timer slack (50 µs by default) and, on a virtual
- * machine whose idle vCPU halted, its wake-up (60-130 us measured here). The first sleeps assume
- * this much; then the client's running estimate of what it saw. */
+/* A timed sleep ends late: by the thread's timer slack (50 µs by default, lifted for the sleep
+ * below) and, on a virtual machine whose idle vCPU halted, its wake-up (50-130 us measured here).
+ * The first sleeps assume this much; then the client's running estimate of what it saw. */
 #define AR_CLIENT_TIMER_SLACK_US 60
 
 static int cmp_u32(const void *a, const void *b) {
@@ -154,10 +155,10 @@ static void note_invoke(ar_client_t *c, const char *model, bool same_model, uint
  * (yielding the CPU each pass), so that a reply arriving meanwhile costs no wake-up of a sleeping
  * thread. When the reply is expected later than that (`expect_us` after `sent_us`, from the
  * previous invokes of the same model), first sleep (ppoll: the reply still ends it at once) so
- * that the polling starts a third of busy_poll_us before the reply is due: it brackets the
- * expected reply (invoke times vary both ways, more often up) instead of taking a CPU for the
- * whole invoke, which on a small machine would slow the invoke's own threads. The sleep ends
- * early by the estimate of how late such sleeps end. Returns 1 when the polling saw the socket
+ * that the polling starts half of busy_poll_us before the reply is due: it brackets the expected
+ * reply instead of taking a CPU for the whole invoke, which on a small machine would slow the
+ * invoke's own threads. The sleep runs without the thread's timer slack and ends early by the
+ * estimate of how late such sleeps end (the vCPU's wake-up). Returns 1 when the polling saw the socket
  * readable (the reply, a hang-up or an error the read reports), 2 when it became readable during
  * the sleep, 0 when neither (the read that follows blocks as usual). */
 static int busy_wait_readable(ar_client_t *c, uint64_t sent_us, uint64_t expect_us) {
@@ -167,13 +168,19 @@ static int busy_wait_readable(ar_client_t *c, uint64_t sent_us, uint64_t expect_
    * busy; polling would mostly spin in vain and take CPU from the invokes, so block at once. */
   if (expect_us > 0 && c->last_queue_us > c->busy_poll_us) return 0;
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
-  uint64_t before = c->busy_poll_us / 3, late = c->n_hist ? c->wake_late_us : AR_CLIENT_TIMER_SLACK_US;
+  uint64_t before = c->busy_poll_us / 2, late = c->n_hist ? c->wake_late_us : AR_CLIENT_TIMER_SLACK_US;
   if (expect_us > before + late) {
     uint64_t now = mono_us(), wake = sent_us + expect_us - before - late;
     if (wake > now) {
       uint64_t d = wake - now;
       struct timespec ts = {.tv_sec = (time_t)(d / 1000000u), .tv_nsec = (long)(d % 1000000u) * 1000};
-      if (ppoll(&p, 1, &ts, NULL) != 0) return 2;   /* readable (or an error the read reports) */
+      /* Without the thread's timer slack (50 us by default, a lateness that varies) for this one
+       * sleep; the caller's slack is restored after. */
+      int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+      if (slack > 1) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+      int pr = ppoll(&p, 1, &ts, NULL);
+      if (slack > 1) prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+      if (pr != 0) return 2;   /* readable (or an error the read reports) */
       /* Timed out: how late (a running average, at most the polling time). */
       uint64_t woke = mono_us(), seen = woke > wake ? woke - wake : 0;
       if (seen > c->busy_poll_us) seen = c->busy_poll_us;

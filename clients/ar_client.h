@@ -107,11 +107,11 @@ AR_EXPORT void ar_client_close(ar_client_t *c);
  * wake-up of a sleeping thread (60-130 us measured on this project's 2-vCPU VM, whose idle vCPUs
  * halt). For an invoke of the same model as the
  * connection's previous invokes, whose reply is due later than that, the client first sleeps (the
- * reply still wakes it at once) and polls from a third of `us` before the reply is due: due = the
+ * reply still wakes it at once) and polls from half of `us` before the reply is due: due = the
  * median of the daemon's invoke_us over the model's last 5 invokes plus the smallest of their
- * round trips' remainders (round trip - invoke_us - queue_us); the sleep ends early by a running
- * estimate of how late the connection's timed sleeps have ended (timer slack and the vCPU's
- * wake-up, 60-200 us here). The polling brackets the expected reply instead of taking a CPU for
+ * round trips' remainders (round trip - invoke_us - queue_us); the sleep runs without the thread's
+ * timer slack (restored after) and ends early by a running estimate of how late the connection's
+ * timed sleeps have ended (the vCPU's wake-up, 50-130 us here). The polling brackets the expected reply instead of taking a CPU for
  * the whole invoke, which on a small machine would slow the invoke's own threads. Other requests
  * poll from the send. The price: up to `us` of one CPU per call (the default: at most 0.3 ms per
  * invoke, about 1 % of one core for 30 invokes a second); a few hundred microseconds suit most
