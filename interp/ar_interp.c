@@ -468,21 +468,27 @@ static int find_pad_folds(ar_interp_t *in) {
         op->n_inputs != 2 || op->inputs[0] < 0 || op->inputs[0] >= nt)
       continue;
     const int32_t t = op->outputs[0];
-    if (t < 0 || t >= nt || reader[t] < 0 || slot[t] != 0 || sg->tensors[t].is_variable) continue;
+    if (t < 0 || t >= nt || reader[t] < 0 || sg->tensors[t].is_variable) continue;
     const int32_t d = reader[t];
-    if (d <= k || sg->operators[d].op != AR_OP_DEPTHWISE_CONV_2D || in->op_mode[d] != AR_OPMODE_INVOKE ||
+    const ar_op_t dop = d > k ? sg->operators[d].op : AR_OP_INVALID;
+    if ((dop != AR_OP_DEPTHWISE_CONV_2D && dop != AR_OP_ADD) || in->op_mode[d] != AR_OPMODE_INVOKE ||
         in->elided[d] || in->extra_input[d] >= 0)
       continue;
     ar_node_t pn, dn;
     int32_t pads[4];
-    if (!probe_node(in, k, &pn) || !probe_node(in, d, &dn) || !ar_kernel_pad_fold_check(&pn, &dn, pads))
+    if (!probe_node(in, k, &pn) || !probe_node(in, d, &dn) || !ar_kernel_pad_fold_check(&pn, &dn, slot[t], pads))
       continue;
     in->elided[k] = true;
     in->op_mode[k] = AR_OPMODE_ELIDED;
     in->op_step[k] = -1;
     in->extra_input[d] = op->inputs[0];
     in->pad_into[k] = d;
-    memcpy(in->nodes[d].folded_pad, pads, sizeof pads);
+    if (dop == AR_OP_ADD) {
+      in->nodes[d].folded_pad_channels = pads[0];
+      in->nodes[d].folded_pad_slot = slot[t];
+    } else {
+      memcpy(in->nodes[d].folded_pad, pads, sizeof pads);
+    }
   }
   free(reader);
   free(slot);
@@ -744,6 +750,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     if (in->fused_into[k] >= 0) in->nodes[in->fused_into[k]].fused = nd;   /* k < fused_into[k] */
     if (nd->folded_pad[0] | nd->folded_pad[1] | nd->folded_pad[2] | nd->folded_pad[3])
       nd->inputs[0] = &in->views[in->extra_input[k]];   /* a folded PAD's input (find_pad_folds) */
+    if (nd->folded_pad_channels > 0) nd->inputs[nd->folded_pad_slot] = &in->views[in->extra_input[k]];
     if (in->elided[k]) continue;   /* never prepared nor run (a fused conv: by its depthwise) */
     const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
     if (!kern || !kern->prepare || !kern->eval) {

@@ -86,6 +86,10 @@ typedef struct ar_node {
                                 * zero columns left, right of a float PAD the interpreter folded
                                 * into this node (interp/ar_interp.c); input 0 is then the PAD's
                                 * input and the node's VALID padding applies to the padded size */
+  int32_t folded_pad_channels; /* ADD only, 0 otherwise: input folded_pad_slot holds the PAD's input
+                                * whose channels a folded PAD (interp/ar_interp.c) extended by this
+                                * many zeros at the end; the other input and the output have them */
+  int32_t folded_pad_slot;
   bool input_activated;        /* RELU / RELU6 only: the producer of input 0 applies this clamp as
                                 * its fused activation (the interpreter set it, find_act_folds), so
                                 * when the output shares the input's bytes nothing is left to do */
@@ -130,16 +134,21 @@ bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
  * unfused run). False for anything else, including malformed nodes (prepare reports those). */
 bool ar_kernel_fuse_ir_check(const ar_node_t *conv, const ar_node_t *dw);
 
-/* PAD folding: whether PAD `pad`, whose output 0 is input 0 of DEPTHWISE_CONV_2D `dw` and read by
- * nothing else (the interpreter checks that), can be left out, dw reading the PAD's input with
- * dw->folded_pad = *pads_out (rows above, below, columns left, right). Covered: float32 input and
- * output of rank 4, constant int32 paddings [4,2] that pad only H and W, by at most the filter's
- * dilated extent minus 1 on each side (as SAME would); a float32 depthwise with VALID padding.
- * TFLite's PAD fills a float tensor with 0 and a VALID depthwise over the padded map reads those
- * zeros; the depthwise's loops skip the taps outside the input instead (a multiply-add by 0 adds
- * nothing to a finite sum). Asked before prepare, with the nodes as the model stores them. False
- * for anything else, including malformed nodes (prepare reports those). */
-bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *dw, int32_t pads_out[4]);
+/* PAD folding: whether PAD `pad`, whose output 0 is input `slot` of `reader` and read by nothing
+ * else (the interpreter checks that), can be left out, the reader reading the PAD's input. Asked
+ * before prepare, with the nodes as the model stores them; the PAD must have float32 input and
+ * output of rank 4 and constant int32 paddings [4,2]. Covered (TFLite's PAD fills a float tensor
+ * with 0):
+ * - a float32 DEPTHWISE_CONV_2D with VALID padding reading it as input 0, the PAD padding only H
+ *   and W, by at most the filter's dilated extent minus 1 on each side (as SAME would): pads_out =
+ *   rows above, below, columns left, right (dw->folded_pad). The depthwise's loops skip the taps
+ *   outside the input, where the padded map held zeros (a multiply-add by 0 adds nothing to a
+ *   finite sum).
+ * - a float32 ADD of two operands of the same shape, the PAD appending zero channels only (the
+ *   face detectors' residual shortcuts, [.., C] -> [.., C + k]): pads_out[0] = k (the ADD's
+ *   folded_pad_channels, folded_pad_slot = slot); the ADD adds 0.0f to those channels itself.
+ * False for anything else, including malformed nodes (prepare reports those). */
+bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *reader, int32_t slot, int32_t pads_out[4]);
 
 /* Apply a TFLite fused activation to n floats in place (NONE, RELU, RELU_N1_TO_1, RELU6, TANH,
  * SIGN_BIT). */

@@ -46,6 +46,10 @@ typedef struct {
   /* Rank 2 with a short row repeated against a contiguous operand ([1,H,W,C] * [C]): 1 when b
    * is the row, 2 when a is; 0 otherwise (binary_span_body). */
   int rowrep;
+  /* ADD with a folded channel PAD (node->folded_pad_channels): input cpad_slot holds cfull - cpad
+   * channels per pixel, the other input and the output cfull; 0 otherwise (cpad_span). */
+  int32_t cpad, cpad_slot;
+  int64_t cfull;
 } binary_state_t;
 
 /* Infer the broadcast output shape and the collapsed loop nest. */
@@ -53,12 +57,35 @@ static int binary_plan(const ar_node_t *node, int op, binary_state_t *st, char *
   int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *a = node->inputs[0], *b = node->inputs[1], *o = node->outputs[0];
+  /* A folded channel PAD: its input stands for the padded tensor, of the other input's shape. */
+  ar_tview_t padded;
+  const int32_t cpad = op == BIN_ADD ? node->folded_pad_channels : 0, cs = node->folded_pad_slot;
+  if (cpad > 0) {
+    const ar_tview_t *x = cs == 0 ? a : b, *y = cs == 0 ? b : a;
+    if (cs < 0 || cs > 1 || x->rank != 4 || y->rank != 4 || (int64_t)x->dims[3] + cpad != y->dims[3] ||
+        memcmp(x->dims, y->dims, 3 * sizeof(int32_t)) != 0) {
+      char s1[96], s2[96];
+      return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input %d %s with %d folded zero channels does not "
+                      "match input %d %s", (int)cs, ar_k_dims_str(s1, sizeof s1, x->rank, x->dims), (int)cpad,
+                      (int)(1 - cs), ar_k_dims_str(s2, sizeof s2, y->rank, y->dims));
+    }
+    padded = *x;
+    padded.dims[3] = y->dims[3];
+    padded.bytes = y->bytes;
+    if (cs == 0) a = &padded;
+    else b = &padded;
+  }
   if ((rc = ar_k_check_dtype(node, a, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, b, "input 1", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
     return rc;
   memset(st, 0, sizeof *st);
   st->op = op;
+  if (cpad > 0) {
+    st->cpad = cpad;
+    st->cpad_slot = cs;
+    st->cfull = o->dims[3];
+  }
   st->act = AR_ACT_NONE;
   if (op != BIN_PRELU && node->options) st->act = node->options->elementwise.activation;
   if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes)))
@@ -220,6 +247,44 @@ static void binary_span(const binary_state_t *st, const float *a, const float *b
   binary_span_base(st, a, b, out, i0, i1);
 }
 
+/* ADD with a folded channel PAD: pixels [p0, p1), the full operand `a` (cfull channels a pixel)
+ * plus `x` (cfull - cpad channels) and 0.0f for the rest, the sum clamped - per element the
+ * same expression binary_run gives the padded tensor (float addition commutes bit for bit). */
+static AR_ALWAYS_INLINE void cpad_span_body(const binary_state_t *st, const float *a, const float *x,
+                                            float *out, int64_t p0, int64_t p1) {
+  const int64_t c2 = st->cfull, c1 = c2 - st->cpad;
+  const float lo = st->lo, hi = st->hi;
+  for (int64_t p = p0; p < p1; p++) {
+    const float *ap = a + p * c2, *xp = x + p * c1;
+    float *op = out + p * c2;
+    AR_IVDEP for (int64_t c = 0; c < c1; c++) op[c] = ar_k_clamp(ap[c] + xp[c], lo, hi);
+    AR_IVDEP for (int64_t c = c1; c < c2; c++) op[c] = ar_k_clamp(ap[c] + 0.0f, lo, hi);
+  }
+}
+static void cpad_span_base(const binary_state_t *st, const float *a, const float *x, float *out,
+                           int64_t p0, int64_t p1) {
+  cpad_span_body(st, a, x, out, p0, p1);
+}
+#if AR_HAVE_AVX2_CLONE
+AR_TARGET_AVX2 static void cpad_span_avx2(const binary_state_t *st, const float *a, const float *x,
+                                          float *out, int64_t p0, int64_t p1) {
+  cpad_span_body(st, a, x, out, p0, p1);
+}
+AR_TARGET_AVX512 static void cpad_span_avx512(const binary_state_t *st, const float *a, const float *x,
+                                              float *out, int64_t p0, int64_t p1) {
+  cpad_span_body(st, a, x, out, p0, p1);
+}
+#endif
+static void cpad_span(const binary_state_t *st, const float *a, const float *x, float *out, int64_t p0,
+                      int64_t p1) {
+#if AR_HAVE_AVX2_CLONE
+  const int isa = ar__f32_isa();
+  if (isa >= AR_ISA_AVX512) { cpad_span_avx512(st, a, x, out, p0, p1); return; }
+  if (isa >= AR_ISA_AVX2) { cpad_span_avx2(st, a, x, out, p0, p1); return; }
+#endif
+  cpad_span_base(st, a, x, out, p0, p1);
+}
+
 /* ADD and MUL on int32 / int64 operands and on quantized uint8 / int8 run binary.c's generic
  * broadcast (integer clamp / TFLite's fixed-point rescale); float32 stays on the vectorized path
  * here. */
@@ -248,10 +313,25 @@ static void binary_range(void *ctx, int64_t i0, int64_t i1) {
   if (j->st->post_act) ar_apply_activation(j->out + i0, (size_t)(i1 - i0), j->st->act);
 }
 
+/* Pixels [p0, p1) of an ADD with a folded channel PAD (a: the full operand, b: the PAD's input). */
+static void cpad_range(void *ctx, int64_t p0, int64_t p1) {
+  const binary_job_t *j = ctx;
+  cpad_span(j->st, j->a, j->b, j->out, p0, p1);
+  if (j->st->post_act)
+    ar_apply_activation(j->out + p0 * j->st->cfull, (size_t)((p1 - p0) * j->st->cfull), j->st->act);
+}
+
 static void binary_eval(const ar_node_t *node) {
   if (node->op != AR_OP_PRELU && int_operands(node)) { ar__nb_eval(node); return; }
   const binary_state_t *st = node->state;
   if (st->n == 0) return;
+  if (st->cpad > 0) {
+    const int32_t s = st->cpad_slot;
+    binary_job_t j = {.st = st, .a = node->inputs[1 - s]->data, .b = node->inputs[s]->data,
+                      .out = node->outputs[0]->data};
+    ar_parallel_for_split(node, st->n / st->cfull, 1, AR_MAX(1, AR_ELEM_MIN_PART / st->cfull), cpad_range, &j);
+    return;
+  }
   binary_job_t j = {.st = st, .a = node->inputs[0]->data, .b = node->inputs[1]->data,
                     .out = node->outputs[0]->data};
   ar_parallel_for_split(node, st->n, AR_ELEM_ALIGN, AR_ELEM_MIN_PART, binary_range, &j);

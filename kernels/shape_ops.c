@@ -297,28 +297,49 @@ static void pad_eval(const ar_node_t *node) {
                         pad_rows, &j);
 }
 
-bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *dw, int32_t pads_out[4]) {
-  if (pad->op != AR_OP_PAD || pad->n_inputs != 2 || pad->n_outputs != 1 || dw->op != AR_OP_DEPTHWISE_CONV_2D ||
-      dw->n_inputs < 2 || !dw->options)
+bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *reader, int32_t slot, int32_t pads_out[4]) {
+  if (pad->op != AR_OP_PAD || pad->n_inputs != 2 || pad->n_outputs != 1 || reader->n_inputs < 2 ||
+      slot < 0 || slot >= reader->n_inputs || !reader->options)
     return false;
-  const ar_tview_t *in = pad->inputs[0], *pads = pad->inputs[1], *out = pad->outputs[0], *f = dw->inputs[1];
-  if (!in || !pads || !out || !f || dw->inputs[0] != out || in->dtype != AR_DTYPE_FLOAT32 ||
-      out->dtype != AR_DTYPE_FLOAT32 || in->rank != 4 || out->rank != 4 || f->rank != 4)
+  const ar_tview_t *in = pad->inputs[0], *pads = pad->inputs[1], *out = pad->outputs[0];
+  if (!in || !pads || !out || reader->inputs[slot] != out || in->dtype != AR_DTYPE_FLOAT32 ||
+      out->dtype != AR_DTYPE_FLOAT32 || in->rank != 4 || out->rank != 4)
     return false;
   if (!pads->is_constant || !pads->data || pads->dtype != AR_DTYPE_INT32 || pads->rank != 2 ||
       pads->dims[0] != 4 || pads->dims[1] != 2)
     return false;
-  const ar_depthwise_options_t *o = &dw->options->depthwise;
-  if (o->padding != AR_PADDING_VALID || o->dilation_h < 1 || o->dilation_w < 1) return false;
   int32_t p[8];
   memcpy(p, pads->data, sizeof p);
-  if (p[0] != 0 || p[1] != 0 || p[6] != 0 || p[7] != 0) return false;
-  const int64_t eh = (int64_t)(f->dims[1] - 1) * o->dilation_h, ew = (int64_t)(f->dims[2] - 1) * o->dilation_w;
-  for (int i = 2; i < 6; i++)
-    if (p[i] < 0 || p[i] > (i < 4 ? eh : ew)) return false;
-  if (!(p[2] | p[3] | p[4] | p[5])) return false;
-  for (int i = 0; i < 4; i++) pads_out[i] = p[2 + i];
-  return true;
+  for (int i = 0; i < 4; i++)
+    if (in->dims[i] + p[2 * i] + p[2 * i + 1] != out->dims[i]) return false;
+  if (reader->op == AR_OP_DEPTHWISE_CONV_2D) {
+    const ar_tview_t *f = reader->inputs[1];
+    const ar_depthwise_options_t *o = &reader->options->depthwise;
+    if (slot != 0 || !f || f->rank != 4 || o->padding != AR_PADDING_VALID || o->dilation_h < 1 ||
+        o->dilation_w < 1)
+      return false;
+    if (p[0] != 0 || p[1] != 0 || p[6] != 0 || p[7] != 0) return false;
+    const int64_t eh = (int64_t)(f->dims[1] - 1) * o->dilation_h, ew = (int64_t)(f->dims[2] - 1) * o->dilation_w;
+    for (int i = 2; i < 6; i++)
+      if (p[i] < 0 || p[i] > (i < 4 ? eh : ew)) return false;
+    if (!(p[2] | p[3] | p[4] | p[5])) return false;
+    for (int i = 0; i < 4; i++) pads_out[i] = p[2 + i];
+    return true;
+  }
+  if (reader->op == AR_OP_ADD) {
+    const ar_tview_t *other = reader->inputs[1 - slot], *o = reader->n_outputs == 1 ? reader->outputs[0] : NULL;
+    if (reader->n_inputs != 2 || !other || !o || other == out || other->dtype != AR_DTYPE_FLOAT32 ||
+        o->dtype != AR_DTYPE_FLOAT32 || other->rank != 4 || o->rank != 4 ||
+        memcmp(other->dims, out->dims, 4 * sizeof(int32_t)) != 0 || memcmp(o->dims, out->dims, 4 * sizeof(int32_t)) != 0)
+      return false;
+    for (int i = 0; i < 7; i++)
+      if (p[i] != 0) return false;
+    if (p[7] <= 0) return false;
+    pads_out[0] = p[7];
+    pads_out[1] = pads_out[2] = pads_out[3] = 0;
+    return true;
+  }
+  return false;
 }
 
 /* TFLite PAD (builtin 34): constant int32 paddings [rank,2] (before, after), rank <= 4; float32 /

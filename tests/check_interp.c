@@ -393,7 +393,11 @@ START_TEST(test_place_contract) {
     folded++;
   }
   ck_assert_int_gt(folded, 0);
-  ck_assert_int_eq(ar_interp_runtime_operators(in), ar_interp_n_operators(in) - folded);
+  /* Nor do elided operators run: PADs folded into their reader, convs fused into a depthwise. */
+  int elided = 0;
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++)
+    elided += ar_interp_op_pad_folded(in, k) >= 0 || ar_interp_op_fused(in, k) >= 0 || ar_interp_op_elided(in, k);
+  ck_assert_int_eq(ar_interp_runtime_operators(in), ar_interp_n_operators(in) - folded - elided);
   const ar_tview_t *out0 = ar_interp_output(in, 0);
   ck_assert((uint8_t *)out0->data >= act && (uint8_t *)out0->data + out0->bytes <= act + ab);
   (void)tp;
@@ -824,6 +828,69 @@ START_TEST(test_relu_folded_into_producer) {
 }
 END_TEST
 
+/* A channel PAD folded into the ADD that reads it (a residual shortcut: x [1,6,5,5] padded to 8
+ * channels, added to z [1,6,5,8], fused RELU), with the padded operand as input 1 and as input 0:
+ * with fusion on the PAD is elided and the ADD reads x; outputs are byte for byte those with fusion
+ * off, at 1 and 2 threads, and match a by-hand computation. */
+START_TEST(test_channel_pad_folded_into_add) {
+  enum { H = 6, W = 5, C = 5, P = 3, CO = C + P };
+  static float x[H * W * C], z[H * W * CO], want[H * W * CO], got[4][H * W * CO];
+  static const int32_t pads[8] = {0, 0, 0, 0, 0, 0, 0, P};
+  uint64_t seed = 0x2545f4914f6cdd1dull;
+#define CP_RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, (float)((int)(seed >> 40) % 2001 - 1000) / 100.0f)
+  for (int i = 0; i < H * W * C; i++) x[i] = CP_RND();
+  for (int i = 0; i < H * W * CO; i++) z[i] = CP_RND();
+  for (int p = 0; p < H * W; p++)
+    for (int c = 0; c < CO; c++) {
+      const float s = z[p * CO + c] + (c < C ? x[p * C + c] : 0.0f);
+      want[p * CO + c] = s > 0 ? s : 0;
+    }
+  for (int slot = 0; slot < 2; slot++) {
+    ar_tm_tensor_t t[] = {
+      {"x", AR_DTYPE_FLOAT32, 4, {1, H, W, C}, false, {0}, NULL},
+      {"paddings", AR_DTYPE_INT32, 2, {4, 2}, false, {0}, pads},
+      {"xp", AR_DTYPE_FLOAT32, 4, {1, H, W, CO}, false, {0}, NULL},
+      {"z", AR_DTYPE_FLOAT32, 4, {1, H, W, CO}, false, {0}, NULL},
+      {"y", AR_DTYPE_FLOAT32, 4, {1, H, W, CO}, false, {0}, NULL},
+    };
+    ar_tm_op_t ops[] = {
+      {34, 2, 1, {0, 1}, {2}, 0, 0, {{0, 0, 0}}},                                       /* PAD */
+      {0, 2, 1, {slot ? 3 : 2, slot ? 2 : 3}, {4}, 11, 1, {{0, 1, AR_ACT_RELU}}},       /* ADD, RELU */
+    };
+    const int32_t gin[] = {0, 3}, gout[] = {4};
+    size_t bytes = 0;
+    uint8_t *file = ar_tm_build(t, 5, ops, 2, gin, 2, gout, 1, &bytes);
+    char msg[AR_MSG_BYTES] = "";
+    ar_model_t *m = NULL;
+    ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "built model: %s", msg);
+    for (int th = 0; th < 2; th++)
+      for (int f = 0; f < 2; f++) {
+        ar_interp_options_t opt;
+        ar_interp_options_default(&opt);
+        opt.threads = th + 1;
+        opt.fuse = f == 1;
+        ar_interp_t *in = NULL;
+        ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+        ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+        ck_assert_int_eq(ar_interp_op_pad_folded(in, 0), f ? 1 : -1);
+        ck_assert_int_eq(ar_interp_node(in, 1)->folded_pad_channels, f ? P : 0);
+        memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+        memcpy(ar_interp_input(in, 1)->data, z, sizeof z);
+        ck_assert_int_eq(ar_interp_invoke(in), 0);
+        memcpy(got[th * 2 + f], ar_interp_output(in, 0)->data, sizeof got[0]);
+        for (int i = 0; i < H * W * CO; i++)
+          ck_assert_msg(got[th * 2 + f][i] == want[i], "slot %d, %d thread(s), fuse %d: y[%d] %g, by hand %g", slot,
+                        th + 1, f, i, (double)got[th * 2 + f][i], (double)want[i]);
+        ar_interp_free(in);
+      }
+    for (int i = 1; i < 4; i++) ck_assert(memcmp(got[0], got[i], sizeof got[0]) == 0);
+    ar_model_free(m);
+    free(file);
+  }
+#undef CP_RND
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -848,6 +915,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_shapeless_detection_outputs);
   tcase_add_test(tc, test_pad_folded_into_depthwise);
   tcase_add_test(tc, test_relu_folded_into_producer);
+  tcase_add_test(tc, test_channel_pad_folded_into_add);
   suite_add_tcase(s, tc);
   return s;
 }
