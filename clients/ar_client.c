@@ -2,8 +2,9 @@
  *
  * Each call packs one arenad.Request with a fresh id, writes it as one length-prefixed frame and
  * reads frames until the response with that id arrives (a synchronous client has only one
- * outstanding request, so any other id is a protocol error). Decoded responses own their bytes;
- * invoke results point into them instead of copying output tensors.
+ * outstanding request, so any other id is a protocol error). Replies are read into a buffer the
+ * connection keeps; a large invoke reply is decoded without copying its outputs' bytes (results
+ * point into that buffer, which then goes with the result), other replies own their bytes.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* memfd_create, F_ADD_SEALS */
@@ -51,6 +52,7 @@ struct ar_client {
    * bytes past the frame (none with one request at a time) stay for the next. */
   uint8_t *rbuf;
   size_t rcap, rstart, rlen;  /* rbuf[rstart, rstart + rlen) read, not yet handed out */
+  size_t rhint;               /* the last reply's frame size: a new buffer starts that large */
 };
 
 /* Reply buffers up to this size stay with the connection; a larger one goes after its reply. */
@@ -308,7 +310,7 @@ static int rbuf_reserve(ar_client_t *c, size_t bytes) {
  * errno (ENOMEM, or the read's), or -2 when the frame is longer than the client accepts (*len set). */
 static int read_frame(ar_client_t *c, const uint8_t **body, uint32_t *len) {
   if (c->rlen < 4) {
-    if (rbuf_reserve(c, AR_CLIENT_RBUF_MIN) != 0) return -1;
+    if (rbuf_reserve(c, c->rhint > AR_CLIENT_RBUF_MIN ? c->rhint : AR_CLIENT_RBUF_MIN) != 0) return -1;
     ssize_t r = read_some(c->fd, c->rbuf + c->rlen, 4 - c->rlen, c->rcap - c->rlen);
     if (r < 0) return -1;
     c->rlen += (size_t)r;
@@ -327,6 +329,7 @@ static int read_frame(ar_client_t *c, const uint8_t **body, uint32_t *len) {
     c->rlen += (size_t)r;
   }
   *body = c->rbuf + c->rstart + 4;
+  c->rhint = want <= AR_CLIENT_KEEP_RBUF ? want : 0;
   c->rstart += want;
   c->rlen -= want;
   return 0;
@@ -344,12 +347,151 @@ static void rbuf_trim(ar_client_t *c) {
   }
 }
 
+/* Invoke replies of at least this many bytes are decoded without copying their output bytes. */
+#define AR_CLIENT_BORROW_BYTES (16u * 1024)
+
+/* An invoke result's private part: the decoded reply and, when its outputs' bytes were left in the
+ * frame they arrived in (borrowed), that frame. */
+typedef struct {
+  Arenad__Response *resp;
+  uint8_t *frame;
+} reply_t;
+
+static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+    uint8_t b = *(*p)++;
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+static uint8_t *put_varint(uint8_t *o, uint64_t v) {
+  while (v >= 0x80) *o++ = (uint8_t)(v | 0x80), v >>= 7;
+  *o++ = (uint8_t)v;
+  return o;
+}
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, n++;
+  return n;
+}
+
+/* The output bytes a stripped reply left in its frame: one entry per InvokeResponse.outputs
+ * element, in order. */
+typedef struct {
+  const uint8_t *data[AR_CLIENT_MAX_IO];
+  size_t len[AR_CLIENT_MAX_IO];
+  size_t n;
+  bool bad;
+} borrow_t;
+
+/* One message of a Response at `level` (0 Response, 1 InvokeResponse = Response field 7, 2 Tensor
+ * = InvokeResponse field 1): the message without the Tensors' field 4 (data), written at out (NULL:
+ * only sized). Returns its size; b->bad on anything unexpected. Records the data on the writing
+ * pass. */
+static size_t strip_reply(borrow_t *b, int level, const uint8_t *p, const uint8_t *end, uint8_t *out) {
+  size_t n = 0;
+  if (level == 2 && out) {
+    if (b->n == AR_CLIENT_MAX_IO) {
+      b->bad = true;
+      return 0;
+    }
+    b->data[b->n] = NULL;
+    b->len[b->n] = 0;
+    b->n++;
+  }
+  while (p < end && !b->bad) {
+    const uint8_t *start = p;
+    uint64_t tag, v;
+    if (!get_varint(&p, end, &tag)) break;
+    uint32_t field = (uint32_t)(tag >> 3), wt = (uint32_t)(tag & 7);
+    if (wt == 0) {
+      if (!get_varint(&p, end, &v)) break;
+    } else if (wt == 1 || wt == 5) {
+      size_t k = wt == 1 ? 8 : 4;
+      if ((size_t)(end - p) < k) break;
+      p += k;
+    } else if (wt == 2) {
+      if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p)) break;
+      const uint8_t *q = p;
+      p += v;
+      if ((level == 0 && field == 7) || (level == 1 && field == 1)) {
+        size_t inner = strip_reply(b, level + 1, q, p, NULL);
+        size_t head = varint_len(tag) + varint_len(inner);
+        if (out) {
+          uint8_t *o = put_varint(put_varint(out + n, tag), inner);
+          strip_reply(b, level + 1, q, p, o);
+        }
+        n += head + inner;
+        continue;
+      }
+      if (level == 2 && field == 4) {
+        if (out) {
+          b->data[b->n - 1] = q;
+          b->len[b->n - 1] = (size_t)v;
+        }
+        continue;
+      }
+    } else {
+      break;   /* groups: not in arenad.proto */
+    }
+    if (out) memcpy(out + n, start, (size_t)(p - start));
+    n += (size_t)(p - start);
+    continue;
+  }
+  if (p != end) b->bad = true;
+  return n;
+}
+
+/* Decode an invoke reply without copying its outputs' bytes: they stay in `body` (which must then
+ * outlive the result). NULL when the reply does not take this path (the caller decodes it as
+ * usual). */
+static Arenad__Response *unpack_borrowing(const uint8_t *body, size_t len) {
+  borrow_t b = {.n = 0};
+  size_t n = strip_reply(&b, 0, body, body + len, NULL);
+  if (b.bad || n > len) return NULL;
+  uint8_t small[4096];
+  uint8_t *buf = n <= sizeof(small) ? small : malloc(n ? n : 1);
+  if (buf == NULL) return NULL;
+  b.n = 0;
+  strip_reply(&b, 0, body, body + len, buf);
+  Arenad__Response *resp = b.bad ? NULL : arenad__response__unpack(NULL, n, buf);
+  if (buf != small) free(buf);
+  if (resp == NULL) return NULL;
+  bool ok = resp->body_case == ARENAD__RESPONSE__BODY_INVOKE && resp->invoke && resp->invoke->n_outputs == b.n;
+  for (size_t j = 0; ok && j < b.n; j++) ok = resp->invoke->outputs[j]->data.len == 0;
+  if (!ok) {
+    arenad__response__free_unpacked(resp, NULL);
+    return NULL;
+  }
+  for (size_t j = 0; j < b.n; j++) {
+    resp->invoke->outputs[j]->data.data = (uint8_t *)b.data[j];
+    resp->invoke->outputs[j]->data.len = b.len[j];
+  }
+  return resp;
+}
+
+/* Free a reply whose outputs may be borrowed from `frame`, and the frame. */
+static void reply_free(Arenad__Response *resp, uint8_t *frame) {
+  if (resp && frame && resp->body_case == ARENAD__RESPONSE__BODY_INVOKE && resp->invoke)
+    for (size_t j = 0; j < resp->invoke->n_outputs; j++) {
+      resp->invoke->outputs[j]->data.data = NULL;
+      resp->invoke->outputs[j]->data.len = 0;
+    }
+  if (resp) arenad__response__free_unpacked(resp, NULL);
+  free(frame);
+}
+
 /* Send `req` (its id is set here) and wait for the matching response. On success *out is the
  * decoded response with an OK status; on a daemon error its status is turned into the return
  * code and message. */
-static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Response **out, char *msg,
-                   size_t msg_bytes) {
+static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Response **out, uint8_t **frame_out,
+                   char *msg, size_t msg_bytes) {
   *out = NULL;
+  if (frame_out) *frame_out = NULL;
   req->id = c->next_id++;
   size_t n = arenad__request__get_packed_size(req);
   if (n > UINT32_MAX) return ar_errf(msg, msg_bytes, AR_EINVAL, "request of %zu bytes is too large", n);
@@ -399,13 +541,22 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
     return ar_errf(msg, msg_bytes, AR_EPROTO, "response frame of %u bytes is larger than the client accepts", len);
   if (r != 0)
     return ar_errf(msg, msg_bytes, errno == ENOMEM ? AR_ENOMEM : AR_ECONN, "receive: %s", strerror(errno));
-  Arenad__Response *resp = arenad__response__unpack(NULL, len, body);
+  /* A large invoke reply, alone in the read buffer: its outputs stay where they were read, and the
+   * buffer goes with the result (the connection reads the next reply into a new one). */
+  Arenad__Response *resp = NULL;
+  uint8_t *frame = NULL;
+  if (frame_out && len >= AR_CLIENT_BORROW_BYTES && c->rlen == 0 && (resp = unpack_borrowing(body, len)) != NULL) {
+    frame = c->rbuf;
+    c->rbuf = NULL;
+    c->rcap = 0;
+  }
+  if (resp == NULL) resp = arenad__response__unpack(NULL, len, body);
   rbuf_trim(c);
   if (resp == NULL) return ar_errf(msg, msg_bytes, AR_EPROTO, "response of %u bytes does not decode", len);
   int code = resp->status ? (int)resp->status->code : 0;
   if (code != 0) {
     rc = ar_errf(msg, msg_bytes, -code, "%s", resp->status->message);
-    arenad__response__free_unpacked(resp, NULL);
+    reply_free(resp, frame);
     return rc;
   }
   if (inv_model && resp->body_case == ARENAD__RESPONSE__BODY_INVOKE && resp->invoke) {
@@ -415,16 +566,17 @@ static int call_fd(ar_client_t *c, Arenad__Request *req, int pass, Arenad__Respo
   if (resp->id != req->id) {
     rc = ar_errf(msg, msg_bytes, AR_EPROTO, "response id %llu, expected %llu", (unsigned long long)resp->id,
                  (unsigned long long)req->id);
-    arenad__response__free_unpacked(resp, NULL);
+    reply_free(resp, frame);
     return rc;
   }
   *out = resp;
+  if (frame_out) *frame_out = frame;
   if (msg && msg_bytes) msg[0] = '\0';
   return 0;
 }
 
 static int call(ar_client_t *c, Arenad__Request *req, Arenad__Response **out, char *msg, size_t msg_bytes) {
-  return call_fd(c, req, -1, out, msg, msg_bytes);
+  return call_fd(c, req, -1, out, NULL, msg, msg_bytes);
 }
 
 AR_EXPORT int ar_client_ping(ar_client_t *c, char *version, size_t version_bytes, char *msg, size_t msg_bytes) {
@@ -732,13 +884,21 @@ AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const a
   req.body_case = ARENAD__REQUEST__BODY_INVOKE;
   req.invoke = &body;
   Arenad__Response *resp;
-  int rc = call(c, &req, &resp, msg, msg_bytes);
+  uint8_t *frame = NULL;
+  int rc = call_fd(c, &req, -1, &resp, &frame, msg, msg_bytes);
   if (heap) free(ts), free(ptrs), free(shapes), free(rs), free(optrs);
   if (rc) return rc;
   if (resp->body_case != ARENAD__RESPONSE__BODY_INVOKE) {
-    arenad__response__free_unpacked(resp, NULL);
+    reply_free(resp, frame);
     return ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not an invoke");
   }
+  reply_t *keep = malloc(sizeof(*keep));
+  if (keep == NULL) {
+    reply_free(resp, frame);
+    return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory");
+  }
+  keep->resp = resp;
+  keep->frame = frame;
   const Arenad__InvokeResponse *ir = resp->invoke;
   res->n_outputs = (int32_t)ir->n_outputs;
   for (size_t j = 0; j < ir->n_outputs && j < AR_CLIENT_MAX_IO; j++) {
@@ -754,7 +914,7 @@ AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const a
   }
   res->invoke_us = ir->invoke_us;
   res->queue_us = ir->queue_us;
-  res->priv = resp;
+  res->priv = keep;
   return 0;
 }
 
@@ -796,7 +956,7 @@ static int buffer_call(ar_client_t *c, int fd, uint32_t release, uint32_t *id, u
   req.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
   req.register_buffer = &body;
   Arenad__Response *resp;
-  int rc = call_fd(c, &req, fd, &resp, msg, msg_bytes);
+  int rc = call_fd(c, &req, fd, &resp, NULL, msg, msg_bytes);
   if (rc) return rc;
   if (resp->body_case != ARENAD__RESPONSE__BODY_REGISTER_BUFFER) {
     rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a register_buffer");
@@ -891,7 +1051,9 @@ AR_EXPORT int ar_client_resize_input(ar_client_t *c, const char *model, uint32_t
 
 AR_EXPORT void ar_client_result_free(ar_client_result_t *res) {
   if (res == NULL) return;
-  if (res->priv) arenad__response__free_unpacked(res->priv, NULL);
+  reply_t *keep = res->priv;
+  if (keep) reply_free(keep->resp, keep->frame);
+  free(keep);
   memset(res, 0, sizeof(*res));
 }
 

@@ -92,7 +92,7 @@ typedef struct ar_client_result {
   ar_client_tensor_t outputs[AR_CLIENT_MAX_IO];
   uint64_t invoke_us;             /* time in the interpreter on the daemon's worker, µs */
   uint64_t queue_us;              /* time the request waited for its model's group, µs */
-  void *priv;                     /* the decoded response that owns the output bytes */
+  void *priv;                     /* the decoded response and the frame that own the output bytes */
 } ar_client_result_t;
 
 /* Connect to the daemon listening on `socket_path`. *out is freed by ar_client_close.
