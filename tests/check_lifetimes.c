@@ -445,10 +445,11 @@ START_TEST(test_plan_with_scratch) {
         else if (!fz) ck_assert_uint_eq(f.tensor_lower_bound_bytes, pinned);
         if (fz) {
           /* Folded PADs (ar_interp_op_pad_folded) make the depthwise read the PAD's input, which
-           * then lives one operator longer: on face_detection_full_range_sparse the best plan sits
-           * 4,000 B (0.13 %) above its bound, 930 KB below the unfused plan. */
+           * then lives one operator longer: on face_detection_full_range_sparse the whole arena
+           * (tensors and scratch) is at its bound, but its tensor part sits 4,000 B (0.15 %) above
+           * the tensors-only bound, 930 KB below the unfused plan. */
           ck_assert_uint_le(f.tensor_arena_bytes, f.tensor_lower_bound_bytes + f.tensor_lower_bound_bytes / 100);
-          ck_assert_uint_le(f.arena_bytes, f.lower_bound_bytes + f.lower_bound_bytes / 100);
+          ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
         } else {
           ck_assert_uint_eq(f.tensor_arena_bytes, f.tensor_lower_bound_bytes);
           ck_assert_uint_eq(f.arena_bytes, f.lower_bound_bytes);
