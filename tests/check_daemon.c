@@ -1225,7 +1225,11 @@ START_TEST(bytes_path_reuses_its_blocks) {
    * memory faults of its own), emulation its own memory; only the plain build counts it. */
   const char *pre = getenv("LD_PRELOAD");
   bool own_allocator = AR_TEST_SANITIZED || (pre && strstr(pre, "vgpreload")) || ar_test_emulated();
-  if (!own_allocator) ck_assert_msg(f1 - f0 < (unsigned long)n * 16, "%lu page faults in %d invokes", f1 - f0, n);
+  /* Unkept blocks would fault ~260 pages per invoke (~4,200 here). A kept frame is back among the
+   * connection's spares only once its reply is written, so on a loaded machine the next request
+   * is now and then read into a fresh 786 KB block (193 faults each: 0, 193 and 387 seen), hence
+   * the bound of about three such blocks. */
+  if (!own_allocator) ck_assert_msg(f1 - f0 < (unsigned long)n * 40, "%lu page faults in %d invokes", f1 - f0, n);
   ar_tc_golden_free(&g[0]);
   ar_tc_golden_free(&g[1]);
   ar_client_close(c);
