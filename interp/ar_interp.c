@@ -367,6 +367,50 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
   return n;
 }
 
+/* Who reads and who writes each tensor, from the graph alone (elisions do not change it), for the
+ * fusion and folding passes below: reader[t] the one operator reading t (-1: none; -2: several
+ * reads, or t is a graph output), slot[t] the input slot of its last read, producer[t] the
+ * operator writing t (-1: none). */
+typedef struct readers {
+  int32_t *reader, *slot, *producer;
+} readers_t;
+
+static void readers_free(readers_t *rd) {
+  free(rd->reader);
+  free(rd->slot);
+  free(rd->producer);
+}
+
+/* Fill *rd for in's subgraph. Errors: AR_ENOMEM (rd left empty). */
+static int readers_build(const ar_interp_t *in, readers_t *rd) {
+  const ar_subgraph_t *sg = in->sg;
+  const int32_t nt = in->n_tensors, no = in->n_ops;
+  const size_t n = (size_t)(nt > 0 ? nt : 1);
+  rd->reader = malloc(n * sizeof *rd->reader);
+  rd->slot = malloc(n * sizeof *rd->slot);
+  rd->producer = malloc(n * sizeof *rd->producer);
+  if (!rd->reader || !rd->slot || !rd->producer) {
+    readers_free(rd);
+    *rd = (readers_t){0};
+    return AR_ENOMEM;
+  }
+  for (int32_t t = 0; t < nt; t++) rd->reader[t] = rd->slot[t] = rd->producer[t] = -1;
+  for (int32_t k = 0; k < no; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t < 0 || t >= nt) continue;
+      rd->reader[t] = rd->reader[t] == -1 ? k : -2;
+      rd->slot[t] = i;
+    }
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] >= 0 && op->outputs[o] < nt) rd->producer[op->outputs[o]] = k;
+  }
+  for (uint32_t i = 0; i < sg->n_outputs; i++)
+    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) rd->reader[sg->outputs[i]] = -2;
+  return 0;
+}
+
 /* Inverted-residual fusion (ar_interp_options_t.fuse): a CONV_2D k that runs at invoke and whose
  * one output t (not a graph output nor a variable, at least AR_INTERP_FUSE_MIN_BYTES per thread)
  * is read by exactly one input slot, input 0 of a later DEPTHWISE_CONV_2D d that runs at invoke, with the
@@ -374,29 +418,11 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
  * DEQUANTIZE runs at its reader's step, which the elided conv no longer has) and the kernels'
  * ar_kernel_fuse_ir_check: k is elided (mode ELIDED, step -1), fused_into[k] = d and
  * extra_input[d] = the conv's input 0, which d then reads for the lifetimes. Called after the op
- * modes and at-use map are set. Errors: AR_ENOMEM. */
-static int find_fusions(ar_interp_t *in, const int32_t *sparse_of, const int32_t *f16_of) {
+ * modes and at-use map are set. */
+static void find_fusions(ar_interp_t *in, const readers_t *rd, const int32_t *sparse_of, const int32_t *f16_of) {
   const ar_subgraph_t *sg = in->sg;
   const int32_t nt = in->n_tensors, no = in->n_ops;
-  int32_t *reader = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *reader);   /* op, -2: several */
-  int32_t *slot = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *slot);
-  if (!reader || !slot) {
-    free(reader);
-    free(slot);
-    return AR_ENOMEM;
-  }
-  for (int32_t t = 0; t < nt; t++) reader[t] = slot[t] = -1;
-  for (int32_t k = 0; k < no; k++) {
-    const ar_operator_t *op = &sg->operators[k];
-    for (int32_t i = 0; i < op->n_inputs; i++) {
-      const int32_t t = op->inputs[i];
-      if (t < 0 || t >= nt) continue;
-      reader[t] = reader[t] == -1 ? k : -2;
-      slot[t] = i;
-    }
-  }
-  for (uint32_t i = 0; i < sg->n_outputs; i++)
-    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) reader[sg->outputs[i]] = -2;
+  const int32_t *reader = rd->reader, *slot = rd->slot;
   for (int32_t k = 0; k < no; k++) {
     const ar_operator_t *op = &sg->operators[k];
     if (op->op != AR_OP_CONV_2D || in->op_mode[k] != AR_OPMODE_INVOKE || in->elided[k] ||
@@ -428,9 +454,6 @@ static int find_fusions(ar_interp_t *in, const int32_t *sparse_of, const int32_t
     in->fused_into[k] = d;
     in->extra_input[d] = op->inputs[0];
   }
-  free(reader);
-  free(slot);
-  return 0;
 }
 
 /* PAD folding (with ar_interp_options_t.fuse): a PAD k that runs at invoke and whose one output t
@@ -439,29 +462,11 @@ static int find_fusions(ar_interp_t *in, const int32_t *sparse_of, const int32_t
  * ar_kernel_pad_fold_check covers the pair: k is elided (mode ELIDED, step -1), extra_input[d] =
  * the PAD's input 0, which d reads instead (node set-up), and nodes[d].folded_pad = the zero rows
  * and columns. The face detectors pad before most of their depthwise convs (43 PADs in
- * face_detection_full_range_sparse). Called after find_fusions. Errors: AR_ENOMEM. */
-static int find_pad_folds(ar_interp_t *in) {
+ * face_detection_full_range_sparse). Called after find_fusions. */
+static void find_pad_folds(ar_interp_t *in, const readers_t *rd) {
   const ar_subgraph_t *sg = in->sg;
   const int32_t nt = in->n_tensors, no = in->n_ops;
-  int32_t *reader = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *reader);   /* op, -2: several */
-  int32_t *slot = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *slot);
-  if (!reader || !slot) {
-    free(reader);
-    free(slot);
-    return AR_ENOMEM;
-  }
-  for (int32_t t = 0; t < nt; t++) reader[t] = slot[t] = -1;
-  for (int32_t k = 0; k < no; k++) {
-    const ar_operator_t *op = &sg->operators[k];
-    for (int32_t i = 0; i < op->n_inputs; i++) {
-      const int32_t t = op->inputs[i];
-      if (t < 0 || t >= nt) continue;
-      reader[t] = reader[t] == -1 ? k : -2;
-      slot[t] = i;
-    }
-  }
-  for (uint32_t i = 0; i < sg->n_outputs; i++)
-    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) reader[sg->outputs[i]] = -2;
+  const int32_t *reader = rd->reader, *slot = rd->slot;
   for (int32_t k = 0; k < no; k++) {
     const ar_operator_t *op = &sg->operators[k];
     if (op->op != AR_OP_PAD || in->op_mode[k] != AR_OPMODE_INVOKE || in->elided[k] || op->n_outputs != 1 ||
@@ -490,9 +495,6 @@ static int find_pad_folds(ar_interp_t *in) {
       memcpy(in->nodes[d].folded_pad, pads, sizeof pads);
     }
   }
-  free(reader);
-  free(slot);
-  return 0;
 }
 
 /* Activation folding (with ar_interp_options_t.fuse): a float RELU / RELU6 r that runs at invoke,
@@ -502,28 +504,10 @@ static int find_pad_folds(ar_interp_t *in) {
  * input_activated, so r does nothing when its output shares t's bytes (the in-place plan gives it
  * them: an elementwise op over an input nobody reads after it). The face detectors follow 44 of
  * their convs and residual ADDs with a RELU. Called after find_pad_folds. Errors: AR_ENOMEM. */
-static int find_act_folds(ar_interp_t *in) {
+static int find_act_folds(ar_interp_t *in, const readers_t *rd) {
   const ar_subgraph_t *sg = in->sg;
   const int32_t nt = in->n_tensors, no = in->n_ops;
-  int32_t *reader = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *reader);   /* op, -2: several */
-  int32_t *producer = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *producer);
-  if (!reader || !producer) {
-    free(reader);
-    free(producer);
-    return AR_ENOMEM;
-  }
-  for (int32_t t = 0; t < nt; t++) reader[t] = producer[t] = -1;
-  for (int32_t k = 0; k < no; k++) {
-    const ar_operator_t *op = &sg->operators[k];
-    for (int32_t i = 0; i < op->n_inputs; i++) {
-      const int32_t t = op->inputs[i];
-      if (t >= 0 && t < nt) reader[t] = reader[t] == -1 ? k : -2;
-    }
-    for (int32_t o = 0; o < op->n_outputs; o++)
-      if (op->outputs[o] >= 0 && op->outputs[o] < nt) producer[op->outputs[o]] = k;
-  }
-  for (uint32_t i = 0; i < sg->n_outputs; i++)
-    if (sg->outputs[i] >= 0 && sg->outputs[i] < nt) reader[sg->outputs[i]] = -2;
+  const int32_t *reader = rd->reader, *producer = rd->producer;
   int rc = 0;
   for (int32_t r = 0; r < no && rc == 0; r++) {
     const ar_operator_t *op = &sg->operators[r];
@@ -552,8 +536,6 @@ static int find_act_folds(ar_interp_t *in) {
     in->has_own_options[p] = true;
     in->nodes[r].input_activated = true;
   }
-  free(reader);
-  free(producer);
   return rc;
 }
 
@@ -700,10 +682,18 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   }
   /* Inverted-residual fusion: expansion convs run inside the depthwise reading their output. */
   for (int32_t k = 0; k < in->n_ops; k++) in->fused_into[k] = in->extra_input[k] = in->pad_into[k] = -1;
-  if (opt.fuse && ((rc = find_fusions(in, sparse_of, f16_of)) != 0 || (rc = find_pad_folds(in)) != 0 ||
-                   (rc = find_act_folds(in)) != 0)) {
-    rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
-    goto fail;
+  if (opt.fuse) {
+    readers_t rd;
+    if ((rc = readers_build(in, &rd)) == 0) {
+      find_fusions(in, &rd, sparse_of, f16_of);
+      find_pad_folds(in, &rd);
+      rc = find_act_folds(in, &rd);
+    }
+    readers_free(&rd);
+    if (rc != 0) {
+      rc = ar_errf(msg, msg_bytes, rc, "interp: out of memory");
+      goto fail;
+    }
   }
 
   /* Operators the loader kept unrun (ar_model_load_describe) and those without a kernel or with an
