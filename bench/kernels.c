@@ -12,7 +12,12 @@
  * against kernels/sgemm512.c (float32 B, float16 B, and through kernels/gemm.c's bands as
  * CONV_2D runs it), alternating round by round; with --threads T that last one on a pool of T
  * threads (kernels/gemm.c's split by thread count: runs of rows, or of columns when N > M).
- *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm [--threads T]] [--match TEXT] [runs]
+ * --cold: each run reads a different copy of A and B and writes a different C (about 24 MB of
+ * copies in all), so that none of them is in the core's caches: an upper bound on what an invoke
+ * pays for weights, input and output that are not in L2 (1 thread, min: 196 x 672 x 112 190 us
+ * warm, 260-340 cold; 3136 x 24 x 144 185 -> 200-330). --match TEXT: only the shapes whose
+ * "M x N x K" label contains TEXT.
+ *   usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm [--threads T] [--cold]] [--match TEXT] [runs]
  *          (runs per round, default 50; default levels: the best one only)
  */
 #include <cblas.h>
@@ -23,6 +28,7 @@
 #include <time.h>
 
 #include "common/ar_error.h"
+#include "common/ar_util.h"
 #include "kernels/ar_isa.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/conv_util.h"
@@ -150,7 +156,7 @@ static int bench_sgemm(int rounds) {
 enum { GV_BLAS, GV_S512, GV_S512_F16, GV_CONV_F16, GV_N };
 static const char *const gv_name[GV_N] = {"blas", "s512", "s512_f16", "conv_f16"};
 
-static int bench_gemm(int runs, int rounds, int threads) {
+static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *match) {
   static const int shapes[][3] = {
     {12544, 64, 16}, {12544, 16, 24}, {3136, 144, 24}, {3136, 24, 144}, {784, 240, 40},
     {784, 40, 240}, {196, 480, 80}, {196, 80, 480}, {196, 672, 112}, {196, 112, 672},
@@ -166,41 +172,60 @@ static int bench_gemm(int runs, int rounds, int threads) {
     return 1;
   }
   ar_node_t node = {.threads = threads, .pool = pool};
-  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, %d rounds x %d runs: median of "
-         "round medians (us) and GFLOP/s of it, then the fastest run (us)\n", threads,
-         ar_blas_corename(), rounds, runs);
+  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, %d rounds x %d runs, B %s: median "
+         "of round medians (us) and GFLOP/s of it, then the fastest run (us)\n", threads,
+         ar_blas_corename(), rounds, runs, cold ? "cold (copies cycled)" : "warm");
   printf("%-20s", "M x N x K");
   for (int v = 0; v < GV_N; v++) printf(" %9s_us %7s %8s", gv_name[v], "GFLOP/s", "min_us");
   printf("\n");
   double geo[GV_N] = {0};
+  int shown = 0;
   const size_t n_shapes = sizeof shapes / sizeof shapes[0];
   for (size_t si = 0; si < n_shapes; si++) {
     const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
-    float *a = randv((size_t)M * K), *b = randv((size_t)N * K), *bias = randv((size_t)N);
-    uint16_t *b16 = malloc((size_t)N * K * sizeof *b16);
-    for (size_t i = 0; i < (size_t)N * K; i++) {   /* B rounded to fp16 (truncation is enough here) */
+    char lab[32];
+    snprintf(lab, sizeof lab, "%d x %d x %d", M, N, K);
+    if (match && !strstr(lab, match)) continue;
+    /* --cold: copies of A, B (float32 and float16) and C cycled run by run, about 24 MB in all. */
+    const size_t nb = (size_t)N * K, na = (size_t)M * K, nc = (size_t)M * N;
+    const int copies = cold ? (int)AR_MAX((size_t)2, (size_t)(24u << 20) / (nb * 6 + (nc + na) * 4) + 1) : 1;
+    float *a0 = randv(na), *bias = randv((size_t)N);
+    float *aall = malloc(na * (size_t)copies * sizeof(float));
+    for (int cp = 0; cp < copies; cp++) memcpy(aall + (size_t)cp * na, a0, na * sizeof(float));
+    float *ball = malloc(nb * (size_t)copies * sizeof *ball);
+    uint16_t *b16all = malloc(nb * (size_t)copies * sizeof *b16all);
+    float *b = randv(nb);
+    for (int cp = 0; cp < copies; cp++) memcpy(ball + (size_t)cp * nb, b, nb * sizeof *b);
+    for (size_t i = 0; i < nb; i++) {   /* B rounded to fp16 (truncation is enough here) */
       union { float f; uint32_t u; } x = {.f = b[i]};
       const uint32_t e = (x.u >> 23) & 0xff;
-      b16[i] = (uint16_t)(((x.u >> 16) & 0x8000) |
-                          (e < 113 ? 0 : ((e - 112) << 10) | ((x.u >> 13) & 0x3ff)));
+      const uint16_t h = (uint16_t)(((x.u >> 16) & 0x8000) |
+                                    (e < 113 ? 0 : ((e - 112) << 10) | ((x.u >> 13) & 0x3ff)));
+      for (int cp = 0; cp < copies; cp++) b16all[(size_t)cp * nb + i] = h;
     }
-    float *c = malloc((size_t)M * N * sizeof(float));
+    int cur = 0;
+    float *call = malloc(nc * (size_t)copies * sizeof(float));
     double *t = malloc(sizeof(double) * (size_t)runs), med[GV_N][64], mn[GV_N];
     for (int v = 0; v < GV_N; v++) mn[v] = 1e30;
-    const ar_gemm_nt_t g = {.a = a, .b16 = b16, .bias = bias, .c = c, .m = M, .n = N, .k = K,
-                            .lda = K, .ldb = K, .ldc = N, .act = AR_ACT_RELU6, .avx512 = true};
     for (int r = 0; r < rounds && r < 64; r++)
       for (int v = 0; v < GV_N; v++) {
         if (v == GV_CONV_F16) ar_threadpool_enter(pool);
         for (int e = 0; e < runs + 2; e++) {
+          const float *bc = ball + (size_t)cur * nb;
+          const uint16_t *b16 = b16all + (size_t)cur * nb;
+          float *c = call + (size_t)cur * nc;
+          const float *a = aall + (size_t)cur * na;
+          cur = (cur + 1) % copies;
+          const ar_gemm_nt_t g = {.a = a, .b16 = b16, .bias = bias, .c = c, .m = M, .n = N, .k = K,
+                                  .lda = K, .ldb = K, .ldc = N, .act = AR_ACT_RELU6, .avx512 = true};
           double t0 = now_us();
           switch (v) {
           case GV_BLAS:
             ar__fill_bias_rows(c, (size_t)M, (size_t)N, bias);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 1.0f, c, N);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, bc, K, 1.0f, c, N);
             ar__activate(c, (size_t)M * N, AR_ACT_RELU6);
             break;
-          case GV_S512: ar_sgemm512_nt(a, K, b, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
+          case GV_S512: ar_sgemm512_nt(a, K, bc, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
           case GV_S512_F16: ar_sgemm512_nt_f16(a, K, b16, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
           default: ar_gemm_nt(&node, &g); break;
           }
@@ -211,19 +236,18 @@ static int bench_gemm(int runs, int rounds, int threads) {
         med[v][r] = median(t, runs);
       }
     const double flop = 2.0 * M * N * K;
-    char lab[32];
-    snprintf(lab, sizeof lab, "%d x %d x %d", M, N, K);
     printf("%-20s", lab);
     for (int v = 0; v < GV_N; v++) {
       const double m = median(med[v], rounds < 64 ? rounds : 64);
       geo[v] += log(flop / (m * 1e3));
+      shown += v == 0;
       printf(" %12.1f %7.1f %8.1f", m, flop / (m * 1e3), mn[v]);
     }
     printf("\n");
-    free(a); free(b); free(b16); free(bias); free(c); free(t);
+    free(a0); free(aall); free(b); free(ball); free(b16all); free(bias); free(call); free(t);
   }
   printf("%-20s", "geomean GFLOP/s");
-  for (int v = 0; v < GV_N; v++) printf(" %12s %7.1f %8s", "", exp(geo[v] / (double)n_shapes), "");
+  for (int v = 0; v < GV_N; v++) printf(" %12s %7.1f %8s", "", exp(geo[v] / AR_MAX(1, shown)), "");
   printf("\n");
   ar_threadpool_free(pool);
   return 0;
@@ -231,11 +255,12 @@ static int bench_gemm(int runs, int rounds, int threads) {
 
 int main(int argc, char **argv) {
   int runs = 50, rounds = 5, levels[3], nlev = 0, threads = 1;
-  bool sgemm = false, gemm = false;
+  bool sgemm = false, gemm = false, cold = false;
   const char *match = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--sgemm") == 0) sgemm = true;
     else if (strcmp(argv[i], "--gemm") == 0) gemm = true;
+    else if (strcmp(argv[i], "--cold") == 0) cold = true;
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
     else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc) match = argv[++i];
@@ -253,7 +278,7 @@ int main(int argc, char **argv) {
       }
     } else if (argv[i][0] != '-') runs = atoi(argv[i]);
     else {
-      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm [--threads T]] [--match TEXT] [runs]\n");
+      fprintf(stderr, "usage: bench/kernels [--isa portable,avx2,avx512f] [--rounds R] [--sgemm] [--gemm [--threads T] [--cold]] [--match TEXT] [runs]\n");
       return 2;
     }
   }
@@ -262,7 +287,7 @@ int main(int argc, char **argv) {
   if (rounds > 64) rounds = 64;
   openblas_set_num_threads(1);
   if (sgemm) return bench_sgemm(rounds);
-  if (gemm) return bench_gemm(runs, rounds, threads);
+  if (gemm) return bench_gemm(runs, rounds, threads, cold, match);
   if (nlev == 0) levels[nlev++] = ar__f32_set_isa(-1);
   printf("bench/kernels: %d round(s) x %d evals per level, OpenBLAS core %s\n", rounds, runs,
          ar_blas_corename());
