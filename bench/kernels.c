@@ -172,9 +172,9 @@ static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *
     return 1;
   }
   ar_node_t node = {.threads = threads, .pool = pool};
-  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, %d rounds x %d runs, B %s: median "
+  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, %d rounds x %d runs, operands %s: median "
          "of round medians (us) and GFLOP/s of it, then the fastest run (us)\n", threads,
-         ar_blas_corename(), rounds, runs, cold ? "cold (copies cycled)" : "warm");
+         ar_blas_corename(), rounds, runs, cold ? "cold (copies of A, B, C cycled)" : "warm");
   printf("%-20s", "M x N x K");
   for (int v = 0; v < GV_N; v++) printf(" %9s_us %7s %8s", gv_name[v], "GFLOP/s", "min_us");
   printf("\n");
