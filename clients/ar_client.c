@@ -347,8 +347,12 @@ static void rbuf_trim(ar_client_t *c) {
   }
 }
 
-/* Invoke replies of at least this many bytes are decoded without copying their output bytes. */
+/* Invoke replies of at least this many bytes are decoded without copying their output bytes,
+ * when every output's bytes start at a multiple of AR_CLIENT_BORROW_ALIGN in the read buffer (a
+ * caller reads them as float or int64 arrays; an output at an odd place in the frame is copied
+ * into memory of malloc's alignment, as smaller replies are). */
 #define AR_CLIENT_BORROW_BYTES (16u * 1024)
+#define AR_CLIENT_BORROW_ALIGN 16u
 
 /* An invoke result's private part: the decoded reply and, when its outputs' bytes were left in the
  * frame they arrived in (borrowed), that frame. */
@@ -447,8 +451,8 @@ static size_t strip_reply(borrow_t *b, int level, const uint8_t *p, const uint8_
 }
 
 /* Decode an invoke reply without copying its outputs' bytes: they stay in `body` (which must then
- * outlive the result). NULL when the reply does not take this path (the caller decodes it as
- * usual). */
+ * outlive the result). NULL when the reply does not take this path, among others when an output's
+ * bytes are not AR_CLIENT_BORROW_ALIGN-aligned in `body` (the caller decodes it as usual). */
 static Arenad__Response *unpack_borrowing(const uint8_t *body, size_t len) {
   borrow_t b = {.n = 0};
   size_t n = strip_reply(&b, 0, body, body + len, NULL);
@@ -458,6 +462,8 @@ static Arenad__Response *unpack_borrowing(const uint8_t *body, size_t len) {
   if (buf == NULL) return NULL;
   b.n = 0;
   strip_reply(&b, 0, body, body + len, buf);
+  for (size_t j = 0; !b.bad && j < b.n; j++)
+    if ((uintptr_t)b.data[j] % AR_CLIENT_BORROW_ALIGN != 0) b.bad = true;
   Arenad__Response *resp = b.bad ? NULL : arenad__response__unpack(NULL, n, buf);
   if (buf != small) free(buf);
   if (resp == NULL) return NULL;
