@@ -1427,45 +1427,54 @@ START_TEST(invokes_of_a_vanished_client_are_dropped) {
   Arenad__Request req = ARENAD__REQUEST__INIT;
   req.body_case = ARENAD__REQUEST__BODY_INVOKE;
   req.invoke = &ir;
-  /* The daemon's request total before the raw connection; every stats poll below adds one. */
-  json_t *st0 = ar_tc_stats(c);
-  uint64_t requests0 = ar_tc_ji(json_object_get(st0, "daemon"), "requests");
-  json_decref(st0);
-  int fd = ar_td_connect_raw(dmn.socket);
-  ck_assert_int_ge(fd, 0);
-  for (int i = 0; i < 60; i++) {
-    req.id = (uint64_t)i + 1;
-    ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
-  }
-  close(fd);
-  /* Every accepted invoke is either run or dropped; the ones behind the hang-up are dropped. The
-   * daemon may meet the hang-up (EPIPE on a reply) before it has read the last frames from the
-   * socket: those were never accepted, so the accepted count comes from the request total once
-   * the raw connection is gone. */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  const double limit_s = ar_test_emulated() ? 1800 : 180;   /* a bound that names the figures */
-  for (uint64_t polls = 1;; polls++) {
-    json_t *st = ar_tc_stats(c);
-    json_t *m = ar_tc_stats_model(st, "face"), *d = json_object_get(st, "daemon");
-    uint64_t dropped = ar_tc_ji(m, "dropped"), errors = ar_tc_ji(m, "errors");
-    uint64_t done = ar_tc_ji(m, "invokes") + dropped + errors, inflight = ar_tc_ji(m, "inflight");
-    uint64_t accepted = ar_tc_ji(d, "requests") - requests0 - polls, conns = ar_tc_ji(d, "connections");
-    json_decref(st);
-    ck_assert_uint_le(accepted, 60);
-    ck_assert_uint_le(done, accepted);
-    if (conns == 1 && inflight == 0 && done == accepted) {
-      ck_assert_uint_eq(errors, 0);
-      ck_assert_uint_gt(dropped, 0);
-      printf("vanished client: %" PRIu64 " of 60 invokes accepted, %" PRIu64 " run, %" PRIu64 " dropped\n",
-             accepted, done - dropped - errors, dropped);
-      break;
+  /* When the daemon happens to meet the hang-up only once every accepted invoke has started
+   * (timing: it reads a connection's frames in bounded batches), nothing is left to drop; so the
+   * pipeline is sent up to 3 times, each accounted for exactly, and some invoke must be dropped. */
+  uint64_t total_dropped = 0;
+  for (int attempt = 0; attempt < 3 && total_dropped == 0; attempt++) {
+    /* The daemon's request total before the raw connection; every stats poll below adds one. */
+    json_t *st0 = ar_tc_stats(c);
+    uint64_t requests0 = ar_tc_ji(json_object_get(st0, "daemon"), "requests");
+    uint64_t dropped0 = ar_tc_ji(ar_tc_stats_model(st0, "face"), "dropped");
+    uint64_t invokes0 = ar_tc_ji(ar_tc_stats_model(st0, "face"), "invokes");
+    json_decref(st0);
+    int fd = ar_td_connect_raw(dmn.socket);
+    ck_assert_int_ge(fd, 0);
+    for (int i = 0; i < 60; i++) {
+      req.id = (uint64_t)i + 1;
+      ck_assert_int_eq(ar_td_send_request(fd, &req), 0);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ck_assert_msg((double)(t1.tv_sec - t0.tv_sec) < limit_s,
-                  "after %.0f s: %" PRIu64 " accepted, %" PRIu64 " answered (run, dropped or failed), %" PRIu64 " in flight, %" PRIu64 " connections",
-                  limit_s, accepted, done, inflight, conns);
+    close(fd);
+    /* Every accepted invoke is either run or dropped; the ones behind the hang-up are dropped. The
+     * daemon may meet the hang-up (EPIPE on a reply) before it has read the last frames from the
+     * socket: those were never accepted, so the accepted count comes from the request total once
+     * the raw connection is gone. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double limit_s = ar_test_emulated() ? 1800 : 180;   /* a bound that names the figures */
+    for (uint64_t polls = 1;; polls++) {
+      json_t *st = ar_tc_stats(c);
+      json_t *m = ar_tc_stats_model(st, "face"), *d = json_object_get(st, "daemon");
+      uint64_t dropped = ar_tc_ji(m, "dropped") - dropped0, errors = ar_tc_ji(m, "errors");
+      uint64_t done = ar_tc_ji(m, "invokes") - invokes0 + dropped + errors, inflight = ar_tc_ji(m, "inflight");
+      uint64_t accepted = ar_tc_ji(d, "requests") - requests0 - polls, conns = ar_tc_ji(d, "connections");
+      json_decref(st);
+      ck_assert_uint_le(accepted, 60);
+      ck_assert_uint_le(done, accepted);
+      if (conns == 1 && inflight == 0 && done == accepted) {
+        ck_assert_uint_eq(errors, 0);
+        printf("vanished client, attempt %d: %" PRIu64 " of 60 invokes accepted, %" PRIu64 " run, %" PRIu64
+               " dropped\n", attempt + 1, accepted, done - dropped - errors, dropped);
+        total_dropped += dropped;
+        break;
+      }
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      ck_assert_msg((double)(t1.tv_sec - t0.tv_sec) < limit_s,
+                    "after %.0f s: %" PRIu64 " accepted, %" PRIu64 " answered (run, dropped or failed), %" PRIu64 " in flight, %" PRIu64 " connections",
+                    limit_s, accepted, done, inflight, conns);
+    }
   }
+  ck_assert_msg(total_dropped > 0, "no invoke dropped in 3 pipelines of 60 from vanished clients");
   ping_ok();
   ar_tc_golden_free(&g);
   ar_client_close(c);
