@@ -949,7 +949,12 @@ static int check_resize_request(ar_dmodel_t *m, const Arenad__ResizeInputRequest
   if (rr->n_shape > AR_MAX_RANK)
     return ar_errf(msg, n, AR_ESHAPE, "input %u: rank %zu", rr->input, rr->n_shape);
   int32_t dims[AR_MAX_RANK];
-  for (size_t d = 0; d < rr->n_shape; d++) dims[d] = rr->shape[d] < 0 || rr->shape[d] > INT32_MAX ? -1 : (int32_t)rr->shape[d];
+  for (size_t d = 0; d < rr->n_shape; d++) {
+    if (rr->shape[d] < 1 || rr->shape[d] > INT32_MAX)   /* named as sent, before any narrowing */
+      return ar_errf(msg, n, AR_ESHAPE, "input %u (%s): dim %zu is %" PRId64 " (a dim must be 1 to %d)", rr->input,
+                     ar_interp_input_name(m->interp, (int32_t)rr->input), d, rr->shape[d], INT32_MAX);
+    dims[d] = (int32_t)rr->shape[d];
+  }
   return ar_interp_check_input_shape(model, (int32_t)rr->input, (int32_t)rr->n_shape, dims, msg, n);
 }
 

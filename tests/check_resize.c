@@ -157,6 +157,16 @@ START_TEST(batch_follows_the_request_and_pool_returns) {
   ck_assert_int_eq(ar_client_resize_input(c, "b", 0, fixed, 4, NULL, msg, sizeof msg), AR_ESHAPE);
   ck_assert_msg(strstr(msg, "dim 1 is 5, but the model fixes it at 4") != NULL, "%s", msg);
   ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b64, 4, NULL, msg, sizeof msg), AR_ENOSPC);
+  /* Out-of-range dims are named as sent, with the allowed range (not narrowed to -1 first). */
+  const int64_t bad_dims[3] = {(int64_t)1 << 40, (int64_t)1 << 32, -5};
+  const char *bad_text[3] = {"dim 0 is 1099511627776 (a dim must be 1 to 2147483647)",
+                             "dim 0 is 4294967296 (a dim must be 1 to 2147483647)",
+                             "dim 0 is -5 (a dim must be 1 to 2147483647)"};
+  for (int k = 0; k < 3; k++) {
+    const int64_t bad[4] = {bad_dims[k], AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+    ck_assert_int_eq(ar_client_resize_input(c, "b", 0, bad, 4, NULL, msg, sizeof msg), AR_ESHAPE);
+    ck_assert_msg(strstr(msg, bad_text[k]) != NULL, "%s", msg);
+  }
   ck_assert_int_eq(ar_client_resize_input(c, "b", 1, b4, 4, NULL, msg, sizeof msg), AR_EINVAL);
   ck_assert_int_eq(ar_client_resize_input(c, "nope", 0, b4, 4, NULL, msg, sizeof msg), AR_ENOENT);
   const int64_t b1[4] = {1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
