@@ -935,7 +935,7 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
   int rc = 0;
   ar_shm_buf_t *b = NULL;
   if (c->n_bufs >= cfg->max_buffers_per_connection)
-    rc = ar_errf(msg, sizeof(msg), AR_ENOSPC, "register_buffer: this connection has %" PRIu32 " buffers registered "
+    rc = ar_errf(msg, sizeof(msg), AR_ENOSPC, "this connection has %" PRIu32 " buffers registered "
                  "(max_buffers_per_connection %" PRIu32 "); release one first", c->n_bufs,
                  cfg->max_buffers_per_connection);
   else

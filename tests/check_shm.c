@@ -303,6 +303,9 @@ START_TEST(per_connection_bounds) {
   ck_assert_ptr_null(x);
   ck_assert_msg(ar_client_buffer_register(c, 256 * 1024, &b, msg, sizeof(msg)) == 0, "%s", msg);
   refused(ar_client_buffer_register(c, 4096, &x, msg, sizeof(msg)), AR_ENOSPC, msg, "max_buffers_per_connection 2");
+  /* The prefix is said once. */
+  ck_assert_msg(strstr(msg, "register_buffer: this connection has 2 buffers registered") != NULL, "%s", msg);
+  ck_assert_msg(strstr(msg, "register_buffer: register_buffer") == NULL, "%s", msg);
   /* Released bytes and slots are available again. */
   ck_assert_int_eq(ar_client_buffer_release(c, a, msg, sizeof(msg)), 0);
   ck_assert_msg(ar_client_buffer_register(c, 768 * 1024, &x, msg, sizeof(msg)) == 0, "%s", msg);
