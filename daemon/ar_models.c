@@ -2102,8 +2102,8 @@ static void reload_finish(ar_server_t *srv) {
   for (ar_dmodel_t *m = srv->models; m; m = m->next) cap_changes++;
   reload_change_t *changes = calloc(cap_changes + 1, sizeof(*changes));
   if (!ok) {
-    ar_log("reload failed, keeping the running configuration: %s",
-           srv->reload_rc ? srv->reload_msg : "daemon is shutting down");
+    ar_log("reload failed, keeping the running configuration: %s (%s)",
+           srv->reload_rc ? srv->reload_msg : "daemon is shutting down", ar_err_name(srv->reload_rc ? srv->reload_rc : AR_ESTATE));
     for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
       next = m->next;
       if (m->shadow) retire(srv, m);   /* placed and never visible: no invokes, goes at once */
@@ -2197,10 +2197,10 @@ void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int co
     const char *name = to->reload_index < srv->reload_cfg->n_models ? srv->reload_cfg->models[to->reload_index].name
                                                                     : "(loaded at run time)";
     if (to->reload_index < srv->reload_cfg->n_models)
-      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s (%s)", to->reload_index, name,
-               message ? message : "", ar_err_name(code));
-    else
-      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "%s (%s)", message ? message : "", ar_err_name(code));
+      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "models[%u] '%s': %s", to->reload_index, name,
+               message ? message : "");
+    else   /* the code travels in the reply's Status.code (clients name it), not in the text */
+      snprintf(srv->reload_msg, sizeof(srv->reload_msg), "%s", message ? message : "");
   }
   if (--srv->reload_pending == 0) reload_finish(srv);
 }

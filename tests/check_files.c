@@ -218,6 +218,7 @@ START_TEST(rewritten_and_truncated_file_changes_nothing_until_reload) {
   int rc = ar_client_reload(c, &ch, &n_ch, &same, msg, sizeof(msg));
   ck_assert_msg(rc == AR_EMODEL, "reload of an empty file: %d %s", rc, msg);
   ck_assert_ptr_nonnull(strstr(msg, "face.tflite"));
+  ck_assert_msg(strstr(msg, "(EMODEL)") == NULL, "the code is the reply's, not the text's: %s", msg);
   out = invoke_out0(c, "face", &in, &b);
   ck_assert_msg(memcmp(out, out0, ob) == 0, "a failed reload changed the answers");
   free(out);
