@@ -421,7 +421,10 @@ int ar_cmd_inspect(int argc, char **argv) {
   int rc = ar_model_load_describe(path, &m, msg, sizeof(msg));
   if (rc) {
     if (json) return ar_cli_json_error(rc, msg, NULL, 0);
-    fprintf(stderr, "arenactl inspect: %s: %s (%s)\n", path, msg, ar_err_name(rc));
+    /* File-level errors already name the path ("PATH: ..."); decode errors do not. */
+    size_t pl = strlen(path);
+    bool named = strncmp(msg, path, pl) == 0 && msg[pl] == ':';
+    fprintf(stderr, "arenactl inspect: %s%s%s (%s)\n", named ? "" : path, named ? "" : ": ", msg, ar_err_name(rc));
     return 1;
   }
   unsupported_t *u = calloc(1, sizeof(*u));

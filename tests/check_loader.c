@@ -324,6 +324,10 @@ START_TEST(test_inspect_human_and_errors) {
   ck_assert_int_eq(run_arenactl(args, out, sizeof(out)), 1);
   ck_assert_msg(strstr(out, "the file (1000 bytes)") && strstr(out, "EMODEL"), "%s", out);
   unlink(tmp);
+  /* A directory: the path is said once. */
+  ck_assert_int_eq(run_arenactl("inspect /tmp", out, sizeof(out)), 1);
+  ck_assert_msg(strstr(out, "arenactl inspect: /tmp: not a regular file (EIO)") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, "/tmp: /tmp:") == NULL, "%s", out);
   ck_assert_int_eq(run_arenactl("inspect", out, sizeof(out)), 2);
   ck_assert_ptr_nonnull(strstr(out, "usage: arenactl inspect MODEL [--json]"));
   ck_assert_int_eq(run_arenactl("inspect --bogus x", out, sizeof(out)), 2);
