@@ -169,6 +169,9 @@ START_TEST(batch_follows_the_request_and_pool_returns) {
   }
   ck_assert_int_eq(ar_client_resize_input(c, "b", 1, b4, 4, NULL, msg, sizeof msg), AR_EINVAL);
   ck_assert_int_eq(ar_client_resize_input(c, "nope", 0, b4, 4, NULL, msg, sizeof msg), AR_ENOENT);
+  /* A name that is not UTF-8 comes back escaped, so Status.message stays a valid proto3 string. */
+  ck_assert_int_eq(ar_client_resize_input(c, "\xff\xfe", 0, b4, 4, NULL, msg, sizeof msg), AR_ENOENT);
+  ck_assert_msg(strstr(msg, "no model named '\\xff\\xfe'") != NULL, "%s", msg);
   const int64_t b1[4] = {1, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
   ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b1, 4, &info, msg, sizeof msg), 0);
   ck_assert_uint_eq(info.arena_bytes, arena1);
