@@ -3,8 +3,9 @@
  * Each call packs one arenad.Request with a fresh id, writes it as one length-prefixed frame and
  * reads frames until the response with that id arrives (a synchronous client has only one
  * outstanding request, so any other id is a protocol error). Replies are read into a buffer the
- * connection keeps; a large invoke reply is decoded without copying its outputs' bytes (results
- * point into that buffer, which then goes with the result), other replies own their bytes.
+ * connection keeps; a large invoke reply whose outputs start 16-byte aligned in it is decoded
+ * without copying its outputs' bytes (results point into that buffer, which then goes with the
+ * result), other replies own their bytes.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* memfd_create, F_ADD_SEALS */
