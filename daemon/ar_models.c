@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,11 +99,17 @@ static void prepare_after(ar_job_t *job);
 
 /* One thread prepares models, one at a time, at a lower CPU priority than the invoke workers: a
  * load (reading and hashing a file of up to max_model_bytes, verifying, planning) never occupies
- * a worker and yields the CPU to invokes when both want it. */
+ * a worker and yields the CPU to invokes when both want it. Nice 19 alone is not enough for
+ * that since Linux 6.6's EEVDF scheduler: a waking invoke thread may wait for the load thread's
+ * slice (~3 ms) to end; a SCHED_IDLE thread is preempted by any other waking thread at once. */
 static void *load_thread_main(void *arg) {
   ar_server_t *srv = arg;
 #ifdef __linux__
   setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);   /* best effort: nice only this thread */
+#ifdef SCHED_IDLE
+  const struct sched_param idle_param = {.sched_priority = 0};
+  sched_setscheduler(0, SCHED_IDLE, &idle_param);   /* best effort; 0: this thread (Linux) */
+#endif
 #endif
   pthread_mutex_lock(&srv->load_lock);
   for (;;) {
