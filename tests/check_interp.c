@@ -659,6 +659,20 @@ START_TEST(test_fp16_read_as_stored_generated) {
 }
 END_TEST
 
+/* An interpreter of `m` at `threads` threads, fusion and folding on or off, placed in its own
+ * arena (the folding tests below run each model both ways at 1 and 2 threads). */
+static ar_interp_t *fold_interp(const ar_model_t *m, int threads, bool fuse) {
+  char msg[AR_MSG_BYTES] = "";
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.threads = threads;
+  opt.fuse = fuse;
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%d thread(s), fuse %d: %s", threads, fuse, msg);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "place: %s", msg);
+  return in;
+}
+
 /* PAD folding: x [1,H,W,C] -> PAD (constant paddings on H and W) -> DEPTHWISE_CONV_2D 3x3 VALID
  * (stride 1 or 2, with bias) -> y. With fusion on the PAD is folded into the depthwise (elided, the
  * depthwise reads x): the outputs are byte for byte those with fusion off (the PAD run), at 1 and
@@ -722,13 +736,7 @@ START_TEST(test_pad_folded_into_depthwise) {
     const size_t ny = (size_t)oh * ow * pc;
     for (int th = 0; th < 2; th++)
       for (int f = 0; f < 2; f++) {
-        ar_interp_options_t opt;
-        ar_interp_options_default(&opt);
-        opt.threads = th + 1;
-        opt.fuse = f == 1;
-        ar_interp_t *in = NULL;
-        ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "case %zu: %s", ci, msg);
-        ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+        ar_interp_t *in = fold_interp(m, th + 1, f == 1);
         ck_assert_int_eq(ar_interp_op_pad_folded(in, 0), f && pcases[ci].folds ? 1 : -1);
         ck_assert_int_eq(ar_interp_op_pad_folded(in, 1), -1);
         ck_assert(!ar_interp_op_elided(in, 0));
@@ -798,13 +806,7 @@ START_TEST(test_relu_folded_into_producer) {
   ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "built model: %s", msg);
   for (int th = 0; th < 2; th++)
     for (int f = 0; f < 2; f++) {
-      ar_interp_options_t opt;
-      ar_interp_options_default(&opt);
-      opt.threads = th + 1;
-      opt.fuse = f == 1;
-      ar_interp_t *in = NULL;
-      ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
-      ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+      ar_interp_t *in = fold_interp(m, th + 1, f == 1);
       ck_assert_int_eq(ar_interp_node(in, 0)->options->conv2d.activation, f ? AR_ACT_RELU : AR_ACT_NONE);
       ck_assert_int_eq(ar_interp_node(in, 2)->options->elementwise.activation, f ? AR_ACT_RELU6 : AR_ACT_NONE);
       ck_assert_int_eq(ar_interp_node(in, 1)->input_activated, f == 1);
@@ -865,13 +867,7 @@ START_TEST(test_channel_pad_folded_into_add) {
     ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "built model: %s", msg);
     for (int th = 0; th < 2; th++)
       for (int f = 0; f < 2; f++) {
-        ar_interp_options_t opt;
-        ar_interp_options_default(&opt);
-        opt.threads = th + 1;
-        opt.fuse = f == 1;
-        ar_interp_t *in = NULL;
-        ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
-        ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+        ar_interp_t *in = fold_interp(m, th + 1, f == 1);
         ck_assert_int_eq(ar_interp_op_pad_folded(in, 0), f ? 1 : -1);
         ck_assert_int_eq(ar_interp_node(in, 1)->folded_pad_channels, f ? P : 0);
         memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
