@@ -88,6 +88,11 @@ int ar_test_emulated(void) {
   return wrap && *wrap;
 }
 
+int ar_test_under_valgrind(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  return pre && strstr(pre, "vgpreload") != NULL;
+}
+
 const char *ar_test_exec_prefix(void) {
   static char buf[1100];
   const char *wrap = getenv("AR_EXEC_WRAPPER");

@@ -47,6 +47,11 @@ const char *ar_test_exec_prefix(void);
  * where timing and latency bounds are printed, not held. */
 int ar_test_emulated(void);
 
+/* 1 when this test process runs under valgrind (its preload library is in LD_PRELOAD): every
+ * thread of the process is serialised and 20-50x slower, so latency bounds are printed, not held,
+ * and the per-model loops keep a few models. */
+int ar_test_under_valgrind(void);
+
 /* Read a whole file; returns a malloc'd buffer (caller frees) and its size, or NULL. */
 void *ar_test_read_file(const char *path, size_t *bytes);
 

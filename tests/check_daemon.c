@@ -1223,8 +1223,7 @@ START_TEST(bytes_path_reuses_its_blocks) {
   printf("bytes path: %lu minor faults in %d selfie_segmentation invokes\n", f1 - f0, n);
   /* The count is glibc's allocator at work: sanitizers and valgrind bring their own (and shadow
    * memory faults of its own), emulation its own memory; only the plain build counts it. */
-  const char *pre = getenv("LD_PRELOAD");
-  bool own_allocator = AR_TEST_SANITIZED || (pre && strstr(pre, "vgpreload")) || ar_test_emulated();
+  bool own_allocator = AR_TEST_SANITIZED || ar_test_under_valgrind() || ar_test_emulated();
   /* Unkept blocks would fault ~260 pages per invoke (~4,200 here). A kept frame is back among the
    * connection's spares only once its reply is written, so on a loaded machine the next request
    * is now and then read into a fresh 786 KB block (193 faults each: 0, 193 and 387 seen), hence

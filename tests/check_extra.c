@@ -42,8 +42,7 @@ static int model_absent(const char *stem) {
 }
 
 static int skip_under_valgrind(const char *stem) {
-  const char *pre = getenv("LD_PRELOAD");
-  if (!pre || !strstr(pre, "vgpreload") || strcmp(stem, "face_landmark") == 0) return 0;
+  if (!ar_test_under_valgrind() || strcmp(stem, "face_landmark") == 0) return 0;
   printf("%s: skipped under valgrind\n", stem);
   return 1;
 }

@@ -29,8 +29,7 @@ static int skip_model(const char *stem) {
     printf("%s: skipped (not in AR_TEST_MODELS)\n", stem);
     return 1;
   }
-  const char *pre = getenv("LD_PRELOAD");
-  if (!pre || !strstr(pre, "vgpreload")) return 0;
+  if (!ar_test_under_valgrind()) return 0;
   if (strcmp(stem, "face_detection_short_range") == 0 || strcmp(stem, "selfie_segmentation_landscape") == 0 ||
       strcmp(stem, "face_detection_full_range_sparse") == 0)
     return 0;

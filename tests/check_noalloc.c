@@ -968,8 +968,7 @@ int main(void) {
   /* Valgrind replaces malloc and friends everywhere, our definitions included, so nothing would be
    * counted (and 1100 invokes under valgrind take too long): the suite skips itself there. The
    * normal and ASan builds run it. */
-  const char *pre = getenv("LD_PRELOAD");
-  if (pre && strstr(pre, "vgpreload")) {
+  if (ar_test_under_valgrind()) {
     printf("check_noalloc: skipped under valgrind (it replaces the allocator this test counts)\n");
     return EXIT_SUCCESS;
   }
