@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "clients/arenactl.h"
+#include "clients/cli_tensor.h"
 #include "config.h"
 #include "kernels/ar_isa.h"
 
@@ -20,25 +21,54 @@ typedef struct {
   const char *help;
 } command_t;
 
+/* One line per form of each command, with every option it takes (tests/check_cli.c holds this
+ * list to the option tables of the commands, docs/arenactl.1 and README). */
 static const command_t commands[] = {
-  {"inspect", ar_cmd_inspect, "inspect MODEL [--json]             operators, tensors, I/O, weights (offline)"},
-  {"plan", NULL, "plan MODEL|NAME [--strategy S] [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--no-fuse] [--json] [--svg F]"},
-  {"run", ar_cmd_run, "run MODEL --input F... [--output DIR] [--runs N] [--strategy S] [--lifetimes L] [--no-inplace] [--weights W] [--threads N]"},
-  {"ping", ar_cmd_ping, "ping                               round trip to the daemon"},
-  {"stats", ar_cmd_stats, "stats [--json|--prometheus [--output F]] [--watch S] [--from F]   pool map, models, latency"},
-  {"models", ar_cmd_models, "models                             loaded models"},
-  {"load", ar_cmd_load, "load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]"},
-  {"unload", ar_cmd_unload, "unload NAME"},
-  {"compact", ar_cmd_compact, "compact [--json]                   move regions so the pool's free bytes are one block (admins)"},
-  {"reload", ar_cmd_reload, "reload                             re-read the config and model files (admins)"},
-  {"invoke", ar_cmd_invoke, "invoke NAME --input F...|--image FILE [--output DIR]"},
+  {"inspect", ar_cmd_inspect,
+   "inspect MODEL [--json] [--tensors]\n"
+   "      operators, tensors (--tensors: every one), I/O, quantization, weights (offline)"},
+  {"plan", NULL,
+   "plan MODEL [--strategy linear|first-fit|greedy-by-size|best] [--lifetimes tflite|arenad]\n"
+   "      [--no-inplace] [--weights stored|fp32] [--no-fuse] [--json] [--svg FILE]\n"
+   "      the memory plan of a model file (offline)\n"
+   "  plan NAME [--json] [--svg FILE]\n"
+   "      the memory plan of a model loaded in the daemon"},
+  {"run", ar_cmd_run,
+   "run MODEL --input F... | --image FILE [IMAGE] [--output DIR] [--runs N] [--strategy S]\n"
+   "      [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--threads N]\n"
+   "      [--input-shape D,D,...]... [RESULTS]\n"
+   "      run a model file in this process (offline)"},
+  {"ping", ar_cmd_ping, "ping\n      round trip to the daemon"},
+  {"stats", ar_cmd_stats,
+   "stats [--json | --prometheus [--output FILE]] [--watch SECONDS] [--from STATS.json]\n"
+   "      pool map, models, latency, memory"},
+  {"models", ar_cmd_models, "models\n      loaded models"},
+  {"load", ar_cmd_load,
+   "load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]\n"
+   "      load a model file (admins; PATH is made absolute from this directory)"},
+  {"unload", ar_cmd_unload, "unload NAME\n      unload a model (admins)"},
+  {"compact", ar_cmd_compact,
+   "compact [--json]\n      move regions so the pool's free bytes are one block (admins)"},
+  {"reload", ar_cmd_reload, "reload\n      re-read the config and model files (admins)"},
+  {"invoke", ar_cmd_invoke,
+   "invoke NAME --input F... | --image FILE [IMAGE] [--output DIR] [--shm] [RESULTS]\n"
+   "      run a loaded model; --shm: tensors through a shared-memory buffer registered with the\n"
+   "      daemon; an --input that is not a regular file (/dev/zero, a pipe) is read up to the\n"
+   "      input's byte size; --output DIR is created if missing (one level)"},
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: arenactl [-s SOCKET] COMMAND [ARGS]\n       arenactl --version   (version, and the kernel ISA paths and OpenBLAS core in use)\n\ncommands:\n");
+  fprintf(out, "usage: arenactl [-s SOCKET] COMMAND [ARGS]\n"
+               "       arenactl COMMAND --help\n"
+               "       arenactl --version   (version, and the kernel ISA paths and OpenBLAS core in use)\n\n"
+               "commands:\n");
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
     fprintf(out, "  %s\n", commands[i].help);
-  fprintf(out, "\nThe socket is -s PATH, else $ARENAD_SOCKET, else %s.\n", AR_DEFAULT_SOCKET);
+  fprintf(out, "\n" AR_CLI_USAGE);
+  fprintf(out, "\noptions:\n"
+               "  -s, --socket PATH   the daemon's socket: -s PATH, else $ARENAD_SOCKET, else %s\n"
+               "  -h, --help          this text\n"
+               "  -V, --version       version and kernel paths\n", AR_DEFAULT_SOCKET);
 }
 
 /* A plan argument is a model file when it exists as a regular file or looks like a path. */

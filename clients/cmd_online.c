@@ -21,6 +21,7 @@
 
 #include "clients/ar_client.h"
 #include "clients/arenactl.h"
+#include "clients/cli_io.h"
 #include "clients/cli_tensor.h"
 #include "clients/image.h"
 #include "clients/prom.h"
@@ -71,12 +72,17 @@ static const char *jstr(const json_t *o, const char *key) {
   return s ? s : "";
 }
 
+/* `arenactl CMD --help` (or -h) for the commands without options: usage on stdout, exit 0. */
+static bool asks_help(int argc, char **argv) {
+  return argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 
 int ar_cmd_ping(int argc, char **argv) {
   if (argc > 1) {
-    fprintf(stderr, "usage: arenactl ping\n");
-    return 2;
+    fprintf(asks_help(argc, argv) ? stdout : stderr, "usage: arenactl ping\n");
+    return asks_help(argc, argv) ? 0 : 2;
   }
   ar_client_t *c = connect_or_fail("ping");
   if (c == NULL) return 1;
@@ -316,9 +322,9 @@ int ar_cmd_stats(int argc, char **argv) {
 /* ------------------------------------------------------------------------------------------ */
 
 int ar_cmd_models(int argc, char **argv) {
-  if (argc > 1) {
-    fprintf(stderr, "usage: arenactl models\n");
-    return 2;
+  if (argc > 1 || asks_help(argc, argv)) {
+    fprintf(asks_help(argc, argv) ? stdout : stderr, "usage: arenactl models\n");
+    return asks_help(argc, argv) ? 0 : 2;
   }
   ar_client_t *c = connect_or_fail("models");
   if (c == NULL) return 1;
@@ -362,7 +368,8 @@ int ar_cmd_load(int argc, char **argv) {
     else if (o == 'S') strategy = optarg;
     else if (o == 'W') weights = optarg;
     else {
-      fprintf(stderr, "usage: arenactl load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]\n");
+      fprintf(o == 'h' ? stdout : stderr,
+              "usage: arenactl load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]\n");
       return o == 'h' ? 0 : 2;
     }
   }
@@ -371,9 +378,24 @@ int ar_cmd_load(int argc, char **argv) {
     return 2;
   }
   const char *name = argv[optind], *path = argv[optind + 1];
-  /* The daemon resolves paths from its own working directory ("/"): send an absolute one. */
-  char abs[PATH_MAX];
-  if (path[0] != '/' && realpath(path, abs) != NULL) path = abs;
+  /* PATH names a file as every command line does, from this directory; the daemon would look a
+   * relative path up in its model_dirs instead, so it gets this directory + PATH (not resolved
+   * here: symlinks are followed, and checked against model_dirs, by the daemon). */
+  char abs[PATH_MAX + 1];
+  if (path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+      fprintf(stderr, "arenactl load: cannot make %s absolute: %s\n", path, strerror(errno));
+      return 1;
+    }
+    const char *rel = path;
+    while (rel[0] == '.' && rel[1] == '/') rel += 2;
+    if ((size_t)snprintf(abs, sizeof(abs), "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", rel) >= sizeof(abs)) {
+      fprintf(stderr, "arenactl load: %s/%s: path longer than %d bytes\n", cwd, rel, PATH_MAX);
+      return 1;
+    }
+    path = abs;
+  }
   ar_client_t *c = connect_or_fail("load");
   if (c == NULL) return 1;
   ar_client_model_t *info = malloc(sizeof(*info));
@@ -394,9 +416,9 @@ int ar_cmd_load(int argc, char **argv) {
 }
 
 int ar_cmd_reload(int argc, char **argv) {
-  if (argc != 1) {
-    fprintf(stderr, "usage: arenactl reload\n");
-    return 2;
+  if (argc != 1 || asks_help(argc, argv)) {
+    fprintf(asks_help(argc, argv) ? stdout : stderr, "usage: arenactl reload\n");
+    return asks_help(argc, argv) ? 0 : 2;
   }
   ar_client_t *c = connect_or_fail("reload");
   if (c == NULL) return 1;
@@ -422,9 +444,9 @@ int ar_cmd_reload(int argc, char **argv) {
 
 int ar_cmd_compact(int argc, char **argv) {
   bool as_json = argc == 2 && strcmp(argv[1], "--json") == 0;
-  if (argc != 1 && !as_json) {
-    fprintf(stderr, "usage: arenactl compact [--json]\n");
-    return 2;
+  if ((argc != 1 && !as_json) || asks_help(argc, argv)) {
+    fprintf(asks_help(argc, argv) ? stdout : stderr, "usage: arenactl compact [--json]\n");
+    return asks_help(argc, argv) ? 0 : 2;
   }
   ar_client_t *c = connect_or_fail_json("compact", as_json);
   if (c == NULL) return 1;
@@ -460,9 +482,9 @@ int ar_cmd_compact(int argc, char **argv) {
 }
 
 int ar_cmd_unload(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: arenactl unload NAME\n");
-    return 2;
+  if (argc != 2 || asks_help(argc, argv)) {
+    fprintf(asks_help(argc, argv) ? stdout : stderr, "usage: arenactl unload NAME\n");
+    return asks_help(argc, argv) ? 0 : 2;
   }
   ar_client_t *c = connect_or_fail("unload");
   if (c == NULL) return 1;
@@ -476,22 +498,11 @@ int ar_cmd_unload(int argc, char **argv) {
 
 /* ------------------------------------------------------------------------------------------ */
 
-static void *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
-    fclose(f);
-    return NULL;
-  }
-  void *buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1);
-  if (buf && fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *n = (size_t)st.st_size;
-  return buf;
+/* Byte size of a tensor the daemon described (its dtype and dims), or 0 when a dim is unknown. */
+static uint64_t tensor_bytes(const ar_client_tensor_t *t) {
+  uint64_t b = ar_client_dtype_size(t->dtype);
+  for (int32_t d = 0; d < t->rank; d++) b *= t->dims[d] > 0 ? (uint64_t)t->dims[d] : 0;
+  return b;
 }
 
 /* The daemon's description of a tensor as arenactl's view (per-tensor quantization: first pair). */
@@ -552,7 +563,7 @@ int ar_cmd_invoke(int argc, char **argv) {
       case 'o': outdir = optarg; after_input = false; break;
       case 'S': shm = true; after_input = false; break;
       default:
-        fprintf(stderr, "%s", usage);
+        fputs(usage, o == 'h' ? stdout : stderr);
         return o == 'h' ? 0 : 2;
     }
   }
@@ -561,6 +572,8 @@ int ar_cmd_invoke(int argc, char **argv) {
     return 2;
   }
   char msg[AR_MSG_BYTES];
+  int rc;
+  if (outdir && (rc = ar_cli_output_dir(outdir, msg, sizeof(msg))) != 0) return fail("invoke", rc, msg);
   ar_client_t *c = connect_or_fail("invoke");
   if (c == NULL) return 1;
   int ret = 1;
@@ -572,7 +585,7 @@ int ar_cmd_invoke(int argc, char **argv) {
   ar_client_buffer_t *sbuf = NULL;
   ar_cli_image_geom_t geom;
   /* The model's input description (shapes, dtypes, quantization) comes from the daemon. */
-  int rc = ar_client_list(c, &ms, &n_models, msg, sizeof(msg));
+  rc = ar_client_list(c, &ms, &n_models, msg, sizeof(msg));
   if (rc) {
     fail("invoke", rc, msg);
     goto out;
@@ -601,15 +614,17 @@ int ar_cmd_invoke(int argc, char **argv) {
     n_in = 1;
   } else {
     for (int i = 0; i < n_in; i++) {
-      size_t nb = 0;
-      bufs[i] = read_file(inputs[i], &nb);
-      if (bufs[i] == NULL) {
-        fprintf(stderr, "arenactl invoke: cannot read %s: %s\n", inputs[i], strerror(errno));
-        goto out;
-      }
-      /* Shape and dtype are the model's (raw files carry none); the daemon checks the size. */
+      /* Shape and dtype are the model's (raw files carry none); the daemon checks a file's size.
+       * A stream (/dev/zero, a pipe) is read up to the input's byte size. */
       if (i < m->n_inputs && i < AR_CLIENT_MAX_IO) tin[i] = m->inputs[i];
       else memset(&tin[i], 0, sizeof(tin[i]));
+      uint64_t nb = 0;
+      rc = ar_cli_read_input(inputs[i], tin[i].name, tensor_bytes(&tin[i]), &bufs[i], &nb, msg,
+                             sizeof(msg));
+      if (rc) {
+        fail("invoke", rc, msg);
+        goto out;
+      }
       tin[i].data = bufs[i];
       tin[i].bytes = nb;
     }
@@ -624,9 +639,7 @@ int ar_cmd_invoke(int argc, char **argv) {
       total += (tin[i].bytes + 63) & ~(uint64_t)63;
     }
     for (int j = 0; j < n_out; j++) {
-      const ar_client_tensor_t *t = &m->outputs[j];
-      uint64_t b = ar_client_dtype_size(t->dtype);
-      for (int32_t d = 0; d < t->rank; d++) b *= t->dims[d] > 0 ? (uint64_t)t->dims[d] : 0;
+      uint64_t b = tensor_bytes(&m->outputs[j]);
       out_off[j] = total;
       out_bytes[j] = b;
       total += (b + 63) & ~(uint64_t)63;
@@ -682,12 +695,12 @@ int ar_cmd_invoke(int argc, char **argv) {
       char path[PATH_MAX];
       snprintf(path, sizeof(path), "%s/output_%d.bin", outdir, j);
       FILE *f = fopen(path, "wb");
-      if (f == NULL || fwrite(t->data, 1, t->bytes, f) != t->bytes) {
+      bool ok = f != NULL && fwrite(t->data, 1, t->bytes, f) == t->bytes;
+      if (f && fclose(f) != 0) ok = false;
+      if (!ok) {
         fprintf(stderr, "arenactl invoke: cannot write %s: %s\n", path, strerror(errno));
-        if (f) fclose(f);
         goto out;
       }
-      fclose(f);
     }
   }
   if (outdir) printf("  wrote output_<j>.bin to %s\n", outdir);
@@ -760,7 +773,7 @@ int ar_cmd_plan_remote(int argc, char **argv) {
     if (o == 'j') as_json = true;
     else if (o == 's') svg = optarg;
     else {
-      fprintf(stderr, "usage: arenactl plan NAME [--json|--svg FILE]   (NAME of a loaded model)\n");
+      fprintf(o == 'h' ? stdout : stderr, "usage: arenactl plan NAME [--json|--svg FILE]   (NAME of a loaded model)\n");
       return o == 'h' ? 0 : 2;
     }
   }

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "clients/arenactl.h"
+#include "clients/cli_io.h"
 #include "clients/cli_tensor.h"
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
@@ -48,26 +49,6 @@ static void run_usage(FILE *f) {
           "as DIR/output_<j>.bin. Prints each output's shape, min/max/mean and the median invoke\n"
           "time over N runs (default 1). --threads N splits each invoke over N threads (default\n"
           "1; outputs are bit-identical for every N).\n");
-}
-
-/* Read a whole file into a malloc'd buffer; NULL (errno set) on failure. */
-static void *read_all(const char *path, size_t *bytes) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  void *buf = NULL;
-  long len = -1;
-  if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-  if (len >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-    buf = malloc(len > 0 ? (size_t)len : 1);
-    if (buf && len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-      free(buf);
-      buf = NULL;
-      errno = EIO;
-    }
-  }
-  fclose(f);
-  if (buf) *bytes = (size_t)len;
-  return buf;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -222,7 +203,12 @@ int ar_cmd_run(int argc, char **argv) {
   void *data[RUN_MAX_INPUTS] = {0};
   double *times = NULL;
   int status = 1;
-  int rc = ar_model_load_describe(model_path, &model, msg, sizeof msg);
+  int rc = outdir ? ar_cli_output_dir(outdir, msg, sizeof msg) : 0;
+  if (rc != 0) {
+    fprintf(stderr, "arenactl run: %s (%s)\n", msg, ar_err_name(rc));
+    return 1;
+  }
+  rc = ar_model_load_describe(model_path, &model, msg, sizeof msg);
   if (rc != 0) {
     fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
     goto out;
@@ -254,11 +240,15 @@ int ar_cmd_run(int argc, char **argv) {
       goto out;
     }
   }
-  for (int i = 0; i < n_inputs; i++) {
-    size_t bytes = 0;
-    data[i] = read_all(inputs[i], &bytes);
-    if (data[i] && ar_interp_input_sets_shape(in, i) &&
-        (rc = ar_interp_set_shape_input(in, i, data[i], bytes, msg, sizeof msg)) != 0) {
+  /* Inputs whose values set shapes are read before the re-plan, the others after it (when their
+   * sizes are known); each is read once, so that a pipe or /dev/urandom gives one tensor. */
+  uint64_t in_bytes[RUN_MAX_INPUTS] = {0};
+  for (int i = 0; i < n_inputs && !io.path; i++) {
+    if (!ar_interp_input_sets_shape(in, i)) continue;
+    rc = ar_cli_read_input(inputs[i], ar_interp_input_name(in, i), ar_interp_input(in, i)->bytes, &data[i],
+                           &in_bytes[i], msg, sizeof msg);
+    if (rc == 0) rc = ar_interp_set_shape_input(in, i, data[i], in_bytes[i], msg, sizeof msg);
+    if (rc != 0) {
       fprintf(stderr, "arenactl run: %s: %s\n", inputs[i], msg);
       goto out;
     }
@@ -282,18 +272,19 @@ int ar_cmd_run(int argc, char **argv) {
     n_inputs = 1;
   }
   for (int i = 0; i < n_inputs && !io.path; i++) {
-    size_t bytes = 0;
-    free(data[i]);
-    data[i] = read_all(inputs[i], &bytes);
-    if (!data[i]) {
-      fprintf(stderr, "arenactl run: %s: %s\n", inputs[i], strerror(errno));
+    const ar_tview_t *v = ar_interp_input(in, i);
+    uint64_t bytes = in_bytes[i];
+    if (data[i] == NULL &&
+        (rc = ar_cli_read_input(inputs[i], ar_interp_input_name(in, i), v->bytes, &data[i], &bytes, msg,
+                                sizeof msg)) != 0) {
+      fprintf(stderr, "arenactl run: %s (%s)\n", msg, ar_err_name(rc));
       goto out;
     }
-    const ar_tview_t *v = ar_interp_input(in, i);
     if (bytes != v->bytes) {
       fprintf(stderr, "arenactl run: input %d (%s, %s ", i, ar_interp_input_name(in, i), ar_dtype_name(v->dtype));
       for (int32_t d = 0; d < v->rank; d++) fprintf(stderr, "%s%d", d ? "x" : "", v->dims[d]);
-      fprintf(stderr, ") needs %llu bytes, %s has %zu\n", (unsigned long long)v->bytes, inputs[i], bytes);
+      fprintf(stderr, ") needs %llu bytes, %s has %llu\n", (unsigned long long)v->bytes, inputs[i],
+              (unsigned long long)bytes);
       goto out;
     }
   }
@@ -317,10 +308,6 @@ int ar_cmd_run(int argc, char **argv) {
   qsort(times, (size_t)runs, sizeof(*times), cmp_double);
   double median = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
 
-  if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "arenactl run: mkdir %s: %s\n", outdir, strerror(errno));
-    goto out;
-  }
   printf("model %s: %d operators (%d at invoke), arena %llu bytes, persistent %llu bytes, strategy %s, lifetimes %s, weights %s%s\n",
          model_path, ar_interp_n_operators(in), ar_interp_runtime_operators(in),
          (unsigned long long)ar_interp_arena_bytes(in), (unsigned long long)ar_interp_persistent_bytes(in),

@@ -2,16 +2,28 @@
  * files, the top K classes of a classifier (ties, quantized codes), detection rows (score
  * threshold, count, label offset, boxes mapped back to photo pixels through stretch and
  * letterbox), and an integer image input from a photograph. Values are hand-computed.
+ * clients/cli_io.c: raw inputs from files, /dev/zero and pipes (read up to the tensor's size), the
+ * --output directory (created one level). The arenactl program: --help lists every option of
+ * every command (taken from the commands' option tables) as docs/arenactl.1 and README do, and,
+ * against a real arenad, `invoke --input /dev/zero` / a short pipe / `--output NEW_DIR`, `run` the
+ * same, and `load` of a path relative to arenactl's directory.
  */
 #include <check.h>
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "clients/cli_io.h"
 #include "clients/cli_tensor.h"
 #include "common/ar_error.h"
+#include "tests/ar_test_daemon.h"
+#include "tests/ar_test_util.h"
 
 #define ASTRONAUT "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
 
@@ -230,6 +242,338 @@ START_TEST(shared_options) {
 }
 END_TEST
 
+
+/* ---- clients/cli_io.c ------------------------------------------------------------------------ */
+
+START_TEST(stream_inputs_are_read_up_to_the_tensor_size) {
+  char msg[AR_MSG_BYTES];
+  void *d = NULL;
+  uint64_t n = 0;
+  /* /dev/zero: st_size 0, yet exactly the tensor's 1000 bytes, all zero. */
+  ck_assert_int_eq(ar_cli_read_input("/dev/zero", "x", 1000, &d, &n, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n, 1000);
+  for (int i = 0; i < 1000; i++) ck_assert_uint_eq(((uint8_t *)d)[i], 0);
+  free(d);
+  /* A pipe holding 20 bytes for a 16-byte tensor: 16 read, 4 left in the pipe. */
+  int fds[2];
+  char path[64];
+  ck_assert_int_eq(pipe(fds), 0);
+  ck_assert_int_eq(write(fds[1], "abcdefghijklmnopqrst", 20), 20);
+  close(fds[1]);
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+  ck_assert_int_eq(ar_cli_read_input(path, "x", 16, &d, &n, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n, 16);
+  ck_assert_int_eq(memcmp(d, "abcdefghijklmnop", 16), 0);
+  free(d);
+  char rest[8];
+  ck_assert_int_eq(read(fds[0], rest, sizeof(rest)), 4);
+  ck_assert_int_eq(memcmp(rest, "qrst", 4), 0);
+  close(fds[0]);
+  /* A pipe that ends early: refused, naming both sizes and the input. */
+  ck_assert_int_eq(pipe(fds), 0);
+  ck_assert_int_eq(write(fds[1], "0123456789", 10), 10);
+  close(fds[1]);
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+  ck_assert_int_eq(ar_cli_read_input(path, "image", 16, &d, &n, msg, sizeof(msg)), AR_ESHAPE);
+  ck_assert_ptr_null(d);
+  char want[160];
+  snprintf(want, sizeof(want), "%s ended after 10 bytes; input 'image' needs 16 bytes", path);
+  ck_assert_str_eq(msg, want);
+  close(fds[0]);
+  /* A stream for a tensor of unknown size is refused rather than read forever. */
+  ck_assert_int_eq(ar_cli_read_input("/dev/zero", "y", 0, &d, &n, msg, sizeof(msg)), AR_EINVAL);
+  ck_assert_ptr_nonnull(strstr(msg, "/dev/zero is not a regular file and the size of input 'y' is not known"));
+  /* A regular file is read whole whatever the tensor's size (its size is checked against it). */
+  char file[] = "/tmp/check_cli_input_XXXXXX";
+  int fd = mkstemp(file);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "12345", 5), 5);
+  close(fd);
+  ck_assert_int_eq(ar_cli_read_input(file, "x", 16, &d, &n, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n, 5);
+  ck_assert_int_eq(memcmp(d, "12345", 5), 0);
+  free(d);
+  unlink(file);
+  ck_assert_int_eq(ar_cli_read_input(file, "x", 16, &d, &n, msg, sizeof(msg)), AR_ENOENT);
+  ck_assert_ptr_nonnull(strstr(msg, file));
+  ck_assert_int_eq(ar_cli_read_input("/tmp", "x", 16, &d, &n, msg, sizeof(msg)), AR_EIO);
+  ck_assert_str_eq(msg, "cannot read /tmp: Is a directory");
+}
+END_TEST
+
+START_TEST(output_dir_is_created_one_level) {
+  char base[] = "/tmp/check_cli_out_XXXXXX", dir[128], deep[160], msg[AR_MSG_BYTES];
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  snprintf(dir, sizeof(dir), "%s/new", base);
+  mode_t um = umask(022);
+  ck_assert_int_eq(ar_cli_output_dir(dir, msg, sizeof(msg)), 0);
+  umask(um);
+  struct stat st;
+  ck_assert_int_eq(stat(dir, &st), 0);
+  ck_assert(S_ISDIR(st.st_mode));
+  ck_assert_uint_eq(st.st_mode & 07777, 0755);
+  ck_assert_int_eq(ar_cli_output_dir(dir, msg, sizeof(msg)), 0);   /* existing: used as it is */
+  /* Two missing levels: refused, naming the directory. */
+  snprintf(deep, sizeof(deep), "%s/a/b", base);
+  ck_assert_int_eq(ar_cli_output_dir(deep, msg, sizeof(msg)), AR_ENOENT);
+  char want[320];
+  snprintf(want, sizeof(want), "cannot create output directory %s: its parent directory does not exist (one level "
+           "is created)", deep);
+  ck_assert_str_eq(msg, want);
+  /* A file in the way. */
+  snprintf(deep, sizeof(deep), "%s/file", base);
+  FILE *f = fopen(deep, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  ck_assert_int_eq(ar_cli_output_dir(deep, msg, sizeof(msg)), AR_EEXIST);
+  snprintf(want, sizeof(want), "output directory %s: exists and is not a directory", deep);
+  ck_assert_str_eq(msg, want);
+  unlink(deep);
+  rmdir(dir);
+  rmdir(base);
+}
+END_TEST
+
+/* ---- the arenactl program -------------------------------------------------------------------- */
+
+static char big[1 << 17];
+
+/* Run `cmdline` through sh; captures up to sizeof(big)-1 bytes of stdout+stderr in big. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof(cmd), fmt, ap);
+  va_end(ap);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t got = fread(big, 1, sizeof(big) - 1, p);
+  big[got] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *builddir(void) {
+  const char *b = getenv("AR_BUILDDIR");
+  return b && *b ? b : AR_BUILDDIR;
+}
+
+static char *slurp(const char *path) {
+  size_t n = 0;
+  char *t = ar_test_read_file(path, &n);
+  ck_assert_msg(t != NULL, "cannot read %s", path);
+  char *z = realloc(t, n + 1);
+  ck_assert_ptr_nonnull(z);
+  z[n] = '\0';
+  return z;
+}
+
+/* Does `text` hold the option `opt` ("--shm") as a whole word (not a prefix of --shm-x)? The man
+ * page writes it as "\-\-shm". */
+static bool has_option(const char *text, const char *opt, bool man) {
+  char pat[96];
+  if (man) {
+    size_t o = 0;
+    for (const char *c = opt; *c && o + 3 < sizeof(pat); c++) {
+      if (*c == '-') pat[o++] = '\\';
+      pat[o++] = *c;
+    }
+    pat[o] = '\0';
+  } else {
+    snprintf(pat, sizeof(pat), "%s", opt);
+  }
+  size_t n = strlen(pat);
+  for (const char *p = strstr(text, pat); p; p = strstr(p + 1, pat)) {
+    char after = p[n];
+    if (man && after == '\\' && p[n + 1] == '-') continue;
+    if (!(isalnum((unsigned char)after) || after == '-' || after == '_')) return true;
+  }
+  return false;
+}
+
+/* Every long option in the commands' getopt tables ({"name", no_argument|required_argument, ...}),
+ * as "--name", into opts (returns the count). */
+static int source_options(char opts[][40], int max) {
+  static const char *const files[] = {"clients/cmd_inspect.c", "clients/cmd_plan.c", "clients/cmd_run.c",
+                                      "clients/cmd_online.c", "clients/cli_tensor.h", "clients/arenactl.c"};
+  int n = 0;
+  for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", AR_SRCDIR, files[f]);
+    char *src = slurp(path);
+    for (char *p = strstr(src, "{\""); p; p = strstr(p + 2, "{\"")) {
+      char name[32];
+      int len = 0;
+      if (sscanf(p + 2, "%31[a-z0-9-]\",%n", name, &len) != 1 || len == 0) continue;
+      const char *q = p + 2 + len;
+      while (*q == ' ') q++;
+      if (strncmp(q, "no_argument", 11) != 0 && strncmp(q, "required_argument", 17) != 0) continue;
+      bool seen = false;
+      for (int i = 0; i < n; i++) seen |= strcmp(opts[i] + 2, name) == 0;
+      if (!seen && n < max) snprintf(opts[n++], 40, "--%s", name);
+    }
+    free(src);
+  }
+  return n;
+}
+
+START_TEST(help_lists_every_command_and_option) {
+  char opts[128][40];
+  int n = source_options(opts, 128);
+  ck_assert_int_ge(n, 29);   /* the tables were found: 29 distinct long options today */
+  ck_assert_int_eq(sh("%s'%s/arenactl' --help 2>&1", ar_test_exec_prefix(), builddir()), 0);
+  char *help = strdup(big);
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/docs/arenactl.1", AR_SRCDIR);
+  char *man = slurp(path);
+  snprintf(path, sizeof(path), "%s/README.md", AR_SRCDIR);
+  char *readme = slurp(path);
+  for (int i = 0; i < n; i++) {
+    ck_assert_msg(has_option(help, opts[i], false), "arenactl --help lacks %s:\n%s", opts[i], help);
+    ck_assert_msg(has_option(man, opts[i], true), "docs/arenactl.1 lacks %s", opts[i]);
+    if (strcmp(opts[i], "--help") != 0 && strcmp(opts[i], "--socket") != 0)
+      ck_assert_msg(has_option(readme, opts[i], false), "README's arenactl section lacks %s", opts[i]);
+  }
+  /* The ones session 8 found missing, on their command's line. */
+  ck_assert_ptr_nonnull(strstr(help, "inspect MODEL [--json] [--tensors]"));
+  ck_assert_ptr_nonnull(strstr(help, "[--input-shape D,D,...]..."));
+  ck_assert_ptr_nonnull(strstr(help, "invoke NAME --input F... | --image FILE [IMAGE] [--output DIR] [--shm]"));
+  /* Every command, in the help, the man page and README; each answers --help with exit 0. */
+  static const char *const cmds[] = {"inspect", "plan", "run", "ping", "stats", "models", "load",
+                                     "unload", "compact", "reload", "invoke"};
+  for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+    char line[64];
+    snprintf(line, sizeof(line), "\n  %s ", cmds[c]);
+    bool in_help = strstr(help, line) != NULL;
+    snprintf(line, sizeof(line), "\n  %s\n", cmds[c]);
+    ck_assert_msg(in_help || strstr(help, line), "--help lacks command %s", cmds[c]);
+    snprintf(line, sizeof(line), "arenactl %s", cmds[c]);
+    ck_assert_msg(strstr(readme, line), "README lacks %s", line);
+    snprintf(line, sizeof(line), ".B%s \"%s", "I", cmds[c]);
+    bool in_man = strstr(man, line) != NULL;
+    snprintf(line, sizeof(line), ".B %s\n", cmds[c]);
+    in_man |= strstr(man, line) != NULL;
+    snprintf(line, sizeof(line), "\\fB%s\\fR", cmds[c]);
+    in_man |= strstr(man, line) != NULL;
+    snprintf(line, sizeof(line), ".BR %s ", cmds[c]);
+    in_man |= strstr(man, line) != NULL;
+    ck_assert_msg(in_man, "docs/arenactl.1 lacks command %s", cmds[c]);
+    int rc = sh("%s'%s/arenactl' %s --help 2>/dev/null", ar_test_exec_prefix(), builddir(), cmds[c]);
+    ck_assert_msg(rc == 0 && strstr(big, "usage: arenactl"), "arenactl %s --help: exit %d, %s", cmds[c], rc, big);
+  }
+  free(help);
+  free(man);
+  free(readme);
+}
+END_TEST
+
+/* face_detection_short_range: one float32 [1,128,128,3] input (196608 bytes), two outputs. */
+#define FACE_IN_BYTES 196608
+
+START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
+  char model[1024], dir[] = "/tmp/check_cli_e2e_XXXXXX", zeros[128], msg[AR_MSG_BYTES];
+  ar_test_model_path(model, sizeof(model), "face_detection_short_range");
+  if (access(model, R_OK) != 0) {
+    printf("check_cli: %s absent: skipped\n", model);
+    return;
+  }
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ar_test_daemon_t dmn;
+  ck_assert_msg(ar_td_start(&dmn, "64M", NULL) == 0, "arenad did not start (log %s)", dmn.log);
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  /* load with a path relative to arenactl's directory: it sends that directory + the path. */
+  char mdir[1024];
+  snprintf(mdir, sizeof(mdir), "%s", model);
+  *strrchr(mdir, '/') = '\0';
+  int rc = sh("cd '%s' && %s'%s/arenactl' -s '%s' load face ./face_detection_short_range.tflite 2>&1", mdir, pre, bd,
+              dmn.socket);
+  ck_assert_msg(rc == 0, "load: %d %s", rc, big);
+  char want[1200];
+  snprintf(want, sizeof(want), "loaded face (%s/face_detection_short_range.tflite, ", mdir);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  /* The reference: a regular file of zeros. */
+  snprintf(zeros, sizeof(zeros), "%s/zeros.bin", dir);
+  FILE *f = fopen(zeros, "wb");
+  ck_assert_ptr_nonnull(f);
+  static const uint8_t zero[FACE_IN_BYTES];
+  ck_assert_uint_eq(fwrite(zero, 1, sizeof(zero), f), sizeof(zero));
+  fclose(f);
+  rc = sh("%s'%s/arenactl' -s '%s' invoke face --input '%s' --output '%s/ref' 2>&1", pre, bd, dmn.socket, zeros, dir);
+  ck_assert_msg(rc == 0, "invoke zeros.bin: %d %s", rc, big);
+  /* /dev/zero, into an output directory that does not exist yet. */
+  rc = sh("%s'%s/arenactl' -s '%s' invoke face --input /dev/zero --output '%s/new' 2>&1", pre, bd, dmn.socket, dir);
+  ck_assert_msg(rc == 0, "invoke /dev/zero: %d %s", rc, big);
+  snprintf(want, sizeof(want), "wrote output_<j>.bin to %s/new", dir);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  for (int j = 0; j < 2; j++) {
+    char a[256], b[256];
+    snprintf(a, sizeof(a), "%s/ref/output_%d.bin", dir, j);
+    snprintf(b, sizeof(b), "%s/new/output_%d.bin", dir, j);
+    size_t na = 0, nb = 0;
+    void *da = ar_test_read_file(a, &na), *db = ar_test_read_file(b, &nb);
+    ck_assert_ptr_nonnull(da);
+    ck_assert_ptr_nonnull(db);
+    ck_assert_uint_gt(na, 0);
+    ck_assert_uint_eq(na, nb);
+    ck_assert_int_eq(memcmp(da, db, na), 0);
+    free(da);
+    free(db);
+    unlink(a);
+    unlink(b);
+  }
+  struct stat st;
+  snprintf(want, sizeof(want), "%s/new", dir);
+  ck_assert_int_eq(stat(want, &st), 0);
+  ck_assert(S_ISDIR(st.st_mode));
+  rmdir(want);
+  /* A pipe with fewer bytes than the input needs. */
+  rc = sh("head -c 1000 /dev/zero | %s'%s/arenactl' -s '%s' invoke face --input /dev/stdin 2>&1", pre, bd, dmn.socket);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "/dev/stdin ended after 1000 bytes; input 'input' needs 196608 bytes (ESHAPE)") != NULL,
+                "%s", big);
+  /* A regular file must have the input's size exactly: the daemon's ESHAPE; a directory is no input. */
+  f = fopen(zeros, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(zero, 1, 5, f), 5);
+  fclose(f);
+  rc = sh("%s'%s/arenactl' -s '%s' invoke face --input '%s' 2>&1", pre, bd, dmn.socket, zeros);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "(ESHAPE)") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' -s '%s' invoke face --input '%s' 2>&1", pre, bd, dmn.socket, dir);
+  ck_assert_int_eq(rc, 1);
+  snprintf(want, sizeof(want), "arenactl invoke: cannot read %s: Is a directory (EIO)", dir);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  /* An output directory two levels down: refused before the invoke, naming it. */
+  rc = sh("%s'%s/arenactl' -s '%s' invoke face --input /dev/zero --output '%s/x/y' 2>&1", pre, bd, dmn.socket, dir);
+  ck_assert_int_eq(rc, 1);
+  snprintf(want, sizeof(want), "arenactl invoke: cannot create output directory %s/x/y: its parent directory does not "
+           "exist (one level is created) (ENOENT)", dir);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  /* run (offline) reads /dev/zero the same way and creates its directory too. */
+  rc = sh("%s'%s/arenactl' run '%s' --input /dev/zero --output '%s/run' 2>&1", pre, bd, model, dir);
+  ck_assert_msg(rc == 0, "run /dev/zero: %d %s", rc, big);
+  for (int j = 0; j < 2; j++) {
+    snprintf(want, sizeof(want), "%s/run/output_%d.bin", dir, j);
+    ck_assert_int_eq(stat(want, &st), 0);
+    ck_assert_uint_gt(st.st_size, 0);
+    unlink(want);
+  }
+  snprintf(want, sizeof(want), "%s/run", dir);
+  rmdir(want);
+  rc = sh("head -c 7 /dev/zero | %s'%s/arenactl' run '%s' --input /dev/stdin 2>&1", pre, bd, model);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "/dev/stdin ended after 7 bytes; input 'input' needs 196608 bytes (ESHAPE)") != NULL,
+                "%s", big);
+  (void)msg;
+  snprintf(want, sizeof(want), "%s/ref", dir);
+  rmdir(want);
+  unlink(zeros);
+  rmdir(dir);
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli_tensor");
@@ -241,6 +585,15 @@ static Suite *suite(void) {
   tcase_add_test(tc, shared_options);
   tcase_add_loop_test(tc, yolo_letterbox_border_equals_golden_input, 0, 2);
   suite_add_tcase(s, tc);
+  TCase *io = tcase_create("cli_io");
+  tcase_add_test(io, stream_inputs_are_read_up_to_the_tensor_size);
+  tcase_add_test(io, output_dir_is_created_one_level);
+  suite_add_tcase(s, io);
+  TCase *prog = tcase_create("arenactl");
+  tcase_set_timeout(prog, 120);
+  tcase_add_test(prog, help_lists_every_command_and_option);
+  tcase_add_test(prog, invoke_and_run_read_streams_and_create_the_output_dir);
+  suite_add_tcase(s, prog);
   return s;
 }
 
