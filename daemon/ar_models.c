@@ -239,17 +239,62 @@ static bool inside_dirs(const char *rp, uint32_t n_dirs, const char (*dirs)[AR_C
   return false;
 }
 
-/* Open a model file for reading. With `n_dirs` > 0 (a client's LoadModel), the path must resolve
- * (realpath: every symlink followed) inside one of `dirs`, else AR_EPERM; the file opened is checked
- * again through /proc/self/fd, so a symlink swapped in between cannot lead out either. Messages
- * name only the requested path: never the resolved target, never why a path outside could not be
- * resolved (which would tell a client what exists where it may not look). */
-static int open_model_file(const char *path, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX],
+/* The EPERM of a path outside model_dirs. A model_dirs entry that cannot be resolved because it is
+ * a symlink loop is named (the entries are the administrator's, not secrets): otherwise the admin
+ * would only see that the path is "not inside" a directory that looks right. */
+static int outside_dirs(const char *path, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX], char *msg,
+                        size_t msg_bytes) {
+  for (uint32_t i = 0; i < n_dirs; i++) {
+    char d[PATH_MAX];
+    if (realpath(dirs[i], d) == NULL && errno == ELOOP)
+      return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs (model_dirs "
+                     "entry '%s' is a symlink loop, ELOOP)", path, dirs[i]);
+  }
+  return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+}
+
+/* `path` (whose realpath failed with ELOOP) and the symlinks it leads through, followed one link at
+ * a time: true when every link met lies in a directory inside `dirs` and the chain does not end
+ * within 41 links (the kernel's limit is 40), i.e. the loop is in model_dirs and the client may be
+ * told so. A chain that leaves model_dirs is not followed (where a link outside points is not for
+ * the client to learn). `depth` bounds the recursion into a looping directory component. */
+static bool loop_inside_dirs(const char *path, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX], int depth) {
+  char cur[PATH_MAX];
+  snprintf(cur, sizeof(cur), "%s", path);
+  for (int hop = 0; hop < 41; hop++) {
+    char parent[PATH_MAX], prp[PATH_MAX], canon[2 * PATH_MAX + 2], link[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", cur);
+    char *slash = strrchr(parent, '/');
+    const char *base = slash ? cur + (slash - parent) + 1 : cur;
+    if (slash == parent) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(parent, sizeof(parent), ".");
+    if (realpath(parent, prp) == NULL)
+      return errno == ELOOP && depth < 4 && loop_inside_dirs(parent, n_dirs, dirs, depth + 1);
+    if (!inside_dirs(prp, n_dirs, dirs)) return false;
+    snprintf(canon, sizeof(canon), "%s/%s", strcmp(prp, "/") == 0 ? "" : prp, base);
+    ssize_t k = readlink(canon, link, sizeof(link) - 1);
+    if (k <= 0) return false;   /* not a symlink: whatever loops is elsewhere */
+    link[k] = '\0';
+    if (link[0] == '/') snprintf(cur, sizeof(cur), "%s", link);
+    else if ((size_t)snprintf(cur, sizeof(cur), "%s/%s", strcmp(prp, "/") == 0 ? "" : prp, link) >= sizeof(cur))
+      return false;
+  }
+  return true;
+}
+
+#define AR_ELOOP_TEXT "symlink loop (ELOOP: too many levels of symbolic links)"
+
+/* Open an absolute path, or a configured model's path as it is (see open_model_file). */
+static int open_model_path(const char *path, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX],
                            char rp[PATH_MAX], int *fd_out, char *msg, size_t msg_bytes) {
   *fd_out = -1;
   if (realpath(path, rp) == NULL) {
     int e = errno;
     if (n_dirs > 0) {
+      /* A loop among symlinks inside model_dirs is said to be one (the admin put it there). */
+      if (e == ELOOP && loop_inside_dirs(path, n_dirs, dirs, 0))
+        return ar_errf(msg, msg_bytes, AR_EIO, "model file '%s': " AR_ELOOP_TEXT, path);
       /* Missing file: ENOENT only when its directory is inside model_dirs. */
       char parent[PATH_MAX], prp[PATH_MAX];
       snprintf(parent, sizeof(parent), "%s", path);
@@ -261,13 +306,12 @@ static int open_model_file(const char *path, uint32_t n_dirs, const char (*dirs)
       /* A dangling symlink: where it points is not for the client to learn. */
       bool dangling = lstat(path, &lst) == 0;
       if (dangling || realpath(parent, prp) == NULL || !inside_dirs(prp, n_dirs, dirs))
-        return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+        return outside_dirs(path, n_dirs, dirs, msg, msg_bytes);
     }
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "model file '%s': %s", path,
-                   e == ENOENT ? "no such file" : "cannot be resolved");
+                   e == ENOENT ? "no such file" : e == ELOOP ? AR_ELOOP_TEXT : "cannot be resolved");
   }
-  if (n_dirs > 0 && !inside_dirs(rp, n_dirs, dirs))
-    return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+  if (n_dirs > 0 && !inside_dirs(rp, n_dirs, dirs)) return outside_dirs(path, n_dirs, dirs, msg, msg_bytes);
   /* O_NONBLOCK: a FIFO must not block the load thread waiting for a writer (S_ISREG rejects it).
    * O_NOFOLLOW: the resolved path has no symlink left; one swapped in since is refused. */
   int fd = open(rp, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
@@ -284,12 +328,37 @@ static int open_model_file(const char *path, uint32_t n_dirs, const char (*dirs)
       now[k] = '\0';
       if (!inside_dirs(now, n_dirs, dirs)) {
         close(fd);
-        return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+        return outside_dirs(path, n_dirs, dirs, msg, msg_bytes);
       }
     }
   }
   *fd_out = fd;
   return 0;
+}
+
+/* Open a model file for reading. With `n_dirs` > 0 (a client's LoadModel), the path must resolve
+ * (realpath: every symlink followed) inside one of `dirs`, else AR_EPERM; the file opened is checked
+ * again through /proc/self/fd, so a symlink swapped in between cannot lead out either. A client's
+ * relative path is looked up in `dirs` in order (the first that holds it wins; never against the
+ * daemon's working directory, which is / under systemd): AR_ENOENT when none holds it. Messages
+ * name only the requested path: never the resolved target, never why a path outside could not be
+ * resolved (which would tell a client what exists where it may not look). A symlink loop whose
+ * links all lie inside `dirs` (or a configured model's loop) is AR_EIO "symlink loop (ELOOP...)". */
+static int open_model_file(const char *path, uint32_t n_dirs, const char (*dirs)[AR_CONFIG_DIR_MAX],
+                           char rp[PATH_MAX], int *fd_out, char *msg, size_t msg_bytes) {
+  if (n_dirs == 0 || path[0] == '/') return open_model_path(path, n_dirs, dirs, rp, fd_out, msg, msg_bytes);
+  *fd_out = -1;
+  for (uint32_t i = 0; i < n_dirs; i++) {
+    char d[PATH_MAX], cand[2 * PATH_MAX + 2];
+    if (realpath(dirs[i], d) == NULL) continue;   /* a model_dirs entry that is not there (yet) */
+    if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", strcmp(d, "/") == 0 ? "" : d, path) >= PATH_MAX)
+      return ar_errf(msg, msg_bytes, AR_EINVAL, "model file '%s': longer than %d bytes in model_dirs entry '%s'", path,
+                     PATH_MAX - 1, dirs[i]);
+    int rc = open_model_path(cand, n_dirs, dirs, rp, fd_out, msg, msg_bytes);
+    if (rc != AR_ENOENT) return rc;   /* found, or refused: the first directory that has a say */
+  }
+  return ar_errf(msg, msg_bytes, AR_ENOENT, "model file '%s': a relative path is looked up in the daemon's "
+                 "model_dirs (%u entries), and none holds it", path, n_dirs);
 }
 
 static void cache_release(ar_server_t *srv, ar_cached_model_t *cm) {

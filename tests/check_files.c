@@ -8,6 +8,9 @@
  *     load, unload and reload;
  *   - a load outside model_dirs, through a symlink pointing out of it, or through a symlinked
  *     directory gets EPERM; file content (an /etc/shadow-like line) is never echoed;
+ *   - a relative load path is looked up in model_dirs in order, never in the daemon's working
+ *     directory; a symlink loop inside model_dirs (or a model_dirs entry that loops) is named as
+ *     one (ELOOP), a loop reached through a link leading out is plain EPERM;
  *   - a model with a 1 GiB sparse tail is refused by max_model_bytes before it is read;
  *   - two concurrent big loads leave another model's invoke latency within 2x its idle p99 (best of
  *     three rounds, each measured in the same test; loads run on their own low-priority thread).
@@ -17,6 +20,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -464,6 +468,107 @@ START_TEST(loads_outside_model_dirs_are_refused_without_echo) {
 }
 END_TEST
 
+/* A relative LoadModel path is looked up in model_dirs in order (never in the daemon's working
+ * directory); a symlink loop inside model_dirs, or a model_dirs entry that is one, is named as a
+ * loop (ELOOP); a loop reached through a link that leaves model_dirs is still plain EPERM. */
+START_TEST(relative_paths_use_model_dirs_and_symlink_loops_say_so) {
+  char tmpl[] = "/tmp/check_files_loop_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(tmpl));
+  char cfg[300], loopdir[300];
+  snprintf(loopdir, sizeof(loopdir), "%s/loopdir", tmpl);
+  ck_assert_int_eq(symlink(loopdir, loopdir), 0);
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", tmpl);
+  FILE *f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"model_dirs\": [\"%s\"], \"models\": []}\n", loopdir);
+  fclose(f);
+  /* model_dirs: the loop (first), then the models' directory and the daemon's temp dir. */
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  ar_client_t *c = client();
+  char msg[AR_MSG_BYTES], a[512], b[512], path[640], want[1024];
+  /* Relative: found in the models' directory (the loop entry is passed over). */
+  load_ok(c, "rel", "face_detection_short_range.tflite", NULL);
+  ar_client_model_t *ms = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(ar_client_list(c, &ms, &n, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n, 1);
+  char rp[PATH_MAX];
+  ck_assert_ptr_nonnull(realpath(model_path("face_detection_short_range"), rp));
+  ck_assert_str_eq(ms[0].path, rp);
+  free(ms);
+  /* Relative, in the second directory only (a symlink there to a model, inside model_dirs). */
+  snprintf(a, sizeof(a), "%s/second.tflite", dmn.dir);
+  ck_assert_int_eq(symlink(model_path("palm_detection_lite"), a), 0);
+  load_ok(c, "rel2", "second.tflite", NULL);
+  /* Relative, in none of them, even though the daemon's working directory holds it. */
+  const char *here = "check_files_cwd.tflite";
+  unlink(here);
+  ck_assert_int_eq(symlink(model_path("face_detection_short_range"), here), 0);
+  int rc = ar_client_load(c, "cwd", here, NULL, NULL, NULL, msg, sizeof(msg));
+  unlink(here);
+  ck_assert_msg(rc == AR_ENOENT, "relative, in the cwd only: %d %s", rc, msg);
+  ck_assert_str_eq(msg, "model file 'check_files_cwd.tflite': a relative path is looked up in the daemon's "
+                        "model_dirs (3 entries), and none holds it");
+  /* Relative with .. leading out: EPERM as for an absolute path outside. */
+  rc = ar_client_load(c, "up", "../../../../../../../../etc/passwd", NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_EPERM, "relative ..: %d %s", rc, msg);
+  /* Loops inside model_dirs: two links, one link to itself, a looping directory on the way. */
+  snprintf(a, sizeof(a), "%s/loop_a.tflite", dmn.dir);
+  snprintf(b, sizeof(b), "%s/loop_b.tflite", dmn.dir);
+  ck_assert_int_eq(symlink("loop_b.tflite", a), 0);
+  ck_assert_int_eq(symlink(a, b), 0);
+  const char *loops[] = {a, b, NULL};
+  for (int i = 0; loops[i]; i++) {
+    rc = ar_client_load(c, "loop", loops[i], NULL, NULL, NULL, msg, sizeof(msg));
+    snprintf(want, sizeof(want), "model file '%s': symlink loop (ELOOP: too many levels of symbolic links)", loops[i]);
+    ck_assert_msg(rc == AR_EIO && strcmp(msg, want) == 0, "loop %s: %d %s", loops[i], rc, msg);
+  }
+  unlink(a);
+  unlink(b);
+  ck_assert_int_eq(symlink("self.tflite", a), 0);   /* a -> self.tflite -> self.tflite */
+  snprintf(b, sizeof(b), "%s/self.tflite", dmn.dir);
+  ck_assert_int_eq(symlink("self.tflite", b), 0);
+  rc = ar_client_load(c, "loop", "loop_a.tflite", NULL, NULL, NULL, msg, sizeof(msg));   /* relative too */
+  ck_assert_msg(rc == AR_EIO && strstr(msg, "symlink loop (ELOOP") != NULL, "self loop: %d %s", rc, msg);
+  unlink(a);
+  unlink(b);
+  snprintf(a, sizeof(a), "%s/ldir", dmn.dir);
+  ck_assert_int_eq(symlink("ldir", a), 0);
+  snprintf(path, sizeof(path), "%s/model.tflite", a);
+  rc = ar_client_load(c, "loop", path, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_msg(rc == AR_EIO && strstr(msg, "symlink loop (ELOOP") != NULL, "looping directory: %d %s", rc, msg);
+  unlink(a);
+  /* A loop outside, reached through a link in model_dirs: EPERM, and nothing said about a loop.
+   * The model_dirs entry that loops is named (it is the configuration's). */
+  char outside[] = "/tmp/check_files_oloop_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(outside));
+  char ox[400], oy[400];
+  snprintf(ox, sizeof(ox), "%s/x", outside);
+  snprintf(oy, sizeof(oy), "%s/y", outside);
+  ck_assert_int_eq(symlink(oy, ox), 0);
+  ck_assert_int_eq(symlink(ox, oy), 0);
+  snprintf(a, sizeof(a), "%s/out.tflite", dmn.dir);
+  ck_assert_int_eq(symlink(ox, a), 0);
+  rc = ar_client_load(c, "loop", a, NULL, NULL, NULL, msg, sizeof(msg));
+  snprintf(want, sizeof(want), "model file '%s': not inside the daemon's model_dirs (model_dirs entry '%s' is a "
+           "symlink loop, ELOOP)", a, loopdir);
+  ck_assert_msg(rc == AR_EPERM && strcmp(msg, want) == 0, "loop outside: %d %s", rc, msg);
+  ck_assert_ptr_null(strstr(msg, outside));
+  unlink(a);
+  unlink(ox);
+  unlink(oy);
+  rmdir(outside);
+  snprintf(a, sizeof(a), "%s/second.tflite", dmn.dir);
+  unlink(a);
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  unlink(cfg);
+  unlink(loopdir);
+  rmdir(tmpl);
+}
+END_TEST
+
 /* ---- size limit and load thread -------------------------------------------------------------- */
 
 /* A real model followed by a sparse tail up to `total` bytes; `tag` written at the end makes the
@@ -624,6 +729,7 @@ static Suite *files_suite(void) {
   tcase_add_test(tc, sparse_index_bytes_rewritten_on_disk_change_nothing);
   tcase_add_test(tc, non_admin_peer_invokes_but_cannot_load_unload_or_reload);
   tcase_add_test(tc, loads_outside_model_dirs_are_refused_without_echo);
+  tcase_add_test(tc, relative_paths_use_model_dirs_and_symlink_loops_say_so);
   tcase_add_test(tc, model_above_max_model_bytes_is_refused_before_reading);
   tcase_add_test(tc, big_loads_leave_invoke_latency_alone);
   suite_add_tcase(s, tc);
