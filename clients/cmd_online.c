@@ -613,6 +613,11 @@ int ar_cmd_invoke(int argc, char **argv) {
     tin[0].bytes = bytes;
     n_in = 1;
   } else {
+    if (n_in != m->n_inputs) {
+      fprintf(stderr, "arenactl invoke: model '%s' has %d input(s), %d given\n", name, m->n_inputs, n_in);
+      ret = 2;
+      goto out;
+    }
     for (int i = 0; i < n_in; i++) {
       /* Shape and dtype are the model's (raw files carry none); the daemon checks a file's size.
        * A stream (/dev/zero, a pipe) is read up to the input's byte size. */

@@ -544,6 +544,10 @@ START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
   ck_assert_int_eq(rc, 1);
   snprintf(want, sizeof(want), "arenactl invoke: cannot read %s: Is a directory (EIO)", dir);
   ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  /* As many files as the model has inputs (the daemon would refuse it too, less clearly). */
+  rc = sh("%s'%s/arenactl' -s '%s' invoke face --input /dev/zero /dev/zero 2>&1", pre, bd, dmn.socket);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl invoke: model 'face' has 1 input(s), 2 given") != NULL, "%s", big);
   /* An output directory two levels down: refused before the invoke, naming it. */
   rc = sh("%s'%s/arenactl' -s '%s' invoke face --input /dev/zero --output '%s/x/y' 2>&1", pre, bd, dmn.socket, dir);
   ck_assert_int_eq(rc, 1);
