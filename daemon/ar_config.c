@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,7 +295,25 @@ static int load_model(json_t *obj, uint32_t idx, ar_config_model_t *m, char *msg
   return 0;
 }
 
-static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
+/* A relative models[i].path names a file beside the config file: prefix `base` (the file's
+ * directory, absolute), so that start-up, a reload after the daemon changed to "/" and
+ * --check-config all read the same file whatever the working directory. */
+static int resolve_model_paths(ar_config_t *cfg, const char *base, char *msg, size_t n) {
+  for (uint32_t i = 0; i < cfg->n_models; i++) {
+    char *p = cfg->models[i].path;
+    if (p[0] == '/') continue;
+    size_t nb = strlen(base), np = strlen(p);
+    if (nb + 1 + np >= sizeof(cfg->models[i].path))
+      return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: longer than %zu bytes once put after the config "
+                     "file's directory %s", i, sizeof(cfg->models[i].path) - 1, base);
+    memmove(p + nb + 1, p, np + 1);
+    memcpy(p, base, nb);
+    p[nb] = '/';
+  }
+  return 0;
+}
+
+static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg, size_t n) {
   if (!json_is_object(root)) return ar_errf(msg, n, AR_ECONFIG, "(top level): must be a JSON object");
   bool have_models = false;
   const char *k;
@@ -403,6 +422,10 @@ static int load_root(json_t *root, ar_config_t *cfg, char *msg, size_t n) {
   for (uint32_t i = 0; i < cfg->n_models; i++)
     if (cfg->models[i].weights[0] == '\0')
       snprintf(cfg->models[i].weights, sizeof(cfg->models[i].weights), "%s", cfg->weights);
+  if (base != NULL) {
+    int rc = resolve_model_paths(cfg, base, msg, n);
+    if (rc != 0) return rc;
+  }
   if (cfg->model_dirs_default && cfg->n_models > 0) {
     /* Default: where the configured models live (the operator already trusts those places). */
     cfg->n_model_dirs = 0;
@@ -455,7 +478,14 @@ int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_byt
   if (root == NULL)
     return ar_errf(msg, msg_bytes, AR_ECONFIG, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
                    jerr.text);
-  int rc = load_root(root, cfg, msg, msg_bytes);
+  /* The config file's directory, for relative model paths (NULL when it cannot be resolved: the
+   * paths are then kept as written, relative to the working directory). */
+  char abs[PATH_MAX], *base = realpath(path, abs);
+  if (base != NULL) {
+    char *slash = strrchr(abs, '/');   /* "/a/b.json" -> "/a", "/b.json" -> "" (then "/" + path) */
+    if (slash != NULL) *slash = '\0';
+  }
+  int rc = load_root(root, cfg, base, msg, msg_bytes);
   json_decref(root);
   if (rc != 0) {
     /* Keep the caller's view consistent: a failed load leaves defaults with no models. */

@@ -112,7 +112,9 @@ typedef struct ar_config {
 /* Defaults, no models (admin_uids 0 and geteuid(), model_dirs AR_CONFIG_DEFAULT_MODEL_DIR). */
 void ar_config_defaults(ar_config_t *cfg);
 
-/* Read and validate the JSON file at `path` into *cfg (caller-owned). Errors: AR_ENOENT/AR_EIO
+/* Read and validate the JSON file at `path` into *cfg (caller-owned). A relative models[i].path
+ * is made absolute against the directory of `path` (realpath: symlinks followed), so it names the
+ * same file at start-up, at --check-config and at a reload. Errors: AR_ENOENT/AR_EIO
  * (file), AR_ECONFIG with `msg` naming the key and the problem, e.g.
  * "models[1].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes". */
 int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes);

@@ -1,6 +1,7 @@
 /* check_config.c - the daemon's config file (daemon/ar_config.c): defaults, a full valid file,
  * size strings, and for each way a key can be wrong the exact key named in the message. */
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,38 @@ START_TEST(full_valid_file) {
   ck_assert_str_eq(cfg.models[0].weights, "stored");
   ck_assert_str_eq(cfg.models[1].weights, "fp32");
   ck_assert_str_eq(cfg.models[2].weights, "stored");
+  /* A relative path names a file beside the config file, whatever the working directory (the
+   * daemon is in "/" once detached, when it reloads). */
+  char dir[PATH_MAX], want[PATH_MAX + 32];
+  ck_assert_ptr_nonnull(realpath(tmpdir, dir));
+  snprintf(want, sizeof(want), "%s/relative/palm.tflite", dir);
+  ck_assert_str_eq(cfg.models[2].path, want);
+  char cwd[PATH_MAX];
+  ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+  ck_assert_int_eq(chdir("/"), 0);
+  rc = ar_config_load(cfg_path, &cfg, msg, sizeof(msg));
+  ck_assert_int_eq(chdir(cwd), 0);
+  ck_assert_msg(rc == 0, "rc %d: %s", rc, msg);
+  ck_assert_str_eq(cfg.models[2].path, want);
+  ck_assert_str_eq(cfg.models[0].path, "/m/face.tflite");
+}
+END_TEST
+
+/* A relative path too long once the config file's directory is put before it is named. */
+START_TEST(relative_model_path_too_long_is_named) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES], json[8192], rel[4090];
+  memset(rel, 'a', sizeof(rel) - 1);
+  rel[sizeof(rel) - 1] = '\0';
+  snprintf(json, sizeof(json), "{\"models\": [{\"name\": \"m\", \"path\": \"%s\"}]}", rel);
+  int rc = load_text(json, &cfg, msg, sizeof(msg));
+  ck_assert_int_eq(rc, AR_ECONFIG);
+  char dir[PATH_MAX], want[PATH_MAX + 128];
+  ck_assert_ptr_nonnull(realpath(tmpdir, dir));
+  snprintf(want, sizeof(want), "models[0].path: longer than 4095 bytes once put after the config file's directory %s",
+           dir);
+  ck_assert_str_eq(msg, want);
+  ck_assert_uint_eq(cfg.n_models, 0);
 }
 END_TEST
 
@@ -314,6 +347,7 @@ static Suite *config_suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, defaults_are_documented_values);
   tcase_add_test(tc, full_valid_file);
+  tcase_add_test(tc, relative_model_path_too_long_is_named);
   tcase_add_test(tc, access_keys);
   tcase_add_test(tc, minimal_file_gets_defaults);
   tcase_add_test(tc, size_strings);
