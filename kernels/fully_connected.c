@@ -5,15 +5,20 @@
  * with its last dimension (which must be I) replaced by O (keep_num_dims true). Only the DEFAULT
  * weights format is supported. The fused activation is applied to bias + product.
  *
- * Speed: kernels/gemm.c with the output pre-filled with the bias and beta = 1: cblas_sgemv when
- * B = 1 (every FULLY_CONNECTED in the shipped models), cblas_sgemm otherwise (weights used in
- * place through Trans, since [O, I] row-major is already W^T of the GEMM), in bands of output
- * units or rows over the node's pool when the product is large enough. Sparse weights kept as
- * stored (TFLite sparsity, ar_kernel_sparse_filter_check) go to kernels/sparse_conv.c.
+ * Speed: kernels/gemm.c. B = 1 (every FULLY_CONNECTED in the shipped models) on a CPU with
+ * AVX-512F: kernels/sgemm512.c's one-row product (ar_sgemv512_nt), which reads the weights once,
+ * float16 ones as stored, output units split by thread count (each unit's sum is the same
+ * whatever range holds it). Otherwise the output is pre-filled with the bias and beta = 1:
+ * cblas_sgemv when B = 1, cblas_sgemm otherwise (weights used in place through Trans, since
+ * [O, I] row-major is already W^T of the GEMM), in bands of output units or rows over the node's
+ * pool when the product is large enough. Sparse weights kept as stored (TFLite sparsity,
+ * ar_kernel_sparse_filter_check) go to kernels/sparse_conv.c.
  *
  * Float16 weights and bias as stored (ar_kernel_reads_f16: the interpreter elides the DEQUANTIZE
- * that widened them at use) are widened into the node's scratch at eval, then the same product
- * runs on the same fp32 values: the same bits as the widened path, one operator less to run.
+ * that widened them at use): the one-row product widens the weights as it reads them (exact);
+ * the other paths widen them into the node's scratch at eval; the bias is widened into the
+ * scratch. Either way the product runs on the same fp32 values as the widened path, in the same
+ * order: the same bits, one operator less to run.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -25,6 +30,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
+#include "kernels/sgemm512.h"
 #include "kernels/qconv.h"
 #include "kernels/sparse_conv.h"
 
@@ -133,7 +139,12 @@ static void fc_eval(const ar_node_t *node) {
   const int batch = (int)(elems / (uint64_t)depth);
   const float *w = wt_t->data, *bias = bias_t ? bias_t->data : NULL;
   uint8_t *scratch = node->scratch;
-  if (wt_t->dtype == AR_DTYPE_FLOAT16) {   /* as stored: widened into the scratch */
+  const bool gemv = batch == 1 && ar_sgemm512_available();
+  const uint16_t *w16 = NULL;
+  if (wt_t->dtype == AR_DTYPE_FLOAT16 && gemv) {   /* as stored: read by ar_sgemv512_nt */
+    w16 = wt_t->data;
+    w = NULL;
+  } else if (wt_t->dtype == AR_DTYPE_FLOAT16) {   /* as stored: widened into the scratch */
     float *w32 = (float *)(void *)scratch;
     ar_fp16_to_fp32_n(wt_t->data, w32, (size_t)units * (size_t)depth);
     w = w32;
@@ -144,7 +155,7 @@ static void fc_eval(const ar_node_t *node) {
     ar_fp16_to_fp32_n(bias_t->data, b32, (size_t)units);
     bias = b32;
   }
-  const ar_gemm_nt_t g = {.a = in_t->data, .b = w, .bias = bias,
+  const ar_gemm_nt_t g = {.a = in_t->data, .b = w, .b16 = w16, .gemv = gemv, .bias = bias,
                           .c = node->outputs[0]->data, .m = batch, .n = units, .k = depth,
                           .lda = depth, .ldb = depth, .ldc = units,
                           .act = node->options->fully_connected.activation};

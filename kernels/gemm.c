@@ -16,7 +16,10 @@
  * one run per thread (ar_parallel_for_runs; one call on one thread, as each call packs B again):
  * runs of rows, so that each thread writes the same fraction of the output as it did for the
  * operator before (what it wrote stays in its core's cache), or runs of columns when N > M (the
- * 1x1 layers of a 7x7 map: each thread then packs only its own panels of B).
+ * 1x1 layers of a 7x7 map: each thread then packs only its own panels of B). A one-row product
+ * asked for as such (gemv: FULLY_CONNECTED) runs kernels/sgemm512.c's ar_sgemv512_nt on AVX-512F,
+ * in runs of columns by thread count (it reads B once, as stored; OpenBLAS would need a widened
+ * copy of a float16 B).
  */
 #include "kernels/gemm.h"
 
@@ -95,6 +98,13 @@ static void gemm_range(void *ctx, int64_t b, int64_t e) {
   else gemm_block(j->g, b, e, 0, j->g->n);
 }
 
+/* Columns [c0, c1) of a one-row product (gemv). */
+static void gemv_range(void *ctx, int64_t c0, int64_t c1) {
+  const ar_gemm_nt_t *g = ((const gemm_job_t *)ctx)->g;
+  ar_sgemv512_nt(g->a, g->b ? g->b + c0 * g->ldb : NULL, g->b16 ? g->b16 + c0 * g->ldb : NULL, g->ldb,
+                 g->bias ? g->bias + c0 : NULL, g->c + c0, c1 - c0, g->k, g->act);
+}
+
 int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
   const bool sn = n > m;
   const int64_t d = sn ? n : m, other = sn ? m : n;
@@ -113,6 +123,12 @@ int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
   if (g->m <= 0 || g->n <= 0) return;
   gemm_job_t j = {.g = g};
+  if (g->gemv && g->m == 1 && ar_sgemm512_available()) {
+    const int64_t k = g->k > 0 ? g->k : 1;
+    ar_parallel_for_runs(node, g->n, AR_GEMM_SPLIT_COLS, (AR_GEMM_SPLIT_MIN_MACS + k - 1) / k,
+                         gemv_range, &j);
+    return;
+  }
   if (g->b16 || (g->avx512 && g->m >= AR_GEMM_S512_MIN_ROWS && ar_sgemm512_available())) {
     /* sgemm512: every element one FMA chain in k order, so the bytes do not depend on the split:
      * one run per thread (one call on one thread), none below AR_GEMM_SPLIT_MIN_MACS. Runs of

@@ -20,7 +20,9 @@ typedef struct ar_gemm_nt {
                   * (CONV_2D's products), else OpenBLAS */
   const uint16_t *b16;   /* instead of b: B as float16 (weights as stored), only with avx512,
                           * M >= 4 and ar_sgemm512_available() (widened while packed, same
-                          * result as b) */
+                          * result as b); or with gemv */
+  bool gemv;     /* a product of one row (M = 1: FULLY_CONNECTED) through ar_sgemv512_nt when the
+                  * CPU has AVX-512F (weights read once, as stored), columns split by thread count */
 } ar_gemm_nt_t;
 
 /* Run it on node->pool (inline without one): OpenBLAS in bands of rows or columns fixed by M, N,

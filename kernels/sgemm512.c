@@ -230,6 +230,75 @@ AR_TARGET_AVX512 static void s512_run_f16(const float *a, int64_t lda, const uin
                                           float hi) {
   s512_run(a, lda, b, ldb, bias, c, ldc, m, n, k, clamp, lo, hi, true);
 }
+/* y[0 .. n) = bias + x . B[j, 0 .. k) for rows j of B (float32, or F16 float16 widened on the
+ * way): per row, 16 lane sums over k (lane l takes k = l, l + 16, ... in order, one FMA each,
+ * a masked tail), then the lanes added pairwise (8 + 8, 4 + 4, 2 + 2, 1 + 1), then the bias. Four
+ * rows at a time share the loads of x. */
+S512_INLINE __m512 s512_gemv_load(const void *b, int64_t i, __mmask16 m, const bool F16) {
+  if (F16) {
+    if (m == (__mmask16)0xffff)
+      return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)b + i)));
+    return s512_load_f16((const uint16_t *)b + i, __builtin_popcount(m));
+  }
+  return _mm512_maskz_loadu_ps(m, (const float *)b + i);
+}
+
+S512_INLINE float s512_hsum(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 d = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  const __m128 o = _mm_add_ss(d, _mm_movehdup_ps(d));
+  return _mm_cvtss_f32(o);
+}
+
+S512_INLINE void s512_gemv(const float *x, const void *b, int64_t ldb, const float *bias, float *y,
+                           int64_t n, int64_t k, const bool F16) {
+  const size_t esz = F16 ? sizeof(uint16_t) : sizeof(float);
+  const int64_t kfull = k / 16 * 16;
+  const __mmask16 mt = (__mmask16)((1u << (k - kfull)) - 1u);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const char *b0 = (const char *)b + (size_t)(j * ldb) * esz;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < kfull; i += 16) {
+      const __m512 xv = _mm512_loadu_ps(x + i);
+      a0 = _mm512_fmadd_ps(xv, s512_gemv_load(b0, i, 0xffff, F16), a0);
+      a1 = _mm512_fmadd_ps(xv, s512_gemv_load(b0 + (size_t)ldb * esz, i, 0xffff, F16), a1);
+      a2 = _mm512_fmadd_ps(xv, s512_gemv_load(b0 + (size_t)(2 * ldb) * esz, i, 0xffff, F16), a2);
+      a3 = _mm512_fmadd_ps(xv, s512_gemv_load(b0 + (size_t)(3 * ldb) * esz, i, 0xffff, F16), a3);
+    }
+    if (mt) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mt, x + kfull);
+      a0 = _mm512_fmadd_ps(xv, s512_gemv_load(b0, kfull, mt, F16), a0);
+      a1 = _mm512_fmadd_ps(xv, s512_gemv_load(b0 + (size_t)ldb * esz, kfull, mt, F16), a1);
+      a2 = _mm512_fmadd_ps(xv, s512_gemv_load(b0 + (size_t)(2 * ldb) * esz, kfull, mt, F16), a2);
+      a3 = _mm512_fmadd_ps(xv, s512_gemv_load(b0 + (size_t)(3 * ldb) * esz, kfull, mt, F16), a3);
+    }
+    y[j] = (bias ? bias[j] : 0.0f) + s512_hsum(a0);
+    y[j + 1] = (bias ? bias[j + 1] : 0.0f) + s512_hsum(a1);
+    y[j + 2] = (bias ? bias[j + 2] : 0.0f) + s512_hsum(a2);
+    y[j + 3] = (bias ? bias[j + 3] : 0.0f) + s512_hsum(a3);
+  }
+  for (; j < n; j++) {
+    const char *b0 = (const char *)b + (size_t)(j * ldb) * esz;
+    __m512 a0 = _mm512_setzero_ps();
+    for (int64_t i = 0; i < kfull; i += 16)
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), s512_gemv_load(b0, i, 0xffff, F16), a0);
+    if (mt)
+      a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mt, x + kfull), s512_gemv_load(b0, kfull, mt, F16), a0);
+    y[j] = (bias ? bias[j] : 0.0f) + s512_hsum(a0);
+  }
+}
+
+AR_TARGET_AVX512 static void s512_gemv_f32(const float *x, const float *b, int64_t ldb,
+                                           const float *bias, float *y, int64_t n, int64_t k) {
+  s512_gemv(x, b, ldb, bias, y, n, k, false);
+}
+AR_TARGET_AVX512 static void s512_gemv_f16(const float *x, const uint16_t *b, int64_t ldb, const float *bias, float *y, int64_t n,
+              int64_t k) {
+  s512_gemv(x, b, ldb, bias, y, n, k, true);
+}
 #endif
 
 bool ar_sgemm512_available(void) {
@@ -274,5 +343,17 @@ void ar_sgemm512_nt_f16(const float *a, int64_t lda, const uint16_t *b, int64_t 
 #else
   (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)c; (void)ldc; (void)m; (void)n;
   (void)k; (void)act;
+#endif
+}
+
+void ar_sgemv512_nt(const float *x, const float *b, const uint16_t *b16, int64_t ldb,
+                    const float *bias, float *y, int64_t n, int64_t k, ar_activation_t act) {
+#if AR_HAVE_AVX2_CLONE
+  if (n <= 0) return;
+  if (b16) s512_gemv_f16(x, b16, ldb, bias, y, n, k);
+  else s512_gemv_f32(x, b, ldb, bias, y, n, k);
+  ar__activate(y, (size_t)n, act);
+#else
+  (void)x; (void)b; (void)b16; (void)ldb; (void)bias; (void)y; (void)n; (void)k; (void)act;
 #endif
 }

@@ -32,6 +32,15 @@ void ar_sgemm512_nt_f16(const float *a, int64_t lda, const uint16_t *b, int64_t 
                         const float *bias, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                         ar_activation_t act);
 
+/* y[N] = act(bias[N] (NULL: 0) + x[K] . B[j, 0 .. K)) for the N rows of B (row stride ldb), B as
+ * float32 (b) or float16 (b16, widened exactly): the one-row product of FULLY_CONNECTED, reading
+ * the weights once and as stored. Each y[j] is 16 lane sums over k (lane l: k = l, l + 16, ...,
+ * one FMA each in k order), the lanes added pairwise, then the bias: its value depends on j's row
+ * and x only, so any split of N gives the same bits, and b and b16 the same bits for the same
+ * values. Only callable when ar_sgemm512_available(). Never allocates. */
+void ar_sgemv512_nt(const float *x, const float *b, const uint16_t *b16, int64_t ldb,
+                    const float *bias, float *y, int64_t n, int64_t k, ar_activation_t act);
+
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
 /* In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i]. */

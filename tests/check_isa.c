@@ -203,6 +203,67 @@ START_TEST(sgemm512_exact_on_odd_shapes) {
 }
 END_TEST
 
+/* ar_sgemv512_nt against a scalar loop in its documented order (16 lane sums over k, each lane
+ * one fmaf per term in k order, the masked tail adding 0 x 0; the lanes added 8 + 8, 4 + 4, 2 + 2,
+ * 1 + 1; then the bias; then the activation): bit-identical for float32 and float16 B (the same
+ * values), K below, at and past 16 with a tail, N not a multiple of 4, any split of N. */
+static float s512_gemv_ref(const float *x, const float *b, const float *bias, int64_t k, int64_t j,
+                           ar_activation_t act) {
+  float lane[16];
+  for (int l = 0; l < 16; l++) {
+    lane[l] = 0.0f;
+    for (int64_t i = 0; i < (k + 15) / 16; i++) {
+      const int64_t kk = i * 16 + l;
+      lane[l] = kk < k ? fmaf(x[kk], b[kk], lane[l]) : fmaf(0.0f, 0.0f, lane[l]);
+    }
+  }
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++) lane[l] = lane[l] + lane[l + w];
+  float acc = (bias ? bias[j] : 0.0f) + lane[0];
+  ar_apply_activation(&acc, 1, act);
+  return acc;
+}
+
+START_TEST(sgemv512_exact_on_odd_shapes) {
+  if (!ar_sgemm512_available()) return;
+  static const struct { int n, k; ar_activation_t act; bool bias; } cases[] = {
+    {1, 1, AR_ACT_NONE, true},   {3, 15, AR_ACT_RELU, false},   {4, 16, AR_ACT_RELU6, true},
+    {7, 17, AR_ACT_NONE, true},  {63, 1152, AR_ACT_NONE, true}, {9, 300, AR_ACT_TANH, true},
+    {130, 33, AR_ACT_RELU_N1_TO_1, false},
+  };
+  unsigned s = 4242;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const int n = cases[ci].n, k = cases[ci].k, ldb = k + 3;
+    float *x = malloc(sizeof(float) * (size_t)k), *b = malloc(sizeof(float) * (size_t)n * ldb);
+    uint16_t *b16 = malloc(sizeof(uint16_t) * (size_t)n * ldb);
+    float *bias = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+    float *y16 = malloc(sizeof(float) * (size_t)n), *ys = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < k; i++) { s = s * 1103515245u + 12345u; x[i] = (float)((s >> 9) % 20001) / 5000.0f - 2.0f; }
+    for (int i = 0; i < n * ldb; i++) {   /* finite float16 values (|b| in [2^-5, 2^2)), widened */
+      s = s * 1103515245u + 12345u;
+      b16[i] = (uint16_t)(((s >> 31) << 15) | ((10u + (s >> 8) % 7u) << 10) | ((s >> 12) & 0x3ffu));
+      b[i] = ar_fp16_to_fp32(b16[i]);
+    }
+    for (int i = 0; i < n; i++) bias[i] = 0.25f * (float)(i % 7) - 0.5f;
+    const float *bp = cases[ci].bias ? bias : NULL;
+    ar_sgemv512_nt(x, b, NULL, ldb, bp, y, n, k, cases[ci].act);
+    ar_sgemv512_nt(x, NULL, b16, ldb, bp, y16, n, k, cases[ci].act);
+    for (int j = 0; j < n; j++) {
+      const float want = s512_gemv_ref(x, b + (size_t)j * ldb, bp, k, j, cases[ci].act);
+      ck_assert_msg(memcmp(&y[j], &want, sizeof want) == 0, "case %zu (%dx%d): y[%d] = %.9g, want %.9g",
+                    ci, n, k, j, (double)y[j], (double)want);
+    }
+    ck_assert_int_eq(memcmp(y, y16, sizeof(float) * (size_t)n), 0);
+    const int c1 = n / 3;   /* two column runs, as the pool would split them */
+    ar_sgemv512_nt(x, b, NULL, ldb, bp, ys, c1, k, cases[ci].act);
+    ar_sgemv512_nt(x, b + (size_t)c1 * ldb, NULL, ldb, bp ? bp + c1 : NULL, ys + c1, n - c1, k,
+                   cases[ci].act);
+    ck_assert_int_eq(memcmp(y, ys, sizeof(float) * (size_t)n), 0);
+    free(x); free(b); free(b16); free(bias); free(y); free(y16); free(ys);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("isa");
   TCase *tc = tcase_create("isa");
@@ -210,6 +271,7 @@ int main(void) {
   tcase_add_test(tc, sgemm_right_on_every_core);
   tcase_add_test(tc, float_level_switch_and_report);
   tcase_add_test(tc, sgemm512_exact_on_odd_shapes);
+  tcase_add_test(tc, sgemv512_exact_on_odd_shapes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
