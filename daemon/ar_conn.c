@@ -107,6 +107,27 @@ static void conn_release_shm(ar_conn_t *c) {
   c->buf_bytes = 0;
 }
 
+/* Take the descriptors waiting for the frame that ends before stream offset `end` (the bytes the
+ * connection read before it): up to `max` into fds[] (the rest closed). Returns how many came. */
+static uint32_t conn_take_fds(ar_conn_t *c, uint64_t end, int *fds, uint32_t max) {
+  uint32_t n = 0;
+  while (n < c->n_pending_fds && c->pending_fd_at[n] < end) n++;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i < max)
+      fds[i] = c->pending_fds[i];
+    else
+      close(c->pending_fds[i]);
+  }
+  c->n_pending_fds -= n;
+  memmove(c->pending_fds, c->pending_fds + n, c->n_pending_fds * sizeof(int));
+  memmove(c->pending_fd_at, c->pending_fd_at + n, c->n_pending_fds * sizeof(uint64_t));
+  return n;
+}
+
+static void close_fds(const int *fds, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) close(fds[i]);
+}
+
 static void on_rpoll_closed(uv_handle_t *h) {
   ar_conn_t *c = h->data;
   close(c->rfd);
@@ -355,6 +376,7 @@ static void conn_take(ar_conn_t *c, ar_reply_to_t *to, uint64_t id) {
   c->refs++;
   c->jobs++;
   memset(to, 0, sizeof(*to));
+  to->fd = -1;
   to->conn = c;
   to->id = id;
   to->peer = c->peer;
@@ -391,16 +413,48 @@ typedef struct {
   uint64_t id;
   int rc;
   Arenad__Request *req;
+  int fds[AR_CONN_MAX_PENDING_FDS];   /* the descriptors the frame came with */
+  uint32_t n_fds;
   char msg[AR_MSG_BYTES];
 } decode_job_t;
 
-/* Hand a decoded request to dispatch (which takes ownership of `req` and of `frame`, the block its
- * invoke inputs point into, or NULL). */
-static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req, void *frame, size_t frame_bytes) {
+/* The refusal of a frame that came with n_fds descriptors it does not take (reg: a
+ * register_buffer frame; release: one that releases). */
+static void fds_refusal(char *msg, size_t cap, uint64_t id, uint32_t n_fds, bool reg, bool release) {
+  if (reg && !release)
+    snprintf(msg, cap, "register_buffer: %" PRIu32 " file descriptors came with the frame; it takes exactly one "
+             "(all closed, nothing registered)", n_fds);
+  else
+    snprintf(msg, cap, "request %" PRIu64 ": %" PRIu32 " file descriptor%s came with %s frame; only a "
+             "register_buffer that registers takes one, sent with its frame's bytes (closed, the request not run)",
+             id, n_fds, n_fds == 1 ? "" : "s", reg ? "a register_buffer release" : "its");
+}
+
+/* Hand a decoded request to dispatch (which takes ownership of `req`, of `frame`, the block its
+ * invoke inputs point into, or NULL, and of the n_fds descriptors its frame came with). A
+ * register_buffer that registers takes exactly one descriptor, every other request none: a
+ * request with another count is refused here (its descriptors closed, the connection usable). */
+static void conn_deliver(ar_conn_t *c, uint64_t id, Arenad__Request *req, void *frame, size_t frame_bytes,
+                         const int *fds, uint32_t n_fds) {
+  bool reg = req->body_case == ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+  uint32_t want = reg && req->register_buffer->release == 0 ? 1 : 0;
+  if (n_fds != want && !(reg && want == 1 && n_fds == 0)) {
+    /* (a register_buffer without one is answered by ar_conn_register_buffer, as it always was) */
+    char msg[AR_MSG_BYTES];
+    close_fds(fds, n_fds);
+    fds_refusal(msg, sizeof(msg), id, n_fds, reg, want == 0);
+    c->srv->frames_refused++;
+    if (frame) ar_decode_request_unborrow(req);   /* its inputs point into the frame */
+    arenad__request__free_unpacked(req, NULL);
+    ar_conn_block_put(c, frame, frame_bytes);
+    conn_error(c, id, AR_EPROTO, msg);
+    return;
+  }
   ar_reply_to_t to;
   conn_take(c, &to, id);
   to.frame = frame;
   to.frame_bytes = frame_bytes;
+  if (n_fds == 1) to.fd = fds[0];
   c->srv->ops.dispatch(c->srv, &to, req);
 }
 
@@ -449,7 +503,7 @@ static bool deliver_stripped(ar_conn_t *c, size_t pos, uint32_t len, uint64_t bu
   c->rbuf = nb;
   c->rlen = rest;
   c->rcap = cap;
-  conn_deliver(c, id, req, frame, frame_bytes);
+  conn_deliver(c, id, req, frame, frame_bytes, NULL, 0);
   return true;
 }
 
@@ -475,11 +529,13 @@ static void decode_after(uv_work_t *w, int status) {
   }
   if (ar_conn_is_gone(c)) {
     if (j->req) arenad__request__free_unpacked(j->req, NULL);   /* nobody to answer */
+    close_fds(j->fds, j->n_fds);
   } else if (j->rc != 0) {
+    close_fds(j->fds, j->n_fds);
     srv->frames_refused++;
     conn_error(c, j->id, j->rc, j->msg);
   } else {
-    conn_deliver(c, j->id, j->req, NULL, 0);
+    conn_deliver(c, j->id, j->req, NULL, 0, j->fds, j->n_fds);
   }
   free(j);
   conn_kick(c);
@@ -497,14 +553,22 @@ static int handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
   ar_server_t *srv = c->srv;
   const uint8_t *data = c->rbuf + pos + 4;
   char msg[AR_MSG_BYTES];
+  /* The descriptors this frame came with: those tagged with one of its bytes. */
+  int fds[AR_CONN_MAX_PENDING_FDS];
+  uint32_t n_fds = conn_take_fds(c, c->rx_bytes - c->rlen + pos + 4 + len, fds, AR_CONN_MAX_PENDING_FDS);
   ar_decode_scan_t scan;
   int rc = ar_decode_scan(data, len, &scan, msg, sizeof(msg));
   if (rc == 0 && scan.nul_field) {
     rc = ar_errf(msg, sizeof(msg), AR_EPROTO, "request %" PRIu64 ": string field '%s' contains a NUL byte", scan.id,
                  scan.nul_field);
   }
+  if (rc == 0 && n_fds > 0 && scan.body_field != ARENAD__REQUEST__BODY_REGISTER_BUFFER) {
+    fds_refusal(msg, sizeof(msg), scan.id, n_fds, false, false);
+    rc = AR_EPROTO;
+  }
   if (rc == 0) rc = srv->ops.admit(srv, &scan, msg, sizeof(msg));
   if (rc != 0) {
+    close_fds(fds, n_fds);
     srv->frames_refused++;
     if (len > AR_TRIM_AFTER_BYTES) srv->trim_pending = true;
     conn_error(c, scan.id, rc, msg);
@@ -518,18 +582,22 @@ static int handle_frame(ar_conn_t *c, size_t pos, uint32_t len) {
     Arenad__Request *req = NULL;
     rc = ar_decode_unpack(data, len, budget, &req, msg, sizeof(msg));
     if (rc != 0) {
+      close_fds(fds, n_fds);
       srv->frames_refused++;
       conn_error(c, scan.id, rc, msg);
     }
     else
-      conn_deliver(c, scan.id, req, NULL, 0);
+      conn_deliver(c, scan.id, req, NULL, 0, fds, n_fds);
     return FRAME_DONE;
   }
   decode_job_t *j = calloc(1, sizeof(*j));
   if (j == NULL) {
+    close_fds(fds, n_fds);
     conn_error(c, scan.id, AR_ENOMEM, "no memory to decode the frame");
     return FRAME_DONE;
   }
+  memcpy(j->fds, fds, n_fds * sizeof(int));
+  j->n_fds = n_fds;
   if (pos > 0) {
     memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
     c->rlen -= pos;
@@ -571,6 +639,8 @@ static void conn_parse(ar_conn_t *c) {
     uint32_t len = frame_len(c->rbuf + pos);
     char msg[AR_MSG_BYTES];
     if (len == 0) {
+      int fds[AR_CONN_MAX_PENDING_FDS];
+      close_fds(fds, conn_take_fds(c, c->rx_bytes - c->rlen + pos + 4, fds, AR_CONN_MAX_PENDING_FDS));
       conn_error(c, 0, AR_EPROTO, "empty frame (length 0): a frame holds one arenad.Request");
       pos += 4;
       continue;
@@ -637,8 +707,11 @@ static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
 }
 
 /* The socket is readable: one recvmsg into rbuf, with room for the descriptors a client may
- * attach to a register_buffer frame. Descriptors beyond what may wait are closed at once and the
- * connection refused (a client cannot make the daemon hold descriptors it does not use). */
+ * attach to a register_buffer frame. The kernel gives a sendmsg's descriptors to the read that
+ * takes its first bytes and ends that read within that sendmsg's bytes (it never joins bytes sent
+ * after them), so they are tagged with the stream offset of the read's last byte: they belong to
+ * the frame holding it (handle_frame). Descriptors beyond what may wait are closed at once and
+ * the connection refused (a client cannot make the daemon hold descriptors it does not use). */
 static void on_readable(uv_poll_t *p, int status, int events) {
   (void)events;
   ar_conn_t *c = p->data;
@@ -670,9 +743,11 @@ static void on_readable(uv_poll_t *p, int status, int events) {
     for (size_t i = 0; i < k; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-      if (c->n_pending_fds < AR_CONN_MAX_PENDING_FDS && !c->closing)
-        c->pending_fds[c->n_pending_fds++] = fd;
-      else {
+      if (c->n_pending_fds < AR_CONN_MAX_PENDING_FDS && !c->closing && n > 0) {
+        c->pending_fds[c->n_pending_fds] = fd;
+        c->pending_fd_at[c->n_pending_fds] = c->rx_bytes + (uint64_t)n - 1;
+        c->n_pending_fds++;
+      } else {
         close(fd);
         too_many = true;
       }
@@ -680,8 +755,8 @@ static void on_readable(uv_poll_t *p, int status, int events) {
   }
   if (too_many && !c->closing) {
     char msg[AR_MSG_BYTES];
-    snprintf(msg, sizeof(msg), "more than %d file descriptors sent ahead of the register_buffer frames that take "
-             "them (one per frame, sent with its bytes); closing", AR_CONN_MAX_PENDING_FDS);
+    snprintf(msg, sizeof(msg), "more than %d file descriptors sent ahead of the end of the frames they came with "
+             "(a register_buffer frame takes one, sent with its bytes); closing", AR_CONN_MAX_PENDING_FDS);
     c->srv->frames_refused++;
     conn_pause(c);
     conn_error(c, 0, AR_EPROTO, msg);
@@ -697,6 +772,7 @@ static void on_read(ar_conn_t *c, ssize_t nread) {
   if (nread > 0) {
     ar_server_activity(c->srv);
     c->rlen += (size_t)nread;
+    c->rx_bytes += (uint64_t)nread;
     c->last_read_us = ar_now_us();
     if (c->frame_start_us == 0) c->frame_start_us = c->last_read_us;
     conn_parse(c);
@@ -910,7 +986,9 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
   ar_server_t *srv = c->srv;
   const ar_config_t *cfg = &srv->cfg;
   char msg[AR_MSG_BYTES];
+  int fd = to->fd;   /* conn_deliver let one through only with a register that is not a release */
   if (r->release != 0) {
+    if (fd >= 0) close(fd);
     ar_shm_buf_t **pp = &c->bufs;
     while (*pp && (*pp)->id != r->release) pp = &(*pp)->next;
     if (*pp == NULL) {
@@ -926,12 +1004,9 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
     ar_shm_unref(b);   /* unmapped now, or when the last invoke using it is answered */
     return reply_buffer(c, to, r->release, bytes, writable);
   }
-  if (c->n_pending_fds == 0)
+  if (fd < 0)
     return srv->ops.reply_error(srv, to, AR_EINVAL, "register_buffer: no file descriptor came with the frame (send "
                                 "the memfd with SCM_RIGHTS in the sendmsg that carries the frame's bytes)");
-  int fd = c->pending_fds[0];
-  memmove(c->pending_fds, c->pending_fds + 1, (c->n_pending_fds - 1) * sizeof(int));
-  c->n_pending_fds--;
   int rc = 0;
   ar_shm_buf_t *b = NULL;
   if (c->n_bufs >= cfg->max_buffers_per_connection)

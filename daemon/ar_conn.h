@@ -7,9 +7,15 @@
  *                past either, the new connection gets one EBUSY Response and is closed.
  *                SO_PEERCRED is read once at accept (ar_conn_t.peer).
  *   read         recvmsg on a duplicate of the socket's descriptor watched by a uv_poll_t (libuv's
- *                own reads would drop the file descriptors a register_buffer frame carries); the
- *                descriptors that arrive wait for their frame (at most AR_CONN_MAX_PENDING_FDS,
- *                beyond that the connection is refused with EPROTO and closed). Writes stay on the
+ *                own reads would drop the file descriptors a register_buffer frame carries). The
+ *                descriptors belong to the frame they arrived with: the kernel hands a sendmsg's
+ *                descriptors to the read that takes its first bytes and ends that read within
+ *                them, so they are tagged with the stream offset of the read's last byte and go
+ *                to the frame holding that byte (through an async decode too). A register_buffer
+ *                frame takes exactly one, any other frame none: a frame with another count is
+ *                refused (EPROTO) and its descriptors closed. At most AR_CONN_MAX_PENDING_FDS wait
+ *                for an incomplete frame; beyond that the connection is refused with EPROTO and
+ *                closed. Writes stay on the
  *                uv_pipe_t. A connection is read only while it has fewer than max_inflight_per_connection
  *                requests unanswered-or-unwritten, fewer than max_pending_reply_bytes of replies
  *                queued for writing, and no frame on a decode worker; otherwise reading stops
@@ -59,7 +65,7 @@ typedef struct ar_conn ar_conn_t;
 
 /* Frames up to this many bytes are decoded on the loop thread; larger ones on a worker. */
 #define AR_DECODE_INLINE_BYTES (1u << 20)
-/* File descriptors received ahead of the register_buffer frames that take them. */
+/* File descriptors received and waiting for the rest of the frame they came with. */
 #define AR_CONN_MAX_PENDING_FDS 4
 /* Blocks a connection keeps for reuse (ar_conn_block_get): at most this many, of at most
  * AR_CONN_KEEP_BYTES in all (a read buffer larger than that is freed once it is empty), freed
@@ -96,7 +102,9 @@ struct ar_conn {
   bool peer_eof;                 /* the peer half-closed its side */
   bool parsing;                  /* inside conn_parse: replies must not re-enter it */
   bool decoding;                 /* a frame of rbuf is on a decode worker */
-  int pending_fds[AR_CONN_MAX_PENDING_FDS];   /* received, not yet taken by a register_buffer */
+  uint64_t rx_bytes;             /* bytes read since accept; rbuf holds the last rlen of them */
+  int pending_fds[AR_CONN_MAX_PENDING_FDS];   /* received, their frame not yet complete */
+  uint64_t pending_fd_at[AR_CONN_MAX_PENDING_FDS];   /* stream offset of the byte each came with */
   uint32_t n_pending_fds;
   ar_shm_buf_t *bufs;            /* registered buffers (the list holds one reference each) */
   uint32_t n_bufs, next_buf_id;
@@ -125,8 +133,8 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
  * when the connection is below its limits. */
 void ar_conn_request_done(ar_conn_t *c);
 
-/* A register_buffer request of `c` (`to` holds its reference): take the descriptor that came
- * with its frame, check and map it (ar_shm_map) within the connection's bounds, and answer with
+/* A register_buffer request of `c` (`to` holds its reference): the descriptor that came with its
+ * frame (to->fd, owned by the request: closed here on every path), check and map it (ar_shm_map) within the connection's bounds, and answer with
  * the buffer's id; or release buffer r->release. Answers exactly once through srv->ops. */
 void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad__RegisterBufferRequest *r);
 

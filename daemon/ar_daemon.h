@@ -102,6 +102,9 @@ typedef struct ar_reply_to {
                                     the worker is done (ar_conn_frame_release) or freed with the
                                     request (ar_decode_request_free); NULL elsewhere */
   uint64_t frame_bytes;          /* its capacity */
+  int fd;                        /* request only: the descriptor a register_buffer frame came with,
+                                    owned by the request (ar_conn_register_buffer closes it); -1
+                                    for every request a connection delivers without one */
   void *keep;                    /* reply only: a malloc'd block the reply's data points into, handed
                                     over with it (ar_conn_send_owned); NULL elsewhere */
   uint64_t keep_bytes;

@@ -12,7 +12,11 @@
  *     max_buffer_bytes_per_connection), more descriptors than may wait (connection refused);
  *   - a buffer the client has unmapped keeps working (the daemon's own mapping);
  *   - a client that closes while its invokes run leaves no descriptor and no mapping in the daemon:
- *     /proc/<pid>/fd and the memfd lines of /proc/<pid>/maps return to the baseline.
+ *     /proc/<pid>/fd and the memfd lines of /proc/<pid>/maps return to the baseline;
+ *   - descriptors belong to the frame they came with: a register_buffer with 2, a release with 1,
+ *     a ping with 1 are refused (EPROTO) with their descriptors closed (fd count back to the
+ *     baseline) on a connection that stays usable, and the next register_buffer uses its own
+ *     descriptor (its size in the reply) or, sent without one, is refused.
  */
 #include "config.h"
 
@@ -378,6 +382,163 @@ static void send_frame_fds(int sock, const Arenad__Request *req, const int *fds,
   free(buf);
 }
 
+static Arenad__Response *raw_request(int sock, const Arenad__Request *req, const int *fds, int n) {
+  if (n > 0)
+    send_frame_fds(sock, req, fds, n);
+  else
+    ck_assert_int_eq(ar_td_send_request(sock, req), 0);
+  Arenad__Response *r = ar_td_read_response(sock);
+  ck_assert_ptr_nonnull(r);
+  return r;
+}
+
+/* The response answers request `id` with `code` and a message holding `needle` (NULL: any). */
+static void response_is(Arenad__Response *r, uint64_t id, int code, const char *needle) {
+  ck_assert_uint_eq(r->id, id);
+  ck_assert_msg((int)r->status->code == code, "code %d (want %d): %s", (int)r->status->code, code,
+                r->status->message);
+  if (needle)
+    ck_assert_msg(strstr(r->status->message, needle) != NULL, "message '%s' lacks '%s'", r->status->message,
+                  needle);
+  arenad__response__free_unpacked(r, NULL);
+}
+
+/* Wait (up to 30 s) until `sock` is the daemon's only connection (stats "connections": the
+ * start-up probe of ar_td_start may still be closing), so that its descriptors are a baseline. */
+static void only_connection(int sock) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__GetStatsRequest body = ARENAD__GET_STATS_REQUEST__INIT;
+  req.body_case = ARENAD__REQUEST__BODY_GET_STATS;
+  req.get_stats = &body;
+  long conns = -1;
+  for (int i = 0; i < 3000 && conns != 1; i++) {
+    if (i) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    req.id = 900000 + (uint64_t)i;
+    Arenad__Response *r = raw_request(sock, &req, NULL, 0);
+    ck_assert_int_eq(r->status->code, 0);
+    const char *at = strstr(r->get_stats->json, "\"connections\":");
+    ck_assert_ptr_nonnull(at);
+    conns = strtol(at + strlen("\"connections\":"), NULL, 10);
+    arenad__response__free_unpacked(r, NULL);
+  }
+  ck_assert_int_eq(conns, 1);
+}
+
+START_TEST(descriptors_belong_to_their_frame) {
+  start_with(0, NULL);
+  int sock = ar_td_connect_raw(dmn.socket);
+  ck_assert_int_ge(sock, 0);
+  Arenad__Request ping = ARENAD__REQUEST__INIT, reg = ARENAD__REQUEST__INIT, rel = ARENAD__REQUEST__INIT;
+  Arenad__PingRequest pb = ARENAD__PING_REQUEST__INIT;
+  Arenad__RegisterBufferRequest rb = ARENAD__REGISTER_BUFFER_REQUEST__INIT, rlb = ARENAD__REGISTER_BUFFER_REQUEST__INIT;
+  ping.body_case = ARENAD__REQUEST__BODY_PING;
+  ping.ping = &pb;
+  reg.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+  reg.register_buffer = &rb;
+  rel.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+  rel.register_buffer = &rlb;
+  ping.id = 1;
+  response_is(raw_request(sock, &ping, NULL, 0), 1, 0, NULL);
+  only_connection(sock);
+  int fds0 = count_fds(dmn.pid);   /* with this connection's two */
+  /* A register_buffer with two descriptors: refused, both closed, nothing registered. */
+  int two[2] = {make_memfd(4096, SEALS), make_memfd(3 * 4096, SEALS)};
+  reg.id = 2;
+  response_is(raw_request(sock, &reg, two, 2), 2, ARENAD__CODE__EPROTO,
+              "register_buffer: 2 file descriptors came with the frame; it takes exactly one");
+  close(two[0]);
+  close(two[1]);
+  back_to_baseline(fds0, 0);
+  /* The next one uses its own descriptor: its size comes back (not 4096 or 12288 of the two). */
+  int own = make_memfd(2 * 4096, SEALS);
+  reg.id = 3;
+  Arenad__Response *r = raw_request(sock, &reg, &own, 1);
+  ck_assert_msg(r->status->code == 0, "%s", r->status->message);
+  ck_assert_uint_eq(r->register_buffer->buffer, 1);
+  ck_assert_uint_eq(r->register_buffer->bytes, 2 * 4096);
+  response_is(r, 3, 0, NULL);
+  close(own);
+  ck_assert_int_eq(count_memfd_maps(dmn.pid), 1);
+  /* A ping with a descriptor: refused and closed; a register_buffer sent right behind it without
+   * one is refused (it used to take the ping's), and the connection keeps serving. */
+  int stray = make_memfd(5 * 4096, SEALS);
+  ping.id = 4;
+  send_frame_fds(sock, &ping, &stray, 1);
+  close(stray);
+  reg.id = 5;
+  ck_assert_int_eq(ar_td_send_request(sock, &reg), 0);
+  response_is(ar_td_read_response(sock), 4, ARENAD__CODE__EPROTO,
+              "request 4: 1 file descriptor came with its frame; only a register_buffer that registers takes one");
+  response_is(ar_td_read_response(sock), 5, ARENAD__CODE__EINVAL, "no file descriptor came with the frame");
+  back_to_baseline(fds0, 1);
+  /* A release with a descriptor: refused, buffer 1 stays; then released without one. */
+  stray = make_memfd(4096, SEALS);
+  rlb.release = 1;
+  rel.id = 6;
+  response_is(raw_request(sock, &rel, &stray, 1), 6, ARENAD__CODE__EPROTO, "a register_buffer release frame");
+  close(stray);
+  back_to_baseline(fds0, 1);
+  rel.id = 7;
+  r = raw_request(sock, &rel, NULL, 0);
+  ck_assert_uint_eq(r->register_buffer->bytes, 2 * 4096);
+  response_is(r, 7, 0, NULL);
+  back_to_baseline(fds0, 0);
+  /* A ping then a register_buffer with its descriptor, back to back (the kernel may give both
+   * frames to one read, the descriptor with it): the ping is answered, the register takes it. */
+  own = make_memfd(7 * 4096, SEALS);
+  ping.id = 8;
+  ck_assert_int_eq(ar_td_send_request(sock, &ping), 0);
+  reg.id = 9;
+  send_frame_fds(sock, &reg, &own, 1);
+  close(own);
+  response_is(ar_td_read_response(sock), 8, 0, NULL);
+  r = ar_td_read_response(sock);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_msg(r->status->code == 0, "%s", r->status->message);
+  ck_assert_uint_eq(r->register_buffer->bytes, 7 * 4096);
+  response_is(r, 9, 0, NULL);
+  ck_assert_int_eq(count_memfd_maps(dmn.pid), 1);
+  /* A register_buffer whose frame is sent in two pieces, the descriptor with the second. */
+  {
+    reg.id = 10;
+    size_t len = arenad__request__get_packed_size(&reg);
+    uint8_t buf[64];
+    ck_assert_uint_le(len, sizeof(buf) - 4);
+    buf[0] = (uint8_t)len, buf[1] = buf[2] = buf[3] = 0;
+    arenad__request__pack(&reg, buf + 4);
+    ck_assert_int_eq(write(sock, buf, 3), 3);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);   /* most likely read on its own */
+    own = make_memfd(3 * 4096, SEALS);
+    char ctl[CMSG_SPACE(sizeof(int))];
+    memset(ctl, 0, sizeof(ctl));
+    struct iovec iov = {.iov_base = buf + 3, .iov_len = 4 + len - 3};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &own, sizeof(int));
+    ck_assert_int_eq(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t)(4 + len - 3));
+    close(own);
+    r = ar_td_read_response(sock);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->status->code == 0, "%s", r->status->message);
+    ck_assert_uint_eq(r->register_buffer->bytes, 3 * 4096);
+    response_is(r, 10, 0, NULL);
+    ck_assert_int_eq(count_memfd_maps(dmn.pid), 2);
+  }
+  ping.id = 11;
+  response_is(raw_request(sock, &ping, NULL, 0), 11, 0, NULL);
+  close(sock);
+  back_to_baseline(fds0 - 2, 0);   /* the connection's socket and its read duplicate */
+  stop();
+}
+END_TEST
+
 START_TEST(closing_mid_invoke_leaves_no_fd_or_mapping) {
   start_with(0, NULL);
   ar_client_t *c = client();
@@ -495,6 +656,7 @@ static Suite *shm_suite(void) {
   tcase_add_test(tc, bad_buffers_are_refused_and_the_daemon_serves);
   tcase_add_test(tc, per_connection_bounds);
   tcase_add_test(tc, closing_mid_invoke_leaves_no_fd_or_mapping);
+  tcase_add_test(tc, descriptors_belong_to_their_frame);
   suite_add_tcase(s, tc);
   return s;
 }
