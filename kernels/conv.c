@@ -19,6 +19,11 @@
  * no scratch), bands of output rows in parallel. Every split is fixed by the shapes alone, so
  * the output is the same for every thread count.
  *
+ * A 1x1 convolution with at most 8 output channels (a detector's heads) runs, on AVX-512F CPUs, a
+ * loop that puts 16 rows in a vector (sgemm512 would give each row 16 lanes of which 1..8 are
+ * used) with sgemm512's order of operations: the same bits (conv_small_n_range), rows split by
+ * runs per thread.
+ *
  * A filter view that carries TFLite sparsity (a 1x1 filter the interpreter keeps as stored, see
  * ar_kernel_sparse_filter_check) goes to kernels/sparse_conv.c instead.
  *
@@ -483,6 +488,102 @@ typedef struct conv_run {
   ar_activation_t act;
 } conv_run_t;
 
+/* ---- 1x1 convolutions with few output channels (a detector's heads: the scores of 1, 2 or 6
+ * anchors per pixel of a 48x48, 16x16 or 8x8 map) ----
+ * sgemm512 gives every row of A its own vector of 16 output channels, so N = 1 costs as much as
+ * N = 16 (48x48x48 -> 1: 28 us, 8 GFLOP/s). Here 16 rows share a vector instead: 16 x 16 blocks
+ * of A are transposed in registers (X[k] = column k of the 16 rows), and each of the N
+ * accumulators (one output channel of 16 rows) takes one FMA per k with the weight broadcast.
+ * Each output is bias + the terms in ascending k, one FMA each, with sgemm512's clamp, so the
+ * bits are sgemm512's (which takes these products everywhere else: OpenBLAS paths, fusion). */
+#define CONV_SMALL_N_MAX 8
+#define CONV_SMALL_N_FLOATS 4096   /* N * K weights, widened from float16 on the stack */
+/* Row runs per thread of at least this many rows x K (a few microseconds of work). */
+#define CONV_SMALL_N_MIN_WORK (8 * 1024)
+
+#if AR_HAVE_AVX2_CLONE
+/* np (1..16) rows of C (N columns, row stride ldc) from np rows of A (lda) and w [N, K]. */
+CONV512_INLINE void conv512_small_n_block(const float *a, int64_t lda, const float *w, int64_t k,
+                                          const float *bias, float *c, int64_t ldc, int64_t np,
+                                          bool clamp, float lo, float hi, const int N) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int q = 0; q < 16; q++)
+    acc[q] = q < N && bias ? _mm512_set1_ps(bias[q]) : _mm512_setzero_ps();
+  for (int64_t kb = 0; kb < k; kb += 16) {
+    const int64_t kn = AR_MIN((int64_t)16, k - kb);
+    const __mmask16 mk = kn >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << kn) - 1u);
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+      r[i] = i < np ? _mm512_maskz_loadu_ps(mk, a + i * lda + kb) : _mm512_setzero_ps();
+    ar__tr16_512(r);   /* r[j] = A[0..15][kb + j] */
+    for (int64_t j = 0; j < kn; j++) {
+      const float *wk = w + kb + j;
+#pragma GCC unroll 8
+      for (int q = 0; q < N; q++) acc[q] = _mm512_fmadd_ps(r[j], _mm512_set1_ps(wk[q * k]), acc[q]);
+    }
+  }
+  if (clamp) {   /* sgemm512's order: max with lo, then min with hi */
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+#pragma GCC unroll 8
+    for (int q = 0; q < N; q++) acc[q] = _mm512_min_ps(_mm512_max_ps(acc[q], vlo), vhi);
+  }
+  ar__tr16_512(acc);   /* acc[p] = the N outputs of row p */
+  const __mmask16 mo = (__mmask16)((1u << N) - 1u);
+  for (int64_t p = 0; p < np; p++) _mm512_mask_storeu_ps(c + p * ldc, mo, acc[p]);
+}
+
+AR_TARGET_AVX512 static void conv512_small_n_rows(const float *a, int64_t lda, const float *w,
+                                                  int64_t n, int64_t k, const float *bias,
+                                                  float *c, int64_t ldc, int64_t m, bool clamp,
+                                                  float lo, float hi) {
+  for (int64_t r = 0; r < m; r += 16) {
+    const int64_t np = AR_MIN((int64_t)16, m - r);
+    const float *ar = a + r * lda;
+    float *cr = c + r * ldc;
+    switch (n) {
+#define CONV_SMALL_N_CASE(NN) \
+    case NN: conv512_small_n_block(ar, lda, w, k, bias, cr, ldc, np, clamp, lo, hi, NN); break;
+    CONV_SMALL_N_CASE(1) CONV_SMALL_N_CASE(2) CONV_SMALL_N_CASE(3) CONV_SMALL_N_CASE(4)
+    CONV_SMALL_N_CASE(5) CONV_SMALL_N_CASE(6) CONV_SMALL_N_CASE(7) CONV_SMALL_N_CASE(8)
+#undef CONV_SMALL_N_CASE
+    default: break;
+    }
+  }
+}
+#endif
+
+/* Output rows [r0, r1) of a 1x1 convolution with at most CONV_SMALL_N_MAX output channels. */
+static void conv_small_n_range(void *ctx, int64_t r0, int64_t r1) {
+#if AR_HAVE_AVX2_CLONE
+  const conv_run_t *c = ctx;
+  const conv_geom_t *g = c->g;
+  float wide[CONV_SMALL_N_FLOATS] __attribute__((aligned(64)));
+  const float *w = c->filter;
+  if (c->filter16) {
+    ar_fp16_to_fp32_n(c->filter16, wide, (size_t)g->co * (size_t)g->k);
+    w = wide;
+  }
+  float lo, hi;
+  ar__act_range(c->act, &lo, &hi);
+  const bool clamp = ar__act_is_clamp(c->act);
+  float *out = c->out + r0 * g->co;
+  conv512_small_n_rows(c->in + r0 * g->k, g->k, w, g->co, g->k, c->bias, out, g->co, r1 - r0,
+                       clamp, lo, hi);
+  if (c->act != AR_ACT_NONE && !clamp)   /* TANH, SIGN_BIT: after the product, as sgemm512 */
+    ar_apply_activation(out, (size_t)(r1 - r0) * (size_t)g->co, c->act);
+#else
+  (void)ctx; (void)r0; (void)r1;
+#endif
+}
+
+/* The few-output-channel path takes the products sgemm512 would: AVX-512F, M >= 4. */
+static bool conv_small_n(const conv_geom_t *g) {
+  return AR_HAVE_AVX2_CLONE && g->direct && g->co <= CONV_SMALL_N_MAX && g->m >= 4 &&
+         g->co * g->k <= CONV_SMALL_N_FLOATS && ar_sgemm512_available();
+}
+
 /* Few input channels: output rows [r0, r1) of N*OH, then their activation. */
 static void conv_few_range(void *ctx, int64_t r0, int64_t r1) {
   const conv_run_t *c = ctx;
@@ -571,6 +672,11 @@ static void conv_eval(const ar_node_t *node) {
     ar_parallel_for(node, rows, ar_parallel_grain(rows, (int64_t)g.ow * g.co * g.k,
                                                   AR_CONV_MIN_CHUNK_MACS, 1),
                     conv_few_range, &c);
+    return;
+  }
+  if (conv_small_n(&g)) {
+    ar_parallel_for_runs(node, g.m, 16, AR_MAX((int64_t)16, CONV_SMALL_N_MIN_WORK / g.k),
+                         conv_small_n_range, &c);
     return;
   }
   if (g.direct) {

@@ -20,6 +20,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
 #include "kernels/ar_parallel.h"
+#include "kernels/sgemm512.h"
 
 /* ---------- harness ---------- */
 
@@ -679,6 +680,74 @@ START_TEST(conv_split_bit_identical) {
       }
     }
     free(in); free(f); free(b); free(f16); free(out); free(one);
+  }
+  ar_threadpool_free(pools[0]);
+  ar_threadpool_free(pools[1]);
+}
+END_TEST
+
+/* 1x1 CONV_2D with 1..8 output channels (a detector's heads) runs kernels/conv.c's 16-rows-per-
+ * vector loop on AVX-512F CPUs: every output is bias + its terms in ascending k with one FMA each
+ * and sgemm512's clamp, i.e. exactly sgemm512's bits (a scalar fmaf chain here); fp32 and fp16
+ * filters, 1, 2 and 3 threads, row tails of 1..15, K not a multiple of 16, no bias, TANH after. */
+START_TEST(conv_few_outputs_exact) {
+  const struct { int h, w, c, o; bool bias; ar_activation_t act; } cases[] = {
+    {48, 48, 48, 1, true, AR_ACT_NONE}, {16, 16, 88, 2, true, AR_ACT_RELU},
+    {8, 8, 96, 6, true, AR_ACT_RELU6},  {3, 7, 37, 3, false, AR_ACT_NONE},
+    {5, 5, 17, 8, true, AR_ACT_TANH},   {2, 2, 300, 5, true, AR_ACT_RELU_N1_TO_1},
+    {1, 17, 16, 7, true, AR_ACT_RELU},  {13, 11, 1, 4, true, AR_ACT_NONE},
+  };
+  char msg[AR_MSG_BYTES] = "";
+  ar_threadpool_t *pools[2] = {NULL, NULL};
+  ck_assert_int_eq(ar_threadpool_new(2, &pools[0], msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_threadpool_new(3, &pools[1], msg, sizeof msg), 0);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const int h = cases[ci].h, w = cases[ci].w, c = cases[ci].c, o = cases[ci].o;
+    const size_t m = (size_t)h * w, nin = m * c, nf = (size_t)o * c, nout = m * o;
+    float *in = randv(nin), *f = malloc(nf * sizeof(float)), *b = randv((size_t)o);
+    uint16_t *f16 = malloc(nf * sizeof *f16);
+    for (size_t i = 0; i < nf; i++) {
+      f16[i] = rand_f16_bits(i);
+      f[i] = ar_fp16_to_fp32(f16[i]);
+    }
+    float *out = malloc(nout * sizeof(float)), *want = malloc(nout * sizeof(float));
+    for (size_t p = 0; p < m; p++)
+      for (int q = 0; q < o; q++) {
+        float acc = cases[ci].bias ? b[q] : 0.0f;
+        for (int k = 0; k < c; k++) acc = fmaf(in[p * c + k], f[(size_t)q * c + k], acc);
+        want[p * o + q] = acc;
+        ar_apply_activation(&want[p * o + q], 1, cases[ci].act);
+      }
+    int32_t di[4] = {1, h, w, c}, df[4] = {o, 1, 1, c}, dout[4] = {1, h, w, o};
+    for (int half = 0; half < 2; half++) {
+      tnode_t tn;
+      tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, cases[ci].bias ? b : NULL, o, out, 4, dout);
+      conv_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, cases[ci].act);
+      if (half) {
+        tn.t[1].dtype = AR_DTYPE_FLOAT16;
+        tn.t[1].data = f16;
+        tn.t[1].bytes = nf * 2;
+      }
+      for (int32_t threads = 1; threads <= 3; threads++) {
+        ar_threadpool_t *pool = threads > 1 ? pools[threads - 2] : NULL;
+        tn.node.threads = threads;
+        tn.node.pool = pool;
+        memset(out, 0xee, nout * sizeof(float));
+        ar_threadpool_enter(pool);
+        tnode_run(&tn, &ar_kernel_conv_2d);
+        ar_threadpool_leave(pool);
+        snprintf(msg, sizeof msg, "conv %dx%dx%d -> %d %s, %d threads", h, w, c, o,
+                 half ? "fp16" : "fp32", (int)threads);
+        if (!ar_sgemm512_available()) {
+          assert_close(out, want, nout, 1e-5f, msg);
+          continue;
+        }
+        for (size_t i = 0; i < nout; i++)
+          ck_assert_msg(memcmp(&out[i], &want[i], sizeof(float)) == 0, "%s: element %zu is %.9g, "
+                        "want %.9g", msg, i, (double)out[i], (double)want[i]);
+      }
+    }
+    free(in); free(f); free(b); free(f16); free(out); free(want);
   }
   ar_threadpool_free(pools[0]);
   ar_threadpool_free(pools[1]);
@@ -1596,6 +1665,7 @@ static Suite *kernels_conv_suite(void) {
   tcase_add_test(tc, conv_random_vs_naive);
   tcase_add_test(tc, conv_fp16_weights_bit_identical);
   tcase_add_test(tc, conv_split_bit_identical);
+  tcase_add_test(tc, conv_few_outputs_exact);
   tcase_add_test(tc, conv_prepare_errors);
   suite_add_tcase(s, tc);
   tc = tcase_create("depthwise_conv_2d");
