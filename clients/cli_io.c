@@ -47,6 +47,13 @@ int ar_cli_read_input(const char *path, const char *tensor, uint64_t need_bytes,
     return ar_errf(msg, msg_bytes, AR_EIO, "cannot read %s: %s", path, strerror(e));
   }
   const bool regular = S_ISREG(st.st_mode);
+  /* A regular file must hold the tensor's bytes exactly: refused here before anything is read, so
+   * a wrong file of gigabytes is not read into memory only to be refused by size afterwards. */
+  if (regular && need_bytes != 0 && (uint64_t)st.st_size != need_bytes) {
+    close(fd);
+    return ar_errf(msg, msg_bytes, AR_ESHAPE, "%s holds %" PRIu64 " bytes; input '%s' needs %" PRIu64 " bytes",
+                   path, (uint64_t)st.st_size, tensor, need_bytes);
+  }
   if (!regular && need_bytes == 0) {
     close(fd);
     return ar_errf(msg, msg_bytes, AR_EINVAL, "%s is not a regular file and the size of input '%s' is not known: "
@@ -78,7 +85,23 @@ int ar_cli_read_input(const char *path, const char *tensor, uint64_t need_bytes,
   return 0;
 }
 
+/* Whether the directory `dir` would be created in exists (mkdir's ENOENT also comes from file
+ * systems that take no new entries, such as /proc). */
+static bool parent_is_dir(const char *dir) {
+  char parent[4096];
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;          /* "a/b/" names b */
+  while (n > 0 && dir[n - 1] != '/') n--;          /* drop the last component */
+  if (n == 0) return true;                         /* relative, in the working directory */
+  if (n >= sizeof(parent)) return false;
+  memcpy(parent, dir, n);
+  parent[n] = '\0';
+  struct stat st;
+  return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int ar_cli_output_dir(const char *dir, char *msg, size_t msg_bytes) {
+  if (dir[0] == '\0') return ar_errf(msg, msg_bytes, AR_EINVAL, "the output directory name is empty");
   if (mkdir(dir, 0755) == 0) return 0;
   int e = errno;
   struct stat st;
@@ -86,7 +109,7 @@ int ar_cli_output_dir(const char *dir, char *msg, size_t msg_bytes) {
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
     return ar_errf(msg, msg_bytes, AR_EEXIST, "output directory %s: exists and is not a directory", dir);
   }
-  if (e == ENOENT)
+  if (e == ENOENT && !parent_is_dir(dir))
     return ar_errf(msg, msg_bytes, AR_ENOENT, "cannot create output directory %s: its parent directory does not "
                    "exist (one level is created)", dir);
   return ar_errf(msg, msg_bytes, AR_EIO, "cannot create output directory %s: %s", dir, strerror(e));

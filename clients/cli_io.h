@@ -9,21 +9,23 @@
 
 /* Read the raw bytes of input tensor `tensor` (its name, for messages) from `path` into a malloc'd
  * *data (caller frees) of *bytes bytes.
- *   - A regular file is read whole, whatever its size: the caller (or the daemon) compares it with
- *     the tensor's byte size, which it must match exactly.
+ *   - A regular file must hold exactly `need_bytes` bytes (the tensor's byte size), checked with
+ *     fstat before anything is read (AR_ESHAPE naming both sizes otherwise); with need_bytes 0 (not
+ *     known) it is read whole and the caller (or the daemon) compares its size.
  *   - Anything else that can be read (a character device such as /dev/zero or /dev/urandom, a
  *     pipe such as /dev/stdin, a socket) has no size of its own: exactly `need_bytes` bytes are
  *     read from it (the tensor's byte size) and the rest is left unread.
- * Errors: AR_ENOENT (no such file), AR_EIO (open or read failed, a directory), AR_ESHAPE (a stream
- * that ends before need_bytes: the message names the bytes read and the bytes needed), AR_EINVAL
+ * Errors: AR_ENOENT (no such file), AR_EIO (open or read failed, a directory), AR_ESHAPE (a regular file of another size than need_bytes, or a stream
+ * that ends before need_bytes: the message names both sizes), AR_EINVAL
  * (a stream for a tensor whose size is not known, need_bytes 0), AR_ENOMEM; msg names the path. */
 int ar_cli_read_input(const char *path, const char *tensor, uint64_t need_bytes, void **data, uint64_t *bytes,
                       char *msg, size_t msg_bytes);
 
 /* Make sure the --output directory `dir` exists: an existing directory is used as it is, a missing
- * one is created (one level, as mkdir(1) without -p: mode 0755 less the umask). Errors: AR_ENOENT
- * (its parent does not exist), AR_EEXIST (it exists and is not a directory), AR_EIO (mkdir failed
- * otherwise, e.g. EACCES); msg names the directory and the reason. */
+ * one is created (one level, as mkdir(1) without -p: mode 0755 less the umask). Errors: AR_EINVAL
+ * (an empty name), AR_ENOENT (its parent does not exist), AR_EEXIST (it exists and is not a
+ * directory), AR_EIO (mkdir failed otherwise, e.g. EACCES, or ENOENT in a /proc directory: the
+ * message then gives strerror); msg names the directory and the reason. */
 int ar_cli_output_dir(const char *dir, char *msg, size_t msg_bytes);
 
 #endif /* AR_CLI_IO_H */

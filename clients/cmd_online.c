@@ -378,6 +378,10 @@ int ar_cmd_load(int argc, char **argv) {
     return 2;
   }
   const char *name = argv[optind], *path = argv[optind + 1];
+  if (path[0] == '\0') {   /* else it would become this directory */
+    fprintf(stderr, "arenactl load: PATH is empty\n");
+    return 2;
+  }
   /* PATH names a file as every command line does, from this directory; the daemon would look a
    * relative path up in its model_dirs instead, so it gets this directory + PATH (not resolved
    * here: symlinks are followed, and checked against model_dirs, by the daemon). */

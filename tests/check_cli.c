@@ -283,16 +283,30 @@ START_TEST(stream_inputs_are_read_up_to_the_tensor_size) {
   /* A stream for a tensor of unknown size is refused rather than read forever. */
   ck_assert_int_eq(ar_cli_read_input("/dev/zero", "y", 0, &d, &n, msg, sizeof(msg)), AR_EINVAL);
   ck_assert_ptr_nonnull(strstr(msg, "/dev/zero is not a regular file and the size of input 'y' is not known"));
-  /* A regular file is read whole whatever the tensor's size (its size is checked against it). */
+  /* A regular file must hold the tensor's size: another size is refused naming both sizes, before
+   * any of it is read; with the size not known (0) it is read whole. */
   char file[] = "/tmp/check_cli_input_XXXXXX";
   int fd = mkstemp(file);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(write(fd, "12345", 5), 5);
-  close(fd);
-  ck_assert_int_eq(ar_cli_read_input(file, "x", 16, &d, &n, msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_cli_read_input(file, "x", 5, &d, &n, msg, sizeof(msg)), 0);
   ck_assert_uint_eq(n, 5);
   ck_assert_int_eq(memcmp(d, "12345", 5), 0);
   free(d);
+  ck_assert_int_eq(ar_cli_read_input(file, "x", 0, &d, &n, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(n, 5);
+  free(d);
+  ck_assert_int_eq(ar_cli_read_input(file, "x", 16, &d, &n, msg, sizeof(msg)), AR_ESHAPE);
+  ck_assert_ptr_null(d);
+  snprintf(want, sizeof(want), "%s holds 5 bytes; input 'x' needs 16 bytes", file);
+  ck_assert_str_eq(msg, want);
+  /* 8 GiB (sparse): refused from its size; reading it would have needed 8 GiB of memory. */
+  ck_assert_int_eq(ftruncate(fd, (off_t)8 << 30), 0);
+  close(fd);
+  ck_assert_int_eq(ar_cli_read_input(file, "x", 16, &d, &n, msg, sizeof(msg)), AR_ESHAPE);
+  ck_assert_ptr_null(d);
+  snprintf(want, sizeof(want), "%s holds 8589934592 bytes; input 'x' needs 16 bytes", file);
+  ck_assert_str_eq(msg, want);
   unlink(file);
   ck_assert_int_eq(ar_cli_read_input(file, "x", 16, &d, &n, msg, sizeof(msg)), AR_ENOENT);
   ck_assert_ptr_nonnull(strstr(msg, file));
@@ -329,6 +343,12 @@ START_TEST(output_dir_is_created_one_level) {
   snprintf(want, sizeof(want), "output directory %s: exists and is not a directory", deep);
   ck_assert_str_eq(msg, want);
   unlink(deep);
+  /* An empty name; a parent that exists but takes no directories (/proc: mkdir says ENOENT) is
+   * not reported as missing. */
+  ck_assert_int_eq(ar_cli_output_dir("", msg, sizeof(msg)), AR_EINVAL);
+  ck_assert_str_eq(msg, "the output directory name is empty");
+  ck_assert_int_eq(ar_cli_output_dir("/proc/arenactl_check_cli", msg, sizeof(msg)), AR_EIO);
+  ck_assert_str_eq(msg, "cannot create output directory /proc/arenactl_check_cli: No such file or directory");
   rmdir(dir);
   rmdir(base);
 }
@@ -532,14 +552,24 @@ START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
   ck_assert_int_eq(rc, 1);
   ck_assert_msg(strstr(big, "/dev/stdin ended after 1000 bytes; input 'input' needs 196608 bytes (ESHAPE)") != NULL,
                 "%s", big);
-  /* A regular file must have the input's size exactly: the daemon's ESHAPE; a directory is no input. */
+  /* A regular file must have the input's size exactly (refused from its size, before it is read,
+   * by invoke and run alike); a directory is no input. */
   f = fopen(zeros, "wb");
   ck_assert_ptr_nonnull(f);
   ck_assert_uint_eq(fwrite(zero, 1, 5, f), 5);
   fclose(f);
   rc = sh("%s'%s/arenactl' -s '%s' invoke face --input '%s' 2>&1", pre, bd, dmn.socket, zeros);
   ck_assert_int_eq(rc, 1);
-  ck_assert_msg(strstr(big, "(ESHAPE)") != NULL, "%s", big);
+  snprintf(want, sizeof(want), "arenactl invoke: %s holds 5 bytes; input 'input' needs 196608 bytes (ESHAPE)", zeros);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' run '%s' --input '%s' 2>&1", pre, bd, model, zeros);
+  ck_assert_int_eq(rc, 1);
+  snprintf(want, sizeof(want), "arenactl run: %s holds 5 bytes; input 'input' needs 196608 bytes (ESHAPE)", zeros);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  /* An empty load PATH is a usage error (it would have become this directory). */
+  rc = sh("%s'%s/arenactl' -s '%s' load face2 '' 2>&1", pre, bd, dmn.socket);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl load: PATH is empty") != NULL, "%s", big);
   rc = sh("%s'%s/arenactl' -s '%s' invoke face --input '%s' 2>&1", pre, bd, dmn.socket, dir);
   ck_assert_int_eq(rc, 1);
   snprintf(want, sizeof(want), "arenactl invoke: cannot read %s: Is a directory (EIO)", dir);
