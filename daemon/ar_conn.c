@@ -111,7 +111,7 @@ static void conn_release_shm(ar_conn_t *c) {
  * connection read before it): up to `max` into fds[] (the rest closed). Returns how many came. */
 static uint32_t conn_take_fds(ar_conn_t *c, uint64_t end, int *fds, uint32_t max) {
   uint32_t n = 0;
-  while (n < c->n_pending_fds && c->pending_fd_at[n] < end) n++;
+  while (n < c->n_pending_fds && n < AR_CONN_MAX_PENDING_FDS && c->pending_fd_at[n] < end) n++;
   for (uint32_t i = 0; i < n; i++) {
     if (i < max)
       fds[i] = c->pending_fds[i];
