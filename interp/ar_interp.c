@@ -456,6 +456,30 @@ static void find_fusions(ar_interp_t *in, const readers_t *rd, const int32_t *sp
   }
 }
 
+/* Split hints: a CONV_2D (prepared, run) whose one output is read only by a DEPTHWISE_CONV_2D, as
+ * its input 0, that splits its output rows over the pool (ar_kernel_dw_splits_rows) splits its
+ * own product by rows too (ar_node_t.split_rows), so that each thread's depthwise rows read the
+ * conv rows its own core wrote. Only which thread computes what changes, never a value. Errors:
+ * AR_ENOMEM. */
+static int find_split_hints(ar_interp_t *in) {
+  readers_t rd;
+  const int rc = readers_build(in, &rd);
+  if (rc != 0) return rc;
+  const ar_subgraph_t *sg = in->sg;
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    in->nodes[k].split_rows = false;
+    if (op->op != AR_OP_CONV_2D || in->elided[k] || !in->kernels[k] || op->n_outputs != 1) continue;
+    const int32_t t = op->outputs[0];
+    if (t < 0 || t >= in->n_tensors || rd.reader[t] < 0 || rd.slot[t] != 0) continue;
+    const int32_t d = rd.reader[t];
+    if (sg->operators[d].op != AR_OP_DEPTHWISE_CONV_2D || in->elided[d] || !in->kernels[d]) continue;
+    in->nodes[k].split_rows = ar_kernel_dw_splits_rows(&in->nodes[d]);
+  }
+  readers_free(&rd);
+  return 0;
+}
+
 /* PAD folding (with ar_interp_options_t.fuse): a PAD k that runs at invoke and whose one output t
  * (not a graph output nor a variable) is read by exactly one input slot, input 0 of a later
  * DEPTHWISE_CONV_2D d that runs at invoke and has no fused conv, when the kernels'
@@ -805,6 +829,11 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
         goto fail;
       }
     }
+  }
+
+  if (n_unsup == 0 && find_split_hints(in) != 0) {
+    rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+    goto fail;
   }
 
   if (un_out) *un_out = n_unsup;
@@ -1357,6 +1386,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
     in->state_offset[k] = state_total;
     if (nd->state_bytes > 0) state_total += ar_align_up(nd->state_bytes, AR_ARENA_ALIGNMENT);
   }
+  if (find_split_hints(in) != 0) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   for (int32_t t = 0; t < in->n_tensors; t++) {
     const ar_tview_t *v = &in->views[t];
     if (elems_of(v) > (uint64_t)INT32_MAX)

@@ -93,6 +93,11 @@ typedef struct ar_node {
   bool input_activated;        /* RELU / RELU6 only: the producer of input 0 applies this clamp as
                                 * its fused activation (the interpreter set it, find_act_folds), so
                                 * when the output shares the input's bytes nothing is left to do */
+  bool split_rows;             /* CONV_2D only: split the product by runs of output rows even when
+                                * it has more columns than rows, because the DEPTHWISE_CONV_2D that
+                                * alone reads the output splits rows (ar_kernel_dw_splits_rows; set
+                                * by the interpreter): each thread's depthwise rows then read what
+                                * its own core wrote. Only the split changes, never a value. */
 } ar_node_t;
 
 typedef struct ar_kernel {
@@ -133,6 +138,16 @@ bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
  * the same FMA chain in k order whatever band holds it, so the outputs are bit-identical to the
  * unfused run). False for anything else, including malformed nodes (prepare reports those). */
 bool ar_kernel_fuse_ir_check(const ar_node_t *conv, const ar_node_t *dw);
+
+/* Whether float DEPTHWISE_CONV_2D `dw` (prepared, not fused) splits its work over the pool by
+ * runs of output rows, as opposed to runs of 16-channel blocks: the AVX-512F path splits channel
+ * blocks on a map of fewer pixels than channels (a 1x1 expansion conv before it splits columns
+ * there, kernels/gemm.c), except 3x3 filters on maps of AR_DW_ROWS_MIN_PIXELS pixels or more,
+ * whose one-row halo costs less than reading channel-interleaved lines both cores wrote. The
+ * interpreter then has the conv that feeds it split rows too (ar_node_t.split_rows). False for a
+ * malformed or non-float node. */
+bool ar_kernel_dw_splits_rows(const ar_node_t *dw);
+#define AR_DW_ROWS_MIN_PIXELS 100
 
 /* PAD folding: whether PAD `pad`, whose output 0 is input `slot` of `reader` and read by nothing
  * else (the interpreter checks that), can be left out, the reader reading the PAD's input. Asked

@@ -682,7 +682,7 @@ static void conv_eval(const ar_node_t *node) {
   if (g.direct) {
     const ar_gemm_nt_t gm = {.a = c.in, .b = c.filter, .b16 = c.filter16, .bias = c.bias,
                              .c = c.out, .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k,
-                             .ldc = g.co, .act = c.act, .avx512 = true};
+                             .ldc = g.co, .act = c.act, .avx512 = true, .rows = node->split_rows};
     ar_gemm_nt(node, &gm);
     return;
   }

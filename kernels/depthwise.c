@@ -18,7 +18,12 @@
  * (ar_parallel_for_split): bit-identical for every thread count. On a map of fewer pixels than
  * channels (7x7 and 14x14 layers of 240+ channels) the AVX-512F path splits channel blocks
  * instead, as the expansion conv that wrote the input split its columns (kernels/gemm.c), so that
- * each thread reads what its core wrote.
+ * each thread reads what its core wrote; except a 3x3 filter on a map of AR_DW_ROWS_MIN_PIXELS or
+ * more (14x14), which splits rows and has the conv before it split rows too (ar_node_t.split_rows,
+ * set by the interpreter from ar_kernel_dw_splits_rows): channel halves interleave within every
+ * pixel, and both cores then write lines next to each other's, while a row split costs one halo
+ * row (hand_landmark_full, per-op mins at 2 threads: conv 14x14x480 + 3x3 depthwise + projection
+ * conv 157 -> 134 us).
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -758,7 +763,29 @@ static bool dw_use512(const dw_geom_t *g, const ar_tview_t *f_t, const ar_tview_
   return ar__f32_isa() >= AR_ISA_AVX512 && g->mult == 1 && g->kh * g->kw <= DW512_MAX_TAPS &&
          (!bias_t || bias_t->dtype == f_t->dtype);
 }
+
+/* The AVX-512F path splits runs of channel blocks rather than rows (ar_kernel_dw_splits_rows). */
+static bool dw512_splits_channels(const dw_geom_t *g) {
+  const int64_t px = (int64_t)g->n * g->h * g->w;
+  return px < g->oc && (g->oc + 15) / 16 >= 2 &&
+         !(g->kh * g->kw <= 9 && px >= AR_DW_ROWS_MIN_PIXELS);
+}
 #endif
+
+bool ar_kernel_dw_splits_rows(const ar_node_t *node) {
+  if (!node || node->op != AR_OP_DEPTHWISE_CONV_2D || node->fused || node->n_inputs < 2 ||
+      !node->options || !node->inputs[0] || !node->inputs[1] || !node->outputs[0] ||
+      node->inputs[0]->dtype != AR_DTYPE_FLOAT32 || node->inputs[0]->rank != 4 ||
+      node->inputs[1]->rank != 4)
+    return false;
+#if AR_HAVE_AVX2_CLONE
+  dw_geom_t g;
+  dw_geometry(node, &g);
+  const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  if (dw_use512(&g, node->inputs[1], bias_t)) return !dw512_splits_channels(&g);
+#endif
+  return true;
+}
 
 void ar__dw_widen(const ar_node_t *node, float *wide) {
   const ar_tview_t *f_t = node->inputs[1], *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
@@ -830,8 +857,9 @@ static void dw_eval(const ar_node_t *node) {
     /* A map of fewer pixels than channels: its producer, a 1x1 expansion CONV_2D, split its
      * product by runs of columns (kernels/gemm.c: N > M), in multiples of 16 channels by thread
      * count; so runs of channel blocks by thread count here give each thread the channels it
-     * wrote (the other core's lines cost ~0.2 us each to fetch). */
-    if ((int64_t)g.n * g.h * g.w < g.oc && nblk >= 2) {
+     * wrote (the other core's lines cost ~0.2 us each to fetch). Not 3x3 filters on 14x14 and
+     * larger maps (dw512_splits_channels). */
+    if (dw512_splits_channels(&g)) {
       c.ngrp = nblk;
       c.gblk = 1;
       const int64_t blk_macs = AR_MAX((int64_t)1, rows * g.ow * 16 * g.kh * g.kw);

@@ -16,7 +16,8 @@
  * one run per thread (ar_parallel_for_runs; one call on one thread, as each call packs B again):
  * runs of rows, so that each thread writes the same fraction of the output as it did for the
  * operator before (what it wrote stays in its core's cache), or runs of columns when N > M (the
- * 1x1 layers of a 7x7 map: each thread then packs only its own panels of B). A one-row product
+ * 1x1 layers of a 7x7 map: each thread then packs only its own panels of B) unless the caller
+ * asks for rows (ar_gemm_nt_t.rows: the depthwise reading the output splits rows). A one-row product
  * asked for as such (gemv: FULLY_CONNECTED) runs kernels/sgemm512.c's ar_sgemv512_nt on AVX-512F,
  * in runs of columns by thread count (it reads B once, as stored; OpenBLAS would need a widened
  * copy of a float16 B).
@@ -135,7 +136,7 @@ void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
      * columns when there are more columns than rows (each thread packs only its own panels of
      * B), else runs of rows (which keeps the rows of A and C on the thread that had them in the
      * operator before). */
-    if (g->n > g->m) {
+    if (g->n > g->m && !g->rows) {
       const int64_t mk = g->m * g->k > 0 ? g->m * g->k : 1;
       j.split_n = true;
       ar_parallel_for_runs(node, g->n, AR_GEMM_SPLIT_COLS, (AR_GEMM_SPLIT_MIN_MACS + mk - 1) / mk,

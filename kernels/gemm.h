@@ -23,6 +23,7 @@ typedef struct ar_gemm_nt {
                           * result as b); or with gemv */
   bool gemv;     /* a product of one row (M = 1: FULLY_CONNECTED) through ar_sgemv512_nt when the
                   * CPU has AVX-512F (weights read once, as stored), columns split by thread count */
+  bool rows;     /* sgemm512: runs of rows even when N > M (ar_node_t.split_rows) */
 } ar_gemm_nt_t;
 
 /* Run it on node->pool (inline without one): OpenBLAS in bands of rows or columns fixed by M, N,

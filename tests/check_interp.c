@@ -15,6 +15,7 @@
 
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
+#include "kernels/sgemm512.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
@@ -348,6 +349,56 @@ START_TEST(test_shared_activation_region) {
   free(pb);
   ar_model_free(ma);
   ar_model_free(mb);
+}
+END_TEST
+
+/* Split hints (find_split_hints): a CONV_2D splits its product by rows only when the depthwise
+ * that alone reads its output splits rows (ar_kernel_dw_splits_rows). On hand_landmark_full at 2
+ * threads with AVX-512F: the expansion convs before the 3x3 depthwises of the 14x14x480 map (ops
+ * 58, 68) have the hint; those before the 5x5 ones (78, 87) and on the 7x7 map (116) do not (those
+ * depthwises split channel blocks, as the convs split columns); nor do the projection convs read by
+ * an ADD or a conv (64, 93). The outputs are the golden ones (check_threads holds every model's
+ * bytes equal at 1, 2 and 3 threads). */
+START_TEST(test_split_rows_hint) {
+  const char *stem = "hand_landmark_full";
+  ar_model_t *m = load_model(stem);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  opt.threads = 2;
+  char msg[AR_MSG_BYTES] = "";
+  ar_interp_t *in = NULL;
+  ck_assert_int_eq(ar_interp_new(m, &opt, &in, msg, sizeof msg), 0);
+  const int32_t n = ar_interp_n_operators(in);
+  int hinted = 0;
+  for (int32_t k = 0; k < n; k++) {
+    const ar_node_t *nd = ar_interp_node(in, k);
+    if (!nd->split_rows) continue;
+    hinted++;
+    ck_assert_int_eq(nd->op, AR_OP_CONV_2D);
+    int readers = 0;
+    for (int32_t j = 0; j < n; j++) {
+      const ar_node_t *d = ar_interp_node(in, j);
+      for (int32_t i = 0; i < d->n_inputs; i++)
+        if (d->inputs[i] == nd->outputs[0]) {
+          readers++;
+          ck_assert_int_eq(i, 0);
+          ck_assert_int_eq(d->op, AR_OP_DEPTHWISE_CONV_2D);
+          ck_assert(ar_kernel_dw_splits_rows(d));
+        }
+    }
+    ck_assert_int_eq(readers, 1);
+  }
+  ck_assert_int_gt(hinted, 0);
+  if (ar_sgemm512_available()) {
+    ck_assert(ar_interp_node(in, 58)->split_rows && ar_interp_node(in, 68)->split_rows);
+    ck_assert(!ar_interp_node(in, 78)->split_rows && !ar_interp_node(in, 87)->split_rows);
+    ck_assert(!ar_interp_node(in, 116)->split_rows);
+    ck_assert(ar_kernel_dw_splits_rows(ar_interp_node(in, 61)));
+    ck_assert(!ar_kernel_dw_splits_rows(ar_interp_node(in, 81)));
+  }
+  ck_assert(!ar_interp_node(in, 64)->split_rows && !ar_interp_node(in, 93)->split_rows);
+  ar_interp_free(in);
+  ar_model_free(m);
 }
 END_TEST
 
@@ -904,6 +955,7 @@ static Suite *interp_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_shared_activation_region);
   tcase_add_test(tc, test_place_contract);
+  tcase_add_test(tc, test_split_rows_hint);
   tcase_add_test(tc, test_macs_by_hand);
   tcase_add_test(tc, test_fp16_read_as_stored_generated);
   tcase_add_test(tc, test_prepare_errors);
