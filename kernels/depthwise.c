@@ -36,8 +36,13 @@
 #include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
 
-/* Multiply-adds below which a band of output rows is not split further. */
+/* Multiply-adds below which a run of channel blocks is not split further. */
 #define AR_DW_MIN_CHUNK_MACS (64 * 1024)
+/* The same for a band of output rows: lower, since a row split follows the rows the producer (a
+ * row-split ADD, conv or pool) wrote on each core, and an unsplit one reads the other core's half
+ * (face_detection_short_range, 2 threads, medians: 16x16x42 stride 2 from 13.5-13.9 to 6.1-6.3
+ * us, 8x8x88 from 9.6-10.3 to 4.6; 1 thread 9.0-9.3). */
+#define AR_DW_MIN_ROW_MACS (16 * 1024)
 
 typedef struct {
   int32_t n, h, w, c, mult, oc;   /* input, multiplier, output channels = c * mult */
@@ -844,10 +849,10 @@ static void dw_eval(const ar_node_t *node) {
   /* Every output pixel is computed from its own taps alone, in the same order whatever rows a
    * chunk holds, so the rows are split by thread count (ar_parallel_for_split: each thread takes
    * the same fraction of the rows as the operator before wrote, which stays in its cache), none
-   * below AR_DW_MIN_CHUNK_MACS multiply-adds. */
+   * below AR_DW_MIN_ROW_MACS multiply-adds. */
   const int64_t rows = (int64_t)g.n * g.oh;
   const int64_t row_macs = AR_MAX((int64_t)1, (int64_t)g.ow * g.oc * g.kh * g.kw);
-  const int64_t min_rows = (AR_DW_MIN_CHUNK_MACS + row_macs - 1) / row_macs;
+  const int64_t min_rows = (AR_DW_MIN_ROW_MACS + row_macs - 1) / row_macs;
 #if AR_HAVE_AVX2_CLONE
   if (dw_use512(&g, f_t, bias_t)) {
     dw512_run_t c = {.g = &g, .in = in, .wt = f_t->data, .bias = bias_t ? bias_t->data : NULL,
@@ -872,7 +877,7 @@ static void dw_eval(const ar_node_t *node) {
     c.gblk = (nblk + c.ngrp - 1) / c.ngrp;
     c.ngrp = (nblk + c.gblk - 1) / c.gblk;
     const int64_t part_macs = AR_MAX((int64_t)1, row_macs / c.ngrp);
-    ar_parallel_for_split(node, rows * c.ngrp, 1, (AR_DW_MIN_CHUNK_MACS + part_macs - 1) / part_macs,
+    ar_parallel_for_split(node, rows * c.ngrp, 1, (AR_DW_MIN_ROW_MACS + part_macs - 1) / part_macs,
                           dw512_range, &c);
     return;
   }
