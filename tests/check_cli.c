@@ -9,6 +9,7 @@
  * same, and `load` of a path relative to arenactl's directory.
  */
 #include <check.h>
+#include <limits.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -503,13 +504,13 @@ START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
   ck_assert_msg(ar_td_start(&dmn, "64M", NULL) == 0, "arenad did not start (log %s)", dmn.log);
   const char *pre = ar_test_exec_prefix(), *bd = builddir();
   /* load with a path relative to arenactl's directory: it sends that directory + the path. */
-  char mdir[1024];
-  snprintf(mdir, sizeof(mdir), "%s", model);
+  char mdir[PATH_MAX];   /* canonical: arenactl sends getcwd(), e.g. /src/models for build/../models */
+  ck_assert_ptr_nonnull(realpath(model, mdir));
   *strrchr(mdir, '/') = '\0';
   int rc = sh("cd '%s' && %s'%s/arenactl' -s '%s' load face ./face_detection_short_range.tflite 2>&1", mdir, pre, bd,
               dmn.socket);
   ck_assert_msg(rc == 0, "load: %d %s", rc, big);
-  char want[1200];
+  char want[PATH_MAX + 64];
   snprintf(want, sizeof(want), "loaded face (%s/face_detection_short_range.tflite, ", mdir);
   ck_assert_msg(strstr(big, want) != NULL, "%s", big);
   /* The reference: a regular file of zeros. */
