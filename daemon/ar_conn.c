@@ -212,6 +212,10 @@ typedef struct {
   ProtobufCBuffer base;
   uint8_t *copy;                 /* copied pieces, back to back (after the 4-byte header) */
   size_t copy_len;
+  size_t pos;                    /* bytes of the message so far, copied or referenced */
+  const uint8_t *const *watch;   /* data pointers whose place in the message is wanted, in order */
+  size_t n_watch, n_seen;
+  size_t *seen_at;               /* where each of them went (pos) */
   const uint8_t *keep;
   size_t keep_bytes;
   int n_refs;
@@ -223,6 +227,8 @@ typedef struct {
 /* With p->copy NULL (the sizing pass) only copy_len and n_refs advance. */
 static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
   piece_buf_t *p = (piece_buf_t *)b;
+  if (p->n_seen < p->n_watch && data == p->watch[p->n_seen]) p->seen_at[p->n_seen++] = p->pos;
+  p->pos += len;
   uintptr_t at = (uintptr_t)data, lo = (uintptr_t)p->keep;
   if (len >= AR_SEND_REF_BYTES && p->n_refs < AR_SEND_MAX_REFS && p->keep && at >= lo &&
       at - lo <= p->keep_bytes && len <= p->keep_bytes - (at - lo)) {
@@ -234,6 +240,74 @@ static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
   }
   if (p->copy) memcpy(p->copy + p->copy_len, data, len);
   p->copy_len += len;
+}
+
+/* An invoke reply's outputs: each one's data starts at a multiple of AR_SEND_ALIGN bytes from the
+ * start of the frame (its 4-byte length included), so that a client reading the frame into memory
+ * of malloc's alignment can use them in place (libarenaclient's borrowing decode). The filler is
+ * a `pad` field (arenad.proto: Status.pad before the first output, Tensor.pad of the output before
+ * each next one) of 3 to 18 bytes: tag, length, zero bytes (proto3 writes no empty bytes field). */
+#define AR_SEND_ALIGN 16
+#define AR_SEND_ALIGN_MAX 16   /* outputs aligned per reply (a reply with more is sent as it is) */
+
+typedef struct {
+  Arenad__Response resp;
+  Arenad__Status status;
+  Arenad__InvokeResponse invoke;
+  Arenad__Tensor t[AR_SEND_ALIGN_MAX];
+  Arenad__Tensor *tp[AR_SEND_ALIGN_MAX];
+} aligned_reply_t;
+
+static const uint8_t zero_pad[AR_SEND_ALIGN];
+
+/* `resp`, or for an invoke reply a shallow copy of it in *a with the pad fields set (sizing passes
+ * find where each output's data lands, the pads move it; a length prefix that grows a byte is
+ * caught by the next pass). */
+static const Arenad__Response *align_outputs(const Arenad__Response *resp, aligned_reply_t *a) {
+  if (resp->body_case != ARENAD__RESPONSE__BODY_INVOKE || resp->invoke == NULL || resp->status == NULL ||
+      resp->invoke->n_outputs == 0 || resp->invoke->n_outputs > AR_SEND_ALIGN_MAX)
+    return resp;
+  size_t n = resp->invoke->n_outputs, nw = 0;
+  const uint8_t *watch[AR_SEND_ALIGN_MAX];
+  ProtobufCBinaryData *pad[AR_SEND_ALIGN_MAX];
+  a->resp = *resp;
+  a->status = *resp->status;
+  a->invoke = *resp->invoke;
+  a->resp.status = &a->status;
+  a->resp.invoke = &a->invoke;
+  a->invoke.outputs = a->tp;
+  for (size_t j = 0; j < n; j++) {
+    a->t[j] = *resp->invoke->outputs[j];
+    a->tp[j] = &a->t[j];
+    if (a->t[j].data.len == 0) continue;
+    watch[nw] = a->t[j].data.data;
+    pad[nw] = j == 0 ? &a->status.pad : &a->t[j - 1].pad;
+    pad[nw]->len = 0;
+    nw++;
+  }
+  if (nw == 0) return resp;
+  size_t at[AR_SEND_ALIGN_MAX], f[AR_SEND_ALIGN_MAX] = {0};   /* f: each pad field's bytes, 0 = none */
+  for (int pass = 0; pass < 4; pass++) {
+    piece_buf_t p = {.base = {.append = piece_append}, .watch = watch, .n_watch = nw, .seen_at = at};
+    arenad__response__pack_to_buffer(&a->resp, &p.base);
+    if (p.n_seen != nw) break;   /* not where expected: sent as it is (readers copy it) */
+    int64_t moved = 0;
+    bool done = true;
+    for (size_t k = 0; k < nw; k++) {
+      size_t mis = (size_t)((int64_t)(4 + at[k]) + moved) % AR_SEND_ALIGN;
+      if (mis == 0) continue;
+      done = false;
+      size_t nf = f[k] + AR_SEND_ALIGN - mis;
+      if (nf < 3) nf += AR_SEND_ALIGN;
+      else if (nf > AR_SEND_ALIGN + 2) nf -= AR_SEND_ALIGN;
+      moved += (int64_t)nf - (int64_t)f[k];
+      f[k] = nf;
+      pad[k]->data = (uint8_t *)zero_pad;
+      pad[k]->len = nf - 2;
+    }
+    if (done) break;
+  }
+  return &a->resp;
 }
 
 static bool conn_may_read(const ar_conn_t *c) {
@@ -308,6 +382,8 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
     request_finished(c);   /* nobody will read it: nothing is kept */
     return;
   }
+  aligned_reply_t aligned;
+  resp = align_outputs(resp, &aligned);
   size_t n = arenad__response__get_packed_size(resp);
   write_req_t *w = n <= UINT32_MAX - 4 ? malloc(sizeof(*w)) : NULL;
   piece_buf_t p = {.base = {.append = piece_append}, .keep = keep, .keep_bytes = keep ? keep_bytes : 0};

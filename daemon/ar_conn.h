@@ -26,8 +26,9 @@
  *                strings), then unpacked with an allocator charging a budget of a small multiple
  *                of the frame (hard cap max_decode_bytes); frames above AR_DECODE_INLINE_BYTES are
  *                decoded on a worker thread so the loop keeps answering other clients.
- *   write        replies are packed at once and queued; a request counts toward the in-flight
- *                cap until its reply has been written. A connection whose queued replies make no
+ *   write        replies are packed at once and queued (an invoke reply's output bytes placed at
+ *                multiples of 16 from the frame's start with `pad` fields, docs/protocol.md); a
+ *                request counts toward the in-flight cap until its reply has been written. A connection whose queued replies make no
  *                progress for send_timeout_ms is closed; replies to a closed connection are freed
  *                at once.
  *   timeouts     request_timeout_ms: a frame that started and did not finish (slowloris);

@@ -13,6 +13,9 @@
  *   - a buffer the client has unmapped keeps working (the daemon's own mapping);
  *   - a client that closes while its invokes run leaves no descriptor and no mapping in the daemon:
  *     /proc/<pid>/fd and the memfd lines of /proc/<pid>/maps return to the baseline;
+ *   - an invoke reply's output bytes start at a multiple of 16 bytes from the start of its frame
+ *     (face: both in the reply, or the first in a buffer; hand_landmark_lite's 4 small outputs),
+ *     and decode to the golden;
  *   - descriptors belong to the frame they came with: a register_buffer with 2, a release with 1,
  *     a ping with 1 are refused (EPROTO) with their descriptors closed (fd count back to the
  *     baseline) on a connection that stays usable, and the next register_buffer uses its own
@@ -539,6 +542,128 @@ START_TEST(descriptors_belong_to_their_frame) {
 }
 END_TEST
 
+/* Read one frame from `sock` into a malloc'd buffer (its 4-byte length included): *len bytes. */
+static uint8_t *read_raw_frame(int sock, size_t *len) {
+  uint8_t h[4];
+  ck_assert_int_eq(ar_td_read_all(sock, h, 4), 0);
+  uint32_t n = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+  uint8_t *f = malloc(4 + (size_t)n);
+  ck_assert_ptr_nonnull(f);
+  memcpy(f, h, 4);
+  ck_assert_int_eq(ar_td_read_all(sock, f + 4, n), 0);
+  *len = 4 + (size_t)n;
+  return f;
+}
+
+/* Each output of the invoke reply in `frame` that carries data has it at a multiple of 16 from
+ * the frame's start; returns the decoded reply. */
+static Arenad__Response *check_aligned(const uint8_t *frame, size_t len, size_t want_data) {
+  Arenad__Response *r = arenad__response__unpack(NULL, len - 4, frame + 4);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_msg(r->status->code == 0, "%s", r->status->message);
+  ck_assert_int_eq(r->body_case, ARENAD__RESPONSE__BODY_INVOKE);
+  size_t with_data = 0;
+  for (size_t j = 0; j < r->invoke->n_outputs; j++) {
+    const ProtobufCBinaryData *d = &r->invoke->outputs[j]->data;
+    if (d->len == 0) continue;
+    with_data++;
+    /* Where the decoded bytes are in the frame: the only place they occur (float outputs). */
+    const uint8_t *at = memmem(frame, len, d->data, d->len);
+    ck_assert_ptr_nonnull(at);
+    ck_assert_ptr_null(memmem(at + 1, len - (size_t)(at + 1 - frame), d->data, d->len));
+    ck_assert_msg((size_t)(at - frame) % 16 == 0, "output %zu (%zu bytes) at frame offset %zu", j, d->len,
+                  (size_t)(at - frame));
+  }
+  ck_assert_uint_eq(with_data, want_data);
+  return r;
+}
+
+/* Send an invoke of `model` with one FLOAT32 input on `sock` (outputs in ranges when n_outs). */
+static void send_invoke(int sock, const char *model, const int64_t *shape, size_t rank, const void *data, size_t bytes,
+                        Arenad__BufferRange **outs, size_t n_outs) {
+  Arenad__Tensor t = ARENAD__TENSOR__INIT;
+  t.dtype = ARENAD__DTYPE__FLOAT32;
+  t.shape = (int64_t *)shape;
+  t.n_shape = rank;
+  t.data.data = (uint8_t *)data;
+  t.data.len = bytes;
+  Arenad__Tensor *tp = &t;
+  Arenad__InvokeRequest inv = ARENAD__INVOKE_REQUEST__INIT;
+  inv.model = (char *)model;
+  inv.n_inputs = 1;
+  inv.inputs = &tp;
+  inv.n_outputs = n_outs;
+  inv.outputs = outs;
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  req.id = 77;
+  req.body_case = ARENAD__REQUEST__BODY_INVOKE;
+  req.invoke = &inv;
+  ck_assert_int_eq(ar_td_send_request(sock, &req), 0);
+}
+
+START_TEST(invoke_replies_align_their_outputs) {
+  start_with(0, NULL);
+  ar_client_t *c = client();
+  ar_client_model_t m;
+  load_face(c, &m);
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_load(c, "hand", ar_tc_model_path("hand_landmark_lite"), NULL, NULL, NULL, msg,
+                               sizeof(msg)) == 0, "load: %s", msg);
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
+  int sock = ar_td_connect_raw(dmn.socket);
+  ck_assert_int_ge(sock, 0);
+  int64_t shape[4] = {1, 128, 128, 3};
+  /* Both outputs in the reply (57,344 and 3,584 bytes). */
+  send_invoke(sock, "face", shape, 4, g.input, g.input_bytes, NULL, 0);
+  size_t len;
+  uint8_t *f = read_raw_frame(sock, &len);
+  Arenad__Response *r = check_aligned(f, len, 2);
+  ck_assert_uint_eq(ar_tc_golden_check_pb(&g, r->invoke), 0);
+  arenad__response__free_unpacked(r, NULL);
+  free(f);
+  /* The first output into a registered buffer: the second (in the reply) is aligned all the same. */
+  int fd = make_memfd(g.output_bytes[0], SEALS);
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__RegisterBufferRequest reg = ARENAD__REGISTER_BUFFER_REQUEST__INIT;
+  req.id = 1;
+  req.body_case = ARENAD__REQUEST__BODY_REGISTER_BUFFER;
+  req.register_buffer = &reg;
+  r = raw_request(sock, &req, &fd, 1);
+  close(fd);
+  ck_assert_int_eq(r->status->code, 0);
+  Arenad__BufferRange o0 = ARENAD__BUFFER_RANGE__INIT, o1 = ARENAD__BUFFER_RANGE__INIT;
+  o0.buffer = r->register_buffer->buffer;
+  o0.bytes = g.output_bytes[0];
+  arenad__response__free_unpacked(r, NULL);
+  Arenad__BufferRange *op[2] = {&o0, &o1};
+  send_invoke(sock, "face", shape, 4, g.input, g.input_bytes, op, 2);
+  f = read_raw_frame(sock, &len);
+  r = check_aligned(f, len, 1);
+  ck_assert_ptr_nonnull(r->invoke->outputs[0]->shm);
+  ck_assert_uint_eq(r->invoke->outputs[1]->data.len, g.output_bytes[1]);
+  ck_assert_uint_eq(ar_test_golden_mismatches((const float *)r->invoke->outputs[1]->data.data, g.outputs[1],
+                                              g.output_bytes[1] / 4, NULL), 0);
+  arenad__response__free_unpacked(r, NULL);
+  free(f);
+  /* Four small outputs (63, 1, 1 and 63 floats: copied into the frame, aligned too). */
+  int64_t hshape[4] = {1, 224, 224, 3};
+  size_t hbytes = 224 * 224 * 3 * 4;
+  float *hin = malloc(hbytes);
+  for (size_t i = 0; i < hbytes / 4; i++) hin[i] = (float)(i % 251) / 251.0f;
+  send_invoke(sock, "hand", hshape, 4, hin, hbytes, NULL, 0);
+  f = read_raw_frame(sock, &len);
+  r = check_aligned(f, len, 4);
+  arenad__response__free_unpacked(r, NULL);
+  free(f);
+  free(hin);
+  close(sock);
+  ar_tc_golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
 START_TEST(closing_mid_invoke_leaves_no_fd_or_mapping) {
   start_with(0, NULL);
   ar_client_t *c = client();
@@ -657,6 +782,7 @@ static Suite *shm_suite(void) {
   tcase_add_test(tc, per_connection_bounds);
   tcase_add_test(tc, closing_mid_invoke_leaves_no_fd_or_mapping);
   tcase_add_test(tc, descriptors_belong_to_their_frame);
+  tcase_add_test(tc, invoke_replies_align_their_outputs);
   suite_add_tcase(s, tc);
   return s;
 }
