@@ -29,6 +29,7 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "common/ar_varint.h"
 #include "proto/arenad.pb-c.h"
 
 #define AR_CLIENT_MAX_FRAME (1u << 30)
@@ -362,28 +363,6 @@ typedef struct {
   uint8_t *frame;
 } reply_t;
 
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-    uint8_t b = *(*p)++;
-    *v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-
-static uint8_t *put_varint(uint8_t *o, uint64_t v) {
-  while (v >= 0x80) *o++ = (uint8_t)(v | 0x80), v >>= 7;
-  *o++ = (uint8_t)v;
-  return o;
-}
-
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) v >>= 7, n++;
-  return n;
-}
-
 /* The output bytes a stripped reply left in its frame: one entry per InvokeResponse.outputs
  * element, in order. */
 typedef struct {
@@ -411,23 +390,23 @@ static size_t strip_reply(borrow_t *b, int level, const uint8_t *p, const uint8_
   while (p < end && !b->bad) {
     const uint8_t *start = p;
     uint64_t tag, v;
-    if (!get_varint(&p, end, &tag)) break;
+    if (!ar_varint_read(&p, end, &tag)) break;
     uint32_t field = (uint32_t)(tag >> 3), wt = (uint32_t)(tag & 7);
     if (wt == 0) {
-      if (!get_varint(&p, end, &v)) break;
+      if (!ar_varint_read(&p, end, &v)) break;
     } else if (wt == 1 || wt == 5) {
       size_t k = wt == 1 ? 8 : 4;
       if ((size_t)(end - p) < k) break;
       p += k;
     } else if (wt == 2) {
-      if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p)) break;
+      if (!ar_varint_read(&p, end, &v) || v > (uint64_t)(end - p)) break;
       const uint8_t *q = p;
       p += v;
       if ((level == 0 && field == 7) || (level == 1 && field == 1)) {
         size_t inner = strip_reply(b, level + 1, q, p, NULL);
-        size_t head = varint_len(tag) + varint_len(inner);
+        size_t head = ar_varint_len(tag) + ar_varint_len(inner);
         if (out) {
-          uint8_t *o = put_varint(put_varint(out + n, tag), inner);
+          uint8_t *o = ar_varint_put(ar_varint_put(out + n, tag), inner);
           strip_reply(b, level + 1, q, p, o);
         }
         n += head + inner;

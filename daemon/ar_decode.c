@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "common/ar_varint.h"
 #include "common/ar_util.h"
 #include "daemon/ar_decode.h"
 
@@ -19,16 +20,6 @@ typedef struct {
   char *msg;
   size_t msg_bytes;
 } scan_ctx_t;
-
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-    uint8_t b = *(*p)++;
-    *v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
 
 /* Number of varints in a packed payload, stopping at `stop`. */
 static uint64_t count_varints(const uint8_t *p, const uint8_t *end, uint64_t stop) {
@@ -52,7 +43,7 @@ static int scan_msg(scan_ctx_t *s, const ProtobufCMessageDescriptor *d, const ui
       return ar_errf(s->msg, s->msg_bytes, AR_EPROTO,
                      "frame holds more than %d fields (refused before decoding)", AR_DECODE_MAX_FIELDS);
     uint64_t key, v;
-    if (!read_varint(&p, end, &key))
+    if (!ar_varint_read(&p, end, &key))
       return ar_errf(s->msg, s->msg_bytes, AR_EPROTO, "truncated field key at depth %d", depth);
     uint64_t num = key >> 3;
     unsigned wt = (unsigned)(key & 7);
@@ -62,7 +53,7 @@ static int scan_msg(scan_ctx_t *s, const ProtobufCMessageDescriptor *d, const ui
     if (f == NULL) o->n_unknown++;
     switch (wt) {
       case 0:
-        if (!read_varint(&p, end, &v))
+        if (!ar_varint_read(&p, end, &v))
           return ar_errf(s->msg, s->msg_bytes, AR_EPROTO, "field %" PRIu64 ": truncated varint", num);
         if (is_request && num == 1 && f) o->id = v;
         if (is_tensor && num == 3 && f) shape++;
@@ -76,7 +67,7 @@ static int scan_msg(scan_ctx_t *s, const ProtobufCMessageDescriptor *d, const ui
         break;
       }
       case 2: {
-        if (!read_varint(&p, end, &v))
+        if (!ar_varint_read(&p, end, &v))
           return ar_errf(s->msg, s->msg_bytes, AR_EPROTO, "field %" PRIu64 ": truncated length", num);
         if (v > (uint64_t)(end - p))
           return ar_errf(s->msg, s->msg_bytes, AR_EPROTO,
@@ -170,18 +161,6 @@ typedef struct {
   bool bad;
 } strip_t;
 
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) v >>= 7, n++;
-  return n;
-}
-
-static uint8_t *put_varint(uint8_t *o, uint64_t v) {
-  while (v >= 0x80) *o++ = (uint8_t)(v | 0x80), v >>= 7;
-  *o++ = (uint8_t)v;
-  return o;
-}
-
 /* One pass over a message at `level`: with out == NULL returns the stripped size; else writes
  * the stripped message at out and returns the bytes written. Records the input refs on the
  * writing pass only. */
@@ -191,26 +170,26 @@ static size_t strip_msg(strip_t *s, int level, const uint8_t *p, const uint8_t *
   while (p < end && !s->bad) {
     const uint8_t *field = p;
     uint64_t key, v;
-    if (!read_varint(&p, end, &key)) {
+    if (!ar_varint_read(&p, end, &key)) {
       s->bad = true;
       break;
     }
     uint64_t num = key >> 3;
     unsigned wt = (unsigned)(key & 7);
     if (wt == 0) {
-      if (!read_varint(&p, end, &v)) s->bad = true;
+      if (!ar_varint_read(&p, end, &v)) s->bad = true;
     } else if (wt == 1 || wt == 5) {
       size_t w = wt == 1 ? 8 : 4;
       if ((size_t)(end - p) < w) s->bad = true;
       else p += w;
     } else if (wt == 2) {
-      if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
+      if (!ar_varint_read(&p, end, &v) || v > (uint64_t)(end - p)) {
         s->bad = true;
         break;
       }
       const uint8_t *sub = p;
       p += v;
-      size_t key_bytes = varint_len(key);
+      size_t key_bytes = ar_varint_len(key);
       int next = level == STRIP_REQUEST && num == 6 ? STRIP_INVOKE : level == STRIP_INVOKE && num == 2 ? STRIP_TENSOR : -1;
       if (level == STRIP_TENSOR && num == 4) {
         if (had_data) s->bad = true;   /* repeated data: last-wins semantics, not stripped */
@@ -236,10 +215,10 @@ static size_t strip_msg(strip_t *s, int level, const uint8_t *p, const uint8_t *
           s->n_refs++;
         }
         size_t inner = strip_msg(s, next, sub, p, NULL);   /* nested levels never count invokes */
-        size_t here = key_bytes + varint_len(inner) + inner;
+        size_t here = key_bytes + ar_varint_len(inner) + inner;
         if (out) {
-          uint8_t *o = put_varint(out + total, key);
-          o = put_varint(o, inner);
+          uint8_t *o = ar_varint_put(out + total, key);
+          o = ar_varint_put(o, inner);
           strip_msg(s, next, sub, p, o);
         }
         total += here;
