@@ -47,14 +47,38 @@ static void usage(FILE *out) {
           "  -V, --version            print the version\n");
 }
 
-/* Detach: the parent exits 0 once the child is running with its socket listening. */
+/* Detach, before anything starts a thread (the load thread, the invoke thread pool: a fork keeps
+ * only the calling thread, so forking after them left a daemon whose loads never ran). The parent
+ * waits on a pipe and exits 0 once the child reports its socket listening (detach_ready), or 1
+ * when the child exits without doing so (its error went to stderr). Returns the pipe's write end
+ * in the child, -1 on failure. */
 static int detach(void) {
+  int p[2];
+  if (pipe(p) != 0) return -1;
   pid_t pid = fork();
   if (pid < 0) return -1;
-  if (pid > 0) _exit(0);
-  if (setsid() < 0) return -1;
-  if (chdir("/") != 0) return -1;
-  return 0;
+  if (pid > 0) {
+    close(p[1]);
+    char ok = 0;
+    ssize_t n;
+    while ((n = read(p[0], &ok, 1)) < 0 && errno == EINTR) {
+    }
+    _exit(n == 1 && ok == 'R' ? 0 : 1);
+  }
+  close(p[0]);
+  if (setsid() < 0 || chdir("/") != 0) {
+    close(p[1]);
+    return -1;
+  }
+  return p[1];
+}
+
+static void detach_ready(int fd) {
+  if (fd < 0) return;
+  ssize_t n;
+  while ((n = write(fd, "R", 1)) < 0 && errno == EINTR) {
+  }
+  close(fd);
 }
 
 static ar_server_t server;   /* large (the config holds up to 64 model entries) */
@@ -224,6 +248,12 @@ int main(int argc, char **argv) {
    * heap for the next request instead; the sweep's malloc_trim still returns it after large frames. */
   mallopt(M_TRIM_THRESHOLD, 2 << 20);
 
+  bool managed = getenv("NOTIFY_SOCKET") != NULL || getenv("LISTEN_FDS") != NULL;
+  int ready_fd = -1;
+  if (!foreground && !managed && (ready_fd = detach()) < 0) {
+    fprintf(stderr, "arenad: detach: %s\n", strerror(errno));
+    return 1;
+  }
   srv->config_path = config_path;
   srv->cmdline_dirs = model_dirs;
   srv->n_cmdline_dirs = n_model_dirs;
@@ -239,11 +269,7 @@ int main(int argc, char **argv) {
     ar_server_stop(srv);
     return 1;
   }
-  bool managed = getenv("NOTIFY_SOCKET") != NULL || getenv("LISTEN_FDS") != NULL;
-  if (!foreground && !managed && detach() != 0) {
-    fprintf(stderr, "arenad: detach: %s\n", strerror(errno));
-    return 1;
-  }
+  detach_ready(ready_fd);
   char where[160];
   if (srv->socket_activated)
     snprintf(where, sizeof(where), "adopted listening socket fd %d", srv->listen_fd);

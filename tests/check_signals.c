@@ -3,9 +3,17 @@
  *     another model: no request fails, every reply equals the golden, the added model serves.
  *   - SIGTERM with pipelined invokes already accepted: every one is answered OK (drain), then the
  *     daemon exits 0.
+ *   - Without --foreground the daemon detaches with its threads: it loads and serves, then stops.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* struct ucred (SO_PEERCRED) */
+#endif
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,12 +264,114 @@ START_TEST(sigterm_drains_pipelined_invokes) {
 }
 END_TEST
 
+/* Started without --foreground (and not by systemd), arenad forks before it starts any thread:
+ * the parent exits 0 once the socket listens, and the detached daemon has its load thread (a
+ * configured model loads, a LoadModel completes: forking after the threads had started left a
+ * daemon whose loads stayed "in progress" for ever) and answers invokes; SIGTERM stops it. */
+START_TEST(detached_daemon_loads_and_serves) {
+  char dir[] = "/tmp/check_signals_XXXXXX", cfg[400], sock[400], face_path[1024], mdir[1024], log[400], msg[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ar_test_model_path(face_path, sizeof face_path, "face_detection_short_range");
+  snprintf(mdir, sizeof mdir, "%s", face_path);
+  *strrchr(mdir, '/') = '\0';
+  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
+  snprintf(sock, sizeof sock, "%s/arenad.sock", dir);
+  snprintf(log, sizeof log, "%s/arenad.log", dir);
+  FILE *cf = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(cf);
+  fprintf(cf, "{\"socket\": \"%s\", \"pool_bytes\": 67108864, \"threads\": 2,\n"
+              " \"models\": [{\"name\": \"face\", \"path\": \"%s\"}]}\n", sock, face_path);
+  fclose(cf);
+  const char *bd = getenv("AR_BUILDDIR");
+  char bin[512];
+  snprintf(bin, sizeof bin, "%s/arenad", bd ? bd : AR_BUILDDIR);
+  char *const argv[] = {bin, "--config", cfg, "--model-dir", mdir, NULL};
+  pid_t parent = fork();
+  ck_assert_int_ge(parent, 0);
+  if (parent == 0) {
+    FILE *lf = fopen(log, "w");
+    if (lf) {
+      dup2(fileno(lf), 1);
+      dup2(fileno(lf), 2);
+    }
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("LISTEN_FDS");
+    ar_test_execv(bin, argv);
+    _exit(127);
+  }
+  int st = 0;
+  ck_assert_int_eq(waitpid(parent, &st, 0), parent);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "arenad's parent exit status %d", st);
+  /* Listening before the parent exited: the first connect succeeds. */
+  int fd = ar_td_connect_raw(sock);
+  ck_assert_int_ge(fd, 0);
+  struct ucred cred;
+  socklen_t cl = sizeof cred;
+  ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl), 0);
+  close(fd);
+  pid_t daemon_pid = cred.pid;
+  ck_assert_int_gt(daemon_pid, 0);
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(sock, &c, msg, sizeof msg), 0);
+  /* The configured model loads on the load thread (asynchronously after start): wait for it. */
+  int listed = 0;
+  for (int i = 0; i < 3000 && !listed; i++) {
+    ar_client_model_t *ms = NULL;
+    size_t n = 0;
+    ck_assert_msg(ar_client_list(c, &ms, &n, msg, sizeof msg) == 0, "%s", msg);
+    for (size_t j = 0; j < n; j++) listed |= strcmp(ms[j].name, "face") == 0;
+    free(ms);
+    if (!listed) {
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  ck_assert_msg(listed, "the configured model never loaded in the detached daemon (log %s)", log);
+  ck_assert_msg(ar_client_load(c, "face2", face_path, NULL, NULL, NULL, msg, sizeof msg) == 0, "%s", msg);
+  golden_t face;
+  golden_load(&face, "face_detection_short_range");
+  const int64_t shape[4] = {1, 128, 128, 3};
+  ck_assert_msg(invoke_matches(c, "face", &face, shape, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(invoke_matches(c, "face2", &face, shape, msg, sizeof msg) == 0, "%s", msg);
+  ar_client_close(c);
+  golden_free(&face);
+  ck_assert_int_ne(daemon_pid, parent);   /* the socket listens in the detached process */
+  ck_assert_int_eq(kill(daemon_pid, SIGTERM), 0);
+  int gone = 0;
+  for (int i = 0; i < 3000 && !gone; i++) {
+    gone = kill(daemon_pid, 0) != 0 && errno == ESRCH;
+    if (!gone) {   /* exited, and not reaped yet by whoever adopted it */
+      char sp[64], stat[256] = "";
+      snprintf(sp, sizeof sp, "/proc/%d/stat", (int)daemon_pid);
+      FILE *sf = fopen(sp, "r");
+      if (sf) {
+        if (fgets(stat, sizeof stat, sf) == NULL) stat[0] = '\0';
+        fclose(sf);
+      }
+      const char *rp = strrchr(stat, ')');
+      gone = rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+    }
+    if (!gone) {
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  ck_assert_msg(gone, "the detached arenad did not stop on SIGTERM");
+  printf("detached: parent exited 0, daemon pid %d loaded face (config) and face2, both match the golden\n",
+         (int)daemon_pid);
+  unlink(log);
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("signals");
   TCase *tc = tcase_create("signals");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, sighup_adds_and_removes_with_invokes_in_flight);
   tcase_add_test(tc, sigterm_drains_pipelined_invokes);
+  tcase_add_test(tc, detached_daemon_loads_and_serves);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
