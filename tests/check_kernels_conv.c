@@ -391,6 +391,25 @@ static void fp16_vs_widened(const ar_kernel_t *k, tnode_t *t16, tnode_t *t32, fl
   t16->node.scratch = t16->node.state = NULL;
 }
 
+/* The filter of `tn` (tensor 1) as `nf` float16 values, as stored. */
+static void conv_use_fp16_filter(tnode_t *tn, uint16_t *f16, size_t nf) {
+  tn->t[1].dtype = AR_DTYPE_FLOAT16;
+  tn->t[1].data = f16;
+  tn->t[1].bytes = nf * 2;
+}
+
+/* Run CONV_2D on `tn` at `threads` threads (1: no pool; 2, 3: pools[0], pools[1]) into `out`
+ * (nout floats, filled with 0xee bytes first so that an unwritten element shows). */
+static void conv_run_threads(tnode_t *tn, int32_t threads, ar_threadpool_t *pools[2], float *out, size_t nout) {
+  ar_threadpool_t *pool = threads > 1 ? pools[threads - 2] : NULL;
+  tn->node.threads = threads;
+  tn->node.pool = pool;
+  memset(out, 0xee, nout * sizeof(float));
+  ar_threadpool_enter(pool);
+  tnode_run(tn, &ar_kernel_conv_2d);
+  ar_threadpool_leave(pool);
+}
+
 static void conv_opts(tnode_t *tn, ar_padding_t pad, int sh, int sw, int dh, int dw,
                       ar_activation_t act) {
   tn->opt.conv2d = (ar_conv2d_options_t){.padding = pad, .stride_h = sh, .stride_w = sw,
@@ -659,19 +678,9 @@ START_TEST(conv_split_bit_identical) {
       tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, c->bias ? b : NULL, c->o, out, 4, dout);
       conv_opts(&tn, c->same ? AR_PADDING_SAME : AR_PADDING_VALID, c->sh, c->sw, c->dh, c->dw,
                 c->act);
-      if (half) {
-        tn.t[1].dtype = AR_DTYPE_FLOAT16;
-        tn.t[1].data = f16;
-        tn.t[1].bytes = nf * 2;
-      }
+      if (half) conv_use_fp16_filter(&tn, f16, nf);
       for (int32_t threads = 1; threads <= 3; threads++) {
-        ar_threadpool_t *pool = threads > 1 ? pools[threads - 2] : NULL;
-        tn.node.threads = threads;
-        tn.node.pool = pool;
-        memset(out, 0xee, nout * sizeof(float));
-        ar_threadpool_enter(pool);
-        tnode_run(&tn, &ar_kernel_conv_2d);
-        ar_threadpool_leave(pool);
+        conv_run_threads(&tn, threads, pools, out, nout);
         if (threads == 1 && !half) memcpy(one, out, nout * sizeof(float));
         else
           ck_assert_msg(memcmp(one, out, nout * sizeof(float)) == 0,
@@ -723,19 +732,9 @@ START_TEST(conv_few_outputs_exact) {
       tnode_t tn;
       tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, cases[ci].bias ? b : NULL, o, out, 4, dout);
       conv_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, cases[ci].act);
-      if (half) {
-        tn.t[1].dtype = AR_DTYPE_FLOAT16;
-        tn.t[1].data = f16;
-        tn.t[1].bytes = nf * 2;
-      }
+      if (half) conv_use_fp16_filter(&tn, f16, nf);
       for (int32_t threads = 1; threads <= 3; threads++) {
-        ar_threadpool_t *pool = threads > 1 ? pools[threads - 2] : NULL;
-        tn.node.threads = threads;
-        tn.node.pool = pool;
-        memset(out, 0xee, nout * sizeof(float));
-        ar_threadpool_enter(pool);
-        tnode_run(&tn, &ar_kernel_conv_2d);
-        ar_threadpool_leave(pool);
+        conv_run_threads(&tn, threads, pools, out, nout);
         snprintf(msg, sizeof msg, "conv %dx%dx%d -> %d %s, %d threads", h, w, c, o,
                  half ? "fp16" : "fp32", (int)threads);
         if (!ar_sgemm512_available()) {
