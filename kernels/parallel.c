@@ -4,8 +4,8 @@
  * chunks, and per participant a run of chunks to take - then bumps the pool's generation word,
  * wakes sleeping helpers, and runs chunks itself. A helper that sees a new generation (or a new
  * job in slot 0, which a lone caller always uses and hot helpers watch directly) joins a job with
- * chunks left if the pool's count of threads at work is below `threads`, runs chunks until none
- * is left, and goes back to watching. The caller waits until every chunk is done and frees the
+ * chunks left and a participant slot free (a job has at most max_slots) if the pool's count of
+ * threads at work is below `threads`, runs chunks until none is left, and goes back to watching. The caller waits until every chunk is done and frees the
  * slot.
  *
  * Which participant runs which chunk: the chunks are cut into `parts` contiguous runs, one per
@@ -79,6 +79,25 @@ static inline uint64_t run_tag(uint64_t w) { return w >> (2 * RUN_BITS); }
 static inline uint64_t run_front(uint64_t w) { return (w >> RUN_BITS) & RUN_MASK; }
 static inline uint64_t run_back(uint64_t w) { return w & RUN_MASK; }
 
+/* A join word (32 bits, so that it fits the job's first line): the low 12 bits of the job's tag,
+ * then its participant limit (max_slots, at most the pool's threads) and the next participant
+ * slot (10 bits each; the caller is slot 0). A helper takes a slot by a compare-and-swap that
+ * checks the tag and next < limit, so the count never passes the limit, and a helper that read an
+ * older job takes no slot of the next one (unless their tags agree in 12 bits: it then only
+ * wastes a slot, as its chunk takes fail on the run words' full tag). A plain counter bumped on
+ * every look wrapped: helpers refused by a job whose participants were all there looked again
+ * and again while its chunks ran, and after 32768 looks one ran chunks with a negative slot. */
+#define JOIN_BITS 10
+#define JOIN_MASK ((UINT32_C(1) << JOIN_BITS) - 1)
+#define JOIN_TAG_MASK ((UINT32_C(1) << (32 - 2 * JOIN_BITS)) - 1)
+_Static_assert(AR_POOL_THREADS_MAX <= JOIN_MASK, "a join word counts up to the pool's threads");
+static inline uint32_t join_word(uint64_t tag, uint32_t max_slots, uint32_t next) {
+  return ((uint32_t)(tag & JOIN_TAG_MASK) << (2 * JOIN_BITS)) | (max_slots << JOIN_BITS) | next;
+}
+static inline uint32_t join_tag(uint32_t w) { return w >> (2 * JOIN_BITS); }
+static inline uint32_t join_max(uint32_t w) { return (w >> JOIN_BITS) & JOIN_MASK; }
+static inline uint32_t join_next(uint32_t w) { return w & JOIN_MASK; }
+
 typedef struct pool_slot {
   /* Line 1: the job (fields written by its caller before it stores the run words), runs 0 and 1,
    * the done counter and the participant counter. */
@@ -87,12 +106,11 @@ typedef struct pool_slot {
   _Atomic int64_t n;
   _Atomic int64_t grain;                 /* > 0: fixed chunks of grain; < 0: even, align -grain */
   _Atomic int32_t n_chunks;
-  _Atomic int16_t max_slots;
   _Atomic uint8_t n_parts;
   _Atomic uint8_t is_slot;
   _Atomic uint64_t run01[2];             /* run words 0 and 1 */
   _Atomic uint32_t done;                 /* chunks finished, | DONE_WAITING */
-  _Atomic int16_t next_slot;             /* next participant slot (the caller has 0) */
+  _Atomic uint32_t joins;                /* join word: tag, max_slots, next participant slot */
   /* Line 2: runs 2 .. AR_POOL_PARTS_MAX - 1 (pools of more than two threads). */
   _Alignas(64) _Atomic uint64_t run_more[AR_POOL_PARTS_MAX - 2];
   /* Line 3: the callers' own: who holds the slot, and the job sequence number. */
@@ -100,7 +118,7 @@ typedef struct pool_slot {
   uint32_t seq;                          /* only the owner touches it */
 } pool_slot_t;
 
-_Static_assert(offsetof(pool_slot_t, next_slot) < 64, "a job's first line holds its hot words");
+_Static_assert(offsetof(pool_slot_t, joins) + sizeof(uint32_t) <= 64, "a job's first line holds its hot words");
 
 struct ar_threadpool {
   int32_t threads;               /* helpers + 1 */
@@ -266,16 +284,32 @@ static int64_t run_chunks(pool_slot_t *s, const job_view_t *j, uint64_t tag, int
   return ran;
 }
 
-/* The tag of a job in `s` with chunks left to take, or false. */
+/* The tag of a job in `s` with chunks left to take and a participant slot left, or false. */
 static bool slot_has_work(pool_slot_t *s, uint64_t *tag) {
   for (int32_t i = 0; i < AR_POOL_PARTS_MAX; i++) {
     const uint64_t w = atomic_load_explicit(run_at(s, i), memory_order_acquire);
     if (run_front(w) < run_back(w)) {
+      const uint32_t jw = atomic_load_explicit(&s->joins, memory_order_relaxed);
+      if (join_tag(jw) != (run_tag(w) & JOIN_TAG_MASK) || join_next(jw) >= join_max(jw)) return false;
       *tag = run_tag(w);
       return true;
     }
   }
   return false;
+}
+
+/* Take the next participant slot of job `tag` in `s`: false when the job is over or has all its
+ * participants. */
+static bool join_take(pool_slot_t *s, uint64_t tag, int32_t *slot) {
+  uint32_t jw = atomic_load_explicit(&s->joins, memory_order_relaxed);
+  for (;;) {
+    if (join_tag(jw) != (tag & JOIN_TAG_MASK) || join_next(jw) >= join_max(jw)) return false;
+    if (atomic_compare_exchange_weak_explicit(&s->joins, &jw, jw + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      *slot = (int32_t)join_next(jw);
+      return true;
+    }
+  }
 }
 
 /* One chance for helper `home` to join the job in `s`: true when it ran at least one chunk. */
@@ -299,11 +333,9 @@ static bool helper_try_slot(ar_threadpool_t *p, pool_slot_t *s, int32_t home) {
     .is_slot = atomic_load_explicit(&s->is_slot, memory_order_relaxed),
   };
   bool worked = false;
-  if (j.n_parts >= 1 && j.n_parts <= AR_POOL_PARTS_MAX) {
-    const int32_t slot = atomic_fetch_add_explicit(&s->next_slot, 1, memory_order_relaxed);
-    if (slot < atomic_load_explicit(&s->max_slots, memory_order_relaxed))
-      worked = run_chunks(s, &j, tag, slot, home % j.n_parts) > 0;
-  }
+  int32_t slot;
+  if (j.n_parts >= 1 && j.n_parts <= AR_POOL_PARTS_MAX && join_take(s, tag, &slot))
+    worked = run_chunks(s, &j, tag, slot, home % j.n_parts) > 0;
   atomic_fetch_sub(&p->busy, 1);
   return worked;
 }
@@ -416,11 +448,11 @@ static void parallel_run(const ar_node_t *node, int64_t n, int64_t grain, int64_
   atomic_store_explicit(&s->n, n, memory_order_relaxed);
   atomic_store_explicit(&s->grain, j.grain, memory_order_relaxed);
   atomic_store_explicit(&s->n_chunks, (int32_t)n_chunks, memory_order_relaxed);
-  atomic_store_explicit(&s->max_slots, (int16_t)(max_slots < INT16_MAX ? max_slots : INT16_MAX),
-                        memory_order_relaxed);
   atomic_store_explicit(&s->n_parts, (uint8_t)parts, memory_order_relaxed);
   atomic_store_explicit(&s->is_slot, (uint8_t)is_slot, memory_order_relaxed);
-  atomic_store_explicit(&s->next_slot, 1, memory_order_relaxed);
+  atomic_store_explicit(&s->joins,
+                        join_word(tag, (uint32_t)(max_slots < p->threads ? max_slots : p->threads), 1),
+                        memory_order_relaxed);
   atomic_store_explicit(&s->done, 0, memory_order_relaxed);
   /* The caller's first chunk is taken as its run is written (front 1). */
   for (int32_t i = (int32_t)parts - 1; i >= 0; i--) {
@@ -566,12 +598,11 @@ int ar_threadpool_new(int32_t threads, ar_threadpool_t **out, char *msg, size_t 
     atomic_init(&sl->n, 0);
     atomic_init(&sl->grain, 1);
     atomic_init(&sl->n_chunks, 0);
-    atomic_init(&sl->max_slots, 0);
     atomic_init(&sl->n_parts, 0);
     atomic_init(&sl->is_slot, 0);
     for (int32_t r = 0; r < AR_POOL_PARTS_MAX; r++) atomic_init(run_at(sl, r), 0);
     atomic_init(&sl->done, 0);
-    atomic_init(&sl->next_slot, 0);
+    atomic_init(&sl->joins, 0);
     atomic_init(&sl->owned, 0);
     sl->seq = 0;
   }

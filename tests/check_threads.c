@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <dirent.h>
 #include <jansson.h>
@@ -257,6 +258,47 @@ START_TEST(test_pool_slots_never_shared) {
   node.threads = 0;
   ck_assert_int_eq(ar_parallel_threads(&node), 1);
   ck_assert_int_eq(ar_parallel_threads(NULL), 1);
+  ar_threadpool_free(pool);
+}
+END_TEST
+
+/* Helpers refused by a job whose max_slots participants are all there (here 2 of a 4-thread pool)
+ * while its chunks take long (they sleep, as a preempted participant would): every chunk still
+ * gets a slot in [0, max_slots). A refused helper used to bump the job's 16-bit participant
+ * counter on every look until the chunks ran out; a few ms of looks wrapped it to -32768, and the
+ * helper then ran chunks with a negative slot (check_threads once saw out_of_range == 33). */
+static void slow_slot_fn(void *ctx, int32_t slot, int64_t b, int64_t e) {
+  slots_t *s = ctx;
+  atomic_fetch_add(&s->calls, 1);
+  if (slot < 0 || slot >= s->max_slots) {
+    atomic_fetch_add(&s->out_of_range, 1);
+    return;
+  }
+  if (atomic_fetch_add(&s->in_use[slot], 1) != 0) atomic_fetch_add(&s->clashes, 1);
+  struct timespec ts = {0, 200000};
+  nanosleep(&ts, NULL);
+  atomic_fetch_add(&s->covered, e - b);
+  atomic_fetch_sub(&s->in_use[slot], 1);
+}
+
+START_TEST(test_pool_refused_helpers_keep_slots_in_range) {
+  ar_threadpool_t *pool = NULL;
+  ck_assert_int_eq(ar_threadpool_new(4, &pool, NULL, 0), 0);
+  ar_node_t node;
+  memset(&node, 0, sizeof node);
+  node.pool = pool;
+  node.threads = 4;
+  for (int rep = 0; rep < 6; rep++) {
+    slots_t s;
+    memset(&s, 0, sizeof s);
+    s.max_slots = 2 + rep % 2;
+    ar_parallel_for_slots(&node, 120, 1, s.max_slots, slow_slot_fn, &s);
+    ck_assert_msg(atomic_load(&s.out_of_range) == 0, "max_slots %d: %d chunk(s) ran with a slot out of range",
+                  (int)s.max_slots, (int)atomic_load(&s.out_of_range));
+    ck_assert_int_eq(atomic_load(&s.clashes), 0);
+    ck_assert_int_eq(atomic_load(&s.calls), 120);
+    ck_assert_int_eq(atomic_load(&s.covered), 120);
+  }
   ar_threadpool_free(pool);
 }
 END_TEST
@@ -707,6 +749,7 @@ static Suite *threads_suite(void) {
   tcase_add_test(tc, test_pool_concurrent_callers);
   tcase_add_test(tc, test_pool_nested_calls);
   tcase_add_test(tc, test_pool_slots_never_shared);
+  tcase_add_test(tc, test_pool_refused_helpers_keep_slots_in_range);
   tcase_add_test(tc, test_pool_saturated_runs_inline);
   tcase_add_test(tc, test_pool_run_all_reaches_every_thread);
   tcase_add_test(tc, test_pool_limits_and_grain);
