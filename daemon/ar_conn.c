@@ -52,6 +52,16 @@ static void conn_unref(ar_conn_t *c) {
   }
 }
 
+/* Take spare i out, keeping the others in the order they came back (oldest first). */
+static void *conn_spare_take(ar_conn_t *c, uint32_t i, size_t *cap) {
+  void *p = c->spare[i];
+  if (cap) *cap = c->spare_cap[i];
+  c->n_spares--;
+  memmove(c->spare + i, c->spare + i + 1, (c->n_spares - i) * sizeof(c->spare[0]));
+  memmove(c->spare_cap + i, c->spare_cap + i + 1, (c->n_spares - i) * sizeof(c->spare_cap[0]));
+  return p;
+}
+
 void *ar_conn_block_get(ar_conn_t *c, size_t bytes, size_t *cap) {
   if (bytes == 0) bytes = 1;
   uint32_t best = UINT32_MAX;
@@ -61,23 +71,26 @@ void *ar_conn_block_get(ar_conn_t *c, size_t bytes, size_t *cap) {
     *cap = bytes;
     return malloc(bytes);
   }
-  void *p = c->spare[best];
-  *cap = c->spare_cap[best];
-  c->n_spares--;
-  c->spare[best] = c->spare[c->n_spares];
-  c->spare_cap[best] = c->spare_cap[c->n_spares];
-  return p;
+  return conn_spare_take(c, best, cap);
 }
 
 void ar_conn_block_put(ar_conn_t *c, void *block, size_t cap) {
   if (block == NULL) return;
-  size_t kept = 0;
-  for (uint32_t i = 0; c && i < c->n_spares; i++) kept += c->spare_cap[i];
-  if (c == NULL || c->closing || ar_conn_is_gone(c) || c->n_spares == AR_CONN_SPARES ||
-      cap < AR_CONN_SPARE_MIN_BYTES || cap > AR_CONN_KEEP_BYTES ||
-      kept > AR_CONN_KEEP_BYTES - cap) {
+  if (c == NULL || c->closing || ar_conn_is_gone(c) || cap < AR_CONN_SPARE_MIN_BYTES || cap > AR_CONN_KEEP_BYTES) {
     free(block);
     return;
+  }
+  /* The block handed back now is kept; to make room, the ones that came back longest ago go. A
+   * connection's next frames look like its last ones: blocks left by earlier requests of another
+   * size (a smaller model's frames) must not hold the slots, else every larger frame after them
+   * was mapped, faulted in and unmapped anew (selfie_segmentation's bytes path after
+   * face_detection_short_range's: ~1 MB and ~260 page faults per invoke). */
+  size_t kept = 0;
+  for (uint32_t i = 0; i < c->n_spares; i++) kept += c->spare_cap[i];
+  while (c->n_spares > 0 && (c->n_spares == AR_CONN_SPARES || kept > AR_CONN_KEEP_BYTES - cap)) {
+    size_t old_cap;
+    free(conn_spare_take(c, 0, &old_cap));
+    kept -= old_cap;
   }
   c->spare[c->n_spares] = block;
   c->spare_cap[c->n_spares] = cap;

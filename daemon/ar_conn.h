@@ -38,8 +38,10 @@
  *   blocks       the read buffer, a bytes-path frame handed over with its invoke, and the block
  *                an invoke's outputs are written from come back to the connection when done and
  *                are reused for its next frame and reply (AR_CONN_SPARES blocks of at most
- *                AR_CONN_KEEP_BYTES in all besides the read buffer), so a client sending frames
- *                above glibc's mmap threshold causes no mmap, munmap or page fault per frame;
+ *                AR_CONN_KEEP_BYTES in all besides the read buffer; the blocks that came back
+ *                longest ago make room for a newer one), so a client sending frames above
+ *                glibc's mmap threshold causes no mmap, munmap or page fault per frame, also
+ *                after frames of other sizes;
  *                they are freed AR_CONN_KEEP_IDLE_MS after the connection's last read.
  *   buffers      shared-memory buffers registered on the connection (ar_shm.h): at most
  *                max_buffers_per_connection of them holding max_buffer_bytes_per_connection bytes
@@ -144,8 +146,9 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
  * memory. c may be NULL (a plain malloc). */
 void *ar_conn_block_get(ar_conn_t *c, size_t bytes, size_t *cap);
 /* Hand a block back to `c` (from ar_conn_block_get, or a frame handed over with a request):
- * kept for reuse within AR_CONN_SPARES / AR_CONN_KEEP_BYTES, else freed; freed when c is NULL or
- * closing. */
+ * kept for reuse within AR_CONN_SPARES / AR_CONN_KEEP_BYTES (the spares that came back longest
+ * ago are freed to make room for it); freed when c is NULL or closing, or when `cap` is below
+ * 16 KiB or above AR_CONN_KEEP_BYTES. */
 void ar_conn_block_put(ar_conn_t *c, void *block, size_t cap);
 /* The worker is done with the invoke inputs of `req` that point into to->frame (the bytes path):
  * detach them and hand the frame back to to->conn (ar_conn_block_put); to->frame becomes NULL.
