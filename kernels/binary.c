@@ -836,6 +836,22 @@ static void nb_units(void *ctx, int32_t slot, int64_t u0, int64_t u1) {
   }
 }
 
+/* A single run's elements are split by thread count at multiples of NB_SPLIT_ALIGN, none shorter
+ * than NB_SPLIT_MIN_PART (about a microsecond of a quantized ADD). */
+#define NB_SPLIT_ALIGN 64
+#define NB_SPLIT_MIN_PART 4096
+
+/* Elements [e0, e1) of an eval whose broadcast is one run (bc->rank == 1). */
+static void nb_elems(void *ctx, int64_t e0, int64_t e1) {
+  const nb_ctx_t *c = ctx;
+  const nb_state_t *st = c->st;
+  const void *q[NB_MAX_IN];
+  for (int k = 0; k < st->bc.n_in; k++) q[k] = c->base[k] + e0 * c->s_in[k] * (int64_t)c->es_in[k];
+  nb_run(st, c->es, c->out + e0 * (int64_t)c->es_out, q, c->s_in, e1 - e0);
+  if (st->post_act && st->dtype == AR_DTYPE_FLOAT32)
+    ar_apply_activation((float *)(void *)c->out + e0, (size_t)(e1 - e0), st->act);
+}
+
 /* Scratch bytes of one slot: the tile copies of the repeated rows. */
 static uint64_t nb_slot_bytes(const nb_state_t *st) {
   uint64_t b = 0;
@@ -868,6 +884,13 @@ static void nb_eval(const ar_node_t *node) {
   for (int k = 0; k < NB_MAX_IN; k++) c.s_in[k] = k < n_in ? bc->st[k][last] : 0;
   c.scratch = node->scratch;
   c.slot_bytes = nb_slot_bytes(st);
+  if (bc->rank == 1) {
+    /* One run (operands of one shape, or one of them a scalar): elements split by thread count
+     * (every element is its own operation, so any cut gives the same values), so that each core
+     * works on the part of the output the operator before this one wrote from it. */
+    ar_parallel_for_split(node, bc->n, NB_SPLIT_ALIGN, NB_SPLIT_MIN_PART, nb_elems, &c);
+    return;
+  }
   const int32_t slots = c.tile > 0 && c.slot_bytes > 0 ? (int32_t)(node->scratch_bytes / c.slot_bytes) : 1;
   const int64_t units = bc->n / c.step * c.parts;
   ar_parallel_for_slots(node, units, ar_parallel_grain(units, AR_MAX(c.step / c.parts, 1), NB_CHUNK_ELEMS, 1),

@@ -140,25 +140,49 @@ static void mean_init(ar_node_t *node) {
   if (mean_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
-/* Quantized MEAN over H, W (keep_dims) of codes of type T. */
-#define QMEAN_BODY(T)                                                                        \
-  do {                                                                                       \
+/* Quantized MEAN over H, W (keep_dims) of codes of type T: channels [c0, c1) of every image, in
+ * blocks of QMEAN_BLOCK channels whose int32 sums stay on the stack while the pixels stream by
+ * (a contiguous, vectorizable add per pixel). Integer sums are exact, so any channel cut gives the
+ * same bytes; the rescale of channel c depends on c alone (below C - C % 16: ar_mbqm_up). */
+#define QMEAN_BLOCK 128
+#define QMEAN_RANGE(NAME, T)                                                                  \
+  static void NAME(void *ctx, int64_t c0, int64_t c1) {                                      \
+    const ar_node_t *node = ctx;                                                             \
+    const mean_state_t *st = node->state;                                                    \
     const T *in = node->inputs[0]->data;                                                     \
     T *out = node->outputs[0]->data;                                                         \
     const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];          \
     const int64_t C16 = C - C % 16;                                                          \
+    int32_t acc[QMEAN_BLOCK];                                                                \
     for (int64_t b = 0; b < B; b++)                                                          \
-      for (int64_t c = 0; c < C; c++) {                                                      \
-        const T *p = in + b * HW * C + c;                                                    \
-        int32_t acc = 0;                                                                     \
-        for (int64_t i = 0; i < HW; i++) acc += p[i * C];                                    \
-        int32_t v = c < C16 ? ar_mbqm_up(acc, st->qmult, st->qshift)                         \
-                            : ar_mbqm(acc, st->qmult, st->qshift);                           \
-        v += st->qbias;                                                                      \
-        v = v < st->qlo ? st->qlo : v > st->qhi ? st->qhi : v;                               \
-        out[b * C + c] = (T)v;                                                               \
+      for (int64_t cb = c0; cb < c1; cb += QMEAN_BLOCK) {                                    \
+        const int64_t nc = AR_MIN((int64_t)QMEAN_BLOCK, c1 - cb);                            \
+        for (int64_t j = 0; j < nc; j++) acc[j] = 0;                                         \
+        const T *p = in + b * HW * C + cb;                                                   \
+        for (int64_t i = 0; i < HW; i++, p += C)                                             \
+          for (int64_t j = 0; j < nc; j++) acc[j] += p[j];                                   \
+        for (int64_t j = 0; j < nc; j++) {                                                   \
+          const int64_t c = cb + j;                                                          \
+          int32_t v = c < C16 ? ar_mbqm_up(acc[j], st->qmult, st->qshift)                    \
+                              : ar_mbqm(acc[j], st->qmult, st->qshift);                      \
+          v += st->qbias;                                                                    \
+          v = v < st->qlo ? st->qlo : v > st->qhi ? st->qhi : v;                             \
+          out[b * C + c] = (T)v;                                                             \
+        }                                                                                    \
       }                                                                                      \
-  } while (0)
+  }
+QMEAN_RANGE(qmean_u8_range, uint8_t)
+QMEAN_RANGE(qmean_i8_range, int8_t)
+
+/* Channels split by thread count at multiples of 16, none with fewer than REDUCE_CHUNK_ELEMS
+ * codes to sum. */
+static void qmean_eval(const ar_node_t *node, ar_range_fn fn) {
+  const mean_state_t *st = node->state;
+  const int64_t B = st->dims[0], HW = st->dims[1] * st->dims[2], C = st->dims[3];
+  if (B <= 0 || C <= 0) return;
+  const int64_t per = AR_MAX((int64_t)1, B * HW);
+  ar_parallel_for_split(node, C, 16, (REDUCE_CHUNK_ELEMS + per - 1) / per, fn, (void *)node);
+}
 
 /* Sums of channels [c0, c1) over `npix` pixels of `c` channels from `in`, from 0 in pixel order,
  * into out[c0 .. c1). With AVX-512F up to 64 channels at a time stay in registers over all pixels
@@ -253,8 +277,8 @@ void ar__gsum(const ar_node_t *node, const float *in, int64_t b, int64_t hw, int
 
 static void mean_eval(const ar_node_t *node) {
   const mean_state_t *st = node->state;
-  if (st->dtype == AR_DTYPE_UINT8) { QMEAN_BODY(uint8_t); return; }
-  if (st->dtype == AR_DTYPE_INT8) { QMEAN_BODY(int8_t); return; }
+  if (st->dtype == AR_DTYPE_UINT8) { qmean_eval(node, qmean_u8_range); return; }
+  if (st->dtype == AR_DTYPE_INT8) { qmean_eval(node, qmean_i8_range); return; }
   const float *in = node->inputs[0]->data;
   float *out = node->outputs[0]->data;
   const float count = st->count;

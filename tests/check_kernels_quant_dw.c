@@ -584,6 +584,40 @@ START_TEST(qmean_u8_hw) {
 }
 END_TEST
 
+/* int8 [1,16,16,404], even codes in [-6, 6], s_in 0.5, s_out 1/32, zero points 0: multiplier
+ * 0.5 / (256 / 32) = 1/16 exactly (2^30 with a right shift of 3: the doubling high half of an even
+ * sum halves it exactly, so only the shift rounds) and bias 0, so channel c is its code sum / 16
+ * rounded half up for the 400 channels of whole 16-blocks and away from zero for the last 4. 404
+ * channels cross the kernel's 128-channel accumulator blocks, and qnode_run compares 1, 2 and 3
+ * threads (the channels split by thread count). */
+START_TEST(qmean_i8_wide_threads) {
+  enum { HW = 256, C = 404 };
+  int8_t *x = malloc((size_t)HW * C), out[C];
+  int32_t sum[C] = {0};
+  for (int i = 0; i < HW; i++)
+    for (int c = 0; c < C; c++) {
+      x[i * C + c] = (int8_t)(2 * ((int)(rnd() % 7u) - 3));
+      sum[c] += x[i * C + c];
+    }
+  int32_t axes[2] = {1, 2};
+  const int32_t id[4] = {1, 16, 16, C}, od[4] = {1, 1, 1, C};
+  qnode_t qn;
+  mean_node(&qn, AR_DTYPE_INT8, x, id, tq1(&qn.q[0], 0.5f, 0), axes, 2, out, od,
+            tq1(&qn.q[3], 1.0f / 32.0f, 0), true);
+  qnode_run(&qn, &ar_kernel_mean);
+  int want[C];
+  for (int c = 0; c < C; c++) {
+    const int32_t q = sum[c] >= 0 ? sum[c] / 16 : -(-sum[c] / 16), r = sum[c] - q * 16;   /* truncated */
+    int32_t v = q;
+    if (c < 400) { if (2 * r >= 16) v++; else if (2 * r < -16) v--; }          /* half up */
+    else { if (2 * r >= 16) v++; else if (2 * r <= -16) v--; }                 /* away from zero */
+    want[c] = v < -128 ? -128 : v > 127 ? 127 : v;
+  }
+  assert_i8(out, want, C, "int8 MEAN over 404 channels");
+  free(x);
+}
+END_TEST
+
 START_TEST(qmean_prepare_errors) {
   int8_t x[12] = {0}, out[6];
   int32_t axes[2] = {1, 2};
@@ -625,6 +659,7 @@ static Suite *quant_dw_suite(void) {
   tc = tcase_create("mean");
   tcase_add_test(tc, qmean_i8_block_and_tail);
   tcase_add_test(tc, qmean_u8_hw);
+  tcase_add_test(tc, qmean_i8_wide_threads);
   tcase_add_test(tc, qmean_prepare_errors);
   suite_add_tcase(s, tc);
   return s;
