@@ -93,7 +93,7 @@ typedef struct ar_config {
    * OpenBLAS, heap, code and stacks): a load that would bring it over is refused (ENOSPC).
    * 0 (the default) = no bound. */
   uint64_t memory_limit_bytes;
-  bool compact_after_unload;    /* compact the pool after each unload, default true */
+  bool compact_after_unload;    /* compact the pool after each unload and group growth, default true */
   /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or primary gid). Default: uids 0
    * and the daemon's own effective uid, no gids. */
   uint32_t n_admin_uids, n_admin_gids;

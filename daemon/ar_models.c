@@ -478,6 +478,16 @@ static void compact_start(ar_server_t *srv, const ar_reply_to_t *to);
 static void compact_check(ar_server_t *srv);
 static void compact_defer(ar_server_t *srv, ar_job_t *job);
 
+/* Regions were freed (an unload, or a share group's region that grew and left its old place):
+ * with compact_after_unload, compact when that left a hole below used bytes, so the free bytes stay
+ * one block; else see whether a compaction waiting for its groups needs fewer of them now. */
+static void compact_after_free(ar_server_t *srv) {
+  if (srv->cfg.compact_after_unload && !srv->draining && ar_pool_hole_offset(&srv->pool) < srv->pool.bytes)
+    compact_start(srv, NULL);
+  else
+    compact_check(srv);
+}
+
 static void group_push(ar_group_t *g, ar_job_t *job) {
   job->next = NULL;
   if (g->tail)
@@ -976,10 +986,7 @@ static void finalize_unload(ar_server_t *srv, ar_dmodel_t *m) {
     free(w);
     w = next;
   }
-  if (srv->cfg.compact_after_unload && !srv->draining && ar_pool_hole_offset(&srv->pool) < srv->pool.bytes)
-    compact_start(srv, NULL);
-  else
-    compact_check(srv);   /* a compaction waiting for its groups may need fewer of them now */
+  compact_after_free(srv);
 }
 
 /* Unload without a waiter (reload): new invokes no longer find it; accepted ones finish first. */
@@ -1589,6 +1596,7 @@ static void group_after(uv_work_t *w, int status) {
   ar_dmodel_t *m = job->model;
   ar_group_t *g = m->group;
   const uint64_t placed_at = job_act_offset(srv, job, g);
+  const bool frees_regions = job->n_free_after > 0;   /* a grown region's old place */
   g->busy = false;
   srv->jobs_outstanding--;
   if (status != 0 && job->rc == 0) job->rc = AR_EINTERNAL;
@@ -1673,7 +1681,8 @@ static void group_after(uv_work_t *w, int status) {
   }
   free(job);
   if (finalize) finalize_unload(srv, finalize);
-  compact_check(srv);   /* this group may have just parked */
+  if (frees_regions) compact_after_free(srv);
+  else compact_check(srv);   /* this group may have just parked */
   srv->ops.job_done(srv);
 }
 

@@ -10,7 +10,9 @@
  *     right after it: every invoke answers its golden, the compact reply comes after the invokes
  *     accepted before it, the load succeeds, and the figures add up (regions and bytes moved, free
  *     bytes unchanged, largest block = free bytes, the free block's pages released);
- *   - the automatic compaction after an unload, moving a share group's region with both members.
+ *   - the automatic compaction after an unload, moving a share group's region with both members;
+ *   - the automatic compaction after a share group's region grew (a larger member joined) and left
+ *     its old place free; with compact_after_unload off the hole stays.
  *
  * Model sizes depend on the interpreter's options (weights as stored or widened), so the first
  * test measures them in a daemon of its own and picks the roles from the figures.
@@ -520,6 +522,44 @@ START_TEST(unload_compacts_the_pool) {
 }
 END_TEST
 
+/* ---- a share group's region that grows leaves its old place: compacted like an unload -------- */
+
+/* face then selfie in one share group: selfie's arena is the larger, so the group's region grows
+ * into a new place and the old one (face's activation bytes)
+ * is freed. With compact_after_unload (the default) the daemon compacts: one free block, both
+ * models answer their goldens; with it off the hole stays (the pool shows two free blocks). */
+START_TEST(grown_group_region_compacts_the_pool) {
+  for (int auto_compact = 1; auto_compact >= 0; auto_compact--) {
+    start("64M", auto_compact);
+    ar_client_t *c = client();
+    ar_client_model_t face, selfie;
+    char msg[AR_MSG_BYTES];
+    ck_assert_int_eq(ar_client_load(c, "face", ar_tc_model_path("face_detection_short_range"), "people", NULL, &face, msg,
+                                    sizeof(msg)), 0);
+    ck_assert_int_eq(ar_client_load(c, "selfie", ar_tc_model_path("selfie_segmentation"), "people", NULL, &selfie, msg,
+                                    sizeof(msg)), 0);
+    ck_assert_uint_gt(selfie.arena_bytes, face.arena_bytes);   /* the premise: the region grew */
+    json_t *st = auto_compact ? wait_compactions(c, 1) : ar_tc_stats(c);
+    ck_assert_msg(st != NULL, "no compaction after the share group's region grew");
+    json_t *p = json_object_get(st, "pool");
+    ck_assert_uint_eq(ar_tc_ji(p, "used_bytes"), pool_need(&face) + pool_need(&selfie) -
+                                                  (face.arena_bytes ? (face.arena_bytes + 63) / 64 * 64 : 64));
+    if (auto_compact) {
+      ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 1);
+      ck_assert_uint_eq(ar_tc_ji(p, "largest_free_bytes"), ar_tc_ji(p, "free_bytes"));
+    } else {
+      ck_assert_uint_eq(ar_tc_ji(p, "compactions"), 0);
+      ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 2);
+    }
+    json_decref(st);
+    invoke_goldens(c, "face", &face, "face_detection_short_range");
+    invoke_goldens(c, "selfie", &selfie, "selfie_segmentation");
+    ar_client_close(c);
+    stop();
+  }
+}
+END_TEST
+
 static Suite *compact_suite(void) {
   Suite *s = suite_create("compact");
   TCase *tc = tcase_create("daemon");
@@ -527,6 +567,7 @@ static Suite *compact_suite(void) {
   tcase_add_test(tc, larger_model_loads_after_compaction);
   tcase_add_test(tc, compaction_with_invokes_in_flight);
   tcase_add_test(tc, unload_compacts_the_pool);
+  tcase_add_test(tc, grown_group_region_compacts_the_pool);
   suite_add_tcase(s, tc);
   return s;
 }
