@@ -26,6 +26,8 @@
 #define AR_CFG_POOL_MAX AR_CONFIG_POOL_MAX
 #define AR_CFG_FRAME_MIN 1024ull
 #define AR_CFG_FRAME_MAX 0xffffffffull        /* frames carry a 32-bit length */
+#define AR_CFG_PENDING_FRAMES_MAX (1ull << 40)   /* max_pending_frame_bytes; its floor is max_frame_bytes */
+#define AR_CFG_PENDING_FRAMES_PER_FRAME 4        /* its default, in max_frame_bytes */
 #define AR_CFG_WORKERS_MAX 256u
 #define AR_CFG_CONN_MAX 65536u
 #define AR_CFG_INFLIGHT_MAX 65536u
@@ -53,6 +55,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->pool_bytes = 64ull << 20;
   cfg->workers = 2;
   cfg->max_frame_bytes = 64ull << 20;
+  cfg->max_pending_frame_bytes = AR_CFG_PENDING_FRAMES_PER_FRAME * cfg->max_frame_bytes;
   cfg->max_connections = 256;
   cfg->max_connections_per_uid = 64;
   cfg->max_inflight_per_connection = 64;
@@ -315,7 +318,7 @@ static int resolve_model_paths(ar_config_t *cfg, const char *base, char *msg, si
 
 static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg, size_t n) {
   if (!json_is_object(root)) return ar_errf(msg, n, AR_ECONFIG, "(top level): must be a JSON object");
-  bool have_models = false;
+  bool have_models = false, have_pending_frames = false;
   const char *k;
   json_t *v;
   json_object_foreach(root, k, v) {
@@ -334,6 +337,10 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_uint(v, k, 1, AR_CONFIG_THREADS_MAX, &cfg->threads, msg, n);
     } else if (strcmp(k, "max_frame_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_FRAME_MAX, &cfg->max_frame_bytes, msg, n);
+    } else if (strcmp(k, "max_pending_frame_bytes") == 0) {
+      /* Checked against max_frame_bytes below, once every key is read (JSON keys have no order). */
+      rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_PENDING_FRAMES_MAX, &cfg->max_pending_frame_bytes, msg, n);
+      have_pending_frames = true;
     } else if (strcmp(k, "max_connections") == 0) {
       rc = get_uint(v, k, 1, AR_CFG_CONN_MAX, &cfg->max_connections, msg, n);
     } else if (strcmp(k, "max_connections_per_uid") == 0) {
@@ -407,7 +414,7 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
     } else {
       rc = ar_errf(msg, n, AR_ECONFIG,
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
-                   "threads, max_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
+                   "threads, max_frame_bytes, max_pending_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
                    "max_buffer_bytes_per_connection, request_timeout_ms, "
                    "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, busy_poll_us, inline_invoke_us, max_model_bytes, memory_limit, "
@@ -417,6 +424,14 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
     if (rc != 0) return rc;
   }
   if (!have_models) return ar_errf(msg, n, AR_ECONFIG, "models: missing (required; [] for none)");
+  if (!have_pending_frames) {
+    cfg->max_pending_frame_bytes = AR_CFG_PENDING_FRAMES_PER_FRAME * cfg->max_frame_bytes;
+  } else if (cfg->max_pending_frame_bytes < cfg->max_frame_bytes) {
+    /* A frame max_frame_bytes allows could then never be received. */
+    return ar_errf(msg, n, AR_ECONFIG, "max_pending_frame_bytes: %" PRIu64 " bytes is below max_frame_bytes %" PRIu64
+                   " (the budget must hold at least one frame of the largest size)",
+                   cfg->max_pending_frame_bytes, cfg->max_frame_bytes);
+  }
   /* A model that does not say takes the file's default, so a reload that changes the default
    * reloads those models. */
   for (uint32_t i = 0; i < cfg->n_models; i++)

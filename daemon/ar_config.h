@@ -4,6 +4,7 @@
  *   {
  *     "socket": "/run/arenad/arenad.sock", "socket_mode": "0660", "socket_group": "arenad",
  *     "pool_bytes": 67108864, "workers": 2, "threads": 2, "max_frame_bytes": 67108864,
+ *     "max_pending_frame_bytes": "256M",
  *     "max_connections": 256, "max_connections_per_uid": 64, "max_inflight_per_connection": 64,
  *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
  *     "max_buffers_per_connection": 16, "max_buffer_bytes_per_connection": "256M",
@@ -60,6 +61,10 @@ typedef struct ar_config {
                                  * every invoke shares: 1..256, 0 (the default) = the online CPUs
                                  * (ar_config_threads) */
   uint64_t max_frame_bytes;     /* default 64 MiB */
+  /* Daemon-wide budget of the bytes announced by frames being received (daemon/ar_conn.h,
+   * "pending"): a frame that does not fit is refused (EBUSY) and its connection closed. At least
+   * max_frame_bytes; default 4 x max_frame_bytes (256 MiB with the default max_frame_bytes). */
+  uint64_t max_pending_frame_bytes;
   uint32_t max_connections;     /* default 256 */
   /* Connection limits (daemon/ar_conn.h); timeouts in milliseconds, 0 disables one. */
   uint32_t max_connections_per_uid;   /* default 64: one peer uid's share of max_connections */

@@ -43,6 +43,7 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.pool_bytes, 64u << 20);
   ck_assert_uint_eq(cfg.workers, 2);
   ck_assert_uint_eq(cfg.max_frame_bytes, 64u << 20);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes, 256u << 20);
   ck_assert_uint_eq(cfg.max_connections, 256);
   ck_assert_uint_eq(cfg.n_models, 0);
   ck_assert_uint_eq(cfg.max_model_bytes, 256u << 20);
@@ -209,6 +210,14 @@ static const struct {
   {"{\"models\": [], \"workers\": 0}", "workers: 0 is out of range [1, 256]"},
   {"{\"models\": [], \"workers\": \"2\"}", "workers: must be an integer"},
   {"{\"models\": [], \"max_frame_bytes\": \"8G\"}", "max_frame_bytes: 8589934592 bytes is out of range"},
+  {"{\"models\": [], \"max_pending_frame_bytes\": \"32M\"}",
+   "max_pending_frame_bytes: 33554432 bytes is below max_frame_bytes 67108864"},
+  {"{\"max_pending_frame_bytes\": \"2M\", \"models\": [], \"max_frame_bytes\": \"4M\"}",
+   "max_pending_frame_bytes: 2097152 bytes is below max_frame_bytes 4194304"},
+  {"{\"models\": [], \"max_pending_frame_bytes\": 100}", "max_pending_frame_bytes: 100 bytes is out of range"},
+  {"{\"models\": [], \"max_pending_frame_bytes\": \"2048G\"}",
+   "max_pending_frame_bytes: 2199023255552 bytes is out of range"},
+  {"{\"models\": [], \"max_pending_frame_bytes\": true}", "max_pending_frame_bytes: must be a size"},
   {"{\"models\": [], \"max_connections\": 100000}", "max_connections: 100000 is out of range [1, 65536]"},
   {"{\"models\": [5]}", "models[0]: must be an object"},
   {"{\"models\": [{\"path\": \"/a\"}]}", "models[0].name: missing"},
@@ -274,6 +283,27 @@ START_TEST(busy_poll_keys) {
   ck_assert_msg(strstr(msg, "inline_invoke_us") != NULL, "%s", msg);
   ck_assert_int_eq(load_text("{\"models\": [], \"busy_poll_us\": \"50\"}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
   ck_assert_msg(strstr(msg, "busy_poll_us") != NULL, "%s", msg);
+}
+END_TEST
+
+/* max_pending_frame_bytes: a size of at least max_frame_bytes (whatever the keys' order), by
+ * default 4 x max_frame_bytes. */
+START_TEST(pending_frame_budget_key) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(load_text("{\"models\": []}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes, 256u << 20);
+  ck_assert_msg(load_text("{\"models\": [], \"max_frame_bytes\": \"8M\"}", &cfg, msg, sizeof(msg)) == 0, "%s",
+                msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes, 32u << 20);
+  ck_assert_msg(load_text("{\"max_pending_frame_bytes\": \"1G\", \"models\": []}", &cfg, msg, sizeof(msg)) == 0,
+                "%s", msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes, 1u << 30);
+  /* equal to max_frame_bytes: one frame of the largest size at a time */
+  ck_assert_msg(load_text("{\"max_pending_frame_bytes\": 1048576, \"models\": [], \"max_frame_bytes\": \"1M\"}",
+                          &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes, 1u << 20);
+  ck_assert_uint_eq(cfg.max_frame_bytes, 1u << 20);
 }
 END_TEST
 
@@ -355,6 +385,7 @@ static Suite *config_suite(void) {
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, busy_poll_keys);
+  tcase_add_test(tc, pending_frame_budget_key);
   tcase_add_test(tc, too_many_models);
   tcase_add_test(tc, missing_file_is_enoent);
   tcase_add_test(tc, example_config_is_valid);
