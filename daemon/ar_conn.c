@@ -23,6 +23,8 @@
 #include "daemon/ar_decode.h"
 
 #define AR_READ_CHUNK (64 * 1024)
+/* A frame that needs no share of the pending-frame budget must fit in the read chunk. */
+_Static_assert(AR_CONN_FRAME_FREE_BYTES <= AR_READ_CHUNK, "AR_CONN_FRAME_FREE_BYTES beyond the read chunk");
 /* After a frame this large was handled, give freed heap back to the system at the next sweep. */
 #define AR_TRIM_AFTER_BYTES (1u << 20)
 /* Blocks smaller than this are not worth keeping (the heap has them at hand). */
@@ -36,6 +38,49 @@ static void on_readable(uv_poll_t *p, int status, int events);
 static void on_read(ar_conn_t *c, ssize_t nread);
 
 /* ------------------------------------------------------------------------------------------ */
+/* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending")                        */
+
+/* Give back what `c` holds of the budget. */
+static void frame_budget_release(ar_conn_t *c) {
+  if (c->frame_reserved_bytes == 0) return;
+  c->srv->pending_frame_bytes -= c->frame_reserved_bytes;
+  c->frame_reserved_bytes = 0;
+  c->frame_reserved_at = 0;
+}
+
+/* True when `c` holds the budget for the frame at the head of rbuf. */
+static bool frame_budget_holds_head(const ar_conn_t *c) {
+  return c->frame_reserved_bytes != 0 && c->frame_reserved_at == c->rx_bytes - c->rlen;
+}
+
+/* rbuf changed (frames consumed, the buffer handed over or emptied): release the budget when the
+ * frame it was held for is no longer in rbuf (its stream offset is before rbuf's first byte). */
+static void frame_budget_sync(ar_conn_t *c) {
+  if (c->frame_reserved_bytes != 0 && c->frame_reserved_at < c->rx_bytes - c->rlen) frame_budget_release(c);
+}
+
+/* The frame of `len` bytes whose header is at rbuf + pos is incomplete: hold its length of the
+ * budget before rbuf grows for it (once per frame; frames of at most AR_CONN_FRAME_FREE_BYTES take
+ * nothing). 0, or AR_EBUSY with `msg` when it does not fit beside the frames other connections are
+ * receiving. */
+static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, char *msg, size_t msg_bytes) {
+  uint64_t at = c->rx_bytes - c->rlen + pos;
+  if (c->frame_reserved_bytes != 0 && c->frame_reserved_at == at) return 0;
+  frame_budget_release(c);   /* an earlier frame's, handled meanwhile */
+  if (4 + (uint64_t)len <= AR_CONN_FRAME_FREE_BYTES) return 0;
+  ar_server_t *srv = c->srv;
+  uint64_t max = srv->cfg.max_pending_frame_bytes, held = srv->pending_frame_bytes;
+  if (held > max || len > max - held)   /* held > max: a reload lowered the budget */
+    return ar_errf(msg, msg_bytes, AR_EBUSY, "daemon-wide budget of pending frame bytes exhausted: frame of %" PRIu32
+                   " bytes refused, %" PRIu64 " of max_pending_frame_bytes %" PRIu64 " held by frames being "
+                   "received; closing", len, held, max);
+  srv->pending_frame_bytes += len;
+  c->frame_reserved_bytes = len;
+  c->frame_reserved_at = at;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Lifetime                                                                                    */
 
 /* Free the blocks kept for reuse. */
@@ -46,6 +91,7 @@ static void conn_drop_spares(ar_conn_t *c) {
 
 static void conn_unref(ar_conn_t *c) {
   if (--c->refs == 0) {
+    frame_budget_release(c);
     conn_drop_spares(c);
     free(c->rbuf);
     free(c);
@@ -169,6 +215,7 @@ void ar_conn_close(ar_conn_t *c) {
   if (ar_conn_is_gone(c)) return;
   c->closing = true;
   c->reading = false;
+  frame_budget_release(c);   /* its unfinished frame will never complete */
   conn_release_shm(c);
   conn_drop_spares(c);
   if (!uv_is_closing((uv_handle_t *)&c->rpoll)) uv_close((uv_handle_t *)&c->rpoll, on_rpoll_closed);
@@ -360,6 +407,7 @@ static void conn_kick(ar_conn_t *c) {
       snprintf(msg, sizeof(msg), "truncated frame: the stream ended inside the 4-byte length (%zu bytes)", c->rlen);
     c->rlen = 0;
     c->frame_start_us = 0;
+    frame_budget_sync(c);
     conn_error(c, 0, AR_EPROTO, msg);
     return;   /* its reply's kick closes the connection */
   }
@@ -610,6 +658,7 @@ static void decode_after(uv_work_t *w, int status) {
   size_t used = 4 + (size_t)j->len;
   memmove(c->rbuf, c->rbuf + used, c->rlen - used);
   c->rlen -= used;
+  frame_budget_sync(c);   /* the decoded frame has left rbuf */
   srv->trim_pending = true;
   if (status != 0 && j->rc == 0) {
     arenad__request__free_unpacked(j->req, NULL);
@@ -742,7 +791,17 @@ static void conn_parse(ar_conn_t *c) {
       pos = c->rlen;
       break;
     }
-    if (c->rlen - pos - 4 < len) break;
+    if (c->rlen - pos - 4 < len) {
+      /* Not all there: the frame takes its share of the daemon-wide budget before rbuf grows. */
+      int rc = frame_budget_reserve(c, pos, len, msg, sizeof(msg));
+      if (rc != 0) {
+        srv->frames_over_budget++;
+        conn_error(c, 0, rc, msg);
+        ar_conn_shutdown(c);
+        pos = c->rlen;
+      }
+      break;
+    }
     int h = handle_frame(c, pos, len);
     if (h == FRAME_ASYNC) {
       async = true;   /* rbuf now starts with that frame; it is consumed when decoded */
@@ -770,6 +829,7 @@ static void conn_parse(ar_conn_t *c) {
       srv->trim_pending = true;
     }
   }
+  frame_budget_sync(c);   /* the frames handled have left rbuf */
   c->parsing = false;
   if (!c->reading && conn_may_read(c) && !ar_conn_is_gone(c)) conn_resume(c);
   conn_unref(c);
@@ -779,9 +839,11 @@ static void conn_parse(ar_conn_t *c) {
 static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
   size_t want = c->rlen + AR_READ_CHUNK;
   if (c->rlen >= 4) {
-    /* Room for the whole pending frame at once when its length is acceptable. */
+    /* Room for the whole pending frame at once when its length is acceptable and it holds its
+     * share of the daemon-wide budget (conn_parse reserved it when the header came). */
     uint64_t len = frame_len(c->rbuf);
-    if (len <= c->srv->cfg.max_frame_bytes && 4 + len > want) want = (size_t)(4 + len);
+    if (len <= c->srv->cfg.max_frame_bytes && 4 + len > want && frame_budget_holds_head(c))
+      want = (size_t)(4 + len);
   }
   if (want > c->rcap) {
     uint8_t *nb = realloc(c->rbuf, want);
@@ -983,6 +1045,7 @@ static void on_sweep(uv_timer_t *t) {
                cfg->request_timeout_ms, c->rlen);
       c->rlen = 0;
       c->frame_start_us = 0;
+      frame_budget_sync(c);
       srv->frames_timed_out++;
       conn_error(c, 0, AR_ETIMEDOUT, msg);
       ar_conn_shutdown(c);

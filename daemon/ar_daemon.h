@@ -282,6 +282,9 @@ struct ar_server {
    * completed within request_timeout_ms, connections closed by send_timeout_ms / idle_timeout_ms,
    * frames refused by the scan or the decode budget. */
   uint64_t conns_refused, frames_timed_out, closed_send_timeout, closed_idle, frames_refused;
+  /* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending"): the announced bytes of
+   * the frames being received now, and the frames refused because they did not fit. */
+  uint64_t pending_frame_bytes, frames_over_budget;
   int exit_code;
   /* Pool compaction (ar_models.c; drawn above). `compacting` from the start until every MOVE job
    * ended; `compact_committed` once the layout is applied. Compact requests arriving before that

@@ -2088,6 +2088,10 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "workers", json_integer(srv->cfg.workers));
   json_object_set_new(d, "threads", json_integer(ar_threadpool_threads(srv->tpool)));
   json_object_set_new(d, "max_frame_bytes", json_integer((json_int_t)srv->cfg.max_frame_bytes));
+  /* The daemon-wide budget of frames being received (daemon/ar_conn.h, "pending"). */
+  json_object_set_new(d, "pending_frame_bytes", json_integer((json_int_t)srv->pending_frame_bytes));
+  json_object_set_new(d, "max_pending_frame_bytes", json_integer((json_int_t)srv->cfg.max_pending_frame_bytes));
+  json_object_set_new(d, "frames_over_budget", json_integer((json_int_t)srv->frames_over_budget));
   json_object_set_new(d, "busy_poll_us", json_integer(srv->cfg.busy_poll_us));
   json_object_set_new(d, "inline_invoke_us", json_integer(srv->cfg.inline_invoke_us));
   json_object_set_new(d, "invokes_inline", json_integer((json_int_t)srv->invokes_inline));
@@ -2232,6 +2236,7 @@ static void reload_finish(ar_server_t *srv) {
       }
     }
     srv->cfg.max_frame_bytes = cfg->max_frame_bytes;
+    srv->cfg.max_pending_frame_bytes = cfg->max_pending_frame_bytes;   /* frames held keep their share */
     srv->cfg.max_connections = cfg->max_connections;
     /* Connection limits apply to what is read from now on. */
     srv->cfg.max_connections_per_uid = cfg->max_connections_per_uid;

@@ -1,9 +1,10 @@
 /* check_conn.c - the connection layer's limits against a real arenad (daemon/ar_conn.h): unread
  * replies bound the daemon's memory, amplifying frames are refused before decoding, half frames
- * time out, one uid's idle sockets do not lock out another uid, SIGTERM drains within its
- * deadline, a missing socket directory is named. Memory is read from /proc/<pid>/status (VmRSS,
- * VmHWM; VmHWM is reset through /proc/<pid>/clear_refs). Latencies are only compared with the
- * same client's idle latency measured in the same test: p99 within 2x the idle p99, in the best of
+ * time out, frames being received are held to a daemon-wide budget, one uid's idle sockets do not
+ * lock out another uid, SIGTERM drains within its deadline, a missing socket directory is named.
+ * Memory is read from /proc/<pid>/status (VmRSS, VmHWM; VmHWM is reset through
+ * /proc/<pid>/clear_refs). Latencies are only compared with the same client's idle latency
+ * measured in the same test: p99 within 2x the idle p99, in the best of
  * up to three rounds (one round may catch the shared machine's own noise; starvation fails all).
  */
 #include "config.h"
@@ -750,6 +751,122 @@ START_TEST(idle_connections_are_closed) {
 }
 END_TEST
 
+/* ---- the daemon-wide budget of pending frame bytes ------------------------------------------ */
+
+/* Wait (up to 10 s) for stats daemon.pending_frame_bytes to become `want`; returns the last value. */
+static long wait_pending_frame_bytes(long want) {
+  long v = daemon_stat("pending_frame_bytes");
+  for (int t = 0; t < 100 && v != want; t++) {
+    sleep_ms(100);
+    v = daemon_stat("pending_frame_bytes");
+  }
+  return v;
+}
+
+/* True when `fd` has nothing to read now (the daemon neither answered nor closed it). */
+static bool nothing_to_read(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, 0) == 0;
+}
+
+/* True when the daemon closed `fd` (EOF; ECONNRESET if it left bytes of ours unread). */
+static bool closed_by_daemon(int fd) {
+  uint8_t b;
+  ssize_t r;
+  do r = read(fd, &b, 1); while (r < 0 && errno == EINTR);
+  return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+/* Six connections announce frames of max_frame_bytes - 1 (8 MiB - 1) and trickle their bytes under
+ * a budget of 20 MiB: two hold 16 MiB - 2 of it, the next four are answered EBUSY naming the budget
+ * and closed; the two keep trickling while a normal client's face and selfie invokes (the latter's
+ * 786 KB frame takes its own share of what is left) are answered with the same outputs as before.
+ * A frame that completes gives its share back, and so does a connection that closes: the budget
+ * returns to 0. */
+START_TEST(pending_frame_budget_refuses_past_it) {
+  start_cfg("{\"models\": [], \"max_frame_bytes\": \"8M\", \"max_pending_frame_bytes\": \"20M\", "
+            "\"request_timeout_ms\": 120000}");
+  int b = conn();
+  load(b, "face", "face_detection_short_range");
+  load(b, "selfie", "selfie_segmentation");
+  uint8_t *face_ref, *selfie_ref;
+  size_t face_n, selfie_n;
+  invoke_once(b, "face", FACE_IN, 1, NULL, 0, &face_ref, &face_n);
+  invoke_once(b, "selfie", SELFIE_IN, 2, NULL, 0, &selfie_ref, &selfie_n);
+  ck_assert_int_eq(daemon_stat("pending_frame_bytes"), 0);
+  ck_assert_int_eq(daemon_stat("max_pending_frame_bytes"), 20 << 20);
+
+  enum { BIG = 6, FIT = 2, PART = 4096, TRICKLE = 64 * 1024, ROUNDS = 4 };
+  const uint32_t LEN = (8u << 20) - 1;
+  static uint8_t part[4 + PART], zeros[TRICKLE];
+  part[0] = (uint8_t)LEN, part[1] = (uint8_t)(LEN >> 8), part[2] = (uint8_t)(LEN >> 16), part[3] = (uint8_t)(LEN >> 24);
+  int big[BIG];
+  size_t sent[BIG];
+  for (int i = 0; i < BIG; i++) {
+    big[i] = conn();
+    struct timeval tv = {20, 0};
+    setsockopt(big[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ck_assert_int_eq(ar_td_write_all(big[i], part, sizeof(part)), 0);   /* one write: read at once */
+    sent[i] = PART;
+    if (i < FIT) {
+      ck_assert_int_eq(wait_pending_frame_bytes((long)LEN * (i + 1)), (long)LEN * (i + 1));
+      continue;
+    }
+    Arenad__Response *r = ar_td_read_response(big[i]);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->status->code, ARENAD__CODE__EBUSY);
+    char want[160];
+    snprintf(want, sizeof(want), "daemon-wide budget of pending frame bytes exhausted: frame of %" PRIu32
+             " bytes refused, %" PRIu64 " of max_pending_frame_bytes %u held", LEN, (uint64_t)LEN * FIT, 20u << 20);
+    ck_assert_msg(strstr(r->status->message, want), "message: %s", r->status->message);
+    if (i == FIT) printf("pending frame budget: %s\n", r->status->message);
+    arenad__response__free_unpacked(r, NULL);
+    ck_assert_msg(closed_by_daemon(big[i]), "connection %d refused by the budget was not closed", i);
+    close(big[i]);
+    big[i] = -1;
+    ck_assert_int_eq(daemon_stat("pending_frame_bytes"), (long)LEN * FIT);
+  }
+  ck_assert_int_eq(daemon_stat("frames_over_budget"), BIG - FIT);
+
+  /* The two keep trickling; the normal client is served meanwhile, bit for bit as before. */
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < FIT; i++) {
+      ck_assert_int_eq(ar_td_write_all(big[i], zeros, sizeof(zeros)), 0);
+      sent[i] += sizeof(zeros);
+    }
+    invoke_once(b, "face", FACE_IN, 10 + (uint64_t)round, face_ref, face_n, NULL, NULL);
+    invoke_once(b, "selfie", SELFIE_IN, 20 + (uint64_t)round, selfie_ref, selfie_n, NULL, NULL);
+    for (int i = 0; i < FIT; i++) ck_assert_msg(nothing_to_read(big[i]), "trickling connection %d was answered", i);
+    ck_assert_int_eq(daemon_stat("pending_frame_bytes"), (long)LEN * FIT);
+  }
+
+  /* The first completes its frame (zeros: not a Request, answered EPROTO, the connection stays):
+   * its share goes back. */
+  size_t rest = LEN - sent[0];
+  uint8_t *tail = calloc(1, rest);
+  ck_assert_int_eq(ar_td_write_all(big[0], tail, rest), 0);
+  free(tail);
+  Arenad__Response *r = ar_td_read_response(big[0]);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(r->status->code, ARENAD__CODE__EPROTO);
+  arenad__response__free_unpacked(r, NULL);
+  ck_assert_int_eq(wait_pending_frame_bytes(LEN), LEN);
+  ck_assert(nothing_to_read(big[0]));
+
+  /* The other closes with its frame unfinished: nothing is held any more. */
+  close(big[1]);
+  ck_assert_int_eq(wait_pending_frame_bytes(0), 0);
+  invoke_once(b, "selfie", SELFIE_IN, 99, selfie_ref, selfie_n, NULL, NULL);
+  ck_assert_int_eq(daemon_stat("pending_frame_bytes"), 0);
+  ck_assert_int_eq(daemon_stat("frames_over_budget"), BIG - FIT);
+  close(big[0]);
+  close(b);
+  free(face_ref);
+  free(selfie_ref);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- per-model queue, socket directory ------------------------------------------------------ */
 
 typedef struct {
@@ -840,6 +957,7 @@ int main(void) {
   tcase_add_test(tc, sigterm_with_unread_replies_exits_within_deadline);
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);
   tcase_add_test(tc, idle_connections_are_closed);
+  tcase_add_test(tc, pending_frame_budget_refuses_past_it);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
