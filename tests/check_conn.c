@@ -867,6 +867,39 @@ START_TEST(pending_frame_budget_refuses_past_it) {
 }
 END_TEST
 
+/* A frame that never completes gives its share of the budget back when it times out
+ * (request_timeout_ms) and when the client half-closes inside it (truncated frame). */
+START_TEST(pending_frame_budget_released_by_timeout_and_truncation) {
+  start_cfg("{\"models\": [], \"request_timeout_ms\": 1000}");
+  const uint32_t LEN = 1u << 20;
+  uint8_t part[4 + 4096] = {(uint8_t)LEN, (uint8_t)(LEN >> 8), (uint8_t)(LEN >> 16), (uint8_t)(LEN >> 24)};
+  int slow = conn(), cut = conn();
+  struct timeval tv = {20, 0};
+  setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(cut, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ck_assert_int_eq(ar_td_write_all(cut, part, sizeof(part)), 0);
+  ck_assert_int_eq(wait_pending_frame_bytes(LEN), LEN);
+  ck_assert_int_eq(shutdown(cut, SHUT_WR), 0);
+  Arenad__Response *r = ar_td_read_response(cut);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(r->status->code, ARENAD__CODE__EPROTO);
+  ck_assert_msg(strstr(r->status->message, "truncated frame"), "%s", r->status->message);
+  arenad__response__free_unpacked(r, NULL);
+  ck_assert_int_eq(wait_pending_frame_bytes(0), 0);
+  ck_assert_int_eq(ar_td_write_all(slow, part, sizeof(part)), 0);
+  ck_assert_int_eq(wait_pending_frame_bytes(LEN), LEN);
+  r = ar_td_read_response(slow);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(r->status->code, ARENAD__CODE__ETIMEDOUT);
+  arenad__response__free_unpacked(r, NULL);
+  ck_assert_int_eq(wait_pending_frame_bytes(0), 0);
+  ck_assert_int_eq(daemon_stat("frames_over_budget"), 0);
+  close(slow);
+  close(cut);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- per-model queue, socket directory ------------------------------------------------------ */
 
 typedef struct {
@@ -958,6 +991,7 @@ int main(void) {
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);
   tcase_add_test(tc, idle_connections_are_closed);
   tcase_add_test(tc, pending_frame_budget_refuses_past_it);
+  tcase_add_test(tc, pending_frame_budget_released_by_timeout_and_truncation);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
