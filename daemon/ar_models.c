@@ -2437,6 +2437,16 @@ int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t 
         ar_pool_free(&pool, groups[gi].offset);
         groups[gi].offset = off;
         groups[gi].bytes = ar_pool_round(arena);
+        if (cfg->compact_after_unload && ar_pool_hole_offset(&pool) < pool.bytes) {
+          /* The daemon compacts after a group's growth (compact_after_unload): the regions slide
+           * down in order; the groups' regions are found again by owner. */
+          ar_pool_compact(&pool);
+          for (int k = 0; k < n_groups; k++)
+            for (size_t r = 0; r < pool.n_regions; r++)
+              if (pool.regions[r].kind == AR_REGION_ACTIVATION && strncmp(pool.regions[r].owner, "group:", 6) == 0 &&
+                  strcmp(pool.regions[r].owner + 6, groups[k].name) == 0)
+                groups[k].offset = pool.regions[r].offset;
+        }
       } else if (rc == 0 && e->group[0]) {
         snprintf(groups[n_groups].name, AR_NAME_MAX, "%s", e->group);
         groups[n_groups].offset = off;

@@ -747,9 +747,23 @@ START_TEST(group_grows_while_invokes_are_in_flight) {
    * idle_timeout_ms (300 s), and the daemon rightly closes it (ECONN). */
   ar_client_close(c);
   c = client();
-  json_t *st = ar_tc_stats(c);
+  /* The growth left the old region free, and the daemon compacts after it (compact_after_unload):
+   * once that is done, palm and hand share the one region, at or below where hand was placed. */
+  json_t *st = NULL;
+  for (int tries = 0;; tries++) {
+    st = ar_tc_stats(c);
+    if (!json_is_true(json_object_get(json_object_get(st, "pool"), "compacting")) &&
+        ar_tc_ji(json_object_get(st, "pool"), "free_blocks") == 1)
+      break;
+    ck_assert_msg(tries < 3000, "the pool was not compacted after the group grew");
+    json_decref(st);
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
   json_t *ap = json_object_get(ar_tc_stats_model(st, "palm"), "activation_region");
-  ck_assert_uint_eq(ar_tc_ji(ap, "offset"), hand.activation_offset);
+  json_t *ah = json_object_get(ar_tc_stats_model(st, "hand"), "activation_region");
+  ck_assert_uint_eq(ar_tc_ji(ap, "offset"), ar_tc_ji(ah, "offset"));
+  ck_assert_uint_le(ar_tc_ji(ap, "offset"), hand.activation_offset);
   ck_assert_uint_eq(ar_tc_ji(ap, "bytes"), (hand.arena_bytes + 63) / 64 * 64);
   json_decref(st);
   ar_tc_golden_t gh;
@@ -1026,6 +1040,38 @@ START_TEST(startup_with_a_failing_model_exits_1) {
   ck_assert_msg(strstr(err, "models[1] 'broken'"), "%s", err);
   unlink(cfg);
   unlink(bad);
+  rmdir(dir);
+}
+END_TEST
+
+/* --check-config lays the pool out as the daemon does: face then selfie in one share group grows
+ * the group's region, and with compact_after_unload (default) the pool is compacted after it, so
+ * the layout ends in one free block (used + largest free = the pool's bytes); with it off the old
+ * region stays a hole. */
+START_TEST(check_config_compacts_after_group_growth) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", cfg[300], out[8192];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  for (int compact = 1; compact >= 0; compact--) {
+    FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"pool_bytes\": 67108864, \"compact_after_unload\": %s, \"models\": ["
+               "{\"name\": \"face\", \"path\": \"%s\", \"group\": \"people\"}, "
+               "{\"name\": \"selfie\", \"path\": \"%s\", \"group\": \"people\"}]}\n",
+            compact ? "true" : "false", ar_tc_model_path("face_detection_short_range"),
+            ar_tc_model_path("selfie_segmentation"));
+    ck_assert_int_eq(fclose(f), 0);
+    const char *check[] = {"--check-config", cfg, NULL};
+    ck_assert_int_eq(run_arenad(check, out, sizeof(out)), 0);
+    unsigned long long used = 0, total = 0, largest = 0;
+    const char *line = strstr(out, "\nused ");
+    ck_assert_msg(line && sscanf(line, "\nused %llu of %llu bytes, largest free block %llu", &used, &total, &largest) == 3,
+                  "%s", out);
+    ck_assert_uint_eq(total, 67108864);
+    if (compact) ck_assert_msg(used + largest == total, "compacted layout has a hole:\n%s", out);
+    else ck_assert_msg(used + largest < total, "without compaction the old region stays a hole:\n%s", out);
+  }
+  unlink(cfg);
   rmdir(dir);
 }
 END_TEST
@@ -1626,6 +1672,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, prepare_failure_is_emodel);
   tcase_add_test(tc, pool_bytes_option_range);
   tcase_add_test(tc, startup_with_a_failing_model_exits_1);
+  tcase_add_test(tc, check_config_compacts_after_group_growth);
   tcase_add_test(tc, reload_is_a_transaction_and_keeps_runtime_loads);
   tcase_add_test(tc, reload_changing_group_never_fails_an_invoke);
   tcase_add_test(tc, config_weights_default_and_reload);
