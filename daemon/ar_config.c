@@ -71,6 +71,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->busy_poll_us = AR_CONFIG_BUSY_POLL_DEFAULT;
   cfg->inline_invoke_us = AR_CONFIG_INLINE_INVOKE_DEFAULT;
   cfg->max_model_bytes = 256ull << 20;
+  cfg->max_resize_activation_bytes = 32ull << 20;
   cfg->compact_after_unload = true;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
   if (geteuid() != 0) cfg->admin_uids[cfg->n_admin_uids++] = geteuid();
@@ -371,6 +372,8 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_uint(v, k, 0, AR_CONFIG_BUSY_POLL_MAX, &cfg->inline_invoke_us, msg, n);
     } else if (strcmp(k, "max_model_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_MODEL_MIN, AR_CFG_MODEL_MAX, &cfg->max_model_bytes, msg, n);
+    } else if (strcmp(k, "max_resize_activation_bytes") == 0) {
+      rc = get_size(v, k, 0, AR_CFG_POOL_MAX, &cfg->max_resize_activation_bytes, msg, n);
     } else if (strcmp(k, "memory_limit") == 0) {
       /* 0 = no bound; else at least AR_CFG_MEMORY_MIN (the daemon's code alone is ~10 MiB). */
       rc = get_size(v, k, 0, AR_CFG_MEMORY_MAX, &cfg->memory_limit_bytes, msg, n);
@@ -417,7 +420,7 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
                    "threads, max_frame_bytes, max_pending_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
                    "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
                    "max_buffer_bytes_per_connection, request_timeout_ms, "
-                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, busy_poll_us, inline_invoke_us, max_model_bytes, memory_limit, "
+                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, busy_poll_us, inline_invoke_us, max_model_bytes, max_resize_activation_bytes, memory_limit, "
                    "compact_after_unload, admin_uids, admin_gids, model_dirs, weights, models)",
                    k);
     }

@@ -91,6 +91,10 @@ typedef struct ar_config {
    * 0 = never. */
   uint32_t inline_invoke_us;          /* default AR_CONFIG_INLINE_INVOKE_DEFAULT (5000) */
   uint64_t max_model_bytes;     /* largest model file a load reads, default 256 MiB */
+  /* New input shapes (ResizeInput, or an Invoke carrying other shapes) from a peer that is not an
+   * admin may grow a share group's activation region up to this many bytes, no further (EPERM);
+   * admin peers up to the pool. 0 = only admins may grow a region. Default 32 MiB. */
+  uint64_t max_resize_activation_bytes;
   /* How constant weights are held ("stored" | "fp32", ar_weights_t) for models and Load requests
    * that do not say; "" = the interpreter's default (ar_interp_options_default: stored). */
   char weights[8];

@@ -1482,6 +1482,14 @@ static bool grow_region(ar_server_t *srv, ar_job_t *job) {
   ar_group_t *g = m->group;
   uint64_t need = ar_pool_round(job->grow_to), off = 0;
   char msg[AR_MSG_BYTES];
+  if (need > srv->cfg.max_resize_activation_bytes && !ar_models_peer_is_admin(srv, &job->to)) {
+    /* Pool bytes are shared by every model: a peer that is not an admin grows a region only so far. */
+    job->rc = AR_EPERM;
+    snprintf(job->msg, sizeof(job->msg), "model '%s': the new input shapes need an activation region of %" PRIu64
+             " bytes (now %" PRIu64 "), above max_resize_activation_bytes %" PRIu64 " for peers that are not admins",
+             m->name, need, g->act_bytes, srv->cfg.max_resize_activation_bytes);
+    return false;
+  }
   int rc = ar_pool_alloc(&srv->pool, need, AR_REGION_ACTIVATION, g->owner, &off, msg, sizeof(msg));
   if (rc != 0) {
     job->rc = rc;
@@ -2253,6 +2261,7 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.busy_poll_us = cfg->busy_poll_us;
     srv->cfg.inline_invoke_us = cfg->inline_invoke_us;
     srv->cfg.max_model_bytes = cfg->max_model_bytes;
+    srv->cfg.max_resize_activation_bytes = cfg->max_resize_activation_bytes;
     srv->cfg.memory_limit_bytes = cfg->memory_limit_bytes;
     srv->cfg.compact_after_unload = cfg->compact_after_unload;
     srv->cfg.n_admin_uids = cfg->n_admin_uids;

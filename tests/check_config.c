@@ -47,6 +47,7 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.max_connections, 256);
   ck_assert_uint_eq(cfg.n_models, 0);
   ck_assert_uint_eq(cfg.max_model_bytes, 256u << 20);
+  ck_assert_uint_eq(cfg.max_resize_activation_bytes, 32u << 20);
   ck_assert(cfg.compact_after_unload);
   ck_assert_uint_ge(cfg.n_admin_uids, 1);
   ck_assert_uint_eq(cfg.admin_uids[0], 0);
@@ -70,7 +71,7 @@ START_TEST(access_keys) {
   ck_assert_str_eq(cfg.model_dirs[1], "/opt");
   /* Explicit values replace the defaults. */
   rc = load_text("{\"admin_uids\": [1000, 1001], \"admin_gids\": [50], \"model_dirs\": [\"/a\", \"/b/c\"],"
-                 " \"max_model_bytes\": \"16M\", \"models\": [{\"name\": \"a\", \"path\": \"/srv/m/a.tflite\"}]}",
+                 " \"max_model_bytes\": \"16M\", \"max_resize_activation_bytes\": 0, \"models\": [{\"name\": \"a\", \"path\": \"/srv/m/a.tflite\"}]}",
                  &cfg, msg, sizeof(msg));
   ck_assert_msg(rc == 0, "%s", msg);
   ck_assert_uint_eq(cfg.n_admin_uids, 2);
@@ -80,6 +81,7 @@ START_TEST(access_keys) {
   ck_assert_uint_eq(cfg.n_model_dirs, 2);
   ck_assert_str_eq(cfg.model_dirs[1], "/b/c");
   ck_assert_uint_eq(cfg.max_model_bytes, 16u << 20);
+  ck_assert_uint_eq(cfg.max_resize_activation_bytes, 0);
   /* --model-dir adds without duplicates. */
   ck_assert_int_eq(ar_config_add_model_dir(&cfg, "/a", msg, sizeof(msg)), 0);
   ck_assert_int_eq(ar_config_add_model_dir(&cfg, "/d", msg, sizeof(msg)), 0);

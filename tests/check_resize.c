@@ -3,7 +3,8 @@
  * by simply sending those shapes: outputs equal the hand-computed ones per item, the model's
  * region follows the batch and the pool's used bytes return to the first figure, no heap
  * allocation in the invokes (the daemon's counter); a batch the pool cannot hold is ENOSPC with
- * the bytes needed and leaves the model working; ResizeInput does the same explicitly.
+ * the bytes needed and leaves the model working; ResizeInput does the same explicitly. A peer that
+ * is not an admin grows a region only up to max_resize_activation_bytes (EPERM past it).
  */
 #include <check.h>
 #include <jansson.h>
@@ -184,11 +185,77 @@ START_TEST(batch_follows_the_request_and_pool_returns) {
 }
 END_TEST
 
+/* A peer that is not an admin (admin_uids / admin_gids name others; the model comes from the
+ * configuration) may grow the model's region up to max_resize_activation_bytes (64K here) and no
+ * further: batch 8 runs, batch 512 (its input alone is 96 KiB; the 1 MiB pool could hold it) is
+ * EPERM naming the key, and the model keeps serving at its first size with the pool's used bytes
+ * back where they were. */
+START_TEST(peer_not_admin_grows_a_region_only_so_far) {
+  char dir[] = "/tmp/check_resize_XXXXXX", path[600], cfg[600], msg[AR_MSG_BYTES];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_batch_model(&bytes);
+  snprintf(path, sizeof path, "%s/batch.tflite", dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(file, 1, bytes, f), bytes);
+  ck_assert_int_eq(fclose(f), 0);
+  free(file);
+  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
+  f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  const unsigned other = (unsigned)geteuid() + 4242u;   /* nobody this test runs as */
+  fprintf(f, "{\"admin_uids\": [%u], \"admin_gids\": [%u], \"model_dirs\": [\"%s\"], "
+             "\"max_resize_activation_bytes\": \"64K\", \"models\": [{\"name\": \"b\", \"path\": \"%s\"}]}\n",
+          other, (unsigned)getegid() + 4242u, dir, path);
+  ck_assert_int_eq(fclose(f), 0);
+  static float items[8][ITEM], want[8][AR_TM_BATCH_OUT];
+  uint64_t seed = 777;
+  for (int b = 0; b < 8; b++) {
+    for (int i = 0; i < ITEM; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      items[b][i] = (float)((int)(seed >> 40) % 2001 - 1000) / 500.0f;
+    }
+    ar_tm_batch_by_hand(items[b], want[b]);
+  }
+  ar_test_daemon_t d;
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&d, "1M", extra) == 0, "arenad did not start (log %s)", d.log);
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  /* the premise: this peer is not an admin */
+  ck_assert_int_eq(ar_client_unload(c, "nope", msg, sizeof msg), AR_EPERM);
+  /* the configured model loads after the socket listens: ESTATE until it is ready */
+  int rc = AR_ESTATE;
+  for (int tries = 0; rc == AR_ESTATE && tries < 3000; tries++) {
+    rc = invoke_batch(c, 1, 0, items, want, msg, sizeof msg);
+    if (rc == AR_ESTATE) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  ck_assert_msg(rc == 0, "batch 1: %s", msg);
+  const uint64_t used0 = pool_used(c);
+  rc = invoke_batch(c, 8, 1, items, want, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "batch 8 (within 64K): %s", msg);
+  rc = invoke_batch(c, 512, 0, items, want, msg, sizeof msg);
+  ck_assert_int_eq(rc, AR_EPERM);
+  ck_assert_msg(strstr(msg, "above max_resize_activation_bytes 65536 for peers that are not admins") != NULL, "%s", msg);
+  const int64_t b512[4] = {512, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b512, 4, NULL, msg, sizeof msg), AR_EPERM);
+  ck_assert_int_eq(invoke_batch(c, 1, 2, items, want, msg, sizeof msg), 0);
+  ck_assert_uint_eq(pool_used(c), used0);
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+  unlink(cfg);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("resize");
   TCase *tc = tcase_create("daemon");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, batch_follows_the_request_and_pool_returns);
+  tcase_add_test(tc, peer_not_admin_grows_a_region_only_so_far);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
