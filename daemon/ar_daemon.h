@@ -402,7 +402,11 @@ int ar_memory_admit_load(ar_server_t *srv, const char *name, const ar_memory_reg
 /* ---- ar_server.c ---- */
 /* Fill srv->ops with the daemon's dispatch and reply functions (ar_server_start does it). */
 void ar_server_init_ops(ar_server_t *srv);
-/* Log to stderr with a "arenad: " prefix. */
+/* Log one line: to stderr with an "arenad: " prefix (foreground, systemd's journal), or to
+ * syslog (LOG_DAEMON, LOG_INFO, ident "arenad") after ar_log_use_syslog. Never fails. */
 void ar_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on ar_log writes to syslog: for a daemon that detached from its terminal (arenad.c
+ * points its standard streams at /dev/null then). */
+void ar_log_use_syslog(void);
 
 #endif /* AR_DAEMON_H */

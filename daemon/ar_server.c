@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,13 +43,21 @@ uint64_t ar_now_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+static _Atomic bool log_to_syslog;   /* set once (ar_log_use_syslog); worker threads read it */
+
+void ar_log_use_syslog(void) {
+  openlog("arenad", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+  log_to_syslog = true;
+}
+
 void ar_log(const char *fmt, ...) {
   char line[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
-  fprintf(stderr, "arenad: %s\n", line);
+  if (log_to_syslog) syslog(LOG_INFO, "%s", line);
+  else fprintf(stderr, "arenad: %s\n", line);
 }
 
 static void ar_server_maybe_finish_drain(ar_server_t *srv);

@@ -11,6 +11,7 @@
  * listening, so that a client started right after the parent exits finds it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -269,7 +270,19 @@ int main(int argc, char **argv) {
     ar_server_stop(srv);
     return 1;
   }
-  detach_ready(ready_fd);
+  if (ready_fd >= 0) {
+    /* Detached and listening: the terminal that started it is no longer ours (a shell's, maybe
+     * closed already). Standard streams go to /dev/null, the log to syslog. */
+    detach_ready(ready_fd);
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd >= 0) {
+      dup2(null_fd, 0);
+      dup2(null_fd, 1);
+      dup2(null_fd, 2);
+      if (null_fd > 2) close(null_fd);
+    }
+    ar_log_use_syslog();
+  }
   char where[160];
   if (srv->socket_activated)
     snprintf(where, sizeof(where), "adopted listening socket fd %d", srv->listen_fd);

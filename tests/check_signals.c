@@ -336,6 +336,16 @@ START_TEST(detached_daemon_loads_and_serves) {
   ar_client_close(c);
   golden_free(&face);
   ck_assert_int_ne(daemon_pid, parent);   /* the socket listens in the detached process */
+  /* Detached, it no longer writes to the streams it was started with (a terminal, here the log
+   * file): its standard streams are /dev/null, its log goes to syslog. */
+  for (int k = 0; k < 3; k++) {
+    char fdp[64], target[256];
+    snprintf(fdp, sizeof fdp, "/proc/%d/fd/%d", (int)daemon_pid, k);
+    ssize_t tn = readlink(fdp, target, sizeof target - 1);
+    ck_assert_msg(tn > 0, "readlink %s: %s", fdp, strerror(errno));
+    target[tn] = '\0';
+    ck_assert_msg(strcmp(target, "/dev/null") == 0, "the detached daemon's fd %d is %s, not /dev/null", k, target);
+  }
   ck_assert_int_eq(kill(daemon_pid, SIGTERM), 0);
   int gone = 0;
   for (int i = 0; i < 3000 && !gone; i++) {
