@@ -28,7 +28,8 @@ EXTRA_DIST += tests/python/run-tests tests/python/ardaemon.py tests/python/promp
   tests/python/test_client.py tests/python/test_prometheus.py
 TESTS += tests/python/run-tests
 AM_TESTS_ENVIRONMENT += AR_PYTHON='$(PYTHON)'; export AR_PYTHON;
-# The integer-I/O test model (uint8/int8 with quantization, int32, int64, bool) for test_client.py,
+# The integer-I/O test model (uint8/int8 with quantization, int32, int64, bool) and the resize model
+# (a batch input) for test_client.py,
 # written by a small program from tests/ar_test_model.c (the C suites build the same model).
 check_PROGRAMS += tests/mk_int_io_model
 tests_mk_int_io_model_SOURCES = tests/mk_int_io_model.c

@@ -32,6 +32,8 @@ def setUpModule():
     INT_DIR = tempfile.mkdtemp(prefix="arenad-py-int-")
     subprocess.run([*WRAP, os.path.join(BUILD, "tests", "mk_int_io_model"), os.path.join(INT_DIR, "int_io.tflite")],
                    check=True)
+    subprocess.run([*WRAP, os.path.join(BUILD, "tests", "mk_int_io_model"), os.path.join(INT_DIR, "batch.tflite"),
+                    "batch"], check=True)
     extra = ["--model-dir", INT_DIR]
     if os.path.isdir(MODELS_Q):
         extra += ["--model-dir", MODELS_Q]
@@ -591,6 +593,49 @@ class ContextManager(unittest.TestCase):
         with self.assertRaises(arenad.ArenadConnectionError):
             c.ping()
         c.close()   # idempotent
+
+
+class ResizableInput(unittest.TestCase):
+    """The resize model (tests/ar_test_model.h: x [1,4,4,3] with shape_signature [-1,4,4,3] ->
+    y [batch, 8]): resize_input changes the batch and the model's described shapes; a batch-4
+    invoke gives, row by row, what four batch-1 invokes of the same items give; a fixed dim is
+    ESHAPE; back at batch 1 the pool's used bytes return."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = arenad.Client(DAEMON.socket, timeout=60)
+        cls.info = cls.c.load("batch", os.path.join(INT_DIR, "batch.tflite"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.unload("batch")
+        cls.c.close()
+
+    def test_resize_input_changes_the_batch(self):
+        self.assertEqual(self.info.inputs[0].shape, (1, 4, 4, 3))
+        used0 = self.c.stats()["pool"]["used_bytes"]
+        rng = np.random.default_rng(5)
+        items = rng.uniform(-2, 2, size=(4, 4, 4, 3)).astype(np.float32)
+        singles = [self.c.invoke("batch", [items[k:k + 1]])[0] for k in range(4)]
+        self.assertEqual(singles[0].shape, (1, 8))
+        info = self.c.resize_input("batch", "x", [4, 4, 4, 3])
+        self.assertEqual(info.inputs[0].shape, (4, 4, 4, 3))
+        self.assertEqual(info.outputs[0].shape, (4, 8))
+        self.assertGreater(info.arena_bytes, self.info.arena_bytes)
+        y = self.c.invoke("batch", [items])[0]
+        self.assertEqual(y.shape, (4, 8))
+        for k in range(4):
+            np.testing.assert_array_equal(y[k], singles[k][0])
+        with self.assertRaises(arenad.ArenadError) as e:
+            self.c.resize_input("batch", 0, [4, 5, 4, 3])
+        self.assertEqual(e.exception.code, "ESHAPE")
+        self.assertIn("dim 1 is 5, but the model fixes it at 4", str(e.exception))
+        with self.assertRaises(arenad.ArenadError) as e:
+            self.c.resize_input("batch", "nope", [1, 4, 4, 3])
+        self.assertEqual(e.exception.code, "EINVAL")
+        back = self.c.resize_input("batch", 0, [1, 4, 4, 3])
+        self.assertEqual(back.arena_bytes, self.info.arena_bytes)
+        self.assertEqual(self.c.stats()["pool"]["used_bytes"], used0)
 
 
 class IntegerTensors(unittest.TestCase):

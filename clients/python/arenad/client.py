@@ -409,6 +409,25 @@ class Client:
         self._inputs.pop(name, None)
         self._call("unload_model", pb.UnloadModelRequest(name=name), timeout)
 
+    def resize_input(self, name: str, input: Union[int, str], shape: Sequence[int],
+                     timeout: Any = _UNSET) -> ModelInfo:
+        """Resize input `input` (index or name) of model `name` to `shape` (TFLite
+        ResizeInputTensor): only dims that are -1 in the input's shape_signature may change. The
+        daemon re-plans the model and grows or shrinks its region; returns the model as it now is
+        (its inputs' and outputs' new shapes). An invoke that simply sends arrays of the new shape
+        does the same. Errors: ESHAPE (a fixed dim), ENOSPC (the pool cannot hold the new plan),
+        EPERM (past max_resize_activation_bytes for a peer that is not an admin)."""
+        if isinstance(input, str):
+            names = [t.name for t in self._input_infos(name)]
+            if input not in names:
+                raise ArenadError("EINVAL", f"model '{name}' has no input named '{input}' (inputs: {names})",
+                                  pb.Code.Value("EINVAL"))
+            input = names.index(input)
+        req = pb.ResizeInputRequest(model=name, input=int(input), shape=[int(d) for d in shape])
+        info = _model_info(self._call("resize_input", req, timeout).resize_input.model)
+        self._inputs[info.name] = info.inputs
+        return info
+
     def compact(self, timeout: Any = _UNSET) -> CompactResult:
         """Compact the daemon's pool (admins only): regions above its first free block move down,
         each moved model re-placed behind the invokes its share group had accepted, so that the
