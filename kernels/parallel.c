@@ -375,7 +375,11 @@ static void *helper_main(void *arg) {
     bool found = false;
     uint32_t g = atomic_load_explicit(&p->gen, memory_order_relaxed);
     for (int k = 1; g == seen; k++) {
-      if (slot_has_work(s0, &tag)) {
+      /* Only work it may join: with every core taken (busy == threads: as many invokes as
+       * threads, each running its operators alone), a job in slot 0 would be found again at
+       * once and refused again - a loop without a yield that kept a core from the invokes for
+       * as long as the job ran. */
+      if (slot_has_work(s0, &tag) && atomic_load_explicit(&p->busy, memory_order_relaxed) < p->threads) {
         found = true;
         break;
       }
