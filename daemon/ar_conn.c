@@ -954,6 +954,13 @@ static void on_read(ar_conn_t *c, ssize_t nread) {
 
 static void free_unlinked(uv_handle_t *h) { free(h->data); }
 
+/* Admin peers (admin_uids / admin_gids) are exempt from max_connections_per_uid: a non-admin
+ * process of the same uid must not lock root out of its own ping, stats and reload. */
+static bool peer_is_admin(ar_server_t *srv, ar_conn_t *c) {
+  ar_reply_to_t to = {.conn = c, .peer = c->peer};
+  return ar_models_peer_is_admin(srv, &to);
+}
+
 void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
   if (status < 0) {
     ar_log("accept: %s", uv_strerror(status));
@@ -1002,7 +1009,7 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
   int err = 0;
   if (srv->draining) {
     err = ar_errf(msg, sizeof(msg), AR_ESTATE, "daemon is shutting down");
-  } else if (c->peer.known && same_uid >= srv->cfg.max_connections_per_uid) {
+  } else if (c->peer.known && same_uid >= srv->cfg.max_connections_per_uid && !peer_is_admin(srv, c)) {
     err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections from uid %u (max_connections_per_uid %u)",
                   (unsigned)c->peer.uid, srv->cfg.max_connections_per_uid);
   } else if (live >= srv->cfg.max_connections) {

@@ -4,7 +4,9 @@
  * Every limit that keeps one client from starving the daemon or the others lives here:
  *
  *   accept       max_connections (whole daemon) and max_connections_per_uid (per peer uid):
- *                past either, the new connection gets one EBUSY Response and is closed.
+ *                past either, the new connection gets one EBUSY Response and is closed. Admin
+ *                peers (admin_uids / admin_gids) are exempt from the per-uid cap, not from
+ *                max_connections: idle connections of their uid never lock them out.
  *                SO_PEERCRED is read once at accept (ar_conn_t.peer).
  *   read         recvmsg on a duplicate of the socket's descriptor watched by a uv_poll_t (libuv's
  *                own reads would drop the file descriptors a register_buffer frame carries). The

@@ -633,7 +633,8 @@ START_TEST(idle_sockets_of_one_uid_do_not_lock_out_another) {
     printf("idle sockets per uid: skipped (cannot raise RLIMIT_NOFILE to 4096)\n");
     return;
   }
-  start_cfg("{\"models\": [], \"socket_mode\": \"0666\"}");
+  /* uid 0 not an admin here: admins are exempt from the per-uid cap (next test). */
+  start_cfg("{\"models\": [], \"socket_mode\": \"0666\", \"admin_uids\": [4242]}");
   chmod(dmn.dir, 0755);
   enum { N = 1000 };
   static int fds[N];
@@ -662,6 +663,87 @@ START_TEST(idle_sockets_of_one_uid_do_not_lock_out_another) {
   for (int t = 0; t < 100 && ar_td_ping(dmn.socket) != 0; t++) sleep_ms(100);
   ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
   ck_assert_int_ge(daemon_stat("connections_refused"), N - 64);   /* + pings refused before the close */
+  stop_cfg();
+}
+END_TEST
+
+/* As uid `uid`, open `n` connections and keep them until a byte arrives on `go`; exit with the
+ * number the daemon refused with EBUSY naming max_connections_per_uid. */
+static pid_t hold_as(uid_t uid, const char *socket_path, int n, int go, int report) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(255);
+    int fds[64], refused = 0;
+    for (int i = 0; i < n && i < 64; i++) fds[i] = ar_td_connect_raw(socket_path);
+    for (int i = 0; i < n && i < 64; i++) {
+      struct pollfd p = {.fd = fds[i], .events = POLLIN};
+      if (fds[i] >= 0 && poll(&p, 1, 300) == 1) {
+        Arenad__Response *r = ar_td_read_response(fds[i]);
+        if (r && r->status->code == ARENAD__CODE__EBUSY && strstr(r->status->message, "max_connections_per_uid"))
+          refused++;
+        if (r) arenad__response__free_unpacked(r, NULL);
+      }
+    }
+    char b = (char)refused;
+    if (write(report, &b, 1) != 1) _exit(254);
+    if (read(go, &b, 1) < 0) _exit(253);
+    _exit(0);
+  }
+  return pid;
+}
+
+/* Admin peers are exempt from max_connections_per_uid (not from max_connections): 40 idle
+ * connections of root (an admin by default) with a per-uid cap of 8 do not lock root's ping,
+ * stats or reload out, while a non-admin uid is still held to 8. */
+START_TEST(admin_peers_exempt_from_per_uid_cap) {
+  if (geteuid() != 0) {
+    printf("admin per-uid exemption: skipped (needs root to connect as a second uid)\n");
+    return;
+  }
+  start_cfg("{\"models\": [], \"socket_mode\": \"0666\", \"max_connections_per_uid\": 8, "
+            "\"max_connections\": 60}");
+  chmod(dmn.dir, 0755);
+  enum { N = 40 };
+  int fds[N];
+  for (int i = 0; i < N; i++) fds[i] = conn();
+  ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
+  /* None of root's was refused: each answers a ping in turn. */
+  for (int i = 0; i < N; i++) {
+    Arenad__Request req = ARENAD__REQUEST__INIT;
+    Arenad__PingRequest pg = ARENAD__PING_REQUEST__INIT;
+    req.id = 100 + (uint64_t)i;
+    req.body_case = ARENAD__REQUEST__BODY_PING;
+    req.ping = &pg;
+    Arenad__Response *r = rpc(fds[i], &req);
+    ck_assert_msg(r->status->code == 0, "root connection %d: %s", i, r->status->message);
+    arenad__response__free_unpacked(r, NULL);
+  }
+  Arenad__Request rq = ARENAD__REQUEST__INIT;
+  Arenad__ReloadRequest rl = ARENAD__RELOAD_REQUEST__INIT;
+  rq.id = 77;
+  rq.body_case = ARENAD__REQUEST__BODY_RELOAD;
+  rq.reload = &rl;
+  int fd = conn();
+  Arenad__Response *r = rpc(fd, &rq);
+  ck_assert_msg(r->status->code == 0, "reload with %d idle root connections: %s", N, r->status->message);
+  arenad__response__free_unpacked(r, NULL);
+  close(fd);
+  /* nobody (not an admin) is still held to 8 of its 12. */
+  int go[2], rep[2];
+  ck_assert_int_eq(pipe(go), 0);
+  ck_assert_int_eq(pipe(rep), 0);
+  pid_t pid = hold_as(65534, dmn.socket, 12, go[0], rep[1]);
+  char refused = -1;
+  ck_assert_int_eq(read(rep[0], &refused, 1), 1);
+  printf("admin per-uid exemption: %d idle root connections served, nobody refused %d of 12 (cap 8)\n", N,
+         (int)refused);
+  ck_assert_int_eq(refused, 4);
+  ck_assert_int_eq(write(go[1], "x", 1), 1);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(go[0]); close(go[1]); close(rep[0]); close(rep[1]);
+  for (int i = 0; i < N; i++) close(fds[i]);
   stop_cfg();
 }
 END_TEST
@@ -986,6 +1068,7 @@ int main(void) {
   tcase_add_test(tc, amplifying_frames_bounded);
   tcase_add_test(tc, slowloris_connections_time_out);
   tcase_add_test(tc, idle_sockets_of_one_uid_do_not_lock_out_another);
+  tcase_add_test(tc, admin_peers_exempt_from_per_uid_cap);
   tcase_add_test(tc, unread_replies_bound_memory);
   tcase_add_test(tc, sigterm_with_unread_replies_exits_within_deadline);
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);
