@@ -85,7 +85,10 @@ static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, char *ms
 
 /* Free the blocks kept for reuse. */
 static void conn_drop_spares(ar_conn_t *c) {
-  for (uint32_t i = 0; i < c->n_spares; i++) free(c->spare[i]);
+  for (uint32_t i = 0; i < c->n_spares; i++) {
+    c->srv->spare_block_bytes -= c->spare_cap[i];
+    free(c->spare[i]);
+  }
   c->n_spares = 0;
 }
 
@@ -102,6 +105,7 @@ static void conn_unref(ar_conn_t *c) {
 static void *conn_spare_take(ar_conn_t *c, uint32_t i, size_t *cap) {
   void *p = c->spare[i];
   if (cap) *cap = c->spare_cap[i];
+  c->srv->spare_block_bytes -= c->spare_cap[i];
   c->n_spares--;
   memmove(c->spare + i, c->spare + i + 1, (c->n_spares - i) * sizeof(c->spare[0]));
   memmove(c->spare_cap + i, c->spare_cap + i + 1, (c->n_spares - i) * sizeof(c->spare_cap[0]));
@@ -138,6 +142,12 @@ void ar_conn_block_put(ar_conn_t *c, void *block, size_t cap) {
     free(conn_spare_take(c, 0, &old_cap));
     kept -= old_cap;
   }
+  /* Over all connections too: idle clients must not hold AR_CONN_KEEP_BYTES each. */
+  if (c->srv->spare_block_bytes + cap > AR_CONN_SPARE_DAEMON_BYTES) {
+    free(block);
+    return;
+  }
+  c->srv->spare_block_bytes += cap;
   c->spare[c->n_spares] = block;
   c->spare_cap[c->n_spares] = cap;
   c->n_spares++;

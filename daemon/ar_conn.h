@@ -52,7 +52,9 @@
  *                longest ago make room for a newer one), so a client sending frames above
  *                glibc's mmap threshold causes no mmap, munmap or page fault per frame, also
  *                after frames of other sizes;
- *                they are freed AR_CONN_KEEP_IDLE_MS after the connection's last read.
+ *                they are freed AR_CONN_KEEP_IDLE_MS after the connection's last read, and the
+ *                daemon keeps at most AR_CONN_SPARE_DAEMON_BYTES of them over all connections
+ *                (srv->spare_block_bytes; past it a block handed back is freed).
  *   buffers      shared-memory buffers registered on the connection (ar_shm.h): at most
  *                max_buffers_per_connection of them holding max_buffer_bytes_per_connection bytes
  *                in all (ENOSPC past either); released with the connection.
@@ -89,6 +91,9 @@ typedef struct ar_conn ar_conn_t;
 #define AR_CONN_SPARES 4
 #define AR_CONN_KEEP_BYTES (8u << 20)
 #define AR_CONN_KEEP_IDLE_MS 2000
+/* The blocks all connections keep for reuse, in all: past it a block handed back is freed instead
+ * of kept (256 connections x AR_CONN_KEEP_BYTES would be 2 GiB held by idle clients). */
+#define AR_CONN_SPARE_DAEMON_BYTES (64u << 20)
 
 /* The peer's credentials, read with SO_PEERCRED when the connection was accepted (the process
  * that called connect(2); fixed for the connection's life). known is false when the kernel did

@@ -285,6 +285,9 @@ struct ar_server {
   /* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending"): the announced bytes of
    * the frames being received now, and the frames refused because they did not fit. */
   uint64_t pending_frame_bytes, frames_over_budget;
+  /* Bytes of the blocks all connections keep for reuse (ar_conn.h, "blocks"), at most
+   * AR_CONN_SPARE_DAEMON_BYTES. */
+  uint64_t spare_block_bytes;
   int exit_code;
   /* Pool compaction (ar_models.c; drawn above). `compacting` from the start until every MOVE job
    * ended; `compact_committed` once the layout is applied. Compact requests arriving before that

@@ -2100,6 +2100,9 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "pending_frame_bytes", json_integer((json_int_t)srv->pending_frame_bytes));
   json_object_set_new(d, "max_pending_frame_bytes", json_integer((json_int_t)srv->cfg.max_pending_frame_bytes));
   json_object_set_new(d, "frames_over_budget", json_integer((json_int_t)srv->frames_over_budget));
+  /* Blocks connections keep for their next frames (daemon/ar_conn.h, "blocks"). */
+  json_object_set_new(d, "spare_block_bytes", json_integer((json_int_t)srv->spare_block_bytes));
+  json_object_set_new(d, "max_spare_block_bytes", json_integer((json_int_t)AR_CONN_SPARE_DAEMON_BYTES));
   json_object_set_new(d, "busy_poll_us", json_integer(srv->cfg.busy_poll_us));
   json_object_set_new(d, "inline_invoke_us", json_integer(srv->cfg.inline_invoke_us));
   json_object_set_new(d, "invokes_inline", json_integer((json_int_t)srv->invokes_inline));

@@ -748,6 +748,47 @@ START_TEST(admin_peers_exempt_from_per_uid_cap) {
 }
 END_TEST
 
+/* ---- blocks kept for reuse, daemon-wide ---------------------------------------------------- */
+
+/* 100 connections each making one selfie invoke over the bytes path (a 786 KB frame, a 256 KiB
+ * reply) and staying open: each would keep about 1 MB of blocks for its next frame, 100 MB in all;
+ * the daemon keeps at most max_spare_block_bytes (64 MiB) over all of them, and none once they
+ * closed. */
+START_TEST(spare_blocks_capped_daemon_wide) {
+  start_cfg("{\"models\": []}");
+  int a = conn();
+  load(a, "selfie", "selfie_segmentation");
+  enum { N = 100 };
+  int fds[N];
+  long max = daemon_stat("max_spare_block_bytes"), most = 0;
+  ck_assert_int_eq(max, 64l << 20);
+  uint64_t t0 = now_us();
+  for (int i = 0; i < N; i++) {
+    fds[i] = conn();
+    invoke_once(fds[i], "selfie", SELFIE_IN, 500 + (uint64_t)i, NULL, 0, NULL, NULL);
+    if (i % 10 == 9) {
+      long s = daemon_stat("spare_block_bytes");
+      ck_assert_msg(s <= max, "%ld bytes kept, cap %ld", s, max);
+      if (s > most) most = s;
+    }
+  }
+  double secs = (double)(now_us() - t0) / 1e6;
+  printf("spare blocks: %d connections after one selfie invoke each (%.2f s): at most %ld bytes kept (cap %ld)\n",
+         N, secs, most, max);
+  /* Quick enough that no connection dropped its spares for idleness (2 s): the cap was reached. */
+  if (HOLD_BOUNDS && secs < 1.5) ck_assert_int_ge(most, max - (8l << 20));
+  for (int i = 0; i < N; i++) close(fds[i]);
+  close(a);
+  long s = daemon_stat("spare_block_bytes");
+  for (int t = 0; t < 50 && s != 0; t++) {
+    sleep_ms(100);
+    s = daemon_stat("spare_block_bytes");
+  }
+  ck_assert_int_eq(s, 0);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- SIGTERM with unread replies ----------------------------------------------------------- */
 
 START_TEST(sigterm_with_unread_replies_exits_within_deadline) {
@@ -1069,6 +1110,7 @@ int main(void) {
   tcase_add_test(tc, slowloris_connections_time_out);
   tcase_add_test(tc, idle_sockets_of_one_uid_do_not_lock_out_another);
   tcase_add_test(tc, admin_peers_exempt_from_per_uid_cap);
+  tcase_add_test(tc, spare_blocks_capped_daemon_wide);
   tcase_add_test(tc, unread_replies_bound_memory);
   tcase_add_test(tc, sigterm_with_unread_replies_exits_within_deadline);
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);
