@@ -181,6 +181,18 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
       {"connections", "arenad_connections", "gauge", "Client connections open now"},
       {"requests", "arenad_requests_total", "counter", "Requests decoded since the daemon started"},
       {"workers", "arenad_workers", "gauge", "Worker threads"},
+      {"pending_frame_bytes", "arenad_pending_frame_bytes", "gauge",
+       "Bytes announced by frames being received now (daemon-wide budget, daemon/ar_conn.h)"},
+      {"max_pending_frame_bytes", "arenad_max_pending_frame_bytes", "gauge",
+       "The daemon-wide budget of pending frame bytes (max_pending_frame_bytes)"},
+      {"frames_over_budget", "arenad_frames_over_budget_total", "counter",
+       "Frames refused because they did not fit in max_pending_frame_bytes (connection closed)"},
+      {"spare_block_bytes", "arenad_spare_block_bytes", "gauge",
+       "Bytes of the blocks connections keep for their next frames and replies"},
+      {"max_spare_block_bytes", "arenad_max_spare_block_bytes", "gauge",
+       "Cap on the blocks kept for reuse over all connections, bytes"},
+      {"connections_refused", "arenad_connections_refused_total", "counter",
+       "Connections refused at accept (max_connections, max_connections_per_uid, draining)"},
   };
   for (size_t i = 0; i < sizeof(daemon_keys) / sizeof(daemon_keys[0]); i++) {
     const json_t *v = json_object_get(d, daemon_keys[i].key);

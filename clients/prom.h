@@ -18,6 +18,8 @@
  *   arenad_model_invoke_latency_microseconds{model} histogram (le in µs; 50 µs .. 60 s)
  *   arenad_group_{activation,saved}_bytes{group}
  *   arenad_uptime_seconds, arenad_connections, arenad_requests_total, arenad_workers,
+ *   arenad_connections_refused_total, arenad_{max_,}pending_frame_bytes,
+ *   arenad_frames_over_budget_total, arenad_{max_,}spare_block_bytes,
  *   arenad_build_info{version} 1
  */
 #ifndef AR_PROM_H
