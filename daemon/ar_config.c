@@ -60,6 +60,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->max_connections_per_uid = 64;
   cfg->max_inflight_per_connection = 64;
   cfg->max_pending_reply_bytes = 16ull << 20;
+  cfg->max_unwritten_reply_bytes = 64ull << 20;
   cfg->max_decode_bytes = 132ull << 20;
   cfg->max_queue_per_model = 256;
   cfg->max_buffers_per_connection = 16;
@@ -350,6 +351,8 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_uint(v, k, 1, AR_CFG_INFLIGHT_MAX, &cfg->max_inflight_per_connection, msg, n);
     } else if (strcmp(k, "max_pending_reply_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_PENDING_MIN, AR_CFG_PENDING_MAX, &cfg->max_pending_reply_bytes, msg, n);
+    } else if (strcmp(k, "max_unwritten_reply_bytes") == 0) {
+      rc = get_size(v, k, AR_CFG_PENDING_MIN, AR_CFG_PENDING_MAX, &cfg->max_unwritten_reply_bytes, msg, n);
     } else if (strcmp(k, "max_decode_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_DECODE_MIN, AR_CFG_DECODE_MAX, &cfg->max_decode_bytes, msg, n);
     } else if (strcmp(k, "max_queue_per_model") == 0) {
@@ -418,7 +421,7 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = ar_errf(msg, n, AR_ECONFIG,
                    "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
                    "threads, max_frame_bytes, max_pending_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
-                   "max_pending_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
+                   "max_pending_reply_bytes, max_unwritten_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
                    "max_buffer_bytes_per_connection, request_timeout_ms, "
                    "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, busy_poll_us, inline_invoke_us, max_model_bytes, max_resize_activation_bytes, memory_limit, "
                    "compact_after_unload, admin_uids, admin_gids, model_dirs, weights, models)",

@@ -70,6 +70,7 @@ typedef struct ar_config {
   uint32_t max_connections_per_uid;   /* default 64: one peer uid's share of max_connections */
   uint32_t max_inflight_per_connection; /* default 64: requests taken, reply not yet written */
   uint64_t max_pending_reply_bytes;   /* default 16 MiB: unwritten reply bytes before reads stop */
+  uint64_t max_unwritten_reply_bytes; /* default 64 MiB: the same over all connections (ar_conn.h) */
   uint64_t max_decode_bytes;          /* default 132 MiB: hard cap of one frame's decode budget */
   uint32_t max_queue_per_model;       /* default 256: invokes queued or running per model (EBUSY) */
   /* Shared-memory buffers (RegisterBuffer, daemon/ar_shm.h) per connection: how many, and their

@@ -380,9 +380,34 @@ static const Arenad__Response *align_outputs(const Arenad__Response *resp, align
   return &a->resp;
 }
 
+/* Besides its own limits, a connection holding unwritten replies is not read while the daemon's
+ * total of them is at max_unwritten_reply_bytes (connections with nothing queued still are). */
 static bool conn_may_read(const ar_conn_t *c) {
   const ar_config_t *cfg = &c->srv->cfg;
+  if (c->wbytes > 0 && c->srv->unwritten_reply_bytes >= cfg->max_unwritten_reply_bytes) {
+    c->srv->reply_budget_held = true;
+    return false;
+  }
   return !c->decoding && c->jobs < cfg->max_inflight_per_connection && c->wbytes <= cfg->max_pending_reply_bytes;
+}
+
+static void conn_kick(ar_conn_t *c);
+
+/* The daemon's unwritten replies fell below max_unwritten_reply_bytes: the connections held for
+ * it read again (each kick may reply and close, so the next one is taken first). */
+static void reply_budget_resume(ar_server_t *srv) {
+  if (!srv->reply_budget_held || srv->unwritten_reply_bytes >= srv->cfg.max_unwritten_reply_bytes) return;
+  srv->reply_budget_held = false;
+  ar_conn_t *next;
+  for (ar_conn_t *o = srv->conns; o; o = next) {
+    next = o->next;
+    if (!o->reading && !o->closing && !ar_conn_is_gone(o) && !o->parsing) {
+      o->refs++;
+      conn_kick(o);
+      next = o->next;
+      conn_unref(o);
+    }
+  }
 }
 
 static void conn_error(ar_conn_t *c, uint64_t id, int err, const char *msg);
@@ -435,6 +460,7 @@ static void on_write(uv_write_t *req, int status) {
   free(w->buf);
   ar_conn_block_put(c, w->keep, w->keep_bytes);   /* an invoke's output block: reused for the next */
   c->wbytes -= w->bytes;
+  c->srv->unwritten_reply_bytes -= w->bytes;
   free(w);
   c->write_progress_us = ar_now_us();
   request_finished(c);
@@ -442,7 +468,9 @@ static void on_write(uv_write_t *req, int status) {
     ar_conn_close(c);
   else
     conn_kick(c);   /* the write's reference keeps c alive meanwhile */
+  ar_server_t *srv = c->srv;
   conn_unref(c);
+  reply_budget_resume(srv);
 }
 
 void ar_conn_send(ar_conn_t *c, const Arenad__Response *resp) { ar_conn_send_owned(c, resp, NULL, 0); }
@@ -500,9 +528,11 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
   if (c->wbytes == 0) c->write_progress_us = ar_now_us();
   c->refs++;
   c->wbytes += w->bytes;
+  c->srv->unwritten_reply_bytes += w->bytes;
   if (uv_write(&w->req, (uv_stream_t *)&c->pipe, bufs, nb, on_write) != 0) {
     c->refs--;
     c->wbytes -= w->bytes;
+    c->srv->unwritten_reply_bytes -= w->bytes;
     free(buf);
     free(keep);
     free(w);

@@ -22,6 +22,9 @@
  *                requests unanswered-or-unwritten, fewer than max_pending_reply_bytes of replies
  *                queued for writing, and no frame on a decode worker; otherwise reading stops
  *                until the client drains its replies (backpressure, nothing buffered in between).
+ *                Daemon-wide, max_unwritten_reply_bytes: while the replies queued on all
+ *                connections (srv->unwritten_reply_bytes) reach it, connections holding any are
+ *                not read; the write that takes the total below it resumes them.
  *   frame        4-byte little-endian length + that many bytes of arenad.Request; a length of 0
  *                or above max_frame_bytes is refused (the latter closes the connection).
  *   pending      max_pending_frame_bytes (whole daemon): a frame larger than AR_CONN_FRAME_FREE_BYTES

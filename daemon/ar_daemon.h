@@ -288,6 +288,11 @@ struct ar_server {
   /* Bytes of the blocks all connections keep for reuse (ar_conn.h, "blocks"), at most
    * AR_CONN_SPARE_DAEMON_BYTES. */
   uint64_t spare_block_bytes;
+  /* Reply bytes queued on all connections and not yet written (max_unwritten_reply_bytes):
+   * `reply_budget_held` once a connection stopped being read for it, so that the writes that take
+   * the total below the budget resume the connections it held. */
+  uint64_t unwritten_reply_bytes;
+  bool reply_budget_held;
   int exit_code;
   /* Pool compaction (ar_models.c; drawn above). `compacting` from the start until every MOVE job
    * ended; `compact_committed` once the layout is applied. Compact requests arriving before that

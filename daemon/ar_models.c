@@ -2101,6 +2101,9 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "max_pending_frame_bytes", json_integer((json_int_t)srv->cfg.max_pending_frame_bytes));
   json_object_set_new(d, "frames_over_budget", json_integer((json_int_t)srv->frames_over_budget));
   /* Blocks connections keep for their next frames (daemon/ar_conn.h, "blocks"). */
+  /* Replies queued and not yet written, over all connections, and their budget (ar_conn.h, "read"). */
+  json_object_set_new(d, "unwritten_reply_bytes", json_integer((json_int_t)srv->unwritten_reply_bytes));
+  json_object_set_new(d, "max_unwritten_reply_bytes", json_integer((json_int_t)srv->cfg.max_unwritten_reply_bytes));
   json_object_set_new(d, "spare_block_bytes", json_integer((json_int_t)srv->spare_block_bytes));
   json_object_set_new(d, "max_spare_block_bytes", json_integer((json_int_t)AR_CONN_SPARE_DAEMON_BYTES));
   json_object_set_new(d, "busy_poll_us", json_integer(srv->cfg.busy_poll_us));
@@ -2253,6 +2256,7 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.max_connections_per_uid = cfg->max_connections_per_uid;
     srv->cfg.max_inflight_per_connection = cfg->max_inflight_per_connection;
     srv->cfg.max_pending_reply_bytes = cfg->max_pending_reply_bytes;
+    srv->cfg.max_unwritten_reply_bytes = cfg->max_unwritten_reply_bytes;
     srv->cfg.max_decode_bytes = cfg->max_decode_bytes;
     srv->cfg.max_queue_per_model = cfg->max_queue_per_model;
     srv->cfg.max_buffers_per_connection = cfg->max_buffers_per_connection;

@@ -363,6 +363,91 @@ START_TEST(unread_replies_bound_memory) {
 }
 END_TEST
 
+/* ---- the daemon-wide budget of unwritten replies ------------------------------------------ */
+
+typedef struct {
+  int fd, n, ok, invoked;
+} drain_t;
+
+static void *drain_main(void *arg) {
+  drain_t *d = arg;
+  bool seen[256] = {false};
+  for (int i = 0; i < d->n; i++) {
+    Arenad__Response *r = ar_td_read_response(d->fd);
+    if (r == NULL) break;
+    /* Each request once (an invoke the model's queue had no room for is answered EBUSY at once,
+     * before the invokes ahead of it). */
+    uint64_t k = r->id - 10000;
+    if (r->id >= 10000 && k < (uint64_t)d->n && k < 256 && !seen[k]) seen[k] = true, d->ok++;
+    if (r->status->code == 0) d->invoked++;
+    arenad__response__free_unpacked(r, NULL);
+  }
+  return NULL;
+}
+
+/* Four clients pipelining selfie invokes (256 KiB replies) and never reading: with
+ * max_unwritten_reply_bytes 512K they stop being read once the daemon holds 512 KiB of their
+ * replies (without it each could queue 64 requests' replies), past it only by the reply that
+ * crossed it, the invokes the model had accepted then (max_queue_per_model 2 waiting, 1 running;
+ * the others are answered EBUSY, a few hundred bytes each) and one reply per client (a client whose
+ * replies the kernel took has nothing queued and is read again); a client with nothing queued is still served; once
+ * they read, every request they sent is answered. */
+START_TEST(unwritten_reply_budget_holds_readers_back) {
+  start_cfg("{\"models\": [], \"send_timeout_ms\": 0, \"max_unwritten_reply_bytes\": \"512K\", "
+            "\"max_queue_per_model\": 2}");
+  int b = conn();
+  load(b, "selfie", "selfie_segmentation");
+  load(b, "face", "face_detection_short_range");
+  const long budget = 512l << 10;
+  ck_assert_int_eq(daemon_stat("max_unwritten_reply_bytes"), budget);
+  enum { N = 4, M = 100 };
+  flood_t fl[N];
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) {
+    fl[i] = (flood_t){.fd = conn(), .model = "selfie", .shape = SELFIE_IN, .n = M};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, flood_main, &fl[i]), 0);
+  }
+  int sent[N];
+  for (int i = 0; i < N; i++) sent[i] = wait_flood_stalls(&fl[i]);
+  long held = daemon_stat("unwritten_reply_bytes"), last = -1;
+  for (int t = 0; t < 100 && held != last; t++) {
+    sleep_ms(200);
+    last = held;
+    held = daemon_stat("unwritten_reply_bytes");
+  }
+  const long reply = 256 * 256 * 4 + 64, bound = budget + (3 + N) * reply + N * 64 * 256;
+  printf("unwritten replies: %d clients held after %d/%d/%d/%d of %d requests with %ld reply bytes unwritten "
+         "(budget %ld, bound %ld)\n",
+         N, sent[0], sent[1], sent[2], sent[3], M, held, budget, bound);
+  for (int i = 0; i < N; i++) ck_assert_int_lt(sent[i], M);
+  ck_assert_int_ge(held, budget);
+  ck_assert_int_le(held, bound);
+  /* A client with nothing queued is read and answered meanwhile. */
+  invoke_once(b, "face", FACE_IN, 4242, NULL, 0, NULL, NULL);
+  /* They read: the daemon drains them and reads them again until every invoke is answered. */
+  drain_t dr[N];
+  pthread_t rt[N];
+  int invoked = 0;
+  for (int i = 0; i < N; i++) {
+    dr[i] = (drain_t){.fd = fl[i].fd, .n = M};
+    ck_assert_int_eq(pthread_create(&rt[i], NULL, drain_main, &dr[i]), 0);
+  }
+  for (int i = 0; i < N; i++) {
+    pthread_join(th[i], NULL);
+    pthread_join(rt[i], NULL);
+    ck_assert_int_eq(fl[i].sent, M);
+    ck_assert_int_eq(dr[i].ok, M);
+    invoked += dr[i].invoked;
+    close(fl[i].fd);
+  }
+  printf("unwritten replies: all %d requests answered once read (%d invoked, the others EBUSY)\n", N * M, invoked);
+  ck_assert_int_gt(invoked, 0);
+  ck_assert_int_eq(daemon_stat("unwritten_reply_bytes"), 0);
+  close(b);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- amplifying frames ---------------------------------------------------------------------- */
 
 static void put_varint(uint8_t **p, uint64_t v) {
@@ -1111,6 +1196,7 @@ int main(void) {
   tcase_add_test(tc, idle_sockets_of_one_uid_do_not_lock_out_another);
   tcase_add_test(tc, admin_peers_exempt_from_per_uid_cap);
   tcase_add_test(tc, spare_blocks_capped_daemon_wide);
+  tcase_add_test(tc, unwritten_reply_budget_holds_readers_back);
   tcase_add_test(tc, unread_replies_bound_memory);
   tcase_add_test(tc, sigterm_with_unread_replies_exits_within_deadline);
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);
