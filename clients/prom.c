@@ -191,6 +191,10 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
        "Bytes of the blocks connections keep for their next frames and replies"},
       {"max_spare_block_bytes", "arenad_max_spare_block_bytes", "gauge",
        "Cap on the blocks kept for reuse over all connections, bytes"},
+      {"unwritten_reply_bytes", "arenad_unwritten_reply_bytes", "gauge",
+       "Reply bytes queued on all connections and not yet written"},
+      {"max_unwritten_reply_bytes", "arenad_max_unwritten_reply_bytes", "gauge",
+       "The daemon-wide budget of unwritten reply bytes (max_unwritten_reply_bytes)"},
       {"connections_refused", "arenad_connections_refused_total", "counter",
        "Connections refused at accept (max_connections, max_connections_per_uid, draining)"},
   };

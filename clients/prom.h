@@ -20,6 +20,7 @@
  *   arenad_uptime_seconds, arenad_connections, arenad_requests_total, arenad_workers,
  *   arenad_connections_refused_total, arenad_{max_,}pending_frame_bytes,
  *   arenad_frames_over_budget_total, arenad_{max_,}spare_block_bytes,
+ *   arenad_{max_,}unwritten_reply_bytes,
  *   arenad_build_info{version} 1
  */
 #ifndef AR_PROM_H

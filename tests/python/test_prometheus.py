@@ -125,12 +125,15 @@ class LiveDaemon(unittest.TestCase):
         for key, name, typ in (("pending_frame_bytes", "arenad_pending_frame_bytes", "gauge"),
                                ("max_pending_frame_bytes", "arenad_max_pending_frame_bytes", "gauge"),
                                ("frames_over_budget", "arenad_frames_over_budget_total", "counter"),
-                               ("max_spare_block_bytes", "arenad_max_spare_block_bytes", "gauge")):
+                               ("max_spare_block_bytes", "arenad_max_spare_block_bytes", "gauge"),
+                               ("max_unwritten_reply_bytes", "arenad_max_unwritten_reply_bytes", "gauge")):
             self.assertEqual(f[name].value(), stats["daemon"][key], name)
             self.assertEqual(f[name].type, typ, name)
         self.assertEqual(f["arenad_max_pending_frame_bytes"].value(), 256 << 20)
         self.assertEqual(f["arenad_max_spare_block_bytes"].value(), 64 << 20)
         self.assertIn("arenad_spare_block_bytes", f)
+        self.assertIn("arenad_unwritten_reply_bytes", f)
+        self.assertEqual(f["arenad_max_unwritten_reply_bytes"].value(), 64 << 20)
         self.assertEqual(f["arenad_model_info"].value(model="face", group="people", strategy="best",
                                                       sha256=face["sha256"], path=face["path"]), 1)
         for fam in f.values():
