@@ -1539,6 +1539,19 @@ int ar_model_load_buffer(const void *data, size_t bytes, ar_model_t **out, char 
 /* Bytes read per read(2) call: a large file is copied in steps (no single multi-GB read). */
 #define AR_READ_STEP (8u << 20)
 
+/* The FlatBuffer header of a TensorFlow Lite file: a root offset that leaves room for a table inside
+ * the file and the "TFL3" identifier at byte 4 (the decode checks them again, with the whole file). */
+static int check_header(const uint8_t *h, size_t bytes, char *msg, size_t msg_bytes) {
+  if (memcmp(h + 4, "TFL3", 4) != 0)
+    return ar_errf(msg, msg_bytes, AR_EMODEL, "file: no \"TFL3\" file identifier at byte 4 (not a "
+                   "TensorFlow Lite file)");
+  uint32_t root = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+  if ((uint64_t)root + 4 > bytes)
+    return ar_errf(msg, msg_bytes, AR_EMODEL, "file: root table offset %u lies outside the file (%zu bytes)",
+                   root, bytes);
+  return 0;
+}
+
 int ar_model_load_fd(int fd, uint64_t max_bytes, ar_model_t **out, char *msg, size_t msg_bytes) {
   return load_fd_flags(fd, max_bytes, false, out, msg, msg_bytes);
 }
@@ -1564,8 +1577,16 @@ static int load_fd_flags(int fd, uint64_t max_bytes, bool describe, ar_model_t *
   if (copy == MAP_FAILED) return ar_errf(msg, msg_bytes, AR_ENOMEM, "no memory for a %zu-byte copy", bytes);
   size_t got = 0;
   int rc = 0;
+  bool header_checked = false;
   while (got < bytes) {
+    /* The 8-byte header comes first and is checked alone: a file that is not a model is refused
+     * before the rest of it is read (a big junk file costs one small read, not its size in RSS). */
+    if (!header_checked && got >= 8) {
+      if ((rc = check_header(copy, bytes, msg, msg_bytes))) break;
+      header_checked = true;
+    }
     size_t step = bytes - got < AR_READ_STEP ? bytes - got : AR_READ_STEP;
+    if (!header_checked && step > 8 - got) step = 8 - got;
     ssize_t r = read(fd, copy + got, step);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {

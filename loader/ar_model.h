@@ -238,7 +238,9 @@ typedef struct ar_model {
 
 /* Load and verify the model file at `path`. On success *out owns a private copy of the file and
  * all decoded data; free with ar_model_free. Errors: AR_ENOENT / AR_EIO (open, stat, read, the
- * file changed size while it was read), AR_EMODEL (flatbuffer or semantic check failed),
+ * file changed size while it was read), AR_EMODEL (flatbuffer or semantic check failed; a string
+ * field - tensor, subgraph, signature or metadata name, description, custom op code - that is
+ * not UTF-8 is one, named with the file offset of its first bad byte),
  * AR_EUNSUPPORTED (unknown op, custom op or version), AR_EOVERFLOW (sizes), AR_ENOMEM.
  * AR_EUNSUPPORTED comes after the whole model is verified, with every operator that cannot run in
  * one message (ar_unsupported_format). `msg` (msg_bytes, may be NULL) receives e.g.
@@ -248,7 +250,9 @@ int ar_model_load(const char *path, ar_model_t **out, char *msg, size_t msg_byte
 /* Same as ar_model_load on an open file descriptor (not closed; read from its current offset,
  * which must be 0): fstat first, then the file is refused with AR_E2BIG when it is larger than
  * `max_bytes` (0 = no limit) before anything is read, else copied into memory the model owns (a
- * short or long read means the file changed under the load: AR_EIO). Messages never contain the
+ * short or long read means the file changed under the load: AR_EIO). The first 8 bytes are read
+ * and checked alone ("TFL3" at byte 4, a root offset inside the file): a file that is not a model
+ * is refused with AR_EMODEL after that one small read, whatever its size. Messages never contain the
  * path nor bytes of a file that is not a TFLite model. */
 int ar_model_load_fd(int fd, uint64_t max_bytes, ar_model_t **out, char *msg, size_t msg_bytes);
 

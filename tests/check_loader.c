@@ -432,6 +432,58 @@ START_TEST(test_options_match_manifest) {
 }
 END_TEST
 
+/* RFC 3629 edge cases of the loader's UTF-8 check (the length of the valid prefix). */
+START_TEST(test_utf8_valid_prefix) {
+  static const struct { const char *s; uint32_t len, valid; } c[] = {
+      {"", 0, 0},
+      {"conv2d/Relu6;x", 14, 14},
+      {"\xc3\xa9t\xc3\xa9", 6, 6},              /* two-byte sequences */
+      {"\xe2\x82\xac", 3, 3},                    /* U+20AC */
+      {"\xf0\x9f\x98\x80", 4, 4},                /* U+1F600 */
+      {"\xf4\x8f\xbf\xbf", 4, 4},                /* U+10FFFF, the last code point */
+      {"ab\xff", 3, 2},                          /* never valid */
+      {"ab\x80", 3, 2},                          /* lone continuation byte */
+      {"\xc0\xaf", 2, 0},                        /* overlong '/' */
+      {"a\xe0\x80\xaf", 4, 1},                   /* overlong, three bytes */
+      {"\xed\xa0\x80", 3, 0},                    /* UTF-16 surrogate U+D800 */
+      {"\xf4\x90\x80\x80", 4, 0},                /* above U+10FFFF */
+      {"\xf5\x80\x80\x80", 4, 0},
+      {"xy\xe2\x82", 4, 2},                      /* truncated at the end */
+      {"\xe2\x28\xa1", 3, 0},                    /* bad continuation */
+      {"a\0b", 3, 3},                            /* NUL is UTF-8 (C readers stop there) */
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++)
+    ck_assert_msg(ar_utf8_valid_prefix(c[i].s, c[i].len) == c[i].valid, "case %zu: %u, want %u", i,
+                  ar_utf8_valid_prefix(c[i].s, c[i].len), c[i].valid);
+}
+END_TEST
+
+/* A file that is not a model is refused after its 8-byte header: the rest of it (here a 1 GiB
+ * sparse tail) is never read - the file offset stays at 8. */
+START_TEST(test_junk_file_refused_after_header) {
+  char tmp[] = "/tmp/check_loader_junk_XXXXXX";
+  int fd = mkstemp(tmp);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "\x10\0\0\0JUNKjunkjunk", 16), 16);
+  ck_assert_int_eq(ftruncate(fd, 1ll << 30), 0);
+  ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+  char msg[AR_MSG_BYTES];
+  ar_model_t *m = NULL;
+  ck_assert_int_eq(ar_model_load_fd(fd, 0, &m, msg, sizeof(msg)), AR_EMODEL);
+  ck_assert_str_eq(msg, "file: no \"TFL3\" file identifier at byte 4 (not a TensorFlow Lite file)");
+  ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 8);
+  /* The identifier is right but the root offset points past the end. */
+  ck_assert_int_eq(pwrite(fd, "\xf0\xff\xff\x7fTFL3", 8, 0), 8);
+  ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+  ck_assert_int_eq(ar_model_load_fd(fd, 0, &m, msg, sizeof(msg)), AR_EMODEL);
+  ck_assert_str_eq(msg, "file: root table offset 2147483632 lies outside the file (1073741824 bytes)");
+  ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 8);
+  ck_assert_ptr_null(m);
+  close(fd);
+  unlink(tmp);
+}
+END_TEST
+
 START_TEST(test_load_file_errors) {
   char msg[AR_MSG_BYTES];
   ar_model_t *m = NULL;
@@ -565,6 +617,24 @@ START_TEST(test_corrupt_vectors_and_strings) {
   expect_reject(&f, AR_EMODEL, "subgraph 0, tensor 0: Tensor.name: string at offset", "unterminated name");
   expect_reject(&f, AR_EMODEL, "is not NUL-terminated inside the file", "unterminated name");
   put_u8(&f, nul, 0);
+  /* A name that is not UTF-8 (protobuf and jansson would refuse it later): refused at load, naming
+   * the tensor, the field and the file offset of the first bad byte. */
+  if (nlen >= 2) {
+    uint64_t at = (uint64_t)((const uint8_t *)name - f.buf) + 1;
+    uint8_t was = f.buf[at];
+    char want[160];
+    snprintf(want, sizeof(want), "subgraph 0, tensor 0: Tensor.name: string at offset %llu (%u bytes) is not "
+             "valid UTF-8: the sequence at byte 1 (file offset %llu, 0xff) is malformed",
+             (unsigned long long)((const uint8_t *)name - f.buf) - 4, nlen, (unsigned long long)at);
+    put_u8(&f, at, 0xff);
+    expect_reject(&f, AR_EMODEL, want, "name not UTF-8");
+    put_u8(&f, at, 0x1b);   /* a control byte is valid UTF-8: escaped where printed, not refused */
+    char msg[AR_MSG_BYTES];
+    ar_model_t *m = NULL;
+    ck_assert_int_eq(ar_model_load_buffer(f.buf, f.len, &m, msg, sizeof(msg)), 0);
+    ar_model_free(m);
+    put_u8(&f, at, was);
+  }
   /* No subgraphs. */
   ar_fb_vec_t sgs = vec_of(&f, &f.model, AR_FB_MODEL_SUBGRAPHS, 4);
   put_u32(&f, sgs.pos - 4, 0);
@@ -1349,6 +1419,8 @@ static Suite *loader_suite(void) {
   tcase_add_loop_test(real, test_inspect_json_matches_manifest, 0, ar_test_n_models);
   tcase_add_loop_test(real, test_options_match_manifest, 0, ar_test_n_models);
   tcase_add_test(real, test_load_file_errors);
+  tcase_add_test(real, test_utf8_valid_prefix);
+  tcase_add_test(real, test_junk_file_refused_after_header);
   tcase_add_test(real, test_inspect_human_and_errors);
   suite_add_tcase(s, real);
   TCase *bad = tcase_create("malformed");
