@@ -29,6 +29,7 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "common/ar_util.h"
 #include "common/ar_varint.h"
 #include "proto/arenad.pb-c.h"
 
@@ -235,7 +236,7 @@ static void piece_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
     p->n_refs++;
     return;
   }
-  if (p->copy) memcpy(p->copy + p->copy_len, data, len);   /* NULL: the sizing pass */
+  if (p->copy) ar_copy_bytes(p->copy + p->copy_len, data, len);   /* NULL: the sizing pass */
   p->copy_len += len;
 }
 

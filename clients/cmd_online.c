@@ -26,6 +26,7 @@
 #include "clients/image.h"
 #include "clients/prom.h"
 #include "common/ar_error.h"
+#include "common/ar_util.h"
 
 static int fail(const char *cmd, int rc, const char *msg) {
   fprintf(stderr, "arenactl %s: %s (%s)\n", cmd, msg && msg[0] ? msg : ar_strerror(rc), ar_err_name(rc));
@@ -660,7 +661,7 @@ int ar_cmd_invoke(int argc, char **argv) {
     }
     void *outp[AR_CLIENT_MAX_IO];
     for (int i = 0; i < n_in; i++) {
-      memcpy((uint8_t *)sbuf->data + in_off[i], tin[i].data, tin[i].bytes);
+      ar_copy_bytes((uint8_t *)sbuf->data + in_off[i], tin[i].data, tin[i].bytes);
       tin[i].data = (uint8_t *)sbuf->data + in_off[i];
     }
     for (int j = 0; j < n_out; j++) outp[j] = out_bytes[j] ? (uint8_t *)sbuf->data + out_off[j] : NULL;

@@ -30,6 +30,7 @@
 #include "clients/cli_io.h"
 #include "clients/cli_tensor.h"
 #include "common/ar_error.h"
+#include "common/ar_util.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_parallel.h"
 #include "loader/ar_model.h"
@@ -300,7 +301,7 @@ int ar_cmd_run(int argc, char **argv) {
   }
   for (int r = 0; r < runs; r++) {
     /* Inputs are copied before each invoke: the arenad convention may reuse their bytes. */
-    for (int i = 0; i < n_inputs; i++) memcpy(ar_interp_input(in, i)->data, data[i], ar_interp_input(in, i)->bytes);
+    for (int i = 0; i < n_inputs; i++) ar_copy_bytes(ar_interp_input(in, i)->data, data[i], ar_interp_input(in, i)->bytes);
     double t0 = now_ms();
     ar_interp_invoke(in);
     times[r] = now_ms() - t0;

@@ -19,6 +19,16 @@ static inline uint64_t ar_align_up(uint64_t x, uint64_t align) {
   return (x + align - 1) & ~(align - 1);
 }
 
+/* memcpy of tensor bytes that may be empty: a zero-element tensor ([1,0]) has no data pointer
+ * (NULL), and memcpy/memcmp with a NULL argument are undefined even for 0 bytes (C11 7.24.1). */
+static inline void ar_copy_bytes(void *dst, const void *src, size_t bytes) {
+  if (bytes) __builtin_memcpy(dst, src, bytes);
+}
+/* memcmp == 0 of possibly empty byte ranges (NULL allowed when `bytes` is 0). */
+static inline bool ar_same_bytes(const void *a, const void *b, size_t bytes) {
+  return bytes == 0 || __builtin_memcmp(a, b, bytes) == 0;
+}
+
 #define AR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define AR_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define AR_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -1398,7 +1398,7 @@ static void group_work(uv_work_t *w) {
     /* The one copy of each input: from the request or the client's buffer into the arena (the
      * client may keep writing its buffer; the invoke only reads the arena's copy). */
     for (size_t i = 0; i < ir->n_inputs; i++)
-      memcpy(ar_interp_input(in, (int32_t)i)->data, job->in_src[i], job->in_len[i]);
+      ar_copy_bytes(ar_interp_input(in, (int32_t)i)->data, job->in_src[i], job->in_len[i]);
     ar_alloc_count_begin();
     job->rc = ar_interp_invoke(in);
     job->heap_allocs = ar_alloc_count_end();
@@ -1407,10 +1407,10 @@ static void group_work(uv_work_t *w) {
       for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
         const ar_tview_t *v = ar_interp_output(in, j);
         if (job->out_dst[j]) {
-          memcpy(job->out_dst[j], v->data, v->bytes);   /* inside its range: checked above */
+          ar_copy_bytes(job->out_dst[j], v->data, v->bytes);   /* inside its range: checked above */
           continue;
         }
-        memcpy(job->out + off, v->data, v->bytes);
+        ar_copy_bytes(job->out + off, v->data, v->bytes);
         off += v->bytes;
       }
     } else {

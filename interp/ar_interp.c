@@ -1353,8 +1353,8 @@ int ar_interp_set_shape_input(ar_interp_t *in, int32_t i, const void *data, uint
   if (bytes != v->bytes)
     return ar_errf(msg, msg_bytes, AR_ESHAPE, "input %d (%s): %llu bytes, the tensor has %llu", (int)i,
                    ar_interp_input_name(in, i), (unsigned long long)bytes, (unsigned long long)v->bytes);
-  if (in->snap_valid[i] && memcmp(in->snap[i], data, bytes) == 0) return 0;
-  memcpy(in->snap[i], data, bytes);
+  if (in->snap_valid[i] && ar_same_bytes(in->snap[i], data, bytes)) return 0;
+  ar_copy_bytes(in->snap[i], data, bytes);
   in->snap_valid[i] = true;
   v->value_known = true;
   in->dirty = true;
