@@ -114,3 +114,10 @@ int ar_cli_output_dir(const char *dir, char *msg, size_t msg_bytes) {
                    "exist (one level is created)", dir);
   return ar_errf(msg, msg_bytes, AR_EIO, "cannot create output directory %s: %s", dir, strerror(e));
 }
+
+const char *ar_cli_esc(const char *s) {
+  static char bufs[8][AR_CLI_ESC_BYTES];
+  static unsigned next;
+  char *out = bufs[next++ % 8];
+  return ar_escape_text(s ? s : "", out, AR_CLI_ESC_BYTES);
+}

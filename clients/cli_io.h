@@ -28,4 +28,12 @@ int ar_cli_read_input(const char *path, const char *tensor, uint64_t need_bytes,
  * message then gives strerror); msg names the directory and the reason. */
 int ar_cli_output_dir(const char *dir, char *msg, size_t msg_bytes);
 
+/* `s` ready to print to a terminal: control characters (below 0x20, 0x7f) and bytes that are not
+ * UTF-8 written as \xNN (ar_escape_text). For model strings (tensor, subgraph and metadata names,
+ * descriptions, custom op codes) and daemon messages quoting them. The result lives in one of 8
+ * static buffers used in turn (so up to 8 may appear in one printf), AR_CLI_ESC_BYTES bytes each
+ * (longer text is truncated); NULL prints as "". Never allocates. */
+#define AR_CLI_ESC_BYTES 4096
+const char *ar_cli_esc(const char *s);
+
 #endif /* AR_CLI_IO_H */

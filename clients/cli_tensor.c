@@ -2,6 +2,7 @@
  * classes and detection rows (see cli_tensor.h). Used by cmd_online.c (invoke) and cmd_run.c.
  */
 #include "clients/cli_tensor.h"
+#include "clients/cli_io.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -327,7 +328,7 @@ int ar_cli_print_results(const char *cmd, const ar_cli_result_opts_t *ro, const 
   ar_cli_labels_t labels = {0};
   char msg[AR_MSG_BYTES];
   if (ro->labels_path && ar_cli_labels_load(ro->labels_path, &labels, msg, sizeof(msg)) != 0) {
-    fprintf(stderr, "arenactl %s: %s\n", cmd, msg);
+    fprintf(stderr, "arenactl %s: %s\n", cmd, ar_cli_esc(msg));
     return 1;
   }
   const ar_cli_labels_t *l = ro->labels_path ? &labels : NULL;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "clients/arenactl.h"
+#include "clients/cli_io.h"
 #include "common/ar_error.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_isa.h"
@@ -34,7 +35,7 @@
 /* "CONV_2D" for builtins, "CUSTOM:<code>" for custom ops (the manifest's operator_codes form). */
 static void opcode_name(const ar_opcode_t *oc, char *buf, size_t n) {
   if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
-    snprintf(buf, n, "CUSTOM:%s", oc->custom_code ? oc->custom_code : "");
+    snprintf(buf, n, "CUSTOM:%s", ar_cli_esc(oc->custom_code));
   else if (oc->op != AR_OP_INVALID)
     snprintf(buf, n, "%s", ar_op_name(oc->op));
   else
@@ -279,7 +280,7 @@ static void print_io(const ar_subgraph_t *sg, const char *title, const int32_t *
     quant_text(t, q, sizeof(q));
     printf("    %-3u %-7d %-9s ", i, list[i], ar_dtype_name(t->dtype));
     print_shape(t);
-    printf(" %-28s %s\n", q, t->name);
+    printf(" %-28s %s\n", q, ar_cli_esc(t->name));
   }
 }
 
@@ -292,7 +293,7 @@ static void print_tensors(const ar_subgraph_t *sg) {
     quant_text(t, q, sizeof(q));
     printf("    %-7u %-9s ", i, ar_dtype_name(t->dtype));
     print_shape(t);
-    printf(" %-5s %-40s %s\n", t->data ? "yes" : "", q, t->name);
+    printf(" %-5s %-40s %s\n", t->data ? "yes" : "", q, ar_cli_esc(t->name));
   }
 }
 
@@ -319,21 +320,21 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc, cons
   printf("model          %s (%llu bytes)\n", path, (unsigned long long)m->file_bytes);
   printf("sha256         %s\n", hex);
   printf("schema         version %u\n", m->schema_version);
-  printf("description    %s\n", m->description);
+  printf("description    %s\n", ar_cli_esc(m->description));
   printf("contents       %u subgraph%s, %u operator codes, %u buffers, %u metadata, %u signature defs\n",
          m->n_subgraphs, m->n_subgraphs == 1 ? "" : "s", m->n_opcodes, m->n_buffers, m->n_metadata,
          m->n_signature_defs);
   printf("constants      %lld buffers, %llu bytes (mapped read-only, not copied)\n",
          (long long)json_integer_value(json_object_get(cb, "count")), (unsigned long long)m->constant_bytes);
   for (uint32_t i = 0; i < m->n_metadata; i++)
-    printf("metadata %-5u %s (buffer %u)\n", i, m->metadata[i].name, m->metadata[i].buffer);
+    printf("metadata %-5u %s (buffer %u)\n", i, ar_cli_esc(m->metadata[i].name), m->metadata[i].buffer);
 
   json_t *sgs = json_object_get(doc, "subgraphs");
   for (uint32_t s = 0; s < m->n_subgraphs; s++) {
     const ar_subgraph_t *sg = &m->subgraphs[s];
     json_t *sj = json_array_get(sgs, s);
     json_t *w = json_object_get(sj, "weights");
-    printf("\nsubgraph %u \"%s\": %u tensors, %u operators\n", s, sg->name, sg->n_tensors, sg->n_operators);
+    printf("\nsubgraph %u \"%s\": %u tensors, %u operators\n", s, ar_cli_esc(sg->name), sg->n_tensors, sg->n_operators);
     printf("  %-34s %7s %8s\n", "operator", "count", "version");
     bool main_graph = s == 0;
     for (uint32_t c = 0; c < m->n_opcodes; c++) {
@@ -346,7 +347,7 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc, cons
              main_graph && opcode_cannot_run(m, u, c) ? "   cannot run" : "");
     }
     if (main_graph)
-      printf("  %s %s\n", u->rc == 0 ? "runs         " : "cannot run   ", u->rc == 0 ? "every operator has a kernel" : u->msg);
+      printf("  %s %s\n", u->rc == 0 ? "runs         " : "cannot run   ", u->rc == 0 ? "every operator has a kernel" : ar_cli_esc(u->msg));
     print_io(sg, "inputs", sg->inputs, sg->n_inputs);
     print_io(sg, "outputs", sg->outputs, sg->n_outputs);
     if (tensors) print_tensors(sg);
@@ -424,7 +425,7 @@ int ar_cmd_inspect(int argc, char **argv) {
     /* File-level errors already name the path ("PATH: ..."); decode errors do not. */
     size_t pl = strlen(path);
     bool named = strncmp(msg, path, pl) == 0 && msg[pl] == ':';
-    fprintf(stderr, "arenactl inspect: %s%s%s (%s)\n", named ? "" : path, named ? "" : ": ", msg, ar_err_name(rc));
+    fprintf(stderr, "arenactl inspect: %s%s%s (%s)\n", named ? "" : path, named ? "" : ": ", ar_cli_esc(msg), ar_err_name(rc));
     return 1;
   }
   unsupported_t *u = calloc(1, sizeof(*u));

@@ -29,7 +29,7 @@
 #include "common/ar_util.h"
 
 static int fail(const char *cmd, int rc, const char *msg) {
-  fprintf(stderr, "arenactl %s: %s (%s)\n", cmd, msg && msg[0] ? msg : ar_strerror(rc), ar_err_name(rc));
+  fprintf(stderr, "arenactl %s: %s (%s)\n", cmd, msg && msg[0] ? ar_cli_esc(msg) : ar_strerror(rc), ar_err_name(rc));
   return 1;
 }
 
@@ -693,13 +693,13 @@ int ar_cmd_invoke(int argc, char **argv) {
         mx = fmax(mx, x);
         sum += x;
       }
-      printf("  output %d %-20s %-16s min %-12.6g max %-12.6g mean %.6g", j, t->name, sh, mn, mx, sum / (double)n);
+      printf("  output %d %-20s %-16s min %-12.6g max %-12.6g mean %.6g", j, ar_cli_esc(t->name), sh, mn, mx, sum / (double)n);
       if (t->quant.n > 0)
         printf("  (%s, scale %.9g zero point %" PRId64 "%s)", t->dtype == AR_CLIENT_UINT8 ? "uint8" : t->dtype == AR_CLIENT_INT8 ? "int8" : "quantized",
                t->quant.scale, t->quant.zero_point, t->quant.n > 1 ? ", per-axis" : "");
       printf("\n");
     } else {
-      printf("  output %d %-20s %-16s %" PRIu64 " bytes\n", j, t->name, sh, t->bytes);
+      printf("  output %d %-20s %-16s %" PRIu64 " bytes\n", j, ar_cli_esc(t->name), sh, t->bytes);
     }
     if (outdir) {
       char path[PATH_MAX];
@@ -823,7 +823,7 @@ int ar_cmd_plan_remote(int argc, char **argv) {
     json_array_foreach(json_object_get(plan, "buffers"), i, b) {
       printf("%6" JSON_INTEGER_FORMAT " %-40.40s %-10s %10" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT
              " %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT "\n",
-             jint(b, "tensor"), jstr(b, "name"), jstr(b, "class"), jint(b, "size"), jint(b, "offset"),
+             jint(b, "tensor"), ar_cli_esc(jstr(b, "name")), jstr(b, "class"), jint(b, "size"), jint(b, "offset"),
              jint(b, "first_use"), jint(b, "last_use"), jint(b, "alias_of"));
     }
     printf("\n%s (%s, lifetimes %s): arena %" JSON_INTEGER_FORMAT " B (tensors %" JSON_INTEGER_FORMAT

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clients/arenactl.h"
+#include "clients/cli_io.h"
 #include "common/ar_error.h"
 #include "interp/ar_budget.h"
 #include "interp/ar_interp.h"
@@ -84,7 +85,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
   int rc = ar_model_load_describe(path, &model, msg, sizeof msg);
   if (rc != 0) {
     if (json) return ar_cli_json_error(rc, msg, NULL, 0);
-    fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
+    fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), ar_cli_esc(msg));
     return 1;
   }
   ar_interp_t *in = NULL;
@@ -97,7 +98,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
       if (rc == AR_EUNSUPPORTED) ar_interp_unsupported(model, &opt, ops, 256, &n, m2, sizeof m2);
       ar_cli_json_error(rc, msg, ops, n);
     } else {
-      fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), msg);
+      fprintf(stderr, "arenactl plan: %s: %s: %s\n", path, ar_strerror(rc), ar_cli_esc(msg));
     }
     ar_model_free(model);
     return 1;
@@ -113,7 +114,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
   }
   rc = ar_planner_verify(ar_interp_planner(in), msg, sizeof msg);
   if (rc != 0) {
-    fprintf(stderr, "arenactl plan: %s: plan fails verification: %s\n", path, msg);
+    fprintf(stderr, "arenactl plan: %s: plan fails verification: %s\n", path, ar_cli_esc(msg));
     status = 1;
   }
   if (json) {

@@ -206,17 +206,17 @@ int ar_cmd_run(int argc, char **argv) {
   int status = 1;
   int rc = outdir ? ar_cli_output_dir(outdir, msg, sizeof msg) : 0;
   if (rc != 0) {
-    fprintf(stderr, "arenactl run: %s (%s)\n", msg, ar_err_name(rc));
+    fprintf(stderr, "arenactl run: %s (%s)\n", ar_cli_esc(msg), ar_err_name(rc));
     return 1;
   }
   rc = ar_model_load_describe(model_path, &model, msg, sizeof msg);
   if (rc != 0) {
-    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
+    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), ar_cli_esc(msg));
     goto out;
   }
   rc = ar_interp_new(model, &opt, &in, msg, sizeof msg);
   if (rc != 0) {
-    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
+    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), ar_cli_esc(msg));
     goto out;
   }
   if (io.path && ar_interp_n_inputs(in) != 1) {
@@ -255,7 +255,7 @@ int ar_cmd_run(int argc, char **argv) {
     }
   }
   if (ar_interp_needs_prepare(in) && (rc = ar_interp_prepare(in, msg, sizeof msg)) != 0) {
-    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), msg);
+    fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), ar_cli_esc(msg));
     goto out;
   }
   if (io.path) {
@@ -267,7 +267,7 @@ int ar_cmd_run(int argc, char **argv) {
     uint64_t bytes = 0;
     rc = ar_cli_image_input(&io, &desc, &data[0], &bytes, &geom, msg, sizeof msg);
     if (rc != 0) {
-      fprintf(stderr, "arenactl run: %s (%s)\n", msg, ar_err_name(rc));
+      fprintf(stderr, "arenactl run: %s (%s)\n", ar_cli_esc(msg), ar_err_name(rc));
       goto out;
     }
     n_inputs = 1;
@@ -278,11 +278,11 @@ int ar_cmd_run(int argc, char **argv) {
     if (data[i] == NULL &&
         (rc = ar_cli_read_input(inputs[i], ar_interp_input_name(in, i), v->bytes, &data[i], &bytes, msg,
                                 sizeof msg)) != 0) {
-      fprintf(stderr, "arenactl run: %s (%s)\n", msg, ar_err_name(rc));
+      fprintf(stderr, "arenactl run: %s (%s)\n", ar_cli_esc(msg), ar_err_name(rc));
       goto out;
     }
     if (bytes != v->bytes) {
-      fprintf(stderr, "arenactl run: input %d (%s, %s ", i, ar_interp_input_name(in, i), ar_dtype_name(v->dtype));
+      fprintf(stderr, "arenactl run: input %d (%s, %s ", i, ar_cli_esc(ar_interp_input_name(in, i)), ar_dtype_name(v->dtype));
       for (int32_t d = 0; d < v->rank; d++) fprintf(stderr, "%s%d", d ? "x" : "", v->dims[d]);
       fprintf(stderr, ") needs %llu bytes, %s has %llu\n", (unsigned long long)v->bytes, inputs[i],
               (unsigned long long)bytes);
@@ -291,7 +291,7 @@ int ar_cmd_run(int argc, char **argv) {
   }
   rc = ar_interp_place_owned(in, msg, sizeof msg);
   if (rc != 0) {
-    fprintf(stderr, "arenactl run: %s: %s\n", ar_strerror(rc), msg);
+    fprintf(stderr, "arenactl run: %s: %s\n", ar_strerror(rc), ar_cli_esc(msg));
     goto out;
   }
   times = calloc((size_t)runs, sizeof(*times));
@@ -316,7 +316,7 @@ int ar_cmd_run(int argc, char **argv) {
          opt.inplace ? "" : ", no in-place");
   for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
     const ar_tview_t *v = ar_interp_output(in, j);
-    printf("output %d %s %s ", j, ar_interp_output_name(in, j), ar_dtype_name(v->dtype));
+    printf("output %d %s %s ", j, ar_cli_esc(ar_interp_output_name(in, j)), ar_dtype_name(v->dtype));
     print_shape(v);
     const ar_cli_tensor_t cv = cli_view(in, j);
     const uint64_t n = ar_cli_elements(&cv);

@@ -56,8 +56,12 @@ void ar_log(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
-  if (log_to_syslog) syslog(LOG_INFO, "%s", line);
-  else fprintf(stderr, "arenad: %s\n", line);
+  /* Lines quote model names, tensor names and client-sent names: one log line per call, with no
+   * control byte that could forge another line or drive a terminal. */
+  char esc[4 * sizeof(line)];
+  ar_escape_text(line, esc, sizeof(esc));
+  if (log_to_syslog) syslog(LOG_INFO, "%s", esc);
+  else fprintf(stderr, "arenad: %s\n", esc);
 }
 
 static void ar_server_maybe_finish_drain(ar_server_t *srv);
@@ -121,50 +125,14 @@ static void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__R
   ar_conn_request_done(c);
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, surrogates or values past
- * U+10FFFF), 0 when the bytes there are not one. */
-static size_t utf8_seq(const unsigned char *s) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-  if (len == 0) return 0;
-  unsigned char lo = 0x80, hi = 0xBF;   /* the second byte's range */
-  if (c == 0xE0) lo = 0xA0;
-  else if (c == 0xED) hi = 0x9F;
-  else if (c == 0xF0) lo = 0x90;
-  else if (c == 0xF4) hi = 0x8F;
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < len; i++)
-    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-  return len;
-}
-
-/* Copy in to out (n bytes, NUL-terminated), writing each byte that is not part of valid UTF-8 as
- * the text \xNN: Status.message is a proto3 string, and messages quote names the client sent. */
-static void utf8_escape(const char *in, char *out, size_t n) {
-  const unsigned char *s = (const unsigned char *)in;
-  size_t o = 0;
-  while (*s && o + 1 < n) {
-    size_t len = utf8_seq(s);
-    if (len == 0) {
-      if (o + 5 > n) break;
-      snprintf(out + o, n - o, "\\x%02x", s[0]);
-      o += 4, s++;
-      continue;
-    }
-    if (o + len + 1 > n) break;
-    memcpy(out + o, s, len);
-    o += len, s += len;
-  }
-  out[o] = '\0';
-}
-
 static void ar_server_reply_error(ar_server_t *srv, const ar_reply_to_t *to, int err, const char *msg) {
   Arenad__Response resp = ARENAD__RESPONSE__INIT;
   Arenad__Status st = ARENAD__STATUS__INIT;
   st.code = (Arenad__Code)(err < 0 ? -err : err);
   char text[4 * AR_MSG_BYTES + 32];
-  utf8_escape(msg && msg[0] ? msg : ar_strerror(err), text, sizeof(text));
+  /* Status.message is a proto3 string and messages quote names the client sent and strings of model
+   * files: invalid UTF-8 and control characters are sent as \xNN. */
+  ar_escape_text(msg && msg[0] ? msg : ar_strerror(err), text, sizeof(text));
   st.message = text;
   resp.status = &st;
   ar_server_reply(srv, to, &resp);

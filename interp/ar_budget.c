@@ -160,6 +160,8 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
     size_t len = strlen(name);
     /* Long TFLite names keep their informative tail. */
     const char *shown = len > 44 ? name + len - 44 : name;
+    char esc[4 * 44 + 1];   /* model strings reach a terminal: control bytes as \xNN */
+    shown = ar_escape_text(shown, esc, sizeof esc);
     fprintf(out, "%6s  %-44s %-10s %10" PRIu64 " %10" PRIu64 " %5d %5d %6s\n", id, shown,
             class_name(b.cls), b.size_bytes, b.offset, b.first_use, b.last_use, alias);
   }

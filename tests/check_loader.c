@@ -458,6 +458,21 @@ START_TEST(test_utf8_valid_prefix) {
 }
 END_TEST
 
+/* Model strings on their way to a terminal, a log line or Status.message: control bytes and bytes
+ * that are not UTF-8 become \xNN, valid UTF-8 passes, truncation keeps whole escapes. */
+START_TEST(test_escape_text) {
+  char out[64];
+  ck_assert_str_eq(ar_escape_text("conv2d/Relu6", out, sizeof out), "conv2d/Relu6");
+  ck_assert_str_eq(ar_escape_text("ev\x1b[31mRED\nFAKE\r\t\x7f", out, sizeof out),
+                   "ev\\x1b[31mRED\\x0aFAKE\\x0d\\x09\\x7f");
+  ck_assert_str_eq(ar_escape_text("\xc3\xa9t\xc3\xa9 \xff\xfe", out, sizeof out), "\xc3\xa9t\xc3\xa9 \\xff\\xfe");
+  ck_assert_str_eq(ar_escape_text("\xe2\x82", out, sizeof out), "\\xe2\\x82");   /* truncated sequence */
+  ck_assert_str_eq(ar_escape_text(NULL, out, sizeof out), "");
+  ck_assert_str_eq(ar_escape_text("ab\x1b", out, 6), "ab");   /* no room for the whole \x1b */
+  ck_assert_str_eq(ar_escape_text("ab\x1b", out, 7), "ab\\x1b");
+}
+END_TEST
+
 /* A file that is not a model is refused after its 8-byte header: the rest of it (here a 1 GiB
  * sparse tail) is never read - the file offset stays at 8. */
 START_TEST(test_junk_file_refused_after_header) {
@@ -1420,6 +1435,7 @@ static Suite *loader_suite(void) {
   tcase_add_loop_test(real, test_options_match_manifest, 0, ar_test_n_models);
   tcase_add_test(real, test_load_file_errors);
   tcase_add_test(real, test_utf8_valid_prefix);
+  tcase_add_test(real, test_escape_text);
   tcase_add_test(real, test_junk_file_refused_after_header);
   tcase_add_test(real, test_inspect_human_and_errors);
   suite_add_tcase(s, real);
