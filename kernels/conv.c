@@ -148,6 +148,9 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     if (in->dims[i] <= 0 || f->dims[i] <= 0)
       return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "empty input %s or filter %s", idx, name,
                      ar__shape_str(s1, sizeof s1, in), ar__shape_str(s2, sizeof s2, f));
+  rc = ar__check_window(node, f->dims[1], f->dims[2], o->stride_h, o->stride_w, o->dilation_h, o->dilation_w, msg,
+                        msg_bytes);
+  if (rc != 0) return rc;
   conv_geom_t g;
   conv_geometry(node, &g);
   if (g.oh <= 0 || g.ow <= 0)

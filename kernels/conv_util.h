@@ -145,6 +145,30 @@ static inline void ar__activate(float *x, size_t n, ar_activation_t act) {
 /* Prepare-time message prefix: "operator 7 (CONV_2D): ". */
 #define AR__OPFMT "operator %d (%s): "
 
+/* Bounds of a sliding window that every windowed kernel checks at prepare (CONV_2D,
+ * DEPTHWISE_CONV_2D, the sparse conv, TRANSPOSE_CONV, AVERAGE/MAX_POOL_2D): each stride and each
+ * dilated filter extent ((k - 1) * dilation + 1) at most AR_K_WINDOW_MAX input pixels, the
+ * filter's taps (kh * kw) at most AR_K_WINDOW_TAPS_MAX, so that the kernels' index arithmetic
+ * (int32 pixel offsets, int64 work estimates) cannot overflow. Real models stay far below (the
+ * largest seen: 7x7 filters, stride 4, dilation 16). */
+#define AR_K_WINDOW_MAX 65536
+#define AR_K_WINDOW_TAPS_MAX (1 << 20)
+
+/* The window checks above for filter kh x kw, strides sh x sw, dilations dh x dw (all >= 1, as the
+ * caller checked). Returns 0, or AR_EUNSUPPORTED with a message naming the operator and values. */
+static inline int ar__check_window(const ar_node_t *node, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                                   int64_t dh, int64_t dw, char *msg, size_t msg_bytes) {
+  const int64_t eh = (kh - 1) * dh + 1, ew = (kw - 1) * dw + 1;
+  if (eh > AR_K_WINDOW_MAX || ew > AR_K_WINDOW_MAX || sh > AR_K_WINDOW_MAX || sw > AR_K_WINDOW_MAX ||
+      kh * kw > AR_K_WINDOW_TAPS_MAX)
+    return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "filter %lldx%lld with dilation %lldx%lld "
+                   "spans %lldx%lld input pixels, stride %lldx%lld: above the supported %d pixels per "
+                   "dimension (or %d taps)", (int)node->index, ar_op_name(node->op), (long long)kh,
+                   (long long)kw, (long long)dh, (long long)dw, (long long)eh, (long long)ew, (long long)sh,
+                   (long long)sw, AR_K_WINDOW_MAX, AR_K_WINDOW_TAPS_MAX);
+  return 0;
+}
+
 /* Shared first checks of CONV_2D and DEPTHWISE_CONV_2D prepare (TFLite: inputs input, filter and
  * an optional bias; one output; float32 throughout, except that with `weights_f16` the filter and
  * the bias may also be float16 constants: the weights as stored, ar_kernel_reads_f16). Returns

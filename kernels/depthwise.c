@@ -120,6 +120,9 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    "dilation %dx%d, padding %d, activation %d", idx, name, (int)o->stride_h,
                    (int)o->stride_w, (int)o->dilation_h, (int)o->dilation_w, (int)o->padding,
                    (int)o->activation);
+  rc = ar__check_window(node, f->dims[1], f->dims[2], o->stride_h, o->stride_w, o->dilation_h, o->dilation_w, msg,
+                        msg_bytes);
+  if (rc != 0) return rc;
   dw_geom_t g;
   dw_geometry(node, &g);
   if (g.oh <= 0 || g.ow <= 0)

@@ -77,6 +77,8 @@ static int pool_plan(const ar_node_t *node, pool_state_t *st, char *msg, size_t 
                     (int)p->stride_h, (int)p->stride_w, (int)p->filter_h, (int)p->filter_w);
   if (p->padding != AR_PADDING_SAME && p->padding != AR_PADDING_VALID)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "padding %d", (int)p->padding);
+  int wrc = ar__check_window(node, p->filter_h, p->filter_w, p->stride_h, p->stride_w, 1, 1, msg, msg_bytes);
+  if (wrc != 0) return wrc;
   memset(st, 0, sizeof *st);
   st->act = p->activation;
   st->dtype = dt;

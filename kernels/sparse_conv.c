@@ -185,6 +185,8 @@ static int check_node(const ar_node_t *node, spm_t *m, char *msg, size_t msg_byt
                    "dilation %dx%d, padding %d, activation %d", idx, name, (int)o->stride_h,
                    (int)o->stride_w, (int)o->dilation_h, (int)o->dilation_w, (int)o->padding,
                    (int)o->activation);
+  int wrc = ar__check_window(node, 1, 1, o->stride_h, o->stride_w, 1, 1, msg, msg_bytes);
+  if (wrc != 0) return wrc;
   /* A 1x1 filter never pads: SAME gives ceil(in / stride) outputs, VALID the same. */
   int32_t pt, pl;
   int32_t oh = ar_compute_padding(o->padding, in->dims[1], 1, o->stride_h, 1, &pt);

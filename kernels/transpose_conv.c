@@ -171,6 +171,8 @@ static int tconv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
       (o->padding != AR_PADDING_SAME && o->padding != AR_PADDING_VALID))
     return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "invalid options: stride %dx%d, "
                    "padding %d", idx, name, (int)o->stride_h, (int)o->stride_w, (int)o->padding);
+  int wrc = ar__check_window(node, f->dims[1], f->dims[2], o->stride_h, o->stride_w, 1, 1, msg, msg_bytes);
+  if (wrc != 0) return wrc;
   if (!f->is_constant)
     return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "weights must be constant (they are "
                    "repacked once at init)", idx, name);
@@ -215,6 +217,7 @@ static int tconv_builtin_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_transpose_conv_options_t *o = node->options ? &node->options->transpose_conv : NULL;
   if (!o || o->stride_h < 1 || o->stride_w < 1)
     return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "strides must be >= 1");
+  if ((rc = ar__check_window(node, f->dims[1], f->dims[2], o->stride_h, o->stride_w, 1, 1, msg, msg_bytes))) return rc;
   float lo, hi;
   bool post;
   if ((rc = ar_k_activation(node, o->activation, &lo, &hi, &post, msg, msg_bytes))) return rc;

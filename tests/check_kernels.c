@@ -451,6 +451,14 @@ START_TEST(pool_prepare_errors) {
   opt.pool2d.stride_w = 0;
   n = node1(AR_OP_AVERAGE_POOL_2D, &opt, 1, in4, &to3);
   ck_assert_int_eq(run(&n), AR_EINVAL);
+  /* A 2^30-pixel filter (SAME: the output shape alone would pass) is refused at prepare, before
+   * the work estimate ow * fh * fw * c overflowed int64. */
+  ar_tview_t to4 = tv(AR_DTYPE_FLOAT32, o, 4, 1, 3, 3, 1);
+  opt = pool_opts(AR_PADDING_SAME, 1 << 30, 1 << 30, 1, 1, AR_ACT_NONE);
+  n = node1(AR_OP_MAX_POOL_2D, &opt, 1, in4, &to4);
+  ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "operator 7 (MAX_POOL_2D): filter 1073741824x1073741824 with dilation 1x1"), "%s",
+                g_msg);
 }
 END_TEST
 

@@ -769,6 +769,16 @@ START_TEST(conv_prepare_errors) {
   ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_ESHAPE);
   ck_assert_str_eq(msg, "operator 7 (CONV_2D): output shape [1,4,4,8], expected [1,2,2,8]");
 
+  /* A dilation whose window spans 2^31 pixels (SAME padding: the geometry alone would pass) is
+   * refused at prepare, before the kernel's int32 pixel offsets could overflow. */
+  tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dout);
+  conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1 << 30, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_str_eq(msg, "operator 7 (CONV_2D): filter 3x3 with dilation 1073741824x1 spans 2147483649x3 input "
+                        "pixels, stride 2x2: above the supported 65536 pixels per dimension (or 1048576 taps)");
+  conv_opts(&tn, AR_PADDING_SAME, 1 << 20, 2, 1, 1, AR_ACT_NONE);
+  ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+
   /* The same node with the right output shape prepares, with an im2col scratch of 4 pixels x 27. */
   tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dout);
   conv_opts(&tn, AR_PADDING_SAME, 2, 2, 1, 1, AR_ACT_NONE);
@@ -1092,6 +1102,14 @@ START_TEST(dw_prepare_errors) {
   ck_assert_int_eq(tnode_prepare_err(&tn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_ESHAPE);
   ck_assert_str_eq(msg, "operator 7 (DEPTHWISE_CONV_2D): filter shape [1,3,3,10] does not match "
                         "input channels 3 with depth_multiplier 0");
+  {
+    int32_t df9[4] = {1, 3, 3, 9}, dout9[4] = {1, 4, 4, 9};
+    tnode_t tw;
+    tnode_init(&tw, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df9, NULL, 0, out, 4, dout9);
+    dw_opts(&tw, AR_PADDING_SAME, 1, 1, 1, 1 << 30, 3, AR_ACT_NONE);
+    ck_assert_int_eq(tnode_prepare_err(&tw, &ar_kernel_depthwise_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+    ck_assert_msg(strstr(msg, "spans 3x2147483649 input pixels") != NULL, "%s", msg);
+  }
 
   int32_t df2[4] = {1, 3, 3, 6}, dout2[4] = {1, 4, 4, 6};
   tnode_init(&tn, AR_OP_DEPTHWISE_CONV_2D, in, 4, di, f, 4, df2, NULL, 0, out, 4, dout2);
