@@ -79,18 +79,23 @@ static int invoke_batch(ar_client_t *c, int nb, int rot, float (*items)[ITEM], f
   return 0;
 }
 
-START_TEST(batch_follows_the_request_and_pool_returns) {
-  ar_test_daemon_t d;
-  ck_assert_msg(ar_td_start(&d, "64K", NULL) == 0, "arenad did not start (log %s)", d.log);
+/* Write the resize model (ar_tm_batch_model) to DIR/batch.tflite; its path into path[0..n). */
+static void write_batch_model(const char *dir, char *path, size_t n) {
   size_t bytes = 0;
   uint8_t *file = ar_tm_batch_model(&bytes);
-  char path[600], msg[AR_MSG_BYTES];
-  snprintf(path, sizeof path, "%s/batch.tflite", d.dir);
+  snprintf(path, n, "%s/batch.tflite", dir);
   FILE *f = fopen(path, "wb");
   ck_assert_ptr_nonnull(f);
   ck_assert_uint_eq(fwrite(file, 1, bytes, f), bytes);
   ck_assert_int_eq(fclose(f), 0);
   free(file);
+}
+
+START_TEST(batch_follows_the_request_and_pool_returns) {
+  ar_test_daemon_t d;
+  ck_assert_msg(ar_td_start(&d, "64K", NULL) == 0, "arenad did not start (log %s)", d.log);
+  char path[600], msg[AR_MSG_BYTES];
+  write_batch_model(d.dir, path, sizeof path);
 
   static float items[8][ITEM], want[8][AR_TM_BATCH_OUT];
   uint64_t seed = 12345;
@@ -193,16 +198,9 @@ END_TEST
 START_TEST(peer_not_admin_grows_a_region_only_so_far) {
   char dir[] = "/tmp/check_resize_XXXXXX", path[600], cfg[600], msg[AR_MSG_BYTES];
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  size_t bytes = 0;
-  uint8_t *file = ar_tm_batch_model(&bytes);
-  snprintf(path, sizeof path, "%s/batch.tflite", dir);
-  FILE *f = fopen(path, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_uint_eq(fwrite(file, 1, bytes, f), bytes);
-  ck_assert_int_eq(fclose(f), 0);
-  free(file);
+  write_batch_model(dir, path, sizeof path);
   snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
-  f = fopen(cfg, "w");
+  FILE *f = fopen(cfg, "w");
   ck_assert_ptr_nonnull(f);
   const unsigned other = (unsigned)geteuid() + 4242u;   /* nobody this test runs as */
   fprintf(f, "{\"admin_uids\": [%u], \"admin_gids\": [%u], \"model_dirs\": [\"%s\"], "

@@ -218,11 +218,13 @@ END_TEST
 
 typedef struct slots {
   int32_t max_slots;
+  bool sleep;                  /* each chunk sleeps 200 us (a preempted participant) instead of computing */
   _Atomic int32_t in_use[8];
   _Atomic int32_t clashes, out_of_range, calls;
   _Atomic int64_t covered;
 } slots_t;
 
+/* A chunk on `slot`: counts the slots out of [0, max_slots) and two chunks on one slot at once. */
 static void slot_fn(void *ctx, int32_t slot, int64_t b, int64_t e) {
   slots_t *s = ctx;
   atomic_fetch_add(&s->calls, 1);
@@ -231,8 +233,13 @@ static void slot_fn(void *ctx, int32_t slot, int64_t b, int64_t e) {
     return;
   }
   if (atomic_fetch_add(&s->in_use[slot], 1) != 0) atomic_fetch_add(&s->clashes, 1);
-  volatile double x = 0;
-  for (int i = 0; i < 20000; i++) x += i;   /* long enough for chunks to overlap */
+  if (s->sleep) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  } else {
+    volatile double x = 0;
+    for (int i = 0; i < 20000; i++) x += i;   /* long enough for chunks to overlap */
+  }
   atomic_fetch_add(&s->covered, e - b);
   atomic_fetch_sub(&s->in_use[slot], 1);
 }
@@ -267,20 +274,6 @@ END_TEST
  * gets a slot in [0, max_slots). A refused helper used to bump the job's 16-bit participant
  * counter on every look until the chunks ran out; a few ms of looks wrapped it to -32768, and the
  * helper then ran chunks with a negative slot (check_threads once saw out_of_range == 33). */
-static void slow_slot_fn(void *ctx, int32_t slot, int64_t b, int64_t e) {
-  slots_t *s = ctx;
-  atomic_fetch_add(&s->calls, 1);
-  if (slot < 0 || slot >= s->max_slots) {
-    atomic_fetch_add(&s->out_of_range, 1);
-    return;
-  }
-  if (atomic_fetch_add(&s->in_use[slot], 1) != 0) atomic_fetch_add(&s->clashes, 1);
-  struct timespec ts = {0, 200000};
-  nanosleep(&ts, NULL);
-  atomic_fetch_add(&s->covered, e - b);
-  atomic_fetch_sub(&s->in_use[slot], 1);
-}
-
 START_TEST(test_pool_refused_helpers_keep_slots_in_range) {
   ar_threadpool_t *pool = NULL;
   ck_assert_int_eq(ar_threadpool_new(4, &pool, NULL, 0), 0);
@@ -292,7 +285,8 @@ START_TEST(test_pool_refused_helpers_keep_slots_in_range) {
     slots_t s;
     memset(&s, 0, sizeof s);
     s.max_slots = 2 + rep % 2;
-    ar_parallel_for_slots(&node, 120, 1, s.max_slots, slow_slot_fn, &s);
+    s.sleep = true;
+    ar_parallel_for_slots(&node, 120, 1, s.max_slots, slot_fn, &s);
     ck_assert_msg(atomic_load(&s.out_of_range) == 0, "max_slots %d: %d chunk(s) ran with a slot out of range",
                   (int)s.max_slots, (int)atomic_load(&s.out_of_range));
     ck_assert_int_eq(atomic_load(&s.clashes), 0);

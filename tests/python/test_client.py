@@ -595,21 +595,28 @@ class ContextManager(unittest.TestCase):
         c.close()   # idempotent
 
 
-class ResizableInput(unittest.TestCase):
-    """The resize model (tests/ar_test_model.h: x [1,4,4,3] with shape_signature [-1,4,4,3] ->
-    y [batch, 8]): resize_input changes the batch and the model's described shapes; a batch-4
-    invoke gives, row by row, what four batch-1 invokes of the same items give; a fixed dim is
-    ESHAPE; back at batch 1 the pool's used bytes return."""
+class _GeneratedModel(unittest.TestCase):
+    """A class whose tests share one client and one generated model of INT_DIR (MODEL as NAME),
+    loaded once and unloaded after."""
+    NAME = MODEL = ""
 
     @classmethod
     def setUpClass(cls):
         cls.c = arenad.Client(DAEMON.socket, timeout=60)
-        cls.info = cls.c.load("batch", os.path.join(INT_DIR, "batch.tflite"))
+        cls.info = cls.c.load(cls.NAME, os.path.join(INT_DIR, cls.MODEL))
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.unload("batch")
+        cls.c.unload(cls.NAME)
         cls.c.close()
+
+
+class ResizableInput(_GeneratedModel):
+    """The resize model (tests/ar_test_model.h: x [1,4,4,3] with shape_signature [-1,4,4,3] ->
+    y [batch, 8]): resize_input changes the batch and the model's described shapes; a batch-4
+    invoke gives, row by row, what four batch-1 invokes of the same items give; a fixed dim is
+    ESHAPE; back at batch 1 the pool's used bytes return."""
+    NAME, MODEL = "batch", "batch.tflite"
 
     def test_resize_input_changes_the_batch(self):
         self.assertEqual(self.info.inputs[0].shape, (1, 4, 4, 3))
@@ -638,19 +645,10 @@ class ResizableInput(unittest.TestCase):
         self.assertEqual(self.c.stats()["pool"]["used_bytes"], used0)
 
 
-class IntegerTensors(unittest.TestCase):
+class IntegerTensors(_GeneratedModel):
     """uint8/int8 (quantized), int32, int64 and bool inputs and outputs: numpy dtypes both ways,
     the quantization the daemon reports, dequantize/quantize, and the daemon's dtype/size checks."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.c = arenad.Client(DAEMON.socket, timeout=60)
-        cls.info = cls.c.load("ints", os.path.join(INT_DIR, "int_io.tflite"))
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.unload("ints")
-        cls.c.close()
+    NAME, MODEL = "ints", "int_io.tflite"
 
     def test_descriptions_carry_dtypes_and_quantization(self):
         want = [np.uint8, np.int8, np.int32, np.int64, np.bool_]
