@@ -132,12 +132,15 @@ static void load(int fd, const char *name, const char *stem) {
   arenad__response__free_unpacked(r, NULL);
 }
 
-/* A packed Invoke frame (4-byte header included) of one FLOAT32 input of `shape` (zeros). */
+/* A packed Invoke frame (4-byte header included) of one FLOAT32 input of `shape` (zeros). Flood
+ * threads call it at once: the shared zero buffer is grown and read under a lock. */
 static uint8_t *invoke_frame(const char *model, const int64_t *shape, size_t rank, uint64_t id, size_t *len) {
   size_t elems = 1;
   for (size_t i = 0; i < rank; i++) elems *= (size_t)shape[i];
+  static pthread_mutex_t zeros_lock = PTHREAD_MUTEX_INITIALIZER;
   static uint8_t *zeros;
   static size_t zeros_n;
+  pthread_mutex_lock(&zeros_lock);
   if (zeros_n < elems * 4) {
     free(zeros);
     zeros = calloc(elems, 4);
@@ -162,6 +165,7 @@ static uint8_t *invoke_frame(const char *model, const int64_t *shape, size_t ran
   uint8_t *buf = malloc(4 + n);
   buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16), buf[3] = (uint8_t)(n >> 24);
   arenad__request__pack(&req, buf + 4);
+  pthread_mutex_unlock(&zeros_lock);
   *len = 4 + n;
   return buf;
 }
