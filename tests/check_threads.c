@@ -244,13 +244,19 @@ static void slot_fn(void *ctx, int32_t slot, int64_t b, int64_t e) {
   atomic_fetch_sub(&s->in_use[slot], 1);
 }
 
-START_TEST(test_pool_slots_never_shared) {
-  ar_threadpool_t *pool = NULL;
-  ck_assert_int_eq(ar_threadpool_new(4, &pool, NULL, 0), 0);
+/* A node on a new pool of 4 threads (*pool, freed by the caller). */
+static ar_node_t pool_node4(ar_threadpool_t **pool) {
+  ck_assert_int_eq(ar_threadpool_new(4, pool, NULL, 0), 0);
   ar_node_t node;
   memset(&node, 0, sizeof node);
-  node.pool = pool;
+  node.pool = *pool;
   node.threads = 4;
+  return node;
+}
+
+START_TEST(test_pool_slots_never_shared) {
+  ar_threadpool_t *pool = NULL;
+  ar_node_t node = pool_node4(&pool);
   ck_assert_int_eq(ar_parallel_threads(&node), 4);
   for (int32_t max_slots = 1; max_slots <= 4; max_slots++) {
     slots_t s;
@@ -276,11 +282,7 @@ END_TEST
  * helper then ran chunks with a negative slot (check_threads once saw out_of_range == 33). */
 START_TEST(test_pool_refused_helpers_keep_slots_in_range) {
   ar_threadpool_t *pool = NULL;
-  ck_assert_int_eq(ar_threadpool_new(4, &pool, NULL, 0), 0);
-  ar_node_t node;
-  memset(&node, 0, sizeof node);
-  node.pool = pool;
-  node.threads = 4;
+  ar_node_t node = pool_node4(&pool);
   for (int rep = 0; rep < 6; rep++) {
     slots_t s;
     memset(&s, 0, sizeof s);
