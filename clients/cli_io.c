@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/ar_error.h"
+#include "common/ar_text.h"
 
 /* Read up to n bytes (fewer only at end of file); returns the count, or -1 with errno set. */
 static int64_t read_full(int fd, uint8_t *p, uint64_t n) {

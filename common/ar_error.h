@@ -61,14 +61,6 @@ const char *ar_err_name(int err);
 int ar_errf(char *msg, size_t msg_bytes, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Copy the NUL-terminated text `in` to `out` (out_bytes, always NUL-terminated when out_bytes > 0,
- * truncated at a whole character or escape) with every byte that is a control character (below
- * 0x20, or 0x7f) or not part of well-formed UTF-8 (RFC 3629) written as the four characters \xNN.
- * For model strings and messages quoting them on their way to a terminal, a log line or a
- * protobuf `string`: a tensor name holding ESC or a newline must not recolour a terminal or forge
- * a log line. out needs 4 * strlen(in) + 1 bytes to hold any input whole. Returns out. */
-char *ar_escape_text(const char *in, char *out, size_t out_bytes);
-
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/ar_text.h"
 #include "common/ar_util.h"
 #include "daemon/ar_conn.h"
 #include "daemon/ar_daemon.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "common/ar_text.h"
 #include "common/ar_util.h"
 
 static const char *class_name(ar_buf_class_t c) {

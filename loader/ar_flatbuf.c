@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "common/ar_text.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ar_flatbuf.c assumes a little-endian host (FlatBuffers are little-endian)"
@@ -239,7 +240,7 @@ int ar_fb_get_string(ar_fb_t *fb, const ar_fb_table_t *t, unsigned id, const cha
     return ar_fb_fail(fb, what, "string at offset %llu (%u bytes) is not NUL-terminated inside "
                       "the file (%llu bytes)", (unsigned long long)(v.pos - 4), v.count,
                       (unsigned long long)fb->len);
-  uint32_t ok = ar_utf8_valid_prefix((const char *)fb->buf + v.pos, v.count);
+  uint32_t ok = (uint32_t)ar_utf8_valid_prefix((const char *)fb->buf + v.pos, v.count);
   if (ok != v.count)
     return ar_fb_fail(fb, what, "string at offset %llu (%u bytes) is not valid UTF-8: the "
                       "sequence at byte %u (file offset %llu, 0x%02x) is malformed", (unsigned long long)(v.pos - 4), v.count,
@@ -247,38 +248,4 @@ int ar_fb_get_string(ar_fb_t *fb, const ar_fb_table_t *t, unsigned id, const cha
   *s = (const char *)fb->buf + v.pos;
   *len = v.count;
   return 0;
-}
-
-uint32_t ar_utf8_valid_prefix(const char *s, uint32_t len) {
-  const uint8_t *p = (const uint8_t *)s;
-  uint32_t i = 0;
-  while (i < len) {
-    uint8_t c = p[i];
-    uint32_t n;          /* continuation bytes */
-    uint8_t lo = 0x80, hi = 0xbf;   /* range of the first continuation byte */
-    if (c < 0x80) {
-      i++;
-      continue;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      n = 1;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      n = 2;
-      if (c == 0xe0) lo = 0xa0;          /* overlong */
-      if (c == 0xed) hi = 0x9f;          /* UTF-16 surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      n = 3;
-      if (c == 0xf0) lo = 0x90;          /* overlong */
-      if (c == 0xf4) hi = 0x8f;          /* above U+10FFFF */
-    } else {
-      return i;                          /* 0x80..0xc1 (continuation, overlong lead), 0xf5..0xff */
-    }
-    for (uint32_t k = 1; k <= n; k++) {
-      if (i + k >= len) return i;
-      uint8_t b = p[i + k];
-      uint8_t l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xbf;
-      if (b < l || b > h) return i;
-    }
-    i += n + 1;
-  }
-  return len;
 }

@@ -17,7 +17,7 @@ if HAVE_CLANG
 AR_FUZZ_LOADER_SRC = $(srcdir)/tools/fuzz_loader.c $(srcdir)/loader/ar_model.c \
   $(srcdir)/loader/ar_flatbuf.c $(srcdir)/loader/ar_flexbuf.c $(srcdir)/loader/ar_ops.c \
   $(srcdir)/loader/ar_sha256.c \
-  $(srcdir)/common/ar_error.c
+  $(srcdir)/common/ar_error.c $(srcdir)/common/ar_text.c
 fuzz_loader: $(AR_FUZZ_LOADER_SRC)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -I$(top_srcdir) -I$(top_builddir) -o $@ $(AR_FUZZ_LOADER_SRC)

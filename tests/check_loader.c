@@ -432,47 +432,6 @@ START_TEST(test_options_match_manifest) {
 }
 END_TEST
 
-/* RFC 3629 edge cases of the loader's UTF-8 check (the length of the valid prefix). */
-START_TEST(test_utf8_valid_prefix) {
-  static const struct { const char *s; uint32_t len, valid; } c[] = {
-      {"", 0, 0},
-      {"conv2d/Relu6;x", 14, 14},
-      {"\xc3\xa9t\xc3\xa9", 6, 6},              /* two-byte sequences */
-      {"\xe2\x82\xac", 3, 3},                    /* U+20AC */
-      {"\xf0\x9f\x98\x80", 4, 4},                /* U+1F600 */
-      {"\xf4\x8f\xbf\xbf", 4, 4},                /* U+10FFFF, the last code point */
-      {"ab\xff", 3, 2},                          /* never valid */
-      {"ab\x80", 3, 2},                          /* lone continuation byte */
-      {"\xc0\xaf", 2, 0},                        /* overlong '/' */
-      {"a\xe0\x80\xaf", 4, 1},                   /* overlong, three bytes */
-      {"\xed\xa0\x80", 3, 0},                    /* UTF-16 surrogate U+D800 */
-      {"\xf4\x90\x80\x80", 4, 0},                /* above U+10FFFF */
-      {"\xf5\x80\x80\x80", 4, 0},
-      {"xy\xe2\x82", 4, 2},                      /* truncated at the end */
-      {"\xe2\x28\xa1", 3, 0},                    /* bad continuation */
-      {"a\0b", 3, 3},                            /* NUL is UTF-8 (C readers stop there) */
-  };
-  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++)
-    ck_assert_msg(ar_utf8_valid_prefix(c[i].s, c[i].len) == c[i].valid, "case %zu: %u, want %u", i,
-                  ar_utf8_valid_prefix(c[i].s, c[i].len), c[i].valid);
-}
-END_TEST
-
-/* Model strings on their way to a terminal, a log line or Status.message: control bytes and bytes
- * that are not UTF-8 become \xNN, valid UTF-8 passes, truncation keeps whole escapes. */
-START_TEST(test_escape_text) {
-  char out[64];
-  ck_assert_str_eq(ar_escape_text("conv2d/Relu6", out, sizeof out), "conv2d/Relu6");
-  ck_assert_str_eq(ar_escape_text("ev\x1b[31mRED\nFAKE\r\t\x7f", out, sizeof out),
-                   "ev\\x1b[31mRED\\x0aFAKE\\x0d\\x09\\x7f");
-  ck_assert_str_eq(ar_escape_text("\xc3\xa9t\xc3\xa9 \xff\xfe", out, sizeof out), "\xc3\xa9t\xc3\xa9 \\xff\\xfe");
-  ck_assert_str_eq(ar_escape_text("\xe2\x82", out, sizeof out), "\\xe2\\x82");   /* truncated sequence */
-  ck_assert_str_eq(ar_escape_text(NULL, out, sizeof out), "");
-  ck_assert_str_eq(ar_escape_text("ab\x1b", out, 6), "ab");   /* no room for the whole \x1b */
-  ck_assert_str_eq(ar_escape_text("ab\x1b", out, 7), "ab\\x1b");
-}
-END_TEST
-
 /* A file that is not a model is refused after its 8-byte header: the rest of it (here a 1 GiB
  * sparse tail) is never read - the file offset stays at 8. */
 START_TEST(test_junk_file_refused_after_header) {
@@ -1434,8 +1393,6 @@ static Suite *loader_suite(void) {
   tcase_add_loop_test(real, test_inspect_json_matches_manifest, 0, ar_test_n_models);
   tcase_add_loop_test(real, test_options_match_manifest, 0, ar_test_n_models);
   tcase_add_test(real, test_load_file_errors);
-  tcase_add_test(real, test_utf8_valid_prefix);
-  tcase_add_test(real, test_escape_text);
   tcase_add_test(real, test_junk_file_refused_after_header);
   tcase_add_test(real, test_inspect_human_and_errors);
   suite_add_tcase(s, real);

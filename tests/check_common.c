@@ -1,0 +1,128 @@
+/* check_common.c - the common layer's text helpers: the UTF-8 decoder (RFC 3629 edge cases: code
+ * point boundaries, overlong forms, surrogates, values above U+10FFFF, truncated sequences), the
+ * terminal/log escape built on it.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ar_text.h"
+#include "common/ar_util.h"
+
+/* ---------------------------------------------------------------- UTF-8 */
+
+/* One sequence at the start of s (avail bytes): its length, 0 when malformed. */
+START_TEST(test_utf8_seq_bytes) {
+  static const struct { const char *s; size_t avail, want; const char *what; } c[] = {
+      {"", 0, 0, "nothing to read"},
+      {"\0", 1, 1, "NUL is U+0000, one byte"},
+      {"\x7f", 1, 1, "U+007F, last one-byte"},
+      {"\xc2\x80", 2, 2, "U+0080, first two-byte"},
+      {"\xdf\xbf", 2, 2, "U+07FF, last two-byte"},
+      {"\xc0\xaf", 2, 0, "overlong '/' (C0)"},
+      {"\xc1\xbf", 2, 0, "overlong U+007F (C1)"},
+      {"\xe0\xa0\x80", 3, 3, "U+0800, first three-byte"},
+      {"\xe0\x9f\xbf", 3, 0, "overlong U+07FF in three bytes"},
+      {"\xe0\x80\xaf", 3, 0, "overlong '/' in three bytes"},
+      {"\xed\x9f\xbf", 3, 3, "U+D7FF, last before the surrogates"},
+      {"\xed\xa0\x80", 3, 0, "U+D800, first surrogate"},
+      {"\xed\xbf\xbf", 3, 0, "U+DFFF, last surrogate"},
+      {"\xee\x80\x80", 3, 3, "U+E000, first after the surrogates"},
+      {"\xef\xbf\xbf", 3, 3, "U+FFFF"},
+      {"\xf0\x90\x80\x80", 4, 4, "U+10000, first four-byte"},
+      {"\xf0\x8f\xbf\xbf", 4, 0, "overlong U+FFFF in four bytes"},
+      {"\xf4\x8f\xbf\xbf", 4, 4, "U+10FFFF, the last code point"},
+      {"\xf4\x90\x80\x80", 4, 0, "U+110000, above the range"},
+      {"\xf5\x80\x80\x80", 4, 0, "F5 never starts a sequence"},
+      {"\xff", 1, 0, "FF never appears"},
+      {"\x80", 1, 0, "lone continuation byte"},
+      {"\xe2\x28\xa1", 3, 0, "bad second byte"},
+      {"\xf0\x9f\x28\x80", 4, 0, "bad third byte"},
+      {"\xf0\x9f\x98\x28", 4, 0, "bad fourth byte"},
+      {"\xc3", 1, 0, "two-byte cut after the lead"},
+      {"\xf0\x9f\x98", 3, 0, "four-byte cut after three"},
+      {"\xe2\x82\xac", 2, 0, "U+20AC but only 2 bytes available"},
+      {"\xe2\x82\xac", 3, 3, "U+20AC"},
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++) {
+    size_t got = ar_utf8_seq_bytes((const unsigned char *)c[i].s, c[i].avail);
+    ck_assert_msg(got == c[i].want, "%s: %zu, want %zu", c[i].what, got, c[i].want);
+  }
+}
+END_TEST
+
+/* The length of the valid prefix: what the loader compares with a string's length. */
+START_TEST(test_utf8_valid_prefix) {
+  static const struct { const char *s; size_t len, valid; } c[] = {
+      {"", 0, 0},
+      {"conv2d/Relu6;x", 14, 14},
+      {"\xc3\xa9t\xc3\xa9", 6, 6},              /* two-byte sequences */
+      {"\xe2\x82\xac", 3, 3},                    /* U+20AC */
+      {"\xf0\x9f\x98\x80", 4, 4},                /* U+1F600 */
+      {"\xf4\x8f\xbf\xbf", 4, 4},                /* U+10FFFF, the last code point */
+      {"ab\xff", 3, 2},                          /* never valid */
+      {"ab\x80", 3, 2},                          /* lone continuation byte */
+      {"\xc0\xaf", 2, 0},                        /* overlong '/' */
+      {"a\xe0\x80\xaf", 4, 1},                   /* overlong, three bytes */
+      {"\xed\xa0\x80", 3, 0},                    /* UTF-16 surrogate U+D800 */
+      {"x\xed\xb2\x80y", 5, 1},                  /* low surrogate U+DC80 */
+      {"\xf4\x90\x80\x80", 4, 0},                /* above U+10FFFF */
+      {"ok\xf7\xbf\xbf\xbf", 6, 2},              /* would be U+1FFFFF */
+      {"\xf5\x80\x80\x80", 4, 0},
+      {"xy\xe2\x82", 4, 2},                      /* truncated at the end */
+      {"\xe2\x82\xac", 2, 0},                    /* truncated by len, though a byte follows */
+      {"\xe2\x28\xa1", 3, 0},                    /* bad continuation */
+      {"a\0b", 3, 3},                            /* NUL is UTF-8: callers wanting C strings check */
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++) {
+    size_t got = ar_utf8_valid_prefix(c[i].s, c[i].len);
+    ck_assert_msg(got == c[i].valid, "case %zu: %zu, want %zu", i, got, c[i].valid);
+  }
+  ck_assert_uint_eq(ar_utf8_valid_prefix(NULL, 0), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- escapes */
+
+/* Model strings on their way to a terminal, a log line or Status.message: control bytes and bytes
+ * that are not UTF-8 become \xNN, valid UTF-8 passes, truncation keeps whole escapes. */
+START_TEST(test_escape_text) {
+  char out[64];
+  ck_assert_str_eq(ar_escape_text("conv2d/Relu6", out, sizeof out), "conv2d/Relu6");
+  ck_assert_str_eq(ar_escape_text("ev\x1b[31mRED\nFAKE\r\t\x7f", out, sizeof out),
+                   "ev\\x1b[31mRED\\x0aFAKE\\x0d\\x09\\x7f");
+  ck_assert_str_eq(ar_escape_text("\xc3\xa9t\xc3\xa9 \xff\xfe", out, sizeof out), "\xc3\xa9t\xc3\xa9 \\xff\\xfe");
+  ck_assert_str_eq(ar_escape_text("\xe2\x82", out, sizeof out), "\\xe2\\x82");   /* truncated sequence */
+  ck_assert_str_eq(ar_escape_text("\xc0\xaf", out, sizeof out), "\\xc0\\xaf");   /* overlong */
+  ck_assert_str_eq(ar_escape_text("\xed\xa0\x80", out, sizeof out), "\\xed\\xa0\\x80");   /* surrogate */
+  ck_assert_str_eq(ar_escape_text("\xf4\x90\x80\x80!", out, sizeof out), "\\xf4\\x90\\x80\\x80!");
+  ck_assert_str_eq(ar_escape_text("<&\"'", out, sizeof out), "<&\"'");   /* a terminal needs no entities */
+  ck_assert_str_eq(ar_escape_text(NULL, out, sizeof out), "");
+  ck_assert_str_eq(ar_escape_text("ab\x1b", out, 6), "ab");   /* no room for the whole \x1b */
+  ck_assert_str_eq(ar_escape_text("ab\x1b", out, 7), "ab\\x1b");
+  ck_assert_str_eq(ar_escape_text("a\xe2\x82\xac", out, 4), "a");   /* no room for the whole U+20AC */
+  ck_assert_str_eq(ar_escape_text("a\xe2\x82\xac", out, 5), "a\xe2\x82\xac");
+  out[0] = 'x';
+  ck_assert_ptr_eq(ar_escape_text("abc", out, 1), out);
+  ck_assert_str_eq(out, "");
+}
+END_TEST
+
+static Suite *common_suite(void) {
+  Suite *s = suite_create("common");
+  TCase *text = tcase_create("text");
+  tcase_add_test(text, test_utf8_seq_bytes);
+  tcase_add_test(text, test_utf8_valid_prefix);
+  tcase_add_test(text, test_escape_text);
+  suite_add_tcase(s, text);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(common_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
