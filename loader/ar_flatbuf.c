@@ -240,12 +240,22 @@ int ar_fb_get_string(ar_fb_t *fb, const ar_fb_table_t *t, unsigned id, const cha
     return ar_fb_fail(fb, what, "string at offset %llu (%u bytes) is not NUL-terminated inside "
                       "the file (%llu bytes)", (unsigned long long)(v.pos - 4), v.count,
                       (unsigned long long)fb->len);
-  uint32_t ok = (uint32_t)ar_utf8_valid_prefix((const char *)fb->buf + v.pos, v.count);
-  if (ok != v.count)
+  /* A NUL inside the string is well-formed UTF-8, but every C reader (messages, the protocol's
+   * strings, jansson, the budget table) would see only the bytes before it: refused like a
+   * malformed byte, whichever comes first. */
+  const char *str = (const char *)fb->buf + v.pos;
+  const char *nul_in = memchr(str, 0, v.count);
+  uint32_t end = nul_in ? (uint32_t)(nul_in - str) : v.count;
+  uint32_t ok = (uint32_t)ar_utf8_valid_prefix(str, end);
+  if (ok != end)
     return ar_fb_fail(fb, what, "string at offset %llu (%u bytes) is not valid UTF-8: the "
                       "sequence at byte %u (file offset %llu, 0x%02x) is malformed", (unsigned long long)(v.pos - 4), v.count,
                       ok, (unsigned long long)(v.pos + ok), fb->buf[v.pos + ok]);
-  *s = (const char *)fb->buf + v.pos;
+  if (nul_in)
+    return ar_fb_fail(fb, what, "string at offset %llu (%u bytes) holds a NUL byte at byte %u (file "
+                      "offset %llu): C readers would see only its first %u bytes", (unsigned long long)(v.pos - 4),
+                      v.count, end, (unsigned long long)(v.pos + end), end);
+  *s = str;
   *len = v.count;
   return 0;
 }

@@ -109,10 +109,11 @@ int ar_fb_vec_table(ar_fb_t *fb, const ar_fb_vec_t *v, uint32_t i, const char *w
 
 /* String in field `id`: *s points into the file at `*len` bytes followed by a verified NUL byte;
  * *s = NULL, *len = 0 when absent. The bytes must be well-formed UTF-8 (FlatBuffers strings are
- * UTF-8; RFC 3629: no overlong forms, surrogates or code points above U+10FFFF), else AR_EMODEL
- * naming the field and the file offset of the first invalid byte: the daemon hands these strings
- * to protobuf `string` fields and to jansson, which both require UTF-8 (checked with common's
- * ar_utf8_valid_prefix, the decoder the escapes use). */
+ * UTF-8; RFC 3629: no overlong forms, surrogates or code points above U+10FFFF; checked with
+ * common's ar_utf8_valid_prefix, the decoder the escapes use) and hold no NUL byte (so
+ * strlen(*s) == *len), else AR_EMODEL naming the field and the file offset of the first malformed
+ * or NUL byte: the daemon hands these strings to C code, to protobuf-c `string` fields and to
+ * jansson, which all take NUL-terminated UTF-8. */
 int ar_fb_get_string(ar_fb_t *fb, const ar_fb_table_t *t, unsigned id, const char *what,
                      const char **s, uint32_t *len);
 

@@ -1127,6 +1127,66 @@ static size_t build_synthetic(wb_t *w, bool override, uint64_t off, uint64_t siz
   return data;
 }
 
+/* Offset of the only occurrence of the string `needle` in buf[0..len) (asserts one exists). */
+static uint64_t find_text(const uint8_t *buf, size_t len, const char *needle) {
+  size_t n = strlen(needle), at = len;
+  for (size_t i = 0; i + n <= len; i++)
+    if (memcmp(buf + i, needle, n) == 0) {
+      ck_assert_msg(at == len, "'%s' occurs twice in the model", needle);
+      at = i;
+    }
+  ck_assert_msg(at < len, "'%s' not in the model", needle);
+  return at;
+}
+
+/* A NUL byte inside a model string is refused at load like a malformed byte, naming the field and
+ * the file offset: C readers (messages, protobuf-c, jansson) would see only the bytes before it,
+ * so "in_x" and "in_x\0secret" would be the same name. Generated model: in_tensor_x -> RELU ->
+ * out_tensor_y, subgraph "main", description "ar_tm_build". */
+START_TEST(test_nul_in_strings_refused) {
+  const ar_tm_tensor_t t[2] = {{"in_tensor_x", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+                               {"out_tensor_y", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL}};
+  const ar_tm_op_t relu = {19, 1, 1, {0}, {1}, 0, 0, {{0, 0, 0}}};
+  const int32_t gin[1] = {0}, gout[1] = {1};
+  size_t len;
+  uint8_t *buf = ar_tm_build(t, 2, &relu, 1, gin, 1, gout, 1, &len);
+  char msg[AR_MSG_BYTES], want[256];
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_str_eq(m->subgraphs[0].tensors[0].name, "in_tensor_x");
+  ar_model_free(m);
+  static const struct { const char *text, *field; uint32_t at; } c[] = {
+      {"in_tensor_x", "subgraph 0, tensor 0: Tensor.name", 2},
+      {"out_tensor_y", "subgraph 0, tensor 1: Tensor.name", 11},   /* the last byte */
+      {"main", "SubGraph.name", 0},                                  /* the first byte */
+      {"ar_tm_build", "Model.description", 5},
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++) {
+    uint64_t pos = find_text(buf, len, c[i].text), bad = pos + c[i].at;
+    uint8_t was = buf[bad];
+    buf[bad] = 0;
+    snprintf(want, sizeof want, "%s: string at offset %llu (%zu bytes) holds a NUL byte at byte %u (file offset "
+             "%llu): C readers would see only its first %u bytes", c[i].field, (unsigned long long)pos - 4,
+             strlen(c[i].text), c[i].at, (unsigned long long)bad, c[i].at);
+    expect_reject_buf(buf, len, AR_EMODEL, want, c[i].text);
+    buf[bad] = was;
+  }
+  /* Whichever comes first is reported: a malformed byte before a NUL, a NUL before a malformed byte. */
+  uint64_t pos = find_text(buf, len, "in_tensor_x");
+  buf[pos + 1] = 0xff;
+  buf[pos + 4] = 0;
+  snprintf(want, sizeof want, "Tensor.name: string at offset %llu (11 bytes) is not valid UTF-8: the sequence at "
+           "byte 1 (file offset %llu, 0xff) is malformed", (unsigned long long)pos - 4, (unsigned long long)pos + 1);
+  expect_reject_buf(buf, len, AR_EMODEL, want, "0xff then NUL");
+  buf[pos + 1] = 0;
+  buf[pos + 4] = 0xff;
+  snprintf(want, sizeof want, "Tensor.name: string at offset %llu (11 bytes) holds a NUL byte at byte 1 (file "
+           "offset %llu)", (unsigned long long)pos - 4, (unsigned long long)pos + 1);
+  expect_reject_buf(buf, len, AR_EMODEL, want, "NUL then 0xff");
+  free(buf);
+}
+END_TEST
+
 START_TEST(test_buffer_64bit_form) {
   wb_t w;
   char msg[AR_MSG_BYTES];
@@ -1407,6 +1467,7 @@ static Suite *loader_suite(void) {
   tcase_add_test(bad, test_dataflow_errors);
   tcase_add_test(bad, test_bad_builtin_options);
   tcase_add_test(bad, test_bad_sparsity);
+  tcase_add_test(bad, test_nul_in_strings_refused);
   tcase_add_test(bad, test_buffer_64bit_form);
   tcase_add_test(bad, test_quantization_faults);
   tcase_add_loop_test(bad, test_random_byte_flips_never_crash, 0, 3);
