@@ -26,6 +26,7 @@
 #include "clients/image.h"
 #include "clients/prom.h"
 #include "common/ar_error.h"
+#include "common/ar_text.h"
 #include "common/ar_util.h"
 
 static int fail(const char *cmd, int rc, const char *msg) {
@@ -122,7 +123,7 @@ static void print_stats(json_t *root) {
   json_t *r;
   json_array_foreach(json_object_get(pool, "regions"), i, r) {
     printf("  %12" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT "  %-10s  %s\n", jint(r, "offset"),
-           jint(r, "bytes"), jstr(r, "kind"), jstr(r, "owner"));
+           jint(r, "bytes"), ar_cli_esc(jstr(r, "kind")), ar_cli_esc(jstr(r, "owner")));
   }
   /* A one-line map of the pool, 64 cells: P persistent, A activation, . free. */
   if (total) {
@@ -149,7 +150,7 @@ static void print_stats(json_t *root) {
            " %11" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT
            " %9" JSON_INTEGER_FORMAT " %9" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT
            " %10" JSON_INTEGER_FORMAT "\n",
-           jstr(r, "name"), jstr(r, "group")[0] ? jstr(r, "group") : "-", jint(r, "arena_bytes"),
+           ar_cli_esc(jstr(r, "name")), jstr(r, "group")[0] ? ar_cli_esc(jstr(r, "group")) : "-", jint(r, "arena_bytes"),
            jint(r, "lower_bound_bytes"), lb > 0 ? ar / lb : 0.0, jint(r, "persistent_bytes"), jint(r, "weights_bytes"),
            jint(r, "invokes"), jint(r, "errors"), jint(lat, "p50"), jint(lat, "p99"), jint(lat, "max"),
            jint(r, "heap_allocs_in_invoke"), jint(r, "folded_bytes"), jint(r, "packed_bytes"));
@@ -162,16 +163,16 @@ static void print_stats(json_t *root) {
       size_t k, o = 0;
       json_t *m;
       json_array_foreach(json_object_get(r, "members"), k, m) {
-        if (o < sizeof(members)) o += (size_t)snprintf(members + o, sizeof(members) - o, "%s%s", k ? ", " : "", json_string_value(m));
+        if (o < sizeof(members)) o += (size_t)snprintf(members + o, sizeof(members) - o, "%s%s", k ? ", " : "", ar_cli_esc(json_string_value(m)));
       }
-      printf("%-16s %16" JSON_INTEGER_FORMAT " %14" JSON_INTEGER_FORMAT "  %s\n", jstr(r, "name"),
+      printf("%-16s %16" JSON_INTEGER_FORMAT " %14" JSON_INTEGER_FORMAT "  %s\n", ar_cli_esc(jstr(r, "name")),
              jint(r, "activation_bytes"), jint(r, "saved_bytes"), members);
     }
   }
   json_t *dm = json_object_get(root, "daemon");
   printf("\ndaemon %s: up %" JSON_INTEGER_FORMAT " s, %" JSON_INTEGER_FORMAT " connection(s), %" JSON_INTEGER_FORMAT
          " request(s)\n",
-         jstr(dm, "version"), jint(dm, "uptime_s"), jint(dm, "connections"), jint(dm, "requests"));
+         ar_cli_esc(jstr(dm, "version")), jint(dm, "uptime_s"), jint(dm, "connections"), jint(dm, "requests"));
   print_memory(root);
 }
 
@@ -180,7 +181,7 @@ static void print_memory(json_t *root) {
   json_t *mem = json_object_get(root, "memory");
   if (!json_is_object(mem)) return;
   if (json_is_string(json_object_get(mem, "error"))) {
-    printf("\nmemory: not measured (%s)\n", jstr(mem, "error"));
+    printf("\nmemory: not measured (%s)\n", ar_cli_esc(jstr(mem, "error")));
     return;
   }
   json_int_t rss = jint(mem, "rss_bytes"), acc = jint(mem, "accounted_bytes");
@@ -193,7 +194,7 @@ static void print_memory(json_t *root) {
   size_t i;
   json_t *m;
   json_array_foreach(json_object_get(root, "models"), i, m)
-    printf(" %s %" JSON_INTEGER_FORMAT, jstr(m, "name"), jint(m, "mapping_resident_bytes"));
+    printf(" %s %" JSON_INTEGER_FORMAT, ar_cli_esc(jstr(m, "name")), jint(m, "mapping_resident_bytes"));
   printf("\n");
   if (json_is_true(json_object_get(mem, "blas_measured")))
     printf("  %-20s %12" JSON_INTEGER_FORMAT "  %" JSON_INTEGER_FORMAT " mapping(s), %" JSON_INTEGER_FORMAT
@@ -345,9 +346,9 @@ int ar_cmd_models(int argc, char **argv) {
       shape_str(sh, sizeof(sh), ms[i].inputs[k].dims, ms[i].inputs[k].rank);
       if (o < sizeof(in)) o += (size_t)snprintf(in + o, sizeof(in) - o, "%s%s", k ? " " : "", sh);
     }
-    printf("%-24s %-10s %-15s %12" PRIu64 " %11" PRIu64 " %8" PRIu64 "  %-24s %s\n", ms[i].name,
-           ms[i].group[0] ? ms[i].group : "-", ms[i].strategy, ms[i].arena_bytes, ms[i].persistent_bytes,
-           ms[i].invokes, in, ms[i].path);
+    printf("%-24s %-10s %-15s %12" PRIu64 " %11" PRIu64 " %8" PRIu64 "  %-24s %s\n", ar_cli_esc(ms[i].name),
+           ms[i].group[0] ? ar_cli_esc(ms[i].group) : "-", ar_cli_esc(ms[i].strategy), ms[i].arena_bytes,
+           ms[i].persistent_bytes, ms[i].invokes, in, ar_cli_esc(ms[i].path));
   }
   free(ms);
   return 0;
@@ -413,8 +414,9 @@ int ar_cmd_load(int argc, char **argv) {
   }
   printf("loaded %s (%s, sha256 %.16s...): arena %" PRIu64 " B, persistent %" PRIu64 " B, weights %" PRIu64
          " B mapped\n  activation region %" PRIu64 " B at offset %" PRIu64 "%s%s%s, persistent at %" PRIu64 "\n",
-         info->name, info->path, info->sha256, info->arena_bytes, info->persistent_bytes, info->weights_bytes,
-         info->activation_bytes, info->activation_offset, info->group[0] ? " (shared by group '" : "", info->group,
+         ar_cli_esc(info->name), ar_cli_esc(info->path), ar_cli_esc(info->sha256), info->arena_bytes,
+         info->persistent_bytes, info->weights_bytes, info->activation_bytes, info->activation_offset,
+         info->group[0] ? " (shared by group '" : "", ar_cli_esc(info->group),
          info->group[0] ? "')" : "", info->persistent_offset);
   free(info);
   return 0;
@@ -436,11 +438,12 @@ int ar_cmd_reload(int argc, char **argv) {
   if (rc) return fail("reload", rc, msg);
   for (size_t i = 0; i < n; i++) {
     if (ch[i].old_sha256[0] == '\0')
-      printf("added    %-24s sha256 %s\n", ch[i].name, ch[i].new_sha256);
+      printf("added    %-24s sha256 %s\n", ar_cli_esc(ch[i].name), ar_cli_esc(ch[i].new_sha256));
     else if (ch[i].new_sha256[0] == '\0')
-      printf("removed  %-24s sha256 %s\n", ch[i].name, ch[i].old_sha256);
+      printf("removed  %-24s sha256 %s\n", ar_cli_esc(ch[i].name), ar_cli_esc(ch[i].old_sha256));
     else
-      printf("replaced %-24s sha256 %s -> %s\n", ch[i].name, ch[i].old_sha256, ch[i].new_sha256);
+      printf("replaced %-24s sha256 %s -> %s\n", ar_cli_esc(ch[i].name), ar_cli_esc(ch[i].old_sha256),
+             ar_cli_esc(ch[i].new_sha256));
   }
   printf("reloaded: %zu changed, %u unchanged\n", n, same);
   free(ch);
@@ -497,7 +500,7 @@ int ar_cmd_unload(int argc, char **argv) {
   int rc = ar_client_unload(c, argv[1], msg, sizeof(msg));
   ar_client_close(c);
   if (rc) return fail("unload", rc, msg);
-  printf("unloaded %s\n", argv[1]);
+  printf("unloaded %s\n", ar_cli_esc(argv[1]));
   return 0;
 }
 
@@ -744,8 +747,10 @@ static int plan_svg(json_t *plan, const char *name, const char *path) {
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
              "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
           W + L + 20, H + T + 50);
-  fprintf(f, "<text x=\"%.0f\" y=\"20\">%s: arena %.0f B, lower bound %.0f B (x: operator, y: offset)</text>\n", L, name,
-          arena, bound);
+  /* Names come from the daemon and the model file: XML-escaped (ar_xml_write_text). */
+  fprintf(f, "<text x=\"%.0f\" y=\"20\">", L);
+  ar_xml_write_text(f, name);
+  fprintf(f, ": arena %.0f B, lower bound %.0f B (x: operator, y: offset)</text>\n", arena, bound);
   size_t i;
   json_t *b;
   json_array_foreach(json_object_get(plan, "buffers"), i, b) {
@@ -755,9 +760,11 @@ static int plan_svg(json_t *plan, const char *name, const char *path) {
     double y0 = T + H - H * ((double)jint(b, "offset") + (double)jint(b, "size")) / arena;
     double h = H * (double)jint(b, "size") / arena;
     fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.7\" "
-               "stroke=\"black\" stroke-width=\"0.3\"><title>tensor %" JSON_INTEGER_FORMAT " %s: %" JSON_INTEGER_FORMAT
-               " B at %" JSON_INTEGER_FORMAT ", ops %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT "</title></rect>\n",
-            x0, y0, x1 - x0, h, strcmp(cls, "scratch") == 0 ? "#e4572e" : "#4c78a8", jint(b, "tensor"), jstr(b, "name"),
+               "stroke=\"black\" stroke-width=\"0.3\"><title>tensor %" JSON_INTEGER_FORMAT " ",
+            x0, y0, x1 - x0, h, strcmp(cls, "scratch") == 0 ? "#e4572e" : "#4c78a8", jint(b, "tensor"));
+    ar_xml_write_text(f, jstr(b, "name"));
+    fprintf(f, ": %" JSON_INTEGER_FORMAT " B at %" JSON_INTEGER_FORMAT ", ops %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT
+               "</title></rect>\n",
             jint(b, "size"), jint(b, "offset"), jint(b, "first_use"), jint(b, "last_use"));
   }
   double yb = T + H - H * bound / arena;

@@ -1,7 +1,7 @@
-/* ar_text.c - UTF-8 decoding (RFC 3629) and the escape for terminals and logs (ar_text.h). */
+/* ar_text.c - UTF-8 decoding (RFC 3629) and the escapes for terminals, logs and XML (ar_text.h). */
 #include "common/ar_text.h"
 
-#include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 size_t ar_utf8_seq_bytes(const unsigned char *s, size_t avail) {
@@ -50,4 +50,30 @@ char *ar_escape_text(const char *in, char *out, size_t out_bytes) {
   }
   out[o] = '\0';
   return out;
+}
+
+void ar_xml_write_text(FILE *out, const char *s) {
+  if (s == NULL) return;
+  const unsigned char *p = (const unsigned char *)s;
+  size_t left = strlen(s);
+  while (left > 0) {
+    size_t len = ar_utf8_seq_bytes(p, left);
+    /* EF BF BE / EF BF BF: U+FFFE and U+FFFF, well-formed UTF-8 but not XML characters. */
+    bool non_char = len == 3 && p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE;
+    if (len == 0 || p[0] < 0x20 || p[0] == 0x7f || non_char) {
+      size_t n = non_char ? 3 : 1;
+      for (size_t i = 0; i < n; i++) fprintf(out, "\\x%02x", p[i]);
+      p += n, left -= n;
+      continue;
+    }
+    switch (p[0]) {
+    case '&': fputs("&amp;", out); break;
+    case '<': fputs("&lt;", out); break;
+    case '>': fputs("&gt;", out); break;
+    case '"': fputs("&quot;", out); break;
+    case '\'': fputs("&apos;", out); break;
+    default: fwrite(p, 1, len, out);
+    }
+    p += len, left -= len;
+  }
 }

@@ -2,9 +2,9 @@
  *
  * Model strings (tensor, operator, subgraph and metadata names, descriptions, custom op codes) come
  * from files the daemon does not trust. The loader refuses any that is not well-formed UTF-8
- * (ar_utf8_valid_prefix); everything that prints or forwards them escapes what a terminal or a
- * log line must not see (ar_escape_text). One decoder serves all of them, so "valid" means the
- * same thing at load and at print time.
+ * (ar_utf8_valid_prefix); everything that prints or forwards them escapes what a terminal, a log
+ * line or an XML document must not see (ar_escape_text, ar_xml_write_text). One decoder serves all
+ * of them, so "valid" means the same thing at load and at print time.
  *
  * UTF-8 here is RFC 3629 (Unicode 15, table 3-7): a lead byte C2..F4, continuation bytes 80..BF,
  * with E0 needing A0..BF next (no overlong three-byte forms), ED 80..9F (no UTF-16 surrogates
@@ -15,6 +15,7 @@
 #define AR_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,16 @@ size_t ar_utf8_valid_prefix(const char *s, size_t len);
  * a log line. out needs 4 * strlen(in) + 1 bytes to hold any input whole. in NULL is "".
  * Returns out. */
 char *ar_escape_text(const char *in, char *out, size_t out_bytes);
+
+/* Write the NUL-terminated text `s` to `out` as XML 1.0 character data that is also safe inside
+ * a quoted attribute value: & < > " ' become &amp; &lt; &gt; &quot; &apos;; bytes that XML 1.0 may
+ * not hold at all, even as a character reference (control characters below 0x20 including tab
+ * and newline, which attribute normalisation would turn into spaces, and 0x7f) and bytes that are
+ * not well-formed UTF-8 become the four visible characters \xNN as in ar_escape_text; U+FFFE and
+ * U+FFFF (not XML characters) become their three bytes in that form (\xef\xbf\xbe). Nothing is
+ * truncated and nothing allocated; s NULL writes nothing. Write errors are left in ferror(out).
+ * Source: XML 1.0 (fifth edition) section 2.2 "Char" and 2.4 "Character data"; SVG is XML. */
+void ar_xml_write_text(FILE *out, const char *s);
 
 #ifdef __cplusplus
 }

@@ -204,18 +204,6 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
 
 /* ---- swim-lane SVG ---- */
 
-static void xml_text(FILE *out, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
-    case '<': fputs("&lt;", out); break;
-    case '>': fputs("&gt;", out); break;
-    case '&': fputs("&amp;", out); break;
-    case '"': fputs("&quot;", out); break;
-    default: fputc(*s, out);
-    }
-  }
-}
-
 /* A "nice" tick step near raw (1, 2 or 5 times a power of ten). */
 static double nice_step(double raw) {
   double p = 1;
@@ -252,7 +240,7 @@ int ar_budget_svg(FILE *out, const ar_interp_t *in, const char *title) {
           W, H, W, H);
   fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
   fprintf(out, "<text x=\"%.0f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", left);
-  xml_text(out, title ? title : "memory plan");
+  ar_xml_write_text(out, title ? title : "memory plan");
   fprintf(out, "</text>\n<text x=\"%.0f\" y=\"44\">strategy %s (%s), lifetimes %s: arena %.3f MiB, "
           "lower bound %.3f MiB (ratio %.4f), persistent %.3f MiB, %d operators</text>\n",
           left, ar_strategy_name(f.strategy), f.chosen ? f.chosen : "-",
@@ -300,7 +288,7 @@ int ar_budget_svg(FILE *out, const ar_interp_t *in, const char *title) {
             x, y, w, h, fill, alias ? "0.85" : "0.9");
     if (b.cls == AR_BUF_SCRATCH) fprintf(out, "op%d ", b.id);
     else fprintf(out, "tensor %d ", b.id);
-    xml_text(out, buffer_name(in, &b, tmp, sizeof tmp));
+    ar_xml_write_text(out, buffer_name(in, &b, tmp, sizeof tmp));
     fprintf(out, ": %" PRIu64 " bytes at %" PRIu64 ", operators %d..%d%s</title></rect>\n",
             b.size_bytes, b.offset, first, last, alias ? " (in-place alias)" : "");
   }

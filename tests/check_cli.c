@@ -24,6 +24,7 @@
 #include "clients/cli_tensor.h"
 #include "common/ar_error.h"
 #include "tests/ar_test_daemon.h"
+#include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
 
 #define ASTRONAUT "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
@@ -609,6 +610,93 @@ START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
 }
 END_TEST
 
+/* No byte below 0x20 but newlines in text meant for a terminal. */
+static void assert_no_control_bytes(const char *text, const char *what) {
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+    ck_assert_msg(*p >= 0x20 || *p == '\n', "%s: raw byte 0x%02x at %td: %s", what, *p,
+                  (const char *)p - text, text);
+}
+
+/* Parse an SVG file with Python's XML parser (a malformed document fails) and print the text of
+ * every <title> and <text> element, one per line, into big. Returns the parser's exit status. */
+static int svg_texts(const char *path) {
+  return sh("/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; "
+            "r = E.parse(sys.argv[1]).getroot(); "
+            "print(\"\\n\".join(\"\".join(e.itertext()) for e in r.iter() "
+            "if e.tag.split(\"}\")[-1] in (\"title\", \"text\")))' '%s' 2>&1", path);
+}
+
+/* Model strings and paths holding XML specials and control characters: the plan SVGs (offline
+ * from the file, remote from the daemon's budget table) are well-formed XML whose text reads the
+ * names back with the specials intact and the control bytes as \xNN; the admin's load and models
+ * lines print the path with \xNN instead of the raw bytes. Generated model: tensor
+ * "in<&\"'<SOH>x" -> RELU -> "out>]]<DEL>", in a file named m<&"<SOH>.tflite. */
+START_TEST(names_are_escaped_in_svg_and_admin_lines) {
+  char dir[] = "/tmp/check_cli_names_XXXXXX", model[PATH_MAX], svg[PATH_MAX + 16], want[PATH_MAX + 64];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const ar_tm_tensor_t t[2] = {{"in<&\"'\x01x", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+                               {"out>]]\x7f", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL}};
+  const ar_tm_op_t relu = {19, 1, 1, {0}, {1}, 0, 0, {{0, 0, 0}}};
+  const int32_t gin[1] = {0}, gout[1] = {1};
+  size_t len;
+  uint8_t *bytes = ar_tm_build(t, 2, &relu, 1, gin, 1, gout, 1, &len);
+  ar_test_daemon_t dmn;
+  ck_assert_msg(ar_td_start(&dmn, "16M", NULL) == 0, "arenad did not start (log %s)", dmn.log);
+  snprintf(model, sizeof model, "%s/m<&\"\x01.tflite", dmn.dir);   /* in the daemon's model_dirs */
+  FILE *f = fopen(model, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+  free(bytes);
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  char esc_path[PATH_MAX + 16];
+  snprintf(esc_path, sizeof esc_path, "%s/m<&\"\\x01.tflite", dmn.dir);
+
+  int rc = sh("%s'%s/arenactl' -s '%s' load tm '%s' 2>&1", pre, bd, dmn.socket, model);
+  ck_assert_msg(rc == 0, "load: %d %s", rc, big);
+  snprintf(want, sizeof want, "loaded tm (%s, sha256 ", esc_path);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  assert_no_control_bytes(big, "load");
+  rc = sh("%s'%s/arenactl' -s '%s' models 2>&1", pre, bd, dmn.socket);
+  ck_assert_msg(rc == 0, "models: %d %s", rc, big);
+  ck_assert_msg(strstr(big, esc_path) != NULL, "%s", big);
+  assert_no_control_bytes(big, "models");
+
+  /* Remote plan: the names come from the daemon's budget table. */
+  snprintf(svg, sizeof svg, "%s/remote.svg", dir);
+  rc = sh("%s'%s/arenactl' -s '%s' plan tm --svg '%s' 2>&1", pre, bd, dmn.socket, svg);
+  ck_assert_msg(rc == 0, "plan --svg: %d %s", rc, big);
+  rc = svg_texts(svg);
+  ck_assert_msg(rc == 0, "remote SVG is not XML: %s", big);
+  ck_assert_msg(strstr(big, "tensor 0 in<&\"'\\x01x: 16 B at ") != NULL, "%s", big);
+  ck_assert_msg(strstr(big, "tensor 1 out>]]\\x7f: 16 B at ") != NULL, "%s", big);
+  char *doc = slurp(svg);
+  ck_assert_msg(strstr(doc, "in&lt;&amp;&quot;&apos;\\x01x") != NULL, "%s", doc);
+  assert_no_control_bytes(doc, "remote SVG");
+  free(doc);
+  unlink(svg);
+
+  /* Offline plan: names from the file, the title is the file's name. */
+  snprintf(svg, sizeof svg, "%s/offline.svg", dir);
+  rc = sh("%s'%s/arenactl' plan '%s' --svg '%s' 2>&1", pre, bd, model, svg);
+  ck_assert_msg(rc == 0, "offline plan --svg: %d %s", rc, big);
+  assert_no_control_bytes(big, "offline plan table");
+  rc = svg_texts(svg);
+  ck_assert_msg(rc == 0, "offline SVG is not XML: %s", big);
+  ck_assert_msg(strstr(big, "m<&\"\\x01.tflite\n") != NULL, "%s", big);
+  ck_assert_msg(strstr(big, "tensor 0 in<&\"'\\x01x: 16 bytes at ") != NULL, "%s", big);
+  ck_assert_msg(strstr(big, "tensor 1 out>]]\\x7f: 16 bytes at ") != NULL, "%s", big);
+  doc = slurp(svg);
+  assert_no_control_bytes(doc, "offline SVG");
+  free(doc);
+  unlink(svg);
+
+  unlink(model);   /* the daemon keeps its own copy; ar_td_stop removes its directory */
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli_tensor");
@@ -628,6 +716,7 @@ static Suite *suite(void) {
   tcase_set_timeout(prog, 120);
   tcase_add_test(prog, help_lists_every_command_and_option);
   tcase_add_test(prog, invoke_and_run_read_streams_and_create_the_output_dir);
+  tcase_add_test(prog, names_are_escaped_in_svg_and_admin_lines);
   suite_add_tcase(s, prog);
   return s;
 }

@@ -1,6 +1,6 @@
 /* check_common.c - the common layer's text helpers: the UTF-8 decoder (RFC 3629 edge cases: code
  * point boundaries, overlong forms, surrogates, values above U+10FFFF, truncated sequences), the
- * terminal/log escape built on it.
+ * terminal/log escape and the XML escape built on it.
  */
 #include <check.h>
 #include <stdio.h>
@@ -109,12 +109,52 @@ START_TEST(test_escape_text) {
 }
 END_TEST
 
+/* ar_xml_write_text's output for s, in a malloc'd string the caller frees. */
+static char *xml_of(const char *s) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  ck_assert_ptr_nonnull(f);
+  ar_xml_write_text(f, s);
+  ck_assert_int_eq(ferror(f), 0);
+  ck_assert_int_eq(fclose(f), 0);
+  return buf;
+}
+
+/* Names in an SVG title or text: the five XML specials as entities, bytes XML cannot hold at all
+ * (controls, non-characters, malformed UTF-8) as visible \xNN, everything else as it is. */
+START_TEST(test_xml_write_text) {
+  static const struct { const char *in, *want; } c[] = {
+      {"conv2d/Relu6;x", "conv2d/Relu6;x"},
+      {"a<b&c\"d'e\x1b" "f>", "a&lt;b&amp;c&quot;d&apos;e\\x1bf&gt;"},
+      {"&amp;", "&amp;amp;"},                            /* an entity in a name is text, not markup */
+      {"tab\there\nnl\r\x7f", "tab\\x09here\\x0anl\\x0d\\x7f"},
+      {"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+      {"\xef\xbf\xbd", "\xef\xbf\xbd"},                  /* U+FFFD is a character */
+      {"x\xef\xbf\xbey\xef\xbf\xbf", "x\\xef\\xbf\\xbey\\xef\\xbf\\xbf"},   /* U+FFFE, U+FFFF are not */
+      {"\xff<\xc0\xaf", "\\xff&lt;\\xc0\\xaf"},
+      {"\xed\xa0\x80", "\\xed\\xa0\\x80"},
+      {"]]>", "]]&gt;"},                                 /* the CDATA end cannot appear */
+      {"", ""},
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++) {
+    char *got = xml_of(c[i].in);
+    ck_assert_msg(strcmp(got, c[i].want) == 0, "case %zu: '%s', want '%s'", i, got, c[i].want);
+    free(got);
+  }
+  char *none = xml_of(NULL);
+  ck_assert_str_eq(none, "");
+  free(none);
+}
+END_TEST
+
 static Suite *common_suite(void) {
   Suite *s = suite_create("common");
   TCase *text = tcase_create("text");
   tcase_add_test(text, test_utf8_seq_bytes);
   tcase_add_test(text, test_utf8_valid_prefix);
   tcase_add_test(text, test_escape_text);
+  tcase_add_test(text, test_xml_write_text);
   suite_add_tcase(s, text);
   return s;
 }
