@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common/ar_error.h"
+#include "common/ar_path.h"
 #include "kernels/ar_kernels.h"
 #include "kernels/sparse_conv.h"
 #include "loader/ar_model.h"
@@ -77,9 +78,8 @@ static int bench_model(const char *path, int runs, bool layers, bool portable) {
   double tot_dense = 0, tot_sp[2] = {0, 0};
   uint64_t dense_macs = 0, stored = 0;
   int n = 0;
-  const char *base = strrchr(path, '/');
   printf("%s: dense CONV_2D (float32 filter) vs sparse as stored, %s of %d evals, us\n",
-         base ? base + 1 : path, use_min ? "fastest" : "median", runs);
+         ar_path_base(path), use_min ? "fastest" : "median", runs);
   if (layers) printf("  %-4s %-22s %9s %9s %9s %7s\n", "op", "shape", "dense", "portable", "avx2", "ratio");
   for (uint32_t k = 0; k < sg->n_operators; k++) {
     const ar_operator_t *op = &sg->operators[k];

@@ -27,6 +27,7 @@
 #include "clients/arenactl.h"
 #include "clients/cli_io.h"
 #include "common/ar_error.h"
+#include "common/ar_path.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_isa.h"
 #include "loader/ar_model.h"
@@ -218,10 +219,9 @@ static bool opcode_cannot_run(const ar_model_t *m, const unsupported_t *u, uint3
 /* The --json document (caller owns the reference). */
 static json_t *inspect_json(const ar_model_t *m, const char *path) {
   json_t *o = json_object();
-  const char *base = strrchr(path, '/');
   char hex[65];
   ar_sha256_hex(m->sha256, hex);
-  json_object_set_new(o, "file", json_string(base ? base + 1 : path));
+  json_object_set_new(o, "file", json_string(ar_path_base(path)));
   json_object_set_new(o, "bytes", json_integer((json_int_t)m->file_bytes));
   json_object_set_new(o, "sha256", json_string(hex));
   json_object_set_new(o, "schema_version", json_integer(m->schema_version));

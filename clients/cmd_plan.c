@@ -15,6 +15,7 @@
 #include "clients/arenactl.h"
 #include "clients/cli_io.h"
 #include "common/ar_error.h"
+#include "common/ar_path.h"
 #include "interp/ar_budget.h"
 #include "interp/ar_interp.h"
 #include "loader/ar_model.h"
@@ -131,9 +132,7 @@ int ar_cmd_plan_file(int argc, char **argv) {
     status = 1;
   }
   if (svg_file != NULL) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (ar_budget_svg(svg_file, in, base) != 0 || ferror(svg_file)) {
+    if (ar_budget_svg(svg_file, in, ar_path_base(path)) != 0 || ferror(svg_file)) {
       fprintf(stderr, "arenactl plan: cannot write %s\n", svg);
       status = 1;
     }

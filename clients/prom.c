@@ -15,6 +15,7 @@
 
 #include "clients/prom.h"
 #include "common/ar_error.h"
+#include "common/ar_path.h"
 
 void ar_prom_label_value(FILE *out, const char *value) {
   for (const char *p = value; *p; p++) {
@@ -234,9 +235,8 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
 
 int ar_prom_write_file(const char *path, int (*write)(FILE *out, void *arg), void *arg, char *msg,
                        size_t msg_bytes) {
-  const char *slash = strrchr(path, '/');
-  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-  const char *base = slash ? slash + 1 : path;
+  const char *base = ar_path_base(path);
+  size_t dir_len = (size_t)(base - path);   /* the directory with its slash, kept as written */
   if (*base == '\0') return ar_errf(msg, msg_bytes, AR_EINVAL, "%s: names a directory, not a file", path);
   size_t n = dir_len + 1 + strlen(base) + 8;
   char *tmp = malloc(n);

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "common/ar_error.h"
+#include "common/ar_path.h"
 #include "common/ar_util.h"
 #include "daemon/ar_config.h"
 
@@ -307,13 +308,14 @@ static int resolve_model_paths(ar_config_t *cfg, const char *base, char *msg, si
   for (uint32_t i = 0; i < cfg->n_models; i++) {
     char *p = cfg->models[i].path;
     if (p[0] == '/') continue;
-    size_t nb = strlen(base), np = strlen(p);
-    if (nb + 1 + np >= sizeof(cfg->models[i].path))
+    /* base is "/" for a config file in the root directory: no second slash after it. */
+    size_t nb = strlen(base), np = strlen(p), sep = base[nb - 1] != '/';
+    if (nb + sep + np >= sizeof(cfg->models[i].path))
       return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: longer than %zu bytes once put after the config "
                      "file's directory %s", i, sizeof(cfg->models[i].path) - 1, base);
-    memmove(p + nb + 1, p, np + 1);
+    memmove(p + nb + sep, p, np + 1);
     memcpy(p, base, nb);
-    p[nb] = '/';
+    if (sep) p[nb] = '/';
   }
   return 0;
 }
@@ -452,18 +454,9 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
     cfg->n_model_dirs = 0;
     for (uint32_t i = 0; i < cfg->n_models; i++) {
       char dir[AR_CONFIG_DIR_MAX];
-      const char *p = cfg->models[i].path, *slash = strrchr(p, '/');
-      if (slash == NULL) {
-        snprintf(dir, sizeof(dir), ".");
-      } else if (slash == p) {
-        snprintf(dir, sizeof(dir), "/");
-      } else if ((size_t)(slash - p) < sizeof(dir)) {
-        memcpy(dir, p, (size_t)(slash - p));
-        dir[slash - p] = '\0';
-      } else {
+      if (ar_path_dir(cfg->models[i].path, dir, sizeof(dir)) != 0)
         return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: directory longer than %d bytes", i,
                        AR_CONFIG_DIR_MAX - 1);
-      }
       int rc = ar_config_add_model_dir(cfg, dir, msg, n);
       if (rc != 0) return ar_errf(msg, n, AR_ECONFIG, "models[%u].path: its directory would be model_dirs "
                                   "entry %u; set model_dirs explicitly (at most %d)", i, cfg->n_model_dirs + 1,
@@ -501,11 +494,8 @@ int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_byt
                    jerr.text);
   /* The config file's directory, for relative model paths (NULL when it cannot be resolved: the
    * paths are then kept as written, relative to the working directory). */
-  char abs[PATH_MAX], *base = realpath(path, abs);
-  if (base != NULL) {
-    char *slash = strrchr(abs, '/');   /* "/a/b.json" -> "/a", "/b.json" -> "" (then "/" + path) */
-    if (slash != NULL) *slash = '\0';
-  }
+  char abs[PATH_MAX], dir[PATH_MAX], *base = NULL;
+  if (realpath(path, abs) != NULL && ar_path_dir(abs, dir, sizeof(dir)) == 0) base = dir;
   int rc = load_root(root, cfg, base, msg, msg_bytes);
   json_decref(root);
   if (rc != 0) {

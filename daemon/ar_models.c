@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "common/ar_path.h"
 #include "common/ar_util.h"
 #include "daemon/ar_alloc_count.h"
 #include "daemon/ar_daemon.h"
@@ -263,12 +264,8 @@ static bool loop_inside_dirs(const char *path, uint32_t n_dirs, const char (*dir
   snprintf(cur, sizeof(cur), "%s", path);
   for (int hop = 0; hop < 41; hop++) {
     char parent[PATH_MAX], prp[PATH_MAX], canon[2 * PATH_MAX + 2], link[PATH_MAX];
-    snprintf(parent, sizeof(parent), "%s", cur);
-    char *slash = strrchr(parent, '/');
-    const char *base = slash ? cur + (slash - parent) + 1 : cur;
-    if (slash == parent) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else snprintf(parent, sizeof(parent), ".");
+    const char *base = ar_path_base(cur);
+    if (ar_path_dir(cur, parent, sizeof(parent)) != 0) return false;   /* cannot: cur is shorter */
     if (realpath(parent, prp) == NULL)
       return errno == ELOOP && depth < 4 && loop_inside_dirs(parent, n_dirs, dirs, depth + 1);
     if (!inside_dirs(prp, n_dirs, dirs)) return false;
@@ -297,15 +294,11 @@ static int open_model_path(const char *path, uint32_t n_dirs, const char (*dirs)
         return ar_errf(msg, msg_bytes, AR_EIO, "model file '%s': " AR_ELOOP_TEXT, path);
       /* Missing file: ENOENT only when its directory is inside model_dirs. */
       char parent[PATH_MAX], prp[PATH_MAX];
-      snprintf(parent, sizeof(parent), "%s", path);
-      char *slash = strrchr(parent, '/');
-      if (slash == parent) slash[1] = '\0';
-      else if (slash) *slash = '\0';
-      else snprintf(parent, sizeof(parent), ".");
       struct stat lst;
       /* A dangling symlink: where it points is not for the client to learn. */
       bool dangling = lstat(path, &lst) == 0;
-      if (dangling || realpath(parent, prp) == NULL || !inside_dirs(prp, n_dirs, dirs))
+      if (dangling || ar_path_dir(path, parent, sizeof(parent)) != 0 || realpath(parent, prp) == NULL ||
+          !inside_dirs(prp, n_dirs, dirs))
         return outside_dirs(path, n_dirs, dirs, msg, msg_bytes);
     }
     return ar_errf(msg, msg_bytes, e == ENOENT ? AR_ENOENT : AR_EIO, "model file '%s': %s", path,

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/ar_path.h"
 #include "common/ar_text.h"
 #include "common/ar_util.h"
 #include "daemon/ar_conn.h"
@@ -474,11 +475,7 @@ static int clear_stale_socket(const char *path, char *msg, size_t msg_bytes) {
  * and some systems as EACCES: name the directory instead. */
 static int check_socket_dir(const char *path, char *msg, size_t msg_bytes) {
   char dir[sizeof(((ar_config_t *)0)->socket_path)];
-  snprintf(dir, sizeof(dir), "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash == NULL) return 0;
-  if (slash == dir) slash[1] = '\0';
-  else *slash = '\0';
+  if (ar_path_dir(path, dir, sizeof(dir)) != 0) return 0;   /* longer than a socket path: bind says */
   struct stat st;
   if (stat(dir, &st) != 0) {
     int e = errno;

@@ -58,7 +58,7 @@ EXTRA_DIST += tools/fuzz_protocol.c
 if HAVE_CLANG
 AR_FUZZ_PROTOCOL_SRC = $(srcdir)/tools/fuzz_protocol.c $(srcdir)/daemon/ar_conn.c $(srcdir)/daemon/ar_decode.c \
   $(srcdir)/daemon/ar_server.c $(srcdir)/daemon/ar_shm.c $(srcdir)/daemon/ar_pool.c $(srcdir)/daemon/ar_config.c \
-  $(srcdir)/common/ar_error.c $(srcdir)/common/ar_text.c proto/arenad.pb-c.c
+  $(srcdir)/common/ar_error.c $(srcdir)/common/ar_text.c $(srcdir)/common/ar_path.c proto/arenad.pb-c.c
 fuzz_protocol: $(AR_FUZZ_PROTOCOL_SRC) proto/arenad.pb-c.h
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -I$(top_srcdir) -I$(top_builddir) $(LIBUV_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) -o $@ \

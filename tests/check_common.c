@@ -1,12 +1,15 @@
 /* check_common.c - the common layer's text helpers: the UTF-8 decoder (RFC 3629 edge cases: code
  * point boundaries, overlong forms, surrogates, values above U+10FFFF, truncated sequences), the
- * terminal/log escape and the XML escape built on it.
+ * terminal/log escape and the XML escape built on it; the directory part and last component of a
+ * path (dirname(1) edge cases).
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ar_error.h"
+#include "common/ar_path.h"
 #include "common/ar_text.h"
 #include "common/ar_util.h"
 
@@ -148,6 +151,62 @@ START_TEST(test_xml_write_text) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------- paths */
+
+/* The directory part as dirname(1) prints it: every case below is what coreutils' dirname 9.1
+ * printed for it ("//a" too: POSIX would allow "//" there). */
+START_TEST(test_path_dir) {
+  static const struct { const char *path, *dir; } c[] = {
+      {"/", "/"},
+      {"a", "."},
+      {"/a", "/"},
+      {"a/b/", "a"},
+      {"//a", "/"},
+      {"", "."},
+      {"///", "/"},
+      {"/a/b.tflite", "/a"},
+      {"models/b.tflite", "models"},
+      {"./b", "."},
+      {"a//b", "a"},
+      {"/a//b//", "/a"},
+      {"a/", "."},
+      {"/run/arenad/arenad.sock", "/run/arenad"},
+      {"../x", ".."},
+  };
+  char out[64];
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++) {
+    memset(out, 'z', sizeof out);
+    ck_assert_int_eq(ar_path_dir(c[i].path, out, sizeof out), 0);
+    ck_assert_msg(strcmp(out, c[i].dir) == 0, "'%s': '%s', want '%s'", c[i].path, out, c[i].dir);
+  }
+  /* The directory must fit with its NUL: "abc/d" needs 4 bytes. */
+  ck_assert_int_eq(ar_path_dir("abc/d", out, 4), 0);
+  ck_assert_str_eq(out, "abc");
+  ck_assert_int_eq(ar_path_dir("abc/d", out, 3), AR_EOVERFLOW);
+  ck_assert_str_eq(out, "");
+  ck_assert_int_eq(ar_path_dir("a", out, 2), 0);
+  ck_assert_str_eq(out, ".");
+  ck_assert_int_eq(ar_path_dir("a", out, 1), AR_EOVERFLOW);
+  ck_assert_int_eq(ar_path_dir("a", out, 0), AR_EOVERFLOW);
+  ck_assert_int_eq(ar_path_dir(NULL, out, sizeof out), AR_EINVAL);
+  ck_assert_int_eq(ar_path_dir("a", NULL, 8), AR_EINVAL);
+}
+END_TEST
+
+/* The last component as written: a pointer into the path, "" after a trailing slash. */
+START_TEST(test_path_base) {
+  static const struct { const char *path, *base; } c[] = {
+      {"/", ""},     {"a", "a"},      {"/a", "a"},    {"a/b/", ""},          {"//a", "a"},
+      {"", ""},      {"a/b", "b"},    {"./m.tflite", "m.tflite"}, {"/x/y/z.json", "z.json"},
+  };
+  for (size_t i = 0; i < AR_ARRAY_LEN(c); i++) {
+    const char *b = ar_path_base(c[i].path);
+    ck_assert_msg(strcmp(b, c[i].base) == 0, "'%s': '%s', want '%s'", c[i].path, b, c[i].base);
+    ck_assert_ptr_eq(b, c[i].path + strlen(c[i].path) - strlen(c[i].base));   /* inside path */
+  }
+}
+END_TEST
+
 static Suite *common_suite(void) {
   Suite *s = suite_create("common");
   TCase *text = tcase_create("text");
@@ -156,6 +215,10 @@ static Suite *common_suite(void) {
   tcase_add_test(text, test_escape_text);
   tcase_add_test(text, test_xml_write_text);
   suite_add_tcase(s, text);
+  TCase *path = tcase_create("path");
+  tcase_add_test(path, test_path_dir);
+  tcase_add_test(path, test_path_base);
+  suite_add_tcase(s, path);
   return s;
 }
 
