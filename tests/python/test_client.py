@@ -267,6 +267,111 @@ class Requests(unittest.TestCase):
         self.assertEqual(cm.exception.code, "EINVAL")
 
 
+class ZeroCopy(unittest.TestCase):
+    """Outputs are views, not copies: of the frame the reply was read into (bytes path) or of the
+    registered buffer the daemon wrote them into (shm path); input arrays are sent from their own
+    memory. copy=True gives arrays that own their memory."""
+
+    def setUp(self):
+        self.c = arenad.Client(DAEMON.socket, timeout=60)
+        _, _, self.inputs, self.outputs = golden(FACE, "photo")
+        _, _, self.inputs_r, self.outputs_r = golden(FACE, "random")
+
+    def tearDown(self):
+        self.c.close()
+
+    def assert_golden(self, r, outputs):
+        for j, want in enumerate(outputs):
+            self.assertEqual(golden_mismatches(r[j], want), 0, f"output {j}")
+
+    def assert_views_of_the_frame(self, r):
+        f = r.frame
+        self.assertIsInstance(f, np.ndarray)
+        self.assertEqual(f.dtype, np.uint8)
+        raw = f.tobytes()
+        self.assertEqual(struct.unpack_from("<I", raw)[0], len(raw) - 4)   # the whole frame, length first
+        resp = pb.Response.FromString(raw[4:])   # the frame as protobuf decodes it, data included
+        self.assertEqual(len(resp.invoke.outputs), len(r))
+        for j, t in enumerate(resp.invoke.outputs):
+            a = r[j]
+            at = a.ctypes.data - f.ctypes.data
+            # The array's memory is the output's data field inside the frame, not a copy of it.
+            self.assertEqual(at, raw.find(t.data), f"output {j}")
+            self.assertEqual(a.nbytes, len(t.data))
+            self.assertTrue(np.shares_memory(a, f))
+            self.assertFalse(a.flags.owndata)
+            self.assertTrue(a.flags.writeable and a.flags.aligned)
+            self.assertEqual(at % 16, 0, "the daemon pads each output to 16 bytes from the frame's start")
+            self.assertEqual(a.ctypes.data % 16, 0)
+
+    def test_reply_outputs_are_views_of_the_reply_frame(self):
+        r1 = self.c.invoke("face", self.inputs[0])
+        self.assert_golden(r1, self.outputs)
+        self.assert_views_of_the_frame(r1)
+        r2 = self.c.invoke("face", self.inputs_r[0])
+        self.assert_views_of_the_frame(r2)
+        self.assert_golden(r2, self.outputs_r)
+        # Each reply has a frame of its own, never read into again: r1 is unchanged by r2.
+        self.assertFalse(np.shares_memory(r1.frame, r2.frame))
+        self.assert_golden(r1, self.outputs)
+        r1[0][...] = 0   # writing one result's arrays changes nothing else
+        self.assert_golden(r2, self.outputs_r)
+        # Kept alive by the arrays alone (numpy's base reference), after the result is gone.
+        a = r2[1]
+        del r2
+        self.c.invoke("face", self.inputs[0])
+        self.assertEqual(golden_mismatches(a, self.outputs_r[1]), 0)
+
+    def test_copy_gives_arrays_owning_their_memory(self):
+        for r in (self.c.invoke("face", self.inputs[0], copy=True), self.c.invoke("face", self.inputs[0]).copy()):
+            self.assertIsNone(r.frame)
+            self.assert_golden(r, self.outputs)
+            for a in r:
+                self.assertTrue(a.flags.owndata)
+        r = self.c.invoke_many("face", [self.inputs[0]] * 3, copy=True)
+        self.assertTrue(all(x.frame is None and x[0].flags.owndata for x in r))
+
+    def test_pipelined_replies_are_views_each_of_its_frame(self):
+        batches = [self.inputs[0] if i % 2 == 0 else self.inputs_r[0] for i in range(12)]
+        rs = self.c.invoke_many("face", batches, window=6)
+        for i, r in enumerate(rs):
+            self.assert_golden(r, self.outputs if i % 2 == 0 else self.outputs_r)
+            self.assert_views_of_the_frame(r)
+        for a, b in zip(rs, rs[1:]):
+            self.assertFalse(np.shares_memory(a[0], b[0]))
+
+    def test_shm_outputs_are_views_of_the_registered_buffer(self):
+        nin = self.inputs[0].nbytes
+        offs = [nin + 64 * 1024 * j for j in range(len(self.outputs))]
+        buf = self.c.register_buffer(offs[-1] + self.outputs[-1].nbytes)
+        x = buf.array(0, self.inputs[0].shape, np.float32)
+        outs = [buf.array(o, w.shape, np.float32) for o, w in zip(offs, self.outputs)]
+        x[...] = self.inputs[0]
+        r = self.c.invoke("face", x, outputs=outs)
+        self.assertIsNone(r.frame)
+        self.assert_golden(r, self.outputs)
+        for j, (o, w) in enumerate(zip(offs, self.outputs)):
+            self.assertEqual(buf.range_of(r[j]), (o, w.nbytes), f"output {j}")   # inside the mapping, where asked
+            self.assertFalse(r[j].flags.owndata)
+        kept = self.c.invoke("face", x, outputs=outs, copy=True)
+        # A view shows what the buffer holds: the next invoke into the same ranges changes it; a copy stays.
+        x[...] = self.inputs_r[0]
+        self.c.invoke("face", x, outputs=outs)
+        self.assert_golden(r, self.outputs_r)
+        self.assert_golden(kept, self.outputs)
+        self.assertTrue(all(a.flags.owndata for a in kept))
+        buf.release()
+
+    def test_inputs_are_sent_from_the_arrays_memory(self):
+        x = np.ascontiguousarray(self.inputs[0])
+        pieces, total = self.c._pack_inputs("face", x)
+        self.assertEqual(total, sum(len(memoryview(p).cast("B")) for p in pieces))
+        self.assertTrue(any(isinstance(p, np.ndarray) and np.shares_memory(p, x) for p in pieces))
+        # Arrays that are not contiguous little-endian are made so first (and still give the golden).
+        for odd in (x.astype(">f4"), np.asfortranarray(x), x[..., ::-1].copy()[..., ::-1]):
+            self.assert_golden(self.c.invoke("face", odd), self.outputs)
+
+
 class ErrorReplies(unittest.TestCase):
     def setUp(self):
         self.c = arenad.Client(DAEMON.socket, timeout=60)

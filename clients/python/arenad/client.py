@@ -9,6 +9,7 @@ Replies are read by whichever call is waiting for one; a reply that belongs to a
 kept until its own waiter asks for it. So several invokes can be in flight on one connection
 (invoke_async / invoke_many) without a reader thread, and a Client may be shared by threads.
 """
+import array
 import ctypes
 import fcntl
 import json
@@ -31,7 +32,10 @@ DEFAULT_SOCKET = "/run/arenad/arenad.sock"
 # frames it reads is its max_frame_bytes (default 64 MiB).
 MAX_FRAME_BYTES = 1 << 30
 BUSY_POLL_MAX_US = 1000000   # Client(busy_poll_us=...) upper bound, as AR_CLIENT_BUSY_POLL_MAX
-_RECV_BYTES = 1 << 16
+_RECV_BYTES = 1 << 16   # a read buffer's least size
+_COPY_BELOW = 4096      # input arrays smaller than this are copied into the frame, others sent from where they are
+_IOV_MAX = 1024
+_KEEP_BYTES = 16 << 20  # a read buffer larger than this is not kept for the next reply
 _UNSET = object()
 
 # TFLite TensorType (proto DType) -> numpy dtype, little-endian as on the wire.
@@ -49,6 +53,107 @@ _DTYPES = {
 }
 _TO_NP = {pb.DType.Value(k): v for k, v in _DTYPES.items()}
 _FROM_NP = {v.str.lstrip("<|"): pb.DType.Value(k) for k, v in _DTYPES.items()}
+
+
+# ---- protobuf wire format, for the tensor bytes that are not copied ------------------------------
+# Replies: an invoke reply is decoded without its outputs' `data` (Response.invoke = field 7 >
+# InvokeResponse.outputs = field 1 > Tensor.data = field 4), whose bytes stay in the frame they were
+# read into and are handed out as numpy views of it (the daemon starts each output's bytes at a
+# multiple of 16 from the frame's start; libarenaclient's unpack_borrowing does the same in C).
+# Requests: the inputs' bytes are not copied into the frame either; the frame is sent in pieces, the
+# arrays' own memory among them (socket.sendmsg).
+
+def _varint_read(mv, p: int) -> Tuple[int, int]:
+    b = mv[p]
+    if b < 0x80:
+        return b, p + 1
+    v, shift = b & 0x7F, 7
+    while True:
+        p += 1
+        b = mv[p]
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            return v, p + 1
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _strip_outputs(mv, p: int, end: int, level: int, data: list) -> Tuple[list, int]:
+    """The message at mv[p:end] (level 0 Response, 1 InvokeResponse, 2 Tensor) without the output
+    Tensors' field 4: (pieces, their total length). Appends one (offset, bytes) per output Tensor to
+    `data` (offset into mv; None for an output without data). Raises ValueError (or IndexError)
+    on bytes that are not well-formed protobuf."""
+    pieces: list = []
+    n = 0
+    keep = p   # start of the fields copied as they are, not yet appended
+    while p < end:
+        start = p
+        tag, p = _varint_read(mv, p)
+        wt = tag & 7
+        if wt == 0:
+            _, p = _varint_read(mv, p)
+        elif wt == 1:
+            p += 8
+        elif wt == 5:
+            p += 4
+        elif wt == 2:
+            ln, p = _varint_read(mv, p)
+            q, p = p, p + ln
+            if p > end:
+                raise ValueError("field runs past its message")
+            f = tag >> 3
+            inner = (level == 0 and f == 7) or (level == 1 and f == 1)
+            if inner or (level == 2 and f == 4):
+                if start > keep:
+                    pieces.append(mv[keep:start])
+                    n += start - keep
+                keep = p
+                if not inner:
+                    data[-1] = (q, ln)
+                    continue
+                if level == 1:
+                    data.append(None)
+                sub, sn = _strip_outputs(mv, q, p, level + 1, data)
+                head = _varint(tag) + _varint(sn)
+                pieces.append(head)
+                pieces.extend(sub)
+                n += len(head) + sn
+                continue
+        else:
+            raise ValueError(f"wire type {wt}")
+        if p > end:
+            raise ValueError("field runs past its message")
+    if end > keep:
+        pieces.append(mv[keep:end])
+        n += end - keep
+    return pieces, n
+
+
+class _Reply:
+    """An invoke reply decoded without its outputs' bytes: `msg` the Response (outputs with empty
+    data), `frame` the numpy uint8 buffer holding the whole frame (4-byte length included) and
+    `data` one (offset into frame, bytes) per output (None: the output has no data). Other
+    attributes are the Response's."""
+
+    __slots__ = ("msg", "frame", "data")
+
+    def __init__(self, msg, frame: np.ndarray, data: list):
+        self.msg = msg
+        self.frame = frame
+        self.data = data
+
+    def __getattr__(self, name):
+        return getattr(self.msg, name)
 
 
 class ArenadError(Exception):
@@ -181,13 +286,35 @@ class InvokeResult(Sequence):
     numpy array of the output's dtype and shape (integer codes for quantized outputs);
     result.tensors[i] its TensorInfo with the quantization parameters, result.real(key) the output
     as float32 real values (dequantized when it is quantized). invoke_us / queue_us: the daemon's
-    time in the interpreter and waiting for the model's group, microseconds."""
+    time in the interpreter and waiting for the model's group, microseconds.
 
-    def __init__(self, tensors: List[TensorInfo], arrays: List[np.ndarray], invoke_us: int, queue_us: int):
+    Where the arrays live (no copy is made of an output's bytes unless asked for):
+    * outputs sent in the reply are numpy views of `frame`, the numpy uint8 buffer the client read
+      the reply frame into (4-byte length included; each output's bytes start at a multiple of 16
+      in it). The client never reads into that buffer again nor frees it: numpy's base reference
+      keeps it alive as long as any of the arrays is, so the arrays stay valid and unchanged for as
+      long as they are held, and are writable (writing changes this result only). Holding one of
+      them holds the whole frame (every output of the reply): keep a copy of a small output of a
+      large reply (np.array(result[i])), or invoke with copy=True. The socket read is then the
+      only copy of the outputs; a reply that arrived in a read buffer more than twice its size (a
+      small reply after a large one, or one read with others when several are in flight) is first
+      moved into a buffer of its own (one copy), so that a result never holds more than that.
+    * outputs the daemon wrote into a registered SharedBuffer (invoke outputs=) are the caller's
+      views of that buffer: they show what the buffer holds, so the next invoke writing the same
+      range changes them. `frame` is None when every output went there.
+    * with copy=True every array owns its memory (flags.owndata) and `frame` is None."""
+
+    def __init__(self, tensors: List[TensorInfo], arrays: List[np.ndarray], invoke_us: int, queue_us: int,
+                 frame: Optional[np.ndarray] = None):
         self.tensors = tensors
         self.arrays = arrays
         self.invoke_us = invoke_us
         self.queue_us = queue_us
+        self.frame = frame
+
+    def copy(self) -> "InvokeResult":
+        """The same result with arrays that own their memory (frame None)."""
+        return InvokeResult(self.tensors, [np.array(a) for a in self.arrays], self.invoke_us, self.queue_us)
 
     @property
     def names(self) -> List[str]:
@@ -253,10 +380,11 @@ def _model_info(m) -> ModelInfo:
 class Pending:
     """An invoke in flight (Client.invoke_async). result() waits for its reply."""
 
-    def __init__(self, client: "Client", request_id: int, model: str):
+    def __init__(self, client: "Client", request_id: int, model: str, copy: bool = False):
         self._client = client
         self.id = request_id
         self.model = model
+        self.copy = copy          # the result's arrays own their memory (InvokeResult)
         self._result: Optional[InvokeResult] = None
         self._error: Optional[ArenadError] = None
         self.outputs = None   # SharedBuffer views the daemon writes the outputs into (invoke outputs=)
@@ -275,7 +403,7 @@ class Pending:
         if self._result is None and self._error is None:
             try:
                 resp = self._client._wait(self.id, timeout, abandon=False)
-                self._result = self._client._invoke_result(resp, self.model, self.outputs)
+                self._result = self._client._invoke_result(resp, self.model, self.outputs, self.copy)
             except ArenadTimeout:
                 raise
             except ArenadError as e:
@@ -347,7 +475,14 @@ class Client:
             env = os.environ.get("ARENAD_BUSY_POLL_US", "")
             busy_poll_us = int(env) if env.isdigit() else 0
         self.busy_poll_us = max(0, min(int(busy_poll_us), BUSY_POLL_MAX_US))
-        self._buf = bytearray()
+        # Replies are read into _rbuf (numpy uint8; _rstart.._rstart+_rlen read, not yet handed
+        # out). An invoke reply's outputs are left in it and the buffer goes with the result
+        # (_rlent): the next read takes a new one. _rhint: the last frame's size, a new buffer's.
+        self._rbuf = np.empty(_RECV_BYTES, np.uint8)
+        self._rstart = 0
+        self._rlen = 0
+        self._rlent = False
+        self._rhint = 0
         self._next_id = 1
         self._replies: Dict[int, Any] = {}   # arrived, not yet claimed
         self._expected: set = set()          # sent, not yet claimed nor abandoned
@@ -465,49 +600,53 @@ class Client:
         self._buffers[b.id] = b
         return b
 
-    def invoke(self, name: str, inputs: InputsArg, timeout: Any = _UNSET, outputs=None) -> InvokeResult:
+    def invoke(self, name: str, inputs: InputsArg, timeout: Any = _UNSET, outputs=None,
+               copy: bool = False) -> InvokeResult:
         """Run model `name` once. `inputs`: {input name or index: array}, a list in the model's
         input order, or one array for a one-input model; arrays are sent with their own dtype
-        and shape, which must match the model's (else ArenadError "ESHAPE"); an array that is a
-        view of a registered SharedBuffer goes by reference. `outputs` (optional): one
-        SharedBuffer view per model output (None: sent in the reply) that the daemon writes the
-        output into; the result then holds those views. Returns the outputs (InvokeResult)."""
-        if outputs is not None:
-            req = pb.InvokeRequest(model=name)
-            req.inputs.extend(self._pack_inputs(name, inputs))
-            for j, o in enumerate(outputs):
-                r = None if o is None else self._range_of(o)
-                if o is not None and r is None:
-                    raise ArenadError("EINVAL", f"output {j}: not a contiguous view of a registered SharedBuffer")
-                req.outputs.append(pb.BufferRange() if r is None else pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2]))
-            p = Pending(self, self._send("invoke", req, timeout), name)
-            p.outputs = list(outputs)
-        else:
-            p = self.invoke_async(name, inputs, timeout)
+        and shape, which must match the model's (else ArenadError "ESHAPE"), from their own memory
+        (no copy; a non-contiguous or big-endian array is made contiguous little-endian first); an
+        array that is a view of a registered SharedBuffer goes by reference. `outputs` (optional):
+        one SharedBuffer view per model output (None: sent in the reply) that the daemon writes the
+        output into; the result then holds those views. Returns the outputs (InvokeResult): views
+        of the reply's frame or of the SharedBuffer, not copies (InvokeResult says how long they
+        live); copy=True gives arrays that own their memory instead."""
+        p = self.invoke_async(name, inputs, timeout, outputs=outputs, copy=copy)
         try:
             return p.result(timeout)
         except ArenadTimeout:
             self._abandon(p.id)
             raise
 
-    def invoke_async(self, name: str, inputs: InputsArg, timeout: Any = _UNSET) -> Pending:
-        """Send an invoke without waiting: returns a Pending whose result() gives the outputs.
-        Many may be in flight on one connection; replies are matched by id."""
+    def invoke_async(self, name: str, inputs: InputsArg, timeout: Any = _UNSET, outputs=None,
+                     copy: bool = False) -> Pending:
+        """Send an invoke without waiting: returns a Pending whose result() gives the outputs
+        (arguments as invoke). Many may be in flight on one connection; replies are matched by id.
+        The input arrays are sent before this returns: they may be changed afterwards."""
         req = pb.InvokeRequest(model=name)
-        req.inputs.extend(self._pack_inputs(name, inputs))
-        return Pending(self, self._send("invoke", req, timeout), name)
+        if outputs is not None:
+            for j, o in enumerate(outputs):
+                r = None if o is None else self._range_of(o)
+                if o is not None and r is None:
+                    raise ArenadError("EINVAL", f"output {j}: not a contiguous view of a registered SharedBuffer")
+                req.outputs.append(pb.BufferRange() if r is None else pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2]))
+        pieces, nbytes = self._pack_inputs(name, inputs)
+        p = Pending(self, self._send("invoke", req, timeout, extra=(pieces, nbytes)), name, copy)
+        if outputs is not None:
+            p.outputs = list(outputs)
+        return p
 
     def invoke_many(self, name: str, batches: Sequence[InputsArg], window: int = 32,
-                    timeout: Any = _UNSET) -> List[InvokeResult]:
+                    timeout: Any = _UNSET, copy: bool = False) -> List[InvokeResult]:
         """Invoke `name` on each inputs of `batches`, keeping up to `window` invokes in flight
-        (pipelined on this connection); results in the order of `batches`. The first error is
-        raised after every reply has been read."""
+        (pipelined on this connection); results in the order of `batches` (their arrays as
+        invoke's, copy= likewise). The first error is raised after every reply has been read."""
         pending: List[Pending] = []
         results: List[Optional[InvokeResult]] = [None] * len(batches)
         first_error: Optional[ArenadError] = None
         done = 0
         for i, inputs in enumerate(batches):
-            pending.append(self.invoke_async(name, inputs, timeout))
+            pending.append(self.invoke_async(name, inputs, timeout, copy=copy))
             while len(pending) - done >= window:
                 first_error = self._collect(pending, results, done, timeout, first_error)
                 done += 1
@@ -538,7 +677,10 @@ class Client:
             raise ArenadError("ENOENT", f"no model named {name!r} is loaded", pb.Code.Value("ENOENT"))
         return self._inputs[name]
 
-    def _pack_inputs(self, name: str, inputs: InputsArg) -> list:
+    def _pack_inputs(self, name: str, inputs: InputsArg) -> Tuple[list, int]:
+        """The InvokeRequest.inputs fields (field 2) of `inputs`, serialized: (pieces, total bytes).
+        The bytes of arrays of _COPY_BELOW bytes or more are pieces of their own, the arrays' memory
+        (sent from there: no copy); the rest is copied into the pieces between them."""
         infos: Optional[List[TensorInfo]] = None
         if isinstance(inputs, np.ndarray):
             ordered = [inputs]
@@ -570,7 +712,9 @@ class Client:
             raise ArenadError("EINVAL", "inputs must be an array, a list of arrays or a dict of arrays")
         if infos is None:
             infos = self._inputs.get(name)
-        tensors = []
+        pieces: list = []
+        small = bytearray()
+        total = 0
         for i, v in enumerate(ordered):
             info = infos[i] if infos is not None and i < len(infos) else None
             a = v if isinstance(v, np.ndarray) else np.asarray(v, dtype=info.dtype if info else np.float32)
@@ -579,12 +723,25 @@ class Client:
                 raise ArenadError("EINVAL", f"input {i}: numpy dtype {a.dtype} has no arenad (TFLite) type")
             r = self._range_of(a)
             if r is not None:
-                tensors.append(pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape,
-                                         shm=pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2])))
+                t = pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape,
+                              shm=pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2])).SerializeToString()
+                small += b"\x12" + _varint(len(t)) + t
                 continue
             a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
-            tensors.append(pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape, data=a.tobytes()))
-        return tensors
+            t = pb.Tensor(name=info.name if info else "", dtype=code, shape=a.shape).SerializeToString()
+            head = b"\x22" + _varint(a.nbytes)   # Tensor.data
+            small += b"\x12" + _varint(len(t) + len(head) + a.nbytes) + t + head
+            raw = a.reshape(-1).view(np.uint8)
+            if a.nbytes < _COPY_BELOW:
+                small += memoryview(raw)   # (not `+= raw`: numpy would add element-wise)
+            else:
+                total += len(small) + a.nbytes
+                pieces += [bytes(small), raw]
+                small = bytearray()
+        if small:
+            total += len(small)
+            pieces.append(bytes(small))
+        return pieces, total
 
     def _range_of(self, a) -> Optional[Tuple[int, int, int]]:
         """(buffer id, offset, bytes) when `a` is a contiguous view of a registered buffer."""
@@ -594,23 +751,34 @@ class Client:
                 return b.id, r[0], r[1]
         return None
 
-    def _invoke_result(self, resp, model: str, outputs=None) -> InvokeResult:
+    def _invoke_result(self, resp, model: str, outputs=None, copy: bool = False) -> InvokeResult:
         self._check(resp, "invoke", model)
+        frame = resp.frame if isinstance(resp, _Reply) else None
+        used_frame = False
         infos, arrays = [], []
         for j, t in enumerate(resp.invoke.outputs):
             info = _tensor_info(t)
             want = int(np.prod(info.shape, dtype=np.int64)) * info.dtype.itemsize
             if t.HasField("shm") and t.shm.buffer and outputs is not None and outputs[j] is not None:
                 # Written into the caller's view of the buffer: the result is that view.
+                a = outputs[j].reshape(-1).view(np.uint8)[:want].view(info.dtype).reshape(info.shape)
                 infos.append(info)
-                arrays.append(outputs[j].reshape(-1).view(np.uint8)[:want].view(info.dtype).reshape(info.shape))
+                arrays.append(np.array(a) if copy else a)
                 continue
-            if len(t.data) != want:
-                raise ArenadError("EPROTO", f"output {t.name!r}: {len(t.data)} data bytes, shape "
+            at = resp.data[j] if frame is not None and j < len(resp.data) else None
+            raw = frame[at[0]:at[0] + at[1]] if at is not None else np.frombuffer(t.data, np.uint8)
+            if len(raw) != want:
+                raise ArenadError("EPROTO", f"output {t.name!r}: {len(raw)} data bytes, shape "
                                   f"{list(info.shape)} of {info.dtype} needs {want}", pb.Code.Value("EPROTO"))
+            a = raw.view(info.dtype).reshape(info.shape)
+            if copy or at is None:   # (no data field: an empty output, a read-only bytes otherwise)
+                a = a.copy()
+            else:
+                used_frame = True
             infos.append(info)
-            arrays.append(np.frombuffer(t.data, dtype=info.dtype).reshape(info.shape).copy())
-        return InvokeResult(infos, arrays, resp.invoke.invoke_us, resp.invoke.queue_us)
+            arrays.append(a)
+        return InvokeResult(infos, arrays, resp.invoke.invoke_us, resp.invoke.queue_us,
+                            frame if used_frame else None)
 
     # ---- framing and id matching ----------------------------------------------------------------
     def _deadline(self, timeout: Any) -> Optional[float]:
@@ -641,35 +809,53 @@ class Client:
             self._sock = None
         return ArenadConnectionError(f"{self.socket_path}: {why}")
 
-    def _send(self, body: str, msg, timeout: Any, fds=None) -> int:
+    def _send(self, body: str, msg, timeout: Any, fds=None, extra: Optional[Tuple[list, int]] = None) -> int:
+        """Send Request{id, body: msg} (returns the id). `extra`: (pieces, bytes) of serialized
+        fields appended to the body message, sent from where they are (_pack_inputs); `fds` go
+        with the frame's first bytes (SCM_RIGHTS)."""
         with self._send_lock:
             if self._sock is None:
                 raise self._lost_error()
             rid = self._next_id
             self._next_id += 1
             req = pb.Request(id=rid)
-            getattr(req, body).CopyFrom(msg)
-            data = req.SerializeToString()
-            if len(data) > 0xFFFFFFFF:
-                raise ArenadError("E2BIG", f"request of {len(data)} bytes does not fit a frame")
+            if extra is None:
+                getattr(req, body).CopyFrom(msg)
+                head = req.SerializeToString()
+                pieces, n = [], len(head)
+            else:
+                inner = msg.SerializeToString()
+                number = req.DESCRIPTOR.fields_by_name[body].number
+                head = req.SerializeToString() + _varint(number << 3 | 2) + _varint(len(inner) + extra[1]) + inner
+                pieces, n = extra[0], len(head) + extra[1]
+            if n > 0xFFFFFFFF:
+                raise ArenadError("E2BIG", f"request of {n} bytes does not fit a frame")
             deadline = self._deadline(timeout)
             self._expected.add(rid)
             try:
-                self._sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
-                frame = struct.pack("<I", len(data)) + data
-                if fds:
-                    # The descriptor goes with the frame's first bytes (SCM_RIGHTS).
-                    sent = socket.send_fds(self._sock, [frame], fds)
-                    if sent < len(frame):
-                        self._sock.sendall(frame[sent:])
-                else:
-                    self._sock.sendall(frame)
+                self._send_pieces([struct.pack("<I", n) + head, *pieces], fds, deadline)
             except socket.timeout:
                 # Part of a frame may have gone: the stream cannot be trusted any more.
                 raise self._connection_lost("send timed out inside a frame; connection closed") from None
             except OSError as e:
                 raise self._connection_lost(f"send: {e.strerror or e}") from None
             return rid
+
+    def _send_pieces(self, pieces: list, fds, deadline: Optional[float]) -> None:
+        """sendmsg the pieces (bytes-like, one byte per item) until all are written."""
+        views = [memoryview(p) for p in pieces if len(p)]
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        while views:
+            self._sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
+            sent = self._sock.sendmsg(views[:_IOV_MAX], anc)
+            anc = []   # the descriptors went with the first bytes
+            k = 0
+            while k < len(views) and sent >= views[k].nbytes:
+                sent -= views[k].nbytes
+                k += 1
+            del views[:k]
+            if sent:
+                views[0] = views[0][sent:]
 
     def _abandon(self, rid: int) -> None:
         self._expected.discard(rid)
@@ -719,14 +905,15 @@ class Client:
             self._replies[resp.id] = resp
         # else: the reply to an abandoned (timed out) request: dropped.
 
-    def _busy_recv(self) -> Optional[bytes]:
-        """busy_poll_us: what a non-blocking receive finds within that time, else None."""
+    def _busy_recv(self, into) -> Optional[int]:
+        """busy_poll_us: the bytes a non-blocking receive into `into` finds within that time (0:
+        the stream ended), else None."""
         if not self.busy_poll_us:
             return None
         end = time.monotonic() + self.busy_poll_us / 1e6
         while True:
             try:
-                return self._sock.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
+                return self._sock.recv_into(into, 0, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 if time.monotonic() >= end:
                     return None
@@ -734,23 +921,65 @@ class Client:
             except OSError as e:
                 raise self._connection_lost(f"receive: {e.strerror or e}") from None
 
+    def _reserve(self, need: int) -> None:
+        """Room for `need` bytes from where the unread bytes start, which move to the start of
+        _rbuf (a new buffer when _rbuf is lent to a result or too small)."""
+        keep = self._rbuf[self._rstart:self._rstart + self._rlen]
+        if self._rlent or len(self._rbuf) < need:
+            self._rbuf = np.empty(max(need, _RECV_BYTES), np.uint8)
+            self._rlent = False
+        elif self._rstart == 0:
+            return
+        self._rbuf[:self._rlen] = keep   # numpy copies overlapping ranges correctly
+        self._rstart = 0
+
+    def _take_frame(self, n: int):
+        """The frame of body length n at _rstart, decoded: a Response, or for an invoke reply
+        with output bytes a _Reply whose outputs stay in the buffer they were read into."""
+        start, size = self._rstart, 4 + n
+        mv = memoryview(self._rbuf)[start:start + size]
+        data: list = []
+        msg = pb.Response()
+        try:
+            pieces, _ = _strip_outputs(mv, 4, size, 0, data)
+            borrow = any(d is not None for d in data)
+            msg.ParseFromString(b"".join(pieces) if borrow else mv[4:])
+        except Exception:   # ValueError, IndexError, google.protobuf.message.DecodeError
+            raise self._connection_lost("a reply frame does not decode as arenad.Response") from None
+        self._rhint = size if size <= _KEEP_BYTES else 0
+        self._rstart += size
+        self._rlen -= size
+        if borrow:
+            if start % 16 or len(self._rbuf) > 2 * size:
+                # Not where the daemon's alignment holds, or in a buffer much larger than itself:
+                # the frame moves to a buffer of its own (numpy's, 16-byte aligned).
+                frame = self._rbuf[start:start + size].copy()
+            else:
+                frame = self._rbuf[start:start + size]
+                self._rlent = True
+        if self._rlen == 0:
+            self._rstart = 0
+            if not self._rlent and len(self._rbuf) > _KEEP_BYTES:
+                self._rbuf = np.empty(_RECV_BYTES, np.uint8)
+        return _Reply(msg, frame, data) if borrow else msg
+
     def _read_frame(self, deadline: Optional[float]):
         """One Response from the stream (bytes already buffered first). Blocks until `deadline`
         (monotonic seconds; None: forever; 0.0: only what is already there, returning None when
-        no whole frame is). Raises ArenadTimeout, or ArenadConnectionError when the stream ends."""
+        no whole frame is). Raises ArenadTimeout, or ArenadConnectionError when the stream ends.
+        The reads go straight into _rbuf: the first takes as much of the next frame as _rhint
+        (the previous frame's size) says will come, so a reply like the last one is one read."""
         while True:
-            if len(self._buf) >= 4:
-                (n,) = struct.unpack_from("<I", self._buf)
+            need = max(self._rhint, 4)
+            if self._rlen >= 4:
+                (n,) = struct.unpack_from("<I", self._rbuf, self._rstart)
                 if n > MAX_FRAME_BYTES:
                     raise self._connection_lost(f"reply frame of {n} bytes is larger than the client accepts")
-                if len(self._buf) >= 4 + n:
-                    resp = pb.Response()
-                    try:
-                        resp.ParseFromString(bytes(self._buf[4:4 + n]))
-                    except Exception:   # google.protobuf.message.DecodeError and friends
-                        raise self._connection_lost("a reply frame does not decode as arenad.Response") from None
-                    del self._buf[:4 + n]
-                    return resp
+                if self._rlen >= 4 + n:
+                    return self._take_frame(n)
+                need = 4 + n
+            if self._rlent or self._rstart + need > len(self._rbuf):
+                self._reserve(need)
             if deadline is None:
                 self._sock.settimeout(None)
             else:
@@ -762,10 +991,11 @@ class Client:
                         raise ArenadTimeout(f"no reply from {self.socket_path} in time")
                 else:
                     self._sock.settimeout(left)
-            chunk = self._busy_recv() if deadline != 0.0 else None
+            into = memoryview(self._rbuf)[self._rstart + self._rlen:]
             try:
-                if chunk is None:
-                    chunk = self._sock.recv(_RECV_BYTES)
+                got = self._busy_recv(into) if deadline != 0.0 else None
+                if got is None:
+                    got = self._sock.recv_into(into)
             except (BlockingIOError, InterruptedError):
                 return None
             except socket.timeout:
@@ -774,8 +1004,8 @@ class Client:
                 raise ArenadTimeout(f"no reply from {self.socket_path} in time") from None
             except OSError as e:
                 raise self._connection_lost(f"receive: {e.strerror or e}") from None
-            if not chunk:
+            if not got:
                 pending = len(self._expected)
                 raise self._connection_lost(
                     "arenad closed the connection" + (f" with {pending} request(s) unanswered" if pending else ""))
-            self._buf += chunk
+            self._rlen += got
