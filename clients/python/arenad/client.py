@@ -943,8 +943,11 @@ class Client:
         try:
             pieces, _ = _strip_outputs(mv, 4, size, 0, data)
             borrow = any(d is not None for d in data)
+        except (ValueError, IndexError):   # not the daemon's encoding: protobuf decides below
+            pieces, borrow = [], False
+        try:
             msg.ParseFromString(b"".join(pieces) if borrow else mv[4:])
-        except Exception:   # ValueError, IndexError, google.protobuf.message.DecodeError
+        except Exception:   # google.protobuf.message.DecodeError and friends
             raise self._connection_lost("a reply frame does not decode as arenad.Response") from None
         self._rhint = size if size <= _KEEP_BYTES else 0
         self._rstart += size
