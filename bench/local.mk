@@ -22,3 +22,8 @@ bench_ipc_SOURCES = bench/ipc.c
 bench_ipc_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS) $(JANSSON_CFLAGS)
 bench_ipc_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS)
 $(bench_ipc_OBJECTS): proto/arenad.pb-c.h
+
+# bench/py_invoke.py (owner: Python client work): the Python client's invokes/s and overhead per
+# invoke (bytes path with views, with copy=True, shm path) next to bench/ipc's C client figures on
+# the same daemon. Run by hand: PYTHONPATH=clients/python:build/clients/python bench/py_invoke.py
+EXTRA_DIST += bench/py_invoke.py
