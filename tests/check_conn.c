@@ -255,14 +255,17 @@ static long daemon_stat(const char *key) {
   return n;
 }
 
-/* ---- a client that pipelines without reading ----------------------------------------------- */
+/* ---- clients that pipeline without reading ------------------------------------------------- */
 
+/* One client writing `n` invoke frames of `model` (ids 10000 + i) on `fd` from a thread of its
+ * own (which reads nothing). */
 typedef struct {
   int fd;
   const char *model;
   const int64_t *shape;
   int n;
   int sent;   /* frames fully written */
+  pthread_t th;
 } flood_t;
 
 static void *flood_main(void *arg) {
@@ -278,16 +281,41 @@ static void *flood_main(void *arg) {
   return NULL;
 }
 
-/* Wait until the flood stops making progress (the daemon stopped reading it). */
-static int wait_flood_stalls(flood_t *fl) {
-  int last = -1, stable = 0;
-  for (int t = 0; t < 300 && stable < 10; t++) {
-    sleep_ms(100);
-    int s = __atomic_load_n(&fl->sent, __ATOMIC_ACQUIRE);
-    stable = s == last ? stable + 1 : 0;
-    last = s;
+/* Start `count` floods of `n` invokes each: on `fd` (count 1), or each on a new connection when
+ * fd is -1. */
+static void floods_start(flood_t *fl, int count, int fd, const char *model, const int64_t *shape, int n) {
+  for (int i = 0; i < count; i++) {
+    fl[i] = (flood_t){.fd = fd >= 0 ? fd : conn(), .model = model, .shape = shape, .n = n};
+    ck_assert_int_eq(pthread_create(&fl[i].th, NULL, flood_main, &fl[i]), 0);
   }
-  return last;
+}
+
+/* Wait until each flood stops making progress (the daemon stopped reading it); the frames each
+ * had sent then go to sent[i] (when sent is not NULL; read atomically: the threads still run).
+ * Returns the first one's. */
+static int floods_wait_stall(flood_t *fl, int count, int *sent) {
+  for (int i = 0; i < count; i++) {
+    int last = -1, stable = 0;
+    for (int t = 0; t < 300 && stable < 10; t++) {
+      sleep_ms(100);
+      int s = __atomic_load_n(&fl[i].sent, __ATOMIC_ACQUIRE);
+      stable = s == last ? stable + 1 : 0;
+      last = s;
+    }
+    if (sent) sent[i] = last;
+  }
+  return __atomic_load_n(&fl[0].sent, __ATOMIC_ACQUIRE);
+}
+
+/* Join the flood threads (they ended, or end once their frames are read) and close their
+ * connections; with `cut`, shut the connections down first (wakes a send blocked on a daemon
+ * that does not read; a descriptor is closed only after its thread is joined). */
+static void floods_end(flood_t *fl, int count, bool cut) {
+  for (int i = 0; i < count; i++) {
+    if (cut) shutdown(fl[i].fd, SHUT_RDWR);
+    pthread_join(fl[i].th, NULL);
+    close(fl[i].fd);
+  }
 }
 
 /* 1,000 pipelined invokes with 256 KiB replies, never read: the daemon stops reading the client
@@ -315,10 +343,9 @@ START_TEST(unread_replies_bound_memory) {
   long base = proc_kb(dmn.pid, "VmRSS:");
   reset_hwm(dmn.pid);
 
-  flood_t fl = {.fd = conn(), .model = model, .shape = SELFIE_IN, .n = 1000};
-  pthread_t th;
-  ck_assert_int_eq(pthread_create(&th, NULL, flood_main, &fl), 0);
-  int sent = wait_flood_stalls(&fl);
+  flood_t fl;
+  floods_start(&fl, 1, -1, model, SELFIE_IN, 1000);
+  int sent = floods_wait_stall(&fl, 1, NULL);
   /* ... and until it has run what it accepted (the model's invoke count stops moving): from then
    * on the flood only holds memory, and B's invokes must not wait behind anything. */
   int every_ms = (int)(2 * p99(idle, IDLE) / 1000) + 300, stable = 0;
@@ -353,9 +380,7 @@ START_TEST(unread_replies_bound_memory) {
                 p_busy, p_idle);
 
   /* The client goes: its replies are freed at once, RSS returns near the baseline. */
-  shutdown(fl.fd, SHUT_RDWR);   /* wakes the flood thread's blocked send; close only after join */
-  pthread_join(th, NULL);
-  close(fl.fd);
+  floods_end(&fl, 1, true);
   long after = wait_rss_below(dmn.pid, base + 8 * 1024, HOLD_BOUNDS ? 10000 : 0);
   printf("unread replies: RSS after the client closed +%.1f MiB over the baseline (bound +8 MiB)\n",
          (after - base) / 1024.0);
@@ -406,13 +431,9 @@ START_TEST(unwritten_reply_budget_holds_readers_back) {
   ck_assert_int_eq(daemon_stat("max_unwritten_reply_bytes"), budget);
   enum { N = 4, M = 100 };
   flood_t fl[N];
-  pthread_t th[N];
-  for (int i = 0; i < N; i++) {
-    fl[i] = (flood_t){.fd = conn(), .model = "selfie", .shape = SELFIE_IN, .n = M};
-    ck_assert_int_eq(pthread_create(&th[i], NULL, flood_main, &fl[i]), 0);
-  }
+  floods_start(fl, N, -1, "selfie", SELFIE_IN, M);
   int sent[N];
-  for (int i = 0; i < N; i++) sent[i] = wait_flood_stalls(&fl[i]);
+  floods_wait_stall(fl, N, sent);
   long held = daemon_stat("unwritten_reply_bytes"), last = -1;
   for (int t = 0; t < 100 && held != last; t++) {
     sleep_ms(200);
@@ -436,13 +457,12 @@ START_TEST(unwritten_reply_budget_holds_readers_back) {
     dr[i] = (drain_t){.fd = fl[i].fd, .n = M};
     ck_assert_int_eq(pthread_create(&rt[i], NULL, drain_main, &dr[i]), 0);
   }
+  for (int i = 0; i < N; i++) pthread_join(rt[i], NULL);
+  floods_end(fl, N, false);
   for (int i = 0; i < N; i++) {
-    pthread_join(th[i], NULL);
-    pthread_join(rt[i], NULL);
     ck_assert_int_eq(fl[i].sent, M);
     ck_assert_int_eq(dr[i].ok, M);
     invoked += dr[i].invoked;
-    close(fl[i].fd);
   }
   printf("unwritten replies: all %d requests answered once read (%d invoked, the others EBUSY)\n", N * M, invoked);
   ck_assert_int_gt(invoked, 0);
@@ -884,10 +904,9 @@ START_TEST(sigterm_with_unread_replies_exits_within_deadline) {
   start_cfg("{\"models\": [], \"drain_timeout_ms\": 1000, \"send_timeout_ms\": 0}");
   int b = conn();
   load(b, "selfie", "selfie_segmentation");
-  flood_t fl = {.fd = conn(), .model = "selfie", .shape = SELFIE_IN, .n = 1000};
-  pthread_t th;
-  ck_assert_int_eq(pthread_create(&th, NULL, flood_main, &fl), 0);
-  wait_flood_stalls(&fl);
+  flood_t fl;
+  floods_start(&fl, 1, -1, "selfie", SELFIE_IN, 1000);
+  floods_wait_stall(&fl, 1, NULL);
   uint64_t t0 = now_us();
   ck_assert_int_eq(kill(dmn.pid, SIGTERM), 0);
   int st = 0;
@@ -898,9 +917,7 @@ START_TEST(sigterm_with_unread_replies_exits_within_deadline) {
   ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   ck_assert_uint_lt(dt, 10000000);   /* deadline 1 s + the in-flight invokes, on a loaded machine */
   dmn.pid = 0;
-  shutdown(fl.fd, SHUT_RDWR);   /* wakes the flood thread's blocked send; close only after join */
-  pthread_join(th, NULL);
-  close(fl.fd);
+  floods_end(&fl, 1, true);
   close(b);
   ar_td_stop(&dmn);   /* already exited: removes the temp files */
   unlink(cfg_path);
@@ -919,11 +936,10 @@ START_TEST(send_timeout_closes_a_client_that_never_reads) {
   size_t ref_n;
   invoke_once(b, "selfie", SELFIE_IN, 1, NULL, 0, &ref, &ref_n);
   long base = proc_kb(dmn.pid, "VmRSS:");
-  flood_t fl = {.fd = conn(), .model = "selfie", .shape = SELFIE_IN, .n = 1000};
-  pthread_t th;
+  flood_t fl;
   uint64_t t0 = now_us();
-  ck_assert_int_eq(pthread_create(&th, NULL, flood_main, &fl), 0);
-  pthread_join(th, NULL);   /* ends when a write fails: the daemon closed the connection */
+  floods_start(&fl, 1, -1, "selfie", SELFIE_IN, 1000);
+  pthread_join(fl.th, NULL);   /* ends when a write fails: the daemon closed the connection */
   uint64_t dt = now_us() - t0;
   /* What the daemon had written before closing is readable, then EOF. */
   int replies = 0;
@@ -1114,31 +1130,13 @@ END_TEST
 
 /* ---- per-model queue, socket directory ------------------------------------------------------ */
 
-typedef struct {
-  int fd;
-  int n;
-} writer_t;
-
-static void *writer_main(void *arg) {
-  writer_t *w = arg;
-  for (int i = 0; i < w->n; i++) {
-    size_t len;
-    uint8_t *f = invoke_frame("face", FACE_IN, 4, (uint64_t)i, &len);
-    int rc = ar_td_write_all(w->fd, f, len);
-    free(f);
-    if (rc) break;
-  }
-  return NULL;
-}
-
 START_TEST(model_queue_cap_answers_ebusy) {
   start_cfg("{\"models\": [], \"max_queue_per_model\": 2}");
   int fd = conn();
   load(fd, "face", "face_detection_short_range");
   enum { N = 40 };
-  writer_t w = {.fd = fd, .n = N};
-  pthread_t th;
-  ck_assert_int_eq(pthread_create(&th, NULL, writer_main, &w), 0);
+  flood_t fl;
+  floods_start(&fl, 1, fd, "face", FACE_IN, N);
   int ok = 0, busy = 0;
   for (int i = 0; i < N; i++) {
     Arenad__Response *r = ar_td_read_response(fd);
@@ -1147,11 +1145,10 @@ START_TEST(model_queue_cap_answers_ebusy) {
     else if (r->status->code == ARENAD__CODE__EBUSY && strstr(r->status->message, "max_queue_per_model 2")) busy++;
     arenad__response__free_unpacked(r, NULL);
   }
-  pthread_join(th, NULL);
+  floods_end(&fl, 1, false);   /* closes fd */
   printf("queue cap 2: %d invokes answered, %d refused with EBUSY\n", ok, busy);
   ck_assert_int_eq(ok + busy, N);
   ck_assert_int_ge(ok, 2);
-  close(fd);
   stop_cfg();
 }
 END_TEST
