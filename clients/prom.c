@@ -194,6 +194,8 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
        "Cap on the blocks kept for reuse over all connections, bytes"},
       {"unwritten_reply_bytes", "arenad_unwritten_reply_bytes", "gauge",
        "Reply bytes queued on all connections and not yet written"},
+      {"reserved_reply_bytes", "arenad_reserved_reply_bytes", "gauge",
+       "Reply bytes reserved for invokes accepted and not yet answered (counted in the same budget)"},
       {"max_unwritten_reply_bytes", "arenad_max_unwritten_reply_bytes", "gauge",
        "The daemon-wide budget of unwritten reply bytes (max_unwritten_reply_bytes)"},
       {"connections_refused", "arenad_connections_refused_total", "counter",

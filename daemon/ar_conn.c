@@ -34,6 +34,7 @@ _Static_assert(AR_CONN_FRAME_FREE_BYTES <= AR_READ_CHUNK, "AR_CONN_FRAME_FREE_BY
 #define AR_STRIPPED_BYTES 4096
 
 static void conn_parse(ar_conn_t *c);
+static void held_remove(ar_conn_t *c);
 static void on_readable(uv_poll_t *p, int status, int events);
 static void on_read(ar_conn_t *c, ssize_t nread);
 
@@ -214,6 +215,7 @@ static void on_conn_closed(uv_handle_t *h) {
     srv->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   srv->n_conns--;
+  held_remove(c);
   srv->trim_pending = true;   /* what it held goes back to the system at the next sweep */
   conn_unref(c);
   srv->ops.conn_closed(srv);
@@ -380,12 +382,44 @@ static const Arenad__Response *align_outputs(const Arenad__Response *resp, align
   return &a->resp;
 }
 
-/* Besides its own limits, a connection holding unwritten replies is not read while the daemon's
- * total of them is at max_unwritten_reply_bytes (connections with nothing queued still are). */
-static bool conn_may_read(const ar_conn_t *c) {
+/* ------------------------------------------------------------------------------------------ */
+/* The daemon-wide budget of unwritten replies (ar_conn.h, "read")                             */
+
+/* The replies queued and the replies reserved for the invokes accepted reach the budget. */
+static bool reply_budget_over(const ar_server_t *srv) {
+  uint64_t max = srv->cfg.max_unwritten_reply_bytes, queued = srv->unwritten_reply_bytes;
+  return queued >= max || srv->reserved_reply_bytes >= max - queued;
+}
+
+static void held_add(ar_conn_t *c) {
+  ar_server_t *srv = c->srv;
+  if (c->held || ar_conn_is_gone(c)) return;
+  c->held = true;
+  c->held_prev = NULL;
+  c->held_next = srv->held_conns;
+  if (srv->held_conns) srv->held_conns->held_prev = c;
+  srv->held_conns = c;
+}
+
+static void held_remove(ar_conn_t *c) {
+  if (!c->held) return;
+  if (c->held_prev)
+    c->held_prev->held_next = c->held_next;
+  else
+    c->srv->held_conns = c->held_next;
+  if (c->held_next) c->held_next->held_prev = c->held_prev;
+  c->held = false;
+  c->held_prev = c->held_next = NULL;
+}
+
+/* Besides its own limits, a connection with a request outstanding (unanswered, or answered and
+ * not all written) takes no further frame while the budget is reached: it is held (neither read
+ * nor parsed) until the total falls below it. Connections with nothing outstanding are still
+ * served, one request at a time. */
+static bool conn_may_read(ar_conn_t *c) {
   const ar_config_t *cfg = &c->srv->cfg;
-  if (c->wbytes > 0 && c->srv->unwritten_reply_bytes >= cfg->max_unwritten_reply_bytes) {
-    c->srv->reply_budget_held = true;
+  if ((c->wbytes > 0 || c->jobs > 0) && reply_budget_over(c->srv)) {
+    held_add(c);
     return false;
   }
   return !c->decoding && c->jobs < cfg->max_inflight_per_connection && c->wbytes <= cfg->max_pending_reply_bytes;
@@ -393,22 +427,40 @@ static bool conn_may_read(const ar_conn_t *c) {
 
 static void conn_kick(ar_conn_t *c);
 
-/* The daemon's unwritten replies fell below max_unwritten_reply_bytes: the connections held for
- * it read again (each kick may reply and close, so the next one is taken first). */
+/* A write or an answer took the total below the budget: the held connections are kicked, O(held)
+ * (each kick may dispatch, reply and close, or take the total back to the budget: the rest are
+ * then held again without a kick). The list is taken whole first, so a connection held again by
+ * its own kick waits for the next resume. */
 static void reply_budget_resume(ar_server_t *srv) {
-  if (!srv->reply_budget_held || srv->unwritten_reply_bytes >= srv->cfg.max_unwritten_reply_bytes) return;
-  srv->reply_budget_held = false;
-  ar_conn_t *next;
-  for (ar_conn_t *o = srv->conns; o; o = next) {
-    next = o->next;
+  if (srv->held_conns == NULL || reply_budget_over(srv)) return;
+  ar_conn_t *o = srv->held_conns, *next;
+  srv->held_conns = NULL;
+  /* Unlinked one by one as they are reached; on_conn_closed (which unlinks a held connection) is
+   * a deferred callback, so no connection of the taken list is freed meanwhile. */
+  for (; o; o = next) {
+    next = o->held_next;
+    o->held = false;
+    o->held_prev = o->held_next = NULL;
+    if (next) next->held_prev = NULL;
+    if (reply_budget_over(srv)) {
+      held_add(o);
+      continue;
+    }
     if (!o->reading && !o->closing && !ar_conn_is_gone(o) && !o->parsing) {
       o->refs++;
       conn_kick(o);
-      next = o->next;
       conn_unref(o);
     }
   }
 }
+
+void ar_conn_reserve_reply(ar_reply_to_t *to, uint64_t bytes) {
+  if (to->conn == NULL) return;
+  to->conn->srv->reserved_reply_bytes += bytes;
+  to->reply_reserved += bytes;
+}
+
+void ar_conn_reply_unreserve(ar_conn_t *c, uint64_t bytes) { c->srv->reserved_reply_bytes -= bytes; }
 
 static void conn_error(ar_conn_t *c, uint64_t id, int err, const char *msg);
 
@@ -542,8 +594,10 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
 }
 
 void ar_conn_request_done(ar_conn_t *c) {
+  ar_server_t *srv = c->srv;
   conn_kick(c);
   conn_unref(c);
+  reply_budget_resume(srv);   /* its reservation was given back */
 }
 
 /* Take a request of `c`: counted in the server's total and the connection's in-flight cap,

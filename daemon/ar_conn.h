@@ -22,9 +22,23 @@
  *                requests unanswered-or-unwritten, fewer than max_pending_reply_bytes of replies
  *                queued for writing, and no frame on a decode worker; otherwise reading stops
  *                until the client drains its replies (backpressure, nothing buffered in between).
- *                Daemon-wide, max_unwritten_reply_bytes: while the replies queued on all
- *                connections (srv->unwritten_reply_bytes) reach it, connections holding any are
- *                not read; the write that takes the total below it resumes them.
+ *                Daemon-wide, max_unwritten_reply_bytes (B): it counts the reply bytes queued
+ *                on all connections (srv->unwritten_reply_bytes) and, for each invoke accepted
+ *                and not yet answered, an upper bound of its reply at the model's current output
+ *                shapes (srv->reserved_reply_bytes; ar_conn_reserve_reply). While the two reach B,
+ *                a connection with any request outstanding (unanswered, or its reply not all
+ *                written) takes no further frame: it is not read and the frames already in its
+ *                read buffer wait (nothing is refused); it is put on srv->held_conns, and the
+ *                write or answer that takes the total below B resumes the held ones (O(held)).
+ *                Connections with nothing outstanding are still served, one request at a time.
+ *                The bound: a frame is taken only while the total is below B or its connection
+ *                has nothing outstanding, so unwritten_reply_bytes stays below B plus one reply
+ *                per connection (the one whose frame crossed B, and one request of each
+ *                connection that had nothing outstanding then), as long as each reply is within
+ *                its reservation (it is, but for an invoke that changes the model's input shapes:
+ *                its outputs are reserved at the shapes before it, and requests other than
+ *                invokes reserve nothing: they are answered at once, or by a load, unload,
+ *                reload or compaction, a few hundred bytes).
  *   frame        4-byte little-endian length + that many bytes of arenad.Request; a length of 0
  *                or above max_frame_bytes is refused (the latter closes the connection).
  *   pending      max_pending_frame_bytes (whole daemon): a frame larger than AR_CONN_FRAME_FREE_BYTES
@@ -141,6 +155,8 @@ struct ar_conn {
   size_t spare_cap[AR_CONN_SPARES];
   uint32_t n_spares;
   ar_conn_t *prev, *next;
+  bool held;                     /* on srv->held_conns: waits for the budget of unwritten replies */
+  ar_conn_t *held_prev, *held_next;
 };
 
 /* The server's listener accepted a connection (libuv connection callback status). Reads peer
@@ -160,6 +176,14 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
 /* A request of `c` was answered (after ar_conn_send): release its reference; resumes reading
  * when the connection is below its limits. */
 void ar_conn_request_done(ar_conn_t *c);
+
+/* Reserve `bytes` of the daemon-wide budget of unwritten replies (ar_conn.h "read") for the reply
+ * to request `to` (an invoke just accepted): counted in srv->reserved_reply_bytes and in
+ * to->reply_reserved until it is answered (ar_conn_reply_unreserve). No-op for internal requests. */
+void ar_conn_reserve_reply(ar_reply_to_t *to, uint64_t bytes);
+/* The request of `c` that reserved `bytes` is being answered: give them back (its reply is counted
+ * as queued from now on; the held connections are resumed by ar_conn_request_done). */
+void ar_conn_reply_unreserve(ar_conn_t *c, uint64_t bytes);
 
 /* A register_buffer request of `c` (`to` holds its reference): the descriptor that came with its
  * frame (to->fd, owned by the request: closed here on every path), check and map it (ar_shm_map) within the connection's bounds, and answer with

@@ -108,6 +108,9 @@ typedef struct ar_reply_to {
   void *keep;                    /* reply only: a malloc'd block the reply's data points into, handed
                                     over with it (ar_conn_send_owned); NULL elsewhere */
   uint64_t keep_bytes;
+  uint64_t reply_reserved;       /* request only: the bytes its reply holds of the daemon-wide budget
+                                    of unwritten replies until it is answered (ar_conn_reserve_reply;
+                                    given back by ar_conn_reply_reserved_release) */
 } ar_reply_to_t;
 
 typedef struct ar_waiter {
@@ -288,11 +291,12 @@ struct ar_server {
   /* Bytes of the blocks all connections keep for reuse (ar_conn.h, "blocks"), at most
    * AR_CONN_SPARE_DAEMON_BYTES. */
   uint64_t spare_block_bytes;
-  /* Reply bytes queued on all connections and not yet written (max_unwritten_reply_bytes):
-   * `reply_budget_held` once a connection stopped being read for it, so that the writes that take
-   * the total below the budget resume the connections it held. */
-  uint64_t unwritten_reply_bytes;
-  bool reply_budget_held;
+  /* The daemon-wide budget of unwritten replies (max_unwritten_reply_bytes; ar_conn.h, "read"):
+   * reply bytes queued on all connections and not yet written, the bytes reserved for the replies
+   * of invokes accepted and not yet answered, and the connections held back by it (a list through
+   * ar_conn_t.held_prev/held_next) that the write or answer taking the total below it resumes. */
+  uint64_t unwritten_reply_bytes, reserved_reply_bytes;
+  ar_conn_t *held_conns;
   int exit_code;
   /* Pool compaction (ar_models.c; drawn above). `compacting` from the start until every MOVE job
    * ended; `compact_committed` once the layout is applied. Compact requests arriving before that

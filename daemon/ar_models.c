@@ -1050,6 +1050,23 @@ static void job_free_io(ar_job_t *job) {
   job->io = NULL;
 }
 
+/* An upper bound of the frame answering an invoke of `in` at its current output shapes (4-byte
+ * length included), the outputs with out_dst[j] set going to registered buffers: what the reply
+ * reserves of the daemon-wide budget of unwritten replies (ar_conn_reserve_reply). Each field is
+ * counted at its largest encoding: a tag of 2 bytes, a length or number of 10, pads of 18. */
+static uint64_t invoke_reply_bound(ar_interp_t *in, uint8_t *const *out_dst) {
+  /* frame length, Response.id, .status (with its pad), .invoke, InvokeResponse.invoke_us/queue_us */
+  uint64_t bytes = 4 + 12 + (12 + 20) + 12 + 2 * 12;
+  for (int32_t j = 0; j < ar_interp_n_outputs(in); j++) {
+    const ar_tview_t *v = ar_interp_output(in, j);
+    const char *name = ar_interp_output_name(in, j);
+    bytes += 12 + (name ? 12 + strlen(name) : 0) + 12 + 12 + 12 * (uint64_t)v->rank + 20;   /* Tensor, name, dtype, shape, pad */
+    if (v->quant) bytes += 12 + 12 + 12 + 4 * (uint64_t)v->quant->n + 12 + 12 * (uint64_t)v->quant->n;   /* quantization */
+    bytes += out_dst[j] ? 12 + 3 * 12 : 12 + v->bytes;   /* shm range, or the data */
+  }
+  return bytes;
+}
+
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req) {
   bool resize_only = req->body_case == ARENAD__REQUEST__BODY_RESIZE_INPUT;
   static Arenad__InvokeRequest no_inputs = ARENAD__INVOKE_REQUEST__INIT;
@@ -1231,6 +1248,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   job->resize_only = resize_only;
   job->srv = srv;
   job->to = *to;
+  if (!resize_only) ar_conn_reserve_reply(&job->to, invoke_reply_bound(m->interp, job->out_dst));
   job->model = m;
   job->req = req;
   job->out = out;
@@ -2097,6 +2115,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   /* Replies queued and not yet written, over all connections, and their budget (ar_conn.h, "read"). */
   json_object_set_new(d, "unwritten_reply_bytes", json_integer((json_int_t)srv->unwritten_reply_bytes));
   json_object_set_new(d, "max_unwritten_reply_bytes", json_integer((json_int_t)srv->cfg.max_unwritten_reply_bytes));
+  json_object_set_new(d, "reserved_reply_bytes", json_integer((json_int_t)srv->reserved_reply_bytes));
   json_object_set_new(d, "spare_block_bytes", json_integer((json_int_t)srv->spare_block_bytes));
   json_object_set_new(d, "max_spare_block_bytes", json_integer((json_int_t)AR_CONN_SPARE_DAEMON_BYTES));
   json_object_set_new(d, "busy_poll_us", json_integer(srv->cfg.busy_poll_us));

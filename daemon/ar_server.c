@@ -123,6 +123,7 @@ static void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__R
     if (to->internal_config && --srv->config_loads_pending == 0 && !srv->draining) notify_ready(srv);
     return;
   }
+  ar_conn_reply_unreserve(c, to->reply_reserved);
   ar_conn_send_owned(c, resp, to->keep, (size_t)to->keep_bytes);
   ar_conn_request_done(c);
 }

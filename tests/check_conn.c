@@ -172,6 +172,9 @@ static uint8_t *invoke_frame(const char *model, const int64_t *shape, size_t ran
 
 static const int64_t SELFIE_IN[4] = {1, 256, 256, 3};   /* output [1,256,256,1] FLOAT32: 256 KiB */
 static const int64_t FACE_IN[4] = {1, 128, 128, 3};
+/* A selfie invoke reply's frame: the 256 KiB output and at most 192 bytes of framing, name,
+ * shape, pads and timings. */
+static const long SELFIE_REPLY = 256 * 256 * 4 + 192;
 
 /* One invoke on `fd`; returns its latency (us); the first output's bytes are checked against
  * `want` (when non-NULL) or copied to *got (malloc'd). */
@@ -416,10 +419,9 @@ static void *drain_main(void *arg) {
 
 /* Four clients pipelining selfie invokes (256 KiB replies) and never reading: with
  * max_unwritten_reply_bytes 512K they stop being read once the daemon holds 512 KiB of their
- * replies (without it each could queue 64 requests' replies), past it only by the reply that
- * crossed it, the invokes the model had accepted then (max_queue_per_model 2 waiting, 1 running;
- * the others are answered EBUSY, a few hundred bytes each) and one reply per client (a client whose
- * replies the kernel took has nothing queued and is read again); a client with nothing queued is still served; once
+ * replies and reservations (without it each could queue 64 requests' replies), past it by at most
+ * one reply per client (ar_conn.h, "read": the frame that crossed it, and one request of a client
+ * whose replies the kernel took meanwhile); a client with nothing queued is still served; once
  * they read, every request they sent is answered. */
 START_TEST(unwritten_reply_budget_holds_readers_back) {
   start_cfg("{\"models\": [], \"send_timeout_ms\": 0, \"max_unwritten_reply_bytes\": \"512K\", "
@@ -440,7 +442,7 @@ START_TEST(unwritten_reply_budget_holds_readers_back) {
     last = held;
     held = daemon_stat("unwritten_reply_bytes");
   }
-  const long reply = 256 * 256 * 4 + 64, bound = budget + (3 + N) * reply + N * 64 * 256;
+  const long bound = budget + N * SELFIE_REPLY;
   printf("unwritten replies: %d clients held after %d/%d/%d/%d of %d requests with %ld reply bytes unwritten "
          "(budget %ld, bound %ld)\n",
          N, sent[0], sent[1], sent[2], sent[3], M, held, budget, bound);
@@ -467,6 +469,56 @@ START_TEST(unwritten_reply_budget_holds_readers_back) {
   printf("unwritten replies: all %d requests answered once read (%d invoked, the others EBUSY)\n", N * M, invoked);
   ck_assert_int_gt(invoked, 0);
   ck_assert_int_eq(daemon_stat("unwritten_reply_bytes"), 0);
+  ck_assert_int_eq(daemon_stat("reserved_reply_bytes"), 0);
+  close(b);
+  stop_cfg();
+}
+END_TEST
+
+/* One client pipelining 100 selfie invokes (256 KiB replies) and never reading, each frame taken
+ * as soon as it is complete: the replies of the invokes it has in flight count against
+ * max_unwritten_reply_bytes before they exist (reserved at accept), so the daemon's unwritten
+ * replies, sampled every 10 ms while the flood runs and once it has settled, never exceed the
+ * budget by more than one reply (without the reservation, every invoke accepted before the first
+ * reply was queued - up to max_inflight_per_connection, 64 - queued its reply). The frames it
+ * sent meanwhile wait unread; once it reads, every one is answered. */
+START_TEST(unwritten_reply_budget_holds_pipelined_invokes) {
+  start_cfg("{\"models\": [], \"send_timeout_ms\": 0, \"max_unwritten_reply_bytes\": \"512K\"}");
+  int b = conn();
+  load(b, "selfie", "selfie_segmentation");
+  const long budget = 512l << 10, bound = budget + SELFIE_REPLY;
+  enum { M = 100 };
+  flood_t fl;
+  floods_start(&fl, 1, -1, "selfie", SELFIE_IN, M);
+  long peak = 0, peak_reserved = 0, last = -1, held = 0;
+  int samples = 0;
+  for (int stable = 0, t = 0; t < 3000 && stable < 50; t++, samples++) {
+    sleep_ms(10);
+    held = daemon_stat("unwritten_reply_bytes");
+    long reserved = daemon_stat("reserved_reply_bytes");
+    if (held > peak) peak = held;
+    if (reserved > peak_reserved) peak_reserved = reserved;
+    stable = held == last && reserved == 0 ? stable + 1 : 0;
+    last = held;
+  }
+  int sent = __atomic_load_n(&fl.sent, __ATOMIC_ACQUIRE);
+  printf("pipelined invokes: %d of %d sent before the daemon stopped reading; unwritten reply bytes peak %ld "
+         "in %d samples, settled at %ld (budget %ld, bound %ld), reservations peak %ld\n",
+         sent, M, peak, samples, held, budget, bound, peak_reserved);
+  ck_assert_int_lt(sent, M);
+  ck_assert_int_ge(held, budget);
+  ck_assert_int_le(peak, bound);
+  ck_assert_int_le(held, bound);
+  drain_t dr = {.fd = fl.fd, .n = M};
+  pthread_t rt;
+  ck_assert_int_eq(pthread_create(&rt, NULL, drain_main, &dr), 0);
+  pthread_join(rt, NULL);
+  floods_end(&fl, 1, false);
+  printf("pipelined invokes: all %d answered once read (%d invoked)\n", dr.ok, dr.invoked);
+  ck_assert_int_eq(dr.ok, M);
+  ck_assert_int_eq(dr.invoked, M);
+  ck_assert_int_eq(daemon_stat("unwritten_reply_bytes"), 0);
+  ck_assert_int_eq(daemon_stat("reserved_reply_bytes"), 0);
   close(b);
   stop_cfg();
 }
@@ -1198,6 +1250,7 @@ int main(void) {
   tcase_add_test(tc, admin_peers_exempt_from_per_uid_cap);
   tcase_add_test(tc, spare_blocks_capped_daemon_wide);
   tcase_add_test(tc, unwritten_reply_budget_holds_readers_back);
+  tcase_add_test(tc, unwritten_reply_budget_holds_pipelined_invokes);
   tcase_add_test(tc, unread_replies_bound_memory);
   tcase_add_test(tc, sigterm_with_unread_replies_exits_within_deadline);
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);

@@ -126,6 +126,7 @@ class LiveDaemon(unittest.TestCase):
                                ("max_pending_frame_bytes", "arenad_max_pending_frame_bytes", "gauge"),
                                ("frames_over_budget", "arenad_frames_over_budget_total", "counter"),
                                ("max_spare_block_bytes", "arenad_max_spare_block_bytes", "gauge"),
+                               ("reserved_reply_bytes", "arenad_reserved_reply_bytes", "gauge"),
                                ("max_unwritten_reply_bytes", "arenad_max_unwritten_reply_bytes", "gauge")):
             self.assertEqual(f[name].value(), stats["daemon"][key], name)
             self.assertEqual(f[name].type, typ, name)
