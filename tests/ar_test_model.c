@@ -335,3 +335,11 @@ void ar_tm_batch_by_hand(const float *x, float *y) {
       }
 }
 
+
+uint8_t *ar_tm_build_relu(const char *in_name, const char *out_name, size_t *bytes) {
+  const ar_tm_tensor_t t[2] = {{in_name, AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+                               {out_name, AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL}};
+  const ar_tm_op_t relu = {19 /* BuiltinOperator RELU */, 1, 1, {0}, {1}, 0, 0, {{0, 0, 0}}};
+  const int32_t gin[1] = {0}, gout[1] = {1};
+  return ar_tm_build(t, 2, &relu, 1, gin, 1, gout, 1, bytes);
+}

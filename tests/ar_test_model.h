@@ -39,6 +39,10 @@ uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_o
                      const int32_t *inputs, int n_inputs, const int32_t *outputs, int n_outputs,
                      size_t *bytes);
 
+/* A one-operator model: float32 [1,4] tensor `in_name` -> RELU -> float32 [1,4] `out_name` (names
+ * as given, any bytes but NUL), built by ar_tm_build: for tests of how names are checked or shown. */
+uint8_t *ar_tm_build_relu(const char *in_name, const char *out_name, size_t *bytes);
+
 /* QuantizationParameters for tensor `tensor`: n scales and zero points (per-tensor when n is 1,
  * else per-axis along qdim). */
 typedef struct ar_tm_quant {

@@ -1,6 +1,8 @@
 /* ar_test_util.c - see ar_test_util.h. */
 #include "tests/ar_test_util.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,4 +146,25 @@ size_t ar_test_sigmoid_mismatches(const float *got, const float *want, size_t n,
   }
   if (worst) *worst = w;
   return bad;
+}
+
+int ar_test_proc_fds(pid_t pid, void (*fn)(void *ctx, const char *target), void *ctx) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char link[64 + 256], target[PATH_MAX];
+    if (e->d_name[0] == '.') continue;
+    snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+    const ssize_t k = readlink(link, target, sizeof target - 1);
+    if (k <= 0) continue;   /* closed meanwhile */
+    target[k] = '\0';
+    n++;
+    if (fn) fn(ctx, target);
+  }
+  closedir(d);
+  return n;
 }

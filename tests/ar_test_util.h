@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The 11 shipped MediaPipe models, by stem (file = <stem>.tflite, goldens in <stem>/). */
 extern const char *const ar_test_models[];
@@ -51,6 +52,12 @@ int ar_test_emulated(void);
  * thread of the process is serialised and 20-50x slower, so latency bounds are printed, not held,
  * and the per-model loops keep a few models. */
 int ar_test_under_valgrind(void);
+
+/* Visit the open file descriptors of process `pid` (/proc/<pid>/fd): fn(ctx, target) for each,
+ * `target` what its link names (a path as /proc shows it, or "socket:[N]", "anon_inode:..."; a
+ * descriptor closed meanwhile is skipped). fn may be NULL. Returns how many were visited, or -1 when
+ * the directory cannot be read (no such process). */
+int ar_test_proc_fds(pid_t pid, void (*fn)(void *ctx, const char *target), void *ctx);
 
 /* Read a whole file; returns a malloc'd buffer (caller frees) and its size, or NULL. */
 void *ar_test_read_file(const char *path, size_t *bytes);

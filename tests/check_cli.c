@@ -634,12 +634,8 @@ static int svg_texts(const char *path) {
 START_TEST(names_are_escaped_in_svg_and_admin_lines) {
   char dir[] = "/tmp/check_cli_names_XXXXXX", model[PATH_MAX], svg[PATH_MAX + 16], want[PATH_MAX + 64];
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  const ar_tm_tensor_t t[2] = {{"in<&\"'\x01x", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
-                               {"out>]]\x7f", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL}};
-  const ar_tm_op_t relu = {19, 1, 1, {0}, {1}, 0, 0, {{0, 0, 0}}};
-  const int32_t gin[1] = {0}, gout[1] = {1};
   size_t len;
-  uint8_t *bytes = ar_tm_build(t, 2, &relu, 1, gin, 1, gout, 1, &len);
+  uint8_t *bytes = ar_tm_build_relu("in<&\"'\x01x", "out>]]\x7f", &len);
   ar_test_daemon_t dmn;
   ck_assert_msg(ar_td_start(&dmn, "16M", NULL) == 0, "arenad did not start (log %s)", dmn.log);
   snprintf(model, sizeof model, "%s/m<&\"\x01.tflite", dmn.dir);   /* in the daemon's model_dirs */

@@ -640,25 +640,22 @@ static uint64_t p99(uint64_t *v, size_t n) {
  * for paths[i]. A load holds its model file open from its start until the file has been read,
  * verified and hashed (daemon/ar_models.c prepare_model), and opens it once: a bit set before and
  * after an invoke means that load was in progress for the whole invoke. */
+typedef struct files_open {
+  const char *const *paths;
+  int n;
+  unsigned bits;
+} files_open_t;
+
+static void files_open_fd(void *ctx, const char *target) {
+  files_open_t *f = ctx;
+  for (int i = 0; i < f->n; i++)
+    if (strcmp(target, f->paths[i]) == 0) f->bits |= 1u << i;
+}
+
 static unsigned files_open_in(pid_t pid, const char *const *paths, int n) {
-  char dir[64];
-  snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-  DIR *d = opendir(dir);
-  ck_assert_ptr_nonnull(d);
-  unsigned open_bits = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    char link[64 + 256], target[PATH_MAX];
-    if (e->d_name[0] == '.') continue;
-    snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
-    ssize_t k = readlink(link, target, sizeof(target) - 1);
-    if (k <= 0) continue;   /* closed meanwhile */
-    target[k] = '\0';
-    for (int i = 0; i < n; i++)
-      if (strcmp(target, paths[i]) == 0) open_bits |= 1u << i;
-  }
-  closedir(d);
-  return open_bits;
+  files_open_t f = {.paths = paths, .n = n, .bits = 0};
+  ck_assert_int_ge(ar_test_proc_fds(pid, files_open_fd, &f), 0);
+  return f.bits;
 }
 
 START_TEST(big_loads_leave_invokes_alone) {

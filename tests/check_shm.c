@@ -327,15 +327,8 @@ END_TEST
 /* ---- descriptors and mappings ------------------------------------------------------------- */
 
 static int count_fds(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-  DIR *d = opendir(path);
-  ck_assert_ptr_nonnull(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
+  const int n = ar_test_proc_fds(pid, NULL, NULL);
+  ck_assert_int_ge(n, 0);
   return n;
 }
 
