@@ -1220,6 +1220,28 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
     job->shm[job->n_shm++] = b;
     job->out_dst[j] = at;
     job->out_cap[j] = r->bytes;
+    /* An output range shares no byte with an earlier output's or any input's range: the kernels
+     * would overwrite one result with another (or an input still being read) and answer OK. */
+    for (size_t k = 0; rc == 0 && k < j; k++) {
+      const Arenad__BufferRange *q = ir->outputs[k];
+      if (q->buffer != 0 && ar_shm_overlap(b, r->offset, r->bytes, ar_conn_buffer(to->conn, q->buffer), q->offset,
+                                           q->bytes))
+        rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "output %zu (%s): range [%" PRIu64 ", +%" PRIu64 ") of buffer %"
+                     PRIu32 " overlaps output %zu (%s), range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32
+                     " (output ranges may not share bytes with each other or with an input's)", j, tn, r->offset,
+                     r->bytes, r->buffer, k, ar_interp_output_name(m->interp, (int32_t)k), q->offset, q->bytes,
+                     q->buffer);
+    }
+    for (size_t i = 0; rc == 0 && i < ir->n_inputs; i++) {
+      const Arenad__BufferRange *q = ir->inputs[i]->shm;
+      if (q != NULL && q->buffer != 0 &&
+          ar_shm_overlap(b, r->offset, r->bytes, ar_conn_buffer(to->conn, q->buffer), q->offset, q->bytes))
+        rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "output %zu (%s): range [%" PRIu64 ", +%" PRIu64 ") of buffer %"
+                     PRIu32 " overlaps input %zu (%s), range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32
+                     " (output ranges may not share bytes with each other or with an input's)", j, tn, r->offset,
+                     r->bytes, r->buffer, i, ar_interp_input_name(m->interp, (int32_t)i), q->offset, q->bytes,
+                     q->buffer);
+    }
   }
   if (rc != 0) {
     if (m && m->state == AR_MODEL_READY && rc == AR_ESHAPE) m->errors++;

@@ -70,6 +70,8 @@ int ar_shm_map(int fd, uint64_t max_bytes, ar_shm_buf_t **out, char *msg, size_t
   b->base = p;
   b->bytes = bytes;
   b->writable = writable;
+  b->dev = (uint64_t)st.st_dev;
+  b->ino = (uint64_t)st.st_ino;
   b->refs = 1;
   *out = b;
   return 0;
@@ -96,4 +98,11 @@ int ar_shm_range(const ar_shm_buf_t *b, uint64_t offset, uint64_t bytes, bool wr
                    "sent O_RDONLY): outputs cannot go there", b->id);
   *out = b->base + offset;
   return 0;
+}
+
+bool ar_shm_overlap(const ar_shm_buf_t *a, uint64_t a_offset, uint64_t a_bytes, const ar_shm_buf_t *b,
+                    uint64_t b_offset, uint64_t b_bytes) {
+  if (a != b && (a->dev != b->dev || a->ino != b->ino)) return false;
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  return a_offset < b_offset + b_bytes && b_offset < a_offset + a_bytes;
 }

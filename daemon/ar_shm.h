@@ -37,6 +37,7 @@ typedef struct ar_shm_buf {
   uint8_t *base;                 /* the daemon's mapping */
   uint64_t bytes;                /* the memfd's size (sealed) */
   bool writable;                 /* mapped PROT_WRITE: outputs may go here */
+  uint64_t dev, ino;             /* the memfd's identity (fstat), to tell one memfd registered twice */
   int refs;
   struct ar_shm_buf *next;       /* the connection's list */
 } ar_shm_buf_t;
@@ -58,5 +59,13 @@ void ar_shm_unref(ar_shm_buf_t *b);
  * and the size ("range [4096, 200704) runs past the end of buffer 1 (131072 bytes)"). */
 int ar_shm_range(const ar_shm_buf_t *b, uint64_t offset, uint64_t bytes, bool write, uint8_t **out, char *msg,
                  size_t msg_bytes);
+
+/* Whether the bytes [a_offset, a_offset + a_bytes) of `a` and [b_offset, b_offset + b_bytes) of `b`
+ * are the same memory: the same buffer, or two buffers that map the same memfd (one memfd
+ * registered twice: equal st_dev and st_ino), with ranges that intersect. Empty ranges share no
+ * byte. The ranges must have passed ar_shm_range (no overflow). Used to refuse an invoke whose
+ * outputs would overwrite each other or its inputs (docs/protocol.md, "Shared-memory buffers"). */
+bool ar_shm_overlap(const ar_shm_buf_t *a, uint64_t a_offset, uint64_t a_bytes, const ar_shm_buf_t *b,
+                    uint64_t b_offset, uint64_t b_bytes);
 
 #endif /* AR_SHM_H */

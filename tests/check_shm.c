@@ -10,6 +10,8 @@
  *     range too small, an output into a write-sealed buffer, an unknown id, another connection's
  *     buffer, the per-connection bounds (max_buffers_per_connection,
  *     max_buffer_bytes_per_connection), more descriptors than may wait (connection refused);
+ *   - output ranges sharing bytes with another output's or an input's range (also through one memfd
+ *     registered twice) are refused naming both; touching ranges are served;
  *   - a buffer the client has unmapped keeps working (the daemon's own mapping);
  *   - a client that closes while its invokes run leaves no descriptor and no mapping in the daemon:
  *     /proc/<pid>/fd and the memfd lines of /proc/<pid>/maps return to the baseline;
@@ -160,6 +162,82 @@ START_TEST(shm_invokes_equal_the_golden) {
   refused(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, NULL, 0, &r, msg, sizeof(msg)), AR_EINVAL, msg,
           "no buffer 1 is registered on this connection");
   still_serves(c, &m, &g);
+  ar_tc_golden_free(&g);
+  ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* Output ranges that share bytes with each other or with an input range are refused, naming both
+ * tensors and ranges (the kernels would overwrite one result with another and answer OK); ranges
+ * that touch without sharing a byte are served. One memfd registered twice is one memory. */
+START_TEST(overlapping_output_ranges_are_refused) {
+  start_with(0, NULL);
+  ar_client_t *c = client();
+  ar_client_model_t m;
+  load_face(c, &m);
+  ar_tc_golden_t g;
+  ar_tc_golden_load(&g, "face_detection_short_range", "photo");
+  char msg[AR_MSG_BYTES];
+  uint64_t in_b = g.input_bytes, o0 = g.output_bytes[0], o1 = g.output_bytes[1];
+  uint64_t total = in_b + o0 + o1;
+  int fd = make_memfd(total, SEALS);
+  uint32_t id = 0, twin = 0;
+  ck_assert_msg(ar_client_buffer_register_fd(c, fd, &id, NULL, NULL, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_msg(ar_client_buffer_register_fd(c, fd, &twin, NULL, NULL, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_ne(id, twin);
+  uint8_t *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ck_assert_ptr_ne(p, MAP_FAILED);
+  close(fd);
+  memcpy(p, g.input, in_b);
+  ar_client_result_t r;
+  ar_client_range_t in = {.buffer = id, .offset = 0, .bytes = in_b};
+  /* Output 1 starts 4 bytes inside output 0. */
+  ar_client_range_t outs[2] = {{.buffer = id, .offset = in_b, .bytes = o0}, {.buffer = id, .offset = in_b + o0 - 4,
+                                                                             .bytes = o1}};
+  int rc = ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg));
+  char want[AR_MSG_BYTES];
+  snprintf(want, sizeof(want), "output 1 (%s): range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32
+           " overlaps output 0 (%s), range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32, m.outputs[1].name,
+           in_b + o0 - 4, o1, id, m.outputs[0].name, in_b, o0, id);
+  refused(rc, AR_EINVAL, msg, want);
+  /* The same through the twin id of the same memfd. */
+  outs[1].buffer = twin;
+  rc = ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg));
+  snprintf(want, sizeof(want), "overlaps output 0 (%s), range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32,
+           m.outputs[0].name, in_b, o0, id);
+  refused(rc, AR_EINVAL, msg, want);
+  /* Output 0 over the input's last byte. */
+  outs[0].offset = in_b - 1;
+  outs[1].buffer = id;
+  outs[1].offset = in_b + o0;
+  rc = ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg));
+  snprintf(want, sizeof(want), "output 0 (%s): range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32
+           " overlaps input 0 (%s), range [0, +%" PRIu64 ") of buffer %" PRIu32, m.outputs[0].name, in_b - 1, o0, id,
+           m.inputs[0].name, in_b, id);
+  refused(rc, AR_EINVAL, msg, want);
+  /* Output 1 equal to output 0 (in the twin), the second output only in the reply: no overlap. */
+  outs[0].offset = in_b;
+  ar_client_range_t one[2] = {{.buffer = twin, .offset = in_b, .bytes = o0}, {0}};
+  ck_assert_msg(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, one, 2, &r, msg, sizeof(msg)) == 0, "%s",
+                msg);
+  ar_client_result_t seen = r;   /* outputs in an fd-registered buffer come back with data NULL */
+  ck_assert_ptr_null(seen.outputs[0].data);
+  seen.outputs[0].data = p + in_b;
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &seen), 0);
+  ar_client_result_free(&r);
+  /* Touching ranges (input | output 0 | output 1, twin for output 1): served, equal to the golden. */
+  outs[1].buffer = twin;
+  memset(p + in_b, 0xff, o0 + o1);
+  ck_assert_msg(ar_client_invoke_ranges(c, "face", &m.inputs[0], &in, 1, outs, 2, &r, msg, sizeof(msg)) == 0, "%s",
+                msg);
+  seen = r;
+  seen.outputs[0].data = p + in_b;
+  seen.outputs[1].data = p + in_b + o0;
+  ck_assert_uint_eq(ar_tc_golden_check(&g, &seen), 0);
+  ar_client_result_free(&r);
+  still_serves(c, &m, &g);
+  ck_assert_int_eq(munmap(p, total), 0);
   ar_tc_golden_free(&g);
   ar_client_close(c);
   stop();
@@ -772,6 +850,7 @@ static Suite *shm_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, shm_invokes_equal_the_golden);
   tcase_add_test(tc, bad_buffers_are_refused_and_the_daemon_serves);
+  tcase_add_test(tc, overlapping_output_ranges_are_refused);
   tcase_add_test(tc, per_connection_bounds);
   tcase_add_test(tc, closing_mid_invoke_leaves_no_fd_or_mapping);
   tcase_add_test(tc, descriptors_belong_to_their_frame);
