@@ -60,23 +60,28 @@ static void frame_budget_sync(ar_conn_t *c) {
   if (c->frame_reserved_bytes != 0 && c->frame_reserved_at < c->rx_bytes - c->rlen) frame_budget_release(c);
 }
 
-/* The frame of `len` bytes whose header is at rbuf + pos is incomplete: hold its length of the
- * budget before rbuf grows for it (once per frame; frames of at most AR_CONN_FRAME_FREE_BYTES take
- * nothing). 0, or AR_EBUSY with `msg` when it does not fit beside the frames other connections are
- * receiving. */
-static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, char *msg, size_t msg_bytes) {
+/* The frame of `len` bytes whose header is at rbuf + pos is incomplete and rbuf holds `have` of its
+ * bytes (header included): hold of the budget the room rbuf is given for it, grown as its bytes
+ * arrive (ar_conn.h, "pending"): nothing while fewer than AR_CONN_FRAME_FREE_BYTES of it have
+ * arrived (rbuf grows by read chunks then, as for any frame), then min(len, body received +
+ * AR_CONN_FRAME_STEP_BYTES). A header with nothing behind it thus holds nothing: charging the
+ * announced length at the header let four 5-byte sends hold the whole default budget. 0, or
+ * AR_EBUSY with `msg` when the next step does not fit beside what the other frames hold. */
+static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, size_t have, char *msg, size_t msg_bytes) {
   uint64_t at = c->rx_bytes - c->rlen + pos;
-  if (c->frame_reserved_bytes != 0 && c->frame_reserved_at == at) return 0;
-  frame_budget_release(c);   /* an earlier frame's, handled meanwhile */
-  if (4 + (uint64_t)len <= AR_CONN_FRAME_FREE_BYTES) return 0;
+  if (c->frame_reserved_bytes != 0 && c->frame_reserved_at != at) frame_budget_release(c);   /* an earlier frame's */
+  if (have < AR_CONN_FRAME_FREE_BYTES) return 0;   /* also every frame of at most that many bytes */
+  uint64_t want = AR_MIN((uint64_t)len, (uint64_t)(have - 4) + AR_CONN_FRAME_STEP_BYTES);
+  uint64_t own = c->frame_reserved_bytes;
+  if (want <= own) return 0;
   ar_server_t *srv = c->srv;
-  uint64_t max = srv->cfg.max_pending_frame_bytes, held = srv->pending_frame_bytes;
-  if (held > max || len > max - held)   /* held > max: a reload lowered the budget */
+  uint64_t max = srv->cfg.max_pending_frame_bytes, held = srv->pending_frame_bytes, more = want - own;
+  if (held > max || more > max - held)   /* held > max: a reload lowered the budget */
     return ar_errf(msg, msg_bytes, AR_EBUSY, "daemon-wide budget of pending frame bytes exhausted: frame of %" PRIu32
                    " bytes refused, %" PRIu64 " of max_pending_frame_bytes %" PRIu64 " held by frames being "
-                   "received; closing", len, held, max);
-  srv->pending_frame_bytes += len;
-  c->frame_reserved_bytes = len;
+                   "received (%zu bytes of this one received); closing", len, held, max, have - 4);
+  srv->pending_frame_bytes += more;
+  c->frame_reserved_bytes = want;
   c->frame_reserved_at = at;
   return 0;
 }
@@ -939,7 +944,7 @@ static void conn_parse(ar_conn_t *c) {
     }
     if (c->rlen - pos - 4 < len) {
       /* Not all there: the frame takes its share of the daemon-wide budget before rbuf grows. */
-      int rc = frame_budget_reserve(c, pos, len, msg, sizeof(msg));
+      int rc = frame_budget_reserve(c, pos, len, c->rlen - pos, msg, sizeof(msg));
       if (rc != 0) {
         srv->frames_over_budget++;
         conn_error(c, 0, rc, msg);
@@ -985,11 +990,11 @@ static void conn_parse(ar_conn_t *c) {
 static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
   size_t want = c->rlen + AR_READ_CHUNK;
   if (c->rlen >= 4) {
-    /* Room for the whole pending frame at once when its length is acceptable and it holds its
-     * share of the daemon-wide budget (conn_parse reserved it when the header came). */
+    /* Room for as much of the pending frame as it holds of the daemon-wide budget (conn_parse
+     * grows that as its bytes arrive), when its length is acceptable. */
     uint64_t len = frame_len(c->rbuf);
-    if (len <= c->srv->cfg.max_frame_bytes && 4 + len > want && frame_budget_holds_head(c))
-      want = (size_t)(4 + len);
+    if (len <= c->srv->cfg.max_frame_bytes && frame_budget_holds_head(c) && 4 + c->frame_reserved_bytes > want)
+      want = (size_t)(4 + c->frame_reserved_bytes);
   }
   if (want > c->rcap) {
     uint8_t *nb = realloc(c->rbuf, want);

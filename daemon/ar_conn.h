@@ -41,14 +41,18 @@
  *                reload or compaction, a few hundred bytes).
  *   frame        4-byte little-endian length + that many bytes of arenad.Request; a length of 0
  *                or above max_frame_bytes is refused (the latter closes the connection).
- *   pending      max_pending_frame_bytes (whole daemon): a frame larger than AR_CONN_FRAME_FREE_BYTES
- *                whose header has been read but whose bytes have not all arrived reserves its
- *                announced length from one daemon-wide budget (srv->pending_frame_bytes) before the
- *                read buffer grows for it, and holds it until the frame leaves the read buffer
- *                (handled, handed over with its request, decoded, timed out, truncated) or the
- *                connection closes. A frame that does not fit is refused with EBUSY naming the
- *                budget and the connection is closed; the others and their invokes go on. Smaller
- *                frames fit in the read buffer every connection has (max_connections bounds those).
+ *   pending      max_pending_frame_bytes (whole daemon): a frame whose bytes have not all arrived
+ *                holds of one daemon-wide budget (srv->pending_frame_bytes) the room the read buffer
+ *                is given for it, charged before the buffer grows and grown as its bytes arrive:
+ *                nothing while fewer than AR_CONN_FRAME_FREE_BYTES of it (header included) have
+ *                arrived, then min(announced length, its bytes received + AR_CONN_FRAME_STEP_BYTES).
+ *                So what is held is at most what was received plus one step per frame: a header
+ *                with nothing behind it holds nothing. It is held until the frame leaves the read
+ *                buffer (handled, handed over with its request, decoded, timed out, truncated) or
+ *                the connection closes. A frame whose next step does not fit is refused with EBUSY
+ *                naming the budget and the connection is closed; the others and their invokes go
+ *                on. The first AR_CONN_FRAME_FREE_BYTES fit in the read buffer every connection
+ *                has (max_connections bounds those).
  *   decode       ar_decode.h: the wire is scanned first (counts of repeated fields, NUL bytes in
  *                strings), then unpacked with an allocator charging a budget of a small multiple
  *                of the frame (hard cap max_decode_bytes); frames above AR_DECODE_INLINE_BYTES are
@@ -100,6 +104,9 @@ typedef struct ar_conn ar_conn_t;
 /* Frames up to this many bytes (the 4-byte header included) take nothing from the daemon-wide
  * budget of pending frame bytes: they fit in the read chunk every connection reads into. */
 #define AR_CONN_FRAME_FREE_BYTES (64u * 1024)
+/* Past AR_CONN_FRAME_FREE_BYTES, a frame being received holds at most this many bytes of the
+ * budget beyond what of it has arrived (the read buffer grows by this step at most). */
+#define AR_CONN_FRAME_STEP_BYTES (1u << 20)
 /* File descriptors received and waiting for the rest of the frame they came with. */
 #define AR_CONN_MAX_PENDING_FDS 4
 /* Blocks a connection keeps for reuse (ar_conn_block_get): at most this many, of at most
@@ -141,8 +148,8 @@ struct ar_conn {
   bool parsing;                  /* inside conn_parse: replies must not re-enter it */
   bool decoding;                 /* a frame of rbuf is on a decode worker */
   uint64_t rx_bytes;             /* bytes read since accept; rbuf holds the last rlen of them */
-  /* The daemon-wide budget of pending frame bytes (srv->pending_frame_bytes): the announced length
-   * this connection holds for the frame at the head of rbuf, and that frame's stream offset
+  /* The daemon-wide budget of pending frame bytes (srv->pending_frame_bytes): the bytes (at most
+   * the announced length) this connection holds for the frame at the head of rbuf, and that frame's stream offset
    * (of its 4-byte header); 0 = none held. */
   uint64_t frame_reserved_bytes, frame_reserved_at;
   int pending_fds[AR_CONN_MAX_PENDING_FDS];   /* received, their frame not yet complete */

@@ -285,8 +285,8 @@ struct ar_server {
    * completed within request_timeout_ms, connections closed by send_timeout_ms / idle_timeout_ms,
    * frames refused by the scan or the decode budget. */
   uint64_t conns_refused, frames_timed_out, closed_send_timeout, closed_idle, frames_refused;
-  /* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending"): the announced bytes of
-   * the frames being received now, and the frames refused because they did not fit. */
+  /* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending"): the bytes the frames
+   * being received now hold (what arrived plus at most one step each), and the frames refused because they did not fit. */
   uint64_t pending_frame_bytes, frames_over_budget;
   /* Bytes of the blocks all connections keep for reuse (ar_conn.h, "blocks"), at most
    * AR_CONN_SPARE_DAEMON_BYTES. */

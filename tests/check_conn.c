@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 
 #include "common/ar_error.h"
+#include "daemon/ar_conn.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_util.h"
 
@@ -1057,14 +1058,15 @@ static bool closed_by_daemon(int fd) {
   return r == 0 || (r < 0 && errno == ECONNRESET);
 }
 
-/* Six connections announce frames of max_frame_bytes - 1 (8 MiB - 1) and trickle their bytes under
- * a budget of 20 MiB: two hold 16 MiB - 2 of it, the next four are answered EBUSY naming the budget
- * and closed; the two keep trickling while a normal client's face and selfie invokes (the latter's
- * 786 KB frame takes its own share of what is left) are answered with the same outputs as before.
- * A frame that completes gives its share back, and so does a connection that closes: the budget
- * returns to 0. */
+/* Six connections announce frames of max_frame_bytes - 1 (8 MiB - 1) under a budget of 17 MiB. The
+ * first two send all but the last step of theirs (AR_CONN_FRAME_STEP_BYTES) and hold their whole
+ * length, 16 MiB - 2; the next four send 68 KiB, whose first step (64 KiB received + 1 MiB) does
+ * not fit in the 1 MiB + 2 left: they are answered EBUSY naming the budget and closed. The two
+ * keep trickling while a normal client's face and selfie invokes (the latter's 786 KB frame takes
+ * its own share of what is left) are answered with the same outputs as before. A frame that
+ * completes gives its share back, and so does a connection that closes: the budget returns to 0. */
 START_TEST(pending_frame_budget_refuses_past_it) {
-  start_cfg("{\"models\": [], \"max_frame_bytes\": \"8M\", \"max_pending_frame_bytes\": \"20M\", "
+  start_cfg("{\"models\": [], \"max_frame_bytes\": \"8M\", \"max_pending_frame_bytes\": \"17M\", "
             "\"request_timeout_ms\": 120000}");
   int b = conn();
   load(b, "face", "face_detection_short_range");
@@ -1074,11 +1076,13 @@ START_TEST(pending_frame_budget_refuses_past_it) {
   invoke_once(b, "face", FACE_IN, 1, NULL, 0, &face_ref, &face_n);
   invoke_once(b, "selfie", SELFIE_IN, 2, NULL, 0, &selfie_ref, &selfie_n);
   ck_assert_int_eq(daemon_stat("pending_frame_bytes"), 0);
-  ck_assert_int_eq(daemon_stat("max_pending_frame_bytes"), 20 << 20);
+  ck_assert_int_eq(daemon_stat("max_pending_frame_bytes"), 17 << 20);
 
-  enum { BIG = 6, FIT = 2, PART = 4096, TRICKLE = 64 * 1024, ROUNDS = 4 };
-  const uint32_t LEN = (8u << 20) - 1;
-  static uint8_t part[4 + PART], zeros[TRICKLE];
+  enum { BIG = 6, FIT = 2, PART = 68 * 1024, TRICKLE = 64 * 1024, ROUNDS = 4 };
+  const uint32_t LEN = (8u << 20) - 1, MOST = LEN - AR_CONN_FRAME_STEP_BYTES;
+  static uint8_t zeros[TRICKLE];
+  uint8_t *part = calloc(1, 4 + (size_t)MOST);
+  ck_assert_ptr_nonnull(part);
   part[0] = (uint8_t)LEN, part[1] = (uint8_t)(LEN >> 8), part[2] = (uint8_t)(LEN >> 16), part[3] = (uint8_t)(LEN >> 24);
   int big[BIG];
   size_t sent[BIG];
@@ -1086,8 +1090,8 @@ START_TEST(pending_frame_budget_refuses_past_it) {
     big[i] = conn();
     struct timeval tv = {20, 0};
     setsockopt(big[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    ck_assert_int_eq(ar_td_write_all(big[i], part, sizeof(part)), 0);   /* one write: read at once */
-    sent[i] = PART;
+    sent[i] = i < FIT ? MOST : PART;
+    ck_assert_int_eq(ar_td_write_all(big[i], part, 4 + sent[i]), 0);
     if (i < FIT) {
       ck_assert_int_eq(wait_pending_frame_bytes((long)LEN * (i + 1)), (long)LEN * (i + 1));
       continue;
@@ -1097,7 +1101,7 @@ START_TEST(pending_frame_budget_refuses_past_it) {
     ck_assert_int_eq(r->status->code, ARENAD__CODE__EBUSY);
     char want[160];
     snprintf(want, sizeof(want), "daemon-wide budget of pending frame bytes exhausted: frame of %" PRIu32
-             " bytes refused, %" PRIu64 " of max_pending_frame_bytes %u held", LEN, (uint64_t)LEN * FIT, 20u << 20);
+             " bytes refused, %" PRIu64 " of max_pending_frame_bytes %u held", LEN, (uint64_t)LEN * FIT, 17u << 20);
     ck_assert_msg(strstr(r->status->message, want), "message: %s", r->status->message);
     if (i == FIT) printf("pending frame budget: %s\n", r->status->message);
     arenad__response__free_unpacked(r, NULL);
@@ -1106,6 +1110,7 @@ START_TEST(pending_frame_budget_refuses_past_it) {
     big[i] = -1;
     ck_assert_int_eq(daemon_stat("pending_frame_bytes"), (long)LEN * FIT);
   }
+  free(part);
   ck_assert_int_eq(daemon_stat("frames_over_budget"), BIG - FIT);
 
   /* The two keep trickling; the normal client is served meanwhile, bit for bit as before. */
@@ -1147,12 +1152,56 @@ START_TEST(pending_frame_budget_refuses_past_it) {
 }
 END_TEST
 
+/* Connections that send only the 4-byte length of a max_frame_bytes frame and one byte (a
+ * slowloris on the budget: 8 x 8 MiB announced against a 16 MiB budget) hold nothing of it, so a
+ * normal client's big invokes (selfie: a 786 KB frame) are answered as before, nothing is refused
+ * and the header-only connections are neither answered nor closed. Before, the first two headers
+ * took the whole budget and every frame above 64 KiB got EBUSY for request_timeout_ms. */
+START_TEST(pending_frame_budget_ignores_idle_headers) {
+  start_cfg("{\"models\": [], \"max_frame_bytes\": \"8M\", \"max_pending_frame_bytes\": \"16M\", "
+            "\"request_timeout_ms\": 120000}");
+  int b = conn();
+  load(b, "face", "face_detection_short_range");
+  load(b, "selfie", "selfie_segmentation");
+  uint8_t *face_ref, *selfie_ref;
+  size_t face_n, selfie_n;
+  invoke_once(b, "face", FACE_IN, 1, NULL, 0, &face_ref, &face_n);
+  invoke_once(b, "selfie", SELFIE_IN, 2, NULL, 0, &selfie_ref, &selfie_n);
+
+  enum { IDLE = 8 };
+  const uint32_t LEN = 8u << 20;
+  const uint8_t head[5] = {(uint8_t)LEN, (uint8_t)(LEN >> 8), (uint8_t)(LEN >> 16), (uint8_t)(LEN >> 24), 8};
+  int idle[IDLE];
+  for (int i = 0; i < IDLE; i++) {
+    idle[i] = conn();
+    ck_assert_int_eq(ar_td_write_all(idle[i], head, sizeof(head)), 0);
+  }
+  /* A stats round trip on each: the daemon has read their headers (one loop, in order per socket). */
+  ck_assert_int_eq(daemon_stat("pending_frame_bytes"), 0);
+  for (int round = 0; round < 3; round++) {
+    invoke_once(b, "selfie", SELFIE_IN, 10 + (uint64_t)round, selfie_ref, selfie_n, NULL, NULL);
+    invoke_once(b, "face", FACE_IN, 20 + (uint64_t)round, face_ref, face_n, NULL, NULL);
+  }
+  ck_assert_int_eq(daemon_stat("pending_frame_bytes"), 0);
+  ck_assert_int_eq(daemon_stat("frames_over_budget"), 0);
+  for (int i = 0; i < IDLE; i++) {
+    ck_assert_msg(nothing_to_read(idle[i]), "header-only connection %d was answered or closed", i);
+    close(idle[i]);
+  }
+  close(b);
+  free(face_ref);
+  free(selfie_ref);
+  stop_cfg();
+}
+END_TEST
+
 /* A frame that never completes gives its share of the budget back when it times out
  * (request_timeout_ms) and when the client half-closes inside it (truncated frame). */
 START_TEST(pending_frame_budget_released_by_timeout_and_truncation) {
   start_cfg("{\"models\": [], \"request_timeout_ms\": 1000}");
   const uint32_t LEN = 1u << 20;
-  uint8_t part[4 + 4096] = {(uint8_t)LEN, (uint8_t)(LEN >> 8), (uint8_t)(LEN >> 16), (uint8_t)(LEN >> 24)};
+  /* Past the first 64 KiB received, a frame holds its whole length (at most received + 1 MiB). */
+  static uint8_t part[4 + 68 * 1024] = {(uint8_t)LEN, (uint8_t)(LEN >> 8), (uint8_t)(LEN >> 16), (uint8_t)(LEN >> 24)};
   int slow = conn(), cut = conn();
   struct timeval tv = {20, 0};
   setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -1256,6 +1305,7 @@ int main(void) {
   tcase_add_test(tc, send_timeout_closes_a_client_that_never_reads);
   tcase_add_test(tc, idle_connections_are_closed);
   tcase_add_test(tc, pending_frame_budget_refuses_past_it);
+  tcase_add_test(tc, pending_frame_budget_ignores_idle_headers);
   tcase_add_test(tc, pending_frame_budget_released_by_timeout_and_truncation);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
