@@ -174,7 +174,7 @@ struct ar_job {
   uint64_t act_bytes;
   uint64_t free_after[2];
   int n_free_after;
-  bool after_compact;            /* PREPARE: a compaction already ran for this load's ENOSPC */
+  bool after_compact;            /* PREPARE, INVOKE: a compaction already ran for this load's (region growth's) ENOSPC */
   /* MOVE: `moves` are re-placed into act_base; placed_act_offset becomes move_act_offset */
   uint64_t move_act_offset;
   bool move_counted;             /* part of the compaction in progress (not a stale MOVE) */
@@ -306,7 +306,7 @@ struct ar_server {
   int compact_rc;                /* 0, or why the compaction gave up (answered to its waiters) */
   char compact_msg[AR_MSG_BYTES];
   ar_waiter_t *compact_waiters, *compact_next_waiters;
-  ar_job_t *compact_deferred, *compact_deferred_tail;   /* finished PREPAREs waiting for the layout */
+  ar_job_t *compact_deferred, *compact_deferred_tail;   /* finished PREPAREs, INVOKEs to regrow: wait for the layout */
   ar_compact_figures_t compact_fig;
   uint64_t compactions, compact_bytes_moved;   /* totals for the stats */
   /* Busy polling (ar_server.c): while active, the loop polls without sleeping; it stops itself

@@ -1524,6 +1524,22 @@ static bool grow_region(ar_server_t *srv, ar_job_t *job) {
     return false;
   }
   int rc = ar_pool_alloc(&srv->pool, need, AR_REGION_ACTIVATION, g->owner, &off, msg, sizeof(msg));
+  if (rc == AR_ENOSPC && !job->after_compact && !srv->draining &&
+      srv->pool.bytes - ar_pool_used_bytes(&srv->pool) >= need) {
+    /* Enough bytes are free, only not in one place: compact, as a load does, then run the job
+     * again (it re-plans, finds the region small and grows it from the one free block). The model
+     * kept its previous shapes (apply_shapes), so the group serves its other jobs meanwhile. */
+    ar_log("model '%s': the new input shapes need an activation region of %" PRIu64 " bytes, largest free block "
+           "is %" PRIu64 " bytes of %" PRIu64 " free: compacting the pool first", m->name, need,
+           ar_pool_largest_free_bytes(&srv->pool), srv->pool.bytes - ar_pool_used_bytes(&srv->pool));
+    job->after_compact = true;
+    job->grow_to = 0;
+    srv->jobs_outstanding++;   /* still outstanding: compact_apply queues it on its group again */
+    compact_defer(srv, job);
+    compact_start(srv, NULL);
+    group_kick(srv, g);
+    return true;
+  }
   if (rc != 0) {
     job->rc = rc;
     if (rc == AR_ENOSPC)
@@ -1872,7 +1888,13 @@ static void compact_apply(ar_server_t *srv, int rc, const char *why) {
   while (d) {
     ar_job_t *next = d->next;
     d->next = NULL;
-    prepare_after(d);
+    if (d->kind == AR_JOB_INVOKE) {
+      /* An invoke or resize whose region growth waited for the layout: run it again. */
+      group_push(d->model->group, d);
+      group_kick(srv, d->model->group);
+    } else {
+      prepare_after(d);
+    }
     d = next;
   }
   if (srv->compacting && srv->compact_committed && srv->compact_moving == 0) compact_finish(srv);
@@ -2411,6 +2433,11 @@ void ar_models_shutdown(ar_server_t *srv) {
   srv->compact_waiters = srv->compact_next_waiters = NULL;
   for (ar_job_t *j = srv->compact_deferred, *n; j; j = n) {
     n = j->next;
+    if (j->kind == AR_JOB_INVOKE) {
+      job_free_io(j);
+      ar_decode_request_free(j->req, j->to.frame);
+      free(j->out);
+    }
     free(j->dirs);
     free(j);
   }

@@ -4,7 +4,8 @@
  * region follows the batch and the pool's used bytes return to the first figure, no heap
  * allocation in the invokes (the daemon's counter); a batch the pool cannot hold is ENOSPC with
  * the bytes needed and leaves the model working; ResizeInput does the same explicitly. A peer that
- * is not an admin grows a region only up to max_resize_activation_bytes (EPERM past it).
+ * is not an admin grows a region only up to max_resize_activation_bytes (EPERM past it). A growth
+ * that needs more than the largest free block but no more than the free bytes compacts the pool first.
  */
 #include <check.h>
 #include <jansson.h>
@@ -248,12 +249,95 @@ START_TEST(peer_not_admin_grows_a_region_only_so_far) {
 }
 END_TEST
 
+static uint64_t pool_figure(ar_client_t *c, const char *key) {
+  json_t *st = stats(c);
+  uint64_t v = (uint64_t)json_integer_value(json_object_get(json_object_get(st, "pool"), key));
+  json_decref(st);
+  return v;
+}
+
+/* A region growth that fails only because the free bytes are in more than one block compacts the
+ * pool first, as a load does: the batch model's region for batch n needs more than either free
+ * block (a hole left by unloaded models below it, the tail above) but no more than both; before,
+ * that was ENOSPC "largest free block is ..." with enough bytes free. */
+START_TEST(growth_compacts_a_fragmented_pool) {
+  char dir[] = "/tmp/check_resize_XXXXXX", path[600], cfg[600], msg[AR_MSG_BYTES];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  write_batch_model(dir, path, sizeof path);
+  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
+  FILE *f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"compact_after_unload\": false, \"model_dirs\": [\"%s\"], \"models\": []}\n", dir);
+  ck_assert_int_eq(fclose(f), 0);
+  const char *extra[] = {"--config", cfg, NULL};
+  /* The region each batch needs, measured in a pool with room for all. */
+  enum { NB = 160 };
+  uint64_t region[NB + 1];
+  ar_test_daemon_t d;
+  ar_client_t *c = NULL;
+  ar_client_model_t info;
+  ck_assert_msg(ar_td_start(&d, "1M", extra) == 0, "arenad did not start (log %s)", d.log);
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ck_assert_msg(ar_client_load(c, "b", path, NULL, NULL, &info, msg, sizeof msg) == 0, "load: %s", msg);
+  for (int n = 1; n <= NB; n++) {
+    const int64_t dims[4] = {n, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+    ck_assert_msg(ar_client_resize_input(c, "b", 0, dims, 4, &info, msg, sizeof msg) == 0, "batch %d: %s", n, msg);
+    region[n] = info.activation_bytes;
+  }
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+  /* 64 KiB: three fillers, b, one more filler; the three first unloaded leave a hole below b. */
+  ck_assert_msg(ar_td_start(&d, "64K", extra) == 0, "arenad did not start (log %s)", d.log);
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  const char *order[] = {"f1", "f2", "f3", "b", "f4"};
+  for (int i = 0; i < 5; i++)
+    ck_assert_msg(ar_client_load(c, order[i], path, NULL, NULL, NULL, msg, sizeof msg) == 0, "load %s: %s", order[i],
+                  msg);
+  for (int i = 0; i < 3; i++) ck_assert_int_eq(ar_client_unload(c, order[i], msg, sizeof msg), 0);
+  const uint64_t free_bytes = pool_figure(c, "free_bytes"), largest = pool_figure(c, "largest_free_bytes");
+  ck_assert_uint_eq(pool_figure(c, "free_blocks"), 2);
+  ck_assert_uint_eq(pool_figure(c, "compactions"), 0);
+  int n = 0;
+  for (int k = 1; k <= NB && n == 0; k++)
+    if (region[k] > largest && region[k] <= free_bytes) n = k;
+  ck_assert_msg(n > 0, "no batch up to %d needs between %llu and %llu bytes (batch 1 %llu, %d %llu)", NB,
+                (unsigned long long)largest, (unsigned long long)free_bytes, (unsigned long long)region[1], NB,
+                (unsigned long long)region[NB]);
+  printf("fragmented pool: %llu bytes free, largest block %llu; batch %d needs %llu\n",
+         (unsigned long long)free_bytes, (unsigned long long)largest, n, (unsigned long long)region[n]);
+  const int64_t dims[4] = {n, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  int rc = ar_client_resize_input(c, "b", 0, dims, 4, &info, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "resize to batch %d: %s", n, msg);
+  ck_assert_uint_eq(info.activation_bytes, region[n]);
+  ck_assert_int_eq(info.inputs[0].dims[0], n);
+  /* One compaction ran (b and f4 slid down over the hole); b's previous region, freed after the
+   * growth, is the only free space below the new one (compact_after_unload is off). */
+  ck_assert_uint_eq(pool_figure(c, "compactions"), 1);
+  ck_assert_uint_gt(pool_figure(c, "compacted_bytes"), 0);
+  ck_assert_uint_eq(pool_figure(c, "free_bytes"), free_bytes + region[1] - region[n]);
+  /* The model and the one that moved with the compaction compute right after it. */
+  static float items[8][ITEM], want[8][AR_TM_BATCH_OUT];
+  for (int b = 0; b < 8; b++) {
+    for (int i = 0; i < ITEM; i++) items[b][i] = (float)((b * 7 + i * 3) % 17 - 8) / 4.0f;
+    ar_tm_batch_by_hand(items[b], want[b]);
+  }
+  rc = invoke_batch(c, n, 1, items, want, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "batch %d after the compaction: %s", n, msg);
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+  unlink(cfg);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("resize");
   TCase *tc = tcase_create("daemon");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, batch_follows_the_request_and_pool_returns);
   tcase_add_test(tc, peer_not_admin_grows_a_region_only_so_far);
+  tcase_add_test(tc, growth_compacts_a_fragmented_pool);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
