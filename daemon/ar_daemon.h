@@ -143,6 +143,9 @@ struct ar_dmodel {
   bool from_config;              /* loaded from the configuration: a reload may unload it */
   bool shadow;                   /* loaded by a reload in progress: invisible until it commits */
   bool retired;                  /* replaced by a reload: finishes accepted invokes, then goes */
+  uint64_t serial;               /* unique per load (srv->model_serial), never reused */
+  uint64_t rereads;              /* a reload's re-read of a run-time load: that instance's serial
+                                    (0 = none); dropped if that instance is gone or going */
   /* statistics (loop thread) */
   uint64_t invokes, errors, heap_allocs_in_invoke;
   uint64_t dropped;              /* invokes not run: their client had disconnected */
@@ -273,6 +276,10 @@ struct ar_server {
   bool reload_has_waiter;        /* a Reload request waits for the transaction's outcome */
   ar_reply_to_t reload_to;
   uint32_t reload_unchanged;     /* entries re-read and found unchanged */
+  uint64_t model_serial;         /* the last ar_dmodel_t.serial given */
+  const char *test_reload_gate;  /* test hook (env ARENAD_TEST_RELOAD_GATE, read once at start): the
+                                    load thread reads one byte from this FIFO before each reload
+                                    load, so a test can act while a reload is in progress */
   int listen_fd;                 /* the adopted socket's fd when socket-activated, else -1 */
   bool draining;
   uv_timer_t drain_timer;        /* drain_timeout_ms deadline */

@@ -71,6 +71,14 @@ ar_dmodel_t *ar_models_find(ar_server_t *srv, const char *name) {
   return NULL;
 }
 
+/* A reload's re-read of a run-time load whose instance a client unloaded (or is unloading) since the
+ * reload began: the reload must not bring the model back. */
+static bool rereads_gone(ar_server_t *srv, const ar_dmodel_t *m) {
+  if (m->rereads == 0) return false;
+  const ar_dmodel_t *running = ar_models_find(srv, m->name);
+  return running == NULL || running->serial != m->rereads || running->state == AR_MODEL_UNLOADING;
+}
+
 /* Any instance holding `name` (a load must not reuse it while one is still there). */
 static ar_dmodel_t *find_any(ar_server_t *srv, const char *name, bool include_shadows) {
   for (ar_dmodel_t *m = srv->models; m; m = m->next)
@@ -98,6 +106,16 @@ static void registry_remove(ar_server_t *srv, ar_dmodel_t *m) {
 static void prepare_work(ar_job_t *job);
 static void prepare_after(ar_job_t *job);
 
+/* Test hook: block until a test writes one byte into the FIFO at `path` (a test acts while a
+ * reload's load waits here); a missing or unreadable gate does not block. */
+static void test_gate_wait(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char b;
+  while (read(fd, &b, 1) < 0 && errno == EINTR) {}
+  close(fd);
+}
+
 /* One thread prepares models, one at a time, at a lower CPU priority than the invoke workers: a
  * load (reading and hashing a file of up to max_model_bytes, verifying, planning) never occupies
  * a worker and yields the CPU to invokes when both want it. Nice 19 alone is not enough for
@@ -120,6 +138,7 @@ static void *load_thread_main(void *arg) {
     srv->load_head = job->next;
     if (srv->load_head == NULL) srv->load_tail = NULL;
     pthread_mutex_unlock(&srv->load_lock);
+    if (job->to.reload && srv->test_reload_gate) test_gate_wait(srv->test_reload_gate);
     prepare_work(job);
     pthread_mutex_lock(&srv->load_lock);
     job->next = srv->load_done;
@@ -167,6 +186,8 @@ static void load_thread_push(ar_server_t *srv, ar_job_t *job) {
 static void on_inline_run(uv_idle_t *h);
 
 int ar_models_init(ar_server_t *srv) {
+  const char *gate = getenv("ARENAD_TEST_RELOAD_GATE");
+  srv->test_reload_gate = gate && *gate ? gate : NULL;
   if (uv_idle_init(srv->loop, &srv->inline_run) != 0) return AR_EINTERNAL;
   srv->inline_run.data = srv;
   srv->inline_init = true;
@@ -739,11 +760,14 @@ static void prepare_after(ar_job_t *job) {
     /* A reload re-read the file of an unchanged entry: keep the running instance when the bytes
      * are the same. */
     ar_dmodel_t *running = ar_models_find(srv, m->name);
-    if (running && running->state == AR_MODEL_READY && running->cm == m->cm) {
+    if ((running && running->state == AR_MODEL_READY && running->cm == m->cm) || rereads_gone(srv, m)) {
+      if (rereads_gone(srv, m))
+        ar_log("reload: model '%s' was unloaded during the reload: its re-read is dropped", m->name);
+      else
+        srv->reload_unchanged++;
       registry_remove(srv, m);
       model_destroy(srv, m);
       free(job);
-      srv->reload_unchanged++;
       Arenad__Response resp = ARENAD__RESPONSE__INIT;
       Arenad__Status st = ARENAD__STATUS__INIT;
       resp.status = &st;
@@ -852,11 +876,11 @@ static void prepare_after(ar_job_t *job) {
 
 static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                        const char *group, const char *strategy, const char *weights, bool shadow,
-                       bool from_config, bool only_if_changed);
+                       bool from_config, bool only_if_changed, uint64_t rereads);
 
 void ar_models_load(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                     const char *group, const char *strategy, const char *weights) {
-  load_model(srv, to, name, path, group, strategy, weights, false, false, false);
+  load_model(srv, to, name, path, group, strategy, weights, false, false, false, 0);
 }
 
 bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to) {
@@ -885,10 +909,11 @@ static char (*model_dirs_copy(ar_server_t *srv, uint32_t *n_out))[AR_CONFIG_DIR_
 /* `shadow`: a reload's load, invisible until the reload commits; it may coexist with the running
  * instance of the same name. `from_config`: the configuration names it (its path is trusted as the
  * configuration is; a client's path is confined to model_dirs). `only_if_changed`: a reload's
- * re-read, dropped when the file's sha256 is the one the running instance serves. */
+ * re-read, dropped when the file's sha256 is the one the running instance serves. `rereads`: the
+ * serial of the run-time instance a reload re-reads (0 = none); the re-read never outlives it. */
 static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                        const char *group, const char *strategy, const char *weights, bool shadow,
-                       bool from_config, bool only_if_changed) {
+                       bool from_config, bool only_if_changed, uint64_t rereads) {
   ar_strategy_t strat = AR_STRATEGY_BEST;
   ar_interp_options_t dflt;
   ar_interp_options_default(&dflt);
@@ -935,6 +960,8 @@ static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *na
   m->shadow = shadow;
   m->from_config = from_config;
   m->only_if_changed = only_if_changed;
+  m->serial = ++srv->model_serial;
+  m->rereads = rereads;
   job->kind = AR_JOB_PREPARE;
   job->srv = srv;
   job->to = *to;
@@ -2210,7 +2237,7 @@ void ar_models_load_initial(ar_server_t *srv) {
     const ar_config_model_t *e = &srv->cfg.models[i];
     ar_reply_to_t to = {.conn = NULL, .internal_config = true};
     srv->config_loads_pending++;
-    load_model(srv, &to, e->name, e->path, e->group, e->strategy, e->weights, false, true, false);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, e->weights, false, true, false, 0);
   }
 }
 
@@ -2272,6 +2299,11 @@ static void reload_finish(ar_server_t *srv) {
     for (ar_dmodel_t *m = srv->models, *next; m; m = next) {
       next = m->next;
       if (!m->shadow) continue;
+      if (rereads_gone(srv, m)) {
+        ar_log("reload: model '%s' was unloaded during the reload: its re-read is dropped", m->name);
+        retire(srv, m);   /* placed and never visible: no invokes, goes at once */
+        continue;
+      }
       ar_dmodel_t *old = ar_models_find(srv, m->name);
       m->shadow = false;
       reload_change_t *c = changes && n_changes < cap_changes ? &changes[n_changes++] : NULL;
@@ -2398,7 +2430,7 @@ bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_t
              e->name);
     ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = i};
     srv->reload_pending++;
-    load_model(srv, &to, e->name, e->path, e->group, e->strategy, e->weights, true, true, same);
+    load_model(srv, &to, e->name, e->path, e->group, e->strategy, e->weights, true, true, same, 0);
   }
   /* Models loaded at run time that the configuration does not name: re-read their files too. */
   for (ar_dmodel_t *m = srv->models; m && srv->reload_rc == 0; m = m->next) {
@@ -2407,7 +2439,7 @@ bool ar_models_apply_config(ar_server_t *srv, ar_config_t *cfg, const ar_reply_t
     ar_reply_to_t to = {.conn = NULL, .reload = true, .reload_index = UINT32_MAX};
     srv->reload_pending++;
     load_model(srv, &to, m->name, m->path, m->group_name, ar_strategy_name(m->strategy), ar_weights_name(m->weights),
-               true, false, true);
+               true, false, true, m->serial);
   }
   ar_reply_to_t self = {.conn = NULL};
   ar_models_reload_answered(srv, &self, 0, NULL);

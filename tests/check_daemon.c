@@ -20,7 +20,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <string.h>
@@ -1211,6 +1213,41 @@ START_TEST(reload_is_a_transaction_and_keeps_runtime_loads) {
 }
 END_TEST
 
+/* A run-time model a client unloads while a reload re-reads its file stays unloaded (the reload used
+ * to install its re-read as if the model were new). The daemon's test gate holds the reload's load
+ * until the unload is answered, so the order is fixed, not timed. */
+START_TEST(reload_does_not_bring_back_a_model_unloaded_during_it) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", gate[300], got[1024], msg[AR_MSG_BYTES];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(gate, sizeof(gate), "%s/gate", dir);
+  ck_assert_int_eq(mkfifo(gate, 0600), 0);
+  ck_assert_int_eq(setenv("ARENAD_TEST_RELOAD_GATE", gate, 1), 0);
+  int started = ar_td_start(&dmn, "64M", NULL);
+  unsetenv("ARENAD_TEST_RELOAD_GATE");
+  ck_assert_msg(started == 0, "arenad did not start (log %s)", dmn.log);
+  ar_client_t *c = client();
+  load_ok(c, "tmp", "palm_detection_lite", "", NULL);
+  ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
+  wait_log("reload: (no configuration file)", 1);   /* logged right before the re-reads are queued */
+  ck_assert_int_eq(ar_client_unload(c, "tmp", msg, sizeof(msg)), 0);
+  int fd = open(gate, O_WRONLY | O_CLOEXEC);   /* returns once the load thread waits at the gate */
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "x", 1), 1);
+  close(fd);
+  wait_log("reload: done", 1);
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "");
+  wait_log("reload: model 'tmp' was unloaded during the reload: its re-read is dropped", 1);
+  json_t *st = ar_tc_stats(c);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);
+  json_decref(st);
+  ar_client_close(c);
+  stop();
+  unlink(gate);
+  rmdir(dir);
+}
+END_TEST
+
 /* Stats' weights mode of model `name`, "" if it is not listed. */
 static const char *weights_of(json_t *st, const char *name) {
   json_t *m = ar_tc_stats_model(st, name);
@@ -1706,6 +1743,10 @@ static Suite *daemon_suite(void) {
   tcase_add_test(ti, zero_element_tensors_invoke);
   tcase_add_test(ti, client_reads_replies_however_they_arrive);
   suite_add_tcase(s, ti);
+  TCase *tr = tcase_create("reload_races");   /* orders fixed by the daemon's test gate */
+  tcase_set_timeout(tr, 120);
+  tcase_add_test(tr, reload_does_not_bring_back_a_model_unloaded_during_it);
+  suite_add_tcase(s, tr);
   TCase *tc = tcase_create("models");
   tcase_set_timeout(tc, 1200);
   tcase_add_test(tc, share_group_goldens_and_pool_layout);
