@@ -234,6 +234,8 @@ typedef struct ar_server_ops {
   void (*conn_closed)(ar_server_t *srv);
   /* The set of loaded models changed (STATUS= for the service manager). */
   void (*status_changed)(ar_server_t *srv);
+  /* A reload committed or rolled back (a SIGHUP that came during it runs now); may be NULL. */
+  void (*reload_done)(ar_server_t *srv);
 } ar_server_ops_t;
 
 struct ar_server {
@@ -276,6 +278,7 @@ struct ar_server {
   bool reload_has_waiter;        /* a Reload request waits for the transaction's outcome */
   ar_reply_to_t reload_to;
   uint32_t reload_unchanged;     /* entries re-read and found unchanged */
+  bool reload_again;             /* a SIGHUP came during a reload: one more when it is done */
   uint64_t model_serial;         /* the last ar_dmodel_t.serial given */
   const char *test_reload_gate;  /* test hook (env ARENAD_TEST_RELOAD_GATE, read once at start): the
                                     load thread reads one byte from this FIFO before each reload

@@ -2383,6 +2383,7 @@ static void reload_finish(ar_server_t *srv) {
   char status[256];
   ar_models_status(srv, status, sizeof(status));
   ar_service_ready(status);
+  if (srv->ops.reload_done) srv->ops.reload_done(srv);   /* last: it may start the next reload */
 }
 
 void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int code, const char *message) {

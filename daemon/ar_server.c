@@ -416,10 +416,14 @@ static void reload(ar_server_t *srv, const ar_reply_to_t *to) {
     return;
   }
   if (srv->reload_cfg) {
-    if (to)
+    if (to) {
       ar_server_reply_error(srv, to, AR_ESTATE, "a reload is in progress; reload again after it is done");
-    else
-      ar_log("SIGHUP: a reload is still in progress; send SIGHUP again after it is done");
+    } else {
+      /* Coalesced: however many come, one reload follows, so the files it reads are at least as new
+       * as the last signal. */
+      srv->reload_again = true;
+      ar_log("SIGHUP during a reload: one more reload runs when this one is done");
+    }
     return;
   }
   ar_config_t *cfg = malloc(sizeof(*cfg));
@@ -450,6 +454,12 @@ static void reload(ar_server_t *srv, const ar_reply_to_t *to) {
 }
 
 void ar_server_reload(ar_server_t *srv) { reload(srv, NULL); }
+
+static void server_reload_done(ar_server_t *srv) {
+  if (!srv->reload_again) return;
+  srv->reload_again = false;
+  if (!srv->draining) reload(srv, NULL);
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Listening socket                                                                            */
@@ -506,6 +516,7 @@ void ar_server_init_ops(ar_server_t *srv) {
   srv->ops.reply_error = server_reply_error;
   srv->ops.job_done = server_job_done;
   srv->ops.status_changed = ar_server_status;
+  srv->ops.reload_done = server_reload_done;
   srv->ops.conn_closed = server_conn_closed;
 }
 

@@ -1213,6 +1213,14 @@ START_TEST(reload_is_a_transaction_and_keeps_runtime_loads) {
 }
 END_TEST
 
+/* One byte through the test gate: returns once the daemon's load thread waited there and was let go. */
+static void open_gate(const char *gate) {
+  int fd = open(gate, O_WRONLY | O_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "x", 1), 1);
+  close(fd);
+}
+
 /* A run-time model a client unloads while a reload re-reads its file stays unloaded (the reload used
  * to install its re-read as if the model were new). The daemon's test gate holds the reload's load
  * until the unload is answered, so the order is fixed, not timed. */
@@ -1230,10 +1238,7 @@ START_TEST(reload_does_not_bring_back_a_model_unloaded_during_it) {
   ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
   wait_log("reload: (no configuration file)", 1);   /* logged right before the re-reads are queued */
   ck_assert_int_eq(ar_client_unload(c, "tmp", msg, sizeof(msg)), 0);
-  int fd = open(gate, O_WRONLY | O_CLOEXEC);   /* returns once the load thread waits at the gate */
-  ck_assert_int_ge(fd, 0);
-  ck_assert_int_eq(write(fd, "x", 1), 1);
-  close(fd);
+  open_gate(gate);
   wait_log("reload: done", 1);
   listed(c, got, sizeof(got));
   ck_assert_str_eq(got, "");
@@ -1241,6 +1246,35 @@ START_TEST(reload_does_not_bring_back_a_model_unloaded_during_it) {
   json_t *st = ar_tc_stats(c);
   ck_assert_uint_eq(json_array_size(json_object_get(st, "models")), 0);
   json_decref(st);
+  ar_client_close(c);
+  stop();
+  unlink(gate);
+  rmdir(dir);
+}
+END_TEST
+
+/* A SIGHUP during a reload is not dropped: one more reload runs when the current one is done. */
+START_TEST(sighup_during_a_reload_runs_after_it) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", gate[300], got[1024];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(gate, sizeof(gate), "%s/gate", dir);
+  ck_assert_int_eq(mkfifo(gate, 0600), 0);
+  ck_assert_int_eq(setenv("ARENAD_TEST_RELOAD_GATE", gate, 1), 0);
+  int started = ar_td_start(&dmn, "64M", NULL);
+  unsetenv("ARENAD_TEST_RELOAD_GATE");
+  ck_assert_msg(started == 0, "arenad did not start (log %s)", dmn.log);
+  ar_client_t *c = client();
+  load_ok(c, "tmp", "palm_detection_lite", "", NULL);
+  ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
+  wait_log("reload: (no configuration file)", 1);
+  ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);   /* the first reload waits at the gate */
+  wait_log("SIGHUP during a reload: one more reload runs when this one is done", 1);
+  open_gate(gate);                               /* the first reload's re-read of tmp */
+  wait_log("reload: (no configuration file)", 2);
+  open_gate(gate);                               /* the second's */
+  wait_log("reload: done", 2);
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "tmp:,");
   ar_client_close(c);
   stop();
   unlink(gate);
@@ -1746,6 +1780,7 @@ static Suite *daemon_suite(void) {
   TCase *tr = tcase_create("reload_races");   /* orders fixed by the daemon's test gate */
   tcase_set_timeout(tr, 120);
   tcase_add_test(tr, reload_does_not_bring_back_a_model_unloaded_during_it);
+  tcase_add_test(tr, sighup_during_a_reload_runs_after_it);
   suite_add_tcase(s, tr);
   TCase *tc = tcase_create("models");
   tcase_set_timeout(tc, 1200);
