@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "common/ar_path.h"
+#include "common/ar_text.h"
 #include "common/ar_util.h"
 #include "daemon/ar_alloc_count.h"
 #include "daemon/ar_daemon.h"
@@ -407,6 +408,18 @@ static int prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes,
   int fd = -1;
   int rc = open_model_file(path, n_dirs, dirs, rp, &fd, msg, msg_bytes);
   if (rc != 0) return rc;
+  size_t rp_len = strlen(rp), rp_ok = ar_utf8_valid_prefix(rp, rp_len);
+  if (rp_ok != rp_len) {
+    /* The resolved path is what ListModels, LoadModel and stats report: a conformant client
+     * (proto3 string) could not decode any reply holding it. */
+    close(fd);
+    char esc_path[512], esc_rp[1024];
+    return ar_errf(msg, msg_bytes, AR_EINVAL,
+                   "model file '%s': resolves to '%s', which is not UTF-8 (byte %zu; model paths are reported "
+                   "in protobuf strings): rename the file",
+                   ar_escape_text(path, esc_path, sizeof(esc_path)), ar_escape_text(rp, esc_rp, sizeof(esc_rp)),
+                   rp_ok);
+  }
   if (realpath_out) snprintf(realpath_out, PATH_MAX, "%s", rp);
   ar_model_t *model = NULL;
   char lmsg[AR_MSG_BYTES] = "";
@@ -929,6 +942,14 @@ static void load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *na
   if (strlen(path) >= sizeof(((ar_dmodel_t *)0)->path))
     return answer_error(srv, to, AR_EINVAL, "model '%s': path longer than %zu bytes", name,
                         sizeof(((ar_dmodel_t *)0)->path) - 1);
+  size_t path_len = strlen(path), utf8_ok = ar_utf8_valid_prefix(path, path_len);
+  if (utf8_ok != path_len) {
+    char esc[1024];
+    return answer_error(srv, to, AR_EINVAL,
+                        "model '%s': path '%s' is not UTF-8 (byte %zu; model paths are reported in protobuf "
+                        "strings): rename the file or link to it under a UTF-8 name",
+                        name, ar_escape_text(path, esc, sizeof(esc)), utf8_ok);
+  }
   if (strategy[0] && ar_strategy_parse(strategy, &strat) != 0)
     return answer_error(srv, to, AR_EINVAL,
                         "model '%s': unknown planner strategy '%.40s' (linear, first-fit, greedy-by-size, best)",

@@ -1282,6 +1282,64 @@ START_TEST(sighup_during_a_reload_runs_after_it) {
 }
 END_TEST
 
+/* Model paths are reported in protobuf strings (ModelInfo.path, stats): a path that is not UTF-8,
+ * as given (LoadModel) or as resolved (LoadModel or the configuration naming a symlink to such a
+ * file), is refused with the path escaped, and the replies after it still decode. */
+START_TEST(non_utf8_model_paths_are_refused) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", cfg[300], real[300], link[300], bad_link[300], err[4096],
+       models[1024], msg[AR_MSG_BYTES], got[1024];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_msg(ar_td_start(&dmn, "64M", NULL) == 0, "arenad did not start (log %s)", dmn.log);
+  /* A real file named with byte 0xfe, a UTF-8 symlink to it, and a symlink named with 0xff to a
+   * UTF-8-named model. */
+  size_t n = 0;
+  void *bytes = ar_test_read_file(ar_tc_model_path("palm_detection_lite"), &n);
+  ck_assert_ptr_nonnull(bytes);
+  snprintf(real, sizeof(real), "%s/real\xfe.tflite", dmn.dir);
+  FILE *f = fopen(real, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+  ck_assert_int_eq(fclose(f), 0);
+  free(bytes);
+  snprintf(link, sizeof(link), "%s/palm.tflite", dmn.dir);
+  ck_assert_int_eq(symlink(real, link), 0);
+  snprintf(bad_link, sizeof(bad_link), "%s/link\xff.tflite", dmn.dir);
+  ck_assert_int_eq(symlink(ar_tc_model_path("palm_detection_lite"), bad_link), 0);
+  ar_client_t *c = client();
+
+  int rc = ar_client_load(c, "p1", bad_link, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_int_eq(rc, AR_EINVAL);
+  ck_assert_msg(strstr(msg, "link\\xff.tflite' is not UTF-8"), "%s", msg);
+  rc = ar_client_load(c, "p2", link, NULL, NULL, NULL, msg, sizeof(msg));
+  ck_assert_int_eq(rc, AR_EINVAL);
+  ck_assert_msg(strstr(msg, "palm.tflite': resolves to '") && strstr(msg, "real\\xfe.tflite', which is not UTF-8"),
+                "%s", msg);
+  listed(c, got, sizeof(got));
+  ck_assert_str_eq(got, "");
+
+  /* The configuration: start-up and --check-config refuse it, naming the model. */
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  snprintf(models, sizeof(models), "{\"name\": \"palm\", \"path\": \"%s\"}", link);
+  write_config(cfg, models);
+  const char *check[] = {"--check-config", cfg, NULL};
+  ck_assert_int_eq(run_arenad(check, err, sizeof(err)), 1);
+  ck_assert_msg(strstr(err, "models[0] 'palm'") && strstr(err, "real\\xfe.tflite', which is not UTF-8"), "%s", err);
+  char sock[300];
+  snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+  const char *args[] = {"--foreground", "--socket", sock, "--config", cfg, NULL};
+  ck_assert_int_eq(run_arenad(args, err, sizeof(err)), 1);
+  ck_assert_msg(strstr(err, "real\\xfe.tflite', which is not UTF-8"), "%s", err);
+
+  ar_client_close(c);
+  unlink(link);
+  unlink(bad_link);
+  unlink(real);
+  stop();
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 /* Stats' weights mode of model `name`, "" if it is not listed. */
 static const char *weights_of(json_t *st, const char *name) {
   json_t *m = ar_tc_stats_model(st, name);
@@ -1777,10 +1835,11 @@ static Suite *daemon_suite(void) {
   tcase_add_test(ti, zero_element_tensors_invoke);
   tcase_add_test(ti, client_reads_replies_however_they_arrive);
   suite_add_tcase(s, ti);
-  TCase *tr = tcase_create("reload_races");   /* orders fixed by the daemon's test gate */
+  TCase *tr = tcase_create("reload_and_paths");   /* reload orders fixed by the test gate; model paths */
   tcase_set_timeout(tr, 120);
   tcase_add_test(tr, reload_does_not_bring_back_a_model_unloaded_during_it);
   tcase_add_test(tr, sighup_during_a_reload_runs_after_it);
+  tcase_add_test(tr, non_utf8_model_paths_are_refused);
   suite_add_tcase(s, tr);
   TCase *tc = tcase_create("models");
   tcase_set_timeout(tc, 1200);
