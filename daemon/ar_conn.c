@@ -64,14 +64,17 @@ static void frame_budget_sync(ar_conn_t *c) {
  * bytes (header included): hold of the budget the room rbuf is given for it, grown as its bytes
  * arrive (ar_conn.h, "pending"): nothing while fewer than AR_CONN_FRAME_FREE_BYTES of it have
  * arrived (rbuf grows by read chunks then, as for any frame), then min(len, body received +
- * AR_CONN_FRAME_STEP_BYTES). A header with nothing behind it thus holds nothing: charging the
+ * max(its body received, AR_CONN_FRAME_STEP_BYTES)). A header with nothing behind it thus holds nothing: charging the
  * announced length at the header let four 5-byte sends hold the whole default budget. 0, or
  * AR_EBUSY with `msg` when the next step does not fit beside what the other frames hold. */
 static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, size_t have, char *msg, size_t msg_bytes) {
   uint64_t at = c->rx_bytes - c->rlen + pos;
   if (c->frame_reserved_bytes != 0 && c->frame_reserved_at != at) frame_budget_release(c);   /* an earlier frame's */
   if (have < AR_CONN_FRAME_FREE_BYTES) return 0;   /* also every frame of at most that many bytes */
-  uint64_t want = AR_MIN((uint64_t)len, (uint64_t)(have - 4) + AR_CONN_FRAME_STEP_BYTES);
+  /* The step doubles the room with the bytes received (at least AR_CONN_FRAME_STEP_BYTES): a
+   * 60 MB frame grows rbuf a few times, not 60 times (each a copy where realloc cannot remap). */
+  uint64_t body = have - 4, step = AR_MAX(body, (uint64_t)AR_CONN_FRAME_STEP_BYTES);
+  uint64_t want = AR_MIN((uint64_t)len, body + step);
   uint64_t own = c->frame_reserved_bytes;
   if (want <= own) return 0;
   ar_server_t *srv = c->srv;

@@ -45,8 +45,8 @@
  *                holds of one daemon-wide budget (srv->pending_frame_bytes) the room the read buffer
  *                is given for it, charged before the buffer grows and grown as its bytes arrive:
  *                nothing while fewer than AR_CONN_FRAME_FREE_BYTES of it (header included) have
- *                arrived, then min(announced length, its bytes received + AR_CONN_FRAME_STEP_BYTES).
- *                So what is held is at most what was received plus one step per frame: a header
+ *                arrived, then min(announced length, R + max(R, AR_CONN_FRAME_STEP_BYTES)), R its bytes
+ *                received. So a frame holds at most twice what it received, or that plus 1 MiB: a header
  *                with nothing behind it holds nothing. It is held until the frame leaves the read
  *                buffer (handled, handed over with its request, decoded, timed out, truncated) or
  *                the connection closes. A frame whose next step does not fit is refused with EBUSY
@@ -104,8 +104,8 @@ typedef struct ar_conn ar_conn_t;
 /* Frames up to this many bytes (the 4-byte header included) take nothing from the daemon-wide
  * budget of pending frame bytes: they fit in the read chunk every connection reads into. */
 #define AR_CONN_FRAME_FREE_BYTES (64u * 1024)
-/* Past AR_CONN_FRAME_FREE_BYTES, a frame being received holds at most this many bytes of the
- * budget beyond what of it has arrived (the read buffer grows by this step at most). */
+/* Past AR_CONN_FRAME_FREE_BYTES, a frame being received holds of the budget what of it has arrived
+ * plus a step of as much again, at least this many bytes (the read buffer grows by that step). */
 #define AR_CONN_FRAME_STEP_BYTES (1u << 20)
 /* File descriptors received and waiting for the rest of the frame they came with. */
 #define AR_CONN_MAX_PENDING_FDS 4
