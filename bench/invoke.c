@@ -37,8 +37,15 @@
  * median, and the sgemm peak measured in the same run right before the model's rounds: OpenBLAS
  * sgemm 1024^3 (one cblas_sgemm call with OpenBLAS's own threads at that count), best of 3, with the model's GFLOP/s as a fraction of it. --json prints
  * only a JSON array with one object per model and thread count: model, threads, median_ms,
- * min_ms, gflops, gmac, speedup, speedup_min, sgemm_peak_gflops, fraction (and litert_ms with
- * --ref).
+ * min_ms, gflops, gmac, speedup, speedup_min, sgemm_peak_gflops, fraction, core_round_trip_ns (and
+ * litert_ms with --ref).
+ *
+ * Beside the sgemm peak each model's rows carry the machine's core-to-core latency at that moment
+ * ("rt ns"): the round trip of one cache line between two threads (each waits for the other's
+ * store, 20000 times; median of 5), measured right before the model's rounds. On a VM its cores
+ * can be near or far apart from minute to minute, and a split operator pays this latency for its
+ * hand-off and for the lines of its input the other core wrote, so the two-thread speedups move
+ * with it.
  *
  * --no-fuse: the main table (and --profile) with inverted-residual fusion off (interp option
  * `fuse`). --fuse-compare: per model and thread count of --threads, fusion off against on in the
@@ -59,6 +66,8 @@
  */
 #include <cblas.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -625,6 +634,43 @@ static double sgemm_peak(int threads, int reps) {
   return 2.0 * N * N * (double)N / (best / 1e3) / 1e9;
 }
 
+/* The core-to-core round trip (ns) of one cache line: two threads, each spinning until the other's
+ * store, median of 5 runs of 20000 round trips. 0 when the second thread cannot start. */
+enum { RT_TRIPS = 20000, RT_RUNS = 5 };
+static _Alignas(64) _Atomic int rt_ping;
+static _Alignas(64) _Atomic int rt_pong;
+
+static void *rt_echo(void *arg) {
+  (void)arg;
+  for (int i = 1; i <= RT_TRIPS; i++) {
+    while (atomic_load_explicit(&rt_ping, memory_order_acquire) != i) {
+    }
+    atomic_store_explicit(&rt_pong, i, memory_order_release);
+  }
+  return NULL;
+}
+
+static double core_round_trip_ns(void) {
+  double ns[RT_RUNS];
+  for (int r = 0; r < RT_RUNS; r++) {
+    atomic_store(&rt_ping, 0);
+    atomic_store(&rt_pong, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, rt_echo, NULL) != 0) return 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 1; i <= RT_TRIPS; i++) {
+      atomic_store_explicit(&rt_ping, i, memory_order_release);
+      while (atomic_load_explicit(&rt_pong, memory_order_acquire) != i) {
+      }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(th, NULL);
+    ns[r] = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / RT_TRIPS;
+  }
+  return median(ns, RT_RUNS);
+}
+
 /* "1,2,4" -> counts; returns how many, or -1. */
 static int parse_threads(const char *arg, int *out) {
   int n = 0;
@@ -755,19 +801,20 @@ int main(int argc, char **argv) {
           ref ? ", LiteRT alternating" : ", no LiteRT (--ref not given)",
           g_cpu_clock ? ", arenad timed by its thread's CPU clock" : "");
   fprintf(tab, "sgemm peak: one OpenBLAS sgemm 1024^3 call at the same thread count (OpenBLAS's own "
-          "threads), best of 3, measured before each model\n");
+          "threads), best of 3, measured before each model; rt ns: core-to-core cache-line round trip, "
+          "measured before each model\n");
   if (quant) {
     fprintf(tab, "quantized models (%s); 'TFLite builtin' and 'TFLite XNNPACK' are native TFLite 2.19 at one "
             "thread as measured by issue 9's author, not here;%s\n", mdir,
             ref ? " 'LiteRT' is LiteRT.js with XNNPACK (XNNPACK's rounding, not the goldens')" : "");
-    fprintf(tab, "%-52s %3s %9s %8s %7s %9s %7s %7s %9s %9s %8s %9s\n", "model", "thr", "arenad ms", "GOP/s",
-            "GMAC", "ar min", "speedup", "sp min", "TFLite", "TFLite", "arenad/", ref ? "LiteRT ms" : "");
-    fprintf(tab, "%-52s %3s %9s %8s %7s %9s %7s %7s %9s %9s %8s %9s\n", "", "", "(median)", "", "", "", "", "",
-            "builtin", "XNNPACK", "XNNPACK", ref ? "(XNNPACK)" : "");
+    fprintf(tab, "%-52s %3s %9s %8s %7s %9s %7s %7s %9s %9s %8s %9s %6s\n", "model", "thr", "arenad ms", "GOP/s",
+            "GMAC", "ar min", "speedup", "sp min", "TFLite", "TFLite", "arenad/", ref ? "LiteRT ms" : "", "rt ns");
+    fprintf(tab, "%-52s %3s %9s %8s %7s %9s %7s %7s %9s %9s %8s %9s %6s\n", "", "", "(median)", "", "", "", "", "",
+            "builtin", "XNNPACK", "XNNPACK", ref ? "(XNNPACK)" : "", "");
   } else {
-    fprintf(tab, "%-34s %3s %10s %10s %7s %9s %9s %9s %9s %7s %7s %7s %9s %6s\n", "model", "thr", "arenad ms",
+    fprintf(tab, "%-34s %3s %10s %10s %7s %9s %9s %9s %9s %7s %7s %7s %9s %6s %6s\n", "model", "thr", "arenad ms",
             "LiteRT ms", "ratio", "GFLOP/s", "GMAC", "ar min", "LRT min", "ratio", "speedup", "sp min",
-            "sgemm pk", "frac");
+            "sgemm pk", "frac", "rt ns");
   }
   if (json) printf("[");
   int n_json = 0;
@@ -806,6 +853,7 @@ int main(int argc, char **argv) {
     /* The sgemm peak at each thread count (OpenBLAS's own threads), right before its rounds. */
     double peak[MAX_THREAD_COUNTS] = {0};
     for (int k = 0; k < n_tc; k++) peak[k] = sgemm_peak(tcounts[k], 3);
+    const double rt_ns = core_round_trip_ns();
     int n_lt = 0;
     double ar_min[MAX_THREAD_COUNTS], lt_min = 1e30;
     for (int k = 0; k < n_tc; k++) ar_min[k] = 1e30;
@@ -839,24 +887,24 @@ int main(int argc, char **argv) {
         if (xms > 0) snprintf(rx, sizeof rx, "%.2f", ar_ms / xms);
         if (ref) snprintf(l, sizeof l, "%s", lt_ms > 0 ? "" : "n/a");
         if (ref && lt_ms > 0) snprintf(l, sizeof l, "%.3f", lt_ms);
-        fprintf(tab, "%-52s %3d %9.3f %8.2f %7.3f %9.3f %7.2f %7.2f %9s %9s %8s %9s\n", models[mi], tcounts[k], ar_ms,
-                gflops, gmac, ar_min[k], sp, sp_min, b, x, rx, l);
+        fprintf(tab, "%-52s %3d %9.3f %8.2f %7.3f %9.3f %7.2f %7.2f %9s %9s %8s %9s %6.0f\n", models[mi], tcounts[k],
+                ar_ms, gflops, gmac, ar_min[k], sp, sp_min, b, x, rx, l, rt_ns);
       } else if (lt_ms > 0) {
-        fprintf(tab, "%-34s %3d %10.3f %10.3f %7.3f %9.2f %9.3f %9.3f %9.3f %7.3f %7.2f %7.2f %9.2f %6.3f\n",
+        fprintf(tab, "%-34s %3d %10.3f %10.3f %7.3f %9.2f %9.3f %9.3f %9.3f %7.3f %7.2f %7.2f %9.2f %6.3f %6.0f\n",
                 models[mi], tcounts[k], ar_ms, lt_ms, ar_ms / lt_ms, gflops, gmac, ar_min[k], lt_min,
-                ar_min[k] / lt_min, sp, sp_min, peak[k], frac);
+                ar_min[k] / lt_min, sp, sp_min, peak[k], frac, rt_ns);
         if (k == 0 && ar_ms >= lt_ms) slower++;
       } else {
-        fprintf(tab, "%-34s %3d %10.3f %10s %7s %9.2f %9.3f %9.3f %9s %7s %7.2f %7.2f %9.2f %6.3f\n", models[mi],
+        fprintf(tab, "%-34s %3d %10.3f %10s %7s %9.2f %9.3f %9.3f %9s %7s %7.2f %7.2f %9.2f %6.3f %6.0f\n", models[mi],
                 tcounts[k], ar_ms, ref ? "error" : "-", "-", gflops, gmac, ar_min[k], "-", "-", sp, sp_min, peak[k],
-                frac);
+                frac, rt_ns);
         if (ref && k == 0) failures++;
       }
       if (json) {
         printf("%s\n  {\"model\": \"%s\", \"threads\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"gflops\": %.3f, "
                "\"gmac\": %.4f, \"speedup\": %.4f, \"speedup_min\": %.4f, \"sgemm_peak_gflops\": %.3f, "
-               "\"fraction\": %.4f", n_json++ ? "," : "", models[mi], tcounts[k], ar_ms, ar_min[k], gflops, gmac,
-               sp, sp_min, peak[k], frac);
+               "\"fraction\": %.4f, \"core_round_trip_ns\": %.0f", n_json++ ? "," : "", models[mi], tcounts[k], ar_ms,
+               ar_min[k], gflops, gmac, sp, sp_min, peak[k], frac, rt_ns);
         if (ref && lt_ms > 0) printf(", \"litert_ms\": %.4f", lt_ms);
         printf("}");
       }
