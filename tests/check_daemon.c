@@ -1221,18 +1221,25 @@ static void open_gate(const char *gate) {
   close(fd);
 }
 
-/* A run-time model a client unloads while a reload re-reads its file stays unloaded (the reload used
- * to install its re-read as if the model were new). The daemon's test gate holds the reload's load
- * until the unload is answered, so the order is fixed, not timed. */
-START_TEST(reload_does_not_bring_back_a_model_unloaded_during_it) {
-  char dir[] = "/tmp/check_daemon_XXXXXX", gate[300], got[1024], msg[AR_MSG_BYTES];
+/* Start arenad (64M pool) with its reload test gate: a FIFO `gate` made in the new temporary
+ * directory `dir` (a mkdtemp template), which the daemon's load thread reads one byte from before
+ * each reload load (open_gate lets one go). */
+static void start_with_reload_gate(char *dir, char *gate, size_t gate_bytes) {
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  snprintf(gate, sizeof(gate), "%s/gate", dir);
+  snprintf(gate, gate_bytes, "%s/gate", dir);
   ck_assert_int_eq(mkfifo(gate, 0600), 0);
   ck_assert_int_eq(setenv("ARENAD_TEST_RELOAD_GATE", gate, 1), 0);
   int started = ar_td_start(&dmn, "64M", NULL);
   unsetenv("ARENAD_TEST_RELOAD_GATE");
   ck_assert_msg(started == 0, "arenad did not start (log %s)", dmn.log);
+}
+
+/* A run-time model a client unloads while a reload re-reads its file stays unloaded (the reload used
+ * to install its re-read as if the model were new). The daemon's test gate holds the reload's load
+ * until the unload is answered, so the order is fixed, not timed. */
+START_TEST(reload_does_not_bring_back_a_model_unloaded_during_it) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", gate[300], got[1024], msg[AR_MSG_BYTES];
+  start_with_reload_gate(dir, gate, sizeof(gate));
   ar_client_t *c = client();
   load_ok(c, "tmp", "palm_detection_lite", "", NULL);
   ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);
@@ -1256,13 +1263,7 @@ END_TEST
 /* A SIGHUP during a reload is not dropped: one more reload runs when the current one is done. */
 START_TEST(sighup_during_a_reload_runs_after_it) {
   char dir[] = "/tmp/check_daemon_XXXXXX", gate[300], got[1024];
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  snprintf(gate, sizeof(gate), "%s/gate", dir);
-  ck_assert_int_eq(mkfifo(gate, 0600), 0);
-  ck_assert_int_eq(setenv("ARENAD_TEST_RELOAD_GATE", gate, 1), 0);
-  int started = ar_td_start(&dmn, "64M", NULL);
-  unsetenv("ARENAD_TEST_RELOAD_GATE");
-  ck_assert_msg(started == 0, "arenad did not start (log %s)", dmn.log);
+  start_with_reload_gate(dir, gate, sizeof(gate));
   ar_client_t *c = client();
   load_ok(c, "tmp", "palm_detection_lite", "", NULL);
   ck_assert_int_eq(kill(dmn.pid, SIGHUP), 0);

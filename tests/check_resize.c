@@ -92,6 +92,18 @@ static void write_batch_model(const char *dir, char *path, size_t n) {
   free(file);
 }
 
+/* A new temporary directory (`dir`, a mkdtemp template) holding the resize model (its path into
+ * path[0..np)), and its configuration file DIR/arenad.json (path into cfg[0..nc)) opened for the
+ * caller to write and close. */
+static FILE *batch_dir_config(char *dir, char *path, size_t np, char *cfg, size_t nc) {
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  write_batch_model(dir, path, np);
+  snprintf(cfg, nc, "%s/arenad.json", dir);
+  FILE *f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  return f;
+}
+
 START_TEST(batch_follows_the_request_and_pool_returns) {
   ar_test_daemon_t d;
   ck_assert_msg(ar_td_start(&d, "64K", NULL) == 0, "arenad did not start (log %s)", d.log);
@@ -198,11 +210,7 @@ END_TEST
  * back where they were. */
 START_TEST(peer_not_admin_grows_a_region_only_so_far) {
   char dir[] = "/tmp/check_resize_XXXXXX", path[600], cfg[600], msg[AR_MSG_BYTES];
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  write_batch_model(dir, path, sizeof path);
-  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
-  FILE *f = fopen(cfg, "w");
-  ck_assert_ptr_nonnull(f);
+  FILE *f = batch_dir_config(dir, path, sizeof path, cfg, sizeof cfg);
   const unsigned other = (unsigned)geteuid() + 4242u;   /* nobody this test runs as */
   fprintf(f, "{\"admin_uids\": [%u], \"admin_gids\": [%u], \"model_dirs\": [\"%s\"], "
              "\"max_resize_activation_bytes\": \"64K\", \"models\": [{\"name\": \"b\", \"path\": \"%s\"}]}\n",
@@ -262,11 +270,7 @@ static uint64_t pool_figure(ar_client_t *c, const char *key) {
  * that was ENOSPC "largest free block is ..." with enough bytes free. */
 START_TEST(growth_compacts_a_fragmented_pool) {
   char dir[] = "/tmp/check_resize_XXXXXX", path[600], cfg[600], msg[AR_MSG_BYTES];
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  write_batch_model(dir, path, sizeof path);
-  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
-  FILE *f = fopen(cfg, "w");
-  ck_assert_ptr_nonnull(f);
+  FILE *f = batch_dir_config(dir, path, sizeof path, cfg, sizeof cfg);
   fprintf(f, "{\"compact_after_unload\": false, \"model_dirs\": [\"%s\"], \"models\": []}\n", dir);
   ck_assert_int_eq(fclose(f), 0);
   const char *extra[] = {"--config", cfg, NULL};
