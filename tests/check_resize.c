@@ -104,6 +104,17 @@ static FILE *batch_dir_config(char *dir, char *path, size_t np, char *cfg, size_
   return f;
 }
 
+/* The end of a test that began with batch_dir_config: close client `c`, stop daemon `d` (asserting
+ * it exits cleanly) and remove the configuration, the model and the directory. */
+static void batch_dir_close(ar_client_t *c, ar_test_daemon_t *d, const char *dir, const char *path,
+                            const char *cfg) {
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(d), 0);
+  unlink(cfg);
+  unlink(path);
+  rmdir(dir);
+}
+
 START_TEST(batch_follows_the_request_and_pool_returns) {
   ar_test_daemon_t d;
   ck_assert_msg(ar_td_start(&d, "64K", NULL) == 0, "arenad did not start (log %s)", d.log);
@@ -249,11 +260,7 @@ START_TEST(peer_not_admin_grows_a_region_only_so_far) {
   ck_assert_int_eq(ar_client_resize_input(c, "b", 0, b512, 4, NULL, msg, sizeof msg), AR_EPERM);
   ck_assert_int_eq(invoke_batch(c, 1, 2, items, want, msg, sizeof msg), 0);
   ck_assert_uint_eq(pool_used(c), used0);
-  ar_client_close(c);
-  ck_assert_int_eq(ar_td_stop(&d), 0);
-  unlink(cfg);
-  unlink(path);
-  rmdir(dir);
+  batch_dir_close(c, &d, dir, path, cfg);
 }
 END_TEST
 
@@ -327,11 +334,7 @@ START_TEST(growth_compacts_a_fragmented_pool) {
   }
   rc = invoke_batch(c, n, 1, items, want, msg, sizeof msg);
   ck_assert_msg(rc == 0, "batch %d after the compaction: %s", n, msg);
-  ar_client_close(c);
-  ck_assert_int_eq(ar_td_stop(&d), 0);
-  unlink(cfg);
-  unlink(path);
-  rmdir(dir);
+  batch_dir_close(c, &d, dir, path, cfg);
 }
 END_TEST
 
