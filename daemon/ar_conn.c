@@ -71,8 +71,8 @@ static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, size_t h
   uint64_t at = c->rx_bytes - c->rlen + pos;
   if (c->frame_reserved_bytes != 0 && c->frame_reserved_at != at) frame_budget_release(c);   /* an earlier frame's */
   if (have < AR_CONN_FRAME_FREE_BYTES) return 0;   /* also every frame of at most that many bytes */
-  /* The step doubles the room with the bytes received (at least AR_CONN_FRAME_STEP_BYTES): a
-   * 60 MB frame grows rbuf a few times, not 60 times (each a copy where realloc cannot remap). */
+  /* The step doubles the room with the bytes received (at least AR_CONN_FRAME_STEP_BYTES); this
+   * hold grows at every read, rbuf only when the room it gave was filled (conn_alloc). */
   uint64_t body = have - 4, step = AR_MAX(body, (uint64_t)AR_CONN_FRAME_STEP_BYTES);
   uint64_t want = AR_MIN((uint64_t)len, body + step);
   uint64_t own = c->frame_reserved_bytes;
@@ -989,15 +989,24 @@ static void conn_parse(ar_conn_t *c) {
   conn_unref(c);
 }
 
-/* Room in rbuf for the next read: *buf empty when there is no memory. */
+/* Room in rbuf for the next read: *buf empty when there is no memory. rbuf grows when less than a
+ * read chunk is left (or, for a frame holding the budget, less than the rest of it): to a chunk
+ * more, or for that frame to all the room it holds (ar_conn.h, "pending"). Its hold grows at every
+ * read (frame_budget_reserve), but rbuf follows only once what it gave was filled, so a frame's
+ * buffer doubles about log2(len / AR_CONN_FRAME_STEP_BYTES) times: growing it at every read made
+ * a copy per read where realloc cannot remap in place (ASan, TSan, a fragmented heap) - quadratic,
+ * ~4 s of copies for a 60 MB frame under ASan, past request_timeout_ms on a busy machine. */
 static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
   size_t want = c->rlen + AR_READ_CHUNK;
   if (c->rlen >= 4) {
-    /* Room for as much of the pending frame as it holds of the daemon-wide budget (conn_parse
-     * grows that as its bytes arrive), when its length is acceptable. */
     uint64_t len = frame_len(c->rbuf);
-    if (len <= c->srv->cfg.max_frame_bytes && frame_budget_holds_head(c) && 4 + c->frame_reserved_bytes > want)
-      want = (size_t)(4 + c->frame_reserved_bytes);
+    if (len <= c->srv->cfg.max_frame_bytes && frame_budget_holds_head(c)) {
+      uint64_t rest = 4 + len > c->rlen ? 4 + len - c->rlen : 0, room = c->rcap - c->rlen;
+      if (room >= AR_READ_CHUNK || (rest > 0 && room >= rest))
+        want = c->rcap;   /* enough room: read into it */
+      else if (4 + c->frame_reserved_bytes > want)
+        want = (size_t)(4 + c->frame_reserved_bytes);
+    }
   }
   if (want > c->rcap) {
     uint8_t *nb = realloc(c->rbuf, want);
@@ -1007,6 +1016,7 @@ static void conn_alloc(ar_conn_t *c, uv_buf_t *buf) {
     }
     c->rbuf = nb;
     c->rcap = want;
+    c->srv->read_buffer_grows++;
   }
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)AR_MIN(c->rcap - c->rlen, (size_t)UINT32_MAX));
 }

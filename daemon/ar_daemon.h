@@ -298,6 +298,9 @@ struct ar_server {
   /* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending"): the bytes the frames
    * being received now hold (what arrived plus at most one step each), and the frames refused because they did not fit. */
   uint64_t pending_frame_bytes, frames_over_budget;
+  /* Times a connection's read buffer was allocated or grown (ar_conn.c, conn_alloc): a frame of
+   * len bytes grows it about log2(len / AR_CONN_FRAME_STEP_BYTES) + 2 times, not once per read. */
+  uint64_t read_buffer_grows;
   /* Bytes of the blocks all connections keep for reuse (ar_conn.h, "blocks"), at most
    * AR_CONN_SPARE_DAEMON_BYTES. */
   uint64_t spare_block_bytes;

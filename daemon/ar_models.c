@@ -2203,6 +2203,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "pending_frame_bytes", json_integer((json_int_t)srv->pending_frame_bytes));
   json_object_set_new(d, "max_pending_frame_bytes", json_integer((json_int_t)srv->cfg.max_pending_frame_bytes));
   json_object_set_new(d, "frames_over_budget", json_integer((json_int_t)srv->frames_over_budget));
+  json_object_set_new(d, "read_buffer_grows", json_integer((json_int_t)srv->read_buffer_grows));
   /* Blocks connections keep for their next frames (daemon/ar_conn.h, "blocks"). */
   /* Replies queued and not yet written, over all connections, and their budget (ar_conn.h, "read"). */
   json_object_set_new(d, "unwritten_reply_bytes", json_integer((json_int_t)srv->unwritten_reply_bytes));

@@ -1229,6 +1229,45 @@ START_TEST(pending_frame_budget_released_by_timeout_and_truncation) {
 }
 END_TEST
 
+/* A 32 MiB frame grows its connection's read buffer by doubling once it holds the pending-frame
+ * budget, not at every read: its first 64 KiB (header included) are sent alone and hold exactly
+ * 64 KiB - 4 + 1 MiB of the budget (ar_conn.h, "pending"); from there the buffer is given all the
+ * room the frame holds whenever less than a read chunk is left (~1 MiB + 64 KiB, ~2, ~4, ~8, ~16,
+ * ~32 MiB, its whole length), at most 7 times however the daemon's reads split the rest. Each
+ * growth is a copy where realloc cannot remap in place (ASan, TSan): growing at every read (80
+ * times for this frame) took ~4 s of copies per 60 MB frame under ASan, and on a busy machine
+ * amplifying_frames_bounded's connection was closed by request_timeout_ms while it wrote.
+ * stats daemon.read_buffer_grows counts the growths of all connections; daemon_stat's own fresh
+ * connection adds one. */
+START_TEST(big_frame_grows_read_buffer_by_doubling) {
+  start_cfg("{\"models\": []}");
+  const uint32_t LEN = 32u << 20, HEAD = 64 * 1024;
+  enum { MAX_GROWS = 7 };
+  uint8_t *frame = calloc(1, 4 + (size_t)LEN);   /* zeros: not a Request, answered EPROTO */
+  ck_assert_ptr_nonnull(frame);
+  frame[0] = (uint8_t)LEN, frame[1] = (uint8_t)(LEN >> 8), frame[2] = (uint8_t)(LEN >> 16), frame[3] = (uint8_t)(LEN >> 24);
+  int fd = conn();
+  ck_assert_int_eq(ar_td_write_all(fd, frame, HEAD), 0);
+  const long held = HEAD - 4 + (long)AR_CONN_FRAME_STEP_BYTES;
+  ck_assert_int_eq(wait_pending_frame_bytes(held), held);
+  long before = daemon_stat("read_buffer_grows");
+  ck_assert_int_eq(ar_td_write_all(fd, frame + HEAD, 4 + (size_t)LEN - HEAD), 0);
+  free(frame);
+  Arenad__Response *r = ar_td_read_response(fd);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(r->status->code, ARENAD__CODE__EPROTO);
+  arenad__response__free_unpacked(r, NULL);
+  long grows = daemon_stat("read_buffer_grows") - before - 1;
+  printf("read buffer of a %u-byte frame grown %ld times past its first 64 KiB (bound %d)\n", LEN, grows,
+         MAX_GROWS);
+  ck_assert_int_ge(grows, 1);
+  ck_assert_int_le(grows, MAX_GROWS);
+  ck_assert_int_eq(daemon_stat("pending_frame_bytes"), 0);
+  close(fd);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- per-model queue, socket directory ------------------------------------------------------ */
 
 START_TEST(model_queue_cap_answers_ebusy) {
@@ -1307,6 +1346,7 @@ int main(void) {
   tcase_add_test(tc, pending_frame_budget_refuses_past_it);
   tcase_add_test(tc, pending_frame_budget_ignores_idle_headers);
   tcase_add_test(tc, pending_frame_budget_released_by_timeout_and_truncation);
+  tcase_add_test(tc, big_frame_grows_read_buffer_by_doubling);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
