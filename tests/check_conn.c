@@ -1195,10 +1195,13 @@ START_TEST(pending_frame_budget_ignores_idle_headers) {
 }
 END_TEST
 
-/* A frame that never completes gives its share of the budget back when it times out
- * (request_timeout_ms) and when the client half-closes inside it (truncated frame). */
+/* A frame that never completes gives its share of the budget back when the client half-closes
+ * inside it (truncated frame) and when it times out (request_timeout_ms). The daemon starts with a
+ * 120 s timeout, lowered to 1 s by a reload only once the slow frame is seen holding its share:
+ * with 1 s from the start, a slow daemon (ASan, TSan, a busy machine) could time the frames out
+ * before the test saw them held or before the half-close came (ETIMEDOUT for the truncation). */
 START_TEST(pending_frame_budget_released_by_timeout_and_truncation) {
-  start_cfg("{\"models\": [], \"request_timeout_ms\": 1000}");
+  start_cfg("{\"models\": [], \"request_timeout_ms\": 120000}");
   const uint32_t LEN = 1u << 20;
   /* Past the first 64 KiB received, a frame holds its whole length (at most received + 1 MiB). */
   static uint8_t part[4 + 68 * 1024] = {(uint8_t)LEN, (uint8_t)(LEN >> 8), (uint8_t)(LEN >> 16), (uint8_t)(LEN >> 24)};
@@ -1217,11 +1220,27 @@ START_TEST(pending_frame_budget_released_by_timeout_and_truncation) {
   ck_assert_int_eq(wait_pending_frame_bytes(0), 0);
   ck_assert_int_eq(ar_td_write_all(slow, part, sizeof(part)), 0);
   ck_assert_int_eq(wait_pending_frame_bytes(LEN), LEN);
+  FILE *f = fopen(cfg_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"models\": [], \"request_timeout_ms\": 1000}", f);
+  ck_assert_int_eq(fclose(f), 0);
+  Arenad__Request rq = ARENAD__REQUEST__INIT;
+  Arenad__ReloadRequest rl = ARENAD__RELOAD_REQUEST__INIT;
+  rq.id = 78;
+  rq.body_case = ARENAD__REQUEST__BODY_RELOAD;
+  rq.reload = &rl;
+  int fd = conn();
+  r = rpc(fd, &rq);
+  ck_assert_msg(r->status->code == 0, "reload: %s", r->status->message);
+  arenad__response__free_unpacked(r, NULL);
+  close(fd);
   r = ar_td_read_response(slow);
   ck_assert_ptr_nonnull(r);
   ck_assert_int_eq(r->status->code, ARENAD__CODE__ETIMEDOUT);
+  ck_assert_msg(strstr(r->status->message, "request_timeout_ms 1000"), "%s", r->status->message);
   arenad__response__free_unpacked(r, NULL);
   ck_assert_int_eq(wait_pending_frame_bytes(0), 0);
+  ck_assert_int_eq(daemon_stat("frames_timed_out"), 1);
   ck_assert_int_eq(daemon_stat("frames_over_budget"), 0);
   close(slow);
   close(cut);
