@@ -183,7 +183,7 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
       {"requests", "arenad_requests_total", "counter", "Requests decoded since the daemon started"},
       {"workers", "arenad_workers", "gauge", "Worker threads"},
       {"pending_frame_bytes", "arenad_pending_frame_bytes", "gauge",
-       "Bytes announced by frames being received now (daemon-wide budget, daemon/ar_conn.h)"},
+       "Bytes held by frames being received now: what arrived plus a step each (daemon-wide budget, daemon/ar_conn.h)"},
       {"max_pending_frame_bytes", "arenad_max_pending_frame_bytes", "gauge",
        "The daemon-wide budget of pending frame bytes (max_pending_frame_bytes)"},
       {"frames_over_budget", "arenad_frames_over_budget_total", "counter",

@@ -61,9 +61,10 @@ typedef struct ar_config {
                                  * every invoke shares: 1..256, 0 (the default) = the online CPUs
                                  * (ar_config_threads) */
   uint64_t max_frame_bytes;     /* default 64 MiB */
-  /* Daemon-wide budget of the bytes announced by frames being received (daemon/ar_conn.h,
-   * "pending"): a frame that does not fit is refused (EBUSY) and its connection closed. At least
-   * max_frame_bytes; default 4 x max_frame_bytes (256 MiB with the default max_frame_bytes). */
+  /* Daemon-wide budget of the bytes held by frames being received, what of each arrived plus a
+   * step (daemon/ar_conn.h, "pending"): a frame whose next step does not fit is refused (EBUSY)
+   * and its connection closed. At least max_frame_bytes; default 4 x max_frame_bytes (256 MiB with
+   * the default max_frame_bytes). */
   uint64_t max_pending_frame_bytes;
   uint32_t max_connections;     /* default 256 */
   /* Connection limits (daemon/ar_conn.h); timeouts in milliseconds, 0 disables one. */
