@@ -2,7 +2,8 @@
 # Convolution family (conv, depthwise, transpose conv, fully connected) and the shared helpers.
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
   kernels/ar_parallel.h kernels/parallel.c kernels/gemm.h kernels/gemm.c \
-  kernels/ar_isa.h kernels/ar_isa.c kernels/sgemm512.h kernels/sgemm512.c \
+  kernels/ar_isa.h kernels/ar_isa.c kernels/sgemm.h kernels/sgemm.c kernels/sgemm512.h kernels/sgemm512.c \
+  kernels/sgemm256.h kernels/sgemm256.c \
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/fused_ir.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \

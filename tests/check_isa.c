@@ -1,16 +1,20 @@
 /* check_isa.c - kernels/ar_isa.h: OpenBLAS's core choice (the constructor that replaces an
  * SSE3-era core on a CPU with AVX2 / AVX-512, the user's OPENBLAS_CORETYPE kept), sgemm / sgemv
- * values on every core this CPU can run against a naive product, the float kernels' level switch
- * and the report arenactl --version prints. */
+ * values on every core this CPU can run against a naive product, the float kernels' level switch,
+ * the report arenactl --version prints, and arenad's own GEMM (kernels/sgemm.h: sgemm512 on
+ * AVX-512F, sgemm256 on AVX2 + FMA + F16C) exact against scalar fmaf loops and between the two. */
 #include <check.h>
 #include <cblas.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/ar_isa.h"
+#include "kernels/sgemm.h"
+#include "kernels/sgemm256.h"
 #include "kernels/sgemm512.h"
 
 static bool cpu_skylakex(void) {
@@ -139,10 +143,10 @@ START_TEST(float_level_switch_and_report) {
 }
 END_TEST
 
-/* ar_sgemm512_nt against a scalar loop in its documented order (bias, then fmaf over k
- * ascending, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
- * multiple of 16 or 32, ldc > N, every clamp, no bias, K = 0; and any split of rows or columns
- * into separate calls gives the same bits. */
+/* The own GEMM's kernels against a scalar loop in their documented order (bias, then fmaf over
+ * k ascending, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
+ * multiple of 8, 16 or 32, ldc > N, every activation, no bias, K = 0, B as float32 and as float16
+ * (the same values); any split of rows or columns into separate calls gives the same bits. */
 static float s512_ref(const float *a, const float *b, const float *bias, int64_t k, int64_t n_idx,
                       ar_activation_t act) {
   float acc = bias ? bias[n_idx] : 0.0f;
@@ -150,63 +154,158 @@ static float s512_ref(const float *a, const float *b, const float *bias, int64_t
   if (act == AR_ACT_RELU) acc = acc < 0 ? 0 : acc;
   else if (act == AR_ACT_RELU6) acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
   else if (act == AR_ACT_RELU_N1_TO_1) acc = acc < -1 ? -1 : acc > 1 ? 1 : acc;
-  else if (act == AR_ACT_TANH) ar_apply_activation(&acc, 1, act);
+  else if (act != AR_ACT_NONE) ar_apply_activation(&acc, 1, act);
   return acc;
 }
 
-START_TEST(sgemm512_exact_on_odd_shapes) {
-  if (!ar_sgemm512_available()) return;
-  static const struct { int m, n, k, extra; ar_activation_t act; bool bias; } cases[] = {
-    {1, 1, 1, 0, AR_ACT_NONE, true},      {13, 17, 5, 3, AR_ACT_RELU6, true},
-    {29, 33, 24, 0, AR_ACT_RELU, false},  {12, 32, 16, 1, AR_ACT_NONE, true},
-    {37, 144, 23, 5, AR_ACT_RELU6, true}, {25, 40, 300, 0, AR_ACT_RELU_N1_TO_1, true},
-    {17, 9, 513, 2, AR_ACT_TANH, true},   {4, 70, 0, 0, AR_ACT_RELU6, true},
-    {250, 24, 40, 0, AR_ACT_NONE, true},  {5, 1152, 19, 7, AR_ACT_RELU, true},
-    /* row tails of 1..3 shared with the last full tile (7 + 7, 8 + 7 rows) */
-    {14, 50, 33, 0, AR_ACT_RELU6, true},  {51, 20, 7, 1, AR_ACT_NONE, false},
-    /* B packed once for every row chunk (M > 240, K <= 160), three panels, the last of 6 */
-    {500, 70, 37, 2, AR_ACT_RELU, true},
-  };
-  unsigned s = 777;
-  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-    const int m = cases[ci].m, n = cases[ci].n, k = cases[ci].k, ldc = n + cases[ci].extra;
-    const int lda = k + 1, ldb = k + 2;
-    float *a = malloc(sizeof(float) * (size_t)(m * lda + 1)), *b = malloc(sizeof(float) * (size_t)(n * ldb + 1));
-    float *bias = malloc(sizeof(float) * (size_t)n), *c = malloc(sizeof(float) * (size_t)m * ldc);
-    float *c2 = malloc(sizeof(float) * (size_t)m * ldc);
-    for (int i = 0; i < m * lda + 1; i++) { s = s * 1103515245u + 12345u; a[i] = (float)((s >> 9) % 20001) / 5000.0f - 2.0f; }
-    for (int i = 0; i < n * ldb + 1; i++) { s = s * 1103515245u + 12345u; b[i] = (float)((s >> 9) % 20001) / 10000.0f - 1.0f; }
-    for (int i = 0; i < n; i++) bias[i] = 0.25f * (float)(i % 7) - 0.5f;
-    const float *bp = cases[ci].bias ? bias : NULL;
-    for (int i = 0; i < m * ldc; i++) c[i] = c2[i] = 1234.5f;   /* the gaps past N stay */
-    ar_sgemm512_nt(a, lda, b, ldb, bp, c, ldc, m, n, k, cases[ci].act);
-    for (int i = 0; i < m; i++) {
-      for (int j = 0; j < n; j++) {
-        const float want = s512_ref(a + i * lda, b + j * ldb, bp, k, j, cases[ci].act);
-        ck_assert_msg(memcmp(&c[i * ldc + j], &want, sizeof want) == 0,
-                      "case %zu (%dx%dx%d): C[%d,%d] = %.9g, want %.9g", ci, m, n, k, i, j,
-                      (double)c[i * ldc + j], (double)want);
-      }
-      for (int j = n; j < ldc; j++) ck_assert_float_eq(c[i * ldc + j], 1234.5f);
+typedef void (*gemm_fn)(const float *, int64_t, const float *, int64_t, const float *, float *,
+                        int64_t, int64_t, int64_t, int64_t, ar_activation_t);
+typedef void (*gemm16_fn)(const float *, int64_t, const uint16_t *, int64_t, const float *, float *,
+                          int64_t, int64_t, int64_t, int64_t, ar_activation_t);
+typedef void (*gemv_fn)(const float *, const float *, const uint16_t *, int64_t, const float *,
+                        float *, int64_t, int64_t, ar_activation_t);
+
+/* A finite float16 (|v| in [2^-5, 2^2)) from the generator state. */
+static uint16_t rand_f16(unsigned *s) {
+  *s = *s * 1103515245u + 12345u;
+  return (uint16_t)(((*s >> 31) << 15) | ((10u + (*s >> 8) % 7u) << 10) | ((*s >> 12) & 0x3ffu));
+}
+
+/* One M x N x K case of kernel `name` (f32 / f16 entry points): C exact against s512_ref, the
+ * gaps past N untouched, the fp16 B the same bits, three row bands x two column bands the same
+ * bits. The result is left in `out` (m * ldc floats) when out is not NULL. */
+static void gemm_case(const char *name, gemm_fn f32, gemm16_fn f16, int m, int n, int k, int extra,
+                      ar_activation_t act, bool with_bias, unsigned seed, float *out) {
+  const int ldc = n + extra, lda = k + 1, ldb = k + 2;
+  unsigned s = seed;
+  float *a = malloc(sizeof(float) * (size_t)(m * lda + 1)), *b = malloc(sizeof(float) * (size_t)(n * ldb + 1));
+  uint16_t *b16 = malloc(sizeof(uint16_t) * (size_t)(n * ldb + 1));
+  float *bias = malloc(sizeof(float) * (size_t)n), *c = malloc(sizeof(float) * (size_t)m * ldc);
+  float *c2 = malloc(sizeof(float) * (size_t)m * ldc), *c3 = malloc(sizeof(float) * (size_t)m * ldc);
+  for (int i = 0; i < m * lda + 1; i++) { s = s * 1103515245u + 12345u; a[i] = (float)((s >> 9) % 20001) / 5000.0f - 2.0f; }
+  for (int i = 0; i < n * ldb + 1; i++) { b16[i] = rand_f16(&s); b[i] = ar_fp16_to_fp32(b16[i]); }
+  for (int i = 0; i < n; i++) bias[i] = 0.25f * (float)(i % 7) - 0.5f;
+  const float *bp = with_bias ? bias : NULL;
+  for (int i = 0; i < m * ldc; i++) c[i] = c2[i] = c3[i] = 1234.5f;   /* the gaps past N stay */
+  f32(a, lda, b, ldb, bp, c, ldc, m, n, k, act);
+  for (int i = 0; i < m; i++) {
+    for (int j = 0; j < n; j++) {
+      const float want = s512_ref(a + i * lda, b + j * ldb, bp, k, j, act);
+      ck_assert_msg(memcmp(&c[i * ldc + j], &want, sizeof want) == 0,
+                    "%s %dx%dx%d act %d bias %d: C[%d,%d] = %.9g, want %.9g", name, m, n, k, act,
+                    with_bias, i, j, (double)c[i * ldc + j], (double)want);
     }
-    /* Three row bands x two column bands, as a thread pool would split it. */
-    const int r1 = m / 3, r2 = 2 * m / 3, c1 = n / 2;
-    const int rb[4] = {0, r1, r2, m}, cb[3] = {0, c1, n};
-    for (int ri = 0; ri < 3; ri++)
-      for (int cj = 0; cj < 2; cj++)
-        ar_sgemm512_nt(a + rb[ri] * lda, lda, b + cb[cj] * ldb, ldb, bp ? bp + cb[cj] : NULL,
-                       c2 + rb[ri] * ldc + cb[cj], ldc, rb[ri + 1] - rb[ri], cb[cj + 1] - cb[cj], k,
-                       cases[ci].act);
-    ck_assert_int_eq(memcmp(c, c2, sizeof(float) * (size_t)m * ldc), 0);
-    free(a); free(b); free(bias); free(c); free(c2);
+    for (int j = n; j < ldc; j++) ck_assert_float_eq(c[i * ldc + j], 1234.5f);
   }
+  f16(a, lda, b16, ldb, bp, c3, ldc, m, n, k, act);
+  ck_assert_msg(memcmp(c, c3, sizeof(float) * (size_t)m * ldc) == 0, "%s %dx%dx%d: fp16 B differs",
+                name, m, n, k);
+  /* Three row bands x two column bands, as a thread pool would split it. */
+  const int r1 = m / 3, r2 = 2 * m / 3, cc = n / 2;
+  const int rb[4] = {0, r1, r2, m}, cb[3] = {0, cc, n};
+  for (int ri = 0; ri < 3; ri++)
+    for (int cj = 0; cj < 2; cj++)
+      f32(a + rb[ri] * lda, lda, b + cb[cj] * ldb, ldb, bp ? bp + cb[cj] : NULL,
+          c2 + rb[ri] * ldc + cb[cj], ldc, rb[ri + 1] - rb[ri], cb[cj + 1] - cb[cj], k, act);
+  ck_assert_msg(memcmp(c, c2, sizeof(float) * (size_t)m * ldc) == 0, "%s %dx%dx%d: split differs",
+                name, m, n, k);
+  if (out) memcpy(out, c, sizeof(float) * (size_t)m * ldc);
+  free(a); free(b); free(b16); free(bias); free(c); free(c2); free(c3);
+}
+
+static const ar_activation_t all_acts[] = {AR_ACT_NONE, AR_ACT_RELU, AR_ACT_RELU6,
+                                           AR_ACT_RELU_N1_TO_1, AR_ACT_TANH, AR_ACT_SIGN_BIT};
+enum { N_ACTS = sizeof all_acts / sizeof all_acts[0] };
+
+static const struct { int m, n, k, extra; ar_activation_t act; bool bias; } gemm_cases[] = {
+  {1, 1, 1, 0, AR_ACT_NONE, true},      {13, 17, 5, 3, AR_ACT_RELU6, true},
+  {29, 33, 24, 0, AR_ACT_RELU, false},  {12, 32, 16, 1, AR_ACT_NONE, true},
+  {37, 144, 23, 5, AR_ACT_RELU6, true}, {25, 40, 300, 0, AR_ACT_RELU_N1_TO_1, true},
+  {17, 9, 513, 2, AR_ACT_TANH, true},   {4, 70, 0, 0, AR_ACT_RELU6, true},
+  {250, 24, 40, 0, AR_ACT_NONE, true},  {5, 1152, 19, 7, AR_ACT_RELU, true},
+  /* row tails shared with the last full tile (sgemm512: 7 + 7, 8 + 7 rows; sgemm256: 4 + 3) */
+  {14, 50, 33, 0, AR_ACT_RELU6, true},  {51, 20, 7, 1, AR_ACT_NONE, false},
+  {13, 16, 9, 0, AR_ACT_RELU, true},    {8, 8, 300, 0, AR_ACT_SIGN_BIT, true},
+  /* B packed once for every row chunk (M > 240, K <= 160), several panels, the last partial */
+  {500, 70, 37, 2, AR_ACT_RELU, true},  {481, 21, 160, 0, AR_ACT_RELU6, false},
+};
+
+START_TEST(sgemm512_exact_on_odd_shapes) {
+  if (!ar_sgemm512_available()) {
+    printf("check_isa: sgemm512_exact_on_odd_shapes skipped: no AVX-512F at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  for (size_t ci = 0; ci < sizeof gemm_cases / sizeof gemm_cases[0]; ci++)
+    gemm_case("sgemm512", ar_sgemm512_nt, ar_sgemm512_nt_f16, gemm_cases[ci].m, gemm_cases[ci].n,
+              gemm_cases[ci].k, gemm_cases[ci].extra, gemm_cases[ci].act, gemm_cases[ci].bias,
+              777u + (unsigned)ci, NULL);
 }
 END_TEST
 
-/* ar_sgemv512_nt against a scalar loop in its documented order (16 lane sums over k, each lane
- * one fmaf per term in k order, the masked tail adding 0 x 0; the lanes added 8 + 8, 4 + 4, 2 + 2,
- * 1 + 1; then the bias; then the activation): bit-identical for float32 and float16 B (the same
- * values), K below, at and past 16 with a tail, N not a multiple of 4, any split of N. */
+/* sgemm256 on the listed cases and on a sweep: every M in 1..50, with K in 1..300 (below, at and
+ * past 8, 16, KC = 256 and the packed-once limit 160) and N in 1..70 picked per case, the
+ * activation and bias cycling, plus M = 241..300 (past MC, B packed once). Where the CPU also has
+ * AVX-512F, sgemm512 gives the same bits on every case (the level raised for it). */
+START_TEST(sgemm256_exact_on_odd_shapes) {
+  if (!ar_sgemm256_available()) {
+    printf("check_isa: sgemm256_exact_on_odd_shapes skipped: no AVX2+FMA+F16C at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  static const int ks[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 159, 160, 161, 255, 256, 257, 300};
+  enum { NK = sizeof ks / sizeof ks[0] };
+  const bool both = ar__f32_set_isa(AR_ISA_AVX512) == AR_ISA_AVX512;
+  ar__f32_set_isa(AR_ISA_AVX2);
+  ck_assert(ar_sgemm256_available() && !ar_sgemm512_available());
+  ck_assert(ar_sgemm_own_available());
+  int runs = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    const int ncase = pass == 0 ? (int)(sizeof gemm_cases / sizeof gemm_cases[0]) : pass == 1 ? 50 * NK : 60;
+    for (int ci = 0; ci < ncase; ci++) {
+      int m, n, k, extra;
+      ar_activation_t act;
+      bool bias;
+      if (pass == 0) {
+        m = gemm_cases[ci].m; n = gemm_cases[ci].n; k = gemm_cases[ci].k; extra = gemm_cases[ci].extra;
+        act = gemm_cases[ci].act; bias = gemm_cases[ci].bias;
+      } else if (pass == 1) {
+        m = 1 + ci / NK; k = ks[ci % NK]; n = 1 + (m * 13 + (ci % NK) * 29) % 70;
+        extra = ci % 3; act = all_acts[ci % N_ACTS]; bias = ci % 4 != 1;
+      } else {
+        m = 241 + ci; k = ks[ci % 15]; n = 1 + (ci * 37) % 70; extra = ci % 2;
+        act = all_acts[(ci + 1) % N_ACTS]; bias = ci % 3 != 0;
+      }
+      const size_t cn = (size_t)m * (size_t)(n + extra);
+      float *c256 = malloc(sizeof(float) * cn), *c512 = malloc(sizeof(float) * cn);
+      const unsigned seed = 1000u * (unsigned)pass + (unsigned)ci;
+      gemm_case("sgemm256", ar_sgemm256_nt, ar_sgemm256_nt_f16, m, n, k, extra, act, bias, seed, c256);
+      /* The dispatch point takes the AVX2 kernel at this level: the same bits. */
+      gemm_case("ar_sgemm_nt [avx2]", ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias, seed, NULL);
+      if (both) {
+        ar__f32_set_isa(AR_ISA_AVX512);
+        gemm_case("sgemm512", ar_sgemm512_nt, ar_sgemm512_nt_f16, m, n, k, extra, act, bias, seed, c512);
+        ck_assert_msg(memcmp(c256, c512, sizeof(float) * cn) == 0, "%dx%dx%d: sgemm256 and sgemm512 differ",
+                      m, n, k);
+        ar__f32_set_isa(AR_ISA_AVX2);
+      }
+      free(c256); free(c512);
+      runs++;
+    }
+  }
+  ck_assert_int_gt(runs, 1000);
+  /* At the portable level the own GEMM is not there (callers take OpenBLAS). */
+  ck_assert_int_eq(ar__f32_set_isa(AR_ISA_PORTABLE), AR_ISA_PORTABLE);
+  ck_assert(!ar_sgemm256_available() && !ar_sgemm_own_available());
+  ar__f32_set_isa(-1);
+}
+END_TEST
+
+/* The one-row product against a scalar loop in its documented order (16 lane sums over k, each
+ * lane one fmaf per term in k order, the partial last block adding 0 x 0; the lanes added 8 + 8,
+ * 4 + 4, 2 + 2, 1 + 1; then the bias; then the activation): bit-identical for float32 and float16
+ * B (the same values), K below, at and past 8 and 16 with a tail, N not a multiple of 4, any
+ * split of N. */
 static float s512_gemv_ref(const float *x, const float *b, const float *bias, int64_t k, int64_t j,
                            ar_activation_t act) {
   float lane[16];
@@ -224,43 +323,89 @@ static float s512_gemv_ref(const float *x, const float *b, const float *bias, in
   return acc;
 }
 
-START_TEST(sgemv512_exact_on_odd_shapes) {
-  if (!ar_sgemm512_available()) return;
-  static const struct { int n, k; ar_activation_t act; bool bias; } cases[] = {
-    {1, 1, AR_ACT_NONE, true},   {3, 15, AR_ACT_RELU, false},   {4, 16, AR_ACT_RELU6, true},
-    {7, 17, AR_ACT_NONE, true},  {63, 1152, AR_ACT_NONE, true}, {9, 300, AR_ACT_TANH, true},
-    {130, 33, AR_ACT_RELU_N1_TO_1, false},
-  };
+static const struct { int n, k; ar_activation_t act; bool bias; } gemv_cases[] = {
+  {1, 1, AR_ACT_NONE, true},   {3, 15, AR_ACT_RELU, false},   {4, 16, AR_ACT_RELU6, true},
+  {7, 17, AR_ACT_NONE, true},  {63, 1152, AR_ACT_NONE, true}, {9, 300, AR_ACT_TANH, true},
+  {130, 33, AR_ACT_RELU_N1_TO_1, false}, {5, 8, AR_ACT_SIGN_BIT, true}, {6, 9, AR_ACT_RELU, true},
+  {11, 24, AR_ACT_NONE, false}, {2, 0, AR_ACT_RELU6, true}, {70, 257, AR_ACT_RELU6, true},
+};
+
+/* Kernel `name` on every gemv case, the outputs concatenated into out (NULL: not kept). */
+static void gemv_cases_run(const char *name, gemv_fn fn, float *out) {
   unsigned s = 4242;
-  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-    const int n = cases[ci].n, k = cases[ci].k, ldb = k + 3;
-    float *x = malloc(sizeof(float) * (size_t)k), *b = malloc(sizeof(float) * (size_t)n * ldb);
+  for (size_t ci = 0; ci < sizeof gemv_cases / sizeof gemv_cases[0]; ci++) {
+    const int n = gemv_cases[ci].n, k = gemv_cases[ci].k, ldb = k + 3;
+    float *x = malloc(sizeof(float) * (size_t)(k + 1)), *b = malloc(sizeof(float) * (size_t)n * ldb);
     uint16_t *b16 = malloc(sizeof(uint16_t) * (size_t)n * ldb);
     float *bias = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
     float *y16 = malloc(sizeof(float) * (size_t)n), *ys = malloc(sizeof(float) * (size_t)n);
     for (int i = 0; i < k; i++) { s = s * 1103515245u + 12345u; x[i] = (float)((s >> 9) % 20001) / 5000.0f - 2.0f; }
-    for (int i = 0; i < n * ldb; i++) {   /* finite float16 values (|b| in [2^-5, 2^2)), widened */
-      s = s * 1103515245u + 12345u;
-      b16[i] = (uint16_t)(((s >> 31) << 15) | ((10u + (s >> 8) % 7u) << 10) | ((s >> 12) & 0x3ffu));
+    for (int i = 0; i < n * ldb; i++) {   /* finite float16 values, widened */
+      b16[i] = rand_f16(&s);
       b[i] = ar_fp16_to_fp32(b16[i]);
     }
     for (int i = 0; i < n; i++) bias[i] = 0.25f * (float)(i % 7) - 0.5f;
-    const float *bp = cases[ci].bias ? bias : NULL;
-    ar_sgemv512_nt(x, b, NULL, ldb, bp, y, n, k, cases[ci].act);
-    ar_sgemv512_nt(x, NULL, b16, ldb, bp, y16, n, k, cases[ci].act);
+    const float *bp = gemv_cases[ci].bias ? bias : NULL;
+    const ar_activation_t act = gemv_cases[ci].act;
+    fn(x, b, NULL, ldb, bp, y, n, k, act);
+    fn(x, NULL, b16, ldb, bp, y16, n, k, act);
     for (int j = 0; j < n; j++) {
-      const float want = s512_gemv_ref(x, b + (size_t)j * ldb, bp, k, j, cases[ci].act);
-      ck_assert_msg(memcmp(&y[j], &want, sizeof want) == 0, "case %zu (%dx%d): y[%d] = %.9g, want %.9g",
-                    ci, n, k, j, (double)y[j], (double)want);
+      const float want = s512_gemv_ref(x, b + (size_t)j * ldb, bp, k, j, act);
+      ck_assert_msg(memcmp(&y[j], &want, sizeof want) == 0, "%s case %zu (%dx%d): y[%d] = %.9g, want %.9g",
+                    name, ci, n, k, j, (double)y[j], (double)want);
     }
-    ck_assert_int_eq(memcmp(y, y16, sizeof(float) * (size_t)n), 0);
+    ck_assert_msg(memcmp(y, y16, sizeof(float) * (size_t)n) == 0, "%s case %zu: fp16 B differs", name, ci);
     const int c1 = n / 3;   /* two column runs, as the pool would split them */
-    ar_sgemv512_nt(x, b, NULL, ldb, bp, ys, c1, k, cases[ci].act);
-    ar_sgemv512_nt(x, b + (size_t)c1 * ldb, NULL, ldb, bp ? bp + c1 : NULL, ys + c1, n - c1, k,
-                   cases[ci].act);
-    ck_assert_int_eq(memcmp(y, ys, sizeof(float) * (size_t)n), 0);
+    fn(x, b, NULL, ldb, bp, ys, c1, k, act);
+    fn(x, b + (size_t)c1 * ldb, NULL, ldb, bp ? bp + c1 : NULL, ys + c1, n - c1, k, act);
+    ck_assert_msg(memcmp(y, ys, sizeof(float) * (size_t)n) == 0, "%s case %zu: split differs", name, ci);
+    if (out) {
+      memcpy(out, y, sizeof(float) * (size_t)n);
+      out += n;
+    }
     free(x); free(b); free(b16); free(bias); free(y); free(y16); free(ys);
   }
+}
+
+static size_t gemv_cases_outputs(void) {
+  size_t t = 0;
+  for (size_t ci = 0; ci < sizeof gemv_cases / sizeof gemv_cases[0]; ci++) t += (size_t)gemv_cases[ci].n;
+  return t;
+}
+
+START_TEST(sgemv512_exact_on_odd_shapes) {
+  if (!ar_sgemm512_available()) {
+    printf("check_isa: sgemv512_exact_on_odd_shapes skipped: no AVX-512F at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  gemv_cases_run("sgemv512", ar_sgemv512_nt, NULL);
+}
+END_TEST
+
+/* sgemv256 exact on the same cases, through the dispatch point too; sgemv512's bits where the CPU
+ * has AVX-512F. */
+START_TEST(sgemv256_exact_on_odd_shapes) {
+  if (!ar_sgemm256_available()) {
+    printf("check_isa: sgemv256_exact_on_odd_shapes skipped: no AVX2+FMA+F16C at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  const size_t total = gemv_cases_outputs();
+  float *y256 = malloc(sizeof(float) * total), *yd = malloc(sizeof(float) * total);
+  float *y512 = malloc(sizeof(float) * total);
+  const bool both = ar__f32_set_isa(AR_ISA_AVX512) == AR_ISA_AVX512;
+  ar__f32_set_isa(AR_ISA_AVX2);
+  gemv_cases_run("sgemv256", ar_sgemv256_nt, y256);
+  gemv_cases_run("ar_sgemv_nt [avx2]", ar_sgemv_nt, yd);
+  ck_assert_int_eq(memcmp(y256, yd, sizeof(float) * total), 0);
+  if (both) {
+    ar__f32_set_isa(AR_ISA_AVX512);
+    gemv_cases_run("sgemv512", ar_sgemv512_nt, y512);
+    ck_assert_msg(memcmp(y256, y512, sizeof(float) * total) == 0, "sgemv256 and sgemv512 differ");
+  }
+  ar__f32_set_isa(-1);
+  free(y256); free(yd); free(y512);
 }
 END_TEST
 
@@ -272,6 +417,8 @@ int main(void) {
   tcase_add_test(tc, float_level_switch_and_report);
   tcase_add_test(tc, sgemm512_exact_on_odd_shapes);
   tcase_add_test(tc, sgemv512_exact_on_odd_shapes);
+  tcase_add_test(tc, sgemm256_exact_on_odd_shapes);
+  tcase_add_test(tc, sgemv256_exact_on_odd_shapes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
