@@ -9,8 +9,10 @@
  * core OpenBLAS reports (openblas_get_corename) and median / best GFLOP/s; then the core arenad
  * programs run with (kernels/ar_isa.h).
  * --gemm: the 1x1 convolutions' GEMM shapes of hand_landmark_full, OpenBLAS (as conv.c calls it)
- * against kernels/sgemm512.c (float32 B, float16 B, and through kernels/gemm.c's bands as
- * CONV_2D runs it), alternating round by round; with --threads T that last one on a pool of T
+ * against arenad's own GEMM at the float level in force (kernels/sgemm.h: sgemm512.c on AVX-512F,
+ * sgemm256.c on AVX2, e.g. `--isa avx2 --gemm` on an AVX-512F CPU; float32 B, float16 B, and
+ * through kernels/gemm.c's bands as CONV_2D runs it), alternating round by round; with
+ * --threads T that last one on a pool of T
  * threads (kernels/gemm.c's split by thread count: runs of rows, or of columns when N > M).
  * --cold: each run reads a different copy of A and B and writes a different C (about 24 MB of
  * copies in all), so that none of them is in the core's caches: an upper bound on what an invoke
@@ -34,6 +36,7 @@
 #include "kernels/conv_util.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/gemm.h"
+#include "kernels/sgemm.h"
 #include "kernels/sgemm512.h"
 
 typedef struct {
@@ -150,11 +153,11 @@ static int bench_sgemm(int rounds) {
 
 /* The 1x1 convolutions' products (M = pixels, N = outputs, K = inputs) of hand_landmark_full /
  * the objectron models, one thread, variants alternating round by round: OpenBLAS (bias fill,
- * cblas_sgemm beta 1, clamp pass: conv.c's path without AVX-512), ar_sgemm512_nt on the whole
- * product, ar_sgemm512_nt_f16 on the same B stored as float16 (the weights as the model stores
- * them), and ar_gemm_nt as CONV_2D calls it with the fp16 B (kernels/gemm.c's bands, inline). */
-enum { GV_BLAS, GV_S512, GV_S512_F16, GV_CONV_F16, GV_N };
-static const char *const gv_name[GV_N] = {"blas", "s512", "s512_f16", "conv_f16"};
+ * cblas_sgemm beta 1, clamp pass: conv.c's path at the portable level), the own GEMM
+ * (ar_sgemm_nt: s512 = sgemm512, s256 = sgemm256, whichever the level in force runs) on the whole
+ * product, ar_sgemm_nt_f16 on the same B stored as float16 (the weights as the model stores them),
+ * and ar_gemm_nt as CONV_2D calls it with the fp16 B (kernels/gemm.c's bands, inline). */
+enum { GV_BLAS, GV_OWN, GV_OWN_F16, GV_CONV_F16, GV_N };
 
 static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *match) {
   static const int shapes[][3] = {
@@ -162,7 +165,14 @@ static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *
     {784, 40, 240}, {196, 480, 80}, {196, 80, 480}, {196, 672, 112}, {196, 112, 672},
     {49, 1152, 192}, {49, 192, 1152}, {12544, 24, 64}, {1, 1152, 192}, {1, 24, 96},
   };
-  if (!ar_sgemm512_available()) { printf("bench/kernels --gemm: no AVX-512F here\n"); return 0; }
+  if (!ar_sgemm_own_available()) {
+    printf("bench/kernels --gemm: no own GEMM at the float level in force (%s: it needs AVX-512F, or "
+           "AVX2 + FMA + F16C)\n", ar_isa_name(ar_isa_float_level()));
+    return 0;
+  }
+  const bool k512 = ar_sgemm512_available();
+  const char *const gv_name[GV_N] = {"blas", k512 ? "s512" : "s256", k512 ? "s512_f16" : "s256_f16",
+                                     "conv_f16"};
   /* conv_f16 with --threads T: ar_gemm_nt on a pool of T threads, as an invoke runs it (the runs
    * inside one ar_threadpool_enter / leave, so the helpers stay hot between calls). */
   ar_threadpool_t *pool = NULL;
@@ -172,9 +182,10 @@ static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *
     return 1;
   }
   ar_node_t node = {.threads = threads, .pool = pool};
-  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, %d rounds x %d runs, operands %s: median "
-         "of round medians (us) and GFLOP/s of it, then the fastest run (us)\n", threads,
-         ar_blas_corename(), rounds, runs, cold ? "cold (copies of A, B, C cycled)" : "warm");
+  printf("1x1-conv GEMMs, 1 thread (conv_f16: %d), OpenBLAS core %s, own GEMM %s (float level %s), %d rounds x "
+         "%d runs, operands %s: median of round medians (us) and GFLOP/s of it, then the fastest run (us)\n",
+         threads, ar_blas_corename(), k512 ? "sgemm512" : "sgemm256", ar_isa_name(ar_isa_float_level()),
+         rounds, runs, cold ? "cold (copies of A, B, C cycled)" : "warm");
   printf("%-20s", "M x N x K");
   for (int v = 0; v < GV_N; v++) printf(" %9s_us %7s %8s", gv_name[v], "GFLOP/s", "min_us");
   printf("\n");
@@ -217,7 +228,7 @@ static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *
           const float *a = aall + (size_t)cur * na;
           cur = (cur + 1) % copies;
           const ar_gemm_nt_t g = {.a = a, .b16 = b16, .bias = bias, .c = c, .m = M, .n = N, .k = K,
-                                  .lda = K, .ldb = K, .ldc = N, .act = AR_ACT_RELU6, .avx512 = true};
+                                  .lda = K, .ldb = K, .ldc = N, .act = AR_ACT_RELU6, .own = true};
           double t0 = now_us();
           switch (v) {
           case GV_BLAS:
@@ -225,8 +236,8 @@ static int bench_gemm(int runs, int rounds, int threads, bool cold, const char *
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, bc, K, 1.0f, c, N);
             ar__activate(c, (size_t)M * N, AR_ACT_RELU6);
             break;
-          case GV_S512: ar_sgemm512_nt(a, K, bc, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
-          case GV_S512_F16: ar_sgemm512_nt_f16(a, K, b16, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
+          case GV_OWN: ar_sgemm_nt(a, K, bc, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
+          case GV_OWN_F16: ar_sgemm_nt_f16(a, K, b16, K, bias, c, N, M, N, K, AR_ACT_RELU6); break;
           default: ar_gemm_nt(&node, &g); break;
           }
           double dt = now_us() - t0;

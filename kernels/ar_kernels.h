@@ -134,9 +134,10 @@ bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input);
  * band's depthwise rows right after, so conv's output tensor needs no bytes. Asked before prepare
  * with the nodes as the model stores them (nothing placed). Covered: float32 input and output, a
  * dense [O,1,1,I] filter (float32, or float16 read as stored) and float32/float16 bias, stride 1,
- * any fused activation; a float32 depthwise; on a CPU with AVX-512F (sgemm512: each conv output is
- * the same FMA chain in k order whatever band holds it, so the outputs are bit-identical to the
- * unfused run). False for anything else, including malformed nodes (prepare reports those). */
+ * any fused activation; a float32 depthwise; where arenad's own GEMM runs at the float level in
+ * force (kernels/sgemm.h: AVX-512F, or AVX2 + FMA + F16C; each conv output is the same FMA chain
+ * in k order whatever band holds it, so the outputs are bit-identical to the unfused run). False
+ * for anything else, including malformed nodes (prepare reports those). */
 bool ar_kernel_fuse_ir_check(const ar_node_t *conv, const ar_node_t *dw);
 
 /* Whether float DEPTHWISE_CONV_2D `dw` (prepared, not fused) splits its work over the pool by

@@ -18,8 +18,8 @@
  * - Split by thread count (ar_parallel_for_split, _runs, _split_slots): one run of about n / threads
  *   per thread, cut at multiples of an alignment. For work whose every output element is computed
  *   the same way whatever range holds it: float ADD/MUL/PRELU and the unary passes (elementwise.c),
- *   PAD rows (shape_ops.c), pooling rows (pool.c), RESIZE rows (resize.c), sgemm512 GEMM rows
- *   (gemm.c), depthwise output rows or channel blocks (depthwise.c), float MEAN's channels over H, W (reduce.c),
+ *   PAD rows (shape_ops.c), pooling rows (pool.c), RESIZE rows (resize.c), own-GEMM
+ *   rows (gemm.c), depthwise output rows or channel blocks (depthwise.c), float MEAN's channels over H, W (reduce.c),
  *   sparse 1x1 conv pixel tiles (sparse_conv.c). tests/check_threads.c holds every model's
  *   bytes equal at 1, 2 and 3 threads.
  * Which thread runs a chunk varies; what a chunk computes must depend only on its range (write

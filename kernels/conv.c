@@ -19,20 +19,21 @@
  * no scratch), bands of output rows in parallel. Every split is fixed by the shapes alone, so
  * the output is the same for every thread count.
  *
- * A 1x1 convolution with at most 8 output channels (a detector's heads) runs, on AVX-512F CPUs, a
- * loop that puts 16 rows in a vector (sgemm512 would give each row 16 lanes of which 1..8 are
- * used) with sgemm512's order of operations: the same bits (conv_small_n_range), rows split by
- * runs per thread.
+ * A 1x1 convolution with at most 8 output channels (a detector's heads) runs, wherever arenad's
+ * own GEMM does (kernels/sgemm.h: AVX-512F, or AVX2 + FMA + F16C), a loop that puts 16 rows in a
+ * zmm (8 in a ymm; the own GEMM would give each row 16 lanes of which 1..8 are used) with the own
+ * GEMM's order of operations: the same bits (conv_small_n_range), rows split by runs per thread.
  *
  * A filter view that carries TFLite sparsity (a 1x1 filter the interpreter keeps as stored, see
  * ar_kernel_sparse_filter_check) goes to kernels/sparse_conv.c instead.
  *
  * Float16 weights as stored (ar_kernel_reads_f16: the interpreter elides the DEQUANTIZE that
- * would widen them at use): sgemm512 widens the filter while it packs B (vcvtph2ps, exact); the
- * few-input-channel loop widens it into its packed state at init; on CPUs without AVX-512 (and
- * whenever sgemm512 is not the path) it is widened into the node's scratch before the OpenBLAS
- * product, as the DEQUANTIZE did. A float16 bias is widened into the scratch (O floats) each eval.
- * The fp32 values and the order of operations are those of the widened path: the same bits.
+ * would widen them at use): the own GEMM (kernels/sgemm.h) widens the filter while it packs B
+ * (vcvtph2ps, exact); the few-input-channel loop widens it into its packed state at init; at the
+ * portable level (and whenever the own GEMM is not the path) it is widened into the node's
+ * scratch before the OpenBLAS product, as the DEQUANTIZE did. A float16 bias is widened into the
+ * scratch (O floats) each eval. The fp32 values and the order of operations are those of the
+ * widened path: the same bits.
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -47,6 +48,8 @@
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
 #include "kernels/qconv.h"
+#include "kernels/sgemm.h"
+#include "kernels/sgemm256.h"
 #include "kernels/sgemm512.h"
 #include "kernels/sparse_conv.h"
 
@@ -485,7 +488,7 @@ typedef struct conv_run {
   const ar_node_t *node;
   const conv_geom_t *g;
   const float *in, *filter, *bias;
-  const uint16_t *filter16;   /* fp16 filter as stored, read by sgemm512 (filter NULL), or NULL */
+  const uint16_t *filter16;   /* fp16 filter as stored, read by the own GEMM (filter NULL), or NULL */
   float *col;                 /* im2col tiles in the scratch */
   float *out;
   ar_activation_t act;
@@ -493,12 +496,14 @@ typedef struct conv_run {
 
 /* ---- 1x1 convolutions with few output channels (a detector's heads: the scores of 1, 2 or 6
  * anchors per pixel of a 48x48, 16x16 or 8x8 map) ----
- * sgemm512 gives every row of A its own vector of 16 output channels, so N = 1 costs as much as
- * N = 16 (48x48x48 -> 1: 28 us, 8 GFLOP/s). Here 16 rows share a vector instead: 16 x 16 blocks
- * of A are transposed in registers (X[k] = column k of the 16 rows), and each of the N
- * accumulators (one output channel of 16 rows) takes one FMA per k with the weight broadcast.
- * Each output is bias + the terms in ascending k, one FMA each, with sgemm512's clamp, so the
- * bits are sgemm512's (which takes these products everywhere else: OpenBLAS paths, fusion). */
+ * The own GEMM gives every row of A its own vector of output channels, so N = 1 costs as much as
+ * N = 16 (sgemm512, 48x48x48 -> 1: 28 us, 8 GFLOP/s). Here rows share a vector instead: 16 x 16
+ * blocks of A are transposed in registers on AVX-512F (X[k] = column k of the 16 rows), 8 x 8
+ * blocks on AVX2 (two blocks of 8 rows side by side when N <= 6, so that 2N accumulators hide the
+ * FMA latency), and each of the N accumulators (one output channel of those rows) takes one FMA
+ * per k with the weight broadcast. Each output is bias + the terms in ascending k, one FMA each,
+ * with the own GEMM's clamp, so the bits are the own GEMM's (which takes these products
+ * everywhere else: OpenBLAS paths, fusion). */
 #define CONV_SMALL_N_MAX 8
 #define CONV_SMALL_N_FLOATS 4096   /* N * K weights, widened from float16 on the stack */
 /* Row runs per thread of at least this many rows x K (a few microseconds of work). */
@@ -555,6 +560,80 @@ AR_TARGET_AVX512 static void conv512_small_n_rows(const float *a, int64_t lda, c
     }
   }
 }
+
+#define CONV256_INLINE AR_TARGET_AVX2 static inline __attribute__((always_inline))
+/* np (1..8H) rows of C (N columns, row stride ldc) from np rows of A (lda) and w [N, K]: H blocks
+ * of 8 rows, each row one lane of a ymm per output channel. */
+CONV256_INLINE void conv256_small_n_block(const float *a, int64_t lda, const float *w, int64_t k,
+                                          const float *bias, float *c, int64_t ldc, int64_t np,
+                                          bool clamp, float lo, float hi, const int N, const int H) {
+  __m256 acc[2][8];
+#pragma GCC unroll 8
+  for (int q = 0; q < 8; q++) {
+    acc[0][q] = q < N && bias ? _mm256_set1_ps(bias[q]) : _mm256_setzero_ps();
+    acc[1][q] = acc[0][q];
+  }
+  float xt[2][8][8] __attribute__((aligned(32)));   /* xt[h][j] = A[8h .. 8h+7][kb + j] */
+  for (int64_t kb = 0; kb < k; kb += 8) {
+    const int64_t kn = AR_MIN((int64_t)8, k - kb);
+    const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)kn),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int h = 0; h < H; h++) {
+      __m256 r[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++) {
+        const float *q = a + (8 * h + i) * lda + kb;
+        r[i] = 8 * h + i >= np ? _mm256_setzero_ps()
+               : kn >= 8 ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk);
+      }
+      ar__tr8_256(r);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; j++) _mm256_store_ps(xt[h][j], r[j]);
+    }
+    for (int64_t j = 0; j < kn; j++) {
+      const __m256 x0 = _mm256_load_ps(xt[0][j]);
+      const __m256 x1 = H == 2 ? _mm256_load_ps(xt[1][j]) : x0;
+      const float *wk = w + kb + j;
+#pragma GCC unroll 8
+      for (int q = 0; q < N; q++) {
+        const __m256 wq = _mm256_set1_ps(wk[q * k]);
+        acc[0][q] = _mm256_fmadd_ps(x0, wq, acc[0][q]);
+        if (H == 2) acc[1][q] = _mm256_fmadd_ps(x1, wq, acc[1][q]);
+      }
+    }
+  }
+  float o[2][8][8] __attribute__((aligned(32)));   /* o[h][q][i]: channel q of row 8h + i */
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  for (int h = 0; h < H; h++) {
+#pragma GCC unroll 8
+    for (int q = 0; q < N; q++) {   /* the own GEMM's order: max with lo, then min with hi */
+      const __m256 v = clamp ? _mm256_min_ps(_mm256_max_ps(acc[h][q], vlo), vhi) : acc[h][q];
+      _mm256_store_ps(o[h][q], v);
+    }
+  }
+  for (int64_t p = 0; p < np; p++)
+    for (int q = 0; q < N; q++) c[p * ldc + q] = o[p / 8][q][p % 8];
+}
+
+AR_TARGET_AVX2 static void conv256_small_n_rows(const float *a, int64_t lda, const float *w,
+                                                int64_t n, int64_t k, const float *bias,
+                                                float *c, int64_t ldc, int64_t m, bool clamp,
+                                                float lo, float hi) {
+  const int64_t step = n <= 6 ? 16 : 8;
+  for (int64_t r = 0; r < m; r += step) {
+    const int64_t np = AR_MIN(step, m - r);
+    const float *ar = a + r * lda;
+    float *cr = c + r * ldc;
+    switch (n) {
+#define CONV_SMALL_N_CASE(NN, HH) \
+    case NN: conv256_small_n_block(ar, lda, w, k, bias, cr, ldc, np, clamp, lo, hi, NN, HH); break;
+    CONV_SMALL_N_CASE(1, 2) CONV_SMALL_N_CASE(2, 2) CONV_SMALL_N_CASE(3, 2) CONV_SMALL_N_CASE(4, 2)
+    CONV_SMALL_N_CASE(5, 2) CONV_SMALL_N_CASE(6, 2) CONV_SMALL_N_CASE(7, 1) CONV_SMALL_N_CASE(8, 1)
+#undef CONV_SMALL_N_CASE
+    default: break;
+    }
+  }
+}
 #endif
 
 /* Output rows [r0, r1) of a 1x1 convolution with at most CONV_SMALL_N_MAX output channels. */
@@ -572,19 +651,23 @@ static void conv_small_n_range(void *ctx, int64_t r0, int64_t r1) {
   ar__act_range(c->act, &lo, &hi);
   const bool clamp = ar__act_is_clamp(c->act);
   float *out = c->out + r0 * g->co;
-  conv512_small_n_rows(c->in + r0 * g->k, g->k, w, g->co, g->k, c->bias, out, g->co, r1 - r0,
-                       clamp, lo, hi);
-  if (c->act != AR_ACT_NONE && !clamp)   /* TANH, SIGN_BIT: after the product, as sgemm512 */
+  if (ar_sgemm512_available())
+    conv512_small_n_rows(c->in + r0 * g->k, g->k, w, g->co, g->k, c->bias, out, g->co, r1 - r0,
+                         clamp, lo, hi);
+  else
+    conv256_small_n_rows(c->in + r0 * g->k, g->k, w, g->co, g->k, c->bias, out, g->co, r1 - r0,
+                         clamp, lo, hi);
+  if (c->act != AR_ACT_NONE && !clamp)   /* TANH, SIGN_BIT: after the product, as the own GEMM */
     ar_apply_activation(out, (size_t)(r1 - r0) * (size_t)g->co, c->act);
 #else
   (void)ctx; (void)r0; (void)r1;
 #endif
 }
 
-/* The few-output-channel path takes the products sgemm512 would: AVX-512F, M >= 4. */
+/* The few-output-channel path takes the products the own GEMM would: its ISA levels, M >= 4. */
 static bool conv_small_n(const conv_geom_t *g) {
   return AR_HAVE_AVX2_CLONE && g->direct && g->co <= CONV_SMALL_N_MAX && g->m >= 4 &&
-         g->co * g->k <= CONV_SMALL_N_FLOATS && ar_sgemm512_available();
+         g->co * g->k <= CONV_SMALL_N_FLOATS && ar_sgemm_own_available();
 }
 
 /* Few input channels: output rows [r0, r1) of N*OH, then their activation. */
@@ -628,7 +711,7 @@ static void conv_tile_range(void *ctx, int32_t slot, int64_t t0, int64_t t1) {
     im2col_rows(g, c->in, m0, m0 + tm, col);
     const ar_gemm_nt_t gm = {.a = col, .b = c->filter, .b16 = c->filter16, .bias = c->bias,
                              .c = c->out + m0 * g->co, .m = tm, .n = g->co, .k = g->k,
-                             .lda = g->k, .ldb = g->k, .ldc = g->co, .act = c->act, .avx512 = true};
+                             .lda = g->k, .ldb = g->k, .ldc = g->co, .act = c->act, .own = true};
     ar_gemm_nt(NULL, &gm);
   }
 }
@@ -649,18 +732,18 @@ static void conv_eval(const ar_node_t *node) {
                   .filter = node->inputs[1]->data, .bias = bias_t ? bias_t->data : NULL,
                   .col = node->scratch ? (float *)(void *)((uint8_t *)node->scratch + g.col) : NULL,
                   .out = node->outputs[0]->data, .act = node->options->conv2d.activation};
-  /* Weights as stored (float16): the bias widened into the scratch; the filter read by sgemm512
-   * as it is, else (OpenBLAS) widened into the scratch. The few-channel loop has it in state. */
+  /* Weights as stored (float16): the bias widened into the scratch; the filter read by the own
+   * GEMM as it is, else (OpenBLAS) widened into the scratch. The few-channel loop has it in state. */
   if (bias_t && bias_t->dtype == AR_DTYPE_FLOAT16) {
     float *b = (float *)(void *)((uint8_t *)node->scratch + g.bias);
     ar_fp16_to_fp32_n(bias_t->data, b, (size_t)g.co);
     c.bias = b;
   }
   if (!g.few_in && node->inputs[1]->dtype == AR_DTYPE_FLOAT16) {
-    /* sgemm512 takes every product of 4 rows or more (kernels/gemm.c); a product below (M < 4, or
-     * an im2col tile of 1..3 rows) runs on OpenBLAS with the widened filter, as fp32 weights do. */
+    /* The own GEMM takes every product of 4 rows or more (kernels/gemm.c); a product below (M < 4,
+     * or an im2col tile of 1..3 rows) runs on OpenBLAS with the widened filter, as fp32 weights do. */
     const int64_t last_tile = g.n_tiles > 1 ? g.m - (g.n_tiles - 1) * g.tile_pixels : g.m;
-    if (ar_sgemm512_available() && g.m >= 4 && (g.direct || last_tile >= 4)) {
+    if (ar_sgemm_own_available() && g.m >= 4 && (g.direct || last_tile >= 4)) {
       c.filter16 = node->inputs[1]->data;
       c.filter = NULL;
     } else {
@@ -685,7 +768,7 @@ static void conv_eval(const ar_node_t *node) {
   if (g.direct) {
     const ar_gemm_nt_t gm = {.a = c.in, .b = c.filter, .b16 = c.filter16, .bias = c.bias,
                              .c = c.out, .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k,
-                             .ldc = g.co, .act = c.act, .avx512 = true, .rows = node->split_rows};
+                             .ldc = g.co, .act = c.act, .own = true, .rows = node->split_rows};
     ar_gemm_nt(node, &gm);
     return;
   }
@@ -699,7 +782,7 @@ static void conv_eval(const ar_node_t *node) {
                   conv_im2col_range, &c);
   const ar_gemm_nt_t gm = {.a = c.col, .b = c.filter, .b16 = c.filter16, .bias = c.bias,
                            .c = c.out, .m = g.m, .n = g.co, .k = g.k, .lda = g.k, .ldb = g.k,
-                           .ldc = g.co, .act = c.act, .avx512 = true};
+                           .ldc = g.co, .act = c.act, .own = true};
   ar_gemm_nt(node, &gm);
 }
 

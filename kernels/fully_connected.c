@@ -6,7 +6,8 @@
  * weights format is supported. The fused activation is applied to bias + product.
  *
  * Speed: kernels/gemm.c. B = 1 (every FULLY_CONNECTED in the shipped models) on a CPU with
- * AVX-512F: kernels/sgemm512.c's one-row product (ar_sgemv512_nt), which reads the weights once,
+ * AVX-512F or AVX2 + FMA + F16C: arenad's own one-row product (kernels/sgemm.h, ar_sgemv_nt:
+ * sgemm512.c or sgemm256.c, the same bits), which reads the weights once,
  * float16 ones as stored, output units split by thread count (each unit's sum is the same
  * whatever range holds it). Otherwise the output is pre-filled with the bias and beta = 1:
  * cblas_sgemv when B = 1, cblas_sgemm otherwise (weights used in place through Trans, since
@@ -30,7 +31,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
-#include "kernels/sgemm512.h"
+#include "kernels/sgemm.h"
 #include "kernels/qconv.h"
 #include "kernels/sparse_conv.h"
 
@@ -139,9 +140,9 @@ static void fc_eval(const ar_node_t *node) {
   const int batch = (int)(elems / (uint64_t)depth);
   const float *w = wt_t->data, *bias = bias_t ? bias_t->data : NULL;
   uint8_t *scratch = node->scratch;
-  const bool gemv = batch == 1 && ar_sgemm512_available();
+  const bool gemv = batch == 1 && ar_sgemm_own_available();
   const uint16_t *w16 = NULL;
-  if (wt_t->dtype == AR_DTYPE_FLOAT16 && gemv) {   /* as stored: read by ar_sgemv512_nt */
+  if (wt_t->dtype == AR_DTYPE_FLOAT16 && gemv) {   /* as stored: read by ar_sgemv_nt */
     w16 = wt_t->data;
     w = NULL;
   } else if (wt_t->dtype == AR_DTYPE_FLOAT16) {   /* as stored: widened into the scratch */

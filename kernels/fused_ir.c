@@ -10,12 +10,13 @@
  * the band on the window (ar__dw_rows, addressed as if the whole map were there). The conv's
  * output tensor has no bytes at all (the interpreter elides it from the plan).
  *
- * Bit-identical to the unfused pair: each conv output is computed by sgemm512, one FMA chain in
- * k order onto the bias whatever rows a call holds (kernels/sgemm512.h), as the unfused conv's
- * product is on the same CPU (gemm.c sends products of 4 rows or more there); a row computed
- * twice (the halo at the start of a thread's run) has the same bits both times; each depthwise
- * output is computed by the same code as dw_eval's. Without AVX-512F at eval (a test lowering the
- * ISA after prepare; the interpreter fuses only where sgemm512 runs) or for a product of fewer
+ * Bit-identical to the unfused pair: each conv output is computed by arenad's own GEMM
+ * (kernels/sgemm.h: sgemm512 on AVX-512F, sgemm256 on AVX2 + FMA + F16C, the same bits), one FMA
+ * chain in k order onto the bias whatever rows a call holds, as the unfused conv's product is on
+ * the same CPU (gemm.c sends products of 4 rows or more there); a row computed twice (the halo
+ * at the start of a thread's run) has the same bits both times; each depthwise output is
+ * computed by the same code as dw_eval's. Without the own GEMM at eval (a test lowering the ISA
+ * to portable after prepare; the interpreter fuses only where it runs) or for a product of fewer
  * than 4 rows, the band products go to OpenBLAS as the unfused conv would (values within
  * rounding of it). Never allocates.
  *
@@ -33,7 +34,7 @@
 #include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
-#include "kernels/sgemm512.h"
+#include "kernels/sgemm.h"
 
 /* Bytes of conv rows a band's window aims at (each core's L2 is 1-2 MB on the machines measured;
  * the window, the conv's input rows and the depthwise's output rows of a band stay in it). */
@@ -96,7 +97,7 @@ bool ar_kernel_fuse_ir_check(const ar_node_t *conv, const ar_node_t *dw) {
     return false;
   if (db && (!db->is_constant || (db->dtype != AR_DTYPE_FLOAT32 && db->dtype != AR_DTYPE_FLOAT16)))
     return false;
-  return ar_sgemm512_available();
+  return ar_sgemm_own_available();
 }
 
 int ar__fused_ir_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -113,8 +114,8 @@ typedef struct fir_run {
   const ar_node_t *node;
   const fir_geom_t *g;
   const float *x, *filter, *bias, *wide;
-  const uint16_t *filter16;   /* fp16 filter as stored (sgemm512 widens it while packing) */
-  bool s512;
+  const uint16_t *filter16;   /* fp16 filter as stored (the own GEMM widens it while packing) */
+  bool own;                   /* the own GEMM (else OpenBLAS through gemm.c) */
   ar_activation_t act;
   float *win;                 /* slot 0's window */
 } fir_run_t;
@@ -124,16 +125,16 @@ static void fir_conv_rows(const fir_run_t *c, int32_t b, int32_t y0, int32_t y1,
   const fir_geom_t *g = c->g;
   const float *a = c->x + ((size_t)b * g->h + (size_t)y0) * g->w * g->cin;
   const int64_t m = (int64_t)(y1 - y0) * g->w;
-  if (c->s512) {
+  if (c->own) {
     if (c->filter16)
-      ar_sgemm512_nt_f16(a, g->cin, c->filter16, g->cin, c->bias, dst, g->cexp, m, g->cexp, g->cin, c->act);
+      ar_sgemm_nt_f16(a, g->cin, c->filter16, g->cin, c->bias, dst, g->cexp, m, g->cexp, g->cin, c->act);
     else
-      ar_sgemm512_nt(a, g->cin, c->filter, g->cin, c->bias, dst, g->cexp, m, g->cexp, g->cin, c->act);
+      ar_sgemm_nt(a, g->cin, c->filter, g->cin, c->bias, dst, g->cexp, m, g->cexp, g->cin, c->act);
     return;
   }
   const ar_gemm_nt_t gm = {.a = a, .b = c->filter, .bias = c->bias, .c = dst, .m = m, .n = g->cexp,
                            .k = g->cin, .lda = g->cin, .ldb = g->cin, .ldc = g->cexp, .act = c->act,
-                           .avx512 = false};
+                           .own = false};
   ar_gemm_nt(NULL, &gm);
 }
 
@@ -181,8 +182,8 @@ void ar__fused_ir_eval(const ar_node_t *node) {
   fir_run_t c = {.node = node, .g = &g, .x = conv->inputs[0]->data, .wide = (const float *)(void *)s,
                  .act = conv->options->conv2d.activation,
                  .win = (float *)(void *)(s + g.win_off)};
-  /* The rule of gemm.c for the unfused conv: sgemm512 for a product of 4 rows or more. */
-  c.s512 = ar_sgemm512_available() && (int64_t)g.n * g.h * g.w >= 4;
+  /* The rule of gemm.c for the unfused conv: the own GEMM for a product of 4 rows or more. */
+  c.own = ar_sgemm_own_available() && (int64_t)g.n * g.h * g.w >= 4;
   ar__dw_widen(node, (float *)(void *)s);
   c.bias = cb ? cb->data : NULL;
   if (cb && cb->dtype == AR_DTYPE_FLOAT16) {
@@ -192,7 +193,7 @@ void ar__fused_ir_eval(const ar_node_t *node) {
   }
   c.filter = f->data;
   if (f->dtype == AR_DTYPE_FLOAT16) {
-    if (c.s512) {
+    if (c.own) {
       c.filter16 = f->data;
       c.filter = NULL;
     } else {

@@ -10,15 +10,16 @@
  * them and none below AR_GEMM_MIN_CHUNK_MACS, so a small product stays one call. The bands depend
  * on M, N, K only, never on the thread count, so the result is the same for every pool.
  * Within a band, rows go in tiles of about AR_GEMM_TILE_BYTES of C, so that the bias fill, the
- * product's C and the activation pass stay in cache. CONV_2D asks for kernels/sgemm512.c (whose
- * elements do not depend on the split) on CPUs with AVX-512F, whatever its rows (so a float16 B,
- * which only sgemm512 reads, takes the same path as a float32 one): those products are split over
+ * product's C and the activation pass stay in cache. CONV_2D asks for arenad's own GEMM
+ * (kernels/sgemm.h: sgemm512.c on AVX-512F, sgemm256.c on AVX2 + FMA + F16C; its elements do not
+ * depend on the split) whatever its rows (so a float16 B, which only the own GEMM reads, takes
+ * the same path as a float32 one), wherever the float ISA level has one: those products are split over
  * one run per thread (ar_parallel_for_runs; one call on one thread, as each call packs B again):
  * runs of rows, so that each thread writes the same fraction of the output as it did for the
  * operator before (what it wrote stays in its core's cache), or runs of columns when N > M (the
  * 1x1 layers of a 7x7 map: each thread then packs only its own panels of B) unless the caller
  * asks for rows (ar_gemm_nt_t.rows: the depthwise reading the output splits rows). A one-row product
- * asked for as such (gemv: FULLY_CONNECTED) runs kernels/sgemm512.c's ar_sgemv512_nt on AVX-512F,
+ * asked for as such (gemv: FULLY_CONNECTED) runs the own one-row product (ar_sgemv_nt) there,
  * in runs of columns by thread count (it reads B once, as stored; OpenBLAS would need a widened
  * copy of a float16 B).
  */
@@ -29,12 +30,12 @@
 #include "common/ar_util.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
-#include "kernels/sgemm512.h"
+#include "kernels/sgemm.h"
 
 #define AR_GEMM_ALIGN 16
 #define AR_GEMM_MAX_CHUNKS 16
 #define AR_GEMM_MIN_CHUNK_MACS (128 * 1024)
-/* sgemm512 products: row runs by thread count (ar_parallel_for_runs), none below this many
+/* Own-GEMM products: row runs by thread count (ar_parallel_for_runs), none below this many
  * multiply-adds (a few microseconds against a hand-off of one or two), in multiples of 4 rows. */
 #define AR_GEMM_SPLIT_MIN_MACS (64 * 1024)
 #define AR_GEMM_SPLIT_ROWS 4
@@ -43,9 +44,9 @@
  * (bench/kernels --gemm --threads 2: 49 x 1152 x 192 from ~150 to ~125 us). */
 #define AR_GEMM_SPLIT_COLS 16
 /* Products of fewer rows (a 1x1 layer on a 1x1 map: squeeze-excite) go to OpenBLAS, whose sgemv
- * streams B once where sgemm512 would pack it (1 x 1152 x 192: ~25 against ~10 GFLOP/s); the rule
+ * streams B once where the own GEMM would pack it (1 x 1152 x 192: ~25 against ~10 GFLOP/s); the rule
  * looks at the whole product's M, never at a band, so the bytes do not depend on the split. */
-#define AR_GEMM_S512_MIN_ROWS 4
+#define AR_GEMM_OWN_MIN_ROWS 4
 #define AR_GEMM_TILE_BYTES (256 * 1024)
 #define AR_GEMM_TILE_MIN_ROWS 256
 
@@ -57,15 +58,15 @@ typedef struct gemm_job {
 /* Rows [r0, r1) x columns [c0, c1) of C. */
 static void gemm_block(const ar_gemm_nt_t *g, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   const int64_t nc = c1 - c0;
-  if (g->b16) {   /* the caller checked ar_sgemm512_available() */
-    ar_sgemm512_nt_f16(g->a + r0 * g->lda, g->lda, g->b16 + c0 * g->ldb, g->ldb,
-                       g->bias ? g->bias + c0 : NULL, g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc,
-                       g->k, g->act);
+  if (g->b16) {   /* the caller checked ar_sgemm_own_available() */
+    ar_sgemm_nt_f16(g->a + r0 * g->lda, g->lda, g->b16 + c0 * g->ldb, g->ldb,
+                    g->bias ? g->bias + c0 : NULL, g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc,
+                    g->k, g->act);
     return;
   }
-  if (g->avx512 && g->m >= AR_GEMM_S512_MIN_ROWS && ar_sgemm512_available()) {
-    ar_sgemm512_nt(g->a + r0 * g->lda, g->lda, g->b + c0 * g->ldb, g->ldb, g->bias ? g->bias + c0 : NULL,
-                   g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc, g->k, g->act);
+  if (g->own && g->m >= AR_GEMM_OWN_MIN_ROWS && ar_sgemm_own_available()) {
+    ar_sgemm_nt(g->a + r0 * g->lda, g->lda, g->b + c0 * g->ldb, g->ldb, g->bias ? g->bias + c0 : NULL,
+                g->c + r0 * g->ldc + c0, g->ldc, r1 - r0, nc, g->k, g->act);
     return;
   }
   int64_t tile = AR_GEMM_TILE_BYTES / (nc * (int64_t)sizeof(float));
@@ -102,8 +103,8 @@ static void gemm_range(void *ctx, int64_t b, int64_t e) {
 /* Columns [c0, c1) of a one-row product (gemv). */
 static void gemv_range(void *ctx, int64_t c0, int64_t c1) {
   const ar_gemm_nt_t *g = ((const gemm_job_t *)ctx)->g;
-  ar_sgemv512_nt(g->a, g->b ? g->b + c0 * g->ldb : NULL, g->b16 ? g->b16 + c0 * g->ldb : NULL, g->ldb,
-                 g->bias ? g->bias + c0 : NULL, g->c + c0, c1 - c0, g->k, g->act);
+  ar_sgemv_nt(g->a, g->b ? g->b + c0 * g->ldb : NULL, g->b16 ? g->b16 + c0 * g->ldb : NULL, g->ldb,
+              g->bias ? g->bias + c0 : NULL, g->c + c0, c1 - c0, g->k, g->act);
 }
 
 int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
@@ -124,14 +125,14 @@ int64_t ar_gemm_nt_grain(int64_t m, int64_t n, int64_t k, bool *split_n) {
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g) {
   if (g->m <= 0 || g->n <= 0) return;
   gemm_job_t j = {.g = g};
-  if (g->gemv && g->m == 1 && ar_sgemm512_available()) {
+  if (g->gemv && g->m == 1 && ar_sgemm_own_available()) {
     const int64_t k = g->k > 0 ? g->k : 1;
     ar_parallel_for_runs(node, g->n, AR_GEMM_SPLIT_COLS, (AR_GEMM_SPLIT_MIN_MACS + k - 1) / k,
                          gemv_range, &j);
     return;
   }
-  if (g->b16 || (g->avx512 && g->m >= AR_GEMM_S512_MIN_ROWS && ar_sgemm512_available())) {
-    /* sgemm512: every element one FMA chain in k order, so the bytes do not depend on the split:
+  if (g->b16 || (g->own && g->m >= AR_GEMM_OWN_MIN_ROWS && ar_sgemm_own_available())) {
+    /* The own GEMM: every element one FMA chain in k order, so the bytes do not depend on the split:
      * one run per thread (one call on one thread), none below AR_GEMM_SPLIT_MIN_MACS. Runs of
      * columns when there are more columns than rows (each thread packs only its own panels of
      * B), else runs of rows (which keeps the rows of A and C on the thread that had them in the

@@ -16,18 +16,20 @@ typedef struct ar_gemm_nt {
   float *c;
   int64_t m, n, k, lda, ldb, ldc;
   ar_activation_t act;
-  bool avx512;   /* every band through kernels/sgemm512.c when the CPU has it and M >= 4
-                  * (CONV_2D's products), else OpenBLAS */
-  const uint16_t *b16;   /* instead of b: B as float16 (weights as stored), only with avx512,
-                          * M >= 4 and ar_sgemm512_available() (widened while packed, same
+  bool own;      /* every band through arenad's own GEMM (kernels/sgemm.h: AVX-512F or AVX2 +
+                  * FMA + F16C) when ar_sgemm_own_available() and M >= 4 (CONV_2D's products),
+                  * else OpenBLAS */
+  const uint16_t *b16;   /* instead of b: B as float16 (weights as stored), only with own,
+                          * M >= 4 and ar_sgemm_own_available() (widened while packed, same
                           * result as b); or with gemv */
-  bool gemv;     /* a product of one row (M = 1: FULLY_CONNECTED) through ar_sgemv512_nt when the
-                  * CPU has AVX-512F (weights read once, as stored), columns split by thread count */
-  bool rows;     /* sgemm512: runs of rows even when N > M (ar_node_t.split_rows) */
+  bool gemv;     /* a product of one row (M = 1: FULLY_CONNECTED) through ar_sgemv_nt when
+                  * ar_sgemm_own_available() (weights read once, as stored), columns split by
+                  * thread count */
+  bool rows;     /* own GEMM: runs of rows even when N > M (ar_node_t.split_rows) */
 } ar_gemm_nt_t;
 
 /* Run it on node->pool (inline without one): OpenBLAS in bands of rows or columns fixed by M, N,
- * K; sgemm512 in one run of rows (of columns when N > M) per thread, whose elements do not depend
+ * K; the own GEMM in one run of rows (of columns when N > M) per thread, whose elements do not depend
  * on the cut (see gemm.c). Either way the result is bit-identical for every thread count. Never
  * allocates. */
 void ar_gemm_nt(const ar_node_t *node, const ar_gemm_nt_t *g);

@@ -20,7 +20,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
 #include "kernels/ar_parallel.h"
-#include "kernels/sgemm512.h"
+#include "kernels/sgemm.h"
 
 /* ---------- harness ---------- */
 
@@ -519,8 +519,9 @@ static void conv_random_case(const cfg_t *c) {
   snprintf(what, sizeof what, "conv n%d %dx%dx%d -> %d k%dx%d s%dx%d d%dx%d %s act %d", c->n, c->h,
            c->w, c->c, c->o, c->kh, c->kw, c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID",
            c->act);
-  /* The few-input-channel loop sums in the same order on AVX2 and AVX-512; the GEMM paths do
-   * not (OpenBLAS vs kernels/sgemm512.c: check_isa tests that one exactly). */
+  /* The few-input-channel loop sums in the same order on AVX2 and AVX-512; the GEMM paths are
+   * checked within tolerance here (OpenBLAS, or arenad's own GEMM on both levels: check_isa tests
+   * that one exactly, AVX2 against AVX-512F). */
   const bool few = c->c <= 4 && (c->o == 16 || c->o == 24 || c->o == 32) &&
                    !(c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1);
   run_every_isa_x(&tn, &ar_kernel_conv_2d, out, want, nout, 2e-5f, what, few);
@@ -574,8 +575,8 @@ static uint16_t rand_f16_bits(size_t i) {
 /* Stored weights: CONV_2D reading its filter and bias as float16 (the interpreter elides their
  * DEQUANTIZE, ar_kernel_reads_f16) gives exactly the bytes of the same node on the widened float32
  * weights, on every float ISA level - including a level forced after prepare (the OpenBLAS path
- * widens into the scratch prepare reserved, sgemm512 widens while packing, the few-input loop in
- * its init) - on the GEMM, im2col-tile, GEMV, odd-K and few-input-channel paths. */
+ * widens into the scratch prepare reserved, the own GEMM (kernels/sgemm.h) widens while packing,
+ * the few-input loop in its init) - on the GEMM, im2col-tile, GEMV, odd-K and few-input-channel paths. */
 START_TEST(conv_fp16_weights_bit_identical) {
   const cfg_t cases[] = {
     /* n  h   w   c   o  kh kw sh sw dh dw m  same  bias  act */
@@ -641,10 +642,11 @@ START_TEST(conv_fp16_weights_bit_identical) {
 }
 END_TEST
 
-/* CONV_2D's sgemm512 products split by thread count (kernels/gemm.c): runs of columns when N > M
- * (a 7x7 map: each thread packs only its panels of B), runs of rows otherwise; 2 and 3 threads
- * give exactly the bytes of one thread, fp32 and fp16 filters, on splits that cut a 32-column
- * panel, N not a multiple of 16, K past one 256-chunk, and the one-tile im2col path. */
+/* CONV_2D's own-GEMM products (kernels/sgemm.h) split by thread count (kernels/gemm.c): runs of
+ * columns when N > M (a 7x7 map: each thread packs only its panels of B), runs of rows
+ * otherwise; 2 and 3 threads give exactly the bytes of one thread, fp32 and fp16 filters, on
+ * splits that cut a 16- or 32-column panel, N not a multiple of 16, K past one 256-chunk, and the
+ * one-tile im2col path. */
 START_TEST(conv_split_bit_identical) {
   const cfg_t cases[] = {
     /* n  h   w   c    o  kh kw sh sw dh dw m  same  bias  act */
@@ -695,17 +697,22 @@ START_TEST(conv_split_bit_identical) {
 }
 END_TEST
 
-/* 1x1 CONV_2D with 1..8 output channels (a detector's heads) runs kernels/conv.c's 16-rows-per-
- * vector loop on AVX-512F CPUs: every output is bias + its terms in ascending k with one FMA each
- * and sgemm512's clamp, i.e. exactly sgemm512's bits (a scalar fmaf chain here); fp32 and fp16
- * filters, 1, 2 and 3 threads, row tails of 1..15, K not a multiple of 16, no bias, TANH after. */
+/* 1x1 CONV_2D with 1..8 output channels (a detector's heads) runs kernels/conv.c's rows-per-
+ * vector loop wherever the own GEMM runs (16 rows per zmm on AVX-512F, 8 per ymm on AVX2, two
+ * blocks of 8 when N <= 6): every output is bias + its terms in ascending k with one FMA each and
+ * the own GEMM's clamp, i.e. exactly the own GEMM's bits (a scalar fmaf chain here), at every
+ * level the CPU has from AVX2 up; fp32 and fp16 filters, 1, 2 and 3 threads, row tails of 1..15,
+ * K not a multiple of 8 or 16, no bias, TANH after. At the portable level OpenBLAS, within
+ * rounding. */
 START_TEST(conv_few_outputs_exact) {
   const struct { int h, w, c, o; bool bias; ar_activation_t act; } cases[] = {
     {48, 48, 48, 1, true, AR_ACT_NONE}, {16, 16, 88, 2, true, AR_ACT_RELU},
     {8, 8, 96, 6, true, AR_ACT_RELU6},  {3, 7, 37, 3, false, AR_ACT_NONE},
     {5, 5, 17, 8, true, AR_ACT_TANH},   {2, 2, 300, 5, true, AR_ACT_RELU_N1_TO_1},
     {1, 17, 16, 7, true, AR_ACT_RELU},  {13, 11, 1, 4, true, AR_ACT_NONE},
+    {3, 9, 9, 5, false, AR_ACT_RELU6},  {5, 3, 23, 8, false, AR_ACT_RELU},   /* 27 rows, 15 rows */
   };
+  const int best = ar__f32_set_isa(-1);
   char msg[AR_MSG_BYTES] = "";
   ar_threadpool_t *pools[2] = {NULL, NULL};
   ck_assert_int_eq(ar_threadpool_new(2, &pools[0], msg, sizeof msg), 0);
@@ -733,18 +740,22 @@ START_TEST(conv_few_outputs_exact) {
       tnode_init(&tn, AR_OP_CONV_2D, in, 4, di, f, 4, df, cases[ci].bias ? b : NULL, o, out, 4, dout);
       conv_opts(&tn, AR_PADDING_SAME, 1, 1, 1, 1, cases[ci].act);
       if (half) conv_use_fp16_filter(&tn, f16, nf);
-      for (int32_t threads = 1; threads <= 3; threads++) {
-        conv_run_threads(&tn, threads, pools, out, nout);
-        snprintf(msg, sizeof msg, "conv %dx%dx%d -> %d %s, %d threads", h, w, c, o,
-                 half ? "fp16" : "fp32", (int)threads);
-        if (!ar_sgemm512_available()) {
-          assert_close(out, want, nout, 1e-5f, msg);
-          continue;
+      for (int l = best; l >= AR_ISA_PORTABLE; l--) {
+        ck_assert_int_eq(ar__f32_set_isa(l), l);
+        for (int32_t threads = 1; threads <= 3; threads++) {
+          conv_run_threads(&tn, threads, pools, out, nout);
+          snprintf(msg, sizeof msg, "conv %dx%dx%d -> %d %s, %d threads [%s]", h, w, c, o,
+                   half ? "fp16" : "fp32", (int)threads, ar_isa_name(l));
+          if (!ar_sgemm_own_available()) {
+            assert_close(out, want, nout, 1e-5f, msg);
+            continue;
+          }
+          for (size_t i = 0; i < nout; i++)
+            ck_assert_msg(memcmp(&out[i], &want[i], sizeof(float)) == 0, "%s: element %zu is %.9g, "
+                          "want %.9g", msg, i, (double)out[i], (double)want[i]);
         }
-        for (size_t i = 0; i < nout; i++)
-          ck_assert_msg(memcmp(&out[i], &want[i], sizeof(float)) == 0, "%s: element %zu is %.9g, "
-                        "want %.9g", msg, i, (double)out[i], (double)want[i]);
       }
+      ar__f32_set_isa(-1);
     }
     free(in); free(f); free(b); free(f16); free(out); free(want);
   }
@@ -1579,9 +1590,10 @@ typedef struct {
  * without bytes) gives the bytes of the two kernels run one after the other, on odd shapes (batch
  * 2-3, rows not a multiple of any band, channels off the 16-lane blocks), strides 1 and 2, SAME
  * and VALID, dilation 2, fp16 weights as stored, clamp and non-clamp activations, maps of several
- * bands, with 1, 2 and 3 threads. Bit-identical on the best float ISA (sgemm512 there, as the
- * interpreter requires: ar_kernel_fuse_ir_check); with the level lowered after prepare the bands go
- * to OpenBLAS as the unfused conv does, within rounding. */
+ * bands, with 1, 2 and 3 threads. Bit-identical on the best float ISA when it has arenad's own
+ * GEMM (kernels/sgemm.h: AVX-512F or AVX2, as the interpreter requires: ar_kernel_fuse_ir_check);
+ * at a level lowered after prepare, within rounding (the depthwise's clones, and OpenBLAS for the
+ * bands at the portable level, as the unfused conv there). */
 START_TEST(fused_ir_matches_unfused) {
   const fcfg_t cases[] = {
     /* n  h    w   cin cexp kh kw sh dh same   f16    conv act      dw act */
@@ -1594,6 +1606,7 @@ START_TEST(fused_ir_matches_unfused) {
     {1, 161, 40, 16, 64, 5, 5, 2, 1, true, false, AR_ACT_RELU, AR_ACT_NONE},  /* several bands */
   };
   const int best = ar__f32_set_isa(-1);
+  const bool own = ar_sgemm_own_available();   /* at the best level */
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const fcfg_t *c = &cases[ci];
     int32_t xd[4] = {c->n, c->h, c->w, c->cin}, fd[4] = {c->cexp, 1, 1, c->cin}, td[4] = {c->n, c->h, c->w, c->cexp};
@@ -1634,7 +1647,7 @@ START_TEST(fused_ir_matches_unfused) {
         tnode_run(&conv, &ar_kernel_conv_2d);
         tnode_run(&dw, &ar_kernel_depthwise_conv_2d);
         /* Fused: the conv's output has no bytes. */
-        ck_assert(ar_kernel_fuse_ir_check(&conv.node, &dw.node) == (best >= AR_ISA_AVX512));
+        ck_assert(ar_kernel_fuse_ir_check(&conv.node, &dw.node) == own);
         conv.t[3].data = NULL;
         dw.t[3].data = out;
         dw.node.fused = &conv.node;
@@ -1650,7 +1663,7 @@ START_TEST(fused_ir_matches_unfused) {
         ar__f32_set_isa(l);
         ar_kernel_depthwise_conv_2d.eval(&dw.node);
         free(dw.node.scratch);
-        if (l == best && best >= AR_ISA_AVX512) {
+        if (l == best && own) {
           for (size_t i = 0; i < no; i++)
             ck_assert_msg(memcmp(&out[i], &ref[i], sizeof(float)) == 0, "%s: element %zu is %.9g, unfused %.9g",
                           what, i, (double)out[i], (double)ref[i]);

@@ -50,7 +50,7 @@
 #include "common/ar_util.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_kernels.h"
-#include "kernels/sgemm512.h"
+#include "kernels/sgemm.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
@@ -744,7 +744,7 @@ START_TEST(test_resize_fused_pair) {
     ck_assert_int_eq(ar_interp_place_owned(in[f], msg, sizeof msg), 0);
   }
   ck_assert_int_eq(ar_interp_op_fused(in[0], 0), -1);
-  const bool fuses = ar_sgemm512_available();
+  const bool fuses = ar_sgemm_own_available();
   ck_assert_int_eq(ar_interp_op_fused(in[1], 0), fuses ? 1 : -1);
   static const int32_t shapes[][3] = {{1, 96, 96}, {1, 57, 71}, {2, 40, 33}, {1, 130, 121}, {1, 3, 2}, {1, 96, 96}};
   enum { NS = sizeof shapes / sizeof shapes[0] };
