@@ -495,20 +495,27 @@ START_TEST(unload_compacts_the_pool) {
   ck_assert_int_eq(ar_client_load(c, "palm", ar_tc_model_path("palm_detection_lite"), "hands", NULL, &palm, msg, sizeof(msg)), 0);
   ck_assert_int_eq(ar_client_load(c, "hand", ar_tc_model_path("hand_landmark_lite"), "hands", NULL, &hand, msg, sizeof(msg)), 0);
   load_ok(c, "selfie", "selfie_segmentation", &selfie);
-  json_t *st = ar_tc_stats(c);
+  /* Where hand's arena is larger than palm's (CPUs without AVX-512F, where the inverted-residual
+   * fusion that shrinks it does not run), the hands region grew when hand joined, and that growth
+   * was compacted already: count from what the loads left, not from 0. */
+  json_t *st = wait_compactions(c, 0);
+  ck_assert_msg(st != NULL, "a compaction after the loads never ended");
   uint64_t act_before = ar_tc_ji(json_object_get(ar_tc_stats_model(st, "palm"), "activation_region"), "offset");
   uint64_t used_before = ar_tc_ji(json_object_get(st, "pool"), "used_bytes");
+  uint64_t compactions_before = ar_tc_ji(json_object_get(st, "pool"), "compactions");
+  uint64_t compacted_before = ar_tc_ji(json_object_get(st, "pool"), "compacted_bytes");
   json_decref(st);
   unload_ok(c, "face");   /* the hole at offset 0: everything above it moves down */
   /* The compaction runs after the unload's reply: wait for it (bounded, progress-based). */
-  st = wait_compactions(c, 1);
+  st = wait_compactions(c, compactions_before + 1);
   ck_assert_msg(st != NULL, "no compaction after the unload");
   json_t *p = json_object_get(st, "pool");
+  ck_assert_uint_eq(ar_tc_ji(p, "compactions"), compactions_before + 1);
   ck_assert_uint_eq(ar_tc_ji(p, "free_blocks"), 1);
   ck_assert_uint_eq(ar_tc_ji(p, "largest_free_bytes"), ar_tc_ji(p, "free_bytes"));
   uint64_t face_need = pool_need(&face);
   ck_assert_uint_eq(ar_tc_ji(p, "used_bytes"), used_before - face_need);
-  ck_assert_uint_eq(ar_tc_ji(p, "compacted_bytes"), used_before - face_need);   /* all of it moved */
+  ck_assert_uint_eq(ar_tc_ji(p, "compacted_bytes") - compacted_before, used_before - face_need);   /* all of it moved */
   ck_assert_uint_eq(persistent_offset_of(st, "palm"), 0);
   uint64_t act_after = ar_tc_ji(json_object_get(ar_tc_stats_model(st, "palm"), "activation_region"), "offset");
   ck_assert_uint_lt(act_after, act_before);   /* (the group's growth left a hole too: more than face's bytes) */
