@@ -496,11 +496,16 @@ int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_byt
    * paths are then kept as written, relative to the working directory). */
   char abs[PATH_MAX], dir[PATH_MAX], *base = NULL;
   if (realpath(path, abs) != NULL && ar_path_dir(abs, dir, sizeof(dir)) == 0) base = dir;
-  int rc = load_root(root, cfg, base, msg, msg_bytes);
+  char key_msg[AR_MSG_BYTES];
+  key_msg[0] = '\0';
+  int rc = load_root(root, cfg, base, key_msg, sizeof(key_msg));
   json_decref(root);
   if (rc != 0) {
     /* Keep the caller's view consistent: a failed load leaves defaults with no models. */
     ar_config_defaults(cfg);
+    /* Named like the file-level errors above, so every message says which file it is about (a
+     * reload's reply too: the admin who sent it may not know which file the daemon reads). */
+    return ar_errf(msg, msg_bytes, rc, "%s: %s", path, key_msg);
   }
   return rc;
 }

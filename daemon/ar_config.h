@@ -127,7 +127,9 @@ void ar_config_defaults(ar_config_t *cfg);
  * is made absolute against the directory of `path` (realpath: symlinks followed), so it names the
  * same file at start-up, at --check-config and at a reload. Errors: AR_ENOENT/AR_EIO
  * (file), AR_ECONFIG with `msg` naming the key and the problem, e.g.
- * "models[1].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes". */
+ * "/etc/arenad/arenad.json: models[1].group: must be a string of [A-Za-z0-9_.-], at most 63 bytes";
+ * every message begins with `path` and ": " (callers print it as it is, without naming the file
+ * again). */
 int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes);
 
 /* Add `dir` to cfg->model_dirs unless present (the --model-dir option). AR_ECONFIG when the list

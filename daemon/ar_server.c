@@ -437,7 +437,7 @@ static void reload(ar_server_t *srv, const ar_reply_to_t *to) {
   } else {
     int rc = ar_config_load(srv->config_path, cfg, msg, sizeof(msg));
     if (rc != 0) {
-      ar_log("reload of %s failed, keeping the running configuration: %s", srv->config_path, msg);
+      ar_log("reload failed, keeping the running configuration: %s", msg);   /* msg names the file */
       if (to) ar_server_reply_error(srv, to, rc, msg);
       free(cfg);
       return;

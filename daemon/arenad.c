@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
   if (cfg_file) {
     int rc = ar_config_load(cfg_file, &srv->cfg, msg, sizeof(msg));
     if (rc != 0) {
-      fprintf(stderr, "arenad: %s: %s\n", cfg_file, msg);
+      fprintf(stderr, "arenad: %s\n", msg);   /* msg begins with the file's name */
       return 1;
     }
   }

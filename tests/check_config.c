@@ -148,9 +148,10 @@ START_TEST(relative_model_path_too_long_is_named) {
   snprintf(json, sizeof(json), "{\"models\": [{\"name\": \"m\", \"path\": \"%s\"}]}", rel);
   int rc = load_text(json, &cfg, msg, sizeof(msg));
   ck_assert_int_eq(rc, AR_ECONFIG);
-  char dir[PATH_MAX], want[PATH_MAX + 128];
+  char dir[PATH_MAX], want[PATH_MAX + 512];
   ck_assert_ptr_nonnull(realpath(tmpdir, dir));
-  snprintf(want, sizeof(want), "models[0].path: longer than 4095 bytes once put after the config file's directory %s",
+  snprintf(want, sizeof(want),
+           "%s: models[0].path: longer than 4095 bytes once put after the config file's directory %s", cfg_path,
            dir);
   ck_assert_str_eq(msg, want);
   ck_assert_uint_eq(cfg.n_models, 0);
@@ -316,6 +317,14 @@ START_TEST(bad_key_named_in_message) {
   ck_assert_msg(rc == AR_ECONFIG, "case %d (%s): rc %d (%s)", _i, bad[_i].json, rc, msg);
   ck_assert_msg(strstr(msg, bad[_i].want) != NULL, "case %d: message \"%s\" lacks \"%s\"", _i, msg,
                 bad[_i].want);
+  /* Every message names the file first, once (a JSON syntax error and a bad key alike: arenad
+   * prints it as it is, and a reload's reply carries it to an admin who may not know the path). */
+  char prefix[320];
+  snprintf(prefix, sizeof(prefix), "%s: ", cfg_path);
+  ck_assert_msg(strncmp(msg, prefix, strlen(prefix)) == 0, "case %d: message \"%s\" does not begin with \"%s\"", _i,
+                msg, prefix);
+  ck_assert_msg(strstr(msg + strlen(prefix), cfg_path) == NULL, "case %d: message \"%s\" names the file twice", _i,
+                msg);
   /* A rejected file leaves defaults behind, never half a config. */
   ck_assert_uint_eq(cfg.n_models, 0);
   ck_assert_uint_eq(cfg.pool_bytes, 64u << 20);
@@ -350,7 +359,9 @@ START_TEST(too_many_models) {
   ar_config_t cfg;
   char msg[AR_MSG_BYTES];
   ck_assert_int_eq(load_text(json, &cfg, msg, sizeof(msg)), AR_ECONFIG);
-  ck_assert_str_eq(msg, "models: 65 entries, at most 64");
+  char want[400];
+  snprintf(want, sizeof(want), "%s: models: 65 entries, at most 64", cfg_path);
+  ck_assert_str_eq(msg, want);
   free(json);
 }
 END_TEST

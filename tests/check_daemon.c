@@ -1095,6 +1095,45 @@ START_TEST(startup_with_a_failing_model_exits_1) {
 }
 END_TEST
 
+/* A config file that does not parse or has a bad key: arenad (start-up and --check-config) names
+ * the file once, before the line/column or the key (it printed "arenad: F: F: line 1 column 15: ..."
+ * for a syntax error, a missing file or a read error). */
+START_TEST(config_errors_name_the_file_once) {
+  char dir[] = "/tmp/check_daemon_XXXXXX", cfg[300], sock[300], err[2048], want[400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+  static const struct { const char *json, *after; } cases[] = {
+    {"{\"workers\": 2,\n", "line 2 column 0: "},
+    {"{\"workers\": 0}\n", "workers: 0 is out of range [1, 256]"},
+    {NULL, "No such file or directory"},   /* no file */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    if (cases[i].json) {
+      FILE *f = fopen(cfg, "w");
+      ck_assert_ptr_nonnull(f);
+      fputs(cases[i].json, f);
+      ck_assert_int_eq(fclose(f), 0);
+    } else {
+      unlink(cfg);
+    }
+    snprintf(want, sizeof(want), "arenad: %s: %s", cfg, cases[i].after);
+    const char *start[] = {"--foreground", "--socket", sock, "--config", cfg, NULL};
+    const char *check[] = {"--check-config", cfg, NULL};
+    const char *const *runs[] = {start, check};
+    for (int r = 0; r < 2; r++) {
+      ck_assert_int_eq(run_arenad(runs[r], err, sizeof(err)), 1);
+      const char *at = strstr(err, want);
+      ck_assert_msg(at != NULL, "case %zu run %d: \"%s\" lacks \"%s\"", i, r, err, want);
+      ck_assert_msg(strstr(at + strlen("arenad: ") + strlen(cfg), cfg) == NULL, "case %zu run %d: file named twice: %s",
+                    i, r, err);
+    }
+  }
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 /* --check-config lays the pool out as the daemon does: face then selfie in one share group grows
  * the group's region, and with compact_after_unload (default) the pool is compacted after it, so
  * the layout ends in one free block (used + largest free = the pool's bytes); with it off the old
@@ -1841,6 +1880,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tr, reload_does_not_bring_back_a_model_unloaded_during_it);
   tcase_add_test(tr, sighup_during_a_reload_runs_after_it);
   tcase_add_test(tr, non_utf8_model_paths_are_refused);
+  tcase_add_test(tr, config_errors_name_the_file_once);
   suite_add_tcase(s, tr);
   TCase *tc = tcase_create("models");
   tcase_set_timeout(tc, 1200);
