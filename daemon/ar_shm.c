@@ -43,6 +43,14 @@ int ar_shm_map(int fd, uint64_t max_bytes, ar_shm_buf_t **out, char *msg, size_t
     return ar_errf(msg, msg_bytes, AR_EINVAL, "the buffer's fd cannot carry seals (%s): create it with "
                    "memfd_create(..., MFD_ALLOW_SEALING)", strerror(errno));
   const int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+  /* F_SEAL_SEAL without the others: no seal can be added any more - what a memfd created without
+   * MFD_ALLOW_SEALING starts with, so "add them" would be advice the client cannot follow. */
+  if ((seals & need) != need && (seals & F_SEAL_SEAL))
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "the buffer is not sealed: seals 0x%x lack%s%s, and its F_SEAL_SEAL "
+                   "forbids adding them (a memfd created without MFD_ALLOW_SEALING starts so): create it with "
+                   "memfd_create(..., MFD_ALLOW_SEALING), then F_ADD_SEALS F_SEAL_SHRINK | F_SEAL_GROW | "
+                   "F_SEAL_SEAL after ftruncate", (unsigned)seals, seals & F_SEAL_SHRINK ? "" : " F_SEAL_SHRINK",
+                   seals & F_SEAL_GROW ? "" : " F_SEAL_GROW");
   if ((seals & need) != need)
     return ar_errf(msg, msg_bytes, AR_EINVAL, "the buffer is not sealed: seals 0x%x lack%s%s%s (F_ADD_SEALS "
                    "F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL after ftruncate)", (unsigned)seals,

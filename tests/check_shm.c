@@ -264,7 +264,18 @@ START_TEST(bad_buffers_are_refused_and_the_daemon_serves) {
   /* Sealed against growing only: shrinking stays possible, refused. */
   fd = make_memfd(1 << 20, F_SEAL_GROW | F_SEAL_SEAL);
   refused(ar_client_buffer_register_fd(c, fd, &id, NULL, NULL, msg, sizeof(msg)), AR_EINVAL, msg, "F_SEAL_SHRINK");
-  ck_assert_ptr_nonnull(strstr(msg, "lack F_SEAL_SHRINK ("));   /* only that one is missing */
+  /* only that one is missing; F_SEAL_SEAL was set with it, so it can no longer be added */
+  ck_assert_ptr_nonnull(strstr(msg, "lack F_SEAL_SHRINK, and its F_SEAL_SEAL forbids adding them"));
+  close(fd);
+  /* Created without MFD_ALLOW_SEALING: its seals are F_SEAL_SEAL alone and can never be added to,
+   * so the message says how to create it (it advised F_ADD_SEALS, which fails with EPERM there). */
+  fd = memfd_create("check_shm", MFD_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+  ck_assert_int_eq(fcntl(fd, F_GET_SEALS), F_SEAL_SEAL);
+  refused(ar_client_buffer_register_fd(c, fd, &id, NULL, NULL, msg, sizeof(msg)), AR_EINVAL, msg,
+          "seals 0x1 lack F_SEAL_SHRINK F_SEAL_GROW, and its F_SEAL_SEAL forbids adding them");
+  ck_assert_ptr_nonnull(strstr(msg, "memfd_create(..., MFD_ALLOW_SEALING)"));
   close(fd);
   /* Not a memfd: a regular file, a pipe. */
   char path[] = "/tmp/check_shm_file_XXXXXX";
