@@ -118,6 +118,21 @@ static Arenad__Response *rpc(int fd, Arenad__Request *req) {
   return r;
 }
 
+/* A Reload request (id) on a connection of its own; asserts that it succeeded (what: the test's
+ * situation, for the message) and closes the connection. */
+static void reload_ok(uint64_t id, const char *what) {
+  Arenad__Request rq = ARENAD__REQUEST__INIT;
+  Arenad__ReloadRequest rl = ARENAD__RELOAD_REQUEST__INIT;
+  rq.id = id;
+  rq.body_case = ARENAD__REQUEST__BODY_RELOAD;
+  rq.reload = &rl;
+  int fd = conn();
+  Arenad__Response *r = rpc(fd, &rq);
+  ck_assert_msg(r->status->code == 0, "reload %s: %s", what, r->status->message);
+  arenad__response__free_unpacked(r, NULL);
+  close(fd);
+}
+
 static void load(int fd, const char *name, const char *stem) {
   char path[1024];
   ar_test_model_path(path, sizeof(path), stem);
@@ -881,16 +896,7 @@ START_TEST(admin_peers_exempt_from_per_uid_cap) {
     ck_assert_msg(r->status->code == 0, "root connection %d: %s", i, r->status->message);
     arenad__response__free_unpacked(r, NULL);
   }
-  Arenad__Request rq = ARENAD__REQUEST__INIT;
-  Arenad__ReloadRequest rl = ARENAD__RELOAD_REQUEST__INIT;
-  rq.id = 77;
-  rq.body_case = ARENAD__REQUEST__BODY_RELOAD;
-  rq.reload = &rl;
-  int fd = conn();
-  Arenad__Response *r = rpc(fd, &rq);
-  ck_assert_msg(r->status->code == 0, "reload with %d idle root connections: %s", N, r->status->message);
-  arenad__response__free_unpacked(r, NULL);
-  close(fd);
+  reload_ok(77, "with idle root connections");
   /* nobody (not an admin) is still held to 8 of its 12. */
   int go[2], rep[2];
   ck_assert_int_eq(pipe(go), 0);
@@ -1225,16 +1231,7 @@ START_TEST(pending_frame_budget_released_by_timeout_and_truncation) {
   ck_assert_ptr_nonnull(f);
   fputs("{\"models\": [], \"request_timeout_ms\": 1000}", f);
   ck_assert_int_eq(fclose(f), 0);
-  Arenad__Request rq = ARENAD__REQUEST__INIT;
-  Arenad__ReloadRequest rl = ARENAD__RELOAD_REQUEST__INIT;
-  rq.id = 78;
-  rq.body_case = ARENAD__REQUEST__BODY_RELOAD;
-  rq.reload = &rl;
-  int fd = conn();
-  r = rpc(fd, &rq);
-  ck_assert_msg(r->status->code == 0, "reload: %s", r->status->message);
-  arenad__response__free_unpacked(r, NULL);
-  close(fd);
+  reload_ok(78, "with a slow frame held");
   r = ar_td_read_response(slow);
   ck_assert_ptr_nonnull(r);
   ck_assert_int_eq(r->status->code, ARENAD__CODE__ETIMEDOUT);
