@@ -197,7 +197,7 @@ struct ar_job {
   ar_shm_buf_t **shm;
   uint32_t n_shm;
   uint64_t t_accept_us, t_start_us, t_end_us, heap_allocs;
-  /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_models.c) */
+  /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_invoke.c) */
   bool resize_only;              /* a ResizeInput request: re-plan, no run */
   bool regrow;                   /* re-queued after the group region grew: move members first */
   bool replanned;                /* the worker re-planned the model (new_* hold its figures) */
@@ -311,7 +311,7 @@ struct ar_server {
   uint64_t unwritten_reply_bytes, reserved_reply_bytes;
   ar_conn_t *held_conns;
   int exit_code;
-  /* Pool compaction (ar_models.c; drawn above). `compacting` from the start until every MOVE job
+  /* Pool compaction (ar_compact.c; drawn above). `compacting` from the start until every MOVE job
    * ended; `compact_committed` once the layout is applied. Compact requests arriving before that
    * join this compaction's waiters, later ones the next compaction's (compact_again). */
   bool compacting, compact_committed, compact_again;
@@ -327,7 +327,7 @@ struct ar_server {
   uv_idle_t busy_poll;
   bool busy_poll_init;
   uint64_t last_activity_us;
-  /* Invokes run on the loop thread (ar_models.c, inline_invoke_us): queued by group_kick, run by
+  /* Invokes run on the loop thread (ar_invoke.c, inline_invoke_us): queued by group_kick, run by
    * the inline handle at the loop's next idle phase (never from inside group_kick, so no caller
    * sees a job finish under it). jobs_on_workers counts group jobs handed to the threadpool. */
   uv_idle_t inline_run;
@@ -343,7 +343,8 @@ uint64_t ar_now_us(void);
  * without sleeping until busy_poll_us have passed with no further activity (ar_server.c). */
 void ar_server_activity(ar_server_t *srv);
 
-/* ---- ar_models.c: registry, pool placement, jobs, stats ---- */
+/* ---- ar_models.c (registry, loads), ar_model_file.c, ar_invoke.c (group jobs), ar_compact.c,
+ * ar_stats.c, ar_reload.c; their shared internals: ar_models_int.h ---- */
 /* Cache lock, load thread and its async handle (the loop must be set). 0 or AR_EINTERNAL. */
 int ar_models_init(ar_server_t *srv);
 /* Close the load thread's async handle (drain finished: no load is queued). */

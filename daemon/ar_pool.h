@@ -22,7 +22,7 @@
  *   before  | A | free | B | free | C | free |        after  | A | B | C | free            |
  *
  * The pool only rewrites its list; moving what lives in a region is the owner's job (the daemon
- * re-places the models whose regions moved, ar_models.c).
+ * re-places the models whose regions moved, ar_compact.c).
  *
  * Not thread-safe: the daemon touches the region list from its event loop thread only.
  * A pool may be made without a mapping (map = false) to lay out a configuration without serving

@@ -3,7 +3,8 @@
 # arenad_SOURCES extendable with +=.
 sbin_PROGRAMS += arenad
 arenad_SOURCES = daemon/arenad.c \
-  daemon/ar_daemon.h daemon/ar_server.c daemon/ar_server.h daemon/ar_models.c \
+  daemon/ar_daemon.h daemon/ar_server.c daemon/ar_server.h daemon/ar_models.c daemon/ar_models_int.h \
+  daemon/ar_model_file.c daemon/ar_invoke.c daemon/ar_compact.c daemon/ar_stats.c daemon/ar_reload.c \
   daemon/ar_conn.c daemon/ar_conn.h daemon/ar_decode.c daemon/ar_decode.h \
   daemon/ar_shm.c daemon/ar_shm.h daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
   daemon/ar_alloc_count.c daemon/ar_alloc_count.h \

@@ -1,4 +1,4 @@
-/* check_compact.c - pool compaction in a real arenad over its socket (daemon/ar_models.c, the
+/* check_compact.c - pool compaction in a real arenad over its socket (daemon/ar_compact.c, the
  * protocol's `compact` request, libarenaclient's ar_client_compact).
  *
  *   - six models loaded one after the other, every other one unloaded: a seventh model larger

@@ -638,7 +638,7 @@ static uint64_t p99(uint64_t *v, size_t n) {
 
 /* Which of the files `paths` (resolved, as /proc shows them) process `pid` holds open now: bit i
  * for paths[i]. A load holds its model file open from its start until the file has been read,
- * verified and hashed (daemon/ar_models.c prepare_model), and opens it once: a bit set before and
+ * verified and hashed (daemon/ar_model_file.c prepare_model), and opens it once: a bit set before and
  * after an invoke means that load was in progress for the whole invoke. */
 typedef struct files_open {
   const char *const *paths;
