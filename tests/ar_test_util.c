@@ -29,7 +29,11 @@ const int ar_test_n_qmodels = (int)(sizeof(ar_test_qmodels) / sizeof(ar_test_qmo
 
 const char *ar_test_models_q_dir(void) {
   const char *d = getenv("AR_MODELS_Q_DIR");
-  return d && *d ? d : AR_SRCDIR "/../shared/models_q";
+  if (d && *d) return d;
+  /* ../shared/models_q where it exists, else models/quant/ (`./dev models --quant`, data/models_q.tsv). */
+  if (access(AR_SRCDIR "/../shared/models_q", R_OK | X_OK) != 0 && access(AR_SRCDIR "/models/quant", R_OK | X_OK) == 0)
+    return AR_SRCDIR "/models/quant";
+  return AR_SRCDIR "/../shared/models_q";
 }
 
 const char *ar_test_golden_q_dir(void) {

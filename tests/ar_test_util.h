@@ -15,7 +15,7 @@ extern const int ar_test_n_models;
  * <stem>.tflite, goldens in <golden_q>/<stem>/), smallest first. */
 extern const char *const ar_test_qmodels[];
 extern const int ar_test_n_qmodels;
-/* $AR_MODELS_Q_DIR, else <srcdir>/../shared/models_q; $AR_GOLDEN_Q_DIR, else <srcdir>/../shared/golden_q. */
+/* $AR_MODELS_Q_DIR, else <srcdir>/../shared/models_q (else <srcdir>/models/quant when only that exists); $AR_GOLDEN_Q_DIR, else <srcdir>/../shared/golden_q. */
 const char *ar_test_models_q_dir(void);
 const char *ar_test_golden_q_dir(void);
 /* Whether both exist (a fresh clone has no ../shared: the quantized tests print a skip). */

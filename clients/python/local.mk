@@ -5,10 +5,13 @@
 # package (PYTHONPATH=<srcdir>/clients/python:<builddir>/clients/python). `make install` puts
 # both in $(pythondir)/arenad (configure: --with-python, PYTHON=, pythondir=).
 EXTRA_DIST += clients/python/arenad/__init__.py clients/python/arenad/client.py \
+  clients/python/arenad/image.py clients/python/arenad/detection.py \
+  clients/python/pyproject.toml clients/python/setup.py clients/python/README.md \
   examples/detect_and_classify.py
 if WITH_PYTHON
 arenadpydir = $(pythondir)/arenad
-arenadpy_PYTHON = clients/python/arenad/__init__.py clients/python/arenad/client.py
+arenadpy_PYTHON = clients/python/arenad/__init__.py clients/python/arenad/client.py \
+  clients/python/arenad/image.py clients/python/arenad/detection.py
 nodist_arenadpy_PYTHON = clients/python/arenad/arenad_pb2.py
 BUILT_SOURCES += clients/python/arenad/arenad_pb2.py
 CLEANFILES += clients/python/arenad/arenad_pb2.py
@@ -25,7 +28,8 @@ endif
 # The client's and the Prometheus exposition's tests against a real daemon (pytest when
 # python3-pytest is installed, else unittest; a skip without --with-python).
 EXTRA_DIST += tests/python/run-tests tests/python/ardaemon.py tests/python/promparse.py \
-  tests/python/test_client.py tests/python/test_prometheus.py
+  tests/python/test_client.py tests/python/test_prometheus.py \
+  tests/python/test_image.py
 TESTS += tests/python/run-tests
 AM_TESTS_ENVIRONMENT += AR_PYTHON='$(PYTHON)'; export AR_PYTHON;
 # The integer-I/O test model (uint8/int8 with quantization, int32, int64, bool) and the resize model

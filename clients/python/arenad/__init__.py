@@ -8,6 +8,10 @@
         out = c.invoke("face", {"input": np.zeros((1, 128, 128, 3), np.float32)})
         scores = out["classificators"]      # numpy arrays, by output name or index
 
+Pre- and post-processing as arenactl does it: arenad.image (photographs to input tensors, the
+same bytes as `arenactl invoke --image`), arenad.detection (SSD anchors and box decoding,
+non-maximum suppression, TFLite_Detection_PostProcess outputs).
+
 The wire protocol is docs/protocol.md: length-prefixed protobuf frames on a Unix socket. The
 message classes (arenad_pb2) are generated from proto/arenad.proto by protoc at build time.
 """

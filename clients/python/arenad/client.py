@@ -25,7 +25,19 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import arenad_pb2 as pb
+try:
+    from . import arenad_pb2 as pb
+except ImportError as _e:
+    # Without this, Python reports the missing generated module as "cannot import name 'arenad_pb2'
+    # from partially initialized module 'arenad' (most likely due to a circular import)".
+    if getattr(_e, "name", None) not in (None, "arenad.arenad_pb2", "arenad_pb2") and "arenad_pb2" not in str(_e):
+        raise
+    raise ImportError(
+        "arenad: the generated protocol module arenad/arenad_pb2.py is missing (it is made from "
+        "proto/arenad.proto by protoc, not kept in the source tree). Install the package - "
+        "`pip install clients/python` generates it (needs protoc: apt-get install protobuf-compiler) -, "
+        "or build the project (`./dev build`) and run with "
+        "PYTHONPATH=clients/python:build/clients/python", name="arenad.arenad_pb2") from None
 
 DEFAULT_SOCKET = "/run/arenad/arenad.sock"
 # The largest reply frame accepted (the C client's limit too); the daemon's own limit on the
