@@ -1,29 +1,34 @@
 #!/usr/bin/python3
-"""detect_and_classify.py - a detector and a second model on one photograph, through arenad's
-Python client: the first model finds objects, the second one answers a question about them.
+"""detect_and_classify.py - a detector and a second model on one photograph through a running
+arenad: the detector finds objects, the second model answers a question about each of them.
 
-  --pair people (default): face_detection_short_range finds faces (BlazeFace SSD: 896 anchors,
-      scores >= 0.5, non-maximum suppression); selfie_segmentation then labels each face "person"
-      when its person mask covers most of the face box (a foreground person, not a picture or a
-      reflection in the background).
-  --pair hands: palm_detection_lite finds palms (2016 anchors); hand_landmark_lite, run on the hand
-      region of the best palm (MediaPipe's palm -> hand crop without rotation), answers hand
-      presence and handedness.
-  --pair quant (with --models pointing at the quantized models, e.g. ../shared/models_q): the uint8
-      SSD MobileNet v1 (its TFLite_Detection_PostProcess gives boxes, classes, scores, count) finds
-      objects; the uint8 MobileNet v2 classifier names the best one, cropped from the photo. Both
-      take the photo's pixels as their uint8 codes (their input quantization maps 0..255 onto their
-      real range), and the classifier's uint8 probabilities are dequantized with the output's
-      scale and zero point as the daemon reports them.
+  detect_and_classify.py [--socket PATH] [--detector NAME] [--classifier NAME]
+                         [--load [--models DIR]] [--labels FILE] [--detector-labels FILE] [IMAGE]
 
-Decoding follows clients/ssd.h (MediaPipe's SsdAnchorsCalculator and
-TensorsToDetectionsCalculator options for these models), image input clients/image.h (letterbox
-or stretch, Pillow-style triangle-filter resize, values in [0,1] or [-1,1]).
+NAME is a model name in the daemon. Models already loaded are used as they are - a client that is
+not an admin of the daemon needs nothing else. Only with --load does the script load a model the
+daemon does not have (from --models DIR, default $AR_MODELS_DIR, else ./models; the daemon must
+allow it: an admin peer, and DIR inside its model_dirs), and it unloads what it loaded at the end.
 
-Usage: detect_and_classify.py [--socket PATH] [--models DIR] [--pair people|hands] [IMAGE]
-The models are loaded (as one share group) unless the daemon already has them under the same
-names; models this script loaded are unloaded at the end. IMAGE defaults to the astronaut
-photograph shipped by Debian's python3-imageio.
+What the models are is read from their inputs and outputs (Client.models()):
+  detectors    MediaPipe SSDs with raw outputs (face_detection_short_range: 896 anchors, input
+               values in [-1,1]; palm_detection_lite/full: 2016 anchors, [0,1]), letterboxed,
+               decoded and suppressed by arenad.detection; or a model ending in
+               TFLite_Detection_PostProcess (SSD MobileNet v1 COCO, uint8: the pixels are the
+               codes), stretched, its four outputs unpacked.
+  second model a segmentation mask [1,H,W,1] (selfie_segmentation: "person" when the mask covers
+               most of a face box); hand_landmark (presence and handedness on the hand region of
+               the best palm); or a classifier [1,K] (MobileNet: top classes of each detection's
+               crop, stretched).
+Image input is arenad.image (the same tensors as `arenactl invoke --image`).
+
+Defaults: --detector face --classifier selfie, the names `./dev demo` and the example config
+give face_detection_short_range and selfie_segmentation (models a fresh clone has after ./dev);
+IMAGE defaults to the astronaut photograph of Debian's python3-imageio. With --load the known
+names take these files from DIR: face, selfie, palm, hand (palm_detection_lite,
+hand_landmark_lite), ssd_q and mnv2_q (`./dev models --quant`: DIR models/quant); another NAME
+loads DIR/NAME.tflite. Label files: --detector-labels / --labels, else the known ones beside the
+model file (ssd_mobilenet_v1_coco_labelmap.txt, coral_imagenet_labels.txt).
 """
 import argparse
 import os
@@ -32,170 +37,163 @@ import sys
 import numpy as np
 
 import arenad
+from arenad import detection, image
 
 ASTRONAUT = "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
-PAIRS = {
-    "people": [("ex_face", "face_detection_short_range"), ("ex_selfie", "selfie_segmentation")],
-    "hands": [("ex_palm", "palm_detection_lite"), ("ex_hand", "hand_landmark_lite")],
-    "quant": [("ex_ssd_q", "ssd_mobilenet_v1_coco_quant_postprocess"), ("ex_mnv2_q", "coral_mobilenet_v2_1.0_224_quant")],
+KNOWN_FILES = {
+    "face": "face_detection_short_range", "selfie": "selfie_segmentation",
+    "palm": "palm_detection_lite", "hand": "hand_landmark_lite",
+    "ssd_q": "ssd_mobilenet_v1_coco_quant_postprocess", "mnv2_q": "coral_mobilenet_v2_1.0_224_quant",
 }
-QUANT_LABELS = ("ssd_mobilenet_v1_coco_labelmap.txt", "coral_imagenet_labels.txt")
+KNOWN_LABELS = ("ssd_mobilenet_v1_coco_labelmap.txt", "coral_imagenet_labels.txt")
 FACE_KEYPOINTS = ["right eye", "left eye", "nose tip", "mouth", "right ear", "left ear"]
 
 
-# ---- image input -------------------------------------------------------------------------------
-def _weights(n_in: int, n_out: int) -> np.ndarray:
-    """[n_out, n_in] triangle-filter weights whose support widens with the shrink factor."""
-    scale = n_in / n_out
-    fs = max(scale, 1.0)
-    w = np.zeros((n_out, n_in))
-    for i in range(n_out):
-        c = (i + 0.5) * scale
-        lo, hi = max(int(c - fs + 0.5), 0), min(int(c + fs + 0.5), n_in)
-        x = np.arange(lo, hi)
-        k = np.maximum(0.0, 1.0 - np.abs((x + 0.5 - c) / fs))
-        w[i, lo:hi] = k / k.sum() if k.sum() > 0 else 0
-    return w
+class UsageError(Exception):
+    pass
 
 
-def resize(img: np.ndarray, w: int, h: int) -> np.ndarray:
-    """uint8 [H, W, 3] -> uint8 [h, w, 3]."""
-    wy, wx = _weights(img.shape[0], h), _weights(img.shape[1], w)
-    rows = np.tensordot(wy, img.astype(np.float64), axes=(1, 0))       # [h, W, 3]
-    out = np.tensordot(rows, wx, axes=(1, 1)).transpose(0, 2, 1)          # [h, w, 3]
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+def _shapes(ts):
+    return [tuple(int(d) for d in t.shape) for t in ts]
 
 
-class Letterbox:
-    """An image scaled into a side x side square keeping its aspect ratio, centred, black border."""
-
-    def __init__(self, img_w: int, img_h: int, side: int):
-        self.side = side
-        self.scale = min(side / img_w, side / img_h)
-        self.pw, self.ph = round(img_w * self.scale), round(img_h * self.scale)
-        self.left, self.top = (side - self.pw) // 2, (side - self.ph) // 2
-
-    def tensor(self, img: np.ndarray, lo: float, hi: float) -> np.ndarray:
-        canvas = np.zeros((self.side, self.side, 3), np.uint8)
-        canvas[self.top:self.top + self.ph, self.left:self.left + self.pw] = resize(img, self.pw, self.ph)
-        return to_tensor(canvas, lo, hi)
-
-    def to_image(self, xn: float, yn: float):
-        """Normalized model coordinates -> photo pixels."""
-        return (xn * self.side - self.left) / self.scale, (yn * self.side - self.top) / self.scale
+def detector_kind(m) -> str:
+    outs = _shapes(m.outputs)
+    if len(outs) == 4 and len(outs[0]) == 3 and outs[0][2] == 4 and len(outs[3]) == 1:
+        return "postprocess"
+    if len(m.inputs) == 1 and len(outs) == 2 and len(outs[0]) == 3 and len(outs[1]) == 3:
+        (n0, c0), (n1, c1) = outs[0][1:], outs[1][1:]
+        if n0 == n1 and c1 == 1 and c0 >= 4:
+            return "ssd"
+    raise UsageError(f"model '{m.name}' ({os.path.basename(m.path)}) is not a detector this example reads: outputs "
+                     f"{outs} (wants MediaPipe SSD regressors [1,n,coords] + scores [1,n,1], or "
+                     f"TFLite_Detection_PostProcess's four outputs)")
 
 
-def to_tensor(pixels: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """uint8 [H, W, 3] -> float32 [1, H, W, 3] with 0 -> lo and 255 -> hi."""
-    return (pixels.astype(np.float32) * np.float32((hi - lo) / 255) + np.float32(lo))[None]
+def second_kind(m) -> str:
+    outs = _shapes(m.outputs)
+    if len(outs) >= 3 and any(s == (1, 63) for s in outs) and sum(s == (1, 1) for s in outs) >= 2:
+        return "hand"
+    if len(outs) == 1 and len(outs[0]) == 4 and outs[0][3] == 1:
+        return "mask"
+    if len(outs) == 1 and len(outs[0]) == 2 and outs[0][1] >= 2:
+        return "classifier"
+    raise UsageError(f"model '{m.name}' ({os.path.basename(m.path)}) is not a second model this example reads: outputs "
+                     f"{outs} (wants a mask [1,H,W,1], hand_landmark's outputs, or a classifier [1,K])")
 
 
-# ---- SSD decoding (clients/ssd.h) ---------------------------------------------------------------
-def anchors(side: int) -> np.ndarray:
-    """[n, 2] anchor centres of MediaPipe's 4-layer {8,16,16,16} layout (896 for 128, 2016 for 192)."""
-    out = []
-    for stride, per_cell in ((8, 2), (16, 6)):
-        fm = (side + stride - 1) // stride
-        y, x = np.mgrid[0:fm, 0:fm]
-        c = np.stack([(x + 0.5) / fm, (y + 0.5) / fm], axis=-1).reshape(-1, 1, 2)
-        out.append(np.repeat(c, per_cell, axis=1).reshape(-1, 2))
-    return np.concatenate(out)
+def labels_for(m, given):
+    if given:
+        return detection.read_labels(given)
+    d = os.path.dirname(m.path)
+    for f in KNOWN_LABELS:
+        p = os.path.join(d, f)
+        if os.path.isfile(p) and (("labelmap" in f) == (len(m.outputs) == 4)):
+            return detection.read_labels(p)
+    return None
 
 
-def detections(boxes: np.ndarray, scores: np.ndarray, side: int, threshold: float = 0.5, iou: float = 0.3):
-    """Boxes [1, n, coords], raw scores [1, n, 1] -> list of dicts (score, box and keypoints
-    normalized to the input), best first, overlapping boxes suppressed; also the best score."""
-    a = anchors(side)
-    r = boxes.reshape(len(a), -1).astype(np.float64)
-    s = 1.0 / (1.0 + np.exp(-np.clip(scores.reshape(-1).astype(np.float64), -100, 100)))
-    cx, cy = r[:, 0] / side + a[:, 0], r[:, 1] / side + a[:, 1]
-    w, h = r[:, 2] / side, r[:, 3] / side
-    kp = r[:, 4:].reshape(len(a), -1, 2) / side + a[:, None, :]
-    kept = []
-    for i in np.argsort(-s):
-        if s[i] < threshold:
-            break
-        box = (cx[i] - w[i] / 2, cy[i] - h[i] / 2, cx[i] + w[i] / 2, cy[i] + h[i] / 2)
-        if all(_iou(box, k["box"]) <= iou for k in kept):
-            kept.append({"index": int(i), "score": float(s[i]), "box": box, "keypoints": kp[i]})
-    best = int(np.argmax(s))
-    return kept, {"index": best, "score": float(s[best]),
-                  "box": (cx[best] - w[best] / 2, cy[best] - h[best] / 2, cx[best] + w[best] / 2, cy[best] + h[best] / 2),
-                  "keypoints": kp[best]}
-
-
-def _iou(a, b) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-# ---- the two pairs ------------------------------------------------------------------------------
-def people(c: arenad.Client, names, img: np.ndarray) -> None:
-    face, selfie = names
+# ---- detectors -> list of (Detection, photo Rect) ------------------------------------------------
+def detect(c, m, img, kind, labels, min_score):
     H, W = img.shape[:2]
-    lb = Letterbox(W, H, 128)
-    out = c.invoke(face, {"input": lb.tensor(img, -1.0, 1.0)})
-    found, best = detections(out["regressors"], out["classificators"], 128)
-    print(f"face_detection_short_range: {len(found)} face(s) with score >= 0.5 "
-          f"(best anchor {best['index']} of 896, score {best['score']:.3f}; invoke {out.invoke_us} us)")
-    boxes = []
-    for n, d in enumerate(found, 1):
-        x0, y0 = lb.to_image(d["box"][0], d["box"][1])
-        x1, y1 = lb.to_image(d["box"][2], d["box"][3])
-        boxes.append((x0, y0, x1, y1))
-        kps = ", ".join(f"{name} ({x:.0f},{y:.0f})" for name, (x, y) in
-                        zip(FACE_KEYPOINTS, (lb.to_image(*k) for k in d["keypoints"])))
-        print(f"  detection {n}: face score {d['score']:.3f}, box x {x0:.0f}..{x1:.0f}, y {y0:.0f}..{y1:.0f} px "
-              f"({x1 - x0:.0f} x {y1 - y0:.0f}) in the {W}x{H} photo")
-        print(f"    keypoints: {kps}")
-    mask_out = c.invoke(selfie, to_tensor(resize(img, 256, 256), 0.0, 1.0))   # stretch to 256x256
-    mask = mask_out[0].reshape(256, 256)
-    print(f"selfie_segmentation: person mask covers {100 * np.mean(mask > 0.5):.1f}% of the photo")
-    for n, (x0, y0, x1, y1) in enumerate(boxes, 1):
-        mx0, mx1 = int(max(0, x0) * 256 / W), int(np.ceil(min(W, x1) * 256 / W))
-        my0, my1 = int(max(0, y0) * 256 / H), int(np.ceil(min(H, y1) * 256 / H))
-        inside = mask[my0:max(my1, my0 + 1), mx0:max(mx1, mx0 + 1)]
-        cover = float(np.mean(inside > 0.5))
+    x = m.inputs[0]
+    if kind == "postprocess":
+        t, geom = image.image_input(img, x, fit="stretch")
+        out = c.invoke(m.name, t)
+        found = detection.unpack_postprocess(out, min_score, labels)
+        n = int(out.real(3).reshape(-1)[0])
+        print(f"{m.name}: {n} detections, {len(found)} with score >= {min_score} (input {x.dtype} "
+              f"{list(x.shape)}: the pixels are the codes; invoke {out.invoke_us} us)")
+        res = []
+        for k, d in enumerate(found, 1):
+            r = geom.box_to_photo(*d.box)
+            print(f"  detection {k}: {d.label or 'class %d' % d.class_id} score {d.score:.3f}, "
+                  f"box x {r.left}..{r.right}, y {r.top}..{r.bottom} px")
+            res.append((d, r))
+        return res, None
+    side_h, side_w = int(x.shape[1]), int(x.shape[2])
+    n = int(m.outputs[0].shape[1])
+    value_range = (-1.0, 1.0) if n == 896 else (0.0, 1.0)   # BlazeFace [-1,1]; BlazePalm [0,1]
+    t, geom = image.image_input(img, x, fit="letterbox", value_range=value_range)
+    out = c.invoke(m.name, t)
+    found = detection.detect_ssd(out[0], out[1], side_w, side_h, min_score, 0.3)
+    best = detection.best_ssd(out[0], out[1], side_w, side_h)
+    what = "face" if n == 896 else "palm" if n == 2016 else "object"
+    print(f"{m.name}: {len(found)} {what}(s) with score >= {min_score} (best anchor {best.index} of {n}, "
+          f"score {best.score:.3f}; invoke {out.invoke_us} us)")
+    res = []
+    for k, d in enumerate(found, 1):
+        r = geom.box_to_photo(*d.box)
+        print(f"  detection {k}: {what} score {d.score:.3f}, box x {r.left}..{r.right}, y {r.top}..{r.bottom} px "
+              f"({r.width} x {r.height}) in the {W}x{H} photo")
+        if what == "face" and len(d.keypoints) == 6:
+            kps = ", ".join(f"{name} ({px:.0f},{py:.0f})" for name, (px, py) in
+                            zip(FACE_KEYPOINTS, (geom.to_photo(*k) for k in d.keypoints)))
+            print(f"    keypoints: {kps}")
+        res.append((d, r))
+    return res, (best, geom)
+
+
+# ---- second models -------------------------------------------------------------------------------
+def mask_labels(c, m, img, found):
+    H, W = img.shape[:2]
+    t, _ = image.image_input(img, m.inputs[0], fit="stretch", value_range=(0.0, 1.0))
+    out = c.invoke(m.name, t)
+    mh, mw = int(m.outputs[0].shape[1]), int(m.outputs[0].shape[2])
+    mask = out.real(0).reshape(mh, mw) if out.tensors[0].quantization else np.asarray(out[0]).reshape(mh, mw)
+    print(f"{m.name}: person mask covers {100 * np.mean(mask > 0.5):.1f}% of the photo")
+    for k, (_, r) in enumerate(found, 1):
+        mx0, mx1 = r.left * mw // W, max(-(-r.right * mw // W), r.left * mw // W + 1)
+        my0, my1 = r.top * mh // H, max(-(-r.bottom * mh // H), r.top * mh // H + 1)
+        cover = float(np.mean(mask[my0:my1, mx0:mx1] > 0.5))
         label = "person" if cover >= 0.5 else "not a person in the foreground"
-        print(f"  detection {n}: label: {label} (person mask covers {100 * cover:.0f}% of the face box)")
-    if not boxes:
-        print("  label: no face to classify")
+        print(f"  detection {k}: label: {label} (person mask covers {100 * cover:.0f}% of the box)")
+    if not found:
+        print("  label: nothing detected to label")
 
 
-def hands(c: arenad.Client, names, img: np.ndarray) -> None:
-    palm, hand = names
+def classify(c, m, img, found, labels, top=3):
+    for k, (_, r) in enumerate(found, 1):
+        t, _ = image.image_input(img, m.inputs[0], fit="stretch", crop=r)
+        out = c.invoke(m.name, t)
+        probs = out.real(0).reshape(-1) if out.tensors[0].quantization else np.asarray(out[0], np.float32).reshape(-1)
+        order = np.argsort(-probs, kind="stable")[:top]
+        name = lambda i: labels[i] if labels is not None and i < len(labels) else f"class {i}"
+        print(f"{m.name} on detection {k}'s box x {r.left}..{r.right}, y {r.top}..{r.bottom} px:")
+        for i in order:
+            print(f"  class {i} {name(i)}: {probs[i]:.3f}")
+        print(f"  detection {k}: label: {name(int(order[0]))}")
+    if not found:
+        print(f"{m.name}: nothing detected to classify")
+
+
+def hand_region(img, d, geom):
+    """MediaPipe's palm -> hand region without the rotation: half a box towards the middle finger
+    (keypoint 0 wrist -> keypoint 2), a square 2.6 times the box, clamped to the photo."""
     H, W = img.shape[:2]
-    lb = Letterbox(W, H, 192)
-    out = c.invoke(palm, lb.tensor(img, 0.0, 1.0))
-    found, best = detections(out[0], out[1], 192)
-    print(f"palm_detection_lite: {len(found)} palm(s) with score >= 0.5 "
-          f"(best anchor {best['index']} of 2016, score {best['score']:.3f})")
-    d = found[0] if found else best
-    for n, f in enumerate(found, 1):
-        x0, y0 = lb.to_image(f["box"][0], f["box"][1])
-        x1, y1 = lb.to_image(f["box"][2], f["box"][3])
-        print(f"  detection {n}: palm score {f['score']:.3f}, box x {x0:.0f}..{x1:.0f}, y {y0:.0f}..{y1:.0f} px")
-    # MediaPipe's palm -> hand region, without the rotation: half a box towards the middle finger
-    # (keypoint 0 wrist -> keypoint 2), a square 2.6 times the box, clamped to the photo.
-    cx, cy = lb.to_image((d["box"][0] + d["box"][2]) / 2, (d["box"][1] + d["box"][3]) / 2)
-    size = max(d["box"][2] - d["box"][0], d["box"][3] - d["box"][1]) * 192 / lb.scale
-    (wx, wy), (mx, my) = lb.to_image(*d["keypoints"][0]), lb.to_image(*d["keypoints"][2])
-    length = np.hypot(mx - wx, my - wy)
+    x0, y0 = geom.to_photo(d.box[0], d.box[1])
+    x1, y1 = geom.to_photo(d.box[2], d.box[3])
+    cx, cy, size = (x0 + x1) / 2, (y0 + y1) / 2, max(x1 - x0, y1 - y0)
+    (wx, wy), (mx, my) = geom.to_photo(*d.keypoints[0]), geom.to_photo(*d.keypoints[2])
+    length = float(np.hypot(mx - wx, my - wy))
     if length > 1e-6:
         cx, cy = cx + 0.5 * size * (mx - wx) / length, cy + 0.5 * size * (my - wy) / length
     side = 2.6 * size
     left, top = int(round(max(0, cx - side / 2))), int(round(max(0, cy - side / 2)))
     right, bottom = int(round(min(W, cx + side / 2))), int(round(min(H, cy + side / 2)))
-    crop = img[top:max(bottom, top + 1), left:max(right, left + 1)]
-    hb = Letterbox(crop.shape[1], crop.shape[0], 224)
-    r = c.invoke(hand, hb.tensor(crop, 0.0, 1.0))
-    presence, handed = float(r[1].reshape(-1)[0]), float(r[2].reshape(-1)[0])
+    return image.Rect(left, top, max(right, left + 1), max(bottom, top + 1))
+
+
+def hand(c, m, img, found, best):
+    d, geom = (found[0][0], best[1]) if found else best
+    r = hand_region(img, d, geom)
+    t, _ = image.image_input(img, m.inputs[0], fit="letterbox", value_range=(0.0, 1.0), crop=r)
+    out = c.invoke(m.name, t)
+    shapes = _shapes(m.outputs)
+    ones = [j for j, s in enumerate(shapes) if s == (1, 1)]
+    presence, handed = float(np.asarray(out[ones[0]]).reshape(-1)[0]), float(np.asarray(out[ones[1]]).reshape(-1)[0])
     which = "the best palm" if found else "the best (sub-threshold) candidate"
-    print(f"hand_landmark_lite on {which}'s hand region x {left}..{right}, y {top}..{bottom} px: "
-          f"presence {presence:.3f}")
+    print(f"{m.name} on {which}'s hand region x {r.left}..{r.right}, y {r.top}..{r.bottom} px: presence {presence:.3f}")
     if presence >= 0.5:
         # MediaPipe labels score s "Left" for a mirrored (selfie) image: the person's right hand.
         print(f"  label: {'right' if handed >= 0.5 else 'left'} hand (handedness score {max(handed, 1 - handed):.3f})")
@@ -203,76 +201,76 @@ def hands(c: arenad.Client, names, img: np.ndarray) -> None:
         print("  label: no hand (MediaPipe needs presence 0.5)")
 
 
-def quant(c: arenad.Client, names, img: np.ndarray, models: str) -> None:
-    ssd, mnv2 = names
-    H, W = img.shape[:2]
-    labelmap, imagenet = ([line.rstrip("\r\n") for line in open(os.path.join(models, f))] for f in QUANT_LABELS)
-    info = {m.name: m for m in c.models()}
-    qin = info[ssd].inputs[0]
-    print(f"ssd_mobilenet_v1_coco_quant: input {qin.dtype} {list(qin.shape)}, scale {qin.quantization.scale[0]:.6g} "
-          f"zero point {qin.quantization.zero_point[0]} (the pixels are the codes)")
-    out = c.invoke(ssd, resize(img, 300, 300)[None])                      # stretch, uint8 [1,300,300,3]
-    boxes, classes, scores = out[0].reshape(-1, 4), out[1].reshape(-1), out[2].reshape(-1)
-    count = int(out[3].reshape(-1)[0])
-    found = [i for i in range(count) if scores[i] >= 0.5]
-    print(f"  {count} detections, {len(found)} with score >= 0.5 (invoke {out.invoke_us} us)")
-    for i in found:
-        y0, x0, y1, x1 = boxes[i]
-        label = labelmap[int(classes[i]) + 1] if int(classes[i]) + 1 < len(labelmap) else "?"
-        print(f"  detection {i + 1}: {label} score {scores[i]:.3f}, box x {max(0, x0) * W:.0f}..{min(1, x1) * W:.0f}, "
-              f"y {max(0, y0) * H:.0f}..{min(1, y1) * H:.0f} px")
-    if not found:
-        print("  label: nothing to classify")
+# ---- main ----------------------------------------------------------------------------------------
+def ensure(c, name, args, loaded, have):
+    if name in have:
         return
-    y0, x0, y1, x1 = boxes[found[0]]
-    left, top = int(max(0.0, x0) * W), int(max(0.0, y0) * H)
-    right, bottom = max(int(np.ceil(min(1.0, x1) * W)), left + 1), max(int(np.ceil(min(1.0, y1) * H)), top + 1)
-    r = c.invoke(mnv2, resize(img[top:bottom, left:right], 224, 224)[None])   # uint8 [1,224,224,3]
-    q = r.quantization(0)
-    probs = r.real(0).reshape(-1)                                          # dequantized uint8 softmax
-    best = np.argsort(-probs, kind="stable")[:3]
-    print(f"coral_mobilenet_v2_1.0_224_quant on detection 1's box x {left}..{right}, y {top}..{bottom} px "
-          f"(output {r[0].dtype}, scale {q.scale[0]:.6g}, zero point {q.zero_point[0]}):")
-    for k in best:
-        print(f"  class {k} {imagenet[k] if k < len(imagenet) else '?'}: {probs[k]:.3f} (q {int(r[0].reshape(-1)[k])})")
-    print(f"  detection 1: label: {imagenet[best[0]]}")
+    if not args.load:
+        raise UsageError(f"the daemon has no model named '{name}' (loaded: {', '.join(sorted(have)) or 'none'}); "
+                         f"load it (arenactl load {name} PATH) or pass --load to let this script load it from "
+                         f"--models (an admin of the daemon only)")
+    path = os.path.abspath(os.path.join(args.models, KNOWN_FILES.get(name, name) + ".tflite"))
+    if not os.path.isfile(path):
+        raise UsageError(f"--load: {path}: no such file (./dev models; ./dev models --quant for ssd_q, mnv2_q)")
+    c.load(name, path, group="ex_pair")
+    loaded.append(name)
+    print(f"loaded {name} from {path}")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("image", nargs="?", default=ASTRONAUT, help="PNG or JPEG photograph (default: astronaut.png)")
     ap.add_argument("--socket", help="arenad socket (default: $ARENAD_SOCKET, else /run/arenad/arenad.sock)")
+    ap.add_argument("--detector", default="face", help="the detector's model name in the daemon (default: face)")
+    ap.add_argument("--classifier", default="selfie", help="the second model's name in the daemon (default: selfie)")
+    ap.add_argument("--load", action="store_true", help="load models the daemon does not have from --models")
     ap.add_argument("--models", default=os.environ.get("AR_MODELS_DIR", "models"),
-                    help="folder of the .tflite files (default: $AR_MODELS_DIR, else ./models)")
-    ap.add_argument("--pair", choices=sorted(PAIRS), default="people")
+                    help="with --load: folder of the .tflite files (default: $AR_MODELS_DIR, else ./models)")
+    ap.add_argument("--labels", help="the classifier's label file (one label per line)")
+    ap.add_argument("--detector-labels", help="a post-processed detector's label file (line = class + 1)")
+    ap.add_argument("--min-score", type=float, default=0.5, help="detections below this score are dropped (0.5)")
     args = ap.parse_args(argv)
 
-    import imageio   # Debian's python3-imageio (it also ships the astronaut photograph)
-    img = np.asarray(imageio.imread(args.image))
-    if img.ndim == 2:
-        img = np.repeat(img[:, :, None], 3, axis=2)
-    img = img[:, :, :3].astype(np.uint8)
+    try:
+        img = image.load(args.image)
+    except image.ImageError as e:
+        print(f"detect_and_classify: {e}", file=sys.stderr)
+        return 1
     print(f"image: {args.image} ({img.shape[1]}x{img.shape[0]})")
-
     try:
         with arenad.Client(args.socket, timeout=120) as c:
             have = {m.name for m in c.models()}
             loaded = []
             try:
-                for name, stem in PAIRS[args.pair]:
-                    if name not in have:
-                        c.load(name, os.path.join(args.models, stem + ".tflite"), group="ex_" + args.pair)
-                        loaded.append(name)
-                names = [n for n, _ in PAIRS[args.pair]]
-                if args.pair == "quant":
-                    quant(c, names, img, args.models)
+                for name in (args.detector, args.classifier):
+                    ensure(c, name, args, loaded, have)
+                info = {m.name: m for m in c.models()}
+                det, sec = info[args.detector], info[args.classifier]
+                kind, skind = detector_kind(det), second_kind(sec)
+                found, best = detect(c, det, img, kind, labels_for(det, args.detector_labels), args.min_score)
+                if skind == "mask":
+                    mask_labels(c, sec, img, found)
+                elif skind == "classifier":
+                    classify(c, sec, img, found, labels_for(sec, args.labels))
+                elif best is None:
+                    raise UsageError(f"'{args.classifier}' (hand_landmark) follows a palm detector, not '{args.detector}'")
                 else:
-                    (people if args.pair == "people" else hands)(c, names, img)
+                    hand(c, sec, img, found, best)
             finally:
                 for name in loaded:
                     c.unload(name)
-    except arenad.ArenadError as e:
+    except UsageError as e:
         print(f"detect_and_classify: {e}", file=sys.stderr)
+        return 2
+    except arenad.ArenadError as e:
+        hint = ""
+        if e.code == "ECONN":
+            hint = " (is arenad running, and may this user open its socket? --socket or $ARENAD_SOCKET)"
+        elif e.code == "EPERM":
+            hint = " (loading needs an admin peer of the daemon and a file inside its model_dirs)"
+        print(f"detect_and_classify: {e}{hint}", file=sys.stderr)
         return 1
     return 0
 

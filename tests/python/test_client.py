@@ -647,20 +647,25 @@ class DaemonGoesAway(unittest.TestCase):
 
 
 class Example(unittest.TestCase):
-    """examples/detect_and_classify.py on the astronaut photograph (Debian's python3-imageio)."""
+    """examples/detect_and_classify.py on the astronaut photograph (Debian's python3-imageio): the
+    module's daemon has "face" and "hand" loaded; the example uses them and, with --load, loads the
+    other model of each pair from --models (and unloads it at the end)."""
 
-    def run_example(self, pair):
-        photo = "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
+    def run_example(self, *args, models=MODELS, photo=None):
+        photo = photo or "/usr/lib/python3/dist-packages/imageio/resources/images/astronaut.png"
         if not os.path.exists(photo):
             self.skipTest(f"{photo} missing (python3-imageio)")
         r = subprocess.run([sys.executable, os.path.join(SRC, "examples", "detect_and_classify.py"), "--socket",
-                            DAEMON.socket, "--models", MODELS, "--pair", pair], capture_output=True, text=True,
+                            DAEMON.socket, "--load", "--models", models, *args, photo], capture_output=True, text=True,
                            timeout=300)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return r.stdout
+        return r
 
     def test_people_finds_the_face_and_labels_it_a_person(self):
-        out = self.run_example("people")
+        r = self.run_example()   # --detector face (loaded) --classifier selfie (loaded by the example)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertNotIn("loaded face", out)
+        self.assertIn("loaded selfie", out)
         m = re.search(r"detection 1: face score (\d\.\d+), box x (\d+)\.\.(\d+), y (\d+)\.\.(\d+) px", out)
         self.assertIsNotNone(m, out)
         self.assertGreaterEqual(float(m.group(1)), 0.8)   # LiteRT: 0.92 on this photo
@@ -668,17 +673,15 @@ class Example(unittest.TestCase):
         self.assertTrue(150 <= x0 < x1 <= 300 and 60 <= y0 < y1 <= 200, out)   # the astronaut's face
         self.assertIn("detection 1: label: person", out)
         with arenad.Client(DAEMON.socket) as c:
-            self.assertNotIn("ex_face", [m.name for m in c.models()])   # unloaded again
+            names = [m.name for m in c.models()]
+        self.assertNotIn("selfie", names)   # unloaded again
+        self.assertIn("face", names)        # not the example's to unload
 
     def test_quant_detects_the_cat_and_classifies_it(self):
         if not os.path.isdir(MODELS_Q):
             self.skipTest(f"{MODELS_Q} absent")
-        photo = "/usr/lib/python3/dist-packages/imageio/resources/images/chelsea.png"
-        r = subprocess.run([sys.executable, os.path.join(SRC, "examples", "detect_and_classify.py"), "--socket",
-                            DAEMON.socket, "--models", MODELS_Q, "--pair", "quant", photo], capture_output=True,
-                           text=True, timeout=300)
-        if r.returncode != 0 and "(EUNSUPPORTED)" in r.stderr:
-            self.skipTest("this build cannot run the quantized models yet: " + r.stderr.strip()[:200])
+        r = self.run_example("--detector", "ssd_q", "--classifier", "mnv2_q", models=MODELS_Q,
+                             photo="/usr/lib/python3/dist-packages/imageio/resources/images/chelsea.png")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"detection 1: cat score 0\.6\d\d", r.stdout)
         m = re.search(r"detection 1: label: (.*)", r.stdout)
@@ -686,9 +689,15 @@ class Example(unittest.TestCase):
         self.assertIn("cat", m.group(1), r.stdout)
 
     def test_hands_reports_no_palm_and_no_hand(self):
-        out = self.run_example("hands")
-        self.assertIn("palm_detection_lite: 0 palm(s) with score >= 0.5", out)
-        self.assertIn("label: no hand", out)
+        r = self.run_example("--detector", "palm", "--classifier", "hand")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("palm: 0 palm(s) with score >= 0.5", r.stdout)
+        self.assertIn("label: no hand", r.stdout)
+
+    def test_not_a_detector_is_named(self):
+        r = self.run_example("--detector", "hand", "--classifier", "face")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("model 'hand' (hand_landmark_lite.tflite) is not a detector this example reads", r.stderr)
 
 
 class ContextManager(unittest.TestCase):
