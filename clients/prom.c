@@ -62,8 +62,25 @@ static void per_item(FILE *out, const json_t *arr, const char *label, const char
   }
 }
 
+/* `us` microseconds as exact decimal seconds ("0.0001", "2.5", "3"): the exposition format's base
+ * unit for time is the second, and an exact decimal keeps bucket bounds and sums free of
+ * binary-float noise. */
+static void seconds_from_us(FILE *out, json_int_t us) {
+  if (us < 0) {
+    fputc('-', out);
+    us = -us;
+  }
+  char frac[8];
+  snprintf(frac, sizeof frac, "%06" JSON_INTEGER_FORMAT, us % 1000000);
+  size_t n = strlen(frac);
+  while (n > 0 && frac[n - 1] == '0') frac[--n] = '\0';
+  fprintf(out, "%" JSON_INTEGER_FORMAT "%s%s", us / 1000000, n ? "." : "", frac);
+}
+
+/* Histograms in seconds (Prometheus naming: base units, `_seconds` suffix, `le` in seconds); the
+ * stats JSON keeps its integer microseconds (`latency_us`). */
 static void latency_histograms(FILE *out, const json_t *models) {
-  static const char *const h = "arenad_model_invoke_latency_microseconds";
+  static const char *const h = "arenad_model_invoke_latency_seconds";
   size_t i;
   const json_t *m;
   bool any = false;
@@ -72,7 +89,7 @@ static void latency_histograms(FILE *out, const json_t *models) {
   }
   if (!any) return;
   family(out, h, "histogram",
-         "Invoke latency from acceptance to the end of the output copy, microseconds (successful invokes)");
+         "Invoke latency from acceptance to the end of the output copy, seconds (successful invokes)");
   json_array_foreach(models, i, m) {
     const json_t *lat = json_object_get(m, "latency_us");
     const json_t *buckets = json_object_get(lat, "buckets");
@@ -83,15 +100,19 @@ static void latency_histograms(FILE *out, const json_t *models) {
     json_array_foreach(buckets, k, b) {
       fprintf(out, "%s_bucket{model=\"", h);
       ar_prom_label_value(out, name);
-      fprintf(out, "\",le=\"%" JSON_INTEGER_FORMAT "\"} %" JSON_INTEGER_FORMAT "\n",
-              json_integer_value(json_object_get(b, "le")), json_integer_value(json_object_get(b, "count")));
+      fputs("\",le=\"", out);
+      seconds_from_us(out, json_integer_value(json_object_get(b, "le")));
+      fprintf(out, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(b, "count")));
     }
     fprintf(out, "%s_bucket{model=\"", h);
     ar_prom_label_value(out, name);
     fprintf(out, "\",le=\"+Inf\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(lat, "count")));
-    sample_label(out, "arenad_model_invoke_latency_microseconds_sum", "model", name,
-                 json_integer_value(json_object_get(lat, "sum")));
-    sample_label(out, "arenad_model_invoke_latency_microseconds_count", "model", name,
+    fprintf(out, "%s_sum{model=\"", h);
+    ar_prom_label_value(out, name);
+    fputs("\"} ", out);
+    seconds_from_us(out, json_integer_value(json_object_get(lat, "sum")));
+    fputc('\n', out);
+    sample_label(out, "arenad_model_invoke_latency_seconds_count", "model", name,
                  json_integer_value(json_object_get(lat, "count")));
   }
 }

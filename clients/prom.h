@@ -15,7 +15,7 @@
  *   arenad_model_info{model,group,strategy,sha256,path} 1
  *   arenad_model_{invokes,errors,dropped}_total{model}, arenad_model_inflight{model},
  *   arenad_model_{arena,persistent,weights}_bytes{model}
- *   arenad_model_invoke_latency_microseconds{model} histogram (le in µs; 50 µs .. 60 s)
+ *   arenad_model_invoke_latency_seconds{model} histogram (base unit seconds: le 0.00005 .. 60, sum in s)
  *   arenad_group_{activation,saved}_bytes{group}
  *   arenad_uptime_seconds, arenad_connections, arenad_requests_total, arenad_workers,
  *   arenad_connections_refused_total, arenad_{max_,}pending_frame_bytes,

@@ -108,16 +108,24 @@ class LiveDaemon(unittest.TestCase):
         self.assertEqual(f["arenad_model_persistent_bytes"].value(model="face"), face["persistent_bytes"])
         self.assertEqual(f["arenad_group_activation_bytes"].value(group="people"),
                          stats["groups"][0]["activation_bytes"])
-        h = f["arenad_model_invoke_latency_microseconds"]
+        h = f["arenad_model_invoke_latency_seconds"]
         self.assertEqual(h.type, "histogram")
-        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_count", model="face"), 5)
-        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_bucket", model="face", le="+Inf"), 5)
-        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_count", model="palm"), 0)
+        self.assertEqual(h.value("arenad_model_invoke_latency_seconds_count", model="face"), 5)
+        self.assertEqual(h.value("arenad_model_invoke_latency_seconds_bucket", model="face", le="+Inf"), 5)
+        self.assertEqual(h.value("arenad_model_invoke_latency_seconds_count", model="palm"), 0)
         les = [l["le"] for n, l, _ in h.samples if n.endswith("_bucket") and l["model"] == "face"]
-        self.assertEqual(les[:3], ["50", "100", "250"])
+        # Base units (seconds) as the exposition format's conventions ask: bounds are the stats JSON's
+        # microsecond bounds / 1e6 written as exact decimals, the sum likewise.
+        self.assertEqual(les[:3], ["0.00005", "0.0001", "0.00025"])
         self.assertEqual(len(les), 20)
-        self.assertLessEqual(h.value("arenad_model_invoke_latency_microseconds_sum", model="face"),
-                             5 * face["latency_us"]["max"])
+        self.assertEqual([float(x) for x in les[:-1]],
+                         [b["le"] / 1e6 for b in face["latency_us"]["buckets"]][:len(les) - 1])
+        self.assertAlmostEqual(h.value("arenad_model_invoke_latency_seconds_sum", model="face"),
+                               face["latency_us"]["sum"] / 1e6, places=6)
+        self.assertLessEqual(h.value("arenad_model_invoke_latency_seconds_sum", model="face"),
+                             5 * face["latency_us"]["max"] / 1e6)
+        for fam in f:   # no family in a sub-unit of time or size
+            self.assertNotRegex(fam, r"_(micro|milli|nano)seconds|_us$|_ms$", fam)
         for name in ("arenad_uptime_seconds", "arenad_connections", "arenad_requests_total"):
             self.assertIn(name, f)
         self.assertGreaterEqual(f["arenad_connections"].value(), 2)   # this test's client and arenactl
@@ -155,8 +163,8 @@ class LiveDaemon(unittest.TestCase):
         self.assertIn('model="we\\"ird\\\\name\\nline two"', text)
         f = promparse.parse(text)
         self.assertEqual(f["arenad_model_invokes_total"].value(model=odd), stats["models"][0]["invokes"])
-        h = f["arenad_model_invoke_latency_microseconds"]
-        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_bucket", model=odd, le="+Inf"),
+        h = f["arenad_model_invoke_latency_seconds"]
+        self.assertEqual(h.value("arenad_model_invoke_latency_seconds_bucket", model=odd, le="+Inf"),
                          stats["models"][0]["latency_us"]["count"])
         self.assertIn("C:\\models\\\"x\".tflite", [l.get("path") for _, l, _ in f["arenad_model_info"].samples])
         self.assertEqual(f["arenad_group_saved_bytes"].value(group='g"\n\\'), stats["groups"][0]["saved_bytes"])
@@ -216,9 +224,9 @@ class LiveDaemon(unittest.TestCase):
         self.assertEqual(f["arenad_up"].value(), 1)
         self.assertEqual(f["arenad_model_invokes_total"].value(model="face"), 5)
         self.assertEqual(f["arenad_pool_bytes"].value(), 64 << 20)
-        h = f["arenad_model_invoke_latency_microseconds"]
+        h = f["arenad_model_invoke_latency_seconds"]
         self.assertEqual(h.type, "histogram")
-        self.assertEqual(h.value("arenad_model_invoke_latency_microseconds_bucket", model="face", le="+Inf"), 5)
+        self.assertEqual(h.value("arenad_model_invoke_latency_seconds_bucket", model="face", le="+Inf"), 5)
 
 
 def unit_exec_start(path, env, bindir):
