@@ -37,7 +37,9 @@ static const command_t commands[] = {
    "run MODEL --input F... | --image FILE [IMAGE] [--output DIR] [--runs N] [--strategy S]\n"
    "      [--lifetimes tflite|arenad] [--no-inplace] [--weights stored|fp32] [--threads N]\n"
    "      [--input-shape D,D,...]... [RESULTS]\n"
-   "      run a model file in this process (offline)"},
+   "      run a model file in this process (offline)\n"
+   "  run MODEL --steps DIR [--output OUT] [--reset-at K[,K...]]... [plan options]\n"
+   "      replay a stream on one interpreter: DIR/<k>/input_<i>.bin -> OUT/<k>/output_<j>.bin"},
   {"ping", ar_cmd_ping, "ping\n      round trip to the daemon"},
   {"stats", ar_cmd_stats,
    "stats [--json | --prometheus [--output FILE]] [--watch SECONDS] [--from STATS.json]\n"

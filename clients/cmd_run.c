@@ -7,6 +7,7 @@
  *                [--input-shape D,D,...]...
  *   arenactl run MODEL --image FILE [--range LO,HI] [--fit F] [--crop L,T,R,B] [same options]
  *   ... [--labels FILE] [--top K] | [--detections [--labels FILE] [--min-score S]]
+ *   arenactl run MODEL --steps DIR [--output OUT] [--reset-at K[,K...]]... [same plan options]
  *
  * --image fills a one-image model's input as `arenactl invoke --image` does (float32 scaled,
  * uint8/int8 coded per clients/image.h); --top/--detections print classes or detection rows
@@ -15,6 +16,9 @@
  * --input-shape (once per input, in input order) resizes an input whose shape_signature has -1
  * dims (TFLite ResizeInputTensor); inputs whose values set shapes (PAD paddings, RESHAPE shape
  * fed by a graph input) are given their file's value. Either re-plans the model before the runs.
+ *
+ * --steps replays a stream on one interpreter (clients/cmd_run_steps.c: DIR/<k>/input_<i>.bin in,
+ * OUT/<k>/output_<j>.bin out, the state reset before each --reset-at step).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +33,7 @@
 #include "clients/arenactl.h"
 #include "clients/cli_io.h"
 #include "clients/cli_tensor.h"
+#include "clients/cmd_run_steps.h"
 #include "common/ar_error.h"
 #include "common/ar_util.h"
 #include "interp/ar_interp.h"
@@ -45,11 +50,15 @@ static void run_usage(FILE *f) {
           "                    [--weights stored|fp32]\n"
           "                    [--input-shape D,D,... (once per input, in order)]\n"
           "       arenactl run MODEL --image FILE [IMAGE] [same options]   (instead of --input)\n"
+          "       arenactl run MODEL --steps DIR [--output OUT] [--reset-at K[,K...]]...\n"
           AR_CLI_USAGE
           "Inputs are raw little-endian tensors in the model's input order; outputs are written\n"
           "as DIR/output_<j>.bin. Prints each output's shape, min/max/mean and the median invoke\n"
           "time over N runs (default 1). --threads N splits each invoke over N threads (default\n"
-          "1; outputs are bit-identical for every N).\n");
+          "1; outputs are bit-identical for every N).\n"
+          "--steps replays a stream on ONE interpreter (state carries over): invoke k reads\n"
+          "DIR/<k>/input_<i>.bin and writes OUT/<k>/output_<j>.bin; the state is reset to its\n"
+          "initial value before each step K of --reset-at (TFLite ResetVariableTensors).\n");
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -95,6 +104,7 @@ int ar_cmd_run(int argc, char **argv) {
     {"lifetimes", required_argument, NULL, 'l'}, {"no-inplace", no_argument, NULL, 'P'},
     {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
     {"input-shape", required_argument, NULL, 'S'}, {"weights", required_argument, NULL, 'W'},
+    {"steps", required_argument, NULL, 'T'},   {"reset-at", required_argument, NULL, 'R'},
     AR_CLI_LONGOPTS,
     {NULL, 0, NULL, 0},
   };
@@ -105,7 +115,9 @@ int ar_cmd_run(int argc, char **argv) {
   const char *inputs[RUN_MAX_INPUTS];
   int n_inputs = 0, runs = 1, n_shapes = 0;
   int32_t shape_rank[RUN_MAX_INPUTS], shapes[RUN_MAX_INPUTS][AR_MAX_RANK];
-  const char *outdir = NULL, *model_path = NULL;
+  const char *outdir = NULL, *model_path = NULL, *steps_dir = NULL;
+  int32_t reset_at[AR_CLI_MAX_RESETS];
+  int n_reset = 0;
   ar_interp_options_t opt;
   ar_interp_options_default(&opt);
   optind = 1;
@@ -145,6 +157,14 @@ int ar_cmd_run(int argc, char **argv) {
         inputs[n_inputs++] = optarg;
         break;
       case 'o': outdir = optarg; break;
+      case 'T': steps_dir = optarg; break;
+      case 'R':
+        if (ar_cli_parse_reset_list(optarg, reset_at, &n_reset, AR_CLI_MAX_RESETS) != 0) {
+          fprintf(stderr, "arenactl run: --reset-at '%s': want step numbers >= 0 separated by commas (at most %d in all)\n",
+                  optarg, AR_CLI_MAX_RESETS);
+          return 2;
+        }
+        break;
       case 'n':
         runs = parse_count(optarg);
         if (runs < 1) {
@@ -197,6 +217,15 @@ int ar_cmd_run(int argc, char **argv) {
     run_usage(stderr);
     return 2;
   }
+  if (steps_dir && (io.path || n_inputs > 0 || n_shapes > 0 || runs != 1)) {
+    fprintf(stderr, "arenactl run: --steps reads every input from DIR/<k>/; it takes no --input, --image, "
+                    "--input-shape or --runs\n");
+    return 2;
+  }
+  if (n_reset > 0 && !steps_dir) {
+    fprintf(stderr, "arenactl run: --reset-at needs --steps\n");
+    return 2;
+  }
 
   char msg[AR_MSG_BYTES] = "";
   ar_model_t *model = NULL;
@@ -222,6 +251,19 @@ int ar_cmd_run(int argc, char **argv) {
   if (io.path && ar_interp_n_inputs(in) != 1) {
     fprintf(stderr, "arenactl run: --image needs a model with one input (it has %d)\n", ar_interp_n_inputs(in));
     status = 2;
+    goto out;
+  }
+  if (steps_dir) {
+    rc = ar_interp_needs_prepare(in) ? ar_interp_prepare(in, msg, sizeof msg) : 0;
+    if (rc == 0) rc = ar_interp_place_owned(in, msg, sizeof msg);
+    if (rc != 0) {
+      fprintf(stderr, "arenactl run: %s: %s: %s\n", model_path, ar_strerror(rc), ar_cli_esc(msg));
+      goto out;
+    }
+    printf("model %s: %d operators (%d at invoke), arena %llu bytes, persistent %llu bytes\n", model_path,
+           ar_interp_n_operators(in), ar_interp_runtime_operators(in),
+           (unsigned long long)ar_interp_arena_bytes(in), (unsigned long long)ar_interp_persistent_bytes(in));
+    status = ar_cli_run_steps(in, steps_dir, outdir, reset_at, n_reset);
     goto out;
   }
   if (!io.path && n_inputs != ar_interp_n_inputs(in)) {

@@ -40,3 +40,16 @@ tests_check_quant_models_SOURCES = tests/check_quant_models.c tests/ar_test_daem
 tests_check_quant_models_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_quant_models_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_quant_models_OBJECTS): proto/arenad.pb-c.h
+
+# Streams (issue 27): the stream harness (tests/ar_test_stream.h, linked into the suites that replay
+# streams) and `arenactl run --steps` on the synthetic streams of tests/golden/streams/;
+# tests/mk_stream_models writes those models for tools/mk_stream_goldens.py.
+check_PROGRAMS += tests/check_stream tests/mk_stream_models
+TESTS += tests/check_stream
+AR_TEST_STREAM_SOURCES = tests/ar_test_stream.c tests/ar_test_stream.h
+tests_check_stream_SOURCES = tests/check_stream.c $(AR_TEST_STREAM_SOURCES)
+tests_check_stream_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_stream_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+tests_mk_stream_models_SOURCES = tests/mk_stream_models.c
+tests_mk_stream_models_CFLAGS = $(TEST_CFLAGS)
+tests_mk_stream_models_LDADD = $(TEST_LIBS)

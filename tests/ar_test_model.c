@@ -139,6 +139,19 @@ uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const 
                             int n_ops, const int32_t *inputs, int n_inputs, const int32_t *outputs,
                             int n_outputs, const ar_tm_quant_t *quant, int n_quant,
                             const ar_tm_sparse_t *sparse, int n_sparse, size_t *bytes) {
+  const ar_tm_args_t a = {tensors, n_tensors, ops, n_ops, inputs, n_inputs, outputs, n_outputs, quant, n_quant,
+                          sparse, n_sparse, NULL, 0};
+  return ar_tm_build_args(&a, bytes);
+}
+
+uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes) {
+  const ar_tm_tensor_t *tensors = a->tensors;
+  const ar_tm_op_t *ops = a->ops;
+  const int32_t *inputs = a->inputs, *outputs = a->outputs;
+  const ar_tm_quant_t *quant = a->quant;
+  const ar_tm_sparse_t *sparse = a->sparse;
+  const int n_tensors = a->n_tensors, n_ops = a->n_ops, n_inputs = a->n_inputs, n_outputs = a->n_outputs;
+  const int n_quant = a->n_quant, n_sparse = a->n_sparse;
   wb_t w0 = {0}, *w = &w0;
   size_t root = wb_put(w, NULL, 4);
   wb_put(w, "TFL3", 4);
@@ -182,9 +195,11 @@ uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const 
       if (sparse[k].tensor == i) tsp = &sparse[k];
     /* Tensor fields: shape 0, type 1, buffer 2, name 3, quantization 4, sparsity 6,
      * shape_signature 7. */
-    wf_t tf[7] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
+    wf_t tf[8] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
                   {2, 4, t->data ? next_buffer : 0, false, 0}, {3, 4, 0, true, 0}};
     int ntf = 4, sig_at = -1, q_at = -1, sp_at = -1;
+    for (int k = 0; k < a->n_variables; k++)
+      if (a->variables[k] == i) tf[ntf++] = (wf_t){5, 1, 1, false, 0};
     if (tq && tq->n > 0) { q_at = ntf; tf[ntf++] = (wf_t){4, 4, 0, true, 0}; }
     if (tsp) { sp_at = ntf; tf[ntf++] = (wf_t){6, 4, 0, true, 0}; }
     if (t->has_sig) { sig_at = ntf; tf[ntf++] = (wf_t){7, 4, 0, true, 0}; }
@@ -248,6 +263,12 @@ uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const 
   *bytes = w->n;
   free(w->b);
   return out;
+}
+
+int64_t ar_tm_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (int64_t)u;
 }
 
 /* ---- the integer I/O model ---- */

@@ -22,17 +22,21 @@ typedef struct ar_tm_tensor {
   const void *data;             /* constant data (product(dims) * dtype size bytes), or NULL */
 } ar_tm_tensor_t;
 
-/* A scalar field of a builtin options table: field id, byte size (1 or 4), value. */
+/* A scalar field of a builtin options table: field id, byte size (1 or 4), value (a float field:
+ * its IEEE bits, ar_tm_f32_bits). */
 typedef struct ar_tm_field { int id, size; int64_t val; } ar_tm_field_t;
 
 typedef struct ar_tm_op {
   int32_t builtin;              /* TFLite BuiltinOperator code */
   int32_t n_in, n_out;
-  int32_t in[8], out[8];
+  int32_t in[24], out[8];       /* -1 for an omitted optional input */
   uint8_t options_type;         /* BuiltinOptions union type, 0 for none */
   int32_t n_fields;
   ar_tm_field_t fields[8];
 } ar_tm_op_t;
+
+/* The bits of a float options field. */
+int64_t ar_tm_f32_bits(float f);
 
 /* The model bytes (malloc'd, 16-byte aligned, caller frees), *bytes set. Asserts on failure. */
 uint8_t *ar_tm_build(const ar_tm_tensor_t *tensors, int n_tensors, const ar_tm_op_t *ops, int n_ops,
@@ -72,6 +76,19 @@ uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const 
                             int n_ops, const int32_t *inputs, int n_inputs, const int32_t *outputs,
                             int n_outputs, const ar_tm_quant_t *quant, int n_quant,
                             const ar_tm_sparse_t *sparse, int n_sparse, size_t *bytes);
+
+/* Everything ar_tm_build_sparse takes, plus the tensors written with is_variable (the state of
+ * LSTM / SVDF / RNN operators: TFLite resets them to 0 / the zero point). */
+typedef struct ar_tm_args {
+  const ar_tm_tensor_t *tensors; int n_tensors;
+  const ar_tm_op_t *ops; int n_ops;
+  const int32_t *inputs; int n_inputs;
+  const int32_t *outputs; int n_outputs;
+  const ar_tm_quant_t *quant; int n_quant;
+  const ar_tm_sparse_t *sparse; int n_sparse;
+  const int32_t *variables; int n_variables;
+} ar_tm_args_t;
+uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes);
 
 /* The integer I/O model: one input and one output of each integer dtype the protocol carries,
  * each output a RESHAPE of its input: u8_in [1,4] -> u8_out [4], both scale .5 zp 10;

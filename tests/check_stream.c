@@ -1,0 +1,212 @@
+/* check_stream.c - the stream harness (tests/ar_test_stream.h) and `arenactl run --steps`
+ * (clients/cmd_run_steps.c), on the synthetic streams of tests/golden/streams/ (goldens of native
+ * TFLite, tools/mk_stream_goldens.py): the comparison rule of golden_state/NOTES.md, meta.json,
+ * a replay that matches and one whose outputs are spoiled (the harness must see it), and arenactl's
+ * files against the goldens byte for byte. The recurrent kernels' streams are in
+ * tests/check_recurrent.c.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/ar_error.h"
+#include "tests/ar_test_rnn_models.h"
+#include "tests/ar_test_stream.h"
+#include "tests/ar_test_util.h"
+
+static const char *streams_dir(void) { return AR_SRCDIR "/tests/golden/streams"; }
+
+/* Write synthetic model `name` (tests/ar_test_rnn_models.h) to a temporary file; path into buf. */
+static void write_model(const char *name, char *buf, size_t n) {
+  const ar_trm_model_t *m = NULL;
+  for (int i = 0; i < ar_trm_n_models; i++)
+    if (strcmp(ar_trm_models[i].name, name) == 0) m = &ar_trm_models[i];
+  ck_assert_msg(m != NULL, "no synthetic model %s", name);
+  snprintf(buf, n, "/tmp/check_stream_%s_%d.tflite", name, (int)getpid());
+  size_t bytes = 0;
+  uint8_t *b = m->build(&bytes);
+  FILE *f = fopen(buf, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(b, 1, bytes, f), bytes);
+  ck_assert_int_eq(fclose(f), 0);
+  free(b);
+}
+
+START_TEST(compare_follows_the_golden_rule) {
+  /* max|golden| = 2: tolerance 1e-4 * 2 + 1e-5 = 2.1e-4. */
+  const float want[3] = {2.0f, -1.0f, 0.5f};
+  float got[3] = {2.0f, -1.0f + 2.0e-4f, 0.5f};
+  double ratio = 0;
+  char why[256];
+  ck_assert_int_eq(ar_ts_compare(AR_DTYPE_FLOAT32, got, want, sizeof got, &ratio, why, sizeof why), 0);
+  ck_assert(ratio > 0.9 && ratio <= 1.0);
+  got[1] = -1.0f + 2.2e-4f;
+  ck_assert_int_eq(ar_ts_compare(AR_DTYPE_FLOAT32, got, want, sizeof got, &ratio, why, sizeof why), 1);
+  ck_assert_msg(strstr(why, "element 1 got") != NULL, "%s", why);
+  got[1] = NAN;
+  ck_assert_int_eq(ar_ts_compare(AR_DTYPE_FLOAT32, got, want, sizeof got, &ratio, why, sizeof why), 1);
+  ck_assert(isinf(ratio));
+  /* Integers: byte for byte, one off is a mismatch. */
+  const int8_t wi[4] = {-128, 0, 5, 127};
+  int8_t gi[4] = {-128, 0, 6, 127};
+  ck_assert_int_eq(ar_ts_compare(AR_DTYPE_INT8, gi, wi, 4, &ratio, why, sizeof why), 1);
+  ck_assert_str_eq(why, "byte 2 got 0x06 want 0x05 (INT8, byte for byte)");
+  gi[2] = 5;
+  ck_assert_int_eq(ar_ts_compare(AR_DTYPE_INT8, gi, wi, 4, NULL, NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(meta_is_read_and_checked) {
+  char dir[256], msg[AR_MSG_BYTES];
+  snprintf(dir, sizeof dir, "%s/relu", streams_dir());
+  ar_ts_meta_t meta;
+  ck_assert_int_eq(ar_ts_read_meta(dir, &meta, msg, sizeof msg), 0);
+  ck_assert_int_eq(meta.steps, 6);
+  ck_assert_int_eq(meta.n_reset, 1);
+  ck_assert_int_eq(meta.reset_at[0], 3);
+  char tmp[] = "/tmp/check_stream_meta_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(tmp));
+  char path[300];
+  snprintf(path, sizeof path, "%s/meta.json", tmp);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"steps\": 4, \"reset_at\": [4]}", f);
+  fclose(f);
+  ck_assert_int_eq(ar_ts_read_meta(tmp, &meta, msg, sizeof msg), AR_EINVAL);
+  ck_assert_msg(strstr(msg, "\"reset_at\"[0] is not a step in [0, 4)") != NULL, "%s", msg);
+  unlink(path);
+  rmdir(tmp);
+  ck_assert_int_eq(ar_ts_read_meta("/nonexistent/stream", &meta, msg, sizeof msg), AR_ENOENT);
+}
+END_TEST
+
+START_TEST(replay_matches_native_tflite) {
+  char model[256], dir[256], msg[AR_MSG_BYTES] = "";
+  write_model("relu", model, sizeof model);
+  snprintf(dir, sizeof dir, "%s/relu", streams_dir());
+  ar_ts_report_t rep;
+  int rc = ar_ts_run_model(model, dir, NULL, NULL, &rep, msg, sizeof msg);
+  unlink(model);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_int_eq(rep.steps, 6);
+  ck_assert_msg(rep.bad_steps == 0, "%s", rep.first_bad);
+  ck_assert_int_eq(rep.first_bad_step, -1);
+}
+END_TEST
+
+/* A hook that spoils output 0 after invokes 2 and 4: the report must name step 2 first. */
+static void spoil(void *ctx, ar_interp_t *in, int32_t step) {
+  int *calls = ctx;
+  (*calls)++;
+  if (step == 2 || step == 4) ((float *)ar_interp_output(in, 0)->data)[1] += 0.5f;
+}
+
+static int resets_seen;
+static int count_reset(void *ctx, ar_interp_t *in, int32_t step, char *msg, size_t msg_bytes) {
+  (void)ctx;
+  ck_assert_int_eq(step, 3);
+  resets_seen++;
+  return ar_ts_reset_default(in, msg, msg_bytes);
+}
+
+START_TEST(replay_sees_a_wrong_step) {
+  char model[256], dir[256], msg[AR_MSG_BYTES] = "";
+  write_model("relu", model, sizeof model);
+  snprintf(dir, sizeof dir, "%s/relu", streams_dir());
+  int calls = 0;
+  resets_seen = 0;
+  ar_ts_hooks_t hooks = {.ctx = &calls, .after_invoke = spoil, .reset = count_reset};
+  ar_ts_report_t rep;
+  int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+  unlink(model);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_int_eq(calls, 6);
+  ck_assert_int_eq(resets_seen, 1);
+  ck_assert_int_eq(rep.bad_steps, 2);
+  ck_assert_int_eq(rep.first_bad_step, 2);
+  ck_assert_msg(strncmp(rep.first_bad, "step 2 output 0 (y): 1 bad, first element 1 got", 47) == 0, "%s", rep.first_bad);
+}
+END_TEST
+
+static char out_text[1 << 14];
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t got = fread(out_text, 1, sizeof out_text - 1, p);
+  out_text[got] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *builddir(void) {
+  const char *b = getenv("AR_BUILDDIR");
+  return b && *b ? b : AR_BUILDDIR;
+}
+
+START_TEST(arenactl_run_steps_writes_the_stream) {
+  char model[256], dir[256], out[] = "/tmp/check_stream_out_XXXXXX";
+  write_model("relu", model, sizeof model);
+  snprintf(dir, sizeof dir, "%s/relu/steps", streams_dir());
+  ck_assert_ptr_nonnull(mkdtemp(out));
+  int rc = sh("%s'%s/arenactl' run '%s' --steps '%s' --output '%s' --reset-at 3 2>&1", ar_test_exec_prefix(),
+              builddir(), model, dir, out);
+  ck_assert_msg(rc == 0, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "stream ") && strstr(out_text, ": 6 steps, 1 reset(s), 1 input(s), 1 output(s)"),
+                "%s", out_text);
+  for (int k = 0; k < 6; k++) {
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/%d/output_0.bin", out, k);
+    snprintf(b, sizeof b, "%s/%d/output_0.bin", dir, k);
+    size_t na = 0, nb = 0;
+    void *da = ar_test_read_file(a, &na), *db = ar_test_read_file(b, &nb);
+    ck_assert_msg(da && db && na == nb && memcmp(da, db, na) == 0, "step %d: %s differs from %s", k, a, b);
+    free(da);
+    free(db);
+    unlink(a);
+    snprintf(a, sizeof a, "%s/%d", out, k);
+    rmdir(a);
+  }
+  rmdir(out);
+  /* Bad requests: a reset beyond the stream, --steps with --input, a folder without step 0. */
+  rc = sh("%s'%s/arenactl' run '%s' --steps '%s' --reset-at 2,6 2>&1", ar_test_exec_prefix(), builddir(), model, dir);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(out_text, "--reset-at 6: the stream has 6 steps (0 to 5)") != NULL, "%s", out_text);
+  rc = sh("%s'%s/arenactl' run '%s' --steps '%s' --input /dev/zero 2>&1", ar_test_exec_prefix(), builddir(), model, dir);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(out_text, "--steps reads every input from DIR/<k>/") != NULL, "%s", out_text);
+  rc = sh("%s'%s/arenactl' run '%s' --steps /tmp 2>&1", ar_test_exec_prefix(), builddir(), model);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(out_text, "no step directory /tmp/0") != NULL, "%s", out_text);
+  rc = sh("%s'%s/arenactl' run '%s' --reset-at x 2>&1", ar_test_exec_prefix(), builddir(), model);
+  ck_assert_int_eq(rc, 2);
+  unlink(model);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("stream");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, compare_follows_the_golden_rule);
+  tcase_add_test(tc, meta_is_read_and_checked);
+  tcase_add_test(tc, replay_matches_native_tflite);
+  tcase_add_test(tc, replay_sees_a_wrong_step);
+  tcase_add_test(tc, arenactl_run_steps_writes_the_stream);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
