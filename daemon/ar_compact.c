@@ -252,6 +252,8 @@ void ar__compact_finish(ar_server_t *srv) {
   if (srv->compact_rc == 0) {
     /* Every place the moved models left is unused now: give its pages back. */
     f->released = ar_pool_release_free(&srv->pool);
+    srv->pool_releases++;
+    srv->trim_pending = true;   /* the moves' freed heap (old kernel state) at the next sweep */
     srv->compactions++;
     srv->compact_bytes_moved += f->bytes_moved;
     if (f->regions_moved > 0)

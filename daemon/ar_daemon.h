@@ -322,6 +322,9 @@ struct ar_server {
   ar_job_t *compact_deferred, *compact_deferred_tail;   /* finished PREPAREs, INVOKEs to regrow: wait for the layout */
   ar_compact_figures_t compact_fig;
   uint64_t compactions, compact_bytes_moved;   /* totals for the stats */
+  /* Times the free pool blocks' pages were given back to the system (madvise MADV_DONTNEED):
+   * after each compaction and after each unload no compaction followed (ar__compact_after_free). */
+  uint64_t pool_releases;
   /* Busy polling (ar_server.c): while active, the loop polls without sleeping; it stops itself
    * busy_poll_us after the last activity (ar_server_activity). */
   uv_idle_t busy_poll;

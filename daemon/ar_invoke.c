@@ -73,10 +73,21 @@ static void group_work(uv_work_t *w);
  * with compact_after_unload, compact when that left a hole below used bytes, so the free bytes stay
  * one block; else see whether a compaction waiting for its groups needs fewer of them now. */
 void ar__compact_after_free(ar_server_t *srv) {
-  if (srv->cfg.compact_after_unload && !srv->draining && ar_pool_hole_offset(&srv->pool) < srv->pool.bytes)
-    ar__compact_start(srv, NULL);
-  else
-    ar__compact_check(srv);
+  /* What the freed models held on the heap (file copies, plans, kernels' tables) goes back to the
+   * system at the next sweep (malloc_trim: glibc keeps freed pages of its arenas otherwise). */
+  srv->trim_pending = true;
+  if (srv->cfg.compact_after_unload && !srv->draining && ar_pool_hole_offset(&srv->pool) < srv->pool.bytes) {
+    ar__compact_start(srv, NULL);   /* its end releases the free pages (ar__compact_finish) */
+    return;
+  }
+  /* No compaction follows (the freed regions were the pool's last, or compaction is off): give
+   * their pages back now, else they stay resident until some later compaction. Not while one is
+   * in progress: its end releases them. */
+  if (!srv->compacting) {
+    ar_pool_release_free(&srv->pool);
+    srv->pool_releases++;
+  }
+  ar__compact_check(srv);
 }
 
 void ar__group_push(ar_group_t *g, ar_job_t *job) {

@@ -54,6 +54,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(pool, "compacting", json_boolean(srv->compacting));
   json_object_set_new(pool, "compactions", json_integer((json_int_t)srv->compactions));
   json_object_set_new(pool, "compacted_bytes", json_integer((json_int_t)srv->compact_bytes_moved));
+  json_object_set_new(pool, "page_releases", json_integer((json_int_t)srv->pool_releases));
   json_object_set_new(pool, "regions", regions);
   json_object_set_new(root, "pool", pool);
 
