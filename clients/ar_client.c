@@ -978,7 +978,10 @@ AR_EXPORT int ar_client_buffer_register(ar_client_t *c, uint64_t bytes, ar_clien
   void *p = MAP_FAILED;
   if (ftruncate(fd, (off_t)bytes) != 0) what = "ftruncate";
   else if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) what = "F_ADD_SEALS";
-  else if ((p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) what = "mmap";
+  /* MAP_POPULATE: the pages are this process's (charged to it), so the daemon may write outputs
+   * there (it refuses output ranges whose pages nobody populated). */
+  else if ((p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) == MAP_FAILED)
+    what = "mmap";
   if (what) {
     int e = errno;
     close(fd);

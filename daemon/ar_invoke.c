@@ -445,6 +445,20 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
                      q->buffer);
     }
   }
+  /* Output ranges the client has not populated: the daemon's writes would fault the pages in and
+   * charge them to the daemon (its RSS, its memory cgroup), not to the buffer's owner. */
+  for (size_t j = 0; rc == 0 && !resize_only && j < ir->n_outputs; j++) {
+    const Arenad__BufferRange *r = ir->outputs[j];
+    if (r->buffer == 0 || job->out_dst[j] == NULL) continue;
+    uint64_t pages = 0, missing = ar_shm_unpopulated_pages(ar_conn_buffer(to->conn, r->buffer), r->offset, r->bytes,
+                                                          &pages);
+    if (missing)
+      rc = ar_errf(msg, sizeof(msg), AR_EINVAL, "output %zu (%s): range [%" PRIu64 ", +%" PRIu64 ") of buffer %" PRIu32
+                   " has %" PRIu64 " of its %" PRIu64 " pages not populated by the client: write or mmap "
+                   "MAP_POPULATE the buffer before naming it for outputs (the daemon does not fault a client's "
+                   "pages into its own memory)", j, ar_interp_output_name(m->interp, (int32_t)j), r->offset, r->bytes,
+                   r->buffer, missing, pages);
+  }
   if (rc != 0) {
     if (m && m->state == AR_MODEL_READY && rc == AR_ESHAPE) m->errors++;
     ar_decode_request_free(req, to->frame);

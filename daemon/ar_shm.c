@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include "common/ar_error.h"
 #include "daemon/ar_shm.h"
@@ -113,4 +114,27 @@ bool ar_shm_overlap(const ar_shm_buf_t *a, uint64_t a_offset, uint64_t a_bytes, 
   if (a != b && (a->dev != b->dev || a->ino != b->ino)) return false;
   if (a_bytes == 0 || b_bytes == 0) return false;
   return a_offset < b_offset + b_bytes && b_offset < a_offset + a_bytes;
+}
+
+uint64_t ar_shm_unpopulated_pages(const ar_shm_buf_t *b, uint64_t offset, uint64_t bytes, uint64_t *pages) {
+  *pages = 0;
+  if (bytes == 0) return 0;
+  long ps = sysconf(_SC_PAGESIZE);
+  uint64_t pg = ps > 0 ? (uint64_t)ps : 4096;
+  uint64_t lo = offset / pg * pg, hi = (offset + bytes + pg - 1) / pg * pg;
+  if (hi > (b->bytes + pg - 1) / pg * pg) hi = (b->bytes + pg - 1) / pg * pg;
+  unsigned char vec[4096];
+  uint64_t missing = 0;
+  for (uint64_t at = lo; at < hi;) {
+    uint64_t n = (hi - at) / pg;
+    if (n > sizeof(vec)) n = sizeof(vec);
+    if (mincore(b->base + at, (size_t)(n * pg), vec) != 0) {
+      missing += n;   /* cannot tell: counted as not populated */
+    } else {
+      for (uint64_t i = 0; i < n; i++) missing += (vec[i] & 1) ? 0 : 1;
+    }
+    at += n * pg;
+  }
+  *pages = (hi - lo) / pg;
+  return missing;
 }

@@ -12,6 +12,9 @@
  *   write seals    F_SEAL_WRITE / F_SEAL_FUTURE_WRITE (or an O_RDONLY descriptor): mapped
  *                  read-only, usable for inputs only
  *   size           within what the connection may still map (max_buffer_bytes_per_connection)
+ *   output ranges  at each invoke, every page of a range outputs are written to must already be
+ *                  populated by the client (ar_shm_unpopulated_pages), so what the daemon writes
+ *                  is charged to the buffer's owner, never faulted into the daemon's memory
  *
  * then mapped MAP_SHARED and the descriptor closed (the mapping keeps the memfd alive, the
  * daemon holds no descriptor). Since the seals fix the size for good, "checked on every use" is
@@ -59,6 +62,16 @@ void ar_shm_unref(ar_shm_buf_t *b);
  * and the size ("range [4096, 200704) runs past the end of buffer 1 (131072 bytes)"). */
 int ar_shm_range(const ar_shm_buf_t *b, uint64_t offset, uint64_t bytes, bool write, uint8_t **out, char *msg,
                  size_t msg_bytes);
+
+/* Pages of [offset, offset + bytes) of `b` (a range that passed ar_shm_range) that the client has
+ * not populated: not in the memfd's page cache (mincore on the daemon's shared mapping reports the
+ * memfd's pages, not this process's). An invoke writing its outputs there would make the daemon
+ * fault the pages in, charged to the daemon's RSS and memory cgroup instead of the client's, so
+ * such an output range is refused (docs/protocol.md, "Shared-memory buffers"): the client writes its
+ * buffer or maps it MAP_POPULATE first (fallocate is not enough: mincore counts a fallocated shmem
+ * page only once it is faulted in). Sets *pages to the range's page count.
+ * No heap (a stack vector per 4096 pages); 0 for an empty range. */
+uint64_t ar_shm_unpopulated_pages(const ar_shm_buf_t *b, uint64_t offset, uint64_t bytes, uint64_t *pages);
 
 /* Whether the bytes [a_offset, a_offset + a_bytes) of `a` and [b_offset, b_offset + b_bytes) of `b`
  * are the same memory: the same buffer, or two buffers that map the same memfd (one memfd

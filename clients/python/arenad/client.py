@@ -602,7 +602,9 @@ class Client:
         try:
             os.ftruncate(fd, nbytes)
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-            mm = mmap.mmap(fd, nbytes)
+            # MAP_POPULATE: the pages are this process's (charged to it); the daemon refuses output
+            # ranges whose pages nobody populated rather than fault them into its own memory.
+            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
             rid = self._send("register_buffer", pb.RegisterBufferRequest(), timeout, fds=[fd])
         finally:
             os.close(fd)
