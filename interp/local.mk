@@ -9,7 +9,7 @@ TESTS += tests/check_interp tests/check_noalloc
 tests_check_interp_SOURCES = tests/check_interp.c
 tests_check_interp_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_interp_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
-tests_check_noalloc_SOURCES = tests/check_noalloc.c
+tests_check_noalloc_SOURCES = tests/check_noalloc.c tests/ar_test_stream.c tests/ar_test_stream.h
 tests_check_noalloc_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_noalloc_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 # The thread pool (kernels/parallel.c) and every model's outputs bit-identical across thread counts.

@@ -110,6 +110,8 @@ extern const ar_kernel_t ar_kernel_relu_0_to_1;
 extern const ar_kernel_t ar_kernel_cast;
 /* kernels/softmax.c: TFLite SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION (over the last axis). */
 extern const ar_kernel_t ar_kernel_softmax;
+/* kernels/svdf.c: TFLite SVDF, float32, its state a variable tensor (input 4). */
+extern const ar_kernel_t ar_kernel_svdf;
 extern const ar_kernel_t ar_kernel_log_softmax;
 extern const ar_kernel_t ar_kernel_l2_normalization;
 /* kernels/pool.c: TFLite MAX_POOL_2D, AVERAGE_POOL_2D (out-of-bounds taps ignored). */

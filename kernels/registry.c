@@ -78,6 +78,7 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_ARG_MAX: return &ar_kernel_arg_max;
   case AR_OP_ARG_MIN: return &ar_kernel_arg_min;
   case AR_OP_SOFTMAX: return &ar_kernel_softmax;
+  case AR_OP_SVDF: return &ar_kernel_svdf;
   case AR_OP_LOG_SOFTMAX: return &ar_kernel_log_softmax;
   case AR_OP_L2_NORMALIZATION: return &ar_kernel_l2_normalization;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;

@@ -629,6 +629,7 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_ABS: return AR_FB_OPTIONS_ABS;
   case AR_OP_SELECT_V2: return AR_FB_OPTIONS_SELECT_V2;
   case AR_OP_GELU: return AR_FB_OPTIONS_GELU;
+  case AR_OP_SVDF: return AR_FB_OPTIONS_SVDF;
   /* LOGISTIC, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, PRELU, TANH, ELU, SQRT, RSQRT, LOG, custom
    * ops: no options table in schema.fbs */
   default: return AR_FB_OPTIONS_NONE;
@@ -750,6 +751,16 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     if ((rc = need_positive(c, "stride_w", x->stride_w)) || (rc = need_positive(c, "stride_h", x->stride_h)) ||
         (rc = need_positive(c, "filter_width", x->filter_w)) ||
         (rc = need_positive(c, "filter_height", x->filter_h)))
+      return rc;
+    break;
+  }
+  case AR_OP_SVDF: {
+    ar_svdf_options_t *x = &o->svdf;
+    if ((rc = opt_i32(c, AR_FB_SVDF_RANK, 0, "SVDFOptions.rank", &x->rank)) ||
+        (rc = opt_act(c, AR_FB_SVDF_ACTIVATION, &x->activation)) ||
+        (rc = opt_bool(c, AR_FB_SVDF_ASYMMETRIC_QUANTIZE_INPUTS, "SVDFOptions.asymmetric_quantize_inputs",
+                       &x->asymmetric_quantize_inputs)) ||
+        (rc = need_positive(c, "rank", x->rank)))
       return rc;
     break;
   }

@@ -102,6 +102,8 @@ typedef struct { int32_t num_splits; } ar_split_options_t;          /* SPLIT, SP
 typedef struct { int32_t count, axis; } ar_pack_options_t;          /* PACK values_count, UNPACK num */
 typedef struct { int32_t n_dims; int32_t dims[AR_MAX_RANK]; } ar_squeeze_options_t;
 typedef struct { bool adj_x, adj_y; } ar_batch_matmul_options_t;
+/* SVDF (SVDFOptions): rank (>= 1, checked at load), fused activation. */
+typedef struct { int32_t rank; ar_activation_t activation; bool asymmetric_quantize_inputs; } ar_svdf_options_t;
 /* TFLite_Detection_PostProcess (FlexBuffers custom options; defaults: detections_per_class 100,
  * use_regular_nms false). */
 typedef struct {
@@ -136,6 +138,7 @@ typedef union ar_options {
   ar_resize_bilinear_options_t resize_nearest;  /* RESIZE_NEAREST_NEIGHBOR: same two flags */
   ar_depth_to_space_options_t space_to_depth;   /* SPACE_TO_DEPTH: block_size */
   ar_batch_matmul_options_t batch_matmul;
+  ar_svdf_options_t svdf;
   ar_detection_postprocess_options_t detection_postprocess;
 } ar_options_t;
 

@@ -19,4 +19,8 @@ extern const int ar_trm_n_models;
 /* x [1,4] float32 -> RELU -> y: a stateless stream, the harness's own test. */
 uint8_t *ar_trm_relu(size_t *bytes);
 
+/* x [2,5] float32 -> SVDF (8 filters, rank 2, memory 3, bias, fused RELU) -> y [2,4]; the state
+ * [2,24] a variable tensor. */
+uint8_t *ar_trm_svdf(size_t *bytes);
+
 #endif

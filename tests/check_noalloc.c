@@ -53,6 +53,8 @@
 #include "kernels/sgemm.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
+#include "tests/ar_test_rnn_models.h"
+#include "tests/ar_test_stream.h"
 #include "tests/ar_test_util.h"
 
 /* ThreadSanitizer, like ASan, owns malloc: count through its allocator hooks there too. */
@@ -254,6 +256,45 @@ static void invoke_no_alloc(const char *stem, const char *golden_dir, int32_t th
   ar_interp_free(in);
   ar_model_free(m);
 }
+
+/* Streams (issue 27): every synthetic stream of tests/golden/streams (the SVDF's state in a
+ * variable tensor) replayed by the stream harness, each invoke counted through its hooks; the
+ * outputs must match the golden too (a stream that allocates nothing but computes garbage fails). */
+static void stream_arm(void *ctx, ar_interp_t *in, int32_t step) {
+  (void)ctx, (void)in, (void)step;
+  arm();
+}
+static void stream_disarm(void *ctx, ar_interp_t *in, int32_t step) {
+  (void)in, (void)step;
+  *(unsigned long *)ctx += disarm();
+}
+
+START_TEST(test_stream_no_alloc) {
+  for (int m = 0; m < ar_trm_n_models; m++) {
+    char model[256], dir[512], msg[AR_MSG_BYTES] = "";
+    snprintf(model, sizeof model, "/tmp/check_noalloc_%s_%d.tflite", ar_trm_models[m].name, (int)getpid());
+    snprintf(dir, sizeof dir, "%s/tests/golden/streams/%s", AR_SRCDIR, ar_trm_models[m].name);
+    size_t n = 0;
+    uint8_t *b = ar_trm_models[m].build(&n);
+    FILE *f = fopen(model, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    free(b);
+    unsigned long calls = 0;
+    ar_ts_hooks_t hooks = {.ctx = &calls, .before_invoke = stream_arm, .after_invoke = stream_disarm};
+    ar_ts_report_t rep;
+    int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+    unlink(model);
+    ck_assert_msg(rc == 0, "%s: %s", ar_trm_models[m].name, msg);
+    ck_assert_msg(rep.bad_steps == 0, "%s: %s", ar_trm_models[m].name, rep.first_bad);
+    printf("noalloc stream %-20s %d invokes: %lu allocation calls (%s)\n", ar_trm_models[m].name, rep.steps, calls,
+           COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks");
+    ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d stream invokes", ar_trm_models[m].name, calls,
+                  rep.steps);
+  }
+}
+END_TEST
 
 START_TEST(test_invoke_no_alloc) {
   invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 1);
@@ -975,6 +1016,7 @@ int main(void) {
   Suite *s = suite_create("noalloc");
   TCase *tc = tcase_create("counter");
   tcase_add_test(tc, test_counter_counts);
+  tcase_add_test(tc, test_stream_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("new_kernels");
   tcase_add_test(tc, test_new_kernels_no_alloc);
