@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -48,6 +49,100 @@
 static const char *const strategy_names[] = {"linear", "first-fit", "greedy-by-size", "best"};
 /* Weight modes accepted in "weights" (the names ar_weights_name() prints). */
 static const char *const weights_names[] = {"stored", "fp32"};
+
+/* The keys load_root and load_model accept, in the order an unknown-key message lists them (the
+ * common ones first: when the message must be bounded, the tail is what is left out). */
+static const char *const root_keys[] = {
+  "models", "model_dirs", "pool_bytes", "socket", "socket_mode", "socket_group", "workers", "threads",
+  "weights", "admin_uids", "admin_gids", "memory_limit", "compact_after_unload", "max_model_bytes",
+  "max_resize_activation_bytes", "max_frame_bytes", "max_pending_frame_bytes", "max_connections",
+  "max_connections_per_uid", "max_inflight_per_connection", "max_pending_reply_bytes",
+  "max_unwritten_reply_bytes", "max_decode_bytes", "max_queue_per_model", "max_buffers_per_connection",
+  "max_buffer_bytes_per_connection", "request_timeout_ms", "idle_timeout_ms", "send_timeout_ms",
+  "drain_timeout_ms", "busy_poll_us", "inline_invoke_us"};
+static const char *const model_keys[] = {"name", "path", "group", "strategy", "weights"};
+
+/* Keys longer than this get no "did you mean" (the distance table lives on the stack). */
+#define AR_CFG_SUGGEST_MAX 64
+
+static int key_lower(char c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
+
+/* Edit distance between a and b (insert, delete, substitute, swap two neighbours: "pool_bytse" is
+ * 1 from "pool_bytes"), counting ASCII case as no difference; both at most AR_CFG_SUGGEST_MAX. */
+static size_t key_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  size_t d[3][AR_CFG_SUGGEST_MAX + 1];   /* rows i-2, i-1, i (mod 3) */
+  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t *cur = d[i % 3], *prev = d[(i - 1) % 3], *prev2 = d[(i + 1) % 3];
+    cur[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      int ca = key_lower(a[i - 1]), cb = key_lower(b[j - 1]);
+      size_t best = prev[j - 1] + (ca != cb);
+      if (prev[j] + 1 < best) best = prev[j] + 1;
+      if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+      if (i > 1 && j > 1 && ca == key_lower(b[j - 2]) && key_lower(a[i - 2]) == cb && prev2[j - 2] + 1 < best)
+        best = prev2[j - 2] + 1;
+      cur[j] = best;
+    }
+  }
+  return d[la % 3][lb];
+}
+
+/* The key of `keys` closest to k, when close enough to be a likely typo (at most a third of the
+ * longer name differs, and at least one character is right), else NULL; a key k is a prefix of
+ * (pool -> pool_bytes, max_frame -> max_frame_bytes) counts as close. */
+static const char *key_suggest(const char *k, const char *const *keys, size_t n_keys) {
+  size_t lk = strlen(k);
+  if (lk == 0 || lk > AR_CFG_SUGGEST_MAX) return NULL;
+  const char *best = NULL;
+  size_t best_d = SIZE_MAX;
+  for (size_t i = 0; i < n_keys; i++) {
+    size_t lc = strlen(keys[i]), longer = lc > lk ? lc : lk;
+    size_t dist = key_distance(k, keys[i]);
+    if (dist * 3 > longer && !(lk >= 4 && lk < lc && strncasecmp(k, keys[i], lk) == 0)) continue;
+    if (dist < best_d) {
+      best = keys[i];
+      best_d = dist;
+    }
+  }
+  return best;
+}
+
+/* AR_ECONFIG "LABEL: unknown key; did you mean "X"? (allowed: a, b, ... and N more, see
+ * arenad.json(5))" into msg[n]: the suggestion from `keys`, or else a note when k is a key of the
+ * other level (`other`, named by other_where); the list cut between names, never inside one, so
+ * that the whole message fits n bytes. */
+static int unknown_key(char *msg, size_t n, const char *label, const char *k, const char *const *keys,
+                       size_t n_keys, const char *const *other, size_t n_other, const char *other_where) {
+  size_t o = 0;
+#define AR__PUT(...)                                                          \
+  do {                                                                       \
+    int w_ = snprintf(msg + o, o < n ? n - o : 0, __VA_ARGS__);              \
+    if (w_ > 0) o += (size_t)w_;                                             \
+  } while (0)
+  if (msg == NULL || n == 0) return AR_ECONFIG;
+  AR__PUT("%s: unknown key", label);
+  const char *hint = key_suggest(k, keys, n_keys);
+  bool elsewhere = false;
+  for (size_t i = 0; i < n_other && hint == NULL; i++) elsewhere |= strcmp(k, other[i]) == 0;
+  if (hint != NULL) AR__PUT("; did you mean \"%s\"?", hint);
+  else if (elsewhere) AR__PUT(" here (\"%s\" is a key %s)", k, other_where);
+  /* The names that fit, leaving room for ", ... and NN more, see arenad.json(5))". */
+  static const char tail_fmt[] = " and %zu more, see arenad.json(5))";
+  size_t reserve = sizeof(tail_fmt) + 8;
+  AR__PUT(" (allowed: ");
+  size_t listed = 0;
+  for (; listed < n_keys; listed++) {
+    size_t need = strlen(keys[listed]) + 2 + (listed + 1 < n_keys ? reserve : 1);
+    if (o + need >= n) break;
+    AR__PUT("%s%s", listed ? ", " : "", keys[listed]);
+  }
+  if (listed == n_keys) AR__PUT(")");
+  else AR__PUT("%s" " and %zu more, see arenad.json(5))", listed ? "," : "", n_keys - listed);
+#undef AR__PUT
+  return AR_ECONFIG;
+}
 
 void ar_config_defaults(ar_config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));
@@ -292,7 +387,8 @@ static int load_model(json_t *obj, uint32_t idx, ar_config_model_t *m, char *msg
     } else if (strcmp(k, "weights") == 0) {
       rc = get_weights(v, key, m->weights, sizeof(m->weights), msg, n);
     } else {
-      rc = ar_errf(msg, n, AR_ECONFIG, "%s: unknown key (allowed: name, path, group, strategy, weights)", key);
+      rc = unknown_key(msg, n, key, k, model_keys, AR_ARRAY_LEN(model_keys), root_keys, AR_ARRAY_LEN(root_keys),
+                       "of the top level, not of a models[] entry");
     }
     if (rc != 0) return rc;
   }
@@ -420,14 +516,8 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
         if (rc == 0) cfg->n_models = (uint32_t)json_array_size(v);
       }
     } else {
-      rc = ar_errf(msg, n, AR_ECONFIG,
-                   "%s: unknown key (allowed: socket, socket_mode, socket_group, pool_bytes, workers, "
-                   "threads, max_frame_bytes, max_pending_frame_bytes, max_connections, max_connections_per_uid, max_inflight_per_connection, "
-                   "max_pending_reply_bytes, max_unwritten_reply_bytes, max_decode_bytes, max_queue_per_model, max_buffers_per_connection, "
-                   "max_buffer_bytes_per_connection, request_timeout_ms, "
-                   "idle_timeout_ms, send_timeout_ms, drain_timeout_ms, busy_poll_us, inline_invoke_us, max_model_bytes, max_resize_activation_bytes, memory_limit, "
-                   "compact_after_unload, admin_uids, admin_gids, model_dirs, weights, models)",
-                   k);
+      rc = unknown_key(msg, n, k, k, root_keys, AR_ARRAY_LEN(root_keys), model_keys, AR_ARRAY_LEN(model_keys),
+                       "of a models[] entry, not of the top level");
     }
     if (rc != 0) return rc;
   }
@@ -498,7 +588,12 @@ int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_byt
   if (realpath(path, abs) != NULL && ar_path_dir(abs, dir, sizeof(dir)) == 0) base = dir;
   char key_msg[AR_MSG_BYTES];
   key_msg[0] = '\0';
-  int rc = load_root(root, cfg, base, key_msg, sizeof(key_msg));
+  /* The key's message gets "PATH: " in front: leave room for it, so that a bounded list (an
+   * unknown key's allowed keys) is cut where unknown_key chooses, not by the final snprintf. */
+  size_t key_bytes = sizeof(key_msg), prefix = strlen(path) + 2;
+  if (msg_bytes > prefix && msg_bytes - prefix < key_bytes) key_bytes = msg_bytes - prefix;
+  if (key_bytes < 160) key_bytes = 160;
+  int rc = load_root(root, cfg, base, key_msg, key_bytes);
   json_decref(root);
   if (rc != 0) {
     /* Keep the caller's view consistent: a failed load leaves defaults with no models. */

@@ -366,6 +366,99 @@ START_TEST(too_many_models) {
 }
 END_TEST
 
+/* The allowed keys after "(allowed: " in msg: each a whole name of the man page's KEYS (".BR key "
+ * or ".B key" at a line start), counted into *listed; returns the "and N more" count (0 when the
+ * list is whole and ends the message with ")"). */
+static int allowed_list(const char *msg, int *listed) {
+  static char man[65536];
+  FILE *f = fopen(AR_SRCDIR "/docs/arenad.json.5", "r");
+  ck_assert_ptr_nonnull(f);
+  size_t got = fread(man, 1, sizeof(man) - 1, f);
+  man[got] = '\0';
+  fclose(f);
+  const char *p = strstr(msg, "(allowed: ");
+  ck_assert_msg(p != NULL, "%s", msg);
+  p += strlen("(allowed: ");
+  *listed = 0;
+  for (;;) {
+    char name[64];
+    int len = 0;
+    ck_assert_msg(sscanf(p, "%63[a-z_]%n", name, &len) == 1, "no key name at \"%s\" in %s", p, msg);
+    char a[80], b[80];
+    snprintf(a, sizeof(a), "\n.BR %s ", name);
+    snprintf(b, sizeof(b), "\n.B %s\n", name);
+    ck_assert_msg(strstr(man, a) || strstr(man, b) || strcmp(name, "name") == 0 || strcmp(name, "path") == 0 ||
+                  strcmp(name, "group") == 0 || strcmp(name, "strategy") == 0,
+                  "\"%s\" (cut inside a name?) is no key of docs/arenad.json.5: %s", name, msg);
+    (*listed)++;
+    p += len;
+    if (strcmp(p, ")") == 0) return 0;
+    if (strncmp(p, ", ", 2) == 0 && strncmp(p, ", and ", 6) != 0) {
+      p += 2;
+      continue;
+    }
+    int more = 0;
+    ck_assert_msg(sscanf(p, ", and %d more, see arenad.json(5))%n", &more, &len) == 1 && p[len] == '\0',
+                  "list ends in \"%s\": %s", p, msg);
+    return more;
+  }
+}
+
+/* An unknown key: the closest allowed key when it is a likely typo (a letter off, two swapped, a
+ * prefix, another case), a key of the other level named as such, and the allowed keys cut between
+ * whole names with "and N more" so that the message fits the caller's buffer, whatever its size.
+ * Before, the list was one literal cut by snprintf at 511 bytes inside a name ("drain_timeo"). */
+START_TEST(unknown_key_suggests_and_lists_whole_names) {
+  static const struct { const char *key, *want; } typos[] = {
+    {"pool_byte", "pool_bytes"}, {"idle_timout_ms", "idle_timeout_ms"}, {"sokcet", "socket"},
+    {"MAX_FRAME", "max_frame_bytes"}, {"memory-limit", "memory_limit"}, {"admin_gid", "admin_gids"},
+  };
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES], json[256], want[800];
+  for (size_t i = 0; i < sizeof(typos) / sizeof(typos[0]); i++) {
+    snprintf(json, sizeof(json), "{\"models\": [], \"%s\": 1}", typos[i].key);
+    ck_assert_int_eq(load_text(json, &cfg, msg, sizeof(msg)), AR_ECONFIG);
+    snprintf(want, sizeof(want), "%s: %s: unknown key; did you mean \"%s\"? (allowed: models, model_dirs, pool_bytes, ",
+             cfg_path, typos[i].key, typos[i].want);
+    ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "%s\nwant %s", msg, want);
+    int listed = 0, more = allowed_list(msg, &listed);
+    ck_assert_int_eq(listed + more, 32);   /* every key of load_root, listed or counted */
+    ck_assert_int_gt(more, 0);             /* 32 names do not fit 512 bytes with the rest */
+    ck_assert_uint_lt(strlen(msg), sizeof(msg) - 1);   /* not cut by the buffer */
+  }
+  /* Nothing close: no guess, the list alone. */
+  ck_assert_int_eq(load_text("{\"models\": [], \"verbose\": true}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  snprintf(want, sizeof(want), "%s: verbose: unknown key (allowed: models, ", cfg_path);
+  ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "%s", msg);
+  /* A key of the other level. */
+  ck_assert_int_eq(load_text("{\"models\": [], \"path\": \"/m\"}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  snprintf(want, sizeof(want), "%s: path: unknown key here (\"path\" is a key of a models[] entry, not of the top "
+           "level) (allowed: models, ", cfg_path);
+  ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "%s", msg);
+  ck_assert_int_eq(load_text("{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"pool_bytes\": 1}]}", &cfg, msg,
+                             sizeof(msg)), AR_ECONFIG);
+  snprintf(want, sizeof(want), "%s: models[0].pool_bytes: unknown key here (\"pool_bytes\" is a key of the top level, "
+           "not of a models[] entry) (allowed: name, path, group, strategy, weights)", cfg_path);
+  ck_assert_str_eq(msg, want);
+  /* A model key typo: the short list whole. */
+  ck_assert_int_eq(load_text("{\"models\": [{\"name\": \"a\", \"path\": \"/a\", \"strategie\": \"best\"}]}", &cfg, msg,
+                             sizeof(msg)), AR_ECONFIG);
+  snprintf(want, sizeof(want), "%s: models[0].strategie: unknown key; did you mean \"strategy\"? (allowed: name, path, "
+           "group, strategy, weights)", cfg_path);
+  ck_assert_str_eq(msg, want);
+  int listed = 0;
+  ck_assert_int_eq(allowed_list(msg, &listed), 0);
+  ck_assert_int_eq(listed, 5);
+  /* A smaller buffer: fewer names, still whole, the count still right. */
+  char small[200];
+  ck_assert_int_eq(load_text("{\"models\": [], \"pool_byte\": 1}", &cfg, small, sizeof(small)), AR_ECONFIG);
+  ck_assert_uint_lt(strlen(small), sizeof(small) - 1);
+  int more = allowed_list(small, &listed);
+  ck_assert_int_ge(listed, 3);
+  ck_assert_int_eq(listed + more, 32);
+}
+END_TEST
+
 START_TEST(missing_file_is_enoent) {
   ar_config_t cfg;
   char msg[AR_MSG_BYTES];
@@ -400,6 +493,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, busy_poll_keys);
   tcase_add_test(tc, pending_frame_budget_key);
   tcase_add_test(tc, too_many_models);
+  tcase_add_test(tc, unknown_key_suggests_and_lists_whole_names);
   tcase_add_test(tc, missing_file_is_enoent);
   tcase_add_test(tc, example_config_is_valid);
   suite_add_tcase(s, tc);
