@@ -88,7 +88,9 @@ AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char
   if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
     int e = errno;
     close(fd);
-    return ar_errf(msg, msg_bytes, AR_ECONN, "connect %s: %s", socket_path, strerror(e));
+    ar_errf(msg, msg_bytes, AR_ECONN, "connect %s: %s", socket_path, strerror(e));
+    errno = e;   /* for the caller's hint: ENOENT, ECONNREFUSED (nobody listens), EACCES */
+    return AR_ECONN;
   }
   ar_client_t *c = calloc(1, sizeof(*c));
   if (c == NULL) {

@@ -96,7 +96,8 @@ typedef struct ar_client_result {
 } ar_client_result_t;
 
 /* Connect to the daemon listening on `socket_path`. *out is freed by ar_client_close.
- * Errors: AR_CLIENT_ECONN (socket, connect), -2 (no memory), -1 (path too long). */
+ * Errors: AR_CLIENT_ECONN (socket, connect; errno is left as connect(2) set it), -2 (no memory),
+ * -1 (path too long). */
 AR_EXPORT int ar_client_connect(const char *socket_path, ar_client_t **out, char *msg, size_t msg_bytes);
 /* Close the connection and free it. NULL is a no-op. */
 AR_EXPORT void ar_client_close(ar_client_t *c);

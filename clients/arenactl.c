@@ -14,6 +14,7 @@
 #include "kernels/ar_isa.h"
 
 const char *arenactl_socket = NULL;
+const char *arenactl_socket_origin = "default";
 
 typedef struct {
   const char *name;
@@ -47,7 +48,7 @@ static const command_t commands[] = {
   {"models", ar_cmd_models, "models\n      loaded models"},
   {"load", ar_cmd_load,
    "load NAME PATH [--group G] [--strategy S] [--weights stored|fp32]\n"
-   "      load a model file (admins; PATH is made absolute from this directory)"},
+   "      load a model file (admins; a relative PATH is from the current directory)"},
   {"unload", ar_cmd_unload, "unload NAME\n      unload a model (admins)"},
   {"compact", ar_cmd_compact,
    "compact [--json]\n      move regions so the pool's free bytes are one block (admins)"},
@@ -85,9 +86,11 @@ static int is_model_file(const char *arg) {
 int main(int argc, char **argv) {
   int i = 1;
   arenactl_socket = getenv("ARENAD_SOCKET");
+  if (arenactl_socket != NULL && *arenactl_socket != '\0') arenactl_socket_origin = "$ARENAD_SOCKET";
   while (i < argc && argv[i][0] == '-') {
     if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) && i + 1 < argc) {
       arenactl_socket = argv[i + 1];
+      arenactl_socket_origin = "-s";
       i += 2;
     } else if (strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--socket") == 0) {
       fprintf(stderr, "arenactl: option '%s' requires a socket path\n", argv[i]);
@@ -106,7 +109,10 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (arenactl_socket == NULL || *arenactl_socket == '\0') arenactl_socket = AR_DEFAULT_SOCKET;
+  if (arenactl_socket == NULL || *arenactl_socket == '\0') {
+    arenactl_socket = AR_DEFAULT_SOCKET;
+    arenactl_socket_origin = "default";
+  }
   if (i >= argc) {
     usage(stderr);
     return 2;

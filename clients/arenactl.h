@@ -20,6 +20,8 @@ int ar_cli_json_error(int rc, const char *message, const ar_unsupported_t *ops, 
 
 /* Socket of the daemon: -s PATH, else $ARENAD_SOCKET, else AR_DEFAULT_SOCKET. */
 extern const char *arenactl_socket;
+/* Where arenactl_socket came from: "-s", "$ARENAD_SOCKET" or "default" (for hints). */
+extern const char *arenactl_socket_origin;
 #define AR_DEFAULT_SOCKET "/run/arenad/arenad.sock"
 
 /* Offline (no daemon). */

@@ -242,9 +242,64 @@ int ar_cli_print_detections(FILE *f, const ar_cli_tensor_t outs[4], float min_sc
   return 0;
 }
 
+/* Do the n outputs have the shapes of TFLite_Detection_PostProcess (boxes [1,N,4], classes [1,N],
+ * scores [1,N], count [1])? */
+static bool is_detection_outputs(const ar_cli_tensor_t *outs, int n) {
+  if (n != 4) return false;
+  const uint64_t rows = ar_cli_elements(&outs[2]);
+  return rows > 0 && ar_cli_elements(&outs[0]) == 4 * rows && ar_cli_elements(&outs[1]) == rows &&
+         ar_cli_elements(&outs[3]) == 1;
+}
+
+/* A classifier's scores: real values, at least two, every dimension but the last 1 ([C], [1,C],
+ * [1,1,1,C]). */
+static bool is_class_scores(const ar_cli_tensor_t *t) {
+  if (t->dtype == DT_BOOL || ar_cli_elements(t) < 2 || isnan(ar_cli_value(t, 0))) return false;
+  for (int32_t d = 0; d + 1 < t->rank; d++)
+    if (t->dims[d] != 1) return false;
+  return true;
+}
+
+static size_t put_shape(char *buf, size_t n, const ar_cli_tensor_t *t) {
+  size_t o = (size_t)snprintf(buf, n, "[");
+  for (int32_t d = 0; d < t->rank && o < n; d++) o += (size_t)snprintf(buf + o, n - o, "%s%" PRId64, d ? "," : "", t->dims[d]);
+  if (o < n) o += (size_t)snprintf(buf + o, n - o, "]");
+  return o;
+}
+
+int ar_cli_top_output(const ar_cli_tensor_t *outs, int n, int index, char *msg, size_t msg_bytes) {
+  if (n < 1) return ar_errf(msg, msg_bytes, AR_EINVAL, "--top: the model has no output");
+  if (index >= 0) {
+    if (index >= n)
+      return ar_errf(msg, msg_bytes, AR_EINVAL, "--output-index %d: the model has %d output(s), 0..%d", index, n,
+                     n - 1);
+    return index;
+  }
+  if (n == 1) return 0;
+  if (is_detection_outputs(outs, n))
+    return ar_errf(msg, msg_bytes, AR_EINVAL,
+                   "--top reads a classifier's class scores, and these 4 outputs are a detector's "
+                   "(TFLite_Detection_PostProcess: boxes, classes, scores, count): use --detections, or "
+                   "--output-index J to rank output J's values");
+  int found = -1, n_found = 0;
+  for (int j = 0; j < n; j++)
+    if (is_class_scores(&outs[j])) found = j, n_found++;
+  if (n_found == 1) return found;
+  /* None or several: list them, so that --output-index can be chosen. */
+  size_t o = (size_t)snprintf(msg, msg_bytes, "--top: the model has %d outputs and %s of them is a classifier's "
+                              "[1,C] scores (",
+                              n, n_found == 0 ? "none" : "more than one");
+  for (int j = 0; j < n && o + 1 < msg_bytes; j++) {
+    o += (size_t)snprintf(msg + o, msg_bytes - o, "%s%d '%s' ", j ? ", " : "", j, ar_cli_esc(outs[j].name));
+    if (o < msg_bytes) o += put_shape(msg + o, msg_bytes - o, &outs[j]);
+  }
+  if (o < msg_bytes) snprintf(msg + o, msg_bytes - o, "): --output-index J says which output --top ranks");
+  return AR_EINVAL;
+}
+
 void ar_cli_opts_init(ar_cli_image_opts_t *io, ar_cli_result_opts_t *ro) {
   *io = (ar_cli_image_opts_t){.fit = AR_IMAGE_FIT_LETTERBOX, .lo = 0.0f, .hi = 1.0f};
-  *ro = (ar_cli_result_opts_t){.min_score = 0.5f, .label_offset = -1};
+  *ro = (ar_cli_result_opts_t){.min_score = 0.5f, .label_offset = -1, .output_index = -1};
 }
 
 int ar_cli_parse_opt(const char *cmd, int o, const char *arg, ar_cli_image_opts_t *io, ar_cli_result_opts_t *ro) {
@@ -291,6 +346,15 @@ int ar_cli_parse_opt(const char *cmd, int o, const char *arg, ar_cli_image_opts_
       return 1;
     }
     case 'D': ro->detections = true; return 1;
+    case 'X': {
+      long v = strtol(arg, &end, 10);
+      if (end == arg || *end || v < 0 || v > 1000000) {
+        fprintf(stderr, "arenactl %s: --output-index wants an output index from 0\n", cmd);
+        return -1;
+      }
+      ro->output_index = (int)v;
+      return 1;
+    }
     case 'm':
       ro->min_score = strtof(arg, &end);
       if (end == arg || *end || !isfinite(ro->min_score)) {
@@ -316,7 +380,13 @@ int ar_cli_opts_finish(const char *cmd, ar_cli_result_opts_t *ro) {
     fprintf(stderr, "arenactl %s: --top (a classifier's classes) and --detections do not go together\n", cmd);
     return -1;
   }
+  if (ro->output_index >= 0 && ro->detections) {
+    fprintf(stderr, "arenactl %s: --output-index chooses the output --top ranks; --detections reads outputs 0..3\n",
+            cmd);
+    return -1;
+  }
   if (ro->labels_path && !ro->detections && ro->top == 0) ro->top = 5;
+  if (ro->output_index >= 0 && ro->top == 0) ro->top = 5;
   /* SSD label maps start with "???": TFLite's detection classes count from 0 = line 1. */
   if (ro->label_offset < 0) ro->label_offset = ro->detections ? 1 : 0;
   return 0;
@@ -333,9 +403,21 @@ int ar_cli_print_results(const char *cmd, const ar_cli_result_opts_t *ro, const 
   }
   const ar_cli_labels_t *l = ro->labels_path ? &labels : NULL;
   int ret = 0;
-  if (ro->top > 0 && (n < 1 || ar_cli_print_top(stdout, &outs[0], ro->top, l, ro->label_offset) != 0)) {
-    fprintf(stderr, "arenactl %s: --top: output 0 holds no scores\n", cmd);
-    ret = 1;
+  if (ro->top > 0) {
+    /* Which output holds the scores: the only one, the one --output-index names, or the one of
+     * classifier shape; a detector's or an ambiguous set is refused, naming the outputs. */
+    int j = ar_cli_top_output(outs, n, ro->output_index, msg, sizeof(msg));
+    if (j < 0) {
+      fprintf(stderr, "arenactl %s: %s\n", cmd, msg);
+      ret = 1;
+    } else {
+      if (n > 1) printf("  --top ranks output %d '%s'\n", j, ar_cli_esc(outs[j].name));
+      if (ar_cli_print_top(stdout, &outs[j], ro->top, l, ro->label_offset) != 0) {
+        fprintf(stderr, "arenactl %s: --top: output %d '%s' holds no scores (not real-valued)\n", cmd, j,
+                ar_cli_esc(outs[j].name));
+        ret = 1;
+      }
+    }
   }
   if (ro->detections && (n != 4 || ar_cli_print_detections(stdout, outs, ro->min_score, l, ro->label_offset, geom) != 0)) {
     fprintf(stderr, "arenactl %s: --detections: the outputs are not those of TFLite_Detection_PostProcess (boxes "

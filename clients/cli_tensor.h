@@ -106,6 +106,7 @@ typedef struct ar_cli_result_opts {
   bool detections;
   float min_score;               /* default 0.5 */
   int label_offset;              /* -1: default (1 for --detections, 0 for --top) */
+  int output_index;              /* --output-index J: the output --top ranks; -1: chosen (see ar_cli_top_output) */
 } ar_cli_result_opts_t;
 
 #define AR_CLI_LONGOPTS                                                                         \
@@ -113,13 +114,14 @@ typedef struct ar_cli_result_opts {
       {"fit", required_argument, NULL, 'f'}, {"crop", required_argument, NULL, 'c'},            \
       {"labels", required_argument, NULL, 'L'}, {"top", required_argument, NULL, 'k'},          \
       {"detections", no_argument, NULL, 'D'}, {"min-score", required_argument, NULL, 'm'},      \
-      {"label-offset", required_argument, NULL, 'O'}, {"border", required_argument, NULL, 'B'}
+      {"label-offset", required_argument, NULL, 'O'}, {"border", required_argument, NULL, 'B'},   \
+      {"output-index", required_argument, NULL, 'X'}
 #define AR_CLI_SHORTOPTS "I:r:f:c:L:k:Dm:O:B:"
 #define AR_CLI_USAGE                                                                            \
   "IMAGE:   --image FILE.png|jpg [--range LO,HI] [--fit stretch|letterbox] [--crop L,T,R,B]"      \
   " [--border PIXEL]\n"                                                                        \
-  "RESULTS: [--labels FILE] [--top K] | --detections [--labels FILE] [--min-score S]"           \
-  " [--label-offset N]\n"
+  "RESULTS: [--labels FILE] [--top K] [--output-index J] | --detections [--labels FILE]"        \
+  " [--min-score S] [--label-offset N]\n"
 
 /* Defaults of both option sets. */
 void ar_cli_opts_init(ar_cli_image_opts_t *io, ar_cli_result_opts_t *ro);
@@ -133,7 +135,14 @@ int ar_cli_parse_opt(const char *cmd, int o, const char *arg, ar_cli_image_opts_
  * 0, or -1 (message on stderr). */
 int ar_cli_opts_finish(const char *cmd, ar_cli_result_opts_t *ro);
 
-/* Print what the result options ask for from the n outputs: top K of output 0, or the detection
+/* The output --top ranks among the n outputs: `index` when >= 0 (--output-index; AR_EINVAL when
+ * out of range), the only output, else the one output of a classifier's shape (real values,
+ * every dimension but the last 1: [1,C]). Four outputs of TFLite_Detection_PostProcess's shapes are
+ * refused (use --detections), and so are several or no classifier-shaped outputs: msg lists the
+ * outputs (index, name, shape) and names --output-index. Returns the index or AR_EINVAL. */
+int ar_cli_top_output(const ar_cli_tensor_t *outs, int n, int index, char *msg, size_t msg_bytes);
+
+/* Print what the result options ask for from the n outputs: top K of one output (ar_cli_top_output), or the detection
  * rows of outputs 0..3 (geom: the --image geometry, or NULL). Returns 0, or 1 after a message on
  * stderr (labels unreadable, outputs of the wrong kind). */
 int ar_cli_print_results(const char *cmd, const ar_cli_result_opts_t *ro, const ar_cli_tensor_t *outs, int n,

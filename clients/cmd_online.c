@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "clients/ar_client.h"
 #include "clients/arenactl.h"
 #include "clients/cli_io.h"
+#include "clients/cli_stats.h"
 #include "clients/cli_tensor.h"
 #include "clients/image.h"
 #include "clients/prom.h"
@@ -34,13 +36,49 @@ static int fail(const char *cmd, int rc, const char *msg) {
   return 1;
 }
 
+/* What to check when connect(2) failed with `err` on arenactl_socket, into hint[n] ("" when there
+ * is nothing to say): no socket file or nobody listening -> is the daemon running, and how to name
+ * another socket; permission denied -> the socket's group, which the user must be in. */
+static void connect_hint(int err, char *hint, size_t n) {
+  const char *other = strcmp(arenactl_socket_origin, "-s") == 0 ? "-s PATH names the socket"
+                      : strcmp(arenactl_socket_origin, "$ARENAD_SOCKET") == 0
+                          ? "the socket is $ARENAD_SOCKET's, -s PATH for another"
+                          : "-s PATH or $ARENAD_SOCKET for another socket";
+  if (err == ENOENT || err == ECONNREFUSED) {
+    snprintf(hint, n, "%sis arenad running? (systemctl status arenad; %s)",
+             err == ECONNREFUSED ? "no daemon listens on this socket file (left by a daemon that stopped?): " : "",
+             other);
+  } else if (err == EACCES || err == EPERM) {
+    char group[96] = "arenad";
+    struct stat st;
+    if (stat(arenactl_socket, &st) == 0) {
+      struct group *g = getgrgid(st.st_gid);
+      if (g != NULL) snprintf(group, sizeof(group), "%s", g->gr_name);
+      else snprintf(group, sizeof(group), "%u", (unsigned)st.st_gid);
+    }
+    snprintf(hint, n, "are you in the %s group? (id -nG lists yours; `adduser $USER %s` adds you, from your next "
+             "login)", group, group);
+  } else {
+    hint[0] = '\0';
+  }
+}
+
 static ar_client_t *connect_or_fail_json(const char *cmd, bool as_json) {
   ar_client_t *c = NULL;
   char msg[AR_MSG_BYTES];
   int rc = ar_client_connect(arenactl_socket, &c, msg, sizeof(msg));
   if (rc) {
-    if (as_json) ar_cli_json_error(rc, msg, NULL, 0);
-    else fail(cmd, rc, msg);
+    char hint[AR_MSG_BYTES];
+    hint[0] = '\0';
+    if (rc == AR_ECONN) connect_hint(errno, hint, sizeof(hint));
+    if (as_json) {
+      char full[2 * AR_MSG_BYTES];
+      snprintf(full, sizeof(full), "%s%s%s", msg, hint[0] ? ": " : "", hint);
+      ar_cli_json_error(rc, full, NULL, 0);
+    } else {
+      fprintf(stderr, "arenactl %s: %s (%s)%s%s\n", cmd, msg[0] ? ar_cli_esc(msg) : ar_strerror(rc),
+              ar_err_name(rc), hint[0] ? ": " : "", ar_cli_esc(hint));
+    }
     return NULL;
   }
   return c;
@@ -302,21 +340,34 @@ int ar_cmd_stats(int argc, char **argv) {
     return 1;
   }
   int ret = 0;
+  /* --watch on a terminal table: the previous document and when it was taken, for the rates. */
+  const bool rates = watch > 0 && !output && !as_json && !prom;
+  json_t *prev = NULL;
+  double prev_t = 0;
   for (;;) {
     char *s = NULL, msg[AR_MSG_BYTES];
     int rc = ar_client_stats_json(c, &s, msg, sizeof(msg));
+    double t = now_s();
     if (rc) {
       ret = as_json ? ar_cli_json_error(rc, msg, NULL, 0) : fail("stats", rc, msg);
       break;
     }
     if (watch > 0 && !output) printf("\033[H\033[2J");
     ret = stats_emit(s, as_json, prom, output);
+    if (ret == 0 && rates) {
+      json_t *cur = json_loads(s, 0, NULL);
+      if (cur != NULL) ar_cli_print_rates(stdout, prev, cur, t - prev_t);
+      json_decref(prev);
+      prev = cur;
+      prev_t = t;
+    }
     free(s);
     fflush(stdout);
     if (ret != 0 || watch <= 0) break;
     struct timespec ts = {.tv_sec = (time_t)watch, .tv_nsec = (long)((watch - (double)(time_t)watch) * 1e9)};
     nanosleep(&ts, NULL);
   }
+  json_decref(prev);
   ar_client_close(c);
   return ret;
 }
@@ -556,7 +607,8 @@ int ar_cmd_invoke(int argc, char **argv) {
         if (name == NULL && !after_input) name = optarg;
         else if (after_input && n_in < AR_CLIENT_MAX_IO) inputs[n_in++] = optarg;
         else {
-          fprintf(stderr, "%s", usage);
+          fprintf(stderr, "arenactl invoke: unexpected argument '%s' (the model's NAME is '%s'; input files "
+                  "follow --input)\n%s", ar_cli_esc(optarg), name ? ar_cli_esc(name) : "", usage);
           return 2;
         }
         break;
@@ -575,7 +627,18 @@ int ar_cmd_invoke(int argc, char **argv) {
         return o == 'h' ? 0 : 2;
     }
   }
-  if (name == NULL || (n_in == 0) == (io.path == NULL) || ar_cli_opts_finish("invoke", &ro) != 0) {
+  /* Say what is missing before the usage: a bare usage leaves the user to diff it by eye. */
+  const char *missing = name == NULL ? "the model's NAME is missing (arenactl models lists the loaded ones)"
+                        : n_in == 0 && io.path == NULL
+                          ? "no input given: --input F (one raw file per model input, in order) or --image FILE "
+                            "(a photograph for a one-input image model)"
+                        : n_in > 0 && io.path != NULL ? "--input and --image exclude each other: give one of them"
+                                                      : NULL;
+  if (missing != NULL) {
+    fprintf(stderr, "arenactl invoke: %s\n%s", missing, usage);
+    return 2;
+  }
+  if (ar_cli_opts_finish("invoke", &ro) != 0) {
     fprintf(stderr, "%s", usage);
     return 2;
   }

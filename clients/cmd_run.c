@@ -213,7 +213,13 @@ int ar_cmd_run(int argc, char **argv) {
       return 2;
     }
   }
-  if (!model_path || (io.path && n_inputs > 0) || ar_cli_opts_finish("run", &ro) != 0) {
+  if (!model_path || (io.path && n_inputs > 0)) {
+    fprintf(stderr, "arenactl run: %s\n", !model_path ? "the MODEL file is missing"
+                                                      : "--input and --image exclude each other: give one of them");
+    run_usage(stderr);
+    return 2;
+  }
+  if (ar_cli_opts_finish("run", &ro) != 0) {
     run_usage(stderr);
     return 2;
   }

@@ -2,7 +2,8 @@
 bin_PROGRAMS += arenactl
 arenactl_SOURCES = clients/arenactl.c clients/arenactl.h \
   clients/cmd_inspect.c clients/cmd_plan.c clients/cmd_run.c clients/cmd_run_steps.c clients/cmd_run_steps.h clients/cmd_online.c \
-  clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h clients/prom.c clients/prom.h
+  clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h clients/cli_stats.c clients/cli_stats.h \
+  clients/prom.c clients/prom.h
 arenactl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBPNG_CFLAGS)
 arenactl_LDADD = $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(LIBPNG_LIBS) $(JPEG_LIBS)
 
@@ -51,7 +52,8 @@ tests_check_ssd_LDADD = libarssd.la $(TEST_LIBS)
 # a real arenad: the tests run $(AR_BUILDDIR)/arenactl and arenad).
 check_PROGRAMS += tests/check_cli
 TESTS += tests/check_cli
-tests_check_cli_SOURCES = tests/check_cli.c clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h
-tests_check_cli_CFLAGS = $(TEST_CFLAGS) $(LIBPNG_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_check_cli_LDADD = libarimage.la libarcommon.la $(LIBPNG_LIBS) $(JPEG_LIBS) $(TEST_LIBS)
+tests_check_cli_SOURCES = tests/check_cli.c clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h \
+  clients/cli_stats.c clients/cli_stats.h
+tests_check_cli_CFLAGS = $(TEST_CFLAGS) $(LIBPNG_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+tests_check_cli_LDADD = libarimage.la libarcommon.la $(LIBPNG_LIBS) $(JPEG_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_cli_OBJECTS): proto/arenad.pb-c.h

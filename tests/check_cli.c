@@ -6,7 +6,7 @@
  * --output directory (created one level). The arenactl program: --help lists every option of
  * every command (taken from the commands' option tables) as docs/arenactl.1 and README do, and,
  * against a real arenad, `invoke --input /dev/zero` / a short pipe / `--output NEW_DIR`, `run` the
- * same, and `load` of a path relative to arenactl's directory.
+ * same, and `load` of a path relative to the current directory.
  */
 #include <check.h>
 #include <limits.h>
@@ -17,10 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "clients/cli_io.h"
+#include "clients/cli_stats.h"
 #include "clients/cli_tensor.h"
 #include "common/ar_error.h"
 #include "tests/ar_test_daemon.h"
@@ -114,6 +119,44 @@ static void det_outputs(ar_cli_tensor_t o[4]) {
   o[2] = (ar_cli_tensor_t){.dtype = 0, .rank = 2, .dims = {1, 3}, .data = d_scores, .bytes = sizeof(d_scores)};
   o[3] = (ar_cli_tensor_t){.dtype = 0, .rank = 1, .dims = {1}, .data = d_count, .bytes = sizeof(d_count)};
 }
+
+/* Which output --top ranks: a detector's four outputs are refused pointing at --detections (before,
+ * --top silently ranked output 0, the boxes); among several outputs the one of a classifier's [1,C]
+ * shape; none or several such: refused listing the outputs and --output-index; --output-index
+ * chooses, in range. */
+START_TEST(top_reads_the_scores_output_or_says_which) {
+  char msg[AR_MSG_BYTES];
+  ar_cli_tensor_t o[4];
+  det_outputs(o);
+  o[0].name = "boxes", o[1].name = "classes", o[2].name = "scores", o[3].name = "count";
+  ck_assert_int_eq(ar_cli_top_output(o, 4, -1, msg, sizeof msg), AR_EINVAL);
+  ck_assert_str_eq(msg, "--top reads a classifier's class scores, and these 4 outputs are a detector's "
+                        "(TFLite_Detection_PostProcess: boxes, classes, scores, count): use --detections, or "
+                        "--output-index J to rank output J's values");
+  ck_assert_int_eq(ar_cli_top_output(o, 4, 2, msg, sizeof msg), 2);
+  ck_assert_int_eq(ar_cli_top_output(o, 4, 4, msg, sizeof msg), AR_EINVAL);
+  ck_assert_str_eq(msg, "--output-index 4: the model has 4 output(s), 0..3");
+  /* Raw SSD heads, [1,3,4] and [1,3,1]: neither is a classifier's. */
+  ar_cli_tensor_t raw[2] = {o[0], o[0]};
+  raw[0].name = "regressors";
+  raw[1] = (ar_cli_tensor_t){.name = "classificators", .dtype = 0, .rank = 3, .dims = {1, 3, 1}, .data = d_classes,
+                             .bytes = sizeof(d_classes)};
+  ck_assert_int_eq(ar_cli_top_output(raw, 2, -1, msg, sizeof msg), AR_EINVAL);
+  ck_assert_str_eq(msg, "--top: the model has 2 outputs and none of them is a classifier's [1,C] scores "
+                        "(0 'regressors' [1,3,4], 1 'classificators' [1,3,1]): --output-index J says which output "
+                        "--top ranks");
+  /* A classifier with an extra output: its [1,3] scores are output 1. */
+  ar_cli_tensor_t cls[2] = {raw[0], o[2]};
+  ck_assert_int_eq(ar_cli_top_output(cls, 2, -1, msg, sizeof msg), 1);
+  /* Two of classifier shape: ambiguous. */
+  ar_cli_tensor_t two[2] = {o[1], o[2]};
+  ck_assert_int_eq(ar_cli_top_output(two, 2, -1, msg, sizeof msg), AR_EINVAL);
+  ck_assert_ptr_nonnull(strstr(msg, "more than one of them is a classifier's [1,C] scores (0 'classes' [1,3], "
+                                    "1 'scores' [1,3])"));
+  /* One output: that one, whatever its shape. */
+  ck_assert_int_eq(ar_cli_top_output(raw, 1, -1, msg, sizeof msg), 0);
+}
+END_TEST
 
 START_TEST(detection_rows_threshold_and_pixels) {
   ar_cli_tensor_t o[4];
@@ -356,6 +399,45 @@ START_TEST(output_dir_is_created_one_level) {
 }
 END_TEST
 
+/* stats --watch's rates: counter differences over the client's interval. face: 150 invokes (3 of
+ * them errors, 30 dropped) in 2 s, latency sum +120000 us over 150 -> mean 800; mnv2 idle (no
+ * invoke: mean "-"); yolo new since the last refresh; ssd's counters went down (reloaded). */
+START_TEST(watch_rates_between_two_documents) {
+  json_error_t e;
+  json_t *prev = json_loads(
+      "{\"daemon\": {\"requests\": 1000}, \"models\": ["
+      "{\"name\": \"face\", \"invokes\": 50, \"errors\": 1, \"dropped\": 0, \"latency_us\": {\"count\": 50, \"sum\": 40000}},"
+      "{\"name\": \"mnv2\", \"invokes\": 7, \"errors\": 0, \"dropped\": 0, \"latency_us\": {\"count\": 7, \"sum\": 700}},"
+      "{\"name\": \"ssd\", \"invokes\": 90, \"errors\": 0, \"dropped\": 0, \"latency_us\": {\"count\": 90, \"sum\": 900}}]}",
+      0, &e);
+  ck_assert_msg(prev != NULL, "%s", e.text);
+  json_t *cur = json_loads(
+      "{\"daemon\": {\"requests\": 1205}, \"models\": ["
+      "{\"name\": \"face\", \"invokes\": 200, \"errors\": 4, \"dropped\": 30, \"latency_us\": {\"count\": 200, \"sum\": 160000}},"
+      "{\"name\": \"mnv2\", \"invokes\": 7, \"errors\": 0, \"dropped\": 0, \"latency_us\": {\"count\": 7, \"sum\": 700}},"
+      "{\"name\": \"yolo\", \"invokes\": 3, \"errors\": 0, \"dropped\": 0, \"latency_us\": {\"count\": 3, \"sum\": 30}},"
+      "{\"name\": \"ssd\", \"invokes\": 2, \"errors\": 0, \"dropped\": 0, \"latency_us\": {\"count\": 2, \"sum\": 20}}]}",
+      0, &e);
+  ck_assert_msg(cur != NULL, "%s", e.text);
+  FILE *f = mem();
+  ar_cli_print_rates(f, prev, cur, 2.0);
+  fclose(f);
+  ck_assert_str_eq(out_buf,
+                   "\nrates over the last 2.0 s: 102.5 requests/s\n"
+                   "model                     invokes/s   errors/s  dropped/s    mean_us\n"
+                   "face                           75.0        1.5       15.0        800\n"
+                   "mnv2                            0.0        0.0        0.0          -\n"
+                   "yolo                              -          -          -          -  new\n"
+                   "ssd                               -          -          -          -  reloaded\n");
+  f = mem();
+  ar_cli_print_rates(f, NULL, cur, 0);
+  fclose(f);
+  ck_assert_str_eq(out_buf, "\nrates: from the next refresh on\n");
+  json_decref(prev);
+  json_decref(cur);
+}
+END_TEST
+
 /* ---- the arenactl program -------------------------------------------------------------------- */
 
 static char big[1 << 17];
@@ -490,6 +572,81 @@ START_TEST(help_lists_every_command_and_option) {
 }
 END_TEST
 
+/* A Unix socket bound at path, listening or not; returns its fd. */
+static int bound_socket(const char *path, bool listening) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  if (listening) ck_assert_int_eq(listen(fd, 4), 0);
+  return fd;
+}
+
+/* No daemon to talk to: the message says what to check, not just the errno. No socket file -> is
+ * arenad running and how to name another socket (as the socket was chosen: -s, $ARENAD_SOCKET, the
+ * default); a socket file nobody listens on -> that, too; a socket the user may not open -> the
+ * socket's group to be in. The same hint in --json's message. Before: only "connect PATH: No such
+ * file or directory (ECONN)". */
+START_TEST(no_daemon_says_what_to_check) {
+  char dir[] = "/tmp/check_cli_conn_XXXXXX", sock[128], want[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(sock, sizeof sock, "%s/arenad.sock", dir);
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  int rc = sh("%s'%s/arenactl' -s '%s' ping 2>&1", pre, bd, sock);
+  ck_assert_int_eq(rc, 1);
+  snprintf(want, sizeof want, "arenactl ping: connect %s: No such file or directory (ECONN): is arenad running? "
+           "(systemctl status arenad; -s PATH names the socket)\n", sock);
+  ck_assert_str_eq(big, want);
+  rc = sh("ARENAD_SOCKET='%s' %s'%s/arenactl' models 2>&1", sock, pre, bd);
+  ck_assert_int_eq(rc, 1);
+  snprintf(want, sizeof want, "arenactl models: connect %s: No such file or directory (ECONN): is arenad running? "
+           "(systemctl status arenad; the socket is $ARENAD_SOCKET's, -s PATH for another)\n", sock);
+  ck_assert_str_eq(big, want);
+  rc = sh("ARENAD_SOCKET='%s' %s'%s/arenactl' stats --json 2>&1", sock, pre, bd);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "\"code\": \"ECONN\"") && strstr(big, "No such file or directory: is arenad running?"),
+                "%s", big);
+  /* The default socket is named as such (it does not exist on a test machine: skip if it does). */
+  if (access("/run/arenad/arenad.sock", F_OK) != 0) {
+    rc = sh("env -u ARENAD_SOCKET %s'%s/arenactl' ping 2>&1", pre, bd);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(big, "(ECONN): is arenad running? (systemctl status arenad; -s PATH or $ARENAD_SOCKET for "
+                              "another socket)\n"), "%s", big);
+  }
+  /* A socket file with no listener (a daemon killed without cleaning up). */
+  int fd = bound_socket(sock, false);
+  rc = sh("%s'%s/arenactl' -s '%s' ping 2>&1", pre, bd, sock);
+  ck_assert_int_eq(rc, 1);
+  snprintf(want, sizeof want, "arenactl ping: connect %s: Connection refused (ECONN): no daemon listens on this socket "
+           "file (left by a daemon that stopped?): is arenad running? (systemctl status arenad; -s PATH names the "
+           "socket)\n", sock);
+  ck_assert_str_eq(big, want);
+  close(fd);
+  unlink(sock);
+  /* Permission denied: a listening socket of mode 0660 in group "daemon" (gid 1 on Debian), and
+   * arenactl run as nobody (root opens any socket: only as root can the test switch user). */
+  if (getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0 && getgrnam("daemon") != NULL &&
+      getpwnam("nobody") != NULL) {
+    fd = bound_socket(sock, true);
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    ck_assert_int_eq(chown(sock, 0, getgrnam("daemon")->gr_gid), 0);
+    ck_assert_int_eq(chmod(sock, 0660), 0);
+    rc = sh("/usr/bin/setpriv --reuid=nobody --regid=nogroup --clear-groups %s'%s/arenactl' -s '%s' ping 2>&1", pre,
+            bd, sock);
+    ck_assert_int_eq(rc, 1);
+    snprintf(want, sizeof want, "arenactl ping: connect %s: Permission denied (ECONN): are you in the daemon group? "
+             "(id -nG lists yours; `adduser $USER daemon` adds you, from your next login)\n", sock);
+    ck_assert_str_eq(big, want);
+    close(fd);
+    unlink(sock);
+  } else {
+    printf("check_cli: not root: the permission-denied hint is not tried\n");
+  }
+  rmdir(dir);
+}
+END_TEST
+
 /* face_detection_short_range: one float32 [1,128,128,3] input (196608 bytes), two outputs. */
 #define FACE_IN_BYTES 196608
 
@@ -504,7 +661,7 @@ START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
   ar_test_daemon_t dmn;
   ck_assert_msg(ar_td_start(&dmn, "64M", NULL) == 0, "arenad did not start (log %s)", dmn.log);
   const char *pre = ar_test_exec_prefix(), *bd = builddir();
-  /* load with a path relative to arenactl's directory: it sends that directory + the path. */
+  /* load with a path relative to the current directory: arenactl sends getcwd() + the path. */
   char mdir[PATH_MAX];   /* canonical: arenactl sends getcwd(), e.g. /src/models for build/../models */
   ck_assert_ptr_nonnull(realpath(model, mdir));
   *strrchr(mdir, '/') = '\0';
@@ -610,6 +767,53 @@ START_TEST(invoke_and_run_read_streams_and_create_the_output_dir) {
 }
 END_TEST
 
+/* What a command line lacks is said before the usage: invoke without NAME, without --input or
+ * --image, with both; run without MODEL. --top on face_detection_short_range (raw SSD heads
+ * regressors [1,896,16], classificators [1,896,1]) is refused naming them, --output-index 1 ranks
+ * the second. Before: the bare usage, and --top ranked output 0 (box regressors) as class scores. */
+START_TEST(command_lines_say_what_is_missing) {
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  int rc = sh("%s'%s/arenactl' -s /nonexistent.sock invoke face 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strncmp(big, "arenactl invoke: no input given: --input F (one raw file per model input, in order) or "
+                             "--image FILE (a photograph for a one-input image model)\nusage: arenactl invoke NAME",
+                        strlen("arenactl invoke: no input given: --input F (one raw file per model input, in order) "
+                               "or --image FILE (a photograph for a one-input image model)\nusage: arenactl invoke "
+                               "NAME")) == 0, "%s", big);
+  rc = sh("%s'%s/arenactl' -s /nonexistent.sock invoke --input /dev/zero 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl invoke: the model's NAME is missing") == big, "%s", big);
+  rc = sh("%s'%s/arenactl' -s /nonexistent.sock invoke face --input /dev/zero --image x.png 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl invoke: --input and --image exclude each other") == big, "%s", big);
+  rc = sh("%s'%s/arenactl' -s /nonexistent.sock invoke face extra 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl invoke: unexpected argument 'extra' (the model's NAME is 'face'") == big, "%s",
+                big);
+  rc = sh("%s'%s/arenactl' run --input /dev/zero 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl run: the MODEL file is missing\n") == big, "%s", big);
+
+  char model[1024];
+  ar_test_model_path(model, sizeof(model), "face_detection_short_range");
+  if (access(model, R_OK) != 0) {
+    printf("check_cli: %s absent: --top part skipped\n", model);
+    return;
+  }
+  rc = sh("%s'%s/arenactl' run '%s' --input /dev/zero --top 3 2>&1", pre, bd, model);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "arenactl run: --top: the model has 2 outputs and none of them is a classifier's [1,C] "
+                            "scores (0 'regressors' [1,896,16], 1 'classificators' [1,896,1]): --output-index J says "
+                            "which output --top ranks\n"), "%s", big);
+  rc = sh("%s'%s/arenactl' run '%s' --input /dev/zero --top 3 --output-index 1 2>&1", pre, bd, model);
+  ck_assert_msg(rc == 0, "%d %s", rc, big);
+  ck_assert_msg(strstr(big, "  --top ranks output 1 'classificators'\n  top 1: class "), "%s", big);
+  rc = sh("%s'%s/arenactl' run '%s' --input /dev/zero --top 3 --output-index 2 2>&1", pre, bd, model);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "arenactl run: --output-index 2: the model has 2 output(s), 0..1\n"), "%s", big);
+}
+END_TEST
+
 /* No byte below 0x20 but newlines in text meant for a terminal. */
 static void assert_no_control_bytes(const char *text, const char *what) {
   for (const unsigned char *p = (const unsigned char *)text; *p; p++)
@@ -700,6 +904,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, labels_lines_crlf_and_last_line);
   tcase_add_test(tc, top_k_quantized_with_ties);
   tcase_add_test(tc, detection_rows_threshold_and_pixels);
+  tcase_add_test(tc, top_reads_the_scores_output_or_says_which);
   tcase_add_test(tc, image_input_uint8_and_int8);
   tcase_add_test(tc, shared_options);
   tcase_add_loop_test(tc, yolo_letterbox_border_equals_golden_input, 0, 2);
@@ -707,10 +912,13 @@ static Suite *suite(void) {
   TCase *io = tcase_create("cli_io");
   tcase_add_test(io, stream_inputs_are_read_up_to_the_tensor_size);
   tcase_add_test(io, output_dir_is_created_one_level);
+  tcase_add_test(io, watch_rates_between_two_documents);
   suite_add_tcase(s, io);
   TCase *prog = tcase_create("arenactl");
   tcase_set_timeout(prog, 120);
   tcase_add_test(prog, help_lists_every_command_and_option);
+  tcase_add_test(prog, no_daemon_says_what_to_check);
+  tcase_add_test(prog, command_lines_say_what_is_missing);
   tcase_add_test(prog, invoke_and_run_read_streams_and_create_the_output_dir);
   tcase_add_test(prog, names_are_escaped_in_svg_and_admin_lines);
   suite_add_tcase(s, prog);
