@@ -761,8 +761,12 @@ static bool grow_region(ar_server_t *srv, ar_job_t *job) {
     if (rc == AR_ENOSPC)
       snprintf(job->msg, sizeof(job->msg), "model '%s': the new input shapes need an activation region of %" PRIu64
                " bytes (now %" PRIu64 "), largest free block is %" PRIu64 " bytes (%" PRIu64 " of %" PRIu64
-               " bytes free)", m->name, need, g->act_bytes, ar_pool_largest_free_bytes(&srv->pool),
-               srv->pool.bytes - ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
+               " bytes free); %s", m->name, need, g->act_bytes, ar_pool_largest_free_bytes(&srv->pool),
+               srv->pool.bytes - ar_pool_used_bytes(&srv->pool), srv->pool.bytes,
+               srv->pool.bytes - ar_pool_used_bytes(&srv->pool) < need
+                   ? "smaller shapes, a larger pool (pool_bytes in arenad's config, or -p) or unloading a model "
+                     "(arenactl unload NAME) makes room"
+                   : "the free bytes are not in one block: arenactl compact moves them together");
     else
       snprintf(job->msg, sizeof(job->msg), "%s", msg);
     return false;

@@ -119,7 +119,7 @@ int ar_memory_admit_load(ar_server_t *srv, const char *name, const ar_memory_reg
   if (projected <= limit) return 0;
   return ar_errf(msg, msg_bytes, AR_ENOSPC,
                  "load of '%s' would bring the accounted memory to %" PRIu64 " bytes, over memory_limit %" PRIu64
-                 " bytes: now %" PRIu64 " (pool %" PRIu64 ", model copies %" PRIu64 " with this one's, OpenBLAS %" PRIu64
+                 " bytes (raise memory_limit in arenad's config, or unload a model): now %" PRIu64 " (pool %" PRIu64 ", model copies %" PRIu64 " with this one's, OpenBLAS %" PRIu64
                  ", heap %" PRIu64 ", code and stacks %" PRIu64 "; RSS %" PRIu64 ") + its pool regions %" PRIu64
                  " (persistent %" PRIu64 " + activation %" PRIu64 ")",
                  name, projected, limit, mem.accounted_bytes, mem.pool_resident_bytes, mem.models_resident_bytes,

@@ -421,13 +421,23 @@ void ar__prepare_after(ar_job_t *job) {
     char name[AR_NAME_MAX];
     snprintf(name, sizeof(name), "%s", m->name);
     ar__model_destroy(srv, m);
-    if (rc == AR_ENOSPC)
+    if (rc == AR_ENOSPC) {
+      /* Say what makes room: too few bytes free -> a larger pool or fewer models; enough bytes,
+       * only not in one block (a compaction already ran, or another load took them meanwhile) ->
+       * a compaction. */
+      uint64_t free_bytes = srv->pool.bytes - ar_pool_used_bytes(&srv->pool);
+      char remedy[200];
+      if (free_bytes < total)
+        snprintf(remedy, sizeof(remedy), "it lacks %" PRIu64 " bytes: give arenad a larger pool (pool_bytes in its "
+                 "config, or -p) or unload a model (arenactl unload NAME)", total - free_bytes);
+      else
+        snprintf(remedy, sizeof(remedy), "the free bytes are not in one block: arenactl compact moves them together");
       ar__answer_error(srv, &to, rc,
                    "load of '%s' needs %" PRIu64 " bytes of pool (persistent %" PRIu64 " + activation %" PRIu64
-                   "), largest free block is %" PRIu64 " bytes (%" PRIu64 " of %" PRIu64 " bytes free)",
+                   "), largest free block is %" PRIu64 " bytes (%" PRIu64 " of %" PRIu64 " bytes free); %s",
                    name, total, need_pers, new_region ? need_act : 0, ar_pool_largest_free_bytes(&srv->pool),
-                   srv->pool.bytes - ar_pool_used_bytes(&srv->pool), srv->pool.bytes);
-    else
+                   free_bytes, srv->pool.bytes, remedy);
+    } else
       srv->ops.reply_error(srv, &to, rc, msg);
     free(job);
     return;

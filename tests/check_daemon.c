@@ -566,6 +566,18 @@ START_TEST(load_that_does_not_fit) {
   ck_assert_msg(rc == AR_ENOSPC, "expected ENOSPC, got %d: %s", rc, msg);
   ck_assert_ptr_nonnull(strstr(msg, "load of 'palm' needs"));
   ck_assert_ptr_nonnull(strstr(msg, "largest free block is"));
+  /* ... and what makes room: the pool lacks bytes, so a larger pool or one model fewer (the bytes
+   * it lacks are what it needs less what is free). */
+  unsigned long long need = 0, free_bytes = 0, lacks = 0;
+  const char *p = strstr(msg, " needs ");
+  ck_assert_msg(p && sscanf(p, " needs %llu bytes", &need) == 1, "%s", msg);
+  p = strstr(msg, " bytes (");
+  ck_assert_msg(p && sscanf(p, " bytes (%llu of", &free_bytes) == 1, "%s", msg);
+  p = strstr(msg, "; it lacks ");
+  ck_assert_msg(p && sscanf(p, "; it lacks %llu bytes", &lacks) == 1, "%s", msg);
+  ck_assert_uint_eq(lacks, need - free_bytes);
+  ck_assert_msg(strstr(msg, " bytes: give arenad a larger pool (pool_bytes in its config, or -p) or unload a model "
+                            "(arenactl unload NAME)"), "%s", msg);
   ping_ok();
   /* Nothing already loaded was disturbed: same pool map, and the model still answers. */
   json_t *after = ar_tc_stats(c);

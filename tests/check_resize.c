@@ -169,6 +169,8 @@ START_TEST(batch_follows_the_request_and_pool_returns) {
   rc = invoke_batch(c, 512, 0, items, want, msg, sizeof msg);
   ck_assert_int_eq(rc, AR_ENOSPC);
   ck_assert_msg(strstr(msg, "the new input shapes need an activation region of") != NULL, "%s", msg);
+  ck_assert_msg(strstr(msg, "; smaller shapes, a larger pool (pool_bytes in arenad's config, or -p) or unloading a "
+                            "model (arenactl unload NAME) makes room") != NULL, "%s", msg);
   printf("batch 512: %s\n", msg);
   ck_assert_int_eq(invoke_batch(c, 2, 1, items, want, msg, sizeof msg), 0);
   ck_assert_int_eq(invoke_batch(c, 1, 3, items, want, msg, sizeof msg), 0);

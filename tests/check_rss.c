@@ -244,8 +244,9 @@ START_TEST(memory_limit_refuses_a_load) {
   ck_assert_msg(rc == AR_ENOSPC, "load over memory_limit: rc %d (%s)", rc, msg);
   printf("refused: %s\n", msg);
   ck_assert_ptr_nonnull(strstr(msg, "load of 'big' would bring the accounted memory to "));
-  char want[64];
-  snprintf(want, sizeof(want), "over memory_limit %llu bytes", (unsigned long long)limit);
+  char want[160];
+  snprintf(want, sizeof(want), "over memory_limit %llu bytes (raise memory_limit in arenad's config, or unload a "
+           "model): now ", (unsigned long long)limit);
   ck_assert_msg(strstr(msg, want) != NULL, "message lacks \"%s\": %s", want, msg);
   ck_assert_ptr_nonnull(strstr(msg, "OpenBLAS"));
   ck_assert_ptr_nonnull(strstr(msg, "its pool regions"));
