@@ -437,5 +437,15 @@ void ar_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* From now on ar_log writes to syslog: for a daemon that detached from its terminal (arenad.c
  * points its standard streams at /dev/null then). */
 void ar_log_use_syslog(void);
+/* --log-file PATH: from now on ar_log appends its lines to PATH (made absolute, created mode 0640),
+ * each "2026-12-07T17:30:01.123Z arenad[PID]: LINE" in one write, ahead of syslog and stderr (a
+ * line the file refuses, e.g. the disk is full, goes there instead). Errors: AR_EIO (msg names the
+ * file and the system error), AR_EINVAL (path too long). */
+int ar_log_open_file(const char *path, char *msg, size_t msg_bytes);
+/* Reopen the --log-file path in place (SIGHUP, after logrotate renamed the file); no-op without
+ * one. On failure logging goes on to the old file (logged), AR_EIO. */
+int ar_log_reopen(void);
+/* Close the --log-file (at exit); ar_log writes to stderr or syslog again. */
+void ar_log_close_file(void);
 
 #endif /* AR_DAEMON_H */

@@ -1,6 +1,6 @@
 /* arenad.c - the daemon's main: options, configuration, --check-config, then the event loop.
  *
- *   arenad [--config F] [--socket P] [--pool-bytes N] [--foreground]
+ *   arenad [--config F] [--socket P] [--pool-bytes N] [--foreground] [--pidfile F] [--log-file F]
  *   arenad --check-config F       validate F, load and plan its models, print the pool layout
  *   arenad --memory-dropin --config F   print the systemd drop-in that bounds the service's memory
  *                                 from F's memory_limit (systemd/arenad-generator runs it)
@@ -8,7 +8,9 @@
  *
  * Command-line values override the configuration file. Without --foreground (and when not
  * started by systemd, i.e. no NOTIFY_SOCKET / LISTEN_FDS), arenad detaches after its socket is
- * listening, so that a client started right after the parent exits finds it.
+ * listening, so that a client started right after the parent exits finds it. --pidfile holds an
+ * flock for the daemon's life (a second daemon with the same file is refused) and the pid once it
+ * listens; --log-file keeps the log where no syslog runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +19,12 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -31,7 +36,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: arenad [--config FILE] [--socket PATH] [--pool-bytes N] [--threads N] [--model-dir DIR]...\n"
-          "              [--foreground]\n"
+          "              [--foreground] [--pidfile FILE] [--log-file FILE]\n"
           "       arenad --check-config FILE\n"
           "       arenad --memory-dropin [--config FILE]\n"
           "       arenad --version\n\n"
@@ -43,6 +48,10 @@ static void usage(FILE *out) {
           "                           default: the online CPUs)\n"
           "  -m, --model-dir DIR      also accept LoadModel paths inside DIR (added to model_dirs)\n"
           "  -f, --foreground         do not detach\n"
+          "      --pidfile FILE       write the daemon's pid to FILE once it listens (removed at exit);\n"
+          "                           refused while another live arenad holds FILE\n"
+          "      --log-file FILE      append the log to FILE (reopened at SIGHUP), not to stderr or\n"
+          "                           syslog: a detached daemon's log where no syslog runs\n"
           "      --memory-dropin      print the systemd drop-in (MemoryHigh=, MemoryMax=) for the\n"
           "                           config's memory_limit, then exit\n"
           "  -V, --version            print the version\n");
@@ -82,6 +91,78 @@ static void detach_ready(int fd) {
   close(fd);
 }
 
+/* --pidfile: the open, flock'ed file (-1 without one) and its absolute path (the daemon changes
+ * to "/" when it detaches). The lock, not the pid written in the file, says whether a daemon holds
+ * it: a daemon killed with SIGKILL leaves a file whose lock died with it. The lock belongs to the
+ * open file description, which the detached child shares with the parent that exits. */
+static int pidfile_fd = -1;
+static char pidfile_abs[PATH_MAX];
+
+/* Take `path` for this daemon, or refuse naming the live holder's pid. Returns 0 or -1 (msg). */
+static int pidfile_take(const char *path, char *msg, size_t n) {
+  if (path[0] == '/') {
+    snprintf(pidfile_abs, sizeof(pidfile_abs), "%s", path);
+  } else {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL ||
+        snprintf(pidfile_abs, sizeof(pidfile_abs), "%s/%s", cwd, path) >= (int)sizeof(pidfile_abs)) {
+      (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: path too long", path);
+      return -1;
+    }
+  }
+  int fd = open(pidfile_abs, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) {
+    (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: %s", pidfile_abs, strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    char text[32] = "";
+    ssize_t got = pread(fd, text, sizeof(text) - 1, 0);
+    text[got > 0 ? got : 0] = '\0';
+    long pid = strtol(text, NULL, 10);
+    close(fd);
+    if (e == EWOULDBLOCK && pid > 0)
+      (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: held by a running arenad (pid %ld): stop it first, or give this one another "
+               "--pidfile and --socket", pidfile_abs, pid);
+    else if (e == EWOULDBLOCK)
+      (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: held by another arenad that is starting", pidfile_abs);
+    else
+      (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: flock: %s", pidfile_abs, strerror(e));
+    return -1;
+  }
+  pidfile_fd = fd;
+  return 0;
+}
+
+/* Write this process's pid (after detaching: the daemon's, not the parent's). */
+static int pidfile_write(char *msg, size_t n) {
+  if (pidfile_fd < 0) return 0;
+  char text[32];
+  int len = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+  if (ftruncate(pidfile_fd, 0) != 0 || pwrite(pidfile_fd, text, (size_t)len, 0) != len) {
+    (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: %s", pidfile_abs, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Remove the file while still holding its lock (a daemon starting meanwhile either fails on the
+ * lock or creates a new file), then release it. */
+static void pidfile_remove(void) {
+  if (pidfile_fd < 0) return;
+  unlink(pidfile_abs);
+  close(pidfile_fd);
+  pidfile_fd = -1;
+}
+
+/* Is there a syslog to receive a detached daemon's lines? (Containers and minimal systems often
+ * have no /dev/log: syslog(3) then drops every line silently.) */
+static bool syslog_available(void) {
+  struct stat st;
+  return stat("/dev/log", &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 static ar_server_t server;   /* large (the config holds up to 64 model entries) */
 
 static void close_handle(uv_handle_t *h, void *arg) {
@@ -96,11 +177,12 @@ int main(int argc, char **argv) {
       {"foreground", no_argument, NULL, 'f'},       {"version", no_argument, NULL, 'V'},
       {"help", no_argument, NULL, 'h'},             {"model-dir", required_argument, NULL, 'm'},
       {"memory-dropin", no_argument, NULL, 'M'},    {"threads", required_argument, NULL, 't'},
+      {"pidfile", required_argument, NULL, 'P'},    {"log-file", required_argument, NULL, 'L'},
       {NULL, 0, NULL, 0}};
   static char model_dir_abs[AR_CONFIG_MAX_DIRS][PATH_MAX];
   static const char *model_dirs[AR_CONFIG_MAX_DIRS];
   uint32_t n_model_dirs = 0;
-  const char *config_path = NULL, *check_path = NULL, *socket_path = NULL;
+  const char *config_path = NULL, *check_path = NULL, *socket_path = NULL, *pidfile = NULL, *log_file = NULL;
   uint64_t pool_bytes = 0;
   uint32_t threads = 0;
   bool foreground = false, memory_dropin = false;
@@ -147,6 +229,8 @@ int main(int argc, char **argv) {
         break;
       }
       case 'f': foreground = true; break;
+      case 'P': pidfile = optarg; break;
+      case 'L': log_file = optarg; break;
       case 'M': memory_dropin = true; break;
       case 'V': {
         char isa[1024];
@@ -224,12 +308,25 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  /* The pid file first: a second daemon is refused before it spends time on the models. */
+  if (pidfile && pidfile_take(pidfile, msg, sizeof(msg)) != 0) {
+    fprintf(stderr, "arenad: %s\n", msg);
+    return 1;
+  }
+  /* The log file is opened here, from the caller's directory and with its errors on its terminal. */
+  if (log_file && ar_log_open_file(log_file, msg, sizeof(msg)) != 0) {
+    fprintf(stderr, "arenad: %s\n", msg);
+    pidfile_remove();
+    return 1;
+  }
+
   /* Start-up runs the same checks as --check-config (load, plan, fit the pool): a configured model
    * that cannot be served is a start-up error, reported before the service is declared ready. */
   if (srv->cfg.n_models > 0) {
     int crc = ar_models_check_config(&srv->cfg, NULL, msg, sizeof(msg));
     if (crc != 0) {
       fprintf(stderr, "arenad: %s: %s\n", config_path, msg);
+      pidfile_remove();
       return 1;
     }
   }
@@ -251,8 +348,12 @@ int main(int argc, char **argv) {
 
   bool managed = getenv("NOTIFY_SOCKET") != NULL || getenv("LISTEN_FDS") != NULL;
   int ready_fd = -1;
+  if (!foreground && !managed && !log_file && !syslog_available())
+    fprintf(stderr, "arenad: warning: no syslog here (/dev/log is no socket): once detached, the daemon's log is "
+                    "lost; --log-file FILE keeps it, --foreground writes it to standard error\n");
   if (!foreground && !managed && (ready_fd = detach()) < 0) {
     fprintf(stderr, "arenad: detach: %s\n", strerror(errno));
+    pidfile_remove();
     return 1;
   }
   srv->config_path = config_path;
@@ -268,8 +369,11 @@ int main(int argc, char **argv) {
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     ar_server_stop(srv);
+    pidfile_remove();
     return 1;
   }
+  /* Listening: the pid is the one to signal from now on (written before the parent returns). */
+  if (pidfile_write(msg, sizeof(msg)) != 0) ar_log("%s (the daemon runs on)", msg);
   if (ready_fd >= 0) {
     /* Detached and listening: the terminal that started it is no longer ours (a shell's, maybe
      * closed already). Standard streams go to /dev/null, the log to syslog. */
@@ -281,7 +385,7 @@ int main(int argc, char **argv) {
       dup2(null_fd, 2);
       if (null_fd > 2) close(null_fd);
     }
-    ar_log_use_syslog();
+    if (!log_file) ar_log_use_syslog();
   }
   char where[160];
   if (srv->socket_activated)
@@ -298,5 +402,7 @@ int main(int argc, char **argv) {
   rc = uv_loop_close(&loop);
   if (rc != 0) ar_log("loop closed with handles still open: %s", uv_strerror(rc));
   ar_log("stopped");
+  pidfile_remove();
+  ar_log_close_file();
   return 0;
 }

@@ -4,14 +4,16 @@
  *   - SIGTERM with pipelined invokes already accepted: every one is answered OK (drain), then the
  *     daemon exits 0.
  *   - Without --foreground the daemon detaches with its threads: it loads and serves, then stops.
+ *   - --pidfile and --log-file of a detached daemon: the pid once listening, a second daemon
+ *     refused, the log stamped and reopened at SIGHUP, the pid file removed at exit.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE   /* struct ucred (SO_PEERCRED) */
-#endif
+#include "config.h"   /* first: _GNU_SOURCE (struct ucred, SO_PEERCRED), PACKAGE_VERSION */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <stdatomic.h>
@@ -375,6 +377,154 @@ START_TEST(detached_daemon_loads_and_serves) {
 }
 END_TEST
 
+/* Run arenad with `args` (after the binary; NULL-terminated), its stdout/stderr into `out`; returns
+ * the exit status of the process started (the parent that exits once a detached daemon listens). */
+static int run_arenad(const char *const *args, const char *out) {
+  const char *bd = getenv("AR_BUILDDIR");
+  char bin[512];
+  snprintf(bin, sizeof bin, "%s/arenad", bd ? bd : AR_BUILDDIR);
+  const char *argv[24] = {bin};
+  int n = 1;
+  for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  pid_t p = fork();
+  ck_assert_int_ge(p, 0);
+  if (p == 0) {
+    FILE *lf = fopen(out, "w");
+    if (lf) {
+      dup2(fileno(lf), 1);
+      dup2(fileno(lf), 2);
+    }
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("LISTEN_FDS");
+    ar_test_execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  int st = 0;
+  ck_assert_int_eq(waitpid(p, &st, 0), p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp_text(const char *path) {
+  size_t n = 0;
+  char *t = ar_test_read_file(path, &n);
+  if (t == NULL) return NULL;
+  char *z = realloc(t, n + 1);
+  ck_assert_ptr_nonnull(z);
+  z[n] = '\0';
+  return z;
+}
+
+static long pid_in(const char *path) {
+  char *t = slurp_text(path);
+  ck_assert_msg(t != NULL, "no pid file %s", path);
+  char *end = NULL;
+  long pid = strtol(t, &end, 10);
+  ck_assert_msg(end && *end == '\n' && end[1] == '\0', "pid file %s holds \"%s\"", path, t);
+  free(t);
+  return pid;
+}
+
+/* A detached daemon with --pidfile and --log-file: its pid (the detached process's, the socket's
+ * peer) is in the file when the starting command returns 0; a second daemon with the same file is
+ * refused naming that pid; the log lines are in the file, stamped, and after the file is renamed a
+ * SIGHUP reopens it; SIGTERM stops the daemon, which removes the pid file. A file a killed daemon
+ * left (a pid, no lock) is taken over. Before: neither option existed (exit 2, usage), and a
+ * detached daemon wrote its log to syslog only, lost where none runs. */
+START_TEST(pidfile_and_log_file_of_a_detached_daemon) {
+  char dir[] = "/tmp/check_pidfile_XXXXXX", sock[128], sock2[128], pidf[128], logf[128], rotated[128], out[128],
+       want[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(sock, sizeof sock, "%s/arenad.sock", dir);
+  snprintf(sock2, sizeof sock2, "%s/arenad2.sock", dir);
+  snprintf(pidf, sizeof pidf, "%s/arenad.pid", dir);
+  snprintf(logf, sizeof logf, "%s/arenad.log", dir);
+  snprintf(rotated, sizeof rotated, "%s/arenad.log.1", dir);
+  snprintf(out, sizeof out, "%s/out.txt", dir);
+  /* The detached daemon becomes this process's child when its parent exits: it can be waited for. */
+  ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  const char *args[] = {"--socket", sock, "--pool-bytes", "16M", "--pidfile", pidf, "--log-file", logf, NULL};
+  ck_assert_int_eq(run_arenad(args, out), 0);
+  long pid = pid_in(pidf);
+  int fd = ar_td_connect_raw(sock);
+  ck_assert_int_ge(fd, 0);
+  struct ucred cred;
+  socklen_t cl = sizeof cred;
+  ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl), 0);
+  close(fd);
+  ck_assert_int_eq(cred.pid, pid);   /* the detached daemon's pid, not its parent's */
+  /* The line is logged right after the parent is told the socket listens: wait for it. */
+  snprintf(want, sizeof want, "Z arenad[%ld]: arenad " PACKAGE_VERSION " listening on %s, pool 16777216 bytes", pid,
+           sock);
+  char *log = NULL;
+  for (int i = 0; i < 2000; i++) {
+    free(log);
+    log = slurp_text(logf);
+    if (log != NULL && strstr(log, want) != NULL) break;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_msg(log != NULL && strstr(log, want) != NULL, "%s lacks \"%s\": %s", logf, want, log ? log : "(none)");
+  ck_assert_msg(log[4] == '-' && log[10] == 'T' && log[23] == 'Z', "no UTC time stamp: %s", log);
+  free(log);
+
+  /* The same pid file: refused, naming the holder; the file is left as it was. */
+  const char *args2[] = {"--foreground", "--socket", sock2, "--pidfile", pidf, NULL};
+  ck_assert_int_eq(run_arenad(args2, out), 1);
+  char *text = slurp_text(out);
+  snprintf(want, sizeof want, "arenad: --pidfile %s: held by a running arenad (pid %ld): stop it first, or give this "
+           "one another --pidfile and --socket\n", pidf, pid);
+  ck_assert_str_eq(text, want);
+  free(text);
+  ck_assert_int_eq(pid_in(pidf), pid);
+  ck_assert_int_ne(access(sock2, F_OK), 0);
+
+  /* Log rotation: rename, SIGHUP, the reload's line lands in a new file of the same name. */
+  ck_assert_int_eq(rename(logf, rotated), 0);
+  ck_assert_int_eq(kill((pid_t)pid, SIGHUP), 0);
+  bool reopened = false;
+  for (int i = 0; i < 2000 && !reopened; i++) {   /* readiness: the new file has a line */
+    char *t = slurp_text(logf);
+    reopened = t != NULL && strstr(t, "reload") != NULL;
+    free(t);
+    if (!reopened) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  ck_assert_msg(reopened, "no reload line in a reopened %s after SIGHUP", logf);
+
+  ck_assert_int_eq(kill((pid_t)pid, SIGTERM), 0);
+  int st = 0;
+  ck_assert_int_eq(waitpid((pid_t)pid, &st, 0), (pid_t)pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon exit status %d", st);
+  ck_assert_int_ne(access(pidf, F_OK), 0);   /* removed */
+  log = slurp_text(logf);
+  snprintf(want, sizeof want, "arenad[%ld]: stopped\n", pid);
+  ck_assert_msg(log && strstr(log, want), "%s", log ? log : "(none)");
+  free(log);
+
+  /* A stale file (a daemon killed with SIGKILL leaves its pid and no lock): taken over. */
+  FILE *f = fopen(pidf, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("999999\n", f);
+  fclose(f);
+  ck_assert_int_eq(run_arenad(args, out), 0);
+  long pid2 = pid_in(pidf);
+  ck_assert_int_ne(pid2, 999999);
+  ck_assert_int_eq(kill((pid_t)pid2, SIGTERM), 0);
+  ck_assert_int_eq(waitpid((pid_t)pid2, &st, 0), (pid_t)pid2);
+  ck_assert_int_ne(access(pidf, F_OK), 0);
+  printf("pidfile: daemon pid %ld in %s, a second start refused, log reopened at SIGHUP, file removed at exit\n", pid,
+         pidf);
+  unlink(logf);
+  unlink(rotated);
+  unlink(out);
+  unlink(sock);
+  rmdir(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("signals");
   TCase *tc = tcase_create("signals");
@@ -382,6 +532,7 @@ int main(void) {
   tcase_add_test(tc, sighup_adds_and_removes_with_invokes_in_flight);
   tcase_add_test(tc, sigterm_drains_pipelined_invokes);
   tcase_add_test(tc, detached_daemon_loads_and_serves);
+  tcase_add_test(tc, pidfile_and_log_file_of_a_detached_daemon);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
