@@ -916,6 +916,20 @@ int ar_cmd_plan_remote(int argc, char **argv) {
     json_array_foreach(fused, i, fz)
       printf(" %" JSON_INTEGER_FORMAT "->%" JSON_INTEGER_FORMAT "%s", jint(fz, "conv"), jint(fz, "depthwise"),
              i + 1 == json_array_size(fused) ? ")\n" : ",");
+    /* The tensors without a row, as the offline table shows them (interp/ar_budget.h). */
+    json_t *nc = json_object_get(plan, "no_buffer_counts");
+    if (json_is_object(nc)) {
+      printf("no buffer: %" JSON_INTEGER_FORMAT " B never stored: %" JSON_INTEGER_FORMAT " tensor(s) elided%s %"
+             JSON_INTEGER_FORMAT " constant(s) (%" JSON_INTEGER_FORMAT " B in the model mapping), %" JSON_INTEGER_FORMAT
+             " unused, of %" JSON_INTEGER_FORMAT " tensors\n",
+             jint(nc, "elided_bytes"), jint(nc, "elided"), jint(nc, "elided") ? " (below)," : ",", jint(nc, "constant"),
+             jint(nc, "constant_bytes"), jint(nc, "unused"), jint(plan, "tensors"));
+      json_array_foreach(json_object_get(plan, "no_buffer"), i, fz) {
+        if (strcmp(jstr(fz, "kind"), "constant") == 0) continue;
+        printf("%6" JSON_INTEGER_FORMAT " %-40.40s %-10s %10" JSON_INTEGER_FORMAT "  %s\n", jint(fz, "tensor"),
+               ar_cli_esc(jstr(fz, "name")), jstr(fz, "kind"), jint(fz, "bytes"), ar_cli_esc(jstr(fz, "reason")));
+      }
+    }
   }
   json_decref(plan);
   return ret;

@@ -9,7 +9,9 @@
 #include "interp/ar_budget.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/ar_error.h"
@@ -54,6 +56,102 @@ static const char *buffer_name(const ar_interp_t *in, const ar_plan_buffer_t *b,
 }
 
 static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 1.0; }
+
+/* ---- tensors without a buffer ----
+ * Every tensor of subgraph 0 is either a planner buffer's (a row of the table) or accounted for
+ * here: a constant (its bytes stay in the model mapping), a tensor some fusion or stored-weights
+ * rule made unnecessary (its producing operator never runs: which rule, and which operator does its
+ * work or reads around it), or one nothing reads or writes. */
+typedef struct unbuffered {
+  const char *kind;     /* "constant", "elided", "unused" */
+  const char *fusion;   /* elided: "inverted-residual", "pad-fold", "sparse-as-stored", "fp16-as-stored"; else "" */
+  int32_t producer;     /* the operator that writes the tensor in the model, -1 */
+  int32_t by;           /* elided: the operator doing its work (fusions) or reading around it; -1 */
+  char reason[224];
+} unbuffered_t;
+
+/* Producer and first reader of every tensor (n_tensors entries each, -1 = none); 0 or AR_ENOMEM. */
+static int producers_readers(const ar_subgraph_t *sg, int32_t **producer, int32_t **reader) {
+  const uint32_t nt = sg->n_tensors;
+  *producer = malloc((nt ? nt : 1) * sizeof(int32_t));
+  *reader = malloc((nt ? nt : 1) * sizeof(int32_t));
+  if (*producer == NULL || *reader == NULL) {
+    free(*producer);
+    free(*reader);
+    *producer = *reader = NULL;
+    return AR_ENOMEM;
+  }
+  for (uint32_t t = 0; t < nt; t++) (*producer)[t] = (*reader)[t] = -1;
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t >= 0 && (uint32_t)t < nt && (*reader)[t] < 0) (*reader)[t] = (int32_t)k;
+    }
+    for (int32_t o = 0; o < op->n_outputs; o++) {
+      const int32_t t = op->outputs[o];
+      if (t >= 0 && (uint32_t)t < nt && (*producer)[t] < 0) (*producer)[t] = (int32_t)k;
+    }
+  }
+  return 0;
+}
+
+static const char *op_name_at(const ar_subgraph_t *sg, int32_t k) {
+  return k >= 0 && (uint32_t)k < sg->n_operators ? ar_op_name(sg->operators[k].op) : "?";
+}
+
+/* Does tensor t have a row of its own in the table? */
+static bool has_buffer(const ar_interp_t *in, int32_t t) {
+  const ar_tensor_plan_t *tp = &ar_interp_tensor_plan(in)[t];
+  return (tp->home == AR_HOME_ARENA || tp->home == AR_HOME_PERSISTENT) && tp->buffer >= 0;
+}
+
+/* Why tensor t (without a buffer) has none. */
+static void classify(const ar_interp_t *in, int32_t t, const int32_t *producer, const int32_t *reader,
+                     unbuffered_t *u) {
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  const int32_t p = producer[t];
+  *u = (unbuffered_t){.kind = "unused", .fusion = "", .producer = p, .by = -1};
+  int32_t d;
+  if (p < 0) {
+    if (ar_interp_tensor_plan(in)[t].home == AR_HOME_CONSTANT) {
+      u->kind = "constant";
+      snprintf(u->reason, sizeof u->reason, "constant: read in place from the model mapping");
+    } else {
+      snprintf(u->reason, sizeof u->reason, "no operator reads or writes it, nor is it a graph input or output");
+    }
+  } else if ((d = ar_interp_op_fused(in, p)) >= 0) {
+    *u = (unbuffered_t){.kind = "elided", .fusion = "inverted-residual", .producer = p, .by = d};
+    snprintf(u->reason, sizeof u->reason, "inverted-residual fusion: CONV_2D op %d runs inside DEPTHWISE_CONV_2D op %d "
+             "band by band, so its output is never stored whole", (int)p, (int)d);
+  } else if ((d = ar_interp_op_pad_folded(in, p)) >= 0) {
+    *u = (unbuffered_t){.kind = "elided", .fusion = "pad-fold", .producer = p, .by = d};
+    const bool add = sg->operators[d].op == AR_OP_ADD;
+    snprintf(u->reason, sizeof u->reason, "PAD folding: PAD op %d does not run; %s op %d reads the PAD's input and "
+             "supplies the zero %s itself", (int)p, op_name_at(sg, d), (int)d, add ? "channels" : "rows and columns");
+  } else if (ar_interp_op_elided(in, p)) {
+    /* The stored-weights chain: follow the readers past the elided links to the operator that
+     * reads the constant as stored. */
+    int32_t r = reader[t], guard = 0;
+    while (r >= 0 && ar_interp_op_elided(in, r) && sg->operators[r].n_outputs > 0 && guard++ < 4) {
+      const int32_t o = sg->operators[r].outputs[0];
+      r = o >= 0 && (uint32_t)o < sg->n_tensors ? reader[o] : -1;
+    }
+    bool sparse = sg->operators[p].op == AR_OP_DENSIFY;
+    for (int32_t i = 0; i < sg->operators[p].n_inputs && !sparse; i++) {
+      const int32_t x = sg->operators[p].inputs[i];
+      sparse = x >= 0 && (uint32_t)x < sg->n_tensors && producer[x] >= 0 &&
+               sg->operators[producer[x]].op == AR_OP_DENSIFY;
+    }
+    *u = (unbuffered_t){.kind = "elided", .fusion = sparse ? "sparse-as-stored" : "fp16-as-stored", .producer = p,
+                        .by = r};
+    snprintf(u->reason, sizeof u->reason, "%s weights read as stored: %s op %d does not run; %s op %d reads the %s "
+             "constant itself", sparse ? "sparse" : "fp16", op_name_at(sg, p), (int)p, op_name_at(sg, r), (int)r,
+             sparse ? "sparse" : "float16");
+  } else {
+    snprintf(u->reason, sizeof u->reason, "%s op %d never runs: nothing reads its output", op_name_at(sg, p), (int)p);
+  }
+}
 
 json_t *ar_budget_json(const ar_interp_t *in) {
   if (in == NULL) return NULL;
@@ -114,6 +212,35 @@ json_t *ar_budget_json(const ar_interp_t *in) {
   }
   bad |= json_object_set_new(root, "fused", fused ? fused : json_null());
   bad |= json_object_set_new(root, "fused_bytes", json_integer((json_int_t)fused_bytes));
+  /* Every tensor without a row, with why (the table accounts for every tensor of subgraph 0). */
+  int32_t *producer = NULL, *reader = NULL;
+  json_t *nob = json_array();
+  if (nob == NULL || producers_readers(sg, &producer, &reader) != 0) bad = 1;
+  uint64_t counts[3] = {0, 0, 0}, elided_bytes = 0, constant_bytes = 0;
+  for (int32_t t = 0; !bad && t < (int32_t)sg->n_tensors; t++) {
+    if (has_buffer(in, t)) continue;
+    unbuffered_t u;
+    classify(in, t, producer, reader, &u);
+    const uint64_t bytes = sg->tensors[t].bytes;
+    const int kind = u.kind[0] == 'c' ? 0 : u.kind[0] == 'e' ? 1 : 2;
+    counts[kind]++;
+    if (kind == 0) constant_bytes += sg->tensors[t].data_bytes;
+    if (kind == 1) elided_bytes += bytes;
+    json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:s, s:s, s:i, s:s, s:i, s:s}", "tensor", (int)t, "name",
+                          sg->tensors[t].name, "kind", u.kind, "bytes", (json_int_t)bytes, "fusion", u.fusion,
+                          "reason", u.reason, "operator", (int)u.producer, "op",
+                          u.producer >= 0 ? op_name_at(sg, u.producer) : "", "by_operator", (int)u.by, "by_op",
+                          u.by >= 0 ? op_name_at(sg, u.by) : "");
+    if (o == NULL || json_array_append_new(nob, o) != 0) bad = 1;
+  }
+  free(producer);
+  free(reader);
+  bad |= json_object_set_new(root, "no_buffer", nob ? nob : json_null());
+  json_t *cnt = json_pack("{s:I, s:I, s:I, s:I, s:I}", "constant", (json_int_t)counts[0], "elided",
+                          (json_int_t)counts[1], "unused", (json_int_t)counts[2], "constant_bytes",
+                          (json_int_t)constant_bytes, "elided_bytes", (json_int_t)elided_bytes);
+  bad |= json_object_set_new(root, "no_buffer_counts", cnt ? cnt : json_null());
+  bad |= json_object_set_new(root, "tensors", json_integer((json_int_t)sg->n_tensors));
   int n = ar_planner_count(p);
   for (int i = 0; i < n && !bad; i++) {
     ar_plan_buffer_t b;
@@ -199,6 +326,36 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
     if (d < 0) continue;
     fprintf(out, " %d->%d%s", (int)k, (int)d, ++i == n_fused ? ")\n" : ",");
   }
+  /* The tensors without a row: constants and unused ones counted, elided ones one per line with
+   * the rule and the operator that made them unnecessary. */
+  int32_t *producer = NULL, *reader = NULL;
+  if (producers_readers(sg, &producer, &reader) != 0) return AR_ENOMEM;
+  uint64_t n_const = 0, const_bytes = 0, n_unused = 0, n_elided = 0, elided_bytes = 0;
+  for (int32_t t = 0; t < (int32_t)sg->n_tensors; t++) {
+    if (has_buffer(in, t)) continue;
+    unbuffered_t u;
+    classify(in, t, producer, reader, &u);
+    if (u.kind[0] == 'c') n_const++, const_bytes += sg->tensors[t].data_bytes;
+    else if (u.kind[0] == 'u') n_unused++;
+    else n_elided++, elided_bytes += sg->tensors[t].bytes;
+  }
+  fprintf(out, "no buffer        %12" PRIu64 " bytes never stored: %" PRIu64 " tensor(s) elided%s %" PRIu64
+          " constant(s) (%" PRIu64 " bytes in the model mapping), %" PRIu64 " unused, of %u tensors\n",
+          elided_bytes, n_elided, n_elided ? " (below)," : ",", n_const, const_bytes, n_unused, sg->n_tensors);
+  for (int32_t t = 0; t < (int32_t)sg->n_tensors; t++) {
+    if (has_buffer(in, t)) continue;
+    unbuffered_t u;
+    classify(in, t, producer, reader, &u);
+    if (u.kind[0] != 'e' && u.kind[0] != 'u') continue;
+    const char *name = sg->tensors[t].name;
+    size_t len = strlen(name);
+    char esc[4 * 40 + 1];
+    fprintf(out, "%6d  %-40s %-9s %10" PRIu64 "  %s\n", (int)t,
+            ar_escape_text(len > 40 ? name + len - 40 : name, esc, sizeof esc), u.kind, sg->tensors[t].bytes,
+            u.reason);
+  }
+  free(producer);
+  free(reader);
   return ferror(out) ? AR_EIO : 0;
 }
 

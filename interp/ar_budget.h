@@ -8,7 +8,18 @@
  *   weights ("stored"|"fp32"), weights_bytes, folded_bytes, packed_bytes, widened_bytes
  *   (ar_weight_figures_t), fused: [{conv, depthwise, tensor, bytes}] (expansion convs run inside
  *   their depthwise, ar_interp_op_fused; the tensor has no buffer), fused_bytes,
- *   buffers: [{tensor, name, class, size, offset, first_use, last_use, alias_of}]
+ *   buffers: [{tensor, name, class, size, offset, first_use, last_use, alias_of}],
+ *   tensors (subgraph 0's count), no_buffer: [{tensor, name, kind, bytes, fusion, reason, operator,
+ *   op, by_operator, by_op}] and no_buffer_counts {constant, elided, unused, constant_bytes,
+ *   elided_bytes}.
+ * Every tensor of subgraph 0 appears exactly once: a buffers row, or a no_buffer entry whose kind
+ * says why it has none - "constant" (read in place from the model mapping), "elided" (its
+ * producer `operator` never runs: `fusion` "inverted-residual" (an expansion CONV_2D run inside
+ * the DEPTHWISE_CONV_2D `by_operator`), "pad-fold" (a PAD whose zeros the DEPTHWISE_CONV_2D or ADD
+ * `by_operator` supplies, e.g. the face detectors' channel_padding), "sparse-as-stored" or
+ * "fp16-as-stored" (a DENSIFY/DEQUANTIZE whose reader `by_operator` reads the constant as stored)),
+ * or "unused" (nothing reads it, or its producer never runs for want of readers). The text table
+ * counts them and lists the elided and unused ones with the reason.
  */
 #ifndef AR_BUDGET_H
 #define AR_BUDGET_H
