@@ -8,6 +8,8 @@
  * against a real arenad, `invoke --input /dev/zero` / a short pipe / `--output NEW_DIR`, `run` the
  * same, and `load` of a path relative to the current directory.
  */
+#include "config.h"   /* PACKAGE_VERSION */
+
 #include <check.h>
 #include <limits.h>
 #include <ctype.h>
@@ -649,6 +651,27 @@ START_TEST(no_daemon_says_what_to_check) {
 }
 END_TEST
 
+/* The man pages' .TH lines carry the package's version and a full date (YYYY-MM-DD, not a bare
+ * year: they said "2025" for a package of 2026). */
+START_TEST(man_pages_are_dated_and_versioned) {
+  static const char *const pages[] = {"docs/arenactl.1", "docs/arenad.8", "docs/arenad.json.5"};
+  for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", AR_SRCDIR, pages[i]);
+    char *text = slurp(path);
+    char title[64], sect[8], date[32], ver[64];
+    ck_assert_msg(sscanf(text, ".TH %63s %7s \"%31[^\"]\" \"%63[^\"]\"", title, sect, date, ver) == 4, "%s: %.80s",
+                  pages[i], text);
+    int y = 0, mo = 0, d = 0, n = 0;
+    ck_assert_msg(sscanf(date, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && n == 10 && date[10] == '\0', "%s: date \"%s\"",
+                  pages[i], date);
+    ck_assert_msg(y >= 2026 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31, "%s: date \"%s\"", pages[i], date);
+    ck_assert_str_eq(ver, "arenad " PACKAGE_VERSION);
+    free(text);
+  }
+}
+END_TEST
+
 /* face_detection_short_range: one float32 [1,128,128,3] input (196608 bytes), two outputs. */
 #define FACE_IN_BYTES 196608
 
@@ -983,6 +1006,7 @@ static Suite *suite(void) {
   tcase_set_timeout(prog, 120);
   tcase_add_test(prog, help_lists_every_command_and_option);
   tcase_add_test(prog, no_daemon_says_what_to_check);
+  tcase_add_test(prog, man_pages_are_dated_and_versioned);
   tcase_add_test(prog, command_lines_say_what_is_missing);
   tcase_add_test(prog, plan_json_lists_every_tensor_once);
   tcase_add_test(prog, invoke_and_run_read_streams_and_create_the_output_dir);
