@@ -116,10 +116,13 @@ static const char *key_suggest(const char *k, const char *const *keys, size_t n_
 static int unknown_key(char *msg, size_t n, const char *label, const char *k, const char *const *keys,
                        size_t n_keys, const char *const *other, size_t n_other, const char *other_where) {
   size_t o = 0;
+  /* Appends while there is room (a huge key truncates the message, never writes past it). */
 #define AR__PUT(...)                                                          \
   do {                                                                       \
-    int w_ = snprintf(msg + o, o < n ? n - o : 0, __VA_ARGS__);              \
-    if (w_ > 0) o += (size_t)w_;                                             \
+    if (o < n) {                                                             \
+      int w_ = snprintf(msg + o, n - o, __VA_ARGS__);                        \
+      if (w_ > 0) o += (size_t)w_;                                           \
+    }                                                                        \
   } while (0)
   if (msg == NULL || n == 0) return AR_ECONFIG;
   AR__PUT("%s: unknown key", label);

@@ -449,6 +449,15 @@ START_TEST(unknown_key_suggests_and_lists_whole_names) {
   int listed = 0;
   ck_assert_int_eq(allowed_list(msg, &listed), 0);
   ck_assert_int_eq(listed, 5);
+  /* A key longer than the message: cut, within the buffer. */
+  char *huge = malloc(2100);
+  ck_assert_ptr_nonnull(huge);
+  int off = snprintf(huge, 2100, "{\"models\": [], \"");
+  memset(huge + off, 'k', 2000);
+  snprintf(huge + off + 2000, 2100 - (size_t)off - 2000, "\": 1}");
+  ck_assert_int_eq(load_text(huge, &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_uint_eq(strlen(msg), sizeof(msg) - 1);
+  free(huge);
   /* A smaller buffer: fewer names, still whole, the count still right. */
   char small[200];
   ck_assert_int_eq(load_text("{\"models\": [], \"pool_byte\": 1}", &cfg, small, sizeof(small)), AR_ECONFIG);
