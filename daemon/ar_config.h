@@ -105,8 +105,9 @@ typedef struct ar_config {
    * 0 (the default) = no bound. */
   uint64_t memory_limit_bytes;
   bool compact_after_unload;    /* compact the pool after each unload and group growth, default true */
-  /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or primary gid). Default: uids 0
-   * and the daemon's own effective uid, no gids. */
+  /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or a gid: the primary one or any of
+   * the peer's supplementary groups, SO_PEERGROUPS). Default: uids 0 and the daemon's own effective
+   * uid, no gids. */
   uint32_t n_admin_uids, n_admin_gids;
   uid_t admin_uids[AR_CONFIG_MAX_IDS];
   gid_t admin_gids[AR_CONFIG_MAX_IDS];

@@ -106,6 +106,7 @@ static void conn_unref(ar_conn_t *c) {
     frame_budget_release(c);
     conn_drop_spares(c);
     free(c->rbuf);
+    free((void *)c->peer.groups);
     free(c);
   }
 }
@@ -1118,6 +1119,32 @@ static void on_read(ar_conn_t *c, ssize_t nread) {
 
 static void free_unlinked(uv_handle_t *h) { free(h->data); }
 
+/* The peer's supplementary groups into p->groups (see ar_peer_t); none where the kernel has no
+ * SO_PEERGROUPS or memory is short (admin_gids then checks the primary gid only). */
+static void peer_groups(int fd, ar_peer_t *p) {
+#ifdef SO_PEERGROUPS
+  gid_t some[64];
+  socklen_t len = sizeof(some);
+  gid_t *g = NULL;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, some, &len) == 0) {
+    if (len == 0 || (g = malloc(len)) == NULL) return;
+    memcpy(g, some, len);
+  } else {
+    /* ERANGE: len is now the size the list needs (at most NGROUPS_MAX entries). */
+    if (errno != ERANGE || len == 0 || len > 65536 * sizeof(gid_t) || (g = malloc(len)) == NULL) return;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) != 0) {
+      free(g);
+      return;
+    }
+  }
+  p->groups = g;
+  p->n_groups = (uint32_t)(len / sizeof(gid_t));
+#else
+  (void)fd;
+  (void)p;
+#endif
+}
+
 /* Admin peers (admin_uids / admin_gids) are exempt from max_connections_per_uid: a non-admin
  * process of the same uid must not lock root out of its own ping, stats and reload. */
 static bool peer_is_admin(ar_server_t *srv, ar_conn_t *c) {
@@ -1156,6 +1183,7 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
     c->peer.uid = cred.uid;
     c->peer.gid = cred.gid;
     c->peer.pid = cred.pid;
+    peer_groups(fd, &c->peer);
   }
   /* Connections on their way out (refused, shut down) do not count against the limits. */
   uint32_t live = 0, same_uid = 0;

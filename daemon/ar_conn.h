@@ -121,12 +121,17 @@ typedef struct ar_conn ar_conn_t;
 
 /* The peer's credentials, read with SO_PEERCRED when the connection was accepted (the process
  * that called connect(2); fixed for the connection's life). known is false when the kernel did
- * not tell (the connection is then treated as an unprivileged peer). */
+ * not tell (the connection is then treated as an unprivileged peer). `groups`: its supplementary
+ * groups (SO_PEERGROUPS, Linux 4.13), a malloc'd array the connection owns (freed with it; a copy
+ * of the peer in a request's reply target is valid while the request holds the connection);
+ * NULL / 0 where the kernel does not tell them (admin_gids then sees the primary gid only). */
 typedef struct ar_peer {
   bool known;
   uid_t uid;
   gid_t gid;
   pid_t pid;
+  const gid_t *groups;
+  uint32_t n_groups;
 } ar_peer_t;
 
 struct ar_conn {

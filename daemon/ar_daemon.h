@@ -94,6 +94,12 @@ typedef struct ar_reply_to {
   ar_conn_t *conn;               /* NULL for internal requests (errors go to the log) */
   uint64_t id;
   ar_peer_t peer;                /* the connection's peer credentials (known = false: internal) */
+  const char *request;           /* the request's name for the audit log ("load_model"; a static
+                                    string), NULL for a frame refused before it was dispatched */
+  bool audit;                    /* an admin request (load_model, unload_model, reload, compact,
+                                    resize_input, a configuration load): every failed answer is
+                                    logged as an audit line (ar_server.c); EPERM always is */
+  char model[AR_NAME_MAX];       /* the model the request names, for the audit line ("" = none) */
   bool internal_config;          /* counts toward the startup/reload READY notification */
   bool reload;                   /* a load of a reload transaction (see ar_models_apply_config) */
   uint32_t reload_index;         /* its models[] index in the new configuration */

@@ -485,8 +485,12 @@ bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to) {
   if (!to->peer.known) return false;
   for (uint32_t i = 0; i < srv->cfg.n_admin_uids; i++)
     if (srv->cfg.admin_uids[i] == to->peer.uid) return true;
-  for (uint32_t i = 0; i < srv->cfg.n_admin_gids; i++)
+  for (uint32_t i = 0; i < srv->cfg.n_admin_gids; i++) {
     if (srv->cfg.admin_gids[i] == to->peer.gid) return true;
+    /* A member of the group by its supplementary groups (`adduser USER arenad`). */
+    for (uint32_t k = 0; k < to->peer.n_groups; k++)
+      if (srv->cfg.admin_gids[i] == to->peer.groups[k]) return true;
+  }
   return false;
 }
 
@@ -511,6 +515,12 @@ static char (*model_dirs_copy(ar_server_t *srv, uint32_t *n_out))[AR_CONFIG_DIR_
 void ar__load_model(ar_server_t *srv, const ar_reply_to_t *to, const char *name, const char *path,
                        const char *group, const char *strategy, const char *weights, bool shadow,
                        bool from_config, bool only_if_changed, uint64_t rereads) {
+  /* Every failed load is an audit line (ar_server.c), a configuration's at start and reload too. */
+  ar_reply_to_t audited = *to;
+  audited.request = "load_model";
+  audited.audit = true;
+  snprintf(audited.model, sizeof(audited.model), "%s", name);
+  to = &audited;
   ar_strategy_t strat = AR_STRATEGY_BEST;
   ar_interp_options_t dflt;
   ar_interp_options_default(&dflt);

@@ -172,14 +172,46 @@ static void notify_ready(ar_server_t *srv) {
   ar_service_ready(status);
 }
 
+/* The audit line of a refused or failed request: who asked (the peer's uid, gid and pid, or the
+ * configuration for loads at start and reload), what (the request and the model it names), the
+ * code and the message the peer was answered. One line, fields in a fixed order, the message last:
+ *   audit: request=load_model model=face uid=1000 gid=1000 pid=4242 code=EPERM: load_model: not ...
+ */
+static void audit_failure(const ar_reply_to_t *to, int code, const char *message) {
+  char peer[96];
+  if (to->conn && to->peer.known)
+    snprintf(peer, sizeof(peer), "uid=%u gid=%u pid=%d", (unsigned)to->peer.uid, (unsigned)to->peer.gid,
+             (int)to->peer.pid);
+  else
+    snprintf(peer, sizeof(peer), "peer=%s", to->conn ? "unknown" : to->reload ? "reload" : to->internal_config ? "config"
+                                                                                                                : "daemon");
+  /* The model name is the client's: any byte outside a valid name's [A-Za-z0-9_.-] is written
+   * \xNN, so a name cannot forge the fields after it. */
+  char model[4 * AR_NAME_MAX + 2] = "-";
+  size_t k = 0;
+  for (const char *p = to->model; *p && k + 5 < sizeof(model); p++) {
+    unsigned char ch = (unsigned char)*p;
+    if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+        ch == '-')
+      model[k++] = (char)ch;
+    else
+      k += (size_t)snprintf(model + k, sizeof(model) - k, "\\x%02x", ch);
+  }
+  if (k) model[k] = '\0';
+  ar_log("audit: request=%s model=%s %s code=%s: %s", to->request ? to->request : "-", model, peer,
+         ar_err_name(-code), message && message[0] ? message : ar_strerror(-code));
+}
+
 static void ar_server_reply(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Response *resp) {
   resp->id = to->id;
   ar_conn_t *c = to->conn;
+  int code = resp->status ? (int)resp->status->code : 0;
+  bool audited = code != ARENAD__CODE__OK && (to->audit || -code == AR_EPERM);
+  if (audited) audit_failure(to, code, resp->status->message);
   if (c == NULL) free(to->keep);
   if (c == NULL) {
     /* An internal request (config at start, reload): the log is its reply. */
-    int code = resp->status ? (int)resp->status->code : 0;
-    if (code != ARENAD__CODE__OK) ar_log("%s", resp->status->message);
+    if (code != ARENAD__CODE__OK && !audited) ar_log("%s", resp->status->message);
     if (to->reload) {
       ar_models_reload_answered(srv, to, -code, code ? resp->status->message : NULL);
       return;
@@ -306,6 +338,14 @@ static void refuse_not_admin(ar_server_t *srv, const ar_reply_to_t *to, const ch
 
 static void reload(ar_server_t *srv, const ar_reply_to_t *to);
 
+/* Mark an admin request: its failures are audit lines (audit_failure). A model name longer than
+ * AR_NAME_MAX is cut (the load refuses it, the reply quotes it). */
+static void audit_as(ar_reply_to_t *to, const char *request, const char *model) {
+  to->request = request;
+  to->audit = true;
+  snprintf(to->model, sizeof(to->model), "%s", model ? model : "");
+}
+
 /* A decoded request of a connection (`to` holds the connection's reference): answer it or hand
  * it to ar_models.c. Takes ownership of `req`. */
 static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad__Request *req) {
@@ -324,6 +364,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
     }
     case ARENAD__REQUEST__BODY_LOAD_MODEL: {
       const Arenad__LoadModelRequest *l = req->load_model;
+      audit_as(&to, "load_model", l->name);
       if (!ar_models_peer_is_admin(srv, &to)) {
         refuse_not_admin(srv, &to, "load_model");
         break;
@@ -332,6 +373,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       break;
     }
     case ARENAD__REQUEST__BODY_UNLOAD_MODEL:
+      audit_as(&to, "unload_model", req->unload_model->name);
       if (!ar_models_peer_is_admin(srv, &to)) {
         refuse_not_admin(srv, &to, "unload_model");
         break;
@@ -339,6 +381,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       ar_models_unload(srv, &to, req->unload_model->name);
       break;
     case ARENAD__REQUEST__BODY_RELOAD:
+      audit_as(&to, "reload", NULL);
       if (!ar_models_peer_is_admin(srv, &to)) {
         refuse_not_admin(srv, &to, "reload");
         break;
@@ -346,6 +389,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       reload(srv, &to);
       break;
     case ARENAD__REQUEST__BODY_COMPACT:
+      audit_as(&to, "compact", NULL);
       if (!ar_models_peer_is_admin(srv, &to)) {
         refuse_not_admin(srv, &to, "compact");
         break;
@@ -356,6 +400,8 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       handle_list(srv, &to);
       break;
     case ARENAD__REQUEST__BODY_INVOKE:
+      to.request = "invoke";   /* logged only when refused with EPERM (a growth above max_resize_activation_bytes) */
+      snprintf(to.model, sizeof(to.model), "%s", req->invoke->model);
       ar_models_invoke(srv, &to, req);
       req = NULL;   /* owned by the invoke job (or freed by it on a validation error) */
       break;
@@ -385,6 +431,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       ar_conn_register_buffer(to.conn, &to, req->register_buffer);
       break;
     case ARENAD__REQUEST__BODY_RESIZE_INPUT:
+      audit_as(&to, "resize_input", req->resize_input->model);
       ar_models_invoke(srv, &to, req);   /* a re-plan without a run: same queue as invokes */
       req = NULL;
       break;

@@ -11,6 +11,12 @@
  *   - a relative load path is looked up in model_dirs in order, never in the daemon's working
  *     directory; a symlink loop inside model_dirs (or a model_dirs entry that loops) is named as
  *     one (ELOOP), a loop reached through a link leading out is plain EPERM;
+ *   - admin_gids counts the peer's supplementary groups (SO_PEERGROUPS): a non-admin uid with the
+ *     admin gid only as a supplementary group loads and unloads, without it EPERM (needs root);
+ *   - every refused or failed admin request is one audit line in the daemon's log (peer uid, gid
+ *     and pid or the configuration, request, model, code, the message answered): a malformed file
+ *     (EMODEL), a file outside model_dirs (EPERM), an unknown model's unload, a reload's failed
+ *     configuration load, a non-admin's load and compact (EPERM); served requests are none;
  *   - a model with a 1 GiB sparse tail is refused by max_model_bytes before it is read;
  *   - two big loads leave another model's invokes alone: invokes complete while each load is in
  *     progress (the daemon holds the file open, /proc/<pid>/fd, before and after the invoke; loads
@@ -392,6 +398,190 @@ START_TEST(non_admin_peer_invokes_but_cannot_load_unload_or_reload) {
 }
 END_TEST
 
+/* admin_gids through a supplementary group: a peer whose uid and primary gid are not admins, with
+ * the admin gid among its supplementary groups only (as `adduser USER arenad` makes it), loads and
+ * unloads; the same peer without that group gets EPERM. Before SO_PEERGROUPS was read the first
+ * child got EPERM too (only the primary gid was checked). */
+static int child_load_unload(const gid_t *groups, int n_groups) {
+  /* uid 4245, primary gid 4244: neither is an admin. */
+  if (setgroups((size_t)n_groups, groups) != 0 || setresgid(4244, 4244, 4244) != 0 || setresuid(4245, 4245, 4245) != 0)
+    return 10;
+  ar_client_t *o = NULL;
+  char msg[AR_MSG_BYTES];
+  if (ar_client_connect(dmn.socket, &o, msg, sizeof(msg)) != 0) return 11;
+  int rc = ar_client_load(o, "sup", model_path("palm_detection_lite"), NULL, NULL, NULL, msg, sizeof(msg));
+  if (rc == AR_EPERM) {
+    ar_client_close(o);
+    return strstr(msg, "not permitted for uid 4245 gid 4244") ? 20 : 21;
+  }
+  if (rc != 0) return 12;
+  if (ar_client_unload(o, "sup", msg, sizeof(msg)) != 0) return 13;
+  ar_client_close(o);
+  return 0;
+}
+
+START_TEST(admin_gids_honour_supplementary_groups) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "check_files: not root, skipping the supplementary-group test (needs setgroups)\n");
+    return;
+  }
+  char cfg[300];
+  char tmpl[] = "/tmp/check_files_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(tmpl));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", tmpl);
+  FILE *f = fopen(cfg, "w");
+  fprintf(f, "{\"socket_mode\": \"0666\", \"admin_gids\": [4243], \"models\": []}\n");
+  fclose(f);
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  ck_assert_int_eq(chmod(dmn.dir, 0711), 0);
+  static const gid_t with_admin[] = {100, 4243, 4246}, without[] = {100, 4246};
+  const struct {
+    const gid_t *groups;
+    int n, want;
+  } cases[] = {{with_admin, 3, 0}, {without, 2, 20}, {NULL, 0, 20}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) _exit(child_load_unload(cases[i].groups, cases[i].n));
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == cases[i].want,
+                  "case %zu: the child ended with %d, expected %d (0 = admin: loaded and unloaded; 20 = EPERM)", i,
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, cases[i].want);
+  }
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  unlink(cfg);
+  rmdir(tmpl);
+}
+END_TEST
+
+/* ---- audit log -------------------------------------------------------------------------------- */
+
+/* The audit lines of the daemon's log (stderr, captured in dmn.log) that begin with `prefix` (after
+ * "arenad: audit: "): how many, the first one's rest (after the prefix) in rest[rest_bytes]. */
+static int audit_lines(const char *prefix, char *rest, size_t rest_bytes) {
+  size_t n = 0;
+  char *log = ar_test_read_file(dmn.log, &n);
+  ck_assert_ptr_nonnull(log);
+  int count = 0;
+  const char *head = "arenad: audit: ";
+  for (char *line = log; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    if (strncmp(line, head, strlen(head)) == 0 && strncmp(line + strlen(head), prefix, strlen(prefix)) == 0) {
+      if (count++ == 0 && rest) snprintf(rest, rest_bytes, "%s", line + strlen(head) + strlen(prefix));
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  free(log);
+  return count;
+}
+
+START_TEST(refused_and_failed_admin_requests_are_audit_lines) {
+  char tmpl[] = "/tmp/check_files_audit_XXXXXX", cfg[300], bad[400], outside[400], msg[AR_MSG_BYTES];
+  char want[700], rest[2048];
+  ck_assert_ptr_nonnull(mkdtemp(tmpl));
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", tmpl);
+  snprintf(outside, sizeof(outside), "%s/outside.tflite", tmpl);
+  FILE *f = fopen(cfg, "w");
+  fprintf(f, "{\"socket_mode\": \"0666\", \"models\": []}\n");
+  fclose(f);
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  ck_assert_int_eq(chmod(dmn.dir, 0711), 0);
+  snprintf(bad, sizeof(bad), "%s/bad.tflite", dmn.dir);
+  write_bytes(bad, "not a flatbuffer at all, only text", 34);
+  write_bytes(outside, "x", 1);
+  ar_client_t *c = client();
+  unsigned me = (unsigned)geteuid(), my_gid = (unsigned)getegid();
+  int pid = (int)getpid();
+  /* A served request is no audit line. */
+  load_ok(c, "face", model_path("face_detection_short_range"), NULL);
+
+  /* A malformed model file inside model_dirs: EMODEL, the line carries the message answered. */
+  ck_assert_int_eq(ar_client_load(c, "bad", bad, NULL, NULL, NULL, msg, sizeof(msg)), AR_EMODEL);
+  snprintf(want, sizeof(want), "request=load_model model=bad uid=%u gid=%u pid=%d code=EMODEL: ", me, my_gid, pid);
+  ck_assert_int_eq(audit_lines(want, rest, sizeof(rest)), 1);
+  ck_assert_str_eq(rest, msg);
+  /* A file outside model_dirs: EPERM. */
+  ck_assert_int_eq(ar_client_load(c, "out", outside, NULL, NULL, NULL, msg, sizeof(msg)), AR_EPERM);
+  snprintf(want, sizeof(want), "request=load_model model=out uid=%u gid=%u pid=%d code=EPERM: ", me, my_gid, pid);
+  ck_assert_int_eq(audit_lines(want, rest, sizeof(rest)), 1);
+  ck_assert_str_eq(rest, msg);
+  ck_assert_ptr_nonnull(strstr(rest, "model_dirs"));
+  /* Unloading a model that is not there: ENOENT. */
+  ck_assert_int_eq(ar_client_unload(c, "nothere", msg, sizeof(msg)), AR_ENOENT);
+  snprintf(want, sizeof(want), "request=unload_model model=nothere uid=%u gid=%u pid=%d code=ENOENT: ", me, my_gid,
+           pid);
+  ck_assert_int_eq(audit_lines(want, rest, sizeof(rest)), 1);
+  ck_assert_str_eq(rest, msg);
+  /* A name that is not a model name cannot forge the fields after it. */
+  ck_assert_int_eq(ar_client_load(c, "a b code=OK", bad, NULL, NULL, NULL, msg, sizeof(msg)), AR_EINVAL);
+  snprintf(want, sizeof(want), "request=load_model model=a\\x20b\\x20code\\x3dOK uid=%u gid=%u pid=%d code=EINVAL: ", me,
+           my_gid, pid);
+  ck_assert_int_eq(audit_lines(want, NULL, 0), 1);
+
+  /* A reload whose configuration names the malformed file: the configuration's load and the
+   * Reload request are both lines, the load's peer the reload. */
+  f = fopen(cfg, "w");
+  fprintf(f, "{\"socket_mode\": \"0666\", \"models\": [{\"name\": \"cfgbad\", \"path\": \"%s\"}]}\n", bad);
+  fclose(f);
+  ck_assert_int_eq(ar_client_reload(c, NULL, NULL, NULL, msg, sizeof(msg)), AR_EMODEL);
+  ck_assert_int_eq(audit_lines("request=load_model model=cfgbad peer=reload code=EMODEL: ", rest, sizeof(rest)), 1);
+  ck_assert_ptr_nonnull(strstr(rest, "bad.tflite"));
+  snprintf(want, sizeof(want), "request=reload model=- uid=%u gid=%u pid=%d code=EMODEL: ", me, my_gid, pid);
+  ck_assert_int_eq(audit_lines(want, rest, sizeof(rest)), 1);
+  ck_assert_str_eq(rest, msg);
+
+  /* A peer that is not an admin (a second uid: needs root). */
+  int n_expected = 6;
+  if (geteuid() == 0) {
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+      close(fds[0]);
+      if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+      ar_client_t *o = NULL;
+      if (ar_client_connect(dmn.socket, &o, msg, sizeof(msg)) != 0) _exit(11);
+      if (ar_client_load(o, "x", model_path("palm_detection_lite"), NULL, NULL, NULL, msg, sizeof(msg)) != AR_EPERM)
+        _exit(12);
+      if (ar_client_compact(o, NULL, msg, sizeof(msg)) != AR_EPERM) _exit(13);
+      if (write(fds[1], msg, strlen(msg)) < 0) _exit(14);
+      ar_client_close(o);
+      ar_client_close(c);
+      _exit(0);
+    }
+    close(fds[1]);
+    char child_msg[AR_MSG_BYTES] = "";
+    ssize_t r = read(fds[0], child_msg, sizeof(child_msg) - 1);
+    close(fds[0]);
+    child_msg[r > 0 ? r : 0] = '\0';
+    int st = 0;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "non-admin child failed at step %d",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    snprintf(want, sizeof(want), "request=load_model model=x uid=65534 gid=65534 pid=%d code=EPERM: load_model: not "
+             "permitted for uid 65534", (int)child);
+    ck_assert_int_eq(audit_lines(want, NULL, 0), 1);
+    snprintf(want, sizeof(want), "request=compact model=- uid=65534 gid=65534 pid=%d code=EPERM: ", (int)child);
+    ck_assert_int_eq(audit_lines(want, rest, sizeof(rest)), 1);
+    ck_assert_str_eq(rest, child_msg);
+    n_expected += 2;
+  }
+  /* Nothing else: the served load, the pings and the connections are no audit lines. */
+  ck_assert_int_eq(audit_lines("", NULL, 0), n_expected);
+
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  unlink(cfg);
+  unlink(outside);
+  rmdir(tmpl);
+}
+END_TEST
+
 static void assert_no_secret(const char *msg, const char *outside) {
   ck_assert_msg(strstr(msg, "root:") == NULL && strstr(msg, "$6$") == NULL && strstr(msg, "19000") == NULL &&
                     strstr(msg, ":*:") == NULL,
@@ -759,6 +949,8 @@ static Suite *files_suite(void) {
   tcase_add_test(tc, sparse_index_bytes_rewritten_on_disk_change_nothing);
   tcase_add_test(tc, non_admin_peer_invokes_but_cannot_load_unload_or_reload);
   tcase_add_test(tc, loads_outside_model_dirs_are_refused_without_echo);
+  tcase_add_test(tc, refused_and_failed_admin_requests_are_audit_lines);
+  tcase_add_test(tc, admin_gids_honour_supplementary_groups);
   tcase_add_test(tc, relative_paths_use_model_dirs_and_symlink_loops_say_so);
   tcase_add_test(tc, model_above_max_model_bytes_is_refused_before_reading);
   tcase_add_test(tc, big_loads_leave_invokes_alone);
