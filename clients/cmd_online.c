@@ -1,5 +1,5 @@
 /* cmd_online.c - arenactl commands that talk to the daemon through libarenaclient:
- * ping, stats, models, load, unload, invoke, plan NAME. `stats --prometheus` formats through prom.h.
+ * ping, stats, models, load, unload, invoke, plan NAME. `stats --prometheus` formats through common/ar_prom.h.
  *
  * Every command connects to arenactl_socket, makes its calls and prints human tables (or JSON
  * with --json). On any error it prints the daemon's message on stderr and returns 1.
@@ -26,7 +26,7 @@
 #include "clients/cli_stats.h"
 #include "clients/cli_tensor.h"
 #include "clients/image.h"
-#include "clients/prom.h"
+#include "common/ar_prom.h"
 #include "common/ar_error.h"
 #include "common/ar_text.h"
 #include "common/ar_util.h"

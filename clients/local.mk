@@ -2,10 +2,9 @@
 bin_PROGRAMS += arenactl
 arenactl_SOURCES = clients/arenactl.c clients/arenactl.h \
   clients/cmd_inspect.c clients/cmd_plan.c clients/cmd_run.c clients/cmd_run_steps.c clients/cmd_run_steps.h clients/cmd_online.c \
-  clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h clients/cli_stats.c clients/cli_stats.h \
-  clients/prom.c clients/prom.h
+  clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h clients/cli_stats.c clients/cli_stats.h
 arenactl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBPNG_CFLAGS)
-arenactl_LDADD = $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(LIBPNG_LIBS) $(JPEG_LIBS)
+arenactl_LDADD = libarprom.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(LIBPNG_LIBS) $(JPEG_LIBS)
 
 # Image input for `arenactl invoke --image`: PNG/JPEG -> float32 NHWC tensor (clients/image.h).
 noinst_LTLIBRARIES += libarimage.la

@@ -7,3 +7,10 @@ TESTS += tests/check_common
 tests_check_common_SOURCES = tests/check_common.c
 tests_check_common_CFLAGS = $(TEST_CFLAGS)
 tests_check_common_LDADD = libarcommon.la $(TEST_LIBS)
+
+# The stats JSON as Prometheus text exposition (common/ar_prom.h): one rendering for
+# `arenactl stats --prometheus` and arenad's scrape endpoint (metrics_listen); needs jansson.
+noinst_LTLIBRARIES += libarprom.la
+libarprom_la_SOURCES = common/ar_prom.c common/ar_prom.h
+libarprom_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+libarprom_la_LIBADD = libarcommon.la $(JANSSON_LIBS)

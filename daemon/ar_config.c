@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -53,13 +54,18 @@ static const char *const weights_names[] = {"stored", "fp32"};
 /* The keys load_root and load_model accept, in the order an unknown-key message lists them (the
  * common ones first: when the message must be bounded, the tail is what is left out). */
 static const char *const root_keys[] = {
-  "models", "model_dirs", "pool_bytes", "socket", "socket_mode", "socket_group", "workers", "threads",
+  "models", "model_dirs", "pool_bytes", "socket", "socket_mode", "socket_group", "metrics_listen", "workers",
+  "threads",
   "weights", "admin_uids", "admin_gids", "memory_limit", "compact_after_unload", "max_model_bytes",
   "max_resize_activation_bytes", "max_frame_bytes", "max_pending_frame_bytes", "max_connections",
   "max_connections_per_uid", "max_inflight_per_connection", "max_pending_reply_bytes",
   "max_unwritten_reply_bytes", "max_decode_bytes", "max_queue_per_model", "max_buffers_per_connection",
   "max_buffer_bytes_per_connection", "request_timeout_ms", "idle_timeout_ms", "send_timeout_ms",
   "drain_timeout_ms", "busy_poll_us", "inline_invoke_us"};
+size_t ar_config_root_keys(const char *const **keys) {
+  *keys = root_keys;
+  return AR_ARRAY_LEN(root_keys);
+}
 static const char *const model_keys[] = {"name", "path", "group", "strategy", "weights"};
 
 /* Keys longer than this get no "did you mean" (the distance table lives on the stack). */
@@ -330,6 +336,57 @@ static int get_string(json_t *v, const char *key, char *dst, size_t cap, bool al
   return 0;
 }
 
+int ar_config_parse_listen(const char *key, const char *s, ar_listen_addr_t *out, char *msg, size_t n) {
+  memset(out, 0, sizeof(*out));
+  if (s[0] == '/') {
+    if (strlen(s) >= sizeof(out->path))
+      return ar_errf(msg, n, AR_ECONFIG, "%s: a Unix socket path must be at most %zu bytes", key, sizeof(out->path) - 1);
+    out->is_unix = true;
+    snprintf(out->path, sizeof(out->path), "%s", s);
+    return 0;
+  }
+  char host[64];
+  const char *port;
+  bool v6 = s[0] == '[';
+  if (v6) {
+    const char *end = strchr(s, ']');
+    if (end == NULL || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
+      return ar_errf(msg, n, AR_ECONFIG, "%s: \"%.80s\": an IPv6 address is written in brackets, then the port "
+                     "(\"[::1]:9464\")", key, s);
+    memcpy(host, s + 1, (size_t)(end - s - 1));
+    host[end - s - 1] = '\0';
+    port = end + 2;
+  } else {
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+      return ar_errf(msg, n, AR_ECONFIG, "%s: \"%.80s\": must be ADDRESS:PORT (\"127.0.0.1:9464\", \"[::1]:9464\") "
+                     "or an absolute Unix socket path", key, s);
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    port = colon + 1;
+  }
+  unsigned long p = 0;
+  size_t digits = strspn(port, "0123456789");
+  if (digits > 0 && digits <= 5 && port[digits] == '\0') p = strtoul(port, NULL, 10);
+  if (p < 1 || p > 65535)
+    return ar_errf(msg, n, AR_ECONFIG, "%s: \"%.80s\": the port must be a number in [1, 65535]", key, s);
+  if (v6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&out->sa;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((uint16_t)p);
+    if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+      return ar_errf(msg, n, AR_ECONFIG, "%s: \"%.80s\": '%s' is not an IPv6 address", key, s, host);
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)&out->sa;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)p);
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+      return ar_errf(msg, n, AR_ECONFIG, "%s: \"%.80s\": the host must be an IPv4 address (127.0.0.1) or an IPv6 "
+                     "address in brackets ([::1]); names are not resolved", key, s);
+  }
+  return 0;
+}
+
 /* socket_mode: "0660" (octal string) or an integer, permission bits only. */
 static int get_mode(json_t *v, const char *key, uint32_t *out, char *msg, size_t n) {
   long long m = -1;
@@ -432,6 +489,10 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_mode(v, k, &cfg->socket_mode, msg, n);
     } else if (strcmp(k, "socket_group") == 0) {
       rc = get_string(v, k, cfg->socket_group, sizeof(cfg->socket_group), true, true, msg, n);
+    } else if (strcmp(k, "metrics_listen") == 0) {
+      ar_listen_addr_t la;
+      rc = get_string(v, k, cfg->metrics_listen, sizeof(cfg->metrics_listen), true, false, msg, n);
+      if (rc == 0 && cfg->metrics_listen[0]) rc = ar_config_parse_listen(k, cfg->metrics_listen, &la, msg, n);
     } else if (strcmp(k, "pool_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_POOL_MIN, AR_CFG_POOL_MAX, &cfg->pool_bytes, msg, n);
     } else if (strcmp(k, "workers") == 0) {

@@ -3,6 +3,7 @@
  * Example (/etc/arenad/arenad.json):
  *   {
  *     "socket": "/run/arenad/arenad.sock", "socket_mode": "0660", "socket_group": "arenad",
+ *     "metrics_listen": "127.0.0.1:9464",
  *     "pool_bytes": 67108864, "workers": 2, "threads": 2, "max_frame_bytes": 67108864,
  *     "max_pending_frame_bytes": "256M",
  *     "max_connections": 256, "max_connections_per_uid": 64, "max_inflight_per_connection": 64,
@@ -25,8 +26,10 @@
 #ifndef AR_CONFIG_H
 #define AR_CONFIG_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #define AR_NAME_MAX 64          /* model / group name length limit, bytes incl. NUL */
@@ -55,6 +58,10 @@ typedef struct ar_config {
   char socket_path[108];        /* default /run/arenad/arenad.sock */
   uint32_t socket_mode;         /* default 0660 */
   char socket_group[AR_NAME_MAX]; /* "" = leave the group as created */
+  /* The built-in Prometheus scrape endpoint (daemon/ar_metrics.h): "" (the default) = off, else an
+   * IPv4 address and port ("127.0.0.1:9464"), an IPv6 one ("[::1]:9464") or an absolute Unix
+   * socket path; checked by ar_config_parse_listen. */
+  char metrics_listen[108];
   uint64_t pool_bytes;          /* default 64 MiB */
   uint32_t workers;             /* invoke worker threads, default 2 */
   uint32_t threads;             /* threads of the intra-operator pool (kernels/ar_parallel.h) that
@@ -142,6 +149,20 @@ int ar_config_add_model_dir(ar_config_t *cfg, const char *dir, char *msg, size_t
  * `msg` naming `key`, e.g. "--pool-bytes: 1024 bytes is out of range [65536, 1099511627776]". */
 int ar_config_parse_size(const char *key, const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
                          size_t msg_bytes);
+
+/* A parsed metrics_listen: a TCP address (IPv4/IPv6 literal and port, in `sa`) or a Unix socket
+ * path. */
+typedef struct ar_listen_addr {
+  bool is_unix;
+  char path[108];
+  struct sockaddr_storage sa;   /* sockaddr_in or sockaddr_in6, port in network order */
+} ar_listen_addr_t;
+
+/* Parse a listen address for `key`: "A.B.C.D:PORT", "[IPV6]:PORT" (PORT 1..65535; addresses only,
+ * host names are not resolved) or an absolute Unix socket path shorter than 108 bytes. Errors:
+ * AR_ECONFIG with `msg` naming `key`, e.g. "metrics_listen: \"localhost:9464\": the host must be an
+ * IPv4 address (127.0.0.1) or an IPv6 address in brackets ([::1]); names are not resolved". */
+int ar_config_parse_listen(const char *key, const char *s, ar_listen_addr_t *out, char *msg, size_t msg_bytes);
 
 /* A hard bound for the whole process from memory_limit (systemd's MemoryMax=): the limit plus a
  * quarter for what the accounted total leaves out by design (request frames and replies in flight,

@@ -251,6 +251,7 @@ struct ar_server {
   const char *config_path;       /* NULL when started without --config */
   uv_pipe_t listener;
   bool listening, socket_activated, unlink_socket;
+  struct ar_metrics *metrics;    /* the scrape endpoint (metrics_listen; daemon/ar_metrics.h), NULL = off */
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t watchdog;
   bool watchdog_on;

@@ -36,6 +36,7 @@
 #include "daemon/ar_conn.h"
 #include "daemon/ar_daemon.h"
 #include "daemon/ar_decode.h"
+#include "daemon/ar_metrics.h"
 #include "daemon/ar_server.h"
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
@@ -494,6 +495,7 @@ static void start_drain(ar_server_t *srv, const char *why) {
     uv_close((uv_handle_t *)&srv->listener, on_handle_closed);
     srv->listening = false;
   }
+  ar_metrics_close(srv);   /* scrapes are read-only: nothing to finish */
   if (srv->cfg.drain_timeout_ms) {
     uv_timer_init(srv->loop, &srv->drain_timer);
     srv->drain_timer.data = srv;
@@ -558,8 +560,9 @@ static void reload(ar_server_t *srv, const ar_reply_to_t *to) {
   ar_service_reloading();
   ar_log("reload: %s (%u models)", srv->config_path ? srv->config_path : "(no configuration file)", cfg->n_models);
   if (cfg->pool_bytes != srv->cfg.pool_bytes || strcmp(cfg->socket_path, srv->cfg.socket_path) != 0 ||
-      cfg->workers != srv->cfg.workers || ar_config_threads(cfg) != ar_config_threads(&srv->cfg))
-    ar_log("reload: socket, pool_bytes, workers and threads changes take effect at the next restart");
+      cfg->workers != srv->cfg.workers || ar_config_threads(cfg) != ar_config_threads(&srv->cfg) ||
+      strcmp(cfg->metrics_listen, srv->cfg.metrics_listen) != 0)
+    ar_log("reload: socket, metrics_listen, pool_bytes, workers and threads changes take effect at the next restart");
   /* Loads the new and changed models next to the running ones; commits (and notifies READY)
    * only when all of them loaded, else keeps the running configuration. */
   ar_models_apply_config(srv, cfg, to);
@@ -676,6 +679,7 @@ int ar_server_start(ar_server_t *srv, uv_loop_t *loop, char *msg, size_t msg_byt
   if ((rc = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection)) != 0)
     return ar_errf(msg, msg_bytes, AR_EIO, "listen on %s: %s", srv->cfg.socket_path, uv_strerror(rc));
   srv->listening = true;
+  if ((rc = ar_metrics_start(srv, msg, msg_bytes)) != 0) return rc;
   ar_conn_timers_start(srv);
   uv_idle_init(loop, &srv->busy_poll);
   srv->busy_poll.data = srv;
@@ -710,4 +714,5 @@ void ar_server_stop(ar_server_t *srv) {
   ar_threadpool_free(srv->tpool);
   srv->tpool = NULL;
   if (srv->unlink_socket) unlink(srv->cfg.socket_path);
+  ar_metrics_free(srv);
 }

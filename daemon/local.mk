@@ -8,10 +8,10 @@ arenad_SOURCES = daemon/arenad.c \
   daemon/ar_conn.c daemon/ar_conn.h daemon/ar_decode.c daemon/ar_decode.h \
   daemon/ar_shm.c daemon/ar_shm.h daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
   daemon/ar_alloc_count.c daemon/ar_alloc_count.h \
-  daemon/ar_rss.c daemon/ar_rss.h daemon/ar_memory.c
+  daemon/ar_rss.c daemon/ar_rss.h daemon/ar_memory.c daemon/ar_metrics.c daemon/ar_metrics.h
 arenad_SOURCES += daemon/ar_config.c daemon/ar_config.h daemon/ar_service.c daemon/ar_service.h
 arenad_CFLAGS = $(AM_CFLAGS) $(LIBUV_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) $(SYSTEMD_CFLAGS)
-arenad_LDADD = libarproto.la $(AR_CORE_LIBS) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(SYSTEMD_LIBS)
+arenad_LDADD = libarproto.la libarprom.la $(AR_CORE_LIBS) $(LIBUV_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(SYSTEMD_LIBS)
 # The generated protocol header must exist before any daemon object is compiled.
 $(arenad_OBJECTS): proto/arenad.pb-c.h
 
@@ -58,8 +58,8 @@ $(tests_check_conn_OBJECTS): proto/arenad.pb-c.h
 EXTRA_DIST += tools/fuzz_protocol.c
 if HAVE_CLANG
 AR_FUZZ_PROTOCOL_SRC = $(srcdir)/tools/fuzz_protocol.c $(srcdir)/daemon/ar_conn.c $(srcdir)/daemon/ar_decode.c \
-  $(srcdir)/daemon/ar_server.c $(srcdir)/daemon/ar_shm.c $(srcdir)/daemon/ar_pool.c $(srcdir)/daemon/ar_config.c \
-  $(srcdir)/common/ar_error.c $(srcdir)/common/ar_text.c $(srcdir)/common/ar_path.c proto/arenad.pb-c.c
+  $(srcdir)/daemon/ar_server.c $(srcdir)/daemon/ar_metrics.c $(srcdir)/daemon/ar_shm.c $(srcdir)/daemon/ar_pool.c $(srcdir)/daemon/ar_config.c \
+  $(srcdir)/common/ar_error.c $(srcdir)/common/ar_text.c $(srcdir)/common/ar_path.c $(srcdir)/common/ar_prom.c proto/arenad.pb-c.c
 fuzz_protocol: $(AR_FUZZ_PROTOCOL_SRC) proto/arenad.pb-c.h
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -I$(top_srcdir) -I$(top_builddir) $(LIBUV_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) -o $@ \

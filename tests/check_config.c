@@ -1,5 +1,6 @@
 /* check_config.c - the daemon's config file (daemon/ar_config.c): defaults, a full valid file,
  * size strings, and for each way a key can be wrong the exact key named in the message. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <limits.h>
 #include <stdio.h>
@@ -254,8 +255,45 @@ static const struct {
   {"{\"models\": [], \"model_dirs\": []}", "model_dirs: must be an array of 1 to 16"},
   {"{\"models\": [], \"model_dirs\": [\"models\"]}", "model_dirs[0]: must be an absolute path"},
   {"{\"models\": [], \"workers\": 2,}", "line 1 column"},
+  {"{\"models\": [], \"metrics_listen\": \"localhost:9464\"}",
+   "metrics_listen: \"localhost:9464\": the host must be an IPv4 address (127.0.0.1) or an IPv6 address in brackets"},
+  {"{\"models\": [], \"metrics_listen\": \"127.0.0.1\"}", "metrics_listen: \"127.0.0.1\": must be ADDRESS:PORT"},
+  {"{\"models\": [], \"metrics_listen\": \"127.0.0.1:0\"}", "the port must be a number in [1, 65535]"},
+  {"{\"models\": [], \"metrics_listen\": \"127.0.0.1:65536\"}", "the port must be a number in [1, 65535]"},
+  {"{\"models\": [], \"metrics_listen\": \"127.0.0.1:94x\"}", "the port must be a number in [1, 65535]"},
+  {"{\"models\": [], \"metrics_listen\": \"::1:9464\"}", "the host must be an IPv4 address"},
+  {"{\"models\": [], \"metrics_listen\": \"[::1]9464\"}", "an IPv6 address is written in brackets, then the port"},
+  {"{\"models\": [], \"metrics_listen\": \"[::g]:9464\"}", "'::g' is not an IPv6 address"},
+  {"{\"models\": [], \"metrics_listen\": \"metrics.sock\"}", "must be ADDRESS:PORT"},
+  {"{\"models\": [], \"metrics_listen\": 9464}", "metrics_listen: must be a string"},
   {"{\"models\": [{\"name\": \"a\\u0000b\", \"path\": \"/a\"}]}", "is not allowed"},
 };
+
+START_TEST(metrics_listen_key) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(load_text("{\"models\": []}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_str_eq(cfg.metrics_listen, "");   /* off by default */
+  ck_assert_int_eq(load_text("{\"models\": [], \"metrics_listen\": \"\"}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_str_eq(cfg.metrics_listen, "");
+  ar_listen_addr_t a;
+  ck_assert_int_eq(load_text("{\"models\": [], \"metrics_listen\": \"127.0.0.1:9464\"}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_int_eq(ar_config_parse_listen("metrics_listen", cfg.metrics_listen, &a, msg, sizeof(msg)), 0);
+  const struct sockaddr_in *v4 = (const struct sockaddr_in *)&a.sa;
+  ck_assert(!a.is_unix);
+  ck_assert_int_eq(v4->sin_family, AF_INET);
+  ck_assert_uint_eq(ntohs(v4->sin_port), 9464);
+  ck_assert_uint_eq(ntohl(v4->sin_addr.s_addr), 0x7f000001u);
+  ck_assert_int_eq(ar_config_parse_listen("metrics_listen", "[::1]:80", &a, msg, sizeof(msg)), 0);
+  const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&a.sa;
+  ck_assert_int_eq(v6->sin6_family, AF_INET6);
+  ck_assert_uint_eq(ntohs(v6->sin6_port), 80);
+  ck_assert(IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr));
+  ck_assert_int_eq(ar_config_parse_listen("metrics_listen", "/run/arenad/metrics.sock", &a, msg, sizeof(msg)), 0);
+  ck_assert(a.is_unix);
+  ck_assert_str_eq(a.path, "/run/arenad/metrics.sock");
+}
+END_TEST
 
 START_TEST(compact_after_unload_key) {
   ar_config_t cfg;
@@ -497,6 +535,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, minimal_file_gets_defaults);
   tcase_add_test(tc, size_strings);
   tcase_add_test(tc, compact_after_unload_key);
+  tcase_add_test(tc, metrics_listen_key);
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, busy_poll_keys);

@@ -1,8 +1,9 @@
 """`arenactl stats --prometheus` (text exposition format 0.0.4) checked by a strict parser
 (promparse.py): every sample line well-formed, HELP and TYPE for every metric, histogram buckets
 cumulative with +Inf == _count, label escaping; the values against the stats JSON of a real
-daemon; `--output` replacing the file atomically; and, when Debian's prometheus-node-exporter is
-installed, node_exporter's textfile collector serving what arenad-metrics.service writes."""
+daemon; `--output` replacing the file atomically; when Debian's prometheus-node-exporter is
+installed, node_exporter's textfile collector serving what arenad-metrics.service writes; and the
+daemon's own scrape endpoint (metrics_listen) serving the same text, bounded and read-only."""
 import json
 import math
 import os
@@ -19,7 +20,7 @@ import numpy as np
 
 import arenad
 import promparse
-from ardaemon import ARENACTL, BUILD, SRC, WRAP, Daemon, golden, model_path
+from ardaemon import ARENACTL, ARENAD, BUILD, SRC, WRAP, Daemon, golden, model_path
 
 FACE = "face_detection_short_range"
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
@@ -227,6 +228,174 @@ class LiveDaemon(unittest.TestCase):
         h = f["arenad_model_invoke_latency_seconds"]
         self.assertEqual(h.type, "histogram")
         self.assertEqual(h.value("arenad_model_invoke_latency_seconds_bucket", model="face", le="+Inf"), 5)
+
+
+class ScrapeEndpoint(unittest.TestCase):
+    """arenad's own scrape endpoint (metrics_listen, on loopback TCP and on a Unix socket): GET /metrics
+    answers the text `arenactl stats --prometheus` prints for the same daemon - one rendering
+    (common/ar_prom.c) - in base units and the exposition format; anything else is refused."""
+
+    # Families whose values move between two reads (the reads themselves are connections and
+    # requests; the memory figures are measured at each read).
+    MOVING = ("arenad_uptime_seconds", "arenad_connections", "arenad_requests_total")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="arenad-metrics-")
+        cls.port = free_loopback_port()
+        cls.cfg = os.path.join(cls.tmp, "arenad.json")
+        with open(cls.cfg, "w") as f:
+            json.dump({"models": [], "metrics_listen": f"127.0.0.1:{cls.port}"}, f)
+        cls.d = Daemon(extra=("--config", cls.cfg))
+        cls.c = arenad.Client(cls.d.socket, timeout=60)
+        cls.c.load("face", model_path(FACE))
+        cls.c.invoke_many("face", [golden(FACE, "photo")[2][0]] * 3)
+        cls.env = dict(os.environ, ARENAD_SOCKET=cls.d.socket)
+        cls.url = f"http://127.0.0.1:{cls.port}/metrics"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        assert cls.d.stop() == 0
+        os.unlink(cls.cfg)
+        os.rmdir(cls.tmp)
+
+    def get(self, target="/metrics", method="GET"):
+        """(status, headers, body) of one request on a fresh loopback connection."""
+        return http_exchange(("127.0.0.1", self.port), f"{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+    def test_endpoint_and_arenactl_agree_in_base_units(self):
+        status, headers, body = self.get()
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")
+        self.assertEqual(int(headers["content-length"]), len(body))
+        served = promparse.parse(body.decode())
+        printed = promparse.parse(arenactl("stats", "--prometheus", env=self.env).stdout)
+        stats = self.c.stats()
+        # The same families, each with the same HELP, TYPE and label sets, and the same values but
+        # for the few that the reads themselves move.
+        self.assertEqual(sorted(served), sorted(printed))
+        for name, f in served.items():
+            g = printed[name]
+            self.assertEqual((f.help, f.type), (g.help, g.type), name)
+            self.assertEqual([(n, l) for n, l, _ in f.samples], [(n, l) for n, l, _ in g.samples], name)
+            if name not in self.MOVING and not name.startswith("arenad_memory_") and name != "arenad_model_mapping_resident_bytes":
+                self.assertEqual([v for *_, v in f.samples], [v for *_, v in g.samples], name)
+        # Base units: time in seconds, sizes in bytes; no family in a sub-unit.
+        for fam in served:
+            self.assertNotRegex(fam, r"_(micro|milli|nano)seconds|_us$|_ms$|_kb$|_mb$", fam)
+        h = served["arenad_model_invoke_latency_seconds"]
+        self.assertEqual(h.type, "histogram")
+        face = next(m for m in stats["models"] if m["name"] == "face")
+        buckets = [(l["le"], v) for n, l, v in h.samples if n.endswith("_bucket") and l["model"] == "face"]
+        les = [le for le, _ in buckets]
+        self.assertEqual(les[-1], "+Inf")
+        self.assertEqual([float(x) for x in les[:-1]], [b["le"] / 1e6 for b in face["latency_us"]["buckets"]])
+        self.assertEqual([float(x) for x in les], sorted(float(x) for x in les))   # ascending, +Inf last
+        self.assertEqual(buckets[-1][1], 3)
+        self.assertEqual(h.value("arenad_model_invoke_latency_seconds_count", model="face"), 3)
+        self.assertAlmostEqual(h.value("arenad_model_invoke_latency_seconds_sum", model="face"),
+                               face["latency_us"]["sum"] / 1e6, places=6)
+        self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))   # cumulative
+        self.assertEqual(served["arenad_pool_bytes"].value(), 64 << 20)
+        self.assertEqual(served["arenad_model_arena_bytes"].value(model="face"), face["arena_bytes"])
+        self.assertEqual(served["arenad_model_invokes_total"].value(model="face"), 3)
+        self.assertEqual(served["arenad_up"].value(), 1)
+        # The HELP and TYPE lines precede each family's samples in the text itself.
+        lines = body.decode().splitlines()
+        i = lines.index("# TYPE arenad_model_invoke_latency_seconds histogram")
+        self.assertTrue(lines[i - 1].startswith("# HELP arenad_model_invoke_latency_seconds "))
+        self.assertTrue(lines[i + 1].startswith('arenad_model_invoke_latency_seconds_bucket{model="face",le="0.00005"} '))
+
+    def test_head_and_query_string(self):
+        status, headers, body = self.get(method="HEAD")
+        self.assertEqual(status, 200)
+        self.assertEqual(body, b"")
+        self.assertGreater(int(headers["content-length"]), 1000)
+        status, _, body = self.get("/metrics?name[]=arenad_up")
+        self.assertEqual(status, 200)
+        self.assertEqual(promparse.parse(body.decode())["arenad_up"].value(), 1)
+        # HTTP/1.0 without headers (the shortest request a scraper sends).
+        status, _, body = http_exchange(("127.0.0.1", self.port), b"GET /metrics HTTP/1.0\r\n\r\n")
+        self.assertEqual(status, 200)
+
+    def test_other_requests_are_refused(self):
+        status, headers, _ = self.get(method="POST")
+        self.assertEqual(status, 405)
+        self.assertEqual(headers["allow"], "GET, HEAD")
+        self.assertEqual(self.get(method="DELETE")[0], 405)
+        self.assertEqual(self.get("/")[0], 404)
+        self.assertEqual(self.get("/metrics/x")[0], 404)
+        self.assertEqual(self.get("/metricsx")[0], 404)
+        self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics HTTP/2.0\r\n\r\n")[0], 400)
+        self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics\r\n\r\n")[0], 400)
+        # A head that fills the request size cap (4096 bytes with its end) is refused, the daemon
+        # serves on. (Exactly the bytes it reads: more unread would reset the connection.)
+        big = b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 5000
+        self.assertEqual(http_exchange(("127.0.0.1", self.port), big[:4095], close_write=False)[0], 431)
+        self.assertEqual(self.get()[0], 200)
+        # The regular socket serves on too: the endpoint reaches nothing but the stats.
+        self.assertEqual([m.name for m in self.c.models()], ["face"])
+
+    def test_unix_socket_endpoint(self):
+        path = os.path.join(self.tmp, "metrics.sock")
+        cfg = os.path.join(self.tmp, "unix.json")
+        with open(cfg, "w") as f:
+            json.dump({"models": [], "metrics_listen": path, "socket_mode": "0600"}, f)
+        d = Daemon(extra=("--config", cfg))
+        try:
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)   # socket_mode, as the daemon's socket
+            status, headers, body = http_exchange(path, b"GET /metrics HTTP/1.1\r\nHost: arenad\r\n\r\n")
+            self.assertEqual(status, 200)
+            f = promparse.parse(body.decode())
+            self.assertEqual(f["arenad_up"].value(), 1)
+            self.assertEqual(f["arenad_pool_bytes"].value(), 64 << 20)
+        finally:
+            self.assertEqual(d.stop(), 0)
+            os.unlink(cfg)
+        self.assertFalse(os.path.exists(path))   # removed at exit
+
+    def test_metrics_listen_is_off_by_default_and_checked(self):
+        self.assertIn(f"metrics: http://127.0.0.1:{self.port}/metrics", self.d.log())
+        d = Daemon()
+        try:
+            self.assertNotIn("metrics:", d.log())
+        finally:
+            self.assertEqual(d.stop(), 0)
+        cfg = os.path.join(self.tmp, "bad.json")
+        with open(cfg, "w") as f:
+            json.dump({"models": [], "metrics_listen": "localhost:9464"}, f)
+        r = subprocess.run([*WRAP, ARENAD, "--check-config", cfg], capture_output=True, text=True,
+                           timeout=120)
+        os.unlink(cfg)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("metrics_listen: \"localhost:9464\": the host must be an IPv4 address", r.stderr)
+
+
+def http_exchange(addr, request, close_write=True):
+    """Send `request` bytes to addr ((host, port) or a Unix socket path), read to EOF; (status,
+    lower-cased headers, body)."""
+    fam = socket.AF_UNIX if isinstance(addr, str) else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(addr)
+        s.sendall(request)
+        if close_write:
+            s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+    return status, headers, body
 
 
 def unit_exec_start(path, env, bindir):

@@ -1,6 +1,7 @@
-/* prom.h - arenad's stats JSON as Prometheus text exposition format 0.0.4, for
- * `arenactl stats --prometheus` and the arenad-metrics.service/.timer pair that feeds
- * node_exporter's textfile collector.
+/* ar_prom.h - arenad's stats JSON as Prometheus text exposition format 0.0.4, for
+ * `arenactl stats --prometheus` (and the arenad-metrics.service/.timer pair that feeds
+ * node_exporter's textfile collector) and for arenad's built-in scrape endpoint (metrics_listen,
+ * GET /metrics): one rendering, so both give the same text.
  *
  * Semantics: https://prometheus.io/docs/instrumenting/exposition_formats/ (text format 0.0.4):
  * one `# HELP name text` and one `# TYPE name counter|gauge|histogram` line per metric family,

@@ -1,8 +1,9 @@
-/* prom.c - the stats JSON document as Prometheus text exposition (format 0.0.4), see prom.h.
+/* ar_prom.c - the stats JSON document as Prometheus text exposition (format 0.0.4), see ar_prom.h.
  *
- * arenactl asks the daemon for its stats JSON (the one document the daemon produces) and turns it
- * into metric families here, so the daemon itself knows nothing about Prometheus. Every family is
- * written whole (HELP, TYPE, then all its samples) as the format requires.
+ * The stats JSON is the one document the daemon produces; this turns it into metric families, for
+ * arenactl (which asks the daemon for the JSON) and for the daemon's own scrape endpoint
+ * (metrics_listen, daemon/ar_metrics.c, which renders its JSON here), so both serve the same text.
+ * Every family is written whole (HELP, TYPE, then all its samples) as the format requires.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clients/prom.h"
+#include "common/ar_prom.h"
 #include "common/ar_error.h"
 #include "common/ar_path.h"
 
@@ -118,7 +119,7 @@ static void latency_histograms(FILE *out, const json_t *models) {
 }
 
 int ar_prom_write_down(FILE *out) {
-  family(out, "arenad_up", "gauge", "1 if arenactl could read the daemon's stats, else 0");
+  family(out, "arenad_up", "gauge", "1 if the daemon's stats could be read, else 0");
   fputs("arenad_up 0\n", out);
   return ferror(out) ? AR_EIO : 0;
 }
@@ -130,7 +131,7 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
   const json_t *groups = json_object_get(stats, "groups");
   const json_t *d = json_object_get(stats, "daemon");
 
-  family(out, "arenad_up", "gauge", "1 if arenactl could read the daemon's stats, else 0");
+  family(out, "arenad_up", "gauge", "1 if the daemon's stats could be read, else 0");
   fputs("arenad_up 1\n", out);
   if (json_is_string(json_object_get(d, "version"))) {
     family(out, "arenad_build_info", "gauge", "Always 1; the label holds the daemon's version");
