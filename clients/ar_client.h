@@ -11,7 +11,8 @@
  * model's [1,192,192,3]". Transport failures return AR_CLIENT_ECONN (-16) with the system error.
  * ar_client_strerror() gives a short text for a code. Nothing here aborts.
  *
- * Link with `pkg-config --libs arenaclient`.
+ * Installed as <arenad/client.h>: `#include <arenad/client.h>`, build with
+ * `pkg-config --cflags --libs arenaclient`.
  */
 #ifndef AR_CLIENT_H
 #define AR_CLIENT_H

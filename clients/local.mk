@@ -20,9 +20,18 @@ tests_check_image_CFLAGS = $(TEST_CFLAGS) $(LIBPNG_CFLAGS)
 tests_check_image_LDADD = libarimage.la libarcommon.la $(LIBPNG_LIBS) $(JPEG_LIBS) $(TEST_LIBS)
 
 # libarenaclient: the public C client library (clients/ar_client.h), exported symbols only
-# (AR_EXPORT; the build uses -fvisibility=hidden), pkg-config file arenaclient.pc.
+# (AR_EXPORT; the build uses -fvisibility=hidden), pkg-config file arenaclient.pc. The header is
+# installed as $(includedir)/arenad/client.h (`#include <arenad/client.h>`), a name of the
+# project's own rather than a bare ar_client.h in /usr/include: a copy under that name is made in
+# the build tree and installed from there.
 lib_LTLIBRARIES += libarenaclient.la
-include_HEADERS += clients/ar_client.h
+arenadincludedir = $(includedir)/arenad
+nodist_arenadinclude_HEADERS = clients/arenad/client.h
+EXTRA_DIST += clients/ar_client.h
+BUILT_SOURCES += clients/arenad/client.h
+CLEANFILES += clients/arenad/client.h
+clients/arenad/client.h: $(top_srcdir)/clients/ar_client.h
+	$(AM_V_GEN)$(MKDIR_P) clients/arenad && cp $(top_srcdir)/clients/ar_client.h $@
 pkgconfig_DATA += clients/arenaclient.pc
 libarenaclient_la_SOURCES = clients/ar_client.c clients/ar_client.h
 libarenaclient_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)

@@ -2,15 +2,16 @@
 # deb-test.sh DEBDIR - check the built Debian packages without a chroot (body of `./dev deb`).
 #
 #   1. dpkg -x of each package into one scratch tree: the file list (binaries, units, sysusers
-#      entry, conffile, man pages, header, library and its links, pkg-config file) and the
-#      control data (conffiles, maintainer scripts);
+#      and tmpfiles entries, conffile, man pages, header arenad/client.h, library and its links,
+#      pkg-config file) and the control data (conffiles, maintainer scripts);
 #   2. systemd-analyze verify of the extracted units, with ExecStart= pointing into the tree;
 #   3. the extracted programs run: arenad --check-config on the packaged conffile, arenad serving
 #      a temporary socket, arenactl (on the extracted libarenaclient) pinging it, and a program
 #      compiled against the extracted -dev package (pkg-config with a sysroot) pinging it too;
 #   4. dpkg --root into a second scratch tree with the maintainer scripts run chrootless
 #      (DPKG_ROOT): packages installed, conffile registered, the arenad user created by
-#      systemd-sysusers --root, the socket enabled and the service not; then purge.
+#      systemd-sysusers --root, /var/lib/arenad/models made, the socket enabled and the service
+#      not; then purge.
 # Prints one line per check; exits 1 on the first failure. Needs no root for 1-3; step 4 runs
 # as root only (dpkg --root with scripts), else it says it skipped.
 set -euo pipefail
@@ -62,6 +63,9 @@ expect arenad /usr/sbin/arenad -x
 expect arenad /lib/systemd/system/arenad.service -f
 expect arenad /lib/systemd/system/arenad.socket -f
 expect arenad /usr/lib/sysusers.d/arenad.conf -f
+expect arenad /usr/lib/tmpfiles.d/arenad.conf -f
+grep -x 'd /var/lib/arenad/models 0750 arenad arenad -' "$R/usr/lib/tmpfiles.d/arenad.conf" >/dev/null \
+  || fail "arenad: tmpfiles.d/arenad.conf does not make /var/lib/arenad/models"
 expect arenad /etc/arenad/arenad.json -f
 expect arenad /usr/share/man/man8/arenad.8.gz -f
 expect arenad /usr/share/man/man5/arenad.json.5.gz -f
@@ -71,7 +75,8 @@ expect arenactl /usr/bin/arenactl -x
 expect arenactl /usr/share/man/man1/arenactl.1.gz -f
 expect libarenaclient0 "/usr/lib/$MA/libarenaclient.so.0" -L
 expect libarenaclient0 "/usr/lib/$MA/libarenaclient.so.0" -f
-expect libarenaclient-dev /usr/include/ar_client.h -f
+expect libarenaclient-dev /usr/include/arenad/client.h -f
+[ ! -e "$R/usr/include/ar_client.h" ] || fail "libarenaclient-dev still installs /usr/include/ar_client.h"
 expect libarenaclient-dev "/usr/lib/$MA/libarenaclient.so" -L
 expect libarenaclient-dev "/usr/lib/$MA/pkgconfig/arenaclient.pc" -f
 expect arenad /lib/systemd/system/arenad-metrics.service -f
@@ -82,7 +87,7 @@ expect python3-arenad "$PYDIR/arenad/__init__.py" -f
 expect python3-arenad "$PYDIR/arenad/client.py" -f
 expect python3-arenad "$PYDIR/arenad/arenad_pb2.py" -f
 expect python3-arenad /usr/share/doc/python3-arenad/examples/detect_and_classify.py -f
-ok "file list: arenad, units (+ metrics service/timer), sysusers entry, conffile, man pages (1, 5, 8), header, .so links, arenaclient.pc, Python package arenad + example"
+ok "file list: arenad, units (+ metrics service/timer), sysusers and tmpfiles entries, conffile, man pages (1, 5, 8), header arenad/client.h, .so links, arenaclient.pc, Python package arenad + example"
 
 grep -qx /etc/arenad/arenad.json "$tmp/ctrl/arenad/conffiles" || fail "arenad: /etc/arenad/arenad.json is not a conffile"
 ok "conffiles: $(tr '\n' ' ' < "$tmp/ctrl/arenad/conffiles")"
@@ -96,7 +101,8 @@ grep -q "deb-systemd-helper debian-installed 'arenad.service'" "$tmp/ctrl/arenad
 grep -q "upgrade.*" "$tmp/ctrl/arenad/preinst" && grep -q "deb-systemd-invoke stop 'arenad.socket'" "$tmp/ctrl/arenad/preinst" \
   || fail "arenad preinst does not stop arenad.socket before an upgrade"
 grep -q "deb-systemd-invoke stop 'arenad.socket'" "$tmp/ctrl/arenad/prerm" || fail "arenad prerm does not stop arenad.socket"
-ok "maintainer scripts: systemd-sysusers arenad.conf; arenad.socket enabled, started, stopped on upgrade (preinst) and remove (prerm); arenad.service left to the socket"
+grep -q 'systemd-tmpfiles.*--create.*arenad.conf' "$tmp/ctrl/arenad/postinst" || fail "arenad postinst does not run systemd-tmpfiles --create"
+ok "maintainer scripts: systemd-sysusers arenad.conf; systemd-tmpfiles --create arenad.conf; arenad.socket enabled, started, stopped on upgrade (preinst) and remove (prerm); arenad.service left to the socket"
 grep -q "^ ar_client_connect@Base" "$tmp/ctrl/libarenaclient0/symbols" || fail "libarenaclient0 has no symbols file"
 # Every exported function of the library is in the symbols file, and nothing else.
 nm -D --defined-only "$R/usr/lib/$MA/libarenaclient.so.0" | awk '$2 == "T" {print $3}' | sort > "$tmp/exported"
@@ -149,7 +155,7 @@ ping_out="$("$R/usr/bin/arenactl" -s "$sock" ping 2>&1)" || fail "arenactl ping:
 ok "arenactl ping (extracted arenactl + libarenaclient0 -> extracted arenad): $ping_out"
 
 cat > "$tmp/client.c" <<'EOF'
-#include <ar_client.h>
+#include <arenad/client.h>
 #include <stdio.h>
 int main(int argc, char **argv) {
   ar_client_t *c = NULL;
@@ -232,6 +238,11 @@ grep -q '^arenad:x:' "$D/etc/group" || fail "no arenad group"
 [ -L "$D/etc/systemd/system/sockets.target.wants/arenad.socket" ] || fail "arenad.socket not enabled"
 [ ! -e "$D/etc/systemd/system/multi-user.target.wants/arenad.service" ] || fail "arenad.service enabled"
 [ ! -e "$D/etc/systemd/system/timers.target.wants/arenad-metrics.timer" ] || fail "arenad-metrics.timer enabled"
+au="$(grep '^arenad:' "$D/etc/passwd" | cut -d: -f3,4)"
+[ -d "$D/var/lib/arenad/models" ] || fail "/var/lib/arenad/models not made at install (systemd-tmpfiles in postinst)"
+[ "$(stat -c '%u:%g %a' "$D/var/lib/arenad/models")" = "$au 750" ] \
+  || fail "/var/lib/arenad/models is $(stat -c '%u:%g %a' "$D/var/lib/arenad/models"), not arenad:arenad ($au) 750"
+ok "after configure: /var/lib/arenad/models $(stat -c '%u:%g %a' "$D/var/lib/arenad/models") (arenad:arenad)"
 ok "after configure: conffile registered, user $(grep '^arenad:' "$D/etc/passwd" | cut -d: -f1,3,4,6,7), sockets.target.wants/arenad.socket -> $(readlink "$D/etc/systemd/system/sockets.target.wants/arenad.socket"), arenad.service and arenad-metrics.timer not enabled"
 
 dpkg_root --purge "${PKGS[@]}" > "$tmp/dpkg-purge.out" 2>&1 || { cat "$tmp/dpkg-purge.out"; fail "dpkg --root --purge"; }
