@@ -231,7 +231,10 @@ static int unix_bind(struct ar_metrics *m, char *msg, size_t msg_bytes) {
   if (chmod(path, cfg->socket_mode) != 0)
     return ar_errf(msg, msg_bytes, AR_EIO, "metrics_listen: chmod %o %s: %s", cfg->socket_mode, path, strerror(errno));
   if (cfg->socket_group[0]) {
+    /* Only when the group differs: arenad.service forbids chown (SystemCallFilter ~@privileged),
+     * and there the socket is made by the arenad user, already of group arenad. */
     struct group *gr = getgrnam(cfg->socket_group);
+    if (gr && stat(path, &st) == 0 && st.st_gid == gr->gr_gid) return 0;
     if (gr == NULL || chown(path, (uid_t)-1, gr->gr_gid) != 0)
       return ar_errf(msg, msg_bytes, AR_EIO, "metrics_listen: chown :%s %s: %s", cfg->socket_group, path,
                      gr ? strerror(errno) : "no such group");
