@@ -462,8 +462,11 @@ END_TEST
  * "arenad: audit: "): how many, the first one's rest (after the prefix) in rest[rest_bytes]. */
 static int audit_lines(const char *prefix, char *rest, size_t rest_bytes) {
   size_t n = 0;
-  char *log = ar_test_read_file(dmn.log, &n);
+  char *raw = ar_test_read_file(dmn.log, &n);
+  ck_assert_ptr_nonnull(raw);
+  char *log = realloc(raw, n + 1);   /* the file's bytes, not a string: terminate them */
   ck_assert_ptr_nonnull(log);
+  log[n] = '\0';
   int count = 0;
   const char *head = "arenad: audit: ";
   for (char *line = log; line && *line;) {
