@@ -140,6 +140,10 @@ void ar_config_defaults(ar_config_t *cfg);
  * again). */
 int ar_config_load(const char *path, ar_config_t *cfg, char *msg, size_t msg_bytes);
 
+/* The top-level keys ar_config_load accepts, in the order an unknown key's message lists them:
+ * sets *keys to the static table and returns its length. */
+size_t ar_config_root_keys(const char *const **keys);
+
 /* Add `dir` to cfg->model_dirs unless present (the --model-dir option). AR_ECONFIG when the list
  * is full or the path is empty or too long. */
 int ar_config_add_model_dir(ar_config_t *cfg, const char *dir, char *msg, size_t msg_bytes);
