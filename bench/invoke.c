@@ -75,6 +75,7 @@
 #include <time.h>
 
 #include "common/ar_error.h"
+#include "common/ar_stats.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_parallel.h"
@@ -132,22 +133,10 @@ static int g_cpu_clock;   /* --cpu-clock */
 
 #define MAX_THREAD_COUNTS 8
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(g_cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+/* The clock and the median are common/ar_stats.h's, which `arenactl bench` reads too. */
+static double now_ms(void) { return ar_clock_ms(g_cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC); }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *x, int n) {
-  if (n <= 0) return 0;
-  qsort(x, (size_t)n, sizeof(*x), cmp_double);
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+static double median(double *x, int n) { return ar_stats_median(x, n); }
 
 static void *read_all(const char *path, size_t *bytes) {
   FILE *f = fopen(path, "rb");
@@ -623,11 +612,9 @@ static double sgemm_peak(int threads, int reps) {
   openblas_set_num_threads(threads);
   double best = 1e30;
   for (int r = 0; r < reps + 1; r++) {   /* the first one warms up */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ar_now_ms();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double ms = ar_now_ms() - t0;
     if (r > 0 && ms < best) best = ms;
   }
   openblas_set_num_threads(1);
@@ -657,16 +644,15 @@ static double core_round_trip_ns(void) {
     atomic_store(&rt_pong, 0);
     pthread_t th;
     if (pthread_create(&th, NULL, rt_echo, NULL) != 0) return 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = ar_clock_ns(CLOCK_MONOTONIC);
     for (int i = 1; i <= RT_TRIPS; i++) {
       atomic_store_explicit(&rt_ping, i, memory_order_release);
       while (atomic_load_explicit(&rt_pong, memory_order_acquire) != i) {
       }
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    uint64_t t1 = ar_clock_ns(CLOCK_MONOTONIC);
     pthread_join(th, NULL);
-    ns[r] = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / RT_TRIPS;
+    ns[r] = (double)(t1 - t0) / RT_TRIPS;
   }
   return median(ns, RT_RUNS);
 }

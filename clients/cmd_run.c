@@ -35,6 +35,7 @@
 #include "clients/cli_tensor.h"
 #include "clients/cmd_run_steps.h"
 #include "common/ar_error.h"
+#include "common/ar_stats.h"
 #include "common/ar_util.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_parallel.h"
@@ -59,17 +60,6 @@ static void run_usage(FILE *f) {
           "--steps replays a stream on ONE interpreter (state carries over): invoke k reads\n"
           "DIR/<k>/input_<i>.bin and writes OUT/<k>/output_<j>.bin; the state is reset to its\n"
           "initial value before each step K of --reset-at (TFLite ResetVariableTensors).\n");
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static void print_shape(const ar_tview_t *v) {
@@ -350,12 +340,11 @@ int ar_cmd_run(int argc, char **argv) {
   for (int r = 0; r < runs; r++) {
     /* Inputs are copied before each invoke: the arenad convention may reuse their bytes. */
     for (int i = 0; i < n_inputs; i++) ar_copy_bytes(ar_interp_input(in, i)->data, data[i], ar_interp_input(in, i)->bytes);
-    double t0 = now_ms();
+    double t0 = ar_now_ms();
     ar_interp_invoke(in);
-    times[r] = now_ms() - t0;
+    times[r] = ar_now_ms() - t0;
   }
-  qsort(times, (size_t)runs, sizeof(*times), cmp_double);
-  double median = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+  double median = ar_stats_median(times, runs);   /* sorts: times[0] is the min */
 
   printf("model %s: %d operators (%d at invoke), arena %llu bytes, persistent %llu bytes, strategy %s, lifetimes %s, weights %s%s\n",
          model_path, ar_interp_n_operators(in), ar_interp_runtime_operators(in),

@@ -1,7 +1,10 @@
 # common: error list and small shared helpers (no dependencies).
-libarcommon_la_SOURCES += common/ar_error.c common/ar_error.h common/ar_text.c common/ar_text.h common/ar_path.c common/ar_path.h common/ar_util.h common/ar_varint.h
+libarcommon_la_SOURCES += common/ar_error.c common/ar_error.h common/ar_text.c common/ar_text.h common/ar_path.c common/ar_path.h common/ar_util.h common/ar_varint.h \
+  common/ar_stats.c common/ar_stats.h
+# sqrt in ar_stats.c (the benchmark programs' standard deviation).
+libarcommon_la_LIBADD = -lm
 
-# The common layer's helpers: UTF-8 decoder and escapes, path parts.
+# The common layer's helpers: UTF-8 decoder and escapes, path parts, sample statistics.
 check_PROGRAMS += tests/check_common
 TESTS += tests/check_common
 tests_check_common_SOURCES = tests/check_common.c

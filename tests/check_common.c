@@ -1,15 +1,18 @@
 /* check_common.c - the common layer's text helpers: the UTF-8 decoder (RFC 3629 edge cases: code
  * point boundaries, overlong forms, surrogates, values above U+10FFFF, truncated sequences), the
  * terminal/log escape and the XML escape built on it; the directory part and last component of a
- * path (dirname(1) edge cases).
+ * path (dirname(1) edge cases); the benchmark programs' sample summary (percentiles by linear
+ * interpolation, population std, in-place sort).
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/ar_error.h"
 #include "common/ar_path.h"
+#include "common/ar_stats.h"
 #include "common/ar_text.h"
 #include "common/ar_util.h"
 
@@ -207,6 +210,46 @@ START_TEST(test_path_base) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------- sample statistics */
+
+/* Hand-computed: 1..10 shuffled; numpy.percentile(range(1, 11), [50, 90, 99]) = 5.5, 9.1, 9.91;
+ * population std of 1..10 = sqrt(8.25). */
+START_TEST(test_stats_summary_and_percentiles) {
+  double x[10] = {7, 3, 10, 1, 9, 2, 8, 6, 4, 5};
+  ar_stats_t s;
+  ar_stats_summarize(x, 10, &s);
+  ck_assert_uint_eq(s.n, 10);
+  ck_assert_double_eq(s.min, 1);
+  ck_assert_double_eq(s.max, 10);
+  ck_assert_double_eq_tol(s.mean, 5.5, 1e-12);
+  ck_assert_double_eq_tol(s.std, sqrt(8.25), 1e-12);
+  ck_assert_double_eq_tol(s.median, 5.5, 1e-12);
+  ck_assert_double_eq_tol(s.p90, 9.1, 1e-12);
+  ck_assert_double_eq_tol(s.p99, 9.91, 1e-12);
+  for (int i = 0; i < 10; i++) ck_assert_double_eq(x[i], i + 1);   /* sorted in place */
+  /* One value: every figure is that value, std 0. */
+  double one = 4.25;
+  ar_stats_summarize(&one, 1, &s);
+  ck_assert(s.min == 4.25 && s.median == 4.25 && s.p90 == 4.25 && s.p99 == 4.25 && s.max == 4.25);
+  ck_assert_double_eq(s.std, 0);
+  /* Ends and empty samples. */
+  ck_assert_double_eq(ar_stats_percentile(x, 10, 0), 1);
+  ck_assert_double_eq(ar_stats_percentile(x, 10, 100), 10);
+  ck_assert_double_eq(ar_stats_percentile(x, 0, 50), 0);
+  ar_stats_summarize(x, 0, &s);
+  ck_assert_uint_eq(s.n, 0);
+  ck_assert_double_eq(s.max, 0);
+  /* The median of an even count is the mean of the middle two; odd: the middle one. */
+  double e[4] = {4, 1, 3, 2}, o[3] = {9, 1, 5};
+  ck_assert_double_eq(ar_stats_median(e, 4), 2.5);
+  ck_assert_double_eq(ar_stats_median(o, 3), 5);
+  ck_assert_double_eq(ar_stats_median(o, 0), 0);
+  /* The clock moves forward. */
+  uint64_t a = ar_clock_ns(CLOCK_MONOTONIC), b = ar_clock_ns(CLOCK_MONOTONIC);
+  ck_assert_uint_ge(b, a);
+}
+END_TEST
+
 static Suite *common_suite(void) {
   Suite *s = suite_create("common");
   TCase *text = tcase_create("text");
@@ -219,6 +262,9 @@ static Suite *common_suite(void) {
   tcase_add_test(path, test_path_dir);
   tcase_add_test(path, test_path_base);
   suite_add_tcase(s, path);
+  TCase *stats = tcase_create("stats");
+  tcase_add_test(stats, test_stats_summary_and_percentiles);
+  suite_add_tcase(s, stats);
   return s;
 }
 
