@@ -1006,6 +1006,12 @@ const ar_interp_options_t *ar_interp_options(const ar_interp_t *in) { return &in
 int32_t ar_interp_runtime_operators(const ar_interp_t *in) { return in->n_run; }
 uint64_t ar_interp_macs(const ar_interp_t *in) { return in->macs; }
 
+uint64_t ar_interp_op_macs(const ar_interp_t *in, int32_t k) {
+  if (k < 0 || k >= in->n_ops || in->op_folded[k] || in->elided[k]) return 0;
+  const ar_node_t *nd = &in->nodes[k];
+  return node_macs(nd) + (nd->fused ? node_macs(nd->fused) : 0);
+}
+
 /* Touch OpenBLAS once on this thread so that its lazily mmapped GEMM work buffer exists before the
  * first invoke. The product must be past OpenBLAS's small-matrix path (which takes no buffer and
  * covers up to about 100^3 multiply-adds on AVX-512 builds), hence 160^3 on heap scratch. */

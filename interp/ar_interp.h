@@ -189,8 +189,18 @@ int32_t ar_interp_runtime_operators(const ar_interp_t *in);
  * conv), for GFLOP/s reports. */
 uint64_t ar_interp_macs(const ar_interp_t *in);
 
+/* Multiply-accumulates of operator k at invoke (as ar_interp_macs counts them): a depthwise with
+ * an expansion conv fused into it counts the conv's too; 0 for an operator that does not run
+ * (folded, elided, fused or PAD-folded into another), for one without a known count, and for a
+ * bad index. Per-operator GFLOP/s in profiles (arenactl bench --profile). */
+uint64_t ar_interp_op_macs(const ar_interp_t *in, int32_t k);
+
 /* Same as ar_interp_invoke, but adds each executed operator's wall time (ns, CLOCK_MONOTONIC) to
- * op_ns[k] (n_operators entries, caller-owned and zeroed by the caller). For profiles only. */
+ * op_ns[k] (n_operators entries, caller-owned and zeroed by the caller): two clock_gettime calls
+ * around each operator's eval in the serial loop, nothing allocated. A separate function, so the
+ * plain invoke pays nothing for it. Operators that do not run (folded at place, elided, fused or
+ * PAD-folded into operator K: ar_interp_op_fused / ar_interp_op_pad_folded) get no time; K's time
+ * includes theirs. An at-use DEQUANTIZE gets its own time. For profiles only. */
 int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns);
 
 /* Operators of subgraph 0 (folded ones included), operator k's node (shapes, scratch, state;
