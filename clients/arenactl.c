@@ -41,6 +41,11 @@ static const command_t commands[] = {
    "      run a model file in this process (offline)\n"
    "  run MODEL --steps DIR [--output OUT] [--reset-at K[,K...]]... [plan options]\n"
    "      replay a stream on one interpreter: DIR/<k>/input_<i>.bin -> OUT/<k>/output_<j>.bin"},
+  {"bench", ar_cmd_bench,
+   "bench MODEL [--input F...] [--seed N] [--runs N] [--warmup N] [--min-secs S] [--threads N]\n"
+   "      [--profile] [--json] [--strategy S] [--lifetimes L] [--no-inplace] [--weights W] [--no-fuse]\n"
+   "      benchmark a model file in this process like TFLite's benchmark_model: init, first\n"
+   "      invoke, warm-up, mean/std/min/median/p90/p99 of the runs, memory, per-op profile (offline)"},
   {"ping", ar_cmd_ping, "ping\n      round trip to the daemon"},
   {"stats", ar_cmd_stats,
    "stats [--json | --prometheus [--output FILE]] [--watch SECONDS] [--from STATS.json]\n"

@@ -28,6 +28,7 @@ extern const char *arenactl_socket_origin;
 int ar_cmd_inspect(int argc, char **argv);     /* clients/cmd_inspect.c */
 int ar_cmd_plan_file(int argc, char **argv);   /* clients/cmd_plan.c    */
 int ar_cmd_run(int argc, char **argv);         /* clients/cmd_run.c     */
+int ar_cmd_bench(int argc, char **argv);       /* clients/cmd_bench.c   */
 
 /* Online (through libarenaclient), clients/cmd_online.c. */
 int ar_cmd_ping(int argc, char **argv);

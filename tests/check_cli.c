@@ -6,11 +6,14 @@
  * --output directory (created one level). The arenactl program: --help lists every option of
  * every command (taken from the commands' option tables) as docs/arenactl.1 and README do, and,
  * against a real arenad, `invoke --input /dev/zero` / a short pipe / `--output NEW_DIR`, `run` the
- * same, and `load` of a path relative to the current directory.
+ * same, and `load` of a path relative to the current directory; `bench` on real models (every
+ * figure printed, --json parsed with ordered percentiles, a profile row per operator with
+ * inspect's types) and its refusals of bad requests.
  */
 #include "config.h"   /* PACKAGE_VERSION */
 
 #include <check.h>
+#include <jansson.h>
 #include <limits.h>
 #include <ctype.h>
 #include <stdarg.h>
@@ -503,7 +506,7 @@ static bool has_option(const char *text, const char *opt, bool man) {
 /* Every long option in the commands' getopt tables ({"name", no_argument|required_argument, ...}),
  * as "--name", into opts (returns the count). */
 static int source_options(char opts[][40], int max) {
-  static const char *const files[] = {"clients/cmd_inspect.c", "clients/cmd_plan.c", "clients/cmd_run.c",
+  static const char *const files[] = {"clients/cmd_inspect.c", "clients/cmd_plan.c", "clients/cmd_run.c", "clients/cmd_bench.c",
                                       "clients/cmd_online.c", "clients/cli_tensor.h", "clients/arenactl.c"};
   int n = 0;
   for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
@@ -548,7 +551,7 @@ START_TEST(help_lists_every_command_and_option) {
   ck_assert_ptr_nonnull(strstr(help, "[--input-shape D,D,...]..."));
   ck_assert_ptr_nonnull(strstr(help, "invoke NAME --input F... | --image FILE [IMAGE] [--output DIR] [--shm]"));
   /* Every command, in the help, the man page and README; each answers --help with exit 0. */
-  static const char *const cmds[] = {"inspect", "plan", "run", "ping", "stats", "models", "load",
+  static const char *const cmds[] = {"inspect", "plan", "run", "bench", "ping", "stats", "models", "load",
                                      "unload", "compact", "reload", "invoke"};
   for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
     char line[64];
@@ -985,6 +988,267 @@ START_TEST(names_are_escaped_in_svg_and_admin_lines) {
 }
 END_TEST
 
+
+/* ---- arenactl bench ------------------------------------------------------------------------ */
+
+/* The model's operator count and its op types with their counts, from `arenactl inspect --json`
+ * (builtin_ops and custom_ops of subgraph 0). Returns the parsed document (caller decrefs). */
+static json_t *inspect_ops(const char *model, json_int_t *n_ops) {
+  int rc = sh("%s'%s/arenactl' inspect '%s' --json 2>/dev/null", ar_test_exec_prefix(), builddir(), model);
+  ck_assert_msg(rc == 0, "inspect --json: %d %s", rc, big);
+  json_error_t err;
+  json_t *doc = json_loads(big, 0, &err);
+  ck_assert_msg(doc != NULL, "inspect --json does not parse: %s", err.text);
+  json_t *sg = json_array_get(json_object_get(doc, "subgraphs"), 0);
+  ck_assert_ptr_nonnull(sg);
+  *n_ops = json_integer_value(json_object_get(sg, "num_operators"));
+  ck_assert_int_gt(*n_ops, 0);
+  return doc;
+}
+
+/* How many of the model's operators have type `type` according to inspect (builtin or custom). */
+static json_int_t inspect_count(json_t *doc, const char *type) {
+  json_t *sg = json_array_get(json_object_get(doc, "subgraphs"), 0);
+  json_t *v = json_object_get(json_object_get(sg, "builtin_ops"), type);
+  if (!v) v = json_object_get(json_object_get(sg, "custom_ops"), type);
+  return v ? json_integer_value(v) : 0;
+}
+
+/* The text report of a real model holds every figure the issue lists; --profile has one row per
+ * operator of the model (index 0..n-1 in order, each with inspect's type) and the sum line. */
+START_TEST(bench_prints_every_figure_and_a_row_per_operator) {
+  char model[1024];
+  ar_test_model_path(model, sizeof(model), "face_detection_short_range");
+  if (access(model, R_OK) != 0) {
+    printf("check_cli: %s absent: skipped\n", model);
+    return;
+  }
+  json_int_t n_ops = 0;
+  json_t *doc = inspect_ops(model, &n_ops);
+  int rc = sh("%s'%s/arenactl' bench '%s' --runs 3 --warmup 2 --profile 2>&1", ar_test_exec_prefix(), builddir(), model);
+  ck_assert_msg(rc == 0, "bench: %d %s", rc, big);
+  static const char *const want[] = {
+    "model ", " operators (", "input 0 input FLOAT32 [1,128,128,3]: random uniform [-1, 1)",
+    "\ninit: ", " ms (load ", " ms, plan ", " ms, place ", "\nfirst invoke: ", "\nwarm-up: 2 run(s), mean ",
+    "\ninvoke: 3 runs in ", ": mean ", " ms, std ", " ms, min ", " ms, median ", " ms, p90 ", " ms, p99 ",
+    " ms, max ", "GFLOP/s at the mean", "\nmemory: arena ", " bytes (", " MB), persistent ",
+    "weights in the file mapping ", "\npeak RSS: after init ", " MB), overall ",
+    "\nprofile: 3 profiled invoke(s)", "\nby type:\n", "\noperators' sum ", " % of the invoke mean ", "timed runs' mean ",
+  };
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    ck_assert_msg(strstr(big, want[i]) != NULL, "bench lacks '%s':\n%s", want[i], big);
+  /* The table: after its header, rows "    k  TYPE  [shape] ..." for k = 0 .. n-1. */
+  char *p = strstr(big, "\n    op  type");
+  ck_assert_msg(p != NULL, "no profile header:\n%s", big);
+  p = strchr(p + 1, '\n') + 1;
+  json_int_t rows = 0;
+  json_t *seen = json_object();
+  for (;;) {
+    int k = -1, len = 0;
+    char type[64];
+    if (sscanf(p, "%d %63s %n", &k, type, &len) != 2) break;
+    ck_assert_int_eq(k, rows);
+    json_t *c = json_object_get(seen, type);
+    json_object_set_new(seen, type, json_integer(c ? json_integer_value(c) + 1 : 1));
+    rows++;
+    p = strchr(p, '\n');
+    ck_assert_ptr_nonnull(p);
+    p++;
+  }
+  ck_assert_int_eq(rows, n_ops);
+  const char *type;
+  json_t *v;
+  json_int_t total = 0;
+  json_object_foreach(seen, type, v) {
+    ck_assert_msg(json_integer_value(v) == inspect_count(doc, type), "%s: %lld rows, inspect counts %lld", type,
+                  (long long)json_integer_value(v), (long long)inspect_count(doc, type));
+    total += json_integer_value(v);
+  }
+  ck_assert_int_eq(total, n_ops);
+  json_decref(seen);
+  json_decref(doc);
+}
+END_TEST
+
+/* --json parses: runs = N, percentiles ordered, the mean inside [min, max], memory figures set,
+ * one profile row per operator with inspect's type, every operator that does not run naming why
+ * (and a fused one the operator it runs in, which does run), the operators' sum > 0; hand-built
+ * models' inputs of other dtypes get random values of their own ranges. */
+START_TEST(bench_json_parses_with_ordered_percentiles) {
+  static const char *const models[] = {"face_detection_short_range", "selfie_segmentation"};
+  for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+    char model[1024];
+    ar_test_model_path(model, sizeof(model), models[m]);
+    if (access(model, R_OK) != 0) {
+      printf("check_cli: %s absent: skipped\n", model);
+      continue;
+    }
+    json_int_t n_ops = 0;
+    json_t *idoc = inspect_ops(model, &n_ops);
+    int rc = sh("%s'%s/arenactl' bench '%s' --runs 7 --warmup 0 --seed 9 --profile --json 2>/dev/null",
+                ar_test_exec_prefix(), builddir(), model);
+    ck_assert_msg(rc == 0, "bench --json: %d %s", rc, big);
+    json_error_t err;
+    json_t *doc = json_loads(big, 0, &err);
+    ck_assert_msg(doc != NULL, "bench --json does not parse (%s): %s", err.text, big);
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "seed")), 9);
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "operators")), n_ops);
+    json_t *inv = json_object_get(doc, "invoke_us");
+    ck_assert_int_eq(json_integer_value(json_object_get(inv, "runs")), 7);
+    const double mn = json_number_value(json_object_get(inv, "min")), md = json_number_value(json_object_get(inv, "median")),
+                 p90 = json_number_value(json_object_get(inv, "p90")), p99 = json_number_value(json_object_get(inv, "p99")),
+                 mx = json_number_value(json_object_get(inv, "max")), mean = json_number_value(json_object_get(inv, "mean"));
+    ck_assert_msg(mn > 0 && mn <= md && md <= p90 && p90 <= p99 && p99 <= mx, "%g %g %g %g %g", mn, md, p90, p99, mx);
+    ck_assert(mean >= mn && mean <= mx);
+    ck_assert(json_number_value(json_object_get(inv, "std")) >= 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "warmup"), "runs")), 0);
+    ck_assert(json_is_null(json_object_get(json_object_get(doc, "warmup"), "mean_us")));
+    ck_assert(json_number_value(json_object_get(doc, "first_invoke_us")) > 0);
+    json_t *init = json_object_get(doc, "init");
+    ck_assert(json_number_value(json_object_get(init, "total_us")) >= json_number_value(json_object_get(init, "load_us")));
+    json_t *mem = json_object_get(doc, "memory");
+    ck_assert_int_gt(json_integer_value(json_object_get(mem, "arena_bytes")), 0);
+    ck_assert_int_gt(json_integer_value(json_object_get(mem, "weights_bytes")), 0);
+    ck_assert_int_ge(json_integer_value(json_object_get(mem, "peak_rss_bytes")),
+                     json_integer_value(json_object_get(mem, "peak_rss_init_bytes")));
+    ck_assert_int_gt(json_integer_value(json_object_get(mem, "peak_rss_init_bytes")), 0);
+    ck_assert_int_gt(json_integer_value(json_object_get(doc, "macs")), 0);
+    json_t *in0 = json_array_get(json_object_get(doc, "inputs"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(in0, "source")), "random uniform [-1, 1)");
+    json_t *prof = json_object_get(doc, "profile");
+    ck_assert_int_eq(json_integer_value(json_object_get(prof, "runs")), 7);
+    json_t *ops = json_object_get(prof, "operators");
+    ck_assert_int_eq((json_int_t)json_array_size(ops), n_ops);
+    json_t *count = json_object();
+    json_int_t running = 0;
+    for (size_t k = 0; k < json_array_size(ops); k++) {
+      json_t *e = json_array_get(ops, k);
+      ck_assert_int_eq(json_integer_value(json_object_get(e, "index")), (json_int_t)k);
+      const char *type = json_string_value(json_object_get(e, "type"));
+      json_t *c = json_object_get(count, type);
+      json_object_set_new(count, type, json_integer(c ? json_integer_value(c) + 1 : 1));
+      if (json_is_true(json_object_get(e, "runs"))) {
+        running++;
+        ck_assert(json_number_value(json_object_get(e, "us")) >= 0);
+      } else {
+        ck_assert_msg(json_string_value(json_object_get(e, "note")) != NULL, "op %zu runs not and says not why", k);
+      }
+      json_t *into = json_object_get(e, "fused_into");
+      if (into) {
+        json_t *host = json_array_get(ops, (size_t)json_integer_value(into));
+        ck_assert(json_is_true(json_object_get(host, "runs")));
+        ck_assert_str_eq(json_string_value(json_object_get(host, "type")), "DEPTHWISE_CONV_2D");
+      }
+    }
+    ck_assert_int_eq(running, json_integer_value(json_object_get(doc, "operators_at_invoke")));
+    const char *type;
+    json_t *v;
+    json_object_foreach(count, type, v) ck_assert_int_eq(json_integer_value(v), inspect_count(idoc, type));
+    json_decref(count);
+    ck_assert(json_number_value(json_object_get(prof, "sum_us")) > 0);
+    ck_assert(json_number_value(json_object_get(prof, "invoke_mean_us")) > 0);
+    ck_assert(json_number_value(json_object_get(prof, "profiled_invoke_mean_us")) > 0);
+    json_decref(doc);
+    json_decref(idoc);
+  }
+  /* A generated RELU model (float32 [1,4] in): its input is drawn in [-1, 1); same seed, same
+   * figures but the times. */
+  char dir[] = "/tmp/check_cli_bench_XXXXXX", path[PATH_MAX];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  size_t len;
+  uint8_t *bytes = ar_tm_build_relu("x", "y", &len);
+  snprintf(path, sizeof path, "%s/relu.tflite", dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+  free(bytes);
+  int rc = sh("%s'%s/arenactl' bench '%s' --runs 1 --min-secs 0 --profile 2>&1", ar_test_exec_prefix(), builddir(), path);
+  ck_assert_msg(rc == 0, "bench relu: %d %s", rc, big);
+  ck_assert_msg(strstr(big, "invoke: 1 runs in ") && strstr(big, ": random uniform [-1, 1)"), "%s", big);
+  ck_assert_msg(strstr(big, "\n     0  RELU ") != NULL, "%s", big);
+  unlink(path);
+  /* The integer I/O model: quantized and 8-bit inputs over their type's full range, other
+   * integers in [0, 16), bool 0 or 1. */
+  bytes = ar_tm_int_io_model(&len);
+  snprintf(path, sizeof path, "%s/int_io.tflite", dir);
+  f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+  free(bytes);
+  rc = sh("%s'%s/arenactl' bench '%s' --runs 2 2>&1", ar_test_exec_prefix(), builddir(), path);
+  ck_assert_msg(rc == 0, "bench int_io: %d %s", rc, big);
+  static const char *const sources[] = {" UINT8 [1,4]: random full range [0, 255]\n",
+                                        " INT8 [1,6]: random full range [-128, 127]\n", " INT32 [3]: random [0, 15]\n",
+                                        " INT64 [2]: random [0, 15]\n", " BOOL [4]: random 0 or 1\n"};
+  for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+    ck_assert_msg(strstr(big, sources[i]) != NULL, "lacks '%s': %s", sources[i], big);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* Bad requests: each refused with a message naming what is wrong, exit 2 for usage, 1 otherwise;
+ * with --json a failure is the error object on stdout. */
+START_TEST(bench_refuses_bad_requests_clearly) {
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  int rc = sh("%s'%s/arenactl' bench /nonexistent/m.tflite 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(big, "arenactl bench: /nonexistent/m.tflite: ") && strstr(big, "(ENOENT)"), "%s", big);
+  rc = sh("%s'%s/arenactl' bench /nonexistent/m.tflite --json 2>/dev/null", pre, bd);
+  ck_assert_int_eq(rc, 1);
+  json_error_t err;
+  json_t *doc = json_loads(big, 0, &err);
+  ck_assert_msg(doc != NULL, "%s", big);
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "error"), "code")), "ENOENT");
+  json_decref(doc);
+  rc = sh("%s'%s/arenactl' bench m.tflite --runs 0 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: --runs '0': must be a whole number from 1 to 10000000") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' bench m.tflite --warmup -1 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: --warmup '-1': must be a whole number from 0 to 10000000") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' bench m.tflite --min-secs soon 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: --min-secs 'soon': must be a number of seconds") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' bench m.tflite --threads 0 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: --threads '0': must be a whole number from 1 to 256") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' bench m.tflite --bogus 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: unknown option '--bogus'") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' bench m.tflite --runs 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: option '--runs' needs a value") != NULL, "%s", big);
+  rc = sh("%s'%s/arenactl' bench 2>&1", pre, bd);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "arenactl bench: no MODEL given") != NULL, "%s", big);
+  char model[1024];
+  ar_test_model_path(model, sizeof(model), "face_detection_short_range");
+  if (access(model, R_OK) != 0) return;
+  /* Input files: as many as the model has inputs, each of the input's size. */
+  rc = sh("%s'%s/arenactl' bench '%s' --input /dev/zero --input /dev/zero 2>&1", pre, bd, model);
+  ck_assert_int_eq(rc, 2);
+  ck_assert_msg(strstr(big, "the model has 1 input(s), 2 --input given (EINVAL)") != NULL, "%s", big);
+  char small[] = "/tmp/check_cli_bench_in_XXXXXX";
+  int fd = mkstemp(small);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "12345", 5), 5);
+  close(fd);
+  rc = sh("%s'%s/arenactl' bench '%s' --input '%s' 2>&1", pre, bd, model, small);
+  ck_assert_int_eq(rc, 1);
+  char want[256];
+  snprintf(want, sizeof want, "arenactl bench: %s holds 5 bytes; input 'input' needs 196608 bytes (ESHAPE)", small);
+  ck_assert_msg(strstr(big, want) != NULL, "%s", big);
+  unlink(small);
+  /* A stream input is read once, up to the input's size, and benchmarked. */
+  rc = sh("%s'%s/arenactl' bench '%s' --input /dev/zero --runs 1 --warmup 0 2>&1", pre, bd, model);
+  ck_assert_msg(rc == 0, "%s", big);
+  ck_assert_msg(strstr(big, "input 0 input FLOAT32 [1,128,128,3]: file /dev/zero") != NULL, "%s", big);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli_tensor");
@@ -1011,6 +1275,9 @@ static Suite *suite(void) {
   tcase_add_test(prog, plan_json_lists_every_tensor_once);
   tcase_add_test(prog, invoke_and_run_read_streams_and_create_the_output_dir);
   tcase_add_test(prog, names_are_escaped_in_svg_and_admin_lines);
+  tcase_add_test(prog, bench_prints_every_figure_and_a_row_per_operator);
+  tcase_add_test(prog, bench_json_parses_with_ordered_percentiles);
+  tcase_add_test(prog, bench_refuses_bad_requests_clearly);
   suite_add_tcase(s, prog);
   return s;
 }
