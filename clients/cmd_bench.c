@@ -13,12 +13,15 @@
  *   timed    at least --runs invokes (default 50), more until --min-secs seconds have passed
  *            (default 0): mean, std, min, median, p90, p99, max (ar_stats_summarize);
  *   profile  with --profile, as many invokes again through ar_interp_invoke_profiled (one clock
- *            pair around each operator), each after a plain timed invoke: per operator its mean
- *            time, share of the operators' sum and GFLOP/s where its multiply-adds are known, and
- *            the sum against the mean of those plain invokes (taken at the same moments, so a
- *            loaded machine's drift does not show as a gap). Operators that do not run at invoke are listed with the reason (folded at
- *            place, elided, fused into op K, PAD folded into op K), so the table has a row for
- *            every operator of the model.
+ *            pair around each operator, the profile buffer ours): per operator its mean time,
+ *            share of the operators' sum and GFLOP/s where its multiply-adds are known.
+ *            Operators that do not run at invoke are listed with the reason (folded at place,
+ *            elided, fused into op K, PAD folded into op K), so the table has a row for every
+ *            operator of the model. The operators' sum is set against the same invokes' wall
+ *            time, and against plain invokes: each profiled invoke is paired with a plain one
+ *            (which goes first alternates), and the median over the pairs of (that invoke's
+ *            operators' sum / the plain invoke) is printed beside the ratio of the means - on
+ *            a loaded machine the means carry other processes' time slices, the median does not.
  * Inputs are copied in before every invoke, outside the timed region (with the arenad lifetime
  * convention an input's bytes may be reused during the invoke).
  *
@@ -190,6 +193,8 @@ typedef struct {
   const uint64_t *op_ns;        /* summed over prof_runs */
   double prof_wall_mean_ms;     /* the profiled invokes' own mean */
   double prof_plain_mean_ms;    /* the plain invokes alternating with them */
+  double prof_pair_ratio;       /* median over the pairs of profiled / plain wall time */
+  double prof_pair_ops_ratio;   /* median over the pairs of (the profiled invoke's operators' sum) / plain */
   char in_source[BENCH_MAX_INPUTS][96];
 } bench_report_t;
 
@@ -314,10 +319,13 @@ static void print_text(const ar_interp_t *in, const bench_report_t *r) {
            sum > 0 ? 100.0 * t_us[best] / 1e3 / sum : 0.0);
     t_n[best] = 0;
   }
-  printf("operators' sum %.3f ms = %.1f %% of the invoke mean %.3f ms (plain invokes alternating with the profiled "
-         "ones; %.1f %% of the profiled invokes' own mean %.3f ms; timed runs' mean %.3f ms)\n",
-         sum, r->prof_plain_mean_ms > 0 ? 100.0 * sum / r->prof_plain_mean_ms : 0.0, r->prof_plain_mean_ms,
-         r->prof_wall_mean_ms > 0 ? 100.0 * sum / r->prof_wall_mean_ms : 0.0, r->prof_wall_mean_ms, r->inv.mean);
+  printf("operators' sum %.3f ms per invoke = %.1f %% of the same profiled invokes' mean %.3f ms\n", sum,
+         r->prof_wall_mean_ms > 0 ? 100.0 * sum / r->prof_wall_mean_ms : 0.0, r->prof_wall_mean_ms);
+  printf("against plain invokes (each profiled invoke paired with one, order alternating): operators' sum = %.1f %% "
+         "of their mean %.3f ms; per pair, median of operators' sum / plain invoke %.1f %%, of profiled / plain "
+         "invoke %.1f %% (timed runs' mean %.3f ms)\n",
+         r->prof_plain_mean_ms > 0 ? 100.0 * sum / r->prof_plain_mean_ms : 0.0, r->prof_plain_mean_ms,
+         100.0 * r->prof_pair_ops_ratio, 100.0 * r->prof_pair_ratio, r->inv.mean);
 }
 
 static json_t *stats_json(const ar_stats_t *s) {
@@ -416,6 +424,8 @@ static void print_json(const ar_interp_t *in, const bench_report_t *r) {
     json_object_set_new(p, "invoke_mean_us", json_real(r->prof_plain_mean_ms * 1e3));
     json_object_set_new(p, "sum_over_mean", json_real(r->prof_plain_mean_ms > 0 ? sum / r->prof_plain_mean_ms : 0.0));
     json_object_set_new(p, "profiled_invoke_mean_us", json_real(r->prof_wall_mean_ms * 1e3));
+    json_object_set_new(p, "pair_sum_over_plain_median", json_real(r->prof_pair_ops_ratio));
+    json_object_set_new(p, "pair_profiled_over_plain_median", json_real(r->prof_pair_ratio));
     json_object_set_new(o, "profile", p);
   }
   json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -572,7 +582,7 @@ int ar_cmd_bench(int argc, char **argv) {
   ar_interp_t *in = NULL;
   void *data[BENCH_MAX_INPUTS] = {0};
   uint64_t in_bytes[BENCH_MAX_INPUTS] = {0};
-  double *times = NULL;
+  double *times = NULL, *pair_ops = NULL;
   uint64_t *op_ns = NULL;
   int status = 1, rc;
 
@@ -726,18 +736,35 @@ int ar_cmd_bench(int argc, char **argv) {
      * drift between the timed runs and this phase would otherwise show as a gap). */
     r.prof_runs = (int)n;
     double psum = 0, plain = 0;
-    for (size_t i = 0; i < n; i++) {
-      copy_inputs(in, data, n_in);
-      double a = ar_now_ms();
-      ar_interp_invoke(in);
-      plain += ar_now_ms() - a;
-      copy_inputs(in, data, n_in);
-      a = ar_now_ms();
-      ar_interp_invoke_profiled(in, op_ns);
-      psum += ar_now_ms() - a;
+    const int32_t n_ops = ar_interp_n_operators(in);
+    pair_ops = malloc(n * sizeof(*pair_ops));
+    if (!pair_ops) {
+      status = fail(json, AR_ENOMEM, model_path, "out of memory");
+      goto out;
+    }
+    uint64_t ops_before = 0;
+    for (size_t i = 0; i < n; i++) {   /* times[] is free again: each pair's profiled / plain */
+      double pl = 0, pr = 0;
+      for (int half = 0; half < 2; half++) {   /* which goes first alternates pair by pair */
+        const bool prof = (half == 0) == (i % 2 == 1);
+        copy_inputs(in, data, n_in);
+        double a = ar_now_ms();
+        if (prof) ar_interp_invoke_profiled(in, op_ns);
+        else ar_interp_invoke(in);
+        *(prof ? &pr : &pl) = ar_now_ms() - a;
+      }
+      uint64_t ops_after = 0;
+      for (int32_t k = 0; k < n_ops; k++) ops_after += op_ns[k];
+      plain += pl;
+      psum += pr;
+      times[i] = pl > 0 ? pr / pl : 1;
+      pair_ops[i] = pl > 0 ? (double)(ops_after - ops_before) / 1e6 / pl : 1;   /* this invoke's operators */
+      ops_before = ops_after;
     }
     r.prof_wall_mean_ms = psum / (double)n;
     r.prof_plain_mean_ms = plain / (double)n;
+    r.prof_pair_ratio = ar_stats_median(times, (int)n);
+    r.prof_pair_ops_ratio = ar_stats_median(pair_ops, (int)n);
     r.op_ns = op_ns;
   }
 
@@ -755,6 +782,7 @@ int ar_cmd_bench(int argc, char **argv) {
 
 out:
   free(times);
+  free(pair_ops);
   free(op_ns);
   for (int i = 0; i < BENCH_MAX_INPUTS; i++) free(data[i]);
   ar_interp_free(in);

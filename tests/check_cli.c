@@ -1033,7 +1033,8 @@ START_TEST(bench_prints_every_figure_and_a_row_per_operator) {
     "\ninvoke: 3 runs in ", ": mean ", " ms, std ", " ms, min ", " ms, median ", " ms, p90 ", " ms, p99 ",
     " ms, max ", "GFLOP/s at the mean", "\nmemory: arena ", " bytes (", " MB), persistent ",
     "weights in the file mapping ", "\npeak RSS: after init ", " MB), overall ",
-    "\nprofile: 3 profiled invoke(s)", "\nby type:\n", "\noperators' sum ", " % of the invoke mean ", "timed runs' mean ",
+    "\nprofile: 3 profiled invoke(s)", "\nby type:\n", "\noperators' sum ", " ms per invoke = ", "% of the same profiled invokes' mean ",
+    "\nagainst plain invokes (", "per pair, median of operators' sum / plain invoke ", "timed runs' mean ",
   };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
     ck_assert_msg(strstr(big, want[i]) != NULL, "bench lacks '%s':\n%s", want[i], big);
@@ -1148,6 +1149,8 @@ START_TEST(bench_json_parses_with_ordered_percentiles) {
     ck_assert(json_number_value(json_object_get(prof, "sum_us")) > 0);
     ck_assert(json_number_value(json_object_get(prof, "invoke_mean_us")) > 0);
     ck_assert(json_number_value(json_object_get(prof, "profiled_invoke_mean_us")) > 0);
+    ck_assert(json_number_value(json_object_get(prof, "pair_sum_over_plain_median")) > 0);
+    ck_assert(json_number_value(json_object_get(prof, "pair_profiled_over_plain_median")) > 0);
     json_decref(doc);
     json_decref(idoc);
   }
