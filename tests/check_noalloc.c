@@ -1,5 +1,6 @@
 /* check_noalloc.c - Invoke makes zero heap allocations: 100 invokes of every real model with an
- * allocation counter armed around each ar_interp_invoke call, and 10 evals of each kernel no
+ * allocation counter armed around each ar_interp_invoke call (and each ar_interp_invoke_profiled
+ * call with the caller's profile buffer), and 10 evals of each kernel no
  * shipped model uses yet (shape/index ops, BATCH_MATMUL, TRANSPOSE_CONV, the SSD post-process).
  *
  * The counter: this binary defines malloc, calloc, realloc, free, posix_memalign, aligned_alloc,
@@ -39,6 +40,7 @@
 #include <cblas.h>
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +203,7 @@ static void settle_openblas_threads(void) {
  * `golden_dir`, one warm-up invoke, then the counted ones: none may allocate. With more than one
  * thread the interpreter's pool helpers run kernels too: the calls of every other thread in the
  * counted windows (n_other) must be 0 as well. */
-static void invoke_no_alloc(const char *stem, const char *golden_dir, int32_t threads) {
+static void invoke_no_alloc_how(const char *stem, const char *golden_dir, int32_t threads, bool profiled) {
   install_counter();
   settle_openblas_threads();
   char path[1024], msg[AR_MSG_BYTES] = "";
@@ -222,10 +224,13 @@ static void invoke_no_alloc(const char *stem, const char *golden_dir, int32_t th
   ck_assert_ptr_nonnull(input);
   ar_tview_t *v = ar_interp_input(in, 0);
   ck_assert_uint_eq(bytes, v->bytes);
+  /* The profile buffer is the caller's, allocated before anything is counted. */
+  uint64_t *op_ns = profiled ? calloc((size_t)ar_interp_n_operators(in), sizeof(*op_ns)) : NULL;
+  ck_assert(!profiled || op_ns != NULL);
 
   memcpy(v->data, input, bytes);
   arm();
-  rc = ar_interp_invoke(in);     /* warm-up: counted and printed, not asserted */
+  rc = profiled ? ar_interp_invoke_profiled(in, op_ns) : ar_interp_invoke(in);   /* warm-up: counted and printed, not asserted */
   unsigned long first = disarm();
   ck_assert_int_eq(rc, 0);
 
@@ -237,24 +242,34 @@ static void invoke_no_alloc(const char *stem, const char *golden_dir, int32_t th
   for (int r = 0; r < runs; r++) {
     memcpy(v->data, input, bytes);   /* outside the armed window: the caller's copy */
     arm();
-    rc = ar_interp_invoke(in);
+    rc = profiled ? ar_interp_invoke_profiled(in, op_ns) : ar_interp_invoke(in);
     unsigned long c = disarm();
     ck_assert_int_eq(rc, 0);
     total += c;
     if (c > worst) worst = c;
   }
   const unsigned long other = __atomic_load_n(&n_other, __ATOMIC_SEQ_CST);
-  printf("noalloc %-34s %d thread(s): first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
-         "other threads meanwhile: %lu\n", stem, (int)threads, first, runs, total,
+  printf("noalloc %-34s %d thread(s)%s: first invoke %lu calls; %d invokes: %lu allocation calls (%s); "
+         "other threads meanwhile: %lu\n", stem, (int)threads, profiled ? " profiled" : "", first, runs, total,
          COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks", other);
   ck_assert_msg(total == 0, "%s: %lu heap allocation calls in %d invokes (worst invoke %lu)", stem,
                 total, runs, worst);
   if (threads > 1)
     ck_assert_msg(other == 0, "%s, %d threads: %lu allocation calls on other threads in %d invokes", stem,
                   (int)threads, other, runs);
+  if (profiled) {   /* the times went into the caller's buffer: every operator that runs has some */
+    uint64_t sum = 0;
+    for (int32_t k = 0; k < ar_interp_n_operators(in); k++) sum += op_ns[k];
+    ck_assert_uint_gt(sum, 0);
+  }
+  free(op_ns);
   free(input);
   ar_interp_free(in);
   ar_model_free(m);
+}
+
+static void invoke_no_alloc(const char *stem, const char *golden_dir, int32_t threads) {
+  invoke_no_alloc_how(stem, golden_dir, threads, false);
 }
 
 /* Streams (issue 27): every synthetic stream of tests/golden/streams (the SVDF's state in a
@@ -298,6 +313,13 @@ END_TEST
 
 START_TEST(test_invoke_no_alloc) {
   invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 1);
+}
+END_TEST
+
+/* The profiling path (arenactl bench --profile): a clock pair around each operator into the
+ * caller's buffer, nothing allocated either. */
+START_TEST(test_invoke_profiled_no_alloc) {
+  invoke_no_alloc_how(ar_test_models[_i], ar_test_golden_dir(), 1, true);
 }
 END_TEST
 
@@ -1025,6 +1047,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_invoke_no_alloc, 0, ar_test_n_models);
   tcase_add_loop_test(tc, test_invoke_no_alloc_threads, 0, ar_test_n_models);
+  tcase_add_loop_test(tc, test_invoke_profiled_no_alloc, 0, ar_test_n_models);
   tcase_add_test(tc, test_sparse_invoke_no_alloc);
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc, 0, ar_test_n_qmodels);
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc_threads, 0, ar_test_n_qmodels);
