@@ -17,7 +17,8 @@
  *            share of the operators' sum and GFLOP/s where its multiply-adds are known.
  *            Operators that do not run at invoke are listed with the reason (folded at place,
  *            elided, fused into op K, PAD folded into op K), so the table has a row for every
- *            operator of the model. The operators' sum is set against the same invokes' wall
+ *            operator of the model; a RELU whose producer clamps as it stores (activation
+ *            folding) runs as a no-op and says so. The operators' sum is set against the same invokes' wall
  *            time, and against plain invokes: each profiled invoke is paired with a plain one
  *            (which goes first alternates), and the median over the pairs of (that invoke's
  *            operators' sum / the plain invoke) is printed beside the ratio of the means - on
@@ -218,6 +219,17 @@ static const char *op_note(const ar_interp_t *in, int32_t k, char *buf, size_t n
     snprintf(buf, n, "includes op %d", nd->fused->index);
     return buf;
   }
+  if (nd && nd->input_activated && nd->n_inputs > 0) {
+    /* Activation folding: the producer of this RELU's input clamps as it stores. */
+    for (int32_t p = k - 1; p >= 0; p--) {
+      const ar_node_t *pn = ar_interp_node(in, p);
+      if (pn->n_outputs > 0 && pn->outputs[0] == nd->inputs[0]) {
+        snprintf(buf, n, "activation folded into op %d", p);
+        return buf;
+      }
+    }
+    return "activation folded into its producer";
+  }
   return "";
 }
 
@@ -237,6 +249,9 @@ static json_t *shape_json(const ar_tview_t *v) {
   for (int32_t d = 0; v && d < v->rank; d++) json_array_append_new(a, json_integer(v->dims[d]));
   return a;
 }
+
+/* Operator k's mean time per profiled invoke, us. */
+static double us_of(const bench_report_t *r, int32_t k) { return (double)r->op_ns[k] / 1e3 / r->prof_runs; }
 
 static double op_sum_ms(const ar_interp_t *in, const bench_report_t *r) {
   double s = 0;
@@ -293,12 +308,12 @@ static void print_text(const ar_interp_t *in, const bench_report_t *r) {
       printf("%10s %7s %9s  %s\n", "-", "-", "-", why);
       continue;
     }
-    double us = (double)r->op_ns[k] / 1e3 / r->prof_runs;
+    printf("%10.1f %6.2f%% ", us_of(r, k), sum > 0 ? 100.0 * us_of(r, k) / 1e3 / sum : 0.0);
+    const double us = us_of(r, k);
     uint64_t macs = ar_interp_op_macs(in, k);
-    printf("%10.1f %6.2f%% ", us, sum > 0 ? 100.0 * us / 1e3 / sum : 0.0);
     if (macs > 0 && us > 0) printf("%9.2f", 2.0 * (double)macs / (us * 1e3));
     else printf("%9s", "-");
-    printf("  %s\n", why);
+    printf("%s%s\n", *why ? "  " : "", why);
   }
   /* By type, largest share first. */
   double t_us[AR_OP_COUNT] = {0};
