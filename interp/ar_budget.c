@@ -43,7 +43,7 @@ static int32_t alias_tensor(const ar_planner_t *p, const ar_plan_buffer_t *b) {
 /* Name of a buffer for reports: the tensor's name, or "scratch of operator k (OP)". */
 static const char *buffer_name(const ar_interp_t *in, const ar_plan_buffer_t *b, char *tmp,
                                size_t n) {
-  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[ar_interp_subgraph(in)];
   if (b->cls == AR_BUF_SCRATCH) {
     const char *op = b->id >= 0 && (uint32_t)b->id < sg->n_operators
                          ? ar_op_name(sg->operators[b->id].op)
@@ -156,7 +156,7 @@ static void classify(const ar_interp_t *in, int32_t t, const int32_t *producer, 
 json_t *ar_budget_json(const ar_interp_t *in) {
   if (in == NULL) return NULL;
   const ar_planner_t *p = ar_interp_planner(in);
-  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[ar_interp_subgraph(in)];
   ar_plan_figures_t f;
   ar_planner_figures(p, &f);
   json_t *root = json_object();
@@ -266,10 +266,45 @@ json_t *ar_budget_json(const ar_interp_t *in) {
   return root;
 }
 
+static bool has_control_flow(const ar_interp_t *in) {
+  ar_cf_info_t info;
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++)
+    if (ar_interp_control_flow(in, k, &info) == 0) return true;
+  return false;
+}
+
+/* One line per control-flow operator of `in`, its children's below it, indented by depth. */
+static void print_control_flow(FILE *out, const ar_interp_t *in, int depth) {
+  static const char *const names[3][2] = {{"cond", "body"}, {"then", "else"}, {"init", ""}};
+  const ar_planner_t *p = ar_interp_planner(in);
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
+    ar_cf_info_t info;
+    if (ar_interp_control_flow(in, k, &info) != 0) continue;
+    const int kind = info.op == AR_OP_WHILE ? 0 : info.op == AR_OP_IF ? 1 : 2;
+    uint64_t offset = 0;
+    for (int b = 0; b < ar_planner_count(p); b++) {
+      ar_plan_buffer_t pb;
+      if (ar_planner_buffer(p, b, &pb) == 0 && pb.cls == AR_BUF_SCRATCH && pb.id == k) offset = pb.offset;
+    }
+    fprintf(out, "%*s", 2 * depth, "");
+    if (ar_interp_subgraph(in) != 0) fprintf(out, "subgraph %d ", (int)ar_interp_subgraph(in));
+    fprintf(out, "op %d %s:", (int)k, ar_op_name(info.op));
+    for (int32_t j = 0; j < info.n_children; j++)
+      fprintf(out, "%s %s subgraph %d (arena %" PRIu64 ", persistent %" PRIu64 ")", j ? "," : "", names[kind][j],
+              (int)info.subgraph[j], info.child_arena_bytes[j], info.child_persistent_bytes[j]);
+    fprintf(out, "; scratch %" PRIu64 " bytes at arena offset %" PRIu64 ", state %" PRIu64 " bytes", info.arena_bytes,
+            offset, info.state_bytes);
+    if (info.op == AR_OP_WHILE) fprintf(out, "; copied per iteration %" PRIu64 " bytes", info.copy_bytes_per_iteration);
+    if (info.op == AR_OP_IF) fprintf(out, "; copied per invoke %" PRIu64 " bytes", info.copy_bytes_per_iteration);
+    fputc('\n', out);
+    for (int32_t j = 0; j < info.n_children; j++) print_control_flow(out, info.child[j], depth + 1);
+  }
+}
+
 int ar_budget_print(FILE *out, const ar_interp_t *in) {
   if (out == NULL || in == NULL) return AR_EINVAL;
   const ar_planner_t *p = ar_interp_planner(in);
-  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[ar_interp_subgraph(in)];
   ar_plan_figures_t f;
   ar_planner_figures(p, &f);
   fprintf(out, "%6s  %-44s %-10s %10s %10s %5s %5s %6s\n", "tensor", "name", "class", "bytes",
@@ -356,6 +391,19 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
   }
   free(producer);
   free(reader);
+  if (has_control_flow(in)) {
+    fprintf(out, "control flow     each child subgraph's plan is its operator's scratch (live only at that "
+            "step; children of one operator share it)\n");
+    print_control_flow(out, in, 1);
+  }
+  const int32_t nv = ar_interp_n_resource_vars(in);
+  for (int32_t i = 0; i < nv; i++) {
+    const char *c = NULL, *name = NULL;
+    uint64_t b = 0, off = 0;
+    ar_interp_resource_var(in, i, &c, &name, &b, &off);
+    fprintf(out, "%s '%s%s%s' %" PRIu64 " bytes at persistent offset %" PRIu64 "\n",
+            i == 0 ? "resource vars   " : "                ", c, c[0] ? "/" : "", name, b, off);
+  }
   return ferror(out) ? AR_EIO : 0;
 }
 
@@ -375,7 +423,7 @@ static double nice_step(double raw) {
 int ar_budget_svg(FILE *out, const ar_interp_t *in, const char *title) {
   if (out == NULL || in == NULL) return AR_EINVAL;
   const ar_planner_t *p = ar_interp_planner(in);
-  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+  const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[ar_interp_subgraph(in)];
   ar_plan_figures_t f;
   ar_planner_figures(p, &f);
   int32_t steps = (int32_t)sg->n_operators;

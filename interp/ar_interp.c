@@ -14,7 +14,10 @@
  * allocation.
  *
  * Persistent region layout:
- *   [ planner persistent area (folded constants, variables) | node state, 64-byte aligned each ]
+ *   [ planner persistent area (folded constants, variables) | node state, 64-byte aligned each |
+ *     resource variables (main graph only) ]
+ * A control-flow operator's node state holds its children's persistent regions; its scratch
+ * their activation plans (see "Resource variables and control flow" below).
  */
 #include "interp/ar_interp.h"
 
@@ -31,9 +34,22 @@
 #include "common/ar_util.h"
 #include "kernels/ar_parallel.h"
 
+typedef struct cf_op cf_op_t;
+typedef struct rvar rvar_t;
+
 struct ar_interp {
   const ar_model_t *model;
   const ar_subgraph_t *sg;
+  int32_t subgraph;               /* index of sg in the model (0: the main graph) */
+  ar_interp_t *root;              /* the main graph's interpreter (itself there) */
+  cf_op_t **cf;                   /* n_ops: a WHILE / IF / CALL_ONCE's children, NULL elsewhere */
+  int32_t *res_var;               /* n_tensors: the resource variable a RESOURCE tensor names, or -1 */
+  /* The main graph's interpreter only: resource variables (one per (container, shared_name) in
+   * the whole model) at the end of its persistent region, and the last invoke's error. */
+  rvar_t *vars;
+  int32_t n_vars;
+  uint64_t vars_offset, vars_bytes;
+  char err[256];
   ar_interp_options_t opt;
   int32_t n_tensors, n_ops;
 
@@ -78,6 +94,27 @@ struct ar_interp {
   bool *snap_valid;               /* per graph input: snap holds a value given by the caller */
 };
 
+struct rvar {
+  const char *container, *shared_name;
+  int32_t sg, op;                 /* the first VAR_HANDLE naming it, for messages */
+  const ar_tensor_t *value;       /* the first ASSIGN_VARIABLE value writing it (dtype, shape) */
+  int32_t value_sg, value_op;
+  uint64_t bytes, offset;         /* offset in the variables' area (64-byte aligned) */
+  uint8_t *data;                  /* set at place */
+};
+
+struct cf_op {
+  ar_op_t op;
+  int32_t k, n_child;
+  int32_t sub[2];
+  ar_interp_t *child[2];
+  uint64_t arena_bytes, state_bytes;
+  uint64_t child_state_off[2];
+  uint64_t copy_bytes;            /* per WHILE iteration / per IF */
+  int64_t last_iterations;
+  uint8_t *armed;                 /* CALL_ONCE: 0 until its init subgraph ran (in the state) */
+};
+
 void ar_interp_options_default(ar_interp_options_t *opt) {
   memset(opt, 0, sizeof(*opt));
   opt->strategy = AR_STRATEGY_BEST;
@@ -87,6 +124,7 @@ void ar_interp_options_default(ar_interp_options_t *opt) {
   /* Stored weights: bench/invoke --weights shows them no slower than fp32 ones (issue 12). */
   opt->weights = AR_WEIGHTS_STORED;
   opt->fuse = true;
+  opt->max_while_iterations = AR_INTERP_MAX_WHILE_ITERATIONS;
 }
 
 const char *ar_weights_name(ar_weights_t w) {
@@ -176,17 +214,18 @@ static void view_from_tensor(ar_tview_t *v, const ar_tensor_t *t) {
 
 /* Record operator k as unsupported: the loader's entry for an AR_OP_INVALID operator, else `why`
  * (a kernel's message, whose "operator K (OP): " prefix is dropped). */
-static void note_unsupported(const ar_model_t *model, const ar_unsupported_t *loader_list,
+static void note_unsupported(const ar_model_t *model, int32_t sgi, const ar_unsupported_t *loader_list,
                              int32_t n_loader, int32_t k, const char *why, ar_unsupported_t *list,
                              int32_t max, int32_t *n) {
-  const ar_operator_t *op = &model->subgraphs[0].operators[k];
+  const ar_operator_t *op = &model->subgraphs[sgi].operators[k];
   ar_unsupported_t u;
   memset(&u, 0, sizeof u);
   bool found = false;
   for (int32_t i = 0; i < n_loader && !found; i++)
-    if (loader_list[i].op_index == k) u = loader_list[i], found = true;
+    if (loader_list[i].op_index == k && loader_list[i].subgraph == sgi) u = loader_list[i], found = true;
   if (!found) {
     u.op_index = k;
+    u.subgraph = sgi;
     u.version = op->version;
     const ar_opcode_t *oc = &model->opcodes[op->opcode_index];
     snprintf(u.op, sizeof u.op, "%s", oc->custom_code ? oc->custom_code : ar_op_name(op->op));
@@ -566,11 +605,20 @@ static int find_act_folds(ar_interp_t *in, const readers_t *rd) {
 /* ar_interp_new, optionally collecting every unsupported operator into `ulist` (umax entries). */
 static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                       char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
-                      int32_t *un_out);
+                      int32_t *un_out, int32_t sgi, ar_interp_t *root);
+static int build_vars(ar_interp_t *root, char *msg, size_t msg_bytes);
+static int bind_resources(ar_interp_t *in, char *msg, size_t msg_bytes);
+static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes);
+static void cf_free(cf_op_t *cf);
+static void cf_node_sizes(ar_interp_t *in, int32_t k);
+static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes);
+static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes);
+static int cf_run(ar_interp_t *in, int32_t k);
+static const ar_kernel_t cf_kernel;
 
 int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                   char *msg, size_t msg_bytes) {
-  return interp_new(model, opt_in, out, msg, msg_bytes, NULL, 0, NULL);
+  return interp_new(model, opt_in, out, msg, msg_bytes, NULL, 0, NULL, 0, NULL);
 }
 
 int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *opt,
@@ -578,7 +626,7 @@ int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *op
                           size_t msg_bytes) {
   ar_interp_t *in = NULL;
   int32_t n = 0;
-  int rc = interp_new(model, opt, &in, msg, msg_bytes, list, max, &n);
+  int rc = interp_new(model, opt, &in, msg, msg_bytes, list, max, &n, 0, NULL);
   ar_interp_free(in);
   if (n_out) *n_out = n < max ? n : max;
   return rc;
@@ -586,17 +634,18 @@ int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *op
 
 static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                       char *msg, size_t msg_bytes, ar_unsupported_t *ulist, int32_t umax,
-                      int32_t *un_out) {
+                      int32_t *un_out, int32_t sgi, ar_interp_t *root) {
   if (out) *out = NULL;
-  if (!model || !out || model->n_subgraphs < 1)
+  if (!model || !out || model->n_subgraphs < 1 || sgi < 0 || (uint32_t)sgi >= model->n_subgraphs)
     return ar_errf(msg, msg_bytes, AR_EINVAL, "interp: no model or no subgraph");
   ar_interp_options_t opt;
   if (opt_in) opt = *opt_in; else ar_interp_options_default(&opt);
   if (opt.pool) opt.threads = ar_threadpool_threads(opt.pool);
   if (opt.threads < 1) opt.threads = 1;
   if (opt.threads > AR_POOL_THREADS_MAX) opt.threads = AR_POOL_THREADS_MAX;
+  if (opt.max_while_iterations <= 0) opt.max_while_iterations = AR_INTERP_MAX_WHILE_ITERATIONS;
 
-  const ar_subgraph_t *sg = &model->subgraphs[0];
+  const ar_subgraph_t *sg = &model->subgraphs[sgi];
   /* Unsupported operators: the loader's list (describe loads) and the one collected here. */
   ar_unsupported_t *loader_list = NULL, *unsup_owned = NULL, *unsup = NULL;
   int32_t n_loader = 0, n_unsup = 0, unsup_max = 0;
@@ -604,6 +653,8 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   if (!in) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   in->model = model;
   in->sg = sg;
+  in->subgraph = sgi;
+  in->root = root ? root : in;
   in->opt = opt;
   in->n_tensors = (int32_t)sg->n_tensors;
   in->n_ops = (int32_t)sg->n_operators;
@@ -627,8 +678,10 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->run_ops = calloc(no, sizeof(*in->run_ops));
   in->tensor_plan = calloc(nt, sizeof(*in->tensor_plan));
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
+  in->cf = calloc(no, sizeof(*in->cf));
+  in->res_var = calloc(nt, sizeof(*in->res_var));
   int rc = 0;
-  if (!in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
+  if (!in->cf || !in->res_var || !in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
       !in->at_use_op || !in->elided || !in->fused_into || !in->extra_input || !in->pad_into || !sparse_of || !f16_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -636,6 +689,10 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   }
 
   for (int32_t t = 0; t < in->n_tensors; t++) view_from_tensor(&in->views[t], &sg->tensors[t]);
+  /* Resource variables: the main graph's interpreter sizes every variable of the model; each
+   * interpreter maps its VAR_HANDLE outputs to them. */
+  if (!root && (rc = build_vars(in, msg, msg_bytes)) != 0) goto fail;
+  if ((rc = bind_resources(in, msg, msg_bytes)) != 0) goto fail;
 
   /* Graph inputs whose values set shapes (PAD paddings, RESHAPE shape): a snapshot each, so that
    * prepare can read the value the caller gives before the invoke that needs it. */
@@ -675,7 +732,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     goto fail;
   }
   for (int32_t t = 0; t < in->n_tensors; t++) f16_of[t] = -1;
-  rc = ar_lifetimes_op_modes(model, in->cur, opt.weights == AR_WEIGHTS_STORED, in->elided, in->op_mode,
+  rc = ar_lifetimes_op_modes_sg(model, sgi, in->cur, opt.weights == AR_WEIGHTS_STORED, in->elided, in->op_mode,
                              in->op_step);
   /* fp16 weights their readers take as stored: those DEQUANTIZE are elided too, then the modes
    * again with them. */
@@ -686,7 +743,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       goto fail;
     }
     if (n16 > 0)
-      rc = ar_lifetimes_op_modes(model, in->cur, true, in->elided, in->op_mode, in->op_step);
+      rc = ar_lifetimes_op_modes_sg(model, sgi, in->cur, true, in->elided, in->op_mode, in->op_step);
   }
   if (rc != 0) {
     rc = ar_errf(msg, msg_bytes, rc, "interp: %s", rc == AR_EMODEL ? "an operator names a tensor out of range"
@@ -766,9 +823,34 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       nd->inputs[0] = &in->views[in->extra_input[k]];   /* a folded PAD's input (find_pad_folds) */
     if (nd->folded_pad_channels > 0) nd->inputs[nd->folded_pad_slot] = &in->views[in->extra_input[k]];
     if (in->elided[k]) continue;   /* never prepared nor run (a fused conv: by its depthwise) */
+    if (op->op == AR_OP_WHILE || op->op == AR_OP_IF || op->op == AR_OP_CALL_ONCE) {
+      /* The interpreter runs the subgraphs itself: one child interpreter per subgraph, its plan
+       * placed in this operator's scratch (live only at this step), its persistent region in this
+       * operator's state. */
+      if ((rc = cf_new(in, k, msg, msg_bytes)) != 0) {
+        if (un_out) *un_out = n_unsup;
+        goto fail;
+      }
+      nd->sub = in->cf[k];
+      in->kernels[k] = &cf_kernel;
+      cf_node_sizes(in, k);
+      if ((rc = cf_check(in, k, msg, msg_bytes)) != 0) {
+        if (un_out) *un_out = n_unsup;
+        goto fail;
+      }
+      in->scratch_bytes[k] = nd->scratch_bytes;
+      in->run_ops[in->n_run++] = k;
+      in->state_offset[k] = state_total;
+      uint64_t a = ar_align_up(nd->state_bytes, AR_ARENA_ALIGNMENT);
+      if (ar_add_overflow_u64(state_total, a, &state_total)) {
+        rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "operator %d (%s): state bytes overflow", k, ar_op_name(op->op));
+        goto fail;
+      }
+      continue;
+    }
     const ar_kernel_t *kern = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
     if (!kern || !kern->prepare || !kern->eval) {
-      note_unsupported(model, loader_list, n_loader, k, NULL, unsup, unsup_max, &n_unsup);
+      note_unsupported(model, in->subgraph, loader_list, n_loader, k, NULL, unsup, unsup_max, &n_unsup);
       continue;
     }
     in->kernels[k] = kern;
@@ -796,7 +878,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     nd->infer_shapes = false;
     if (shapeless && rc == 0) sized_at_prepare = true;
     if (rc == AR_EUNSUPPORTED) {
-      note_unsupported(model, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
+      note_unsupported(model, in->subgraph, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
       in->kernels[k] = NULL;
       rc = 0;
       continue;
@@ -904,7 +986,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   }
   ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes,
                               sized_at_prepare ? in->cur : NULL, opt.weights == AR_WEIGHTS_STORED,
-                              in->elided, in->extra_input};
+                              in->elided, in->extra_input, sgi};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -934,8 +1016,16 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   ar_planner_figures(in->planner, &fig);
   in->arena_bytes = ar_align_up(fig.arena_bytes, AR_ARENA_ALIGNMENT);
   in->planner_persistent_bytes = ar_align_up(fig.persistent_bytes, AR_ARENA_ALIGNMENT);
-  if (ar_add_overflow_u64(in->planner_persistent_bytes, state_total, &in->persistent_bytes)) {
+  in->vars_offset = in->planner_persistent_bytes + state_total;
+  if (ar_add_overflow_u64(in->planner_persistent_bytes, state_total, &in->persistent_bytes) ||
+      ar_add_overflow_u64(in->persistent_bytes, in->vars_bytes, &in->persistent_bytes)) {
     rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "interp: persistent bytes overflow");
+    goto fail;
+  }
+  /* A subgraph input whose value sets a shape cannot be given by the caller. */
+  if (root && in->dirty) {
+    rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d: an input sets a tensor shape by its value "
+                 "(not supported inside a control-flow subgraph)", (int)sgi);
     goto fail;
   }
   free(sparse_of);
@@ -955,6 +1045,11 @@ fail:
 
 void ar_interp_free(ar_interp_t *in) {
   if (!in) return;
+  if (in->cf)
+    for (int32_t k = 0; k < in->n_ops; k++) cf_free(in->cf[k]);
+  free(in->cf);
+  free(in->res_var);
+  free(in->vars);
   ar_planner_free(in->old_planner);
   if (in->snap)
     for (uint32_t i = 0; i < in->sg->n_inputs; i++) free(in->snap[i]);
@@ -1153,6 +1248,15 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
         break;
     }
   }
+  /* Resource variables start at zero (placed again: reset) in the main graph's persistent region;
+   * a RESOURCE tensor's view holds its variable's bytes. */
+  if (in->root == in)
+    for (int32_t i = 0; i < in->n_vars; i++) {
+      in->vars[i].data = pers + in->vars_offset + in->vars[i].offset;
+      memset(in->vars[i].data, 0, (size_t)in->vars[i].bytes);
+    }
+  for (int32_t t = 0; t < in->n_tensors; t++)
+    if (in->res_var[t] >= 0) in->views[t].data = in->root->vars[in->res_var[t]].data;
   for (int32_t k = 0; k < in->n_ops; k++) {
     ar_node_t *nd = &in->nodes[k];
     nd->scratch = in->scratch_buf[k] >= 0 ? act + ar_planner_offset(in->planner, in->scratch_buf[k])
@@ -1192,6 +1296,8 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
   /* A shared pool is warmed by its owner (ar_threadpool_run_all is one caller at a time). */
   if (in->own_pool) ar_interp_warm_threads(in->own_pool);
   else blas_warm_up();
+  /* Control-flow children: placed in their operator's scratch and state. */
+  if ((rc = cf_place(in, msg, msg_bytes)) != 0) return rc;
   in->placed = true;
   return 0;
 }
@@ -1242,26 +1348,50 @@ const char *ar_interp_output_name(const ar_interp_t *in, int32_t i) {
   return in->sg->tensors[in->sg->outputs[i]].name;
 }
 
-int ar_interp_invoke(ar_interp_t *in) {
-  if (!in->placed || in->dirty) return AR_ESTATE;
+/* Run the operators of `in` (placed), control flow included. */
+static int run_ops(ar_interp_t *in) {
   const int32_t *run = in->run_ops;
-  ar_threadpool_enter(in->pool);
+  cf_op_t *const *cf = in->cf;
   for (int32_t i = 0, n = in->n_run; i < n; i++) {
     int32_t k = run[i];
-    in->kernels[k]->eval(&in->nodes[k]);
+    if (cf[k]) {
+      int rc = cf_run(in, k);
+      if (rc != 0) return rc;
+    } else {
+      in->kernels[k]->eval(&in->nodes[k]);
+    }
   }
-  ar_threadpool_leave(in->pool);
   return 0;
 }
 
+int ar_interp_invoke(ar_interp_t *in) {
+  if (!in->placed || in->dirty) return AR_ESTATE;
+  in->err[0] = '\0';
+  ar_threadpool_enter(in->pool);
+  int rc = run_ops(in);
+  ar_threadpool_leave(in->pool);
+  return rc;
+}
+
+const char *ar_interp_last_error(const ar_interp_t *in) { return in->root->err; }
+
 int ar_interp_invoke_profiled(ar_interp_t *in, uint64_t *op_ns) {
   if (!in->placed || in->dirty) return AR_ESTATE;
+  in->err[0] = '\0';
   ar_threadpool_enter(in->pool);
   for (int32_t i = 0; i < in->n_run; i++) {
     int32_t k = in->run_ops[i];
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    in->kernels[k]->eval(&in->nodes[k]);
+    if (in->cf[k]) {
+      int rc = cf_run(in, k);
+      if (rc != 0) {
+        ar_threadpool_leave(in->pool);
+        return rc;
+      }
+    } else {
+      in->kernels[k]->eval(&in->nodes[k]);
+    }
     clock_gettime(CLOCK_MONOTONIC, &b);
     op_ns[k] += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
   }
@@ -1294,6 +1424,408 @@ int32_t ar_interp_op_pad_folded(const ar_interp_t *in, int32_t k) {
 
 int32_t ar_interp_op_fused(const ar_interp_t *in, int32_t k) {
   return k >= 0 && k < in->n_ops ? in->fused_into[k] : -1;
+}
+
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resource variables and control flow (ar_interp.h).                                          */
+
+/* The VAR_HANDLE operator of subgraph s writing tensor t, or -1. */
+static int32_t var_handle_of(const ar_subgraph_t *sg, int32_t t) {
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op == AR_OP_VAR_HANDLE && op->n_outputs == 1 && op->outputs[0] == t) return (int32_t)k;
+  }
+  return -1;
+}
+
+static int32_t find_var(const ar_interp_t *root, const ar_var_handle_options_t *o) {
+  for (int32_t i = 0; i < root->n_vars; i++)
+    if (strcmp(root->vars[i].container, o->container) == 0 && strcmp(root->vars[i].shared_name, o->shared_name) == 0)
+      return i;
+  return -1;
+}
+
+static bool same_shape(const ar_tensor_t *a, const ar_tensor_t *b) {
+  return a->dtype == b->dtype && a->rank == b->rank && a->bytes == b->bytes &&
+         memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int32_t)) == 0;
+}
+
+static void shape_text(const ar_tensor_t *t, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "%s [", ar_dtype_name(t->dtype));
+  for (int32_t d = 0; d < t->rank && at < n; d++) at += (size_t)snprintf(buf + at, n - at, d ? ",%d" : "%d", t->dims[d]);
+  if (at < n) snprintf(buf + at, n - at, "]");
+}
+
+/* Every resource variable of the model, sized from the ASSIGN_VARIABLE values writing it; every
+ * READ_VARIABLE output and ASSIGN_VARIABLE value of the same dtype and shape. */
+static int build_vars(ar_interp_t *root, char *msg, size_t msg_bytes) {
+  const ar_model_t *m = root->model;
+  int32_t n = 0;
+  for (uint32_t s = 0; s < m->n_subgraphs; s++)
+    for (uint32_t k = 0; k < m->subgraphs[s].n_operators; k++) n += m->subgraphs[s].operators[k].op == AR_OP_VAR_HANDLE;
+  if (n == 0) return 0;
+  root->vars = calloc((size_t)n, sizeof *root->vars);
+  if (!root->vars) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+  for (uint32_t s = 0; s < m->n_subgraphs; s++)
+    for (uint32_t k = 0; k < m->subgraphs[s].n_operators; k++) {
+      const ar_operator_t *op = &m->subgraphs[s].operators[k];
+      if (op->op != AR_OP_VAR_HANDLE || find_var(root, &op->options.var_handle) >= 0) continue;
+      rvar_t *v = &root->vars[root->n_vars++];
+      v->container = op->options.var_handle.container;
+      v->shared_name = op->options.var_handle.shared_name;
+      v->sg = (int32_t)s;
+      v->op = (int32_t)k;
+    }
+  /* Sizes from the assignments, then every read and assignment checked against them. */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t s = 0; s < m->n_subgraphs; s++) {
+      const ar_subgraph_t *sg = &m->subgraphs[s];
+      for (uint32_t k = 0; k < sg->n_operators; k++) {
+        const ar_operator_t *op = &sg->operators[k];
+        if (op->op != AR_OP_ASSIGN_VARIABLE && op->op != AR_OP_READ_VARIABLE) continue;
+        const bool assign = op->op == AR_OP_ASSIGN_VARIABLE;
+        if (op->n_inputs != (assign ? 2 : 1) || op->n_outputs != (assign ? 0 : 1) || op->inputs[0] < 0 ||
+            (assign && op->inputs[1] < 0))
+          return ar_errf(msg, msg_bytes, AR_EMODEL, "subgraph %u, operator %u (%s): %d inputs, %d outputs", s, k,
+                         ar_op_name(op->op), op->n_inputs, op->n_outputs);
+        const int32_t h = var_handle_of(sg, op->inputs[0]);
+        if (h < 0)
+          return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %u, operator %u (%s): input 0 is tensor %d "
+                         "(%s), which no VAR_HANDLE of this subgraph writes", s, k, ar_op_name(op->op),
+                         op->inputs[0], sg->tensors[op->inputs[0]].name);
+        rvar_t *v = &root->vars[find_var(root, &sg->operators[h].options.var_handle)];
+        const ar_tensor_t *val = &sg->tensors[assign ? op->inputs[1] : op->outputs[0]];
+        if (val->dtype == AR_DTYPE_RESOURCE)
+          return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %u, operator %u (%s): a variable holding a "
+                         "resource", s, k, ar_op_name(op->op));
+        if (pass == 0) {
+          if (assign && !v->value) v->value = val, v->value_sg = (int32_t)s, v->value_op = (int32_t)k;
+          continue;
+        }
+        if (!v->value)
+          return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "resource variable '%s%s%s' (VAR_HANDLE, subgraph %d, "
+                         "operator %d): no ASSIGN_VARIABLE writes it, so its shape cannot be known at load: "
+                         "refused", v->container, v->container[0] ? "/" : "", v->shared_name, v->sg, v->op);
+        if (!same_shape(val, v->value)) {
+          char a[96], b[96];
+          shape_text(val, a, sizeof a);
+          shape_text(v->value, b, sizeof b);
+          return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "resource variable '%s%s%s': subgraph %u, operator %u "
+                         "(%s) %s it as %s (tensor %s), but subgraph %d, operator %d assigns %s: a variable "
+                         "whose shape changes is not supported", v->container, v->container[0] ? "/" : "",
+                         v->shared_name, s, k, ar_op_name(op->op), assign ? "assigns" : "reads", a, val->name,
+                         v->value_sg, v->value_op, b);
+        }
+      }
+    }
+  uint64_t off = 0;
+  for (int32_t i = 0; i < root->n_vars; i++) {
+    rvar_t *v = &root->vars[i];
+    if (!v->value)
+      return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "resource variable '%s%s%s' (VAR_HANDLE, subgraph %d, "
+                     "operator %d): no ASSIGN_VARIABLE writes it, so its shape cannot be known at load: "
+                     "refused", v->container, v->container[0] ? "/" : "", v->shared_name, v->sg, v->op);
+    v->bytes = v->value->bytes;
+    v->offset = off;
+    off += ar_align_up(v->bytes ? v->bytes : 1, AR_ARENA_ALIGNMENT);
+  }
+  root->vars_bytes = off;
+  return 0;
+}
+
+/* res_var for this interpreter's tensors; a RESOURCE tensor anywhere but VAR_HANDLE -> READ /
+ * ASSIGN_VARIABLE input 0 (a subgraph input or output, another operator's operand) is refused. */
+static int bind_resources(ar_interp_t *in, char *msg, size_t msg_bytes) {
+  const ar_subgraph_t *sg = in->sg;
+  for (int32_t t = 0; t < in->n_tensors; t++) in->res_var[t] = -1;
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op == AR_OP_VAR_HANDLE && op->n_outputs == 1 && op->outputs[0] >= 0)
+      in->res_var[op->outputs[0]] = find_var(in->root, &op->options.var_handle);
+  }
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      const int32_t t = op->inputs[i];
+      if (t < 0 || sg->tensors[t].dtype != AR_DTYPE_RESOURCE) continue;
+      if (i != 0 || (op->op != AR_OP_READ_VARIABLE && op->op != AR_OP_ASSIGN_VARIABLE) || in->res_var[t] < 0)
+        return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d, operator %d (%s): input %d is the resource "
+                       "tensor %d (%s): a resource is only supported from a VAR_HANDLE into READ_VARIABLE or "
+                       "ASSIGN_VARIABLE of the same subgraph", in->subgraph, k, ar_op_name(op->op), i, t,
+                       sg->tensors[t].name);
+    }
+  }
+  for (uint32_t i = 0; i < sg->n_inputs + sg->n_outputs; i++) {
+    const int32_t t = i < sg->n_inputs ? sg->inputs[i] : sg->outputs[i - sg->n_inputs];
+    if (sg->tensors[t].dtype == AR_DTYPE_RESOURCE)
+      return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d: %s is the resource tensor %d (%s): resources "
+                     "passed between subgraphs are not supported", in->subgraph,
+                     i < sg->n_inputs ? "an input" : "an output", t, sg->tensors[t].name);
+  }
+  return 0;
+}
+
+static void cf_free(cf_op_t *cf) {
+  if (!cf) return;
+  for (int32_t j = 0; j < cf->n_child; j++) ar_interp_free(cf->child[j]);
+  free(cf);
+}
+
+static const char *const cf_child_name[3][2] = {{"cond", "body"}, {"then", "else"}, {"init", ""}};
+static int cf_kind(ar_op_t op) { return op == AR_OP_WHILE ? 0 : op == AR_OP_IF ? 1 : 2; }
+
+/* Children of control-flow operator k (the loader checked the indices, counts and recursion). */
+static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
+  const ar_operator_t *op = &in->sg->operators[k];
+  cf_op_t *cf = calloc(1, sizeof *cf);
+  if (!cf) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+  in->cf[k] = cf;
+  cf->op = op->op;
+  cf->k = k;
+  if (op->op == AR_OP_WHILE) {
+    cf->n_child = 2, cf->sub[0] = op->options.while_.cond_subgraph, cf->sub[1] = op->options.while_.body_subgraph;
+  } else if (op->op == AR_OP_IF) {
+    cf->n_child = 2, cf->sub[0] = op->options.if_.then_subgraph, cf->sub[1] = op->options.if_.else_subgraph;
+  } else {
+    cf->n_child = 1, cf->sub[0] = op->options.call_once.init_subgraph;
+  }
+  uint64_t state = AR_ARENA_ALIGNMENT;   /* CALL_ONCE's flag (kept for all: one rule) */
+  for (int32_t j = 0; j < cf->n_child; j++) {
+    ar_interp_options_t o = in->opt;
+    o.pool = NULL;   /* the parent's pool is handed over at place */
+    int rc = interp_new(in->model, &o, &cf->child[j], msg, msg_bytes, NULL, 0, NULL, cf->sub[j], in->root);
+    if (rc != 0) {
+      char inner[768];
+      snprintf(inner, sizeof inner, "%s", msg && msg_bytes ? msg : "");
+      return ar_errf(msg, msg_bytes, rc, "subgraph %d, operator %d (%s): %s subgraph %d: %s", in->subgraph, k,
+                     ar_op_name(op->op), cf_child_name[cf_kind(op->op)][j], cf->sub[j], inner);
+    }
+    const uint64_t a = ar_interp_arena_bytes(cf->child[j]), p = ar_interp_persistent_bytes(cf->child[j]);
+    if (a > cf->arena_bytes) cf->arena_bytes = a;
+    cf->child_state_off[j] = state;
+    state += ar_align_up(p, AR_ARENA_ALIGNMENT);
+  }
+  cf->state_bytes = state;
+  return 0;
+}
+
+static void cf_node_sizes(ar_interp_t *in, int32_t k) {
+  const cf_op_t *cf = in->cf[k];
+  in->nodes[k].scratch_bytes = cf->arena_bytes;
+  in->nodes[k].state_bytes = cf->state_bytes;
+}
+
+static bool same_view(const ar_tview_t *a, const ar_tview_t *b) {
+  return a->dtype == b->dtype && a->rank == b->rank && a->bytes == b->bytes &&
+         memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int32_t)) == 0;
+}
+
+static void view_text(const ar_tview_t *v, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "%s [", ar_dtype_name(v->dtype));
+  for (int32_t d = 0; d < v->rank && at < n; d++) at += (size_t)snprintf(buf + at, n - at, d ? ",%d" : "%d", v->dims[d]);
+  if (at < n) snprintf(buf + at, n - at, "]");
+}
+
+/* One value passed into or out of a subgraph must keep its dtype and shape. */
+static int cf_same(const ar_interp_t *in, int32_t k, const char *what, int32_t i, const ar_tview_t *a,
+                   const char *bwhat, const ar_tview_t *b, char *msg, size_t msg_bytes) {
+  if (same_view(a, b)) return 0;
+  char x[96], y[96];
+  view_text(a, x, sizeof x);
+  view_text(b, y, sizeof y);
+  return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d, operator %d (%s): %s %d is %s, but %s is %s (values "
+                 "whose dtype or shape changes across subgraphs are not supported)", in->subgraph, k,
+                 ar_op_name(in->sg->operators[k].op), what, i, x, bwhat, y);
+}
+
+/* Inputs and outputs of operator k against its children's; copy bytes. */
+static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
+  cf_op_t *cf = in->cf[k];
+  const ar_node_t *nd = &in->nodes[k];
+  int rc = 0;
+  char who[64];
+  cf->copy_bytes = 0;
+  if (cf->op == AR_OP_WHILE) {
+    ar_interp_t *c = cf->child[0], *b = cf->child[1];
+    for (int32_t i = 0; i < nd->n_inputs && rc == 0; i++) {
+      const ar_tview_t *v = nd->inputs[i];
+      if (!v || !nd->outputs[i])
+        return ar_errf(msg, msg_bytes, AR_EMODEL, "subgraph %d, operator %d (WHILE): loop value %d is omitted",
+                       in->subgraph, k, i);
+      snprintf(who, sizeof who, "cond subgraph %d's input %d", cf->sub[0], i);
+      if ((rc = cf_same(in, k, "input", i, v, "its output", nd->outputs[i], msg, msg_bytes)) ||
+          (rc = cf_same(in, k, "input", i, v, who, ar_interp_input(c, i), msg, msg_bytes)))
+        return rc;
+      snprintf(who, sizeof who, "body subgraph %d's input %d", cf->sub[1], i);
+      if ((rc = cf_same(in, k, "input", i, v, who, ar_interp_input(b, i), msg, msg_bytes))) return rc;
+      snprintf(who, sizeof who, "body subgraph %d's output %d", cf->sub[1], i);
+      if ((rc = cf_same(in, k, "input", i, v, who, ar_interp_output(b, i), msg, msg_bytes))) return rc;
+      cf->copy_bytes += 3 * v->bytes;
+    }
+    const ar_tview_t *cond = ar_interp_output(c, 0);
+    if (cond->dtype != AR_DTYPE_BOOL || elems_of(cond) != 1)
+      return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d, operator %d (WHILE): cond subgraph %d's output "
+                     "has dtype %s and %llu elements (one BOOL expected)", in->subgraph, k, cf->sub[0],
+                     ar_dtype_name(cond->dtype), (unsigned long long)elems_of(cond));
+  } else if (cf->op == AR_OP_IF) {
+    const ar_tview_t *cond = nd->inputs[0];
+    if (!cond || elems_of(cond) != 1 || ar_dtype_size(cond->dtype) == 0)
+      return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d, operator %d (IF): the condition (input 0) must "
+                     "be one value", in->subgraph, k);
+    for (int32_t j = 0; j < 2; j++) {
+      const ar_interp_t *br = cf->child[j];
+      for (int32_t i = 1; i < nd->n_inputs; i++) {
+        if (!nd->inputs[i])
+          return ar_errf(msg, msg_bytes, AR_EMODEL, "subgraph %d, operator %d (IF): input %d is omitted",
+                         in->subgraph, k, i);
+        snprintf(who, sizeof who, "%s subgraph %d's input %d", cf_child_name[1][j], cf->sub[j], i - 1);
+        if ((rc = cf_same(in, k, "input", i, nd->inputs[i], who, ar_interp_input((ar_interp_t *)br, i - 1), msg,
+                          msg_bytes)))
+          return rc;
+      }
+      for (int32_t o = 0; o < nd->n_outputs; o++) {
+        if (!nd->outputs[o])
+          return ar_errf(msg, msg_bytes, AR_EMODEL, "subgraph %d, operator %d (IF): output %d is omitted",
+                         in->subgraph, k, o);
+        snprintf(who, sizeof who, "%s subgraph %d's output %d", cf_child_name[1][j], cf->sub[j], o);
+        if ((rc = cf_same(in, k, "output", o, nd->outputs[o], who, ar_interp_output(br, o), msg, msg_bytes)))
+          return rc;
+      }
+    }
+    for (int32_t i = 1; i < nd->n_inputs; i++) cf->copy_bytes += nd->inputs[i]->bytes;
+    for (int32_t o = 0; o < nd->n_outputs; o++) cf->copy_bytes += nd->outputs[o]->bytes;
+  }
+  return 0;
+}
+
+static void set_pool(ar_interp_t *in, ar_threadpool_t *pool) {
+  in->pool = pool;
+  for (int32_t k = 0; k < in->n_ops; k++) in->nodes[k].pool = pool;
+}
+
+/* Place every child in its operator's scratch and state (called at the end of place, the
+ * parent's scratch and state pointers set). */
+static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes) {
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    cf_op_t *cf = in->cf[k];
+    if (!cf) continue;
+    ar_node_t *nd = &in->nodes[k];
+    uint8_t *state = nd->state;
+    cf->armed = state;
+    state[0] = 0;   /* CALL_ONCE runs again after a place (a reset) */
+    cf->last_iterations = 0;
+    for (int32_t j = 0; j < cf->n_child; j++) {
+      ar_interp_t *c = cf->child[j];
+      set_pool(c, in->pool);
+      int rc = ar_interp_place(c, nd->scratch, cf->arena_bytes, state + cf->child_state_off[j],
+                               ar_interp_persistent_bytes(c), msg, msg_bytes);
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+static inline void copy_view(ar_tview_t *dst, const ar_tview_t *src) {
+  if (dst->data && src->data && dst->data != src->data) memcpy(dst->data, src->data, (size_t)src->bytes);
+}
+
+/* Run control-flow operator k. Children run with the caller's pool already entered. */
+static int cf_run(ar_interp_t *in, int32_t k) {
+  cf_op_t *cf = in->cf[k];
+  const ar_node_t *nd = &in->nodes[k];
+  int rc;
+  if (cf->op == AR_OP_CALL_ONCE) {
+    if (cf->armed[0]) return 0;
+    if ((rc = run_ops(cf->child[0])) != 0) return rc;
+    cf->armed[0] = 1;
+    return 0;
+  }
+  if (cf->op == AR_OP_IF) {
+    const ar_tview_t *cv = nd->inputs[0];
+    bool cond;
+    switch (cv->dtype) {
+      case AR_DTYPE_FLOAT32: cond = *(const float *)cv->data != 0.0f; break;
+      case AR_DTYPE_INT32: cond = *(const int32_t *)cv->data != 0; break;
+      case AR_DTYPE_INT64: cond = *(const int64_t *)cv->data != 0; break;
+      default: {
+        bool any = false;
+        for (size_t b = 0; b < ar_dtype_size(cv->dtype); b++) any = any || ((const uint8_t *)cv->data)[b] != 0;
+        cond = any;
+      }
+    }
+    ar_interp_t *br = cf->child[cond ? 0 : 1];
+    for (int32_t i = 1; i < nd->n_inputs; i++) copy_view(ar_interp_input(br, i - 1), nd->inputs[i]);
+    if ((rc = run_ops(br)) != 0) return rc;
+    for (int32_t o = 0; o < nd->n_outputs; o++) copy_view(nd->outputs[o], ar_interp_output(br, o));
+    return 0;
+  }
+  ar_interp_t *c = cf->child[0], *b = cf->child[1];
+  const int32_t n = nd->n_inputs;
+  for (int32_t i = 0; i < n; i++) copy_view(nd->outputs[i], nd->inputs[i]);
+  const uint8_t *cond = ar_interp_output(c, 0)->data;
+  int64_t it = 0;
+  for (;;) {
+    for (int32_t i = 0; i < n; i++) copy_view(ar_interp_input(c, i), nd->outputs[i]);
+    if ((rc = run_ops(c)) != 0) return rc;
+    if (!cond[0]) break;
+    if (it >= in->opt.max_while_iterations) {
+      cf->last_iterations = it;
+      ar_errf(in->root->err, sizeof in->root->err, AR_ESTATE, "subgraph %d, operator %d (WHILE): the condition "
+              "(subgraph %d) still holds after %lld iterations (max_while_iterations)", in->subgraph, k,
+              cf->sub[0], (long long)it);
+      return AR_ESTATE;
+    }
+    for (int32_t i = 0; i < n; i++) copy_view(ar_interp_input(b, i), nd->outputs[i]);
+    if ((rc = run_ops(b)) != 0) return rc;
+    for (int32_t i = 0; i < n; i++) copy_view(nd->outputs[i], ar_interp_output(b, i));
+    it++;
+  }
+  cf->last_iterations = it;
+  return 0;
+}
+
+static int cf_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  (void)msg;
+  (void)msg_bytes;
+  const cf_op_t *cf = node->sub;
+  node->scratch_bytes = cf->arena_bytes;
+  node->state_bytes = cf->state_bytes;
+  return 0;
+}
+static void cf_eval_none(const ar_node_t *node) { (void)node; }   /* run by cf_run */
+static const ar_kernel_t cf_kernel = {"control flow", cf_prepare, NULL, cf_eval_none};
+
+int ar_interp_control_flow(const ar_interp_t *in, int32_t k, ar_cf_info_t *out) {
+  if (k < 0 || k >= in->n_ops || !in->cf[k] || !out) return AR_EINVAL;
+  const cf_op_t *cf = in->cf[k];
+  memset(out, 0, sizeof *out);
+  out->op = cf->op;
+  out->n_children = cf->n_child;
+  for (int32_t j = 0; j < cf->n_child; j++) {
+    out->subgraph[j] = cf->sub[j];
+    out->child_arena_bytes[j] = ar_interp_arena_bytes(cf->child[j]);
+    out->child_persistent_bytes[j] = ar_interp_persistent_bytes(cf->child[j]);
+    out->child[j] = cf->child[j];
+  }
+  out->arena_bytes = cf->arena_bytes;
+  out->state_bytes = cf->state_bytes;
+  out->copy_bytes_per_iteration = cf->copy_bytes;
+  out->last_iterations = cf->last_iterations;
+  return 0;
+}
+
+int32_t ar_interp_subgraph(const ar_interp_t *in) { return in->subgraph; }
+int32_t ar_interp_n_resource_vars(const ar_interp_t *in) { return in->root->n_vars; }
+int ar_interp_resource_var(const ar_interp_t *in, int32_t i, const char **container, const char **shared_name,
+                           uint64_t *bytes, uint64_t *offset) {
+  const ar_interp_t *r = in->root;
+  if (i < 0 || i >= r->n_vars) return AR_EINVAL;
+  if (container) *container = r->vars[i].container;
+  if (shared_name) *shared_name = r->vars[i].shared_name;
+  if (bytes) *bytes = r->vars[i].bytes;
+  if (offset) *offset = r->vars_offset + r->vars[i].offset;
+  return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1406,7 +1938,8 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   ar_planner_t *p = ar_planner_new(AR_ARENA_ALIGNMENT);
   if (!p) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur,
-                              in->opt.weights == AR_WEIGHTS_STORED, in->elided, in->extra_input};
+                              in->opt.weights == AR_WEIGHTS_STORED, in->elided, in->extra_input,
+                              in->subgraph};
   rc = ar_lifetimes_build(in->model, &lo, p, in->tensor_plan, in->scratch_buf, NULL, msg, msg_bytes);
   if (rc == 0) {
     rc = ar_planner_plan(p, in->opt.strategy);
@@ -1424,7 +1957,8 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   ar_planner_figures(p, &fig);
   in->arena_bytes = ar_align_up(fig.arena_bytes, AR_ARENA_ALIGNMENT);
   in->planner_persistent_bytes = ar_align_up(fig.persistent_bytes, AR_ARENA_ALIGNMENT);
-  in->persistent_bytes = in->planner_persistent_bytes + state_total;
+  in->vars_offset = in->planner_persistent_bytes + state_total;
+  in->persistent_bytes = in->planner_persistent_bytes + state_total + in->vars_bytes;
   in->macs = macs;
   in->dirty = false;
   return 0;

@@ -86,7 +86,12 @@ typedef struct ar_interp_options {
                                 * buffer; outputs are bit-identical to fuse = false. It also
                                 * folds a PAD read only by a depthwise into that depthwise
                                 * (ar_interp_op_pad_folded). */
+  int64_t max_while_iterations;  /* default AR_INTERP_MAX_WHILE_ITERATIONS (0 or less: that): a
+                                * WHILE whose condition still holds after this many iterations
+                                * ends the invoke with AR_ESTATE, ar_interp_last_error naming it */
 } ar_interp_options_t;
+
+#define AR_INTERP_MAX_WHILE_ITERATIONS (1 << 20)
 
 /* Smallest expansion-conv output (bytes per thread of an invoke) worth fusing: below it each
  * thread's part of the map stays in its core's L2 between the two operators anyway (each thread
@@ -99,7 +104,8 @@ typedef struct ar_interp ar_interp_t;
 /* Fill *opt with the defaults above. */
 void ar_interp_options_default(ar_interp_options_t *opt);
 
-/* Prepare and plan subgraph 0 of `model` (which must outlive the interpreter). Errors:
+/* Prepare and plan subgraph 0 of `model` (which must outlive the interpreter), and every subgraph
+ * its control-flow operators run (below). Errors:
  * AR_EUNSUPPORTED with every operator that cannot run listed in one message (see
  * ar_interp_unsupported), AR_ESHAPE / AR_EINVAL from a kernel's prepare (message names the operator),
  * AR_EOVERFLOW, AR_ENOMEM, AR_EPLAN. */
@@ -181,6 +187,49 @@ const char *ar_interp_output_name(const ar_interp_t *in, int32_t i);
  * as one thread at work from start to end: ar_threadpool_enter). Returns 0, or AR_ESTATE if not
  * placed or a resize / shape value is waiting for ar_interp_prepare. Never allocates heap memory. */
 int ar_interp_invoke(ar_interp_t *in);
+
+/* Why the last invoke failed ("" when it did not): e.g. "subgraph 0, operator 3 (WHILE): the
+ * condition (subgraph 1) still holds after 1048576 iterations (max_while_iterations)". The buffer
+ * belongs to the main graph's interpreter, written without allocating. */
+const char *ar_interp_last_error(const ar_interp_t *in);
+
+/* ---- Control flow (WHILE, IF, CALL_ONCE) and resource variables (issue 27).
+ *
+ * Every subgraph an operator runs gets a child interpreter of its own (a subgraph run by two
+ * operators: two children), prepared and planned like the main graph; its whole activation plan
+ * is this operator's scratch buffer (planned in the parent's arena, live only at the operator's
+ * step: so it overlaps the parent's tensors dead at that step, and the children of one operator
+ * share it: IF's branches, WHILE's cond and body), sized as the largest child's arena; its
+ * persistent region is part of the operator's state. Values pass by copy into and out of the
+ * children's graph input and output tensors (never an allocation): WHILE copies its inputs into
+ * its outputs, then per iteration the outputs into cond's inputs and body's inputs and body's
+ * outputs back; IF copies inputs 1.. into the branch taken and its outputs out. CALL_ONCE runs its
+ * init subgraph at the first invoke after each place (a reset re-arms it).
+ * Resource variables (VAR_HANDLE with the same container and shared_name, in any subgraph, are
+ * one variable) live at the end of the main graph's persistent region, zeroed at each place,
+ * each sized from the ASSIGN_VARIABLE values writing it (all of one dtype and shape; a variable
+ * nothing assigns is refused at ar_interp_new, naming it). */
+typedef struct ar_cf_info {
+  ar_op_t op;                   /* AR_OP_WHILE, AR_OP_IF or AR_OP_CALL_ONCE */
+  int32_t n_children;
+  int32_t subgraph[2];          /* cond, body / then, else / init */
+  uint64_t child_arena_bytes[2], child_persistent_bytes[2];
+  uint64_t arena_bytes;         /* the operator's scratch: the largest child arena */
+  uint64_t state_bytes;         /* the operator's state: the children's persistent regions */
+  uint64_t copy_bytes_per_iteration;  /* WHILE: bytes copied per iteration (cond and body inputs,
+                                       * body outputs); IF: bytes copied per invoke */
+  int64_t last_iterations;      /* WHILE: iterations of the last invoke */
+  const ar_interp_t *child[2];
+} ar_cf_info_t;
+/* Operator k's control-flow figures: 0, or AR_EINVAL when k is not a control-flow operator. */
+int ar_interp_control_flow(const ar_interp_t *in, int32_t k, ar_cf_info_t *out);
+/* The subgraph this interpreter runs (0 for the main graph). */
+int32_t ar_interp_subgraph(const ar_interp_t *in);
+/* Resource variables of the model (main graph's interpreter): count, and variable i's key, size
+ * and offset in the persistent region. */
+int32_t ar_interp_n_resource_vars(const ar_interp_t *in);
+int ar_interp_resource_var(const ar_interp_t *in, int32_t i, const char **container, const char **shared_name,
+                           uint64_t *bytes, uint64_t *offset);
 
 /* Number of operators executed per invoke (folded constant operators excluded). */
 int32_t ar_interp_runtime_operators(const ar_interp_t *in);

@@ -87,8 +87,14 @@ enum { LT_GIN = 1, LT_GOUT = 2, LT_CONST = 4, LT_FOLDED = 8, LT_GROUP_GOUT = 16 
 
 int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, bool weights_stored,
                           const bool *elided, ar_op_mode_t *mode, int32_t *step) {
-  if (model == NULL || mode == NULL || step == NULL || model->n_subgraphs < 1) return AR_EINVAL;
-  const ar_subgraph_t *sg = &model->subgraphs[0];
+  return ar_lifetimes_op_modes_sg(model, 0, tensors, weights_stored, elided, mode, step);
+}
+
+int ar_lifetimes_op_modes_sg(const ar_model_t *model, int32_t subgraph, const ar_tensor_t *tensors,
+                             bool weights_stored, const bool *elided, ar_op_mode_t *mode, int32_t *step) {
+  if (model == NULL || mode == NULL || step == NULL || subgraph < 0 || (uint32_t)subgraph >= model->n_subgraphs)
+    return AR_EINVAL;
+  const ar_subgraph_t *sg = &model->subgraphs[subgraph];
   const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
   const ar_tensor_t *tens = tensors ? tensors : sg->tensors;
   enum { M_CONST = 1, M_FOLDED = 2, M_GOUT = 4 };
@@ -163,11 +169,11 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
                        ar_tensor_plan_t *tensor_plan, int32_t *scratch_buf, bool *op_folded,
                        char *msg, size_t msg_bytes) {
   if (model == NULL || opt == NULL || p == NULL || tensor_plan == NULL || scratch_buf == NULL ||
-      model->n_subgraphs < 1)
+      opt->subgraph < 0 || (uint32_t)opt->subgraph >= model->n_subgraphs)
     return ar_errf(msg, msg_bytes, AR_EINVAL, "lifetimes: missing model, options or outputs");
   if (opt->convention != AR_LIFETIMES_TFLITE && opt->convention != AR_LIFETIMES_ARENAD)
     return ar_errf(msg, msg_bytes, AR_EINVAL, "lifetimes: unknown convention %d", opt->convention);
-  const ar_subgraph_t *sg = &model->subgraphs[0];
+  const ar_subgraph_t *sg = &model->subgraphs[opt->subgraph];
   const int32_t nt = (int32_t)sg->n_tensors, no = (int32_t)sg->n_operators;
   const int32_t last_step = no > 0 ? no - 1 : 0;
   const bool tfl = opt->convention == AR_LIFETIMES_TFLITE;
@@ -214,7 +220,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
   /* Folded operators: DEQUANTIZE/DENSIFY whose inputs are all constants or folded tensors
    * (TFLite makes such outputs kTfLiteArenaRwPersistent and computes them once); with
    * weights_stored, fp16 DEQUANTIZE of those runs at use instead (ar_lifetimes_op_modes). */
-  rc = ar_lifetimes_op_modes(model, tens, opt->weights_stored, opt->elided, mode, step);
+  rc = ar_lifetimes_op_modes_sg(model, opt->subgraph, tens, opt->weights_stored, opt->elided, mode, step);
   if (rc != 0) {
     rc = ar_errf(msg, msg_bytes, rc, "lifetimes: %s", rc == AR_EMODEL ? "an operator names a tensor out of "
                  "range" : ar_strerror(rc));

@@ -92,6 +92,8 @@ typedef struct ar_lifetime_options {
   const int32_t *extra_input;        /* per operator (n_operators entries): a tensor it also reads at
                                       * its step (-1: none), or NULL for none: a DEPTHWISE_CONV_2D
                                       * running an elided expansion conv reads that conv's input */
+  int32_t subgraph;                  /* the subgraph to walk (0, the main graph, by default; a
+                                      * control-flow child's own plan otherwise) */
 } ar_lifetime_options_t;
 
 /* The mode of every operator of subgraph 0 (n_operators entries of `mode` and `step`): FOLDED
@@ -104,6 +106,9 @@ typedef struct ar_lifetime_options {
  * (NULL: the stored ones). Errors: AR_EINVAL, AR_ENOMEM, AR_EMODEL (a tensor index out of range). */
 int ar_lifetimes_op_modes(const ar_model_t *model, const ar_tensor_t *tensors, bool weights_stored,
                           const bool *elided, ar_op_mode_t *mode, int32_t *step);
+/* Same for subgraph `subgraph` of the model. */
+int ar_lifetimes_op_modes_sg(const ar_model_t *model, int32_t subgraph, const ar_tensor_t *tensors,
+                             bool weights_stored, const bool *elided, ar_op_mode_t *mode, int32_t *step);
 
 /* Fill `p` (empty planner) with the buffers of subgraph 0 of `model`; `tensor_plan` has
  * n_tensors entries and `scratch_buf` n_operators entries (-1 where no scratch), both caller-owned.

@@ -50,6 +50,14 @@ AR_TEST_STREAM_SOURCES = tests/ar_test_stream.c tests/ar_test_stream.h
 tests_check_stream_SOURCES = tests/check_stream.c $(AR_TEST_STREAM_SOURCES)
 tests_check_stream_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_stream_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+# Control flow and resource variables (issue 27): WHILE, IF, CALL_ONCE, VAR_HANDLE/READ/ASSIGN on
+# synthetic models of several subgraphs, and the LiteRT control-flow streams of ../shared/golden_state
+# in process and through arenactl (skipped when ../shared/models_state is absent).
+check_PROGRAMS += tests/check_control_flow
+TESTS += tests/check_control_flow
+tests_check_control_flow_SOURCES = tests/check_control_flow.c $(AR_TEST_STREAM_SOURCES)
+tests_check_control_flow_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_control_flow_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 tests_mk_stream_models_SOURCES = tests/mk_stream_models.c
 tests_mk_stream_models_CFLAGS = $(TEST_CFLAGS)
 tests_mk_stream_models_LDADD = $(TEST_LIBS)

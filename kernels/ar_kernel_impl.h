@@ -112,6 +112,10 @@ extern const ar_kernel_t ar_kernel_cast;
 extern const ar_kernel_t ar_kernel_softmax;
 /* kernels/svdf.c: TFLite SVDF, float32, its state a variable tensor (input 4). */
 extern const ar_kernel_t ar_kernel_svdf;
+/* kernels/variable.c: TFLite VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE (resource variables). */
+extern const ar_kernel_t ar_kernel_var_handle;
+extern const ar_kernel_t ar_kernel_read_variable;
+extern const ar_kernel_t ar_kernel_assign_variable;
 extern const ar_kernel_t ar_kernel_log_softmax;
 extern const ar_kernel_t ar_kernel_l2_normalization;
 /* kernels/pool.c: TFLite MAX_POOL_2D, AVERAGE_POOL_2D (out-of-bounds taps ignored). */

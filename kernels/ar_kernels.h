@@ -93,6 +93,8 @@ typedef struct ar_node {
   bool input_activated;        /* RELU / RELU6 only: the producer of input 0 applies this clamp as
                                 * its fused activation (the interpreter set it, find_act_folds), so
                                 * when the output shares the input's bytes nothing is left to do */
+  void *sub;                   /* WHILE / IF / CALL_ONCE only, NULL otherwise: the interpreter's
+                                * children running the subgraphs (opaque to kernels) */
   bool split_rows;             /* CONV_2D only: split the product by runs of output rows even when
                                 * it has more columns than rows, because the DEPTHWISE_CONV_2D that
                                 * alone reads the output splits rows (ar_kernel_dw_splits_rows; set

@@ -87,7 +87,7 @@ tests_check_kernels_detect_CFLAGS = $(TEST_CFLAGS)
 tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
 # Math kernels: broadcasting binary/compare/select, unary and CAST, softmax family (reductions
 # live in reduce.c above); hand-computed tests in tests/check_kernels_math.c.
-libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c
+libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c

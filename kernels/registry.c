@@ -79,6 +79,11 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_ARG_MIN: return &ar_kernel_arg_min;
   case AR_OP_SOFTMAX: return &ar_kernel_softmax;
   case AR_OP_SVDF: return &ar_kernel_svdf;
+  case AR_OP_VAR_HANDLE: return &ar_kernel_var_handle;
+  case AR_OP_READ_VARIABLE: return &ar_kernel_read_variable;
+  case AR_OP_ASSIGN_VARIABLE: return &ar_kernel_assign_variable;
+  /* Run by the interpreter itself (child subgraphs, interp/ar_interp.c). */
+  case AR_OP_WHILE: case AR_OP_IF: case AR_OP_CALL_ONCE: break;
   case AR_OP_LOG_SOFTMAX: return &ar_kernel_log_softmax;
   case AR_OP_L2_NORMALIZATION: return &ar_kernel_l2_normalization;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;

@@ -416,9 +416,13 @@ static int decode_tensor(loader_t *L, uint32_t sgi, uint32_t ti, const ar_fb_tab
                    ti, t->name, type);
   t->dtype = (ar_dtype_t)type;
   size_t esize = ar_dtype_size(t->dtype);
-  if (esize == 0)
+  /* A RESOURCE tensor (VAR_HANDLE's output) names a resource variable: it has no bytes of its
+   * own (the variable's bytes are sized from the ASSIGN_VARIABLE writing it, interp/ar_interp.c). */
+  const bool resource = t->dtype == AR_DTYPE_RESOURCE;
+  if (esize == 0 && !resource)
     return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "tensor %u (%s): dtype %s is not supported",
                    ti, t->name, ar_dtype_name(t->dtype));
+  if (resource) esize = 1;
   uint64_t bytes = esize;
   for (int32_t d = 0; d < t->rank; d++) {
     if (__builtin_mul_overflow(bytes, (uint64_t)t->dims[d], &bytes)) {
@@ -443,7 +447,7 @@ static int decode_tensor(loader_t *L, uint32_t sgi, uint32_t ti, const ar_fb_tab
     return ar_errf(L->msg, L->msg_bytes, AR_EOVERFLOW, "tensor %u (%s): shape %s has %llu elements, "
                    "more than 2^31 - 1", ti, t->name, sh, (unsigned long long)(bytes / esize));
   }
-  t->bytes = bytes;
+  t->bytes = resource ? 0 : bytes;
 
   if (sig.present) {
     if (sig.count != shape.count)
@@ -630,6 +634,12 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_SELECT_V2: return AR_FB_OPTIONS_SELECT_V2;
   case AR_OP_GELU: return AR_FB_OPTIONS_GELU;
   case AR_OP_SVDF: return AR_FB_OPTIONS_SVDF;
+  case AR_OP_WHILE: return AR_FB_OPTIONS_WHILE;
+  case AR_OP_IF: return AR_FB_OPTIONS_IF;
+  case AR_OP_CALL_ONCE: return AR_FB_OPTIONS_CALL_ONCE;
+  case AR_OP_VAR_HANDLE: return AR_FB_OPTIONS_VAR_HANDLE;
+  case AR_OP_READ_VARIABLE: return AR_FB_OPTIONS_READ_VARIABLE;
+  case AR_OP_ASSIGN_VARIABLE: return AR_FB_OPTIONS_ASSIGN_VARIABLE;
   /* LOGISTIC, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, PRELU, TANH, ELU, SQRT, RSQRT, LOG, custom
    * ops: no options table in schema.fbs */
   default: return AR_FB_OPTIONS_NONE;
@@ -910,6 +920,28 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     for (uint32_t i = 0; i < v.count; i++) o->squeeze.dims[i] = vec_i32(fb, &v, i);
     break;
   }
+  case AR_OP_WHILE:
+    if ((rc = opt_i32(c, AR_FB_WHILE_COND_SUBGRAPH, 0, "WhileOptions.cond_subgraph_index",
+                      &o->while_.cond_subgraph)))
+      return rc;
+    return opt_i32(c, AR_FB_WHILE_BODY_SUBGRAPH, 0, "WhileOptions.body_subgraph_index", &o->while_.body_subgraph);
+  case AR_OP_IF:
+    if ((rc = opt_i32(c, AR_FB_IF_THEN_SUBGRAPH, 0, "IfOptions.then_subgraph_index", &o->if_.then_subgraph)))
+      return rc;
+    return opt_i32(c, AR_FB_IF_ELSE_SUBGRAPH, 0, "IfOptions.else_subgraph_index", &o->if_.else_subgraph);
+  case AR_OP_CALL_ONCE:
+    return opt_i32(c, AR_FB_CALL_ONCE_INIT_SUBGRAPH, 0, "CallOnceOptions.init_subgraph_index",
+                   &o->call_once.init_subgraph);
+  case AR_OP_VAR_HANDLE:
+    if (!c->present) {
+      o->var_handle.container = o->var_handle.shared_name = "";
+      break;
+    }
+    if ((rc = get_string_copy(c->L, c->t, AR_FB_VAR_HANDLE_CONTAINER, "VarHandleOptions.container", false,
+                              &o->var_handle.container)))
+      return rc;
+    return get_string_copy(c->L, c->t, AR_FB_VAR_HANDLE_SHARED_NAME, "VarHandleOptions.shared_name", false,
+                           &o->var_handle.shared_name);
   default:
     break;   /* PAD, DEQUANTIZE, HARD_SWISH, DENSIFY, TRANSPOSE, SLICE, TILE, EXPAND_DIMS,
               * BROADCAST_TO, GATHER_ND: empty option tables; others have none */
@@ -1030,7 +1062,9 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
     return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s): %u inputs, %u outputs, %u "
                    "intermediates (at most %d each)", oi, label, in.count, out.count, inter.count,
                    AR_MAX_OP_INPUTS);
-  if (out.count == 0)
+  /* ASSIGN_VARIABLE and CALL_ONCE write no tensor (a variable; the state CALL_ONCE's subgraph
+   * sets up). */
+  if (out.count == 0 && !unsupported && oc->op != AR_OP_ASSIGN_VARIABLE && oc->op != AR_OP_CALL_ONCE)
     return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): no outputs", oi, label);
   op->n_inputs = (int32_t)in.count;
   op->n_outputs = (int32_t)out.count;
@@ -1343,6 +1377,127 @@ static int decode_signature_defs(loader_t *L, const ar_fb_table_t *model) {
   return 0;
 }
 
+/* ---- Control flow across subgraphs. ---- */
+
+/* The subgraphs operator `op` runs (WHILE cond and body, IF then and else, CALL_ONCE init): fills
+ * sub[0..n) and names each ("cond", "body", ...); returns n (0 for other operators). */
+static int op_subgraphs(const ar_operator_t *op, int32_t sub[2], const char *what[2]) {
+  switch (op->op) {
+  case AR_OP_WHILE:
+    sub[0] = op->options.while_.cond_subgraph, what[0] = "cond";
+    sub[1] = op->options.while_.body_subgraph, what[1] = "body";
+    return 2;
+  case AR_OP_IF:
+    sub[0] = op->options.if_.then_subgraph, what[0] = "then";
+    sub[1] = op->options.if_.else_subgraph, what[1] = "else";
+    return 2;
+  case AR_OP_CALL_ONCE:
+    sub[0] = op->options.call_once.init_subgraph, what[0] = "init";
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Depth-first walk from subgraph s: state 1 = on the current path, 2 = done. A subgraph reached
+ * again while on the path is recursion: refused naming the operator that closes the cycle and the
+ * path of subgraphs. path[0..depth) holds the subgraphs being walked. */
+static int walk_calls(loader_t *L, uint32_t s, uint8_t *state, uint32_t *path, uint32_t depth) {
+  const ar_model_t *m = L->m;
+  state[s] = 1;
+  path[depth++] = s;
+  const ar_subgraph_t *sg = &m->subgraphs[s];
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    int32_t sub[2];
+    const char *what[2];
+    const int n = op_subgraphs(&sg->operators[k], sub, what);
+    for (int j = 0; j < n; j++) {
+      const uint32_t c = (uint32_t)sub[j];
+      if (state[c] == 2) continue;
+      if (state[c] == 1) {
+        char chain[256];
+        size_t at = 0;
+        uint32_t from = 0;
+        while (from < depth && path[from] != c) from++;
+        for (uint32_t i = from; i < depth && at < sizeof chain; i++)
+          at += (size_t)snprintf(chain + at, sizeof chain - at, "%u -> ", path[i]);
+        if (at < sizeof chain) snprintf(chain + at, sizeof chain - at, "%u", c);
+        return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u, operator %u (%s): %s subgraph %u "
+                       "is recursive (subgraphs %s): refused", s, k, ar_op_name(sg->operators[k].op),
+                       what[j], c, chain);
+      }
+      int rc = walk_calls(L, c, state, path, depth);
+      if (rc) return rc;
+    }
+  }
+  state[s] = 2;
+  return 0;
+}
+
+/* Every WHILE, IF and CALL_ONCE: its subgraph indices in range and not subgraph 0 (the main
+ * graph, which only the caller runs), the counts of inputs and outputs the operator passes
+ * matching the subgraphs' (WHILE: n in = n out = cond's inputs = body's inputs = body's outputs,
+ * cond one output; IF: input 0 the condition, the rest each branch's inputs, the outputs each
+ * branch's outputs; CALL_ONCE: no inputs nor outputs, nor has its init subgraph), and no
+ * recursion. Each failure names the subgraph and operator. */
+static int check_control_flow(loader_t *L) {
+  const ar_model_t *m = L->m;
+  bool any = false;
+  for (uint32_t s = 0; s < m->n_subgraphs; s++) {
+    const ar_subgraph_t *sg = &m->subgraphs[s];
+    for (uint32_t k = 0; k < sg->n_operators; k++) {
+      const ar_operator_t *op = &sg->operators[k];
+      int32_t sub[2];
+      const char *what[2];
+      const int n = op_subgraphs(op, sub, what);
+      const char *name = ar_op_name(op->op);
+      for (int j = 0; j < n; j++) {
+        any = true;
+        if (sub[j] < 0 || (uint32_t)sub[j] >= m->n_subgraphs)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u, operator %u (%s): %s subgraph "
+                         "index %d, but the model has %u subgraphs", s, k, name, what[j], sub[j], m->n_subgraphs);
+        if (sub[j] == 0)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u, operator %u (%s): %s subgraph is "
+                         "0, the main graph (recursion): refused", s, k, name, what[j]);
+      }
+      const int32_t nin = op->n_inputs, nout = op->n_outputs;
+      if (op->op == AR_OP_WHILE) {
+        const ar_subgraph_t *c = &m->subgraphs[sub[0]], *b = &m->subgraphs[sub[1]];
+        if (nin != nout || (int32_t)c->n_inputs != nin || (int32_t)b->n_inputs != nin ||
+            (int32_t)b->n_outputs != nin || c->n_outputs != 1)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u, operator %u (WHILE): %d inputs, %d "
+                         "outputs; cond subgraph %d has %u inputs, %u outputs (1 expected); body subgraph %d "
+                         "has %u inputs, %u outputs (all counts must equal the loop's %d values)", s, k, nin,
+                         nout, sub[0], c->n_inputs, c->n_outputs, sub[1], b->n_inputs, b->n_outputs, nin);
+      } else if (op->op == AR_OP_IF) {
+        for (int j = 0; j < 2; j++) {
+          const ar_subgraph_t *b = &m->subgraphs[sub[j]];
+          if (nin < 1 || (int32_t)b->n_inputs != nin - 1 || (int32_t)b->n_outputs != nout)
+            return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u, operator %u (IF): %d inputs "
+                           "(the condition and %d values), %d outputs; %s subgraph %d has %u inputs, %u "
+                           "outputs", s, k, nin, nin > 0 ? nin - 1 : 0, nout, what[j], sub[j], b->n_inputs,
+                           b->n_outputs);
+        }
+      } else if (op->op == AR_OP_CALL_ONCE) {
+        const ar_subgraph_t *b = &m->subgraphs[sub[0]];
+        if (nin != 0 || nout != 0 || b->n_inputs != 0 || b->n_outputs != 0)
+          return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "subgraph %u, operator %u (CALL_ONCE): %d inputs, "
+                         "%d outputs; init subgraph %d has %u inputs, %u outputs (none expected)", s, k, nin,
+                         nout, sub[0], b->n_inputs, b->n_outputs);
+      }
+    }
+  }
+  if (!any) return 0;
+  uint8_t *state = calloc(m->n_subgraphs, 1);
+  uint32_t *path = calloc(m->n_subgraphs + 1, sizeof *path);
+  int rc = state && path ? 0 : oom(L, "control-flow check");
+  for (uint32_t s = 0; s < m->n_subgraphs && rc == 0; s++)
+    if (state[s] == 0) rc = walk_calls(L, s, state, path, 0);
+  free(state);
+  free(path);
+  return rc;
+}
+
 /* ---- Whole model. ---- */
 static int decode_model(loader_t *L) {
   ar_fb_t *fb = &L->fb;
@@ -1374,6 +1529,8 @@ static int decode_model(loader_t *L) {
     if ((rc = ar_fb_vec_table(fb, &sgs, i, "Model.subgraphs", &t))) return rc;
     if ((rc = decode_subgraph(L, i, &t, &L->m->subgraphs[i]))) return rc;
   }
+  snprintf(fb->ctx, sizeof(fb->ctx), "model");
+  if ((rc = check_control_flow(L))) return rc;
   if ((rc = decode_metadata(L, &model)) || (rc = decode_signature_defs(L, &model))) return rc;
 
   /* constant_bytes: distinct non-empty buffers referenced by tensors of any subgraph. */
@@ -1472,8 +1629,8 @@ int ar_model_load_buffer_describe(const void *data, size_t bytes, ar_model_t **o
 
 int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_t max, int32_t *n_out) {
   int32_t n = 0;
-  if (m && m->n_subgraphs > 0) {
-    const ar_subgraph_t *sg = &m->subgraphs[0];
+  for (uint32_t s = 0; m && s < m->n_subgraphs; s++) {
+    const ar_subgraph_t *sg = &m->subgraphs[s];
     for (uint32_t k = 0; k < sg->n_operators; k++) {
       const ar_operator_t *op = &sg->operators[k];
       if (op->op != AR_OP_INVALID) continue;
@@ -1482,6 +1639,7 @@ int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_
         ar_unsupported_t *u = &list[n];
         memset(u, 0, sizeof(*u));
         u->op_index = (int32_t)k;
+        u->subgraph = (int32_t)s;
         u->version = oc->version;
         if (oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM)
           snprintf(u->op, sizeof(u->op), "%s", oc->custom_code ? oc->custom_code : "(no custom_code)");
@@ -1503,7 +1661,8 @@ int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_
 
 /* Same (op, version, option)? */
 static bool same_group(const ar_unsupported_t *a, const ar_unsupported_t *b) {
-  return a->version == b->version && strcmp(a->op, b->op) == 0 && strcmp(a->option, b->option) == 0;
+  return a->version == b->version && a->subgraph == b->subgraph && strcmp(a->op, b->op) == 0 &&
+         strcmp(a->option, b->option) == 0;
 }
 
 int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes) {
@@ -1536,6 +1695,7 @@ int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, si
       AR__PUT("%s%d", shown ? ", " : " ", (int)list[j].op_index);
       shown++;
     }
+    if (list[i].subgraph > 0) AR__PUT(" of subgraph %d", (int)list[i].subgraph);
     AR__PUT(")");
     first_group = false;
   }

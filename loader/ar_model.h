@@ -104,6 +104,15 @@ typedef struct { int32_t n_dims; int32_t dims[AR_MAX_RANK]; } ar_squeeze_options
 typedef struct { bool adj_x, adj_y; } ar_batch_matmul_options_t;
 /* SVDF (SVDFOptions): rank (>= 1, checked at load), fused activation. */
 typedef struct { int32_t rank; ar_activation_t activation; bool asymmetric_quantize_inputs; } ar_svdf_options_t;
+/* Control flow (issue 27): subgraph indices, each checked at load to be in range, to have the
+ * input/output counts the operator needs, and not to lead back to a subgraph that calls it (no
+ * recursion, direct or through other subgraphs). */
+typedef struct { int32_t cond_subgraph, body_subgraph; } ar_while_options_t;   /* WHILE */
+typedef struct { int32_t then_subgraph, else_subgraph; } ar_if_options_t;      /* IF */
+typedef struct { int32_t init_subgraph; } ar_call_once_options_t;              /* CALL_ONCE */
+/* VAR_HANDLE: the resource variable's key (NUL-terminated copies, "" when absent). Variables
+ * with the same (container, shared_name) are one variable across every subgraph. */
+typedef struct { const char *container, *shared_name; } ar_var_handle_options_t;
 /* TFLite_Detection_PostProcess (FlexBuffers custom options; defaults: detections_per_class 100,
  * use_regular_nms false). */
 typedef struct {
@@ -139,6 +148,10 @@ typedef union ar_options {
   ar_depth_to_space_options_t space_to_depth;   /* SPACE_TO_DEPTH: block_size */
   ar_batch_matmul_options_t batch_matmul;
   ar_svdf_options_t svdf;
+  ar_while_options_t while_;
+  ar_if_options_t if_;
+  ar_call_once_options_t call_once;
+  ar_var_handle_options_t var_handle;
   ar_detection_postprocess_options_t detection_postprocess;
 } ar_options_t;
 
@@ -274,9 +287,10 @@ int ar_model_load_describe(const char *path, ar_model_t **out, char *msg, size_t
 int ar_model_load_buffer_describe(const void *data, size_t bytes, ar_model_t **out, char *msg,
                                   size_t msg_bytes);
 
-/* One operator arenad cannot run (subgraph 0), for error lists. */
+/* One operator arenad cannot run, for error lists. */
 typedef struct ar_unsupported {
-  int32_t op_index;    /* operator index in the execution plan */
+  int32_t op_index;    /* operator index in the execution plan of its subgraph */
+  int32_t subgraph;    /* the subgraph holding it (0: the main graph) */
   int32_t version;     /* the operator code's version */
   char op[64];         /* TFLite builtin name ("STRIDED_SLICE", "BUILTIN_400") or the custom code
                         * ("TransformLandmarks") */
@@ -285,14 +299,16 @@ typedef struct ar_unsupported {
                         * "ellipsis_mask is not supported") */
 } ar_unsupported_t;
 
-/* The operators of subgraph 0 kept as AR_OP_INVALID (by ar_model_load_describe), in order: fills
+/* The operators of every subgraph kept as AR_OP_INVALID (by ar_model_load_describe), in order
+ * (subgraph 0 first): fills
  * at most `max` entries of `list` (may be NULL with max 0), writes how many to *n_out, returns the
  * total count. */
 int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_t max, int32_t *n_out);
 
 /* The one message refusing a model: "11 operators unsupported: Landmarks2TransformMatrix v2 (ops
- * 300, 420, 555); TransformTensorBilinear v2 (ops ...); ..." - grouped by (op, version, option) in
- * order of first appearance, the option in brackets when it is more than the op being unknown, at
+ * 300, 420, 555); TransformTensorBilinear v2 (ops ...); ..." - grouped by (op, version, option,
+ * subgraph) in order of first appearance, operators of a subgraph other than 0 named "(ops 3, 4
+ * of subgraph 2)", the option in brackets when it is more than the op being unknown, at
  * most 16 operator indices per group. Always returns AR_EUNSUPPORTED. */
 int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes);
 

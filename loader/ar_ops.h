@@ -87,10 +87,16 @@
   XX(ELU,                      111, 1)  \
   XX(QUANTIZE,                 114, 2)  \
   XX(HARD_SWISH,               117, 1)  \
+  XX(IF,                       118, 1)  \
+  XX(WHILE,                    119, 1)  \
   XX(SELECT_V2,                123, 1)  \
   XX(DENSIFY,                  124, 1)  \
   XX(BATCH_MATMUL,             126, 4)  \
+  XX(CALL_ONCE,                129, 1)  \
   XX(BROADCAST_TO,             130, 3)  \
+  XX(VAR_HANDLE,               142, 1)  \
+  XX(READ_VARIABLE,            143, 1)  \
+  XX(ASSIGN_VARIABLE,          144, 1)  \
   XX(GELU,                     150, 1)  \
   XX(RELU_0_TO_1,              152, 1)
 

@@ -140,70 +140,41 @@ uint8_t *ar_tm_build_sparse(const ar_tm_tensor_t *tensors, int n_tensors, const 
                             int n_outputs, const ar_tm_quant_t *quant, int n_quant,
                             const ar_tm_sparse_t *sparse, int n_sparse, size_t *bytes) {
   const ar_tm_args_t a = {tensors, n_tensors, ops, n_ops, inputs, n_inputs, outputs, n_outputs, quant, n_quant,
-                          sparse, n_sparse, NULL, 0};
+                          sparse, n_sparse, NULL, 0, NULL, 0};
   return ar_tm_build_args(&a, bytes);
 }
 
-uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes) {
+/* One subgraph's table at slot `slot`; constants numbered from *next_buffer. */
+static void wb_subgraph(wb_t *w, size_t slot, const ar_tm_args_t *a, const int32_t *codes, int n_codes,
+                        uint32_t *next_buffer) {
   const ar_tm_tensor_t *tensors = a->tensors;
-  const ar_tm_op_t *ops = a->ops;
-  const int32_t *inputs = a->inputs, *outputs = a->outputs;
   const ar_tm_quant_t *quant = a->quant;
   const ar_tm_sparse_t *sparse = a->sparse;
-  const int n_tensors = a->n_tensors, n_ops = a->n_ops, n_inputs = a->n_inputs, n_outputs = a->n_outputs;
-  const int n_quant = a->n_quant, n_sparse = a->n_sparse;
-  wb_t w0 = {0}, *w = &w0;
-  size_t root = wb_put(w, NULL, 4);
-  wb_put(w, "TFL3", 4);
-  wf_t mf[] = {{0, 4, 3, false, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}, {3, 4, 0, true, 0},
-               {4, 4, 0, true, 0}};
-  wb_link(w, root, wb_table(w, mf, 5));
-  /* Operator codes: one per distinct builtin, in order of first use. */
-  int32_t codes[64];
-  int n_codes = 0;
-  int32_t op_code[256];
-  assert(n_ops <= 256);
-  for (int k = 0; k < n_ops; k++) {
-    int c = 0;
-    while (c < n_codes && codes[c] != ops[k].builtin) c++;
-    if (c == n_codes) codes[n_codes++] = ops[k].builtin;
-    op_code[k] = c;
-  }
-  size_t s = wb_refs(w, (uint32_t)n_codes);
-  wb_link(w, mf[1].slot, s - 4);
-  for (int c = 0; c < n_codes; c++) {
-    wf_t oc[] = {{0, 1, codes[c] < 127 ? codes[c] : 127, false, 0}, {2, 4, 1, false, 0},
-                 {3, 4, codes[c], false, 0}};
-    wb_link(w, s + 4 * (size_t)c, wb_table(w, oc, 3));
-  }
-  /* The subgraph. */
-  s = wb_refs(w, 1);
-  wb_link(w, mf[2].slot, s - 4);
+  const int n_tensors = a->n_tensors, n_ops = a->n_ops;
   wf_t sg[] = {{0, 4, 0, true, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}, {3, 4, 0, true, 0},
                {4, 4, 0, true, 0}};
-  wb_link(w, s, wb_table(w, sg, 5));
+  wb_link(w, slot, wb_table(w, sg, 5));
   size_t ts = wb_refs(w, (uint32_t)n_tensors);
   wb_link(w, sg[0].slot, ts - 4);
-  uint32_t next_buffer = 1;
   for (int i = 0; i < n_tensors; i++) {
     const ar_tm_tensor_t *t = &tensors[i];
     const ar_tm_quant_t *tq = NULL;
-    for (int k = 0; k < n_quant; k++)
+    for (int k = 0; k < a->n_quant; k++)
       if (quant[k].tensor == i) tq = &quant[k];
     const ar_tm_sparse_t *tsp = NULL;
-    for (int k = 0; k < n_sparse; k++)
+    for (int k = 0; k < a->n_sparse; k++)
       if (sparse[k].tensor == i) tsp = &sparse[k];
     /* Tensor fields: shape 0, type 1, buffer 2, name 3, quantization 4, sparsity 6,
      * shape_signature 7. */
     wf_t tf[8] = {{0, 4, 0, true, 0}, {1, 1, t->dtype, false, 0},
-                  {2, 4, t->data ? next_buffer : 0, false, 0}, {3, 4, 0, true, 0}};
+                  {2, 4, t->data ? *next_buffer : 0, false, 0}, {3, 4, 0, true, 0}};
     int ntf = 4, sig_at = -1, q_at = -1, sp_at = -1;
     for (int k = 0; k < a->n_variables; k++)
       if (a->variables[k] == i) tf[ntf++] = (wf_t){5, 1, 1, false, 0};
     if (tq && tq->n > 0) { q_at = ntf; tf[ntf++] = (wf_t){4, 4, 0, true, 0}; }
     if (tsp) { sp_at = ntf; tf[ntf++] = (wf_t){6, 4, 0, true, 0}; }
     if (t->has_sig) { sig_at = ntf; tf[ntf++] = (wf_t){7, 4, 0, true, 0}; }
-    if (t->data) next_buffer++;
+    if (t->data) (*next_buffer)++;
     wb_link(w, ts + 4 * (size_t)i, wb_table(w, tf, ntf));
     wb_link(w, tf[0].slot, wb_vec(w, t->dims, (uint32_t)t->rank, 4));
     wb_link(w, tf[3].slot, wb_string(w, t->name));
@@ -218,13 +189,15 @@ uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes) {
       wb_link(w, qf[1].slot, wb_vec_aligned(w, tq->zero_point, (uint32_t)tq->n, 8, 8));
     }
   }
-  wb_link(w, sg[1].slot, wb_vec(w, inputs, (uint32_t)n_inputs, 4));
-  wb_link(w, sg[2].slot, wb_vec(w, outputs, (uint32_t)n_outputs, 4));
-  s = wb_refs(w, (uint32_t)n_ops);
+  wb_link(w, sg[1].slot, wb_vec(w, a->inputs, (uint32_t)a->n_inputs, 4));
+  wb_link(w, sg[2].slot, wb_vec(w, a->outputs, (uint32_t)a->n_outputs, 4));
+  size_t s = wb_refs(w, (uint32_t)n_ops);
   wb_link(w, sg[3].slot, s - 4);
   for (int k = 0; k < n_ops; k++) {
-    const ar_tm_op_t *o = &ops[k];
-    wf_t of[] = {{0, 4, op_code[k], false, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0},
+    const ar_tm_op_t *o = &a->ops[k];
+    int c = 0;
+    while (c < n_codes && codes[c] != o->builtin) c++;
+    wf_t of[] = {{0, 4, c, false, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0},
                  {3, 1, o->options_type, false, 0}, {4, 4, 0, true, 0}};
     wb_link(w, s + 4 * (size_t)k, wb_table(w, of, o->options_type ? 5 : 3));
     wb_link(w, of[1].slot, wb_vec(w, o->in, (uint32_t)o->n_in, 4));
@@ -232,29 +205,79 @@ uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes) {
     if (o->options_type) {
       wf_t f[8];
       for (int j = 0; j < o->n_fields; j++)
-        f[j] = (wf_t){o->fields[j].id, o->fields[j].size, o->fields[j].val, false, 0};
+        f[j] = (wf_t){o->fields[j].id, o->fields[j].size ? o->fields[j].size : 4, o->fields[j].val,
+                      o->fields[j].size == 0, 0};
       wb_link(w, of[4].slot, wb_table(w, f, o->n_fields));
+      for (int j = 0; j < o->n_fields; j++)
+        if (o->fields[j].size == 0) {
+          const char *str = (const char *)(intptr_t)o->fields[j].val;
+          wb_link(w, f[j].slot, wb_string(w, str ? str : ""));
+        }
     }
   }
   wb_link(w, sg[4].slot, wb_string(w, "main"));
-  /* Buffers: 0 empty, then each constant's data (16-byte aligned). */
-  s = wb_refs(w, next_buffer);
-  wb_link(w, mf[4].slot, s - 4);
-  wb_link(w, s, wb_table(w, NULL, 0));
-  uint32_t b = 1;
-  for (int i = 0; i < n_tensors; i++) {
-    const ar_tm_tensor_t *t = &tensors[i];
+}
+
+/* The constants' buffers of one subgraph, from buffer *b on. */
+static void wb_buffers(wb_t *w, size_t s, const ar_tm_args_t *a, uint32_t *b) {
+  for (int i = 0; i < a->n_tensors; i++) {
+    const ar_tm_tensor_t *t = &a->tensors[i];
     if (!t->data) continue;
     uint64_t n = 1;
     for (int32_t d = 0; d < t->rank; d++) n *= (uint64_t)t->dims[d];
     size_t nb = (size_t)n * dtype_bytes(t->dtype);
-    for (int k = 0; k < n_sparse; k++)
-      if (sparse[k].tensor == i) nb = (size_t)sparse[k].data_bytes;   /* the stored values */
+    for (int k = 0; k < a->n_sparse; k++)
+      if (a->sparse[k].tensor == i) nb = (size_t)a->sparse[k].data_bytes;   /* the stored values */
     wf_t bf[] = {{0, 4, 0, true, 0}};
-    wb_link(w, s + 4 * (size_t)b, wb_table(w, bf, 1));
+    wb_link(w, s + 4 * (size_t)*b, wb_table(w, bf, 1));
     wb_link(w, bf[0].slot, wb_vec_aligned(w, t->data, (uint32_t)nb, 1, 16));
-    b++;
+    (*b)++;
   }
+}
+
+uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes) {
+  const int n_sg = 1 + a->n_subgraphs;
+  wb_t w0 = {0}, *w = &w0;
+  size_t root = wb_put(w, NULL, 4);
+  wb_put(w, "TFL3", 4);
+  wf_t mf[] = {{0, 4, 3, false, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}, {3, 4, 0, true, 0},
+               {4, 4, 0, true, 0}};
+  wb_link(w, root, wb_table(w, mf, 5));
+  /* Operator codes: one per distinct builtin, in order of first use over the subgraphs. */
+  int32_t codes[64];
+  int n_codes = 0;
+  uint32_t n_buffers = 1;
+  for (int g = 0; g < n_sg; g++) {
+    const ar_tm_args_t *sa = g == 0 ? a : &a->subgraphs[g - 1];
+    assert(sa->n_ops <= 256);
+    for (int k = 0; k < sa->n_ops; k++) {
+      int c = 0;
+      while (c < n_codes && codes[c] != sa->ops[k].builtin) c++;
+      if (c == n_codes) {
+        assert(n_codes < 64);
+        codes[n_codes++] = sa->ops[k].builtin;
+      }
+    }
+    for (int i = 0; i < sa->n_tensors; i++) n_buffers += sa->tensors[i].data != NULL;
+  }
+  size_t s = wb_refs(w, (uint32_t)n_codes);
+  wb_link(w, mf[1].slot, s - 4);
+  for (int c = 0; c < n_codes; c++) {
+    wf_t oc[] = {{0, 1, codes[c] < 127 ? codes[c] : 127, false, 0}, {2, 4, 1, false, 0},
+                 {3, 4, codes[c], false, 0}};
+    wb_link(w, s + 4 * (size_t)c, wb_table(w, oc, 3));
+  }
+  s = wb_refs(w, (uint32_t)n_sg);
+  wb_link(w, mf[2].slot, s - 4);
+  uint32_t next_buffer = 1;
+  for (int g = 0; g < n_sg; g++)
+    wb_subgraph(w, s + 4 * (size_t)g, g == 0 ? a : &a->subgraphs[g - 1], codes, n_codes, &next_buffer);
+  /* Buffers: 0 empty, then each constant's data (16-byte aligned), subgraph by subgraph. */
+  s = wb_refs(w, n_buffers);
+  wb_link(w, mf[4].slot, s - 4);
+  wb_link(w, s, wb_table(w, NULL, 0));
+  uint32_t b = 1;
+  for (int g = 0; g < n_sg; g++) wb_buffers(w, s, g == 0 ? a : &a->subgraphs[g - 1], &b);
   wb_link(w, mf[3].slot, wb_string(w, "ar_tm_build"));
   /* A 16-byte aligned copy, so constants are aligned in memory as in a mapped file. */
   uint8_t *out = aligned_alloc(16, (w->n + 15) / 16 * 16);

@@ -25,6 +25,8 @@ typedef struct ar_tm_tensor {
 /* A scalar field of a builtin options table: field id, byte size (1 or 4), value (a float field:
  * its IEEE bits, ar_tm_f32_bits). */
 typedef struct ar_tm_field { int id, size; int64_t val; } ar_tm_field_t;
+/* A string field: size 0, val the string's address ((int64_t)(intptr_t)"text"), written as a
+ * uoffset to a copy of the string. */
 
 typedef struct ar_tm_op {
   int32_t builtin;              /* TFLite BuiltinOperator code */
@@ -87,6 +89,9 @@ typedef struct ar_tm_args {
   const ar_tm_quant_t *quant; int n_quant;
   const ar_tm_sparse_t *sparse; int n_sparse;
   const int32_t *variables; int n_variables;
+  /* Subgraphs 1..n_subgraphs after this one (main): each its own tensors, operators, inputs and
+   * outputs (their own `subgraphs` ignored); operator codes and buffers are shared. */
+  const struct ar_tm_args *subgraphs; int n_subgraphs;
 } ar_tm_args_t;
 uint8_t *ar_tm_build_args(const ar_tm_args_t *a, size_t *bytes);
 

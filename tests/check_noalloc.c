@@ -311,6 +311,30 @@ START_TEST(test_stream_no_alloc) {
 }
 END_TEST
 
+/* The control-flow and resource-variable streams of ../shared/golden_state (issue 27): every
+ * invoke, CALL_ONCE's init run and every WHILE iteration (nested too) included, allocates
+ * nothing, and the outputs match the goldens. Skips when ../shared/models_state is absent. */
+START_TEST(test_control_flow_streams_no_alloc) {
+  if (!ar_ts_have_state_models("control-flow streams without allocation")) return;
+  static const char *const names[] = {"litert_call_once_mul", "litert_resource_vars_calibrated",
+                                      "litert_multi_subgraphs_while", "litert_nested_while"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char model[512], dir[512], msg[AR_MSG_BYTES] = "";
+    snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), names[i]);
+    snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), names[i]);
+    unsigned long calls = 0;
+    ar_ts_hooks_t hooks = {.ctx = &calls, .before_invoke = stream_arm, .after_invoke = stream_disarm};
+    ar_ts_report_t rep;
+    int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", names[i], msg);
+    ck_assert_msg(rep.bad_steps == 0, "%s: %s", names[i], rep.first_bad);
+    printf("noalloc stream %-32s %d invokes: %lu allocation calls (%s)\n", names[i], rep.steps, calls,
+           COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks");
+    ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d stream invokes", names[i], calls, rep.steps);
+  }
+}
+END_TEST
+
 START_TEST(test_invoke_no_alloc) {
   invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 1);
 }
@@ -1039,6 +1063,7 @@ int main(void) {
   TCase *tc = tcase_create("counter");
   tcase_add_test(tc, test_counter_counts);
   tcase_add_test(tc, test_stream_no_alloc);
+  tcase_add_test(tc, test_control_flow_streams_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("new_kernels");
   tcase_add_test(tc, test_new_kernels_no_alloc);
