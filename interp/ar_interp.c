@@ -104,6 +104,7 @@ struct rvar {
 };
 
 struct cf_op {
+  ar_interp_t *parent;
   ar_op_t op;
   int32_t k, n_child;
   int32_t sub[2];
@@ -1581,6 +1582,7 @@ static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   cf_op_t *cf = calloc(1, sizeof *cf);
   if (!cf) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   in->cf[k] = cf;
+  cf->parent = in;
   cf->op = op->op;
   cf->k = k;
   if (op->op == AR_OP_WHILE) {
@@ -1785,13 +1787,13 @@ static int cf_run(ar_interp_t *in, int32_t k) {
   return 0;
 }
 
+/* Again after a resize (ar_interp_prepare): the children keep their plans, so the values passed
+ * must keep their shapes (cf_check refuses any other, naming the operator). */
 static int cf_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
-  (void)msg;
-  (void)msg_bytes;
-  const cf_op_t *cf = node->sub;
+  cf_op_t *cf = node->sub;
   node->scratch_bytes = cf->arena_bytes;
   node->state_bytes = cf->state_bytes;
-  return 0;
+  return cf_check(cf->parent, cf->k, msg, msg_bytes);
 }
 static void cf_eval_none(const ar_node_t *node) { (void)node; }   /* run by cf_run */
 static const ar_kernel_t cf_kernel = {"control flow", cf_prepare, NULL, cf_eval_none};

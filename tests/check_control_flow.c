@@ -189,9 +189,9 @@ START_TEST(while_loop_counts_and_is_bounded) {
 END_TEST
 
 /* IF(c, x): then x + x + x... (two ADDs), else x * x; n floats each. */
-static uint8_t *if_model(int32_t n, int32_t then_sg, size_t *bytes) {
+static uint8_t *if_model(int32_t n, int32_t then_sg, bool resizable, size_t *bytes) {
   ar_tm_tensor_t mt[] = {{"c", AR_DTYPE_BOOL, 0, {0}, false, {0}, NULL},
-                         {"x", AR_DTYPE_FLOAT32, 1, {n}, false, {0}, NULL},
+                         {"x", AR_DTYPE_FLOAT32, 1, {n}, resizable, {-1}, NULL},
                          {"y", AR_DTYPE_FLOAT32, 1, {n}, false, {0}, NULL}};
   ar_tm_op_t mops[] = {{.builtin = OP_IF, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}, .options_type = OPT_IF,
                         .n_fields = 2, .fields = {{0, 4, then_sg}, {1, 4, 2}}}};
@@ -217,7 +217,7 @@ START_TEST(if_takes_one_branch_and_plans_parent_plus_one_branch) {
   /* Two branches of 2 MB tensors: the plan holds the parent's x and y plus ONE branch's arena. */
   const int32_t n = 512 * 1024;
   size_t bytes = 0;
-  uint8_t *b = if_model(n, 1, &bytes);
+  uint8_t *b = if_model(n, 1, false, &bytes);
   char msg[1024];
   ar_model_t *m = NULL;
   ck_assert_msg(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
@@ -254,9 +254,23 @@ START_TEST(if_takes_one_branch_and_plans_parent_plus_one_branch) {
   ar_model_free(m);
   free(b);
   /* then subgraph 5 of 3. */
-  b = if_model(4, 5, &bytes);
+  b = if_model(4, 5, false, &bytes);
   ck_assert_int_eq(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_str_eq(msg, "subgraph 0, operator 0 (IF): then subgraph index 5, but the model has 3 subgraphs");
+  free(b);
+  /* A resize that would change a value passed into a branch is refused at prepare, naming it (the
+   * branches keep their plans). */
+  b = if_model(4, 1, true, &bytes);
+  ck_assert_msg(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+  const int32_t eight = 8;
+  ck_assert_int_eq(ar_interp_resize_input(in, 1, 1, &eight, msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_interp_prepare(in, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_str_eq(msg, "subgraph 0, operator 0 (IF): input 1 is FLOAT32 [8], but then subgraph 1's input 0 is "
+                        "FLOAT32 [4] (values whose dtype or shape changes across subgraphs are not supported)");
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ESTATE);
+  ar_interp_free(in);
+  ar_model_free(m);
   free(b);
 }
 END_TEST
