@@ -273,6 +273,56 @@ static bool has_control_flow(const ar_interp_t *in) {
   return false;
 }
 
+/* The hierarchical lower bound of `in`'s arena: at each step, the bytes of the arena and scratch
+ * buffers live there (alias chains once), where a control-flow operator's scratch (its children's
+ * plans) counts as the largest of its children's own bounds instead. 0 on a bad plan. */
+static uint64_t hierarchical_bound(const ar_interp_t *in) {
+  const ar_planner_t *p = ar_interp_planner(in);
+  const int32_t steps = ar_planner_steps(p);
+  if (steps <= 0) return 0;
+  uint64_t best = 0;
+  for (int32_t k = 0; k < steps; k++) {
+    uint64_t live = 0;
+    for (int b = 0; b < ar_planner_count(p); b++) {
+      ar_plan_buffer_t pb;
+      if (ar_planner_buffer(p, b, &pb) != 0 || pb.cls == AR_BUF_PERSISTENT || pb.root != b) continue;
+      if (k < pb.live_first || k > pb.live_last) continue;
+      ar_cf_info_t info;
+      if (pb.cls == AR_BUF_SCRATCH && ar_interp_control_flow(in, pb.id, &info) == 0) {
+        uint64_t c = 0;
+        for (int32_t j = 0; j < info.n_children; j++) {
+          const uint64_t h = hierarchical_bound(info.child[j]);
+          if (h > c) c = h;
+        }
+        live += c;
+      } else {
+        live += pb.size_bytes;
+      }
+    }
+    if (live > best) best = live;
+  }
+  return best;
+}
+
+/* TFLite's arenas for the same model: every subgraph its own tensor arena (the plan restricted to
+ * tensors), all allocated at once; each subgraph counted once. `seen` marks subgraphs counted. */
+static uint64_t separate_arenas(const ar_interp_t *in, bool *seen, int32_t n_sub) {
+  const int32_t s = ar_interp_subgraph(in);
+  uint64_t total = 0;
+  if (s >= 0 && s < n_sub && !seen[s]) {
+    seen[s] = true;
+    ar_plan_figures_t f;
+    ar_planner_figures(ar_interp_planner(in), &f);
+    total += f.tensor_arena_bytes;
+  }
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
+    ar_cf_info_t info;
+    if (ar_interp_control_flow(in, k, &info) != 0) continue;
+    for (int32_t j = 0; j < info.n_children; j++) total += separate_arenas(info.child[j], seen, n_sub);
+  }
+  return total;
+}
+
 /* One line per control-flow operator of `in`, its children's below it, indented by depth. */
 static void print_control_flow(FILE *out, const ar_interp_t *in, int depth) {
   static const char *const names[3][2] = {{"cond", "body"}, {"then", "else"}, {"init", ""}};
@@ -395,6 +445,14 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
     fprintf(out, "control flow     each child subgraph's plan is its operator's scratch (live only at that "
             "step; children of one operator share it)\n");
     print_control_flow(out, in, 1);
+    const uint64_t hb = hierarchical_bound(in);
+    fprintf(out, "hierarchical     %12" PRIu64 " bytes lower bound over the subgraphs (a control-flow step "
+            "counts its largest child's bound), arena ratio %.4f\n", hb, ratio(f.arena_bytes, hb));
+    const int32_t n_sub = (int32_t)ar_interp_model(in)->n_subgraphs;
+    bool seen_small[256] = {false};
+    const uint64_t sep = n_sub <= 256 ? separate_arenas(in, seen_small, n_sub) : 0;
+    fprintf(out, "separate arenas  %12" PRIu64 " bytes (TFLite: each subgraph its own tensor arena, all at "
+            "once)\n", sep);
   }
   const int32_t nv = ar_interp_n_resource_vars(in);
   for (int32_t i = 0; i < nv; i++) {

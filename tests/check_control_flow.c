@@ -458,6 +458,10 @@ START_TEST(arenactl_plan_shows_the_children) {
   ck_assert_msg(strstr(out_text, "op 0 WHILE: cond subgraph 1") != NULL, "%s", out_text);
   ck_assert_msg(strstr(out_text, "  subgraph 2 op 0 WHILE: cond subgraph 3") != NULL, "%s", out_text);
   ck_assert_msg(strstr(out_text, "copied per iteration 12 bytes") != NULL, "%s", out_text);
+  /* x and the result (4 bytes each) + body 2's (4 + 4 + its inner loop's largest child: cond 3's
+   * 4 + 4 + 1), unaligned. */
+  ck_assert_msg(strstr(out_text, "hierarchical               25 bytes lower bound") != NULL, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "separate arenas") != NULL, "%s", out_text);
 }
 END_TEST
 
