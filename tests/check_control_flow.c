@@ -41,6 +41,7 @@ typedef struct loop_spec {
   int body_outputs;
   bool body_has_while;
   const int32_t *step;      /* &one_i, or &zero_i: a loop that never ends */
+  int32_t body_add;         /* the body's first operator: OP_ADD, or another builtin code */
 } loop_spec_t;
 
 static uint8_t *loop_model(const loop_spec_t *ls, size_t *bytes) {
@@ -66,7 +67,7 @@ static uint8_t *loop_model(const loop_spec_t *ls, size_t *bytes) {
                          {"x2", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
                          {"i3", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
                          {"x3", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL}};
-  ar_tm_op_t bops[3] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 2}, .out = {4}},
+  ar_tm_op_t bops[3] = {{.builtin = ls->body_add ? ls->body_add : OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 2}, .out = {4}},
                         {.builtin = OP_MUL, .n_in = 2, .n_out = 1, .in = {1, 3}, .out = {5}}};
   int n_bops = 2;
   int32_t b_out[2] = {4, 5};
@@ -103,24 +104,29 @@ static void free_loaded(ar_model_t *m) {
 START_TEST(malformed_control_flow_is_refused_naming_the_operator) {
   char msg[1024];
   ar_model_t *m = NULL;
-  loop_spec_t ls = {1, 7, 2, false, &one_i};
+  loop_spec_t ls = {1, 7, 2, false, &one_i, OP_ADD};
   ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_str_eq(msg, "subgraph 0, operator 0 (WHILE): body subgraph index 7, but the model has 3 subgraphs");
-  ls = (loop_spec_t){-1, 2, 2, false, &one_i};
+  ls = (loop_spec_t){-1, 2, 2, false, &one_i, OP_ADD};
   ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_str_eq(msg, "subgraph 0, operator 0 (WHILE): cond subgraph index -1, but the model has 3 subgraphs");
-  ls = (loop_spec_t){0, 2, 2, false, &one_i};
+  ls = (loop_spec_t){0, 2, 2, false, &one_i, OP_ADD};
   ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_str_eq(msg, "subgraph 0, operator 0 (WHILE): cond subgraph is 0, the main graph (recursion): refused");
-  ls = (loop_spec_t){1, 2, 2, true, &one_i};
+  ls = (loop_spec_t){1, 2, 2, true, &one_i, OP_ADD};
   ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_str_eq(msg, "subgraph 2, operator 2 (WHILE): body subgraph 2 is recursive (subgraphs 2 -> 2): refused");
-  ls = (loop_spec_t){1, 2, 1, false, &one_i};
+  ls = (loop_spec_t){1, 2, 1, false, &one_i, OP_ADD};
   ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_msg(strstr(msg, "subgraph 0, operator 0 (WHILE): 2 inputs, 2 outputs; cond subgraph 1 has 2 inputs, 1 "
                             "outputs (1 expected); body subgraph 2 has 2 inputs, 1 outputs") == msg, "%s", msg);
+  /* An operator arenad has no kernel for, in the body: named with its subgraph. */
+  ls = (loop_spec_t){1, 2, 2, false, &one_i, 200};
+  ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "1 operator unsupported: ") == msg && strstr(msg, "(op 0 of subgraph 2)") != NULL, "%s",
+                msg);
   /* cond and body swapped: cond would have two outputs. */
-  ls = (loop_spec_t){2, 1, 2, false, &one_i};
+  ls = (loop_spec_t){2, 1, 2, false, &one_i, OP_ADD};
   ck_assert_int_eq(load_loop(&ls, &m, msg, sizeof msg), AR_EMODEL);
   ck_assert_msg(strstr(msg, "(WHILE): 2 inputs, 2 outputs; cond subgraph 2 has 2 inputs, 2 outputs") != NULL, "%s",
                 msg);
@@ -135,7 +141,7 @@ static void set_scalars(ar_interp_t *in, int32_t i, float x) {
 START_TEST(while_loop_counts_and_is_bounded) {
   char msg[1024];
   ar_model_t *m = NULL;
-  loop_spec_t ls = {1, 2, 2, false, &one_i};
+  loop_spec_t ls = {1, 2, 2, false, &one_i, OP_ADD};
   ck_assert_msg(load_loop(&ls, &m, msg, sizeof msg) == 0, "%s", msg);
   ar_interp_t *in = NULL;
   ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
