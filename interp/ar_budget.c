@@ -153,6 +153,44 @@ static void classify(const ar_interp_t *in, int32_t t, const int32_t *producer, 
   }
 }
 
+static bool has_control_flow(const ar_interp_t *in);
+static uint64_t hierarchical_bound(const ar_interp_t *in);
+static uint64_t separate_arenas(const ar_interp_t *in, bool *seen, int32_t n_sub);
+
+static const char *const cf_roles[3][2] = {{"cond", "body"}, {"then", "else"}, {"init", ""}};
+
+/* The control-flow operators of `in` as JSON, each with its children (and theirs). */
+static json_t *control_flow_json(const ar_interp_t *in) {
+  json_t *a = json_array();
+  for (int32_t k = 0; a && k < ar_interp_n_operators(in); k++) {
+    ar_cf_info_t info;
+    if (ar_interp_control_flow(in, k, &info) != 0) continue;
+    const int kind = info.op == AR_OP_WHILE ? 0 : info.op == AR_OP_IF ? 1 : 2;
+    json_t *kids = json_array();
+    for (int32_t j = 0; kids && j < info.n_children; j++) {
+      json_t *c = json_pack("{s:s, s:i, s:I, s:I, s:o}", "role", cf_roles[kind][j], "subgraph", (int)info.subgraph[j],
+                            "arena_bytes", (json_int_t)info.child_arena_bytes[j], "persistent_bytes",
+                            (json_int_t)info.child_persistent_bytes[j], "control_flow",
+                            control_flow_json(info.child[j]));
+      if (!c || json_array_append_new(kids, c) != 0) {
+        json_decref(kids);
+        kids = NULL;
+      }
+    }
+    json_t *o = kids ? json_pack("{s:i, s:i, s:s, s:I, s:I, s:I, s:o}", "subgraph", (int)ar_interp_subgraph(in),
+                                 "operator", (int)k, "op", ar_op_name(info.op), "scratch_bytes",
+                                 (json_int_t)info.arena_bytes, "state_bytes", (json_int_t)info.state_bytes,
+                                 info.op == AR_OP_WHILE ? "copy_bytes_per_iteration" : "copy_bytes_per_invoke",
+                                 (json_int_t)info.copy_bytes_per_iteration, "children", kids)
+                     : NULL;
+    if (!o || json_array_append_new(a, o) != 0) {
+      json_decref(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
 json_t *ar_budget_json(const ar_interp_t *in) {
   if (in == NULL) return NULL;
   const ar_planner_t *p = ar_interp_planner(in);
@@ -211,6 +249,28 @@ json_t *ar_budget_json(const ar_interp_t *in) {
     if (o == NULL || json_array_append_new(fused, o) != 0) bad = 1;
   }
   bad |= json_object_set_new(root, "fused", fused ? fused : json_null());
+  if (has_control_flow(in)) {
+    json_t *cf = control_flow_json(in);
+    bad |= json_object_set_new(root, "control_flow", cf ? cf : json_null());
+    bad |= json_object_set_new(root, "hierarchical_lower_bound_bytes", json_integer((json_int_t)hierarchical_bound(in)));
+    const int32_t n_sub = (int32_t)ar_interp_model(in)->n_subgraphs;
+    bool seen[256] = {false};
+    bad |= json_object_set_new(root, "separate_arenas_bytes",
+                               json_integer((json_int_t)(n_sub <= 256 ? separate_arenas(in, seen, n_sub) : 0)));
+  }
+  const int32_t nv = ar_interp_n_resource_vars(in);
+  if (nv > 0) {
+    json_t *vars = json_array();
+    for (int32_t i = 0; vars && i < nv; i++) {
+      const char *c = NULL, *name = NULL;
+      uint64_t vb = 0, off = 0;
+      ar_interp_resource_var(in, i, &c, &name, &vb, &off);
+      json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "container", c, "shared_name", name, "bytes", (json_int_t)vb,
+                            "persistent_offset", (json_int_t)off);
+      if (!o || json_array_append_new(vars, o) != 0) bad = 1;
+    }
+    bad |= json_object_set_new(root, "resource_variables", vars ? vars : json_null());
+  }
   bad |= json_object_set_new(root, "fused_bytes", json_integer((json_int_t)fused_bytes));
   /* Every tensor without a row, with why (the table accounts for every tensor of subgraph 0). */
   int32_t *producer = NULL, *reader = NULL;
@@ -325,7 +385,6 @@ static uint64_t separate_arenas(const ar_interp_t *in, bool *seen, int32_t n_sub
 
 /* One line per control-flow operator of `in`, its children's below it, indented by depth. */
 static void print_control_flow(FILE *out, const ar_interp_t *in, int depth) {
-  static const char *const names[3][2] = {{"cond", "body"}, {"then", "else"}, {"init", ""}};
   const ar_planner_t *p = ar_interp_planner(in);
   for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
     ar_cf_info_t info;
@@ -340,7 +399,7 @@ static void print_control_flow(FILE *out, const ar_interp_t *in, int depth) {
     if (ar_interp_subgraph(in) != 0) fprintf(out, "subgraph %d ", (int)ar_interp_subgraph(in));
     fprintf(out, "op %d %s:", (int)k, ar_op_name(info.op));
     for (int32_t j = 0; j < info.n_children; j++)
-      fprintf(out, "%s %s subgraph %d (arena %" PRIu64 ", persistent %" PRIu64 ")", j ? "," : "", names[kind][j],
+      fprintf(out, "%s %s subgraph %d (arena %" PRIu64 ", persistent %" PRIu64 ")", j ? "," : "", cf_roles[kind][j],
               (int)info.subgraph[j], info.child_arena_bytes[j], info.child_persistent_bytes[j]);
     fprintf(out, "; scratch %" PRIu64 " bytes at arena offset %" PRIu64 ", state %" PRIu64 " bytes", info.arena_bytes,
             offset, info.state_bytes);

@@ -468,6 +468,11 @@ START_TEST(arenactl_plan_shows_the_children) {
    * 4 + 4 + 1), unaligned. */
   ck_assert_msg(strstr(out_text, "hierarchical               25 bytes lower bound") != NULL, "%s", out_text);
   ck_assert_msg(strstr(out_text, "separate arenas") != NULL, "%s", out_text);
+  rc = sh("%s'%s/arenactl' plan '%s' --json 2>&1", ar_test_exec_prefix(), builddir(), model);
+  ck_assert_msg(rc == 0, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "\"hierarchical_lower_bound_bytes\": 25") != NULL, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "\"copy_bytes_per_iteration\": 12") != NULL, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "\"role\": \"body\"") != NULL, "%s", out_text);
 }
 END_TEST
 
