@@ -20,8 +20,8 @@
 #include <jansson.h>
 
 #include "common/ar_error.h"
-#include "common/ar_path.h"
 #include "common/ar_util.h"
+#include "common/ar_path.h"
 #include "daemon/ar_config.h"
 
 /* Limits (inclusive). Sizes are bytes. */
@@ -61,7 +61,8 @@ static const char *const root_keys[] = {
   "max_connections_per_uid", "max_inflight_per_connection", "max_pending_reply_bytes",
   "max_unwritten_reply_bytes", "max_decode_bytes", "max_queue_per_model", "max_buffers_per_connection",
   "max_buffer_bytes_per_connection", "request_timeout_ms", "idle_timeout_ms", "send_timeout_ms",
-  "drain_timeout_ms", "busy_poll_us", "inline_invoke_us"};
+  "drain_timeout_ms", "busy_poll_us", "inline_invoke_us", "admin_reserved_connections",
+  "max_pending_frame_bytes_per_uid", "max_unwritten_reply_bytes_per_uid", "max_buffer_bytes_per_uid"};
 size_t ar_config_root_keys(const char *const **keys) {
   *keys = root_keys;
   return AR_ARRAY_LEN(root_keys);
@@ -161,15 +162,19 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->workers = 2;
   cfg->max_frame_bytes = 64ull << 20;
   cfg->max_pending_frame_bytes = AR_CFG_PENDING_FRAMES_PER_FRAME * cfg->max_frame_bytes;
+  cfg->max_pending_frame_bytes_per_uid = AR_MAX(cfg->max_frame_bytes, cfg->max_pending_frame_bytes / 4);
   cfg->max_connections = 256;
+  cfg->admin_reserved_connections = 4;
   cfg->max_connections_per_uid = 64;
   cfg->max_inflight_per_connection = 64;
   cfg->max_pending_reply_bytes = 16ull << 20;
   cfg->max_unwritten_reply_bytes = 64ull << 20;
+  cfg->max_unwritten_reply_bytes_per_uid = cfg->max_unwritten_reply_bytes;
   cfg->max_decode_bytes = 132ull << 20;
   cfg->max_queue_per_model = 256;
   cfg->max_buffers_per_connection = 16;
   cfg->max_buffer_bytes_per_connection = 256ull << 20;
+  cfg->max_buffer_bytes_per_uid = 1ull << 30;
   cfg->request_timeout_ms = 10000;
   cfg->idle_timeout_ms = 300000;
   cfg->send_timeout_ms = 30000;
@@ -478,7 +483,8 @@ static int resolve_model_paths(ar_config_t *cfg, const char *base, char *msg, si
 
 static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg, size_t n) {
   if (!json_is_object(root)) return ar_errf(msg, n, AR_ECONFIG, "(top level): must be a JSON object");
-  bool have_models = false, have_pending_frames = false;
+  bool have_models = false, have_pending_frames = false, have_frames_per_uid = false, have_replies_per_uid = false;
+  bool have_reserved = false;
   const char *k;
   json_t *v;
   json_object_foreach(root, k, v) {
@@ -505,6 +511,13 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       /* Checked against max_frame_bytes below, once every key is read (JSON keys have no order). */
       rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_PENDING_FRAMES_MAX, &cfg->max_pending_frame_bytes, msg, n);
       have_pending_frames = true;
+    } else if (strcmp(k, "max_pending_frame_bytes_per_uid") == 0) {
+      /* Checked against max_frame_bytes and max_pending_frame_bytes below. */
+      rc = get_size(v, k, AR_CFG_FRAME_MIN, AR_CFG_PENDING_FRAMES_MAX, &cfg->max_pending_frame_bytes_per_uid, msg, n);
+      have_frames_per_uid = true;
+    } else if (strcmp(k, "admin_reserved_connections") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_CONN_MAX - 1, &cfg->admin_reserved_connections, msg, n);
+      have_reserved = true;
     } else if (strcmp(k, "max_connections") == 0) {
       rc = get_uint(v, k, 1, AR_CFG_CONN_MAX, &cfg->max_connections, msg, n);
     } else if (strcmp(k, "max_connections_per_uid") == 0) {
@@ -515,6 +528,9 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_size(v, k, AR_CFG_PENDING_MIN, AR_CFG_PENDING_MAX, &cfg->max_pending_reply_bytes, msg, n);
     } else if (strcmp(k, "max_unwritten_reply_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_PENDING_MIN, AR_CFG_PENDING_MAX, &cfg->max_unwritten_reply_bytes, msg, n);
+    } else if (strcmp(k, "max_unwritten_reply_bytes_per_uid") == 0) {
+      rc = get_size(v, k, AR_CFG_PENDING_MIN, AR_CFG_PENDING_MAX, &cfg->max_unwritten_reply_bytes_per_uid, msg, n);
+      have_replies_per_uid = true;
     } else if (strcmp(k, "max_decode_bytes") == 0) {
       rc = get_size(v, k, AR_CFG_DECODE_MIN, AR_CFG_DECODE_MAX, &cfg->max_decode_bytes, msg, n);
     } else if (strcmp(k, "max_queue_per_model") == 0) {
@@ -523,6 +539,8 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_uint(v, k, 0, AR_CFG_BUFFERS_MAX, &cfg->max_buffers_per_connection, msg, n);
     } else if (strcmp(k, "max_buffer_bytes_per_connection") == 0) {
       rc = get_size(v, k, 0, AR_CFG_BUFFER_BYTES_MAX, &cfg->max_buffer_bytes_per_connection, msg, n);
+    } else if (strcmp(k, "max_buffer_bytes_per_uid") == 0) {
+      rc = get_size(v, k, 0, AR_CFG_BUFFER_BYTES_MAX, &cfg->max_buffer_bytes_per_uid, msg, n);
     } else if (strcmp(k, "request_timeout_ms") == 0) {
       rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->request_timeout_ms, msg, n);
     } else if (strcmp(k, "idle_timeout_ms") == 0) {
@@ -593,6 +611,30 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
     return ar_errf(msg, n, AR_ECONFIG, "max_pending_frame_bytes: %" PRIu64 " bytes is below max_frame_bytes %" PRIu64
                    " (the budget must hold at least one frame of the largest size)",
                    cfg->max_pending_frame_bytes, cfg->max_frame_bytes);
+  }
+  if (!have_frames_per_uid) {
+    cfg->max_pending_frame_bytes_per_uid = AR_MAX(cfg->max_frame_bytes, cfg->max_pending_frame_bytes / 4);
+  } else if (cfg->max_pending_frame_bytes_per_uid < cfg->max_frame_bytes ||
+             cfg->max_pending_frame_bytes_per_uid > cfg->max_pending_frame_bytes) {
+    /* Below max_frame_bytes a uid could never send a frame of the largest size. */
+    return ar_errf(msg, n, AR_ECONFIG, "max_pending_frame_bytes_per_uid: %" PRIu64 " bytes is out of range [%" PRIu64
+                   " (max_frame_bytes), %" PRIu64 " (max_pending_frame_bytes)]", cfg->max_pending_frame_bytes_per_uid,
+                   cfg->max_frame_bytes, cfg->max_pending_frame_bytes);
+  }
+  if (!have_replies_per_uid) {
+    cfg->max_unwritten_reply_bytes_per_uid = cfg->max_unwritten_reply_bytes;
+  } else if (cfg->max_unwritten_reply_bytes_per_uid > cfg->max_unwritten_reply_bytes) {
+    return ar_errf(msg, n, AR_ECONFIG, "max_unwritten_reply_bytes_per_uid: %" PRIu64 " bytes is above "
+                   "max_unwritten_reply_bytes %" PRIu64, cfg->max_unwritten_reply_bytes_per_uid,
+                   cfg->max_unwritten_reply_bytes);
+  }
+  if (cfg->admin_reserved_connections >= cfg->max_connections) {
+    /* Non-admins would have no slot at all. */
+    if (have_reserved)
+      return ar_errf(msg, n, AR_ECONFIG, "admin_reserved_connections: %" PRIu32 " is not below max_connections %" PRIu32
+                     " (non-admin peers need at least one slot)", cfg->admin_reserved_connections,
+                     cfg->max_connections);
+    cfg->admin_reserved_connections = cfg->max_connections / 2;   /* a small max_connections: half */
   }
   /* A model that does not say takes the file's default, so a reload that changes the default
    * reloads those models. */

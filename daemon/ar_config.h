@@ -6,9 +6,12 @@
  *     "metrics_listen": "127.0.0.1:9464",
  *     "pool_bytes": 67108864, "workers": 2, "threads": 2, "max_frame_bytes": 67108864,
  *     "max_pending_frame_bytes": "256M",
+ *     "max_pending_frame_bytes_per_uid": "64M", "admin_reserved_connections": 4,
  *     "max_connections": 256, "max_connections_per_uid": 64, "max_inflight_per_connection": 64,
- *     "max_pending_reply_bytes": "16M", "max_decode_bytes": "132M", "max_queue_per_model": 256,
+ *     "max_pending_reply_bytes": "16M", "max_unwritten_reply_bytes_per_uid": "64M",
+ *     "max_decode_bytes": "132M", "max_queue_per_model": 256,
  *     "max_buffers_per_connection": 16, "max_buffer_bytes_per_connection": "256M",
+ *     "max_buffer_bytes_per_uid": "1G",
  *     "request_timeout_ms": 10000, "idle_timeout_ms": 300000, "send_timeout_ms": 30000,
  *     "drain_timeout_ms": 5000, "busy_poll_us": 200, "inline_invoke_us": 5000,
  *     "max_connections": 256, "max_model_bytes": "256M", "weights": "stored",
@@ -73,18 +76,34 @@ typedef struct ar_config {
    * and its connection closed. At least max_frame_bytes; default 4 x max_frame_bytes (256 MiB with
    * the default max_frame_bytes). */
   uint64_t max_pending_frame_bytes;
+  /* One peer uid's share of max_pending_frame_bytes (daemon/ar_conn.h, "shares"): its frames being
+   * received hold at most this many bytes, and while frames of other uids are being received too,
+   * at most max_pending_frame_bytes / (uids with frames being received). Admin peers are held only
+   * to the latter. In [max_frame_bytes, max_pending_frame_bytes]; default the larger of
+   * max_frame_bytes and max_pending_frame_bytes / 4 (64 MiB with the defaults). */
+  uint64_t max_pending_frame_bytes_per_uid;
   uint32_t max_connections;     /* default 256 */
+  /* Slots of max_connections only admin peers may take (daemon/ar_conn.h, "accept"): non-admins
+   * hold at most max_connections - admin_reserved_connections. Below max_connections; default 4. */
+  uint32_t admin_reserved_connections;
   /* Connection limits (daemon/ar_conn.h); timeouts in milliseconds, 0 disables one. */
   uint32_t max_connections_per_uid;   /* default 64: one peer uid's share of max_connections */
   uint32_t max_inflight_per_connection; /* default 64: requests taken, reply not yet written */
   uint64_t max_pending_reply_bytes;   /* default 16 MiB: unwritten reply bytes before reads stop */
   uint64_t max_unwritten_reply_bytes; /* default 64 MiB: the same over all connections (ar_conn.h) */
+  /* One peer uid's share of max_unwritten_reply_bytes (ar_conn.h, "shares"): at most this, and
+   * while other uids have replies outstanding too, at most max_unwritten_reply_bytes / (uids with
+   * replies outstanding). Admin peers are held only to the latter. At most
+   * max_unwritten_reply_bytes (the default). */
+  uint64_t max_unwritten_reply_bytes_per_uid;
   uint64_t max_decode_bytes;          /* default 132 MiB: hard cap of one frame's decode budget */
   uint32_t max_queue_per_model;       /* default 256: invokes queued or running per model (EBUSY) */
   /* Shared-memory buffers (RegisterBuffer, daemon/ar_shm.h) per connection: how many, and their
    * bytes in all (mapped address space); 0 buffers disables registration. */
   uint32_t max_buffers_per_connection;       /* default 16 */
   uint64_t max_buffer_bytes_per_connection;  /* default 256 MiB */
+  /* ... and over all connections of one peer uid (admin peers exempt); default 1 GiB. */
+  uint64_t max_buffer_bytes_per_uid;
   uint32_t request_timeout_ms;        /* default 10000: a started frame must complete within */
   uint32_t idle_timeout_ms;           /* default 300000: nothing in flight and nothing read */
   uint32_t send_timeout_ms;           /* default 30000: queued replies making no progress */

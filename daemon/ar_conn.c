@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "common/ar_util.h"
 #include "daemon/ar_conn.h"
 #include "daemon/ar_daemon.h"
@@ -41,10 +43,66 @@ static void on_read(ar_conn_t *c, ssize_t nread);
 /* ------------------------------------------------------------------------------------------ */
 /* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending")                        */
 
+/* ------------------------------------------------------------------------------------------ */
+/* Per-uid shares (ar_conn.h, "shares")                                                        */
+
+/* The entry of `peer`'s uid (one for every peer whose credentials are unknown), created on first
+ * use with no reference; NULL when out of memory. */
+static ar_uid_use_t *uid_use_find(ar_server_t *srv, const ar_peer_t *peer) {
+  for (ar_uid_use_t *u = srv->uids; u; u = u->next)
+    if (u->known == peer->known && (!peer->known || u->uid == peer->uid)) return u;
+  ar_uid_use_t *u = calloc(1, sizeof(*u));
+  if (u == NULL) return NULL;
+  u->known = peer->known;
+  u->uid = peer->known ? peer->uid : (uid_t)-1;
+  u->next = srv->uids;
+  srv->uids = u;
+  return u;
+}
+
+/* The uid's timeouts are forgotten AR_CONN_THROTTLE_FORGET_MS after the last one. */
+static void uid_forget_timeouts(ar_uid_use_t *u, uint64_t now) {
+  if (u->timeouts && now - u->last_timeout_us > AR_CONN_THROTTLE_FORGET_MS * 1000ull) {
+    u->timeouts = 0;
+    u->throttle_until_us = 0;
+  }
+}
+
+/* Free the entries no connection refers to and that hold no throttle (the sweep, server stop). */
+static void uid_use_sweep(ar_server_t *srv, uint64_t now) {
+  for (ar_uid_use_t **pp = &srv->uids; *pp;) {
+    ar_uid_use_t *u = *pp;
+    uid_forget_timeouts(u, now);
+    if (u->refs == 0 && u->timeouts == 0) {
+      *pp = u->next;
+      free(u);
+    } else {
+      pp = &u->next;
+    }
+  }
+}
+
+/* Peer uids with a connection (the number the budgets are shared among; at least 1). */
+static uint32_t uid_count(const ar_server_t *srv) {
+  uint32_t n = 0;
+  for (const ar_uid_use_t *u = srv->uids; u; u = u->next)
+    if (u->refs > 0) n++;
+  return n ? n : 1;
+}
+
+/* The reply bytes (queued + reserved) of `c` changed by `delta`: its uid's figure and the peaks. */
+static void reply_bytes_add(ar_conn_t *c, int64_t delta) {
+  c->uidu->reply_bytes = (uint64_t)((int64_t)c->uidu->reply_bytes + delta);
+  uint64_t now = c->wbytes + c->reply_reserved;
+  if (now > c->reply_peak) c->reply_peak = now;
+  if (now > c->srv->conn_reply_peak) c->srv->conn_reply_peak = now;
+}
+
 /* Give back what `c` holds of the budget. */
 static void frame_budget_release(ar_conn_t *c) {
   if (c->frame_reserved_bytes == 0) return;
   c->srv->pending_frame_bytes -= c->frame_reserved_bytes;
+  c->uidu->pending_frame_bytes -= c->frame_reserved_bytes;
   c->frame_reserved_bytes = 0;
   c->frame_reserved_at = 0;
 }
@@ -83,7 +141,28 @@ static int frame_budget_reserve(ar_conn_t *c, size_t pos, uint32_t len, size_t h
     return ar_errf(msg, msg_bytes, AR_EBUSY, "daemon-wide budget of pending frame bytes exhausted: frame of %" PRIu32
                    " bytes refused, %" PRIu64 " of max_pending_frame_bytes %" PRIu64 " held by frames being "
                    "received (%zu bytes of this one received); closing", len, held, max, have - 4);
+  /* The uid's share: at most max_pending_frame_bytes_per_uid (admins exempt), and beyond
+   * max / (uids connected) only while that much stays free for another uid's frames. */
+  ar_uid_use_t *u = c->uidu;
+  uint64_t cap = srv->cfg.max_pending_frame_bytes_per_uid, mine = u->pending_frame_bytes + more;
+  uint32_t uids = uid_count(srv);
+  uint64_t share = max / uids, left = max - held - more;
+  bool over_cap = !c->admin && mine > cap, over_share = mine > share && left < share;
+  if (over_cap || over_share) {
+    srv->frames_over_uid_share++;
+    if (over_cap)
+      return ar_errf(msg, msg_bytes, AR_EBUSY, "uid %u's share of pending frame bytes exhausted: frame of %" PRIu32
+                     " bytes refused, %" PRIu64 " bytes held by this uid's frames being received and %" PRIu64
+                     " more wanted, over max_pending_frame_bytes_per_uid %" PRIu64 "; closing", (unsigned)u->uid,
+                     len, u->pending_frame_bytes, more, cap);
+    return ar_errf(msg, msg_bytes, AR_EBUSY, "uid %u's share of pending frame bytes exhausted: frame of %" PRIu32
+                   " bytes refused, %" PRIu64 " bytes held by this uid's frames being received and %" PRIu64
+                   " more wanted, over its share %" PRIu64 " (max_pending_frame_bytes %" PRIu64 " / %" PRIu32
+                   " uids connected) with %" PRIu64 " held in all; closing", (unsigned)u->uid, len,
+                   u->pending_frame_bytes, more, share, max, uids, held);
+  }
   srv->pending_frame_bytes += more;
+  u->pending_frame_bytes += more;
   c->frame_reserved_bytes = want;
   c->frame_reserved_at = at;
   return 0;
@@ -104,6 +183,7 @@ static void conn_drop_spares(ar_conn_t *c) {
 static void conn_unref(ar_conn_t *c) {
   if (--c->refs == 0) {
     frame_budget_release(c);
+    if (c->uidu) c->uidu->refs--;   /* the entry goes at the sweep */
     conn_drop_spares(c);
     free(c->rbuf);
     free((void *)c->peer.groups);
@@ -183,6 +263,8 @@ static void conn_release_shm(ar_conn_t *c) {
   }
   c->bufs = NULL;
   c->n_bufs = 0;
+  c->uidu->buffer_bytes -= c->buf_bytes;
+  c->srv->shm_bytes -= c->buf_bytes;
   c->buf_bytes = 0;
 }
 
@@ -477,13 +559,28 @@ static void held_remove(ar_conn_t *c) {
  * not all written) takes no further frame while the budget is reached: it is held (neither read
  * nor parsed) until the total falls below it. Connections with nothing outstanding are still
  * served, one request at a time. */
+/* The uid of `c` holds its share of the budget of unwritten replies (ar_conn.h, "shares"): at
+ * least max_unwritten_reply_bytes_per_uid (admins exempt), or at least B / (uids connected) while
+ * less than that is left for the others. */
+static bool reply_uid_over(const ar_conn_t *c) {
+  const ar_server_t *srv = c->srv;
+  uint64_t max = srv->cfg.max_unwritten_reply_bytes, mine = c->uidu->reply_bytes;
+  if (!c->admin && mine >= srv->cfg.max_unwritten_reply_bytes_per_uid) return true;
+  uint64_t total = srv->unwritten_reply_bytes + srv->reserved_reply_bytes, share = max / uid_count(srv);
+  return mine >= share && (total >= max || max - total < share);
+}
+
 static bool conn_may_read(ar_conn_t *c) {
   const ar_config_t *cfg = &c->srv->cfg;
-  if ((c->wbytes > 0 || c->jobs > 0) && reply_budget_over(c->srv)) {
+  bool outstanding = c->wbytes > 0 || c->jobs > 0;
+  if (outstanding && (reply_budget_over(c->srv) || reply_uid_over(c))) {
     held_add(c);
     return false;
   }
-  return !c->decoding && c->jobs < cfg->max_inflight_per_connection && c->wbytes <= cfg->max_pending_reply_bytes;
+  /* Its own bound counts the replies of the invokes it has accepted before they exist
+   * (reply_reserved), so what it can hold is max_pending_reply_bytes plus one reply. */
+  return !c->decoding && c->jobs < cfg->max_inflight_per_connection &&
+         c->wbytes + c->reply_reserved <= cfg->max_pending_reply_bytes;
 }
 
 static void conn_kick(ar_conn_t *c);
@@ -503,7 +600,7 @@ static void reply_budget_resume(ar_server_t *srv) {
     o->held = false;
     o->held_prev = o->held_next = NULL;
     if (next) next->held_prev = NULL;
-    if (reply_budget_over(srv)) {
+    if (reply_budget_over(srv) || ((o->wbytes > 0 || o->jobs > 0) && reply_uid_over(o))) {
       held_add(o);
       continue;
     }
@@ -516,12 +613,19 @@ static void reply_budget_resume(ar_server_t *srv) {
 }
 
 void ar_conn_reserve_reply(ar_reply_to_t *to, uint64_t bytes) {
-  if (to->conn == NULL) return;
-  to->conn->srv->reserved_reply_bytes += bytes;
+  ar_conn_t *c = to->conn;
+  if (c == NULL) return;
+  c->srv->reserved_reply_bytes += bytes;
+  c->reply_reserved += bytes;
+  reply_bytes_add(c, (int64_t)bytes);
   to->reply_reserved += bytes;
 }
 
-void ar_conn_reply_unreserve(ar_conn_t *c, uint64_t bytes) { c->srv->reserved_reply_bytes -= bytes; }
+void ar_conn_reply_unreserve(ar_conn_t *c, uint64_t bytes) {
+  c->srv->reserved_reply_bytes -= bytes;
+  c->reply_reserved -= bytes;
+  reply_bytes_add(c, -(int64_t)bytes);
+}
 
 static void conn_error(ar_conn_t *c, uint64_t id, int err, const char *msg);
 
@@ -574,6 +678,7 @@ static void on_write(uv_write_t *req, int status) {
   ar_conn_block_put(c, w->keep, w->keep_bytes);   /* an invoke's output block: reused for the next */
   c->wbytes -= w->bytes;
   c->srv->unwritten_reply_bytes -= w->bytes;
+  reply_bytes_add(c, -(int64_t)w->bytes);
   free(w);
   c->write_progress_us = ar_now_us();
   request_finished(c);
@@ -642,10 +747,12 @@ void ar_conn_send_owned(ar_conn_t *c, const Arenad__Response *resp, void *keep, 
   c->refs++;
   c->wbytes += w->bytes;
   c->srv->unwritten_reply_bytes += w->bytes;
+  reply_bytes_add(c, (int64_t)w->bytes);
   if (uv_write(&w->req, (uv_stream_t *)&c->pipe, bufs, nb, on_write) != 0) {
     c->refs--;
     c->wbytes -= w->bytes;
     c->srv->unwritten_reply_bytes -= w->bytes;
+    reply_bytes_add(c, -(int64_t)w->bytes);
     free(buf);
     free(keep);
     free(w);
@@ -1117,7 +1224,11 @@ static void on_read(ar_conn_t *c, ssize_t nread) {
 /* ------------------------------------------------------------------------------------------ */
 /* Accepting                                                                                   */
 
-static void free_unlinked(uv_handle_t *h) { free(h->data); }
+static void free_unlinked(uv_handle_t *h) {
+  ar_conn_t *c = h->data;
+  free((void *)c->peer.groups);
+  free(c);
+}
 
 /* The peer's supplementary groups into p->groups (see ar_peer_t); none where the kernel has no
  * SO_PEERGROUPS or memory is short (admin_gids then checks the primary gid only). */
@@ -1152,6 +1263,37 @@ static bool peer_is_admin(ar_server_t *srv, ar_conn_t *c) {
   return ar_models_peer_is_admin(srv, &to);
 }
 
+/* Idle: nothing in flight (no request unanswered, no reply unwritten), nothing being read. */
+static bool conn_idle(const ar_conn_t *c) {
+  return !c->closing && !ar_conn_is_gone(c) && c->jobs == 0 && c->wbytes == 0 && c->reply_reserved == 0 &&
+         c->rlen == 0 && !c->decoding;
+}
+
+/* The connection to close to make room (ar_conn.h, "accept"): the one of a non-admin peer idle the
+ * longest, among the uids holding more than `more_than` live connections (0: any); NULL if none. */
+static ar_conn_t *room_victim(ar_server_t *srv, const ar_conn_t *except, uint32_t more_than) {
+  ar_conn_t *best = NULL;
+  for (ar_conn_t *o = srv->conns; o; o = o->next)
+    if (o != except && !o->admin && conn_idle(o) && o->uidu->live > more_than &&
+        (best == NULL || o->last_read_us < best->last_read_us))
+      best = o;
+  return best;
+}
+
+/* Close idle connection `o` so that `c` gets its slot: one EBUSY Response naming why, a log line. */
+static void evict_for(ar_conn_t *o, const ar_conn_t *c, const char *why) {
+  ar_server_t *srv = c->srv;
+  double idle_s = (double)(ar_now_us() - o->last_read_us) / 1e6;
+  ar_log("closing an idle connection (uid %u pid %d, idle %.1f s) to make room for uid %u pid %d: %s",
+         (unsigned)o->peer.uid, (int)o->peer.pid, idle_s, (unsigned)c->peer.uid, (int)c->peer.pid, why);
+  char msg[AR_MSG_BYTES];
+  snprintf(msg, sizeof(msg), "connection closed after %.1f s idle to make room for another peer (%s)", idle_s, why);
+  srv->closed_for_room++;
+  o->uidu->live--;
+  conn_error(o, 0, AR_EBUSY, msg);
+  ar_conn_shutdown(o);
+}
+
 void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
   if (status < 0) {
     ar_log("accept: %s", uv_strerror(status));
@@ -1165,48 +1307,83 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
   uv_pipe_init(srv->loop, &c->pipe, 0);
   c->pipe.data = c;
   uv_os_fd_t fd;
-  if (uv_accept(listener, (uv_stream_t *)&c->pipe) != 0 || uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
-      (c->rfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 || uv_poll_init(srv->loop, &c->rpoll, c->rfd) != 0) {
-    /* Not linked yet: close the bare handle, free c when it is closed. */
-    if (c->rfd >= 0) close(c->rfd);
-    c->closed = true;
-    uv_close((uv_handle_t *)&c->pipe, free_unlinked);
-    return;
-  }
-  c->rpoll.data = c;
-  c->refs++;   /* the poll handle's, dropped when it is closed */
   struct ucred cred;
   socklen_t cl = sizeof(cred);
-  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
-      cl == sizeof(cred)) {
+  bool ok = uv_accept(listener, (uv_stream_t *)&c->pipe) == 0 && uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0;
+  if (ok && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cl == sizeof(cred)) {
     c->peer.known = true;
     c->peer.uid = cred.uid;
     c->peer.gid = cred.gid;
     c->peer.pid = cred.pid;
     peer_groups(fd, &c->peer);
   }
+  if (ok) c->uidu = uid_use_find(srv, &c->peer);
+  if (!ok || c->uidu == NULL || (c->rfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
+      uv_poll_init(srv->loop, &c->rpoll, c->rfd) != 0) {
+    /* Not linked yet: close the bare handle, free c when it is closed. */
+    if (c->rfd >= 0) close(c->rfd);
+    c->closed = true;
+    uv_close((uv_handle_t *)&c->pipe, free_unlinked);
+    return;
+  }
+  c->uidu->refs++;
+  c->rpoll.data = c;
+  c->refs++;   /* the poll handle's, dropped when it is closed */
+  c->admin = peer_is_admin(srv, c);
   /* Connections on their way out (refused, shut down) do not count against the limits. */
-  uint32_t live = 0, same_uid = 0;
+  uint32_t live = 0, others = 0;
+  for (ar_uid_use_t *u = srv->uids; u; u = u->next) u->live = 0;
   for (const ar_conn_t *o = srv->conns; o; o = o->next)
     if (!o->closing) {
       live++;
-      if (c->peer.known && o->peer.known && o->peer.uid == c->peer.uid) same_uid++;
+      o->uidu->live++;
+      if (!o->admin) others++;
     }
+  uint32_t same_uid = c->peer.known ? c->uidu->live : 0;
   c->next = srv->conns;
   if (srv->conns) srv->conns->prev = c;
   srv->conns = c;
   srv->n_conns++;
   c->last_read_us = ar_now_us();
-  char msg[AR_MSG_BYTES];
+  const ar_config_t *cfg = &srv->cfg;
+  uint32_t max = cfg->max_connections, reserved = AR_MIN(cfg->admin_reserved_connections, max - 1);
+  char msg[AR_MSG_BYTES], why[160];
   int err = 0;
+  uint64_t now = c->last_read_us;
+  uid_forget_timeouts(c->uidu, now);
   if (srv->draining) {
     err = ar_errf(msg, sizeof(msg), AR_ESTATE, "daemon is shutting down");
-  } else if (c->peer.known && same_uid >= srv->cfg.max_connections_per_uid && !peer_is_admin(srv, c)) {
+  } else if (!c->admin && c->uidu->throttle_until_us > now) {
+    srv->conns_throttled++;
+    err = ar_errf(msg, sizeof(msg), AR_EBUSY, "uid %u is throttled for another %" PRIu64 " ms: %" PRIu32 " of its frames "
+                  "were not completed within request_timeout_ms %u; try again later", (unsigned)c->peer.uid,
+                  (c->uidu->throttle_until_us - now + 999) / 1000, c->uidu->timeouts, cfg->request_timeout_ms);
+  } else if (c->peer.known && same_uid >= cfg->max_connections_per_uid && !c->admin) {
     err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections from uid %u (max_connections_per_uid %u)",
-                  (unsigned)c->peer.uid, srv->cfg.max_connections_per_uid);
-  } else if (live >= srv->cfg.max_connections) {
-    err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections (max_connections %u); try again later",
-                  srv->cfg.max_connections);
+                  (unsigned)c->peer.uid, cfg->max_connections_per_uid);
+  } else if (c->admin) {
+    /* An admin taking one of the reserved slots: an idle non-admin connection goes, so the reserve
+     * is there for the next admin too (and the admin gets in even when every slot is taken). */
+    if (live >= max - reserved) {
+      ar_conn_t *o = room_victim(srv, c, 0);
+      snprintf(why, sizeof(why), "an admin peer took one of the admin_reserved_connections %u of max_connections %u",
+               reserved, max);
+      if (o) evict_for(o, c, why), live--;
+    }
+    if (live >= max)
+      err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections (max_connections %u, none of them idle and "
+                    "held by a non-admin peer); try again later", max);
+  } else if (live >= max || others >= max - reserved) {
+    /* Slots of non-admins all taken: the idle connection of a uid holding more than this uid will
+     * once it is in (so that uids even out rather than swap slots) goes, the longest idle first. */
+    ar_conn_t *o = room_victim(srv, c, same_uid + 1);
+    snprintf(why, sizeof(why), "max_connections %u, %u of them reserved for admin peers, uid %u holds %u", max,
+             reserved, o ? (unsigned)o->peer.uid : 0u, o ? o->uidu->live : 0u);
+    if (o)
+      evict_for(o, c, why);
+    else
+      err = ar_errf(msg, sizeof(msg), AR_EBUSY, "too many connections (max_connections %u, %u of them reserved for "
+                    "admin peers); try again later", max, reserved);
   }
   if (err) {
     srv->conns_refused++;
@@ -1219,6 +1396,24 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* Timeouts, drain                                                                             */
+
+/* A frame of `c` was cut by request_timeout_ms: from the AR_CONN_THROTTLE_AFTER-th such frame of
+ * its uid on, new connections of that uid are refused for a period doubling at each further one
+ * (admins are never throttled). */
+static void uid_timed_out(ar_conn_t *c, uint64_t now) {
+  ar_uid_use_t *u = c->uidu;
+  if (c->admin) return;
+  uid_forget_timeouts(u, now);
+  u->timeouts++;
+  u->last_timeout_us = now;
+  if (u->timeouts < AR_CONN_THROTTLE_AFTER) return;
+  uint32_t k = AR_MIN(u->timeouts - AR_CONN_THROTTLE_AFTER, 16u);
+  uint64_t ms = AR_MIN((uint64_t)AR_CONN_THROTTLE_FIRST_MS << k, (uint64_t)AR_CONN_THROTTLE_MAX_MS);
+  u->throttle_until_us = now + ms * 1000;
+  ar_log("throttling uid %u (pid %d): %" PRIu32 " of its frames not completed within request_timeout_ms %u; its new "
+         "connections are refused for %" PRIu64 " ms", (unsigned)u->uid, (int)c->peer.pid, u->timeouts,
+         c->srv->cfg.request_timeout_ms, ms);
+}
 
 static void on_sweep(uv_timer_t *t) {
   ar_server_t *srv = t->data;
@@ -1248,6 +1443,7 @@ static void on_sweep(uv_timer_t *t) {
       srv->frames_timed_out++;
       conn_error(c, 0, AR_ETIMEDOUT, msg);
       ar_conn_shutdown(c);
+      uid_timed_out(c, now);
       continue;
     }
     if (c->rlen == 0 && !c->decoding && (c->n_spares > 0 || c->rcap > AR_READ_CHUNK) &&
@@ -1265,6 +1461,7 @@ static void on_sweep(uv_timer_t *t) {
       ar_conn_shutdown(c);
     }
   }
+  uid_use_sweep(srv, now);
   if (srv->trim_pending) {
     srv->trim_pending = false;
     malloc_trim(0);
@@ -1291,6 +1488,49 @@ void ar_conn_timers_stop(ar_server_t *srv) {
   if (!srv->sweep_on) return;
   srv->sweep_on = false;
   uv_close((uv_handle_t *)&srv->sweep, on_timer_closed);
+}
+
+void ar_conn_stats_json(ar_server_t *srv, json_t *d) {
+  const ar_config_t *cfg = &srv->cfg;
+  uint64_t now = ar_now_us(), most = 0;
+  for (const ar_conn_t *c = srv->conns; c; c = c->next) most = AR_MAX(most, c->wbytes + c->reply_reserved);
+#define SET(k, v) json_object_set_new(d, k, json_integer((json_int_t)(v)))
+  SET("admin_reserved_connections", cfg->admin_reserved_connections);
+  SET("closed_for_room", srv->closed_for_room);
+  SET("connections_throttled", srv->conns_throttled);
+  SET("max_pending_frame_bytes_per_uid", cfg->max_pending_frame_bytes_per_uid);
+  SET("frames_over_uid_share", srv->frames_over_uid_share);
+  SET("max_unwritten_reply_bytes_per_uid", cfg->max_unwritten_reply_bytes_per_uid);
+  SET("max_pending_reply_bytes", cfg->max_pending_reply_bytes);
+  SET("connection_reply_bytes", most);
+  SET("connection_reply_bytes_peak", srv->conn_reply_peak);
+  SET("buffer_bytes", srv->shm_bytes);
+  SET("max_buffer_bytes_per_uid", cfg->max_buffer_bytes_per_uid);
+#undef SET
+  json_t *uids = json_array();
+  for (ar_uid_use_t *u = srv->uids; u; u = u->next) u->live = 0;   /* a scratch count (accept's too) */
+  for (const ar_conn_t *c = srv->conns; c; c = c->next)
+    if (!c->closing) c->uidu->live++;
+  for (const ar_uid_use_t *u = srv->uids; u; u = u->next) {
+    uint32_t live = u->live;
+    uint64_t throttled_ms = u->throttle_until_us > now ? (u->throttle_until_us - now + 999) / 1000 : 0;
+    json_array_append_new(uids, json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "uid",
+                                          u->known ? json_integer((json_int_t)u->uid) : json_null(), "connections",
+                                          (json_int_t)live, "pending_frame_bytes", (json_int_t)u->pending_frame_bytes,
+                                          "reply_bytes", (json_int_t)u->reply_bytes, "buffer_bytes",
+                                          (json_int_t)u->buffer_bytes, "frame_timeouts", (json_int_t)u->timeouts,
+                                          "throttled_ms", (json_int_t)throttled_ms));
+  }
+  json_object_set_new(d, "uids", uids);
+}
+
+void ar_conn_free_uids(ar_server_t *srv) {
+  ar_uid_use_t *next;
+  for (ar_uid_use_t *u = srv->uids; u; u = next) {
+    next = u->next;
+    free(u);
+  }
+  srv->uids = NULL;
 }
 
 void ar_conn_drain(ar_server_t *srv) {
@@ -1352,6 +1592,8 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
     bool writable = b->writable;
     c->n_bufs--;
     c->buf_bytes -= bytes;
+    c->uidu->buffer_bytes -= bytes;
+    srv->shm_bytes -= bytes;
     ar_shm_unref(b);   /* unmapped now, or when the last invoke using it is answered */
     return reply_buffer(c, to, r->release, bytes, writable);
   }
@@ -1368,6 +1610,15 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
     rc = ar_shm_map(fd, cfg->max_buffer_bytes_per_connection - AR_MIN(c->buf_bytes, cfg->max_buffer_bytes_per_connection),
                     &b, msg, sizeof(msg));
   close(fd);   /* the mapping keeps the memfd alive; the daemon holds no descriptor */
+  ar_uid_use_t *u = c->uidu;
+  uint64_t uid_max = cfg->max_buffer_bytes_per_uid;
+  if (rc == 0 && !c->admin && (u->buffer_bytes > uid_max || b->bytes > uid_max - u->buffer_bytes)) {
+    rc = ar_errf(msg, sizeof(msg), AR_ENOSPC, "the buffer's %" PRIu64 " bytes exceed the %" PRIu64 " bytes uid %u may "
+                 "still map (max_buffer_bytes_per_uid %" PRIu64 ", %" PRIu64 " registered on its connections)", b->bytes,
+                 uid_max - AR_MIN(u->buffer_bytes, uid_max), (unsigned)u->uid, uid_max, u->buffer_bytes);
+    ar_shm_unref(b);
+    b = NULL;
+  }
   if (rc != 0) {
     char text[AR_MSG_BYTES + 32];
     snprintf(text, sizeof(text), "register_buffer: %s", msg);
@@ -1378,5 +1629,7 @@ void ar_conn_register_buffer(ar_conn_t *c, const ar_reply_to_t *to, const Arenad
   c->bufs = b;
   c->n_bufs++;
   c->buf_bytes += b->bytes;
+  u->buffer_bytes += b->bytes;
+  srv->shm_bytes += b->bytes;
   reply_buffer(c, to, b->id, b->bytes, b->writable);
 }

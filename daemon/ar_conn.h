@@ -7,7 +7,15 @@
  *                past either, the new connection gets one EBUSY Response and is closed. Admin
  *                peers (admin_uids / admin_gids) are exempt from the per-uid cap, not from
  *                max_connections: idle connections of their uid never lock them out.
- *                SO_PEERCRED is read once at accept (ar_conn_t.peer).
+ *                admin_reserved_connections of the slots are for admins only: non-admins hold at
+ *                most max_connections - that. A non-admin finding no slot it may take makes the
+ *                connection idle the longest (nothing in flight, nothing being read) of a
+ *                non-admin uid holding more connections than its own uid will once in go
+ *                (uids even out, they never swap slots back and forth); an admin taking one of
+ *                the reserved slots makes the longest idle non-admin connection of any uid go, so
+ *                the reserve stays for the next admin. The one closed gets an EBUSY Response
+ *                saying why, and a log line names both uids and pids.
+ *                SO_PEERCRED is read once at accept (ar_conn_t.peer, ar_conn_t.admin).
  *   read         recvmsg on a duplicate of the socket's descriptor watched by a uv_poll_t (libuv's
  *                own reads would drop the file descriptors a register_buffer frame carries). The
  *                descriptors belong to the frame they arrived with: the kernel hands a sendmsg's
@@ -19,8 +27,10 @@
  *                for an incomplete frame; beyond that the connection is refused with EPROTO and
  *                closed. Writes stay on the
  *                uv_pipe_t. A connection is read only while it has fewer than max_inflight_per_connection
- *                requests unanswered-or-unwritten, fewer than max_pending_reply_bytes of replies
- *                queued for writing, and no frame on a decode worker; otherwise reading stops
+ *                requests unanswered-or-unwritten, at most max_pending_reply_bytes of replies
+ *                queued for writing and reserved for its invokes not yet answered (reply_reserved,
+ *                so a client that never reads holds at most that plus one reply), and no frame on
+ *                a decode worker; otherwise reading stops
  *                until the client drains its replies (backpressure, nothing buffered in between).
  *                Daemon-wide, max_unwritten_reply_bytes (B): it counts the reply bytes queued
  *                on all connections (srv->unwritten_reply_bytes) and, for each invoke accepted
@@ -53,6 +63,18 @@
  *                naming the budget and the connection is closed; the others and their invokes go
  *                on. The first AR_CONN_FRAME_FREE_BYTES fit in the read buffer every connection
  *                has (max_connections bounds those).
+ *   shares       per peer uid (ar_uid_use_t, shared by its connections): the frames it is
+ *                receiving hold at most max_pending_frame_bytes_per_uid, the replies queued and
+ *                reserved on its connections at most max_unwritten_reply_bytes_per_uid (past it
+ *                its connections with something outstanding are held, as for the daemon-wide
+ *                budget below), its shared-memory buffers at most max_buffer_bytes_per_uid;
+ *                admins are exempt from these caps. Fair share: with U uids connected, a uid
+ *                holding more than budget / U of the frame or reply budget takes more only while
+ *                budget / U stays free for another uid. A uid whose frames are cut by
+ *                request_timeout_ms AR_CONN_THROTTLE_AFTER times (forgotten after
+ *                AR_CONN_THROTTLE_FORGET_MS without one) is throttled: its new connections are
+ *                refused EBUSY for AR_CONN_THROTTLE_FIRST_MS, doubled at each further timeout up
+ *                to AR_CONN_THROTTLE_MAX_MS (admins never).
  *   decode       ar_decode.h: the wire is scanned first (counts of repeated fields, NUL bytes in
  *                strings), then unpacked with an allocator charging a budget of a small multiple
  *                of the frame (hard cap max_decode_bytes); frames above AR_DECODE_INLINE_BYTES are
@@ -134,6 +156,31 @@ typedef struct ar_peer {
   uint32_t n_groups;
 } ar_peer_t;
 
+/* A uid's frames cut by request_timeout_ms before its new connections are refused for a while
+ * (ar_conn.h, "shares"): the first refusal period, doubled at each further timeout up to the
+ * last; the count is forgotten after AR_CONN_THROTTLE_FORGET_MS without a timeout. */
+#define AR_CONN_THROTTLE_AFTER 2
+#define AR_CONN_THROTTLE_FIRST_MS 1000u
+#define AR_CONN_THROTTLE_MAX_MS 60000u
+#define AR_CONN_THROTTLE_FORGET_MS 300000u
+
+/* One peer uid's use of the daemon-wide budgets, shared by its connections (srv->uids; one entry
+ * for the peers whose credentials are unknown). Freed when no connection refers to it and it
+ * holds no throttle (the sweep). Loop thread only. */
+typedef struct ar_uid_use {
+  bool known;
+  uid_t uid;
+  int refs;                      /* connections (ar_conn_t.uidu) not yet freed */
+  uint32_t live;                 /* its connections not on their way out (counted at each accept) */
+  uint64_t pending_frame_bytes;  /* of srv->pending_frame_bytes, by its frames being received */
+  uint64_t reply_bytes;          /* replies queued and reserved on its connections (ar_conn_t.wbytes
+                                    + reply_reserved) */
+  uint64_t buffer_bytes;         /* shared-memory buffers registered on its connections */
+  uint32_t timeouts;             /* frames cut by request_timeout_ms, recent ones */
+  uint64_t last_timeout_us, throttle_until_us;
+  struct ar_uid_use *next;
+} ar_uid_use_t;
+
 struct ar_conn {
   uv_pipe_t pipe;                /* writes, shutdown, close */
   uv_poll_t rpoll;               /* reads: readable events on rfd */
@@ -167,6 +214,10 @@ struct ar_conn {
   size_t spare_cap[AR_CONN_SPARES];
   uint32_t n_spares;
   ar_conn_t *prev, *next;
+  ar_uid_use_t *uidu;            /* its peer uid's use of the budgets (one reference) */
+  bool admin;                    /* the peer is an admin (admin_uids / admin_gids), read at accept */
+  uint64_t reply_reserved;       /* bytes reserved for the replies of its invokes not yet answered */
+  uint64_t reply_peak;           /* the most wbytes + reply_reserved ever reached */
   bool held;                     /* on srv->held_conns: waits for the budget of unwritten replies */
   ar_conn_t *held_prev, *held_next;
 };
@@ -229,6 +280,14 @@ bool ar_conn_is_gone(const ar_conn_t *c);
 /* Start the sweep timer (timeouts) for srv's connections; stop it (drain end). */
 void ar_conn_timers_start(ar_server_t *srv);
 void ar_conn_timers_stop(ar_server_t *srv);
+
+/* Add the connection layer's per-uid and per-connection figures to the stats "daemon" object
+ * (a jansson json_t *; docs/protocol.md, "GetStats"). */
+struct json_t;
+void ar_conn_stats_json(ar_server_t *srv, struct json_t *daemon);
+
+/* Free the per-uid entries (server stop: no connection is left). */
+void ar_conn_free_uids(ar_server_t *srv);
 
 /* Drain: stop reading every connection; idle ones are shut down, the others when their last
  * reply is written. */

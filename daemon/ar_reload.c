@@ -154,16 +154,20 @@ static void reload_finish(ar_server_t *srv) {
     }
     srv->cfg.max_frame_bytes = cfg->max_frame_bytes;
     srv->cfg.max_pending_frame_bytes = cfg->max_pending_frame_bytes;   /* frames held keep their share */
+    srv->cfg.max_pending_frame_bytes_per_uid = cfg->max_pending_frame_bytes_per_uid;
     srv->cfg.max_connections = cfg->max_connections;
+    srv->cfg.admin_reserved_connections = cfg->admin_reserved_connections;
     /* Connection limits apply to what is read from now on. */
     srv->cfg.max_connections_per_uid = cfg->max_connections_per_uid;
     srv->cfg.max_inflight_per_connection = cfg->max_inflight_per_connection;
     srv->cfg.max_pending_reply_bytes = cfg->max_pending_reply_bytes;
     srv->cfg.max_unwritten_reply_bytes = cfg->max_unwritten_reply_bytes;
+    srv->cfg.max_unwritten_reply_bytes_per_uid = cfg->max_unwritten_reply_bytes_per_uid;
     srv->cfg.max_decode_bytes = cfg->max_decode_bytes;
     srv->cfg.max_queue_per_model = cfg->max_queue_per_model;
     srv->cfg.max_buffers_per_connection = cfg->max_buffers_per_connection;
     srv->cfg.max_buffer_bytes_per_connection = cfg->max_buffer_bytes_per_connection;
+    srv->cfg.max_buffer_bytes_per_uid = cfg->max_buffer_bytes_per_uid;
     srv->cfg.request_timeout_ms = cfg->request_timeout_ms;
     srv->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
     srv->cfg.send_timeout_ms = cfg->send_timeout_ms;

@@ -710,6 +710,7 @@ void ar_server_load_configured(ar_server_t *srv) {
 
 void ar_server_stop(ar_server_t *srv) {
   ar_models_shutdown(srv);
+  ar_conn_free_uids(srv);
   ar_pool_close(&srv->pool);
   ar_threadpool_free(srv->tpool);
   srv->tpool = NULL;

@@ -160,6 +160,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "frames_timed_out", json_integer((json_int_t)srv->frames_timed_out));
   json_object_set_new(d, "closed_send_timeout", json_integer((json_int_t)srv->closed_send_timeout));
   json_object_set_new(d, "closed_idle", json_integer((json_int_t)srv->closed_idle));
+  ar_conn_stats_json(srv, d);   /* per-uid shares, admin slots, per-connection reply bytes */
   json_object_set_new(root, "daemon", d);
   json_object_set_new(root, "memory", ar_memory_json(srv));
   char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);

@@ -46,6 +46,10 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.max_frame_bytes, 64u << 20);
   ck_assert_uint_eq(cfg.max_pending_frame_bytes, 256u << 20);
   ck_assert_uint_eq(cfg.max_connections, 256);
+  ck_assert_uint_eq(cfg.admin_reserved_connections, 4);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes_per_uid, 64u << 20);
+  ck_assert_uint_eq(cfg.max_unwritten_reply_bytes_per_uid, 64u << 20);
+  ck_assert_uint_eq(cfg.max_buffer_bytes_per_uid, 1u << 30);
   ck_assert_uint_eq(cfg.n_models, 0);
   ck_assert_uint_eq(cfg.max_model_bytes, 256u << 20);
   ck_assert_uint_eq(cfg.max_resize_activation_bytes, 32u << 20);
@@ -223,6 +227,24 @@ static const struct {
    "max_pending_frame_bytes: 2199023255552 bytes is out of range"},
   {"{\"models\": [], \"max_pending_frame_bytes\": true}", "max_pending_frame_bytes: must be a size"},
   {"{\"models\": [], \"max_connections\": 100000}", "max_connections: 100000 is out of range [1, 65536]"},
+  {"{\"models\": [], \"admin_reserved_connections\": 256}",
+   "admin_reserved_connections: 256 is not below max_connections 256 (non-admin peers need at least one slot)"},
+  {"{\"admin_reserved_connections\": 8, \"models\": [], \"max_connections\": 8}",
+   "admin_reserved_connections: 8 is not below max_connections 8"},
+  {"{\"models\": [], \"admin_reserved_connections\": -1}", "admin_reserved_connections: "},
+  {"{\"models\": [], \"max_pending_frame_bytes_per_uid\": \"32M\"}",
+   "max_pending_frame_bytes_per_uid: 33554432 bytes is out of range [67108864 (max_frame_bytes), 268435456 "
+   "(max_pending_frame_bytes)]"},
+  {"{\"models\": [], \"max_pending_frame_bytes_per_uid\": \"512M\"}",
+   "max_pending_frame_bytes_per_uid: 536870912 bytes is out of range [67108864 (max_frame_bytes), 268435456 "
+   "(max_pending_frame_bytes)]"},
+  {"{\"models\": [], \"max_pending_frame_bytes_per_uid\": true}", "max_pending_frame_bytes_per_uid: must be a size"},
+  {"{\"models\": [], \"max_unwritten_reply_bytes_per_uid\": \"128M\"}",
+   "max_unwritten_reply_bytes_per_uid: 134217728 bytes is above max_unwritten_reply_bytes 67108864"},
+  {"{\"models\": [], \"max_unwritten_reply_bytes_per_uid\": 100}",
+   "max_unwritten_reply_bytes_per_uid: 100 bytes is out of range"},
+  {"{\"models\": [], \"max_buffer_bytes_per_uid\": \"2048G\"}",
+   "max_buffer_bytes_per_uid: 2199023255552 bytes is out of range"},
   {"{\"models\": [5]}", "models[0]: must be an object"},
   {"{\"models\": [{\"path\": \"/a\"}]}", "models[0].name: missing"},
   {"{\"models\": [{\"name\": \"a\"}]}", "models[0].path: missing"},
@@ -345,6 +367,33 @@ START_TEST(pending_frame_budget_key) {
                           &cfg, msg, sizeof(msg)) == 0, "%s", msg);
   ck_assert_uint_eq(cfg.max_pending_frame_bytes, 1u << 20);
   ck_assert_uint_eq(cfg.max_frame_bytes, 1u << 20);
+}
+END_TEST
+
+/* The per-uid shares and the admin slots: defaults follow the budgets they share (a quarter of
+ * max_pending_frame_bytes, at least max_frame_bytes; all of max_unwritten_reply_bytes), values in
+ * range are taken whatever the keys' order, and a max_connections below the default reserve
+ * keeps half of its slots for admins. */
+START_TEST(per_uid_share_keys) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(load_text("{\"models\": [], \"max_frame_bytes\": \"8M\", \"max_pending_frame_bytes\": \"64M\", "
+                          "\"max_unwritten_reply_bytes\": \"8M\"}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes_per_uid, 16u << 20);
+  ck_assert_uint_eq(cfg.max_unwritten_reply_bytes_per_uid, 8u << 20);
+  ck_assert_msg(load_text("{\"models\": [], \"max_frame_bytes\": \"8M\", \"max_pending_frame_bytes\": \"16M\"}", &cfg,
+                          msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes_per_uid, 8u << 20);   /* at least one frame */
+  ck_assert_msg(load_text("{\"max_pending_frame_bytes_per_uid\": \"16M\", \"admin_reserved_connections\": 10, "
+                          "\"max_unwritten_reply_bytes_per_uid\": \"1M\", \"max_buffer_bytes_per_uid\": 0, "
+                          "\"models\": [], \"max_frame_bytes\": \"8M\", \"max_connections\": 11}",
+                          &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_pending_frame_bytes_per_uid, 16u << 20);
+  ck_assert_uint_eq(cfg.admin_reserved_connections, 10);
+  ck_assert_uint_eq(cfg.max_unwritten_reply_bytes_per_uid, 1u << 20);
+  ck_assert_uint_eq(cfg.max_buffer_bytes_per_uid, 0);
+  ck_assert_msg(load_text("{\"models\": [], \"max_connections\": 3}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.admin_reserved_connections, 1);
 }
 END_TEST
 
@@ -556,6 +605,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, busy_poll_keys);
   tcase_add_test(tc, pending_frame_budget_key);
+  tcase_add_test(tc, per_uid_share_keys);
   tcase_add_test(tc, too_many_models);
   tcase_add_test(tc, unknown_key_suggests_and_lists_whole_names);
   tcase_add_test(tc, missing_file_is_enoent);

@@ -1285,6 +1285,307 @@ START_TEST(big_frame_grows_read_buffer_by_doubling) {
 }
 END_TEST
 
+/* ---- admin slots, per-uid shares ----------------------------------------------------------- */
+
+/* `n` connections made by a child that took uid `uid` (SO_PEERCRED names the process that called
+ * connect(2)), handed back over a socketpair with SCM_RIGHTS: this process then speaks for that
+ * uid on them. After each connect the child waits for readiness of nothing: the daemon accepts in
+ * order. Returns how many came back (into fds). */
+static int connect_as(uid_t uid, const char *socket_path, int n, int *fds) {
+  int sp[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(sp[0]);
+    if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
+    for (int i = 0; i < n; i++) {
+      int fd = ar_td_connect_raw(socket_path);
+      if (fd < 0) _exit(4);
+      char ctl[CMSG_SPACE(sizeof(int))];
+      memset(ctl, 0, sizeof(ctl));
+      char b = 'f';
+      struct iovec iov = {.iov_base = &b, .iov_len = 1};
+      struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+      struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+      if (sendmsg(sp[1], &mh, 0) != 1) _exit(5);
+      close(fd);
+    }
+    _exit(0);
+  }
+  close(sp[1]);
+  int got = 0;
+  for (; got < n; got++) {
+    char ctl[CMSG_SPACE(sizeof(int))], b;
+    struct iovec iov = {.iov_base = &b, .iov_len = 1};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+    if (recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC) != 1) break;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    if (cm == NULL || cm->cmsg_type != SCM_RIGHTS) break;
+    memcpy(&fds[got], CMSG_DATA(cm), sizeof(int));
+  }
+  close(sp[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child connecting as uid %u failed", (unsigned)uid);
+  return got;
+}
+
+/* A ping on `fd` answered OK (id 5150); false when answered otherwise or closed. */
+static bool ping_on(int fd) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__PingRequest pg = ARENAD__PING_REQUEST__INIT;
+  req.id = 5150;
+  req.body_case = ARENAD__REQUEST__BODY_PING;
+  req.ping = &pg;
+  if (ar_td_send_request(fd, &req) != 0) return false;
+  Arenad__Response *r = ar_td_read_response(fd);
+  bool ok = r && r->id == 5150 && r->status && r->status->code == 0;
+  if (r) arenad__response__free_unpacked(r, NULL);
+  return ok;
+}
+
+/* Four ordinary uids holding 64 idle connections each (the per-uid cap) against max_connections
+ * 256 with admin_reserved_connections 4: the non-admins get at most 252 slots in all, the fourth
+ * uid's last ones taking the idle connections of the uids holding more than it (the longest idle
+ * first, each with a log line) or refused, and root (an admin) still gets ping, load and reload,
+ * its connections taking an idle non-admin one's slot when only reserved ones are left. Before,
+ * the 256 idle connections took every slot and root's ping got EBUSY "too many connections". */
+START_TEST(admin_slots_survive_idle_connections_of_four_uids) {
+  if (geteuid() != 0) {
+    printf("admin slots: skipped (needs root to connect as other uids)\n");
+    return;
+  }
+  struct rlimit rl = {4096, 4096};
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  start_cfg("{\"models\": [], \"socket_mode\": \"0666\"}");
+  chmod(dmn.dir, 0755);
+  enum { UIDS = 4, PER = 64 };
+  static int fds[UIDS][PER];
+  for (int u = 0; u < UIDS; u++) {
+    ck_assert_int_eq(connect_as(65530 + (uid_t)u, dmn.socket, PER, fds[u]), PER);
+    /* A round trip on its last connection: the daemon has taken all of this uid's before the next
+     * uid connects (or refused it: then the EBUSY comes instead of the pong). */
+    ping_on(fds[u][PER - 1]);
+  }
+  ck_assert_msg(ar_td_ping(dmn.socket) == 0, "root's ping refused with four uids' idle connections held");
+  ck_assert_int_eq(daemon_stat("admin_reserved_connections"), 4);
+  int l = conn();
+  load(l, "face", "face_detection_short_range");
+  reload_ok(79, "with four uids' idle connections held");
+  invoke_once(l, "face", FACE_IN, 80, NULL, 0, NULL, NULL);
+  /* What each uid still holds: a connection the daemon closed or refused is readable (a Response,
+   * then EOF). */
+  int open_n[UIDS] = {0}, total = 0;
+  for (int u = 0; u < UIDS; u++) {
+    for (int i = 0; i < PER; i++) {
+      struct pollfd p = {.fd = fds[u][i], .events = POLLIN};
+      if (poll(&p, 1, 0) == 0) open_n[u]++;
+    }
+    total += open_n[u];
+  }
+  long evicted = daemon_stat("closed_for_room");
+  printf("admin slots: of 4 x 64 idle connections, %d/%d/%d/%d held (%d, at most 252), %ld closed to make room; "
+         "root's ping, load, reload and invoke served\n", open_n[0], open_n[1], open_n[2], open_n[3], total, evicted);
+  ck_assert_int_le(total, 256 - 4);
+  for (int u = 0; u < UIDS; u++) ck_assert_int_ge(open_n[u], 60);
+  ck_assert_int_ge(evicted, 3);
+  size_t n;
+  char *raw = ar_test_read_file(dmn.log, &n);
+  ck_assert_ptr_nonnull(raw);
+  char *text = strndup(raw, n);
+  free(raw);
+  ck_assert_msg(strstr(text, "closing an idle connection (uid 6553") && strstr(text, "to make room for uid"),
+                "no log line for the connections closed: %s", text);
+  free(text);
+  close(l);
+  for (int u = 0; u < UIDS; u++)
+    for (int i = 0; i < PER; i++) close(fds[u][i]);
+  stop_cfg();
+}
+END_TEST
+
+/* One non-admin uid's four connections each send half of an 8 MiB frame and stall (the budget
+ * of pending frame bytes is 32 MiB, 4 frames' worth): the first holds its 8 MiB, the uid's share
+ * (max_pending_frame_bytes_per_uid, by default a quarter of the budget), the other three are
+ * refused EBUSY naming the uid's share and closed; meanwhile root's invokes of face (196 KB
+ * frames, above the 64 KiB every connection reads for free) and another uid's are all answered
+ * with the golden bytes. Before, the four held the whole budget and every such invoke got EBUSY
+ * "daemon-wide budget of pending frame bytes exhausted". */
+START_TEST(stalled_frames_of_one_uid_leave_the_others_served) {
+  if (geteuid() != 0) {
+    printf("per-uid frame share: skipped (needs root to connect as other uids)\n");
+    return;
+  }
+  start_cfg("{\"models\": [], \"socket_mode\": \"0666\", \"max_frame_bytes\": \"8M\", "
+            "\"max_pending_frame_bytes\": \"32M\", \"request_timeout_ms\": 0}");
+  chmod(dmn.dir, 0755);
+  int b = conn();
+  load(b, "face", "face_detection_short_range");
+  uint8_t *ref;
+  size_t ref_n;
+  invoke_once(b, "face", FACE_IN, 1, NULL, 0, &ref, &ref_n);
+  enum { STALL = 4, INVOKES = 20 };
+  const uint32_t LEN = 8u << 20, HALF = LEN / 2;
+  uint8_t *part = calloc(1, 4 + (size_t)HALF);
+  ck_assert_ptr_nonnull(part);
+  part[0] = (uint8_t)LEN, part[1] = (uint8_t)(LEN >> 8), part[2] = (uint8_t)(LEN >> 16), part[3] = (uint8_t)(LEN >> 24);
+  int st[STALL], other;
+  ck_assert_int_eq(connect_as(65534, dmn.socket, STALL, st), STALL);
+  ck_assert_int_eq(connect_as(65533, dmn.socket, 1, &other), 1);
+  for (int i = 0; i < STALL; i++) {
+    struct timeval tv = {20, 0};
+    setsockopt(st[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* A refused connection may be closed before all of it is written: ignore the error. */
+    (void)ar_td_write_all(st[i], part, 4 + (size_t)HALF);
+  }
+  free(part);
+  /* Until the daemon has read the halves: one frame holds its whole length (the rest refused), or
+   * (before) all four do; 10 s at most. */
+  long held = 0;
+  for (int t = 0; t < 100; t++) {
+    held = daemon_stat("pending_frame_bytes");
+    if (held >= (long)LEN * STALL) break;
+    if (held == (long)LEN && daemon_stat("frames_over_uid_share") == STALL - 1) break;
+    sleep_ms(100);
+  }
+  printf("per-uid frame share: %d half frames of uid 65534 hold %ld pending frame bytes (budget 32 MiB)\n", STALL,
+         held);
+  for (int i = 0; i < INVOKES; i++) {
+    invoke_once(b, "face", FACE_IN, 100 + (uint64_t)i, ref, ref_n, NULL, NULL);
+    invoke_once(other, "face", FACE_IN, 200 + (uint64_t)i, ref, ref_n, NULL, NULL);
+  }
+  ck_assert_int_eq(held, LEN);
+  ck_assert_int_eq(daemon_stat("max_pending_frame_bytes_per_uid"), 8 << 20);
+  int refused = 0;
+  for (int i = 0; i < STALL; i++) {
+    if (nothing_to_read(st[i])) continue;   /* the one holding its share */
+    Arenad__Response *r = ar_td_read_response(st[i]);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->status->code, ARENAD__CODE__EBUSY);
+    ck_assert_msg(strstr(r->status->message, "uid 65534's share of pending frame bytes exhausted: frame of 8388608 "
+                         "bytes refused, 8388608 bytes held by this uid's frames being received") &&
+                  strstr(r->status->message, "max_pending_frame_bytes_per_uid 8388608"), "%s", r->status->message);
+    if (refused == 0) printf("per-uid frame share: %s\n", r->status->message);
+    arenad__response__free_unpacked(r, NULL);
+    ck_assert(closed_by_daemon(st[i]));
+    refused++;
+  }
+  printf("per-uid frame share: %d invokes of root and %d of uid 65533 answered, %d of the stalled frames refused\n",
+         INVOKES, INVOKES, refused);
+  ck_assert_int_eq(refused, STALL - 1);
+  /* frames_over_budget counts every frame refused by a budget, frames_over_uid_share those a uid's
+   * share refused. */
+  ck_assert_int_eq(daemon_stat("frames_over_budget"), STALL - 1);
+  ck_assert_int_eq(daemon_stat("frames_over_uid_share"), STALL - 1);
+  for (int i = 0; i < STALL; i++) close(st[i]);
+  ck_assert_int_eq(wait_pending_frame_bytes(0), 0);
+  close(other);
+  close(b);
+  free(ref);
+  stop_cfg();
+}
+END_TEST
+
+/* A uid whose frames keep stalling until request_timeout_ms cuts them is throttled: four of its
+ * connections time out together, then its next connection is refused EBUSY naming the throttle
+ * (connections_throttled counts it, the uid's entry says for how long) while another uid and root
+ * connect and are served. */
+START_TEST(uid_with_timed_out_frames_is_throttled) {
+  if (geteuid() != 0) {
+    printf("throttle: skipped (needs root to connect as other uids)\n");
+    return;
+  }
+  start_cfg("{\"models\": [], \"socket_mode\": \"0666\", \"request_timeout_ms\": 300}");
+  chmod(dmn.dir, 0755);
+  enum { SLOW = 4 };
+  int slow[SLOW], late, other;
+  ck_assert_int_eq(connect_as(65534, dmn.socket, SLOW, slow), SLOW);
+  uint8_t half[4 + 10] = {100, 0, 0, 0, 0x08, 0x01};
+  for (int i = 0; i < SLOW; i++) ck_assert_int_eq(ar_td_write_all(slow[i], half, sizeof(half)), 0);
+  for (int i = 0; i < SLOW; i++) {
+    struct timeval tv = {20, 0};
+    setsockopt(slow[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    Arenad__Response *r = ar_td_read_response(slow[i]);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->status->code, ARENAD__CODE__ETIMEDOUT);
+    arenad__response__free_unpacked(r, NULL);
+    close(slow[i]);
+  }
+  /* Four timeouts: throttled for 1, 2, then 4 s from the last. */
+  ck_assert_int_eq(connect_as(65534, dmn.socket, 1, &late), 1);
+  struct timeval tv = {20, 0};
+  setsockopt(late, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  Arenad__Response *r = ar_td_read_response(late);
+  ck_assert_ptr_nonnull(r);
+  printf("throttle: %s\n", r->status->message);
+  ck_assert_int_eq(r->status->code, ARENAD__CODE__EBUSY);
+  ck_assert_msg(strstr(r->status->message, "uid 65534 is throttled for another") &&
+                strstr(r->status->message, "4 of its frames were not completed within request_timeout_ms 300"),
+                "%s", r->status->message);
+  arenad__response__free_unpacked(r, NULL);
+  ck_assert(closed_by_daemon(late));
+  close(late);
+  ck_assert_int_eq(connect_as(65533, dmn.socket, 1, &other), 1);
+  ck_assert(ping_on(other));
+  close(other);
+  ck_assert_int_eq(ar_td_ping(dmn.socket), 0);
+  ck_assert_int_eq(daemon_stat("connections_throttled"), 1);
+  ck_assert_int_eq(daemon_stat("frames_timed_out"), SLOW);
+  stop_cfg();
+}
+END_TEST
+
+/* A client pipelining selfie invokes (256 KiB replies) and never reading, with
+ * max_pending_reply_bytes 1 MiB: the replies of the invokes it has accepted count against that
+ * bound before they exist (reserved at accept), so the most reply bytes the connection ever held
+ * (stats connection_reply_bytes_peak, and the daemon's unwritten_reply_bytes once settled) stay
+ * within max_pending_reply_bytes + one reply. Before, every frame read while the first replies
+ * were still being computed was accepted (up to max_inflight_per_connection, 64) and queued its
+ * reply: the issue's 57 unread 1.2 MB replies, 67 MB against a 16 MiB bound. */
+START_TEST(slow_reader_holds_its_pending_reply_bound) {
+  start_cfg("{\"models\": [], \"send_timeout_ms\": 0, \"max_pending_reply_bytes\": \"1M\"}");
+  int b = conn();
+  load(b, "selfie", "selfie_segmentation");
+  const long cap = 1l << 20, bound = cap + SELFIE_REPLY;
+  enum { M = 100 };
+  flood_t fl;
+  floods_start(&fl, 1, -1, "selfie", SELFIE_IN, M);
+  floods_wait_stall(&fl, 1, NULL);
+  long held = daemon_stat("unwritten_reply_bytes"), last = -1;
+  for (int t = 0; t < 100 && (held != last || daemon_stat("reserved_reply_bytes") != 0); t++) {
+    sleep_ms(200);
+    last = held;
+    held = daemon_stat("unwritten_reply_bytes");
+  }
+  int sent = __atomic_load_n(&fl.sent, __ATOMIC_ACQUIRE);
+  printf("slow reader: %d of %d invokes sent before the daemon stopped reading; %ld reply bytes unwritten "
+         "(max_pending_reply_bytes %ld + one reply = %ld)\n", sent, M, held, cap, bound);
+  ck_assert_int_lt(sent, M);
+  ck_assert_int_ge(held, cap - SELFIE_REPLY);
+  ck_assert_int_le(held, bound);
+  long peak = daemon_stat("connection_reply_bytes_peak");
+  printf("slow reader: the connection's reply bytes (queued + reserved) peaked at %ld\n", peak);
+  ck_assert_int_le(peak, bound);
+  ck_assert_int_eq(daemon_stat("connection_reply_bytes"), held);
+  drain_t dr = {.fd = fl.fd, .n = M};
+  pthread_t rt;
+  ck_assert_int_eq(pthread_create(&rt, NULL, drain_main, &dr), 0);
+  pthread_join(rt, NULL);
+  floods_end(&fl, 1, false);
+  ck_assert_int_eq(dr.ok, M);
+  ck_assert_int_eq(dr.invoked, M);
+  ck_assert_int_le(daemon_stat("connection_reply_bytes_peak"), bound);
+  ck_assert_int_eq(daemon_stat("connection_reply_bytes"), 0);
+  close(b);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- per-model queue, socket directory ------------------------------------------------------ */
 
 START_TEST(model_queue_cap_answers_ebusy) {
@@ -1365,6 +1666,14 @@ int main(void) {
   tcase_add_test(tc, pending_frame_budget_released_by_timeout_and_truncation);
   tcase_add_test(tc, big_frame_grows_read_buffer_by_doubling);
   suite_add_tcase(s, tc);
+  /* Per-uid shares and admin slots (CK_RUN_CASE=shares runs them alone). */
+  TCase *sh = tcase_create("shares");
+  tcase_set_timeout(sh, 600);
+  tcase_add_test(sh, admin_slots_survive_idle_connections_of_four_uids);
+  tcase_add_test(sh, stalled_frames_of_one_uid_leave_the_others_served);
+  tcase_add_test(sh, uid_with_timed_out_frames_is_throttled);
+  tcase_add_test(sh, slow_reader_holds_its_pending_reply_bound);
+  suite_add_tcase(s, sh);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -9,7 +9,9 @@
  *     range too small for the tensor, an offset past the end (and one that overflows), an output
  *     range too small, an output into a write-sealed buffer, an unknown id, another connection's
  *     buffer, the per-connection bounds (max_buffers_per_connection,
- *     max_buffer_bytes_per_connection), more descriptors than may wait (connection refused);
+ *     max_buffer_bytes_per_connection) and per uid (max_buffer_bytes_per_uid: the stats count the
+ *     bytes registered, back to 0 once the clients closed), more descriptors than may wait
+ *     (connection refused);
  *   - output ranges sharing bytes with another output's or an input's range (also through one memfd
  *     registered twice) are refused naming both; touching ranges are served;
  *   - a buffer the client has unmapped keeps working (the daemon's own mapping);
@@ -31,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <dirent.h>
+#include <jansson.h>
 
 #define AR_TEST_MANY_FDS 6   /* above AR_CONN_MAX_PENDING_FDS */
 
@@ -414,6 +417,68 @@ START_TEST(per_connection_bounds) {
   char v[32];
   ck_assert_int_eq(ar_client_ping(c, v, sizeof(v), msg, sizeof(msg)), 0);
   ar_client_close(c);
+  stop();
+}
+END_TEST
+
+/* The stats "daemon" figure `key` (an integer), read on `c`. */
+static long daemon_figure(ar_client_t *c, const char *key) {
+  char *json = NULL, msg[AR_MSG_BYTES];
+  ck_assert_msg(ar_client_stats_json(c, &json, msg, sizeof(msg)) == 0, "stats: %s", msg);
+  json_t *root = json_loads(json, 0, NULL);
+  free(json);
+  json_t *v = json_object_get(json_object_get(root, "daemon"), key);
+  ck_assert_msg(json_is_integer(v), "stats daemon.%s missing", key);
+  long n = (long)json_integer_value(v);
+  json_decref(root);
+  return n;
+}
+
+/* One uid's buffers over all its connections are bounded by max_buffer_bytes_per_uid (root is not
+ * an admin here: admins are exempt): two connections of 512 KiB each fill its 1 MiB, a third
+ * buffer on either is refused ENOSPC naming the bytes and the key, and the stats' buffer_bytes
+ * count what is registered: 1 MiB, then 512 KiB when one client closes, 0 when both have. Before,
+ * each connection had its own max_buffer_bytes_per_connection and the third was registered. */
+START_TEST(per_uid_buffer_bound) {
+  snprintf(cfg_dir, sizeof(cfg_dir), "/tmp/arenad-shm-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(cfg_dir));
+  char path[300];
+  snprintf(path, sizeof(path), "%s/arenad.json", cfg_dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": [], \"admin_uids\": [4242], \"max_buffer_bytes_per_uid\": \"1M\"}\n");
+  fclose(f);
+  const char *extra[] = {"--config", path, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "32M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  ar_client_t *c1 = client(), *c2 = client(), *watch = client();
+  char msg[AR_MSG_BYTES];
+  ar_client_buffer_t *a = NULL, *b = NULL, *x = NULL;
+  ck_assert_int_eq(daemon_figure(watch, "max_buffer_bytes_per_uid"), 1l << 20);
+  ck_assert_msg(ar_client_buffer_register(c1, 512 * 1024, &a, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_msg(ar_client_buffer_register(c2, 512 * 1024, &b, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_int_eq(daemon_figure(watch, "buffer_bytes"), 1l << 20);
+  refused(ar_client_buffer_register(c1, 4096, &x, msg, sizeof(msg)), AR_ENOSPC, msg,
+          "the buffer's 4096 bytes exceed the 0 bytes uid 0 may still map (max_buffer_bytes_per_uid 1048576, "
+          "1048576 registered on its connections)");
+  printf("per-uid buffers: %s\n", msg);
+  ck_assert_ptr_null(x);
+  ck_assert_int_eq(daemon_figure(watch, "buffer_bytes"), 1l << 20);
+  ar_client_close(c1);
+  long v = -1;
+  for (int i = 0; i < 3000 && (v = daemon_figure(watch, "buffer_bytes")) != 512 * 1024; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_int_eq(v, 512 * 1024);
+  /* What c1 held is the uid's again. */
+  ck_assert_msg(ar_client_buffer_register(c2, 256 * 1024, &x, msg, sizeof(msg)) == 0, "%s", msg);
+  ar_client_close(c2);
+  for (int i = 0; i < 3000 && (v = daemon_figure(watch, "buffer_bytes")) != 0; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_int_eq(v, 0);
+  ar_client_close(watch);
   stop();
 }
 END_TEST
@@ -931,6 +996,7 @@ static Suite *shm_suite(void) {
   tcase_add_test(tc, bad_buffers_are_refused_and_the_daemon_serves);
   tcase_add_test(tc, overlapping_output_ranges_are_refused);
   tcase_add_test(tc, per_connection_bounds);
+  tcase_add_test(tc, per_uid_buffer_bound);
   tcase_add_test(tc, closing_mid_invoke_leaves_no_fd_or_mapping);
   tcase_add_test(tc, descriptors_belong_to_their_frame);
   tcase_add_test(tc, invoke_replies_align_their_outputs);
