@@ -244,6 +244,9 @@ static void print_memory(json_t *root) {
          "heap", jint(mem, "heap_bytes"), jint(mem, "heap_system_bytes"));
   printf("  %-20s %12" JSON_INTEGER_FORMAT "  code %" JSON_INTEGER_FORMAT ", stacks %" JSON_INTEGER_FORMAT "\n",
          "code and stacks", jint(mem, "rest_bytes"), jint(mem, "code_bytes"), jint(mem, "stack_bytes"));
+  printf("  %-20s %12" JSON_INTEGER_FORMAT "  resident of the %" JSON_INTEGER_FORMAT
+         " bytes of shared memory clients registered\n", "clients' buffers", jint(mem, "shm_resident_bytes"),
+         jint(mem, "shm_bytes"));
   printf("  %-20s %12" JSON_INTEGER_FORMAT "  %.1f%% of RSS (unaccounted %" JSON_INTEGER_FORMAT ")\n", "sum of the parts",
          acc, rss > 0 ? 100.0 * (double)acc / (double)rss : 0.0, jint(mem, "unaccounted_bytes"));
   if (jint(mem, "memory_limit_bytes") > 0)

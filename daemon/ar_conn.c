@@ -1524,6 +1524,21 @@ void ar_conn_stats_json(ar_server_t *srv, json_t *d) {
   json_object_set_new(d, "uids", uids);
 }
 
+size_t ar_conn_shm_mappings(const ar_server_t *srv, uintptr_t (*out)[2], size_t cap, uint64_t *bytes) {
+  size_t n = 0;
+  *bytes = 0;
+  for (const ar_conn_t *c = srv->conns; c; c = c->next)
+    for (const ar_shm_buf_t *b = c->bufs; b; b = b->next) {
+      if (n < cap) {
+        out[n][0] = (uintptr_t)b->base;
+        out[n][1] = (uintptr_t)b->base + b->bytes;
+      }
+      n++;
+      *bytes += b->bytes;
+    }
+  return n;
+}
+
 void ar_conn_free_uids(ar_server_t *srv) {
   ar_uid_use_t *next;
   for (ar_uid_use_t *u = srv->uids; u; u = next) {

@@ -286,6 +286,11 @@ void ar_conn_timers_stop(ar_server_t *srv);
 struct json_t;
 void ar_conn_stats_json(ar_server_t *srv, struct json_t *daemon);
 
+/* The shared-memory buffers registered on all connections: their mappings into out[] (up to
+ * `cap`, as {start, end} address pairs), their bytes in *bytes; returns how many there are (may
+ * exceed cap). Loop thread (the connections' buffer lists are the loop's). */
+size_t ar_conn_shm_mappings(const ar_server_t *srv, uintptr_t (*out)[2], size_t cap, uint64_t *bytes);
+
 /* Free the per-uid entries (server stop: no connection is left). */
 void ar_conn_free_uids(ar_server_t *srv);
 

@@ -420,7 +420,10 @@ typedef struct ar_memory {
   ar_rss_blas_t blas;              /* OpenBLAS's buffers */
   ar_rss_heap_t heap;              /* malloc (heap part: heap.in_use_bytes) */
   ar_rss_rest_t rest;              /* code + stacks (rest part), and other anonymous pages */
-  uint64_t accounted_bytes;        /* pool + models + blas + heap + code + stacks */
+  uint64_t shm_bytes;              /* shared-memory buffers clients registered (mapped bytes) */
+  uint64_t shm_resident_bytes;     /* their resident pages (mincore: the memfds' pages, which the
+                                      clients populate and their cgroups are charged for) */
+  uint64_t accounted_bytes;        /* pool + models + blas + heap + code + stacks + shm */
   int64_t unaccounted_bytes;       /* rss - accounted */
 } ar_memory_t;
 

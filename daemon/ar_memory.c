@@ -51,6 +51,14 @@ int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_
                                         (uintptr_t)cm->model->file + page_round(cm->model->file_bytes)};
   }
   pthread_mutex_unlock(&srv->cache_lock);
+  /* Clients' shared-memory buffers: a part of their own (smaps shows them as file mappings, which
+   * the rest would count as code), held against memory_limit with the rest. */
+  uintptr_t shm[AR_MEMORY_MAX_RANGES][2];
+  size_t n_shm = ar_conn_shm_mappings(srv, shm, AR_MEMORY_MAX_RANGES, &mem->shm_bytes);
+  for (size_t i = 0; i < n_shm && i < AR_MEMORY_MAX_RANGES; i++) {
+    mem->shm_resident_bytes += ar_rss_resident_bytes((const void *)shm[i][0], shm[i][1] - shm[i][0]);
+    if (n_skip < AR_MEMORY_MAX_RANGES) skip[n_skip++] = (ar_rss_range_t){shm[i][0], shm[i][1]};
+  }
   ar_rss_blas(&mem->blas);
   n_skip += ar_rss_blas_ranges(skip + n_skip, AR_MEMORY_MAX_RANGES - n_skip);
   if (n_skip > AR_MEMORY_MAX_RANGES) n_skip = AR_MEMORY_MAX_RANGES;
@@ -58,7 +66,8 @@ int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_
   rc = ar_rss_rest(skip, n_skip, &mem->rest, msg, msg_bytes);
   if (rc != 0) return rc;
   mem->accounted_bytes = mem->pool_resident_bytes + mem->models_resident_bytes + mem->blas.resident_bytes +
-                         mem->heap.in_use_bytes + mem->rest.code_bytes + mem->rest.stack_bytes;
+                         mem->heap.in_use_bytes + mem->rest.code_bytes + mem->rest.stack_bytes +
+                         mem->shm_resident_bytes;
   mem->unaccounted_bytes = (int64_t)mem->status.rss_bytes - (int64_t)mem->accounted_bytes;
   return 0;
 }
@@ -77,6 +86,8 @@ struct json_t *ar_memory_json(ar_server_t *srv) {
   SET("blas_resident_bytes", mem.blas.resident_bytes);
   SET("heap_bytes", mem.heap.in_use_bytes);
   SET("rest_bytes", mem.rest.code_bytes + mem.rest.stack_bytes);
+  SET("shm_bytes", mem.shm_bytes);
+  SET("shm_resident_bytes", mem.shm_resident_bytes);
   SET("accounted_bytes", mem.accounted_bytes);
   SET("unaccounted_bytes", mem.unaccounted_bytes);
   SET("memory_limit_bytes", srv->cfg.memory_limit_bytes);
@@ -119,10 +130,11 @@ int ar_memory_admit_load(ar_server_t *srv, const char *name, const ar_memory_reg
   if (projected <= limit) return 0;
   return ar_errf(msg, msg_bytes, AR_ENOSPC,
                  "load of '%s' would bring the accounted memory to %" PRIu64 " bytes, over memory_limit %" PRIu64
-                 " bytes (raise memory_limit in arenad's config, or unload a model): now %" PRIu64 " (pool %" PRIu64 ", model copies %" PRIu64 " with this one's, OpenBLAS %" PRIu64
-                 ", heap %" PRIu64 ", code and stacks %" PRIu64 "; RSS %" PRIu64 ") + its pool regions %" PRIu64
+                 " bytes (raise memory_limit in arenad's config, or unload a model): now %" PRIu64 " (pool %" PRIu64
+                 ", model copies %" PRIu64 " with this one's, OpenBLAS %" PRIu64 ", heap %" PRIu64 ", code and stacks %"
+                 PRIu64 ", clients' shared memory %" PRIu64 "; RSS %" PRIu64 ") + its pool regions %" PRIu64
                  " (persistent %" PRIu64 " + activation %" PRIu64 ")",
                  name, projected, limit, mem.accounted_bytes, mem.pool_resident_bytes, mem.models_resident_bytes,
                  mem.blas.resident_bytes, mem.heap.in_use_bytes, mem.rest.code_bytes + mem.rest.stack_bytes,
-                 mem.status.rss_bytes, add, pers, act);
+                 mem.shm_resident_bytes, mem.status.rss_bytes, add, pers, act);
 }

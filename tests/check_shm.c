@@ -10,8 +10,8 @@
  *     range too small, an output into a write-sealed buffer, an unknown id, another connection's
  *     buffer, the per-connection bounds (max_buffers_per_connection,
  *     max_buffer_bytes_per_connection) and per uid (max_buffer_bytes_per_uid: the stats count the
- *     bytes registered, back to 0 once the clients closed), more descriptors than may wait
- *     (connection refused);
+ *     bytes registered, also in the memory block, back to 0 once the clients closed), more
+ *     descriptors than may wait (connection refused);
  *   - output ranges sharing bytes with another output's or an input's range (also through one memfd
  *     registered twice) are refused naming both; touching ranges are served;
  *   - a buffer the client has unmapped keeps working (the daemon's own mapping);
@@ -421,18 +421,20 @@ START_TEST(per_connection_bounds) {
 }
 END_TEST
 
-/* The stats "daemon" figure `key` (an integer), read on `c`. */
-static long daemon_figure(ar_client_t *c, const char *key) {
+/* The stats figure `key` (an integer) of the object `obj` ("daemon", "memory"), read on `c`. */
+static long stats_figure(ar_client_t *c, const char *obj, const char *key) {
   char *json = NULL, msg[AR_MSG_BYTES];
   ck_assert_msg(ar_client_stats_json(c, &json, msg, sizeof(msg)) == 0, "stats: %s", msg);
   json_t *root = json_loads(json, 0, NULL);
   free(json);
-  json_t *v = json_object_get(json_object_get(root, "daemon"), key);
-  ck_assert_msg(json_is_integer(v), "stats daemon.%s missing", key);
+  json_t *v = json_object_get(json_object_get(root, obj), key);
+  ck_assert_msg(json_is_integer(v), "stats %s.%s missing", obj, key);
   long n = (long)json_integer_value(v);
   json_decref(root);
   return n;
 }
+
+static long daemon_figure(ar_client_t *c, const char *key) { return stats_figure(c, "daemon", key); }
 
 /* One uid's buffers over all its connections are bounded by max_buffer_bytes_per_uid (root is not
  * an admin here: admins are exempt): two connections of 512 KiB each fill its 1 MiB, a third
@@ -457,6 +459,9 @@ START_TEST(per_uid_buffer_bound) {
   ck_assert_msg(ar_client_buffer_register(c1, 512 * 1024, &a, msg, sizeof(msg)) == 0, "%s", msg);
   ck_assert_msg(ar_client_buffer_register(c2, 512 * 1024, &b, msg, sizeof(msg)) == 0, "%s", msg);
   ck_assert_int_eq(daemon_figure(watch, "buffer_bytes"), 1l << 20);
+  /* In the memory block too, and resident (the client populated them): held against memory_limit. */
+  ck_assert_int_eq(stats_figure(watch, "memory", "shm_bytes"), 1l << 20);
+  ck_assert_int_eq(stats_figure(watch, "memory", "shm_resident_bytes"), 1l << 20);
   refused(ar_client_buffer_register(c1, 4096, &x, msg, sizeof(msg)), AR_ENOSPC, msg,
           "the buffer's 4096 bytes exceed the 0 bytes uid 0 may still map (max_buffer_bytes_per_uid 1048576, "
           "1048576 registered on its connections)");
@@ -478,6 +483,8 @@ START_TEST(per_uid_buffer_bound) {
     nanosleep(&ts, NULL);
   }
   ck_assert_int_eq(v, 0);
+  ck_assert_int_eq(stats_figure(watch, "memory", "shm_bytes"), 0);
+  ck_assert_int_eq(stats_figure(watch, "memory", "shm_resident_bytes"), 0);
   ar_client_close(watch);
   stop();
 }

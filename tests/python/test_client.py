@@ -195,7 +195,8 @@ class Requests(unittest.TestCase):
         self.assertEqual(set(s), {"pool", "models", "groups", "daemon", "memory"})
         self.assertEqual(s["pool"]["bytes"], 64 << 20)
         mem = s["memory"]   # resident memory by part: the sum is the parts' (docs/protocol.md)
-        parts = ("pool_resident_bytes", "models_resident_bytes", "blas_resident_bytes", "heap_bytes", "rest_bytes")
+        parts = ("pool_resident_bytes", "models_resident_bytes", "blas_resident_bytes", "heap_bytes", "rest_bytes",
+                 "shm_resident_bytes")
         self.assertEqual(mem["accounted_bytes"], sum(mem[k] for k in parts))
         self.assertEqual(mem["unaccounted_bytes"], mem["rss_bytes"] - mem["accounted_bytes"])
         face = next(m for m in s["models"] if m["name"] == "face")
