@@ -1586,6 +1586,98 @@ START_TEST(slow_reader_holds_its_pending_reply_bound) {
 }
 END_TEST
 
+/* The figure `key` of uid `uid`'s entry in stats daemon.uids, -1 when it has none. */
+static long uid_stat(uid_t uid, const char *key) {
+  int fd = conn();
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__GetStatsRequest gs = ARENAD__GET_STATS_REQUEST__INIT;
+  req.id = 4712;
+  req.body_case = ARENAD__REQUEST__BODY_GET_STATS;
+  req.get_stats = &gs;
+  Arenad__Response *r = rpc(fd, &req);
+  ck_assert_int_eq(r->status->code, 0);
+  json_t *root = json_loads(r->get_stats->json, 0, NULL);
+  arenad__response__free_unpacked(r, NULL);
+  json_t *uids = json_object_get(json_object_get(root, "daemon"), "uids"), *u;
+  ck_assert_msg(json_is_array(uids), "stats daemon.uids missing");
+  size_t i;
+  long v = -1;
+  json_array_foreach(uids, i, u) {
+    if (json_is_integer(json_object_get(u, "uid")) && json_integer_value(json_object_get(u, "uid")) == (json_int_t)uid)
+      v = (long)json_integer_value(json_object_get(u, key));
+  }
+  json_decref(root);
+  close(fd);
+  return v;
+}
+
+/* Two non-admin uids pipelining selfie invokes (256 KiB replies) without reading, against
+ * max_unwritten_reply_bytes 2 MiB with max_unwritten_reply_bytes_per_uid 512 KiB: each uid's
+ * connection is held once its queued and reserved replies reach 512 KiB (within one reply past
+ * it), so the first cannot take the budget the second needs; both get their share, and once they
+ * read, every request is answered. */
+START_TEST(unwritten_reply_share_per_uid) {
+  if (geteuid() != 0) {
+    printf("per-uid reply share: skipped (needs root to connect as other uids)\n");
+    return;
+  }
+  start_cfg("{\"models\": [], \"socket_mode\": \"0666\", \"send_timeout_ms\": 0, "
+            "\"max_unwritten_reply_bytes\": \"2M\", \"max_unwritten_reply_bytes_per_uid\": \"512K\"}");
+  chmod(dmn.dir, 0755);
+  int b = conn();
+  load(b, "selfie", "selfie_segmentation");
+  const long share = 512l << 10, bound = share + SELFIE_REPLY;
+  enum { N = 2, M = 60 };
+  flood_t fl[N];
+  for (int i = 0; i < N; i++) {
+    int fd;
+    ck_assert_int_eq(connect_as(65533 + (uid_t)i, dmn.socket, 1, &fd), 1);
+    floods_start(&fl[i], 1, fd, "selfie", SELFIE_IN, M);
+  }
+  int sent[N];
+  floods_wait_stall(fl, N, sent);
+  long total = daemon_stat("unwritten_reply_bytes"), before = -1;
+  for (int t = 0; t < 100 && (total != before || daemon_stat("reserved_reply_bytes") != 0); t++) {
+    sleep_ms(200);
+    before = total;
+    total = daemon_stat("unwritten_reply_bytes");
+  }
+  printf("per-uid reply share: %ld reply bytes unwritten in all (bound %d x %ld)\n", total, N, bound);
+  ck_assert_int_le(total, N * bound);   /* before: the first uid alone took the 2 MiB budget */
+  long held[N];
+  for (int i = 0; i < N; i++) {
+    long last = -1;
+    held[i] = uid_stat(65533 + (uid_t)i, "reply_bytes");
+    for (int t = 0; t < 100 && held[i] != last; t++) {
+      sleep_ms(200);
+      last = held[i];
+      held[i] = uid_stat(65533 + (uid_t)i, "reply_bytes");
+    }
+  }
+  printf("per-uid reply share: uids 65533/65534 held after %d/%d of %d requests with %ld/%ld reply bytes (share %ld, "
+         "bound %ld; budget 2 MiB)\n", sent[0], sent[1], M, held[0], held[1], share, bound);
+  for (int i = 0; i < N; i++) {
+    ck_assert_int_lt(sent[i], M);
+    ck_assert_int_ge(held[i], share);
+    ck_assert_int_le(held[i], bound);
+  }
+  invoke_once(b, "selfie", SELFIE_IN, 4243, NULL, 0, NULL, NULL);
+  drain_t dr[N];
+  pthread_t rt[N];
+  for (int i = 0; i < N; i++) {
+    dr[i] = (drain_t){.fd = fl[i].fd, .n = M};
+    ck_assert_int_eq(pthread_create(&rt[i], NULL, drain_main, &dr[i]), 0);
+  }
+  for (int i = 0; i < N; i++) pthread_join(rt[i], NULL);
+  floods_end(fl, N, false);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(dr[i].ok, M);
+  ck_assert_int_eq(daemon_stat("unwritten_reply_bytes"), 0);
+  ck_assert_int_eq(daemon_stat("reserved_reply_bytes"), 0);
+  close(b);
+  stop_cfg();
+}
+END_TEST
+
 /* ---- per-model queue, socket directory ------------------------------------------------------ */
 
 START_TEST(model_queue_cap_answers_ebusy) {
@@ -1673,6 +1765,7 @@ int main(void) {
   tcase_add_test(sh, stalled_frames_of_one_uid_leave_the_others_served);
   tcase_add_test(sh, uid_with_timed_out_frames_is_throttled);
   tcase_add_test(sh, slow_reader_holds_its_pending_reply_bound);
+  tcase_add_test(sh, unwritten_reply_share_per_uid);
   suite_add_tcase(s, sh);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
