@@ -41,9 +41,6 @@ static void on_readable(uv_poll_t *p, int status, int events);
 static void on_read(ar_conn_t *c, ssize_t nread);
 
 /* ------------------------------------------------------------------------------------------ */
-/* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending")                        */
-
-/* ------------------------------------------------------------------------------------------ */
 /* Per-uid shares (ar_conn.h, "shares")                                                        */
 
 /* The entry of `peer`'s uid (one for every peer whose credentials are unknown), created on first
@@ -83,20 +80,17 @@ static void uid_use_sweep(ar_server_t *srv, uint64_t now) {
 }
 
 /* Peer uids with a connection (the number the budgets are shared among; at least 1). */
-static uint32_t uid_count(const ar_server_t *srv) {
-  uint32_t n = 0;
-  for (const ar_uid_use_t *u = srv->uids; u; u = u->next)
-    if (u->refs > 0) n++;
-  return n ? n : 1;
-}
+static uint32_t uid_count(const ar_server_t *srv) { return srv->peer_uids ? srv->peer_uids : 1; }
 
 /* The reply bytes (queued + reserved) of `c` changed by `delta`: its uid's figure and the peaks. */
 static void reply_bytes_add(ar_conn_t *c, int64_t delta) {
   c->uidu->reply_bytes = (uint64_t)((int64_t)c->uidu->reply_bytes + delta);
   uint64_t now = c->wbytes + c->reply_reserved;
-  if (now > c->reply_peak) c->reply_peak = now;
   if (now > c->srv->conn_reply_peak) c->srv->conn_reply_peak = now;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The daemon-wide budget of pending frame bytes (ar_conn.h, "pending")                        */
 
 /* Give back what `c` holds of the budget. */
 static void frame_budget_release(ar_conn_t *c) {
@@ -183,7 +177,7 @@ static void conn_drop_spares(ar_conn_t *c) {
 static void conn_unref(ar_conn_t *c) {
   if (--c->refs == 0) {
     frame_budget_release(c);
-    if (c->uidu) c->uidu->refs--;   /* the entry goes at the sweep */
+    if (c->uidu && --c->uidu->refs == 0) c->srv->peer_uids--;   /* the entry goes at the sweep */
     conn_drop_spares(c);
     free(c->rbuf);
     free((void *)c->peer.groups);
@@ -555,10 +549,6 @@ static void held_remove(ar_conn_t *c) {
   c->held_prev = c->held_next = NULL;
 }
 
-/* Besides its own limits, a connection with a request outstanding (unanswered, or answered and
- * not all written) takes no further frame while the budget is reached: it is held (neither read
- * nor parsed) until the total falls below it. Connections with nothing outstanding are still
- * served, one request at a time. */
 /* The uid of `c` holds its share of the budget of unwritten replies (ar_conn.h, "shares"): at
  * least max_unwritten_reply_bytes_per_uid (admins exempt), or at least B / (uids connected) while
  * less than that is left for the others. */
@@ -570,6 +560,10 @@ static bool reply_uid_over(const ar_conn_t *c) {
   return mine >= share && (total >= max || max - total < share);
 }
 
+/* Besides its own limits, a connection with a request outstanding (unanswered, or answered and
+ * not all written) takes no further frame while the budget is reached: it is held (neither read
+ * nor parsed) until the total falls below it. Connections with nothing outstanding are still
+ * served, one request at a time. */
 static bool conn_may_read(ar_conn_t *c) {
   const ar_config_t *cfg = &c->srv->cfg;
   bool outstanding = c->wbytes > 0 || c->jobs > 0;
@@ -1326,7 +1320,7 @@ void ar_conn_accept(ar_server_t *srv, uv_stream_t *listener, int status) {
     uv_close((uv_handle_t *)&c->pipe, free_unlinked);
     return;
   }
-  c->uidu->refs++;
+  if (c->uidu->refs++ == 0) srv->peer_uids++;
   c->rpoll.data = c;
   c->refs++;   /* the poll handle's, dropped when it is closed */
   c->admin = peer_is_admin(srv, c);

@@ -217,7 +217,6 @@ struct ar_conn {
   ar_uid_use_t *uidu;            /* its peer uid's use of the budgets (one reference) */
   bool admin;                    /* the peer is an admin (admin_uids / admin_gids), read at accept */
   uint64_t reply_reserved;       /* bytes reserved for the replies of its invokes not yet answered */
-  uint64_t reply_peak;           /* the most wbytes + reply_reserved ever reached */
   bool held;                     /* on srv->held_conns: waits for the budget of unwritten replies */
   ar_conn_t *held_prev, *held_next;
 };

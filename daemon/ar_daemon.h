@@ -317,13 +317,13 @@ struct ar_server {
    * ar_conn_t.held_prev/held_next) that the write or answer taking the total below it resumes. */
   uint64_t unwritten_reply_bytes, reserved_reply_bytes;
   ar_conn_t *held_conns;
-  /* Per peer uid (ar_conn.h, "shares"): each uid's use of the budgets; the uids with frames being
-   * received (pending_frame_bytes > 0) and with replies outstanding (reply_bytes > 0); the
-   * connections closed to make room for another (the oldest idle non-admin one), refused because
-   * their uid was throttled, and frames refused by their uid's share; the shared-memory bytes
-   * registered on all connections; the most reply bytes (queued + reserved) one connection held. */
+  /* Per peer uid (ar_conn.h, "shares"): each uid's use of the budgets; the uids with a connection
+   * (entries with refs > 0: the budgets are shared among them); the connections closed to make
+   * room for another (the longest idle non-admin one), refused because their uid was throttled,
+   * and frames refused by their uid's share; the shared-memory bytes registered on all
+   * connections; the most reply bytes (queued + reserved) one connection ever held. */
   ar_uid_use_t *uids;
-  uint32_t frame_uids, reply_uids;
+  uint32_t peer_uids;
   uint64_t closed_for_room, conns_throttled, frames_over_uid_share, shm_bytes, conn_reply_peak;
   int exit_code;
   /* Pool compaction (ar_compact.c; drawn above). `compacting` from the start until every MOVE job
