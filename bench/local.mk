@@ -23,6 +23,14 @@ bench_ipc_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS) $(JANSSO
 bench_ipc_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS)
 $(bench_ipc_OBJECTS): proto/arenad.pb-c.h
 
+# bench/stats: a client's Ping and Invoke p50/p99 quiet and under 16 GetStats pollers against a daemon
+# with 50 models, with the pollers as admins (no rate limit) and as another uid (rate-limited).
+noinst_PROGRAMS += bench/stats
+bench_stats_SOURCES = bench/stats.c
+bench_stats_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+bench_stats_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS)
+$(bench_stats_OBJECTS): proto/arenad.pb-c.h
+
 # bench/py_invoke.py (owner: Python client work): the Python client's invokes/s and overhead per
 # invoke (bytes path with views, with copy=True, shm path) next to bench/ipc's C client figures on
 # the same daemon. Run by hand: PYTHONPATH=clients/python:build/clients/python bench/py_invoke.py

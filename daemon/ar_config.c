@@ -62,7 +62,8 @@ static const char *const root_keys[] = {
   "max_unwritten_reply_bytes", "max_decode_bytes", "max_queue_per_model", "max_buffers_per_connection",
   "max_buffer_bytes_per_connection", "request_timeout_ms", "idle_timeout_ms", "send_timeout_ms",
   "drain_timeout_ms", "busy_poll_us", "inline_invoke_us", "admin_reserved_connections",
-  "max_pending_frame_bytes_per_uid", "max_unwritten_reply_bytes_per_uid", "max_buffer_bytes_per_uid"};
+  "max_pending_frame_bytes_per_uid", "max_unwritten_reply_bytes_per_uid", "max_buffer_bytes_per_uid",
+  "stats_refresh_ms", "stats_rate_per_s", "stats_burst"};
 size_t ar_config_root_keys(const char *const **keys) {
   *keys = root_keys;
   return AR_ARRAY_LEN(root_keys);
@@ -183,6 +184,9 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->inline_invoke_us = AR_CONFIG_INLINE_INVOKE_DEFAULT;
   cfg->max_model_bytes = 256ull << 20;
   cfg->max_resize_activation_bytes = 32ull << 20;
+  cfg->stats_refresh_ms = 1000;
+  cfg->stats_rate_per_s = 10;
+  cfg->stats_burst = 20;
   cfg->compact_after_unload = true;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
   if (geteuid() != 0) cfg->admin_uids[cfg->n_admin_uids++] = geteuid();
@@ -563,6 +567,12 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       if (rc == 0 && cfg->memory_limit_bytes != 0 && cfg->memory_limit_bytes < AR_CFG_MEMORY_MIN)
         rc = ar_errf(msg, n, AR_ECONFIG, "%s: %" PRIu64 " bytes is out of range: 0 (no limit) or [%llu, %llu]", k,
                      cfg->memory_limit_bytes, AR_CFG_MEMORY_MIN, AR_CFG_MEMORY_MAX);
+    } else if (strcmp(k, "stats_refresh_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CONFIG_STATS_REFRESH_MAX, &cfg->stats_refresh_ms, msg, n);
+    } else if (strcmp(k, "stats_rate_per_s") == 0) {
+      rc = get_uint(v, k, 0, AR_CONFIG_STATS_RATE_MAX, &cfg->stats_rate_per_s, msg, n);
+    } else if (strcmp(k, "stats_burst") == 0) {
+      rc = get_uint(v, k, 1, AR_CONFIG_STATS_RATE_MAX, &cfg->stats_burst, msg, n);
     } else if (strcmp(k, "compact_after_unload") == 0) {
       rc = get_bool(v, k, &cfg->compact_after_unload, msg, n);
     } else if (strcmp(k, "admin_uids") == 0) {

@@ -43,6 +43,8 @@
 #define AR_CONFIG_BUSY_POLL_DEFAULT 200u   /* busy_poll_us when the file says nothing */
 #define AR_CONFIG_INLINE_INVOKE_DEFAULT 5000u   /* inline_invoke_us when the file says nothing */
 #define AR_CONFIG_THREADS_MAX 256               /* threads range 1..this (0 = online CPUs) */
+#define AR_CONFIG_STATS_REFRESH_MAX 3600000u  /* stats_refresh_ms: at most an hour */
+#define AR_CONFIG_STATS_RATE_MAX 100000u      /* stats_rate_per_s, stats_burst */
 #define AR_CONFIG_MAX_IDS 32                /* entries of admin_uids, admin_gids */
 #define AR_CONFIG_MAX_DIRS 16               /* entries of model_dirs */
 #define AR_CONFIG_DIR_MAX 1024              /* bytes of a model_dirs entry, incl. NUL */
@@ -130,6 +132,15 @@ typedef struct ar_config {
    * OpenBLAS, heap, code and stacks): a load that would bring it over is refused (ENOSPC).
    * 0 (the default) = no bound. */
   uint64_t memory_limit_bytes;
+  /* Stats (daemon/ar_stats.c): the expensive figures (mincore over the pool and the model copies,
+   * /proc/self/smaps) are measured off the event loop, at most once per stats_refresh_ms while the
+   * pool's layout and the models stay the same (0 = at each GetStats, still off the loop); GetStats
+   * is answered from that snapshot with the live counters. GetStats and GetPlan from peers that are
+   * not admins are limited per uid: stats_rate_per_s on average, bursts of stats_burst (EBUSY past
+   * them); stats_rate_per_s 0 = no limit. */
+  uint32_t stats_refresh_ms;    /* default 1000, at most AR_CONFIG_STATS_REFRESH_MAX */
+  uint32_t stats_rate_per_s;    /* default 10, at most AR_CONFIG_STATS_RATE_MAX */
+  uint32_t stats_burst;         /* default 20, 1..AR_CONFIG_STATS_RATE_MAX */
   bool compact_after_unload;    /* compact the pool after each unload and group growth, default true */
   /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or a gid: the primary one or any of
    * the peer's supplementary groups, SO_PEERGROUPS). Default: uids 0 and the daemon's own effective

@@ -222,6 +222,60 @@ typedef struct ar_compact_figures {
   uint64_t t_start_us, t_end_us;
 } ar_compact_figures_t;
 
+/* ---- ar_memory.c: resident memory by part (daemon/ar_rss.h), memory_limit ---- */
+typedef struct ar_memory {
+  ar_rss_status_t status;          /* the kernel's RSS and peak */
+  uint64_t pool_resident_bytes;    /* resident pages of the pool mapping */
+  uint64_t models_resident_bytes;  /* resident pages of the model file copies, each copy once */
+  uint32_t model_mappings;         /* copies in the cache */
+  ar_rss_blas_t blas;              /* OpenBLAS's buffers */
+  ar_rss_heap_t heap;              /* malloc (heap part: heap.in_use_bytes) */
+  ar_rss_rest_t rest;              /* code + stacks (rest part), and other anonymous pages */
+  uint64_t shm_bytes;              /* shared-memory buffers clients registered (mapped bytes) */
+  uint64_t shm_resident_bytes;     /* their resident pages (mincore: the memfds' pages, which the
+                                      clients populate and their cgroups are charged for) */
+  uint64_t accounted_bytes;        /* pool + models + blas + heap + code + stacks + shm */
+  int64_t unaccounted_bytes;       /* rss - accounted */
+} ar_memory_t;
+
+/* The stats snapshot (ar_stats.c): the figures that cost a walk (mincore over the pool's regions
+ * and the model copies, /proc/self/status and smaps), measured by the stats thread off the event
+ * loop. The loop fills `key`, `taken_us` and the regions' offsets and bytes when it asks for a walk;
+ * the thread fills the rest; the loop then owns it again and answers GetStats from it. */
+typedef struct ar_snap_region {
+  uint64_t offset, bytes, resident_bytes;
+} ar_snap_region_t;
+
+typedef struct ar_snap_copy {
+  const ar_cached_model_t *cm;     /* compared, never dereferenced (the copy may be gone) */
+  uint64_t resident_bytes;
+} ar_snap_copy_t;
+
+typedef struct ar_snapshot {
+  uint64_t key;                    /* the layout and models it was taken for (ar_stats.c, stats_key) */
+  uint64_t taken_us;               /* when the walk was asked for (monotonic, µs) */
+  uint64_t walk_us;                /* how long the walk took on the stats thread */
+  int rc;                          /* 0, or why `mem` is missing (msg) */
+  char msg[AR_MSG_BYTES];
+  ar_memory_t mem;
+  size_t n_regions;
+  ar_snap_region_t *regions;       /* n_regions, in the pool's order at `taken_us` */
+  size_t n_copies;
+  ar_snap_copy_t *copies;          /* the model copies of the cache at the walk */
+  ar_memory_shm_t shm;             /* the clients' shared-memory mappings, listed by the loop */
+  struct ar_snapshot *next;        /* thread hand-over link */
+} ar_snapshot_t;
+
+/* One peer uid's token bucket for GetStats / GetPlan (ar_stats.c). */
+typedef struct ar_rate_bucket {
+  bool used;
+  uid_t uid;
+  uint64_t tokens;                 /* millionths of a request */
+  uint64_t last_us;
+} ar_rate_bucket_t;
+
+#define AR_RATE_BUCKETS 64         /* uids tracked at once; the longest unused makes room */
+
 /* How the layers call each other without naming each other's files: the connection layer calls
  * admit/dispatch upward, ar_models.c answers through reply/reply_error and reports job_done and
  * status_changed; ar_server.c fills these at start (ar_server_init_ops), a test or fuzzer may
@@ -356,6 +410,19 @@ struct ar_server {
 
 /* Monotonic clock, microseconds. */
 uint64_t ar_now_us(void);
+  /* Stats (ar_stats.c): the stats thread walks (ar_snapshot_t) asked for by the loop (stats_todo)
+   * and handed back (stats_done) under stats_lock; the loop keeps the last one (stats_snap) and the
+   * GetStats requests waiting for the walk in flight (stats_walking). stats_walks counts the walks
+   * started, stats_refused the GetStats/GetPlan refused by the rate limit. */
+  pthread_t stats_thread;
+  pthread_mutex_t stats_lock;
+  pthread_cond_t stats_cond;
+  uv_async_t stats_async;
+  bool stats_started, stats_quit, stats_walking;
+  ar_snapshot_t *stats_todo, *stats_done, *stats_snap;
+  ar_waiter_t *stats_waiters, *stats_waiters_tail;
+  uint64_t stats_walks, stats_refused;
+  ar_rate_bucket_t rate_buckets[AR_RATE_BUCKETS];
 
 /* Loop thread: something arrived or was answered. With busy_poll_us > 0 the loop keeps polling
  * without sleeping until busy_poll_us have passed with no further activity (ar_server.c). */
@@ -380,8 +447,20 @@ void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *nam
 void ar_models_compact(ar_server_t *srv, const ar_reply_to_t *to);
 /* Validate an Invoke request (takes ownership of `req`) and queue it. */
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req);
-/* Stats JSON (malloc'd string, caller frees) or NULL. */
-char *ar_models_stats_json(ar_server_t *srv);
+/* GetStats: answer `to` with the stats JSON, now from the last snapshot when it is younger than
+ * stats_refresh_ms and was taken for the current pool layout and models, else when the walk it
+ * starts (or the one in flight) is done (ar_stats.c). */
+void ar_models_get_stats(ar_server_t *srv, const ar_reply_to_t *to);
+/* The stats JSON from `snap` and the live counters (malloc'd string, caller frees) or NULL. */
+char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap);
+/* The per-uid rate limit of GetStats and GetPlan (`what`: "get_stats", "get_plan"): false when the
+ * request may go on; true when it was refused (answered EBUSY naming the limit and when to retry).
+ * Admin peers and internal requests are never refused. */
+bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const char *what);
+/* Start / stop the stats thread (ar_models_init, ar_models_shutdown) and close its handle. */
+int ar_stats_init(ar_server_t *srv);
+void ar_stats_close_handles(ar_server_t *srv);
+void ar_stats_shutdown(ar_server_t *srv);
 /* Fill a ModelInfo (strings point into `m`; inputs/outputs arrays malloc'd: free with
  * ar_models_info_clear). */
 void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *info);
@@ -411,32 +490,38 @@ void ar_models_reload_answered(ar_server_t *srv, const ar_reply_to_t *to, int co
  * first error, the message naming the model ("models[1] 'palm': ..."). */
 int ar_models_check_config(const ar_config_t *cfg, FILE *out, char *msg, size_t msg_bytes);
 
-/* ---- ar_memory.c: resident memory by part (daemon/ar_rss.h), memory_limit ---- */
-typedef struct ar_memory {
-  ar_rss_status_t status;          /* the kernel's RSS and peak */
-  uint64_t pool_resident_bytes;    /* resident pages of the pool mapping */
-  uint64_t models_resident_bytes;  /* resident pages of the model file copies, each copy once */
-  uint32_t model_mappings;         /* copies in the cache */
-  ar_rss_blas_t blas;              /* OpenBLAS's buffers */
-  ar_rss_heap_t heap;              /* malloc (heap part: heap.in_use_bytes) */
-  ar_rss_rest_t rest;              /* code + stacks (rest part), and other anonymous pages */
-  uint64_t shm_bytes;              /* shared-memory buffers clients registered (mapped bytes) */
-  uint64_t shm_resident_bytes;     /* their resident pages (mincore: the memfds' pages, which the
-                                      clients populate and their cgroups are charged for) */
-  uint64_t accounted_bytes;        /* pool + models + blas + heap + code + stacks + shm */
-  int64_t unaccounted_bytes;       /* rss - accounted */
-} ar_memory_t;
-
+/* ---- ar_memory.c (ar_memory_t above) ---- */
 /* A pool region a load has just allocated (offset, bytes, kind). */
 typedef struct ar_memory_region {
   uint64_t offset, bytes;
   ar_region_kind_t kind;
 } ar_memory_region_t;
 
-/* Measure every part now (loop thread). Errors: AR_EIO (/proc unreadable) with `msg`. */
-int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_bytes);
-/* The stats "memory" object (jansson json_t *; {"error": msg} when /proc is unreadable). */
-struct json_t *ar_memory_json(ar_server_t *srv);
+/* The clients' shared-memory mappings a measurement counts: [start, end) address pairs and their
+ * mapped bytes, listed by the loop thread (ar_conn_shm_mappings walks the connections, which only
+ * the loop may read) and handed to the stats thread with the walk it asks for. mincore on a range
+ * the loop has unmapped since only finds it not resident. */
+typedef struct ar_memory_shm {
+  size_t n;
+  uintptr_t (*ranges)[2];
+  uint64_t bytes;
+} ar_memory_shm_t;
+
+/* Measure every part now (loop thread, or the stats thread: it reads only the pool's mapping, which
+ * never moves, the cache under its lock, and `shm` as the loop listed it; NULL: none). With `copies`
+ * non-NULL also each model copy's resident bytes (up to `cap`; *n_copies = how many were recorded).
+ * Errors: AR_EIO (/proc unreadable) with `msg`. */
+int ar_memory_measure(ar_server_t *srv, const ar_memory_shm_t *shm, ar_memory_t *mem, ar_snap_copy_t *copies,
+                      size_t cap, size_t *n_copies, char *msg, size_t msg_bytes);
+
+/* The clients' shared-memory mappings now (loop thread only): fills `shm` (ranges allocated, up to
+ * AR_MEMORY_MAX_SHM; free them with ar_memory_shm_free). 0, or AR_ENOMEM. */
+#define AR_MEMORY_MAX_SHM 1024
+int ar_memory_shm_list(const ar_server_t *srv, ar_memory_shm_t *shm);
+void ar_memory_shm_free(ar_memory_shm_t *shm);
+/* The stats "memory" object from a snapshot (jansson json_t *; {"error": msg} when /proc was
+ * unreadable), with its age in ms at `now_us`. */
+struct json_t *ar_memory_json(ar_server_t *srv, const ar_snapshot_t *snap, uint64_t now_us);
 /* Resident bytes of one model file copy (mincore). */
 uint64_t ar_memory_mapping_resident(const ar_cached_model_t *cm);
 /* memory_limit at a load, after its file copy is read and its pool regions (`regions`) are

@@ -3,13 +3,15 @@
  *
  * ar_rss.c measures; this file knows what to measure: the pool mapping, the model file copies of
  * the cache (each copy once, however many models share it), OpenBLAS's mappings, the heap, and
- * the rest from smaps with all of those ranges left out. Runs on the loop thread.
+ * the rest from smaps with all of those ranges left out. Runs on the stats thread for GetStats
+ * (ar_stats.c) and on the loop thread for memory_limit at a load.
  */
 #include "config.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,8 +32,24 @@ uint64_t ar_memory_mapping_resident(const ar_cached_model_t *cm) {
   return ar_rss_resident_bytes(cm->model->file, cm->model->file_bytes);
 }
 
-int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_bytes) {
+int ar_memory_shm_list(const ar_server_t *srv, ar_memory_shm_t *shm) {
+  memset(shm, 0, sizeof(*shm));
+  shm->ranges = calloc(AR_MEMORY_MAX_SHM, sizeof(*shm->ranges));
+  if (shm->ranges == NULL) return AR_ENOMEM;
+  shm->n = ar_conn_shm_mappings(srv, shm->ranges, AR_MEMORY_MAX_SHM, &shm->bytes);
+  if (shm->n > AR_MEMORY_MAX_SHM) shm->n = AR_MEMORY_MAX_SHM;
+  return 0;
+}
+
+void ar_memory_shm_free(ar_memory_shm_t *shm) {
+  free(shm->ranges);
+  memset(shm, 0, sizeof(*shm));
+}
+
+int ar_memory_measure(ar_server_t *srv, const ar_memory_shm_t *shm, ar_memory_t *mem, ar_snap_copy_t *copies,
+                      size_t cap, size_t *n_copies, char *msg, size_t msg_bytes) {
   memset(mem, 0, sizeof(*mem));
+  if (n_copies) *n_copies = 0;
   int rc = ar_rss_read_status(&mem->status, msg, msg_bytes);
   if (rc != 0) return rc;
   ar_rss_range_t skip[AR_MEMORY_MAX_RANGES];
@@ -45,7 +63,9 @@ int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_
   for (ar_cached_model_t *cm = srv->cache; cm; cm = cm->next) {
     if (cm->model == NULL) continue;
     mem->model_mappings++;
-    mem->models_resident_bytes += ar_memory_mapping_resident(cm);
+    uint64_t res = ar_memory_mapping_resident(cm);
+    mem->models_resident_bytes += res;
+    if (copies && *n_copies < cap) copies[(*n_copies)++] = (ar_snap_copy_t){cm, res};
     if (n_skip < AR_MEMORY_MAX_RANGES)
       skip[n_skip++] = (ar_rss_range_t){(uintptr_t)cm->model->file,
                                         (uintptr_t)cm->model->file + page_round(cm->model->file_bytes)};
@@ -53,12 +73,12 @@ int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_
   pthread_mutex_unlock(&srv->cache_lock);
   /* Clients' shared-memory buffers: a part of their own (smaps shows them as file mappings, which
    * the rest would count as code), held against memory_limit with the rest. */
-  uintptr_t shm[AR_MEMORY_MAX_RANGES][2];
-  size_t n_shm = ar_conn_shm_mappings(srv, shm, AR_MEMORY_MAX_RANGES, &mem->shm_bytes);
-  for (size_t i = 0; i < n_shm && i < AR_MEMORY_MAX_RANGES; i++) {
-    mem->shm_resident_bytes += ar_rss_resident_bytes((const void *)shm[i][0], shm[i][1] - shm[i][0]);
-    if (n_skip < AR_MEMORY_MAX_RANGES) skip[n_skip++] = (ar_rss_range_t){shm[i][0], shm[i][1]};
+  for (size_t i = 0; shm && i < shm->n; i++) {
+    const uintptr_t a = shm->ranges[i][0], b = shm->ranges[i][1];
+    mem->shm_resident_bytes += ar_rss_resident_bytes((const void *)a, b - a);
+    if (n_skip < AR_MEMORY_MAX_RANGES) skip[n_skip++] = (ar_rss_range_t){a, b};
   }
+  mem->shm_bytes = shm ? shm->bytes : 0;
   ar_rss_blas(&mem->blas);
   n_skip += ar_rss_blas_ranges(skip + n_skip, AR_MEMORY_MAX_RANGES - n_skip);
   if (n_skip > AR_MEMORY_MAX_RANGES) n_skip = AR_MEMORY_MAX_RANGES;
@@ -72,11 +92,10 @@ int ar_memory_measure(ar_server_t *srv, ar_memory_t *mem, char *msg, size_t msg_
   return 0;
 }
 
-struct json_t *ar_memory_json(ar_server_t *srv) {
-  ar_memory_t mem;
-  char msg[AR_MSG_BYTES];
-  if (ar_memory_measure(srv, &mem, msg, sizeof(msg)) != 0)
-    return json_pack("{s:s}", "error", msg);
+struct json_t *ar_memory_json(ar_server_t *srv, const ar_snapshot_t *snap, uint64_t now_us) {
+  json_int_t age_ms = (json_int_t)((now_us - snap->taken_us) / 1000);
+  if (snap->rc != 0) return json_pack("{s:s,s:I}", "error", snap->msg, "snapshot_age_ms", age_ms);
+  const ar_memory_t mem = snap->mem;
   json_t *o = json_object();
 #define SET(k, v) json_object_set_new(o, k, json_integer((json_int_t)(v)))
   SET("rss_bytes", mem.status.rss_bytes);
@@ -104,6 +123,9 @@ struct json_t *ar_memory_json(ar_server_t *srv) {
   SET("anon_other_bytes", mem.rest.anon_other_bytes);
   SET("rss_anon_bytes", mem.status.anon_bytes);
   SET("rss_file_bytes", mem.status.file_bytes + mem.status.shmem_bytes);
+  /* The figures above are the stats thread's last walk (ar_stats.c): how old it is, and what it took. */
+  SET("snapshot_age_ms", age_ms);
+  SET("snapshot_walk_us", snap->walk_us);
 #undef SET
   return o;
 }
@@ -113,7 +135,11 @@ int ar_memory_admit_load(ar_server_t *srv, const char *name, const ar_memory_reg
   uint64_t limit = srv->cfg.memory_limit_bytes;
   if (limit == 0) return 0;
   ar_memory_t mem;
-  int rc = ar_memory_measure(srv, &mem, msg, msg_bytes);
+  ar_memory_shm_t shm;
+  int rc = ar_memory_shm_list(srv, &shm);
+  if (rc != 0) return ar_errf(msg, msg_bytes, rc, "no memory to list the shared-memory buffers");
+  rc = ar_memory_measure(srv, &shm, &mem, NULL, 0, NULL, msg, msg_bytes);
+  ar_memory_shm_free(&shm);
   if (rc != 0) return rc;
   /* The model's file copy is already read (and counted); its regions are allocated but not yet
    * touched: count every byte of them that is not resident yet (placement and invokes fill them). */

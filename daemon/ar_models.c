@@ -200,7 +200,7 @@ int ar_models_init(ar_server_t *srv) {
     return AR_EINTERNAL;
   }
   srv->load_started = true;
-  return 0;
+  return ar_stats_init(srv);
 }
 
 void ar_models_close_handles(ar_server_t *srv) {
@@ -227,6 +227,7 @@ static void fill_tensor_desc(tensor_slot_t *slot, const char *name, const ar_tvi
   t->n_shape = (size_t)v->rank;
   t->shape = slot->shape;
   if (v->quant != NULL && v->quant->n > 0) {
+  ar_stats_close_handles(srv);
     arenad__quantization__init(&slot->q);
     slot->q.n_scale = (size_t)v->quant->n;
     slot->q.scale = (float *)v->quant->scale;
@@ -667,6 +668,7 @@ void ar_models_shutdown(ar_server_t *srv) {
   for (ar_job_t *j = srv->compact_deferred, *n; j; j = n) {
     n = j->next;
     if (j->kind == AR_JOB_INVOKE) {
+  ar_stats_shutdown(srv);
       ar__job_free_io(j);
       ar_decode_request_free(j->req, j->to.frame);
       free(j->out);

@@ -178,6 +178,9 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.max_resize_activation_bytes = cfg->max_resize_activation_bytes;
     srv->cfg.memory_limit_bytes = cfg->memory_limit_bytes;
     srv->cfg.compact_after_unload = cfg->compact_after_unload;
+    srv->cfg.stats_refresh_ms = cfg->stats_refresh_ms;
+    srv->cfg.stats_rate_per_s = cfg->stats_rate_per_s;
+    srv->cfg.stats_burst = cfg->stats_burst;
     srv->cfg.n_admin_uids = cfg->n_admin_uids;
     memcpy(srv->cfg.admin_uids, cfg->admin_uids, sizeof(cfg->admin_uids));
     srv->cfg.n_admin_gids = cfg->n_admin_gids;

@@ -3,7 +3,7 @@
  *
  * The connection layer (ar_conn.c) frames, scans and decodes requests within its budgets and
  * hands each decoded Request to server_dispatch, which answers it directly (ping, list, stats,
- * plan) or passes it to ar_models.c (which validates the body at the boundary). Every request
+ * plan; stats from ar_stats.c's snapshot) or passes it to ar_models.c (which validates the body at the boundary). Every request
  * gets exactly one Response with its id, through srv->ops.reply: ar_models.c never calls this
  * file by name. Requests answered later (load, unload, invoke) hold a reference on the
  * connection so that a client that hangs up early never leaves a dangling pointer in a job.
@@ -406,23 +406,12 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       ar_models_invoke(srv, &to, req);
       req = NULL;   /* owned by the invoke job (or freed by it on a validation error) */
       break;
-    case ARENAD__REQUEST__BODY_GET_STATS: {
-      char *s = ar_models_stats_json(srv);
-      if (s == NULL) {
-        ar_server_reply_error(srv, &to, AR_ENOMEM, "no memory for the stats");
-        break;
-      }
-      Arenad__Response resp = ARENAD__RESPONSE__INIT;
-      Arenad__GetStatsResponse body = ARENAD__GET_STATS_RESPONSE__INIT;
-      body.json = s;
-      resp.body_case = ARENAD__RESPONSE__BODY_GET_STATS;
-      resp.get_stats = &body;
-      reply_ok_body(srv, &to, &resp);
-      free(s);
+    case ARENAD__REQUEST__BODY_GET_STATS:
+      /* Answered from the stats thread's last snapshot, or when the walk it starts is done. */
+      if (!ar_models_rate_limited(srv, &to, "get_stats")) ar_models_get_stats(srv, &to);
       break;
-    }
     case ARENAD__REQUEST__BODY_GET_PLAN:
-      handle_plan(srv, &to, req->get_plan->model);
+      if (!ar_models_rate_limited(srv, &to, "get_plan")) handle_plan(srv, &to, req->get_plan->model);
       break;
     case ARENAD__REQUEST__BODY_REGISTER_BUFFER:
       if (to.conn == NULL) {

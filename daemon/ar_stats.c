@@ -1,5 +1,15 @@
 /* ar_stats.c - the daemon's figures: stats JSON (pool, models, groups, daemon, memory) for
- * GetStats / arenactl stats, and the one-line status for systemd.
+ * GetStats / arenactl stats, the stats thread that measures the expensive ones off the loop, the
+ * per-uid rate limit of GetStats and GetPlan, and the one-line status for systemd.
+ *
+ * What costs a walk - mincore over every pool region and model copy, /proc/self/status and smaps,
+ * milliseconds with many models - is measured by one stats thread into a snapshot (ar_snapshot_t);
+ * a GetStats is answered from the last snapshot plus the counters the loop keeps anyway (pool
+ * layout, invokes, latencies, connection figures: no system call). A snapshot serves while it is
+ * younger than stats_refresh_ms and the pool's layout and the models are those it was taken for
+ * (stats_key); otherwise the GetStats waits for the walk it starts, and every GetStats arriving
+ * meanwhile waits for the same walk: however many GetStats come, at most one walk per
+ * stats_refresh_ms while nothing changes (stats "daemon.stats_walks" counts them).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +43,25 @@ static json_t *region_json(uint64_t offset, uint64_t bytes) {
   return json_pack("{s:I,s:I}", "offset", (json_int_t)offset, "bytes", (json_int_t)bytes);
 }
 
-char *ar_models_stats_json(ar_server_t *srv) {
+/* A region's resident bytes as the snapshot saw it: matched by offset and bytes (the snapshot is
+ * taken for this layout, see stats_key; a region it did not see has null). */
+static json_t *snap_region_resident(const ar_snapshot_t *snap, size_t i, const ar_region_t *r) {
+  if (i < snap->n_regions && snap->regions[i].offset == r->offset && snap->regions[i].bytes == r->bytes)
+    return json_integer((json_int_t)snap->regions[i].resident_bytes);
+  for (size_t k = 0; k < snap->n_regions; k++)
+    if (snap->regions[k].offset == r->offset && snap->regions[k].bytes == r->bytes)
+      return json_integer((json_int_t)snap->regions[k].resident_bytes);
+  return json_null();
+}
+
+static json_t *snap_copy_resident(const ar_snapshot_t *snap, const ar_cached_model_t *cm) {
+  for (size_t k = 0; k < snap->n_copies; k++)
+    if (snap->copies[k].cm == cm) return json_integer((json_int_t)snap->copies[k].resident_bytes);
+  return json_null();
+}
+
+char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap) {
+  uint64_t now = ar_now_us();
   json_t *root = json_object();
   json_t *pool = json_object();
   json_t *regions = json_array();
@@ -41,10 +69,9 @@ char *ar_models_stats_json(ar_server_t *srv) {
   uint64_t used = ar_pool_used_bytes(p);
   for (size_t i = 0; i < p->n_regions; i++) {
     const ar_region_t *r = &p->regions[i];
-    json_array_append_new(regions, json_pack("{s:I,s:I,s:s,s:s,s:I}", "offset", (json_int_t)r->offset, "bytes",
+    json_array_append_new(regions, json_pack("{s:I,s:I,s:s,s:s,s:o}", "offset", (json_int_t)r->offset, "bytes",
                                              (json_int_t)r->bytes, "kind", ar_region_kind_name(r->kind),
-                                             "owner", r->owner, "resident_bytes",
-                                             (json_int_t)ar_rss_resident_bytes(ar_pool_ptr(p, r->offset), r->bytes)));
+                                             "owner", r->owner, "resident_bytes", snap_region_resident(snap, i, r)));
   }
   json_object_set_new(pool, "bytes", json_integer((json_int_t)p->bytes));
   json_object_set_new(pool, "used_bytes", json_integer((json_int_t)used));
@@ -84,7 +111,7 @@ char *ar_models_stats_json(ar_server_t *srv) {
     json_object_set_new(jm, "widened_bytes", json_integer((json_int_t)m->wfig.widened_bytes));
     json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
     json_object_set_new(jm, "mapping_refs", json_integer(ar__cache_refs(srv, m->cm)));
-    json_object_set_new(jm, "mapping_resident_bytes", json_integer((json_int_t)ar_memory_mapping_resident(m->cm)));
+    json_object_set_new(jm, "mapping_resident_bytes", snap_copy_resident(snap, m->cm));
     json_object_set_new(jm, "activation_region",
                         m->group && m->group->has_region ? region_json(m->group->act_offset, m->group->act_bytes)
                                                          : json_null());
@@ -161,11 +188,261 @@ char *ar_models_stats_json(ar_server_t *srv) {
   json_object_set_new(d, "closed_send_timeout", json_integer((json_int_t)srv->closed_send_timeout));
   json_object_set_new(d, "closed_idle", json_integer((json_int_t)srv->closed_idle));
   ar_conn_stats_json(srv, d);   /* per-uid shares, admin slots, per-connection reply bytes */
+  json_object_set_new(d, "stats_refresh_ms", json_integer(srv->cfg.stats_refresh_ms));
+  json_object_set_new(d, "stats_walks", json_integer((json_int_t)srv->stats_walks));
+  json_object_set_new(d, "stats_rate_per_s", json_integer(srv->cfg.stats_rate_per_s));
+  json_object_set_new(d, "stats_burst", json_integer(srv->cfg.stats_burst));
+  json_object_set_new(d, "stats_refused", json_integer((json_int_t)srv->stats_refused));
   json_object_set_new(root, "daemon", d);
-  json_object_set_new(root, "memory", ar_memory_json(srv));
+  json_object_set_new(root, "memory", ar_memory_json(srv, snap, now));
   char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   json_decref(root);
   return s;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The stats thread and its snapshots                                                          */
+
+static uint64_t mix(uint64_t h, uint64_t v) {   /* FNV-1a over the 8 bytes of v */
+  for (int i = 0; i < 8; i++) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* What a snapshot was taken for: the pool's layout, every model instance and its state, and the
+ * counters of loads, compactions and page releases. Another value = the resident figures may have
+ * moved (a load, an unload, a placement, a compaction, a region grown or shrunk), so the next
+ * GetStats walks again whatever the snapshot's age. O(regions + models), no system call. */
+static uint64_t stats_key(const ar_server_t *srv) {
+  uint64_t h = 14695981039346656037ull;
+  const ar_pool_t *p = &srv->pool;
+  h = mix(h, p->n_regions);
+  for (size_t i = 0; i < p->n_regions; i++) {
+    h = mix(h, p->regions[i].offset);
+    h = mix(h, p->regions[i].bytes);
+    h = mix(h, (uint64_t)p->regions[i].kind);
+  }
+  for (const ar_dmodel_t *m = srv->models; m; m = m->next) {
+    h = mix(h, m->serial);
+    h = mix(h, (uint64_t)m->state);
+    h = mix(h, (uint64_t)(uintptr_t)m->cm);
+  }
+  h = mix(h, srv->model_serial);
+  h = mix(h, srv->compactions);
+  h = mix(h, srv->pool_releases);
+  return h;
+}
+
+#define AR_STATS_MAX_COPIES 1024   /* model copies a snapshot records (more: null in the JSON) */
+
+static void snapshot_free(ar_snapshot_t *s) {
+  if (s == NULL) return;
+  free(s->regions);
+  free(s->copies);
+  ar_memory_shm_free(&s->shm);
+  free(s);
+}
+
+/* Stats thread: the walk. Reads the pool's mapping (fixed for the daemon's life) at the offsets the
+ * loop copied, the cache under its lock and the shm ranges the loop listed (ar_memory_measure);
+ * nothing else of the server. */
+static void snapshot_walk(ar_server_t *srv, ar_snapshot_t *s) {
+  uint64_t t0 = ar_now_us();
+  for (size_t i = 0; i < s->n_regions; i++)
+    s->regions[i].resident_bytes = ar_rss_resident_bytes(srv->pool.base + s->regions[i].offset, s->regions[i].bytes);
+  s->copies = calloc(AR_STATS_MAX_COPIES, sizeof(*s->copies));
+  s->rc = ar_memory_measure(srv, &s->shm, &s->mem, s->copies, s->copies ? AR_STATS_MAX_COPIES : 0, &s->n_copies, s->msg,
+                            sizeof(s->msg));
+  s->walk_us = ar_now_us() - t0;
+}
+
+static void *stats_thread_main(void *arg) {
+  ar_server_t *srv = arg;
+  pthread_mutex_lock(&srv->stats_lock);
+  for (;;) {
+    while (srv->stats_todo == NULL && !srv->stats_quit) pthread_cond_wait(&srv->stats_cond, &srv->stats_lock);
+    if (srv->stats_todo == NULL) break;
+    ar_snapshot_t *s = srv->stats_todo;
+    srv->stats_todo = NULL;
+    pthread_mutex_unlock(&srv->stats_lock);
+    snapshot_walk(srv, s);
+    pthread_mutex_lock(&srv->stats_lock);
+    s->next = srv->stats_done;
+    srv->stats_done = s;
+    uv_async_send(&srv->stats_async);
+  }
+  pthread_mutex_unlock(&srv->stats_lock);
+  return NULL;
+}
+
+static void answer_stats(ar_server_t *srv, const ar_reply_to_t *to, const ar_snapshot_t *snap) {
+  char *s = ar_models_stats_json(srv, snap);
+  if (s == NULL) return srv->ops.reply_error(srv, to, AR_ENOMEM, "no memory for the stats");
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__GetStatsResponse body = ARENAD__GET_STATS_RESPONSE__INIT;
+  body.json = s;
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_GET_STATS;
+  resp.get_stats = &body;
+  srv->ops.reply(srv, to, &resp);
+  free(s);
+}
+
+/* Loop thread: a walk is done. It becomes the snapshot, and every GetStats waiting is answered from
+ * it (also when the layout changed meanwhile: the next GetStats walks again). */
+static void on_stats_done(uv_async_t *a) {
+  ar_server_t *srv = a->data;
+  pthread_mutex_lock(&srv->stats_lock);
+  ar_snapshot_t *done = srv->stats_done;
+  srv->stats_done = NULL;
+  pthread_mutex_unlock(&srv->stats_lock);
+  if (done == NULL) return;
+  snapshot_free(srv->stats_snap);
+  srv->stats_snap = done;
+  srv->stats_walking = false;
+  srv->jobs_outstanding--;
+  ar_waiter_t *w = srv->stats_waiters;
+  srv->stats_waiters = srv->stats_waiters_tail = NULL;
+  while (w) {
+    ar_waiter_t *next = w->next;
+    answer_stats(srv, &w->to, done);
+    free(w);
+    w = next;
+  }
+  srv->ops.job_done(srv);
+}
+
+static int start_walk(ar_server_t *srv, uint64_t key) {
+  ar_snapshot_t *s = calloc(1, sizeof(*s));
+  const ar_pool_t *p = &srv->pool;
+  if (s == NULL) return AR_ENOMEM;
+  if (p->n_regions && (s->regions = calloc(p->n_regions, sizeof(*s->regions))) == NULL) {
+    free(s);
+    return AR_ENOMEM;
+  }
+  for (size_t i = 0; i < p->n_regions; i++) {
+    s->regions[i].offset = p->regions[i].offset;
+    s->regions[i].bytes = p->regions[i].bytes;
+  }
+  s->n_regions = p->n_regions;
+  if (ar_memory_shm_list(srv, &s->shm) != 0) {   /* the connections: only the loop reads them */
+    snapshot_free(s);
+    return AR_ENOMEM;
+  }
+  s->key = key;
+  s->taken_us = ar_now_us();
+  srv->stats_walking = true;
+  srv->stats_walks++;
+  srv->jobs_outstanding++;   /* its waiters are answered when it is done: a drain waits for it */
+  pthread_mutex_lock(&srv->stats_lock);
+  srv->stats_todo = s;
+  pthread_cond_signal(&srv->stats_cond);
+  pthread_mutex_unlock(&srv->stats_lock);
+  return 0;
+}
+
+void ar_models_get_stats(ar_server_t *srv, const ar_reply_to_t *to) {
+  uint64_t key = stats_key(srv), now = ar_now_us();
+  const ar_snapshot_t *snap = srv->stats_snap;
+  if (!srv->stats_walking && snap && snap->key == key &&
+      now - snap->taken_us < (uint64_t)srv->cfg.stats_refresh_ms * 1000)
+    return answer_stats(srv, to, snap);
+  ar_waiter_t *w = calloc(1, sizeof(*w));
+  if (w == NULL) return srv->ops.reply_error(srv, to, AR_ENOMEM, "no memory for the stats");
+  if (!srv->stats_walking && start_walk(srv, key) != 0) {
+    free(w);
+    return srv->ops.reply_error(srv, to, AR_ENOMEM, "no memory for the stats");
+  }
+  w->to = *to;
+  if (srv->stats_waiters_tail) srv->stats_waiters_tail->next = w;
+  else srv->stats_waiters = w;
+  srv->stats_waiters_tail = w;
+}
+
+int ar_stats_init(ar_server_t *srv) {
+  pthread_mutex_init(&srv->stats_lock, NULL);
+  pthread_cond_init(&srv->stats_cond, NULL);
+  if (uv_async_init(srv->loop, &srv->stats_async, on_stats_done) != 0) return AR_EINTERNAL;
+  srv->stats_async.data = srv;
+  if (pthread_create(&srv->stats_thread, NULL, stats_thread_main, srv) != 0) {
+    uv_close((uv_handle_t *)&srv->stats_async, NULL);
+    return AR_EINTERNAL;
+  }
+  srv->stats_started = true;
+  return 0;
+}
+
+void ar_stats_close_handles(ar_server_t *srv) {
+  if (srv->stats_started && !uv_is_closing((uv_handle_t *)&srv->stats_async))
+    uv_close((uv_handle_t *)&srv->stats_async, NULL);
+}
+
+void ar_stats_shutdown(ar_server_t *srv) {
+  if (!srv->stats_started) return;
+  pthread_mutex_lock(&srv->stats_lock);
+  srv->stats_quit = true;
+  pthread_cond_signal(&srv->stats_cond);
+  pthread_mutex_unlock(&srv->stats_lock);
+  pthread_join(srv->stats_thread, NULL);
+  srv->stats_started = false;
+  /* The loop has stopped: a walk still handed over (an aborted start) and its waiters go. */
+  snapshot_free(srv->stats_todo);
+  for (ar_snapshot_t *s = srv->stats_done, *n; s; s = n) {
+    n = s->next;
+    snapshot_free(s);
+  }
+  srv->stats_todo = srv->stats_done = NULL;
+  snapshot_free(srv->stats_snap);
+  srv->stats_snap = NULL;
+  for (ar_waiter_t *w = srv->stats_waiters, *n; w; w = n) {
+    n = w->next;
+    free(w);
+  }
+  srv->stats_waiters = srv->stats_waiters_tail = NULL;
+  pthread_mutex_destroy(&srv->stats_lock);
+  pthread_cond_destroy(&srv->stats_cond);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Rate limit of GetStats and GetPlan                                                          */
+
+/* A token bucket per peer uid: stats_burst requests at once, refilled at stats_rate_per_s. A uid,
+ * not a connection: a peer may open up to max_connections_per_uid connections. The table holds
+ * AR_RATE_BUCKETS uids; a new one takes the slot unused longest (a full bucket by then, unless
+ * more than AR_RATE_BUCKETS uids are sending at once). */
+bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const char *what) {
+  uint64_t rate = srv->cfg.stats_rate_per_s, cap = (uint64_t)srv->cfg.stats_burst * 1000000u;
+  if (rate == 0 || to->conn == NULL || ar_models_peer_is_admin(srv, to)) return false;
+  uid_t uid = to->peer.known ? to->peer.uid : (uid_t)-1;
+  uint64_t now = ar_now_us();
+  ar_rate_bucket_t *b = NULL, *oldest = &srv->rate_buckets[0];
+  for (int i = 0; i < AR_RATE_BUCKETS && b == NULL; i++) {
+    ar_rate_bucket_t *x = &srv->rate_buckets[i];
+    if (x->used && x->uid == uid) b = x;
+    else if (!x->used || (oldest->used && x->last_us < oldest->last_us)) oldest = x;
+  }
+  if (b == NULL) {
+    b = oldest;
+    *b = (ar_rate_bucket_t){.used = true, .uid = uid, .tokens = cap, .last_us = now};
+  }
+  uint64_t refill = (now - b->last_us) * rate;   /* millionths of a request per µs = per second */
+  b->tokens = b->tokens + refill > cap ? cap : b->tokens + refill;
+  b->last_us = now;
+  if (b->tokens >= 1000000u) {
+    b->tokens -= 1000000u;
+    return false;
+  }
+  srv->stats_refused++;
+  uint64_t retry_ms = ((1000000u - b->tokens) / rate + 999) / 1000;
+  char msg[AR_MSG_BYTES];
+  snprintf(msg, sizeof(msg), "%s: uid %u is over the rate limit of GetStats and GetPlan for peers that are not "
+           "admins (stats_rate_per_s %u, stats_burst %u): retry in %" PRIu64 " ms", what, (unsigned)uid,
+           srv->cfg.stats_rate_per_s, srv->cfg.stats_burst, retry_ms ? retry_ms : 1);
+  srv->ops.reply_error(srv, to, AR_EBUSY, msg);
+  return true;
 }
 
 void ar_models_status(ar_server_t *srv, char *buf, size_t n) {

@@ -108,3 +108,11 @@ tests_check_shm_SOURCES = tests/check_shm.c tests/ar_test_client.h tests/ar_test
 tests_check_shm_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 tests_check_shm_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_shm_OBJECTS): proto/arenad.pb-c.h
+# GetStats from the stats thread's snapshot (one walk per refresh period, counted) and the per-uid
+# rate limit of GetStats / GetPlan, against a real arenad.
+check_PROGRAMS += tests/check_stats
+TESTS += tests/check_stats
+tests_check_stats_SOURCES = tests/check_stats.c tests/ar_test_client.h tests/ar_test_daemon.h
+tests_check_stats_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
+tests_check_stats_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_stats_OBJECTS): proto/arenad.pb-c.h

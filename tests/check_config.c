@@ -349,6 +349,40 @@ START_TEST(busy_poll_keys) {
 }
 END_TEST
 
+/* stats_refresh_ms (default 1000, 0..3600000), stats_rate_per_s (default 10, 0 = no limit, at most
+ * 100000) and stats_burst (default 20, 1..100000): integers, refused out of range naming the key. */
+START_TEST(stats_keys) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(load_text("{\"models\": []}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.stats_refresh_ms, 1000);
+  ck_assert_uint_eq(cfg.stats_rate_per_s, 10);
+  ck_assert_uint_eq(cfg.stats_burst, 20);
+  ck_assert_msg(load_text("{\"models\": [], \"stats_refresh_ms\": 0, \"stats_rate_per_s\": 0, \"stats_burst\": 1}",
+                          &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.stats_refresh_ms, 0);
+  ck_assert_uint_eq(cfg.stats_rate_per_s, 0);
+  ck_assert_uint_eq(cfg.stats_burst, 1);
+  ck_assert_msg(load_text("{\"models\": [], \"stats_refresh_ms\": 3600000, \"stats_rate_per_s\": 100000, "
+                          "\"stats_burst\": 100000}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.stats_refresh_ms, 3600000);
+  ck_assert_uint_eq(cfg.stats_rate_per_s, 100000);
+  ck_assert_uint_eq(cfg.stats_burst, 100000);
+  static const struct { const char *text, *want; } bad_stats[] = {
+      {"{\"models\": [], \"stats_refresh_ms\": 3600001}", "stats_refresh_ms: 3600001 is out of range [0, 3600000]"},
+      {"{\"models\": [], \"stats_refresh_ms\": \"1s\"}", "stats_refresh_ms: must be an integer"},
+      {"{\"models\": [], \"stats_rate_per_s\": -1}", "stats_rate_per_s: -1 is out of range [0, 100000]"},
+      {"{\"models\": [], \"stats_rate_per_s\": 100001}", "stats_rate_per_s: 100001 is out of range"},
+      {"{\"models\": [], \"stats_burst\": 0}", "stats_burst: 0 is out of range [1, 100000]"},
+      {"{\"models\": [], \"stats_burst\": 2.5}", "stats_burst: must be an integer"},
+  };
+  for (size_t i = 0; i < sizeof(bad_stats) / sizeof(bad_stats[0]); i++) {
+    ck_assert_int_eq(load_text(bad_stats[i].text, &cfg, msg, sizeof(msg)), AR_ECONFIG);
+    ck_assert_msg(strstr(msg, bad_stats[i].want) != NULL, "%s: got '%s'", bad_stats[i].text, msg);
+  }
+}
+END_TEST
+
 /* max_pending_frame_bytes: a size of at least max_frame_bytes (whatever the keys' order), by
  * default 4 x max_frame_bytes. */
 START_TEST(pending_frame_budget_key) {
@@ -604,6 +638,7 @@ static Suite *config_suite(void) {
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, busy_poll_keys);
+  tcase_add_test(tc, stats_keys);
   tcase_add_test(tc, pending_frame_budget_key);
   tcase_add_test(tc, per_uid_share_keys);
   tcase_add_test(tc, too_many_models);

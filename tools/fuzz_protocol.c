@@ -125,9 +125,19 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   srv->jobs_outstanding++;
   if (uv_queue_work(srv->loop, &j->work, stub_work, stub_after) != 0) __builtin_trap();
 }
-char *ar_models_stats_json(ar_server_t *srv) {
-  (void)srv;
-  return strdup("{}");
+void ar_models_get_stats(ar_server_t *srv, const ar_reply_to_t *to) {
+  Arenad__Response resp = ARENAD__RESPONSE__INIT;
+  Arenad__Status st = ARENAD__STATUS__INIT;
+  Arenad__GetStatsResponse body = ARENAD__GET_STATS_RESPONSE__INIT;
+  body.json = (char *)"{}";
+  resp.status = &st;
+  resp.body_case = ARENAD__RESPONSE__BODY_GET_STATS;
+  resp.get_stats = &body;
+  srv->ops.reply(srv, to, &resp);
+}
+bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const char *what) {
+  (void)srv, (void)to, (void)what;
+  return false;
 }
 void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *info) {
   (void)srv, (void)m, (void)info;
