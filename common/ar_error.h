@@ -38,7 +38,8 @@ extern "C" {
   XX(ESTATE,      17, "operation not valid in the current state")         \
   XX(EINTERNAL,   18, "internal error")                                  \
   XX(EPERM,       19, "operation not permitted")                         \
-  XX(ETIMEDOUT,   20, "timed out")
+  XX(ETIMEDOUT,   20, "timed out")                                       \
+  XX(EAGAIN,      21, "not yet: try again")
 
 enum {
   AR_OK = 0,

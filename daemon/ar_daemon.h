@@ -344,6 +344,10 @@ struct ar_server {
   const char *test_reload_gate;  /* test hook (env ARENAD_TEST_RELOAD_GATE, read once at start): the
                                     load thread reads one byte from this FIFO before each reload
                                     load, so a test can act while a reload is in progress */
+  const char *test_load_gate;    /* test hook (env ARENAD_TEST_LOAD_GATE): the same before each load
+                                    of the configuration at start (the daemon is not ready meanwhile) */
+  _Atomic bool load_abort;       /* drain_timeout_ms passed: the load thread answers its queued loads
+                                    and the one in progress (at its next step) with ESTATE */
   int listen_fd;                 /* the adopted socket's fd when socket-activated, else -1 */
   bool draining;
   uv_timer_t drain_timer;        /* drain_timeout_ms deadline */
@@ -406,10 +410,6 @@ struct ar_server {
   bool inline_init;
   ar_job_t *inline_head, *inline_tail;
   uint64_t jobs_on_workers, invokes_inline;
-};
-
-/* Monotonic clock, microseconds. */
-uint64_t ar_now_us(void);
   /* Stats (ar_stats.c): the stats thread walks (ar_snapshot_t) asked for by the loop (stats_todo)
    * and handed back (stats_done) under stats_lock; the loop keeps the last one (stats_snap) and the
    * GetStats requests waiting for the walk in flight (stats_walking). stats_walks counts the walks
@@ -423,6 +423,10 @@ uint64_t ar_now_us(void);
   ar_waiter_t *stats_waiters, *stats_waiters_tail;
   uint64_t stats_walks, stats_refused;
   ar_rate_bucket_t rate_buckets[AR_RATE_BUCKETS];
+};
+
+/* Monotonic clock, microseconds. */
+uint64_t ar_now_us(void);
 
 /* Loop thread: something arrived or was answered. With busy_poll_us > 0 the loop keeps polling
  * without sleeping until busy_poll_us have passed with no further activity (ar_server.c). */
@@ -432,6 +436,10 @@ void ar_server_activity(ar_server_t *srv);
  * ar_stats.c, ar_reload.c; their shared internals: ar_models_int.h ---- */
 /* Cache lock, load thread and its async handle (the loop must be set). 0 or AR_EINTERNAL. */
 int ar_models_init(ar_server_t *srv);
+/* The drain deadline passed: loads queued or in progress give up (ESTATE "daemon is shutting down")
+ * at their next step (before reading the file, before planning it, or in a test gate), so that
+ * SIGTERM is not held up by a load beyond drain_timeout_ms plus one such step. */
+void ar_models_abort_loads(ar_server_t *srv);
 /* Close the load thread's async handle (drain finished: no load is queued). */
 void ar_models_close_handles(ar_server_t *srv);
 /* Unload everything (after the loop stopped: no job is running). */

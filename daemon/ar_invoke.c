@@ -279,14 +279,15 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   /* Draining: nothing more is read, so this frame arrived before SIGTERM; it is served. */
   if (resize_only && m == NULL) {
     rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "no model named '%.80s'", req->resize_input->model);
+  } else if (m != NULL && m->state == AR_MODEL_LOADING) {
+    /* Retryable: e.g. a configured model while the daemon starts (READY=1 follows the loads). */
+    rc = ar_errf(msg, sizeof(msg), AR_EAGAIN, "model '%s' is loading: retry, it is served once loaded", m->name);
   } else if (resize_only && m->state != AR_MODEL_READY) {
     rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "model '%s' is not ready", m->name);
   } else if (resize_only) {
     rc = check_resize_request(m, req->resize_input, msg, sizeof(msg));
   } else if (m == NULL) {
     rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "no model named '%.80s'", ir->model);
-  } else if (m->state == AR_MODEL_LOADING) {
-    rc = ar_errf(msg, sizeof(msg), AR_ESTATE, "model '%s' is still loading", m->name);
   } else if (m->state == AR_MODEL_UNLOADING) {
     rc = ar_errf(msg, sizeof(msg), AR_ENOENT, "model '%s' is being unloaded", m->name);
   } else if (m->inflight >= srv->cfg.max_queue_per_model) {

@@ -243,6 +243,12 @@ int ar__prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes, ui
   if (rc == AR_E2BIG)
     return ar_errf(msg, msg_bytes, rc, "model file '%s': %s (max_model_bytes)", path, lmsg);
   if (rc != 0) return ar_errf(msg, msg_bytes, rc, "model file '%s': %s", path, lmsg[0] ? lmsg : ar_strerror(rc));
+  if (srv && srv->load_abort) {
+    /* SIGTERM's drain deadline passed while the file was read: do not plan it too. */
+    ar_model_free(model);
+    return ar_errf(msg, msg_bytes, AR_ESTATE, "model file '%s': load abandoned, the daemon is shutting down "
+                   "(drain_timeout_ms passed)", path);
+  }
   const ar_model_t *use = model;
   ar_cached_model_t *cm = NULL;
   if (srv) {

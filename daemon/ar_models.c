@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -108,14 +109,25 @@ void ar__registry_remove(ar_server_t *srv, ar_dmodel_t *m) {
 static void prepare_work(ar_job_t *job);
 
 /* Test hook: block until a test writes one byte into the FIFO at `path` (a test acts while a
- * reload's load waits here); a missing or unreadable gate does not block. */
-static void test_gate_wait(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+ * reload's load waits here), or until the drain deadline aborts the loads; a missing or unreadable
+ * gate does not block. The FIFO is opened without blocking and polled, so that an abort is seen. */
+static void test_gate_wait(ar_server_t *srv, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;
-  char b;
-  while (read(fd, &b, 1) < 0 && errno == EINTR) {}
+  while (!srv->load_abort) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    /* A FIFO with no writer yet polls as nothing to read (no POLLHUP before a first writer). */
+    if (poll(&p, 1, 20) < 0 && errno != EINTR) break;
+    if (p.revents & POLLIN) {
+      char b;
+      if (read(fd, &b, 1) == 1) break;
+    }
+    if (p.revents & (POLLHUP | POLLERR)) break;   /* the writer came and went without a byte */
+  }
   close(fd);
 }
+
+void ar_models_abort_loads(ar_server_t *srv) { srv->load_abort = true; }
 
 /* One thread prepares models, one at a time, at a lower CPU priority than the invoke workers: a
  * load (reading and hashing a file of up to max_model_bytes, verifying, planning) never occupies
@@ -139,8 +151,13 @@ static void *load_thread_main(void *arg) {
     srv->load_head = job->next;
     if (srv->load_head == NULL) srv->load_tail = NULL;
     pthread_mutex_unlock(&srv->load_lock);
-    if (job->to.reload && srv->test_reload_gate) test_gate_wait(srv->test_reload_gate);
-    prepare_work(job);
+    if (job->to.reload && srv->test_reload_gate) test_gate_wait(srv, srv->test_reload_gate);
+    if (job->to.internal_config && srv->test_load_gate) test_gate_wait(srv, srv->test_load_gate);
+    if (srv->load_abort)
+      job->rc = ar_errf(job->msg, sizeof(job->msg), AR_ESTATE, "model '%s': load abandoned, the daemon is "
+                        "shutting down (drain_timeout_ms passed)", job->model->name);
+    else
+      prepare_work(job);
     pthread_mutex_lock(&srv->load_lock);
     job->next = srv->load_done;
     srv->load_done = job;
@@ -187,6 +204,8 @@ static void load_thread_push(ar_server_t *srv, ar_job_t *job) {
 int ar_models_init(ar_server_t *srv) {
   const char *gate = getenv("ARENAD_TEST_RELOAD_GATE");
   srv->test_reload_gate = gate && *gate ? gate : NULL;
+  const char *lgate = getenv("ARENAD_TEST_LOAD_GATE");
+  srv->test_load_gate = lgate && *lgate ? lgate : NULL;
   if (uv_idle_init(srv->loop, &srv->inline_run) != 0) return AR_EINTERNAL;
   srv->inline_run.data = srv;
   srv->inline_init = true;
@@ -208,6 +227,7 @@ void ar_models_close_handles(ar_server_t *srv) {
     uv_close((uv_handle_t *)&srv->inline_run, NULL);
   if (srv->load_started && !uv_is_closing((uv_handle_t *)&srv->load_async))
     uv_close((uv_handle_t *)&srv->load_async, NULL);
+  ar_stats_close_handles(srv);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -227,7 +247,6 @@ static void fill_tensor_desc(tensor_slot_t *slot, const char *name, const ar_tvi
   t->n_shape = (size_t)v->rank;
   t->shape = slot->shape;
   if (v->quant != NULL && v->quant->n > 0) {
-  ar_stats_close_handles(srv);
     arenad__quantization__init(&slot->q);
     slot->q.n_scale = (size_t)v->quant->n;
     slot->q.scale = (float *)v->quant->scale;
@@ -649,6 +668,7 @@ void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *nam
 }
 
 void ar_models_shutdown(ar_server_t *srv) {
+  ar_stats_shutdown(srv);
   if (srv->load_started) {
     pthread_mutex_lock(&srv->load_lock);
     srv->load_quit = true;
@@ -668,7 +688,6 @@ void ar_models_shutdown(ar_server_t *srv) {
   for (ar_job_t *j = srv->compact_deferred, *n; j; j = n) {
     n = j->next;
     if (j->kind == AR_JOB_INVOKE) {
-  ar_stats_shutdown(srv);
       ar__job_free_io(j);
       ar_decode_request_free(j->req, j->to.frame);
       free(j->out);

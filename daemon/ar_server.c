@@ -469,8 +469,9 @@ static void ar_server_maybe_finish_drain(ar_server_t *srv) {
  * jobs still on a worker finish (their replies are then dropped too), then the loop ends. */
 static void on_drain_deadline(uv_timer_t *t) {
   ar_server_t *srv = t->data;
-  ar_log("drain_timeout_ms %u passed: closing %" PRIu64 " connection(s), dropping their unwritten replies",
-         srv->cfg.drain_timeout_ms, srv->n_conns);
+  ar_log("drain_timeout_ms %u passed: closing %" PRIu64 " connection(s), dropping their unwritten replies; "
+         "loads in progress give up", srv->cfg.drain_timeout_ms, srv->n_conns);
+  ar_models_abort_loads(srv);
   ar_conn_close_all(srv);
   ar_server_maybe_finish_drain(srv);
 }
