@@ -358,6 +358,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       Arenad__PingResponse body = ARENAD__PING_RESPONSE__INIT;
       body.version = (char *)PACKAGE_VERSION;
       body.uptime_us = ar_now_us() - srv->start_us;
+      body.max_inflight_per_connection = srv->cfg.max_inflight_per_connection;
       resp.body_case = ARENAD__RESPONSE__BODY_PING;
       resp.ping = &body;
       reply_ok_body(srv, &to, &resp);

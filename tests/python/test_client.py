@@ -59,6 +59,7 @@ class Requests(unittest.TestCase):
         self.c.close()
 
     def test_ping_reports_version_and_uptime(self):
+        self.assertEqual(self.c.ping().max_inflight_per_connection, 64)   # the daemon's default
         p = self.c.ping()
         self.assertRegex(p.version, r"^\d+\.\d+\.\d+")
         self.assertGreater(p.uptime_us, 0)
@@ -480,6 +481,37 @@ class Pipelining(unittest.TestCase):
                 self.assertEqual([golden_mismatches(g, w) for g, w in zip(r, want)], [0, 0])
             after = next(m for m in c.stats()["models"] if m["name"] == "face")["invokes"]
             self.assertGreaterEqual(after - before, 20)
+
+    def test_a_thousand_pipelined_invokes_with_a_window_above_the_cap(self):
+        # The daemon reads at most max_inflight_per_connection (64) unanswered requests of a
+        # connection: invoke_many with window 200 used to write on while it had stopped reading,
+        # and deadlocked until send_timeout_ms closed the connection. Now the window is capped at
+        # what the Ping reports and replies are read while frames are written.
+        _, _, photo, photo_out = golden(FACE, "photo")
+        _, _, rand, rand_out = golden(FACE, "random")
+        with arenad.Client(DAEMON.socket, timeout=120) as c:
+            self.assertEqual(c.ping().max_inflight_per_connection, 64)
+            self.assertEqual(c.inflight_cap(), 64)
+            batches = [photo if i % 2 == 0 else rand for i in range(1000)]
+            results = c.invoke_many("face", batches, window=200)
+            self.assertEqual(len(results), 1000)
+            for i, r in enumerate(results):
+                want = photo_out if i % 2 == 0 else rand_out
+                self.assertEqual([golden_mismatches(g, w) for g, w in zip(r, want)], [0, 0], f"invoke {i}")
+
+    def test_a_thousand_invoke_async_before_any_result(self):
+        # 1,000 invokes sent before a single result() is asked for (100 used to hang): each send
+        # beyond the daemon's cap first takes in replies, which wait in the client for their
+        # Pending; every output equals one single invoke's.
+        _, _, photo, _ = golden(FACE, "photo")
+        with arenad.Client(DAEMON.socket, timeout=120) as c:
+            single = c.invoke("face", photo, copy=True)
+            pending = [c.invoke_async("face", photo) for _ in range(1000)]
+            self.assertEqual(len({p.id for p in pending}), 1000)
+            for i, p in enumerate(pending):
+                r = p.result()
+                for j in range(len(single)):
+                    self.assertTrue(np.array_equal(r[j], single[j]), f"invoke {i} output {j}")
 
     def test_errors_in_flight_do_not_disturb_the_others(self):
         _, _, photo, photo_out = golden(FACE, "photo")

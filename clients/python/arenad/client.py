@@ -11,10 +11,12 @@ kept until its own waiter asks for it. So several invokes can be in flight on on
 """
 import array
 import ctypes
+import errno
 import fcntl
 import json
 import mmap
 import os
+import select
 import socket
 import struct
 import threading
@@ -40,6 +42,8 @@ except ImportError as _e:
         "PYTHONPATH=clients/python:build/clients/python", name="arenad.arenad_pb2") from None
 
 DEFAULT_SOCKET = "/run/arenad/arenad.sock"
+# A daemon whose Ping does not report max_inflight_per_connection had this default.
+DEFAULT_INFLIGHT_CAP = 64
 # The largest reply frame accepted (the C client's limit too); the daemon's own limit on the
 # frames it reads is its max_frame_bytes (default 64 MiB).
 MAX_FRAME_BYTES = 1 << 30
@@ -251,8 +255,11 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class PingInfo:
+    """max_inflight_per_connection: the daemon's cap on one connection's unanswered requests (0 from
+    a daemon too old to say)."""
     version: str
     uptime_us: int
+    max_inflight_per_connection: int = 0
 
 
 @dataclass(frozen=True)
@@ -503,6 +510,7 @@ class Client:
         self._recv_lock = threading.Lock()
         self._lost: Optional[str] = None
         self._buffers: Dict[int, SharedBuffer] = {}
+        self._inflight_cap: Optional[int] = None   # the daemon's max_inflight_per_connection (inflight_cap)
         self._sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.settimeout(timeout)
@@ -532,7 +540,19 @@ class Client:
     # ---- requests -------------------------------------------------------------------------------
     def ping(self, timeout: Any = _UNSET) -> PingInfo:
         r = self._call("ping", pb.PingRequest(), timeout)
-        return PingInfo(r.ping.version, r.ping.uptime_us)
+        if r.ping.max_inflight_per_connection:
+            self._inflight_cap = r.ping.max_inflight_per_connection
+        return PingInfo(r.ping.version, r.ping.uptime_us, r.ping.max_inflight_per_connection)
+
+    def inflight_cap(self, timeout: Any = _UNSET) -> int:
+        """How many requests this connection keeps unanswered at most: the daemon's
+        max_inflight_per_connection, learned from a Ping the first time it is needed (a daemon too
+        old to report it: its default, 64). invoke_async waits for replies rather than exceed it."""
+        if self._inflight_cap is None:
+            self.ping(timeout)
+            if self._inflight_cap is None:
+                self._inflight_cap = DEFAULT_INFLIGHT_CAP
+        return self._inflight_cap
 
     def models(self, timeout: Any = _UNSET) -> List[ModelInfo]:
         r = self._call("list_models", pb.ListModelsRequest(), timeout)
@@ -636,7 +656,10 @@ class Client:
                      copy: bool = False) -> Pending:
         """Send an invoke without waiting: returns a Pending whose result() gives the outputs
         (arguments as invoke). Many may be in flight on one connection; replies are matched by id.
-        The input arrays are sent before this returns: they may be changed afterwards."""
+        The input arrays are sent before this returns: they may be changed afterwards. At most
+        inflight_cap() requests are unanswered at once: past it, this first reads replies (kept for
+        their Pending) until one is answered; and it reads replies while its frame is being written,
+        so any number of calls completes without the daemon and the client waiting on each other."""
         req = pb.InvokeRequest(model=name)
         if outputs is not None:
             for j, o in enumerate(outputs):
@@ -645,6 +668,7 @@ class Client:
                     raise ArenadError("EINVAL", f"output {j}: not a contiguous view of a registered SharedBuffer")
                 req.outputs.append(pb.BufferRange() if r is None else pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2]))
         pieces, nbytes = self._pack_inputs(name, inputs)
+        self._make_room(self.inflight_cap(timeout), timeout)
         p = Pending(self, self._send("invoke", req, timeout, extra=(pieces, nbytes)), name, copy)
         if outputs is not None:
             p.outputs = list(outputs)
@@ -653,8 +677,10 @@ class Client:
     def invoke_many(self, name: str, batches: Sequence[InputsArg], window: int = 32,
                     timeout: Any = _UNSET, copy: bool = False) -> List[InvokeResult]:
         """Invoke `name` on each inputs of `batches`, keeping up to `window` invokes in flight
-        (pipelined on this connection); results in the order of `batches` (their arrays as
-        invoke's, copy= likewise). The first error is raised after every reply has been read."""
+        (pipelined on this connection; never more than inflight_cap()); results in the order of
+        `batches` (their arrays as invoke's, copy= likewise). The first error is raised after every
+        reply has been read."""
+        window = max(1, min(int(window), self.inflight_cap(timeout)))
         pending: List[Pending] = []
         results: List[Optional[InvokeResult]] = [None] * len(batches)
         first_error: Optional[ArenadError] = None
@@ -856,12 +882,34 @@ class Client:
             return rid
 
     def _send_pieces(self, pieces: list, fds, deadline: Optional[float]) -> None:
-        """sendmsg the pieces (bytes-like, one byte per item) until all are written."""
+        """sendmsg the pieces (bytes-like, one byte per item) until all are written. While the
+        socket takes no more, the replies it holds are read (and kept for their requests): the
+        daemon stops reading a connection whose replies are not read (max_inflight_per_connection,
+        max_pending_reply_bytes), so a client that only wrote would wait for it forever."""
         views = [memoryview(p) for p in pieces if len(p)]
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        poller = select.poll()
+        poller.register(self._sock.fileno(), select.POLLIN | select.POLLOUT)
         while views:
-            self._sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 1e-3))
-            sent = self._sock.sendmsg(views[:_IOV_MAX], anc)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise socket.timeout("send timed out")
+            events = 0
+            for _, ev in poller.poll(None if left is None else max(int(left * 1000), 1)):
+                events |= ev
+            if events & (select.POLLIN | select.POLLHUP | select.POLLERR) and not events & select.POLLOUT:
+                self._poll()   # replies first: the daemon may be waiting for them to be read
+                if self._sock is None:
+                    raise OSError(errno.EPIPE, self._lost or "connection closed")
+                if events & (select.POLLHUP | select.POLLERR):
+                    raise OSError(errno.EPIPE, "the daemon closed the connection")
+                continue
+            if not events & select.POLLOUT:
+                continue
+            try:
+                sent = self._sock.sendmsg(views[:_IOV_MAX], anc, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                continue
             anc = []   # the descriptors went with the first bytes
             k = 0
             while k < len(views) and sent >= views[k].nbytes:
@@ -870,6 +918,27 @@ class Client:
             del views[:k]
             if sent:
                 views[0] = views[0][sent:]
+
+    def _unanswered(self) -> int:
+        """Requests sent whose reply has not arrived: at least what the daemon counts in flight."""
+        return len(self._expected) - len(self._replies)
+
+    def _make_room(self, cap: int, timeout: Any) -> None:
+        """Read replies (kept for whoever claims them) until fewer than `cap` requests are
+        unanswered, so the next one is within the daemon's max_inflight_per_connection."""
+        deadline = self._deadline(timeout)
+        while self._unanswered() >= cap:
+            with self._recv_lock:
+                if self._unanswered() < cap:
+                    return
+                if self._sock is None:
+                    raise self._lost_error()
+                resp = self._read_frame(deadline)
+                if resp is None:
+                    continue
+                if resp.id == 0 and resp.status.code != pb.Code.Value("OK"):
+                    raise ArenadError.from_status(resp.status)
+                self._file(resp)
 
     def _abandon(self, rid: int) -> None:
         self._expected.discard(rid)
