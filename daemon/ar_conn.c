@@ -302,6 +302,7 @@ static void on_conn_closed(uv_handle_t *h) {
   srv->n_conns--;
   held_remove(c);
   srv->trim_pending = true;   /* what it held goes back to the system at the next sweep */
+  if (srv->ops.conn_gone) srv->ops.conn_gone(srv, c);
   conn_unref(c);
   srv->ops.conn_closed(srv);
 }

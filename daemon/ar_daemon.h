@@ -157,6 +157,11 @@ struct ar_dmodel {
   uint64_t dropped;              /* invokes not run: their client had disconnected */
   ar_latency_t latency;
   uint64_t last_invoke_us;       /* the previous invoke's run time (inline_invoke_us rule); 0 = none */
+  /* The connection (identity only, never dereferenced) of a peer that is not an admin whose input
+   * shapes the model's current plan is for (the last re-plan was its request's); when that
+   * connection closes the model goes back to its stored shapes (ar_models_conn_gone), so a region
+   * it grew (up to max_resize_activation_bytes) is given back. NULL: stored shapes, or an admin's. */
+  const void *shaped_by;
   ar_dmodel_t *next;
 };
 
@@ -205,6 +210,8 @@ struct ar_job {
   uint64_t t_accept_us, t_start_us, t_end_us, heap_allocs;
   /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_invoke.c) */
   bool resize_only;              /* a ResizeInput request: re-plan, no run */
+  bool restore;                  /* resize_only, internal: back to the stored input shapes (its
+                                    shaper disconnected); never grows the region (req is NULL) */
   bool regrow;                   /* re-queued after the group region grew: move members first */
   bool replanned;                /* the worker re-planned the model (new_* hold its figures) */
   uint64_t grow_to;              /* the new plan needs this many activation bytes: grow first */
@@ -296,6 +303,8 @@ typedef struct ar_server_ops {
   void (*status_changed)(ar_server_t *srv);
   /* A reload committed or rolled back (a SIGHUP that came during it runs now); may be NULL. */
   void (*reload_done)(ar_server_t *srv);
+  /* A connection closed (`conn`: its identity, not to be dereferenced); may be NULL. */
+  void (*conn_gone)(ar_server_t *srv, const void *conn);
 } ar_server_ops_t;
 
 struct ar_server {
@@ -453,6 +462,9 @@ void ar_models_unload(ar_server_t *srv, const ar_reply_to_t *to, const char *nam
 /* Compact the pool (see above); answers `to` with a CompactResponse when the moved models serve
  * from their new places, or at once when nothing needs to move. */
 void ar_models_compact(ar_server_t *srv, const ar_reply_to_t *to);
+/* A connection closed: the models whose plan is for its (non-admin) input shapes go back to their
+ * stored shapes, and their groups' regions shrink to what the members need then (ar_invoke.c). */
+void ar_models_conn_gone(ar_server_t *srv, const void *conn);
 /* Validate an Invoke request (takes ownership of `req`) and queue it. */
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req);
 /* GetStats: answer `to` with the stats JSON, now from the last snapshot when it is younger than

@@ -269,6 +269,40 @@ static uint64_t invoke_reply_bound(ar_interp_t *in, uint8_t *const *out_dst) {
   return bytes;
 }
 
+/* A re-plan at the stored input shapes, queued on the model's group like a ResizeInput (behind the
+ * jobs it accepted), answered to nobody. */
+static void queue_restore(ar_server_t *srv, ar_dmodel_t *m) {
+  ar_job_t *job = calloc(1, sizeof(*job));
+  if (job == NULL) {
+    ar_log("model '%s': no memory to restore its stored input shapes", m->name);
+    return;
+  }
+  job->kind = AR_JOB_INVOKE;
+  job->resize_only = true;
+  job->restore = true;
+  job->srv = srv;
+  job->to = (ar_reply_to_t){.conn = NULL, .fd = -1};
+  job->model = m;
+  job->work.data = job;
+  job->t_accept_us = ar_now_us();
+  m->inflight++;
+  srv->jobs_outstanding++;
+  ar__group_push(m->group, job);
+  ar__group_kick(srv, m->group);
+}
+
+void ar_models_conn_gone(ar_server_t *srv, const void *conn) {
+  if (conn == NULL || srv->draining) return;   /* draining: the models go with the daemon */
+  for (ar_dmodel_t *m = srv->models; m; m = m->next) {
+    if (m->shaped_by != conn) continue;
+    m->shaped_by = NULL;
+    if (m->state != AR_MODEL_READY || m->group == NULL) continue;
+    ar_log("model '%s': the peer whose input shapes it was planned for disconnected: back to its stored shapes",
+           m->name);
+    queue_restore(srv, m);
+  }
+}
+
 void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request *req) {
   bool resize_only = req->body_case == ARENAD__REQUEST__BODY_RESIZE_INPUT;
   static Arenad__InvokeRequest no_inputs = ARENAD__INVOKE_REQUEST__INIT;
@@ -521,7 +555,16 @@ static int apply_shapes(ar_job_t *job) {
     memcpy(old_dims[i], v->dims, sizeof(old_dims[i]));
     const int64_t *shape = NULL;
     size_t rank = 0;
-    if (job->resize_only) {
+    int64_t stored[AR_MAX_RANK];
+    if (job->restore) {
+      /* The graph input's shape as the model file stores it. */
+      const ar_subgraph_t *sg = &ar_interp_model(in)->subgraphs[0];
+      const ar_tensor_t *t = &sg->tensors[sg->inputs[i]];
+      if (ar_interp_input_resizable(in, i)) {
+        for (int32_t d = 0; d < t->rank && d < AR_MAX_RANK; d++) stored[d] = t->dims[d];
+        shape = stored, rank = (size_t)t->rank;
+      }
+    } else if (job->resize_only) {
       if ((uint32_t)i == job->req->resize_input->input) shape = job->req->resize_input->shape, rank = job->req->resize_input->n_shape;
     } else {
       const Arenad__Tensor *t = job->req->invoke->inputs[i];
@@ -922,6 +965,7 @@ void ar__group_after(uv_work_t *w, int status) {
       job->n_free_after = 0;
       job->regrow = false;
     }
+    if (job->restore) job->grow_to = 0;   /* the stored plan no longer fits: it keeps its shapes */
     if (job->rc == 0 && job->grow_to != 0 && grow_region(srv, job)) {
       if (finalize) ar__finalize_unload(srv, finalize);
       return;   /* re-queued at the head of its group */
@@ -929,10 +973,16 @@ void ar__group_after(uv_work_t *w, int status) {
     /* The inputs were copied into the arena: the bytes-path frame goes back to the connection for
      * its next frame (the job still holds the connection's reference here). */
     ar_conn_frame_release(&job->to, job->req);
+    bool restore_now = false;
     if (job->replanned) {
       m->arena_bytes = job->new_arena;
       m->persistent_bytes = job->new_persistent;
       shrink_region(srv, g);
+      /* Whose shapes the plan is for now: a peer that is not an admin holds them (and the region
+       * they may have grown) only while it is connected. */
+      bool peer = !job->restore && job->to.conn && !ar_models_peer_is_admin(srv, &job->to);
+      m->shaped_by = peer ? (const void *)job->to.conn : NULL;
+      restore_now = peer && ar_conn_is_gone(job->to.conn);   /* it left while this job ran */
     }
     uint64_t latency = job->t_end_us - job->t_accept_us;
     m->inflight--;
@@ -954,6 +1004,7 @@ void ar__group_after(uv_work_t *w, int status) {
     free(job->out);
     ar__group_kick(srv, g);
     if (m->inflight == 0 && m->state == AR_MODEL_UNLOADING) finalize = m;
+    if (restore_now) ar_models_conn_gone(srv, m->shaped_by);
   }
   free(job);
   if (finalize) ar__finalize_unload(srv, finalize);

@@ -624,6 +624,7 @@ void ar_server_init_ops(ar_server_t *srv) {
   srv->ops.status_changed = ar_server_status;
   srv->ops.reload_done = server_reload_done;
   srv->ops.conn_closed = server_conn_closed;
+  srv->ops.conn_gone = ar_models_conn_gone;
 }
 
 int ar_server_start(ar_server_t *srv, uv_loop_t *loop, char *msg, size_t msg_bytes) {

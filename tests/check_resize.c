@@ -8,6 +8,7 @@
  * that needs more than the largest free block but no more than the free bytes compacts the pool first.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -266,6 +267,59 @@ START_TEST(peer_not_admin_grows_a_region_only_so_far) {
 }
 END_TEST
 
+/* A region a peer that is not an admin grew with its input shapes (ResizeInput to batch 8, within
+ * max_resize_activation_bytes) is given back when that peer disconnects: the model goes back to
+ * its stored shapes and the group's region shrinks, so the pool's used bytes return to what they
+ * were at batch 1 (polled from another connection, until they do, at most 30 s); the model then
+ * serves batch 1 and batch 8 again. Failed before: the region stayed grown after the peer left. */
+START_TEST(peer_not_admin_region_is_released_when_it_leaves) {
+  char dir[] = "/tmp/check_resize_XXXXXX", path[600], cfg[600], msg[AR_MSG_BYTES];
+  FILE *f = batch_dir_config(dir, path, sizeof path, cfg, sizeof cfg);
+  fprintf(f, "{\"admin_uids\": [%u], \"admin_gids\": [%u], \"model_dirs\": [\"%s\"], \"stats_rate_per_s\": 0, "
+             "\"max_resize_activation_bytes\": \"64K\", \"models\": [{\"name\": \"b\", \"path\": \"%s\"}]}\n",
+          (unsigned)geteuid() + 4242u, (unsigned)getegid() + 4242u, dir, path);
+  ck_assert_int_eq(fclose(f), 0);
+  static float items[8][ITEM], want[8][AR_TM_BATCH_OUT];
+  uint64_t seed = 4242;
+  for (int b = 0; b < 8; b++) {
+    for (int i = 0; i < ITEM; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      items[b][i] = (float)((int)(seed >> 40) % 2001 - 1000) / 500.0f;
+    }
+    ar_tm_batch_by_hand(items[b], want[b]);
+  }
+  ar_test_daemon_t d;
+  const char *extra[] = {"--config", cfg, NULL};
+  ck_assert_msg(ar_td_start(&d, "1M", extra) == 0, "arenad did not start (log %s)", d.log);
+  ar_client_t *c = NULL, *other = NULL;
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ck_assert_int_eq(ar_client_unload(c, "nope", msg, sizeof msg), AR_EPERM);   /* not an admin */
+  int rc = AR_EAGAIN;
+  for (int tries = 0; rc == AR_EAGAIN && tries < 3000; tries++) {
+    rc = invoke_batch(c, 1, 0, items, want, msg, sizeof msg);
+    if (rc == AR_EAGAIN) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  ck_assert_msg(rc == 0, "batch 1: %s", msg);
+  const uint64_t used1 = pool_used(c);
+  const int64_t b8[4] = {8, AR_TM_BATCH_H, AR_TM_BATCH_W, AR_TM_BATCH_C};
+  ck_assert_msg(ar_client_resize_input(c, "b", 0, b8, 4, NULL, msg, sizeof msg) == 0, "resize to 8: %s", msg);
+  const uint64_t used8 = pool_used(c);
+  ck_assert_uint_gt(used8, used1);   /* the premise: batch 8 grew the region */
+  ck_assert_int_eq(ar_client_connect(d.socket, &other, msg, sizeof msg), 0);
+  ar_client_close(c);
+  uint64_t used = used8;
+  for (int tries = 0; used != used1 && tries < 3000; tries++) {
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    used = pool_used(other);
+  }
+  ck_assert_msg(used == used1, "pool used %" PRIu64 " after the peer left, %" PRIu64 " before it grew the region "
+                "(%" PRIu64 " grown)", used, used1, used8);
+  ck_assert_msg(invoke_batch(other, 1, 3, items, want, msg, sizeof msg) == 0, "batch 1 after: %s", msg);
+  ck_assert_msg(invoke_batch(other, 8, 5, items, want, msg, sizeof msg) == 0, "batch 8 after: %s", msg);
+  batch_dir_close(other, &d, dir, path, cfg);
+}
+END_TEST
+
 static uint64_t pool_figure(ar_client_t *c, const char *key) {
   json_t *st = stats(c);
   uint64_t v = (uint64_t)json_integer_value(json_object_get(json_object_get(st, "pool"), key));
@@ -346,6 +400,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, batch_follows_the_request_and_pool_returns);
   tcase_add_test(tc, peer_not_admin_grows_a_region_only_so_far);
+  tcase_add_test(tc, peer_not_admin_region_is_released_when_it_leaves);
   tcase_add_test(tc, growth_compacts_a_fragmented_pool);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -44,6 +44,7 @@ int ar_models_init(ar_server_t *srv) {
 }
 void ar_models_close_handles(ar_server_t *srv) { (void)srv; }
 void ar_models_abort_loads(ar_server_t *srv) { (void)srv; }
+void ar_models_conn_gone(ar_server_t *srv, const void *conn) { (void)srv, (void)conn; }
 bool ar_models_peer_is_admin(const ar_server_t *srv, const ar_reply_to_t *to) {
   (void)srv;
   return to->conn == NULL || to->peer.known;
