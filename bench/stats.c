@@ -5,8 +5,9 @@
  * (p50, p99 over --pings) and Invoke of face_detection_short_range (p50, p99 over --invokes, zero
  * input) twice: quiet, and while --pollers threads (default 16) send GetStats back to back, each
  * on a connection of its own. Two daemons, one after the other:
- *   admin      the pollers' uid is an admin (the daemon's own): no rate limit, every GetStats is
- *              answered from the stats thread's snapshot (the cost left on the loop: the JSON);
+ *   admin      the pollers' uid is an admin (the daemon's own): past the burst their GetStats wait
+ *              for their tokens (stats_rate_per_s, stats_burst: the daemon's defaults), each answered
+ *              from the stats thread's snapshot (the cost left on the loop: the JSON);
  *   non-admin  admin_uids names someone else: the per-uid rate limit (the daemon's defaults)
  *              refuses most GetStats with EBUSY; a poller waits the "retry in N ms" the refusal
  *              names (--greedy: it does not, and sends again at once).
@@ -227,7 +228,7 @@ static int run(const char *name, bool admin) {
   ar_td_stop(&d);
   if (rc != 0) return rc;
   printf("\n== %s: %d models, %d pollers%s ==\n", name, n_models, np,
-         admin ? " (admin uid: no rate limit)" : greedy ? " (non-admin, greedy: no wait after EBUSY)"
+         admin ? " (admin uid: paced, never refused)" : greedy ? " (non-admin, greedy: no wait after EBUSY)"
                                                         : " (non-admin: wait the 'retry in' after EBUSY)");
   printf("                       quiet      under pollers   ratio\n");
   printf("ping   p50 (ms)   %9.3f   %12.3f   %6.2fx\n", quiet.ping_p50, loaded.ping_p50, loaded.ping_p50 / quiet.ping_p50);

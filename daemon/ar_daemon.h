@@ -162,6 +162,9 @@ struct ar_dmodel {
    * connection closes the model goes back to its stored shapes (ar_models_conn_gone), so a region
    * it grew (up to max_resize_activation_bytes) is given back. NULL: stored shapes, or an admin's. */
   const void *shaped_by;
+  /* Its entry of the stats JSON as last printed, and the key of what it showed (ar_stats.c). */
+  char *stats_text;
+  uint64_t stats_text_key;
   ar_dmodel_t *next;
 };
 
@@ -432,6 +435,12 @@ struct ar_server {
   ar_waiter_t *stats_waiters, *stats_waiters_tail;
   uint64_t stats_walks, stats_refused;
   ar_rate_bucket_t rate_buckets[AR_RATE_BUCKETS];
+  /* Admin peers' GetStats past their uid's bucket wait here (FIFO) for a token instead of being
+   * refused; the timer answers them as tokens come (stats_paced counts them). */
+  uv_timer_t stats_pace;
+  bool stats_pace_init;
+  ar_waiter_t *paced_head, *paced_tail;
+  uint64_t stats_paced;
 };
 
 /* Monotonic clock, microseconds. */
@@ -474,8 +483,9 @@ void ar_models_get_stats(ar_server_t *srv, const ar_reply_to_t *to);
 /* The stats JSON from `snap` and the live counters (malloc'd string, caller frees) or NULL. */
 char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap);
 /* The per-uid rate limit of GetStats and GetPlan (`what`: "get_stats", "get_plan"): false when the
- * request may go on; true when it was refused (answered EBUSY naming the limit and when to retry).
- * Admin peers and internal requests are never refused. */
+ * request may go on; true when it was taken care of: refused (answered EBUSY naming the limit and
+ * when to retry) for a peer that is not an admin, or, for an admin's GetStats, queued until its
+ * uid's bucket has a token (then answered). Admins' GetPlan and internal requests go on. */
 bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const char *what);
 /* Start / stop the stats thread (ar_models_init, ar_models_shutdown) and close its handle. */
 int ar_stats_init(ar_server_t *srv);

@@ -331,6 +331,7 @@ void ar__model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
   m->group = NULL;
   ar__cache_release(srv, m->cm);
   m->cm = NULL;
+  free(m->stats_text);
   free(m);
 }
 

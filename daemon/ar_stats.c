@@ -60,9 +60,118 @@ static json_t *snap_copy_resident(const ar_snapshot_t *snap, const ar_cached_mod
   return json_null();
 }
 
+static uint64_t mix(uint64_t h, uint64_t v);
+
+/* The text of one model's entry, from its cache when nothing it shows changed (the key below): a
+ * GetStats with many models loaded rebuilds only the entries of the models that served since the
+ * last one (building and printing every entry was most of a GetStats: ~2 ms with 50 models). */
+static const char *model_fragment(ar_server_t *srv, ar_dmodel_t *m, const ar_snapshot_t *snap) {
+  ar_plan_figures_t fig;
+  ar_planner_figures(ar_interp_planner(m->interp), &fig);
+  int refs = ar__cache_refs(srv, m->cm);
+  json_t *resident = snap_copy_resident(snap, m->cm);
+  const ar_group_t *g = m->group;
+  uint64_t vals[] = {(uint64_t)m->state, m->arena_bytes, m->persistent_bytes, fig.lower_bound_bytes,
+                     fig.scratch_bytes, (uint64_t)refs,
+                     json_is_integer(resident) ? (uint64_t)json_integer_value(resident) : UINT64_MAX,
+                     g && g->has_region, g ? g->act_offset : 0, g ? g->act_bytes : 0, m->has_persistent,
+                     m->persistent_offset, m->persistent_region_bytes, m->invokes, m->errors, m->dropped, m->inflight,
+                     m->latency.count, m->latency.sum_us, m->latency.max_us, m->heap_allocs_in_invoke};
+  uint64_t key = 14695981039346656037ull;
+  for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) key = mix(key, vals[i]);
+  if (m->stats_text && m->stats_text_key == key) {
+    json_decref(resident);
+    return m->stats_text;
+  }
+  char hex[65];
+  ar__sha_hex(m->cm->sha256, hex);
+  json_t *jm = json_object();
+  json_object_set_new(jm, "name", json_string(m->name));
+  json_object_set_new(jm, "path", json_string(m->realpath));
+  json_object_set_new(jm, "sha256", json_string(hex));
+  json_object_set_new(jm, "group", json_string(m->group_name));
+  json_object_set_new(jm, "strategy", json_string(ar_strategy_name(m->strategy)));
+  json_object_set_new(jm, "weights", json_string(ar_weights_name(m->weights)));
+  json_object_set_new(jm, "state", json_string(m->state == AR_MODEL_READY ? "ready" : "unloading"));
+  json_object_set_new(jm, "arena_bytes", json_integer((json_int_t)m->arena_bytes));
+  json_object_set_new(jm, "lower_bound_bytes", json_integer((json_int_t)fig.lower_bound_bytes));
+  json_object_set_new(jm, "persistent_bytes", json_integer((json_int_t)m->persistent_bytes));
+  json_object_set_new(jm, "scratch_bytes", json_integer((json_int_t)fig.scratch_bytes));
+  json_object_set_new(jm, "weights_bytes", json_integer((json_int_t)m->cm->model->constant_bytes));
+  json_object_set_new(jm, "folded_bytes", json_integer((json_int_t)m->wfig.folded_bytes));
+  json_object_set_new(jm, "packed_bytes", json_integer((json_int_t)m->wfig.packed_bytes));
+  json_object_set_new(jm, "widened_bytes", json_integer((json_int_t)m->wfig.widened_bytes));
+  json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
+  json_object_set_new(jm, "mapping_refs", json_integer(refs));
+  json_object_set_new(jm, "mapping_resident_bytes", resident);
+  json_object_set_new(jm, "activation_region",
+                      g && g->has_region ? region_json(g->act_offset, g->act_bytes) : json_null());
+  json_object_set_new(jm, "persistent_region",
+                      m->has_persistent ? region_json(m->persistent_offset, m->persistent_region_bytes) : json_null());
+  json_object_set_new(jm, "invokes", json_integer((json_int_t)m->invokes));
+  json_object_set_new(jm, "errors", json_integer((json_int_t)m->errors));
+  json_object_set_new(jm, "dropped", json_integer((json_int_t)m->dropped));
+  json_object_set_new(jm, "inflight", json_integer((json_int_t)m->inflight));
+  json_t *lat = json_pack("{s:I,s:I,s:I,s:I,s:I}", "p50", (json_int_t)ar_latency_percentile(&m->latency, 50),
+                          "p99", (json_int_t)ar_latency_percentile(&m->latency, 99), "max",
+                          (json_int_t)m->latency.max_us, "count", (json_int_t)m->latency.count, "sum",
+                          (json_int_t)m->latency.sum_us);
+  json_t *le = json_array();   /* cumulative, Prometheus style; +Inf is "count" */
+  uint64_t cum = 0;
+  for (int i = 0; i < AR_LAT_LE_N; i++) {
+    cum += m->latency.le_counts[i];
+    json_array_append_new(le, json_pack("{s:I,s:I}", "le", (json_int_t)AR_LAT_LE_US[i], "count", (json_int_t)cum));
+  }
+  json_object_set_new(lat, "buckets", le);
+  json_object_set_new(jm, "latency_us", lat);
+  json_object_set_new(jm, "heap_allocs_in_invoke",
+                      ar_alloc_count_available() ? json_integer((json_int_t)m->heap_allocs_in_invoke)
+                                                 : json_integer(-1));
+  char *text = json_dumps(jm, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  json_decref(jm);
+  if (text == NULL) return NULL;
+  free(m->stats_text);
+  m->stats_text = text;
+  m->stats_text_key = key;
+  return text;
+}
+
+/* A growable text (the stats document is assembled from parts printed separately). */
+typedef struct {
+  char *p;
+  size_t len, cap;
+  bool failed;
+} text_t;
+
+static void text_add(text_t *t, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (s == NULL) t->failed = true;
+  if (t->failed) return;
+  if (t->len + n + 1 > t->cap) {
+    size_t cap = t->cap ? t->cap : 4096;
+    while (cap < t->len + n + 1) cap *= 2;
+    char *q = realloc(t->p, cap);
+    if (q == NULL) {
+      t->failed = true;
+      return;
+    }
+    t->p = q;
+    t->cap = cap;
+  }
+  memcpy(t->p + t->len, s, n + 1);
+  t->len += n;
+}
+
+/* Print `j` (taking it) into `t`. */
+static void text_add_json(text_t *t, json_t *j) {
+  char *s = j ? json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(j);
+  text_add(t, s);
+  free(s);
+}
+
 char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap) {
   uint64_t now = ar_now_us();
-  json_t *root = json_object();
   json_t *pool = json_object();
   json_t *regions = json_array();
   const ar_pool_t *p = &srv->pool;
@@ -83,63 +192,19 @@ char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap) {
   json_object_set_new(pool, "compacted_bytes", json_integer((json_int_t)srv->compact_bytes_moved));
   json_object_set_new(pool, "page_releases", json_integer((json_int_t)srv->pool_releases));
   json_object_set_new(pool, "regions", regions);
-  json_object_set_new(root, "pool", pool);
-
-  json_t *models = json_array();
+  text_t t = {0};
+  text_add(&t, "{\n \"pool\": ");
+  text_add_json(&t, pool);
+  text_add(&t, ",\n \"models\": [");
+  bool first = true;
   for (ar_dmodel_t *m = srv->models; m; m = m->next) {
     if (m->state == AR_MODEL_LOADING) continue;   /* its interpreter belongs to a worker until placed */
     if (m->shadow) continue;                      /* a reload's instance, not committed yet */
-    ar_plan_figures_t fig;
-    ar_planner_figures(ar_interp_planner(m->interp), &fig);
-    char hex[65];
-    ar__sha_hex(m->cm->sha256, hex);
-    json_t *jm = json_object();
-    json_object_set_new(jm, "name", json_string(m->name));
-    json_object_set_new(jm, "path", json_string(m->realpath));
-    json_object_set_new(jm, "sha256", json_string(hex));
-    json_object_set_new(jm, "group", json_string(m->group_name));
-    json_object_set_new(jm, "strategy", json_string(ar_strategy_name(m->strategy)));
-    json_object_set_new(jm, "weights", json_string(ar_weights_name(m->weights)));
-    json_object_set_new(jm, "state", json_string(m->state == AR_MODEL_READY ? "ready" : "unloading"));
-    json_object_set_new(jm, "arena_bytes", json_integer((json_int_t)m->arena_bytes));
-    json_object_set_new(jm, "lower_bound_bytes", json_integer((json_int_t)fig.lower_bound_bytes));
-    json_object_set_new(jm, "persistent_bytes", json_integer((json_int_t)m->persistent_bytes));
-    json_object_set_new(jm, "scratch_bytes", json_integer((json_int_t)fig.scratch_bytes));
-    json_object_set_new(jm, "weights_bytes", json_integer((json_int_t)m->cm->model->constant_bytes));
-    json_object_set_new(jm, "folded_bytes", json_integer((json_int_t)m->wfig.folded_bytes));
-    json_object_set_new(jm, "packed_bytes", json_integer((json_int_t)m->wfig.packed_bytes));
-    json_object_set_new(jm, "widened_bytes", json_integer((json_int_t)m->wfig.widened_bytes));
-    json_object_set_new(jm, "file_bytes", json_integer((json_int_t)m->cm->model->file_bytes));
-    json_object_set_new(jm, "mapping_refs", json_integer(ar__cache_refs(srv, m->cm)));
-    json_object_set_new(jm, "mapping_resident_bytes", snap_copy_resident(snap, m->cm));
-    json_object_set_new(jm, "activation_region",
-                        m->group && m->group->has_region ? region_json(m->group->act_offset, m->group->act_bytes)
-                                                         : json_null());
-    json_object_set_new(jm, "persistent_region",
-                        m->has_persistent ? region_json(m->persistent_offset, m->persistent_region_bytes)
-                                          : json_null());
-    json_object_set_new(jm, "invokes", json_integer((json_int_t)m->invokes));
-    json_object_set_new(jm, "errors", json_integer((json_int_t)m->errors));
-    json_object_set_new(jm, "dropped", json_integer((json_int_t)m->dropped));
-    json_object_set_new(jm, "inflight", json_integer((json_int_t)m->inflight));
-    json_t *lat = json_pack("{s:I,s:I,s:I,s:I,s:I}", "p50", (json_int_t)ar_latency_percentile(&m->latency, 50),
-                            "p99", (json_int_t)ar_latency_percentile(&m->latency, 99), "max",
-                            (json_int_t)m->latency.max_us, "count", (json_int_t)m->latency.count, "sum",
-                            (json_int_t)m->latency.sum_us);
-    json_t *le = json_array();   /* cumulative, Prometheus style; +Inf is "count" */
-    uint64_t cum = 0;
-    for (int i = 0; i < AR_LAT_LE_N; i++) {
-      cum += m->latency.le_counts[i];
-      json_array_append_new(le, json_pack("{s:I,s:I}", "le", (json_int_t)AR_LAT_LE_US[i], "count", (json_int_t)cum));
-    }
-    json_object_set_new(lat, "buckets", le);
-    json_object_set_new(jm, "latency_us", lat);
-    json_object_set_new(jm, "heap_allocs_in_invoke",
-                        ar_alloc_count_available() ? json_integer((json_int_t)m->heap_allocs_in_invoke)
-                                                   : json_integer(-1));
-    json_array_append_new(models, jm);
+    text_add(&t, first ? "\n" : ",\n");
+    text_add(&t, model_fragment(srv, m, snap));
+    first = false;
   }
-  json_object_set_new(root, "models", models);
+  text_add(&t, "],\n \"groups\": ");
 
   /* Share groups: the bytes a group saves = sum of members' regions had they been separate. */
   json_t *groups = json_array();
@@ -157,7 +222,7 @@ char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap) {
                                             "members", members, "saved_bytes",
                                             (json_int_t)(separate > g->act_bytes ? separate - g->act_bytes : 0)));
   }
-  json_object_set_new(root, "groups", groups);
+  text_add_json(&t, groups);
 
   json_t *d = json_object();
   json_object_set_new(d, "version", json_string(PACKAGE_VERSION));
@@ -193,12 +258,19 @@ char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap) {
   json_object_set_new(d, "stats_rate_per_s", json_integer(srv->cfg.stats_rate_per_s));
   json_object_set_new(d, "stats_burst", json_integer(srv->cfg.stats_burst));
   json_object_set_new(d, "stats_refused", json_integer((json_int_t)srv->stats_refused));
-  json_object_set_new(root, "daemon", d);
-  json_object_set_new(root, "memory", ar_memory_json(srv, snap, now));
-  char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  json_decref(root);
-  return s;
+  json_object_set_new(d, "stats_paced", json_integer((json_int_t)srv->stats_paced));
+  text_add(&t, ",\n \"daemon\": ");
+  text_add_json(&t, d);
+  text_add(&t, ",\n \"memory\": ");
+  text_add_json(&t, ar_memory_json(srv, snap, now));
+  text_add(&t, "\n}");
+  if (t.failed) {
+    free(t.p);
+    return NULL;
+  }
+  return t.p;
 }
+
 
 /* ------------------------------------------------------------------------------------------ */
 /* The stats thread and its snapshots                                                          */
@@ -367,6 +439,9 @@ int ar_stats_init(ar_server_t *srv) {
   pthread_cond_init(&srv->stats_cond, NULL);
   if (uv_async_init(srv->loop, &srv->stats_async, on_stats_done) != 0) return AR_EINTERNAL;
   srv->stats_async.data = srv;
+  if (uv_timer_init(srv->loop, &srv->stats_pace) != 0) return AR_EINTERNAL;
+  srv->stats_pace.data = srv;
+  srv->stats_pace_init = true;
   if (pthread_create(&srv->stats_thread, NULL, stats_thread_main, srv) != 0) {
     uv_close((uv_handle_t *)&srv->stats_async, NULL);
     return AR_EINTERNAL;
@@ -376,6 +451,8 @@ int ar_stats_init(ar_server_t *srv) {
 }
 
 void ar_stats_close_handles(ar_server_t *srv) {
+  if (srv->stats_pace_init && !uv_is_closing((uv_handle_t *)&srv->stats_pace))
+    uv_close((uv_handle_t *)&srv->stats_pace, NULL);
   if (srv->stats_started && !uv_is_closing((uv_handle_t *)&srv->stats_async))
     uv_close((uv_handle_t *)&srv->stats_async, NULL);
 }
@@ -402,6 +479,11 @@ void ar_stats_shutdown(ar_server_t *srv) {
     free(w);
   }
   srv->stats_waiters = srv->stats_waiters_tail = NULL;
+  for (ar_waiter_t *w = srv->paced_head, *n; w; w = n) {
+    n = w->next;
+    free(w);
+  }
+  srv->paced_head = srv->paced_tail = NULL;
   pthread_mutex_destroy(&srv->stats_lock);
   pthread_cond_destroy(&srv->stats_cond);
 }
@@ -413,10 +495,10 @@ void ar_stats_shutdown(ar_server_t *srv) {
  * not a connection: a peer may open up to max_connections_per_uid connections. The table holds
  * AR_RATE_BUCKETS uids; a new one takes the slot unused longest (a full bucket by then, unless
  * more than AR_RATE_BUCKETS uids are sending at once). */
-bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const char *what) {
+/* Take one request's token from `uid`'s bucket: 0 when taken, else the µs until one is there. */
+static uint64_t rate_take(ar_server_t *srv, uid_t uid) {
   uint64_t rate = srv->cfg.stats_rate_per_s, cap = (uint64_t)srv->cfg.stats_burst * 1000000u;
-  if (rate == 0 || to->conn == NULL || ar_models_peer_is_admin(srv, to)) return false;
-  uid_t uid = to->peer.known ? to->peer.uid : (uid_t)-1;
+  if (rate == 0) return 0;
   uint64_t now = ar_now_us();
   ar_rate_bucket_t *b = NULL, *oldest = &srv->rate_buckets[0];
   for (int i = 0; i < AR_RATE_BUCKETS && b == NULL; i++) {
@@ -433,10 +515,59 @@ bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const cha
   b->last_us = now;
   if (b->tokens >= 1000000u) {
     b->tokens -= 1000000u;
-    return false;
+    return 0;
   }
+  return (1000000u - b->tokens + rate - 1) / rate;
+}
+
+static uid_t peer_uid(const ar_reply_to_t *to) { return to->peer.known ? to->peer.uid : (uid_t)-1; }
+
+/* Loop thread: answer the admins' GetStats waiting for tokens, in order, as far as there are. */
+static void on_pace(uv_timer_t *t) {
+  ar_server_t *srv = t->data;
+  bool answered = false;
+  while (srv->paced_head) {
+    ar_waiter_t *w = srv->paced_head;
+    uint64_t wait = srv->draining ? 0 : rate_take(srv, peer_uid(&w->to));
+    if (wait) {
+      uv_timer_start(&srv->stats_pace, on_pace, (wait + 999) / 1000, 0);
+      break;
+    }
+    srv->paced_head = w->next;
+    if (srv->paced_head == NULL) srv->paced_tail = NULL;
+    srv->jobs_outstanding--;
+    ar_models_get_stats(srv, &w->to);
+    free(w);
+    answered = true;
+  }
+  if (answered) srv->ops.job_done(srv);
+}
+
+bool ar_models_rate_limited(ar_server_t *srv, const ar_reply_to_t *to, const char *what) {
+  if (srv->cfg.stats_rate_per_s == 0 || to->conn == NULL) return false;
+  bool admin = ar_models_peer_is_admin(srv, to), stats = strcmp(what, "get_stats") == 0;
+  if (admin && !stats) return false;
+  uid_t uid = peer_uid(to);
+  if (admin) {
+    /* An admin is not refused: its GetStats waits its turn behind the ones already waiting. */
+    uint64_t wait = srv->paced_head ? 1 : rate_take(srv, uid);
+    if (wait == 0) return false;
+    ar_waiter_t *w = calloc(1, sizeof(*w));
+    if (w == NULL) return false;   /* answered at once rather than lost */
+    w->to = *to;
+    if (srv->paced_tail) srv->paced_tail->next = w;
+    else srv->paced_head = w;
+    srv->paced_tail = w;
+    srv->jobs_outstanding++;   /* answered by the timer: a drain waits for it */
+    srv->stats_paced++;
+    if (!uv_is_active((uv_handle_t *)&srv->stats_pace))
+      uv_timer_start(&srv->stats_pace, on_pace, (wait + 999) / 1000, 0);
+    return true;
+  }
+  uint64_t wait = rate_take(srv, uid);
+  if (wait == 0) return false;
   srv->stats_refused++;
-  uint64_t retry_ms = ((1000000u - b->tokens) / rate + 999) / 1000;
+  uint64_t retry_ms = (wait + 999) / 1000;
   char msg[AR_MSG_BYTES];
   snprintf(msg, sizeof(msg), "%s: uid %u is over the rate limit of GetStats and GetPlan for peers that are not "
            "admins (stats_rate_per_s %u, stats_burst %u): retry in %" PRIu64 " ms", what, (unsigned)uid,
