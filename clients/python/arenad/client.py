@@ -547,7 +547,8 @@ class Client:
     def inflight_cap(self, timeout: Any = _UNSET) -> int:
         """How many requests this connection keeps unanswered at most: the daemon's
         max_inflight_per_connection, learned from a Ping the first time it is needed (a daemon too
-        old to report it: its default, 64). invoke_async waits for replies rather than exceed it."""
+        old to report it: its default, 64): when a second request would be in flight. invoke_async
+        waits for replies rather than exceed it."""
         if self._inflight_cap is None:
             self.ping(timeout)
             if self._inflight_cap is None:
@@ -668,7 +669,9 @@ class Client:
                     raise ArenadError("EINVAL", f"output {j}: not a contiguous view of a registered SharedBuffer")
                 req.outputs.append(pb.BufferRange() if r is None else pb.BufferRange(buffer=r[0], offset=r[1], bytes=r[2]))
         pieces, nbytes = self._pack_inputs(name, inputs)
-        self._make_room(self.inflight_cap(timeout), timeout)
+        if self._inflight_cap is not None or self._unanswered() > 0:
+            # A lone request is within any cap: the Ping that learns it waits for pipelining.
+            self._make_room(self.inflight_cap(timeout), timeout)
         p = Pending(self, self._send("invoke", req, timeout, extra=(pieces, nbytes)), name, copy)
         if outputs is not None:
             p.outputs = list(outputs)
@@ -680,7 +683,9 @@ class Client:
         (pipelined on this connection; never more than inflight_cap()); results in the order of
         `batches` (their arrays as invoke's, copy= likewise). The first error is raised after every
         reply has been read."""
-        window = max(1, min(int(window), self.inflight_cap(timeout)))
+        window = max(1, int(window))
+        if window > 1 and len(batches) > 1:
+            window = min(window, self.inflight_cap(timeout))
         pending: List[Pending] = []
         results: List[Optional[InvokeResult]] = [None] * len(batches)
         first_error: Optional[ArenadError] = None
