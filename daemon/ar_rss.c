@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,16 @@
 #define AR_RSS_TRACK_MAX 256
 
 static uint64_t page_bytes(void) {
+  /* The loop thread (memory_limit at a load) and the stats thread measure: relaxed atomics, every
+   * thread computing the same value. */
   static uint64_t pg;
-  if (pg == 0) {
-    long v = sysconf(_SC_PAGESIZE);
-    pg = v > 0 ? (uint64_t)v : 4096;
+  uint64_t v = __atomic_load_n(&pg, __ATOMIC_RELAXED);
+  if (v == 0) {
+    long sv = sysconf(_SC_PAGESIZE);
+    v = sv > 0 ? (uint64_t)sv : 4096;
+    __atomic_store_n(&pg, v, __ATOMIC_RELAXED);
   }
-  return pg;
+  return v;
 }
 
 uint64_t ar_rss_resident_bytes(const void *addr, uint64_t bytes) {
@@ -134,17 +139,19 @@ AR__PUBLIC int munmap(void *addr, size_t len) {
   return rc;
 }
 
-/* The shared object holding OpenBLAS (the one that defines cblas_sgemm), or NULL. */
+/* The shared object holding OpenBLAS (the one that defines cblas_sgemm), or NULL. Looked up once
+ * (pthread_once: the loop and the stats thread both measure). */
+static const void *blas_base_found;
+static void blas_base_lookup(void) {
+  void *sym = dlsym(RTLD_DEFAULT, "cblas_sgemm");
+  Dl_info info;
+  if (sym && dladdr(sym, &info) && info.dli_fbase) blas_base_found = info.dli_fbase;
+}
+
 static const void *blas_base(void) {
-  static const void *base;
-  static bool looked;
-  if (!looked) {
-    looked = true;
-    void *sym = dlsym(RTLD_DEFAULT, "cblas_sgemm");
-    Dl_info info;
-    if (sym && dladdr(sym, &info) && info.dli_fbase) base = info.dli_fbase;
-  }
-  return base;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, blas_base_lookup);
+  return blas_base_found;
 }
 
 size_t ar_rss_blas_ranges(ar_rss_range_t *out, size_t cap) {
