@@ -19,7 +19,11 @@
  * key an older daemon would refuse).
  *
  *   bench/stats [--models N] [--pollers N] [--pings N] [--invokes N] [--seconds S] [--greedy]
- *               [--only admin|non-admin]
+ *               [--rounds N] [--only admin|non-admin]
+ *
+ * --rounds (default 3): quiet and polled blocks alternate that many times (pollers started and
+ * stopped each round, --seconds of settling after the start), so that both see the same machine;
+ * the figures are over all rounds' samples. The load average before and after is printed.
  */
 #include "config.h"
 
@@ -62,6 +66,7 @@ static const char *stems[] = {"face_detection_short_range", "palm_detection_lite
                               "selfie_segmentation"};
 static int n_models = 50, n_pollers = 16, n_pings = 4000, n_invokes = 400;
 static double settle_s = 1.0;
+static int rounds = 3;
 static bool greedy;
 static const char *socket_path;
 
@@ -107,36 +112,49 @@ static void *poller(void *arg) {
 
 /* ---- the other client ------------------------------------------------------------------------ */
 
-static int measure(ar_client_t *c, const ar_client_tensor_t *in, figures_t *f) {
+/* Samples of one condition (quiet or under pollers), over every round, ms. */
+typedef struct {
+  double *ping, *invoke;
+  int n_ping, n_invoke;
+} samples_t;
+
+static int measure(ar_client_t *c, const ar_client_tensor_t *in, samples_t *sm) {
   char msg[AR_MSG_BYTES];
-  double *t = malloc(sizeof(double) * (size_t)(n_pings > n_invokes ? n_pings : n_invokes));
-  if (t == NULL) return 1;
   for (int i = 0; i < n_pings; i++) {
     double t0 = now_s();
     if (ar_client_ping(c, NULL, 0, msg, sizeof(msg)) != 0) {
       fprintf(stderr, "bench/stats: ping: %s\n", msg);
-      free(t);
       return 1;
     }
-    t[i] = (now_s() - t0) * 1e3;
+    sm->ping[sm->n_ping++] = (now_s() - t0) * 1e3;
   }
-  f->ping_p50 = quantile(t, n_pings, 0.5);
-  f->ping_p99 = quantile(t, n_pings, 0.99);
   for (int i = 0; i < n_invokes; i++) {
     ar_client_result_t res;
     double t0 = now_s();
     if (ar_client_invoke(c, "m0", in, 1, &res, msg, sizeof(msg)) != 0) {
       fprintf(stderr, "bench/stats: invoke: %s\n", msg);
-      free(t);
       return 1;
     }
-    t[i] = (now_s() - t0) * 1e3;
+    sm->invoke[sm->n_invoke++] = (now_s() - t0) * 1e3;
     ar_client_result_free(&res);
   }
-  f->invoke_p50 = quantile(t, n_invokes, 0.5);
-  f->invoke_p99 = quantile(t, n_invokes, 0.99);
-  free(t);
   return 0;
+}
+
+static void figures_of(samples_t *sm, figures_t *f) {
+  f->ping_p50 = quantile(sm->ping, sm->n_ping, 0.5);
+  f->ping_p99 = quantile(sm->ping, sm->n_ping, 0.99);
+  f->invoke_p50 = quantile(sm->invoke, sm->n_invoke, 0.5);
+  f->invoke_p99 = quantile(sm->invoke, sm->n_invoke, 0.99);
+}
+
+static void loadavg(char *out, size_t n) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  out[0] = '\0';
+  if (f) {
+    if (fgets(out, (int)n, f)) out[strcspn(out, " ")] = '\0';
+    fclose(f);
+  }
 }
 
 static long stats_walks(ar_client_t *c) {
@@ -202,26 +220,47 @@ static int run(const char *name, bool admin) {
   void *zeros = calloc(1, (size_t)in.bytes);
   in.data = zeros;
   figures_t quiet, loaded;
+  samples_t sq = {0}, sl = {0};
+  sq.ping = malloc(sizeof(double) * (size_t)(n_pings * rounds));
+  sq.invoke = malloc(sizeof(double) * (size_t)(n_invokes * rounds));
+  sl.ping = malloc(sizeof(double) * (size_t)(n_pings * rounds));
+  sl.invoke = malloc(sizeof(double) * (size_t)(n_invokes * rounds));
   long walks0 = stats_walks(c);
-  rc = measure(c, &in, &quiet);
-  pthread_t th[256];
-  poller_t pl[256];
-  memset(pl, 0, sizeof(pl));
-  pollers_stop = 0;
-  int np = rc == 0 ? (n_pollers > 256 ? 256 : n_pollers) : 0;
-  for (int i = 0; i < np; i++) pthread_create(&th[i], NULL, poller, &pl[i]);
-  if (rc == 0) usleep((useconds_t)(settle_s * 1e6));
-  double t0 = now_s();
-  if (rc == 0) rc = measure(c, &in, &loaded);
-  double secs = now_s() - t0;
-  pollers_stop = 1;
+  char load0[32], load1[32];
+  loadavg(load0, sizeof(load0));
   long answered = 0, refused = 0, failed = 0;
-  for (int i = 0; i < np; i++) {
-    pthread_join(th[i], NULL);
-    answered += pl[i].answered;
-    refused += pl[i].refused;
-    failed += pl[i].failed;
+  double secs = 0;
+  /* Quiet and polled blocks alternate, so both see the same machine over the run. */
+  for (int round = 0; rc == 0 && round < rounds; round++) {
+    rc = measure(c, &in, &sq);
+    pthread_t th[256];
+    poller_t pl[256];
+    memset(pl, 0, sizeof(pl));
+    pollers_stop = 0;
+    int np = rc == 0 ? (n_pollers > 256 ? 256 : n_pollers) : 0;
+    for (int i = 0; i < np; i++) pthread_create(&th[i], NULL, poller, &pl[i]);
+    if (rc == 0) usleep((useconds_t)(settle_s * 1e6));
+    double t0 = now_s();
+    if (rc == 0) rc = measure(c, &in, &sl);
+    secs += now_s() - t0;
+    pollers_stop = 1;
+    for (int i = 0; i < np; i++) {
+      pthread_join(th[i], NULL);
+      answered += pl[i].answered;
+      refused += pl[i].refused;
+      failed += pl[i].failed;
+    }
   }
+  loadavg(load1, sizeof(load1));
+  if (rc == 0) {
+    figures_of(&sq, &quiet);
+    figures_of(&sl, &loaded);
+  }
+  free(sq.ping);
+  free(sq.invoke);
+  free(sl.ping);
+  free(sl.invoke);
+  int np = n_pollers > 256 ? 256 : n_pollers;
   long walks1 = stats_walks(c);
   free(zeros);
   ar_client_close(c);
@@ -237,8 +276,9 @@ static int run(const char *name, bool admin) {
          loaded.invoke_p50 / quiet.invoke_p50);
   printf("invoke p99 (ms)   %9.3f   %12.3f   %6.2fx\n", quiet.invoke_p99, loaded.invoke_p99,
          loaded.invoke_p99 / quiet.invoke_p99);
-  printf("pollers: %ld GetStats answered, %ld refused (EBUSY), %ld failed, over %.1f s + %.1f s settling; "
-         "stats_walks %ld -> %ld\n", answered, refused, failed, secs, settle_s, walks0, walks1);
+  printf("pollers: %ld GetStats answered, %ld refused (EBUSY), %ld failed, over %d rounds of %.1f s polled (+ %.1f s "
+         "settling each); stats_walks %ld -> %ld; load average %s -> %s\n", answered, refused, failed, rounds,
+         secs / rounds, settle_s, walks0, walks1, load0, load1);
   return failed ? 1 : 0;
 }
 
@@ -249,6 +289,7 @@ int main(int argc, char **argv) {
                                        {"invokes", required_argument, NULL, 'i'},
                                        {"seconds", required_argument, NULL, 's'},
                                        {"greedy", no_argument, NULL, 'g'},
+                                       {"rounds", required_argument, NULL, 'r'},
                                        {"only", required_argument, NULL, 'o'},
                                        {NULL, 0, NULL, 0}};
   const char *only = NULL;
@@ -261,14 +302,15 @@ int main(int argc, char **argv) {
       case 'i': n_invokes = atoi(optarg); break;
       case 's': settle_s = atof(optarg); break;
       case 'g': greedy = true; break;
+      case 'r': rounds = atoi(optarg); break;
       case 'o': only = optarg; break;
       default:
         fprintf(stderr, "usage: bench/stats [--models N] [--pollers N] [--pings N] [--invokes N] [--seconds S] "
-                        "[--greedy] [--only admin|non-admin]\n");
+                        "[--greedy] [--rounds N] [--only admin|non-admin]\n");
         return 2;
     }
   }
-  if (n_models < 1 || n_models > 64 || n_pings < 1 || n_invokes < 1) {
+  if (n_models < 1 || n_models > 64 || n_pings < 1 || n_invokes < 1 || rounds < 1) {
     fprintf(stderr, "bench/stats: --models 1..64, --pings and --invokes >= 1\n");
     return 2;
   }
