@@ -144,6 +144,10 @@ struct ar_dmodel {
   bool has_persistent;
   uint64_t persistent_offset, persistent_region_bytes;
   uint64_t arena_bytes, persistent_bytes;
+  /* Its plan's figures (lower bound, scratch) as of its load or last re-plan, copied on the loop
+   * thread while no job of its group ran: the stats read these, never the interpreter, which a
+   * worker may be re-planning. */
+  ar_plan_figures_t plan_fig;
   uint64_t inflight;             /* accepted invokes not yet answered */
   ar_waiter_t *unload_waiters;   /* unload requests waiting for inflight == 0 */
   bool from_config;              /* loaded from the configuration: a reload may unload it */

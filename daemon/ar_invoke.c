@@ -977,6 +977,7 @@ void ar__group_after(uv_work_t *w, int status) {
     if (job->replanned) {
       m->arena_bytes = job->new_arena;
       m->persistent_bytes = job->new_persistent;
+      ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);   /* the group runs nothing now */
       shrink_region(srv, g);
       /* Whose shapes the plan is for now: a peer that is not an admin holds them (and the region
        * they may have grown) only while it is connected. */

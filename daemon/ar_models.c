@@ -390,6 +390,7 @@ void ar__prepare_after(ar_job_t *job) {
   }
   m->arena_bytes = ar_interp_arena_bytes(m->interp);
   m->persistent_bytes = ar_interp_persistent_bytes(m->interp);
+  ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);
   ar_interp_weight_figures(m->interp, &m->wfig);
 
   /* Regions: everything this load needs is allocated now, or nothing is. */

@@ -66,8 +66,7 @@ static uint64_t mix(uint64_t h, uint64_t v);
  * GetStats with many models loaded rebuilds only the entries of the models that served since the
  * last one (building and printing every entry was most of a GetStats: ~2 ms with 50 models). */
 static const char *model_fragment(ar_server_t *srv, ar_dmodel_t *m, const ar_snapshot_t *snap) {
-  ar_plan_figures_t fig;
-  ar_planner_figures(ar_interp_planner(m->interp), &fig);
+  const ar_plan_figures_t fig = m->plan_fig;   /* not the interpreter's: a worker may be re-planning it */
   int refs = ar__cache_refs(srv, m->cm);
   json_t *resident = snap_copy_resident(snap, m->cm);
   const ar_group_t *g = m->group;
