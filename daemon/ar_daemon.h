@@ -252,6 +252,16 @@ typedef struct ar_memory {
   int64_t unaccounted_bytes;       /* rss - accounted */
 } ar_memory_t;
 
+/* The clients' shared-memory mappings a measurement counts: [start, end) address pairs and their
+ * mapped bytes, listed by the loop thread (ar_conn_shm_mappings walks the connections, which only
+ * the loop may read) and handed to the stats thread with the walk it asks for. mincore on a range
+ * the loop has unmapped since only finds it not resident. */
+typedef struct ar_memory_shm {
+  size_t n;
+  uintptr_t (*ranges)[2];
+  uint64_t bytes;
+} ar_memory_shm_t;
+
 /* The stats snapshot (ar_stats.c): the figures that cost a walk (mincore over the pool's regions
  * and the model copies, /proc/self/status and smaps), measured by the stats thread off the event
  * loop. The loop fills `key`, `taken_us` and the regions' offsets and bytes when it asks for a walk;
@@ -486,6 +496,12 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
 void ar_models_get_stats(ar_server_t *srv, const ar_reply_to_t *to);
 /* The stats JSON from `snap` and the live counters (malloc'd string, caller frees) or NULL. */
 char *ar_models_stats_json(ar_server_t *srv, const ar_snapshot_t *snap);
+
+/* The stats snapshot GetStats would answer from now (loop thread): *snap = srv->stats_snap when it
+ * is fresh (same layout and models, younger than stats_refresh_ms, no walk under way), else NULL
+ * and a walk is started unless one is under way; its end calls ar_metrics_snapshot_ready. 0, or
+ * AR_ENOMEM (the walk could not start). */
+int ar_stats_fresh_snapshot(ar_server_t *srv, const ar_snapshot_t **snap);
 /* The per-uid rate limit of GetStats and GetPlan (`what`: "get_stats", "get_plan"): false when the
  * request may go on; true when it was taken care of: refused (answered EBUSY naming the limit and
  * when to retry) for a peer that is not an admin, or, for an admin's GetStats, queued until its
@@ -530,16 +546,6 @@ typedef struct ar_memory_region {
   uint64_t offset, bytes;
   ar_region_kind_t kind;
 } ar_memory_region_t;
-
-/* The clients' shared-memory mappings a measurement counts: [start, end) address pairs and their
- * mapped bytes, listed by the loop thread (ar_conn_shm_mappings walks the connections, which only
- * the loop may read) and handed to the stats thread with the walk it asks for. mincore on a range
- * the loop has unmapped since only finds it not resident. */
-typedef struct ar_memory_shm {
-  size_t n;
-  uintptr_t (*ranges)[2];
-  uint64_t bytes;
-} ar_memory_shm_t;
 
 /* Measure every part now (loop thread, or the stats thread: it reads only the pool's mapping, which
  * never moves, the cache under its lock, and `shm` as the loop listed it; NULL: none). With `copies`

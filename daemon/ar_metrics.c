@@ -37,6 +37,7 @@ typedef struct mconn {
   struct ar_metrics *m;
   int open_handles;              /* closed when 0: unlinked and freed */
   bool closing, answered;
+  bool waiting, head_only;       /* a /metrics request waiting for the stats snapshot */
   char *out;                     /* the answer being written */
   size_t len;
   char req[AR_METRICS_REQUEST_BYTES];
@@ -82,9 +83,9 @@ static void on_written(uv_write_t *w, int status) {
   conn_close(w->data);
 }
 
-/* The body for 200: the stats JSON rendered as exposition text; NULL on no memory. */
-static char *render(ar_server_t *srv, size_t *len) {
-  char *js = ar_models_stats_json(srv);
+/* The body for 200: the stats JSON of `snap` rendered as exposition text; NULL on no memory. */
+static char *render(ar_server_t *srv, const ar_snapshot_t *snap, size_t *len) {
+  char *js = ar_models_stats_json(srv, snap);
   json_t *root = js ? json_loads(js, 0, NULL) : NULL;
   free(js);
   char *text = NULL;
@@ -129,6 +130,14 @@ static void answer_text(mconn_t *c, int status, const char *reason, const char *
   answer(c, status, reason, extra_header, body, (size_t)n, head_only);
 }
 
+static void answer_metrics(mconn_t *c, const ar_snapshot_t *snap) {
+  size_t n = 0;
+  char *text = render(c->m->srv, snap, &n);
+  if (text == NULL) return answer_text(c, 500, "Internal Server Error", NULL, c->head_only);
+  answer(c, 200, "OK", NULL, text, n, c->head_only);
+  free(text);
+}
+
 /* The request head is complete (req[0..len) up to its empty line): answer it. */
 static void handle(mconn_t *c) {
   char *eol = memchr(c->req, '\n', c->len);
@@ -151,11 +160,25 @@ static void handle(mconn_t *c) {
     return answer_text(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", false);
   size_t path_len = strcspn(target, "?");
   if (path_len != 8 || strncmp(target, "/metrics", 8) != 0) return answer_text(c, 404, "Not Found", NULL, head_only);
-  size_t n = 0;
-  char *text = render(c->m->srv, &n);
-  if (text == NULL) return answer_text(c, 500, "Internal Server Error", NULL, head_only);
-  answer(c, 200, "OK", NULL, text, n, head_only);
-  free(text);
+  const ar_snapshot_t *snap = NULL;
+  if (ar_stats_fresh_snapshot(c->m->srv, &snap) != 0)
+    return answer_text(c, 500, "Internal Server Error", NULL, head_only);
+  c->head_only = head_only;
+  if (snap == NULL) {   /* a walk is under way: ar_metrics_snapshot_ready answers */
+    c->waiting = true;
+    return;
+  }
+  answer_metrics(c, snap);
+}
+
+void ar_metrics_snapshot_ready(ar_server_t *srv) {
+  struct ar_metrics *m = srv->metrics;
+  if (m == NULL || srv->stats_snap == NULL) return;
+  for (mconn_t *c = m->conns; c; c = c->next) {
+    if (!c->waiting || c->closing) continue;
+    c->waiting = false;
+    answer_metrics(c, srv->stats_snap);
+  }
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {

@@ -12,8 +12,9 @@
  * AR_METRICS_REQUEST_BYTES (else 431), it must arrive within AR_METRICS_TIMEOUT_MS of the accept
  * and the answer be written within the same time (else the connection is closed), and at most
  * AR_METRICS_MAX_CONNS connections are open at once (more are closed at accept). A body sent with
- * the request is never read. Nothing a scraper sends reaches the model registry: the stats are
- * read on the loop thread like a GetStats request.
+ * the request is never read. Nothing a scraper sends reaches the model registry: the body comes
+ * from the stats snapshot GetStats answers from (ar_stats.c: taken off the loop at most once per
+ * stats_refresh_ms); a scrape that finds no fresh snapshot waits for the walk it starts.
  */
 #ifndef AR_METRICS_H
 #define AR_METRICS_H
@@ -29,6 +30,9 @@
 /* Listen on srv->cfg.metrics_listen (nothing when it is ""). Errors: AR_ECONFIG (the address),
  * AR_EIO / AR_EEXIST (bind, listen; a live daemon's Unix socket is not taken over) with `msg`. */
 int ar_metrics_start(ar_server_t *srv, char *msg, size_t msg_bytes);
+
+/* The stats thread's walk is done (srv->stats_snap is new): answer the scrapes waiting for it. */
+void ar_metrics_snapshot_ready(ar_server_t *srv);
 
 /* Drain: stop listening and close every scrape connection (their handles close on the loop). */
 void ar_metrics_close(ar_server_t *srv);

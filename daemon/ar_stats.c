@@ -32,6 +32,7 @@
 #include "common/ar_util.h"
 #include "daemon/ar_alloc_count.h"
 #include "daemon/ar_daemon.h"
+#include "daemon/ar_metrics.h"
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 #include "daemon/ar_models_int.h"
@@ -283,8 +284,9 @@ static uint64_t mix(uint64_t h, uint64_t v) {   /* FNV-1a over the 8 bytes of v 
 }
 
 /* What a snapshot was taken for: the pool's layout, every model instance and its state, and the
- * counters of loads, compactions and page releases. Another value = the resident figures may have
- * moved (a load, an unload, a placement, a compaction, a region grown or shrunk), so the next
+ * counters of loads, compactions and page releases, the clients' shared-memory buffers. Another
+ * value = the resident figures may have moved (a load, an unload, a placement, a compaction, a
+ * region grown or shrunk, a buffer registered or released), so the next
  * GetStats walks again whatever the snapshot's age. O(regions + models), no system call. */
 static uint64_t stats_key(const ar_server_t *srv) {
   uint64_t h = 14695981039346656037ull;
@@ -303,6 +305,9 @@ static uint64_t stats_key(const ar_server_t *srv) {
   h = mix(h, srv->model_serial);
   h = mix(h, srv->compactions);
   h = mix(h, srv->pool_releases);
+  uint64_t shm_bytes = 0;   /* a shared-memory buffer registered or released */
+  h = mix(h, ar_conn_shm_mappings(srv, NULL, 0, &shm_bytes));
+  h = mix(h, shm_bytes);
   return h;
 }
 
@@ -383,6 +388,7 @@ static void on_stats_done(uv_async_t *a) {
     free(w);
     w = next;
   }
+  ar_metrics_snapshot_ready(srv);
   srv->ops.job_done(srv);
 }
 
@@ -413,6 +419,17 @@ static int start_walk(ar_server_t *srv, uint64_t key) {
   pthread_cond_signal(&srv->stats_cond);
   pthread_mutex_unlock(&srv->stats_lock);
   return 0;
+}
+
+int ar_stats_fresh_snapshot(ar_server_t *srv, const ar_snapshot_t **snap) {
+  uint64_t key = stats_key(srv), now = ar_now_us();
+  const ar_snapshot_t *s = srv->stats_snap;
+  *snap = NULL;
+  if (!srv->stats_walking && s && s->key == key && now - s->taken_us < (uint64_t)srv->cfg.stats_refresh_ms * 1000) {
+    *snap = s;
+    return 0;
+  }
+  return srv->stats_walking ? 0 : start_walk(srv, key);
 }
 
 void ar_models_get_stats(ar_server_t *srv, const ar_reply_to_t *to) {
