@@ -287,7 +287,7 @@ int ar_cli_top_output(const ar_cli_tensor_t *outs, int n, int index, char *msg, 
   if (n_found == 1) return found;
   /* None or several: list them, so that --output-index can be chosen. */
   size_t o = (size_t)snprintf(msg, msg_bytes, "--top: the model has %d outputs and %s of them is a classifier's "
-                              "[1,C] scores (",
+                              "scores ([C], [1,C]) (",
                               n, n_found == 0 ? "none" : "more than one");
   for (int j = 0; j < n && o + 1 < msg_bytes; j++) {
     o += (size_t)snprintf(msg + o, msg_bytes - o, "%s%d '%s' ", j ? ", " : "", j, ar_cli_esc(outs[j].name));

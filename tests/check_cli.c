@@ -149,7 +149,7 @@ START_TEST(top_reads_the_scores_output_or_says_which) {
   raw[1] = (ar_cli_tensor_t){.name = "classificators", .dtype = 0, .rank = 3, .dims = {1, 3, 1}, .data = d_classes,
                              .bytes = sizeof(d_classes)};
   ck_assert_int_eq(ar_cli_top_output(raw, 2, -1, msg, sizeof msg), AR_EINVAL);
-  ck_assert_str_eq(msg, "--top: the model has 2 outputs and none of them is a classifier's [1,C] scores "
+  ck_assert_str_eq(msg, "--top: the model has 2 outputs and none of them is a classifier's scores ([C], [1,C]) "
                         "(0 'regressors' [1,3,4], 1 'classificators' [1,3,1]): --output-index J says which output "
                         "--top ranks");
   /* A classifier with an extra output: its [1,3] scores are output 1. */
@@ -158,7 +158,7 @@ START_TEST(top_reads_the_scores_output_or_says_which) {
   /* Two of classifier shape: ambiguous. */
   ar_cli_tensor_t two[2] = {o[1], o[2]};
   ck_assert_int_eq(ar_cli_top_output(two, 2, -1, msg, sizeof msg), AR_EINVAL);
-  ck_assert_ptr_nonnull(strstr(msg, "more than one of them is a classifier's [1,C] scores (0 'classes' [1,3], "
+  ck_assert_ptr_nonnull(strstr(msg, "more than one of them is a classifier's scores ([C], [1,C]) (0 'classes' [1,3], "
                                     "1 'scores' [1,3])"));
   /* One output: that one, whatever its shape. */
   ck_assert_int_eq(ar_cli_top_output(raw, 1, -1, msg, sizeof msg), 0);
@@ -830,8 +830,8 @@ START_TEST(command_lines_say_what_is_missing) {
   }
   rc = sh("%s'%s/arenactl' run '%s' --input /dev/zero --top 3 2>&1", pre, bd, model);
   ck_assert_int_eq(rc, 1);
-  ck_assert_msg(strstr(big, "arenactl run: --top: the model has 2 outputs and none of them is a classifier's [1,C] "
-                            "scores (0 'regressors' [1,896,16], 1 'classificators' [1,896,1]): --output-index J says "
+  ck_assert_msg(strstr(big, "arenactl run: --top: the model has 2 outputs and none of them is a classifier's scores "
+                            "([C], [1,C]) (0 'regressors' [1,896,16], 1 'classificators' [1,896,1]): --output-index J says "
                             "which output --top ranks\n"), "%s", big);
   rc = sh("%s'%s/arenactl' run '%s' --input /dev/zero --top 3 --output-index 1 2>&1", pre, bd, model);
   ck_assert_msg(rc == 0, "%d %s", rc, big);

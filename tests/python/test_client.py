@@ -840,7 +840,7 @@ class IntegerTensors(_GeneratedModel):
         with open(labels, "w") as f:
             f.write("zero\none\ntwo\nthree")
         out = subprocess.run([*WRAP, ARENACTL, "-s", DAEMON.socket, "invoke", "ints", "--input", *files, "--labels", labels,
-                              "--top", "2"], capture_output=True, text=True, timeout=60)
+                              "--top", "2", "--output-index", "0"], capture_output=True, text=True, timeout=60)
         for f in files + [labels]:
             os.unlink(f)
         self.assertEqual(out.returncode, 0, out.stderr)
