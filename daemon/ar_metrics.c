@@ -166,6 +166,7 @@ static void handle(mconn_t *c) {
   c->head_only = head_only;
   if (snap == NULL) {   /* a walk is under way: ar_metrics_snapshot_ready answers */
     c->waiting = true;
+    uv_read_stop(&c->h.stream);   /* the scraper's half-close must not close it meanwhile */
     return;
   }
   answer_metrics(c, snap);
@@ -191,7 +192,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   mconn_t *c = s->data;
-  if (c->answered || c->closing) return;
+  if (c->answered || c->closing || c->waiting) return;
   if (nread < 0) return conn_close(c);
   c->len += (size_t)nread;
   c->req[c->len] = '\0';
