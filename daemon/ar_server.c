@@ -69,8 +69,11 @@ int ar_log_open_file(const char *path, char *msg, size_t msg_bytes) {
     if (getcwd(cwd, sizeof(cwd)) == NULL || snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= (int)sizeof(abs))
       return ar_errf(msg, msg_bytes, AR_EINVAL, "--log-file %s: path too long", path);
   }
-  int fd = open(abs, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-  if (fd < 0) return ar_errf(msg, msg_bytes, AR_EIO, "--log-file %s: %s", abs, strerror(errno));
+  /* Not through a symlink someone planted (the daemon runs as root and appends to it). */
+  int fd = open(abs, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0640);
+  if (fd < 0)
+    return ar_errf(msg, msg_bytes, AR_EIO, "--log-file %s: %s", abs,
+                   errno == ELOOP ? "is a symbolic link: refused (give the file's own path)" : strerror(errno));
   snprintf(log_file_path, sizeof(log_file_path), "%s", abs);
   int old = atomic_exchange(&log_file_fd, fd);
   if (old >= 0) close(old);
@@ -80,7 +83,7 @@ int ar_log_open_file(const char *path, char *msg, size_t msg_bytes) {
 int ar_log_reopen(void) {
   int fd = log_file_fd;
   if (fd < 0) return 0;
-  int nfd = open(log_file_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+  int nfd = open(log_file_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0640);
   if (nfd < 0) {
     int e = errno;
     ar_log("SIGHUP: cannot reopen the log file %s (%s): logging on to the old one", log_file_path, strerror(e));

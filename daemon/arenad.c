@@ -110,9 +110,19 @@ static int pidfile_take(const char *path, char *msg, size_t n) {
       return -1;
     }
   }
-  int fd = open(pidfile_abs, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  /* The daemon runs as root: never follow a symlink someone planted there (the pid would be
+   * written over its target), and write only into a regular file. */
+  int fd = open(pidfile_abs, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0644);
   if (fd < 0) {
-    (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: %s", pidfile_abs, strerror(errno));
+    int e = errno;
+    (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: %s", pidfile_abs,
+                  e == ELOOP ? "is a symbolic link: refused (give the file's own path)" : strerror(e));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    (void)ar_errf(msg, n, AR_EIO, "--pidfile %s: not a regular file: refused", pidfile_abs);
     return -1;
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

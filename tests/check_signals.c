@@ -443,6 +443,31 @@ START_TEST(pidfile_and_log_file_of_a_detached_daemon) {
   snprintf(out, sizeof out, "%s/out.txt", dir);
   /* The detached daemon becomes this process's child when its parent exits: it can be waited for. */
   ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  /* A symlink planted where the pid file or the log goes is refused, its target untouched (before:
+   * the pid was written over the target). */
+  char victim[128], link[128];
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  snprintf(link, sizeof link, "%s/planted", dir);
+  FILE *vf = fopen(victim, "w");
+  ck_assert_ptr_nonnull(vf);
+  fputs("precious\n", vf);
+  fclose(vf);
+  ck_assert_int_eq(symlink(victim, link), 0);
+  const char *via_pid[] = {"--socket", sock, "--pool-bytes", "16M", "--pidfile", link, NULL};
+  ck_assert_int_ne(run_arenad(via_pid, out), 0);
+  char *said = slurp_text(out);
+  ck_assert_msg(said && strstr(said, "planted: is a symbolic link: refused"), "%s", said ? said : "(none)");
+  free(said);
+  const char *via_log[] = {"--socket", sock, "--pool-bytes", "16M", "--log-file", link, NULL};
+  ck_assert_int_ne(run_arenad(via_log, out), 0);
+  said = slurp_text(out);
+  ck_assert_msg(said && strstr(said, "planted: is a symbolic link: refused"), "%s", said ? said : "(none)");
+  free(said);
+  said = slurp_text(victim);
+  ck_assert_str_eq(said, "precious\n");
+  free(said);
+  unlink(link);
+  unlink(victim);
   const char *args[] = {"--socket", sock, "--pool-bytes", "16M", "--pidfile", pidf, "--log-file", logf, NULL};
   ck_assert_int_eq(run_arenad(args, out), 0);
   long pid = pid_in(pidf);
