@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,7 +182,58 @@ static void notify_ready(ar_server_t *srv) {
  * code and the message the peer was answered. One line, fields in a fixed order, the message last:
  *   audit: request=load_model model=face uid=1000 gid=1000 pid=4242 code=EPERM: load_model: not ...
  */
+/* Audit lines are rate-limited per peer uid (a token bucket: AR_AUDIT_BURST lines, then
+ * AR_AUDIT_PER_S a second), so that a local user's flood of refused requests cannot fill the
+ * disk through the log; the lines held back are counted and said in one line before that uid's
+ * next line. The daemon's own lines (configuration loads, reloads) are never held back. Loop
+ * thread only (replies are sent from it). */
+#define AR_AUDIT_BURST 20
+#define AR_AUDIT_PER_S 5
+#define AR_AUDIT_UIDS 64
+typedef struct audit_bucket {
+  bool used;
+  uid_t uid;
+  uint64_t tokens_e6;   /* millionths of a line */
+  uint64_t last_us;
+  uint64_t held_back;
+} audit_bucket_t;
+static audit_bucket_t audit_buckets[AR_AUDIT_UIDS];
+
+/* May uid write an audit line now? Sets *held_back to the lines held back since its last one. */
+static bool audit_take(uid_t uid, uint64_t *held_back) {
+  const uint64_t now = ar_now_us(), full = (uint64_t)AR_AUDIT_BURST * 1000000u;
+  audit_bucket_t *b = NULL, *oldest = &audit_buckets[0];
+  for (int i = 0; i < AR_AUDIT_UIDS && b == NULL; i++) {
+    audit_bucket_t *x = &audit_buckets[i];
+    if (x->used && x->uid == uid) b = x;
+    else if (!x->used || (oldest->used && x->last_us < oldest->last_us)) oldest = x;
+  }
+  if (b == NULL) {   /* a new uid takes a free entry or the longest unused one: a full bucket */
+    b = oldest;
+    *b = (audit_bucket_t){.used = true, .uid = uid, .tokens_e6 = full, .last_us = now};
+  }
+  b->tokens_e6 += (now - b->last_us) * AR_AUDIT_PER_S;   /* µs * lines/s = millionths of a line */
+  if (b->tokens_e6 > full) b->tokens_e6 = full;
+  b->last_us = now;
+  *held_back = 0;
+  if (b->tokens_e6 < 1000000u) {
+    b->held_back++;
+    return false;
+  }
+  b->tokens_e6 -= 1000000u;
+  *held_back = b->held_back;
+  b->held_back = 0;
+  return true;
+}
+
 static void audit_failure(const ar_reply_to_t *to, int code, const char *message) {
+  if (to->conn && to->peer.known) {
+    uint64_t held_back = 0;
+    if (!audit_take(to->peer.uid, &held_back)) return;
+    if (held_back)
+      ar_log("audit: %" PRIu64 " lines of uid %u held back (at most %d a second after a burst of %d)", held_back,
+             (unsigned)to->peer.uid, AR_AUDIT_PER_S, AR_AUDIT_BURST);
+  }
   char peer[96];
   if (to->conn && to->peer.known)
     snprintf(peer, sizeof(peer), "uid=%u gid=%u pid=%d", (unsigned)to->peer.uid, (unsigned)to->peer.gid,
