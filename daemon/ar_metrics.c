@@ -56,6 +56,12 @@ struct ar_metrics {
   bool listening, unlink_path;
   mconn_t *conns;
   uint32_t n_conns;
+  /* The last body rendered, reused for stats_refresh_ms while the snapshot is the same one: a
+   * scraper flooding the endpoint costs a copy per scrape, not a JSON document and its rendering. */
+  char *body;
+  size_t body_len;
+  uint64_t body_us, body_snap_us;
+  const ar_snapshot_t *body_snap;
 };
 
 static void conn_freed(uv_handle_t *h) {
@@ -131,11 +137,21 @@ static void answer_text(mconn_t *c, int status, const char *reason, const char *
 }
 
 static void answer_metrics(mconn_t *c, const ar_snapshot_t *snap) {
-  size_t n = 0;
-  char *text = render(c->m->srv, snap, &n);
-  if (text == NULL) return answer_text(c, 500, "Internal Server Error", NULL, c->head_only);
-  answer(c, 200, "OK", NULL, text, n, c->head_only);
-  free(text);
+  struct ar_metrics *m = c->m;
+  const uint64_t now = ar_now_us();
+  if (m->body == NULL || m->body_snap != snap || m->body_snap_us != snap->taken_us ||
+      now - m->body_us >= (uint64_t)m->srv->cfg.stats_refresh_ms * 1000) {
+    size_t n = 0;
+    char *text = render(m->srv, snap, &n);
+    if (text == NULL) return answer_text(c, 500, "Internal Server Error", NULL, c->head_only);
+    free(m->body);
+    m->body = text;
+    m->body_len = n;
+    m->body_us = now;
+    m->body_snap = snap;
+    m->body_snap_us = snap->taken_us;
+  }
+  answer(c, 200, "OK", NULL, m->body, m->body_len, c->head_only);
 }
 
 /* The request head is complete (req[0..len) up to its empty line): answer it. */
@@ -224,7 +240,16 @@ static void on_connection(uv_stream_t *listener, int status) {
   m->conns = c;
   m->n_conns++;
   if (uv_accept(listener, &c->h.stream) != 0) return conn_close(c);
-  if (m->n_conns > AR_METRICS_MAX_CONNS || m->srv->draining) return conn_close(c);
+  if (m->srv->draining) return conn_close(c);
+  if (m->n_conns > AR_METRICS_MAX_CONNS) {
+    /* Full: the oldest connection still sending its head (the list is newest first) makes room, so
+     * slow or idle connections cannot keep the scraper out; else this one is closed. */
+    mconn_t *victim = NULL;
+    for (mconn_t *o = m->conns; o; o = o->next)
+      if (o != c && !o->closing && !o->answered && !o->waiting) victim = o;
+    if (victim == NULL) return conn_close(c);
+    conn_close(victim);
+  }
   uv_timer_start(&c->timer, on_timeout, AR_METRICS_TIMEOUT_MS, 0);
   if (uv_read_start(&c->h.stream, on_alloc, on_read) != 0) conn_close(c);
 }
@@ -313,6 +338,7 @@ void ar_metrics_free(ar_server_t *srv) {
   struct ar_metrics *m = srv->metrics;
   if (m == NULL) return;
   if (m->unlink_path) unlink(m->addr.path);
+  free(m->body);
   free(m);
   srv->metrics = NULL;
 }

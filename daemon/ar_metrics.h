@@ -11,7 +11,8 @@
  * Bounds: a request's head (request line and headers, up to the empty line) is at most
  * AR_METRICS_REQUEST_BYTES (else 431), it must arrive within AR_METRICS_TIMEOUT_MS of the accept
  * and the answer be written within the same time (else the connection is closed), and at most
- * AR_METRICS_MAX_CONNS connections are open at once (more are closed at accept). A body sent with
+ * AR_METRICS_MAX_CONNS connections are open at once (a new one past that closes the oldest one still
+ * sending its head, else it is closed itself). The rendered text is reused for stats_refresh_ms. A body sent with
  * the request is never read. Nothing a scraper sends reaches the model registry: the body comes
  * from the stats snapshot GetStats answers from (ar_stats.c: taken off the loop at most once per
  * stats_refresh_ms); a scrape that finds no fresh snapshot waits for the walk it starts.

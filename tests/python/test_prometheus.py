@@ -319,6 +319,27 @@ class ScrapeEndpoint(unittest.TestCase):
         status, _, body = http_exchange(("127.0.0.1", self.port), b"GET /metrics HTTP/1.0\r\n\r\n")
         self.assertEqual(status, 200)
 
+    def test_slow_heads_do_not_keep_the_scraper_out(self):
+        # Eight connections (the cap) each holding half a head: a scrape still gets its answer,
+        # the oldest of them closed to make room. Before, the scrape's connection was closed at
+        # accept (reset, no answer) until the slow ones timed out after 10 s.
+        slow = []
+        try:
+            for _ in range(8):
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+                s.sendall(b"GET /metrics HTTP/1.1\r\nX-")
+                slow.append(s)
+            time.sleep(0.2)
+            status, _, body = self.get()
+            self.assertEqual(status, 200)
+            self.assertIn(b"arenad_uptime_seconds", body)
+            # The oldest slow connection was the one closed.
+            slow[0].settimeout(10)
+            self.assertEqual(slow[0].recv(1), b"")
+        finally:
+            for s in slow:
+                s.close()
+
     def test_other_requests_are_refused(self):
         status, headers, _ = self.get(method="POST")
         self.assertEqual(status, 405)
