@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include "common/ar_error.h"
@@ -291,6 +293,13 @@ static int unix_bind(struct ar_metrics *m, char *msg, size_t msg_bytes) {
   return 0;
 }
 
+static bool is_loopback(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+  if (ss->ss_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+  return false;
+}
+
 int ar_metrics_start(ar_server_t *srv, char *msg, size_t msg_bytes) {
   if (srv->cfg.metrics_listen[0] == '\0') return 0;
   struct ar_metrics *m = calloc(1, sizeof(*m));
@@ -299,6 +308,9 @@ int ar_metrics_start(ar_server_t *srv, char *msg, size_t msg_bytes) {
   srv->metrics = m;
   int rc = ar_config_parse_listen("metrics_listen", srv->cfg.metrics_listen, &m->addr, msg, msg_bytes);
   if (rc != 0) return rc;
+  if (!m->addr.is_unix && !is_loopback(&m->addr.sa))
+    ar_log("metrics_listen %s: not a loopback address: the stats (model names and paths, sha256, counters) are "
+           "served without authentication to every host that reaches it", srv->cfg.metrics_listen);
   if (m->addr.is_unix) {
     uv_pipe_init(srv->loop, &m->listener.pipe, 0);
   } else {
