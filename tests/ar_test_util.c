@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 const char *const ar_test_models[] = {
   "face_detection_full_range", "face_detection_full_range_sparse", "face_detection_short_range",
@@ -171,4 +172,13 @@ int ar_test_proc_fds(pid_t pid, void (*fn)(void *ctx, const char *target), void 
   }
   closedir(d);
   return n;
+}
+
+int ar_test_popen(const char *cmd, char *out, size_t out_bytes) {
+  FILE *p = popen(cmd, "r");
+  if (p == NULL) return -1;
+  size_t got = fread(out, 1, out_bytes - 1, p);
+  out[got] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }

@@ -48,6 +48,10 @@ const char *ar_test_exec_prefix(void);
  * where timing and latency bounds are printed, not held. */
 int ar_test_emulated(void);
 
+/* Run the shell command `cmd` (popen) and keep up to out_bytes - 1 bytes of its standard output,
+ * NUL-terminated, in out. Returns its exit status, or 128 + the signal that ended it. */
+int ar_test_popen(const char *cmd, char *out, size_t out_bytes);
+
 /* 1 when this test process runs under valgrind (its preload library is in LD_PRELOAD): every
  * thread of the process is serialised and 20-50x slower, so latency bounds are printed, not held,
  * and the per-model loops keep a few models. */

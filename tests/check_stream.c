@@ -167,12 +167,7 @@ static int sh(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(cmd, sizeof cmd, fmt, ap);
   va_end(ap);
-  FILE *p = popen(cmd, "r");
-  ck_assert_ptr_nonnull(p);
-  size_t got = fread(out_text, 1, sizeof out_text - 1, p);
-  out_text[got] = '\0';
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return ar_test_popen(cmd, out_text, sizeof out_text);
 }
 
 static const char *builddir(void) {
