@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """golden.py - write the single-operator test models and their LiteRT goldens.
 
-    tools/ops/golden.py [--only REGEX] [--ref DIR] [--out DIR] [--list] [--no-ref]
+    tools/ops/golden.py [--only REGEX] [--ref DIR] [--native PATH] [--out DIR] [--list] [--no-ref]
 
 For every case in tools/ops/cases/*.py (each module exports CASES, a list of oplib.Case) it writes
 <out>/<case>/model.tflite (the model arenad runs), input_<i>.bin (raw little-endian, one per graph
@@ -9,7 +9,9 @@ input, in the model's input order) and output_<j>.bin (the golden, in the model'
 then rewrites <out>/INDEX.tsv (one row per case). Goldens come from LiteRT.js (bench/ref's
 run_ref.mjs, set up with `npm ci` in a temporary folder unless --ref names a ready one) run on the
 case's LiteRT form (oplib.ref_model_bytes: CASTs around int64/bool graph inputs and outputs);
-cases marked golden='hand' take their outputs from the case table instead. The output shape and
+cases marked golden='native' run model.tflite itself through native TFLite 2.19's builtin kernels
+(--native, default ../shared/ref/native/tflite_run beside the repository; x86-64) - the reference
+for integer kernels, whose rounding LiteRT.js's XNNPACK does not match; cases marked golden='hand' take their outputs from the case table instead. The output shape and
 dtype LiteRT reports must equal the ones the case declares (the model stores them).
 
 --only REGEX regenerates the matching cases and keeps the others' files and INDEX rows.
@@ -34,8 +36,8 @@ import oplib  # noqa: E402
 INDEX_HEADER = ('# Single-operator models: one folder per case with model.tflite, input_<i>.bin, '
                 'output_<j>.bin.\n'
                 '# Written by tools/ops/golden.py from tools/ops/cases/*.py; do not edit by hand.\n'
-                '# golden: litert = LiteRT.js (@litertjs/core, bench/ref) output; hand = values '
-                'from the case table.\n'
+                '# golden: litert = LiteRT.js (@litertjs/core, bench/ref) output; native = native '
+                'TFLite 2.19 builtin kernels (tflite_run); hand = values from the case table.\n'
                 '# case\top\tversion\tgolden\tinputs\toutputs\tnote\n')
 
 
@@ -106,10 +108,51 @@ def run_litert(c, values, ref_dir, work):
     return outs
 
 
+NATIVE_DTYPES = {'FLOAT32': 'float32', 'INT32': 'int32', 'INT64': 'int64', 'UINT8': 'uint8',
+                 'INT8': 'int8', 'INT16': 'int16', 'BOOL': 'bool', 'FLOAT16': 'float16'}
+
+
+def run_native(c, d, runner, work):
+    """Run <d>/model.tflite (the case's own model) through tflite_run; returns the outputs as lists
+    of values. The output dtypes and shapes it reports must be the declared ones."""
+    os.makedirs(work, exist_ok=True)
+    model = os.path.join(d, 'model.tflite')
+    r = subprocess.run([runner, model, '--info'], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f'native TFLite cannot load {c.name}: {(r.stderr or r.stdout).strip()[-600:]}')
+    info = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    outs_info = {e['output']: e for e in info if 'output' in e}
+    args = [runner, model, '--outdir', work]
+    for k in range(len(c.graph_inputs())):
+        args += ['--input', os.path.join(d, f'input_{k}.bin')]
+    if not c.graph_inputs():
+        args += ['--zero']
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f'native TFLite failed on {c.name} (exit {r.returncode}): '
+                           f'{(r.stderr or r.stdout).strip()[-600:]}')
+    outs = []
+    for j, t in enumerate(c.outputs):
+        e = outs_info.get(j)
+        got = NATIVE_DTYPES.get(e['dtype'], e['dtype']) if e else None
+        if e is None or got != t.dtype or (not c.shapeless_outputs and e['shape'] != t.shape):
+            raise RuntimeError(f"{c.name}: output {j}: native TFLite gives {got}{e['shape'] if e else ''}, "
+                               f'the case declares {t.dtype}{t.shape}')
+        with open(os.path.join(work, f'output_{j}.bin'), 'rb') as f:
+            vals = oplib.unpack(t.dtype, f.read())
+        if t.dtype == 'bool':
+            vals = [v != 0 for v in vals]
+        outs.append(vals)
+    return outs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--only', help='regenerate only cases whose name matches this regex')
     ap.add_argument('--ref', help='a ready reference runner folder (run_ref.mjs + node_modules)')
+    ap.add_argument('--native', default=os.path.join(os.path.dirname(oplib.ROOT), 'shared', 'ref', 'native',
+                                                      'tflite_run'),
+                    help='native TFLite runner for golden=\'native\' cases')
     ap.add_argument('--out', default=os.path.join(oplib.ROOT, 'tests', 'golden', 'ops'))
     ap.add_argument('--list', action='store_true', help='print the cases and exit')
     ap.add_argument('--no-ref', action='store_true', help='models and inputs only')
@@ -144,7 +187,10 @@ def main():
                 continue
             else:
                 try:
-                    outs = run_litert(c, values, ref_dir, os.path.join(work_root, c.name))
+                    if c.golden == 'native':
+                        outs = run_native(c, d, a.native, os.path.join(work_root, c.name))
+                    else:
+                        outs = run_litert(c, values, ref_dir, os.path.join(work_root, c.name))
                 except RuntimeError as e:
                     failed.append(str(e))
                     shutil.rmtree(d)

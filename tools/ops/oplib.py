@@ -119,13 +119,18 @@ class T:
     dtype: 'float32' 'int32' 'int64' 'uint8' 'bool' (any of DTYPES); shape: list of dims.
     data: flat list of values, or None for seeded random values in [lo, hi] (ints inclusive).
     const: True = constant in the model (data in a buffer); False = graph input (data -> input_<i>.bin).
-    Output tensors only use dtype and shape.
+    Output tensors only use dtype, shape and quant.
+    quant: None, (scale, zero_point) per tensor, or ([scales], [zero_points], axis) per channel
+    (TFLite QuantizationParameters: scale, zero_point, quantized_dimension).
+    variable: a variable tensor (is_variable, no buffer, neither constant nor graph input: the
+    operator's state, which the runtime zeroes (zero point) at allocation and keeps across invokes).
     """
 
-    def __init__(self, dtype, shape, data=None, const=False, lo=None, hi=None):
+    def __init__(self, dtype, shape, data=None, const=False, lo=None, hi=None, quant=None, variable=False):
         assert dtype in DTYPES, dtype
+        assert not (const and variable), 'a variable tensor is not a constant'
         self.dtype, self.shape, self.data, self.const = dtype, list(shape), data, const
-        self.lo, self.hi = lo, hi
+        self.lo, self.hi, self.quant, self.variable = lo, hi, quant, variable
 
     def count(self):
         n = 1
@@ -150,7 +155,8 @@ class T:
         return [rng.randint(lo, hi) for _ in range(n)]
 
     def desc(self):
-        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]{'c' if self.const else ''}"
+        return (f"{self.dtype}[{','.join(str(d) for d in self.shape)}]{'c' if self.const else ''}"
+                f"{'v' if self.variable else ''}")
 
 
 def pack(dtype, vals):
@@ -169,8 +175,10 @@ class Case:
     op: BuiltinOperator name ('SUB') or, with custom=True, the custom_code string.
     inputs / outputs: lists of T (an input may be None for an omitted optional input).
     options: (options table name, {field: value}) or None; custom_options: bytes for custom ops.
-    golden: 'litert' (run the ref model through LiteRT.js) or 'hand' (expect= gives the outputs as
-    flat value lists; say why in note). version: the operator version written in the model.
+    golden: 'litert' (run the ref model through LiteRT.js), 'native' (run model.tflite itself through
+    native TFLite's builtin kernels, ../shared/ref/native/tflite_run: the golden of every integer
+    kernel, since LiteRT.js's XNNPACK rounds int8 differently) or 'hand' (expect= gives the outputs
+    as flat value lists; say why in note). version: the operator version written in the model.
     """
 
     def __init__(self, name, op, inputs, outputs, options=None, version=1, custom=False,
@@ -181,7 +189,7 @@ class Case:
             golden, expect = 'hand', [[] for _ in outputs]
             note = note or '0-element output (LiteRT.js cannot pass 0-element tensors)'
         assert custom or op in BUILTIN, op
-        assert golden in ('litert', 'hand')
+        assert golden in ('litert', 'native', 'hand')
         assert golden != 'hand' or expect is not None, f'{name}: hand golden needs expect='
         self.name, self.op, self.inputs, self.outputs = name, op, inputs, outputs
         self.options, self.version, self.custom = options, version, custom
@@ -199,7 +207,7 @@ class Case:
         return [t.values(rng) if t is not None else None for t in self.inputs]
 
     def graph_inputs(self):
-        return [i for i, t in enumerate(self.inputs) if t is not None and not t.const]
+        return [i for i, t in enumerate(self.inputs) if t is not None and not t.const and not t.variable]
 
 
 # ---- flatbuffer writing ----------------------------------------------------------------------
@@ -263,17 +271,40 @@ def _options_table(b, name, values):
     return union, b.EndObject()
 
 
+def _quant_table(b, quant):
+    """QuantizationParameters {min 0, max 1, scale 2, zero_point 3, details_type 4, details 5,
+    quantized_dimension 6} of (scale, zero_point) or ([scales], [zero_points], axis)."""
+    if len(quant) == 3:
+        scales, zps, axis = list(quant[0]), list(quant[1]), quant[2]
+    else:
+        scales, zps, axis = [quant[0]], [quant[1]], 0
+    b.StartVector(4, len(scales), 4)
+    for v in reversed(scales):
+        b.PrependFloat32(float(v))
+    scale_off = _end_vector(b, len(scales))
+    b.StartVector(8, len(zps), 8)
+    for v in reversed(zps):
+        b.PrependInt64(int(v))
+    zp_off = _end_vector(b, len(zps))
+    b.StartObject(7)
+    b.PrependUOffsetTRelativeSlot(2, scale_off, 0)
+    b.PrependUOffsetTRelativeSlot(3, zp_off, 0)
+    b.PrependInt32Slot(6, int(axis), 0)
+    return b.EndObject()
+
+
 def build_model(opcodes, tensors, operators, graph_inputs, graph_outputs, description):
     """Serialize a one-subgraph TFLite model.
 
     opcodes: [(builtin name or custom_code, is_custom, version)]
-    tensors: [(name, dtype, shape, data bytes or None)]
+    tensors: [(name, dtype, shape, data bytes or None[, T for its quant / variable])]
     operators: [(opcode index, [input tensor ids], [output ids], options, custom_options)]
     """
     b = flatbuffers.Builder(4096)
     # Buffers: 0 is the empty sentinel; each constant gets its own, 16-byte aligned.
     buffers, tensor_buffer = [None], []
-    for _, _, _, data in tensors:
+    for tt in tensors:
+        data = tt[3]
         if data is None:
             tensor_buffer.append(0)
         else:
@@ -289,14 +320,21 @@ def build_model(opcodes, tensors, operators, graph_inputs, graph_outputs, descri
     buffers_vec = _offset_vector(b, buf_offs)
 
     t_offs = []
-    for k, (name, dtype, shape, _) in enumerate(tensors):
+    for k, tt in enumerate(tensors):
+        name, dtype, shape = tt[0], tt[1], tt[2]
+        meta = tt[4] if len(tt) > 4 else None
         name_off = b.CreateString(name)
         shape_off = _int32_vector(b, shape)
-        b.StartObject(4)
+        q_off = _quant_table(b, meta.quant) if meta is not None and meta.quant is not None else None
+        b.StartObject(6)
         b.PrependUOffsetTRelativeSlot(0, shape_off, 0)
         b.PrependInt8Slot(1, dtype_code(dtype), -1)
         b.PrependUint32Slot(2, tensor_buffer[k], 0)
         b.PrependUOffsetTRelativeSlot(3, name_off, 0)
+        if q_off is not None:
+            b.PrependUOffsetTRelativeSlot(4, q_off, 0)
+        if meta is not None and meta.variable:
+            b.PrependBoolSlot(5, True, False)
         t_offs.append(b.EndObject())
     tensors_vec = _offset_vector(b, t_offs)
 
@@ -376,9 +414,9 @@ def _case_graph(case, values, for_ref):
             continue
         data = pack(t.dtype, values[i]) if t.const else None
         tid = len(tensors)
-        tensors.append((f'input_{i}' if not t.const else f'const_{i}', t.dtype, t.shape, data))
+        tensors.append((f'input_{i}' if not t.const else f'const_{i}', t.dtype, t.shape, data, t))
         op_in.append(tid)
-        if t.const:
+        if t.const or t.variable:
             continue
         if for_ref and t.dtype not in JS_DTYPES:
             jid = len(tensors)
@@ -389,7 +427,7 @@ def _case_graph(case, values, for_ref):
             graph_inputs.append(tid)
     for j, t in enumerate(case.outputs):
         tid = len(tensors)
-        tensors.append((f'output_{j}', t.dtype, [] if case.shapeless_outputs else t.shape, None))
+        tensors.append((f'output_{j}', t.dtype, [] if case.shapeless_outputs else t.shape, None, t))
         op_out.append(tid)
         if for_ref and t.dtype not in JS_DTYPES:
             jid = len(tensors)
