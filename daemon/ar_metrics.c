@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -36,9 +37,12 @@ typedef struct mconn {
   } h;
   uv_timer_t timer;
   uv_write_t wr;
+  uv_shutdown_t sd;
   struct ar_metrics *m;
   int open_handles;              /* closed when 0: unlinked and freed */
   bool closing, answered;
+  bool lingering;                /* answered and shut down for writing: reading what the client
+                                  * still sends until its end, so the close does not reset it */
   bool waiting, head_only;       /* a /metrics request waiting for the stats snapshot */
   char *out;                     /* the answer being written */
   size_t len;
@@ -86,9 +90,29 @@ static void conn_close(mconn_t *c) {
 
 static void on_timeout(uv_timer_t *t) { conn_close(t->data); }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* The answer is out and the write side shut: read (and drop) what the client still sends until
+ * its end or AR_METRICS_LINGER_MS, then close. Closing with unread bytes makes the kernel send a
+ * reset, which can destroy the answer before the client reads it (a 431 to a client still
+ * sending its head). */
+static void on_shutdown(uv_shutdown_t *r, int status) {
+  mconn_t *c = r->data;
+  if (c->closing) return;
+  if (status != 0) return conn_close(c);
+  c->lingering = true;
+  c->len = 0;
+  uv_timer_start(&c->timer, on_timeout, AR_METRICS_LINGER_MS, 0);
+  if (uv_read_start(&c->h.stream, on_alloc, on_read) != 0) conn_close(c);
+}
+
 static void on_written(uv_write_t *w, int status) {
-  (void)status;
-  conn_close(w->data);
+  mconn_t *c = w->data;
+  if (c->closing) return;
+  if (status != 0) return conn_close(c);
+  c->sd.data = c;
+  if (uv_shutdown(&c->sd, &c->h.stream, on_shutdown) != 0) conn_close(c);
 }
 
 /* The body for 200: the stats JSON of `snap` rendered as exposition text; NULL on no memory. */
@@ -169,7 +193,7 @@ static void handle(mconn_t *c) {
   char *sp1 = strchr(line, ' ');
   char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
   if (sp1 == NULL || sp2 == NULL || strchr(sp2 + 1, ' ') || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
-      strlen(sp2 + 1) != 8)
+      strlen(sp2 + 1) != 8 || !isdigit((unsigned char)sp2[8]))
     return answer_text(c, 400, "Bad Request", NULL, false);
   *sp1 = *sp2 = '\0';
   const char *method = line, *target = sp1 + 1;
@@ -210,12 +234,22 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   mconn_t *c = s->data;
-  if (c->answered || c->closing || c->waiting) return;
+  if (c->closing) return;
+  if (c->lingering) {   /* dropped: the answer is out */
+    if (nread < 0) conn_close(c);
+    c->len = 0;
+    return;
+  }
+  if (c->answered || c->waiting) return;
   if (nread < 0) return conn_close(c);
   c->len += (size_t)nread;
   c->req[c->len] = '\0';
+  /* A NUL byte has no place in a head (RFC 9112 section 2.2): refused now rather than left to
+   * the timeout (the searches below would stop at it). */
+  if (memchr(c->req, '\0', c->len)) return answer_text(c, 400, "Bad Request", NULL, false);
   /* The head ends with an empty line; a request without headers is "GET /metrics HTTP/1.0\r\n\r\n". */
-  if (memchr(c->req, '\n', c->len) && (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))) return handle(c);
+  if (memchr(c->req, '\n', c->len) && (memmem(c->req, c->len, "\r\n\r\n", 4) || memmem(c->req, c->len, "\n\n", 2)))
+    return handle(c);
   if (c->len >= sizeof(c->req) - 1) answer_text(c, 431, "Request Header Fields Too Large", NULL, false);
 }
 
@@ -248,7 +282,7 @@ static void on_connection(uv_stream_t *listener, int status) {
      * slow or idle connections cannot keep the scraper out; else this one is closed. */
     mconn_t *victim = NULL;
     for (mconn_t *o = m->conns; o; o = o->next)
-      if (o != c && !o->closing && !o->answered && !o->waiting) victim = o;
+      if (o != c && !o->closing && ((!o->answered && !o->waiting) || o->lingering)) victim = o;
     if (victim == NULL) return conn_close(c);
     conn_close(victim);
   }

@@ -13,7 +13,9 @@
  * and the answer be written within the same time (else the connection is closed), and at most
  * AR_METRICS_MAX_CONNS connections are open at once (a new one past that closes the oldest one still
  * sending its head, else it is closed itself). The rendered text is reused for stats_refresh_ms. A body sent with
- * the request is never read. Nothing a scraper sends reaches the model registry: the body comes
+ * the request is never read: after the answer the write side is shut and what the client still
+ * sends is read and dropped for at most AR_METRICS_LINGER_MS before the close, so the close does
+ * not reset the answer away. A head holding a NUL byte is 400 at once. Nothing a scraper sends reaches the model registry: the body comes
  * from the stats snapshot GetStats answers from (ar_stats.c: taken off the loop at most once per
  * stats_refresh_ms); a scrape that finds no fresh snapshot waits for the walk it starts.
  */
@@ -26,6 +28,7 @@
 
 #define AR_METRICS_REQUEST_BYTES 4096
 #define AR_METRICS_TIMEOUT_MS 10000
+#define AR_METRICS_LINGER_MS 1000   /* after the answer: reading what the client still sends, at most */
 #define AR_METRICS_MAX_CONNS 8
 
 /* Listen on srv->cfg.metrics_listen (nothing when it is ""). Errors: AR_ECONFIG (the address),

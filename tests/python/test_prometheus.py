@@ -350,10 +350,21 @@ class ScrapeEndpoint(unittest.TestCase):
         self.assertEqual(self.get("/metricsx")[0], 404)
         self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics HTTP/2.0\r\n\r\n")[0], 400)
         self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics\r\n\r\n")[0], 400)
+        # A NUL byte in the head: 400 at once (before, no answer until the 10 s timeout).
+        t0 = time.monotonic()
+        self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics\0 HTTP/1.1\r\n\r\n")[0], 400)
+        self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics HTTP/1.1\r\nX: a\0b",
+                                       close_write=False)[0], 400)
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(http_exchange(("127.0.0.1", self.port), b"GET /metrics HTTP/1.x\r\n\r\n")[0], 400)
         # A head that fills the request size cap (4096 bytes with its end) is refused, the daemon
         # serves on. (Exactly the bytes it reads: more unread would reset the connection.)
         big = b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 5000
         self.assertEqual(http_exchange(("127.0.0.1", self.port), big[:4095], close_write=False)[0], 431)
+        # A client still sending past the cap gets its 431, not a reset: the daemon reads and drops
+        # what follows the answer before it closes (AR_METRICS_LINGER_MS).
+        for _ in range(3):
+            self.assertEqual(http_exchange(("127.0.0.1", self.port), big + b"b" * 60000)[0], 431)
         self.assertEqual(self.get()[0], 200)
         # The regular socket serves on too: the endpoint reaches nothing but the stats.
         self.assertEqual([m.name for m in self.c.models()], ["face"])
