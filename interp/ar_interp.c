@@ -1796,7 +1796,8 @@ static int cf_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   return cf_check(cf->parent, cf->k, msg, msg_bytes);
 }
 static void cf_eval_none(const ar_node_t *node) { (void)node; }   /* run by cf_run */
-static const ar_kernel_t cf_kernel = {"control flow", cf_prepare, NULL, cf_eval_none};
+/* No forms: the op table lists WHILE, IF and CALL_ONCE as the interpreter's (any dtype). */
+static const ar_kernel_t cf_kernel = {"control flow", cf_prepare, NULL, cf_eval_none, {NULL, 0, -1, -1}};
 
 int ar_interp_control_flow(const ar_interp_t *in, int32_t k, ar_cf_info_t *out) {
   if (k < 0 || k >= in->n_ops || !in->cf[k] || !out) return AR_EINVAL;

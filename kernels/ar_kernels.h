@@ -102,6 +102,47 @@ typedef struct ar_node {
                                 * its own core wrote. Only the split changes, never a value. */
 } ar_node_t;
 
+/* The kernels' declarative support list (the op table, `arenactl ops`, docs/ops.md): each kernel
+ * states the (op versions, dtypes) combinations its prepare accepts, one ar_kernel_form_t each.
+ * `in` is the dtype of the kernel's data input (input slot ar_kernel_support_t.in_slot: 0 for
+ * most ops), `out` that of output 0, `w` that of the weights (slot w_slot: the filter of a
+ * convolution, FULLY_CONNECTED's weights, PRELU's alpha) where it differs from `in` - float32
+ * with int8 weights is the dynamic-range ("hybrid") form, int16 with int8 weights the int16x8 form
+ * - and AR_KF_SAME otherwise (the weights, where the op has them, have in's dtype; ops without
+ * weights always say AR_KF_SAME). Dtypes are ar_dtype_t values kept in int8_t. A form says what
+ * prepare accepts; prepare may still refuse a node of that form for its shapes or options (a
+ * MEAN over axes it lacks), and names what it refuses. Keep each list true: tests check it
+ * against prepare (tests/check_kernels.c kernel_forms_*) and against the golden models. */
+#define AR_KF_SAME ((int8_t)-1)
+typedef struct ar_kernel_form {
+  int8_t vmin, vmax;           /* op versions, inclusive */
+  int8_t in, w, out;           /* ar_dtype_t of the data input, the weights (AR_KF_SAME), output 0 */
+} ar_kernel_form_t;
+
+typedef struct ar_kernel_support {
+  const ar_kernel_form_t *forms;
+  int32_t n_forms;
+  int8_t in_slot;              /* input slot whose dtype is a form's `in` (SELECT_V2: 1, the values;
+                                * TRANSPOSE_CONV: 2); -1 when the op has no data input (VAR_HANDLE:
+                                * `in` is then AR_KF_SAME) */
+  int8_t w_slot;               /* input slot of the weights, -1 when the op has none */
+} ar_kernel_support_t;
+
+/* ar_kernel_t.support from a static array of forms: AR_KSUPPORT(conv_forms, 0, 1). */
+#define AR_KSUPPORT(forms_, in_slot_, w_slot_) \
+  { (forms_), (int32_t)(sizeof(forms_) / sizeof((forms_)[0])), (in_slot_), (w_slot_) }
+/* One form: versions v0..v1, dtypes as AR_DTYPE_ suffixes, e.g. AR_KF(1, 3, FLOAT32, FLOAT32);
+ * with weights of another dtype AR_KFW(2, 2, FLOAT32, INT8, FLOAT32). */
+#define AR_KF(v0, v1, in_, out_) { (v0), (v1), (int8_t)AR_DTYPE_##in_, AR_KF_SAME, (int8_t)AR_DTYPE_##out_ }
+#define AR_KFW(v0, v1, in_, w_, out_) \
+  { (v0), (v1), (int8_t)AR_DTYPE_##in_, (int8_t)AR_DTYPE_##w_, (int8_t)AR_DTYPE_##out_ }
+/* The dtypes a kernel that only moves elements takes (any element size: it never reads a value),
+ * as forms for versions v0..v1: the ones TFLite's data-movement kernels are declared for. */
+#define AR_KF_DATA(v0, v1)                                                                     \
+  AR_KF(v0, v1, FLOAT32, FLOAT32), AR_KF(v0, v1, FLOAT16, FLOAT16), AR_KF(v0, v1, INT32, INT32), \
+  AR_KF(v0, v1, INT64, INT64), AR_KF(v0, v1, UINT8, UINT8), AR_KF(v0, v1, INT8, INT8),         \
+  AR_KF(v0, v1, INT16, INT16), AR_KF(v0, v1, BOOL, BOOL)
+
 typedef struct ar_kernel {
   const char *name;
   /* Returns 0 or AR_EUNSUPPORTED / AR_ESHAPE / AR_EINVAL with `msg` naming the operator, e.g.
@@ -109,10 +150,25 @@ typedef struct ar_kernel {
   int (*prepare)(ar_node_t *node, char *msg, size_t msg_bytes);
   void (*init)(ar_node_t *node);   /* may be NULL */
   void (*eval)(const ar_node_t *node);
+  ar_kernel_support_t support;     /* what prepare accepts (ar_kernel_form_t) */
 } ar_kernel_t;
 
 /* The kernel for `op`, or NULL when there is none. */
 const ar_kernel_t *ar_kernel_for(ar_op_t op);
+
+/* A form's dtypes as the op table writes them: "float32", "int8", "uint8->float32" (input ->
+ * output where they differ), "float32+int8w" (weights of another dtype: hybrid), "int16+int8w"
+ * (int16x8); in buf (32 bytes are enough), returned. */
+const char *ar_kernel_form_label(const ar_kernel_form_t *f, char *buf, size_t n);
+
+/* The form of `op`'s kernel that covers `version` with these dtypes (in, w, out as ar_dtype_t
+ * values; w = AR_KF_SAME or in's dtype when the weights are like the input, or the op has none),
+ * or NULL when the kernel declares none (or there is no kernel). */
+const ar_kernel_form_t *ar_kernel_form_find(ar_op_t op, int version, int in, int w, int out);
+
+/* The same for a node as the model stores it (the dtypes of its support slots and output 0):
+ * whether the kernel declares what this node is. NULL when not (or a slot is missing). */
+const ar_kernel_form_t *ar_kernel_node_form(const ar_node_t *node);
 
 /* Stored weights (the interpreter's AR_WEIGHTS_STORED): whether input slot `input` of `node`, a
  * float32 tensor that the model widens from a float16 constant with a DEQUANTIZE, may be handed to

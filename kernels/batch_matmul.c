@@ -139,4 +139,8 @@ static void bmm_eval(const ar_node_t *node) {
 }
 
 /* TFLite BATCH_MATMUL (builtin 126): float32, adj_x/adj_y, broadcast batch dims, ranks 2..5. */
-const ar_kernel_t ar_kernel_batch_matmul = { "BATCH_MATMUL", bmm_prepare, bmm_init, bmm_eval };
+static const ar_kernel_form_t batch_matmul_forms[] = {
+  AR_KF(1, 4, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_batch_matmul = { "BATCH_MATMUL", bmm_prepare, bmm_init, bmm_eval,
+  AR_KSUPPORT(batch_matmul_forms, 0, -1) };

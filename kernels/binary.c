@@ -915,25 +915,116 @@ void ar__nb_init(ar_node_t *node) {
 void ar__nb_eval(const ar_node_t *node) { nb_eval(node); }
 
 /* TFLite SUB (builtin 41): act(x - y); float32, int32, int64, quantized uint8 / int8. */
-const ar_kernel_t ar_kernel_sub = { "SUB", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t sub_forms[] = {
+  AR_KF(1, 4, FLOAT32, FLOAT32),
+  AR_KF(1, 4, INT32, INT32),
+  AR_KF(1, 4, INT64, INT64),
+  AR_KF(1, 4, UINT8, UINT8),
+  AR_KF(1, 4, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_sub = { "SUB", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(sub_forms, 0, -1) };
 /* TFLite DIV (builtin 42): act(x / y); float32, int32 (x / 0 -> 0). */
-const ar_kernel_t ar_kernel_div = { "DIV", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t div_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, INT32, INT32),
+};
+const ar_kernel_t ar_kernel_div = { "DIV", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(div_forms, 0, -1) };
 /* TFLite FLOOR_DIV (builtin 90): floor(x / y) (float: quotient in double); float32, int32. */
-const ar_kernel_t ar_kernel_floor_div = { "FLOOR_DIV", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t floor_div_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, INT32, INT32),
+};
+const ar_kernel_t ar_kernel_floor_div = { "FLOOR_DIV", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(floor_div_forms, 0, -1) };
 /* TFLite MAXIMUM / MINIMUM (builtins 55, 57): x > y ? x : y / x < y ? x : y (NaN in x yields y). */
-const ar_kernel_t ar_kernel_maximum = { "MAXIMUM", ar__nb_prepare, ar__nb_init, nb_eval };
-const ar_kernel_t ar_kernel_minimum = { "MINIMUM", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t maximum_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, INT32, INT32),
+  AR_KF(1, 3, INT64, INT64),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_maximum = { "MAXIMUM", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(maximum_forms, 0, -1) };
+static const ar_kernel_form_t minimum_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, INT32, INT32),
+  AR_KF(1, 3, INT64, INT64),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_minimum = { "MINIMUM", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(minimum_forms, 0, -1) };
 /* TFLite SQUARED_DIFFERENCE (builtin 99): (x - y)^2; float32, int32. */
-const ar_kernel_t ar_kernel_squared_difference = { "SQUARED_DIFFERENCE", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t squared_difference_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+};
+const ar_kernel_t ar_kernel_squared_difference = { "SQUARED_DIFFERENCE", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(squared_difference_forms, 0, -1) };
 /* TFLite POW (builtin 78): powf(x, y); int32 by repeated squaring. */
-const ar_kernel_t ar_kernel_pow = { "POW", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t pow_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+};
+const ar_kernel_t ar_kernel_pow = { "POW", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(pow_forms, 0, -1) };
 /* TFLite comparisons (builtins 71, 72, 58, 63, 61, 62): bool outputs; EQUAL and NOT_EQUAL also
  * take bool operands. */
-const ar_kernel_t ar_kernel_equal = { "EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
-const ar_kernel_t ar_kernel_not_equal = { "NOT_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
-const ar_kernel_t ar_kernel_less = { "LESS", ar__nb_prepare, ar__nb_init, nb_eval };
-const ar_kernel_t ar_kernel_less_equal = { "LESS_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
-const ar_kernel_t ar_kernel_greater = { "GREATER", ar__nb_prepare, ar__nb_init, nb_eval };
-const ar_kernel_t ar_kernel_greater_equal = { "GREATER_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t equal_forms[] = {
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
+  AR_KF(1, 1, BOOL, BOOL),
+};
+const ar_kernel_t ar_kernel_equal = { "EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(equal_forms, 0, -1) };
+static const ar_kernel_form_t not_equal_forms[] = {
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
+  AR_KF(1, 1, BOOL, BOOL),
+};
+const ar_kernel_t ar_kernel_not_equal = { "NOT_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(not_equal_forms, 0, -1) };
+static const ar_kernel_form_t less_forms[] = {
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
+};
+const ar_kernel_t ar_kernel_less = { "LESS", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(less_forms, 0, -1) };
+static const ar_kernel_form_t less_equal_forms[] = {
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
+};
+const ar_kernel_t ar_kernel_less_equal = { "LESS_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(less_equal_forms, 0, -1) };
+static const ar_kernel_form_t greater_forms[] = {
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
+};
+const ar_kernel_t ar_kernel_greater = { "GREATER", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(greater_forms, 0, -1) };
+static const ar_kernel_form_t greater_equal_forms[] = {
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
+};
+const ar_kernel_t ar_kernel_greater_equal = { "GREATER_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(greater_equal_forms, 0, -1) };
 /* TFLite SELECT_V2 (builtin 123): condition ? x : y with condition, x, y broadcast together. */
-const ar_kernel_t ar_kernel_select_v2 = { "SELECT_V2", ar__nb_prepare, ar__nb_init, nb_eval };
+static const ar_kernel_form_t select_v2_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT64, INT64),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
+  AR_KF(1, 1, BOOL, BOOL),
+};
+const ar_kernel_t ar_kernel_select_v2 = { "SELECT_V2", ar__nb_prepare, ar__nb_init, nb_eval,
+  AR_KSUPPORT(select_v2_forms, 1, -1) };

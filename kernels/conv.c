@@ -786,11 +786,17 @@ static void conv_eval(const ar_node_t *node) {
   ar_gemm_nt(node, &gm);
 }
 
+static const ar_kernel_form_t conv_2d_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+};
 const ar_kernel_t ar_kernel_conv_2d = {
   .name = "CONV_2D",
   .prepare = conv_prepare,
   .init = conv_init,
   .eval = conv_eval,
+  .support = AR_KSUPPORT(conv_2d_forms, 0, 1),
 };
 
 bool ar__conv_2d_reads_f16(const ar_node_t *node, int32_t input) {

@@ -128,8 +128,14 @@ static void dequantize_eval(const ar_node_t *node) {
 
 /* TFLite DEQUANTIZE (builtin 6): float16 -> float32 (exact, incl. subnormals, inf, NaN, -0), and
  * uint8 / int8 -> float32 (scale (q - zero_point)). */
+static const ar_kernel_form_t dequantize_forms[] = {
+  AR_KF(1, 4, FLOAT16, FLOAT32),
+  AR_KF(1, 4, UINT8, FLOAT32),
+  AR_KF(1, 4, INT8, FLOAT32),
+};
 const ar_kernel_t ar_kernel_dequantize = { "DEQUANTIZE", dequantize_prepare, dequantize_init,
-                                           dequantize_eval };
+                                           dequantize_eval,
+  AR_KSUPPORT(dequantize_forms, 0, -1) };
 
 /* ---------------------------------------------------------------- QUANTIZE */
 
@@ -247,7 +253,16 @@ static void quantize_eval(const ar_node_t *node) {
 }
 
 /* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8, uint8 / int8 -> uint8 / int8. */
-const ar_kernel_t ar_kernel_quantize = { "QUANTIZE", quantize_prepare, quantize_init, quantize_eval };
+static const ar_kernel_form_t quantize_forms[] = {
+  AR_KF(1, 2, FLOAT32, UINT8),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, UINT8),
+  AR_KF(1, 2, FLOAT32, INT8),
+  AR_KF(1, 2, UINT8, INT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_quantize = { "QUANTIZE", quantize_prepare, quantize_init, quantize_eval,
+  AR_KSUPPORT(quantize_forms, 0, -1) };
 
 /* ------------------------------------------------------------------ DENSIFY */
 
@@ -421,4 +436,8 @@ static void densify_eval(const ar_node_t *node) {
 
 /* TFLite DENSIFY (builtin 124): sparse constant (any traversal order, block map, DENSE/CSR levels,
  * uint8/uint16/int32 index vectors) -> dense tensor of the same dtype, zeros elsewhere. */
-const ar_kernel_t ar_kernel_densify = { "DENSIFY", densify_prepare, NULL, densify_eval };
+static const ar_kernel_form_t densify_forms[] = {
+  AR_KF_DATA(1, 1),
+};
+const ar_kernel_t ar_kernel_densify = { "DENSIFY", densify_prepare, NULL, densify_eval,
+  AR_KSUPPORT(densify_forms, 0, -1) };

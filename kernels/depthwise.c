@@ -896,9 +896,15 @@ static void dw_eval(const ar_node_t *node) {
   ar_parallel_for_split(node, rows, 1, min_rows, dw_range, &c);
 }
 
+static const ar_kernel_form_t depthwise_conv_2d_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+};
 const ar_kernel_t ar_kernel_depthwise_conv_2d = {
   .name = "DEPTHWISE_CONV_2D",
   .prepare = dw_prepare,
   .init = dw_init,
   .eval = dw_eval,
+  .support = AR_KSUPPORT(depthwise_conv_2d_forms, 0, 1),
 };

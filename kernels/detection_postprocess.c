@@ -328,5 +328,11 @@ static void dpp_eval(const ar_node_t *node) {
 }
 
 /* TFLite custom op TFLite_Detection_PostProcess: SSD box decoding + fast or per-class NMS. */
+static const ar_kernel_form_t detection_postprocess_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, UINT8, FLOAT32),
+  AR_KF(1, 1, INT8, FLOAT32),
+};
 const ar_kernel_t ar_kernel_detection_postprocess = { "TFLite_Detection_PostProcess", dpp_prepare,
-                                                      NULL, dpp_eval };
+                                                      NULL, dpp_eval,
+  AR_KSUPPORT(detection_postprocess_forms, 0, -1) };

@@ -366,12 +366,32 @@ static void binary_init(ar_node_t *node) {
 
 /* TFLite ADD (builtin 0): out = act(a + b), NumPy broadcasting; float32, int32, int64, uint8 /
  * int8 (quantized, binary.c). */
-const ar_kernel_t ar_kernel_add = { "ADD", add_prepare, binary_init, binary_eval };
+static const ar_kernel_form_t add_forms[] = {
+  AR_KF(1, 4, FLOAT32, FLOAT32),
+  AR_KF(1, 4, INT32, INT32),
+  AR_KF(1, 4, INT64, INT64),
+  AR_KF(1, 4, UINT8, UINT8),
+  AR_KF(1, 4, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_add = { "ADD", add_prepare, binary_init, binary_eval,
+  AR_KSUPPORT(add_forms, 0, -1) };
 /* TFLite MUL (builtin 18): out = act(a * b), NumPy broadcasting; float32, int32, int64, uint8 /
  * int8 (quantized, binary.c). */
-const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval };
+static const ar_kernel_form_t mul_forms[] = {
+  AR_KF(1, 5, FLOAT32, FLOAT32),
+  AR_KF(1, 5, INT32, INT32),
+  AR_KF(1, 5, INT64, INT64),
+  AR_KF(1, 5, UINT8, UINT8),
+  AR_KF(1, 5, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval,
+  AR_KSUPPORT(mul_forms, 0, -1) };
 /* TFLite PRELU (builtin 54): out = x >= 0 ? x : alpha * x, alpha broadcast against x. */
-const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, binary_init, binary_eval };
+static const ar_kernel_form_t prelu_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, binary_init, binary_eval,
+  AR_KSUPPORT(prelu_forms, 0, 1) };
 
 /* ---- Unary ops: same shape in and out, out[i] depends on in[i] only. ----
  *
@@ -717,11 +737,33 @@ static void logistic_eval(const ar_node_t *node) {
 static void hard_swish_eval(const ar_node_t *node) { unary_split(node, UN_HARD_SWISH); }
 
 /* TFLite RELU (builtin 19): max(0, x); float32, uint8 / int8 (rescaled, clamped). */
-const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, unary_init, relu_eval };
+static const ar_kernel_form_t relu_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, unary_init, relu_eval,
+  AR_KSUPPORT(relu_forms, 0, -1) };
 /* TFLite RELU6 (builtin 21): min(max(0, x), 6); float32, uint8 / int8 (rescaled, clamped). */
-const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, unary_init, relu6_eval };
+static const ar_kernel_form_t relu6_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, unary_init, relu6_eval,
+  AR_KSUPPORT(relu6_forms, 0, -1) };
 /* TFLite LOGISTIC (builtin 14): 1 / (1 + exp(-x)), saturated like TFLite's float kernel; uint8 /
  * int8 through TFLite's 256-entry lookup table (output scale 1/256). */
-const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, unary_init, logistic_eval };
+static const ar_kernel_form_t logistic_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, unary_init, logistic_eval,
+  AR_KSUPPORT(logistic_forms, 0, -1) };
 /* TFLite HARD_SWISH (builtin 117): x * relu6(x + 3) / 6. */
-const ar_kernel_t ar_kernel_hard_swish = { "HARD_SWISH", unary_prepare, NULL, hard_swish_eval };
+static const ar_kernel_form_t hard_swish_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_hard_swish = { "HARD_SWISH", unary_prepare, NULL, hard_swish_eval,
+  AR_KSUPPORT(hard_swish_forms, 0, -1) };

@@ -163,9 +163,15 @@ static void fc_eval(const ar_node_t *node) {
   ar_gemm_nt(node, &g);
 }
 
+static const ar_kernel_form_t fully_connected_forms[] = {
+  AR_KF(1, 6, FLOAT32, FLOAT32),
+  AR_KF(1, 6, UINT8, UINT8),
+  AR_KF(1, 6, INT8, INT8),
+};
 const ar_kernel_t ar_kernel_fully_connected = {
   .name = "FULLY_CONNECTED",
   .prepare = fc_prepare,
   .init = fc_init,
   .eval = fc_eval,
+  .support = AR_KSUPPORT(fully_connected_forms, 0, 1),
 };

@@ -89,7 +89,11 @@ static void gather_eval(const ar_node_t *node) {
 }
 
 /* TFLite GATHER (builtin 36): axis and batch_dims options (negative count from the end). */
-const ar_kernel_t ar_kernel_gather = { "GATHER", gather_prepare, gather_init, gather_eval };
+static const ar_kernel_form_t gather_forms[] = {
+  AR_KF_DATA(1, 7),
+};
+const ar_kernel_t ar_kernel_gather = { "GATHER", gather_prepare, gather_init, gather_eval,
+  AR_KSUPPORT(gather_forms, 0, -1) };
 
 /* ---------------------------------------------------------------- GATHER_ND */
 
@@ -161,4 +165,8 @@ static void gather_nd_eval(const ar_node_t *node) {
 }
 
 /* TFLite GATHER_ND (builtin 107). */
-const ar_kernel_t ar_kernel_gather_nd = { "GATHER_ND", gather_nd_prepare, gather_nd_init, gather_nd_eval };
+static const ar_kernel_form_t gather_nd_forms[] = {
+  AR_KF_DATA(1, 4),
+};
+const ar_kernel_t ar_kernel_gather_nd = { "GATHER_ND", gather_nd_prepare, gather_nd_init, gather_nd_eval,
+  AR_KSUPPORT(gather_nd_forms, 0, -1) };

@@ -114,3 +114,9 @@ TESTS += tests/check_isa
 tests_check_isa_SOURCES = tests/check_isa.c
 tests_check_isa_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_isa_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+# The kernels' declarative support lists (ar_kernel_t.support) against their prepare.
+check_PROGRAMS += tests/check_kernel_forms
+TESTS += tests/check_kernel_forms
+tests_check_kernel_forms_SOURCES = tests/check_kernel_forms.c
+tests_check_kernel_forms_CFLAGS = $(TEST_CFLAGS)
+tests_check_kernel_forms_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)

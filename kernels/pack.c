@@ -109,7 +109,11 @@ static void split_init(ar_node_t *node) { pieces_init(node, split_plan); }
 static void split_eval(const ar_node_t *node) { split_run(node, node->inputs[1]->data); }
 
 /* TFLite SPLIT (builtin 49): constant axis, equal pieces. */
-const ar_kernel_t ar_kernel_split = { "SPLIT", split_prepare, split_init, split_eval };
+static const ar_kernel_form_t split_forms[] = {
+  AR_KF_DATA(1, 4),
+};
+const ar_kernel_t ar_kernel_split = { "SPLIT", split_prepare, split_init, split_eval,
+  AR_KSUPPORT(split_forms, 1, -1) };
 
 /* ------------------------------------------------------------------ SPLIT_V */
 
@@ -161,7 +165,11 @@ static void splitv_init(ar_node_t *node) { pieces_init(node, splitv_plan); }
 static void splitv_eval(const ar_node_t *node) { split_run(node, node->inputs[0]->data); }
 
 /* TFLite SPLIT_V (builtin 102): constant size_splits (one -1 allowed) and axis. */
-const ar_kernel_t ar_kernel_split_v = { "SPLIT_V", splitv_prepare, splitv_init, splitv_eval };
+static const ar_kernel_form_t split_v_forms[] = {
+  AR_KF_DATA(1, 2),
+};
+const ar_kernel_t ar_kernel_split_v = { "SPLIT_V", splitv_prepare, splitv_init, splitv_eval,
+  AR_KSUPPORT(split_v_forms, 0, -1) };
 
 /* ------------------------------------------------------------------- UNPACK */
 
@@ -204,7 +212,11 @@ static void unpack_init(ar_node_t *node) { pieces_init(node, unpack_plan); }
 static void unpack_eval(const ar_node_t *node) { split_run(node, node->inputs[0]->data); }
 
 /* TFLite UNPACK (builtin 88). */
-const ar_kernel_t ar_kernel_unpack = { "UNPACK", unpack_prepare, unpack_init, unpack_eval };
+static const ar_kernel_form_t unpack_forms[] = {
+  AR_KF_DATA(1, 4),
+};
+const ar_kernel_t ar_kernel_unpack = { "UNPACK", unpack_prepare, unpack_init, unpack_eval,
+  AR_KSUPPORT(unpack_forms, 0, -1) };
 
 /* --------------------------------------------------------------------- PACK */
 
@@ -258,7 +270,11 @@ static void pack_eval(const ar_node_t *node) {
 }
 
 /* TFLite PACK (builtin 83). */
-const ar_kernel_t ar_kernel_pack = { "PACK", pack_prepare, pack_init, pack_eval };
+static const ar_kernel_form_t pack_forms[] = {
+  AR_KF_DATA(1, 4),
+};
+const ar_kernel_t ar_kernel_pack = { "PACK", pack_prepare, pack_init, pack_eval,
+  AR_KSUPPORT(pack_forms, 0, -1) };
 
 /* ------------------------------------------------------ SQUEEZE, EXPAND_DIMS */
 
@@ -297,7 +313,11 @@ static int squeeze_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 }
 
 /* TFLite SQUEEZE (builtin 43). */
-const ar_kernel_t ar_kernel_squeeze = { "SQUEEZE", squeeze_prepare, NULL, same_bytes_eval };
+static const ar_kernel_form_t squeeze_forms[] = {
+  AR_KF_DATA(1, 2),
+};
+const ar_kernel_t ar_kernel_squeeze = { "SQUEEZE", squeeze_prepare, NULL, same_bytes_eval,
+  AR_KSUPPORT(squeeze_forms, 0, -1) };
 
 /* TFLite expand_dims.cc: inputs (input, axis: one int32/int64); a dim of 1 is inserted at axis in
  * [-(rank+1), rank]. */
@@ -324,4 +344,8 @@ static int expand_dims_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 }
 
 /* TFLite EXPAND_DIMS (builtin 70): constant axis. */
-const ar_kernel_t ar_kernel_expand_dims = { "EXPAND_DIMS", expand_dims_prepare, NULL, same_bytes_eval };
+static const ar_kernel_form_t expand_dims_forms[] = {
+  AR_KF_DATA(1, 1),
+};
+const ar_kernel_t ar_kernel_expand_dims = { "EXPAND_DIMS", expand_dims_prepare, NULL, same_bytes_eval,
+  AR_KSUPPORT(expand_dims_forms, 0, -1) };

@@ -323,6 +323,18 @@ static void max_pool_eval(const ar_node_t *node) { pool_eval(node, true); }
 static void avg_pool_eval(const ar_node_t *node) { pool_eval(node, false); }
 
 /* TFLite MAX_POOL_2D (builtin 17): max over in-bounds taps, then fused activation. */
-const ar_kernel_t ar_kernel_max_pool_2d = { "MAX_POOL_2D", pool_prepare, pool_init, max_pool_eval };
+static const ar_kernel_form_t max_pool_2d_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_max_pool_2d = { "MAX_POOL_2D", pool_prepare, pool_init, max_pool_eval,
+  AR_KSUPPORT(max_pool_2d_forms, 0, -1) };
 /* TFLite AVERAGE_POOL_2D (builtin 1): mean over in-bounds taps, then fused activation. */
-const ar_kernel_t ar_kernel_average_pool_2d = { "AVERAGE_POOL_2D", pool_prepare, pool_init, avg_pool_eval };
+static const ar_kernel_form_t average_pool_2d_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_average_pool_2d = { "AVERAGE_POOL_2D", pool_prepare, pool_init, avg_pool_eval,
+  AR_KSUPPORT(average_pool_2d_forms, 0, -1) };

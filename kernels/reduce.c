@@ -311,7 +311,13 @@ static void mean_eval(const ar_node_t *node) {
 }
 
 /* TFLite MEAN (builtin 40): mean over constant axes, keep_dims honoured. */
-const ar_kernel_t ar_kernel_mean = { "MEAN", mean_prepare, mean_init, mean_eval };
+static const ar_kernel_form_t mean_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_mean = { "MEAN", mean_prepare, mean_init, mean_eval,
+  AR_KSUPPORT(mean_forms, 0, -1) };
 
 /* ---- SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD ----
  * Same axes and keep_dims rules as MEAN. The output is the accumulator: set to the identity
@@ -425,10 +431,38 @@ static void reduce_eval(const ar_node_t *node) {
 }
 
 /* TFLite SUM (74), REDUCE_MAX (82), REDUCE_MIN (89), REDUCE_PROD (81) over constant axes. */
-const ar_kernel_t ar_kernel_sum = { "SUM", reduce_prepare, reduce_init, reduce_eval };
-const ar_kernel_t ar_kernel_reduce_max = { "REDUCE_MAX", reduce_prepare, reduce_init, reduce_eval };
-const ar_kernel_t ar_kernel_reduce_min = { "REDUCE_MIN", reduce_prepare, reduce_init, reduce_eval };
-const ar_kernel_t ar_kernel_reduce_prod = { "REDUCE_PROD", reduce_prepare, reduce_init, reduce_eval };
+static const ar_kernel_form_t sum_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT64, INT64),
+};
+const ar_kernel_t ar_kernel_sum = { "SUM", reduce_prepare, reduce_init, reduce_eval,
+  AR_KSUPPORT(sum_forms, 0, -1) };
+static const ar_kernel_form_t reduce_max_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT64, INT64),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_reduce_max = { "REDUCE_MAX", reduce_prepare, reduce_init, reduce_eval,
+  AR_KSUPPORT(reduce_max_forms, 0, -1) };
+static const ar_kernel_form_t reduce_min_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT64, INT64),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_reduce_min = { "REDUCE_MIN", reduce_prepare, reduce_init, reduce_eval,
+  AR_KSUPPORT(reduce_min_forms, 0, -1) };
+static const ar_kernel_form_t reduce_prod_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT64, INT64),
+};
+const ar_kernel_t ar_kernel_reduce_prod = { "REDUCE_PROD", reduce_prepare, reduce_init, reduce_eval,
+  AR_KSUPPORT(reduce_prod_forms, 0, -1) };
 
 /* ---- ARG_MAX, ARG_MIN ----
  * Input 1 is the axis (constant int32 or int64 with one element, negative counts from the end);
@@ -636,5 +670,27 @@ static void arg_eval(const ar_node_t *node) {
 }
 
 /* TFLite ARG_MAX (builtin 56), ARG_MIN (79). */
-const ar_kernel_t ar_kernel_arg_max = { "ARG_MAX", arg_prepare, arg_init, arg_eval };
-const ar_kernel_t ar_kernel_arg_min = { "ARG_MIN", arg_prepare, arg_init, arg_eval };
+static const ar_kernel_form_t arg_max_forms[] = {
+  AR_KF(1, 2, FLOAT32, INT32),
+  AR_KF(1, 2, INT32, INT32),
+  AR_KF(1, 2, UINT8, INT32),
+  AR_KF(1, 2, INT8, INT32),
+  AR_KF(1, 2, FLOAT32, INT64),
+  AR_KF(1, 2, INT32, INT64),
+  AR_KF(1, 2, UINT8, INT64),
+  AR_KF(1, 2, INT8, INT64),
+};
+const ar_kernel_t ar_kernel_arg_max = { "ARG_MAX", arg_prepare, arg_init, arg_eval,
+  AR_KSUPPORT(arg_max_forms, 0, -1) };
+static const ar_kernel_form_t arg_min_forms[] = {
+  AR_KF(1, 1, FLOAT32, INT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, UINT8, INT32),
+  AR_KF(1, 1, INT8, INT32),
+  AR_KF(1, 1, FLOAT32, INT64),
+  AR_KF(1, 1, INT32, INT64),
+  AR_KF(1, 1, UINT8, INT64),
+  AR_KF(1, 1, INT8, INT64),
+};
+const ar_kernel_t ar_kernel_arg_min = { "ARG_MIN", arg_prepare, arg_init, arg_eval,
+  AR_KSUPPORT(arg_min_forms, 0, -1) };

@@ -1,6 +1,8 @@
 /* registry.c - ar_kernel_for(): the one map from ar_op_t (loader/ar_ops.h) to the kernel that
  * implements it. A switch rather than a table indexed by op so that adding an op to the X-macro
  * without a kernel shows up as NULL (the interpreter reports it at prepare), never as a wrong entry. */
+#include <stdio.h>
+
 #include "kernels/ar_kernel_impl.h"
 
 const ar_kernel_t *ar_kernel_for(ar_op_t op) {
@@ -102,4 +104,65 @@ bool ar_kernel_reads_f16(const ar_node_t *node, int32_t input) {
   case AR_OP_DEPTHWISE_CONV_2D: return ar__depthwise_reads_f16(node, input);
   default: return false;
   }
+}
+
+/* The op table's names for dtypes: lower case, as TFLite's documentation writes them. */
+static const char *form_dtype_name(int dt) {
+  switch (dt) {
+  case AR_DTYPE_FLOAT32: return "float32";
+  case AR_DTYPE_FLOAT16: return "float16";
+  case AR_DTYPE_INT32: return "int32";
+  case AR_DTYPE_UINT8: return "uint8";
+  case AR_DTYPE_INT64: return "int64";
+  case AR_DTYPE_STRING: return "string";
+  case AR_DTYPE_BOOL: return "bool";
+  case AR_DTYPE_INT16: return "int16";
+  case AR_DTYPE_COMPLEX64: return "complex64";
+  case AR_DTYPE_INT8: return "int8";
+  case AR_DTYPE_FLOAT64: return "float64";
+  case AR_DTYPE_RESOURCE: return "resource";
+  case AR_DTYPE_UINT32: return "uint32";
+  case AR_DTYPE_UINT16: return "uint16";
+  case AR_DTYPE_INT4: return "int4";
+  default: return "?";
+  }
+}
+
+const char *ar_kernel_form_label(const ar_kernel_form_t *f, char *buf, size_t n) {
+  if (!n) return buf;
+  const char *in = f->in == AR_KF_SAME ? "none" : form_dtype_name(f->in);
+  int at = snprintf(buf, n, "%s", in);
+  if (f->w != AR_KF_SAME && at >= 0 && (size_t)at < n)
+    at += snprintf(buf + at, n - (size_t)at, "+%sw", form_dtype_name(f->w));
+  if (f->out != f->in && f->out != AR_KF_SAME && at >= 0 && (size_t)at < n)
+    snprintf(buf + at, n - (size_t)at, "->%s", form_dtype_name(f->out));
+  return buf;
+}
+
+const ar_kernel_form_t *ar_kernel_form_find(ar_op_t op, int version, int in, int w, int out) {
+  const ar_kernel_t *k = ar_kernel_for(op);
+  if (!k) return NULL;
+  for (int32_t i = 0; i < k->support.n_forms; i++) {
+    const ar_kernel_form_t *f = &k->support.forms[i];
+    if (version < f->vmin || version > f->vmax || in != f->in || out != f->out) continue;
+    if (f->w == AR_KF_SAME ? (w == AR_KF_SAME || w == in) : w == f->w) return f;
+  }
+  return NULL;
+}
+
+const ar_kernel_form_t *ar_kernel_node_form(const ar_node_t *node) {
+  const ar_kernel_t *k = node ? ar_kernel_for(node->op) : NULL;
+  if (!k) return NULL;
+  int in = AR_KF_SAME, w = AR_KF_SAME, out = AR_KF_SAME;   /* ASSIGN_VARIABLE has no output */
+  if (node->n_outputs > 0) {
+    if (!node->outputs[0]) return NULL;
+    out = (int)node->outputs[0]->dtype;
+  }
+  int8_t is = k->support.in_slot, ws = k->support.w_slot;
+  if (is >= 0) {
+    if (is >= node->n_inputs || !node->inputs[is]) return NULL;
+    in = (int)node->inputs[is]->dtype;
+  }
+  if (ws >= 0 && ws < node->n_inputs && node->inputs[ws]) w = (int)node->inputs[ws]->dtype;
+  return ar_kernel_form_find(node->op, node->version, in, w, out);
 }

@@ -309,7 +309,13 @@ static void resize_eval(const ar_node_t *node) {
 
 /* TFLite RESIZE_BILINEAR (builtin 23), versions 1-3: align_corners / half_pixel_centers honoured;
  * float32, uint8, int8. */
-const ar_kernel_t ar_kernel_resize_bilinear = { "RESIZE_BILINEAR", resize_prepare, resize_init, resize_eval };
+static const ar_kernel_form_t resize_bilinear_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_resize_bilinear = { "RESIZE_BILINEAR", resize_prepare, resize_init, resize_eval,
+  AR_KSUPPORT(resize_bilinear_forms, 0, -1) };
 
 /* -------------------------------------------------- RESIZE_NEAREST_NEIGHBOR */
 
@@ -418,5 +424,9 @@ static void nn_eval(const ar_node_t *node) {
 
 /* TFLite RESIZE_NEAREST_NEIGHBOR (builtin 97): constant int32 size, align_corners and
  * half_pixel_centers honoured. */
+static const ar_kernel_form_t resize_nearest_neighbor_forms[] = {
+  AR_KF_DATA(1, 4),
+};
 const ar_kernel_t ar_kernel_resize_nearest_neighbor = { "RESIZE_NEAREST_NEIGHBOR", nn_prepare, nn_init,
-                                                        nn_eval };
+                                                        nn_eval,
+  AR_KSUPPORT(resize_nearest_neighbor_forms, 0, -1) };

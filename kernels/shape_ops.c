@@ -99,7 +99,11 @@ static void reshape_eval(const ar_node_t *node) {
 }
 
 /* TFLite RESHAPE (builtin 22): same elements, new shape. */
-const ar_kernel_t ar_kernel_reshape = { "RESHAPE", reshape_prepare, NULL, reshape_eval };
+static const ar_kernel_form_t reshape_forms[] = {
+  AR_KF_DATA(1, 1),
+};
+const ar_kernel_t ar_kernel_reshape = { "RESHAPE", reshape_prepare, NULL, reshape_eval,
+  AR_KSUPPORT(reshape_forms, 0, -1) };
 
 /* ---------------------------------------------------------------------- PAD */
 
@@ -344,7 +348,14 @@ bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *reader, int
 
 /* TFLite PAD (builtin 34): constant int32 paddings [rank,2] (before, after), rank <= 4; float32 /
  * int32 filled with 0, uint8 / int8 with the output's zero point. */
-const ar_kernel_t ar_kernel_pad = { "PAD", pad_prepare, pad_init, pad_eval };
+static const ar_kernel_form_t pad_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, INT32, INT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_pad = { "PAD", pad_prepare, pad_init, pad_eval,
+  AR_KSUPPORT(pad_forms, 0, -1) };
 
 /* ------------------------------------------------------------ CONCATENATION */
 
@@ -478,7 +489,11 @@ static void concat_eval(const ar_node_t *node) {
 
 /* TFLite CONCATENATION (builtin 2): any axis (negative counts from the end), any element type,
  * fused activation on float32, uint8 inputs requantized to the output's parameters. */
-const ar_kernel_t ar_kernel_concatenation = { "CONCATENATION", concat_prepare, concat_init, concat_eval };
+static const ar_kernel_form_t concatenation_forms[] = {
+  AR_KF_DATA(1, 2),
+};
+const ar_kernel_t ar_kernel_concatenation = { "CONCATENATION", concat_prepare, concat_init, concat_eval,
+  AR_KSUPPORT(concatenation_forms, 0, -1) };
 
 /* ----------------------------------------------------------- DEPTH_TO_SPACE */
 
@@ -523,4 +538,8 @@ static void d2s_eval(const ar_node_t *node) {
 }
 
 /* TFLite DEPTH_TO_SPACE (builtin 5): NHWC, TFLite's (dy, dx, c) channel order. */
-const ar_kernel_t ar_kernel_depth_to_space = { "DEPTH_TO_SPACE", d2s_prepare, NULL, d2s_eval };
+static const ar_kernel_form_t depth_to_space_forms[] = {
+  AR_KF_DATA(1, 1),
+};
+const ar_kernel_t ar_kernel_depth_to_space = { "DEPTH_TO_SPACE", d2s_prepare, NULL, d2s_eval,
+  AR_KSUPPORT(depth_to_space_forms, 0, -1) };

@@ -161,7 +161,11 @@ static void ss_init(ar_node_t *node) { copy_init(node, ss_plan); }
 
 /* TFLite STRIDED_SLICE (builtin 45): all five masks, negative strides, the `offset` form; constant
  * begin/end/strides. */
-const ar_kernel_t ar_kernel_strided_slice = { "STRIDED_SLICE", ss_prepare, ss_init, copy_eval };
+static const ar_kernel_form_t strided_slice_forms[] = {
+  AR_KF_DATA(1, 8),
+};
+const ar_kernel_t ar_kernel_strided_slice = { "STRIDED_SLICE", ss_prepare, ss_init, copy_eval,
+  AR_KSUPPORT(strided_slice_forms, 0, -1) };
 
 /* -------------------------------------------------------------------- SLICE */
 
@@ -199,7 +203,11 @@ static int slice_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 static void slice_init(ar_node_t *node) { copy_init(node, slice_plan); }
 
 /* TFLite SLICE (builtin 65): constant begin and size (-1 = to the end). */
-const ar_kernel_t ar_kernel_slice = { "SLICE", slice_prepare, slice_init, copy_eval };
+static const ar_kernel_form_t slice_forms[] = {
+  AR_KF_DATA(1, 6),
+};
+const ar_kernel_t ar_kernel_slice = { "SLICE", slice_prepare, slice_init, copy_eval,
+  AR_KSUPPORT(slice_forms, 0, -1) };
 
 /* ---------------------------------------------------------------- TRANSPOSE */
 
@@ -240,7 +248,11 @@ static int transpose_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 static void transpose_init(ar_node_t *node) { copy_init(node, transpose_plan); }
 
 /* TFLite TRANSPOSE (builtin 39): constant perm, rank <= 6. */
-const ar_kernel_t ar_kernel_transpose = { "TRANSPOSE", transpose_prepare, transpose_init, copy_eval };
+static const ar_kernel_form_t transpose_forms[] = {
+  AR_KF_DATA(1, 6),
+};
+const ar_kernel_t ar_kernel_transpose = { "TRANSPOSE", transpose_prepare, transpose_init, copy_eval,
+  AR_KSUPPORT(transpose_forms, 0, -1) };
 
 /* --------------------------------------------------------------------- TILE */
 
@@ -275,7 +287,11 @@ static int tile_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 static void tile_init(ar_node_t *node) { copy_init(node, tile_plan); }
 
 /* TFLite TILE (builtin 69): constant multiples. */
-const ar_kernel_t ar_kernel_tile = { "TILE", tile_prepare, tile_init, copy_eval };
+static const ar_kernel_form_t tile_forms[] = {
+  AR_KF_DATA(1, 3),
+};
+const ar_kernel_t ar_kernel_tile = { "TILE", tile_prepare, tile_init, copy_eval,
+  AR_KSUPPORT(tile_forms, 0, -1) };
 
 /* ------------------------------------------------------------- BROADCAST_TO */
 
@@ -321,7 +337,11 @@ static int bcast_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 static void bcast_init(ar_node_t *node) { copy_init(node, bcast_plan); }
 
 /* TFLite BROADCAST_TO (builtin 130): constant shape. */
-const ar_kernel_t ar_kernel_broadcast_to = { "BROADCAST_TO", bcast_prepare, bcast_init, copy_eval };
+static const ar_kernel_form_t broadcast_to_forms[] = {
+  AR_KF_DATA(1, 3),
+};
+const ar_kernel_t ar_kernel_broadcast_to = { "BROADCAST_TO", bcast_prepare, bcast_init, copy_eval,
+  AR_KSUPPORT(broadcast_to_forms, 0, -1) };
 
 /* ----------------------------------------------------------- SPACE_TO_DEPTH */
 
@@ -356,4 +376,8 @@ static int s2d_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
 static void s2d_init(ar_node_t *node) { copy_init(node, s2d_plan); }
 
 /* TFLite SPACE_TO_DEPTH (builtin 26): NHWC, TFLite's (dy, dx, c) channel order. */
-const ar_kernel_t ar_kernel_space_to_depth = { "SPACE_TO_DEPTH", s2d_prepare, s2d_init, copy_eval };
+static const ar_kernel_form_t space_to_depth_forms[] = {
+  AR_KF_DATA(1, 2),
+};
+const ar_kernel_t ar_kernel_space_to_depth = { "SPACE_TO_DEPTH", s2d_prepare, s2d_init, copy_eval,
+  AR_KSUPPORT(space_to_depth_forms, 0, -1) };

@@ -242,9 +242,23 @@ static void l2_normalization_eval(const ar_node_t *node) {
 
 /* TFLite SOFTMAX (builtin 25): exp(beta (x - max)) / sum over the last axis; float32, and uint8 /
  * int8 through TFLite's float lookup table. */
-const ar_kernel_t ar_kernel_softmax = { "SOFTMAX", lastaxis_prepare, softmax_q_init, softmax_eval };
+static const ar_kernel_form_t softmax_forms[] = {
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+};
+const ar_kernel_t ar_kernel_softmax = { "SOFTMAX", lastaxis_prepare, softmax_q_init, softmax_eval,
+  AR_KSUPPORT(softmax_forms, 0, -1) };
 /* TFLite LOG_SOFTMAX (builtin 50): x - max - log(sum exp(x - max)) over the last axis. */
-const ar_kernel_t ar_kernel_log_softmax = { "LOG_SOFTMAX", lastaxis_prepare, NULL, log_softmax_eval };
+static const ar_kernel_form_t log_softmax_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_log_softmax = { "LOG_SOFTMAX", lastaxis_prepare, NULL, log_softmax_eval,
+  AR_KSUPPORT(log_softmax_forms, 0, -1) };
 /* TFLite L2_NORMALIZATION (builtin 11): x / max(||x||_2, 1e-6) over the last axis. */
+static const ar_kernel_form_t l2_normalization_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
 const ar_kernel_t ar_kernel_l2_normalization = { "L2_NORMALIZATION", lastaxis_prepare, NULL,
-                                                 l2_normalization_eval };
+                                                 l2_normalization_eval,
+  AR_KSUPPORT(l2_normalization_forms, 0, -1) };

@@ -115,4 +115,8 @@ static void svdf_eval(const ar_node_t *node) {
   }
 }
 
-const ar_kernel_t ar_kernel_svdf = {"SVDF", svdf_prepare, NULL, svdf_eval};
+static const ar_kernel_form_t svdf_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_svdf = {"SVDF", svdf_prepare, NULL, svdf_eval,
+  AR_KSUPPORT(svdf_forms, 0, 1) };

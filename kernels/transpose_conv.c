@@ -507,16 +507,24 @@ static void tconv_builtin_eval(const ar_node_t *node) {
 }
 
 /* TFLite TRANSPOSE_CONV (builtin 67), float32, versions 1-5. */
+static const ar_kernel_form_t transpose_conv_forms[] = {
+  AR_KF(1, 5, FLOAT32, FLOAT32),
+};
 const ar_kernel_t ar_kernel_transpose_conv = {
   .name = "TRANSPOSE_CONV",
   .prepare = tconv_builtin_prepare,
   .init = tconv_init,
   .eval = tconv_builtin_eval,
+  .support = AR_KSUPPORT(transpose_conv_forms, 2, 1),
 };
 
+static const ar_kernel_form_t transpose_conv_bias_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
 const ar_kernel_t ar_kernel_transpose_conv_bias = {
   .name = "Convolution2DTransposeBias",
   .prepare = tconv_prepare,
   .init = tconv_init,
   .eval = tconv_eval,
+  .support = AR_KSUPPORT(transpose_conv_bias_forms, 0, 1),
 };

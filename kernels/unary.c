@@ -218,23 +218,126 @@ static void cast_eval(const ar_node_t *node) {
 }
 
 /* TFLite ABS (builtin 101): |x|; float32, int32. */
-const ar_kernel_t ar_kernel_abs = { "ABS", abs_prepare, NULL, abs_eval };
+static const ar_kernel_form_t abs_forms[] = {
+  AR_KF(1, 5, FLOAT32, FLOAT32),
+  AR_KF(1, 5, INT32, INT32),
+};
+const ar_kernel_t ar_kernel_abs = { "ABS", abs_prepare, NULL, abs_eval,
+  AR_KSUPPORT(abs_forms, 0, -1) };
 /* TFLite NEG (builtin 59): -x; float32, int32, int64. */
-const ar_kernel_t ar_kernel_neg = { "NEG", neg_prepare, NULL, neg_eval };
+static const ar_kernel_form_t neg_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT64, INT64),
+};
+const ar_kernel_t ar_kernel_neg = { "NEG", neg_prepare, NULL, neg_eval,
+  AR_KSUPPORT(neg_forms, 0, -1) };
 /* TFLite SQRT (builtin 75), RSQRT (76: 1 / sqrt(x)), EXP (47), LOG (73), TANH (28): float32. */
-const ar_kernel_t ar_kernel_sqrt = { "SQRT", float_prepare, NULL, sqrt_eval };
-const ar_kernel_t ar_kernel_rsqrt = { "RSQRT", float_prepare, NULL, rsqrt_eval };
-const ar_kernel_t ar_kernel_exp = { "EXP", float_prepare, NULL, exp_eval };
-const ar_kernel_t ar_kernel_log = { "LOG", float_prepare, NULL, log_eval };
-const ar_kernel_t ar_kernel_tanh = { "TANH", float_prepare, NULL, tanh_eval };
+static const ar_kernel_form_t sqrt_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_sqrt = { "SQRT", float_prepare, NULL, sqrt_eval,
+  AR_KSUPPORT(sqrt_forms, 0, -1) };
+static const ar_kernel_form_t rsqrt_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_rsqrt = { "RSQRT", float_prepare, NULL, rsqrt_eval,
+  AR_KSUPPORT(rsqrt_forms, 0, -1) };
+static const ar_kernel_form_t exp_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_exp = { "EXP", float_prepare, NULL, exp_eval,
+  AR_KSUPPORT(exp_forms, 0, -1) };
+static const ar_kernel_form_t log_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_log = { "LOG", float_prepare, NULL, log_eval,
+  AR_KSUPPORT(log_forms, 0, -1) };
+static const ar_kernel_form_t tanh_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_tanh = { "TANH", float_prepare, NULL, tanh_eval,
+  AR_KSUPPORT(tanh_forms, 0, -1) };
 /* TFLite GELU (builtin 150), approximate flag honoured; float32. */
-const ar_kernel_t ar_kernel_gelu = { "GELU", float_prepare, NULL, gelu_eval };
+static const ar_kernel_form_t gelu_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_gelu = { "GELU", float_prepare, NULL, gelu_eval,
+  AR_KSUPPORT(gelu_forms, 0, -1) };
 /* TFLite LEAKY_RELU (builtin 98): x > 0 ? x : alpha x; float32. */
-const ar_kernel_t ar_kernel_leaky_relu = { "LEAKY_RELU", float_prepare, NULL, leaky_relu_eval };
+static const ar_kernel_form_t leaky_relu_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_leaky_relu = { "LEAKY_RELU", float_prepare, NULL, leaky_relu_eval,
+  AR_KSUPPORT(leaky_relu_forms, 0, -1) };
 /* TFLite ELU (builtin 111): x < 0 ? exp(x) - 1 : x; float32. */
-const ar_kernel_t ar_kernel_elu = { "ELU", float_prepare, NULL, elu_eval };
+static const ar_kernel_form_t elu_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_elu = { "ELU", float_prepare, NULL, elu_eval,
+  AR_KSUPPORT(elu_forms, 0, -1) };
 /* TFLite RELU_N1_TO_1 (builtin 20): clamp to [-1, 1]; RELU_0_TO_1 (152): clamp to [0, 1]. */
-const ar_kernel_t ar_kernel_relu_n1_to_1 = { "RELU_N1_TO_1", float_prepare, NULL, relu_n1_to_1_eval };
-const ar_kernel_t ar_kernel_relu_0_to_1 = { "RELU_0_TO_1", float_prepare, NULL, relu_0_to_1_eval };
+static const ar_kernel_form_t relu_n1_to_1_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_relu_n1_to_1 = { "RELU_N1_TO_1", float_prepare, NULL, relu_n1_to_1_eval,
+  AR_KSUPPORT(relu_n1_to_1_forms, 0, -1) };
+static const ar_kernel_form_t relu_0_to_1_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+};
+const ar_kernel_t ar_kernel_relu_0_to_1 = { "RELU_0_TO_1", float_prepare, NULL, relu_0_to_1_eval,
+  AR_KSUPPORT(relu_0_to_1_forms, 0, -1) };
 /* TFLite CAST (builtin 53): static_cast between float32, int32, int64, uint8, int8, int16, bool. */
-const ar_kernel_t ar_kernel_cast = { "CAST", cast_prepare, NULL, cast_eval };
+static const ar_kernel_form_t cast_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, FLOAT32, INT32),
+  AR_KF(1, 1, FLOAT32, INT64),
+  AR_KF(1, 1, FLOAT32, UINT8),
+  AR_KF(1, 1, FLOAT32, INT8),
+  AR_KF(1, 1, FLOAT32, INT16),
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, FLOAT32),
+  AR_KF(1, 1, INT32, INT32),
+  AR_KF(1, 1, INT32, INT64),
+  AR_KF(1, 1, INT32, UINT8),
+  AR_KF(1, 1, INT32, INT8),
+  AR_KF(1, 1, INT32, INT16),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, FLOAT32),
+  AR_KF(1, 1, INT64, INT32),
+  AR_KF(1, 1, INT64, INT64),
+  AR_KF(1, 1, INT64, UINT8),
+  AR_KF(1, 1, INT64, INT8),
+  AR_KF(1, 1, INT64, INT16),
+  AR_KF(1, 1, INT64, BOOL),
+  AR_KF(1, 1, UINT8, FLOAT32),
+  AR_KF(1, 1, UINT8, INT32),
+  AR_KF(1, 1, UINT8, INT64),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, UINT8, INT8),
+  AR_KF(1, 1, UINT8, INT16),
+  AR_KF(1, 1, UINT8, BOOL),
+  AR_KF(1, 1, INT8, FLOAT32),
+  AR_KF(1, 1, INT8, INT32),
+  AR_KF(1, 1, INT8, INT64),
+  AR_KF(1, 1, INT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
+  AR_KF(1, 1, INT8, INT16),
+  AR_KF(1, 1, INT8, BOOL),
+  AR_KF(1, 1, INT16, FLOAT32),
+  AR_KF(1, 1, INT16, INT32),
+  AR_KF(1, 1, INT16, INT64),
+  AR_KF(1, 1, INT16, UINT8),
+  AR_KF(1, 1, INT16, INT8),
+  AR_KF(1, 1, INT16, INT16),
+  AR_KF(1, 1, INT16, BOOL),
+  AR_KF(1, 1, BOOL, FLOAT32),
+  AR_KF(1, 1, BOOL, INT32),
+  AR_KF(1, 1, BOOL, INT64),
+  AR_KF(1, 1, BOOL, UINT8),
+  AR_KF(1, 1, BOOL, INT8),
+  AR_KF(1, 1, BOOL, INT16),
+  AR_KF(1, 1, BOOL, BOOL),
+};
+const ar_kernel_t ar_kernel_cast = { "CAST", cast_prepare, NULL, cast_eval,
+  AR_KSUPPORT(cast_forms, 0, -1) };

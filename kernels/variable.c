@@ -52,7 +52,31 @@ static void assign_variable_eval(const ar_node_t *node) {
     memcpy(node->inputs[0]->data, node->inputs[1]->data, (size_t)node->inputs[1]->bytes);
 }
 
-const ar_kernel_t ar_kernel_var_handle = {"VAR_HANDLE", var_handle_prepare, NULL, var_handle_eval};
-const ar_kernel_t ar_kernel_read_variable = {"READ_VARIABLE", read_variable_prepare, NULL, read_variable_eval};
+static const ar_kernel_form_t var_handle_forms[] = {
+  {1, 1, AR_KF_SAME, AR_KF_SAME, (int8_t)AR_DTYPE_RESOURCE},
+};
+const ar_kernel_t ar_kernel_var_handle = {"VAR_HANDLE", var_handle_prepare, NULL, var_handle_eval,
+  AR_KSUPPORT(var_handle_forms, -1, -1) };
+static const ar_kernel_form_t read_variable_forms[] = {
+  AR_KF(1, 1, RESOURCE, FLOAT32),
+  AR_KF(1, 1, RESOURCE, INT32),
+  AR_KF(1, 1, RESOURCE, INT64),
+  AR_KF(1, 1, RESOURCE, UINT8),
+  AR_KF(1, 1, RESOURCE, INT8),
+  AR_KF(1, 1, RESOURCE, INT16),
+  AR_KF(1, 1, RESOURCE, BOOL),
+};
+const ar_kernel_t ar_kernel_read_variable = {"READ_VARIABLE", read_variable_prepare, NULL, read_variable_eval,
+  AR_KSUPPORT(read_variable_forms, 0, -1) };
+static const ar_kernel_form_t assign_variable_forms[] = {
+  {1, 1, (int8_t)AR_DTYPE_FLOAT32, AR_KF_SAME, AR_KF_SAME},
+  {1, 1, (int8_t)AR_DTYPE_INT32, AR_KF_SAME, AR_KF_SAME},
+  {1, 1, (int8_t)AR_DTYPE_INT64, AR_KF_SAME, AR_KF_SAME},
+  {1, 1, (int8_t)AR_DTYPE_UINT8, AR_KF_SAME, AR_KF_SAME},
+  {1, 1, (int8_t)AR_DTYPE_INT8, AR_KF_SAME, AR_KF_SAME},
+  {1, 1, (int8_t)AR_DTYPE_INT16, AR_KF_SAME, AR_KF_SAME},
+  {1, 1, (int8_t)AR_DTYPE_BOOL, AR_KF_SAME, AR_KF_SAME},
+};
 const ar_kernel_t ar_kernel_assign_variable = {"ASSIGN_VARIABLE", assign_variable_prepare, NULL,
-                                               assign_variable_eval};
+                                               assign_variable_eval,
+  AR_KSUPPORT(assign_variable_forms, 1, -1) };
