@@ -652,19 +652,36 @@ typedef struct opctx {
   const char *label;
   const ar_fb_table_t *t;   /* options table; when absent every getter yields the default */
   bool present;
+  unsigned wrong_type;      /* the union type stored when it is not the op's own (present is then
+                             * false), 0 otherwise: see opt_wrong */
+  int want;                 /* the op's own union type */
 } opctx_t;
 
+/* A builtin_options table of another union type than the op's (a QUANTIZE carrying the empty
+ * QuantizeOptions, a SELECT_V2 with SelectOptions): TFLite ignores a table it does not read (its
+ * builtin_options_as_X() is NULL), so an op that reads no field takes it as absent; an op that
+ * does read fields refuses it here, at its first read, rather than run on defaults the file did not
+ * mean. Every read of an options field goes through this. */
+static int opt_wrong(opctx_t *c) {
+  if (!c->wrong_type) return 0;
+  return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): builtin_options has union type "
+                 "%u, expected %d (the table the operator reads)", c->index, c->label, c->wrong_type, c->want);
+}
+
 static int opt_i32(opctx_t *c, unsigned id, int32_t dflt, const char *what, int32_t *out) {
+  if (opt_wrong(c)) return AR_EMODEL;
   if (!c->present) { *out = dflt; return 0; }
   return ar_fb_get_i32(&c->L->fb, c->t, id, dflt, what, out);
 }
 static int opt_bool(opctx_t *c, unsigned id, const char *what, bool *out) {
+  if (opt_wrong(c)) return AR_EMODEL;
   if (!c->present) { *out = false; return 0; }
   return ar_fb_get_bool(&c->L->fb, c->t, id, false, what, out);
 }
 static int opt_padding(opctx_t *c, unsigned id, ar_padding_t *out) {
   int8_t v = 0;
   int rc;
+  if (opt_wrong(c)) return AR_EMODEL;
   if (c->present && (rc = ar_fb_get_i8(&c->L->fb, c->t, id, 0, "padding", &v))) return rc;
   if (v != AR_PADDING_SAME && v != AR_PADDING_VALID)
     return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): padding is %d (SAME 0 "
@@ -675,6 +692,7 @@ static int opt_padding(opctx_t *c, unsigned id, ar_padding_t *out) {
 static int opt_act(opctx_t *c, unsigned id, ar_activation_t *out) {
   int8_t v = 0;
   int rc;
+  if (opt_wrong(c)) return AR_EMODEL;
   if (c->present && (rc = ar_fb_get_i8(&c->L->fb, c->t, id, 0, "fused_activation_function", &v))) return rc;
   if (v < AR_ACT_NONE || v > AR_ACT_SIGN_BIT)
     return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): fused_activation_function "
@@ -684,6 +702,7 @@ static int opt_act(opctx_t *c, unsigned id, ar_activation_t *out) {
 }
 /* float32 field (read as its bits; the flatbuffer stores it little-endian like a uint32). */
 static int opt_f32(opctx_t *c, unsigned id, float dflt, const char *what, float *out) {
+  if (opt_wrong(c)) return AR_EMODEL;
   if (!c->present) { *out = dflt; return 0; }
   uint32_t bits, dbits;
   memcpy(&dbits, &dflt, sizeof dbits);
@@ -696,6 +715,7 @@ static int opt_f32(opctx_t *c, unsigned id, float dflt, const char *what, float 
 static int opt_dtype(opctx_t *c, unsigned id, ar_dtype_t dflt, const char *what, ar_dtype_t *out) {
   int8_t v = (int8_t)dflt;
   int rc;
+  if (opt_wrong(c)) return AR_EMODEL;
   if (c->present && (rc = ar_fb_get_i8(&c->L->fb, c->t, id, (int8_t)dflt, what, &v))) return rc;
   if (v < 0 || ar_dtype_size((ar_dtype_t)v) == 0)
     return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): %s is %d, not a sized "
@@ -827,6 +847,7 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     return opt_act(c, AR_FB_CONCAT_ACTIVATION, &o->concatenation.activation);
   case AR_OP_RESHAPE: {
     ar_fb_vec_t v = {0};
+    if (opt_wrong(c)) return AR_EMODEL;
     if (c->present &&
         (rc = ar_fb_get_vector(fb, c->t, AR_FB_RESHAPE_NEW_SHAPE, 4, "ReshapeOptions.new_shape", &v)))
       return rc;
@@ -910,6 +931,7 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     return opt_i32(c, AR_FB_PACK_AXIS, 0, "PackOptions.axis", &o->pack.axis);
   case AR_OP_SQUEEZE: {
     ar_fb_vec_t v = {0};
+    if (opt_wrong(c)) return AR_EMODEL;
     if (c->present &&
         (rc = ar_fb_get_vector(fb, c->t, AR_FB_SQUEEZE_DIMS, 4, "SqueezeOptions.squeeze_dims", &v)))
       return rc;
@@ -933,6 +955,7 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     return opt_i32(c, AR_FB_CALL_ONCE_INIT_SUBGRAPH, 0, "CallOnceOptions.init_subgraph_index",
                    &o->call_once.init_subgraph);
   case AR_OP_VAR_HANDLE:
+    if (opt_wrong(c)) return AR_EMODEL;
     if (!c->present) {
       o->var_handle.container = o->var_handle.shared_name = "";
       break;
@@ -1123,10 +1146,11 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
   if ((rc = ar_fb_get_u8(fb, t, AR_FB_OP_BUILTIN_OPTIONS_TYPE, 0, "Operator.builtin_options_type", &type)) ||
       (rc = ar_fb_get_table(fb, t, AR_FB_OP_BUILTIN_OPTIONS, "Operator.builtin_options", &ot, &c.present)))
     return rc;
-  int want = expected_options_type(oc->op);
-  if (type != AR_FB_OPTIONS_NONE && type != want)
-    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): builtin_options has union type "
-                   "%u, expected %d", oi, label, type, want);
+  c.want = expected_options_type(oc->op);
+  if (type != AR_FB_OPTIONS_NONE && (int)type != c.want) {   /* another op's table: opt_wrong */
+    c.wrong_type = type;
+    c.present = false;
+  }
   if (type == AR_FB_OPTIONS_NONE) c.present = false;   /* schema defaults */
   c.t = &ot;
   return decode_builtin_options(&c, oc->op, &op->options);

@@ -884,6 +884,59 @@ END_TEST
  * channels, added to z [1,6,5,8], fused RELU), with the padded operand as input 1 and as input 0:
  * with fusion on the PAD is elided and the ADD reads x; outputs are byte for byte those with fusion
  * off, at 1 and 2 threads, and match a by-hand computation. */
+/* Options tables TFLite ignores (issue 28): QUANTIZE carrying the schema's empty QuantizeOptions
+ * (union type 89; a Raspberry Pi person detector has it), DEQUANTIZE a SelectV2Options (98),
+ * SELECT_V2 the SELECT's SelectOptions (47), RELU an AddOptions (11) whose RELU6 activation RELU
+ * never reads: the model loads and runs with each op's own semantics (refused before: "builtin_options
+ * has union type 89, expected 0"). x -> QUANTIZE (int8, scale 0.5, zero point 1) -> DEQUANTIZE
+ * -> y; z = SELECT_V2(c, y, x); out = RELU(z). An op that reads its table still refuses another
+ * union type (ADD with SelectOptions: check_loader test_ignored_and_read_options). */
+START_TEST(test_ignored_options_tables_run) {
+  const ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 2, {1, 6}, false, {0}, NULL},
+    {"q", AR_DTYPE_INT8, 2, {1, 6}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 2, {1, 6}, false, {0}, NULL},
+    {"c", AR_DTYPE_BOOL, 2, {1, 6}, false, {0}, NULL},
+    {"z", AR_DTYPE_FLOAT32, 2, {1, 6}, false, {0}, NULL},
+    {"out", AR_DTYPE_FLOAT32, 2, {1, 6}, false, {0}, NULL},
+  };
+  const ar_tm_op_t ops[] = {
+    {114, 1, 1, {0}, {1}, 89, 0, {{0}}},                       /* QUANTIZE, QuantizeOptions */
+    {6, 1, 1, {1}, {2}, 98, 0, {{0}}},                         /* DEQUANTIZE, SelectV2Options */
+    {123, 3, 1, {3, 2, 0}, {4}, 47, 0, {{0}}},                 /* SELECT_V2, SelectOptions */
+    {19, 1, 1, {4}, {5}, 11, 1, {{0, 1, AR_ACT_RELU6}}},       /* RELU, AddOptions (RELU6) */
+  };
+  static const float qs[] = {0.5f};
+  static const int64_t qz[] = {1};
+  const ar_tm_quant_t quant[] = {{1, 1, qs, qz, 0}};
+  const int32_t ins[] = {0, 3}, outs[] = {5};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build_quant(t, 6, ops, 4, ins, 2, outs, 1, quant, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+  const float x[6] = {-3.2f, -0.7f, 0.26f, 1.24f, 9.0f, 100.0f};
+  const bool c[6] = {true, true, true, false, true, true};
+  memcpy(ar_interp_input(in, 0)->data, x, sizeof x);
+  memcpy(ar_interp_input(in, 1)->data, c, sizeof c);
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  /* q = clamp(round(x / 0.5) + 1): -5, 0, 2, (3), 19, 127 -> y = (q - 1) * 0.5: -3, -0.5, 0.5, .,
+   * 9, 63; z takes x where c is false; RELU (not RELU6: AddOptions is not RELU's) */
+  const float want[6] = {0.0f, 0.0f, 0.5f, 1.24f, 9.0f, 63.0f};
+  const float *got = ar_interp_output(in, 0)->data;
+  for (int i = 0; i < 6; i++)
+    ck_assert_msg(got[i] == want[i], "out[%d] = %g, want %g", i, (double)got[i], (double)want[i]);
+  ar_interp_free(in);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
 START_TEST(test_channel_pad_folded_into_add) {
   enum { H = 6, W = 5, C = 5, P = 3, CO = C + P };
   static float x[H * W * C], z[H * W * CO], want[H * W * CO], got[4][H * W * CO];
@@ -963,6 +1016,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_pad_folded_into_depthwise);
   tcase_add_test(tc, test_relu_folded_into_producer);
   tcase_add_test(tc, test_channel_pad_folded_into_add);
+  tcase_add_test(tc, test_ignored_options_tables_run);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1246,6 +1246,49 @@ static int fuzz_iters(void) {
 
 /* ---------------------------------------------------------------- quantization faults */
 
+/* Issue 28: an options table of another union type is taken as absent by an op that reads none
+ * (TFLite ignores it; QUANTIZE with QuantizeOptions 89, SELECT_V2 with SelectOptions 47, DEQUANTIZE
+ * with AddOptions 11: they load, refused before), and refused by an op that reads its own (ADD
+ * with SelectOptions: AddOptions' activation would silently become NONE; SQUEEZE with AddOptions;
+ * CAST with SelectOptions), naming the operator and both union types. */
+START_TEST(test_ignored_and_read_options) {
+  const ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+    {"z", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+    {"c", AR_DTYPE_BOOL, 2, {1, 4}, false, {0}, NULL},
+  };
+  static const struct { ar_tm_op_t op; const char *refusal; } cases[] = {
+    {{114, 1, 1, {0}, {1}, 89, 0, {{0}}}, NULL},                    /* QUANTIZE, QuantizeOptions */
+    {{123, 3, 1, {3, 0, 1}, {2}, 47, 0, {{0}}}, NULL},              /* SELECT_V2, SelectOptions */
+    {{6, 1, 1, {0}, {1}, 11, 1, {{0, 1, AR_ACT_RELU}}}, NULL},      /* DEQUANTIZE, AddOptions */
+    {{14, 1, 1, {0}, {1}, 89, 0, {{0}}}, NULL},                     /* LOGISTIC (no table), QuantizeOptions */
+    {{0, 2, 1, {0, 1}, {2}, 47, 0, {{0}}},
+     "operator 0 (ADD): builtin_options has union type 47, expected 11 (the table the operator reads)"},
+    {{43, 1, 1, {0}, {1}, 11, 0, {{0}}}, "operator 0 (SQUEEZE): builtin_options has union type 11, expected 30"},
+    {{53, 1, 1, {0}, {1}, 47, 0, {{0}}}, "operator 0 (CAST): builtin_options has union type 47, expected 37"},
+  };
+  const int32_t ins[] = {0, 1, 3}, outs[] = {2};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const ar_tm_op_t *op = &cases[i].op;
+    const int32_t o1[] = {op->out[0]};
+    size_t len = 0;
+    uint8_t *buf = ar_tm_build(t, 4, op, 1, ins, 3, op->out[0] == 2 ? outs : o1, 1, &len);
+    char msg[AR_MSG_BYTES] = "", label[64];
+    snprintf(label, sizeof label, "case %zu (builtin %d, options type %u)", i, (int)op->builtin,
+             (unsigned)op->options_type);
+    if (cases[i].refusal) {
+      expect_reject_buf(buf, len, AR_EMODEL, cases[i].refusal, label);
+    } else {
+      ar_model_t *m = NULL;
+      ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "%s: %s", label, msg);
+      ar_model_free(m);
+    }
+    free(buf);
+  }
+}
+END_TEST
+
 /* A generated int8 model (the project's writer, tests/ar_test_model.h): x int8 [1,2,2,2] (0.5, -3)
  * -> CONV_2D 1x1 (w int8 [2,1,1,2] per-channel 0.25 / 0.125 on axis 0, b int32 [2] 0.125 / 0.0625)
  * -> y int8 [1,2,2,2] (1.0, 5). It loads; each fault below is refused by the loader with AR_EMODEL
@@ -1462,6 +1505,7 @@ static Suite *loader_suite(void) {
   tcase_add_test(bad, test_unknown_ops_and_versions);
   tcase_add_test(bad, test_dataflow_errors);
   tcase_add_test(bad, test_bad_builtin_options);
+  tcase_add_test(bad, test_ignored_and_read_options);
   tcase_add_test(bad, test_bad_sparsity);
   tcase_add_test(bad, test_nul_in_strings_refused);
   tcase_add_test(bad, test_buffer_64bit_form);
