@@ -82,6 +82,18 @@ static void dpp_geometry(const ar_node_t *node, dpp_geom_t *g) {
   g->words = w;
 }
 
+/* Element i of a float32, uint8 or int8 tensor as a float (integers dequantized, per tensor). */
+static inline float dpp_value(const ar_tview_t *t, int64_t i) {
+  switch (t->dtype) {
+  case AR_DTYPE_UINT8:
+    return ((float)((const uint8_t *)t->data)[i] - (float)t->quant->zero_point[0]) * t->quant->scale[0];
+  case AR_DTYPE_INT8:
+    return ((float)((const int8_t *)t->data)[i] - (float)t->quant->zero_point[0]) * t->quant->scale[0];
+  default:
+    return ((const float *)t->data)[i];
+  }
+}
+
 static int dpp_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 3, 3, 3, 4, msg, msg_bytes);
   if (rc) return rc;
@@ -117,6 +129,20 @@ static int dpp_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                     (int)o->num_classes);
   if (anc->rank != 2 || anc->dims[0] != b || anc->dims[1] != 4)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "anchors must be [%d, 4]", (int)b);
+  /* Anchors are (y, x, h, w). A negative height or width decodes every box of that anchor inverted
+   * (ymin > ymax: half the size is exp(.) * h / 2 < 0), which TFLite's ValidateBoxes refuses at
+   * each invoke; the anchors are constants in the converters' models, so refuse the model here,
+   * naming the anchor, rather than return inverted boxes with their scores. */
+  if (anc->is_constant && anc->data)
+    for (int32_t i = 0; i < b; i++) {
+      const float ay = dpp_value(anc, 4 * (int64_t)i), ax = dpp_value(anc, 4 * (int64_t)i + 1);
+      const float ah = dpp_value(anc, 4 * (int64_t)i + 2), aw = dpp_value(anc, 4 * (int64_t)i + 3);
+      if (ah < 0 || aw < 0)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "anchor %d (y %g, x %g, h %g, w %g) has a negative "
+                        "%s: its boxes decode inverted (ymin > ymax or xmin > xmax), which TFLite refuses "
+                        "at every invoke", (int)i, (double)ay, (double)ax, (double)ah, (double)aw,
+                        ah < 0 && aw < 0 ? "height and width" : ah < 0 ? "height" : "width");
+    }
   const int64_t n = (int64_t)o->max_detections * o->max_classes_per_detection;
   if (n > INT32_MAX / 4)
     return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "max_detections * max_classes_per_detection too large");
@@ -132,18 +158,6 @@ static int dpp_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   node->scratch_bytes = (uint64_t)g.words * 4;
   node->state_bytes = 0;
   return 0;
-}
-
-/* Element i of a float32, uint8 or int8 tensor as a float (integers dequantized, per tensor). */
-static inline float dpp_value(const ar_tview_t *t, int64_t i) {
-  switch (t->dtype) {
-  case AR_DTYPE_UINT8:
-    return ((float)((const uint8_t *)t->data)[i] - (float)t->quant->zero_point[0]) * t->quant->scale[0];
-  case AR_DTYPE_INT8:
-    return ((float)((const int8_t *)t->data)[i] - (float)t->quant->zero_point[0]) * t->quant->scale[0];
-  default:
-    return ((const float *)t->data)[i];
-  }
 }
 
 static void decode_boxes(const ar_node_t *node, const dpp_geom_t *g, float *dec) {

@@ -19,6 +19,7 @@
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
 #include "tests/ar_test_util.h"
+#include "tests/ar_test_util.h"
 
 static const char *const cases[] = {"photo", "random"};
 
@@ -937,6 +938,48 @@ START_TEST(test_ignored_options_tables_run) {
 }
 END_TEST
 
+/* Issue 28: a TFLite_Detection_PostProcess model whose constant anchors hold a negative height is
+ * refused when the interpreter prepares it (at load), naming the operator and the anchor: the
+ * golden model detection_postprocess_fast_5x1 with anchor 7's height made negative (it ran before
+ * and returned inverted boxes, which TFLite refuses at every invoke). */
+START_TEST(test_negative_anchor_refused_at_load) {
+  char path[1024], msg[AR_MSG_BYTES] = "";
+  snprintf(path, sizeof path, "%s/ops/detection_postprocess_fast_5x1/model.tflite", ar_test_golden_dir());
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "%s", path);
+  static uint8_t buf[1 << 16];
+  const size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  ck_assert(len > 0 && len < sizeof buf);
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "%s", msg);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  const ar_tensor_t *anc = &sg->tensors[sg->operators[0].inputs[2]];
+  ck_assert_ptr_nonnull(anc->data);
+  float a7[4];
+  memcpy(a7, (const uint8_t *)anc->data + 7 * 16, sizeof a7);
+  /* the anchors as stored in the file: find anchor 7's bytes there */
+  uint8_t *at = NULL;
+  for (size_t i = 0; i + 16 <= len && !at; i += 4)
+    if (memcmp(buf + i, a7, 16) == 0) at = buf + i;
+  ck_assert_ptr_nonnull(at);
+  ar_model_free(m);
+  const float h = -a7[2];
+  memcpy(at + 8, &h, 4);
+  ck_assert_msg(ar_model_load_buffer(buf, len, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = NULL;
+  ck_assert_int_eq(ar_interp_new(m, &opt, &in, msg, sizeof msg), AR_EINVAL);
+  ck_assert_ptr_null(in);
+  char want[160];
+  snprintf(want, sizeof want, "operator 0 (TFLite_Detection_PostProcess): anchor 7 (y %g, x %g, h %g, w %g) has a "
+           "negative height", (double)a7[0], (double)a7[1], (double)h, (double)a7[3]);
+  ck_assert_msg(strstr(msg, want) != NULL, "%s lacks %s", msg, want);
+  ar_model_free(m);
+}
+END_TEST
+
 START_TEST(test_channel_pad_folded_into_add) {
   enum { H = 6, W = 5, C = 5, P = 3, CO = C + P };
   static float x[H * W * C], z[H * W * CO], want[H * W * CO], got[4][H * W * CO];
@@ -1017,6 +1060,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_relu_folded_into_producer);
   tcase_add_test(tc, test_channel_pad_folded_into_add);
   tcase_add_test(tc, test_ignored_options_tables_run);
+  tcase_add_test(tc, test_negative_anchor_refused_at_load);
   suite_add_tcase(s, tc);
   return s;
 }

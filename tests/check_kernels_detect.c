@@ -427,6 +427,37 @@ START_TEST(int8_encodings_decode) {
 }
 END_TEST
 
+/* Issue 28: an anchor with a negative height or width decodes inverted boxes, which TFLite refuses
+ * at every invoke (ValidateBoxes); constant anchors are refused at prepare, naming the anchor and
+ * its values (before: prepare accepted and eval returned boxes with ymin > ymax and their scores).
+ * Anchors that are not constants cannot be judged at prepare and still run. */
+START_TEST(negative_anchor_size_refused_at_prepare) {
+  const float bad[16] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 3, 2, 2, 3, 0, 0.5f, 1, 1.5f};   /* anchor 2: h -1 */
+  const float sc[8] = {0, 0.9f, 0, 0.8f, 0, 0.7f, 0, 0.6f};
+  dpp_t d;
+  dpp_setup(&d, 4, 2, bad, sc, 1, 3, 1, false);
+  ck_assert_int_eq(dpp_run(&d), AR_EINVAL);
+  ck_assert_str_eq(g_msg, "operator 5 (TFLite_Detection_PostProcess): anchor 2 (y 2.5, x 2.5, h -1, w 1) has "
+                          "a negative height: its boxes decode inverted (ymin > ymax or xmin > xmax), which "
+                          "TFLite refuses at every invoke");
+  d.anc[4 * 1 + 3] = -0.5f;   /* anchor 1 too, width: the first one is named */
+  ck_assert_int_eq(dpp_run(&d), AR_EINVAL);
+  ck_assert_msg(strstr(g_msg, "anchor 1 (y 0.5, x 0.6, h 1, w -0.5) has a negative width") != NULL, "%s", g_msg);
+  d.t_anc.is_constant = false;   /* a graph input: not known at prepare */
+  ck_assert_int_eq(dpp_run(&d), 0);
+  /* quantized anchors: codes (q - 128) * 0.25, anchor 3's w code 124 = -1 */
+  dpp_setup(&d, 4, 2, corners, sc, 1, 3, 1, false);
+  const int codes[16] = {130, 130, 132, 132, 130, 130, 132, 132, 138, 138, 132, 132, 130, 132, 132, 124};
+  dpp_quantize(&d, 2, AR_DTYPE_UINT8, 0.25f, 128, codes, 16);
+  ck_assert_int_eq(dpp_run(&d), AR_EINVAL);
+  ck_assert_msg(strstr(g_msg, "anchor 3 (y 0.5, x 1, h 1, w -1) has a negative width") != NULL, "%s", g_msg);
+  /* zero sizes are degenerate boxes, which TFLite accepts */
+  dpp_setup(&d, 4, 2, corners, sc, 1, 3, 1, false);
+  d.anc[2] = 0;
+  ck_assert_int_eq(dpp_run(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("kernels_detect");
   TCase *tc = tcase_create("flexbuf");
@@ -442,6 +473,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, uint8_inputs_dequantized_fast_nms);
   tcase_add_test(tc, int8_scores_regular_nms_and_fewer_boxes_than_rows);
   tcase_add_test(tc, int8_encodings_decode);
+  tcase_add_test(tc, negative_anchor_size_refused_at_prepare);
   suite_add_tcase(s, tc);
   return s;
 }
