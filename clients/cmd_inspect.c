@@ -15,8 +15,13 @@
  *
  * A model with operators arenad cannot run is still described (ar_model_load_describe): the
  * operator table marks each op code that cannot run, a "cannot run" line gives the one message
- * `arenactl plan`/`run` and the daemon refuse it with, and --json adds "runnable" and
- * "unsupported_operators" [{index, op, version, option}] (ar_interp_unsupported).
+ * `arenactl plan`/`run` and the daemon refuse it with (cut at a whole group: "... and N more"),
+ * and --json adds "runnable" and "unsupported_operators" [{index, op, version, dtypes, option}]
+ * (ar_interp_unsupported: every operator, whatever its prepare's error, e.g. an arity or dtype
+ * error, not only the first). Every operator is listed in order (text "operators", --json
+ * subgraphs[].operators [{index, op, version, dtypes, runs, why}]) with its dtypes in the op
+ * table's form (ar_kernel_form_label: "int8", "int16->int8", "float32+int8w") and, in the main
+ * graph, whether it runs and why not.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -30,6 +35,7 @@
 #include "common/ar_path.h"
 #include "interp/ar_interp.h"
 #include "kernels/ar_isa.h"
+#include "kernels/ar_kernels.h"
 #include "loader/ar_model.h"
 #include "loader/ar_sha256.h"
 
@@ -39,8 +45,23 @@ static void opcode_name(const ar_opcode_t *oc, char *buf, size_t n) {
     snprintf(buf, n, "CUSTOM:%s", ar_cli_esc(oc->custom_code));
   else if (oc->op != AR_OP_INVALID)
     snprintf(buf, n, "%s", ar_op_name(oc->op));
-  else
-    snprintf(buf, n, "%s", ar_tflite_builtin_name(oc->builtin_code) ? ar_tflite_builtin_name(oc->builtin_code) : "UNKNOWN");
+  else if (ar_tflite_builtin_name(oc->builtin_code))
+    snprintf(buf, n, "%s", ar_tflite_builtin_name(oc->builtin_code));
+  else   /* a code newer than the schema arenad knows: the loader's refusal names it the same way */
+    snprintf(buf, n, "BUILTIN_%d", (int)oc->builtin_code);
+}
+
+/* Operator k's dtypes as the op table writes them: the kernel's data input, weights and output 0
+ * (ar_kernel_t.support), or input 0 -> output 0 for an op without a kernel. */
+static const char *op_dtypes(const ar_subgraph_t *sg, const ar_operator_t *op, char *buf, size_t n) {
+  const ar_kernel_t *k = op->op == AR_OP_INVALID ? NULL : ar_kernel_for(op->op);
+  const int8_t is = k ? k->support.in_slot : 0, ws = k ? k->support.w_slot : -1;
+  ar_kernel_form_t f = {(int8_t)op->version, (int8_t)op->version, AR_KF_SAME, AR_KF_SAME, AR_KF_SAME};
+  if (is >= 0 && is < op->n_inputs && op->inputs[is] >= 0) f.in = (int8_t)sg->tensors[op->inputs[is]].dtype;
+  if (ws >= 0 && ws < op->n_inputs && op->inputs[ws] >= 0 && (int8_t)sg->tensors[op->inputs[ws]].dtype != f.in)
+    f.w = (int8_t)sg->tensors[op->inputs[ws]].dtype;
+  if (op->n_outputs > 0 && op->outputs[0] >= 0) f.out = (int8_t)sg->tensors[op->outputs[0]].dtype;
+  return ar_kernel_form_label(&f, buf, n);
 }
 
 static json_t *shape_json(const int32_t *dims, int32_t rank) {
@@ -216,6 +237,63 @@ static bool opcode_cannot_run(const ar_model_t *m, const unsupported_t *u, uint3
   return false;
 }
 
+/* The entry of operator k of subgraph 0 among what cannot run, or NULL (it runs). */
+static const ar_unsupported_t *op_refusal(const unsupported_t *u, uint32_t k) {
+  for (int32_t i = 0; i < u->n; i++)
+    if (u->ops[i].op_index == (int32_t)k && u->ops[i].subgraph == 0) return &u->ops[i];
+  return NULL;
+}
+
+/* subgraphs[s].operators: every operator in order with its dtypes; in the main graph whether it
+ * runs and why not (null elsewhere: a subgraph runs as part of the operator that calls it). */
+static json_t *operators_json(const ar_model_t *m, uint32_t s, const unsupported_t *u) {
+  const ar_subgraph_t *sg = &m->subgraphs[s];
+  json_t *a = json_array();
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    char name[128], dt[64];
+    opcode_name(&m->opcodes[op->opcode_index], name, sizeof name);
+    json_t *e = json_object();
+    json_object_set_new(e, "index", json_integer(k));
+    json_object_set_new(e, "op", json_string(name));
+    json_object_set_new(e, "version", json_integer(op->version));
+    json_object_set_new(e, "dtypes", json_string(op_dtypes(sg, op, dt, sizeof dt)));
+    const ar_unsupported_t *r = s == 0 ? op_refusal(u, k) : NULL;
+    json_object_set_new(e, "runs", s == 0 ? json_boolean(r == NULL) : json_null());
+    json_object_set_new(e, "why", r ? json_string(r->option[0] ? r->option : "no kernel for this op") : json_null());
+    json_array_append_new(a, e);
+  }
+  return a;
+}
+
+/* unsupported_operators entries get the operator's dtypes (the refusal names op, version, dtypes). */
+static void add_refusal_dtypes(json_t *list, const ar_model_t *m) {
+  size_t i;
+  json_t *e;
+  json_array_foreach(list, i, e) {
+    const json_int_t k = json_integer_value(json_object_get(e, "index"));
+    if (k < 0 || (uint64_t)k >= m->subgraphs[0].n_operators) continue;
+    char dt[64];
+    json_object_set_new(e, "dtypes", json_string(op_dtypes(&m->subgraphs[0], &m->subgraphs[0].operators[k], dt,
+                                                           sizeof dt)));
+  }
+}
+
+/* The text list of operators (main graph: runs / cannot run and why). */
+static void print_operators(const ar_model_t *m, uint32_t s, const unsupported_t *u) {
+  const ar_subgraph_t *sg = &m->subgraphs[s];
+  printf("  operators\n    %-5s %-34s %7s  %-22s %s\n", "#", "op", "version", "dtypes", s == 0 ? "status" : "");
+  for (uint32_t k = 0; k < sg->n_operators; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    char name[128], dt[64];
+    opcode_name(&m->opcodes[op->opcode_index], name, sizeof name);
+    const ar_unsupported_t *r = s == 0 ? op_refusal(u, k) : NULL;
+    printf("    %-5u %-34s %7d  %-22s %s%s\n", k, name, op->version, op_dtypes(sg, op, dt, sizeof dt),
+           s != 0 ? "" : r ? "cannot run: " : "runs",
+           r ? ar_cli_esc(r->option[0] ? r->option : "no kernel for this op") : "");
+  }
+}
+
 /* The --json document (caller owns the reference). */
 static json_t *inspect_json(const ar_model_t *m, const char *path) {
   json_t *o = json_object();
@@ -348,6 +426,7 @@ static void print_human(const ar_model_t *m, const char *path, json_t *doc, cons
     }
     if (main_graph)
       printf("  %s %s\n", u->rc == 0 ? "runs         " : "cannot run   ", u->rc == 0 ? "every operator has a kernel" : ar_cli_esc(u->msg));
+    print_operators(m, s, u);
     print_io(sg, "inputs", sg->inputs, sg->n_inputs);
     print_io(sg, "outputs", sg->outputs, sg->n_outputs);
     if (tensors) print_tensors(sg);
@@ -436,6 +515,9 @@ int ar_cmd_inspect(int argc, char **argv) {
   u->rc = ar_interp_unsupported(m, NULL, u->ops, AR_CLI_MAX_UNSUPPORTED, &u->n, u->msg, sizeof(u->msg));
   json_t *doc = inspect_json(m, path);
   add_unsupported_json(doc, u);
+  add_refusal_dtypes(json_object_get(doc, "unsupported_operators"), m);
+  for (uint32_t s = 0; s < m->n_subgraphs; s++)
+    json_object_set_new(json_array_get(json_object_get(doc, "subgraphs"), s), "operators", operators_json(m, s, u));
   json_object_set_new(doc, "kernel_paths", kernel_paths_json());
   if (tensors && json) {
     json_t *sgs = json_object_get(doc, "subgraphs");

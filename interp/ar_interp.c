@@ -647,6 +647,9 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   if (opt.max_while_iterations <= 0) opt.max_while_iterations = AR_INTERP_MAX_WHILE_ITERATIONS;
 
   const ar_subgraph_t *sg = &model->subgraphs[sgi];
+  /* ar_interp_unsupported (a caller's list): every operator that cannot run is listed with why,
+   * whatever its prepare's error, and the walk goes on (arenactl inspect describes them all). */
+  const bool describe = ulist != NULL;
   /* Unsupported operators: the loader's list (describe loads) and the one collected here. */
   ar_unsupported_t *loader_list = NULL, *unsup_owned = NULL, *unsup = NULL;
   int32_t n_loader = 0, n_unsup = 0, unsup_max = 0;
@@ -806,9 +809,12 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     nd->pool = NULL;   /* set at place */
     if (in->has_own_options && in->has_own_options[k]) nd->options = &in->own_options[k];   /* find_act_folds */
     if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) {
-      rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "operator %d (%s): %d inputs / %d outputs", k,
-                   ar_op_name(op->op), op->n_inputs, op->n_outputs);
-      goto fail;
+      /* the loader keeps such an operator unrun and says why (ar_model_unsupported) */
+      char why[96];
+      snprintf(why, sizeof why, "operator %d (%s): %d inputs, %d outputs (at most %d each)", (int)k,
+               ar_op_name(op->op), (int)op->n_inputs, (int)op->n_outputs, AR_MAX_OP_INPUTS);
+      note_unsupported(model, in->subgraph, loader_list, n_loader, k, why, unsup, unsup_max, &n_unsup);
+      continue;
     }
     nd->n_inputs = op->n_inputs;
     nd->n_outputs = op->n_outputs;
@@ -829,6 +835,11 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
        * placed in this operator's scratch (live only at this step), its persistent region in this
        * operator's state. */
       if ((rc = cf_new(in, k, msg, msg_bytes)) != 0) {
+        if (describe && rc != AR_ENOMEM) {
+          note_unsupported(model, in->subgraph, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
+          rc = 0;
+          continue;
+        }
         if (un_out) *un_out = n_unsup;
         goto fail;
       }
@@ -836,6 +847,12 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       in->kernels[k] = &cf_kernel;
       cf_node_sizes(in, k);
       if ((rc = cf_check(in, k, msg, msg_bytes)) != 0) {
+        if (describe && rc != AR_ENOMEM) {
+          note_unsupported(model, in->subgraph, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
+          in->kernels[k] = NULL;
+          rc = 0;
+          continue;
+        }
         if (un_out) *un_out = n_unsup;
         goto fail;
       }
@@ -878,7 +895,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     rc = kern->prepare(nd, msg, msg_bytes);
     nd->infer_shapes = false;
     if (shapeless && rc == 0) sized_at_prepare = true;
-    if (rc == AR_EUNSUPPORTED) {
+    if (rc == AR_EUNSUPPORTED || (describe && rc != 0 && rc != AR_ENOMEM)) {
       note_unsupported(model, in->subgraph, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
       in->kernels[k] = NULL;
       rc = 0;

@@ -114,12 +114,15 @@ int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt, ar_in
 void ar_interp_free(ar_interp_t *in);
 
 /* Every operator of subgraph 0 that cannot run: kept unrun by ar_model_load_describe (unknown op
- * or version), without a kernel, or refused by its kernel's prepare with AR_EUNSUPPORTED (an
- * option, dtype or shape form it does not implement). ar_interp_new refuses such a model with
- * the same list in one message (ar_unsupported_format). Fills at most `max` entries of `list` in
- * operator order and writes how many to *n_out (0: everything can run). Returns 0 when the model
- * prepares, AR_EUNSUPPORTED when the list is not empty, or another error of ar_interp_new (the
- * list then holds what was found before it). `msg` gets ar_interp_new's message. */
+ * or version, more operands than a node holds), without a kernel, or refused by its kernel's
+ * prepare (with AR_EUNSUPPORTED: an option, dtype or shape form it does not implement - the ones
+ * ar_interp_new lists in one refusal, ar_unsupported_format; here also any other prepare or
+ * control-flow error, e.g. an arity or shape error, which ar_interp_new stops at: the walk goes
+ * on, so every operator is judged). Each entry's option says why (the kernel's message). Fills
+ * at most `max` entries of `list` in operator order and writes how many to *n_out (0: everything
+ * can run). Returns 0 when the model prepares, AR_EUNSUPPORTED when the list is not empty, or
+ * another error of ar_interp_new (out of memory, planning; the list then holds what was found).
+ * `msg` gets the refusal listing them. */
 int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *opt,
                           ar_unsupported_t *list, int32_t max, int32_t *n_out, char *msg,
                           size_t msg_bytes);

@@ -1081,10 +1081,13 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
       (rc = ar_fb_get_vector(fb, t, AR_FB_OP_INTERMEDIATES, 4, "Operator.intermediates", &inter)) ||
       (rc = ar_fb_get_vector(fb, t, AR_FB_OP_CUSTOM_OPTIONS, 1, "Operator.custom_options", &copts)))
     return rc;
-  if (in.count > AR_MAX_OP_INPUTS || out.count > AR_MAX_OP_INPUTS || inter.count > AR_MAX_OP_INPUTS)
-    return ar_errf(L->msg, L->msg_bytes, AR_EUNSUPPORTED, "operator %u (%s): %u inputs, %u outputs, %u "
-                   "intermediates (at most %d each)", oi, label, in.count, out.count, inter.count,
-                   AR_MAX_OP_INPUTS);
+  /* More operands than a node holds: kept unrun like an unknown op (ar_model_unsupported says why),
+   * so the refusal lists every operator and a describe load still describes the model. */
+  if (in.count > AR_MAX_OP_INPUTS || out.count > AR_MAX_OP_INPUTS || inter.count > AR_MAX_OP_INPUTS) {
+    if (!unsupported) L->n_unsupported++;
+    unsupported = true;
+    op->op = AR_OP_INVALID;
+  }
   /* ASSIGN_VARIABLE and CALL_ONCE write no tensor (a variable; the state CALL_ONCE's subgraph
    * sets up). */
   if (out.count == 0 && !unsupported && oc->op != AR_OP_ASSIGN_VARIABLE && oc->op != AR_OP_CALL_ONCE)
@@ -1669,7 +1672,11 @@ int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_
           snprintf(u->op, sizeof(u->op), "%s", oc->custom_code ? oc->custom_code : "(no custom_code)");
         else
           op_label(oc, u->op, sizeof(u->op));
-        if (oc->op == AR_OP_INVALID || oc->version <= ar_op_max_version(oc->op))
+        if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS ||
+            op->n_intermediates > AR_MAX_OP_INPUTS)
+          snprintf(u->option, sizeof(u->option), "%d inputs, %d outputs, %d intermediates (at most %d each)",
+                   (int)op->n_inputs, (int)op->n_outputs, (int)op->n_intermediates, AR_MAX_OP_INPUTS);
+        else if (oc->op == AR_OP_INVALID || oc->version <= ar_op_max_version(oc->op))
           snprintf(u->option, sizeof(u->option), "%s", oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM
                    ? "unknown custom op" : "no kernel for this op");
         else
@@ -1691,19 +1698,26 @@ static bool same_group(const ar_unsupported_t *a, const ar_unsupported_t *b) {
 
 int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes) {
   if (!msg || msg_bytes == 0) return AR_EUNSUPPORTED;
-  size_t at = 0;
-#define AR__PUT(...)                                                                 \
-  do {                                                                               \
-    if (at < msg_bytes) at += (size_t)snprintf(msg + at, msg_bytes - at, __VA_ARGS__); \
-  } while (0)
-  AR__PUT("%d operator%s unsupported: ", (int)n, n == 1 ? "" : "s");
+  /* Group by group, each written whole or not at all: when the next one would not fit with room
+   * for the tail, the text ends with "; ... and N more" (N operators not named) rather than stop
+   * mid-word at the buffer's end. The full list is the caller's (ar_interp_unsupported, --json). */
+  enum { TAIL = 40 };
+  size_t at = (size_t)snprintf(msg, msg_bytes, "%d operator%s unsupported: ", (int)n, n == 1 ? "" : "s");
+  if (at >= msg_bytes) return AR_EUNSUPPORTED;
   bool first_group = true;
+  int32_t listed = 0;
   for (int32_t i = 0; i < n; i++) {
     bool seen = false;
     for (int32_t j = 0; j < i && !seen; j++) seen = same_group(&list[j], &list[i]);
     if (seen) continue;
     int32_t count = 0;
     for (int32_t j = i; j < n; j++) count += same_group(&list[j], &list[i]);
+    char g[512];
+    size_t gl = 0;
+#define AR__PUT(...)                                                              \
+  do {                                                                            \
+    if (gl < sizeof g) gl += (size_t)snprintf(g + gl, sizeof g - gl, __VA_ARGS__); \
+  } while (0)
     AR__PUT("%s%s v%d", first_group ? "" : "; ", list[i].op, (int)list[i].version);
     if (list[i].option[0] && strcmp(list[i].option, "unknown custom op") != 0 &&
         strcmp(list[i].option, "no kernel for this op") != 0)
@@ -1721,9 +1735,21 @@ int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, si
     }
     if (list[i].subgraph > 0) AR__PUT(" of subgraph %d", (int)list[i].subgraph);
     AR__PUT(")");
+#undef AR__PUT
+    if (gl >= sizeof g || at + gl + TAIL >= msg_bytes) {
+      /* the last group may take the tail's room too */
+      if (listed + count == n && gl < sizeof g && at + gl < msg_bytes) {
+        memcpy(msg + at, g, gl + 1);
+        return AR_EUNSUPPORTED;
+      }
+      snprintf(msg + at, msg_bytes - at, "%s... and %d more", first_group ? "" : "; ", (int)(n - listed));
+      return AR_EUNSUPPORTED;
+    }
+    memcpy(msg + at, g, gl + 1);
+    at += gl;
+    listed += count;
     first_group = false;
   }
-#undef AR__PUT
   return AR_EUNSUPPORTED;
 }
 

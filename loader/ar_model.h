@@ -309,7 +309,9 @@ int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_
  * 300, 420, 555); TransformTensorBilinear v2 (ops ...); ..." - grouped by (op, version, option,
  * subgraph) in order of first appearance, operators of a subgraph other than 0 named "(ops 3, 4
  * of subgraph 2)", the option in brackets when it is more than the op being unknown, at
- * most 16 operator indices per group. Always returns AR_EUNSUPPORTED. */
+ * most 16 operator indices per group. Groups are written whole: when the next would not fit in
+ * msg_bytes the text ends with "; ... and N more" (N operators left unnamed; the list itself
+ * carries them all). Always returns AR_EUNSUPPORTED. */
 int ar_unsupported_format(const ar_unsupported_t *list, int32_t n, char *msg, size_t msg_bytes);
 
 /* Release a model (and the copy of the file ar_model_load made). NULL is a no-op. */

@@ -996,6 +996,144 @@ START_TEST(names_are_escaped_in_svg_and_admin_lines) {
 END_TEST
 
 
+/* ---- arenactl inspect: every operator, what cannot run and why (issue 28) ----------------- */
+
+/* Write `bytes` to a new file under /tmp; the path into `path`. */
+static void write_tmp_model(char *path, size_t n, const char *tag, const uint8_t *bytes, size_t len) {
+  snprintf(path, n, "/tmp/check_cli_%s_%d.tflite", tag, (int)getpid());
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* x float32 -> op 0 RELU with 2 inputs (an arity error, EINVAL at prepare: inspect stopped there
+ * before and showed no operator list) -> op 1 ABS on int8 (a dtype it does not take) -> op 2
+ * CONCATENATION of 17 inputs (more than a node holds: the loader's refusal, describe failed
+ * before) -> op 3 RELU (runs). inspect lists all four, marks 0-2 "cannot run: <why>" and 3 "runs",
+ * in text and --json (with the operator's dtypes), and exits 0. */
+START_TEST(inspect_lists_every_operator_and_why) {
+  ar_tm_tensor_t t[8] = {
+    {"x", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+    {"a", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
+    {"q", AR_DTYPE_INT8, 2, {1, 4}, false, {0}, NULL},
+    {"qa", AR_DTYPE_INT8, 2, {1, 4}, false, {0}, NULL},
+    {"c", AR_DTYPE_FLOAT32, 2, {17, 4}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 2, {17, 4}, false, {0}, NULL},
+  };
+  ar_tm_op_t ops[4] = {
+    {19, 2, 1, {0, 0}, {1}, 0, 0, {{0}}},            /* RELU, two inputs */
+    {101, 1, 1, {2}, {3}, 0, 0, {{0}}},              /* ABS int8 */
+    {2, 17, 1, {0}, {4}, 10, 1, {{0, 4, 0}}},        /* CONCATENATION of 17 */
+    {19, 1, 1, {4}, {5}, 0, 0, {{0}}},               /* RELU: runs */
+  };
+  for (int i = 0; i < 17; i++) ops[2].in[i] = 1;
+  const int32_t ins[] = {0, 2}, outs[] = {3, 5};
+  size_t len = 0;
+  uint8_t *bytes = ar_tm_build(t, 6, ops, 4, ins, 2, outs, 2, &len);
+  char model[256];
+  write_tmp_model(model, sizeof model, "inspect_ops", bytes, len);
+  free(bytes);
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  int rc = sh("%s'%s/arenactl' inspect '%s' 2>&1", pre, bd, model);
+  ck_assert_msg(rc == 0, "inspect: %d %.1500s", rc, big);
+  static const char *const want[] = {
+    "    0     RELU                                     1  float32                cannot run: has 2 inputs, expected 1..1\n",
+    "    1     ABS                                      1  int8                   cannot run: input 0 (tensor q) has dtype INT8, which this operator does not take\n",
+    "    2     CONCATENATION                            1  float32                cannot run: 17 inputs, 1 outputs, 0 intermediates (at most 16 each)\n",
+    "    3     RELU                                     1  float32                runs\n",
+    "cannot run    3 operators unsupported: RELU v1 [has 2 inputs, expected 1..1] (op 0); ABS v1 [input 0 (tensor q) has dtype INT8",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    ck_assert_msg(strstr(big, want[i]) != NULL, "inspect lacks \"%s\":\n%.1500s", want[i], big);
+  rc = sh("%s'%s/arenactl' inspect '%s' --json 2>/dev/null", pre, bd, model);
+  ck_assert_msg(rc == 0, "inspect --json: %d %.1500s", rc, big);
+  json_error_t err;
+  json_t *doc = json_loads(big, 0, &err);
+  ck_assert_msg(doc != NULL, "inspect --json does not parse: %s", err.text);
+  ck_assert(json_is_false(json_object_get(doc, "runnable")));
+  json_t *un = json_object_get(doc, "unsupported_operators");
+  ck_assert_int_eq(json_array_size(un), 3);
+  static const char *const dts[] = {"float32", "int8", "float32"};
+  for (size_t i = 0; i < 3; i++) {
+    json_t *e = json_array_get(un, i);
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "index")), (json_int_t)i);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "dtypes")), dts[i]);
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "version")), 1);
+  }
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(un, 1), "op")), "ABS");
+  json_t *ol = json_object_get(json_array_get(json_object_get(doc, "subgraphs"), 0), "operators");
+  ck_assert_int_eq(json_array_size(ol), 4);
+  for (size_t i = 0; i < 4; i++) {
+    json_t *e = json_array_get(ol, i);
+    ck_assert_int_eq(json_is_true(json_object_get(e, "runs")), i == 3);
+    ck_assert_int_eq(json_is_string(json_object_get(e, "why")), i != 3);
+  }
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ol, 2), "why")),
+                   "17 inputs, 1 outputs, 0 intermediates (at most 16 each)");
+  json_decref(doc);
+  unlink(model);
+}
+END_TEST
+
+/* 40 operators of 40 distinct unknown builtin codes: the one refusal would be ~1000 bytes. The
+ * text ends at a whole group with "... and N more" (it was cut mid-word at the buffer's end);
+ * --json lists all 40, and the operators list names each. */
+START_TEST(inspect_long_refusal_ends_with_and_n_more) {
+  enum { N = 40 };
+  ar_tm_tensor_t t[N + 1];
+  ar_tm_op_t ops[N];
+  char names[N + 1][8];
+  memset(ops, 0, sizeof ops);
+  for (int i = 0; i <= N; i++) {
+    snprintf(names[i], sizeof names[i], "t%d", i);
+    t[i] = (ar_tm_tensor_t){names[i], AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL};
+  }
+  for (int i = 0; i < N; i++) {
+    ops[i].builtin = 300 + i;
+    ops[i].n_in = 1; ops[i].in[0] = i;
+    ops[i].n_out = 1; ops[i].out[0] = i + 1;
+  }
+  const int32_t ins[] = {0}, outs[] = {N};
+  size_t len = 0;
+  uint8_t *bytes = ar_tm_build(t, N + 1, ops, N, ins, 1, outs, 1, &len);
+  char model[256];
+  write_tmp_model(model, sizeof model, "inspect_long", bytes, len);
+  free(bytes);
+  const char *pre = ar_test_exec_prefix(), *bd = builddir();
+  int rc = sh("%s'%s/arenactl' inspect '%s' 2>&1", pre, bd, model);
+  ck_assert_msg(rc == 0, "inspect: %d %.1500s", rc, big);
+  const char *line = strstr(big, "cannot run    40 operators unsupported: BUILTIN_300 v1 (op 0); BUILTIN_301 v1 (op 1)");
+  ck_assert_msg(line != NULL, "%.1500s", big);
+  const char *eol = strchr(line, '\n');
+  ck_assert_ptr_nonnull(eol);
+  /* "...; BUILTIN_3kk v1 (op k); ... and M more" with k + 1 + M = 40 */
+  const char *tail = strstr(line, "; ... and ");
+  ck_assert_msg(tail != NULL && tail < eol, "%.*s", (int)(eol - line), line);
+  int more = -1, last = -1;
+  ck_assert_int_eq(sscanf(tail, "; ... and %d more", &more), 1);
+  ck_assert_msg(strncmp(tail + strlen("; ... and ") + (more >= 10 ? 2 : 1), " more\n", 6) == 0, "%.*s",
+                (int)(eol - line), line);
+  const char *p = tail;
+  while (p > line && p[-1] != '(') p--;
+  ck_assert_int_eq(sscanf(p, "op %d)", &last), 1);
+  ck_assert_int_eq(last + 1 + more, N);
+  ck_assert_int_gt(more, 0);
+  ck_assert_msg(strstr(big, "    39    BUILTIN_339                              1  float32                cannot run: no kernel for this op\n") != NULL,
+                "%.1500s", big);
+  rc = sh("%s'%s/arenactl' inspect '%s' --json 2>/dev/null", pre, bd, model);
+  ck_assert_msg(rc == 0, "inspect --json: %d %.1500s", rc, big);
+  json_error_t err;
+  json_t *doc = json_loads(big, 0, &err);
+  ck_assert_msg(doc != NULL, "inspect --json does not parse: %s", err.text);
+  json_t *un = json_object_get(doc, "unsupported_operators");
+  ck_assert_int_eq(json_array_size(un), N);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(un, N - 1), "op")), "BUILTIN_339");
+  json_decref(doc);
+  unlink(model);
+}
+END_TEST
+
 /* ---- arenactl bench ------------------------------------------------------------------------ */
 
 /* The model's operator count and its op types with their counts, from `arenactl inspect --json`
@@ -1293,6 +1431,8 @@ static Suite *suite(void) {
   tcase_add_test(prog, bench_prints_every_figure_and_a_row_per_operator);
   tcase_add_test(prog, bench_json_parses_with_ordered_percentiles);
   tcase_add_test(prog, bench_refuses_bad_requests_clearly);
+  tcase_add_test(prog, inspect_lists_every_operator_and_why);
+  tcase_add_test(prog, inspect_long_refusal_ends_with_and_n_more);
   suite_add_tcase(s, prog);
   return s;
 }
