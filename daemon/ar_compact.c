@@ -112,6 +112,19 @@ static void compact_apply(ar_server_t *srv, int rc, const char *why) {
     }
   }
   if (rc == 0) {
+    /* The state of a stateful model (its default slot, at the end of its persistent region) moves
+     * with the region: its MOVE job's place keeps the bytes it finds there (ar_interp_place). The
+     * moves go down and in offset order, so each slide reads bytes no earlier one overwrote; the
+     * groups owning them are parked. */
+    for (size_t i = 0; i < n; i++) {
+      if (moves[i].kind != AR_REGION_PERSISTENT) continue;
+      for (ar_dmodel_t *m = srv->models; m; m = m->next) {
+        if (slots[i] != &m->persistent_offset || !m->interp) continue;
+        const uint64_t sb = ar_interp_state_bytes(m->interp), so = ar_interp_default_state_offset(m->interp);
+        if (sb > 0 && so + sb <= moves[i].bytes)
+          memmove(srv->pool.base + moves[i].to + so, srv->pool.base + moves[i].from + so, (size_t)sb);
+      }
+    }
     f->bytes_moved = ar_pool_compact(&srv->pool);
     f->regions_moved = (uint32_t)n;
     for (size_t i = 0; i < n; i++) *slots[i] = moves[i].to;

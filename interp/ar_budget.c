@@ -63,7 +63,7 @@ static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b :
  * rule made unnecessary (its producing operator never runs: which rule, and which operator does its
  * work or reads around it), or one nothing reads or writes. */
 typedef struct unbuffered {
-  const char *kind;     /* "constant", "elided", "unused" */
+  const char *kind;     /* "constant", "elided", "unused", "state" (a variable: in the state slot) */
   const char *fusion;   /* elided: "inverted-residual", "pad-fold", "sparse-as-stored", "fp16-as-stored"; else "" */
   int32_t producer;     /* the operator that writes the tensor in the model, -1 */
   int32_t by;           /* elided: the operator doing its work (fusions) or reading around it; -1 */
@@ -117,6 +117,9 @@ static void classify(const ar_interp_t *in, int32_t t, const int32_t *producer, 
     if (ar_interp_tensor_plan(in)[t].home == AR_HOME_CONSTANT) {
       u->kind = "constant";
       snprintf(u->reason, sizeof u->reason, "constant: read in place from the model mapping");
+    } else if (ar_interp_tensor_plan(in)[t].home == AR_HOME_STATE) {
+      u->kind = "state";
+      snprintf(u->reason, sizeof u->reason, "variable: a piece of the state slot (state bytes per slot)");
     } else {
       snprintf(u->reason, sizeof u->reason, "no operator reads or writes it, nor is it a graph input or output");
     }
@@ -276,13 +279,13 @@ json_t *ar_budget_json(const ar_interp_t *in) {
   int32_t *producer = NULL, *reader = NULL;
   json_t *nob = json_array();
   if (nob == NULL || producers_readers(sg, &producer, &reader) != 0) bad = 1;
-  uint64_t counts[3] = {0, 0, 0}, elided_bytes = 0, constant_bytes = 0;
+  uint64_t counts[4] = {0, 0, 0, 0}, elided_bytes = 0, constant_bytes = 0;
   for (int32_t t = 0; !bad && t < (int32_t)sg->n_tensors; t++) {
     if (has_buffer(in, t)) continue;
     unbuffered_t u;
     classify(in, t, producer, reader, &u);
     const uint64_t bytes = sg->tensors[t].bytes;
-    const int kind = u.kind[0] == 'c' ? 0 : u.kind[0] == 'e' ? 1 : 2;
+    const int kind = u.kind[0] == 'c' ? 0 : u.kind[0] == 'e' ? 1 : u.kind[0] == 's' ? 3 : 2;
     counts[kind]++;
     if (kind == 0) constant_bytes += sg->tensors[t].data_bytes;
     if (kind == 1) elided_bytes += bytes;
@@ -296,8 +299,9 @@ json_t *ar_budget_json(const ar_interp_t *in) {
   free(producer);
   free(reader);
   bad |= json_object_set_new(root, "no_buffer", nob ? nob : json_null());
-  json_t *cnt = json_pack("{s:I, s:I, s:I, s:I, s:I}", "constant", (json_int_t)counts[0], "elided",
-                          (json_int_t)counts[1], "unused", (json_int_t)counts[2], "constant_bytes",
+  json_t *cnt = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "constant", (json_int_t)counts[0], "elided",
+                          (json_int_t)counts[1], "unused", (json_int_t)counts[2], "state", (json_int_t)counts[3],
+                          "constant_bytes",
                           (json_int_t)constant_bytes, "elided_bytes", (json_int_t)elided_bytes);
   bad |= json_object_set_new(root, "no_buffer_counts", cnt ? cnt : json_null());
   bad |= json_object_set_new(root, "tensors", json_integer((json_int_t)sg->n_tensors));

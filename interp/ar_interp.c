@@ -33,88 +33,7 @@
 #include "common/ar_error.h"
 #include "common/ar_util.h"
 #include "kernels/ar_parallel.h"
-
-typedef struct cf_op cf_op_t;
-typedef struct rvar rvar_t;
-
-struct ar_interp {
-  const ar_model_t *model;
-  const ar_subgraph_t *sg;
-  int32_t subgraph;               /* index of sg in the model (0: the main graph) */
-  ar_interp_t *root;              /* the main graph's interpreter (itself there) */
-  cf_op_t **cf;                   /* n_ops: a WHILE / IF / CALL_ONCE's children, NULL elsewhere */
-  int32_t *res_var;               /* n_tensors: the resource variable a RESOURCE tensor names, or -1 */
-  /* The main graph's interpreter only: resource variables (one per (container, shared_name) in
-   * the whole model) at the end of its persistent region, and the last invoke's error. */
-  rvar_t *vars;
-  int32_t n_vars;
-  uint64_t vars_offset, vars_bytes;
-  char err[256];
-  ar_interp_options_t opt;
-  int32_t n_tensors, n_ops;
-
-  ar_tview_t *views;              /* n_tensors */
-  ar_node_t *nodes;               /* n_ops */
-  const ar_kernel_t **kernels;    /* n_ops */
-  bool *op_folded;                /* n_ops */
-  ar_op_mode_t *op_mode;          /* n_ops: at invoke, folded, or at use (ar_lifetimes_op_modes) */
-  int32_t *op_step;               /* n_ops: the step each operator runs at */
-  int32_t *at_use_op;             /* n_tensors: the at-use DEQUANTIZE writing the tensor, or -1 */
-  int32_t *fused_into;            /* n_ops: the DEPTHWISE_CONV_2D an expansion conv runs inside, or -1 */
-  int32_t *extra_input;           /* n_ops: the input of the conv fused into it (lifetimes), or -1 */
-  int32_t *pad_into;              /* n_ops: the DEPTHWISE_CONV_2D a PAD is folded into, or -1 */
-  ar_options_t *own_options;      /* n_ops or NULL: options of a producer a RELU is folded into */
-  bool *has_own_options;          /* n_ops or NULL: own_options[k] is operator k's (find_act_folds) */
-  bool *elided;                   /* n_ops: a sparse filter's DENSIFY (-> DEQUANTIZE), not run: its
-                                   * CONV_2D reads the sparse constant (find_sparse_filters) */
-  uint64_t *scratch_bytes;        /* n_ops, 0 for folded operators */
-  int32_t *scratch_buf;           /* n_ops, planner buffer or -1 */
-  uint64_t *state_offset;         /* n_ops, offset of node state in the persistent region */
-  int32_t *run_ops;               /* indices of the operators executed at invoke */
-  int32_t n_run;
-
-  ar_planner_t *planner;
-  ar_planner_t *old_planner;      /* the plan before the last ar_interp_prepare, freed at the next:
-                                   * a reader on another thread (stats) never sees it freed under it */
-  ar_tensor_plan_t *tensor_plan;  /* n_tensors */
-  uint64_t arena_bytes;
-  uint64_t planner_persistent_bytes;  /* aligned; node state starts here */
-  uint64_t persistent_bytes;
-  uint64_t macs;
-
-  bool placed;
-  void *owned_activation, *owned_persistent;   /* from ar_interp_place_owned */
-  ar_threadpool_t *pool;          /* the pool the nodes use: opt.pool, or own_pool */
-  ar_threadpool_t *own_pool;      /* started at the first place when opt.threads > 1 */
-
-  /* Resizing (ar_interp_resize_input, ar_interp_set_shape_input, ar_interp_prepare). */
-  ar_tensor_t *cur;               /* n_tensors: the stored tensors with the current dims and bytes */
-  bool dirty;                     /* shapes or shape values changed since the last prepare */
-  uint8_t **snap;                 /* per graph input: value of an input that sets a shape, or NULL */
-  bool *snap_valid;               /* per graph input: snap holds a value given by the caller */
-};
-
-struct rvar {
-  const char *container, *shared_name;
-  int32_t sg, op;                 /* the first VAR_HANDLE naming it, for messages */
-  const ar_tensor_t *value;       /* the first ASSIGN_VARIABLE value writing it (dtype, shape) */
-  int32_t value_sg, value_op;
-  uint64_t bytes, offset;         /* offset in the variables' area (64-byte aligned) */
-  uint8_t *data;                  /* set at place */
-};
-
-struct cf_op {
-  ar_interp_t *parent;
-  ar_op_t op;
-  int32_t k, n_child;
-  int32_t sub[2];
-  ar_interp_t *child[2];
-  uint64_t arena_bytes, state_bytes;
-  uint64_t child_state_off[2];
-  uint64_t copy_bytes;            /* per WHILE iteration / per IF */
-  int64_t last_iterations;
-  uint8_t *armed;                 /* CALL_ONCE: 0 until its init subgraph ran (in the state) */
-};
+#include "interp/ar_interp_int.h"
 
 void ar_interp_options_default(ar_interp_options_t *opt) {
   memset(opt, 0, sizeof(*opt));
@@ -619,7 +538,12 @@ static const ar_kernel_t cf_kernel;
 
 int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
                   char *msg, size_t msg_bytes) {
-  return interp_new(model, opt_in, out, msg, msg_bytes, NULL, 0, NULL, 0, NULL);
+  int rc = interp_new(model, opt_in, out, msg, msg_bytes, NULL, 0, NULL, 0, NULL);
+  if (rc == 0 && (rc = ar__state_layout(*out, msg, msg_bytes)) != 0) {
+    ar_interp_free(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 int ar_interp_unsupported(const ar_model_t *model, const ar_interp_options_t *opt,
@@ -1034,12 +958,12 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   ar_planner_figures(in->planner, &fig);
   in->arena_bytes = ar_align_up(fig.arena_bytes, AR_ARENA_ALIGNMENT);
   in->planner_persistent_bytes = ar_align_up(fig.persistent_bytes, AR_ARENA_ALIGNMENT);
-  in->vars_offset = in->planner_persistent_bytes + state_total;
-  if (ar_add_overflow_u64(in->planner_persistent_bytes, state_total, &in->persistent_bytes) ||
-      ar_add_overflow_u64(in->persistent_bytes, in->vars_bytes, &in->persistent_bytes)) {
+  /* The main graph's default state slot follows (ar__state_layout adds its bytes). */
+  if (ar_add_overflow_u64(in->planner_persistent_bytes, state_total, &in->persistent_bytes)) {
     rc = ar_errf(msg, msg_bytes, AR_EOVERFLOW, "interp: persistent bytes overflow");
     goto fail;
   }
+  in->slot_offset = in->persistent_bytes;
   /* A subgraph input whose value sets a shape cannot be given by the caller. */
   if (root && in->dirty) {
     rc = ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "subgraph %d: an input sets a tensor shape by its value "
@@ -1068,6 +992,7 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->cf);
   free(in->res_var);
   free(in->vars);
+  ar__state_free(in);
   ar_planner_free(in->old_planner);
   if (in->snap)
     for (uint32_t i = 0; i < in->sg->n_inputs; i++) free(in->snap[i]);
@@ -1102,7 +1027,7 @@ void ar_interp_free(ar_interp_t *in) {
 void ar_interp_weight_figures(const ar_interp_t *in, ar_weight_figures_t *out) {
   memset(out, 0, sizeof(*out));
   out->weights_bytes = in->model->constant_bytes;
-  out->packed_bytes = in->persistent_bytes - in->planner_persistent_bytes;
+  out->packed_bytes = in->persistent_bytes - in->planner_persistent_bytes - (in->root == in ? in->state_bytes : 0);
   for (int32_t t = 0; t < in->n_tensors; t++) {
     const ar_tensor_plan_t *tp = &in->tensor_plan[t];
     if (tp->home == AR_HOME_PERSISTENT && tp->folded) out->folded_bytes += in->views[t].bytes;
@@ -1247,16 +1172,16 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
   for (int32_t t = 0; t < in->n_tensors; t++) {
     const ar_tensor_plan_t *tp = &in->tensor_plan[t];
     ar_tview_t *v = &in->views[t];
+    if (in->res_var[t] >= 0) continue;   /* a RESOURCE tensor: its variable's bytes (ar__state_place) */
     switch (tp->home) {
       case AR_HOME_ARENA:
         v->data = act + ar_planner_offset(in->planner, tp->buffer);
         break;
-      case AR_HOME_PERSISTENT: {
+      case AR_HOME_PERSISTENT:
         v->data = pers + ar_planner_offset(in->planner, tp->buffer);
-        /* Variables start at zero (TFLite resets variable tensors at AllocateTensors). */
-        if (!tp->folded) memset(v->data, 0, v->bytes);
         break;
-      }
+      case AR_HOME_STATE:   /* bound to the state slot (ar__state_place) */
+        break;
       case AR_HOME_CONSTANT:
         v->data = (void *)in->sg->tensors[t].data;
         break;
@@ -1266,15 +1191,10 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
         break;
     }
   }
-  /* Resource variables start at zero (placed again: reset) in the main graph's persistent region;
-   * a RESOURCE tensor's view holds its variable's bytes. */
-  if (in->root == in)
-    for (int32_t i = 0; i < in->n_vars; i++) {
-      in->vars[i].data = pers + in->vars_offset + in->vars[i].offset;
-      memset(in->vars[i].data, 0, (size_t)in->vars[i].bytes);
-    }
-  for (int32_t t = 0; t < in->n_tensors; t++)
-    if (in->res_var[t] >= 0) in->views[t].data = in->root->vars[in->res_var[t]].data;
+  /* The state (variable tensors, resource variables and the RESOURCE tensors naming them,
+   * CALL_ONCE flags, of every subgraph): the bound slot, or the default one at the end of this
+   * region, reset only at the first place (ar_state.c). Bound before any kernel init. */
+  if (in->root == in) ar__state_place(in, pers);
   for (int32_t k = 0; k < in->n_ops; k++) {
     ar_node_t *nd = &in->nodes[k];
     nd->scratch = in->scratch_buf[k] >= 0 ? act + ar_planner_offset(in->planner, in->scratch_buf[k])
@@ -1333,8 +1253,13 @@ int ar_interp_place_owned(ar_interp_t *in, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_ENOMEM, "place: cannot allocate %llu + %llu bytes",
                    (unsigned long long)ab, (unsigned long long)pb);
   }
+  /* The default state slot moves with the region: copied, then kept by the place. */
+  if (in->root == in && in->default_slot && !in->state_fresh && in->state_bytes > 0)
+    memcpy((uint8_t *)p + in->slot_offset, in->default_slot, (size_t)in->state_bytes);
+  uint8_t *old_slot = in->default_slot;
   int rc = ar_interp_place(in, a, ab, p, pb, msg, msg_bytes);
   if (rc != 0) {
+    in->default_slot = old_slot;
     free(a);
     free(p);
     return rc;
@@ -1537,18 +1462,14 @@ static int build_vars(ar_interp_t *root, char *msg, size_t msg_bytes) {
         }
       }
     }
-  uint64_t off = 0;
   for (int32_t i = 0; i < root->n_vars; i++) {
     rvar_t *v = &root->vars[i];
     if (!v->value)
       return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, "resource variable '%s%s%s' (VAR_HANDLE, subgraph %d, "
                      "operator %d): no ASSIGN_VARIABLE writes it, so its shape cannot be known at load: "
                      "refused", v->container, v->container[0] ? "/" : "", v->shared_name, v->sg, v->op);
-    v->bytes = v->value->bytes;
-    v->offset = off;
-    off += ar_align_up(v->bytes ? v->bytes : 1, AR_ARENA_ALIGNMENT);
+    v->bytes = v->value->bytes;   /* its offset: in the state slot (ar__state_layout) */
   }
-  root->vars_bytes = off;
   return 0;
 }
 
@@ -1609,7 +1530,7 @@ static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   } else {
     cf->n_child = 1, cf->sub[0] = op->options.call_once.init_subgraph;
   }
-  uint64_t state = AR_ARENA_ALIGNMENT;   /* CALL_ONCE's flag (kept for all: one rule) */
+  uint64_t state = 0;   /* the children's persistent regions (CALL_ONCE's flag: in the state slot) */
   for (int32_t j = 0; j < cf->n_child; j++) {
     ar_interp_options_t o = in->opt;
     o.pool = NULL;   /* the parent's pool is handed over at place */
@@ -1731,13 +1652,11 @@ static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes) {
     if (!cf) continue;
     ar_node_t *nd = &in->nodes[k];
     uint8_t *state = nd->state;
-    cf->armed = state;
-    state[0] = 0;   /* CALL_ONCE runs again after a place (a reset) */
     cf->last_iterations = 0;
     for (int32_t j = 0; j < cf->n_child; j++) {
       ar_interp_t *c = cf->child[j];
       set_pool(c, in->pool);
-      int rc = ar_interp_place(c, nd->scratch, cf->arena_bytes, state + cf->child_state_off[j],
+      int rc = ar_interp_place(c, nd->scratch, cf->arena_bytes, state ? state + cf->child_state_off[j] : NULL,
                                ar_interp_persistent_bytes(c), msg, msg_bytes);
       if (rc != 0) return rc;
     }
@@ -1844,7 +1763,7 @@ int ar_interp_resource_var(const ar_interp_t *in, int32_t i, const char **contai
   if (container) *container = r->vars[i].container;
   if (shared_name) *shared_name = r->vars[i].shared_name;
   if (bytes) *bytes = r->vars[i].bytes;
-  if (offset) *offset = r->vars_offset + r->vars[i].offset;
+  if (offset) *offset = r->slot_offset + r->vars[i].offset;
   return 0;
 }
 
@@ -1977,9 +1896,14 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   ar_planner_figures(p, &fig);
   in->arena_bytes = ar_align_up(fig.arena_bytes, AR_ARENA_ALIGNMENT);
   in->planner_persistent_bytes = ar_align_up(fig.persistent_bytes, AR_ARENA_ALIGNMENT);
-  in->vars_offset = in->planner_persistent_bytes + state_total;
-  in->persistent_bytes = in->planner_persistent_bytes + state_total + in->vars_bytes;
+  in->persistent_bytes = in->slot_offset = in->planner_persistent_bytes + state_total;
   in->macs = macs;
   in->dirty = false;
+  /* The state slot again: unchanged pieces keep their state (ar_interp_state_note says what
+   * a changed layout reset). */
+  if (in->root == in && (rc = ar__state_layout(in, msg, msg_bytes)) != 0) {
+    in->dirty = true;
+    return rc;
+  }
   return 0;
 }

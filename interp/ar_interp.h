@@ -18,9 +18,11 @@
  *   | planned tensors + scratch at planner offsets                  |  ar_interp_arena_bytes()
  *   +--------------------------------------------------------------+
  *   persistent region (owned by this interpreter alone)
- *   +----------------------------------------------+
- *   | folded constants | per-node kernel state      |  ar_interp_persistent_bytes()
- *   +----------------------------------------------+
+ *   +-------------------------------------------------------------------+
+ *   | folded constants | per-node kernel state | default state slot      |  ar_interp_persistent_bytes()
+ *   +-------------------------------------------------------------------+
+ *   (the state slot: every variable tensor, resource variable and CALL_ONCE flag of the model,
+ *   ar_interp_state_bytes; see "State slots" below)
  *   weights: read-only inside the model's file mapping (never copied). With stored weights (the
  *   default) fp16 weights stay there as fp16: a DEQUANTIZE of them whose readers all read fp16
  *   as stored (ar_kernel_reads_f16, e.g. CONV_2D's filter and bias) is elided and the readers
@@ -157,8 +159,12 @@ const ar_interp_options_t *ar_interp_options(const ar_interp_t *in);
  * 64-byte aligned, owned by the caller and kept alive until free. Folds constants and runs kernel
  * init. Can be called again with other regions, either or both moved: folding and init run again
  * from the model's constants, so nothing of the old places is read (they may overlap the new ones
- * or hold anything) and no pointer into them survives; variables restart at zero. The daemon's
- * pool compaction relies on this (tests/check_compact.c). Also sets OpenBLAS's (process-wide) thread count to
+ * or hold anything) and no pointer into them survives - except the state: a place never writes a
+ * slot bound with ar_interp_bind_state, and keeps the default slot's bytes, which it resets only at
+ * the first place (or after a prepare changed its layout). A caller moving the persistent region
+ * moves the default slot's ar_interp_state_bytes bytes at ar_interp_default_state_offset with it
+ * (the daemon's compaction slides them; ar_interp_place_owned copies them). The daemon's pool
+ * compaction relies on this (tests/check_compact.c). Also sets OpenBLAS's (process-wide) thread count to
  * 1, starts the interpreter's own thread pool the first time (options `threads` > 1 without a
  * `pool`), and runs one small product on the calling thread - on every thread of its own pool at
  * once - so that OpenBLAS maps its lazily allocated work buffers here rather than in an invoke.
@@ -207,11 +213,12 @@ const char *ar_interp_last_error(const ar_interp_t *in);
  * children's graph input and output tensors (never an allocation): WHILE copies its inputs into
  * its outputs, then per iteration the outputs into cond's inputs and body's inputs and body's
  * outputs back; IF copies inputs 1.. into the branch taken and its outputs out. CALL_ONCE runs its
- * init subgraph at the first invoke after each place (a reset re-arms it).
+ * init subgraph at the first invoke of a state slot (its "ran" flag is in the slot; a reset
+ * re-arms it).
  * Resource variables (VAR_HANDLE with the same container and shared_name, in any subgraph, are
- * one variable) live at the end of the main graph's persistent region, zeroed at each place,
- * each sized from the ASSIGN_VARIABLE values writing it (all of one dtype and shape; a variable
- * nothing assigns is refused at ar_interp_new, naming it). */
+ * one variable) live in the state slot, each sized from the ASSIGN_VARIABLE values writing it
+ * (all of one dtype and shape; a variable nothing assigns is refused at ar_interp_new, naming
+ * it). */
 typedef struct ar_cf_info {
   ar_op_t op;                   /* AR_OP_WHILE, AR_OP_IF or AR_OP_CALL_ONCE */
   int32_t n_children;
@@ -229,10 +236,49 @@ int ar_interp_control_flow(const ar_interp_t *in, int32_t k, ar_cf_info_t *out);
 /* The subgraph this interpreter runs (0 for the main graph). */
 int32_t ar_interp_subgraph(const ar_interp_t *in);
 /* Resource variables of the model (main graph's interpreter): count, and variable i's key, size
- * and offset in the persistent region. */
+ * and offset in the persistent region (inside the default state slot). */
 int32_t ar_interp_n_resource_vars(const ar_interp_t *in);
 int ar_interp_resource_var(const ar_interp_t *in, int32_t i, const char **container, const char **shared_name,
                            uint64_t *bytes, uint64_t *offset);
+
+/* ---- State slots (issue 27): one block per stream.
+ *
+ * A model's state - every variable tensor of every subgraph (is_variable: LSTM, SVDF), every
+ * resource variable, each CALL_ONCE's "ran" flag - is laid out in ONE block, each piece at its
+ * natural alignment (its element size; 64 for a piece of 64 bytes or more), the total rounded up
+ * to 64. The interpreter owns a default slot (end of its persistent region); a caller may own
+ * any number of others (sessions) and bind one before each invoke. Switching copies no state
+ * byte: it rewrites the pointers of the views (and variables, flags) that live in the slot.
+ * Kernels therefore read a variable tensor's data pointer at eval, never keep it from init.
+ * All of these take the main graph's interpreter. */
+
+/* Bytes of one state slot; 0 for a stateless model. */
+uint64_t ar_interp_state_bytes(const ar_interp_t *in);
+/* Make `slot` (ar_interp_state_bytes, 64-byte aligned, owned by the caller; NULL: the default
+ * slot) the state the next invokes read and write, until another bind. Copies nothing, never
+ * allocates, O(state pieces); a stateless model ignores it. Places keep the binding. Errors:
+ * AR_EINVAL (misaligned; the binding is unchanged). */
+int ar_interp_bind_state(ar_interp_t *in, void *slot);
+/* Write a slot's initial state (NULL: the default slot): 0, or an int8 variable tensor's zero
+ * point (TFLite's ResetVariableTensors), every CALL_ONCE re-armed (its init subgraph runs at this
+ * slot's next invoke). Never allocates. A fresh caller-owned slot must be reset before its first
+ * invoke. */
+void ar_interp_reset_state(ar_interp_t *in, void *slot);
+/* Pieces of the slot, for plan and stats reports: piece i's name (a tensor's name,
+ * "container/shared_name" of a resource variable, "CALL_ONCE op K ran"), the subgraph it
+ * belongs to, its offset in the slot and bytes. Errors: AR_EINVAL (no such piece). */
+int32_t ar_interp_n_state_pieces(const ar_interp_t *in);
+int ar_interp_state_piece(const ar_interp_t *in, int32_t i, const char **name, int32_t *subgraph, uint64_t *offset,
+                          uint64_t *bytes);
+/* The default slot: its offset in the persistent region, and where it is (NULL until placed). */
+uint64_t ar_interp_default_state_offset(const ar_interp_t *in);
+void *ar_interp_default_state(const ar_interp_t *in);
+/* A prepare (resize) that changes the size or place of a piece resets the default slot at the
+ * next place and unbinds an external slot (the binding falls back to the default: slots of the
+ * old size cannot hold the new layout); the generation then counts up and the note names the
+ * pieces ("state reset: NAME (A -> B bytes), ..."; "" when the last prepare kept the state). */
+uint32_t ar_interp_state_generation(const ar_interp_t *in);
+const char *ar_interp_state_note(const ar_interp_t *in);
 
 /* Number of operators executed per invoke (folded constant operators excluded). */
 int32_t ar_interp_runtime_operators(const ar_interp_t *in);

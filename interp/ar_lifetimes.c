@@ -311,7 +311,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
       continue;
     }
     if (ten->is_variable) {
-      tp->home = AR_HOME_PERSISTENT;
+      tp->home = AR_HOME_STATE;
       tp->first_use = 0;
       tp->last_use = last_step;
       continue;

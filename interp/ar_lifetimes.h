@@ -13,7 +13,8 @@
  *     input's shape), never for graph outputs.
  *
  * Both: DEQUANTIZE/DENSIFY whose inputs are constants (or folded) produce AR_BUF_PERSISTENT
- * tensors, folded once at place time and not run at invoke. Variables are persistent too.
+ * tensors, folded once at place time and not run at invoke. Variables live in the state slot
+ * (AR_HOME_STATE, no planner buffer).
  *
  * Weights kept as stored (weights_stored, the interpreter's AR_WEIGHTS_STORED): a DEQUANTIZE from
  * FLOAT16 of a constant (or of a folded tensor, e.g. a DENSIFY output) is not folded. It runs at
@@ -53,7 +54,9 @@ typedef enum ar_tensor_home {
   AR_HOME_NONE = 0,       /* not used by any operator nor a graph input/output */
   AR_HOME_CONSTANT = 1,   /* read-only data in the model mapping */
   AR_HOME_ARENA = 2,      /* planner buffer (AR_BUF_ARENA), possibly an alias */
-  AR_HOME_PERSISTENT = 3, /* planner buffer (AR_BUF_PERSISTENT): folded constant or variable */
+  AR_HOME_PERSISTENT = 3, /* planner buffer (AR_BUF_PERSISTENT): folded constant */
+  AR_HOME_STATE = 4,      /* a variable tensor: a piece of the state slot (ar_interp_state_piece),
+                           * no planner buffer */
 } ar_tensor_home_t;
 
 typedef struct ar_tensor_plan {

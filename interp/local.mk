@@ -1,6 +1,8 @@
 # interp: rules for this layer (see top Makefile.am).
 # interpreter (owner: interpreter work): prepare / place / invoke over the kernels.
-libarinterp_la_SOURCES += interp/ar_interp.c interp/ar_interp.h
+libarinterp_la_SOURCES += interp/ar_interp.c interp/ar_interp.h interp/ar_interp_int.h
+# the state slot (issue 27): layout, bind, reset of every piece of per-stream state.
+libarinterp_la_SOURCES += interp/ar_state.c
 # lifetimes + budget table (owner: memory-planner work).
 libarinterp_la_SOURCES += interp/ar_lifetimes.c interp/ar_lifetimes.h interp/ar_budget.c interp/ar_budget.h
 # interpreter tests (owner: interpreter work): goldens, plan independence, zero allocation.

@@ -75,7 +75,9 @@ out:
 }
 
 int ar_ts_reset_default(ar_interp_t *in, char *msg, size_t msg_bytes) {
-  return ar_interp_place_owned(in, msg, msg_bytes);
+  (void)msg, (void)msg_bytes;
+  ar_interp_reset_state(in, NULL);   /* the default slot (a place keeps the state) */
+  return 0;
 }
 
 int64_t ar_ts_compare(ar_dtype_t dtype, const void *got, const void *want, uint64_t bytes, double *ratio,

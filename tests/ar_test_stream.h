@@ -54,8 +54,8 @@ typedef struct ar_ts_hooks {
   void (*after_invoke)(void *ctx, ar_interp_t *in, int32_t step);    /* before the comparison */
 } ar_ts_hooks_t;
 
-/* The interpreter's state back to its initial value (variable tensors at 0 / their zero point):
- * until the state API lands, a new place (which restarts variables at zero). 0 or its error. */
+/* The interpreter's default state slot back to its initial value (variable tensors at 0 / their
+ * zero point, CALL_ONCE re-armed: ar_interp_reset_state). Returns 0. */
 int ar_ts_reset_default(ar_interp_t *in, char *msg, size_t msg_bytes);
 
 /* How a stream compared. */
