@@ -21,6 +21,12 @@ tests_check_threads_SOURCES = tests/check_threads.c tests/ar_test_client.h tests
 tests_check_threads_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_check_threads_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_threads_OBJECTS): proto/arenad.pb-c.h
+# state slots (issue 27): layout by hand, bind / reset / re-place, golden streams on interleaved slots.
+check_PROGRAMS += tests/check_state
+TESTS += tests/check_state
+tests_check_state_SOURCES = tests/check_state.c $(AR_TEST_STREAM_SOURCES)
+tests_check_state_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_state_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 check_PROGRAMS += tests/check_lifetimes
 TESTS += tests/check_lifetimes
 tests_check_lifetimes_SOURCES = tests/check_lifetimes.c

@@ -199,6 +199,102 @@ out:
   return rc;
 }
 
+#define TS_MAX_SLOTS 8
+
+int ar_ts_replay_slots(ar_interp_t *in, const char *stream_dir, const ar_ts_meta_t *meta, const char *plan,
+                       const ar_ts_hooks_t *hooks, ar_ts_report_t *rep, char *msg, size_t msg_bytes) {
+  static const ar_ts_hooks_t none = {0};
+  if (!hooks) hooks = &none;
+  memset(rep, 0, sizeof(*rep));
+  rep->first_bad_step = -1;
+  const int32_t n_in = ar_interp_n_inputs(in), n_out = ar_interp_n_outputs(in);
+  const uint64_t sb = ar_interp_state_bytes(in);
+  void *slot[TS_MAX_SLOTS] = {NULL};
+  int32_t step[TS_MAX_SLOTS] = {0};
+  uint64_t max_out = 1;
+  for (int32_t j = 0; j < n_out; j++) max_out = AR_MAX(max_out, ar_interp_output(in, j)->bytes);
+  uint8_t *want = malloc((size_t)(max_out * (uint64_t)(n_out > 0 ? n_out : 1)));
+  int rc = 0;
+  if (!want) return ar_errf(msg, msg_bytes, AR_ENOMEM, "stream %s: cannot allocate the golden buffers", stream_dir);
+  for (const char *c = plan; *c; c++) {   /* the slots the plan names, but the default (A) */
+    const int s = *c >= 'a' && *c <= 'z' ? *c - 'a' : *c - 'A';
+    if (*c == '*' || s < 1 || s >= TS_MAX_SLOTS || slot[s]) continue;
+    if (!(slot[s] = aligned_alloc(64, (size_t)ar_align_up(sb ? sb : 1, 64)))) {
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "cannot allocate a state slot of %llu bytes", (unsigned long long)sb);
+      goto out;
+    }
+    ar_interp_reset_state(in, slot[s]);
+  }
+  char path[4096], why[256];
+  for (int32_t a = 0; plan[a]; a++) {
+    const char c = plan[a];
+    if (c == '*') {
+      if ((rc = ar_interp_place_owned(in, msg, msg_bytes)) != 0) goto out;
+      continue;
+    }
+    const bool reset = c >= 'a' && c <= 'z';
+    const int s = reset ? c - 'a' : c - 'A';
+    if (s < 0 || s >= TS_MAX_SLOTS) {
+      rc = ar_errf(msg, msg_bytes, AR_EINVAL, "plan '%s': action %d ('%c') is not a slot", plan, a, c);
+      goto out;
+    }
+    if (reset) {
+      ar_interp_reset_state(in, slot[s]);
+      step[s] = 0;
+      continue;
+    }
+    const int32_t k = step[s]++;
+    if (k >= meta->steps) {
+      rc = ar_errf(msg, msg_bytes, AR_EINVAL, "plan '%s': action %d: slot %c is past the stream's %d steps", plan, a,
+                   c, meta->steps);
+      goto out;
+    }
+    for (int32_t r = 0; r < meta->n_reset; r++)
+      if (meta->reset_at[r] == k) ar_interp_reset_state(in, slot[s]);
+    for (int32_t i = 0; i < n_in; i++) {
+      ar_tview_t *v = ar_interp_input(in, i);
+      snprintf(path, sizeof path, "%s/steps/%d/input_%d.bin", stream_dir, k, i);
+      if ((rc = read_exact(path, v->data, v->bytes, msg, msg_bytes)) != 0) goto out;
+    }
+    for (int32_t j = 0; j < n_out; j++) {
+      snprintf(path, sizeof path, "%s/steps/%d/output_%d.bin", stream_dir, k, j);
+      if ((rc = read_exact(path, want + (uint64_t)j * max_out, ar_interp_output(in, j)->bytes, msg, msg_bytes)) != 0)
+        goto out;
+    }
+    if (hooks->before_invoke) hooks->before_invoke(hooks->ctx, in, k);
+    rc = ar_interp_bind_state(in, slot[s]);
+    if (rc == 0) rc = ar_interp_invoke(in);
+    if (hooks->after_invoke) hooks->after_invoke(hooks->ctx, in, k);
+    if (rc != 0) {
+      rc = ar_errf(msg, msg_bytes, rc, "stream %s: action %d (slot %c, step %d): invoke failed (%s: %s)", stream_dir,
+                   a, c, k, ar_err_name(rc), ar_interp_last_error(in));
+      goto out;
+    }
+    rep->steps++;
+    bool step_bad = false;
+    for (int32_t j = 0; j < n_out; j++) {
+      const ar_tview_t *v = ar_interp_output(in, j);
+      double ratio = 0;
+      int64_t bad = ar_ts_compare(v->dtype, v->data, want + (uint64_t)j * max_out, v->bytes, &ratio, why, sizeof why);
+      rep->worst_ratio = fmax(rep->worst_ratio, ratio);
+      if (v->dtype != AR_DTYPE_FLOAT32) rep->bytes_differing += bad;
+      if (bad == 0) continue;
+      if (rep->first_bad_step < 0) {
+        rep->first_bad_step = a;
+        snprintf(rep->first_bad, sizeof rep->first_bad, "action %d (slot %c, step %d) output %d (%s): %lld bad, first %s",
+                 a, c, k, j, ar_interp_output_name(in, j), (long long)bad, why);
+      }
+      step_bad = true;
+    }
+    rep->bad_steps += step_bad;
+  }
+out:
+  ar_interp_bind_state(in, NULL);
+  for (int s = 0; s < TS_MAX_SLOTS; s++) free(slot[s]);
+  free(want);
+  return rc;
+}
+
 int ar_ts_run_model(const char *model_path, const char *stream_dir, const ar_interp_options_t *opt,
                     const ar_ts_hooks_t *hooks, ar_ts_report_t *rep, char *msg, size_t msg_bytes) {
   char m[AR_MSG_BYTES] = "";

@@ -85,6 +85,19 @@ int64_t ar_ts_compare(ar_dtype_t dtype, const void *got, const void *want, uint6
 int ar_ts_replay(ar_interp_t *in, const char *stream_dir, const ar_ts_meta_t *meta, const ar_ts_hooks_t *hooks,
                  ar_ts_report_t *rep, char *msg, size_t msg_bytes);
 
+/* Replay the stream on several state slots of one placed interpreter, interleaved by `plan`, one
+ * character per action: an upper-case letter ('A' + s) binds slot s (ar_interp_bind_state), writes
+ * that slot's next step's inputs and invokes (each slot runs the stream from step 0 on, with its
+ * own resets of reset_at); a lower-case letter resets slot s (ar_interp_reset_state: its stream
+ * starts again at step 0); '*' places the interpreter again (ar_interp_place_owned, new regions).
+ * Slot 0 ('A') is the interpreter's default slot, the others are allocated here (64-byte
+ * aligned) and reset before the first action. A slot past the stream's last step is an error.
+ * before_invoke runs before the bind, after_invoke after the invoke: the switch is counted with
+ * the invoke. `rep` counts invokes (steps) and mismatches; first_bad names the action index.
+ * Same returns as ar_ts_replay. */
+int ar_ts_replay_slots(ar_interp_t *in, const char *stream_dir, const ar_ts_meta_t *meta, const char *plan,
+                       const ar_ts_hooks_t *hooks, ar_ts_report_t *rep, char *msg, size_t msg_bytes);
+
 /* Load `model_path`, prepare it with `opt` (NULL: ar_interp_options_default), place it in regions
  * of its own, read stream_dir/meta.json and replay (ar_ts_replay); frees everything. Same returns,
  * plus the load and prepare errors (msg: "MODEL: ..."). */

@@ -337,6 +337,41 @@ START_TEST(test_control_flow_streams_no_alloc) {
 }
 END_TEST
 
+/* The same stateful streams on two state slots, a switch between every invoke (A, B, A, B, ...):
+ * the bind (ar_interp_bind_state) and the invoke after it allocate nothing, and each slot
+ * reproduces its own golden stream. */
+START_TEST(test_state_slot_switch_no_alloc) {
+  if (!ar_ts_have_state_models("state-slot switches without allocation")) return;
+  static const char *const names[] = {"litert_call_once_mul", "litert_resource_vars_calibrated", "mww_v1_alexa"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char model[512], dir[512], msg[AR_MSG_BYTES] = "", plan[128];
+    snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), names[i]);
+    snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), names[i]);
+    ar_ts_meta_t meta;
+    ck_assert_msg(ar_ts_read_meta(dir, &meta, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_int_le(2 * meta.steps, (int)sizeof plan - 1);
+    for (int32_t k = 0; k < 2 * meta.steps; k++) plan[k] = (char)('A' + k % 2);
+    plan[2 * meta.steps] = '\0';
+    ar_model_t *m = NULL;
+    ar_interp_t *in = NULL;
+    ck_assert_msg(ar_model_load(model, &m, msg, sizeof msg) == 0 && ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0 &&
+                      ar_interp_place_owned(in, msg, sizeof msg) == 0,
+                  "%s: %s", names[i], msg);
+    unsigned long calls = 0;
+    ar_ts_hooks_t hooks = {.ctx = &calls, .before_invoke = stream_arm, .after_invoke = stream_disarm};
+    ar_ts_report_t rep;
+    int rc = ar_ts_replay_slots(in, dir, &meta, plan, &hooks, &rep, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", names[i], msg);
+    ck_assert_msg(rep.bad_steps == 0, "%s: %s", names[i], rep.first_bad);
+    printf("noalloc slot switch %-27s %d invokes, a switch before each: %lu allocation calls\n", names[i], rep.steps,
+           calls);
+    ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d invokes with switches", names[i], calls, rep.steps);
+    ar_interp_free(in);
+    ar_model_free(m);
+  }
+}
+END_TEST
+
 START_TEST(test_invoke_no_alloc) {
   invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 1);
 }
@@ -1066,6 +1101,7 @@ int main(void) {
   tcase_add_test(tc, test_counter_counts);
   tcase_add_test(tc, test_stream_no_alloc);
   tcase_add_test(tc, test_control_flow_streams_no_alloc);
+  tcase_add_test(tc, test_state_slot_switch_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("new_kernels");
   tcase_add_test(tc, test_new_kernels_no_alloc);
