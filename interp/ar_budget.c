@@ -274,6 +274,24 @@ json_t *ar_budget_json(const ar_interp_t *in) {
     }
     bad |= json_object_set_new(root, "resource_variables", vars ? vars : json_null());
   }
+  /* The state slot: bytes of one slot (a session's), and its pieces. */
+  const int32_t np = ar_interp_n_state_pieces(in);
+  if (np > 0) {
+    json_t *pieces = json_array();
+    for (int32_t i = 0; pieces && i < np; i++) {
+      const char *name = NULL;
+      int32_t sgi = 0;
+      uint64_t off = 0, pbytes = 0;
+      ar_interp_state_piece(in, i, &name, &sgi, &off, &pbytes);
+      json_t *o = json_pack("{s:s, s:i, s:I, s:I}", "name", name, "subgraph", (int)sgi, "offset", (json_int_t)off,
+                            "bytes", (json_int_t)pbytes);
+      if (!o || json_array_append_new(pieces, o) != 0) bad = 1;
+    }
+    json_t *st = json_pack("{s:I, s:I, s:o}", "bytes_per_slot", (json_int_t)ar_interp_state_bytes(in),
+                           "default_slot_persistent_offset", (json_int_t)ar_interp_default_state_offset(in), "pieces",
+                           pieces ? pieces : json_null());
+    bad |= json_object_set_new(root, "state", st ? st : json_null());
+  }
   bad |= json_object_set_new(root, "fused_bytes", json_integer((json_int_t)fused_bytes));
   /* Every tensor without a row, with why (the table accounts for every tensor of subgraph 0). */
   int32_t *producer = NULL, *reader = NULL;
@@ -516,6 +534,25 @@ int ar_budget_print(FILE *out, const ar_interp_t *in) {
     const uint64_t sep = n_sub <= 256 ? separate_arenas(in, seen_small, n_sub) : 0;
     fprintf(out, "separate arenas  %12" PRIu64 " bytes (TFLite: each subgraph its own tensor arena, all at "
             "once)\n", sep);
+  }
+  const int32_t np = ar_interp_n_state_pieces(in);
+  if (np > 0)
+    fprintf(out, "state slot       %12" PRIu64 " bytes per slot (each session's; the default one at persistent "
+            "offset %" PRIu64 "), %d pieces:\n", ar_interp_state_bytes(in), ar_interp_default_state_offset(in),
+            (int)np);
+  for (int32_t i = 0; i < np; i++) {
+    const char *name = NULL;
+    int32_t sgi = 0;
+    uint64_t off = 0, pbytes = 0;
+    ar_interp_state_piece(in, i, &name, &sgi, &off, &pbytes);
+    if (i == 12 && np > 13) {
+      fprintf(out, "                 ... and %d more pieces (arenactl plan --json lists them)\n", (int)(np - 12));
+      break;
+    }
+    size_t len = strlen(name);
+    char esc[4 * 48 + 1];
+    fprintf(out, "                 %8" PRIu64 " bytes at %8" PRIu64 "  subgraph %d  %s\n", pbytes, off, (int)sgi,
+            ar_escape_text(len > 48 ? name + len - 48 : name, esc, sizeof esc));
   }
   const int32_t nv = ar_interp_n_resource_vars(in);
   for (int32_t i = 0; i < nv; i++) {

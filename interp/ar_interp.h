@@ -245,8 +245,8 @@ int ar_interp_resource_var(const ar_interp_t *in, int32_t i, const char **contai
  *
  * A model's state - every variable tensor of every subgraph (is_variable: LSTM, SVDF), every
  * resource variable, each CALL_ONCE's "ran" flag - is laid out in ONE block, each piece at its
- * natural alignment (its element size; 64 for a piece of 64 bytes or more), the total rounded up
- * to 64. The interpreter owns a default slot (end of its persistent region); a caller may own
+ * natural alignment (its element size: a kernel must not assume more for state), the total
+ * rounded up to 64. The interpreter owns a default slot (end of its persistent region); a caller may own
  * any number of others (sessions) and bind one before each invoke. Switching copies no state
  * byte: it rewrites the pointers of the views (and variables, flags) that live in the slot.
  * Kernels therefore read a variable tensor's data pointer at eval, never keep it from init.

@@ -4,8 +4,8 @@
  * (is_variable: LSTM / SVDF state), the resource variables (VAR_HANDLE ... ASSIGN_VARIABLE), and
  * each CALL_ONCE's "ran" flag. ar__state_layout lays them out once (after ar_interp_new and after
  * each ar_interp_prepare), walking the main graph's interpreter and its control-flow children in
- * operator order, each piece at its natural alignment (its element size, 64 bytes for a piece of
- * 64 bytes or more), the total rounded up to 64. It also lists every pointer that points into the
+ * operator order, each piece at its natural alignment (its element size: kernels read state with
+ * unaligned loads), the total rounded up to 64. It also lists every pointer that points into the
  * slot (the views of the variable tensors, of the RESOURCE tensors naming a variable, the
  * variables' data, the CALL_ONCE flags): binding another slot rewrites those pointers and nothing
  * else, so a switch copies no state byte and allocates nothing.
@@ -33,8 +33,7 @@ typedef struct walk {
   const uint64_t *var_offset;     /* resource variable i's piece offset (fill pass) */
 } walk_t;
 
-static uint64_t natural_align(uint64_t bytes, size_t elem) {
-  if (bytes >= AR_ARENA_ALIGNMENT) return AR_ARENA_ALIGNMENT;
+static uint64_t natural_align(size_t elem) {
   uint64_t a = 1;
   while (a < elem && a < 8) a <<= 1;
   return a;
@@ -42,7 +41,7 @@ static uint64_t natural_align(uint64_t bytes, size_t elem) {
 
 static void add_piece(walk_t *w, ar_state_kind_t kind, int32_t subgraph, uint64_t bytes, size_t elem, uint8_t fill,
                       const char *name) {
-  const uint64_t align = natural_align(bytes, elem);
+  const uint64_t align = natural_align(elem);
   w->at = (w->at + align - 1) / align * align;
   if (w->pieces) {
     ar_state_piece_t *p = &w->pieces[w->n_pieces];

@@ -9,6 +9,7 @@
  * output; a re-place mid-stream keeps every slot's state.
  */
 #include <check.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "common/ar_error.h"
+#include "interp/ar_budget.h"
 #include "interp/ar_interp.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
@@ -24,7 +26,7 @@
 enum { OP_ADD = 0 };
 
 /* x FLOAT32 [20] + acc FLOAT32 [20] (a variable) -> y; q INT8 [5] (a variable, zero point 3,
- * read by nothing). Slot by hand: acc at 0 (80 bytes, 64-aligned), q at 80 (5 bytes, 1-aligned):
+ * read by nothing). Slot by hand: acc at 0 (80 bytes, 4-aligned), q at 80 (5 bytes, 1-aligned):
  * 85 bytes, 128 rounded to 64. */
 static uint8_t *two_vars_model(size_t *bytes) {
   static const ar_tm_tensor_t t[] = {{"x", AR_DTYPE_FLOAT32, 1, {20}, false, {0}, NULL},
@@ -103,6 +105,42 @@ START_TEST(state_bytes_of_two_variables_by_hand) {
   ar_interp_free(in);
   ar_model_free(m);
   free(slot);
+  free(b);
+}
+END_TEST
+
+/* arenactl plan's figures (the budget table, text and JSON): bytes per slot and the pieces. */
+START_TEST(plan_shows_state_bytes_and_pieces) {
+  size_t n = 0;
+  uint8_t *b = two_vars_model(&n);
+  char msg[1024] = "";
+  ar_model_t *m = NULL;
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_model_load_buffer(b, n, &m, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+  json_t *j = ar_budget_json(in);
+  ck_assert_ptr_nonnull(j);
+  json_t *st = json_object_get(j, "state");
+  ck_assert_ptr_nonnull(st);
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "bytes_per_slot")), 128);
+  json_t *pc = json_object_get(st, "pieces");
+  ck_assert_int_eq((int)json_array_size(pc), 2);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(pc, 1), "name")), "q");
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(pc, 1), "offset")), 80);
+  /* The variables have no planner buffer: the table lists them as state. */
+  ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "no_buffer_counts"), "state")), 2);
+  json_decref(j);
+  char *text = NULL;
+  size_t tn = 0;
+  FILE *f = open_memstream(&text, &tn);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(ar_budget_print(f, in), 0);
+  fclose(f);
+  ck_assert_msg(strstr(text, "state slot                128 bytes per slot") != NULL, "%s", text);
+  ck_assert_msg(strstr(text, "80 bytes at        0  subgraph 0  acc") != NULL, "%s", text);
+  free(text);
+  ar_interp_free(in);
+  ar_model_free(m);
   free(b);
 }
 END_TEST
@@ -249,6 +287,7 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, state_bytes_of_two_variables_by_hand);
   tcase_add_test(tc, stateless_model_has_no_slot);
+  tcase_add_test(tc, plan_shows_state_bytes_and_pieces);
   const int n = (int)(sizeof stream_models / sizeof stream_models[0]);
   tcase_add_loop_test(tc, two_slots_interleaved_each_reproduce_their_stream, 0, n);
   tcase_add_loop_test(tc, third_slot_started_mid_way_starts_at_step_0, 0, n);
