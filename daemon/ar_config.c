@@ -63,7 +63,8 @@ static const char *const root_keys[] = {
   "max_buffer_bytes_per_connection", "request_timeout_ms", "idle_timeout_ms", "send_timeout_ms",
   "drain_timeout_ms", "busy_poll_us", "inline_invoke_us", "admin_reserved_connections",
   "max_pending_frame_bytes_per_uid", "max_unwritten_reply_bytes_per_uid", "max_buffer_bytes_per_uid",
-  "stats_refresh_ms", "stats_rate_per_s", "stats_burst"};
+  "stats_refresh_ms", "stats_rate_per_s", "stats_burst",
+  "max_while_iterations"};
 size_t ar_config_root_keys(const char *const **keys) {
   *keys = root_keys;
   return AR_ARRAY_LEN(root_keys);
@@ -188,6 +189,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->stats_rate_per_s = 10;
   cfg->stats_burst = 20;
   cfg->compact_after_unload = true;
+  cfg->max_while_iterations = AR_CONFIG_WHILE_DEFAULT;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
   if (geteuid() != 0) cfg->admin_uids[cfg->n_admin_uids++] = geteuid();
   cfg->n_model_dirs = 1;
@@ -575,6 +577,8 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_uint(v, k, 1, AR_CONFIG_STATS_RATE_MAX, &cfg->stats_burst, msg, n);
     } else if (strcmp(k, "compact_after_unload") == 0) {
       rc = get_bool(v, k, &cfg->compact_after_unload, msg, n);
+    } else if (strcmp(k, "max_while_iterations") == 0) {
+      rc = get_uint(v, k, 1, AR_CONFIG_WHILE_MAX, &cfg->max_while_iterations, msg, n);
     } else if (strcmp(k, "admin_uids") == 0) {
       rc = get_ids(v, k, (uint32_t *)cfg->admin_uids, &cfg->n_admin_uids, msg, n);
     } else if (strcmp(k, "admin_gids") == 0) {

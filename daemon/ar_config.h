@@ -45,6 +45,8 @@
 #define AR_CONFIG_THREADS_MAX 256               /* threads range 1..this (0 = online CPUs) */
 #define AR_CONFIG_STATS_REFRESH_MAX 3600000u  /* stats_refresh_ms: at most an hour */
 #define AR_CONFIG_STATS_RATE_MAX 100000u      /* stats_rate_per_s, stats_burst */
+#define AR_CONFIG_WHILE_DEFAULT (1u << 20)    /* max_while_iterations (AR_INTERP_MAX_WHILE_ITERATIONS) */
+#define AR_CONFIG_WHILE_MAX (1u << 31)        /* max_while_iterations, at most */
 #define AR_CONFIG_MAX_IDS 32                /* entries of admin_uids, admin_gids */
 #define AR_CONFIG_MAX_DIRS 16               /* entries of model_dirs */
 #define AR_CONFIG_DIR_MAX 1024              /* bytes of a model_dirs entry, incl. NUL */
@@ -142,6 +144,9 @@ typedef struct ar_config {
   uint32_t stats_rate_per_s;    /* default 10, at most AR_CONFIG_STATS_RATE_MAX */
   uint32_t stats_burst;         /* default 20, 1..AR_CONFIG_STATS_RATE_MAX */
   bool compact_after_unload;    /* compact the pool after each unload and group growth, default true */
+  uint32_t max_while_iterations;  /* a WHILE still going after this many iterations ends its invoke
+                                   * (ar_interp_options_t), 1..AR_CONFIG_WHILE_MAX, default
+                                   * AR_CONFIG_WHILE_DEFAULT; for models loaded after it is set */
   /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or a gid: the primary one or any of
    * the peer's supplementary groups, SO_PEERGROUPS). Default: uids 0 and the daemon's own effective
    * uid, no gids. */

@@ -707,7 +707,10 @@ static void group_work(uv_work_t *w) {
         off += v->bytes;
       }
     } else {
-      snprintf(job->msg, sizeof(job->msg), "model '%s': invoke failed: %s", m->name, ar_strerror(job->rc));
+      /* The interpreter's reason (e.g. a WHILE past max_while_iterations), else the code's. */
+      const char *why = ar_interp_last_error(in);
+      snprintf(job->msg, sizeof(job->msg), "model '%s': invoke failed: %s", m->name,
+               why && why[0] ? why : ar_strerror(job->rc));
     }
     job->t_end_us = ar_now_us();
   }

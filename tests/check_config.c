@@ -54,6 +54,7 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.max_model_bytes, 256u << 20);
   ck_assert_uint_eq(cfg.max_resize_activation_bytes, 32u << 20);
   ck_assert(cfg.compact_after_unload);
+  ck_assert_uint_eq(cfg.max_while_iterations, 1u << 20);
   ck_assert_uint_ge(cfg.n_admin_uids, 1);
   ck_assert_uint_eq(cfg.admin_uids[0], 0);
   if (geteuid() != 0) ck_assert_uint_eq(cfg.admin_uids[1], geteuid());
@@ -324,6 +325,22 @@ START_TEST(compact_after_unload_key) {
   ck_assert(!cfg.compact_after_unload);
   ck_assert_int_eq(load_text("{\"models\": [], \"compact_after_unload\": true}", &cfg, msg, sizeof(msg)), 0);
   ck_assert(cfg.compact_after_unload);
+}
+END_TEST
+
+/* max_while_iterations: 1..2^31 (the interpreter's bound on a WHILE, issue 27). */
+START_TEST(max_while_iterations_key) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_iterations\": 100}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(cfg.max_while_iterations, 100);
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_iterations\": 2147483648}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(cfg.max_while_iterations, 2147483648u);
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_iterations\": 0}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_msg(strstr(msg, "max_while_iterations: 0 is out of range [1, 2147483648]") != NULL, "%s", msg);
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_iterations\": \"many\"}", &cfg, msg, sizeof(msg)),
+                   AR_ECONFIG);
+  ck_assert_msg(strstr(msg, "max_while_iterations: must be an integer") != NULL, "%s", msg);
 }
 END_TEST
 
@@ -634,6 +651,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, minimal_file_gets_defaults);
   tcase_add_test(tc, size_strings);
   tcase_add_test(tc, compact_after_unload_key);
+  tcase_add_test(tc, max_while_iterations_key);
   tcase_add_test(tc, metrics_listen_key);
   tcase_add_loop_test(tc, bad_key_named_in_message, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, memory_limit_key);

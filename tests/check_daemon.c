@@ -1879,6 +1879,78 @@ START_TEST(client_reads_replies_however_they_arrive) {
 }
 END_TEST
 
+/* ---- max_while_iterations and the interpreter's reason in the invoke error (issue 27) -------- */
+
+/* i INT32 [] -> WHILE(cond 1: i < 5, body 2: i + 0) -> i_out: a loop that never ends. */
+static uint8_t *endless_loop_model(size_t *bytes) {
+  static const int32_t five = 5, zero = 0;
+  enum { OP_ADD = 0, OP_LESS = 58, OP_WHILE = 119, OPT_WHILE = 93 };
+  static const ar_tm_tensor_t mt[] = {{"i", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"i_out", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t mops[] = {{.builtin = OP_WHILE, .n_in = 1, .n_out = 1, .in = {0}, .out = {1},
+                                     .options_type = OPT_WHILE, .n_fields = 2, .fields = {{0, 4, 1}, {1, 4, 2}}}};
+  static const ar_tm_tensor_t ct[] = {{"i", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"limit", AR_DTYPE_INT32, 0, {0}, false, {0}, &five},
+                                      {"go_on", AR_DTYPE_BOOL, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t cops[] = {{.builtin = OP_LESS, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}}};
+  static const ar_tm_tensor_t bt[] = {{"i", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"step", AR_DTYPE_INT32, 0, {0}, false, {0}, &zero},
+                                      {"i2", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t bops[] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}}};
+  static const int32_t in0[] = {0}, out1[] = {1}, out2[] = {2};
+  const ar_tm_args_t sub[2] = {{.tensors = ct, .n_tensors = 3, .ops = cops, .n_ops = 1, .inputs = in0, .n_inputs = 1,
+                                .outputs = out2, .n_outputs = 1},
+                               {.tensors = bt, .n_tensors = 3, .ops = bops, .n_ops = 1, .inputs = in0, .n_inputs = 1,
+                                .outputs = out2, .n_outputs = 1}};
+  const ar_tm_args_t a = {.tensors = mt, .n_tensors = 2, .ops = mops, .n_ops = 1, .inputs = in0, .n_inputs = 1,
+                          .outputs = out1, .n_outputs = 1, .subgraphs = sub, .n_subgraphs = 2};
+  return ar_tm_build_args(&a, bytes);
+}
+
+/* A daemon configured with max_while_iterations 100 stops the endless WHILE after 100 iterations
+ * and the client's error says so (before: "invoke failed: " and the code's text only, and the
+ * bound was the interpreter's 2^20, not configurable); the daemon serves the next request. */
+START_TEST(while_bound_from_config_and_its_reason_reach_the_client) {
+  char dir[64] = "/tmp/arenad-while-XXXXXX", cfg[128], model[128], msg[AR_MSG_BYTES];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
+  snprintf(model, sizeof model, "%s/endless.tflite", dir);
+  FILE *f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": [], \"max_while_iterations\": 100}\n");
+  ck_assert_int_eq(fclose(f), 0);
+  size_t n = 0;
+  uint8_t *b = endless_loop_model(&n);
+  f = fopen(model, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+  ck_assert_int_eq(fclose(f), 0);
+  free(b);
+  const char *extra[] = {"--config", cfg, "--model-dir", dir, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "16M", extra) == 0, "arenad did not start (log %s)", dmn.log);
+  ar_client_t *c = client();
+  ar_client_model_t info;
+  ck_assert_msg(ar_client_load(c, "endless", model, NULL, NULL, &info, msg, sizeof msg) == 0, "load: %s", msg);
+  const int32_t i0 = 0;
+  ar_client_tensor_t t = info.inputs[0];
+  t.data = &i0;
+  t.bytes = sizeof i0;
+  ar_client_result_t r;
+  int rc = ar_client_invoke(c, "endless", &t, 1, &r, msg, sizeof msg);
+  ck_assert_int_ne(rc, 0);
+  ck_assert_msg(strstr(msg, "model 'endless': invoke failed: subgraph 0, operator 0 (WHILE): the condition "
+                            "(subgraph 1) still holds after 100 iterations (max_while_iterations)") != NULL,
+                "%s", msg);
+  printf("while bound: %s\n", msg);
+  ping_ok();
+  ar_client_close(c);
+  stop();
+  unlink(model);
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 static Suite *daemon_suite(void) {
   Suite *s = suite_create("daemon");
   TCase *ti = tcase_create("integer_io");
@@ -1917,6 +1989,7 @@ static Suite *daemon_suite(void) {
   tcase_add_test(tc, busy_poll_and_inline_invokes_match_goldens);
   tcase_add_test(tc, bytes_path_reuses_its_blocks);
   tcase_add_test(tc, invokes_of_a_vanished_client_are_dropped);
+  tcase_add_test(tc, while_bound_from_config_and_its_reason_reach_the_client);
   suite_add_tcase(s, tc);
   return s;
 }
