@@ -124,7 +124,7 @@ static int real_models(const char *dir) {
       ar_planner_t *p = ar_planner_new(64);
       ar_tensor_plan_t *tp = calloc(sg->n_tensors + 1, sizeof *tp);
       int32_t *sb = calloc(sg->n_operators + 1, sizeof *sb);
-      ar_lifetime_options_t lo = {(ar_lifetimes_t)conv, true, scratch, NULL, false, NULL, NULL, 0};
+      ar_lifetime_options_t lo = {(ar_lifetimes_t)conv, true, scratch, NULL, false, NULL, NULL, 0, NULL};
       char name[128];
       snprintf(name, sizeof name, "%s (%s)", models[i], ar_lifetimes_name((ar_lifetimes_t)conv));
       if (ar_lifetimes_build(m, &lo, p, tp, sb, NULL, msg, sizeof msg) != 0 || row(name, p) != 0)

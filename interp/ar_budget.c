@@ -113,7 +113,11 @@ static void classify(const ar_interp_t *in, int32_t t, const int32_t *producer, 
   const int32_t p = producer[t];
   *u = (unbuffered_t){.kind = "unused", .fusion = "", .producer = p, .by = -1};
   int32_t d;
-  if (p < 0) {
+  if (ar_interp_reads_in_place(in, t)) {
+    *u = (unbuffered_t){.kind = "state", .fusion = "", .producer = p, .by = -1};
+    snprintf(u->reason, sizeof u->reason, "READ_VARIABLE op %d reads the variable in place (its bytes in the state "
+             "slot; nothing assigns it before this tensor's last reader)", (int)p);
+  } else if (p < 0) {
     if (ar_interp_tensor_plan(in)[t].home == AR_HOME_CONSTANT) {
       u->kind = "constant";
       snprintf(u->reason, sizeof u->reason, "constant: read in place from the model mapping");

@@ -528,6 +528,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
                       int32_t *un_out, int32_t sgi, ar_interp_t *root);
 static int build_vars(ar_interp_t *root, char *msg, size_t msg_bytes);
 static int bind_resources(ar_interp_t *in, char *msg, size_t msg_bytes);
+static void find_read_aliases(ar_interp_t *in);
 static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes);
 static void cf_free(cf_op_t *cf);
 static void cf_node_sizes(ar_interp_t *in, int32_t k);
@@ -608,8 +609,10 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->planner = ar_planner_new(AR_ARENA_ALIGNMENT);
   in->cf = calloc(no, sizeof(*in->cf));
   in->res_var = calloc(nt, sizeof(*in->res_var));
+  in->alias_var = calloc(nt, sizeof(*in->alias_var));
+  in->state_alias = calloc(nt, sizeof(*in->state_alias));
   int rc = 0;
-  if (!in->cf || !in->res_var || !in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
+  if (!in->cf || !in->res_var || !in->alias_var || !in->state_alias || !in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
       !in->at_use_op || !in->elided || !in->fused_into || !in->extra_input || !in->pad_into || !sparse_of || !f16_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -621,6 +624,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
    * interpreter maps its VAR_HANDLE outputs to them. */
   if (!root && (rc = build_vars(in, msg, msg_bytes)) != 0) goto fail;
   if ((rc = bind_resources(in, msg, msg_bytes)) != 0) goto fail;
+  find_read_aliases(in);
 
   /* Graph inputs whose values set shapes (PAD paddings, RESHAPE shape): a snapshot each, so that
    * prepare can read the value the caller gives before the invoke that needs it. */
@@ -928,7 +932,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   }
   ar_lifetime_options_t lo = {opt.lifetimes, opt.inplace, in->scratch_bytes,
                               sized_at_prepare ? in->cur : NULL, opt.weights == AR_WEIGHTS_STORED,
-                              in->elided, in->extra_input, sgi};
+                              in->elided, in->extra_input, sgi, in->state_alias};
   bool *lt_folded = calloc(no, sizeof(*lt_folded));
   if (!lt_folded) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -991,6 +995,8 @@ void ar_interp_free(ar_interp_t *in) {
     for (int32_t k = 0; k < in->n_ops; k++) cf_free(in->cf[k]);
   free(in->cf);
   free(in->res_var);
+  free(in->alias_var);
+  free(in->state_alias);
   free(in->vars);
   ar__state_free(in);
   ar_planner_free(in->old_planner);
@@ -1505,6 +1511,45 @@ static int bind_resources(ar_interp_t *in, char *msg, size_t msg_bytes) {
   return 0;
 }
 
+/* READ_VARIABLE without a copy: its output t reads the variable's bytes in place (a view into the
+ * state slot, no buffer) when nothing can write the variable while t is read - no ASSIGN_VARIABLE
+ * of that variable and no control-flow operator (whose subgraphs might assign it) after the read
+ * up to t's last reader - and t is not a graph output (valid after the invoke). Else it copies. */
+static void find_read_aliases(ar_interp_t *in) {
+  const ar_subgraph_t *sg = in->sg;
+  for (int32_t t = 0; t < in->n_tensors; t++) in->alias_var[t] = -1, in->state_alias[t] = false;
+  for (int32_t k = 0; k < in->n_ops; k++) {
+    const ar_operator_t *op = &sg->operators[k];
+    if (op->op != AR_OP_READ_VARIABLE || op->n_inputs != 1 || op->n_outputs != 1 || op->inputs[0] < 0 ||
+        op->outputs[0] < 0 || in->res_var[op->inputs[0]] < 0)
+      continue;
+    const int32_t t = op->outputs[0], v = in->res_var[op->inputs[0]];
+    bool ok = !sg->tensors[t].is_variable;
+    for (uint32_t o = 0; o < sg->n_outputs && ok; o++) ok = sg->outputs[o] != t;
+    int32_t last = -1;
+    for (int32_t j = k + 1; j < in->n_ops && ok; j++) {
+      const ar_operator_t *r = &sg->operators[j];
+      for (int32_t i = 0; i < r->n_inputs; i++)
+        if (r->inputs[i] == t) last = j;
+    }
+    if (last < 0) continue;   /* nothing reads it */
+    for (int32_t j = k + 1; j <= last && ok; j++) {
+      const ar_operator_t *r = &sg->operators[j];
+      if (r->op == AR_OP_WHILE || r->op == AR_OP_IF || r->op == AR_OP_CALL_ONCE) ok = false;
+      if (r->op == AR_OP_ASSIGN_VARIABLE && r->n_inputs >= 1 && r->inputs[0] >= 0 && in->res_var[r->inputs[0]] == v)
+        ok = false;
+    }
+    if (!ok) continue;
+    in->alias_var[t] = v;
+    in->state_alias[t] = true;
+  }
+}
+
+/* Whether tensor t of `in` is a READ_VARIABLE output reading its variable in place. */
+bool ar_interp_reads_in_place(const ar_interp_t *in, int32_t t) {
+  return t >= 0 && t < in->n_tensors && in->alias_var[t] >= 0;
+}
+
 static void cf_free(cf_op_t *cf) {
   if (!cf) return;
   for (int32_t j = 0; j < cf->n_child; j++) ar_interp_free(cf->child[j]);
@@ -1878,7 +1923,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
   if (!p) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   ar_lifetime_options_t lo = {in->opt.lifetimes, in->opt.inplace, in->scratch_bytes, in->cur,
                               in->opt.weights == AR_WEIGHTS_STORED, in->elided, in->extra_input,
-                              in->subgraph};
+                              in->subgraph, in->state_alias};
   rc = ar_lifetimes_build(in->model, &lo, p, in->tensor_plan, in->scratch_buf, NULL, msg, msg_bytes);
   if (rc == 0) {
     rc = ar_planner_plan(p, in->opt.strategy);

@@ -280,6 +280,12 @@ void *ar_interp_default_state(const ar_interp_t *in);
 uint32_t ar_interp_state_generation(const ar_interp_t *in);
 const char *ar_interp_state_note(const ar_interp_t *in);
 
+/* Whether tensor t (of this interpreter's subgraph) is a READ_VARIABLE output that reads its
+ * variable's bytes in place (no buffer, no copy): nothing writes the variable (ASSIGN_VARIABLE,
+ * or a control-flow operator whose subgraphs might) between the read and t's last reader, and t
+ * is not a graph output. Otherwise READ_VARIABLE copies into a planned buffer. */
+bool ar_interp_reads_in_place(const ar_interp_t *in, int32_t t);
+
 /* Number of operators executed per invoke (folded constant operators excluded). */
 int32_t ar_interp_runtime_operators(const ar_interp_t *in);
 

@@ -34,6 +34,9 @@ struct ar_interp {
   ar_interp_t *root;              /* the main graph's interpreter (itself there) */
   cf_op_t **cf;                   /* n_ops: a WHILE / IF / CALL_ONCE's children, NULL elsewhere */
   int32_t *res_var;               /* n_tensors: the resource variable a RESOURCE tensor names, or -1 */
+  int32_t *alias_var;             /* n_tensors: the variable a READ_VARIABLE output reads in place
+                                   * (find_read_aliases), or -1 */
+  bool *state_alias;              /* n_tensors: alias_var >= 0 (for ar_lifetimes_build) */
   /* The main graph's interpreter only: resource variables (one per (container, shared_name) in
    * the whole model, their bytes in the state slot), the last invoke's error, and the state slot
    * (ar_state.c): its pieces, the view pointers binding rebinds, the default slot at the end of

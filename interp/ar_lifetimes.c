@@ -310,7 +310,7 @@ int ar_lifetimes_build(const ar_model_t *model, const ar_lifetime_options_t *opt
       tp->home = AR_HOME_CONSTANT;
       continue;
     }
-    if (ten->is_variable) {
+    if (ten->is_variable || (opt->state_alias && opt->state_alias[t])) {
       tp->home = AR_HOME_STATE;
       tp->first_use = 0;
       tp->last_use = last_step;

@@ -97,6 +97,9 @@ typedef struct ar_lifetime_options {
                                       * running an elided expansion conv reads that conv's input */
   int32_t subgraph;                  /* the subgraph to walk (0, the main graph, by default; a
                                       * control-flow child's own plan otherwise) */
+  const bool *state_alias;           /* per tensor (n_tensors entries), or NULL for none: a
+                                      * READ_VARIABLE output that reads its variable's bytes in place
+                                      * (AR_HOME_STATE, no buffer, never an in-place target) */
 } ar_lifetime_options_t;
 
 /* The mode of every operator of subgraph 0 (n_operators entries of `mode` and `step`): FOLDED

@@ -66,7 +66,9 @@ static void add_bind(walk_t *w, void **vp, uint8_t **bp, uint64_t offset) {
  * children's. */
 static void walk_interp(walk_t *w, ar_interp_t *x) {
   for (int32_t t = 0; t < x->n_tensors; t++) {
-    if (x->tensor_plan[t].home == AR_HOME_STATE) {
+    if (x->alias_var[t] >= 0) {   /* a READ_VARIABLE output reading its variable in place */
+      add_bind(w, &x->views[t].data, NULL, w->var_offset ? w->var_offset[x->alias_var[t]] : 0);
+    } else if (x->tensor_plan[t].home == AR_HOME_STATE) {
       const ar_tview_t *v = &x->views[t];
       const ar_tensor_t *ten = &x->sg->tensors[t];
       /* TFLite's ResetVariableTensor: an int8 variable starts at its zero point, others at 0. */

@@ -286,7 +286,13 @@ static const float init_acc[2] = {10.0f, 20.0f};
 /* acc (a resource variable, shared_name "acc") set to init_acc by CALL_ONCE's subgraph 1 (unless
  * `no_init`: then nothing assigns it), main: s = acc + x; acc = s; output s. `call_once_sg` is the
  * CALL_ONCE's init subgraph. */
+static uint8_t *acc_model_ex(bool no_init, int32_t call_once_sg, bool assign_first, size_t *bytes);
 static uint8_t *acc_model(bool no_init, int32_t call_once_sg, size_t *bytes) {
+  return acc_model_ex(no_init, call_once_sg, false, bytes);
+}
+/* With `assign_first`, main assigns acc = x right after the read and before the ADD reads the
+ * read's output: s = (acc before the assignment) + x; acc = x. */
+static uint8_t *acc_model_ex(bool no_init, int32_t call_once_sg, bool assign_first, size_t *bytes) {
   static const ar_tm_tensor_t mt[] = {{"x", AR_DTYPE_FLOAT32, 1, {2}, false, {0}, NULL},
                                       {"acc_handle", AR_DTYPE_RESOURCE, 0, {0}, false, {0}, NULL},
                                       {"acc_value", AR_DTYPE_FLOAT32, 1, {2}, false, {0}, NULL},
@@ -299,6 +305,11 @@ static uint8_t *acc_model(bool no_init, int32_t call_once_sg, size_t *bytes) {
       {.builtin = OP_READ_VARIABLE, .n_in = 1, .n_out = 1, .in = {1}, .out = {2}},
       {.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {2, 0}, .out = {3}},
       {.builtin = OP_ASSIGN_VARIABLE, .n_in = 2, .n_out = 0, .in = {1, 3}}};
+  if (assign_first) {
+    const ar_tm_op_t add = mops[3];
+    mops[3] = (ar_tm_op_t){.builtin = OP_ASSIGN_VARIABLE, .n_in = 2, .n_out = 0, .in = {1, 0}};
+    mops[4] = add;
+  }
   static const int32_t m_in[] = {0}, m_out[] = {3};
   static const ar_tm_tensor_t it[] = {{"acc_handle", AR_DTYPE_RESOURCE, 0, {0}, false, {0}, NULL},
                                       {"acc_init", AR_DTYPE_FLOAT32, 1, {2}, false, {0}, init_acc}};
@@ -317,6 +328,43 @@ static uint8_t *acc_model(bool no_init, int32_t call_once_sg, size_t *bytes) {
   }
   return ar_tm_build_args(&a, bytes);
 }
+
+/* READ_VARIABLE reads in place when nothing assigns the variable before its output's last reader
+ * (acc_model: READ, ADD reads it, then ASSIGN): no buffer, no copy, same values. With the
+ * assignment between the read and the ADD it copies (it must: s = the old acc + x), and the
+ * values show which acc the ADD saw. */
+START_TEST(read_variable_aliases_unless_an_assignment_comes_first) {
+  for (int assign_first = 0; assign_first < 2; assign_first++) {
+    size_t bytes = 0;
+    uint8_t *b = acc_model_ex(false, 1, assign_first, &bytes);
+    char msg[1024];
+    ar_model_t *m = NULL;
+    ck_assert_msg(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+    ar_interp_t *in = NULL;
+    ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert(ar_interp_reads_in_place(in, 2) == !assign_first);   /* tensor 2: acc_value */
+    ck_assert_int_eq(ar_interp_tensor_plan(in)[2].home, assign_first ? AR_HOME_ARENA : AR_HOME_STATE);
+    ck_assert_int_eq(ar_interp_tensor_plan(in)[2].buffer >= 0, assign_first);
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    for (int step = 0; step < 3; step++) {
+      float *x = ar_interp_input(in, 0)->data;
+      x[0] = 1.0f, x[1] = -2.0f;
+      ck_assert_int_eq(ar_interp_invoke(in), 0);
+      const float *s = ar_interp_output(in, 0)->data;
+      if (assign_first) {   /* acc: 10,20 then x: s = acc + x */
+        ck_assert_float_eq(s[0], step == 0 ? 11.0f : 2.0f);
+        ck_assert_float_eq(s[1], step == 0 ? 18.0f : -4.0f);
+      } else {
+        ck_assert_float_eq(s[0], 10.0f + 1.0f * (float)(step + 1));
+        ck_assert_float_eq(s[1], 20.0f - 2.0f * (float)(step + 1));
+      }
+    }
+    ar_interp_free(in);
+    ar_model_free(m);
+    free(b);
+  }
+}
+END_TEST
 
 START_TEST(call_once_initialises_a_resource_variable_once_per_state) {
   size_t bytes = 0;
@@ -503,6 +551,7 @@ int main(void) {
   tcase_add_test(tc, while_loop_counts_and_is_bounded);
   tcase_add_test(tc, if_takes_one_branch_and_plans_parent_plus_one_branch);
   tcase_add_test(tc, call_once_initialises_a_resource_variable_once_per_state);
+  tcase_add_test(tc, read_variable_aliases_unless_an_assignment_comes_first);
   tcase_add_loop_test(tc, golden_streams_replay_in_process, 0, N_CF_STREAMS);
   tcase_add_loop_test(tc, golden_streams_replay_through_arenactl, 0, N_CF_STREAMS);
   tcase_add_test(tc, arenactl_plan_shows_the_children);

@@ -65,7 +65,7 @@ static built_t build(const ar_model_t *m, ar_lifetimes_t conv, bool inplace,
   b.tp = calloc(sg->n_tensors, sizeof *b.tp);
   b.scratch = calloc(sg->n_operators, sizeof *b.scratch);
   b.folded = calloc(sg->n_operators, sizeof *b.folded);
-  ar_lifetime_options_t o = {conv, inplace, scratch, NULL, false, NULL, NULL, 0};
+  ar_lifetime_options_t o = {conv, inplace, scratch, NULL, false, NULL, NULL, 0, NULL};
   char msg[AR_MSG_BYTES];
   int rc = ar_lifetimes_build(m, &o, b.p, b.tp, b.scratch, b.folded, msg, sizeof msg);
   ck_assert_msg(rc == 0, "%s", msg);
@@ -369,7 +369,7 @@ START_TEST(test_weights_stored_at_use) {
   ar_tensor_plan_t *tp = calloc(sg->n_tensors, sizeof *tp);
   int32_t *scratch = calloc((size_t)no, sizeof *scratch);
   bool *folded = calloc((size_t)no, sizeof *folded);
-  ar_lifetime_options_t o = {AR_LIFETIMES_ARENAD, true, NULL, NULL, true, NULL, NULL, 0};
+  ar_lifetime_options_t o = {AR_LIFETIMES_ARENAD, true, NULL, NULL, true, NULL, NULL, 0, NULL};
   char msg[AR_MSG_BYTES];
   ck_assert_msg(ar_lifetimes_build(m, &o, p, tp, scratch, folded, msg, sizeof msg) == 0, "%s", msg);
   int at_use = 0;
