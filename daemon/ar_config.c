@@ -64,7 +64,8 @@ static const char *const root_keys[] = {
   "drain_timeout_ms", "busy_poll_us", "inline_invoke_us", "admin_reserved_connections",
   "max_pending_frame_bytes_per_uid", "max_unwritten_reply_bytes_per_uid", "max_buffer_bytes_per_uid",
   "stats_refresh_ms", "stats_rate_per_s", "stats_burst",
-  "max_while_iterations"};
+  "max_while_iterations",
+  "max_sessions_per_model", "max_sessions_per_uid", "session_idle_timeout_ms"};
 size_t ar_config_root_keys(const char *const **keys) {
   *keys = root_keys;
   return AR_ARRAY_LEN(root_keys);
@@ -188,6 +189,9 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->stats_refresh_ms = 1000;
   cfg->stats_rate_per_s = 10;
   cfg->stats_burst = 20;
+  cfg->max_sessions_per_model = 1024;
+  cfg->max_sessions_per_uid = 256;
+  cfg->session_idle_timeout_ms = 600000;
   cfg->compact_after_unload = true;
   cfg->max_while_iterations = AR_CONFIG_WHILE_DEFAULT;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
@@ -575,6 +579,12 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_uint(v, k, 0, AR_CONFIG_STATS_RATE_MAX, &cfg->stats_rate_per_s, msg, n);
     } else if (strcmp(k, "stats_burst") == 0) {
       rc = get_uint(v, k, 1, AR_CONFIG_STATS_RATE_MAX, &cfg->stats_burst, msg, n);
+    } else if (strcmp(k, "max_sessions_per_model") == 0) {
+      rc = get_uint(v, k, 0, AR_CONFIG_SESSIONS_MAX, &cfg->max_sessions_per_model, msg, n);
+    } else if (strcmp(k, "max_sessions_per_uid") == 0) {
+      rc = get_uint(v, k, 1, AR_CONFIG_SESSIONS_MAX, &cfg->max_sessions_per_uid, msg, n);
+    } else if (strcmp(k, "session_idle_timeout_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CONFIG_SESSION_IDLE_MAX, &cfg->session_idle_timeout_ms, msg, n);
     } else if (strcmp(k, "compact_after_unload") == 0) {
       rc = get_bool(v, k, &cfg->compact_after_unload, msg, n);
     } else if (strcmp(k, "max_while_iterations") == 0) {

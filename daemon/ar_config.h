@@ -47,6 +47,8 @@
 #define AR_CONFIG_STATS_RATE_MAX 100000u      /* stats_rate_per_s, stats_burst */
 #define AR_CONFIG_WHILE_DEFAULT (1u << 20)    /* max_while_iterations (AR_INTERP_MAX_WHILE_ITERATIONS) */
 #define AR_CONFIG_WHILE_MAX (1u << 31)        /* max_while_iterations, at most */
+#define AR_CONFIG_SESSIONS_MAX 1000000u       /* max_sessions_per_model, max_sessions_per_uid */
+#define AR_CONFIG_SESSION_IDLE_MAX 604800000u /* session_idle_timeout_ms: 7 days */
 #define AR_CONFIG_MAX_IDS 32                /* entries of admin_uids, admin_gids */
 #define AR_CONFIG_MAX_DIRS 16               /* entries of model_dirs */
 #define AR_CONFIG_DIR_MAX 1024              /* bytes of a model_dirs entry, incl. NUL */
@@ -143,6 +145,12 @@ typedef struct ar_config {
   uint32_t stats_refresh_ms;    /* default 1000, at most AR_CONFIG_STATS_REFRESH_MAX */
   uint32_t stats_rate_per_s;    /* default 10, at most AR_CONFIG_STATS_RATE_MAX */
   uint32_t stats_burst;         /* default 20, 1..AR_CONFIG_STATS_RATE_MAX */
+  /* Sessions of stateful models (daemon/ar_sessions.c): open sessions per model (0 = sessions
+   * refused), per model for one uid that is not an admin, and the idle time after which a session
+   * expires (its slot reused, its next invoke answered ESTATE "expired"; 0 = never). */
+  uint32_t max_sessions_per_model;    /* default 1024, 0..AR_CONFIG_SESSIONS_MAX */
+  uint32_t max_sessions_per_uid;      /* default 256, 1..AR_CONFIG_SESSIONS_MAX */
+  uint32_t session_idle_timeout_ms;   /* default 600000, 0..AR_CONFIG_SESSION_IDLE_MAX */
   bool compact_after_unload;    /* compact the pool after each unload and group growth, default true */
   uint32_t max_while_iterations;  /* a WHILE still going after this many iterations ends its invoke
                                    * (ar_interp_options_t), 1..AR_CONFIG_WHILE_MAX, default

@@ -400,6 +400,38 @@ START_TEST(stats_keys) {
 }
 END_TEST
 
+/* Session keys (issue 27): max_sessions_per_model (default 1024, 0..1000000), max_sessions_per_uid
+ * (default 256, 1..1000000), session_idle_timeout_ms (default 600000, 0..604800000): integers,
+ * refused out of range naming the key. */
+START_TEST(session_keys) {
+  ar_config_t cfg;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(load_text("{\"models\": []}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_sessions_per_model, 1024);
+  ck_assert_uint_eq(cfg.max_sessions_per_uid, 256);
+  ck_assert_uint_eq(cfg.session_idle_timeout_ms, 600000);
+  ck_assert_msg(load_text("{\"models\": [], \"max_sessions_per_model\": 0, \"max_sessions_per_uid\": 1, "
+                          "\"session_idle_timeout_ms\": 0}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_sessions_per_model, 0);
+  ck_assert_uint_eq(cfg.max_sessions_per_uid, 1);
+  ck_assert_uint_eq(cfg.session_idle_timeout_ms, 0);
+  ck_assert_msg(load_text("{\"models\": [], \"max_sessions_per_model\": 1000000, \"max_sessions_per_uid\": 1000000, "
+                          "\"session_idle_timeout_ms\": 604800000}", &cfg, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_uint_eq(cfg.max_sessions_per_model, 1000000);
+  ck_assert_uint_eq(cfg.session_idle_timeout_ms, 604800000);
+  static const struct { const char *text, *want; } bad_sess[] = {
+      {"{\"models\": [], \"max_sessions_per_model\": 1000001}", "max_sessions_per_model: 1000001 is out of range [0, 1000000]"},
+      {"{\"models\": [], \"max_sessions_per_uid\": 0}", "max_sessions_per_uid: 0 is out of range [1, 1000000]"},
+      {"{\"models\": [], \"session_idle_timeout_ms\": -5}", "session_idle_timeout_ms: -5 is out of range"},
+      {"{\"models\": [], \"session_idle_timeout_ms\": \"10s\"}", "session_idle_timeout_ms: must be an integer"},
+  };
+  for (size_t i = 0; i < sizeof(bad_sess) / sizeof(bad_sess[0]); i++) {
+    ck_assert_int_eq(load_text(bad_sess[i].text, &cfg, msg, sizeof(msg)), AR_ECONFIG);
+    ck_assert_msg(strstr(msg, bad_sess[i].want) != NULL, "%s: got '%s'", bad_sess[i].text, msg);
+  }
+}
+END_TEST
+
 /* max_pending_frame_bytes: a size of at least max_frame_bytes (whatever the keys' order), by
  * default 4 x max_frame_bytes. */
 START_TEST(pending_frame_budget_key) {
@@ -657,6 +689,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, memory_limit_key);
   tcase_add_test(tc, busy_poll_keys);
   tcase_add_test(tc, stats_keys);
+  tcase_add_test(tc, session_keys);
   tcase_add_test(tc, pending_frame_budget_key);
   tcase_add_test(tc, per_uid_share_keys);
   tcase_add_test(tc, too_many_models);
