@@ -808,10 +808,11 @@ static const ar_client_buffer_t *buffer_of(const ar_client_t *c, const void *p, 
   return NULL;
 }
 
-AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,
-                                      const ar_client_range_t *input_ranges, size_t n_inputs,
-                                      const ar_client_range_t *output_ranges, size_t n_outputs,
-                                      ar_client_result_t *res, char *msg, size_t msg_bytes) {
+/* ar_client_invoke_ranges with a session (NULL: none). */
+static int invoke_session_ranges(ar_client_t *c, const char *model, const ar_client_session_t *session,
+                                 const ar_client_tensor_t *inputs, const ar_client_range_t *input_ranges,
+                                 size_t n_inputs, const ar_client_range_t *output_ranges, size_t n_outputs,
+                                 ar_client_result_t *res, char *msg, size_t msg_bytes) {
   memset(res, 0, sizeof(*res));
   if (n_outputs > 0 && output_ranges == NULL) return ar_errf(msg, msg_bytes, AR_EINVAL, "output_ranges is NULL");
   /* The request's pieces: on the stack for up to AR_CLIENT_MAX_IO inputs and outputs. */
@@ -870,6 +871,14 @@ AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const a
   body.inputs = ptrs;
   body.n_outputs = n_outputs;
   body.outputs = optrs;
+  Arenad__Session sess = ARENAD__SESSION__INIT;
+  if (session != NULL) {
+    sess.id = (char *)(session->id ? session->id : "");
+    sess.start = session->start;
+    sess.end = session->end;
+    sess.reset = session->reset;
+    body.session = &sess;
+  }
   req.body_case = ARENAD__REQUEST__BODY_INVOKE;
   req.invoke = &body;
   Arenad__Response *resp;
@@ -907,9 +916,43 @@ AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const a
   return 0;
 }
 
+AR_EXPORT int ar_client_invoke_ranges(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,
+                                      const ar_client_range_t *input_ranges, size_t n_inputs,
+                                      const ar_client_range_t *output_ranges, size_t n_outputs,
+                                      ar_client_result_t *res, char *msg, size_t msg_bytes) {
+  return invoke_session_ranges(c, model, NULL, inputs, input_ranges, n_inputs, output_ranges, n_outputs, res, msg,
+                               msg_bytes);
+}
+
 AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
                                ar_client_result_t *res, char *msg, size_t msg_bytes) {
-  return ar_client_invoke_ranges(c, model, inputs, NULL, n_inputs, NULL, 0, res, msg, msg_bytes);
+  return invoke_session_ranges(c, model, NULL, inputs, NULL, n_inputs, NULL, 0, res, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_invoke_session(ar_client_t *c, const char *model, const ar_client_session_t *session,
+                                       const ar_client_tensor_t *inputs, size_t n_inputs, ar_client_result_t *res,
+                                       char *msg, size_t msg_bytes) {
+  return invoke_session_ranges(c, model, session, inputs, NULL, n_inputs, NULL, 0, res, msg, msg_bytes);
+}
+
+AR_EXPORT int ar_client_reset_session(ar_client_t *c, const char *model, const char *session, bool end,
+                                      bool *stateful, char *msg, size_t msg_bytes) {
+  Arenad__Request req = ARENAD__REQUEST__INIT;
+  Arenad__ResetSessionRequest body = ARENAD__RESET_SESSION_REQUEST__INIT;
+  body.model = (char *)(model ? model : "");
+  body.session = (char *)(session ? session : "");
+  body.end = end;
+  req.body_case = ARENAD__REQUEST__BODY_RESET_SESSION;
+  req.reset_session = &body;
+  Arenad__Response *resp;
+  int rc = call(c, &req, &resp, msg, msg_bytes);
+  if (rc) return rc;
+  if (resp->body_case != ARENAD__RESPONSE__BODY_RESET_SESSION || resp->reset_session == NULL)
+    rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a reset_session");
+  else if (stateful)
+    *stateful = resp->reset_session->stateful;
+  arenad__response__free_unpacked(resp, NULL);
+  return rc;
 }
 
 AR_EXPORT int ar_client_invoke_into(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs,

@@ -17,6 +17,7 @@
 #ifndef AR_CLIENT_H
 #define AR_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -198,6 +199,29 @@ AR_EXPORT int ar_client_list(ar_client_t *c, ar_client_model_t **models, size_t 
 AR_EXPORT int ar_client_invoke(ar_client_t *c, const char *model, const ar_client_tensor_t *inputs, size_t n_inputs,
                                ar_client_result_t *res, char *msg, size_t msg_bytes);
 AR_EXPORT void ar_client_result_free(ar_client_result_t *res);
+
+/* ---- Sessions (stateful models; arenad.proto InvokeRequest.session, docs/protocol.md) ----
+ * A session keeps its own state of a stateful model in the daemon: invokes naming it read and
+ * write that state only. `id`: 1 to 64 printable ASCII bytes, per model, owned by this
+ * connection's uid. `start` opens it (again) from the initial state, `reset` resets it before this
+ * invoke, `end` closes it after. A stateless model ignores sessions. */
+typedef struct ar_client_session {
+  const char *id;
+  bool start, end, reset;
+} ar_client_session_t;
+
+/* ar_client_invoke in `session` (NULL: the model's default state). Errors, besides those of
+ * ar_client_invoke: -10 ENOENT no such open session, -17 ESTATE it expired
+ * (session_idle_timeout_ms), -19 EPERM another uid's, -14 EBUSY max_sessions_per_model /
+ * max_sessions_per_uid, -9 ENOSPC no pool room for its slot, -1 a bad id. */
+AR_EXPORT int ar_client_invoke_session(ar_client_t *c, const char *model, const ar_client_session_t *session,
+                                       const ar_client_tensor_t *inputs, size_t n_inputs, ar_client_result_t *res,
+                                       char *msg, size_t msg_bytes);
+/* Reset session `session` of `model` to its initial state (`end`: close it instead), in order with
+ * the invokes already sent; "" or NULL = the model's default state. *stateful (may be NULL): false
+ * when the model keeps no state. Errors as ar_client_invoke_session's. */
+AR_EXPORT int ar_client_reset_session(ar_client_t *c, const char *model, const char *session, bool end,
+                                      bool *stateful, char *msg, size_t msg_bytes);
 
 /* ---- Zero-copy invokes: shared-memory buffers (arenad.proto RegisterBufferRequest) ----
  *

@@ -62,7 +62,11 @@ static const command_t commands[] = {
    "invoke NAME --input F... | --image FILE [IMAGE] [--output DIR] [--shm] [RESULTS]\n"
    "      run a loaded model; --shm: tensors through a shared-memory buffer registered with the\n"
    "      daemon; an --input that is not a regular file (/dev/zero, a pipe) is read up to the\n"
-   "      input's byte size; --output DIR is created if missing (one level)"},
+   "      input's byte size; --output DIR is created if missing (one level)\n"
+   "  invoke NAME ... --session ID [--start] [--end] [--reset]\n"
+   "      in a session of a stateful model (its own state; --start opens it, --end closes it)"},
+  {"reset-session", ar_cmd_reset_session,
+   "reset-session NAME SESSION [--end]\n      a session's state back to its initial value (--end: close it)"},
 };
 
 static void usage(FILE *out) {

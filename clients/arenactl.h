@@ -37,6 +37,7 @@ int ar_cmd_models(int argc, char **argv);
 int ar_cmd_load(int argc, char **argv);
 int ar_cmd_unload(int argc, char **argv);
 int ar_cmd_compact(int argc, char **argv);
+int ar_cmd_reset_session(int argc, char **argv);
 int ar_cmd_reload(int argc, char **argv);
 int ar_cmd_invoke(int argc, char **argv);
 int ar_cmd_plan_remote(int argc, char **argv);

@@ -172,11 +172,12 @@ static void print_stats(json_t *root) {
       json_array_foreach(json_object_get(pool, "regions"), i, r) {
         uint64_t o = (uint64_t)jint(r, "offset"), n = (uint64_t)jint(r, "bytes");
         if (at >= o && at < o + n) map[k] = strcmp(jstr(r, "kind"), "persistent") == 0 ? 'P'
-                                            : strcmp(jstr(r, "kind"), "activation") == 0 ? 'A' : '.';
+                                            : strcmp(jstr(r, "kind"), "activation") == 0 ? 'A'
+                                            : strcmp(jstr(r, "kind"), "state") == 0      ? 'S' : '.';
       }
     }
     map[64] = '\0';
-    printf("  map |%s|  (P persistent, A activation, . free)\n", map);
+    printf("  map |%s|  (P persistent, A activation, S session state, . free)\n", map);
   }
   printf("\n%-24s %-10s %12s %12s %6s %11s %11s %8s %6s %9s %9s %9s %6s %10s %10s\n", "model", "group", "arena",
          "lower_bound", "ratio", "persistent", "weights", "invokes", "errors", "p50_us", "p99_us", "max_us", "allocs",
@@ -192,6 +193,19 @@ static void print_stats(json_t *root) {
            jint(r, "lower_bound_bytes"), lb > 0 ? ar / lb : 0.0, jint(r, "persistent_bytes"), jint(r, "weights_bytes"),
            jint(r, "invokes"), jint(r, "errors"), jint(lat, "p50"), jint(lat, "p99"), jint(lat, "max"),
            jint(r, "heap_allocs_in_invoke"), jint(r, "folded_bytes"), jint(r, "packed_bytes"));
+  }
+  bool sess_head = false;
+  json_array_foreach(json_object_get(root, "models"), i, r) {
+    json_t *ss = json_object_get(r, "sessions");
+    if (!json_is_object(ss)) continue;
+    if (!sess_head)
+      printf("\n%-24s %12s %8s %8s %8s %8s %8s %12s\n", "sessions of model", "state/slot", "open", "expired",
+             "evicted", "started", "ended", "slot_bytes");
+    sess_head = true;
+    printf("%-24s %12" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT
+           " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT "\n",
+           ar_cli_esc(jstr(r, "name")), jint(ss, "state_bytes_per_slot"), jint(ss, "open"), jint(ss, "expired"),
+           jint(ss, "evicted"), jint(ss, "started"), jint(ss, "ended"), jint(ss, "slot_bytes"));
   }
   json_t *groups = json_object_get(root, "groups");
   if (json_array_size(groups) > 0) {
@@ -504,6 +518,31 @@ int ar_cmd_reload(int argc, char **argv) {
   return 0;
 }
 
+int ar_cmd_reset_session(int argc, char **argv) {
+  bool end = argc == 4 && strcmp(argv[3], "--end") == 0;
+  if ((argc != 3 && !end) || asks_help(argc, argv)) {
+    fprintf(asks_help(argc, argv) ? stdout : stderr,
+            "usage: arenactl reset-session NAME SESSION [--end]\n"
+            "  reset session SESSION of model NAME to its initial state (--end: close it); SESSION \"\" is the\n"
+            "  model's default state\n");
+    return asks_help(argc, argv) ? 0 : 2;
+  }
+  ar_client_t *c = connect_or_fail("reset-session");
+  if (c == NULL) return 1;
+  char msg[AR_MSG_BYTES];
+  bool stateful = false;
+  int rc = ar_client_reset_session(c, argv[1], argv[2], end, &stateful, msg, sizeof(msg));
+  ar_client_close(c);
+  if (rc) return fail("reset-session", rc, msg);
+  if (!stateful)
+    printf("%s: keeps no state (nothing to reset)\n", ar_cli_esc(argv[1]));
+  else if (argv[2][0] == '\0')
+    printf("%s: default state reset\n", ar_cli_esc(argv[1]));
+  else
+    printf("session '%s' %s\n", ar_cli_esc(argv[2]), end ? "ended" : "reset");
+  return 0;
+}
+
 int ar_cmd_compact(int argc, char **argv) {
   bool as_json = argc == 2 && strcmp(argv[1], "--json") == 0;
   if ((argc != 1 && !as_json) || asks_help(argc, argv)) {
@@ -579,14 +618,24 @@ int ar_cmd_invoke(int argc, char **argv) {
   static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
                                        {"output", required_argument, NULL, 'o'},
                                        {"shm", no_argument, NULL, 'S'},
+                                       {"session", required_argument, NULL, 0x300},
+                                       {"start", no_argument, NULL, 0x301},
+                                       {"end", no_argument, NULL, 0x302},
+                                       {"reset", no_argument, NULL, 0x303},
                                        AR_CLI_LONGOPTS,
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *usage = "usage: arenactl invoke NAME --input F... [--output DIR] [--shm] [RESULTS]\n"
                       "       arenactl invoke NAME --image FILE [IMAGE] [--output DIR] [--shm] [RESULTS]\n"
+                      "       arenactl invoke NAME ... --session ID [--start] [--end] [--reset]\n"
                       "  --shm  inputs and outputs through a shared-memory buffer registered with the daemon\n"
+                      "  --session ID  run in session ID of a stateful model (its own state): --start opens it\n"
+                      "         (again) from the initial state, --reset resets it first, --end closes it after;\n"
+                      "         --reset alone resets the model's default state\n"
                       AR_CLI_USAGE;
   bool shm = false;
+  ar_client_session_t sess = {0};
+  bool use_sess = false;
   const char *inputs[AR_CLIENT_MAX_IO];
   int n_in = 0;
   const char *outdir = NULL;
@@ -625,6 +674,10 @@ int ar_cmd_invoke(int argc, char **argv) {
         break;
       case 'o': outdir = optarg; after_input = false; break;
       case 'S': shm = true; after_input = false; break;
+      case 0x300: sess.id = optarg; use_sess = true; after_input = false; break;
+      case 0x301: sess.start = true; use_sess = true; after_input = false; break;
+      case 0x302: sess.end = true; use_sess = true; after_input = false; break;
+      case 0x303: sess.reset = true; use_sess = true; after_input = false; break;
       default:
         fputs(usage, o == 'h' ? stdout : stderr);
         return o == 'h' ? 0 : 2;
@@ -636,6 +689,9 @@ int ar_cmd_invoke(int argc, char **argv) {
                           ? "no input given: --input F (one raw file per model input, in order) or --image FILE "
                             "(a photograph for a one-input image model)"
                         : n_in > 0 && io.path != NULL ? "--input and --image exclude each other: give one of them"
+                        : use_sess && shm ? "--session and --shm exclude each other (a session's invoke sends its "
+                                            "tensors in the request)"
+                        : (sess.start || sess.end) && sess.id == NULL ? "--start and --end need --session ID"
                                                       : NULL;
   if (missing != NULL) {
     fprintf(stderr, "arenactl invoke: %s\n%s", missing, usage);
@@ -736,6 +792,8 @@ int ar_cmd_invoke(int argc, char **argv) {
     for (int j = 0; j < n_out; j++) outp[j] = out_bytes[j] ? (uint8_t *)sbuf->data + out_off[j] : NULL;
     rc = ar_client_invoke_into(c, name, tin, (size_t)n_in, outp, out_bytes, m->n_outputs == n_out ? (size_t)n_out : 0,
                                &res, msg, sizeof(msg));
+  } else if (use_sess) {
+    rc = ar_client_invoke_session(c, name, &sess, tin, (size_t)n_in, &res, msg, sizeof(msg));
   } else {
     rc = ar_client_invoke(c, name, tin, (size_t)n_in, &res, msg, sizeof(msg));
   }
@@ -745,6 +803,7 @@ int ar_cmd_invoke(int argc, char **argv) {
   }
   printf("%s: %d output(s), invoke %" PRIu64 " us, queued %" PRIu64 " us", name, res.n_outputs, res.invoke_us,
          res.queue_us);
+  if (sess.id) printf(", session '%s'%s", ar_cli_esc(sess.id), sess.end ? " (ended)" : "");
   if (sbuf) printf(", through shared-memory buffer %u (%" PRIu64 " bytes)", sbuf->id, sbuf->bytes);
   printf("\n");
   for (int32_t j = 0; j < res.n_outputs && j < AR_CLIENT_MAX_IO; j++) {

@@ -8,6 +8,13 @@
         out = c.invoke("face", {"input": np.zeros((1, 128, 128, 3), np.float32)})
         scores = out["classificators"]      # numpy arrays, by output name or index
 
+Streaming models (wake words, LSTMs) keep state from invoke to invoke; a session gives each
+stream its own state in the daemon:
+
+    with c.session("wake") as s:
+        for features in stream:
+            out = s.invoke(features)
+
 Pre- and post-processing as arenactl does it: arenad.image (photographs to input tensors, the
 same bytes as `arenactl invoke --image`), arenad.detection (SSD anchors and box decoding,
 non-maximum suppression, TFLite_Detection_PostProcess outputs).
@@ -28,6 +35,7 @@ from .client import (  # noqa: E402  (after the __path__ extension, which the im
     ArenadError,
     ArenadTimeout,
     Client,
+    Session,
     CompactResult,
     InvokeResult,
     ModelInfo,
@@ -49,5 +57,6 @@ __all__ = [
     "Pending",
     "PingInfo",
     "Quantization",
+    "Session",
     "TensorInfo",
 ]

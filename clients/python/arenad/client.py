@@ -471,6 +471,56 @@ class SharedBuffer:
                 self.id = 0
 
 
+class Session:
+    """A session of a stateful model on one Client (Client.session). The first invoke starts it
+    (the model's initial state); end() or leaving the `with` block closes it. Invokes of a session
+    run in order; sessions of a model interleave freely, each reading only its own state."""
+
+    _serial = 0
+
+    def __init__(self, client: "Client", model: str, id: Optional[str] = None):
+        if id is None:
+            Session._serial += 1
+            id = f"py-{os.getpid()}-{Session._serial}-{os.urandom(4).hex()}"
+        self.client = client
+        self.model = model
+        self.id = id
+        self.started = False
+
+    def invoke(self, inputs: InputsArg, timeout: Any = _UNSET, outputs=None, copy: bool = False,
+               reset: bool = False, end: bool = False) -> InvokeResult:
+        """Client.invoke in this session; reset=True starts it again from the initial state first,
+        end=True closes it after this invoke."""
+        sess = {"id": self.id, "start": not self.started, "reset": reset, "end": end}
+        r = self.client.invoke(self.model, inputs, timeout, outputs=outputs, copy=copy, session=sess)
+        self.started = not end
+        return r
+
+    def reset(self, timeout: Any = _UNSET) -> None:
+        """Back to the initial state (ordered after the invokes already sent)."""
+        if self.started:
+            self.client.reset_session(self.model, self.id, timeout=timeout)
+
+    def end(self, timeout: Any = _UNSET) -> None:
+        """Close the session (its slot is free for others); a later invoke starts a new one."""
+        if self.started:
+            self.started = False
+            self.client.reset_session(self.model, self.id, end=True, timeout=timeout)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.end()
+        except ArenadError:
+            if exc[0] is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"Session(model={self.model!r}, id={self.id!r}, started={self.started})"
+
+
 class Client:
     """A connection to arenad.
 
@@ -635,8 +685,28 @@ class Client:
         self._buffers[b.id] = b
         return b
 
+    def session(self, name: str, id: Optional[str] = None) -> "Session":
+        """A session of stateful model `name` (docs/protocol.md, "Sessions"): invokes through it
+        read and write a state of their own in the daemon, so several streams can use one loaded
+        model. `id`: 1 to 64 printable ASCII characters (default: one made unique for this
+        process). Use it as a context manager, which ends the session on exit:
+
+            with client.session("wake") as s:
+                for features in stream:
+                    out = s.invoke(features)
+        """
+        return Session(self, name, id)
+
+    def reset_session(self, name: str, session: str = "", end: bool = False, timeout: Any = _UNSET) -> bool:
+        """Reset session `session` of model `name` to its initial state ("" = the model's default
+        state), or with end=True close it, in order with the invokes already sent. Returns False
+        when the model keeps no state. Errors: ENOENT (no such open session), ESTATE (it expired),
+        EPERM (another uid's)."""
+        req = pb.ResetSessionRequest(model=name, session=session, end=end)
+        return self._call("reset_session", req, timeout).reset_session.stateful
+
     def invoke(self, name: str, inputs: InputsArg, timeout: Any = _UNSET, outputs=None,
-               copy: bool = False) -> InvokeResult:
+               copy: bool = False, session: Optional[Dict[str, Any]] = None) -> InvokeResult:
         """Run model `name` once. `inputs`: {input name or index: array}, a list in the model's
         input order, or one array for a one-input model; arrays are sent with their own dtype
         and shape, which must match the model's (else ArenadError "ESHAPE"), from their own memory
@@ -645,8 +715,10 @@ class Client:
         one SharedBuffer view per model output (None: sent in the reply) that the daemon writes the
         output into; the result then holds those views. Returns the outputs (InvokeResult): views
         of the reply's frame or of the SharedBuffer, not copies (InvokeResult says how long they
-        live); copy=True gives arrays that own their memory instead."""
-        p = self.invoke_async(name, inputs, timeout, outputs=outputs, copy=copy)
+        live); copy=True gives arrays that own their memory instead. `session`: the
+        InvokeRequest.session fields as a dict ({"id": ..., "start": ..., "end": ..., "reset": ...});
+        Client.session() wraps them."""
+        p = self.invoke_async(name, inputs, timeout, outputs=outputs, copy=copy, session=session)
         try:
             return p.result(timeout)
         except ArenadTimeout:
@@ -654,7 +726,7 @@ class Client:
             raise
 
     def invoke_async(self, name: str, inputs: InputsArg, timeout: Any = _UNSET, outputs=None,
-                     copy: bool = False) -> Pending:
+                     copy: bool = False, session: Optional[Dict[str, Any]] = None) -> Pending:
         """Send an invoke without waiting: returns a Pending whose result() gives the outputs
         (arguments as invoke). Many may be in flight on one connection; replies are matched by id.
         The input arrays are sent before this returns: they may be changed afterwards. At most
@@ -662,6 +734,8 @@ class Client:
         their Pending) until one is answered; and it reads replies while its frame is being written,
         so any number of calls completes without the daemon and the client waiting on each other."""
         req = pb.InvokeRequest(model=name)
+        if session is not None:
+            req.session.CopyFrom(pb.Session(**session))
         if outputs is not None:
             for j, o in enumerate(outputs):
                 r = None if o is None else self._range_of(o)
