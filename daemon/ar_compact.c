@@ -26,6 +26,7 @@
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 #include "daemon/ar_models_int.h"
+#include "daemon/ar_sessions.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Pool compaction (the protocol is drawn in ar_daemon.h)                                      */
@@ -49,6 +50,9 @@ static ar_group_t *group_of_region(ar_server_t *srv, const ar_region_t *r) {
   } else if (r->kind == AR_REGION_ACTIVATION) {
     for (ar_group_t *g = srv->groups; g; g = g->next)
       if (g->has_region && g->act_offset == r->offset) return g;
+  } else if (r->kind == AR_REGION_STATE) {
+    ar_dmodel_t *m = ar_sessions_chunk_owner(srv, r->offset, NULL);
+    return m ? m->group : NULL;
   }
   return NULL;
 }
@@ -99,6 +103,8 @@ static void compact_apply(ar_server_t *srv, int rc, const char *why) {
           slots[i] = &m->persistent_offset;
           m->relocated = true;
         }
+    } else if (moves[i].kind == AR_REGION_STATE) {
+      ar_sessions_chunk_owner(srv, moves[i].from, &slots[i]);   /* its group is parked: no invoke reads it */
     } else {
       for (ar_group_t *g = srv->groups; g && !slots[i]; g = g->next)
         if (g->has_region && g->act_offset == moves[i].from) {
@@ -112,22 +118,29 @@ static void compact_apply(ar_server_t *srv, int rc, const char *why) {
     }
   }
   if (rc == 0) {
-    /* The state of a stateful model (its default slot, at the end of its persistent region) moves
-     * with the region: its MOVE job's place keeps the bytes it finds there (ar_interp_place). The
-     * moves go down and in offset order, so each slide reads bytes no earlier one overwrote; the
-     * groups owning them are parked. */
-    for (size_t i = 0; i < n; i++) {
-      if (moves[i].kind != AR_REGION_PERSISTENT) continue;
-      for (ar_dmodel_t *m = srv->models; m; m = m->next) {
-        if (slots[i] != &m->persistent_offset || !m->interp) continue;
-        const uint64_t sb = ar_interp_state_bytes(m->interp), so = ar_interp_default_state_offset(m->interp);
-        if (sb > 0 && so + sb <= moves[i].bytes)
-          memmove(srv->pool.base + moves[i].to + so, srv->pool.base + moves[i].from + so, (size_t)sb);
-      }
-    }
     f->bytes_moved = ar_pool_compact(&srv->pool);
     f->regions_moved = (uint32_t)n;
     for (size_t i = 0; i < n; i++) *slots[i] = moves[i].to;
+    /* State is the one content a move keeps (everything else is re-placed from scratch; the MOVE
+     * job's place keeps the bytes it finds in the default slot, ar_interp_place): session slot
+     * chunks whole, and the default slot of a stateful model at ar_interp_default_state_offset in
+     * its persistent region. ONE pass over the moves of every kind, down and in offset order, so
+     * each slide reads bytes no earlier one overwrote (a region may move onto the old place of a
+     * chunk below it); every group owning a moved region is parked, so nothing runs on them. */
+    for (size_t i = 0; i < n; i++) {
+      uint64_t off = 0, bytes = 0;
+      if (moves[i].kind == AR_REGION_STATE) {
+        bytes = moves[i].bytes;
+      } else if (moves[i].kind == AR_REGION_PERSISTENT) {
+        for (ar_dmodel_t *m = srv->models; m; m = m->next) {
+          if (slots[i] != &m->persistent_offset || !m->interp) continue;
+          const uint64_t sb = ar_interp_state_bytes(m->interp), so = ar_interp_default_state_offset(m->interp);
+          if (sb > 0 && so + sb <= moves[i].bytes) off = so, bytes = sb;
+        }
+      }
+      if (bytes)
+        memmove(srv->pool.base + moves[i].to + off, srv->pool.base + moves[i].from + off, (size_t)bytes);
+    }
   } else {
     srv->compact_rc = rc;
     snprintf(srv->compact_msg, sizeof(srv->compact_msg), "compaction gave up: %s", why);

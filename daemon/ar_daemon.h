@@ -166,11 +166,28 @@ struct ar_dmodel {
    * connection closes the model goes back to its stored shapes (ar_models_conn_gone), so a region
    * it grew (up to max_resize_activation_bytes) is given back. NULL: stored shapes, or an admin's. */
   const void *shaped_by;
+  /* Sessions (ar_sessions.c): bytes of one state slot (ar_interp_state_bytes, taken with the plan's
+   * figures; 0 = stateless, sessions ignored), the table (NULL until the first session), and a
+   * reset of the default state asked for by a ResetSession, applied by the next invoke without a
+   * session. */
+  uint64_t state_bytes;
+  struct ar_sessions *sessions;
+  bool default_reset;
   /* Its entry of the stats JSON as last printed, and the key of what it showed (ar_stats.c). */
   char *stats_text;
   uint64_t stats_text_key;
   ar_dmodel_t *next;
 };
+
+/* What an invoke job holds of its session (daemon/ar_sessions.h; filled on the loop at accept). */
+typedef struct ar_state_chunk ar_state_chunk_t;
+typedef struct ar_session_use {
+  bool stateful;                 /* the model has state: bind a slot before the invoke */
+  bool reset;                    /* write the slot's initial state before the invoke */
+  int32_t entry;                 /* the session's entry in the model's table, -1 = the default state */
+  ar_state_chunk_t *chunk;       /* where its slot lives (NULL = the interpreter's default slot) */
+  uint32_t slot;                 /* index in the chunk */
+} ar_session_use_t;
 
 typedef enum { AR_JOB_PREPARE, AR_JOB_PLACE, AR_JOB_INVOKE, AR_JOB_MOVE } ar_job_kind_t;
 
@@ -215,6 +232,7 @@ struct ar_job {
   ar_shm_buf_t **shm;
   uint32_t n_shm;
   uint64_t t_accept_us, t_start_us, t_end_us, heap_allocs;
+  ar_session_use_t sess;          /* INVOKE: its session (ar_sessions.c); stateful false otherwise */
   /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_invoke.c) */
   bool resize_only;              /* a ResizeInput request: re-plan, no run */
   bool restore;                  /* resize_only, internal: back to the stored input shapes (its

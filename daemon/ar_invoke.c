@@ -30,6 +30,7 @@
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 #include "daemon/ar_models_int.h"
+#include "daemon/ar_sessions.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Groups                                                                                      */
@@ -517,6 +518,16 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
     ar_decode_request_free(req, to->frame);
     return ar__answer_error(srv, to, AR_ENOMEM, "no memory for %" PRIu64 " output bytes", out_bytes);
   }
+  /* Its session (stateful models): start / reset / end applied now, in acceptance order. */
+  job->sess.entry = -1;
+  if (!resize_only && (rc = ar_sessions_accept(srv, m, to, ir->session, &job->sess, msg, sizeof(msg))) != 0) {
+    free(out);
+    ar__job_free_io(job);
+    free(job);
+    ar_decode_request_free(req, to->frame);
+    srv->ops.reply_error(srv, to, rc, msg);
+    return;
+  }
   job->kind = AR_JOB_INVOKE;
   job->resize_only = resize_only;
   job->srv = srv;
@@ -687,6 +698,14 @@ static void group_work(uv_work_t *w) {
       job->out = grown;
       job->out_bytes = need;
     }
+    /* The session's state slot: pointers rebound, no byte copied (a stateless model: one test). */
+    char why[AR_MSG_BYTES / 2];
+    if ((job->rc = ar_sessions_bind(job->srv, in, &job->sess, why, sizeof(why))) != 0) {
+      snprintf(job->msg, sizeof(job->msg), "model '%s': %s", m->name, why);
+      job->t_end_us = ar_now_us();
+      pthread_mutex_unlock(&g->lock);
+      return;
+    }
     const Arenad__InvokeRequest *ir = job->req->invoke;
     /* The one copy of each input: from the request or the client's buffer into the arena (the
      * client may keep writing its buffer; the invoke only reads the arena's copy). */
@@ -712,6 +731,7 @@ static void group_work(uv_work_t *w) {
       snprintf(job->msg, sizeof(job->msg), "model '%s': invoke failed: %s", m->name,
                why && why[0] ? why : ar_strerror(job->rc));
     }
+    ar_sessions_unbind(in, &job->sess);   /* after the copy out: an output may view the state */
     job->t_end_us = ar_now_us();
   }
   pthread_mutex_unlock(&g->lock);
@@ -976,11 +996,13 @@ void ar__group_after(uv_work_t *w, int status) {
     /* The inputs were copied into the arena: the bytes-path frame goes back to the connection for
      * its next frame (the job still holds the connection's reference here). */
     ar_conn_frame_release(&job->to, job->req);
+    ar_sessions_done(srv, m, &job->sess);
     bool restore_now = false;
     if (job->replanned) {
       m->arena_bytes = job->new_arena;
       m->persistent_bytes = job->new_persistent;
       ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);   /* the group runs nothing now */
+      m->state_bytes = ar_interp_state_bytes(m->interp);
       shrink_region(srv, g);
       /* Whose shapes the plan is for now: a peer that is not an admin holds them (and the region
        * they may have grown) only while it is connected. */

@@ -31,6 +31,7 @@
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 #include "daemon/ar_models_int.h"
+#include "daemon/ar_sessions.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Names, hex, small helpers                                                                   */
@@ -323,6 +324,7 @@ void ar__answer_loaded(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t *m
 
 /* Free a model that never became visible (failed load) or was finalized. */
 void ar__model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
+  ar_sessions_free(srv, m);   /* its sessions' slot chunks go back to the pool */
   ar_interp_free(m->interp);
   m->interp = NULL;
   if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
@@ -392,6 +394,7 @@ void ar__prepare_after(ar_job_t *job) {
   m->persistent_bytes = ar_interp_persistent_bytes(m->interp);
   ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);
   ar_interp_weight_figures(m->interp, &m->wfig);
+  m->state_bytes = ar_interp_state_bytes(m->interp);
 
   /* Regions: everything this load needs is allocated now, or nothing is. */
   char msg[AR_MSG_BYTES] = "";

@@ -20,6 +20,7 @@ const char *ar_region_kind_name(ar_region_kind_t k) {
     case AR_REGION_FREE: return "free";
     case AR_REGION_PERSISTENT: return "persistent";
     case AR_REGION_ACTIVATION: return "activation";
+    case AR_REGION_STATE: return "state";
   }
   return "unknown";
 }

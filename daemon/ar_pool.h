@@ -42,6 +42,8 @@ typedef enum ar_region_kind {
   AR_REGION_FREE = 0,
   AR_REGION_PERSISTENT = 1,  /* one model's persistent region (folded constants, kernel state) */
   AR_REGION_ACTIVATION = 2,  /* non-persistent tensors + scratch of a group or ungrouped model */
+  AR_REGION_STATE = 3,       /* a chunk of a model's session state slots (daemon/ar_sessions.h); its
+                                bytes move with it at a compaction */
 } ar_region_kind_t;
 
 typedef struct ar_region {

@@ -40,6 +40,7 @@
 #include "daemon/ar_metrics.h"
 #include "daemon/ar_server.h"
 #include "daemon/ar_service.h"
+#include "daemon/ar_sessions.h"
 #include "interp/ar_budget.h"
 
 
@@ -476,6 +477,11 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       }
       ar_conn_register_buffer(to.conn, &to, req->register_buffer);
       break;
+    case ARENAD__REQUEST__BODY_RESET_SESSION:
+      to.request = "reset_session";
+      snprintf(to.model, sizeof(to.model), "%s", req->reset_session->model);
+      ar_sessions_reset_request(srv, &to, req->reset_session);
+      break;
     case ARENAD__REQUEST__BODY_RESIZE_INPUT:
       audit_as(&to, "resize_input", req->resize_input->model);
       ar_models_invoke(srv, &to, req);   /* a re-plan without a run: same queue as invokes */
@@ -483,7 +489,7 @@ static void server_dispatch(ar_server_t *srv, const ar_reply_to_t *to_in, Arenad
       break;
     default:
       snprintf(msg, sizeof(msg), "request %" PRIu64 " has no body (expected one of ping, load_model, unload_model, "
-               "list_models, invoke, get_stats, get_plan, reload, resize_input, compact, register_buffer)", req->id);
+               "list_models, invoke, get_stats, get_plan, reload, resize_input, compact, register_buffer, reset_session)", req->id);
       ar_server_reply_error(srv, &to, AR_EPROTO, msg);
       break;
   }

@@ -36,6 +36,7 @@
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 #include "daemon/ar_models_int.h"
+#include "daemon/ar_sessions.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Stats                                                                                       */
@@ -76,11 +77,15 @@ static const char *model_fragment(ar_server_t *srv, ar_dmodel_t *m, const ar_sna
                      json_is_integer(resident) ? (uint64_t)json_integer_value(resident) : UINT64_MAX,
                      g && g->has_region, g ? g->act_offset : 0, g ? g->act_bytes : 0, m->has_persistent,
                      m->persistent_offset, m->persistent_region_bytes, m->invokes, m->errors, m->dropped, m->inflight,
-                     m->latency.count, m->latency.sum_us, m->latency.max_us, m->heap_allocs_in_invoke};
+                     m->latency.count, m->latency.sum_us, m->latency.max_us, m->heap_allocs_in_invoke, 0};
+  uint64_t sess_key = 0;
+  json_t *sess = ar_sessions_stats_json(srv, m, &sess_key);
+  vals[sizeof(vals) / sizeof(vals[0]) - 1] = sess_key;
   uint64_t key = 14695981039346656037ull;
   for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) key = mix(key, vals[i]);
   if (m->stats_text && m->stats_text_key == key) {
     json_decref(resident);
+    json_decref(sess);
     return m->stats_text;
   }
   char hex[65];
@@ -127,6 +132,7 @@ static const char *model_fragment(ar_server_t *srv, ar_dmodel_t *m, const ar_sna
   json_object_set_new(jm, "heap_allocs_in_invoke",
                       ar_alloc_count_available() ? json_integer((json_int_t)m->heap_allocs_in_invoke)
                                                  : json_integer(-1));
+  json_object_set_new(jm, "sessions", sess ? sess : json_null());   /* null: a stateless model */
   char *text = json_dumps(jm, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   json_decref(jm);
   if (text == NULL) return NULL;

@@ -4,7 +4,7 @@
 sbin_PROGRAMS += arenad
 arenad_SOURCES = daemon/arenad.c \
   daemon/ar_daemon.h daemon/ar_server.c daemon/ar_server.h daemon/ar_models.c daemon/ar_models_int.h \
-  daemon/ar_model_file.c daemon/ar_invoke.c daemon/ar_compact.c daemon/ar_stats.c daemon/ar_reload.c \
+  daemon/ar_model_file.c daemon/ar_invoke.c daemon/ar_compact.c daemon/ar_sessions.c daemon/ar_stats.c daemon/ar_reload.c \
   daemon/ar_conn.c daemon/ar_conn.h daemon/ar_decode.c daemon/ar_decode.h \
   daemon/ar_shm.c daemon/ar_shm.h daemon/ar_pool.c daemon/ar_pool.h daemon/ar_latency.h \
   daemon/ar_alloc_count.c daemon/ar_alloc_count.h \
@@ -116,3 +116,13 @@ tests_check_stats_SOURCES = tests/check_stats.c tests/ar_test_client.h tests/ar_
 tests_check_stats_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 tests_check_stats_LDADD = libarenaclient.la libarproto.la libarcommon.la $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_stats_OBJECTS): proto/arenad.pb-c.h
+
+# Sessions of stateful models through a real arenad (issue 27): stream goldens of
+# ../shared/golden_state in sessions, interleaved, reset, expired, another uid's, limits, slots
+# through a compaction and an unload (each test skips with a message without ../shared).
+check_PROGRAMS += tests/check_sessions
+TESTS += tests/check_sessions
+tests_check_sessions_SOURCES = tests/check_sessions.c tests/ar_test_daemon.h $(AR_TEST_STREAM_SOURCES)
+tests_check_sessions_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_sessions_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+$(tests_check_sessions_OBJECTS): proto/arenad.pb-c.h

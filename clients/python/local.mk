@@ -29,7 +29,7 @@ endif
 # python3-pytest is installed, else unittest; a skip without --with-python).
 EXTRA_DIST += tests/python/run-tests tests/python/ardaemon.py tests/python/promparse.py \
   tests/python/test_client.py tests/python/test_prometheus.py \
-  tests/python/test_image.py tests/python/test_install.py
+  tests/python/test_image.py tests/python/test_install.py tests/python/test_sessions.py
 TESTS += tests/python/run-tests
 AM_TESTS_ENVIRONMENT += AR_PYTHON='$(PYTHON)'; export AR_PYTHON;
 # The integer-I/O test model (uint8/int8 with quantization, int32, int64, bool) and the resize model
