@@ -10,9 +10,10 @@
 #include "daemon/ar_models_int.h"
 #include "daemon/ar_sessions.h"
 
-/* Chunk sizing: the first chunk holds 4 slots, each next one as many as all before (the slots
- * double), up to AR_STATE_CHUNK_BYTES a chunk (at least one slot). */
-#define AR_STATE_CHUNK_FIRST 4u
+/* Chunk sizing: the first chunk holds 1 slot (one session costs exactly its slot), each next one
+ * as many as all before (the slots double), up to AR_STATE_CHUNK_BYTES a chunk (at least one
+ * slot): at most one chunk's unused tail beyond N slots. */
+#define AR_STATE_CHUNK_FIRST 1u
 #define AR_STATE_CHUNK_BYTES (256u << 10)
 
 struct ar_state_chunk {

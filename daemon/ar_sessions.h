@@ -3,8 +3,8 @@
  *
  * A stateful model (ar_interp_state_bytes > 0) keeps, per open session, a STATE SLOT of exactly
  * its state bytes (a multiple of 64) in the pool. Slots are packed in chunks (pool regions of kind
- * AR_REGION_STATE, owner "<model>:sessions"), so a slot costs its bytes and no pool region of its
- * own: 10,000 sessions of a model with 768 state bytes hold 7.68 MB plus at most one chunk's unused
+ * AR_REGION_STATE, owner "<model>:sessions"; 1 slot, then doubling up to 256 KiB a chunk), so a
+ * slot costs its bytes and no pool region of its own: 10,000 sessions of a model with 768 state bytes hold 7.68 MB plus at most one chunk's unused
  * tail. A chunk is freed when its last slot is; all go with the model's unload.
  *
  * Threads. The table (ids, owners, counters, chunk list) is the loop thread's. An invoke's
