@@ -35,3 +35,12 @@ $(bench_stats_OBJECTS): proto/arenad.pb-c.h
 # invoke (bytes path with views, with copy=True, shm path) next to bench/ipc's C client figures on
 # the same daemon. Run by hand: PYTHONPATH=clients/python:build/clients/python bench/py_invoke.py
 EXTRA_DIST += bench/py_invoke.py
+
+# bench/sessions (issue 27): per stateful model of ../shared/models_state, the in-process bind
+# cost and, through arenad with N = 1, 100, 10,000 open sessions, state bytes per slot, pool bytes
+# of the slots, invoke latency with the same session and with a switch before every invoke.
+noinst_PROGRAMS += bench/sessions
+bench_sessions_SOURCES = bench/sessions.c
+bench_sessions_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS) $(JANSSON_CFLAGS)
+bench_sessions_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS)
+$(bench_sessions_OBJECTS): proto/arenad.pb-c.h
