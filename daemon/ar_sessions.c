@@ -182,12 +182,19 @@ static int slot_take(ar_server_t *srv, ar_dmodel_t *m, ar_sessions_t *t, ar_stat
   snprintf(owner, sizeof(owner), "%.40s:sessions", m->name);
   ch->bytes = n * t->slot_bytes;
   int rc = ar_pool_alloc(&srv->pool, ch->bytes, AR_REGION_STATE, owner, &ch->offset, why, sizeof(why));
+  uint64_t fit = ar_pool_largest_free_bytes(&srv->pool) / t->slot_bytes;
+  if (rc == AR_ENOSPC && fit >= 1 && fit < n) {
+    /* A smaller chunk where the pool still has room for one. */
+    n = fit;
+    ch->bytes = n * t->slot_bytes;
+    rc = ar_pool_alloc(&srv->pool, ch->bytes, AR_REGION_STATE, owner, &ch->offset, why, sizeof(why));
+  }
   if (rc != 0) {
     free(ch);
     free(fr);
-    return ar_errf(msg, msg_bytes, rc, "model '%s': a chunk of %" PRIu64 " session slots (%" PRIu64
-                   " bytes, %" PRIu64 " state bytes per slot) does not fit: %s", m->name, n, n * t->slot_bytes,
-                   t->slot_bytes, why);
+    return ar_errf(msg, msg_bytes, rc, "model '%s': no room for another session slot of %" PRIu64 " state bytes "
+                   "(the model holds %" PRIu64 " slots): a chunk of %" PRIu64 " slots (%" PRIu64 " bytes) does not fit: %s",
+                   m->name, t->slot_bytes, t->slots_total, n, n * t->slot_bytes, why);
   }
   ch->n_slots = (uint32_t)n;
   ch->free = fr;

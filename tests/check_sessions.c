@@ -35,15 +35,17 @@ static const char *const k_interleaved[] = {"mww_v1_alexa"};
 static ar_test_daemon_t dmn;
 static char cfg_path[256];
 
-static void start_cfg(const char *json) {
+static void start_cfg_pool(const char *json, const char *pool_bytes) {
   snprintf(cfg_path, sizeof(cfg_path), "/tmp/arenad-sess-XXXXXX");
   int fd = mkstemp(cfg_path);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
   close(fd);
   const char *extra[] = {"--config", cfg_path, "--model-dir", ar_ts_models_dir(), NULL};
-  ck_assert_msg(ar_td_start(&dmn, "64M", extra) == 0, "arenad did not start (see %s)", dmn.log);
+  ck_assert_msg(ar_td_start(&dmn, pool_bytes, extra) == 0, "arenad did not start (see %s)", dmn.log);
 }
+
+static void start_cfg(const char *json) { start_cfg_pool(json, "64M"); }
 
 static void stop_cfg(void) {
   ck_assert_int_eq(ar_td_stop(&dmn), 0);
@@ -441,6 +443,48 @@ START_TEST(session_slots_survive_compaction) {
 }
 END_TEST
 
+/* A pool without room for another chunk of slots: the start is refused with ENOSPC naming the
+ * bytes; the open sessions go on, and ending one makes room again. */
+START_TEST(slots_past_the_pool_are_enospc) {
+  if (!ar_ts_have_state_models("slots_past_the_pool_are_enospc")) return;
+  start_cfg_pool("{\"models\": []}", "1M");
+  ar_client_t *c = client();
+  stream_t s;
+  char msg[AR_MSG_BYTES];
+  ck_assert_msg(stream_load(c, &s, "mww_v1_alexa", msg, sizeof(msg)) == 0, "%s", msg);
+  int open = 0;
+  for (; open < 1000; open++) {
+    char id[16];
+    snprintf(id, sizeof(id), "s%d", open);
+    ar_client_session_t sess = {.id = id, .start = true};
+    int bad = 0;
+    char why[AR_MSG_BYTES + 300] = "";
+    int rc = step_run(c, &s, &sess, 0, &bad, why, sizeof(why));
+    if (rc != 0) {
+      ck_assert_msg(rc == AR_ENOSPC, "session %d: %s (%s)", open, why, ar_err_name(rc));
+      ck_assert_msg(strstr(why, "no room for another session slot of 8320 state bytes") &&
+                    strstr(why, "does not fit") && strstr(why, "largest free block is"), "%s", why);
+      printf("slots past the pool: session %d refused: %s\n", open, why);
+      break;
+    }
+    ck_assert_int_eq(bad, 0);
+  }
+  ck_assert_int_gt(open, 4);
+  ck_assert_int_lt(open, 1000);
+  /* The open ones are intact, the default state too. */
+  for (int k = 1; k < 6; k++) {
+    step_ok(c, &s, "s0", k, false, false, false);
+    step_ok(c, &s, "s1", k, false, false, false);
+    step_ok(c, &s, NULL, k - 1, false, false, false);
+  }
+  ck_assert_int_eq(ar_client_reset_session(c, s.model, "s2", true, NULL, msg, sizeof(msg)), 0);
+  step_ok(c, &s, "late", 0, true, false, false);
+  step_ok(c, &s, "late", 1, false, false, false);
+  ar_client_close(c);
+  stop_cfg();
+}
+END_TEST
+
 /* Unloading frees the slots; a stateless model ignores sessions (flags included). */
 START_TEST(unload_frees_slots_and_stateless_ignores_sessions) {
   if (!ar_ts_have_state_models("unload_frees_slots")) return;
@@ -499,6 +543,7 @@ static Suite *sessions_suite(void) {
   tcase_add_test(tc, max_sessions_per_model_is_named);
   tcase_add_test(tc, session_slots_survive_compaction);
   tcase_add_test(tc, unload_frees_slots_and_stateless_ignores_sessions);
+  tcase_add_test(tc, slots_past_the_pool_are_enospc);
   suite_add_tcase(s, tc);
   return s;
 }
