@@ -187,4 +187,26 @@ extern const ar_kernel_t ar_kernel_resize_nearest_neighbor;
  * fast or regular NMS). */
 extern const ar_kernel_t ar_kernel_detection_postprocess;
 
+/* Issue 28's operators. kernels/logical.c: TFLite LOGICAL_AND, LOGICAL_OR (broadcasting),
+ * LOGICAL_NOT, SELECT (v1). kernels/math_ops.c: SQUARE, SIN, COS, FLOOR, CEIL, ROUND, ZEROS_LIKE.
+ * kernels/index_ops.c: TOPK_V2, REVERSE_V2, SHAPE, FILL, RANGE, CUMSUM, ONE_HOT. */
+extern const ar_kernel_t ar_kernel_logical_and;
+extern const ar_kernel_t ar_kernel_logical_or;
+extern const ar_kernel_t ar_kernel_logical_not;
+extern const ar_kernel_t ar_kernel_select;
+extern const ar_kernel_t ar_kernel_square;
+extern const ar_kernel_t ar_kernel_sin;
+extern const ar_kernel_t ar_kernel_cos;
+extern const ar_kernel_t ar_kernel_floor;
+extern const ar_kernel_t ar_kernel_ceil;
+extern const ar_kernel_t ar_kernel_round;
+extern const ar_kernel_t ar_kernel_zeros_like;
+extern const ar_kernel_t ar_kernel_topk_v2;
+extern const ar_kernel_t ar_kernel_reverse_v2;
+extern const ar_kernel_t ar_kernel_shape;
+extern const ar_kernel_t ar_kernel_fill;
+extern const ar_kernel_t ar_kernel_range;
+extern const ar_kernel_t ar_kernel_cumsum;
+extern const ar_kernel_t ar_kernel_one_hot;
+
 #endif /* AR_KERNEL_IMPL_H */

@@ -88,6 +88,25 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_WHILE: case AR_OP_IF: case AR_OP_CALL_ONCE: break;
   case AR_OP_LOG_SOFTMAX: return &ar_kernel_log_softmax;
   case AR_OP_L2_NORMALIZATION: return &ar_kernel_l2_normalization;
+  /* issue 28: kernels/logical.c, math_ops.c, index_ops.c */
+  case AR_OP_LOGICAL_AND: return &ar_kernel_logical_and;
+  case AR_OP_LOGICAL_OR: return &ar_kernel_logical_or;
+  case AR_OP_LOGICAL_NOT: return &ar_kernel_logical_not;
+  case AR_OP_SELECT: return &ar_kernel_select;
+  case AR_OP_SQUARE: return &ar_kernel_square;
+  case AR_OP_SIN: return &ar_kernel_sin;
+  case AR_OP_COS: return &ar_kernel_cos;
+  case AR_OP_FLOOR: return &ar_kernel_floor;
+  case AR_OP_CEIL: return &ar_kernel_ceil;
+  case AR_OP_ROUND: return &ar_kernel_round;
+  case AR_OP_ZEROS_LIKE: return &ar_kernel_zeros_like;
+  case AR_OP_TOPK_V2: return &ar_kernel_topk_v2;
+  case AR_OP_REVERSE_V2: return &ar_kernel_reverse_v2;
+  case AR_OP_SHAPE: return &ar_kernel_shape;
+  case AR_OP_FILL: return &ar_kernel_fill;
+  case AR_OP_RANGE: return &ar_kernel_range;
+  case AR_OP_CUMSUM: return &ar_kernel_cumsum;
+  case AR_OP_ONE_HOT: return &ar_kernel_one_hot;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;
   case AR_OP_INVALID: case AR_OP_COUNT: break;
   }

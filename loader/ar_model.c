@@ -640,8 +640,23 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_VAR_HANDLE: return AR_FB_OPTIONS_VAR_HANDLE;
   case AR_OP_READ_VARIABLE: return AR_FB_OPTIONS_READ_VARIABLE;
   case AR_OP_ASSIGN_VARIABLE: return AR_FB_OPTIONS_ASSIGN_VARIABLE;
-  /* LOGISTIC, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, PRELU, TANH, ELU, SQRT, RSQRT, LOG, custom
-   * ops: no options table in schema.fbs */
+  /* issue 28 */
+  case AR_OP_TOPK_V2: return AR_FB_OPTIONS_TOPK_V2;
+  case AR_OP_SELECT: return AR_FB_OPTIONS_SELECT;
+  case AR_OP_SHAPE: return AR_FB_OPTIONS_SHAPE;
+  case AR_OP_LOGICAL_OR: return AR_FB_OPTIONS_LOGICAL_OR;
+  case AR_OP_ONE_HOT: return AR_FB_OPTIONS_ONE_HOT;
+  case AR_OP_LOGICAL_AND: return AR_FB_OPTIONS_LOGICAL_AND;
+  case AR_OP_LOGICAL_NOT: return AR_FB_OPTIONS_LOGICAL_NOT;
+  case AR_OP_SQUARE: return AR_FB_OPTIONS_SQUARE;
+  case AR_OP_ZEROS_LIKE: return AR_FB_OPTIONS_ZEROS_LIKE;
+  case AR_OP_FILL: return AR_FB_OPTIONS_FILL;
+  case AR_OP_RANGE: return AR_FB_OPTIONS_RANGE;
+  case AR_OP_REVERSE_V2: return AR_FB_OPTIONS_REVERSE_V2;
+  case AR_OP_COS: return AR_FB_OPTIONS_COS;
+  case AR_OP_CUMSUM: return AR_FB_OPTIONS_CUMSUM;
+  /* LOGISTIC, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, PRELU, TANH, ELU, SQRT, RSQRT, LOG, SIN,
+   * FLOOR, CEIL, ROUND, custom ops: no options table in schema.fbs */
   default: return AR_FB_OPTIONS_NONE;
   }
 }
@@ -830,6 +845,15 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     return opt_f32(c, AR_FB_LEAKY_RELU_ALPHA, 0.0f, "LeakyReluOptions.alpha", &o->leaky_relu.alpha);
   case AR_OP_GELU:
     return opt_bool(c, AR_FB_GELU_APPROXIMATE, "GeluOptions.approximate", &o->gelu.approximate);
+  /* issue 28 */
+  case AR_OP_SHAPE:
+    o->shape.present = c->present;
+    return opt_dtype(c, AR_FB_SHAPE_OUT_TYPE, AR_DTYPE_INT32, "ShapeOptions.out_type", &o->shape.out_type);
+  case AR_OP_CUMSUM:
+    if ((rc = opt_bool(c, AR_FB_CUMSUM_EXCLUSIVE, "CumsumOptions.exclusive", &o->cumsum.exclusive))) return rc;
+    return opt_bool(c, AR_FB_CUMSUM_REVERSE, "CumsumOptions.reverse", &o->cumsum.reverse);
+  case AR_OP_ONE_HOT:
+    return opt_i32(c, AR_FB_ONE_HOT_AXIS, -1, "OneHotOptions.axis", &o->one_hot.axis);
   case AR_OP_ARG_MAX:
   case AR_OP_ARG_MIN:
     return opt_dtype(c, AR_FB_ARG_OUTPUT_TYPE, AR_DTYPE_FLOAT32, "ArgMaxOptions.output_type",

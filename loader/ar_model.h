@@ -122,6 +122,12 @@ typedef struct {
   float y_scale, x_scale, h_scale, w_scale;
 } ar_detection_postprocess_options_t;
 
+/* Issue 28: SHAPE (out_type; present = the file has a ShapeOptions table), CUMSUM, ONE_HOT (axis,
+ * default -1 = last). */
+typedef struct { ar_dtype_t out_type; bool present; } ar_shape_options_t;
+typedef struct { bool exclusive, reverse; } ar_cumsum_options_t;
+typedef struct { int32_t axis; } ar_one_hot_options_t;
+
 typedef union ar_options {
   ar_conv2d_options_t conv2d;
   ar_depthwise_options_t depthwise;
@@ -153,6 +159,9 @@ typedef union ar_options {
   ar_call_once_options_t call_once;
   ar_var_handle_options_t var_handle;
   ar_detection_postprocess_options_t detection_postprocess;
+  ar_shape_options_t shape;
+  ar_cumsum_options_t cumsum;
+  ar_one_hot_options_t one_hot;
 } ar_options_t;
 
 /* ---- Sparsity (TFLite SparsityParameters, for DENSIFY). ---- */

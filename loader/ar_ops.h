@@ -98,7 +98,26 @@
   XX(READ_VARIABLE,            143, 1)  \
   XX(ASSIGN_VARIABLE,          144, 1)  \
   XX(GELU,                     150, 1)  \
-  XX(RELU_0_TO_1,              152, 1)
+  XX(RELU_0_TO_1,              152, 1)  \
+  /* issue 28, kernels/logical.c, math_ops.c, index_ops.c */ \
+  XX(FLOOR,                      8, 1)  \
+  XX(TOPK_V2,                   48, 3)  \
+  XX(SELECT,                    64, 3)  \
+  XX(SIN,                       66, 1)  \
+  XX(SHAPE,                     77, 1)  \
+  XX(LOGICAL_OR,                84, 1)  \
+  XX(ONE_HOT,                   85, 1)  \
+  XX(LOGICAL_AND,               86, 1)  \
+  XX(LOGICAL_NOT,               87, 1)  \
+  XX(SQUARE,                    92, 1)  \
+  XX(ZEROS_LIKE,                93, 1)  \
+  XX(FILL,                      94, 3)  \
+  XX(RANGE,                     96, 2)  \
+  XX(CEIL,                     104, 1)  \
+  XX(REVERSE_V2,               105, 3)  \
+  XX(COS,                      108, 1)  \
+  XX(ROUND,                    116, 1)  \
+  XX(CUMSUM,                   128, 1)
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
  * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw

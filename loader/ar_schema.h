@@ -85,6 +85,9 @@ enum { AR_FB_IF_THEN_SUBGRAPH = 0, AR_FB_IF_ELSE_SUBGRAPH = 1 };
 enum { AR_FB_WHILE_COND_SUBGRAPH = 0, AR_FB_WHILE_BODY_SUBGRAPH = 1 };
 enum { AR_FB_CALL_ONCE_INIT_SUBGRAPH = 0 };
 enum { AR_FB_VAR_HANDLE_CONTAINER = 0, AR_FB_VAR_HANDLE_SHARED_NAME = 1 };
+enum { AR_FB_SHAPE_OUT_TYPE = 0 };                                   /* ShapeOptions */
+enum { AR_FB_CUMSUM_EXCLUSIVE = 0, AR_FB_CUMSUM_REVERSE = 1 };         /* CumsumOptions */
+enum { AR_FB_ONE_HOT_AXIS = 0 };                                     /* OneHotOptions */
 
 /* union BuiltinOptions type numbers (1-based position in the union). */
 enum {
@@ -152,6 +155,21 @@ enum {
   AR_FB_OPTIONS_READ_VARIABLE = 112,
   AR_FB_OPTIONS_ASSIGN_VARIABLE = 113,
   AR_FB_OPTIONS_GELU = 116,
+  /* issue 28 */
+  AR_FB_OPTIONS_TOPK_V2 = 34,
+  AR_FB_OPTIONS_SELECT = 47,
+  AR_FB_OPTIONS_SHAPE = 55,
+  AR_FB_OPTIONS_LOGICAL_OR = 60,
+  AR_FB_OPTIONS_ONE_HOT = 61,
+  AR_FB_OPTIONS_LOGICAL_AND = 62,
+  AR_FB_OPTIONS_LOGICAL_NOT = 63,
+  AR_FB_OPTIONS_SQUARE = 66,
+  AR_FB_OPTIONS_ZEROS_LIKE = 67,
+  AR_FB_OPTIONS_FILL = 68,
+  AR_FB_OPTIONS_RANGE = 73,
+  AR_FB_OPTIONS_REVERSE_V2 = 81,
+  AR_FB_OPTIONS_COS = 84,
+  AR_FB_OPTIONS_CUMSUM = 102,
 };
 
 /* union SparseIndexVector type numbers = ar_index_type_t (Int32Vector 1, Uint16Vector 2,

@@ -106,6 +106,20 @@ OPTIONS = {
                                  ('asymmetric_quantize_inputs', 'bool', False)]),
     'BroadcastToOptions': (104, []),
     'GeluOptions': (116, [('approximate', 'bool', False)]),
+    # issue 28 (kernels/logical.c, math_ops.c, index_ops.c)
+    'TopKV2Options': (34, []),
+    'ShapeOptions': (55, [('out_type', 'i8', 0)]),
+    'LogicalOrOptions': (60, []),
+    'OneHotOptions': (61, [('axis', 'i32', 0)]),
+    'LogicalAndOptions': (62, []),
+    'LogicalNotOptions': (63, []),
+    'SquareOptions': (66, []),
+    'ZerosLikeOptions': (67, []),
+    'FillOptions': (68, []),
+    'RangeOptions': (73, []),
+    'ReverseV2Options': (81, []),
+    'CosOptions': (84, []),
+    'CumsumOptions': (102, [('exclusive', 'bool', False), ('reverse', 'bool', False)]),
 }
 
 
