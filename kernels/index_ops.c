@@ -520,12 +520,46 @@ static void one_hot_eval(const ar_node_t *node) {
         copy_elem(dst + (size_t)at * es, ar_k_index_at(ix, p * suffix + s) == d ? on : off, es);
 }
 
+/* Support lists (ar_kernels.h). TFLite's op_version.cc marks dtypes with versions (TOPK_V2 2 = int8,
+ * 3 = int16 anywhere; REVERSE_V2 2 = bool, 3 = int8; FILL 2 = bool, 3 = int8 / int16; RANGE 2 =
+ * int64), but its kernels, like these, take every dtype at every version. */
+static const ar_kernel_form_t topk_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32), AR_KF(1, 3, INT32, INT32), AR_KF(1, 3, INT64, INT64),
+  AR_KF(1, 3, UINT8, UINT8), AR_KF(1, 3, INT8, INT8), AR_KF(1, 3, INT16, INT16),
+};
+static const ar_kernel_form_t reverse_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32), AR_KF(1, 3, INT32, INT32), AR_KF(1, 3, INT64, INT64),
+  AR_KF(1, 3, UINT8, UINT8), AR_KF(1, 3, INT16, INT16), AR_KF(1, 3, BOOL, BOOL), AR_KF(1, 3, INT8, INT8),
+};
+#define SHAPE_OF(in_) AR_KF(1, 1, in_, INT32), AR_KF(1, 1, in_, INT64)
+static const ar_kernel_form_t shape_forms[] = {
+  SHAPE_OF(FLOAT32), SHAPE_OF(INT32), SHAPE_OF(INT64), SHAPE_OF(UINT8), SHAPE_OF(INT8), SHAPE_OF(INT16),
+  SHAPE_OF(BOOL), SHAPE_OF(FLOAT16),
+};
+static const ar_kernel_form_t fill_forms[] = {   /* the value's dtype (input 1) */
+  AR_KF(1, 3, FLOAT32, FLOAT32), AR_KF(1, 3, INT32, INT32), AR_KF(1, 3, INT64, INT64),
+  AR_KF(1, 3, BOOL, BOOL), AR_KF(1, 3, INT8, INT8), AR_KF(1, 3, INT16, INT16),
+};
+static const ar_kernel_form_t range_forms[] = {
+  AR_KF(1, 2, INT32, INT32), AR_KF(1, 2, FLOAT32, FLOAT32), AR_KF(1, 2, INT64, INT64),
+};
+static const ar_kernel_form_t cumsum_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT32, INT32), AR_KF(1, 1, INT64, INT64),
+};
+static const ar_kernel_form_t one_hot_forms[] = {   /* on_value's dtype (input 2) */
+  AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT32, INT32), AR_KF(1, 1, INT64, INT64),
+  AR_KF(1, 1, INT16, INT16), AR_KF(1, 1, INT8, INT8), AR_KF(1, 1, UINT8, UINT8), AR_KF(1, 1, BOOL, BOOL),
+};
+
 /* TFLite TOPK_V2 (builtin 48), REVERSE_V2 (105), SHAPE (77), FILL (94), RANGE (96), CUMSUM (128),
  * ONE_HOT (85). */
-const ar_kernel_t ar_kernel_topk_v2 = { "TOPK_V2", topk_prepare, topk_init, topk_eval };
-const ar_kernel_t ar_kernel_reverse_v2 = { "REVERSE_V2", reverse_prepare, reverse_init, reverse_eval };
-const ar_kernel_t ar_kernel_shape = { "SHAPE", shape_prepare, NULL, shape_eval };
-const ar_kernel_t ar_kernel_fill = { "FILL", fill_prepare, NULL, fill_eval };
-const ar_kernel_t ar_kernel_range = { "RANGE", range_prepare, NULL, range_eval };
-const ar_kernel_t ar_kernel_cumsum = { "CUMSUM", cumsum_prepare, cumsum_init, cumsum_eval };
-const ar_kernel_t ar_kernel_one_hot = { "ONE_HOT", one_hot_prepare, one_hot_init, one_hot_eval };
+const ar_kernel_t ar_kernel_topk_v2 = { "TOPK_V2", topk_prepare, topk_init, topk_eval, AR_KSUPPORT(topk_forms, 0, -1) };
+const ar_kernel_t ar_kernel_reverse_v2 = { "REVERSE_V2", reverse_prepare, reverse_init, reverse_eval,
+                                           AR_KSUPPORT(reverse_forms, 0, -1) };
+const ar_kernel_t ar_kernel_shape = { "SHAPE", shape_prepare, NULL, shape_eval, AR_KSUPPORT(shape_forms, 0, -1) };
+const ar_kernel_t ar_kernel_fill = { "FILL", fill_prepare, NULL, fill_eval, AR_KSUPPORT(fill_forms, 1, -1) };
+const ar_kernel_t ar_kernel_range = { "RANGE", range_prepare, NULL, range_eval, AR_KSUPPORT(range_forms, 0, -1) };
+const ar_kernel_t ar_kernel_cumsum = { "CUMSUM", cumsum_prepare, cumsum_init, cumsum_eval,
+                                       AR_KSUPPORT(cumsum_forms, 0, -1) };
+const ar_kernel_t ar_kernel_one_hot = { "ONE_HOT", one_hot_prepare, one_hot_init, one_hot_eval,
+                                        AR_KSUPPORT(one_hot_forms, 2, -1) };

@@ -203,9 +203,20 @@ static void select_eval(const ar_node_t *node) {
   }
 }
 
+static const ar_kernel_form_t bool_forms[] = { AR_KF(1, 1, BOOL, BOOL) };
+/* SELECT: the values' dtype (input 1); version 2 marks int8, 3 rank 5 (any dtype runs at any). */
+static const ar_kernel_form_t select_forms[] = {
+  AR_KF(1, 3, FLOAT32, FLOAT32), AR_KF(1, 3, INT32, INT32), AR_KF(1, 3, INT64, INT64),
+  AR_KF(1, 3, UINT8, UINT8), AR_KF(1, 3, INT8, INT8), AR_KF(1, 3, INT16, INT16), AR_KF(1, 3, BOOL, BOOL),
+};
+
 /* TFLite LOGICAL_AND (builtin 86), LOGICAL_OR (84): bool, broadcasting; LOGICAL_NOT (87). */
-const ar_kernel_t ar_kernel_logical_and = { "LOGICAL_AND", logical_binary_prepare, NULL, logical_binary_eval };
-const ar_kernel_t ar_kernel_logical_or = { "LOGICAL_OR", logical_binary_prepare, NULL, logical_binary_eval };
-const ar_kernel_t ar_kernel_logical_not = { "LOGICAL_NOT", logical_not_prepare, NULL, logical_not_eval };
+const ar_kernel_t ar_kernel_logical_and = { "LOGICAL_AND", logical_binary_prepare, NULL, logical_binary_eval,
+                                            AR_KSUPPORT(bool_forms, 0, -1) };
+const ar_kernel_t ar_kernel_logical_or = { "LOGICAL_OR", logical_binary_prepare, NULL, logical_binary_eval,
+                                           AR_KSUPPORT(bool_forms, 0, -1) };
+const ar_kernel_t ar_kernel_logical_not = { "LOGICAL_NOT", logical_not_prepare, NULL, logical_not_eval,
+                                            AR_KSUPPORT(bool_forms, 0, -1) };
 /* TFLite SELECT (builtin 64): cond same shape, scalar, or rank 1 over x's first dimension. */
-const ar_kernel_t ar_kernel_select = { "SELECT", select_prepare, NULL, select_eval };
+const ar_kernel_t ar_kernel_select = { "SELECT", select_prepare, NULL, select_eval,
+                                       AR_KSUPPORT(select_forms, 1, -1) };

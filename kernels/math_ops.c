@@ -68,12 +68,18 @@ static void zeros_like_eval(const ar_node_t *node) {
   memset(node->outputs[0]->data, 0, (size_t)ar_k_elements(node->outputs[0]) * ar_dtype_size(node->outputs[0]->dtype));
 }
 
+static const ar_kernel_form_t f32_forms[] = { AR_KF(1, 1, FLOAT32, FLOAT32) };
+static const ar_kernel_form_t zeros_forms[] = {
+  AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT32, INT32), AR_KF(1, 1, INT64, INT64),
+};
+
 /* TFLite SQUARE (builtin 92), SIN (66), COS (108), FLOOR (8), CEIL (104), ROUND (116): float32. */
-const ar_kernel_t ar_kernel_square = { "SQUARE", float_prepare, NULL, square_eval };
-const ar_kernel_t ar_kernel_sin = { "SIN", float_prepare, NULL, sin_eval };
-const ar_kernel_t ar_kernel_cos = { "COS", float_prepare, NULL, cos_eval };
-const ar_kernel_t ar_kernel_floor = { "FLOOR", float_prepare, NULL, floor_eval };
-const ar_kernel_t ar_kernel_ceil = { "CEIL", float_prepare, NULL, ceil_eval };
-const ar_kernel_t ar_kernel_round = { "ROUND", float_prepare, NULL, round_eval };
+const ar_kernel_t ar_kernel_square = { "SQUARE", float_prepare, NULL, square_eval, AR_KSUPPORT(f32_forms, 0, -1) };
+const ar_kernel_t ar_kernel_sin = { "SIN", float_prepare, NULL, sin_eval, AR_KSUPPORT(f32_forms, 0, -1) };
+const ar_kernel_t ar_kernel_cos = { "COS", float_prepare, NULL, cos_eval, AR_KSUPPORT(f32_forms, 0, -1) };
+const ar_kernel_t ar_kernel_floor = { "FLOOR", float_prepare, NULL, floor_eval, AR_KSUPPORT(f32_forms, 0, -1) };
+const ar_kernel_t ar_kernel_ceil = { "CEIL", float_prepare, NULL, ceil_eval, AR_KSUPPORT(f32_forms, 0, -1) };
+const ar_kernel_t ar_kernel_round = { "ROUND", float_prepare, NULL, round_eval, AR_KSUPPORT(f32_forms, 0, -1) };
 /* TFLite ZEROS_LIKE (builtin 93): zeros of the input's shape and dtype (float32, int32, int64). */
-const ar_kernel_t ar_kernel_zeros_like = { "ZEROS_LIKE", zeros_like_prepare, NULL, zeros_like_eval };
+const ar_kernel_t ar_kernel_zeros_like = { "ZEROS_LIKE", zeros_like_prepare, NULL, zeros_like_eval,
+                                           AR_KSUPPORT(zeros_forms, 0, -1) };

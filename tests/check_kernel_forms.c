@@ -141,7 +141,10 @@ START_TEST(unary_ops_accept_exactly_what_they_declare) {
                                 AR_OP_ABS,      AR_OP_NEG,         AR_OP_SQRT,        AR_OP_RSQRT,
                                 AR_OP_EXP,      AR_OP_LOG,         AR_OP_TANH,        AR_OP_GELU,
                                 AR_OP_ELU,      AR_OP_LEAKY_RELU,  AR_OP_RELU_N1_TO_1, AR_OP_RELU_0_TO_1,
-                                AR_OP_SOFTMAX,  AR_OP_LOG_SOFTMAX, AR_OP_L2_NORMALIZATION};
+                                AR_OP_SOFTMAX,  AR_OP_LOG_SOFTMAX, AR_OP_L2_NORMALIZATION,
+                                /* issue 28: kernels/math_ops.c, logical.c */
+                                AR_OP_SQUARE,   AR_OP_SIN,         AR_OP_COS,         AR_OP_FLOOR,
+                                AR_OP_CEIL,     AR_OP_ROUND,       AR_OP_ZEROS_LIKE,  AR_OP_LOGICAL_NOT};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) check_op(ops[i], G_UNARY, false);
 }
 END_TEST
@@ -162,6 +165,9 @@ START_TEST(binary_ops_accept_exactly_what_they_declare) {
                                 AR_OP_GREATER, AR_OP_GREATER_EQUAL};
   for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++) check_op(cmp[i], G_BINARY, true);
   check_op(AR_OP_SELECT_V2, G_SELECT, false);
+  check_op(AR_OP_LOGICAL_AND, G_BINARY, false);   /* issue 28 */
+  check_op(AR_OP_LOGICAL_OR, G_BINARY, false);
+  check_op(AR_OP_SELECT, G_SELECT, false);
 }
 END_TEST
 

@@ -4,8 +4,6 @@ uint8 and int64 values), REVERSE_V2 (each axis of ranks 1-5, negative and severa
 RANGE (int32 / int64 / float32, negative deltas, a non-integral step), CUMSUM (every axis, exclusive,
 reverse, int32 / int64) and ONE_HOT (every axis, out-of-range indices, int64 indices, each value
 dtype)."""
-import struct
-
 from oplib import Case, T, shape_tag
 
 
@@ -24,13 +22,8 @@ def scalar(dtype, v):
 CASES = []
 
 # LiteRT.js hands back garbage for an int32 / float32 output that TFLite computes at prepare (SHAPE,
-# and RANGE / FILL of constants, which it makes persistent tensors): those goldens are computed
-# here and were checked against native tflite_run (../shared/ref/native).
-PREPARED = 'output computed at prepare: LiteRT.js reads it wrong; native tflite_run agrees'
-
-
-def f32(v):
-    return struct.unpack('<f', struct.pack('<f', v))[0]
+# and RANGE / FILL of constants, which it makes persistent tensors): those goldens are native.
+PREPARED = 'output computed at prepare: LiteRT.js reads it wrong'
 
 # ---- TOPK_V2 ----
 
@@ -48,6 +41,7 @@ CASES += [
     topk([10], 6, name='topk_v2_ties', data=[3, 1, 3, 2, 3, 1, 0, 2, 3, 1]),
     topk([3, 7], 4, dtype='int32', lo=-5, hi=5), topk([2, 9], 3, dtype='uint8', lo=0, hi=10),
     topk([2, 5], 5, dtype='int64', lo=-1000, hi=1000),
+    topk([3, 8], 3, dtype='int8', lo=-128, hi=127, version=2), topk([2, 6], 6, dtype='int16', lo=-300, hi=300, version=3),
 ]
 
 # ---- REVERSE_V2 ----
@@ -65,6 +59,7 @@ CASES += [
     rev([2, 3, 2, 3], [2]), rev([2, 1, 3, 2, 2], [0]), rev([2, 1, 3, 2, 2], [3]), rev([1], [0]),
     rev([0, 3], [1]), rev([2, 3, 4], [1, 2]), rev([3, 4], [1], dtype='int32'),
     rev([2, 5], [1], dtype='uint8'), rev([4, 2], [0], dtype='int64'), rev([2, 3], [1], dtype='bool', version=2),
+    rev([3, 4], [0], dtype='int8', version=3), rev([2, 3, 2], [2], dtype='int16'),
 ]
 
 # ---- SHAPE ----
@@ -73,12 +68,12 @@ for shape in ([5], [2, 3], [2, 3, 4], [1, 2, 3, 2], [2, 1, 2, 3, 2], [], [0, 3])
         # LiteRT.js cannot feed a 0-element input: that golden is the shape itself.
         hand = {'golden': 'hand', 'expect': [list(shape)], 'note': '0-element input'} if 0 in shape else {}
         if out == 'int32' and not hand:
-            hand = {'golden': 'hand', 'expect': [list(shape)], 'note': PREPARED}
+            hand = {'golden': 'native', 'note': PREPARED}
         CASES.append(Case(f'shape_{shape_tag(shape)}_{out}', 'SHAPE', [T('float32', shape)],
                           [T(out, [len(shape)])], options=('ShapeOptions', {'out_type': 2 if out == 'int32' else 4}),
                           **hand))
 CASES.append(Case('shape_of_int32', 'SHAPE', [T('int32', [3, 1, 2])], [T('int32', [3])],
-                  options=('ShapeOptions', {'out_type': 2}), golden='hand', expect=[[3, 1, 2]], note=PREPARED))
+                  options=('ShapeOptions', {'out_type': 2}), golden='native', note=PREPARED))
 
 # ---- FILL ----
 
@@ -87,7 +82,7 @@ def fill(dims, value, dtype, idx=i32, name=None, version=1, const=False):
     n = 1
     for d in dims:
         n *= d
-    hand = {'golden': 'hand', 'expect': [[value] * n], 'note': PREPARED} if const else {}
+    hand = {'golden': 'native', 'note': PREPARED} if const and n else {}
     return Case(name or f'fill_{shape_tag(dims)}_{dtype}', 'FILL', [idx(dims), T(dtype, [], data=[value], const=const)],
                 [T(dtype, dims)], options=('FillOptions', {}), version=version, **hand)
 
@@ -96,19 +91,16 @@ CASES += [
     fill([4], 1.5, 'float32'), fill([2, 3], -2.25, 'float32', idx=i64, name='fill_2x3_int64_dims'),
     fill([2, 1, 3], 7, 'int32'), fill([1, 2, 1, 2], 123456789012, 'int64', const=True),
     fill([2, 1, 2, 1, 2], True, 'bool', version=2), fill([1], 0.0, 'float32'), fill([3, 0], 1.0, 'float32'),
+    fill([2, 3], -128, 'int8', version=3), fill([3, 2], -32768, 'int16', version=3),
 ]
 
 # ---- RANGE ----
 
 
 def rng(start, limit, delta, dtype, name, expect_n, version=1):
-    vals, v = [], (f32(start) if dtype == 'float32' else start)
-    for _ in range(expect_n):          # TFLite accumulates: value += delta
-        vals.append(v)
-        v = f32(v + f32(delta)) if dtype == 'float32' else v + delta
     return Case(name, 'RANGE', [scalar(dtype, start), scalar(dtype, limit), scalar(dtype, delta)],
                 [T(dtype, [expect_n])], options=('RangeOptions', {}), version=version,
-                golden='hand', expect=[vals], note=PREPARED)
+                golden='native' if expect_n else 'litert', note=PREPARED if expect_n else '')
 
 
 CASES += [
@@ -156,4 +148,12 @@ CASES += [
     one_hot([3, 4], 3, -1, dtype='int32', on=7, off=-7), one_hot([6], 6, 0, dtype='uint8', on=255, off=3),
     one_hot([2, 3], 4, -1, idx='int64'), one_hot([4], 3, -1, dtype='bool', on=True, off=False),
     one_hot([3], 2, -1, dtype='int64', on=5, off=0),
+    one_hot([2, 2], 3, 0, dtype='int8', on=127, off=-128), one_hot([3], 4, -1, dtype='int16', on=-300, off=2),
 ]
+
+# Integer and bool goldens come from native TFLite's builtin kernels (golden='native'); LiteRT.js
+# gives the float ones.
+for _c in CASES:
+    if _c.golden == 'litert' and any(t is not None and t.dtype != 'float32' for t in _c.inputs + _c.outputs):
+        _c.golden = 'native'
+
