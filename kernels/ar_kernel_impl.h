@@ -208,5 +208,15 @@ extern const ar_kernel_t ar_kernel_fill;
 extern const ar_kernel_t ar_kernel_range;
 extern const ar_kernel_t ar_kernel_cumsum;
 extern const ar_kernel_t ar_kernel_one_hot;
+/* kernels/qact.c: the uint8 / int8 LEAKY_RELU and HARD_SWISH (a 256-byte table in state), reached
+ * from those kernels' prepare / init / eval (unary.c, elementwise.c) when the input is 8-bit. */
+int ar__qact_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__qact_init(ar_node_t *node);
+void ar__qact_eval(const ar_node_t *node);
+/* kernels/qact.c: the uint8 / int8 PRELU (alpha broadcast against the input), from PRELU's kernel
+ * (elementwise.c). */
+int ar__qprelu_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
+void ar__qprelu_init(ar_node_t *node);
+void ar__qprelu_eval(const ar_node_t *node);
 
 #endif /* AR_KERNEL_IMPL_H */

@@ -351,7 +351,10 @@ static int mul_prepare(ar_node_t *node, char *msg, size_t n) {
   node->state_bytes = sizeof st;
   return rc;
 }
+static bool prelu_q8(const ar_node_t *node) { return node->inputs[0] && ar_k_is_q8(node->inputs[0]->dtype); }
 static int prelu_prepare(ar_node_t *node, char *msg, size_t n) {
+  /* uint8 / int8: kernels/qact.c */
+  if (node->n_inputs == 2 && node->inputs[1] && prelu_q8(node)) return ar__qprelu_prepare(node, msg, n);
   binary_state_t st;
   int rc = binary_plan(node, BIN_PRELU, &st, msg, n);
   node->state_bytes = sizeof st;
@@ -387,10 +390,20 @@ static const ar_kernel_form_t mul_forms[] = {
 const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval,
   AR_KSUPPORT(mul_forms, 0, -1) };
 /* TFLite PRELU (builtin 54): out = x >= 0 ? x : alpha * x, alpha broadcast against x. */
+static void prelu_init(ar_node_t *node) {
+  if (prelu_q8(node)) ar__qprelu_init(node);
+  else binary_init(node);
+}
+static void prelu_eval(const ar_node_t *node) {
+  if (prelu_q8(node)) ar__qprelu_eval(node);
+  else binary_eval(node);
+}
 static const ar_kernel_form_t prelu_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, binary_init, binary_eval,
+const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, prelu_init, prelu_eval,
   AR_KSUPPORT(prelu_forms, 0, 1) };
 
 /* ---- Unary ops: same shape in and out, out[i] depends on in[i] only. ----
@@ -762,8 +775,23 @@ static const ar_kernel_form_t logistic_forms[] = {
 const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, unary_init, logistic_eval,
   AR_KSUPPORT(logistic_forms, 0, -1) };
 /* TFLite HARD_SWISH (builtin 117): x * relu6(x + 3) / 6. */
+/* Its uint8 / int8 form is a byte table (kernels/qact.c). */
+static bool hard_swish_q8(const ar_node_t *node) { return node->inputs[0] && ar_k_is_q8(node->inputs[0]->dtype); }
+static int hard_swish_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  if (node->n_inputs >= 1 && hard_swish_q8(node)) return ar__qact_prepare(node, msg, msg_bytes);
+  return unary_prepare(node, msg, msg_bytes);
+}
+static void hard_swish_init(ar_node_t *node) {
+  if (hard_swish_q8(node)) ar__qact_init(node);
+}
+static void hard_swish_any_eval(const ar_node_t *node) {
+  if (hard_swish_q8(node)) ar__qact_eval(node);
+  else hard_swish_eval(node);
+}
 static const ar_kernel_form_t hard_swish_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_hard_swish = { "HARD_SWISH", unary_prepare, NULL, hard_swish_eval,
+const ar_kernel_t ar_kernel_hard_swish = { "HARD_SWISH", hard_swish_prepare, hard_swish_init, hard_swish_any_eval,
   AR_KSUPPORT(hard_swish_forms, 0, -1) };

@@ -89,7 +89,8 @@ tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la
 # live in reduce.c above); hand-computed tests in tests/check_kernels_math.c.
 libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c
 # Issue 28's operators by family: boolean ops and SELECT, float functions, index/shape ops.
-libarkernels_la_SOURCES += kernels/logical.c kernels/math_ops.c kernels/index_ops.c
+libarkernels_la_SOURCES += kernels/logical.c kernels/math_ops.c kernels/index_ops.c \
+  kernels/qact.c
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c

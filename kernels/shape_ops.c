@@ -538,8 +538,8 @@ static void d2s_eval(const ar_node_t *node) {
 }
 
 /* TFLite DEPTH_TO_SPACE (builtin 5): NHWC, TFLite's (dy, dx, c) channel order. */
-static const ar_kernel_form_t depth_to_space_forms[] = {
-  AR_KF_DATA(1, 1),
+static const ar_kernel_form_t depth_to_space_forms[] = {   /* version 2: int8 */
+  AR_KF_DATA(1, 2),
 };
 const ar_kernel_t ar_kernel_depth_to_space = { "DEPTH_TO_SPACE", d2s_prepare, NULL, d2s_eval,
   AR_KSUPPORT(depth_to_space_forms, 0, -1) };

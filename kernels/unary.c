@@ -265,10 +265,26 @@ static const ar_kernel_form_t gelu_forms[] = {
 const ar_kernel_t ar_kernel_gelu = { "GELU", float_prepare, NULL, gelu_eval,
   AR_KSUPPORT(gelu_forms, 0, -1) };
 /* TFLite LEAKY_RELU (builtin 98): x > 0 ? x : alpha x; float32. */
+static bool is_q8(const ar_node_t *node) {
+  return node->inputs[0] && (node->inputs[0]->dtype == AR_DTYPE_INT8 || node->inputs[0]->dtype == AR_DTYPE_UINT8);
+}
+static int leaky_relu_prepare(ar_node_t *node, char *msg, size_t n) {
+  if (node->n_inputs >= 1 && is_q8(node)) return ar__qact_prepare(node, msg, n);   /* kernels/qact.c */
+  return float_prepare(node, msg, n);
+}
+static void leaky_relu_init(ar_node_t *node) {
+  if (is_q8(node)) ar__qact_init(node);
+}
+static void leaky_relu_any_eval(const ar_node_t *node) {
+  if (is_q8(node)) ar__qact_eval(node);
+  else leaky_relu_eval(node);
+}
 static const ar_kernel_form_t leaky_relu_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_leaky_relu = { "LEAKY_RELU", float_prepare, NULL, leaky_relu_eval,
+const ar_kernel_t ar_kernel_leaky_relu = { "LEAKY_RELU", leaky_relu_prepare, leaky_relu_init, leaky_relu_any_eval,
   AR_KSUPPORT(leaky_relu_forms, 0, -1) };
 /* TFLite ELU (builtin 111): x < 0 ? exp(x) - 1 : x; float32. */
 static const ar_kernel_form_t elu_forms[] = {

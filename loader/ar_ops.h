@@ -23,7 +23,7 @@
   XX(CONCATENATION,              2, 2)  \
   XX(CONV_2D,                    3, 3)  \
   XX(DEPTHWISE_CONV_2D,          4, 3)  \
-  XX(DEPTH_TO_SPACE,             5, 1)  \
+  XX(DEPTH_TO_SPACE,             5, 2)  \
   XX(DEQUANTIZE,                 6, 4)  \
   XX(FULLY_CONNECTED,            9, 6)  \
   XX(L2_NORMALIZATION,          11, 1)  \
