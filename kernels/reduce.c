@@ -1,4 +1,4 @@
-/* reduce.c - TFLite MEAN (float32; uint8 / int8 over H and W with keep_dims); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
+/* reduce.c - TFLite MEAN (float32; uint8 / int8 over any axes); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
  * int64; MAX/MIN also uint8, int8); ARG_MAX, ARG_MIN (float32, int32, uint8, int8 in; int32 or
  * int64 indices out).
  *
@@ -12,13 +12,16 @@
  *
  * Quantized MEAN (uint8 / int8) follows TFLite's builtin kernel, whose optimized path takes a
  * rank-4 input reduced over exactly axes {1,2} with keep_dims (global average pooling, the only
- * form the models use; other axis sets are refused): per channel the int32 sum of the raw codes
+ * form the models use): per channel the int32 sum of the raw codes
  * over H*W, rescaled with QuantizeMultiplier(float32 s_in / (float32(H*W) * s_out)), plus
  * bias = z_out - round_away(float32(z_in * s_in / s_out)) (the zero point folded in float), clamped
  * to the type's range. The builtin kernel rescales whole blocks of 16 channels with its vector code,
  * which rounds half up (ar_mbqm_up), and the last C % 16 channels with the scalar
  * MultiplyByQuantizedMultiplier (ar_mbqm, ties away from zero); so does this one
- * (../shared/golden_q/NOTES.md).
+ * (../shared/golden_q/NOTES.md). Any other axes, or no keep_dims, take TFLite's reference integer
+ * mean (QuantizedMeanOrSum): the int32 sum of the codes per output, minus z_in * n, rescaled by
+ * QuantizeMultiplier(double s_in / double s_out) with 1/n folded into the multiplier (shifted left by
+ * min(floor(log2 n), 32, 31 + shift), divided by n) and z_out added, clamped; no axes copies the codes.
  */
 #include <float.h>
 #include <string.h>
@@ -48,6 +51,13 @@ typedef struct {
   float count;                 /* input elements per output element */
   ar_dtype_t dtype;            /* MEAN: FLOAT32, UINT8 or INT8 */
   int32_t qmult, qshift, qbias, qlo, qhi;   /* quantized MEAN: rescale, folded zero points, range */
+  /* Quantized MEAN over any other axes (issue 28; TFLite's reference QuantizedMeanOrSum): int32 sums
+   * of the raw codes in scratch, then MultiplyByQuantizedMultiplier(sum - z_in * n, m', e') + z_out
+   * with (m', e') the input/output rescale with 1/n folded in as TFLite folds it. */
+  bool qgeneral;
+  bool qcopy;                  /* no axes: TFLite copies the codes */
+  int32_t gz_in, gz_out, gmult, gshift;
+  int64_t gcount;              /* input elements per output element */
 } mean_state_t;
 
 /* Axes, keep_dims and the output shape (any input dtype); fills the shape walk of *st. */
@@ -109,9 +119,27 @@ static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t 
     return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "%s input 0 and output 0 need per-tensor "
                     "quantization", ar_dtype_name(dt));
   bool keep = node->options ? node->options->reducer.keep_dims : false;
-  if (!st->global_hw || !keep || ar_k_elements(node->inputs[1]) != 2)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s MEAN is supported over axes {1,2} "
-                    "of a rank-4 input with keep_dims (TFLite's optimized form)", ar_dtype_name(dt));
+  if (!st->global_hw || !keep || ar_k_elements(node->inputs[1]) != 2) {
+    /* Not the optimized form: TFLite's reference integer mean. */
+    st->qgeneral = true;
+    st->qcopy = ar_k_elements(node->inputs[1]) == 0;
+    st->gz_in = (int32_t)qi->zero_point[0];
+    st->gz_out = (int32_t)qo->zero_point[0];
+    st->gcount = st->n_out > 0 ? st->n_in / st->n_out : 0;
+    int32_t m;
+    int e;
+    ar_quantize_multiplier((double)qi->scale[0] / (double)qo->scale[0], &m, &e);
+    if (st->gcount > 0) {
+      int sh = 63 - __builtin_clzll((unsigned long long)st->gcount);
+      if (sh > 32) sh = 32;
+      if (sh > 31 + e) sh = 31 + e;
+      m = (int32_t)(((int64_t)m * ((int64_t)1 << sh)) / st->gcount);
+      e -= sh;
+    }
+    st->gmult = m;
+    st->gshift = e;
+    return ar_quant_type_range(dt, &st->qlo, &st->qhi);
+  }
   const float s_in = qi->scale[0], s_out = qo->scale[0];
   const int32_t z_in = (int32_t)qi->zero_point[0], z_out = (int32_t)qo->zero_point[0];
   const float n = (float)(st->dims[1] * st->dims[2]);
@@ -132,6 +160,7 @@ static int mean_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   node->scratch_bytes = rc == 0 && st.global_hw && st.dtype == AR_DTYPE_FLOAT32
                             ? ar__gsum_scratch_bytes(st.dims[0], st.dims[1] * st.dims[2], st.dims[3])
                             : 0;
+  if (rc == 0 && st.qgeneral) node->scratch_bytes = (uint64_t)(st.n_out > 0 ? st.n_out : 1) * sizeof(int32_t);
   return rc;
 }
 
@@ -275,8 +304,59 @@ void ar__gsum(const ar_node_t *node, const float *in, int64_t b, int64_t hw, int
   }
 }
 
+/* Quantized MEAN over any axes (mean_state_t.qgeneral): int32 sums of the codes into scratch with
+ * the float path's odometer, then the rescale. */
+static void qmean_general_eval(const ar_node_t *node) {
+  const mean_state_t *st = node->state;
+  const bool is_signed = st->dtype == AR_DTYPE_INT8;
+  const uint8_t *iu = node->inputs[0]->data;
+  const int8_t *is = node->inputs[0]->data;
+  void *outp = node->outputs[0]->data;
+  if (st->qcopy) {
+    if (outp != (const void *)iu) memmove(outp, iu, (size_t)st->n_in);
+    return;
+  }
+  int32_t *sum = node->scratch;
+  for (int64_t j = 0; j < st->n_out; j++) sum[j] = 0;
+  if (st->rank > 0 && st->n_in > 0) {
+    const int32_t last = st->rank - 1;
+    const int64_t inner = st->dims[last], os = st->ostride[last];
+    int64_t idx[AR_MEAN_MAX_RANK] = {0}, off = 0, at = 0;
+    for (int64_t done = 0; done < st->n_in; done += inner, at += inner) {
+      if (os) {
+        if (is_signed) for (int64_t c = 0; c < inner; c++) sum[off + c] += is[at + c];
+        else for (int64_t c = 0; c < inner; c++) sum[off + c] += iu[at + c];
+      } else {
+        int32_t acc = sum[off];
+        if (is_signed) for (int64_t c = 0; c < inner; c++) acc += is[at + c];
+        else for (int64_t c = 0; c < inner; c++) acc += iu[at + c];
+        sum[off] = acc;
+      }
+      for (int32_t d = last - 1; d >= 0; d--) {
+        off += st->ostride[d];
+        if (++idx[d] < st->dims[d]) break;
+        off -= st->ostride[d] * st->dims[d];
+        idx[d] = 0;
+      }
+    }
+  } else if (st->rank == 0) {
+    sum[0] = is_signed ? is[0] : iu[0];
+  }
+  for (int64_t j = 0; j < st->n_out; j++) {
+    int32_t v = 0;   /* an empty reduction: TFLite leaves the codes 0 */
+    if (st->gcount > 0) {
+      const int32_t shifted = (int32_t)((uint32_t)sum[j] - (uint32_t)(st->gz_in * (int32_t)st->gcount));
+      v = ar_mbqm(shifted, st->gmult, st->gshift) + st->gz_out;
+      v = v < st->qlo ? st->qlo : v > st->qhi ? st->qhi : v;
+    }
+    if (is_signed) ((int8_t *)outp)[j] = (int8_t)v;
+    else ((uint8_t *)outp)[j] = (uint8_t)v;
+  }
+}
+
 static void mean_eval(const ar_node_t *node) {
   const mean_state_t *st = node->state;
+  if (st->qgeneral) { qmean_general_eval(node); return; }
   if (st->dtype == AR_DTYPE_UINT8) { qmean_eval(node, qmean_u8_range); return; }
   if (st->dtype == AR_DTYPE_INT8) { qmean_eval(node, qmean_i8_range); return; }
   const float *in = node->inputs[0]->data;
