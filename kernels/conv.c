@@ -48,6 +48,7 @@
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
 #include "kernels/qconv.h"
+#include "kernels/qwide.h"
 #include "kernels/sgemm.h"
 #include "kernels/sgemm256.h"
 #include "kernels/sgemm512.h"
@@ -123,7 +124,9 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (node->n_inputs > 1 && node->inputs[1] && node->inputs[1]->sparsity)
     return ar__sparse_conv_prepare(node, msg, msg_bytes);
   const bool quantized = ar__q_is_quantized(node);
+  const bool wide = ar__qw_takes(node);   /* int16x8 or hybrid (kernels/qwide.h) */
   int rc = quantized ? ar__qconv_check_io(node, name, msg, msg_bytes)
+           : wide    ? ar__qw_check_io(node, msg, msg_bytes)
                      : ar__conv_check_io_w(node, name, true, msg, msg_bytes);
   if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
@@ -167,6 +170,7 @@ static int conv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    idx, name, ar__shape_str(s1, sizeof s1, out), (int)want[0], (int)want[1],
                    (int)want[2], (int)want[3]);
   if (quantized) return ar__qconv_prepare(node, msg, msg_bytes);
+  if (wide) return ar__qw_prepare(node, msg, msg_bytes);
   /* cblas takes int sizes. */
   if (g.m > INT_MAX || g.k > INT_MAX || (int64_t)g.n * g.h * g.w * g.ci > INT_MAX)
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, AR__OPFMT "GEMM of %lld x %lld is too large", idx,
@@ -217,6 +221,7 @@ typedef int32_t conv_v8i __attribute__((vector_size(32)));
 static void conv_init(ar_node_t *node) {
   if (node->inputs[1]->sparsity) return;
   if (ar__q_is_quantized(node)) { ar__qconv_init(node); return; }
+  if (ar__qw_takes(node)) { ar__qw_init(node); return; }
   conv_geom_t g;
   conv_geometry(node, &g);
   if (!g.few_in) return;
@@ -725,6 +730,7 @@ static void conv_im2col_range(void *ctx, int64_t m0, int64_t m1) {
 static void conv_eval(const ar_node_t *node) {
   if (node->inputs[1]->sparsity) { ar__sparse_conv_eval(node); return; }
   if (ar__q_is_quantized(node)) { ar__qconv_eval(node); return; }
+  if (ar__qw_takes(node)) { ar__qw_eval(node); return; }
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;
   conv_geom_t g;
   conv_geometry(node, &g);

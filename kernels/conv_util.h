@@ -205,6 +205,7 @@ static inline bool ar__conv_reads_f16(const ar_node_t *node, int32_t input) {
       !node->inputs[0] || !node->inputs[1] || !node->inputs[input])
     return false;
   return node->inputs[0]->dtype == AR_DTYPE_FLOAT32 && !node->inputs[1]->sparsity &&
+         node->inputs[1]->dtype != AR_DTYPE_INT8 &&   /* hybrid: kernels/qwide.h */
          node->inputs[input]->dtype == AR_DTYPE_FLOAT32;
 }
 

@@ -35,6 +35,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/conv_util.h"
+#include "kernels/qwide.h"
 
 /* Multiply-adds below which a run of channel blocks is not split further. */
 #define AR_DW_MIN_CHUNK_MACS (64 * 1024)
@@ -79,7 +80,8 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int idx = node->index;
   char s1[96], s2[96];
   /* uint8 / int8 tensors go to kernels/qdepthwise.c after the shared shape checks below. */
-  const bool quant = node->n_inputs >= 1 && node->inputs[0] &&
+  const bool wide = node->n_inputs >= 2 && ar__qw_takes(node);   /* int16x8 / hybrid: qwide.h */
+  const bool quant = !wide && node->n_inputs >= 1 && node->inputs[0] &&
                      node->inputs[0]->dtype != AR_DTYPE_FLOAT32;
   /* Fused expansion conv (kernels/fused_ir.c): prepared first, it sizes this node's input. */
   if (node->fused) {
@@ -89,6 +91,7 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     if (frc != 0) return frc;
   }
   int rc = quant ? ar__qdw_check_io(node, msg, msg_bytes)
+           : wide ? ar__qw_check_io(node, msg, msg_bytes)
                  : ar__conv_check_io_w(node, name, true, msg, msg_bytes);
   if (rc != 0) return rc;
   const ar_tview_t *in = node->inputs[0], *f = node->inputs[1];
@@ -144,6 +147,7 @@ static int dw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     node->scratch_bytes = (taps + 1) * (size_t)g.oc * sizeof(float);
   node->state_bytes = 0;
   if (quant) return ar__qdw_prepare(node, msg, msg_bytes);
+  if (wide) return ar__qw_prepare(node, msg, msg_bytes);
   if (node->fused) return ar__fused_ir_prepare(node, msg, msg_bytes);
   return 0;
 }
@@ -159,7 +163,8 @@ bool ar__depthwise_reads_f16(const ar_node_t *node, int32_t input) {
 }
 
 static void dw_init(ar_node_t *node) {
-  if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) ar__qdw_init(node);
+  if (ar__qw_takes(node)) ar__qw_init(node);
+  else if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) ar__qdw_init(node);
 }
 
 /* Unaligned float vectors (GCC vector extension): 8 lanes become one ymm register in the AVX2
@@ -832,6 +837,10 @@ void ar__dw_rows(const ar_node_t *node, const float *in, const float *wide, int6
 }
 
 static void dw_eval(const ar_node_t *node) {
+  if (ar__qw_takes(node)) {
+    ar__qw_eval(node);
+    return;
+  }
   if (node->inputs[0]->dtype != AR_DTYPE_FLOAT32) {
     ar__qdw_eval(node);
     return;

@@ -33,6 +33,7 @@
 #include "kernels/gemm.h"
 #include "kernels/sgemm.h"
 #include "kernels/qconv.h"
+#include "kernels/qwide.h"
 #include "kernels/sparse_conv.h"
 
 static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -49,11 +50,16 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_tview_t *out = node->outputs[0];
   const ar_fully_connected_options_t *o = &node->options->fully_connected;
   const bool quantized = ar__q_is_quantized(node);
-  const bool sparse = !quantized && wt->sparsity != NULL;   /* weights as stored (sparse_conv.c) */
+  const bool wide = ar__qw_takes(node);   /* int16x8 or hybrid (kernels/qwide.h) */
+  if (wide) {
+    int wrc = ar__qw_check_io(node, msg, msg_bytes);
+    if (wrc != 0) return wrc;
+  }
+  const bool sparse = !quantized && !wide && wt->sparsity != NULL;   /* weights as stored (sparse_conv.c) */
   /* fp16 weights / bias as stored (a constant, dense weights) */
   const bool w16 = !sparse && wt->dtype == AR_DTYPE_FLOAT16 && wt->is_constant;
   const bool b16 = bias && bias->dtype == AR_DTYPE_FLOAT16 && bias->is_constant;
-  if (!quantized && (in->dtype != AR_DTYPE_FLOAT32 || (wt->dtype != AR_DTYPE_FLOAT32 && !sparse && !w16) ||
+  if (!quantized && !wide && (in->dtype != AR_DTYPE_FLOAT32 || (wt->dtype != AR_DTYPE_FLOAT32 && !sparse && !w16) ||
       out->dtype != AR_DTYPE_FLOAT32 || (bias && bias->dtype != AR_DTYPE_FLOAT32 && !b16)))
     return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "only float32 or quantized int8/uint8 input/weights/bias/output "
                    "are supported (input %s, weights %s, output %s)", idx, name,
@@ -104,6 +110,7 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                    ar__shape_str(s1, sizeof s1, out), ar__shape_str(s2, sizeof s2, &w));
   }
   if (quantized) return ar__qfc_prepare(node, msg, msg_bytes);
+  if (wide) return ar__qw_prepare(node, msg, msg_bytes);
   if (sparse) {
     if (b16)
       return ar_errf(msg, msg_bytes, AR_EUNSUPPORTED, AR__OPFMT "a float16 bias with sparse weights",
@@ -122,15 +129,18 @@ bool ar__fully_connected_reads_f16(const ar_node_t *node, int32_t input) {
       !node->inputs[1] || !node->inputs[input])
     return false;
   return node->inputs[0]->dtype == AR_DTYPE_FLOAT32 && !node->inputs[1]->sparsity &&
+         node->inputs[1]->dtype != AR_DTYPE_INT8 &&   /* hybrid: kernels/qwide.h */
          node->inputs[input]->dtype == AR_DTYPE_FLOAT32;
 }
 
 static void fc_init(ar_node_t *node) {
   if (ar__q_is_quantized(node)) ar__qfc_init(node);
+  else if (ar__qw_takes(node)) ar__qw_init(node);
 }
 
 static void fc_eval(const ar_node_t *node) {
   if (ar__q_is_quantized(node)) { ar__qfc_eval(node); return; }
+  if (ar__qw_takes(node)) { ar__qw_eval(node); return; }
   if (node->inputs[1]->sparsity) { ar__sparse_fc_eval(node); return; }
   const ar_tview_t *in_t = node->inputs[0], *wt_t = node->inputs[1];
   const ar_tview_t *bias_t = node->n_inputs > 2 ? node->inputs[2] : NULL;

@@ -7,6 +7,7 @@ libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/fused_ir.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \
+  kernels/qwide.h kernels/qwide.c \
   kernels/sparse_conv.h kernels/sparse_conv.c \
   kernels/batch_matmul.c
 # GCC 12's -O3 set for the vectorized loops, spelled out because the user's CFLAGS (-O2) come

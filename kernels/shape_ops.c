@@ -319,7 +319,8 @@ bool ar_kernel_pad_fold_check(const ar_node_t *pad, const ar_node_t *reader, int
   if (reader->op == AR_OP_DEPTHWISE_CONV_2D) {
     const ar_tview_t *f = reader->inputs[1];
     const ar_depthwise_options_t *o = &reader->options->depthwise;
-    if (slot != 0 || !f || f->rank != 4 || o->padding != AR_PADDING_VALID || o->dilation_h < 1 ||
+    if (slot != 0 || !f || f->rank != 4 || f->dtype == AR_DTYPE_INT8 ||   /* hybrid: qwide.h */
+        o->padding != AR_PADDING_VALID || o->dilation_h < 1 ||
         o->dilation_w < 1)
       return false;
     if (p[0] != 0 || p[1] != 0 || p[6] != 0 || p[7] != 0) return false;

@@ -9,9 +9,11 @@
  * bool forms a kernel implements (e.g. SUB 3 = broadcast above rank 4, 4 = int64; ADD 4 and
  * MUL 5 = int64; ABS 5 = int32); versions that only mark quantized forms pass the loader and are
  * refused by the kernel's dtype checks at prepare. Quantized forms raise it where the kernel has
- * them: CONV_2D 3 = int8 (2, float input with int8 weights, is refused at prepare);
- * FULLY_CONNECTED 4 = int8, 5 = keep_num_dims, 6 = no bias (2, shuffled weights, and 3, hybrid,
- * are refused at prepare).
+ * them: CONV_2D 2 = hybrid (float input, int8 weights), 3 = int8, 4 = int16x8, 5 = hybrid with
+ * per-channel weights; DEPTHWISE_CONV_2D 3 = int8, 4 = hybrid, 5 = int16x8, 6 = hybrid per-channel;
+ * FULLY_CONNECTED 3 = hybrid, 4 = int8, 5 = keep_num_dims, 6 = no bias, 7 = int16x8, 8 = sparse
+ * weights, 9 = hybrid with asymmetric input quantization (2, shuffled weights, is refused at
+ * prepare). The int16x8 and hybrid forms: kernels/qwide.h.
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
@@ -24,8 +26,11 @@
   XX(CONV_2D,                    3, 3)  \
   XX(DEPTHWISE_CONV_2D,          4, 3)  \
   XX(DEPTH_TO_SPACE,             5, 2)  \
+  XX(CONV_2D,                    3, 5)  \
+  XX(DEPTHWISE_CONV_2D,          4, 6)  \
+  XX(DEPTH_TO_SPACE,             5, 1)  \
   XX(DEQUANTIZE,                 6, 4)  \
-  XX(FULLY_CONNECTED,            9, 6)  \
+  XX(FULLY_CONNECTED,            9, 9)  \
   XX(L2_NORMALIZATION,          11, 1)  \
   XX(LOGISTIC,                  14, 2)  \
   XX(MAX_POOL_2D,               17, 2)  \

@@ -19,6 +19,7 @@
 #include "kernels/ar_parallel.h"
 #include "kernels/ar_quant.h"
 #include "kernels/qgemm.h"
+#include "kernels/qwide.h"
 
 /* ---------- fixed-point helpers ---------- */
 
@@ -325,6 +326,187 @@ START_TEST(qfc_int8_hand_and_relu) {
 }
 END_TEST
 
+/* ---------- int16x8 and hybrid (kernels/qwide.c), hand-computed ---------- */
+
+/* TFLite's int64 rescale: m' = (m + 2^15) >> 16, then (x m' + 2^(14 - shift)) >> (15 - shift). */
+START_TEST(mbqm64_hand_values) {
+  const int32_t half = 1 << 30;                     /* 0.5 in Q31: m' = 16384 */
+  ck_assert_int_eq(ar_mbqm64(3, half, 0), 2);       /* 1.5 -> 2 */
+  ck_assert_int_eq(ar_mbqm64(-3, half, 0), -1);     /* -1.5 -> -1: one rounding, ties up */
+  ck_assert_int_eq(ar_mbqm64(5, half, -1), 1);      /* 1.25 -> 1 */
+  ck_assert_int_eq(ar_mbqm64(-298, half, -1), -74); /* -74.5 -> -74 (ar_mbqm: -75) */
+  ck_assert_int_eq(ar_mbqm(-298, half, -1), -75);
+  ck_assert_int_eq(ar_mbqm64(3ll << 32, half, -8), 3 << 23);   /* an accumulator past int32 */
+  ck_assert_int_eq(ar_mbqm64(1 << 15, 0x7FFF0000, 0), 32767);  /* m' saturates at 0x7FFF */
+  ck_assert_int_eq(ar_mbqm64(1000, half, 7), 64000);           /* the largest left shift */
+}
+END_TEST
+
+/* int16x8 CONV_2D, one 2x2 VALID window, per-channel weights (s_in 1, s_out 1):
+ *   x = [100, -200, 300, -196]
+ *   channel 0: w = [1, 2, 3, 4] (s 0.5), bias 10: 100 - 400 + 900 - 784 + 10 = -174 -> -87
+ *   channel 1: w = [-1, 0, 0, 1] (s 0.5 * 0.5), bias -2: -100 - 196 - 2 = -298 -> -74.5 -> -74
+ * RELU clamps both to 0; an output scale of 2^-9 (multipliers 256, 128) saturates both at -32768. */
+START_TEST(q16_conv_hand) {
+  static int16_t in[4] = {100, -200, 300, -196}, out[2];
+  static int8_t w[8] = {1, 2, 3, 4, -1, 0, 0, 1};
+  static int64_t bias[2] = {10, -2};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[4] = {1, 2, 2, 1}, dw[4] = {2, 2, 2, 1}, db[1] = {2}, dout[4] = {1, 1, 1, 2};
+  const float s1 = 1.0f, sw[2] = {0.5f, 0.25f}, tiny = 0x1p-9f;
+  qview(qn, 0, in, AR_DTYPE_INT16, 4, di, 1, &s1, NULL);
+  qview(qn, 1, w, AR_DTYPE_INT8, 4, dw, 2, sw, NULL);
+  qview(qn, 2, bias, AR_DTYPE_INT64, 1, db, 2, sw, NULL);
+  qview(qn, 3, out, AR_DTYPE_INT16, 4, dout, 1, &s1, NULL);
+  qn->opt.conv2d = (ar_conv2d_options_t){.padding = AR_PADDING_VALID, .stride_w = 1, .stride_h = 1,
+                                         .activation = AR_ACT_NONE, .dilation_w = 1, .dilation_h = 1};
+  qnode_wire(qn, AR_OP_CONV_2D, true);
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_msg(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_int_eq(out[0], -87);
+  ck_assert_int_eq(out[1], -74);
+  qn->opt.conv2d.activation = AR_ACT_RELU;
+  ck_assert_msg(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_int_eq(out[0], 0);
+  ck_assert_int_eq(out[1], 0);
+  qn->opt.conv2d.activation = AR_ACT_NONE;
+  qview(qn, 3, out, AR_DTYPE_INT16, 4, dout, 1, &tiny, NULL);
+  ck_assert_msg(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_int_eq(out[0], -32768);                 /* -174 * 256 */
+  ck_assert_int_eq(out[1], -32768);
+  /* A non-zero int16 zero point is refused, naming the operand. */
+  const int64_t zp = 3;
+  qview(qn, 0, in, AR_DTYPE_INT16, 4, di, 1, &s1, &zp);
+  ck_assert_int_eq(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "operator 5 (CONV_2D): input 0 (INT16) zero point 3 is not 0"), "%s", msg);
+  /* An INT32 bias is not the int16x8 form. */
+  qview(qn, 0, in, AR_DTYPE_INT16, 4, di, 1, &s1, NULL);
+  qn->t[2].dtype = AR_DTYPE_INT32;
+  ck_assert_int_eq(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "int16x8 form needs INT8 filter, INT16 output and INT64 bias"), "%s", msg);
+  free(qn);
+}
+END_TEST
+
+/* int16x8 FULLY_CONNECTED (s_in 0.5, s_w 0.25, s_out 0.5: multiplier 0.25), x = [1000, -2000]:
+ *   unit 0: w = [3, 1], bias 2: 3000 - 2000 + 2 = 1002 -> 250.5 -> 251
+ *   unit 1: w = [-1, 0], bias -2: -1002 -> -250.5 -> -250 (ties toward +infinity)
+ * and a depthwise 1x1 with multiplier 2 on the same scales: x * [2, -3] + [1, 0] = [2001, -3000]
+ * -> [500.25 -> 500, -750]. */
+START_TEST(q16_fc_and_depthwise_hand) {
+  static int16_t in[2] = {1000, -2000}, out[4];
+  static int8_t w[4] = {3, 1, -1, 0}, wd[2] = {2, -3};
+  static int64_t bias[2] = {2, -2}, bd[2] = {1, 0};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[2] = {1, 2}, dw[2] = {2, 2}, db[1] = {2}, dout[2] = {1, 2};
+  const float si = 0.5f, sw = 0.25f, sb = 0.125f;
+  qview(qn, 0, in, AR_DTYPE_INT16, 2, di, 1, &si, NULL);
+  qview(qn, 1, w, AR_DTYPE_INT8, 2, dw, 1, &sw, NULL);
+  qview(qn, 2, bias, AR_DTYPE_INT64, 1, db, 1, &sb, NULL);
+  qview(qn, 3, out, AR_DTYPE_INT16, 2, dout, 1, &si, NULL);
+  qn->opt.fully_connected.activation = AR_ACT_NONE;
+  qnode_wire(qn, AR_OP_FULLY_CONNECTED, true);
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_msg(qnode_run(qn, &ar_kernel_fully_connected, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_int_eq(out[0], 251);
+  ck_assert_int_eq(out[1], -250);
+
+  static int16_t in1[1] = {1000};
+  const int32_t d1[4] = {1, 1, 1, 1}, dwf[4] = {1, 1, 1, 2}, dout2[4] = {1, 1, 1, 2};
+  qview(qn, 0, in1, AR_DTYPE_INT16, 4, d1, 1, &si, NULL);
+  qview(qn, 1, wd, AR_DTYPE_INT8, 4, dwf, 1, &sw, NULL);
+  qview(qn, 2, bd, AR_DTYPE_INT64, 1, db, 1, &sb, NULL);
+  qview(qn, 3, out, AR_DTYPE_INT16, 4, dout2, 1, &si, NULL);
+  qn->opt.depthwise = (ar_depthwise_options_t){.padding = AR_PADDING_SAME, .stride_w = 1, .stride_h = 1,
+                                               .depth_multiplier = 2, .activation = AR_ACT_NONE,
+                                               .dilation_w = 1, .dilation_h = 1};
+  qnode_wire(qn, AR_OP_DEPTHWISE_CONV_2D, true);
+  ck_assert_msg(qnode_run(qn, &ar_kernel_depthwise_conv_2d, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_int_eq(out[0], 500);
+  ck_assert_int_eq(out[1], -750);
+  free(qn);
+}
+END_TEST
+
+/* The on-the-fly input quantization of the hybrid kernels. */
+START_TEST(hybrid_input_quantization_hand) {
+  int8_t q[5];
+  int32_t zp = 99;
+  /* symmetric: r = 1, q = round(x * 127): 63.5 -> 64 away from zero */
+  const float xs[4] = {1.0f, -0.5f, 0.25f, 0.0f};
+  ck_assert_float_eq(ar__qw_quantize_symmetric(xs, 4, q), 1.0f / 127.0f);
+  ck_assert_int_eq(q[0], 127); ck_assert_int_eq(q[1], -64); ck_assert_int_eq(q[2], 32);
+  ck_assert_int_eq(q[3], 0);
+  /* asymmetric over [-1, 2]: scale 3/255, zero point -128 + 85 = -43; q = round(x * 85) - 43,
+   * the tie 42.5 rounding to 43 before the zero point (0, not -1), 170 - 43 = 127 */
+  const float xa[5] = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f};
+  ck_assert_float_eq(ar__qw_quantize_asymmetric(xa, 5, q, &zp), (float)(3.0 / 255.0));
+  ck_assert_int_eq(zp, -43);
+  const int8_t want[5] = {0, -128, -22, 127, -107};
+  for (int i = 0; i < 5; i++) ck_assert_int_eq(q[i], want[i]);
+  /* all positive: the range starts at 0, zero point -128 */
+  const float xp[2] = {1.0f, 3.0f};
+  ar__qw_quantize_asymmetric(xp, 2, q, &zp);
+  ck_assert_int_eq(zp, -128);
+  ck_assert_int_eq(q[0], -43); ck_assert_int_eq(q[1], 127);
+  /* all zero: scale 1, zero point 0, q 0 */
+  const float xz[3] = {0.0f, 0.0f, 0.0f};
+  memset(q, 7, sizeof q);
+  ck_assert_float_eq(ar__qw_quantize_asymmetric(xz, 3, q, &zp), 1.0f);
+  ck_assert_int_eq(zp, 0);
+  ck_assert_int_eq(q[0], 0); ck_assert_int_eq(q[2], 0);
+  ck_assert_float_eq(ar__qw_quantize_symmetric(xz, 3, q), 1.0f);
+}
+END_TEST
+
+/* Hybrid FULLY_CONNECTED: x = [1, -0.5, 0.25, 0] quantizes to [127, -64, 32, 0] (s 1/127);
+ * unit 0: w = [1, 2, 4, 8] (s 0.5): 127 - 128 + 128 = 127 -> 127 * (0.5 / 127) = 0.5, + 0.25 bias
+ * = 0.75; unit 1: w = [-1, 0, 0, 0]: -127 -> -0.5, + 0.25 = -0.25, RELU -> 0. Asymmetric over
+ * [-0.5, 1] (s 1.5/255, zero point -128 + 85 = -43): q - zp = [170, -85, 43, 0], unit 0: 170 - 170
+ * + 172 = 172 -> 0.5059 + 0.25. A hybrid CONV_2D 1x1 (one weight scale: symmetric) on the same
+ * row gives the symmetric numbers. */
+START_TEST(hybrid_fc_and_conv_hand) {
+  static float in[4] = {1.0f, -0.5f, 0.25f, 0.0f}, bias[2] = {0.25f, 0.25f}, out[2];
+  static int8_t w[8] = {1, 2, 4, 8, -1, 0, 0, 0};
+  qnode_t *qn = calloc(1, sizeof *qn);
+  const int32_t di[2] = {1, 4}, dw[2] = {2, 4}, db[1] = {2}, dout[2] = {1, 2};
+  const float sw = 0.5f;
+  qview(qn, 0, in, AR_DTYPE_FLOAT32, 2, di, 0, NULL, NULL);
+  qview(qn, 1, w, AR_DTYPE_INT8, 2, dw, 1, &sw, NULL);
+  qview(qn, 2, bias, AR_DTYPE_FLOAT32, 1, db, 0, NULL, NULL);
+  qview(qn, 3, out, AR_DTYPE_FLOAT32, 2, dout, 0, NULL, NULL);
+  qn->opt.fully_connected.activation = AR_ACT_NONE;
+  qnode_wire(qn, AR_OP_FULLY_CONNECTED, true);
+  char msg[AR_MSG_BYTES] = "";
+  ck_assert_msg(qnode_run(qn, &ar_kernel_fully_connected, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_float_eq_tol(out[0], 0.75f, 1e-6f);
+  ck_assert_float_eq_tol(out[1], -0.25f, 1e-6f);
+  ck_assert_uint_eq(qn->node.scratch_bytes, 64 + 64 + 4);   /* scale, zero point, 4 int8 */
+  qn->opt.fully_connected.activation = AR_ACT_RELU;
+  qn->opt.fully_connected.asymmetric_quantize_inputs = true;
+  ck_assert_msg(qnode_run(qn, &ar_kernel_fully_connected, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_float_eq_tol(out[0], 172.0f * (0.5f * (float)(1.5 / 255.0)) + 0.25f, 1e-6f);
+  ck_assert_float_eq(out[1], 0.0f);
+
+  const int32_t di4[4] = {1, 1, 1, 4}, dw4[4] = {2, 1, 1, 4}, dout4[4] = {1, 1, 1, 2};
+  qview(qn, 0, in, AR_DTYPE_FLOAT32, 4, di4, 0, NULL, NULL);
+  qview(qn, 1, w, AR_DTYPE_INT8, 4, dw4, 1, &sw, NULL);
+  qview(qn, 3, out, AR_DTYPE_FLOAT32, 4, dout4, 0, NULL, NULL);
+  qn->opt.conv2d = (ar_conv2d_options_t){.padding = AR_PADDING_SAME, .stride_w = 1, .stride_h = 1,
+                                         .activation = AR_ACT_NONE, .dilation_w = 1, .dilation_h = 1};
+  qnode_wire(qn, AR_OP_CONV_2D, true);
+  ck_assert_msg(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_float_eq_tol(out[0], 0.75f, 1e-6f);
+  ck_assert_float_eq_tol(out[1], -0.25f, 1e-6f);
+  /* weights with a zero point are refused */
+  const int64_t zw = 1;
+  qview(qn, 1, w, AR_DTYPE_INT8, 4, dw4, 1, &sw, &zw);
+  ck_assert_int_eq(qnode_run(qn, &ar_kernel_conv_2d, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "operator 5 (CONV_2D): filter zero point 1 (channel 0) is not 0"), "%s", msg);
+  free(qn);
+}
+END_TEST
+
 /* ---------- prepare errors ---------- */
 
 START_TEST(qconv_prepare_errors) {
@@ -578,6 +760,13 @@ static Suite *quant_suite(void) {
   tcase_add_test(tc, qconv_prepare_errors);
   tcase_add_test(tc, qconv_random_vs_naive_all_paths);
   tcase_add_test(tc, qfc_random_vs_naive_all_paths);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("wide");
+  tcase_add_test(tc, mbqm64_hand_values);
+  tcase_add_test(tc, q16_conv_hand);
+  tcase_add_test(tc, q16_fc_and_depthwise_hand);
+  tcase_add_test(tc, hybrid_input_quantization_hand);
+  tcase_add_test(tc, hybrid_fc_and_conv_hand);
   suite_add_tcase(s, tc);
   return s;
 }

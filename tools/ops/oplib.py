@@ -49,6 +49,9 @@ ACT = ('fused_activation_function', 'i8', 0)
 OPTIONS = {
     'Conv2DOptions': (1, [('padding', 'i8', 0), ('stride_w', 'i32', 0), ('stride_h', 'i32', 0), ACT,
                           ('dilation_w_factor', 'i32', 1), ('dilation_h_factor', 'i32', 1)]),
+    'DepthwiseConv2DOptions': (2, [('padding', 'i8', 0), ('stride_w', 'i32', 0), ('stride_h', 'i32', 0),
+                                   ('depth_multiplier', 'i32', 0), ACT, ('dilation_w_factor', 'i32', 1),
+                                   ('dilation_h_factor', 'i32', 1)]),
     'Pool2DOptions': (5, [('padding', 'i8', 0), ('stride_w', 'i32', 0), ('stride_h', 'i32', 0),
                           ('filter_width', 'i32', 0), ('filter_height', 'i32', 0), ACT]),
     'FullyConnectedOptions': (8, [ACT, ('weights_format', 'i8', 0), ('keep_num_dims', 'bool', False),
