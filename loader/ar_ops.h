@@ -42,7 +42,7 @@
   XX(RESIZE_BILINEAR,           23, 3)  \
   XX(SOFTMAX,                   25, 2)  \
   XX(SPACE_TO_DEPTH,            26, 2)  \
-  XX(SVDF,                      27, 1)  \
+  XX(SVDF,                      27, 4)  \
   XX(TANH,                      28, 1)  \
   XX(PAD,                       34, 2)  \
   XX(GATHER,                    36, 7)  \

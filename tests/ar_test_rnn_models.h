@@ -23,4 +23,18 @@ uint8_t *ar_trm_relu(size_t *bytes);
  * [2,24] a variable tensor. */
 uint8_t *ar_trm_svdf(size_t *bytes);
 
+/* The integer forms of SVDF: x int8 [2,5] -> SVDF with int16 weights_time and state (TFLite's
+ * builtin integer kernel) -> y int8 [2,4]; and the hybrid form (float input, int8 weights), with
+ * symmetric and asymmetric input quantization. */
+uint8_t *ar_trm_svdf_int8(size_t *bytes);
+uint8_t *ar_trm_svdf_hybrid(size_t *bytes);
+uint8_t *ar_trm_svdf_hybrid_asym(size_t *bytes);
+
+/* TFLite Micro's integer SVDF with an int8 state and int8 weights_time (zero point -50): x int8
+ * [1,6] -> SVDF (4 filters, rank 1, memory 5) -> y int8 [1,4]. Not in ar_trm_models: native TFLite
+ * has no such form (it reads the state as int16), so there is no native golden; tests compare it
+ * with a plain reference. Weights: ar_trm_svdf_int8_state_weights after a build. */
+uint8_t *ar_trm_svdf_int8_state(size_t *bytes);
+void ar_trm_svdf_int8_state_weights(const int8_t **wf, const int8_t **wt, const int32_t **bias);
+
 #endif

@@ -529,17 +529,27 @@ START_TEST(keyword_scrambled_is_refused_cleanly) {
   snprintf(model, sizeof model, "%s/tflm_keyword_scrambled_8bit.tflite", ar_ts_models_dir());
   ar_model_t *m = NULL;
   int rc = ar_model_load(model, &m, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "the loader takes its SVDF v3: %s", msg);
+  ar_interp_t *in = NULL;
+  rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
+  if (rc == 0) rc = ar_interp_place_owned(in, msg, sizeof msg);
   if (rc == 0) {
-    ar_interp_t *in = NULL;
-    rc = ar_interp_new(m, NULL, &in, msg, sizeof msg);
-    ar_interp_free(in);
-    ar_model_free(m);
+    /* It runs (its int16 QUANTIZE and SOFTMAX have kernels): a stream of invokes, no crash. */
+    for (int k = 0; k < 8 && rc == 0; k++) {
+      int16_t *x = ar_interp_input(in, 0)->data;
+      for (int i = 0; i < 96; i++) x[i] = (int16_t)((i * 97 + k * 31) % 2001 - 1000);
+      rc = ar_interp_invoke(in);
+    }
+    ck_assert_msg(rc == 0, "invoke: %s", ar_interp_last_error(in));
   }
+  ar_interp_free(in);
+  ar_model_free(m);
   printf("tflm_keyword_scrambled_8bit: %s (%s)\n", rc ? msg : "runs", ar_err_name(rc));
-  ck_assert_msg(rc == AR_EUNSUPPORTED && strstr(msg, "SVDF") != NULL, "%d %s", rc, msg);
-  /* arenactl: refused with the message, exit 1, never a signal. */
+  /* Its seven SVDFs (int8 state, TFLite Micro's form) have a kernel: a refusal names another op. */
+  ck_assert_msg(rc == 0 || (rc == AR_EUNSUPPORTED && strstr(msg, "SVDF") == NULL), "%d %s", rc, msg);
+  /* arenactl: runs or is refused with the message, never a signal. */
   rc = sh("%s'%s/arenactl' run '%s' --input /dev/null 2>&1", ar_test_exec_prefix(), builddir(), model);
-  ck_assert_msg(rc >= 1 && rc < 128 && strstr(out_text, "SVDF") != NULL, "rc %d: %s", rc, out_text);
+  ck_assert_msg(rc >= 0 && rc < 128, "rc %d: %s", rc, out_text);
 }
 END_TEST
 
