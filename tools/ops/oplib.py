@@ -57,6 +57,7 @@ OPTIONS = {
     'FullyConnectedOptions': (8, [ACT, ('weights_format', 'i8', 0), ('keep_num_dims', 'bool', False),
                                   ('asymmetric_quantize_inputs', 'bool', False)]),
     'SoftmaxOptions': (9, [('beta', 'f32', 0.0)]),
+    'SVDFOptions': (6, [('rank', 'i32', 0), ACT, ('asymmetric_quantize_inputs', 'bool', False)]),
     'ConcatenationOptions': (10, [('axis', 'i32', 0), ACT]),
     'AddOptions': (11, [ACT, ('pot_scale_int16', 'bool', True)]),
     'L2NormOptions': (12, [ACT]),
