@@ -218,5 +218,10 @@ void ar__qact_eval(const ar_node_t *node);
 int ar__qprelu_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__qprelu_init(ar_node_t *node);
 void ar__qprelu_eval(const ar_node_t *node);
+/* kernels/audio.c: TFLite RFFT2D (float32 -> complex64), COMPLEX_ABS, REAL, IMAG. */
+extern const ar_kernel_t ar_kernel_rfft2d;
+extern const ar_kernel_t ar_kernel_complex_abs;
+extern const ar_kernel_t ar_kernel_real;
+extern const ar_kernel_t ar_kernel_imag;
 
 #endif /* AR_KERNEL_IMPL_H */

@@ -92,6 +92,14 @@ libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c ke
 # Issue 28's operators by family: boolean ops and SELECT, float functions, index/shape ops.
 libarkernels_la_SOURCES += kernels/logical.c kernels/math_ops.c kernels/index_ops.c \
   kernels/qact.c
+# Audio front ends: TFLite's RFFT2D / COMPLEX_ABS / REAL / IMAG, TFLite Micro's Signal custom ops.
+libarkernels_la_SOURCES += kernels/audio.c
+# Their hand-computed tests and the two real models of ../shared/models_more (skipped when absent).
+check_PROGRAMS += tests/check_audio
+TESTS += tests/check_audio
+tests_check_audio_SOURCES = tests/check_audio.c $(AR_TEST_STREAM_SOURCES)
+tests_check_audio_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_audio_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c

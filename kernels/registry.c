@@ -84,6 +84,10 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_VAR_HANDLE: return &ar_kernel_var_handle;
   case AR_OP_READ_VARIABLE: return &ar_kernel_read_variable;
   case AR_OP_ASSIGN_VARIABLE: return &ar_kernel_assign_variable;
+  case AR_OP_RFFT2D: return &ar_kernel_rfft2d;
+  case AR_OP_COMPLEX_ABS: return &ar_kernel_complex_abs;
+  case AR_OP_REAL: return &ar_kernel_real;
+  case AR_OP_IMAG: return &ar_kernel_imag;
   /* Run by the interpreter itself (child subgraphs, interp/ar_interp.c). */
   case AR_OP_WHILE: case AR_OP_IF: case AR_OP_CALL_ONCE: break;
   case AR_OP_LOG_SOFTMAX: return &ar_kernel_log_softmax;

@@ -99,6 +99,10 @@
   XX(BATCH_MATMUL,             126, 4)  \
   XX(CALL_ONCE,                129, 1)  \
   XX(BROADCAST_TO,             130, 3)  \
+  XX(RFFT2D,                   131, 1)  \
+  XX(IMAG,                     133, 1)  \
+  XX(REAL,                     134, 1)  \
+  XX(COMPLEX_ABS,              135, 1)  \
   XX(VAR_HANDLE,               142, 1)  \
   XX(READ_VARIABLE,            143, 1)  \
   XX(ASSIGN_VARIABLE,          144, 1)  \
