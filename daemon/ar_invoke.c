@@ -727,9 +727,9 @@ static void group_work(uv_work_t *w) {
       }
     } else {
       /* The interpreter's reason (e.g. a WHILE past max_while_iterations), else the code's. */
-      const char *why = ar_interp_last_error(in);
+      const char *reason = ar_interp_last_error(in);
       snprintf(job->msg, sizeof(job->msg), "model '%s': invoke failed: %s", m->name,
-               why && why[0] ? why : ar_strerror(job->rc));
+               reason && reason[0] ? reason : ar_strerror(job->rc));
     }
     ar_sessions_unbind(in, &job->sess);   /* after the copy out: an output may view the state */
     job->t_end_us = ar_now_us();

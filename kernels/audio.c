@@ -205,7 +205,13 @@ static void imag_eval(const ar_node_t *node) {
   for (int64_t i = 0; i < n; i++) o[i] = z[2 * i + 1];
 }
 
-const ar_kernel_t ar_kernel_rfft2d = { "RFFT2D", rfft2d_prepare, rfft2d_init, rfft2d_eval };
-const ar_kernel_t ar_kernel_complex_abs = { "COMPLEX_ABS", complex_part_prepare, NULL, complex_abs_eval };
-const ar_kernel_t ar_kernel_real = { "REAL", complex_part_prepare, NULL, real_eval };
-const ar_kernel_t ar_kernel_imag = { "IMAG", complex_part_prepare, NULL, imag_eval };
+static const ar_kernel_form_t rfft2d_forms[] = {AR_KF(1, 1, FLOAT32, COMPLEX64)};
+static const ar_kernel_form_t complex_part_forms[] = {AR_KF(1, 1, COMPLEX64, FLOAT32)};
+const ar_kernel_t ar_kernel_rfft2d = { "RFFT2D", rfft2d_prepare, rfft2d_init, rfft2d_eval,
+                                       AR_KSUPPORT(rfft2d_forms, 0, -1) };
+const ar_kernel_t ar_kernel_complex_abs = { "COMPLEX_ABS", complex_part_prepare, NULL, complex_abs_eval,
+                                            AR_KSUPPORT(complex_part_forms, 0, -1) };
+const ar_kernel_t ar_kernel_real = { "REAL", complex_part_prepare, NULL, real_eval,
+                                     AR_KSUPPORT(complex_part_forms, 0, -1) };
+const ar_kernel_t ar_kernel_imag = { "IMAG", complex_part_prepare, NULL, imag_eval,
+                                     AR_KSUPPORT(complex_part_forms, 0, -1) };

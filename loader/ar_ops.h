@@ -23,12 +23,9 @@
   XX(ADD,                        0, 4)  \
   XX(AVERAGE_POOL_2D,            1, 2)  \
   XX(CONCATENATION,              2, 2)  \
-  XX(CONV_2D,                    3, 3)  \
-  XX(DEPTHWISE_CONV_2D,          4, 3)  \
-  XX(DEPTH_TO_SPACE,             5, 2)  \
   XX(CONV_2D,                    3, 5)  \
   XX(DEPTHWISE_CONV_2D,          4, 6)  \
-  XX(DEPTH_TO_SPACE,             5, 1)  \
+  XX(DEPTH_TO_SPACE,             5, 2)  \
   XX(DEQUANTIZE,                 6, 4)  \
   XX(FULLY_CONNECTED,            9, 9)  \
   XX(L2_NORMALIZATION,          11, 1)  \
