@@ -310,6 +310,7 @@ int main(int argc, char **argv) {
     memset(&opt, 0, sizeof opt);
     ar_tview_t tin = {0}, tw = {0}, tb = {0}, tout = {0};
     ar_node_t node = {0};
+    ar_tview_t *io[4];   /* node.inputs, node.outputs */
     const ar_kernel_t *k;
     int oh, ow, pad;
     double macs;
@@ -358,6 +359,8 @@ int main(int argc, char **argv) {
     tout.data = malloc(nout * sizeof(float));
     node.op = c->op; node.index = (int32_t)ci; node.options = &opt; node.threads = 1;
     node.n_inputs = 3; node.n_outputs = 1;
+    node.inputs = io;
+    node.outputs = io + 3;
     node.inputs[0] = &tin; node.inputs[1] = &tw; node.inputs[2] = &tb; node.outputs[0] = &tout;
     char msg[AR_MSG_BYTES];
     if (k->prepare(&node, msg, sizeof msg) != 0) { fprintf(stderr, "%s: %s\n", c->label, msg); return 1; }

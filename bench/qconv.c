@@ -74,9 +74,9 @@ int main(int argc, char **argv) {
     opt.conv2d = (ar_conv2d_options_t){.padding = AR_PADDING_SAME, .stride_w = c->s,
                                        .stride_h = c->s, .activation = AR_ACT_RELU6,
                                        .dilation_w = 1, .dilation_h = 1};
+    ar_tview_t *ins[3] = {&tin, &tw, &tb}, *outs[1] = {&tout};
     ar_node_t node = {.op = AR_OP_CONV_2D, .version = 3, .options = &opt, .n_inputs = 3,
-                      .n_outputs = 1, .inputs = {&tin, &tw, &tb}, .outputs = {&tout},
-                      .threads = 1};
+                      .n_outputs = 1, .inputs = ins, .outputs = outs, .threads = 1};
     char msg[AR_MSG_BYTES];
     if (ar_kernel_conv_2d.prepare(&node, msg, sizeof msg) != 0) {
       fprintf(stderr, "%s: %s\n", c->label, msg);

@@ -69,7 +69,10 @@ int main(int argc, char **argv) {
         memset(&o, 0, sizeof o);
         o.depthwise = (ar_depthwise_options_t){AR_PADDING_SAME, S, S, 1, AR_ACT_RELU6, 1, 1};
         ar_node_t n;
+        ar_tview_t *io[4];   /* n.inputs (3), n.outputs (1) */
         memset(&n, 0, sizeof n);
+        n.inputs = io;
+        n.outputs = io + 3;
         n.op = AR_OP_DEPTHWISE_CONV_2D;
         n.options = &o;
         n.n_inputs = 3;

@@ -109,7 +109,10 @@ static int bench_model(const char *path, int runs, bool layers, bool portable) {
     float *df = malloc(elems * sizeof(float));
     view_of(&vd, ts, dn);
     ar_node_t dnode;
+    ar_tview_t *dio[2];
     memset(&dnode, 0, sizeof dnode);
+    dnode.inputs = dio;
+    dnode.outputs = dio + 1;
     dnode.op = AR_OP_DENSIFY;
     dnode.n_inputs = dnode.n_outputs = 1;
     dnode.inputs[0] = &vs;
@@ -135,7 +138,10 @@ static int bench_model(const char *path, int runs, bool layers, bool portable) {
       vb.dtype = AR_DTYPE_FLOAT32;
     }
     ar_node_t nd;
+    ar_tview_t *io[4], *sio[4];   /* nd's inputs (3) and output, then sn's */
     memset(&nd, 0, sizeof nd);
+    nd.inputs = io;
+    nd.outputs = io + 3;
     nd.op = AR_OP_CONV_2D;
     nd.index = (int32_t)k;
     nd.version = op->version;
@@ -148,6 +154,9 @@ static int bench_model(const char *path, int runs, bool layers, bool portable) {
     nd.outputs[0] = &vo;
     nd.threads = 1;
     ar_node_t sn = nd;
+    memcpy(sio, io, sizeof sio);
+    sn.inputs = sio;
+    sn.outputs = sio + 3;
     sn.inputs[1] = &vs;
     if (prep(conv, &nd) || prep(conv, &sn)) return 1;
     double td = time_node(conv, &nd, runs), tsp[2] = {0, 0};

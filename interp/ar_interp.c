@@ -168,14 +168,19 @@ static void node_of_op(ar_node_t *nd, const ar_operator_t *op, int32_t k, int32_
 }
 
 /* A node for asking a kernel about operator k before prepare (ar_kernel_reads_f16, the sparse
- * filter check): its options and the model's views of its tensors (NULL for an absent optional
- * input). False when the operator names a tensor out of range or has more than
- * AR_MAX_OP_INPUTS inputs or outputs. */
-static bool probe_node(const ar_interp_t *in, int32_t k, ar_node_t *nd) {
+ * filter check, the fusion and PAD folding checks): its options and the model's views of its tensors
+ * (NULL for an absent optional input), the view pointers in `io` (PROBE_IO entries). False when
+ * the operator names a tensor out of range or has more inputs and outputs than that: the operators
+ * asked about (CONV_2D, FULLY_CONNECTED, DEPTHWISE_CONV_2D, PAD, ADD) have at most 4, any other
+ * is left as it is anyway. */
+#define PROBE_IO 16
+static bool probe_node(const ar_interp_t *in, int32_t k, ar_node_t *nd, ar_tview_t **io) {
   const ar_operator_t *op = &in->sg->operators[k];
   const int32_t nt = in->n_tensors;
   memset(nd, 0, sizeof *nd);
-  if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) return false;
+  if ((int64_t)op->n_inputs + op->n_outputs > PROBE_IO) return false;
+  nd->inputs = io;
+  nd->outputs = io + op->n_inputs;
   node_of_op(nd, op, k, in->opt.threads);
   nd->n_inputs = op->n_inputs;
   nd->n_outputs = op->n_outputs;
@@ -219,7 +224,6 @@ static int find_sparse_filters(const ar_interp_t *in, bool *elided, int32_t *spa
   for (int32_t k = 0; k < no; k++) {
     const ar_operator_t *op = &sg->operators[k];
     if ((op->op != AR_OP_CONV_2D && op->op != AR_OP_FULLY_CONNECTED) || op->n_inputs < 2 ||
-        op->n_inputs > AR_MAX_OP_INPUTS ||
         op->n_outputs != 1 || op->inputs[1] < 0 || op->inputs[1] >= nt)
       continue;
     int32_t t = op->inputs[1], deq = -1, den = -1;
@@ -241,7 +245,8 @@ static int find_sparse_filters(const ar_interp_t *in, bool *elided, int32_t *spa
         (deq < 0 && sg->tensors[ts].dtype != AR_DTYPE_FLOAT32))
       continue;
     ar_node_t nd;
-    if (!probe_node(in, k, &nd) || nd.outputs[0] == NULL) continue;
+    ar_tview_t *io[PROBE_IO];
+    if (!probe_node(in, k, &nd, io) || nd.outputs[0] == NULL) continue;
     nd.inputs[1] = (ar_tview_t *)&in->views[ts];
     if (ar_kernel_sparse_filter_check(&nd, NULL, 0) != 0) continue;
     elided[den] = true;
@@ -303,7 +308,8 @@ static int32_t find_f16_weights(const ar_interp_t *in, const ar_op_mode_t *mode,
       bool yes = kern && !elided[k] && mode[k] == AR_OPMODE_INVOKE;
       if (yes) {
         ar_node_t nd;
-        yes = probe_node(in, k, &nd);
+        ar_tview_t *io[PROBE_IO];
+        yes = probe_node(in, k, &nd, io);
         if (yes && sparse_of[k] >= 0) nd.inputs[1] = (ar_tview_t *)&in->views[sparse_of[k]];
         yes = yes && ar_kernel_reads_f16(&nd, i);
       }
@@ -400,7 +406,8 @@ static void find_fusions(ar_interp_t *in, const readers_t *rd, const int32_t *sp
       if (op->inputs[i] >= 0 && in->at_use_op[op->inputs[i]] >= 0) weights_ok = false;
     if (!weights_ok) continue;
     ar_node_t cn, dn;
-    if (!probe_node(in, k, &cn) || !probe_node(in, d, &dn)) continue;
+    ar_tview_t *cio[PROBE_IO], *dio[PROBE_IO];
+    if (!probe_node(in, k, &cn, cio) || !probe_node(in, d, &dn, dio)) continue;
     for (int32_t i = 0; i < op->n_inputs; i++)   /* fp16 weights as stored, as the nodes will show */
       if (op->inputs[i] >= 0 && f16_of[op->inputs[i]] >= 0) cn.inputs[i] = &in->views[f16_of[op->inputs[i]]];
     const ar_operator_t *dop = &sg->operators[d];
@@ -463,8 +470,9 @@ static void find_pad_folds(ar_interp_t *in, const readers_t *rd) {
         in->elided[d] || in->extra_input[d] >= 0)
       continue;
     ar_node_t pn, dn;
+    ar_tview_t *pio[PROBE_IO], *dio[PROBE_IO];
     int32_t pads[4];
-    if (!probe_node(in, k, &pn) || !probe_node(in, d, &dn) || !ar_kernel_pad_fold_check(&pn, &dn, slot[t], pads))
+    if (!probe_node(in, k, &pn, pio) || !probe_node(in, d, &dn, dio) || !ar_kernel_pad_fold_check(&pn, &dn, slot[t], pads))
       continue;
     in->elided[k] = true;
     in->op_mode[k] = AR_OPMODE_ELIDED;
@@ -590,6 +598,22 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   size_t nt = sg->n_tensors ? sg->n_tensors : 1, no = sg->n_operators ? sg->n_operators : 1;
   in->views = calloc(nt, sizeof(*in->views));
   in->nodes = calloc(no, sizeof(*in->nodes));
+  uint64_t n_io = 0;   /* each count is bounded by the file (the loader checks their sum) */
+  for (uint32_t k = 0; k < sg->n_operators; k++)
+    n_io += (uint64_t)sg->operators[k].n_inputs + (uint64_t)sg->operators[k].n_outputs +
+            (uint64_t)sg->operators[k].n_intermediates;
+  in->node_io = calloc(n_io ? n_io : 1, sizeof(*in->node_io));
+  if (in->nodes && in->node_io) {
+    ar_tview_t **io = in->node_io;
+    for (uint32_t k = 0; k < sg->n_operators; k++) {
+      in->nodes[k].inputs = io;
+      io += sg->operators[k].n_inputs;
+      in->nodes[k].outputs = io;
+      io += sg->operators[k].n_outputs;
+      in->nodes[k].intermediates = io;
+      io += sg->operators[k].n_intermediates;
+    }
+  }
   in->kernels = calloc(no, sizeof(*in->kernels));
   in->op_folded = calloc(no, sizeof(*in->op_folded));
   in->op_mode = calloc(no, sizeof(*in->op_mode));
@@ -612,7 +636,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   in->alias_var = calloc(nt, sizeof(*in->alias_var));
   in->state_alias = calloc(nt, sizeof(*in->state_alias));
   int rc = 0;
-  if (!in->cf || !in->res_var || !in->alias_var || !in->state_alias || !in->views || !in->nodes || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
+  if (!in->cf || !in->res_var || !in->alias_var || !in->state_alias || !in->views || !in->nodes || !in->node_io || !in->kernels || !in->op_folded || !in->op_mode || !in->op_step ||
       !in->at_use_op || !in->elided || !in->fused_into || !in->extra_input || !in->pad_into || !sparse_of || !f16_of || !in->scratch_bytes ||
       !in->scratch_buf || !in->state_offset || !in->run_ops || !in->tensor_plan || !in->planner) {
     rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
@@ -736,20 +760,15 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
     node_of_op(nd, op, k, opt.threads);
     nd->pool = NULL;   /* set at place */
     if (in->has_own_options && in->has_own_options[k]) nd->options = &in->own_options[k];   /* find_act_folds */
-    if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS) {
-      /* the loader keeps such an operator unrun and says why (ar_model_unsupported) */
-      char why[96];
-      snprintf(why, sizeof why, "operator %d (%s): %d inputs, %d outputs (at most %d each)", (int)k,
-               ar_op_name(op->op), (int)op->n_inputs, (int)op->n_outputs, AR_MAX_OP_INPUTS);
-      note_unsupported(model, in->subgraph, loader_list, n_loader, k, why, unsup, unsup_max, &n_unsup);
-      continue;
-    }
     nd->n_inputs = op->n_inputs;
     nd->n_outputs = op->n_outputs;
     for (int32_t i = 0; i < op->n_inputs; i++)
       nd->inputs[i] = op->inputs[i] >= 0 ? &in->views[op->inputs[i]] : NULL;
     for (int32_t o = 0; o < op->n_outputs; o++)
       nd->outputs[o] = op->outputs[o] >= 0 ? &in->views[op->outputs[o]] : NULL;
+    nd->n_intermediates = op->n_intermediates;
+    for (int32_t j = 0; j < op->n_intermediates; j++)
+      nd->intermediates[j] = &in->views[op->intermediates[j]];   /* in range: the loader checks */
     for (int32_t i = 0; i < op->n_inputs; i++)   /* fp16 weights read as stored */
       if (op->inputs[i] >= 0 && f16_of[op->inputs[i]] >= 0) nd->inputs[i] = &in->views[f16_of[op->inputs[i]]];
     if (sparse_of[k] >= 0) nd->inputs[1] = &in->views[sparse_of[k]];   /* the filter as stored */
@@ -1008,6 +1027,7 @@ void ar_interp_free(ar_interp_t *in) {
   ar_planner_free(in->planner);
   free(in->views);
   free(in->nodes);
+  free(in->node_io);
   free(in->kernels);
   free(in->op_folded);
   free(in->op_mode);
@@ -1129,7 +1149,7 @@ void ar_interp_warm_threads(ar_threadpool_t *pool) {
  * as long as the init (at most one operator's weights at a time). Errors: AR_ENOMEM. */
 static int init_node(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   ar_node_t *nd = &in->nodes[k];
-  void *saved[AR_MAX_OP_INPUTS], *tmp[AR_MAX_OP_INPUTS] = {NULL};
+  void **saved = NULL, **tmp = NULL;   /* n_inputs each, allocated on the first input widened */
   int rc = 0;
   for (int32_t j = 0; j < nd->n_inputs; j++) {
     ar_tview_t *v = nd->inputs[j];
@@ -1138,23 +1158,30 @@ static int init_node(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
     bool done = false;   /* the same tensor in an earlier slot */
     for (int32_t i = 0; i < j; i++) done = done || nd->inputs[i] == v;
     if (done) continue;
-    tmp[j] = malloc(v->bytes ? v->bytes : 1);
-    if (!tmp[j]) {
+    if (!tmp) {
+      saved = calloc((size_t)nd->n_inputs, sizeof *saved);
+      tmp = calloc((size_t)nd->n_inputs, sizeof *tmp);
+    }
+    void *w = saved && tmp ? malloc(v->bytes ? v->bytes : 1) : NULL;
+    if (!w) {
       rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "place: operator %d (%s): no memory to widen %llu bytes of "
                    "weights for its init", k, ar_op_name(nd->op), (unsigned long long)v->bytes);
       break;
     }
+    tmp[j] = w;
     saved[j] = v->data;
     v->data = tmp[j];
     const int32_t d = in->at_use_op[t];
     in->kernels[d]->eval(&in->nodes[d]);
   }
   if (rc == 0) in->kernels[k]->init(nd);
-  for (int32_t i = nd->n_inputs - 1; i >= 0; i--) {
+  for (int32_t i = nd->n_inputs - 1; tmp && i >= 0; i--) {
     if (!tmp[i]) continue;
     nd->inputs[i]->data = saved[i];
     free(tmp[i]);
   }
+  free(saved);
+  free(tmp);
   return rc;
 }
 

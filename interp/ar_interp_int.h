@@ -60,6 +60,8 @@ struct ar_interp {
   int32_t n_tensors, n_ops;
 
   ar_tview_t *views;              /* n_tensors */
+  ar_tview_t **node_io;           /* every node's input then output view pointers, one block sized
+                                   * from the operators' counts at ar_interp_new */
   ar_node_t *nodes;               /* n_ops */
   const ar_kernel_t **kernels;    /* n_ops */
   bool *op_folded;                /* n_ops */

@@ -112,6 +112,10 @@ extern const ar_kernel_t ar_kernel_cast;
 extern const ar_kernel_t ar_kernel_softmax;
 /* kernels/svdf.c: TFLite SVDF, float32, its state a variable tensor (input 4). */
 extern const ar_kernel_t ar_kernel_svdf;
+/* kernels/lstm.c: TFLite UNIDIRECTIONAL_SEQUENCE_LSTM and LSTM (kernels/lstm.h: layout, options,
+ * the integer forms' hook). */
+extern const ar_kernel_t ar_kernel_unidirectional_sequence_lstm;
+extern const ar_kernel_t ar_kernel_lstm;
 /* kernels/variable.c: TFLite VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE (resource variables). */
 extern const ar_kernel_t ar_kernel_var_handle;
 extern const ar_kernel_t ar_kernel_read_variable;

@@ -63,8 +63,16 @@ typedef struct ar_node {
   const ar_options_t *options;
   const uint8_t *custom_options; uint32_t custom_options_bytes;
   int32_t n_inputs, n_outputs;
-  ar_tview_t *inputs[AR_MAX_OP_INPUTS];   /* NULL for an omitted optional input */
-  ar_tview_t *outputs[AR_MAX_OP_INPUTS];
+  ar_tview_t **inputs;         /* n_inputs entries, NULL for an omitted optional input */
+  ar_tview_t **outputs;        /* n_outputs entries. Both arrays belong to whoever built the node:
+                                * the interpreter sizes them from the operator at ar_interp_new
+                                * (any count the model file holds, no fixed limit); a kernel never
+                                * assumes a largest count (per-input data goes in node state or
+                                * scratch sized at prepare) */
+  int32_t n_intermediates;     /* the operator's intermediate tensors (TFLite's integer LSTM keeps
+                                * its gates' scales there): views with their quantization and name;
+                                * no bytes (nothing writes or reads them), data NULL */
+  ar_tview_t **intermediates;
   uint64_t scratch_bytes;      /* set by prepare; 0 = none */
   void *scratch;               /* valid during eval: planned scratch, lifetime [index, index] */
   uint64_t state_bytes;        /* set by prepare; persistent per-node state */

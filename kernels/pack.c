@@ -13,22 +13,25 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 
+/* Node state: as many runs as the node has pieces (any count the model holds). */
 typedef struct {
   int32_t n;                           /* pieces (outputs of a split, inputs of a pack) */
   int64_t outer;                       /* blocks */
-  int64_t run[AR_MAX_OP_INPUTS];       /* bytes of piece k per block */
+  int64_t run[];                       /* n entries: bytes of piece k per block */
 } pieces_state_t;
 
+/* Checks the node; with `st` (node state of pieces_bytes), fills it too. */
 typedef int (*pieces_plan_fn)(const ar_node_t *node, pieces_state_t *st, char *msg, size_t msg_bytes);
 
-static int pieces_prepare(ar_node_t *node, pieces_plan_fn plan, char *msg, size_t msg_bytes) {
-  pieces_state_t st;
-  node->state_bytes = sizeof st;
-  return plan(node, &st, msg, msg_bytes);
+static uint64_t pieces_bytes(int32_t n) {
+  return sizeof(pieces_state_t) + (uint64_t)(n > 0 ? n : 0) * sizeof(int64_t);
 }
-static void pieces_init(ar_node_t *node, pieces_plan_fn plan) {
-  pieces_state_t st;
-  if (plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+static int pieces_prepare(ar_node_t *node, int32_t n, pieces_plan_fn plan, char *msg, size_t msg_bytes) {
+  node->state_bytes = pieces_bytes(n);
+  return plan(node, NULL, msg, msg_bytes);
+}
+static void pieces_init(ar_node_t *node, int32_t n, pieces_plan_fn plan) {
+  if (node->state && node->state_bytes >= pieces_bytes(n)) plan(node, node->state, NULL, 0);
 }
 
 /* Split: input 0 of the "data" operand at index `data`, one run per output per block. */
@@ -52,24 +55,36 @@ static int axis_in(const ar_node_t *node, int64_t axis, int32_t rank, int32_t *o
   return 0;
 }
 
-/* Fill st->outer and the per-piece runs of a split of `in` along `axis` into sizes[]. Checks
- * every output's dtype and shape (the input's with sizes[k] at the axis). */
+/* The sizes of a split's pieces along the axis: `each` for every piece (SPLIT), or size_splits
+ * `ts` with entry `minus` (-1 for none) taking `rest` (SPLIT_V). */
+typedef struct { const ar_tview_t *ts; int64_t each, rest; int32_t minus; } split_sizes_t;
+
+static int64_t split_size(const split_sizes_t *sz, int32_t k) {
+  if (!sz->ts) return sz->each;
+  return k == sz->minus ? sz->rest : ar_k_index_at(sz->ts, k);
+}
+
+/* Fill st->outer and the per-piece runs of a split of `in` along `axis` (st NULL: check only).
+ * Checks every output's dtype and shape (the input's with piece k's size at the axis). */
 static int split_common(const ar_node_t *node, const ar_tview_t *in, int32_t axis,
-                        const int64_t *sizes, pieces_state_t *st, char *msg, size_t msg_bytes) {
+                        const split_sizes_t *sz, pieces_state_t *st, char *msg, size_t msg_bytes) {
   const size_t es = ar_dtype_size(in->dtype);
-  int64_t inner = 1;
-  st->outer = 1;
-  st->n = node->n_outputs;
-  for (int32_t d = 0; d < axis; d++) st->outer *= in->dims[d];
+  int64_t inner = 1, outer = 1;
+  for (int32_t d = 0; d < axis; d++) outer *= in->dims[d];
   for (int32_t d = axis + 1; d < in->rank; d++) inner *= in->dims[d];
+  if (st) {
+    st->outer = outer;
+    st->n = node->n_outputs;
+  }
   int32_t od[AR_MAX_RANK];
   memcpy(od, in->dims, sizeof od);
   for (int32_t k = 0; k < node->n_outputs; k++) {
     int rc;
     if ((rc = ar_k_check_same_dtype(node, in, k, msg, msg_bytes))) return rc;
-    od[axis] = (int32_t)sizes[k];
+    const int64_t size = split_size(sz, k);
+    od[axis] = (int32_t)size;
     if ((rc = ar_k_check_output_shape_at(node, k, in->rank, od, msg, msg_bytes))) return rc;
-    st->run[k] = sizes[k] * inner * (int64_t)es;
+    if (st) st->run[k] = size * inner * (int64_t)es;
   }
   return 0;
 }
@@ -81,7 +96,6 @@ static int split_plan(const ar_node_t *node, pieces_state_t *st, char *msg, size
   int rc = ar_k_check_arity(node, 2, 2, 2, node->n_outputs, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *ta = node->inputs[0], *in = node->inputs[1];
-  memset(st, 0, sizeof *st);
   if ((rc = ar_k_check_index_dtype(node, ta, "axis (input 0)", msg, msg_bytes))) return rc;
   if (ar_k_elements(ta) != 1)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "axis (input 0) must hold one value");
@@ -97,15 +111,14 @@ static int split_plan(const ar_node_t *node, pieces_state_t *st, char *msg, size
   if (in->dims[axis] % ns)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "dim %d (%d) is not a multiple of num_splits %d",
                     (int)axis, (int)in->dims[axis], (int)ns);
-  int64_t sizes[AR_MAX_OP_INPUTS];
-  for (int32_t k = 0; k < ns; k++) sizes[k] = in->dims[axis] / ns;
-  return split_common(node, in, axis, sizes, st, msg, msg_bytes);
+  const split_sizes_t sz = {.ts = NULL, .each = in->dims[axis] / ns, .minus = -1};
+  return split_common(node, in, axis, &sz, st, msg, msg_bytes);
 }
 
 static int split_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
-  return pieces_prepare(node, split_plan, msg, msg_bytes);
+  return pieces_prepare(node, node->n_outputs, split_plan, msg, msg_bytes);
 }
-static void split_init(ar_node_t *node) { pieces_init(node, split_plan); }
+static void split_init(ar_node_t *node) { pieces_init(node, node->n_outputs, split_plan); }
 static void split_eval(const ar_node_t *node) { split_run(node, node->inputs[1]->data); }
 
 /* TFLite SPLIT (builtin 49): constant axis, equal pieces. */
@@ -123,7 +136,6 @@ static int splitv_plan(const ar_node_t *node, pieces_state_t *st, char *msg, siz
   int rc = ar_k_check_arity(node, 3, 3, 3, node->n_outputs, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0], *ts = node->inputs[1], *ta = node->inputs[2];
-  memset(st, 0, sizeof *st);
   if ((rc = ar_k_check_index_dtype(node, ts, "size_splits (input 1)", msg, msg_bytes)) ||
       (rc = ar_k_check_index_dtype(node, ta, "axis (input 2)", msg, msg_bytes)))
     return rc;
@@ -139,29 +151,29 @@ static int splitv_plan(const ar_node_t *node, pieces_state_t *st, char *msg, siz
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input dtype %s", ar_dtype_name(in->dtype));
   int32_t axis;
   if ((rc = axis_in(node, ar_k_index_at(ta, 0), in->rank, &axis, msg, msg_bytes))) return rc;
-  int64_t sizes[AR_MAX_OP_INPUTS], sum = 0;
-  int32_t minus = -1;
+  int64_t sum = 0;
+  split_sizes_t sz = {.ts = ts, .minus = -1};
   for (int32_t k = 0; k < node->n_outputs; k++) {
-    sizes[k] = ar_k_index_at(ts, k);
-    if (sizes[k] == -1 && minus < 0) { minus = k; continue; }
-    if (sizes[k] < 0)
-      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "size_splits[%d] = %lld", (int)k, (long long)sizes[k]);
-    sum += sizes[k];
+    const int64_t size = ar_k_index_at(ts, k);
+    if (size == -1 && sz.minus < 0) { sz.minus = k; continue; }
+    if (size < 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "size_splits[%d] = %lld", (int)k, (long long)size);
+    sum += size;
   }
-  if (minus >= 0) {
-    sizes[minus] = in->dims[axis] - sum;
+  if (sz.minus >= 0) {
+    sz.rest = in->dims[axis] - sum;
     sum = in->dims[axis];
   }
-  if (sum != in->dims[axis] || (minus >= 0 && sizes[minus] < 0))
+  if (sum != in->dims[axis] || (sz.minus >= 0 && sz.rest < 0))
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "size_splits add up to %lld, dim %d is %d",
                     (long long)sum, (int)axis, (int)in->dims[axis]);
-  return split_common(node, in, axis, sizes, st, msg, msg_bytes);
+  return split_common(node, in, axis, &sz, st, msg, msg_bytes);
 }
 
 static int splitv_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
-  return pieces_prepare(node, splitv_plan, msg, msg_bytes);
+  return pieces_prepare(node, node->n_outputs, splitv_plan, msg, msg_bytes);
 }
-static void splitv_init(ar_node_t *node) { pieces_init(node, splitv_plan); }
+static void splitv_init(ar_node_t *node) { pieces_init(node, node->n_outputs, splitv_plan); }
 static void splitv_eval(const ar_node_t *node) { split_run(node, node->inputs[0]->data); }
 
 /* TFLite SPLIT_V (builtin 102): constant size_splits (one -1 allowed) and axis. */
@@ -178,7 +190,6 @@ static int unpack_plan(const ar_node_t *node, pieces_state_t *st, char *msg, siz
   int rc = ar_k_check_arity(node, 1, 1, 1, node->n_outputs, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0];
-  memset(st, 0, sizeof *st);
   if (ar_dtype_size(in->dtype) == 0)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input dtype %s", ar_dtype_name(in->dtype));
   int32_t axis;
@@ -188,11 +199,13 @@ static int unpack_plan(const ar_node_t *node, pieces_state_t *st, char *msg, siz
   if (num != in->dims[axis] || num != node->n_outputs)
     return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "num %d, dim %d is %d, %d outputs", (int)num,
                     (int)axis, (int)in->dims[axis], (int)node->n_outputs);
-  int64_t inner = 1;
-  st->outer = 1;
-  st->n = num;
-  for (int32_t d = 0; d < axis; d++) st->outer *= in->dims[d];
+  int64_t inner = 1, outer = 1;
+  for (int32_t d = 0; d < axis; d++) outer *= in->dims[d];
   for (int32_t d = axis + 1; d < in->rank; d++) inner *= in->dims[d];
+  if (st) {
+    st->outer = outer;
+    st->n = num;
+  }
   int32_t od[AR_MAX_RANK], r = 0;
   for (int32_t d = 0; d < in->rank; d++)
     if (d != axis) od[r++] = in->dims[d];
@@ -200,15 +213,15 @@ static int unpack_plan(const ar_node_t *node, pieces_state_t *st, char *msg, siz
     if ((rc = ar_k_check_same_dtype(node, in, k, msg, msg_bytes)) ||
         (rc = ar_k_check_output_shape_at(node, k, r, od, msg, msg_bytes)))
       return rc;
-    st->run[k] = inner * (int64_t)ar_dtype_size(in->dtype);
+    if (st) st->run[k] = inner * (int64_t)ar_dtype_size(in->dtype);
   }
   return 0;
 }
 
 static int unpack_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
-  return pieces_prepare(node, unpack_plan, msg, msg_bytes);
+  return pieces_prepare(node, node->n_outputs, unpack_plan, msg, msg_bytes);
 }
-static void unpack_init(ar_node_t *node) { pieces_init(node, unpack_plan); }
+static void unpack_init(ar_node_t *node) { pieces_init(node, node->n_outputs, unpack_plan); }
 static void unpack_eval(const ar_node_t *node) { split_run(node, node->inputs[0]->data); }
 
 /* TFLite UNPACK (builtin 88). */
@@ -222,10 +235,9 @@ const ar_kernel_t ar_kernel_unpack = { "UNPACK", unpack_prepare, unpack_init, un
 
 /* TFLite pack.cc: values_count inputs of one shape, stacked along a new axis in [-(rank+1), rank]. */
 static int pack_plan(const ar_node_t *node, pieces_state_t *st, char *msg, size_t msg_bytes) {
-  int rc = ar_k_check_arity(node, 1, AR_MAX_OP_INPUTS, node->n_inputs, 1, msg, msg_bytes);
+  int rc = ar_k_check_arity(node, 1, INT32_MAX, node->n_inputs, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *t0 = node->inputs[0];
-  memset(st, 0, sizeof *st);
   const int32_t n = node->n_inputs, count = node->options ? node->options->pack.count : 0;
   if (count != n)
     return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "values_count %d but %d inputs", (int)count, (int)n);
@@ -244,21 +256,23 @@ static int pack_plan(const ar_node_t *node, pieces_state_t *st, char *msg, size_
                       ar_dtype_name(t0->dtype), ar_k_dims_str(b, sizeof b, t0->rank, t0->dims));
     }
   }
-  int64_t inner = 1;
-  st->outer = 1;
-  st->n = n;
+  int64_t inner = 1, outer = 1;
   int32_t od[AR_MAX_RANK], r = 0;
-  for (int32_t d = 0; d < axis; d++) { st->outer *= t0->dims[d]; od[r++] = t0->dims[d]; }
+  for (int32_t d = 0; d < axis; d++) { outer *= t0->dims[d]; od[r++] = t0->dims[d]; }
   od[r++] = n;
   for (int32_t d = axis; d < t0->rank; d++) { inner *= t0->dims[d]; od[r++] = t0->dims[d]; }
-  for (int32_t i = 0; i < n; i++) st->run[i] = inner * (int64_t)ar_dtype_size(t0->dtype);
+  if (st) {
+    st->outer = outer;
+    st->n = n;
+    for (int32_t i = 0; i < n; i++) st->run[i] = inner * (int64_t)ar_dtype_size(t0->dtype);
+  }
   return ar_k_check_output_shape(node, r, od, msg, msg_bytes);
 }
 
 static int pack_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
-  return pieces_prepare(node, pack_plan, msg, msg_bytes);
+  return pieces_prepare(node, node->n_inputs, pack_plan, msg, msg_bytes);
 }
-static void pack_init(ar_node_t *node) { pieces_init(node, pack_plan); }
+static void pack_init(ar_node_t *node) { pieces_init(node, node->n_inputs, pack_plan); }
 static void pack_eval(const ar_node_t *node) {
   const pieces_state_t *st = node->state;
   char *dst = node->outputs[0]->data;

@@ -367,18 +367,29 @@ const ar_kernel_t ar_kernel_pad = { "PAD", pad_prepare, pad_init, pad_eval,
  * x86-64 -march=haswell build of TFLite contracts it; the result depends on the input byte only,
  * so prepare tabulates it (256 entries per requantized input, node state) and eval looks it up.
  * int8 inputs must share the output's parameters (TFLite refuses others at prepare). */
+/* Node state: the header, then per input its run (elements per outer index) and the index of its
+ * requantization table (-1: copied as is), then the tables of 256 bytes each; any number of inputs. */
 typedef struct {
   int32_t n_inputs;
+  int32_t n_tables;                    /* uint8 inputs rescaled to the output's parameters */
   int64_t outer;                       /* product of dims before the axis */
-  int64_t run[AR_MAX_OP_INPUTS];       /* elements per input per outer index */
   int64_t n;                           /* output elements */
   size_t es;                           /* element bytes */
   float lo, hi;
   bool post_act;
   ar_activation_t act;
-  bool requant[AR_MAX_OP_INPUTS];      /* uint8 input rescaled to the output's parameters */
-  uint8_t table[AR_MAX_OP_INPUTS][256];   /* its output byte per input byte */
+  int64_t run[];                       /* n_inputs entries, then int32_t table_of[n_inputs], then
+                                        * n_tables x 256 output bytes per input byte */
 } concat_state_t;
+
+static int32_t *concat_table_of(const concat_state_t *st) { return (int32_t *)(st->run + st->n_inputs); }
+static uint8_t *concat_tables(const concat_state_t *st) {
+  return (uint8_t *)(concat_table_of(st) + st->n_inputs);
+}
+static uint64_t concat_bytes(int32_t n_inputs, int32_t n_tables) {
+  return sizeof(concat_state_t) + (uint64_t)n_inputs * (sizeof(int64_t) + sizeof(int32_t)) +
+         (uint64_t)n_tables * 256;
+}
 
 /* TFLite ConcatenationWithScaling for one uint8 input byte. */
 static uint8_t concat_requant1(uint8_t q, float scale, float bias, int32_t zp) {
@@ -386,20 +397,24 @@ static uint8_t concat_requant1(uint8_t q, float scale, float bias, int32_t zp) {
   return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, size_t msg_bytes) {
-  int rc = ar_k_check_arity(node, 1, AR_MAX_OP_INPUTS, node->n_inputs, 1, msg, msg_bytes);
+/* Checks the node and sets *bytes to the state it needs; with `st` (node state of that size) fills
+ * it too. */
+static int concat_plan(const ar_node_t *node, concat_state_t *st, uint64_t *bytes, char *msg,
+                       size_t msg_bytes) {
+  int rc = ar_k_check_arity(node, 1, INT32_MAX, node->n_inputs, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *t0 = node->inputs[0], *o = node->outputs[0];
-  memset(st, 0, sizeof *st);
+  concat_state_t h;
+  memset(&h, 0, sizeof h);
   const bool is_float = o->dtype == AR_DTYPE_FLOAT32;
   if ((rc = ar_k_check_same_dtype(node, t0, 0, msg, msg_bytes))) return rc;
-  st->es = ar_dtype_size(o->dtype);
+  h.es = ar_dtype_size(o->dtype);
   int32_t axis = node->options ? node->options->concatenation.axis : 0;
-  st->act = node->options ? node->options->concatenation.activation : AR_ACT_NONE;
-  if (!is_float && st->act != AR_ACT_NONE)
+  h.act = node->options ? node->options->concatenation.activation : AR_ACT_NONE;
+  if (!is_float && h.act != AR_ACT_NONE)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
-                    (int)st->act, ar_dtype_name(o->dtype));
-  if ((rc = ar_k_activation(node, st->act, &st->lo, &st->hi, &st->post_act, msg, msg_bytes))) return rc;
+                    (int)h.act, ar_dtype_name(o->dtype));
+  if ((rc = ar_k_activation(node, h.act, &h.lo, &h.hi, &h.post_act, msg, msg_bytes))) return rc;
   float so = 0;
   int32_t zo = 0;
   const bool q8 = ar_k_is_q8(o->dtype);
@@ -413,10 +428,14 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
   memcpy(od, t0->dims, (size_t)rank * sizeof(int32_t));
   od[axis] = 0;
   int64_t inner = 1;
-  st->outer = 1;
-  for (int32_t d = 0; d < axis; d++) st->outer *= t0->dims[d];
+  h.outer = 1;
+  for (int32_t d = 0; d < axis; d++) h.outer *= t0->dims[d];
   for (int32_t d = axis + 1; d < rank; d++) inner *= t0->dims[d];
-  st->n_inputs = node->n_inputs;
+  h.n_inputs = node->n_inputs;
+  if (st) {
+    *st = h;   /* n_tables counted again below */
+    st->n_tables = 0;
+  }
   const float inv_out = q8 ? 1.0f / so : 0.0f;
   for (int32_t i = 0; i < node->n_inputs; i++) {
     const ar_tview_t *t = node->inputs[i];
@@ -431,6 +450,7 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
                       "shape %s outside axis %d", (int)i, ar_k_dims_str(a, sizeof a, t->rank, t->dims),
                       ar_k_dims_str(b, sizeof b, rank, t0->dims), (int)axis);
     }
+    int32_t table = -1;
     if (q8) {
       float si = 0;
       int32_t zi = 0;
@@ -440,39 +460,52 @@ static int concat_plan(const ar_node_t *node, concat_state_t *st, char *msg, siz
           return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int8 %s quantization (scale %g, "
                           "zero point %d) differs from the output's (scale %g, zero point %d)", what,
                           (double)si, (int)zi, (double)so, (int)zo);
-        st->requant[i] = true;
-        const float scale = si * inv_out, bias = -(float)zi * scale;
-        for (int v = 0; v < 256; v++) st->table[i][v] = concat_requant1((uint8_t)v, scale, bias, zo);
+        table = h.n_tables++;
+        if (st) {
+          uint8_t *tab = concat_tables(st) + (size_t)table * 256;
+          const float scale = si * inv_out, bias = -(float)zi * scale;
+          for (int v = 0; v < 256; v++) tab[v] = concat_requant1((uint8_t)v, scale, bias, zo);
+          st->n_tables = h.n_tables;
+        }
       }
     }
     od[axis] += t->dims[axis];
-    st->run[i] = (int64_t)t->dims[axis] * inner;
+    if (st) {
+      st->run[i] = (int64_t)t->dims[axis] * inner;
+      concat_table_of(st)[i] = table;
+    }
   }
-  st->n = st->outer * od[axis] * inner;
+  h.n = h.outer * od[axis] * inner;
+  if (st) st->n = h.n;
+  *bytes = concat_bytes(h.n_inputs, h.n_tables);
   return ar_k_check_output_shape(node, rank, od, msg, msg_bytes);
 }
 
 static int concat_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
-  concat_state_t st;
-  node->state_bytes = sizeof st;
-  return concat_plan(node, &st, msg, msg_bytes);
+  uint64_t bytes = 0;
+  int rc = concat_plan(node, NULL, &bytes, msg, msg_bytes);
+  node->state_bytes = bytes;
+  return rc;
 }
 
 static void concat_init(ar_node_t *node) {
-  concat_state_t st;
-  if (concat_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+  uint64_t bytes = 0;
+  if (!node->state || concat_plan(node, NULL, &bytes, NULL, 0) != 0 || bytes > node->state_bytes) return;
+  concat_plan(node, node->state, &bytes, NULL, 0);
 }
 
 
 static void concat_eval(const ar_node_t *node) {
   const concat_state_t *st = node->state;
   const size_t es = st->es;
+  const int32_t *table_of = concat_table_of(st);
+  const uint8_t *tables = concat_tables(st);
   char *out = node->outputs[0]->data, *o = out;
   for (int64_t k = 0; k < st->outer; k++) {
     for (int32_t i = 0; i < st->n_inputs; i++) {
       const char *src = (const char *)node->inputs[i]->data + k * st->run[i] * (int64_t)es;
-      if (st->requant[i]) {
-        const uint8_t *tab = st->table[i], *u = (const uint8_t *)src;
+      if (table_of[i] >= 0) {
+        const uint8_t *tab = tables + (size_t)table_of[i] * 256, *u = (const uint8_t *)src;
         uint8_t *d = (uint8_t *)o;
         for (int64_t j = 0; j < st->run[i]; j++) d[j] = tab[u[j]];
       } else {

@@ -88,6 +88,7 @@ typedef struct loader {
   buffer_info_t *bufs;  /* n_buffers entries, temporary */
   bool describe;        /* ar_model_load_describe: keep operators arenad cannot run */
   uint32_t n_unsupported;   /* operators kept as AR_OP_INVALID (unknown op or version) */
+  uint64_t index_entries;   /* operator input/output/intermediate indices decoded so far */
 } loader_t;
 
 static int oom(loader_t *L, const char *what) {
@@ -634,6 +635,8 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_SELECT_V2: return AR_FB_OPTIONS_SELECT_V2;
   case AR_OP_GELU: return AR_FB_OPTIONS_GELU;
   case AR_OP_SVDF: return AR_FB_OPTIONS_SVDF;
+  case AR_OP_LSTM: return AR_FB_OPTIONS_LSTM;
+  case AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM: return AR_FB_OPTIONS_UNIDIRECTIONAL_SEQUENCE_LSTM;
   case AR_OP_WHILE: return AR_FB_OPTIONS_WHILE;
   case AR_OP_IF: return AR_FB_OPTIONS_IF;
   case AR_OP_CALL_ONCE: return AR_FB_OPTIONS_CALL_ONCE;
@@ -807,6 +810,35 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
                        &x->asymmetric_quantize_inputs)) ||
         (rc = need_positive(c, "rank", x->rank)))
       return rc;
+    break;
+  }
+  case AR_OP_LSTM:
+  case AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM: {
+    ar_lstm_options_t *x = &o->lstm;
+    const bool seq = op == AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM;
+    int8_t kt = 0;
+    if ((rc = opt_act(c, AR_FB_LSTM_ACTIVATION, &x->activation)) ||
+        (rc = opt_f32(c, AR_FB_LSTM_CELL_CLIP, 0.0f, "cell_clip", &x->cell_clip)) ||
+        (rc = opt_f32(c, AR_FB_LSTM_PROJ_CLIP, 0.0f, "proj_clip", &x->proj_clip)))
+      return rc;
+    if (seq) {
+      if ((rc = opt_bool(c, AR_FB_USLSTM_TIME_MAJOR, "time_major", &x->time_major)) ||
+          (rc = opt_bool(c, AR_FB_USLSTM_ASYMMETRIC_QUANTIZE_INPUTS, "asymmetric_quantize_inputs",
+                         &x->asymmetric_quantize_inputs)) ||
+          (rc = opt_bool(c, AR_FB_USLSTM_DIAGONAL_RECURRENT_TENSORS, "diagonal_recurrent_tensors",
+                         &x->diagonal_recurrent_tensors)))
+        return rc;
+    } else {
+      if ((c->present && (rc = ar_fb_get_i8(fb, c->t, AR_FB_LSTM_KERNEL_TYPE, 0, "LSTMOptions.kernel_type", &kt))) ||
+          (rc = opt_bool(c, AR_FB_LSTM_ASYMMETRIC_QUANTIZE_INPUTS, "asymmetric_quantize_inputs",
+                         &x->asymmetric_quantize_inputs)))
+        return rc;
+    }
+    x->kernel_type = kt;
+    if (!(x->cell_clip >= 0.0f && x->cell_clip <= 3.4e38f) || !(x->proj_clip >= 0.0f && x->proj_clip <= 3.4e38f))
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): cell_clip %g, proj_clip %g "
+                     "(each must be finite and >= 0; 0 = no clipping)", c->index, c->label,
+                     (double)x->cell_clip, (double)x->proj_clip);
     break;
   }
   case AR_OP_FULLY_CONNECTED: {
@@ -1105,13 +1137,17 @@ static int decode_operator(loader_t *L, uint32_t sgi, uint32_t oi, const ar_fb_t
       (rc = ar_fb_get_vector(fb, t, AR_FB_OP_INTERMEDIATES, 4, "Operator.intermediates", &inter)) ||
       (rc = ar_fb_get_vector(fb, t, AR_FB_OP_CUSTOM_OPTIONS, 1, "Operator.custom_options", &copts)))
     return rc;
-  /* More operands than a node holds: kept unrun like an unknown op (ar_model_unsupported says why),
-   * so the refusal lists every operator and a describe load still describes the model. */
-  if (in.count > AR_MAX_OP_INPUTS || out.count > AR_MAX_OP_INPUTS || inter.count > AR_MAX_OP_INPUTS) {
-    if (!unsupported) L->n_unsupported++;
-    unsupported = true;
-    op->op = AR_OP_INVALID;
-  }
+  /* No fixed limit on the counts: each vector lies inside the file (verified), and all operators'
+   * index entries together must fit in it too (4 bytes each), so that operators pointing at one
+   * shared vector cannot make the copies below larger than the file could describe. */
+  const uint64_t entries = (uint64_t)in.count + out.count + inter.count;
+  L->index_entries += entries;
+  if (L->index_entries > fb->len / 4)
+    return ar_errf(L->msg, L->msg_bytes, AR_EMODEL, "operator %u (%s): %u input%s, %u output%s, %u "
+                   "intermediates bring the model's operator tensor indices to %llu, more than its %llu "
+                   "bytes can hold (index vectors shared between operators?)", oi, label, in.count,
+                   in.count == 1 ? "" : "s", out.count, out.count == 1 ? "" : "s", inter.count,
+                   (unsigned long long)L->index_entries, (unsigned long long)fb->len);
   /* ASSIGN_VARIABLE and CALL_ONCE write no tensor (a variable; the state CALL_ONCE's subgraph
    * sets up). */
   if (out.count == 0 && !unsupported && oc->op != AR_OP_ASSIGN_VARIABLE && oc->op != AR_OP_CALL_ONCE)
@@ -1696,11 +1732,7 @@ int32_t ar_model_unsupported(const ar_model_t *m, ar_unsupported_t *list, int32_
           snprintf(u->op, sizeof(u->op), "%s", oc->custom_code ? oc->custom_code : "(no custom_code)");
         else
           op_label(oc, u->op, sizeof(u->op));
-        if (op->n_inputs > AR_MAX_OP_INPUTS || op->n_outputs > AR_MAX_OP_INPUTS ||
-            op->n_intermediates > AR_MAX_OP_INPUTS)
-          snprintf(u->option, sizeof(u->option), "%d inputs, %d outputs, %d intermediates (at most %d each)",
-                   (int)op->n_inputs, (int)op->n_outputs, (int)op->n_intermediates, AR_MAX_OP_INPUTS);
-        else if (oc->op == AR_OP_INVALID || oc->version <= ar_op_max_version(oc->op))
+        if (oc->op == AR_OP_INVALID || oc->version <= ar_op_max_version(oc->op))
           snprintf(u->option, sizeof(u->option), "%s", oc->builtin_code == AR_TFLITE_BUILTIN_CUSTOM
                    ? "unknown custom op" : "no kernel for this op");
         else

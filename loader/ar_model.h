@@ -43,7 +43,6 @@ extern "C" {
 #endif
 
 #define AR_MAX_RANK 8          /* largest tensor rank accepted */
-#define AR_MAX_OP_INPUTS 16    /* largest operator input/output count accepted */
 
 /* TFLite TensorType values (schema.fbs). */
 typedef enum ar_dtype {
@@ -104,6 +103,14 @@ typedef struct { int32_t n_dims; int32_t dims[AR_MAX_RANK]; } ar_squeeze_options
 typedef struct { bool adj_x, adj_y; } ar_batch_matmul_options_t;
 /* SVDF (SVDFOptions): rank (>= 1, checked at load), fused activation. */
 typedef struct { int32_t rank; ar_activation_t activation; bool asymmetric_quantize_inputs; } ar_svdf_options_t;
+/* LSTM (LSTMOptions) and UNIDIRECTIONAL_SEQUENCE_LSTM (UnidirectionalSequenceLSTMOptions):
+ * the activation of the cell state on its way to the output (TFLite applies it to the cell and
+ * uses it for the cell gate too), cell_clip and proj_clip (0 = no clipping; negative or not
+ * finite refused at load), kernel_type (LSTM only: 0 FULL, 1 BASIC), time_major (the sequence op
+ * only; schema default false = batch-major [batch, time, input]), asymmetric_quantize_inputs
+ * (hybrid forms), diagonal_recurrent_tensors (sequence op only). kernels/lstm.h reads them. */
+typedef struct { ar_activation_t activation; float cell_clip, proj_clip; int32_t kernel_type;
+                 bool time_major, asymmetric_quantize_inputs, diagonal_recurrent_tensors; } ar_lstm_options_t;
 /* Control flow (issue 27): subgraph indices, each checked at load to be in range, to have the
  * input/output counts the operator needs, and not to lead back to a subgraph that calls it (no
  * recursion, direct or through other subgraphs). */
@@ -154,6 +161,7 @@ typedef union ar_options {
   ar_depth_to_space_options_t space_to_depth;   /* SPACE_TO_DEPTH: block_size */
   ar_batch_matmul_options_t batch_matmul;
   ar_svdf_options_t svdf;
+  ar_lstm_options_t lstm;                       /* LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM */
   ar_while_options_t while_;
   ar_if_options_t if_;
   ar_call_once_options_t call_once;
@@ -219,7 +227,10 @@ typedef struct ar_operator {
   uint32_t opcode_index;
   ar_op_t op;                  /* resolved builtin/custom op */
   int32_t version;
-  int32_t n_inputs, n_outputs, n_intermediates;
+  int32_t n_inputs, n_outputs, n_intermediates;   /* any count the file holds: no fixed limit, but
+                                * the index entries of all operators of the model together must
+                                * fit in the file (4 bytes each), so operators sharing one index
+                                * vector cannot make the load copy more than the file describes */
   const int32_t *inputs;       /* tensor indices; -1 = optional input omitted */
   const int32_t *outputs;
   const int32_t *intermediates;

@@ -30,6 +30,7 @@
   XX(FULLY_CONNECTED,            9, 9)  \
   XX(L2_NORMALIZATION,          11, 1)  \
   XX(LOGISTIC,                  14, 2)  \
+  XX(LSTM,                      16, 4)  \
   XX(MAX_POOL_2D,               17, 2)  \
   XX(MUL,                       18, 5)  \
   XX(RELU,                      19, 2)  \
@@ -48,6 +49,7 @@
   XX(SUB,                       41, 4)  \
   XX(DIV,                       42, 2)  \
   XX(SQUEEZE,                   43, 2)  \
+  XX(UNIDIRECTIONAL_SEQUENCE_LSTM, 44, 3) \
   XX(STRIDED_SLICE,             45, 8)  \
   XX(EXP,                       47, 1)  \
   XX(SPLIT,                     49, 4)  \

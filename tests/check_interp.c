@@ -39,10 +39,12 @@ static int skip_model(const char *stem) {
   return 1;
 }
 
+enum { MAX_GRAPH_INPUTS = 16 };   /* of the test models */
+
 typedef struct {
   size_t n;
-  void *data[AR_MAX_OP_INPUTS];
-  size_t bytes[AR_MAX_OP_INPUTS];
+  void *data[MAX_GRAPH_INPUTS];
+  size_t bytes[MAX_GRAPH_INPUTS];
 } blobs_t;
 
 static void blobs_free(blobs_t *b) {
@@ -74,6 +76,7 @@ static ar_interp_t *new_placed(const ar_model_t *m, const ar_interp_options_t *o
 static void read_inputs(const char *stem, const char *cs, int32_t n, blobs_t *b) {
   char path[1024];
   b->n = 0;
+  ck_assert_int_le(n, MAX_GRAPH_INPUTS);
   for (int32_t i = 0; i < n; i++) {
     snprintf(path, sizeof path, "%s/%s/%s/input_%d.bin", ar_test_golden_dir(), stem, cs, i);
     b->data[i] = ar_test_read_file(path, &b->bytes[i]);

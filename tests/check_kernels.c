@@ -42,16 +42,19 @@ static ar_tview_t cst(ar_dtype_t dt, void *data, int rank, ...) {
   return t;
 }
 
-static ar_node_t node1(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t *out) {
+/* The node points at the caller's arrays (inputs; the output pointer in a compound literal of the
+ * caller's block, which lives as long as the node declared there). */
+static ar_node_t node1_(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t **out) {
   ar_node_t n;
   memset(&n, 0, sizeof n);
   n.op = op; n.index = 7; n.version = 1; n.options = opts;
   n.n_inputs = n_in; n.n_outputs = 1;
-  for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
-  n.outputs[0] = out;
+  n.inputs = in;
+  n.outputs = out;
   n.threads = 1;
   return n;
 }
+#define node1(op, opts, n_in, in, out) node1_((op), (opts), (n_in), (in), (ar_tview_t *[1]){(out)})
 
 static char g_msg[AR_MSG_BYTES];
 

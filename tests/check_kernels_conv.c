@@ -26,6 +26,7 @@
 
 typedef struct {
   ar_tview_t t[4];     /* inputs 0..2, output = t[3] */
+  ar_tview_t *io[4];   /* node.inputs (3), node.outputs (1) */
   ar_options_t opt;
   ar_node_t node;
 } tnode_t;
@@ -55,6 +56,8 @@ static void tnode_init(tnode_t *tn, ar_op_t op, float *in, int32_t in_rank, cons
   tn->node.options = &tn->opt;
   tn->node.n_inputs = 3;
   tn->node.n_outputs = 1;
+  tn->node.inputs = tn->io;
+  tn->node.outputs = tn->io + 3;
   tn->node.inputs[0] = &tn->t[0];
   tn->node.inputs[1] = &tn->t[1];
   if (bias) {
@@ -1265,6 +1268,7 @@ END_TEST
 /* Inputs (output_shape, weights, input, optional bias), TFLite's order. */
 typedef struct {
   ar_tview_t os, w, in, b, out;
+  ar_tview_t *io[5];   /* node.inputs (4), node.outputs (1) */
   int32_t shape[4];
   ar_options_t opt;
   ar_node_t node;
@@ -1288,6 +1292,8 @@ static void btconv_init(btconv_t *t, float *in, const int32_t *di, float *w, con
   t->node.options = &t->opt;
   t->node.n_inputs = b ? 4 : 3;
   t->node.n_outputs = 1;
+  t->node.inputs = t->io;
+  t->node.outputs = t->io + 4;
   t->node.inputs[0] = &t->os;
   t->node.inputs[1] = &t->w;
   t->node.inputs[2] = &t->in;
@@ -1407,6 +1413,8 @@ static int bmm(float *a, int ar, const int32_t *da, float *b, int br, const int3
   tn.node.options = &tn.opt;
   tn.node.n_inputs = 2;
   tn.node.n_outputs = 1;
+  tn.node.inputs = tn.io;
+  tn.node.outputs = tn.io + 3;
   tn.node.inputs[0] = &ta;
   tn.node.inputs[1] = &tb;
   tn.node.outputs[0] = &tc;

@@ -107,6 +107,7 @@ typedef struct {
   float qscale[3];
   int64_t qzp[3];
   ar_options_t opt;
+  ar_tview_t *io[7];   /* node.inputs (3), node.outputs (4) */
   ar_node_t node;
 } dpp_t;
 
@@ -147,6 +148,8 @@ static void dpp_setup(dpp_t *d, int nb, int classes_bg, const float *corners, co
   d->node.index = 5;
   d->node.options = &d->opt;
   d->node.n_inputs = 3; d->node.n_outputs = 4;
+  d->node.inputs = d->io;
+  d->node.outputs = d->io + 3;
   d->node.inputs[0] = &d->t_enc; d->node.inputs[1] = &d->t_cls; d->node.inputs[2] = &d->t_anc;
   d->node.outputs[0] = &d->o_boxes; d->node.outputs[1] = &d->o_classes;
   d->node.outputs[2] = &d->o_scores; d->node.outputs[3] = &d->o_num;

@@ -42,14 +42,14 @@ static ar_node_t nodeN(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_
   memset(&n, 0, sizeof n);
   n.op = op; n.index = 3; n.version = 1; n.options = opts;
   n.n_inputs = n_in; n.n_outputs = n_out;
-  for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
-  for (int i = 0; i < n_out; i++) n.outputs[i] = out[i];
+  n.inputs = in;
+  n.outputs = out;
   n.threads = 1;
   return n;
 }
-static ar_node_t node1(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t *out) {
-  return nodeN(op, opts, n_in, in, 1, &out);
-}
+/* The node points at the caller's arrays (inputs; the output pointer in a compound literal of the
+ * caller's block, which lives as long as the node declared there). */
+#define node1(op, opts, n_in, in, out) nodeN((op), (opts), (n_in), (in), 1, (ar_tview_t *[1]){(out)})
 
 static char g_msg[AR_MSG_BYTES];
 

@@ -44,6 +44,7 @@ typedef struct {
   ar_tview_t t[4];
   tq_t q[4];
   ar_options_t opt;
+  ar_tview_t *io[4];   /* node.inputs (up to 3), node.outputs (1) */
   ar_node_t node;
 } qnode_t;
 
@@ -74,6 +75,8 @@ static void qnode_base(qnode_t *qn, ar_op_t op, int n_in) {
   qn->node.options = &qn->opt;
   qn->node.n_inputs = n_in;
   qn->node.n_outputs = 1;
+  qn->node.inputs = qn->io;
+  qn->node.outputs = qn->io + 3;
   for (int i = 0; i < n_in; i++) qn->node.inputs[i] = &qn->t[i];
   qn->node.outputs[0] = &qn->t[3];
   qn->node.threads = 1;

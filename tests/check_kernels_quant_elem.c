@@ -51,16 +51,19 @@ static ar_tview_t tv(ar_dtype_t dt, void *data, const ar_quant_t *q, int rank, .
   return t;
 }
 
-static ar_node_t mk(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t *out) {
+/* The node points at the caller's arrays (inputs; the output pointer in a compound literal of the
+ * caller's block, which lives as long as the node declared there). */
+static ar_node_t mk_(ar_op_t op, const ar_options_t *opts, int n_in, ar_tview_t **in, ar_tview_t **out) {
   ar_node_t n;
   memset(&n, 0, sizeof n);
   n.op = op; n.index = 5; n.version = 2; n.options = opts;
   n.n_inputs = n_in; n.n_outputs = 1;
-  for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
-  n.outputs[0] = out;
+  n.inputs = in;
+  n.outputs = out;
   n.threads = 1;
   return n;
 }
+#define mk(op, opts, n_in, in, out) mk_((op), (opts), (n_in), (in), (ar_tview_t *[1]){(out)})
 
 static char g_msg[AR_MSG_BYTES];
 

@@ -134,6 +134,7 @@ static void sparse_free(sparse_t *s) {
 
 typedef struct {
   ar_tview_t in, w, bias, out;
+  ar_tview_t *io[4];   /* node.inputs (up to 3), node.outputs (1) */
   ar_options_t opt;
   ar_node_t node;
 } cnode_t;
@@ -168,6 +169,8 @@ static void cnode_init(cnode_t *c, float *in, const int32_t in_dims[4], const ar
   c->node.options = &c->opt;
   c->node.n_inputs = bias ? 3 : 2;
   c->node.n_outputs = 1;
+  c->node.inputs = c->io;
+  c->node.outputs = c->io + 3;
   c->node.inputs[0] = &c->in;
   c->node.inputs[1] = &c->w;
   if (bias) {
@@ -230,7 +233,10 @@ static void run_case(const scase_t *k) {
     memcpy(out.dims, s.view.dims, sizeof out.dims);
     out.bytes = (uint64_t)k->o * k->i * ar_dtype_size(k->dt);
     ar_node_t dn;
+    ar_tview_t *dn_io[2];
     memset(&dn, 0, sizeof dn);
+    dn.inputs = dn_io;
+    dn.outputs = dn_io + 1;
     dn.op = AR_OP_DENSIFY;
     dn.n_inputs = dn.n_outputs = 1;
     dn.inputs[0] = &s.view;
@@ -530,7 +536,10 @@ static void run_fc_case(const fcase_t *k) {
     out.dims[1] = k->i;
     out.bytes = (uint64_t)k->o * k->i * ar_dtype_size(k->dt);
     ar_node_t dn;
+    ar_tview_t *dn_io[2];
     memset(&dn, 0, sizeof dn);
+    dn.inputs = dn_io;
+    dn.outputs = dn_io + 1;
     dn.op = AR_OP_DENSIFY;
     dn.n_inputs = dn.n_outputs = 1;
     dn.inputs[0] = &s.view;
@@ -573,7 +582,10 @@ static void run_fc_case(const fcase_t *k) {
   opt.fully_connected.activation = k->act;
   opt.fully_connected.keep_num_dims = k->keep_num_dims;
   ar_node_t nd;
+  ar_tview_t *nd_io[4];
   memset(&nd, 0, sizeof nd);
+  nd.inputs = nd_io;
+  nd.outputs = nd_io + 3;
   nd.op = AR_OP_FULLY_CONNECTED;
   nd.index = 9;
   nd.version = 1;

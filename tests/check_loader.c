@@ -1236,6 +1236,98 @@ START_TEST(test_buffer_64bit_form) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------- operator input counts */
+
+/* n_ops ADD operators, each reading tensor 0 (the graph input) n_in times and writing tensor 1 + k.
+ * With `shared`, every operator's inputs field points at operator 0's one vector (FlatBuffers
+ * allows it; no converter writes it): the file is then about n_ops times smaller than the index
+ * entries it makes a loader copy. */
+static void build_many_inputs(wb_t *w, int n_ops, uint32_t n_in, bool shared) {
+  memset(w, 0, sizeof(*w));
+  size_t root = wb_put(w, NULL, 4);
+  wb_put(w, "TFL3", 4);
+  wf_t mf[] = {{0, 4, 3, false, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}, {4, 4, 0, true, 0}};
+  size_t model = wb_table(w, mf, 4);
+  wb_link(w, root, model);
+  size_t s = wb_refs(w, 1, NULL);   /* buffers: [empty] */
+  wb_link(w, mf[3].slot, s - 4);
+  wb_link(w, s, wb_table(w, NULL, 0));
+  s = wb_refs(w, 1, NULL);
+  wb_link(w, mf[1].slot, s - 4);
+  wf_t oc[] = {{0, 1, 0, false, 0}, {2, 4, 1, false, 0}, {3, 4, 0, false, 0}};
+  wb_link(w, s, wb_table(w, oc, 3));
+  s = wb_refs(w, 1, NULL);
+  wb_link(w, mf[2].slot, s - 4);
+  wf_t sg[] = {{0, 4, 0, true, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}, {3, 4, 0, true, 0}};
+  wb_link(w, s, wb_table(w, sg, 4));
+  const int n_t = n_ops + 1;
+  size_t ts = wb_refs(w, (uint32_t)n_t, NULL);
+  wb_link(w, sg[0].slot, ts - 4);
+  const int32_t shape[] = {1, 4};
+  for (int i = 0; i < n_t; i++) {
+    wf_t tf[] = {{0, 4, 0, true, 0}};
+    wb_link(w, ts + 4 * (size_t)i, wb_table(w, tf, 1));
+    wb_link(w, tf[0].slot, wb_vec(w, shape, 2, 4));
+  }
+  const int32_t gin[] = {0}, gout[] = {n_ops};
+  wb_link(w, sg[1].slot, wb_vec(w, gin, 1, 4));
+  wb_link(w, sg[2].slot, wb_vec(w, gout, 1, 4));
+  size_t ops = wb_refs(w, (uint32_t)n_ops, NULL);
+  wb_link(w, sg[3].slot, ops - 4);
+  int32_t *zeros = calloc(n_in, sizeof(int32_t));
+  ck_assert_ptr_nonnull(zeros);
+  for (int k = 0; k < n_ops; k++) {
+    wf_t of[] = {{0, 4, 0, false, 0}, {1, 4, 0, true, 0}, {2, 4, 0, true, 0}};
+    wb_link(w, ops + 4 * (size_t)k, wb_table(w, of, 3));
+    if (!shared) {
+      wb_link(w, of[1].slot, wb_vec(w, zeros, n_in, 4));
+    } else {
+      wb_set32(w, of[1].slot, 0);   /* patched below */
+    }
+    const int32_t out[] = {k + 1};
+    wb_link(w, of[2].slot, wb_vec(w, out, 1, 4));
+  }
+  if (shared) {
+    /* uoffsets point forward: the one vector goes after every operator table */
+    size_t v = wb_vec(w, zeros, n_in, 4);
+    ar_fb_t fb;
+    ar_fb_init(&fb, w->b, w->n, NULL, 0);
+    for (int k = 0; k < n_ops; k++) {
+      uint32_t rel;
+      memcpy(&rel, w->b + ops + 4 * (size_t)k, 4);
+      ar_fb_table_t ot;
+      ck_assert_int_eq(ar_fb_table_at(&fb, ops + 4 * (size_t)k + rel, "op", &ot), 0);
+      uint64_t pos;
+      ck_assert_int_eq(ar_fb_field_pos(&fb, &ot, AR_FB_OP_INPUTS, 4, "op", &pos), 0);
+      wb_link(w, (size_t)pos, v);
+    }
+  }
+  free(zeros);
+}
+
+/* No fixed limit on an operator's input count, but the index entries of all operators must fit in
+ * the file: a hostile file sharing one long vector between operators is refused, naming the
+ * operator and its counts, before the loader copies more than the file could describe. */
+START_TEST(test_operator_counts_checked_against_file) {
+  wb_t w;
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  build_many_inputs(&w, 4, 600, false);   /* 600 inputs each, every vector in the file */
+  int rc = ar_model_load_buffer(w.b, w.n, &m, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "600 inputs per operator: %s", msg);
+  ck_assert_int_eq(m->subgraphs[0].n_operators, 4);
+  for (int k = 0; k < 4; k++) ck_assert_int_eq(m->subgraphs[0].operators[k].n_inputs, 600);
+  ar_model_free(m);
+  free(w.b);
+  build_many_inputs(&w, 4, 600, true);    /* one vector of 600 shared by 4 operators */
+  char want[200];
+  snprintf(want, sizeof want, "operator 1 (ADD): 600 inputs, 1 output, 0 intermediates bring the model's "
+           "operator tensor indices to 1202, more than its %zu bytes can hold", w.n);
+  expect_reject_buf(w.b, w.n, AR_EMODEL, want, "shared inputs vector");
+  free(w.b);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- random flips */
 
 static int fuzz_iters(void) {
@@ -1509,6 +1601,7 @@ static Suite *loader_suite(void) {
   tcase_add_test(bad, test_bad_sparsity);
   tcase_add_test(bad, test_nul_in_strings_refused);
   tcase_add_test(bad, test_buffer_64bit_form);
+  tcase_add_test(bad, test_operator_counts_checked_against_file);
   tcase_add_test(bad, test_quantization_faults);
   tcase_add_loop_test(bad, test_random_byte_flips_never_crash, 0, 3);
   suite_add_tcase(s, bad);

@@ -134,6 +134,7 @@ typedef struct {
   float scale[4][256];
   int64_t zp[4][256];
   ar_options_t opt;
+  ar_tview_t *io[4];           /* node.inputs (up to 3), node.outputs (1) */
   ar_node_t node;
 } qnode_t;
 
@@ -165,6 +166,8 @@ static void qnode_wire(qnode_t *qn, ar_op_t op, bool has_bias) {
   qn->node.options = &qn->opt;
   qn->node.n_inputs = has_bias ? 3 : 2;
   qn->node.n_outputs = 1;
+  qn->node.inputs = qn->io;
+  qn->node.outputs = qn->io + 3;
   qn->node.inputs[0] = &qn->t[0];
   qn->node.inputs[1] = &qn->t[1];
   qn->node.inputs[2] = has_bias ? &qn->t[2] : NULL;
