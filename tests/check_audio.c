@@ -42,8 +42,8 @@ static ar_node_t mk(ar_op_t op, const uint8_t *co, size_t co_bytes, int n_in, ar
   n.op = op; n.index = 5; n.version = 1;
   n.custom_options = co; n.custom_options_bytes = (uint32_t)co_bytes;
   n.n_inputs = n_in; n.n_outputs = n_out;
-  for (int i = 0; i < n_in; i++) n.inputs[i] = in[i];
-  for (int i = 0; i < n_out; i++) n.outputs[i] = out[i];
+  n.inputs = in;     /* the caller's arrays (kept alive across the node's use) */
+  n.outputs = out;
   n.threads = 1;
   return n;
 }
