@@ -66,6 +66,13 @@ TESTS += tests/check_control_flow
 tests_check_control_flow_SOURCES = tests/check_control_flow.c $(AR_TEST_STREAM_SOURCES)
 tests_check_control_flow_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_control_flow_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+# LSTM float (issue 27, kernels/lstm.c): the LSTM streams of ../shared/golden_state in process and
+# through arenactl run --steps (skipped when ../shared/models_state is absent).
+check_PROGRAMS += tests/check_lstm
+TESTS += tests/check_lstm
+tests_check_lstm_SOURCES = tests/check_lstm.c $(AR_TEST_STREAM_SOURCES)
+tests_check_lstm_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_check_lstm_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 tests_mk_stream_models_SOURCES = tests/mk_stream_models.c
 tests_mk_stream_models_CFLAGS = $(TEST_CFLAGS)
 tests_mk_stream_models_LDADD = $(TEST_LIBS)

@@ -82,8 +82,9 @@ typedef struct ar_lstm {
   ar_tview_t *output;
   bool sequence;                  /* UNIDIRECTIONAL_SEQUENCE_LSTM (else LSTM: one step) */
   bool time_major;                /* sequence op: input [max_time, batch, ...]; LSTM: false */
-  ar_activation_t activation;     /* applied to the cell state (and the cell gate): TFLite maps
-                                   * NONE, RELU, RELU6, TANH, SIGN_BIT (sigmoid) */
+  ar_activation_t activation;     /* the cell gate's activation and act(cell state) in the output
+                                   * (TFLite ApplyActivationToVector: any fused activation; NONE
+                                   * writes nothing, see kernels/lstm.c) */
   float cell_clip, proj_clip;     /* 0 = no clipping */
   bool cifg;                      /* no input gate: input gate = 1 - forget gate */
   bool peephole;                  /* cell_to_{input,}forget,output weights */

@@ -372,6 +372,28 @@ START_TEST(test_state_slot_switch_no_alloc) {
 }
 END_TEST
 
+/* The float LSTM streams of ../shared/golden_state (issue 27, kernels/lstm.c: gates in planned
+ * scratch, the states variable tensors updated in place): no invoke allocates, outputs match. */
+START_TEST(test_lstm_streams_no_alloc) {
+  if (!ar_ts_have_state_models("LSTM streams without allocation")) return;
+  static const char *const names[] = {"tflm_mnist_lstm_float", "litert_lstm", "litert_unidirectional_sequence_lstm"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char model[512], dir[512], msg[AR_MSG_BYTES] = "";
+    snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), names[i]);
+    snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), names[i]);
+    unsigned long calls = 0;
+    ar_ts_hooks_t hooks = {.ctx = &calls, .before_invoke = stream_arm, .after_invoke = stream_disarm};
+    ar_ts_report_t rep;
+    int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", names[i], msg);
+    ck_assert_msg(rep.bad_steps == 0, "%s: %s", names[i], rep.first_bad);
+    printf("noalloc stream %-36s %d invokes: %lu allocation calls (%s)\n", names[i], rep.steps, calls,
+           COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks");
+    ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d stream invokes", names[i], calls, rep.steps);
+  }
+}
+END_TEST
+
 START_TEST(test_invoke_no_alloc) {
   invoke_no_alloc(ar_test_models[_i], ar_test_golden_dir(), 1);
 }
@@ -1102,6 +1124,7 @@ int main(void) {
   tcase_add_test(tc, test_stream_no_alloc);
   tcase_add_test(tc, test_control_flow_streams_no_alloc);
   tcase_add_test(tc, test_state_slot_switch_no_alloc);
+  tcase_add_test(tc, test_lstm_streams_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("new_kernels");
   tcase_add_test(tc, test_new_kernels_no_alloc);
