@@ -116,6 +116,9 @@ extern const ar_kernel_t ar_kernel_svdf;
  * the integer forms' hook). */
 extern const ar_kernel_t ar_kernel_unidirectional_sequence_lstm;
 extern const ar_kernel_t ar_kernel_lstm;
+/* kernels/rnn.c: TFLite UNIDIRECTIONAL_SEQUENCE_RNN and RNN, float32 (hidden state a variable tensor). */
+extern const ar_kernel_t ar_kernel_unidirectional_sequence_rnn;
+extern const ar_kernel_t ar_kernel_rnn;
 /* kernels/variable.c: TFLite VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE (resource variables). */
 extern const ar_kernel_t ar_kernel_var_handle;
 extern const ar_kernel_t ar_kernel_read_variable;

@@ -101,7 +101,7 @@ tests_check_audio_SOURCES = tests/check_audio.c $(AR_TEST_STREAM_SOURCES)
 tests_check_audio_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_audio_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c \
-  kernels/lstm.h kernels/lstm.c
+  kernels/lstm.h kernels/lstm.c kernels/rnn.c
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c

@@ -82,6 +82,8 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_SOFTMAX: return &ar_kernel_softmax;
   case AR_OP_SVDF: return &ar_kernel_svdf;
   case AR_OP_LSTM: return &ar_kernel_lstm;
+  case AR_OP_RNN: return &ar_kernel_rnn;
+  case AR_OP_UNIDIRECTIONAL_SEQUENCE_RNN: return &ar_kernel_unidirectional_sequence_rnn;
   case AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM: return &ar_kernel_unidirectional_sequence_lstm;
   case AR_OP_VAR_HANDLE: return &ar_kernel_var_handle;
   case AR_OP_READ_VARIABLE: return &ar_kernel_read_variable;

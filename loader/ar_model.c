@@ -636,6 +636,8 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_GELU: return AR_FB_OPTIONS_GELU;
   case AR_OP_SVDF: return AR_FB_OPTIONS_SVDF;
   case AR_OP_LSTM: return AR_FB_OPTIONS_LSTM;
+  case AR_OP_RNN: return AR_FB_OPTIONS_RNN;
+  case AR_OP_UNIDIRECTIONAL_SEQUENCE_RNN: return AR_FB_OPTIONS_SEQUENCE_RNN;
   case AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM: return AR_FB_OPTIONS_UNIDIRECTIONAL_SEQUENCE_LSTM;
   case AR_OP_WHILE: return AR_FB_OPTIONS_WHILE;
   case AR_OP_IF: return AR_FB_OPTIONS_IF;
@@ -809,6 +811,23 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
         (rc = opt_bool(c, AR_FB_SVDF_ASYMMETRIC_QUANTIZE_INPUTS, "SVDFOptions.asymmetric_quantize_inputs",
                        &x->asymmetric_quantize_inputs)) ||
         (rc = need_positive(c, "rank", x->rank)))
+      return rc;
+    break;
+  }
+  case AR_OP_RNN: {
+    ar_rnn_options_t *x = &o->rnn;
+    if ((rc = opt_act(c, AR_FB_RNN_ACTIVATION, &x->activation)) ||
+        (rc = opt_bool(c, AR_FB_RNN_ASYMMETRIC_QUANTIZE_INPUTS, "asymmetric_quantize_inputs",
+                       &x->asymmetric_quantize_inputs)))
+      return rc;
+    break;
+  }
+  case AR_OP_UNIDIRECTIONAL_SEQUENCE_RNN: {
+    ar_rnn_options_t *x = &o->rnn;
+    if ((rc = opt_bool(c, AR_FB_SEQ_RNN_TIME_MAJOR, "time_major", &x->time_major)) ||
+        (rc = opt_act(c, AR_FB_SEQ_RNN_ACTIVATION, &x->activation)) ||
+        (rc = opt_bool(c, AR_FB_SEQ_RNN_ASYMMETRIC_QUANTIZE_INPUTS, "asymmetric_quantize_inputs",
+                       &x->asymmetric_quantize_inputs)))
       return rc;
     break;
   }

@@ -111,6 +111,9 @@ typedef struct { int32_t rank; ar_activation_t activation; bool asymmetric_quant
  * (hybrid forms), diagonal_recurrent_tensors (sequence op only). kernels/lstm.h reads them. */
 typedef struct { ar_activation_t activation; float cell_clip, proj_clip; int32_t kernel_type;
                  bool time_major, asymmetric_quantize_inputs, diagonal_recurrent_tensors; } ar_lstm_options_t;
+/* RNN (RNNOptions) and UNIDIRECTIONAL_SEQUENCE_RNN (SequenceRNNOptions): fused activation,
+ * time_major (the sequence op only; schema default false = [batch, time, input]). kernels/rnn.c. */
+typedef struct { ar_activation_t activation; bool time_major, asymmetric_quantize_inputs; } ar_rnn_options_t;
 /* Control flow (issue 27): subgraph indices, each checked at load to be in range, to have the
  * input/output counts the operator needs, and not to lead back to a subgraph that calls it (no
  * recursion, direct or through other subgraphs). */
@@ -162,6 +165,7 @@ typedef union ar_options {
   ar_batch_matmul_options_t batch_matmul;
   ar_svdf_options_t svdf;
   ar_lstm_options_t lstm;                       /* LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM */
+  ar_rnn_options_t rnn;                         /* RNN and UNIDIRECTIONAL_SEQUENCE_RNN */
   ar_while_options_t while_;
   ar_if_options_t if_;
   ar_call_once_options_t call_once;

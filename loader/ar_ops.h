@@ -38,11 +38,13 @@
   XX(RELU6,                     21, 2)  \
   XX(RESHAPE,                   22, 1)  \
   XX(RESIZE_BILINEAR,           23, 3)  \
+  XX(RNN,                       24, 3)  \
   XX(SOFTMAX,                   25, 2)  \
   XX(SPACE_TO_DEPTH,            26, 2)  \
   XX(SVDF,                      27, 4)  \
   XX(TANH,                      28, 1)  \
   XX(PAD,                       34, 2)  \
+  XX(UNIDIRECTIONAL_SEQUENCE_RNN, 35, 3) \
   XX(GATHER,                    36, 7)  \
   XX(TRANSPOSE,                 39, 6)  \
   XX(MEAN,                      40, 2)  \

@@ -1,4 +1,5 @@
-/* check_lstm.c - TFLite UNIDIRECTIONAL_SEQUENCE_LSTM and LSTM, float32 (issue 27, kernels/lstm.c):
+/* check_lstm.c - TFLite UNIDIRECTIONAL_SEQUENCE_LSTM and LSTM, float32 (issue 27, kernels/lstm.c),
+ * and the RNNs (kernels/rnn.c):
  * the LSTM streams of ../shared/golden_state (native TFLite 2.19, one interpreter over the stream,
  * the variable-tensor state carried from invoke to invoke and reset where meta.json says) replayed
  * in process and through `arenactl run --steps`. Skipped when ../shared/models_state is absent.
@@ -104,12 +105,35 @@ START_TEST(lstm_streams_replay_through_arenactl) {
 }
 END_TEST
 
+/* State across invokes for the variants: streams of generated single-operator models
+ * (tests/golden/ops/<case>/model.tflite) made by native TFLite's `tflite_run --steps`, kept in
+ * tests/golden/streams/op_<case> (6 steps, a reset in the middle; the recipe in its meta.json's
+ * "reference"). Each invoke starts from the state the previous one left. */
+static const char *const op_streams[] = {"usrnn_batch_major_relu", "uslstm_layer_norm_cifg_peephole",
+                                         "lstm_step_projection_peephole"};
+#define N_OP_STREAMS ((int)(sizeof op_streams / sizeof op_streams[0]))
+
+START_TEST(variant_streams_carry_the_state) {
+  char model[512], dir[512], msg[1024];
+  snprintf(model, sizeof model, "%s/tests/golden/ops/%s/model.tflite", AR_SRCDIR, op_streams[_i]);
+  snprintf(dir, sizeof dir, "%s/tests/golden/streams/op_%s", AR_SRCDIR, op_streams[_i]);
+  ar_ts_report_t rep;
+  int rc = ar_ts_run_model(model, dir, NULL, NULL, &rep, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: %s", op_streams[_i], msg);
+  printf("%-36s %d steps in process: %d bad, worst %.4f of the tolerance\n", op_streams[_i], rep.steps,
+         rep.bad_steps, rep.worst_ratio);
+  ck_assert_msg(rep.bad_steps == 0, "%s: %s", op_streams[_i], rep.first_bad);
+  ck_assert_int_eq(rep.steps, 6);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lstm");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, lstm_streams_replay_in_process, 0, N_LSTM_STREAMS);
   tcase_add_loop_test(tc, lstm_streams_replay_through_arenactl, 0, N_LSTM_STREAMS);
+  tcase_add_loop_test(tc, variant_streams_carry_the_state, 0, N_OP_STREAMS);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

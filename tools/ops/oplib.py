@@ -58,6 +58,8 @@ OPTIONS = {
                                   ('asymmetric_quantize_inputs', 'bool', False)]),
     'SoftmaxOptions': (9, [('beta', 'f32', 0.0)]),
     'SVDFOptions': (6, [('rank', 'i32', 0), ACT, ('asymmetric_quantize_inputs', 'bool', False)]),
+    'RNNOptions': (7, [ACT, ('asymmetric_quantize_inputs', 'bool', False)]),
+    'SequenceRNNOptions': (31, [('time_major', 'bool', False), ACT, ('asymmetric_quantize_inputs', 'bool', False)]),
     'LSTMOptions': (14, [ACT, ('cell_clip', 'f32', 0.0), ('proj_clip', 'f32', 0.0), ('kernel_type', 'i8', 0),
                          ('asymmetric_quantize_inputs', 'bool', False)]),
     'UnidirectionalSequenceLSTMOptions': (71, [ACT, ('cell_clip', 'f32', 0.0), ('proj_clip', 'f32', 0.0),

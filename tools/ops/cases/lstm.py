@@ -1,4 +1,5 @@
-"""UNIDIRECTIONAL_SEQUENCE_LSTM and LSTM, float32 (kernels/lstm.c): the variants the LSTM models of
+"""UNIDIRECTIONAL_SEQUENCE_LSTM and LSTM, float32 (kernels/lstm.c), then UNIDIRECTIONAL_SEQUENCE_RNN and
+RNN (kernels/rnn.c). LSTM: the variants the LSTM models of
 ../shared/models_state do not use - CIFG, peephole, projection with and without bias, cell and
 projection clips, layer norm (with and without CIFG), time-major and batch-major, cell
 activations other than TANH (NONE included: TFLite's quirk of leaving the cell gate in place of
@@ -53,4 +54,25 @@ CASES += [
     lstm_case('uslstm_act_none', act=0),
     lstm_case('lstm_step_projection_peephole', seq=False, proj=True, proj_bias=True, peephole=True, cell_clip=0.4),
     lstm_case('lstm_step_layer_norm', seq=False, layer_norm=True),
+]
+
+
+# UNIDIRECTIONAL_SEQUENCE_RNN and RNN (kernels/rnn.c): out = act(bias + W x + R h), h = out.
+def rnn_case(name, seq=True, time_major=False, act=1, nu=5):
+    ins = [T('float32', ([NT, NB, NI] if time_major else [NB, NT, NI]) if seq else [NB, NI]),
+           _w([nu, NI]), _w([nu, nu]), _w([nu]), T('float32', [NB, nu], variable=True)]
+    if seq:
+        out = [NT, NB, nu] if time_major else [NB, NT, nu]
+        return Case(name, 'UNIDIRECTIONAL_SEQUENCE_RNN', ins, [T('float32', out)],
+                    options=('SequenceRNNOptions', {'time_major': time_major, 'fused_activation_function': act}),
+                    golden='native')
+    return Case(name, 'RNN', ins, [T('float32', [NB, nu])], options=('RNNOptions', {'fused_activation_function': act}),
+                golden='native')
+
+
+CASES += [
+    rnn_case('usrnn_batch_major_relu'),
+    rnn_case('usrnn_time_major_tanh', time_major=True, act=4),
+    rnn_case('usrnn_batch_major_none', act=0),
+    rnn_case('rnn_step_relu6', seq=False, act=3),
 ]
