@@ -102,6 +102,7 @@ tests_check_audio_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_audio_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c \
   kernels/lstm.h kernels/lstm.c kernels/rnn.c
+  kernels/lstm.h kernels/lstm.c kernels/lstm_int.c
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c

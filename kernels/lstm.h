@@ -113,7 +113,7 @@ const char *ar_lstm_input_name(int32_t i);
  * node->state_bytes itself), init and eval as usual. lstm.c calls them only when AR_HAVE_LSTM_INT
  * is defined (the author of lstm_int.c defines it here when the file joins the build); until then
  * an integer LSTM is refused at prepare, naming its dtype. */
-/* #define AR_HAVE_LSTM_INT 1 */
+#define AR_HAVE_LSTM_INT 1
 int ar_k_lstm_int_prepare(ar_node_t *node, const ar_lstm_t *l, char *msg, size_t msg_bytes);
 void ar_k_lstm_int_init(ar_node_t *node);
 void ar_k_lstm_int_eval(const ar_node_t *node);

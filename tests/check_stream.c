@@ -18,6 +18,7 @@
 #include "interp/ar_interp.h"
 #include "kernels/ar_quant.h"
 #include "loader/ar_model.h"
+#include "loader/ar_ops.h"
 #include "tests/ar_test_rnn_models.h"
 #include "tests/ar_test_stream.h"
 #include "tests/ar_test_util.h"
@@ -284,6 +285,86 @@ START_TEST(arenactl_run_steps_writes_the_stream) {
 }
 END_TEST
 
+/* ---- Integer LSTM (kernels/lstm_int.c): the streams of ../shared/golden_state, native TFLite's
+ * builtin 8x8_16 kernel, byte for byte. ---- */
+static const char *const lstm_int_streams[] = {"tflm_mnist_lstm_int8", "coral_keras_lstm_mnist_ptq"};
+#define N_LSTM_INT_STREAMS ((int)(sizeof lstm_int_streams / sizeof lstm_int_streams[0]))
+
+/* TFLite's ResetVariableTensors sets an int8 variable to its zero point (coral's output state has
+ * zero point -1); the interpreter zeroes variables until the state slots of issue 27 reset them to
+ * the zero point, so the in-process replay resets the LSTM's int8 output state itself, at the start
+ * and at each reset of the stream. */
+static void lstm_state_to_zero_point(ar_interp_t *in) {
+  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
+    const ar_node_t *nd = ar_interp_node(in, k);
+    if (!nd || (nd->op != AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM && nd->op != AR_OP_LSTM) || nd->n_inputs <= 18) continue;
+    ar_tview_t *h = nd->inputs[18];
+    if (h && h->dtype == AR_DTYPE_INT8 && h->quant && h->quant->n > 0)
+      memset(h->data, (int)h->quant->zero_point[0], (size_t)h->bytes);
+  }
+}
+static void lstm_first_step(void *ctx, ar_interp_t *in, int32_t step) {
+  (void)ctx;
+  if (step == 0) lstm_state_to_zero_point(in);
+}
+static int lstm_reset(void *ctx, ar_interp_t *in, int32_t step, char *msg, size_t msg_bytes) {
+  (void)ctx, (void)step;
+  int rc = ar_ts_reset_default(in, msg, msg_bytes);
+  if (rc == 0) lstm_state_to_zero_point(in);
+  return rc;
+}
+
+START_TEST(integer_lstm_streams_in_process) {
+  if (!ar_ts_have_state_models("integer LSTM streams in process")) return;
+  char model[512], dir[512], msg[AR_MSG_BYTES] = "";
+  snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), lstm_int_streams[_i]);
+  snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), lstm_int_streams[_i]);
+  ar_ts_hooks_t hooks = {.before_invoke = lstm_first_step, .reset = lstm_reset};
+  ar_ts_report_t rep;
+  int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s: %s", lstm_int_streams[_i], msg);
+  printf("%-28s %d steps in process: %d bad (integer outputs byte for byte)\n", lstm_int_streams[_i], rep.steps,
+         rep.bad_steps);
+  ck_assert_msg(rep.bad_steps == 0, "%s: %s", lstm_int_streams[_i], rep.first_bad);
+  ck_assert_int_gt(rep.steps, 1);
+}
+END_TEST
+
+START_TEST(integer_lstm_streams_through_arenactl) {
+  if (!ar_ts_have_state_models("integer LSTM streams through arenactl run --steps")) return;
+  char model[512], dir[512], out[] = "/tmp/check_stream_lstmq_XXXXXX", msg[AR_MSG_BYTES] = "";
+  snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), lstm_int_streams[_i]);
+  snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), lstm_int_streams[_i]);
+  ar_ts_meta_t meta;
+  ck_assert_int_eq(ar_ts_read_meta(dir, &meta, msg, sizeof msg), 0);
+  char resets[256] = "";
+  for (int32_t r = 0; r < meta.n_reset; r++) {
+    size_t n = strlen(resets);
+    snprintf(resets + n, sizeof resets - n, " --reset-at %d", (int)meta.reset_at[r]);
+  }
+  ck_assert_ptr_nonnull(mkdtemp(out));
+  int rc = sh("%s'%s/arenactl' run '%s' --steps '%s/steps' --output '%s'%s 2>&1", ar_test_exec_prefix(), builddir(),
+              model, dir, out, resets);
+  ck_assert_msg(rc == 0, "%s", out_text);
+  for (int32_t k = 0; k < meta.steps; k++) {
+    char a[1024], g[1024], d[1024];
+    snprintf(a, sizeof a, "%s/%d/output_0.bin", out, (int)k);
+    snprintf(g, sizeof g, "%s/steps/%d/output_0.bin", dir, (int)k);
+    size_t na = 0, ng = 0;
+    void *da = ar_test_read_file(a, &na), *dg = ar_test_read_file(g, &ng);
+    ck_assert_msg(da && dg && na == ng && memcmp(da, dg, na) == 0, "%s step %d: %s differs from %s",
+                  lstm_int_streams[_i], (int)k, a, g);
+    free(da);
+    free(dg);
+    unlink(a);
+    snprintf(d, sizeof d, "%s/%d", out, (int)k);
+    rmdir(d);
+  }
+  rmdir(out);
+  printf("%-28s %d steps through arenactl run --steps: byte for byte\n", lstm_int_streams[_i], meta.steps);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("stream");
   TCase *tc = tcase_create("core");
@@ -295,6 +376,10 @@ int main(void) {
   tcase_add_test(tc, svdf_state_carries_over);
   tcase_add_test(tc, svdf_int8_state_matches_a_plain_reference);
   tcase_add_test(tc, arenactl_run_steps_writes_the_stream);
+  tcase_add_loop_test(tc, integer_lstm_streams_in_process, 0, N_LSTM_INT_STREAMS);
+  /* Through arenactl: tflm_mnist_lstm_int8 only (its output state's zero point is 0); coral's needs
+   * the interpreter to reset an int8 variable to its zero point (the state-slot work of issue 27). */
+  tcase_add_loop_test(tc, integer_lstm_streams_through_arenactl, 0, 1);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
