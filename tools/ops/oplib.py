@@ -205,10 +205,13 @@ class Case:
     native TFLite's builtin kernels, ../shared/ref/native/tflite_run: the golden of every integer
     kernel, since LiteRT.js's XNNPACK rounds int8 differently) or 'hand' (expect= gives the outputs
     as flat value lists; say why in note). version: the operator version written in the model.
+    intermediates: list of T written as the operator's intermediate tensors (Operator.intermediates:
+    TFLite's integer LSTM reads its gate and hidden-state scales from their quantization).
     """
 
     def __init__(self, name, op, inputs, outputs, options=None, version=1, custom=False,
-                 custom_options=None, golden='litert', expect=None, note='', shapeless_outputs=False):
+                 custom_options=None, golden='litert', expect=None, note='', shapeless_outputs=False,
+                 intermediates=None):
         assert re.fullmatch(r'[a-z0-9_]+', name), name
         if golden == 'litert' and all(t.count() == 0 for t in outputs):
             # LiteRT.js cannot pass 0-element tensors in or out; the golden is empty anyway.
@@ -223,6 +226,7 @@ class Case:
         # Write the outputs with shape [] (as converters store TFLite_Detection_PostProcess's):
         # the runtime sizes them at prepare; `outputs` still give the sizes LiteRT returns.
         self.shapeless_outputs = shapeless_outputs
+        self.intermediates = intermediates or []
 
     def seed(self):
         return zlib.crc32(self.name.encode())
@@ -365,13 +369,16 @@ def build_model(opcodes, tensors, operators, graph_inputs, graph_outputs, descri
     tensors_vec = _offset_vector(b, t_offs)
 
     op_offs = []
-    for opcode, ins, outs, options, custom_options in operators:
+    for op in operators:
+        opcode, ins, outs, options, custom_options = op[:5]
+        inter = op[5] if len(op) > 5 else []
         ins_off, outs_off = _int32_vector(b, ins), _int32_vector(b, outs)
+        inter_off = _int32_vector(b, inter) if inter else None
         union, opt_off = (0, None)
         if options is not None:
             union, opt_off = _options_table(b, options[0], options[1])
         cust_off = _byte_vector(b, custom_options, 4) if custom_options is not None else None
-        b.StartObject(7)
+        b.StartObject(9)
         b.PrependUint32Slot(0, opcode, 1 << 31)
         b.PrependUOffsetTRelativeSlot(1, ins_off, 0)
         b.PrependUOffsetTRelativeSlot(2, outs_off, 0)
@@ -380,6 +387,8 @@ def build_model(opcodes, tensors, operators, graph_inputs, graph_outputs, descri
             b.PrependUOffsetTRelativeSlot(4, opt_off, 0)
         if cust_off is not None:
             b.PrependUOffsetTRelativeSlot(5, cust_off, 0)
+        if inter_off is not None:
+            b.PrependUOffsetTRelativeSlot(8, inter_off, 0)
         op_offs.append(b.EndObject())
     ops_vec = _offset_vector(b, op_offs)
 
@@ -462,7 +471,11 @@ def _case_graph(case, values, for_ref):
             graph_outputs.append(jid)
         else:
             graph_outputs.append(tid)
-    main = (0, op_in, op_out, case.options, case.custom_options)
+    inter = []
+    for k, t in enumerate(case.intermediates):
+        inter.append(len(tensors))
+        tensors.append((f'intermediate_{k}', t.dtype, t.shape, None, t))
+    main = (0, op_in, op_out, case.options, case.custom_options, inter)
     return opcodes, tensors, pre + [main] + post, graph_inputs, graph_outputs
 
 
