@@ -542,6 +542,7 @@ static void cf_free(cf_op_t *cf);
 static void cf_node_sizes(ar_interp_t *in, int32_t k);
 static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes);
 static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes);
+static void cf_link_inputs(ar_interp_t *in, int32_t k);
 static int cf_run(ar_interp_t *in, int32_t k);
 static const ar_kernel_t cf_kernel;
 
@@ -1660,6 +1661,10 @@ static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   cf->copy_bytes = 0;
   if (cf->op == AR_OP_WHILE) {
     ar_interp_t *c = cf->child[0], *b = cf->child[1];
+    cf->body_linked = true;
+    for (int32_t o = 0; o < nd->n_inputs; o++)
+      for (int32_t j = 0; j < nd->n_inputs; j++)
+        if (j != o && ar_interp_output(b, o) == ar_interp_input(b, j)) cf->body_linked = false;
     for (int32_t i = 0; i < nd->n_inputs && rc == 0; i++) {
       const ar_tview_t *v = nd->inputs[i];
       if (!v || !nd->outputs[i])
@@ -1673,7 +1678,10 @@ static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
       if ((rc = cf_same(in, k, "input", i, v, who, ar_interp_input(b, i), msg, msg_bytes))) return rc;
       snprintf(who, sizeof who, "body subgraph %d's output %d", cf->sub[1], i);
       if ((rc = cf_same(in, k, "input", i, v, who, ar_interp_output(b, i), msg, msg_bytes))) return rc;
-      cf->copy_bytes += 3 * v->bytes;
+      /* One copy per iteration: the body's output into the WHILE's (cond and body read it there);
+       * none for a value the body passes through unchanged (its output is its input). */
+      if (ar_interp_output(b, i) != ar_interp_input(b, i) || !cf->body_linked) cf->copy_bytes += v->bytes;
+      if (!cf->body_linked) cf->copy_bytes += v->bytes;   /* and into the body's input */
     }
     const ar_tview_t *cond = ar_interp_output(c, 0);
     if (cond->dtype != AR_DTYPE_BOOL || elems_of(cond) != 1)
@@ -1705,8 +1713,7 @@ static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
           return rc;
       }
     }
-    for (int32_t i = 1; i < nd->n_inputs; i++) cf->copy_bytes += nd->inputs[i]->bytes;
-    for (int32_t o = 0; o < nd->n_outputs; o++) cf->copy_bytes += nd->outputs[o]->bytes;
+    for (int32_t o = 0; o < nd->n_outputs; o++) cf->copy_bytes += nd->outputs[o]->bytes;   /* inputs: read in place */
   }
   return 0;
 }
@@ -1714,6 +1721,26 @@ static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
 static void set_pool(ar_interp_t *in, ar_threadpool_t *pool) {
   in->pool = pool;
   for (int32_t k = 0; k < in->n_ops; k++) in->nodes[k].pool = pool;
+}
+
+/* The children read the parent's values where they are, instead of copies: WHILE's cond and body
+ * read loop value i in the WHILE's output i (each iteration's body outputs are copied there, the
+ * one copy left per value and iteration: cond and body run in the same scratch, so the body's
+ * outputs do not survive the next cond run and cannot simply be swapped in), an IF's branches read
+ * its inputs 1... Kernels never write their inputs; a child operator in place on an input writes
+ * the input's planned buffer, which the input then no longer uses. (A READ_VARIABLE output read
+ * in place, whose view a state bind moves, never reaches a control-flow operator:
+ * find_read_aliases.) */
+static void cf_link_inputs(ar_interp_t *in, int32_t k) {
+  cf_op_t *cf = in->cf[k];
+  const ar_node_t *nd = &in->nodes[k];
+  if (cf->op == AR_OP_WHILE) {
+    for (int32_t i = 0; i < nd->n_inputs; i++)
+      for (int32_t j = 0; j < (cf->body_linked ? 2 : 1); j++) ar_interp_input(cf->child[j], i)->data = nd->outputs[i]->data;
+  } else if (cf->op == AR_OP_IF) {
+    for (int32_t i = 1; i < nd->n_inputs; i++)
+      for (int32_t j = 0; j < 2; j++) ar_interp_input(cf->child[j], i - 1)->data = nd->inputs[i]->data;
+  }
 }
 
 /* Place every child in its operator's scratch and state (called at the end of place, the
@@ -1732,6 +1759,7 @@ static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes) {
                                ar_interp_persistent_bytes(c), msg, msg_bytes);
       if (rc != 0) return rc;
     }
+    cf_link_inputs(in, k);
   }
   return 0;
 }
@@ -1764,8 +1792,7 @@ static int cf_run(ar_interp_t *in, int32_t k) {
         cond = any;
       }
     }
-    ar_interp_t *br = cf->child[cond ? 0 : 1];
-    for (int32_t i = 1; i < nd->n_inputs; i++) copy_view(ar_interp_input(br, i - 1), nd->inputs[i]);
+    ar_interp_t *br = cf->child[cond ? 0 : 1];   /* it reads the IF's inputs in place (cf_link_inputs) */
     if ((rc = run_ops(br)) != 0) return rc;
     for (int32_t o = 0; o < nd->n_outputs; o++) copy_view(nd->outputs[o], ar_interp_output(br, o));
     return 0;
@@ -1775,8 +1802,7 @@ static int cf_run(ar_interp_t *in, int32_t k) {
   for (int32_t i = 0; i < n; i++) copy_view(nd->outputs[i], nd->inputs[i]);
   const uint8_t *cond = ar_interp_output(c, 0)->data;
   int64_t it = 0;
-  for (;;) {
-    for (int32_t i = 0; i < n; i++) copy_view(ar_interp_input(c, i), nd->outputs[i]);
+  for (;;) {   /* cond and body read the loop values in the WHILE's outputs (cf_link_inputs) */
     if ((rc = run_ops(c)) != 0) return rc;
     if (!cond[0]) break;
     if (it >= in->opt.max_while_iterations) {
@@ -1786,7 +1812,8 @@ static int cf_run(ar_interp_t *in, int32_t k) {
               cf->sub[0], (long long)it);
       return AR_ESTATE;
     }
-    for (int32_t i = 0; i < n; i++) copy_view(ar_interp_input(b, i), nd->outputs[i]);
+    if (!cf->body_linked)
+      for (int32_t i = 0; i < n; i++) copy_view(ar_interp_input(b, i), nd->outputs[i]);
     if ((rc = run_ops(b)) != 0) return rc;
     for (int32_t i = 0; i < n; i++) copy_view(nd->outputs[i], ar_interp_output(b, i));
     it++;

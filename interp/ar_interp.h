@@ -209,10 +209,13 @@ const char *ar_interp_last_error(const ar_interp_t *in);
  * is this operator's scratch buffer (planned in the parent's arena, live only at the operator's
  * step: so it overlaps the parent's tensors dead at that step, and the children of one operator
  * share it: IF's branches, WHILE's cond and body), sized as the largest child's arena; its
- * persistent region is part of the operator's state. Values pass by copy into and out of the
- * children's graph input and output tensors (never an allocation): WHILE copies its inputs into
- * its outputs, then per iteration the outputs into cond's inputs and body's inputs and body's
- * outputs back; IF copies inputs 1.. into the branch taken and its outputs out. CALL_ONCE runs its
+ * persistent region is part of the operator's state. Children read their inputs where the parent
+ * has them and their outputs are copied out (never an allocation): WHILE copies its inputs into
+ * its outputs once, cond and body read the loop values there (their input views point at the
+ * WHILE's outputs), and per iteration each body output that is not its own input passes back by
+ * one copy (a body whose output is another value's input keeps inputs of its own, copied in each
+ * iteration: two copies); IF's branches read its inputs 1.. in place and the taken branch's
+ * outputs are copied out. CALL_ONCE runs its
  * init subgraph at the first invoke of a state slot (its "ran" flag is in the slot; a reset
  * re-arms it).
  * Resource variables (VAR_HANDLE with the same container and shared_name, in any subgraph, are
@@ -226,8 +229,9 @@ typedef struct ar_cf_info {
   uint64_t child_arena_bytes[2], child_persistent_bytes[2];
   uint64_t arena_bytes;         /* the operator's scratch: the largest child arena */
   uint64_t state_bytes;         /* the operator's state: the children's persistent regions */
-  uint64_t copy_bytes_per_iteration;  /* WHILE: bytes copied per iteration (cond and body inputs,
-                                       * body outputs); IF: bytes copied per invoke */
+  uint64_t copy_bytes_per_iteration;  /* WHILE: bytes copied per iteration (the body's outputs
+                                       * back, and its inputs where it cannot read them in place);
+                                       * IF: bytes copied per invoke (the outputs) */
   int64_t last_iterations;      /* WHILE: iterations of the last invoke */
   const ar_interp_t *child[2];
 } ar_cf_info_t;

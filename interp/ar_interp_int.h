@@ -120,6 +120,9 @@ struct cf_op {
   uint64_t arena_bytes, state_bytes;
   uint64_t child_state_off[2];
   uint64_t copy_bytes;            /* per WHILE iteration / per IF */
+  bool body_linked;               /* WHILE: the body reads the loop values in the WHILE's outputs
+                                   * (false when a body output is another loop value's input: the
+                                   * copies back would overwrite what a later one reads) */
   int64_t last_iterations;
   uint8_t *armed;                 /* CALL_ONCE: 0 until its init subgraph ran (in the state slot) */
 };
