@@ -145,6 +145,60 @@ START_TEST(plan_shows_state_bytes_and_pieces) {
 }
 END_TEST
 
+/* x [1,20] (shape_signature [-1,20]) + acc [20] (a variable) -> y. */
+static uint8_t *resizable_model(size_t *bytes) {
+  static const ar_tm_tensor_t t[] = {{"x", AR_DTYPE_FLOAT32, 2, {1, 20}, true, {-1, 20}, NULL},
+                                     {"acc", AR_DTYPE_FLOAT32, 1, {20}, false, {0}, NULL},
+                                     {"y", AR_DTYPE_FLOAT32, 2, {1, 20}, false, {0}, NULL}};
+  static const ar_tm_op_t ops[] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}}};
+  static const int32_t in[] = {0}, out[] = {2}, vars[] = {1};
+  ar_tm_args_t a = {.tensors = t, .n_tensors = 3, .ops = ops, .n_ops = 1, .inputs = in, .n_inputs = 1,
+                    .outputs = out, .n_outputs = 1, .variables = vars, .n_variables = 1};
+  return ar_tm_build_args(&a, bytes);
+}
+
+/* A resize that leaves the state's shapes alone keeps the state: the default slot (moved with the
+ * new place) and a bound slot (still bound) hold what they held, the generation and the note say
+ * nothing was reset. (Before the slot, the re-place after ar_interp_prepare zeroed acc.) */
+START_TEST(resize_keeps_state_of_unchanged_shape) {
+  size_t n = 0;
+  uint8_t *b = resizable_model(&n);
+  char msg[1024] = "";
+  ar_model_t *m = NULL;
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_model_load_buffer(b, n, &m, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_uint_eq(ar_interp_state_bytes(in), 128);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+  for (int i = 0; i < 20; i++) ((float *)ar_interp_default_state(in))[i] = 1.5f;
+  float *slot = aligned_alloc(64, 128);
+  ck_assert_ptr_nonnull(slot);
+  ar_interp_reset_state(in, slot);
+  for (int i = 0; i < 20; i++) slot[i] = 2.5f;
+  const uint32_t gen = ar_interp_state_generation(in);
+  for (int bound = 0; bound < 2; bound++) {
+    ck_assert_int_eq(ar_interp_bind_state(in, bound ? slot : NULL), 0);
+    const int32_t rows = 2 + bound, dims[2] = {rows, 20};
+    ck_assert_msg(ar_interp_resize_input(in, 0, 2, dims, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert(ar_interp_needs_prepare(in));
+    ck_assert_msg(ar_interp_prepare(in, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_uint_eq(ar_interp_state_generation(in), gen);
+    ck_assert_str_eq(ar_interp_state_note(in), "");
+    float *x = ar_interp_input(in, 0)->data;
+    for (int i = 0; i < rows * 20; i++) x[i] = (float)i;
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    const ar_tview_t *y = ar_interp_output(in, 0);
+    ck_assert_uint_eq(y->bytes, (uint64_t)rows * 20 * sizeof(float));
+    for (int i = 0; i < rows * 20; i++) ck_assert_float_eq(((const float *)y->data)[i], (float)i + (bound ? 2.5f : 1.5f));
+  }
+  ar_interp_free(in);
+  ar_model_free(m);
+  free(slot);
+  free(b);
+}
+END_TEST
+
 /* A stateless model: no slot, binds and resets are no-ops. */
 START_TEST(stateless_model_has_no_slot) {
   size_t n = 0;
@@ -288,6 +342,7 @@ int main(void) {
   tcase_add_test(tc, state_bytes_of_two_variables_by_hand);
   tcase_add_test(tc, stateless_model_has_no_slot);
   tcase_add_test(tc, plan_shows_state_bytes_and_pieces);
+  tcase_add_test(tc, resize_keeps_state_of_unchanged_shape);
   const int n = (int)(sizeof stream_models / sizeof stream_models[0]);
   tcase_add_loop_test(tc, two_slots_interleaved_each_reproduce_their_stream, 0, n);
   tcase_add_loop_test(tc, third_slot_started_mid_way_starts_at_step_0, 0, n);
