@@ -28,6 +28,10 @@ static const command_t commands[] = {
   {"inspect", ar_cmd_inspect,
    "inspect MODEL [--json] [--tensors]\n"
    "      operators, tensors (--tensors: every one), I/O, quantization, weights (offline)"},
+  {"ops", ar_cmd_ops,
+   "ops [--json] [--markdown TFLITE_TSV]\n"
+   "      the operators, versions and dtypes the kernels run; --markdown: docs/ops.md, beside\n"
+   "      TensorFlow Lite's builtin kernels (data/tflite_ops.tsv) (offline)"},
   {"plan", NULL,
    "plan MODEL [--strategy linear|first-fit|greedy-by-size|best] [--lifetimes tflite|arenad]\n"
    "      [--no-inplace] [--weights stored|fp32] [--no-fuse] [--json] [--svg FILE]\n"

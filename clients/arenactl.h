@@ -26,6 +26,7 @@ extern const char *arenactl_socket_origin;
 
 /* Offline (no daemon). */
 int ar_cmd_inspect(int argc, char **argv);     /* clients/cmd_inspect.c */
+int ar_cmd_ops(int argc, char **argv);         /* clients/cmd_ops.c     */
 int ar_cmd_plan_file(int argc, char **argv);   /* clients/cmd_plan.c    */
 int ar_cmd_run(int argc, char **argv);         /* clients/cmd_run.c     */
 int ar_cmd_bench(int argc, char **argv);       /* clients/cmd_bench.c   */

@@ -1,7 +1,7 @@
 # clients: libarenaclient (C client library) and arenactl (offline tools + daemon client).
 bin_PROGRAMS += arenactl
 arenactl_SOURCES = clients/arenactl.c clients/arenactl.h \
-  clients/cmd_inspect.c clients/cmd_plan.c clients/cmd_run.c clients/cmd_bench.c clients/cmd_run_steps.c clients/cmd_run_steps.h clients/cmd_online.c \
+  clients/cmd_inspect.c clients/cmd_ops.c clients/cmd_plan.c clients/cmd_run.c clients/cmd_bench.c clients/cmd_run_steps.c clients/cmd_run_steps.h clients/cmd_online.c \
   clients/cli_tensor.c clients/cli_tensor.h clients/cli_io.c clients/cli_io.h clients/cli_stats.c clients/cli_stats.h
 arenactl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBPNG_CFLAGS)
 arenactl_LDADD = libarprom.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(LIBPNG_LIBS) $(JPEG_LIBS)

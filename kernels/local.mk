@@ -134,4 +134,4 @@ check_PROGRAMS += tests/check_kernel_forms
 TESTS += tests/check_kernel_forms
 tests_check_kernel_forms_SOURCES = tests/check_kernel_forms.c
 tests_check_kernel_forms_CFLAGS = $(TEST_CFLAGS)
-tests_check_kernel_forms_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
+tests_check_kernel_forms_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS) $(JANSSON_LIBS)

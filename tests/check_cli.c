@@ -506,7 +506,7 @@ static bool has_option(const char *text, const char *opt, bool man) {
 /* Every long option in the commands' getopt tables ({"name", no_argument|required_argument, ...}),
  * as "--name", into opts (returns the count). */
 static int source_options(char opts[][40], int max) {
-  static const char *const files[] = {"clients/cmd_inspect.c", "clients/cmd_plan.c", "clients/cmd_run.c", "clients/cmd_bench.c",
+  static const char *const files[] = {"clients/cmd_inspect.c", "clients/cmd_ops.c", "clients/cmd_plan.c", "clients/cmd_run.c", "clients/cmd_bench.c",
                                       "clients/cmd_online.c", "clients/cli_tensor.h", "clients/arenactl.c"};
   int n = 0;
   for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
@@ -551,7 +551,7 @@ START_TEST(help_lists_every_command_and_option) {
   ck_assert_ptr_nonnull(strstr(help, "[--input-shape D,D,...]..."));
   ck_assert_ptr_nonnull(strstr(help, "invoke NAME --input F... | --image FILE [IMAGE] [--output DIR] [--shm]"));
   /* Every command, in the help, the man page and README; each answers --help with exit 0. */
-  static const char *const cmds[] = {"inspect", "plan", "run", "bench", "ping", "stats", "models", "load",
+  static const char *const cmds[] = {"inspect", "ops", "plan", "run", "bench", "ping", "stats", "models", "load",
                                      "unload", "compact", "reload", "invoke"};
   for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
     char line[64];
@@ -1134,6 +1134,39 @@ START_TEST(inspect_long_refusal_ends_with_and_n_more) {
 }
 END_TEST
 
+/* docs/ops.md is the op table as `arenactl ops --markdown data/tflite_ops.tsv` writes it from
+ * the kernel registry: a kernel that gains a form (or TFLite's table a row) without
+ * `./dev ops-doc` fails here, naming the first line that differs. (tests/check_kernel_forms.c
+ * checks every registry op is in it with the registry's forms.) */
+START_TEST(ops_doc_is_current) {
+  int rc = sh("%s'%s/arenactl' ops --markdown '%s/data/tflite_ops.tsv' 2>&1", ar_test_exec_prefix(), builddir(),
+              AR_SRCDIR);
+  ck_assert_msg(rc == 0, "arenactl ops --markdown: %d %.1000s", rc, big);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/docs/ops.md", AR_SRCDIR);
+  char *doc = slurp(path);
+  if (strcmp(doc, big) != 0) {
+    const char *a = doc, *b = big;
+    int line = 1;
+    while (*a && *a == *b) {
+      if (*a == '\n') line++;
+      a++, b++;
+    }
+    ck_abort_msg("docs/ops.md is not what arenactl ops --markdown writes (run ./dev ops-doc): line %d is \"%.120s\", "
+                 "generated \"%.120s\"", line, a, b);
+  }
+  ck_assert_ptr_nonnull(strstr(doc, "| 0 | ADD | 1-6 | "));
+  free(doc);
+  /* the text and --json forms, and the usage */
+  rc = sh("%s'%s/arenactl' ops 2>&1", ar_test_exec_prefix(), builddir());
+  ck_assert_msg(rc == 0 && strstr(big, "\nWHILE ") && strstr(big, "any (run by the interpreter)"), "%.1000s", big);
+  ck_assert_int_eq(sh("%s'%s/arenactl' ops --json --markdown x 2>&1", ar_test_exec_prefix(), builddir()), 2);
+  ck_assert_msg(strstr(big, "usage: arenactl ops [--json] [--markdown TFLITE_TSV]") != NULL, "%s", big);
+  ck_assert_int_eq(sh("%s'%s/arenactl' ops --markdown /nonexistent.tsv 2>&1", ar_test_exec_prefix(), builddir()), 1);
+  ck_assert_msg(strstr(big, "arenactl ops: /nonexistent.tsv: cannot open") != NULL, "%s", big);
+}
+END_TEST
+
 /* ---- arenactl bench ------------------------------------------------------------------------ */
 
 /* The model's operator count and its op types with their counts, from `arenactl inspect --json`
@@ -1433,6 +1466,7 @@ static Suite *suite(void) {
   tcase_add_test(prog, bench_refuses_bad_requests_clearly);
   tcase_add_test(prog, inspect_lists_every_operator_and_why);
   tcase_add_test(prog, inspect_long_refusal_ends_with_and_n_more);
+  tcase_add_test(prog, ops_doc_is_current);
   suite_add_tcase(s, prog);
   return s;
 }

@@ -12,6 +12,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,53 @@ START_TEST(golden_and_real_models_are_declared_forms) {
 }
 END_TEST
 
+/* The op table (`arenactl ops --json`, docs/ops.md) is the registry: every operator arenad has
+ * is listed with exactly its kernel's forms (labels and versions) or as the interpreter's, and has
+ * its row in docs/ops.md. */
+START_TEST(op_table_lists_every_registry_op) {
+  static char out[1 << 20];
+  const char *bd = getenv("AR_BUILDDIR"), *src = getenv("AR_SRCDIR");
+  ck_assert_msg(bd && src, "AR_BUILDDIR / AR_SRCDIR unset (run through make check)");
+  char cmd[2048], path[1024];
+  snprintf(cmd, sizeof cmd, "%s'%s/arenactl' ops --json", ar_test_exec_prefix(), bd);
+  ck_assert_int_eq(ar_test_popen(cmd, out, sizeof out), 0);
+  json_error_t err;
+  json_t *doc = json_loads(out, 0, &err);
+  ck_assert_msg(doc != NULL, "ops --json: %s", err.text);
+  json_t *ops = json_object_get(doc, "ops");
+  ck_assert_int_eq((int)json_array_size(ops), AR_OP_COUNT - 1);
+  snprintf(path, sizeof path, "%s/docs/ops.md", src);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "%s", path);
+  static char md[1 << 20];
+  size_t n = fread(md, 1, sizeof md - 1, f);
+  md[n] = '\0';
+  fclose(f);
+  for (int o = AR_OP_INVALID + 1; o < AR_OP_COUNT; o++) {
+    const ar_op_t op = (ar_op_t)o;
+    json_t *e = json_array_get(ops, (size_t)(o - 1));
+    ck_assert_str_eq(json_string_value(json_object_get(e, "op")), ar_op_name(op));
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "max_version")), ar_op_max_version(op));
+    const ar_kernel_t *k = ar_kernel_for(op);
+    json_t *forms = json_object_get(e, "forms");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "runs_by")), k ? "kernel" : "interpreter");
+    ck_assert_int_eq((int)json_array_size(forms), k ? k->support.n_forms : 0);
+    for (int32_t i = 0; k && i < k->support.n_forms; i++) {
+      char lab[48];
+      json_t *fj = json_array_get(forms, (size_t)i), *v = json_object_get(fj, "versions");
+      ck_assert_str_eq(json_string_value(json_object_get(fj, "dtypes")),
+                       ar_kernel_form_label(&k->support.forms[i], lab, sizeof lab));
+      ck_assert_int_eq(json_integer_value(json_array_get(v, 0)), k->support.forms[i].vmin);
+      ck_assert_int_eq(json_integer_value(json_array_get(v, 1)), k->support.forms[i].vmax);
+    }
+    char row[96];
+    snprintf(row, sizeof row, "| %s | ", ar_op_name(op));
+    ck_assert_msg(strstr(md, row) != NULL, "docs/ops.md has no row for %s", ar_op_name(op));
+  }
+  json_decref(doc);
+}
+END_TEST
+
 START_TEST(form_labels) {
   char b[32];
   const ar_kernel_form_t f32 = AR_KF(1, 3, FLOAT32, FLOAT32), deq = AR_KF(1, 4, INT8, FLOAT32),
@@ -254,6 +302,7 @@ int main(void) {
   tcase_add_test(tc, conversions_accept_exactly_what_they_declare);
   tcase_add_test(tc, binary_ops_accept_exactly_what_they_declare);
   tcase_add_test(tc, golden_and_real_models_are_declared_forms);
+  tcase_add_test(tc, op_table_lists_every_registry_op);
   tcase_add_test(tc, form_labels);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
