@@ -288,8 +288,10 @@ START_TEST(form_labels) {
   /* the lookups the table and inspect use */
   ck_assert_ptr_nonnull(ar_kernel_form_find(AR_OP_CONV_2D, 3, AR_DTYPE_INT8, AR_DTYPE_INT8, AR_DTYPE_INT8));
   ck_assert_ptr_nonnull(ar_kernel_form_find(AR_OP_CONV_2D, 1, AR_DTYPE_FLOAT32, AR_KF_SAME, AR_DTYPE_FLOAT32));
-  ck_assert_ptr_null(ar_kernel_form_find(AR_OP_CONV_2D, 3, AR_DTYPE_FLOAT32, AR_DTYPE_INT8, AR_DTYPE_FLOAT32));
-  ck_assert_ptr_null(ar_kernel_form_find(AR_OP_CONV_2D, 4, AR_DTYPE_FLOAT32, AR_KF_SAME, AR_DTYPE_FLOAT32));
+  ck_assert_ptr_nonnull(ar_kernel_form_find(AR_OP_CONV_2D, 3, AR_DTYPE_FLOAT32, AR_DTYPE_INT8, AR_DTYPE_FLOAT32));
+  ck_assert_ptr_null(ar_kernel_form_find(AR_OP_CONV_2D, 3, AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_UINT8));
+  ck_assert_ptr_null(ar_kernel_form_find(AR_OP_CONV_2D, ar_op_max_version(AR_OP_CONV_2D) + 1, AR_DTYPE_FLOAT32,
+                                         AR_KF_SAME, AR_DTYPE_FLOAT32));
   ck_assert_ptr_null(ar_kernel_form_find(AR_OP_WHILE, 1, AR_DTYPE_FLOAT32, AR_KF_SAME, AR_DTYPE_FLOAT32));
 }
 END_TEST
