@@ -215,6 +215,13 @@ extern const ar_kernel_t ar_kernel_fill;
 extern const ar_kernel_t ar_kernel_range;
 extern const ar_kernel_t ar_kernel_cumsum;
 extern const ar_kernel_t ar_kernel_one_hot;
+/* kernels/space_ops.c: TFLite SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, MIRROR_PAD. */
+extern const ar_kernel_t ar_kernel_space_to_batch_nd;
+extern const ar_kernel_t ar_kernel_batch_to_space_nd;
+extern const ar_kernel_t ar_kernel_mirror_pad;
+/* kernels/segment_ops.c: TFLite EMBEDDING_LOOKUP, SEGMENT_SUM. */
+extern const ar_kernel_t ar_kernel_embedding_lookup;
+extern const ar_kernel_t ar_kernel_segment_sum;
 /* kernels/qact.c: the uint8 / int8 LEAKY_RELU and HARD_SWISH (a 256-byte table in state), reached
  * from those kernels' prepare / init / eval (unary.c, elementwise.c) when the input is 8-bit. */
 int ar__qact_prepare(ar_node_t *node, char *msg, size_t msg_bytes);

@@ -91,7 +91,7 @@ tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la
 libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c
 # Issue 28's operators by family: boolean ops and SELECT, float functions, index/shape ops.
 libarkernels_la_SOURCES += kernels/logical.c kernels/math_ops.c kernels/index_ops.c \
-  kernels/qact.c
+  kernels/qact.c kernels/space_ops.c kernels/segment_ops.c
 # Audio front ends: TFLite's RFFT2D / COMPLEX_ABS / REAL / IMAG, TFLite Micro's Signal custom ops.
 libarkernels_la_SOURCES += kernels/audio.c
 # Their hand-computed tests and the two real models of ../shared/models_more (skipped when absent).

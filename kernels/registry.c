@@ -115,6 +115,11 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_RANGE: return &ar_kernel_range;
   case AR_OP_CUMSUM: return &ar_kernel_cumsum;
   case AR_OP_ONE_HOT: return &ar_kernel_one_hot;
+  case AR_OP_SPACE_TO_BATCH_ND: return &ar_kernel_space_to_batch_nd;
+  case AR_OP_BATCH_TO_SPACE_ND: return &ar_kernel_batch_to_space_nd;
+  case AR_OP_MIRROR_PAD: return &ar_kernel_mirror_pad;
+  case AR_OP_EMBEDDING_LOOKUP: return &ar_kernel_embedding_lookup;
+  case AR_OP_SEGMENT_SUM: return &ar_kernel_segment_sum;
   case AR_OP_CONVOLUTION_2D_TRANSPOSE_BIAS: return &ar_kernel_transpose_conv_bias;
   case AR_OP_INVALID: case AR_OP_COUNT: break;
   }

@@ -660,6 +660,10 @@ static int expected_options_type(ar_op_t op) {
   case AR_OP_REVERSE_V2: return AR_FB_OPTIONS_REVERSE_V2;
   case AR_OP_COS: return AR_FB_OPTIONS_COS;
   case AR_OP_CUMSUM: return AR_FB_OPTIONS_CUMSUM;
+  case AR_OP_BATCH_TO_SPACE_ND: return AR_FB_OPTIONS_BATCH_TO_SPACE_ND;
+  case AR_OP_SPACE_TO_BATCH_ND: return AR_FB_OPTIONS_SPACE_TO_BATCH_ND;
+  case AR_OP_MIRROR_PAD: return AR_FB_OPTIONS_MIRROR_PAD;
+  case AR_OP_SEGMENT_SUM: return AR_FB_OPTIONS_SEGMENT_SUM;
   /* LOGISTIC, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, PRELU, TANH, ELU, SQRT, RSQRT, LOG, SIN,
    * FLOOR, CEIL, ROUND, custom ops: no options table in schema.fbs */
   default: return AR_FB_OPTIONS_NONE;
@@ -905,6 +909,16 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     return opt_bool(c, AR_FB_CUMSUM_REVERSE, "CumsumOptions.reverse", &o->cumsum.reverse);
   case AR_OP_ONE_HOT:
     return opt_i32(c, AR_FB_ONE_HOT_AXIS, -1, "OneHotOptions.axis", &o->one_hot.axis);
+  case AR_OP_MIRROR_PAD: {
+    int8_t mode = 0;
+    if (c->present && (rc = ar_fb_get_i8(fb, c->t, AR_FB_MIRROR_PAD_MODE, 0, "MirrorPadOptions.mode", &mode)))
+      return rc;
+    if (mode != 0 && mode != 1)
+      return ar_errf(c->L->msg, c->L->msg_bytes, AR_EMODEL, "operator %u (%s): MirrorPadOptions.mode is %d "
+                     "(REFLECT 0 or SYMMETRIC 1)", c->index, c->label, mode);
+    o->mirror_pad.symmetric = mode == 1;
+    return 0;
+  }
   case AR_OP_ARG_MAX:
   case AR_OP_ARG_MIN:
     return opt_dtype(c, AR_FB_ARG_OUTPUT_TYPE, AR_DTYPE_FLOAT32, "ArgMaxOptions.output_type",

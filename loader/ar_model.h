@@ -137,6 +137,8 @@ typedef struct {
 typedef struct { ar_dtype_t out_type; bool present; } ar_shape_options_t;
 typedef struct { bool exclusive, reverse; } ar_cumsum_options_t;
 typedef struct { int32_t axis; } ar_one_hot_options_t;
+/* MIRROR_PAD: MirrorPadOptions.mode REFLECT (0, default) or SYMMETRIC (1). */
+typedef struct { bool symmetric; } ar_mirror_pad_options_t;
 
 typedef union ar_options {
   ar_conv2d_options_t conv2d;
@@ -174,6 +176,7 @@ typedef union ar_options {
   ar_shape_options_t shape;
   ar_cumsum_options_t cumsum;
   ar_one_hot_options_t one_hot;
+  ar_mirror_pad_options_t mirror_pad;
 } ar_options_t;
 
 /* ---- Sparsity (TFLite SparsityParameters, for DENSIFY). ---- */

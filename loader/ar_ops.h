@@ -127,7 +127,12 @@
   XX(REVERSE_V2,               105, 3)  \
   XX(COS,                      108, 1)  \
   XX(ROUND,                    116, 1)  \
-  XX(CUMSUM,                   128, 1)
+  XX(CUMSUM,                   128, 1)  \
+  XX(BATCH_TO_SPACE_ND,         37, 4)  \
+  XX(SPACE_TO_BATCH_ND,         38, 4)  \
+  XX(MIRROR_PAD,               100, 3)  \
+  XX(EMBEDDING_LOOKUP,           7, 3)  \
+  XX(SEGMENT_SUM,              125, 1)
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
  * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw

@@ -98,6 +98,7 @@ enum { AR_FB_VAR_HANDLE_CONTAINER = 0, AR_FB_VAR_HANDLE_SHARED_NAME = 1 };
 enum { AR_FB_SHAPE_OUT_TYPE = 0 };                                   /* ShapeOptions */
 enum { AR_FB_CUMSUM_EXCLUSIVE = 0, AR_FB_CUMSUM_REVERSE = 1 };         /* CumsumOptions */
 enum { AR_FB_ONE_HOT_AXIS = 0 };                                     /* OneHotOptions */
+enum { AR_FB_MIRROR_PAD_MODE = 0 };                                  /* MirrorPadOptions */
 
 /* union BuiltinOptions type numbers (1-based position in the union). */
 enum {
@@ -184,6 +185,10 @@ enum {
   AR_FB_OPTIONS_REVERSE_V2 = 81,
   AR_FB_OPTIONS_COS = 84,
   AR_FB_OPTIONS_CUMSUM = 102,
+  AR_FB_OPTIONS_BATCH_TO_SPACE_ND = 24,
+  AR_FB_OPTIONS_SPACE_TO_BATCH_ND = 25,
+  AR_FB_OPTIONS_MIRROR_PAD = 77,
+  AR_FB_OPTIONS_SEGMENT_SUM = 100,
 };
 
 /* union SparseIndexVector type numbers = ar_index_type_t (Int32Vector 1, Uint16Vector 2,

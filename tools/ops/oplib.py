@@ -132,6 +132,10 @@ OPTIONS = {
     'ReverseV2Options': (81, []),
     'CosOptions': (84, []),
     'CumsumOptions': (102, [('exclusive', 'bool', False), ('reverse', 'bool', False)]),
+    'BatchToSpaceNDOptions': (24, []),
+    'SpaceToBatchNDOptions': (25, []),
+    'MirrorPadOptions': (77, [('mode', 'i8', 0)]),
+    'SegmentSumOptions': (100, []),
 }
 
 
