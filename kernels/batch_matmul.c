@@ -1,4 +1,5 @@
-/* batch_matmul.c - TFLite BATCH_MATMUL, float32: one cblas_sgemm per output matrix.
+/* batch_matmul.c - TFLite BATCH_MATMUL, float32: one cblas_sgemm per output matrix; int8: plain
+ * integer loops (qbmm_eval).
  *
  * TFLite batch_matmul.cc: lhs [..., M, K] (adj_x: [..., K, M]), rhs [..., K, N] (adj_y:
  * [..., N, K]), ranks 2..5; the batch dims (all but the last two) broadcast NumPy-style, aligned at
@@ -14,6 +15,7 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_parallel.h"
+#include "kernels/ar_qparams.h"
 
 /* Multiply-adds below which rows of one output matrix are not split into bands. */
 #define AR_BMM_MIN_BAND_MACS (256 * 1024)
@@ -28,6 +30,12 @@ typedef struct {
   int64_t batches;
   int32_t m, n, k;
   bool adj_x, adj_y;
+  /* int8 (issue 28): acc = sum (l - zl)(r - zr) in int32, rescaled by QuantizeMultiplier(
+   * GetQuantizedConvolutionMultipler: float32(s_l * s_r) / s_out) with the builtin kernel's GEMM
+   * rounding (ar_mbqm_up, as the int8 FULLY_CONNECTED), + zo, clamped to int8. */
+  bool q8;
+  int32_t zl, zr, zo, qmult;
+  int qshift;
 } bmm_state_t;
 
 static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t msg_bytes) {
@@ -35,10 +43,20 @@ static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t ms
   if (rc) return rc;
   const ar_tview_t *a = node->inputs[0], *b = node->inputs[1], *o = node->outputs[0];
   memset(st, 0, sizeof *st);
-  if ((rc = ar_k_check_dtype(node, a, "lhs (input 0)", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, b, "rhs (input 1)", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+  const ar_dtype_t dt = a->dtype == AR_DTYPE_INT8 ? AR_DTYPE_INT8 : AR_DTYPE_FLOAT32;
+  if ((rc = ar_k_check_dtype(node, a, "lhs (input 0)", dt, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, b, "rhs (input 1)", dt, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, o, "output 0", dt, msg, msg_bytes)))
     return rc;
+  if (dt == AR_DTYPE_INT8) {
+    float sl = 0, sr = 0, so = 0;
+    if ((rc = ar_k_qparams(node, a, "lhs (input 0)", &sl, &st->zl, msg, msg_bytes)) ||
+        (rc = ar_k_qparams(node, b, "rhs (input 1)", &sr, &st->zr, msg, msg_bytes)) ||
+        (rc = ar_k_qparams(node, o, "output 0", &so, &st->zo, msg, msg_bytes)))
+      return rc;
+    st->q8 = true;
+    ar_quantize_multiplier(ar_quant_conv_multiplier(sl, sr, so, true), &st->qmult, &st->qshift);
+  }
   if (a->rank < 2 || b->rank < 2 || a->rank > AR_BMM_MAX_RANK || b->rank > AR_BMM_MAX_RANK)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "operand ranks %d and %d (supported 2..%d)",
                     (int)a->rank, (int)b->rank, AR_BMM_MAX_RANK);
@@ -125,8 +143,38 @@ static void bmm_range(void *ctx, int64_t c0, int64_t c1) {
   }
 }
 
+/* The int8 product, plain loops (batch by batch; each output its own sum, so any order is exact). */
+static void qbmm_eval(const ar_node_t *node) {
+  const bmm_state_t *st = node->state;
+  const int8_t *A = node->inputs[0]->data, *B = node->inputs[1]->data;
+  int8_t *C = node->outputs[0]->data;
+  const int64_t mn = (int64_t)st->m * st->n;
+  for (int64_t t = 0; t < st->batches; t++) {
+    int64_t oa = 0, ob = 0, rem = t;
+    for (int32_t d = st->nb - 1; d >= 0; d--) {
+      const int64_t idx = rem % st->bdims[d];
+      rem /= st->bdims[d];
+      oa += idx * st->lstride[d];
+      ob += idx * st->rstride[d];
+    }
+    const int8_t *a = A + oa, *b = B + ob;
+    for (int32_t i = 0; i < st->m; i++)
+      for (int32_t j = 0; j < st->n; j++) {
+        int32_t acc = 0;
+        for (int32_t p = 0; p < st->k; p++) {
+          const int32_t l = st->adj_x ? a[(int64_t)p * st->m + i] : a[(int64_t)i * st->k + p];
+          const int32_t r = st->adj_y ? b[(int64_t)j * st->k + p] : b[(int64_t)p * st->n + j];
+          acc += (l - st->zl) * (r - st->zr);
+        }
+        int32_t v = ar_mbqm_up(acc, st->qmult, st->qshift) + st->zo;
+        C[t * mn + (int64_t)i * st->n + j] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+      }
+  }
+}
+
 static void bmm_eval(const ar_node_t *node) {
   const bmm_state_t *st = node->state;
+  if (st->q8) { qbmm_eval(node); return; }
   float *c = node->outputs[0]->data;
   const int64_t mn = (int64_t)st->m * st->n;
   if (mn == 0) return;
@@ -141,6 +189,7 @@ static void bmm_eval(const ar_node_t *node) {
 /* TFLite BATCH_MATMUL (builtin 126): float32, adj_x/adj_y, broadcast batch dims, ranks 2..5. */
 static const ar_kernel_form_t batch_matmul_forms[] = {
   AR_KF(1, 4, FLOAT32, FLOAT32),
+  AR_KF(1, 4, INT8, INT8),
 };
 const ar_kernel_t ar_kernel_batch_matmul = { "BATCH_MATMUL", bmm_prepare, bmm_init, bmm_eval,
   AR_KSUPPORT(batch_matmul_forms, 0, -1) };
