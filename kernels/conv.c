@@ -793,11 +793,12 @@ static void conv_eval(const ar_node_t *node) {
 }
 
 static const ar_kernel_form_t conv_2d_forms[] = {
-  AR_KF(1, 5, FLOAT32, FLOAT32),
-  AR_KF(1, 5, UINT8, UINT8),
-  AR_KF(1, 5, INT8, INT8),
-  AR_KFW(1, 5, FLOAT32, INT8, FLOAT32),   /* hybrid (kernels/qwide.c) */
-  AR_KFW(1, 5, INT16, INT8, INT16),       /* int16x8 (kernels/qwide.c) */
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KFW(2, 2, FLOAT32, INT8, FLOAT32),   /* hybrid (kernels/qwide.h) */
+  AR_KFW(4, 4, INT16, INT8, INT16),       /* int16x8 */
+  AR_KFW(5, 5, FLOAT32, INT8, FLOAT32),   /* hybrid with per-channel weights */
 };
 const ar_kernel_t ar_kernel_conv_2d = {
   .name = "CONV_2D",

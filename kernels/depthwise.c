@@ -906,11 +906,12 @@ static void dw_eval(const ar_node_t *node) {
 }
 
 static const ar_kernel_form_t depthwise_conv_2d_forms[] = {
-  AR_KF(1, 6, FLOAT32, FLOAT32),
-  AR_KF(1, 6, UINT8, UINT8),
-  AR_KF(1, 6, INT8, INT8),
-  AR_KFW(1, 6, FLOAT32, INT8, FLOAT32),   /* hybrid (kernels/qwide.c) */
-  AR_KFW(1, 6, INT16, INT8, INT16),       /* int16x8 (kernels/qwide.c) */
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KFW(4, 4, FLOAT32, INT8, FLOAT32),   /* hybrid (kernels/qwide.h) */
+  AR_KFW(5, 5, INT16, INT8, INT16),       /* int16x8 */
+  AR_KFW(6, 6, FLOAT32, INT8, FLOAT32),   /* hybrid with per-channel weights */
 };
 const ar_kernel_t ar_kernel_depthwise_conv_2d = {
   .name = "DEPTHWISE_CONV_2D",

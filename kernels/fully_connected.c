@@ -174,11 +174,11 @@ static void fc_eval(const ar_node_t *node) {
 }
 
 static const ar_kernel_form_t fully_connected_forms[] = {
-  AR_KF(1, 9, FLOAT32, FLOAT32),
-  AR_KF(1, 9, UINT8, UINT8),
-  AR_KF(1, 9, INT8, INT8),
-  AR_KFW(1, 9, FLOAT32, INT8, FLOAT32),   /* hybrid (kernels/qwide.c) */
-  AR_KFW(1, 9, INT16, INT8, INT16),       /* int16x8 (kernels/qwide.c) */
+  AR_KF(1, 8, FLOAT32, FLOAT32),          /* 8: sparse weights */
+  AR_KF(1, 6, UINT8, UINT8),
+  AR_KF(1, 6, INT8, INT8),
+  AR_KFW(3, 9, FLOAT32, INT8, FLOAT32),   /* hybrid, asymmetric inputs from v9 (kernels/qwide.h) */
+  AR_KFW(7, 9, INT16, INT8, INT16),       /* int16x8 */
 };
 const ar_kernel_t ar_kernel_fully_connected = {
   .name = "FULLY_CONNECTED",
