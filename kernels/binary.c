@@ -58,7 +58,7 @@ typedef struct {
   int32_t off1, off2, out_off;        /* -z1, -z2, z_out */
   int32_t m1, m2, mo;                 /* Q31 multipliers */
   int s1, s2, so;                     /* their exponents (<= 0 for ADD/SUB) */
-  int left_shift;                     /* 20 (8-bit ADD/SUB) */
+  int left_shift;                     /* 20 (8-bit ADD/SUB), 15 (int16) */
   int32_t lo, hi;                     /* fused activation clamp in the output's codes */
 } nb_quant_t;
 
@@ -213,13 +213,29 @@ static int nb_plan_quant(const ar_node_t *node, nb_state_t *st, char *msg, size_
   if (ar_quant_activation_range(st->act, o->dtype, so, zo, &q->lo, &q->hi))
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
                     (int)st->act, ar_dtype_name(x->dtype));
+  if (x->dtype == AR_DTYPE_INT16) {
+    /* int16x8 models: symmetric int16 (TFLite checks every zero point is 0); ADD / SUB take the
+     * general path of the 8-bit kernels with a left shift of 15 unless pot_scale_int16 asks for
+     * the power-of-two path, which only applies when every scale is a power of two. */
+    if (zx != 0 || zy != 0 || zo != 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int16 zero points must be 0 (inputs %d, "
+                      "%d, output %d)", (int)zx, (int)zy, (int)zo);
+    if (st->op != NB_MUL && node->options && node->options->elementwise.pot_scale_int16) {
+      int e;
+      const bool pot = frexpf(sx, &e) == 0.5f && frexpf(sy, &e) == 0.5f && frexpf(so, &e) == 0.5f;
+      if (pot)
+        return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "the power-of-two int16 path "
+                        "(pot_scale_int16 with scales %g, %g, %g) is not implemented; the general "
+                        "one (pot_scale_int16 false) is", (double)sx, (double)sy, (double)so);
+    }
+  }
   if (st->op == NB_MUL) {
     /* TFLite mul.cc: input1 scale * input2 scale / output scale in float32, then widened. */
     const float real = sx * sy / so;
     ar_quantize_multiplier((double)real, &q->mo, &q->so);
     return 0;
   }
-  q->left_shift = 20;
+  q->left_shift = x->dtype == AR_DTYPE_INT16 ? 15 : 20;
   const double twice_max = 2.0 * (double)(sx > sy ? sx : sy);
   ar_quantize_multiplier((double)sx / twice_max, &q->m1, &q->s1);
   ar_quantize_multiplier((double)sy / twice_max, &q->m2, &q->s2);
@@ -243,9 +259,10 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   st->dtype = x->dtype;
 
   /* The dtypes TFLite's builtin kernel accepts for each op (float and integer paths only). */
-  static const ar_dtype_t iIq[] = {AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_UINT8, AR_DTYPE_INT8};
+  static const ar_dtype_t iIq[] = {AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_UINT8, AR_DTYPE_INT8,
+                                   AR_DTYPE_INT16};
   static const ar_dtype_t fiIq[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_UINT8,
-                                    AR_DTYPE_INT8};
+                                    AR_DTYPE_INT8, AR_DTYPE_INT16};
   static const ar_dtype_t fi[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32};
   static const ar_dtype_t minmax[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
                                       AR_DTYPE_UINT8, AR_DTYPE_INT8};
@@ -257,8 +274,8 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   const ar_dtype_t *set;
   int nset;
   switch (op) {
-  case NB_ADD: case NB_MUL: set = iIq; nset = 4; break;   /* float32: elementwise.c */
-  case NB_SUB: set = fiIq; nset = 5; break;
+  case NB_ADD: case NB_MUL: set = iIq; nset = 5; break;   /* float32: elementwise.c */
+  case NB_SUB: set = fiIq; nset = 6; break;
   case NB_DIV: case NB_FLOOR_DIV: case NB_SQDIFF: case NB_POW: set = fi; nset = 2; break;
   case NB_MAXIMUM: case NB_MINIMUM: set = minmax; nset = 5; break;
   case NB_LESS: case NB_LESS_EQUAL: case NB_GREATER: case NB_GREATER_EQUAL: set = cmp; nset = 3; break;
@@ -284,7 +301,7 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
     return rc;
   st->ilo = INT64_MIN;
   st->ihi = INT64_MAX;
-  if (ar_k_is_q8(x->dtype) && (op == NB_ADD || op == NB_SUB || op == NB_MUL)) {
+  if ((ar_k_is_q8(x->dtype) || x->dtype == AR_DTYPE_INT16) && (op == NB_ADD || op == NB_SUB || op == NB_MUL)) {
     if ((rc = nb_plan_quant(node, st, msg, msg_bytes))) return rc;
   } else if (x->dtype != AR_DTYPE_FLOAT32 && st->act != AR_ACT_NONE) {
     if (st->post_act)
@@ -705,6 +722,11 @@ static void run_i8(const nb_state_t *st, void *out, const void *const *in, const
   default: return;
   }
 }
+/* int16: the quantized ADD, SUB, MUL of the int16x8 models (prepare refuses the rest). */
+static void run_i16(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
+  const nb_quant_t *q = &st->q;
+  if (st->quantized) Q8_LOOPS(int16_t);
+}
 static void run_bool(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
   switch (st->op) {
   case NB_EQUAL:     NB_LOOP2(bool, bool, x == y); return;
@@ -748,6 +770,7 @@ static void nb_run(const nb_state_t *st, size_t es, void *o, const void *const *
   case AR_DTYPE_INT64: run_i64(st, o, p, s, n); break;
   case AR_DTYPE_UINT8: run_u8(st, o, p, s, n); break;
   case AR_DTYPE_INT8: run_i8(st, o, p, s, n); break;
+  case AR_DTYPE_INT16: run_i16(st, o, p, s, n); break;
   default: run_bool(st, o, p, s, n); break;
   }
 }
@@ -921,6 +944,7 @@ static const ar_kernel_form_t sub_forms[] = {
   AR_KF(1, 4, INT64, INT64),
   AR_KF(1, 4, UINT8, UINT8),
   AR_KF(1, 4, INT8, INT8),
+  AR_KF(1, 4, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_sub = { "SUB", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(sub_forms, 0, -1) };

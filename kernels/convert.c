@@ -62,11 +62,14 @@ static int dequantize_plan(const ar_node_t *node, convert_state_t *st, char *msg
   memset(st, 0, sizeof *st);
   st->in = in->dtype;
   st->out = AR_DTYPE_FLOAT32;
-  if (in->dtype != AR_DTYPE_FLOAT16 && !ar_k_is_q8(in->dtype))
+  if (in->dtype != AR_DTYPE_FLOAT16 && !ar_k_is_q8(in->dtype) && in->dtype != AR_DTYPE_INT16)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED,
-                    "input dtype %s (FLOAT16, UINT8 or INT8 -> FLOAT32 are implemented)",
+                    "input dtype %s (FLOAT16, UINT8, INT8 or INT16 -> FLOAT32 are implemented)",
                     ar_dtype_name(in->dtype));
   if ((rc = ar_k_check_dtype(node, node->outputs[0], "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes)))
+    return rc;
+  if (in->dtype == AR_DTYPE_INT16 &&
+      (rc = ar_k_qparams(node, in, "input 0", &st->scale, &st->in_zp, msg, msg_bytes)))
     return rc;
   if (ar_k_is_q8(in->dtype)) {
     if ((rc = ar_k_qparams(node, in, "input 0", &st->scale, &st->in_zp, msg, msg_bytes))) return rc;
@@ -117,6 +120,16 @@ static void dequantize_range(void *ctx, int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; i++) out[i] = (float)(s * (double)((int32_t)(int8_t)in[i] - zp));
     return;
   }
+  if (dt == AR_DTYPE_INT16) {   /* TFLite's reference Dequantize: float(double(scale) * (q - zp)) */
+    const double s = node->inputs[0]->quant->scale[0];
+    const int32_t zp = (int32_t)node->inputs[0]->quant->zero_point[0];
+    for (int64_t i = i0; i < i1; i++) {
+      int16_t q;
+      memcpy(&q, in + 2 * i, sizeof q);
+      out[i] = (float)(s * (double)((int32_t)q - zp));
+    }
+    return;
+  }
   ar_fp16_to_fp32_n(in + 2 * i0, out + i0, (size_t)(i1 - i0));   /* float16: the at-use widening */
 }
 
@@ -132,6 +145,7 @@ static const ar_kernel_form_t dequantize_forms[] = {
   AR_KF(1, 4, FLOAT16, FLOAT32),
   AR_KF(1, 4, UINT8, FLOAT32),
   AR_KF(1, 4, INT8, FLOAT32),
+  AR_KF(1, 4, INT16, FLOAT32),
 };
 const ar_kernel_t ar_kernel_dequantize = { "DEQUANTIZE", dequantize_prepare, dequantize_init,
                                            dequantize_eval,
@@ -146,12 +160,27 @@ static int quantize_plan(const ar_node_t *node, convert_state_t *st, char *msg, 
   memset(st, 0, sizeof *st);
   st->in = in->dtype;
   st->out = o->dtype;
-  if (!ar_k_is_q8(o->dtype))
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output dtype %s (UINT8 or INT8 are "
-                    "implemented)", ar_dtype_name(o->dtype));
+  /* TFLite's pairs: float32 -> uint8 / int8 / int16; uint8 -> uint8 / int8; int8 -> uint8 / int8
+   * / int16; int16 -> int8 / int16 (the wide ones: kernels/qwide.h's models; int16 -> int32, which
+   * TFLite also takes, is not implemented; TFLite 2.19 refuses int8 -> int32). */
+  const bool wide = (in->dtype == AR_DTYPE_FLOAT32 && o->dtype == AR_DTYPE_INT16) ||
+                    (in->dtype == AR_DTYPE_INT8 && o->dtype == AR_DTYPE_INT16) ||
+                    (in->dtype == AR_DTYPE_INT16 && (o->dtype == AR_DTYPE_INT8 || o->dtype == AR_DTYPE_INT16));
+  if (!ar_k_is_q8(o->dtype) && !wide)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s -> %s (float32 -> uint8 / int8 / int16, "
+                    "int8 -> int16, int16 -> int8 / int16 and 8-bit -> 8-bit are "
+                    "implemented)", ar_dtype_name(in->dtype), ar_dtype_name(o->dtype));
   float so = 0;
   if ((rc = ar_k_qparams(node, o, "output 0", &so, &st->out_zp, msg, msg_bytes))) return rc;
-  if (in->dtype == AR_DTYPE_FLOAT32) {
+  if (wide) {
+    if (in->dtype == AR_DTYPE_FLOAT32) {
+      st->scale = so;
+    } else {
+      float si = 0;
+      if ((rc = ar_k_qparams(node, in, "input 0", &si, &st->in_zp, msg, msg_bytes))) return rc;
+      ar_quantize_multiplier((double)si / (double)so, &st->m, &st->shift);
+    }
+  } else if (in->dtype == AR_DTYPE_FLOAT32) {
     st->scale = so;
   } else if (ar_k_is_q8(in->dtype)) {
     float si = 0;
@@ -242,9 +271,45 @@ static void quantize_range(void *ctx, int64_t i0, int64_t i1) {
     ar_k_store_q8(out, i, out_signed, (int32_t)round((double)x[i] / scale) + st->out_zp);
 }
 
+/* The int16 forms, one plain loop: float32 -> int16 as the 8-bit QUANTIZE rounds (TFLite's
+ * AffineQuantize: whole groups of 8 as (int)nearbyintf(x * (1/scale)), ties to even, the tail as
+ * round(x / scale) in double, ties away from zero - quantize_f32_int16_ties: 0.25 / 0.5 is 0 in a
+ * group), and the integer requantizations as MultiplyByQuantizedMultiplier(q - z_in) + z_out,
+ * clamped to the output type (TFLite's Requantize). */
+static void quantize_wide_eval(const ar_node_t *node) {
+  const convert_state_t *st = node->state;
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  int32_t lo, hi;
+  ar_quant_type_range(st->out, &lo, &hi);
+  const void *in = node->inputs[0]->data;
+  void *out = node->outputs[0]->data;
+  const int64_t n8 = n / 8 * 8;
+  const float inv = (float)(1.0 / (double)st->scale);
+  for (int64_t i = 0; i < n; i++) {
+    int32_t v;
+    if (st->in == AR_DTYPE_FLOAT32) {
+      const float x = ((const float *)in)[i];
+      const double r = i < n8 ? (double)nearbyintf(x * inv) : round((double)x / (double)st->scale);
+      v = r < (double)INT32_MIN ? INT32_MIN : r > (double)INT32_MAX ? INT32_MAX : (int32_t)r;
+      v = (int32_t)((int64_t)v + st->out_zp < INT32_MIN ? INT32_MIN
+                   : (int64_t)v + st->out_zp > INT32_MAX ? INT32_MAX : v + st->out_zp);
+    } else {
+      const int32_t q = st->in == AR_DTYPE_INT8 ? ((const int8_t *)in)[i] : ((const int16_t *)in)[i];
+      v = ar_mbqm(q - st->in_zp, st->m, st->shift) + st->out_zp;
+    }
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (st->out == AR_DTYPE_INT8) ((int8_t *)out)[i] = (int8_t)v;
+    else ((int16_t *)out)[i] = (int16_t)v;
+  }
+}
+
 static void quantize_eval(const ar_node_t *node) {
   const convert_state_t *st = node->state;
   const int64_t n = ar_k_elements(node->inputs[0]);
+  if (!(ar_k_is_q8(st->out) && (st->in == AR_DTYPE_FLOAT32 || ar_k_is_q8(st->in)))) {
+    quantize_wide_eval(node);
+    return;
+  }
   if (st->in != AR_DTYPE_FLOAT32) {   /* 8-bit -> 8-bit: the table made at prepare */
     ar__lut8_node(node, st->req, node->inputs[0]->data, node->outputs[0]->data, n);
     return;
@@ -252,14 +317,19 @@ static void quantize_eval(const ar_node_t *node) {
   ar_parallel_for(node, n, ar_parallel_grain(n, 1, CONVERT_CHUNK_ELEMS, 64), quantize_range, (void *)node);
 }
 
-/* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8, uint8 / int8 -> uint8 / int8. */
+/* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8 / int16, uint8 / int8 -> uint8 / int8,
+ * int8 -> int16, int16 -> int8 / int16. */
 static const ar_kernel_form_t quantize_forms[] = {
-  AR_KF(1, 2, FLOAT32, UINT8),
-  AR_KF(1, 2, UINT8, UINT8),
-  AR_KF(1, 2, INT8, UINT8),
-  AR_KF(1, 2, FLOAT32, INT8),
-  AR_KF(1, 2, UINT8, INT8),
-  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 3, FLOAT32, UINT8),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, UINT8),
+  AR_KF(1, 3, FLOAT32, INT8),
+  AR_KF(1, 3, UINT8, INT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, FLOAT32, INT16),
+  AR_KF(1, 3, INT8, INT16),
+  AR_KF(1, 3, INT16, INT8),
+  AR_KF(1, 3, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_quantize = { "QUANTIZE", quantize_prepare, quantize_init, quantize_eval,
   AR_KSUPPORT(quantize_forms, 0, -1) };

@@ -375,6 +375,7 @@ static const ar_kernel_form_t add_forms[] = {
   AR_KF(1, 4, INT64, INT64),
   AR_KF(1, 4, UINT8, UINT8),
   AR_KF(1, 4, INT8, INT8),
+  AR_KF(1, 4, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_add = { "ADD", add_prepare, binary_init, binary_eval,
   AR_KSUPPORT(add_forms, 0, -1) };
@@ -386,6 +387,7 @@ static const ar_kernel_form_t mul_forms[] = {
   AR_KF(1, 5, INT64, INT64),
   AR_KF(1, 5, UINT8, UINT8),
   AR_KF(1, 5, INT8, INT8),
+  AR_KF(1, 5, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_mul = { "MUL", mul_prepare, binary_init, binary_eval,
   AR_KSUPPORT(mul_forms, 0, -1) };
@@ -409,7 +411,8 @@ const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, prelu_init, prelu_
 /* ---- Unary ops: same shape in and out, out[i] depends on in[i] only. ----
  *
  * On uint8 / int8 (TFLite activations.cc):
- *   RELU, RELU6   ReluX: out = clamp(z_out + MultiplyByQuantizedMultiplier(q - z_in, s_in / s_out),
+ *   RELU, RELU6   ReluX (also on int16, per element): out = clamp(z_out +
+ *                 MultiplyByQuantizedMultiplier(q - z_in, s_in / s_out),
  *                 lo, hi) with lo = max(type min, z_out + roundf(0 / s_out)), hi = type max (RELU) or
  *                 min(type max, z_out + roundf(6 / s_out)) (RELU6).
  *   LOGISTIC      a 256-entry table made at init exactly as TFLite's PopulateLookupTable (the builtin
@@ -419,6 +422,7 @@ const ar_kernel_t ar_kernel_prelu = { "PRELU", prelu_prepare, prelu_init, prelu_
 typedef struct {
   bool quantized;
   bool is_signed;
+  bool int16;                       /* RELU / RELU6 on int16: computed per element, no table */
   int32_t in_zp, out_zp, m;         /* RELU/RELU6 rescale */
   int shift;
   int32_t lo, hi;
@@ -469,6 +473,24 @@ static int unary_plan(ar_node_t *node, unary_q_t *st, char *msg, size_t msg_byte
         r = r < st->lo ? st->lo : r > st->hi ? st->hi : r;
         st->table[(uint8_t)v] = (uint8_t)r;
       }
+    }
+  } else if (in->dtype == AR_DTYPE_INT16 && (node->op == AR_OP_RELU || node->op == AR_OP_RELU6)) {
+    /* int16x8 models: TFLite's ReluX on int16 (the same rescale and clamp, per element) */
+    if ((rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_INT16, msg, msg_bytes))) return rc;
+    float si = 0, so = 0;
+    int32_t zi = 0, zo = 0;
+    if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
+        (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
+      return rc;
+    st->quantized = st->int16 = st->is_signed = true;
+    st->in_zp = zi; st->out_zp = zo;
+    ar_quantize_multiplier((double)(si / so), &st->m, &st->shift);
+    const int32_t lo = zo + (int32_t)roundf(0.0f / so);
+    st->lo = lo > INT16_MIN ? lo : INT16_MIN;
+    st->hi = INT16_MAX;
+    if (node->op == AR_OP_RELU6) {
+      const int32_t hi = zo + (int32_t)roundf(6.0f / so);
+      st->hi = hi < INT16_MAX ? hi : INT16_MAX;
     }
   } else if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_FLOAT32, msg, msg_bytes)) ||
              (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_FLOAT32, msg, msg_bytes))) {
@@ -566,6 +588,16 @@ void ar__lut8_node(const ar_node_t *node, const uint8_t *table, const uint8_t *i
 static bool unary_q_eval(const ar_node_t *node) {
   if (!node->state_bytes) return false;
   const unary_q_t *st = node->state;
+  if (st->int16) {
+    const int16_t *in = node->inputs[0]->data;
+    int16_t *out = node->outputs[0]->data;
+    const int64_t n = ar_k_elements(node->inputs[0]);
+    for (int64_t i = 0; i < n; i++) {
+      int32_t r = st->out_zp + ar_mbqm((int32_t)in[i] - st->in_zp, st->m, st->shift);
+      out[i] = (int16_t)(r < st->lo ? st->lo : r > st->hi ? st->hi : r);
+    }
+    return true;
+  }
   ar__lut8_node(node, st->table, node->inputs[0]->data, node->outputs[0]->data,
                 ar_k_elements(node->inputs[0]));
   return true;
@@ -751,9 +783,10 @@ static void hard_swish_eval(const ar_node_t *node) { unary_split(node, UN_HARD_S
 
 /* TFLite RELU (builtin 19): max(0, x); float32, uint8 / int8 (rescaled, clamped). */
 static const ar_kernel_form_t relu_forms[] = {
-  AR_KF(1, 2, FLOAT32, FLOAT32),
-  AR_KF(1, 2, UINT8, UINT8),
-  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_relu = { "RELU", unary_prepare, unary_init, relu_eval,
   AR_KSUPPORT(relu_forms, 0, -1) };
@@ -762,6 +795,7 @@ static const ar_kernel_form_t relu6_forms[] = {
   AR_KF(1, 2, FLOAT32, FLOAT32),
   AR_KF(1, 2, UINT8, UINT8),
   AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 2, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, unary_init, relu6_eval,
   AR_KSUPPORT(relu6_forms, 0, -1) };

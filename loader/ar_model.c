@@ -881,9 +881,18 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
     break;
   }
   case AR_OP_ADD:
+  case AR_OP_SUB: {
+    /* pot_scale_int16 (schema default true; TFLite's params are false without the table) */
+    const unsigned pot = op == AR_OP_ADD ? AR_FB_ADD_POT_SCALE_INT16 : AR_FB_SUB_POT_SCALE_INT16;
+    o->elementwise.pot_scale_int16 = false;
+    if (c->present && (rc = ar_fb_get_bool(&c->L->fb, c->t, pot, true, "pot_scale_int16",
+                                           &o->elementwise.pot_scale_int16)))
+      return rc;
+    return opt_act(c, op == AR_OP_ADD ? AR_FB_ADD_ACTIVATION : AR_FB_SUB_ACTIVATION,
+                   &o->elementwise.activation);
+  }
   case AR_OP_MUL:
     return opt_act(c, AR_FB_ADD_ACTIVATION, &o->elementwise.activation);
-  case AR_OP_SUB:
   case AR_OP_DIV:
     return opt_act(c, AR_FB_SUB_ACTIVATION, &o->elementwise.activation);
   case AR_OP_L2_NORMALIZATION:

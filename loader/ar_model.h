@@ -76,7 +76,9 @@ typedef struct { ar_padding_t padding; int32_t stride_w, stride_h; int32_t filte
                  ar_activation_t activation; } ar_pool2d_options_t;
 typedef struct { ar_activation_t activation; int32_t weights_format; bool keep_num_dims;
                  bool asymmetric_quantize_inputs; } ar_fully_connected_options_t;
-typedef struct { ar_activation_t activation; } ar_elementwise_options_t;   /* ADD, MUL, SUB, DIV,
+typedef struct { ar_activation_t activation;
+                 bool pot_scale_int16; /* ADD, SUB: the int16 power-of-two path (absent options: false) */
+               } ar_elementwise_options_t;   /* ADD, MUL, SUB, DIV,
                                                                            L2_NORMALIZATION */
 typedef struct { int32_t axis; ar_activation_t activation; } ar_concatenation_options_t;
 typedef struct { int32_t rank; int32_t new_shape[AR_MAX_RANK]; bool has_new_shape; } ar_reshape_options_t;

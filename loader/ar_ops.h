@@ -33,7 +33,7 @@
   XX(LSTM,                      16, 4)  \
   XX(MAX_POOL_2D,               17, 2)  \
   XX(MUL,                       18, 5)  \
-  XX(RELU,                      19, 2)  \
+  XX(RELU,                      19, 3)  \
   XX(RELU_N1_TO_1,              20, 1)  \
   XX(RELU6,                     21, 2)  \
   XX(RESHAPE,                   22, 1)  \
@@ -91,7 +91,7 @@
   XX(SPLIT_V,                  102, 2)  \
   XX(GATHER_ND,                107, 4)  \
   XX(ELU,                      111, 1)  \
-  XX(QUANTIZE,                 114, 2)  \
+  XX(QUANTIZE,                 114, 3)  \
   XX(HARD_SWISH,               117, 1)  \
   XX(IF,                       118, 1)  \
   XX(WHILE,                    119, 1)  \

@@ -68,7 +68,7 @@ enum { AR_FB_USLSTM_ACTIVATION = 0, AR_FB_USLSTM_CELL_CLIP = 1, AR_FB_USLSTM_PRO
 enum { AR_FB_FC_ACTIVATION = 0, AR_FB_FC_WEIGHTS_FORMAT = 1, AR_FB_FC_KEEP_NUM_DIMS = 2,
        AR_FB_FC_ASYMMETRIC_QUANTIZE_INPUTS = 3 };
 enum { AR_FB_CONCAT_AXIS = 0, AR_FB_CONCAT_ACTIVATION = 1 };
-enum { AR_FB_ADD_ACTIVATION = 0 };          /* AddOptions, MulOptions */
+enum { AR_FB_ADD_ACTIVATION = 0, AR_FB_ADD_POT_SCALE_INT16 = 1 };   /* AddOptions, MulOptions (only 0) */
 enum { AR_FB_RESIZE_BILINEAR_ALIGN_CORNERS = 2, AR_FB_RESIZE_BILINEAR_HALF_PIXEL_CENTERS = 3 };
 enum { AR_FB_RESHAPE_NEW_SHAPE = 0 };
 enum { AR_FB_REDUCER_KEEP_DIMS = 0 };
@@ -86,7 +86,7 @@ enum { AR_FB_TCONV_PADDING = 0, AR_FB_TCONV_STRIDE_W = 1, AR_FB_TCONV_STRIDE_H =
 enum { AR_FB_BATCH_MATMUL_ADJ_X = 0, AR_FB_BATCH_MATMUL_ADJ_Y = 1 };
 enum { AR_FB_SOFTMAX_BETA = 0 };
 enum { AR_FB_L2NORM_ACTIVATION = 0 };
-enum { AR_FB_SUB_ACTIVATION = 0 };          /* SubOptions, DivOptions */
+enum { AR_FB_SUB_ACTIVATION = 0, AR_FB_SUB_POT_SCALE_INT16 = 1 };   /* SubOptions, DivOptions (only 0) */
 enum { AR_FB_ARG_OUTPUT_TYPE = 0 };         /* ArgMaxOptions, ArgMinOptions */
 enum { AR_FB_CAST_IN_DATA_TYPE = 0, AR_FB_CAST_OUT_DATA_TYPE = 1 };
 enum { AR_FB_LEAKY_RELU_ALPHA = 0 };

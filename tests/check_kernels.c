@@ -873,13 +873,13 @@ START_TEST(dequantize_fp16) {
   ck_assert(o[7] == 0.0f && signbit(o[7]));          /* -0 keeps its sign */
   ck_assert(o[8] == 65504.0f);
   ck_assert(o[9] == 0.333251953125f);
-  /* float16, uint8 and int8 inputs are implemented (8-bit ones need quantization parameters:
-   * tests/check_kernels_quant_elem.c) */
-  ar_tview_t ti = cst(AR_DTYPE_INT16, h, 1, 10);
+  /* float16, uint8, int8 and int16 inputs are implemented (the integer ones need quantization
+   * parameters: tests/check_kernels_quant_elem.c, tests/golden/ops/dequantize_int16_4x5) */
+  ar_tview_t ti = cst(AR_DTYPE_INT32, h, 1, 10);
   ar_tview_t *in2[] = {&ti};
   n = node1(AR_OP_DEQUANTIZE, &opt, 1, in2, &to);
   ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
-  ck_assert_msg(strstr(g_msg, "operator 7 (DEQUANTIZE): input dtype INT16"), "%s", g_msg);
+  ck_assert_msg(strstr(g_msg, "operator 7 (DEQUANTIZE): input dtype INT32"), "%s", g_msg);
   ar_tview_t ti8 = cst(AR_DTYPE_INT8, h, 1, 10);
   ar_tview_t *in3[] = {&ti8};
   n = node1(AR_OP_DEQUANTIZE, &opt, 1, in3, &to);

@@ -140,3 +140,59 @@ CASES = [
     fc_hyb('fc_hyb_2x7_3_pc_sym', 2, 7, 3, per_channel=True, seed=19),
     fc_hyb('fc_hyb_2x5_3_zero_row', 2, 5, 3, asym=True, data=[0.0] * 5 + [0.5, -1.0, 0.25, 2.0, -0.75], seed=20),
 ]
+
+# QUANTIZE / DEQUANTIZE of the int16x8 models: float32 -> int16 at the input, int16 -> float32 at
+# the output, and the requantizations between int8 and int16 (native TFLite 2.19 refuses int8 ->
+# int32; int16 -> int32 is not implemented).
+CASES += [
+    Case('quantize_f32_int16_3x7', 'QUANTIZE', inputs=[T('float32', [3, 7], lo=-40.0, hi=40.0)],
+         outputs=[T('int16', [3, 7], quant=(0.001, 0))], golden='native'),
+    Case('quantize_f32_int16_ties', 'QUANTIZE',
+         inputs=[T('float32', [8], data=[0.5, -0.5, 1.5, -2.5, 40000.0, -40000.0, 0.25, 3.75])],
+         outputs=[T('int16', [8], quant=(0.5, 0))], golden='native'),
+    Case('quantize_int16_int8_2x9', 'QUANTIZE', inputs=[T('int16', [2, 9], quant=(0.002, 0), lo=-32768, hi=32767)],
+         outputs=[T('int8', [2, 9], quant=(0.3, -5))], golden='native'),
+    Case('quantize_int8_int16_11', 'QUANTIZE', inputs=[T('int8', [11], quant=(0.05, 7), lo=-128, hi=127)],
+         outputs=[T('int16', [11], quant=(0.0007, 0))], golden='native'),
+    Case('quantize_int16_int16_13', 'QUANTIZE', inputs=[T('int16', [13], quant=(0.003, 0), lo=-32768, hi=32767)],
+         outputs=[T('int16', [13], quant=(0.007, 0))], golden='native'),
+    Case('dequantize_int16_4x5', 'DEQUANTIZE', inputs=[T('int16', [4, 5], quant=(0.00123, 0), lo=-32768, hi=32767)],
+         outputs=[T('float32', [4, 5])], version=3, golden='native'),
+]
+
+# int16 ADD / SUB / MUL of the int16x8 models: symmetric int16, the general path
+# (pot_scale_int16 false, as the converter writes it), broadcasting, fused activations.
+_I16 = dict(lo=-32768, hi=32767)
+CASES += [
+    Case('add_int16_3x5_general', 'ADD',
+         inputs=[T('int16', [3, 5], quant=(0.0003, 0), **_I16), T('int16', [3, 5], quant=(0.0007, 0), **_I16)],
+         outputs=[T('int16', [3, 5], quant=(0.0009, 0))],
+         options=('AddOptions', {'fused_activation_function': 0, 'pot_scale_int16': False}), version=3,
+         golden='native'),
+    Case('add_int16_2x3x4_4_bcast_relu', 'ADD',
+         inputs=[T('int16', [2, 3, 4], quant=(0.001, 0), **_I16), T('int16', [4], quant=(0.0005, 0), const=True, **_I16)],
+         outputs=[T('int16', [2, 3, 4], quant=(0.0011, 0))],
+         options=('AddOptions', {'fused_activation_function': 1, 'pot_scale_int16': False}), version=3,
+         golden='native'),
+    Case('sub_int16_4x6_general', 'SUB',
+         inputs=[T('int16', [4, 6], quant=(0.002, 0), **_I16), T('int16', [4, 6], quant=(0.0015, 0), **_I16)],
+         outputs=[T('int16', [4, 6], quant=(0.003, 0))],
+         options=('SubOptions', {'fused_activation_function': 0, 'pot_scale_int16': False}), version=3,
+         golden='native'),
+    Case('mul_int16_3x7', 'MUL',
+         inputs=[T('int16', [3, 7], quant=(0.001, 0), **_I16), T('int16', [3, 7], quant=(0.002, 0), **_I16)],
+         outputs=[T('int16', [3, 7], quant=(0.05, 0))],
+         options=('MulOptions', {'fused_activation_function': 0}), version=4, golden='native'),
+    Case('mul_int16_2x5_5_bcast_relu6', 'MUL',
+         inputs=[T('int16', [2, 5], quant=(0.0002, 0), **_I16), T('int16', [5], quant=(0.0003, 0), const=True, **_I16)],
+         outputs=[T('int16', [2, 5], quant=(0.0004, 0))],
+         options=('MulOptions', {'fused_activation_function': 3}), version=4, golden='native'),
+]
+
+# int16 RELU / RELU6 (TFLite's ReluX: rescale from the input to the output scale, then clamp).
+CASES += [
+    Case('relu_int16_4x9', 'RELU', inputs=[T('int16', [4, 9], quant=(0.001, 0), **_I16)],
+         outputs=[T('int16', [4, 9], quant=(0.0007, 0))], version=3, golden='native'),
+    Case('relu6_int16_3x8', 'RELU6', inputs=[T('int16', [3, 8], quant=(0.0004, 0), **_I16)],
+         outputs=[T('int16', [3, 8], quant=(0.0002, 0))], version=1, golden='native'),
+]
