@@ -11,16 +11,19 @@ typedef struct cf_op cf_op_t;
 typedef struct rvar rvar_t;
 
 /* One piece of the state slot (ar_state.c). */
-typedef enum ar_state_kind { AR_STATE_TENSOR = 0, AR_STATE_RESOURCE = 1, AR_STATE_CALL_ONCE = 2 } ar_state_kind_t;
+typedef enum ar_state_kind {
+  AR_STATE_TENSOR = 0, AR_STATE_RESOURCE = 1, AR_STATE_CALL_ONCE = 2, AR_STATE_KERNEL = 3
+} ar_state_kind_t;
 typedef struct ar_state_piece {
-  char name[128];                 /* tensor name, container/shared_name, or "CALL_ONCE op K ran" */
+  char name[128];                 /* tensor name, container/shared_name, "CALL_ONCE op K ran" or
+                                   * "operator K (OP) state" (ar_node_t.stream_bytes) */
   ar_state_kind_t kind;
   int32_t subgraph;
   uint64_t offset, bytes;         /* in the slot */
   uint8_t fill;                   /* its initial byte: 0, or an int8/uint8 tensor's zero point */
 } ar_state_piece_t;
 /* A pointer that points into the bound slot: a view's data, a resource variable's data, a
- * CALL_ONCE flag. */
+ * CALL_ONCE flag, a node's stream state. */
 typedef struct ar_state_bind {
   void **vp;                      /* or */
   uint8_t **bp;

@@ -1,8 +1,9 @@
 /* ar_state.c - the state slot: every piece of a model's per-stream state in one block.
  *
  * A model's state is what one invoke leaves for the next: the variable tensors of every subgraph
- * (is_variable: LSTM / SVDF state), the resource variables (VAR_HANDLE ... ASSIGN_VARIABLE), and
- * each CALL_ONCE's "ran" flag. ar__state_layout lays them out once (after ar_interp_new and after
+ * (is_variable: LSTM / SVDF state), the resource variables (VAR_HANDLE ... ASSIGN_VARIABLE),
+ * each CALL_ONCE's "ran" flag, and the state a kernel keeps outside tensors (ar_node_t.stream_bytes:
+ * TFLM's spectral subtraction noise estimate). ar__state_layout lays them out once (after ar_interp_new and after
  * each ar_interp_prepare), walking the main graph's interpreter and its control-flow children in
  * operator order, each piece at its natural alignment (its element size: kernels read state with
  * unaligned loads), the total rounded up to 64. It also lists every pointer that points into the
@@ -83,6 +84,14 @@ static void walk_interp(walk_t *w, ar_interp_t *x) {
     }
   }
   for (int32_t k = 0; k < x->n_ops; k++) {
+    ar_node_t *nd = &x->nodes[k];
+    if (nd->stream_bytes > 0) {   /* zero at a reset (TFLM's Reset of the op) */
+      char what[128];
+      snprintf(what, sizeof what, "operator %d (%s) state", (int)k, ar_op_name(nd->op));
+      const int32_t i = w->n_pieces;
+      add_piece(w, AR_STATE_KERNEL, x->subgraph, nd->stream_bytes, 8, 0, what);
+      add_bind(w, &nd->stream, NULL, w->pieces ? w->pieces[i].offset : 0);
+    }
     cf_op_t *cf = x->cf[k];
     if (!cf) continue;
     if (cf->op == AR_OP_CALL_ONCE) {

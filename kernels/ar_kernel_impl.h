@@ -238,4 +238,18 @@ extern const ar_kernel_t ar_kernel_complex_abs;
 extern const ar_kernel_t ar_kernel_real;
 extern const ar_kernel_t ar_kernel_imag;
 
+/* kernels/signal.c: TFLite Micro's Signal custom ops (integer audio front end). */
+extern const ar_kernel_t ar_kernel_signal_window;
+extern const ar_kernel_t ar_kernel_signal_fft_auto_scale;
+extern const ar_kernel_t ar_kernel_signal_rfft;
+extern const ar_kernel_t ar_kernel_signal_energy;
+extern const ar_kernel_t ar_kernel_signal_filter_bank;
+extern const ar_kernel_t ar_kernel_signal_filter_bank_square_root;
+extern const ar_kernel_t ar_kernel_signal_filter_bank_spectral_subtraction;
+extern const ar_kernel_t ar_kernel_signal_pcan;
+extern const ar_kernel_t ar_kernel_signal_filter_bank_log;
+/* The FilterBankLog segment table: lut[s] = round(65536 (log2(1 + s/128) - s/128)), s = 0..128,
+ * lut[129] = 0 (130 entries; tests check it). */
+void ar__signal_log_table(int32_t *lut);
+
 #endif /* AR_KERNEL_IMPL_H */

@@ -108,6 +108,13 @@ typedef struct ar_node {
                                 * alone reads the output splits rows (ar_kernel_dw_splits_rows; set
                                 * by the interpreter): each thread's depthwise rows then read what
                                 * its own core wrote. Only the split changes, never a value. */
+  uint64_t stream_bytes;       /* set by prepare; 0 = none: bytes of per-stream state the kernel
+                               * keeps from one invoke to the next where no tensor holds it (TFLM's
+                               * spectral subtraction noise estimate). The interpreter makes it a
+                               * piece of the state slot (interp/ar_state.c: "operator K (OP)
+                               * state"), zero at a reset, bound per session like a variable tensor */
+  void *stream;                /* valid at eval: the bound slot's bytes for it; kernels read the
+                               * pointer at eval, never keep it from init (a bind moves it) */
 } ar_node_t;
 
 /* The kernels' declarative support list (the op table, `arenactl ops`, docs/ops.md): each kernel

@@ -92,6 +92,15 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_COMPLEX_ABS: return &ar_kernel_complex_abs;
   case AR_OP_REAL: return &ar_kernel_real;
   case AR_OP_IMAG: return &ar_kernel_imag;
+  case AR_OP_SIGNAL_WINDOW: return &ar_kernel_signal_window;
+  case AR_OP_SIGNAL_FFT_AUTO_SCALE: return &ar_kernel_signal_fft_auto_scale;
+  case AR_OP_SIGNAL_RFFT: return &ar_kernel_signal_rfft;
+  case AR_OP_SIGNAL_ENERGY: return &ar_kernel_signal_energy;
+  case AR_OP_SIGNAL_FILTER_BANK: return &ar_kernel_signal_filter_bank;
+  case AR_OP_SIGNAL_FILTER_BANK_SQUARE_ROOT: return &ar_kernel_signal_filter_bank_square_root;
+  case AR_OP_SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION: return &ar_kernel_signal_filter_bank_spectral_subtraction;
+  case AR_OP_SIGNAL_PCAN: return &ar_kernel_signal_pcan;
+  case AR_OP_SIGNAL_FILTER_BANK_LOG: return &ar_kernel_signal_filter_bank_log;
   /* Run by the interpreter itself (child subgraphs, interp/ar_interp.c). */
   case AR_OP_WHILE: case AR_OP_IF: case AR_OP_CALL_ONCE: break;
   case AR_OP_LOG_SOFTMAX: return &ar_kernel_log_softmax;

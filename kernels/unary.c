@@ -138,15 +138,16 @@ static void leaky_relu_eval(const ar_node_t *node) {
 /* ---- CAST ---- */
 
 static const ar_dtype_t cast_types[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
-                                        AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16, AR_DTYPE_BOOL};
+                                        AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16, AR_DTYPE_BOOL,
+                                        AR_DTYPE_UINT32};
 
 static int cast_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 1, 1, 1, 1, msg, msg_bytes);
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
-  if (!dtype_in(in->dtype, cast_types, 7) || !dtype_in(out->dtype, cast_types, 7))
+  if (!dtype_in(in->dtype, cast_types, 8) || !dtype_in(out->dtype, cast_types, 8))
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "cast from %s to %s is not supported "
-                    "(float32, int32, int64, uint8, int8, int16, bool)", ar_dtype_name(in->dtype),
+                    "(float32, int32, int64, uint8, int8, int16, bool, uint32)", ar_dtype_name(in->dtype),
                     ar_dtype_name(out->dtype));
   node->state_bytes = 0;
   return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
@@ -168,6 +169,7 @@ static inline int64_t load_int(const void *src, ar_dtype_t t, int64_t i) {
   case AR_DTYPE_UINT8: return ((const uint8_t *)src)[i];
   case AR_DTYPE_INT8: return ((const int8_t *)src)[i];
   case AR_DTYPE_INT16: return ((const int16_t *)src)[i];
+  case AR_DTYPE_UINT32: return ((const uint32_t *)src)[i];
   default: return ((const uint8_t *)src)[i] != 0;   /* bool */
   }
 }
@@ -205,6 +207,7 @@ static void cast_range(void *ctx, int64_t i0, int64_t i1) {
   case AR_DTYPE_UINT8: CAST_TO(uint8_t, (uint8_t)(uint64_t)f2i64(v), (uint8_t)(uint64_t)v); break;
   case AR_DTYPE_INT8: CAST_TO(int8_t, (int8_t)(uint8_t)(uint64_t)f2i64(v), (int8_t)(uint8_t)(uint64_t)v); break;
   case AR_DTYPE_INT16: CAST_TO(int16_t, (int16_t)(uint16_t)(uint64_t)f2i64(v), (int16_t)(uint16_t)(uint64_t)v); break;
+  case AR_DTYPE_UINT32: CAST_TO(uint32_t, (uint32_t)(uint64_t)f2i64(v), (uint32_t)(uint64_t)v); break;
   default: CAST_TO(bool, v != 0.0f, v != 0); break;
   }
 }
@@ -303,57 +306,73 @@ static const ar_kernel_form_t relu_0_to_1_forms[] = {
 };
 const ar_kernel_t ar_kernel_relu_0_to_1 = { "RELU_0_TO_1", float_prepare, NULL, relu_0_to_1_eval,
   AR_KSUPPORT(relu_0_to_1_forms, 0, -1) };
-/* TFLite CAST (builtin 53): static_cast between float32, int32, int64, uint8, int8, int16, bool. */
+/* TFLite CAST (builtin 53): static_cast between float32, int32, int64, uint8, int8, int16, bool,
+ * uint32 (version 2 marks uint32 in TFLite's op_version; one kernel takes every form at both). */
 static const ar_kernel_form_t cast_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
-  AR_KF(1, 1, FLOAT32, INT32),
-  AR_KF(1, 1, FLOAT32, INT64),
-  AR_KF(1, 1, FLOAT32, UINT8),
-  AR_KF(1, 1, FLOAT32, INT8),
-  AR_KF(1, 1, FLOAT32, INT16),
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, FLOAT32),
-  AR_KF(1, 1, INT32, INT32),
-  AR_KF(1, 1, INT32, INT64),
-  AR_KF(1, 1, INT32, UINT8),
-  AR_KF(1, 1, INT32, INT8),
-  AR_KF(1, 1, INT32, INT16),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, FLOAT32),
-  AR_KF(1, 1, INT64, INT32),
-  AR_KF(1, 1, INT64, INT64),
-  AR_KF(1, 1, INT64, UINT8),
-  AR_KF(1, 1, INT64, INT8),
-  AR_KF(1, 1, INT64, INT16),
-  AR_KF(1, 1, INT64, BOOL),
-  AR_KF(1, 1, UINT8, FLOAT32),
-  AR_KF(1, 1, UINT8, INT32),
-  AR_KF(1, 1, UINT8, INT64),
-  AR_KF(1, 1, UINT8, UINT8),
-  AR_KF(1, 1, UINT8, INT8),
-  AR_KF(1, 1, UINT8, INT16),
-  AR_KF(1, 1, UINT8, BOOL),
-  AR_KF(1, 1, INT8, FLOAT32),
-  AR_KF(1, 1, INT8, INT32),
-  AR_KF(1, 1, INT8, INT64),
-  AR_KF(1, 1, INT8, UINT8),
-  AR_KF(1, 1, INT8, INT8),
-  AR_KF(1, 1, INT8, INT16),
-  AR_KF(1, 1, INT8, BOOL),
-  AR_KF(1, 1, INT16, FLOAT32),
-  AR_KF(1, 1, INT16, INT32),
-  AR_KF(1, 1, INT16, INT64),
-  AR_KF(1, 1, INT16, UINT8),
-  AR_KF(1, 1, INT16, INT8),
-  AR_KF(1, 1, INT16, INT16),
-  AR_KF(1, 1, INT16, BOOL),
-  AR_KF(1, 1, BOOL, FLOAT32),
-  AR_KF(1, 1, BOOL, INT32),
-  AR_KF(1, 1, BOOL, INT64),
-  AR_KF(1, 1, BOOL, UINT8),
-  AR_KF(1, 1, BOOL, INT8),
-  AR_KF(1, 1, BOOL, INT16),
-  AR_KF(1, 1, BOOL, BOOL),
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, FLOAT32, INT32),
+  AR_KF(1, 2, FLOAT32, INT64),
+  AR_KF(1, 2, FLOAT32, UINT8),
+  AR_KF(1, 2, FLOAT32, INT8),
+  AR_KF(1, 2, FLOAT32, INT16),
+  AR_KF(1, 2, FLOAT32, BOOL),
+  AR_KF(1, 2, INT32, FLOAT32),
+  AR_KF(1, 2, INT32, INT32),
+  AR_KF(1, 2, INT32, INT64),
+  AR_KF(1, 2, INT32, UINT8),
+  AR_KF(1, 2, INT32, INT8),
+  AR_KF(1, 2, INT32, INT16),
+  AR_KF(1, 2, INT32, BOOL),
+  AR_KF(1, 2, INT64, FLOAT32),
+  AR_KF(1, 2, INT64, INT32),
+  AR_KF(1, 2, INT64, INT64),
+  AR_KF(1, 2, INT64, UINT8),
+  AR_KF(1, 2, INT64, INT8),
+  AR_KF(1, 2, INT64, INT16),
+  AR_KF(1, 2, INT64, BOOL),
+  AR_KF(1, 2, UINT8, FLOAT32),
+  AR_KF(1, 2, UINT8, INT32),
+  AR_KF(1, 2, UINT8, INT64),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, UINT8, INT8),
+  AR_KF(1, 2, UINT8, INT16),
+  AR_KF(1, 2, UINT8, BOOL),
+  AR_KF(1, 2, INT8, FLOAT32),
+  AR_KF(1, 2, INT8, INT32),
+  AR_KF(1, 2, INT8, INT64),
+  AR_KF(1, 2, INT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 2, INT8, INT16),
+  AR_KF(1, 2, INT8, BOOL),
+  AR_KF(1, 2, INT16, FLOAT32),
+  AR_KF(1, 2, INT16, INT32),
+  AR_KF(1, 2, INT16, INT64),
+  AR_KF(1, 2, INT16, UINT8),
+  AR_KF(1, 2, INT16, INT8),
+  AR_KF(1, 2, INT16, INT16),
+  AR_KF(1, 2, INT16, BOOL),
+  AR_KF(1, 2, BOOL, FLOAT32),
+  AR_KF(1, 2, BOOL, INT32),
+  AR_KF(1, 2, BOOL, INT64),
+  AR_KF(1, 2, BOOL, UINT8),
+  AR_KF(1, 2, BOOL, INT8),
+  AR_KF(1, 2, BOOL, INT16),
+  AR_KF(1, 2, BOOL, BOOL),
+  AR_KF(1, 2, UINT32, FLOAT32),
+  AR_KF(1, 2, UINT32, INT32),
+  AR_KF(1, 2, UINT32, INT64),
+  AR_KF(1, 2, UINT32, UINT8),
+  AR_KF(1, 2, UINT32, INT8),
+  AR_KF(1, 2, UINT32, INT16),
+  AR_KF(1, 2, UINT32, BOOL),
+  AR_KF(1, 2, UINT32, UINT32),
+  AR_KF(1, 2, FLOAT32, UINT32),
+  AR_KF(1, 2, INT32, UINT32),
+  AR_KF(1, 2, INT64, UINT32),
+  AR_KF(1, 2, UINT8, UINT32),
+  AR_KF(1, 2, INT8, UINT32),
+  AR_KF(1, 2, INT16, UINT32),
+  AR_KF(1, 2, BOOL, UINT32),
 };
 const ar_kernel_t ar_kernel_cast = { "CAST", cast_prepare, NULL, cast_eval,
   AR_KSUPPORT(cast_forms, 0, -1) };

@@ -13,7 +13,7 @@
  * per-channel weights; DEPTHWISE_CONV_2D 3 = int8, 4 = hybrid, 5 = int16x8, 6 = hybrid per-channel;
  * FULLY_CONNECTED 3 = hybrid, 4 = int8, 5 = keep_num_dims, 6 = no bias, 7 = int16x8, 8 = sparse
  * weights, 9 = hybrid with asymmetric input quantization (2, shuffled weights, is refused at
- * prepare). The int16x8 and hybrid forms: kernels/qwide.h.
+ * prepare). The int16x8 and hybrid forms: kernels/qwide.h. CAST 2 = uint32.
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
@@ -56,7 +56,7 @@
   XX(EXP,                       47, 1)  \
   XX(SPLIT,                     49, 4)  \
   XX(LOG_SOFTMAX,               50, 1)  \
-  XX(CAST,                      53, 1)  \
+  XX(CAST,                      53, 2)  \
   XX(PRELU,                     54, 1)  \
   XX(MAXIMUM,                   55, 3)  \
   XX(ARG_MAX,                   56, 2)  \
@@ -136,10 +136,20 @@
 
 /* Custom operators: XX(enum suffix, custom_code string, max version). MediaPipe's transposed
  * convolution carries TfLiteTransposeConvParams {padding, stride_width, stride_height} as raw
- * little-endian int32 custom options; TFLite's SSD post-process a FlexBuffers map. */
+ * little-endian int32 custom options; TFLite's SSD post-process a FlexBuffers map; TFLite Micro's
+ * Signal ops (kernels/signal.c) FlexBuffers maps read by their kernels. */
 #define AR_CUSTOM_OP_MAP(XX) \
   XX(CONVOLUTION_2D_TRANSPOSE_BIAS, "Convolution2DTransposeBias", 1) \
-  XX(DETECTION_POSTPROCESS, "TFLite_Detection_PostProcess", 1)
+  XX(DETECTION_POSTPROCESS, "TFLite_Detection_PostProcess", 1) \
+  XX(SIGNAL_WINDOW, "SignalWindow", 1) \
+  XX(SIGNAL_FFT_AUTO_SCALE, "SignalFftAutoScale", 1) \
+  XX(SIGNAL_RFFT, "SignalRfft", 1) \
+  XX(SIGNAL_ENERGY, "SignalEnergy", 1) \
+  XX(SIGNAL_FILTER_BANK, "SignalFilterBank", 1) \
+  XX(SIGNAL_FILTER_BANK_SQUARE_ROOT, "SignalFilterBankSquareRoot", 1) \
+  XX(SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION, "SignalFilterBankSpectralSubtraction", 1) \
+  XX(SIGNAL_PCAN, "SignalPCAN", 1) \
+  XX(SIGNAL_FILTER_BANK_LOG, "SignalFilterBankLog", 1)
 
 /* TFLite's BuiltinOperator code for CUSTOM. */
 #define AR_TFLITE_BUILTIN_CUSTOM 32

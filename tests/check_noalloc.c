@@ -381,6 +381,50 @@ START_TEST(test_control_flow_streams_no_alloc) {
 }
 END_TEST
 
+/* The audio front ends of ../shared/models_more (issue 28; skipped when absent): YAMNet on a raw
+ * waveform (RFFT2D, COMPLEX_ABS) over its 2-step golden stream, and micro_speech's preprocessor
+ * (TFLM's Signal ops, the spectral subtraction's estimate in the state slot) over 20 frames of a
+ * tone, each invoke counted. */
+START_TEST(test_audio_front_ends_no_alloc) {
+  const char *more = getenv("AR_MODELS_MORE_DIR"), *gmore = getenv("AR_GOLDEN_MORE_DIR");
+  char model[512], dir[512], msg[AR_MSG_BYTES] = "";
+  snprintf(model, sizeof model, "%s/tfsup_yamnet_wavin_quantized_mel_relu6.tflite",
+           more ? more : AR_SRCDIR "/../shared/models_more");
+  snprintf(dir, sizeof dir, "%s/tfsup_yamnet_wavin_quantized_mel_relu6", gmore ? gmore : AR_SRCDIR "/../shared/golden_more");
+  if (access(model, R_OK) != 0 || access(dir, R_OK) != 0) {
+    printf("SKIP audio front ends without allocation: %s or %s is absent\n", model, dir);
+    return;
+  }
+  unsigned long calls = 0;
+  ar_ts_hooks_t hooks = {.ctx = &calls, .before_invoke = stream_arm, .after_invoke = stream_disarm};
+  ar_ts_report_t rep;
+  int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "yamnet: %s", msg);
+  ck_assert_int_eq(rep.steps, 2);
+  printf("noalloc stream %-32s %d invokes: %lu allocation calls\n", "yamnet_wavin", rep.steps, calls);
+  ck_assert_msg(calls == 0, "yamnet: %lu heap allocation calls in %d invokes", calls, rep.steps);
+
+  snprintf(model, sizeof model, "%s/tflm_audio_preprocessor_float.tflite", more ? more : AR_SRCDIR "/../shared/models_more");
+  ar_model_t *m = NULL;
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_model_load(model, &m, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+  int16_t *x = ar_interp_input(in, 0)->data;
+  for (int i = 0; i < 480; i++) x[i] = (int16_t)(8000 * sin(2 * 3.14159265358979 * 1000 * i / 16000.0));
+  calls = 0;
+  for (int k = 0; k < 20; k++) {
+    arm();
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    calls += disarm();
+  }
+  printf("noalloc %-40s 20 invokes: %lu allocation calls\n", "tflm_audio_preprocessor_float", calls);
+  ck_assert_msg(calls == 0, "audio preprocessor: %lu heap allocation calls in 20 invokes", calls);
+  ar_interp_free(in);
+  ar_model_free(m);
+}
+END_TEST
+
 /* The same stateful streams on two state slots, a switch between every invoke (A, B, A, B, ...):
  * the bind (ar_interp_bind_state) and the invoke after it allocate nothing, and each slot
  * reproduces its own golden stream. */
@@ -1183,6 +1227,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc, 0, ar_test_n_qmodels);
   tcase_add_loop_test(tc, test_quant_invoke_no_alloc_threads, 0, ar_test_n_qmodels);
   tcase_add_test(tc, test_ops_no_alloc);
+  tcase_add_test(tc, test_audio_front_ends_no_alloc);
   suite_add_tcase(s, tc);
   tc = tcase_create("resize");
   tcase_set_timeout(tc, 120);
