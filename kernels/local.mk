@@ -86,9 +86,6 @@ TESTS += tests/check_kernels_detect
 tests_check_kernels_detect_SOURCES = tests/check_kernels_detect.c
 tests_check_kernels_detect_CFLAGS = $(TEST_CFLAGS)
 tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la $(TEST_LIBS) $(OPENBLAS_LIBS)
-# Math kernels: broadcasting binary/compare/select, unary and CAST, softmax family (reductions
-# live in reduce.c above); hand-computed tests in tests/check_kernels_math.c.
-libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c
 # Issue 28's operators by family: boolean ops and SELECT, float functions, index/shape ops.
 libarkernels_la_SOURCES += kernels/logical.c kernels/math_ops.c kernels/index_ops.c \
   kernels/qact.c kernels/space_ops.c kernels/segment_ops.c
@@ -100,9 +97,11 @@ TESTS += tests/check_audio
 tests_check_audio_SOURCES = tests/check_audio.c $(AR_TEST_STREAM_SOURCES)
 tests_check_audio_CFLAGS = $(TEST_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_check_audio_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
+# Math kernels: broadcasting binary/compare/select, unary and CAST, softmax family (reductions
+# live in reduce.c above), the recurrent ops (SVDF, LSTM float and integer, RNN); hand-computed
+# tests in tests/check_kernels_math.c.
 libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c \
-  kernels/lstm.h kernels/lstm.c kernels/rnn.c
-  kernels/lstm.h kernels/lstm.c kernels/lstm_int.c
+  kernels/lstm.h kernels/lstm.c kernels/lstm_int.c kernels/rnn.c
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c
