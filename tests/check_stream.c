@@ -377,9 +377,7 @@ int main(void) {
   tcase_add_test(tc, svdf_int8_state_matches_a_plain_reference);
   tcase_add_test(tc, arenactl_run_steps_writes_the_stream);
   tcase_add_loop_test(tc, integer_lstm_streams_in_process, 0, N_LSTM_INT_STREAMS);
-  /* Through arenactl: tflm_mnist_lstm_int8 only (its output state's zero point is 0); coral's needs
-   * the interpreter to reset an int8 variable to its zero point (the state-slot work of issue 27). */
-  tcase_add_loop_test(tc, integer_lstm_streams_through_arenactl, 0, 1);
+  tcase_add_loop_test(tc, integer_lstm_streams_through_arenactl, 0, N_LSTM_INT_STREAMS);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
