@@ -17,8 +17,8 @@
  * - CUMSUM: running sums along one axis (int32 scalar), exclusive and reverse as CumsumOptions
  *   say; float32, int32, int64 (integer sums wrap).
  * - ONE_HOT: indices int32 / int64, depth int32 scalar (>= 0), on / off scalars of the output's
- *   dtype (float32, int32, int64, int16, int8, uint8, bool), the new axis at OneHotOptions.axis
- *   (-1 = last).
+ *   dtype (float32, int32, int64, int8, uint8, bool: TFLite 2.19 fails an int16 one at invoke), the
+ *   new axis at OneHotOptions.axis (-1 = last).
  */
 #include <math.h>
 #include <string.h>
@@ -457,8 +457,8 @@ static void cumsum_eval(const ar_node_t *node) {
 typedef struct { int32_t axis, depth; } one_hot_state_t;
 
 static bool one_hot_dtype(ar_dtype_t t) {
-  return t == AR_DTYPE_FLOAT32 || t == AR_DTYPE_INT32 || t == AR_DTYPE_INT64 || t == AR_DTYPE_INT16 ||
-         t == AR_DTYPE_INT8 || t == AR_DTYPE_UINT8 || t == AR_DTYPE_BOOL;
+  return t == AR_DTYPE_FLOAT32 || t == AR_DTYPE_INT32 || t == AR_DTYPE_INT64 || t == AR_DTYPE_INT8 ||
+         t == AR_DTYPE_UINT8 || t == AR_DTYPE_BOOL;
 }
 
 static int one_hot_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -474,7 +474,7 @@ static int one_hot_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if ((rc = ar_k_require_constant(node, dp, "input 1 (depth)", msg, msg_bytes))) return rc;
   if (!one_hot_dtype(on->dtype))
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 2 (on_value)%s has dtype %s (float32, "
-                    "int32, int64, int16, int8, uint8 or bool)", tn_of(on, tn, sizeof tn), ar_dtype_name(on->dtype));
+                    "int32, int64, int8, uint8 or bool)", tn_of(on, tn, sizeof tn), ar_dtype_name(on->dtype));
   if ((rc = ar_k_check_dtype(node, off, "input 3 (off_value)", on->dtype, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, node->outputs[0], "output 0", on->dtype, msg, msg_bytes)))
     return rc;
@@ -548,7 +548,7 @@ static const ar_kernel_form_t cumsum_forms[] = {
 };
 static const ar_kernel_form_t one_hot_forms[] = {   /* on_value's dtype (input 2) */
   AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT32, INT32), AR_KF(1, 1, INT64, INT64),
-  AR_KF(1, 1, INT16, INT16), AR_KF(1, 1, INT8, INT8), AR_KF(1, 1, UINT8, UINT8), AR_KF(1, 1, BOOL, BOOL),
+  AR_KF(1, 1, INT8, INT8), AR_KF(1, 1, UINT8, UINT8), AR_KF(1, 1, BOOL, BOOL),
 };
 
 /* TFLite TOPK_V2 (builtin 48), REVERSE_V2 (105), SHAPE (77), FILL (94), RANGE (96), CUMSUM (128),
