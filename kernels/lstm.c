@@ -398,10 +398,14 @@ static void lstm_eval(const ar_node_t *node) {
 }
 
 /* TFLite UNIDIRECTIONAL_SEQUENCE_LSTM (builtin 44) and LSTM (builtin 16, full kernel). */
-static const ar_kernel_form_t lstm_forms[] = {
+static const ar_kernel_form_t lstm_forms[] = {          /* LSTM: versions 1-4 */
   AR_KF(1, 4, FLOAT32, FLOAT32),
   AR_KF(1, 4, INT8, INT8),
 };
+static const ar_kernel_form_t seq_lstm_forms[] = {      /* UNIDIRECTIONAL_SEQUENCE_LSTM: 1-3 */
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, INT8, INT8),
+};
 const ar_kernel_t ar_kernel_unidirectional_sequence_lstm = {"UNIDIRECTIONAL_SEQUENCE_LSTM", lstm_prepare,
-                                                            lstm_init, lstm_eval, AR_KSUPPORT(lstm_forms, 0, 2)};
+                                                            lstm_init, lstm_eval, AR_KSUPPORT(seq_lstm_forms, 0, 2)};
 const ar_kernel_t ar_kernel_lstm = {"LSTM", lstm_prepare, lstm_init, lstm_eval, AR_KSUPPORT(lstm_forms, 0, 2)};

@@ -138,6 +138,11 @@ static void step_ok(ar_client_t *c, const stream_t *s, const char *id, int step,
   ar_client_session_t sess = {.id = id, .start = start, .end = end, .reset = reset || is_reset_step(s, step)};
   int bad = 0;
   char why[AR_MSG_BYTES + 300] = "";
+  if (id == NULL && is_reset_step(s, step)) {
+    /* The default state has no session to carry the reset flag: a ResetSession of "" resets it. */
+    char msg[AR_MSG_BYTES];
+    ck_assert_msg(ar_client_reset_session(c, s->model, "", false, NULL, msg, sizeof(msg)) == 0, "%s: %s", s->model, msg);
+  }
   int rc = step_run(c, s, id ? &sess : NULL, step, &bad, why, sizeof(why));
   ck_assert_msg(rc == 0, "%s session '%s' step %d: %s (%s)", s->model, id ? id : "", step, why, ar_err_name(rc));
   ck_assert_msg(bad == 0, "%s session '%s' step %d: %s", s->model, id ? id : "", step, why);
