@@ -21,8 +21,15 @@
  *     i = 32767 - f), clipped; the output: h = sat8(mbqm(o * tanh(c), hidden scale) + zp_hidden)
  *     (tanh with 15 + cell_scale integer bits), or with projection sat8(mbqm(W_proj . (that - zp)
  *     + projection_bias) + zp_output_state), clipped.
- * Layer normalization (inputs 20..23) is refused: no model here carries it and its integer
- * arithmetic is not reproduced yet.
+ * Layer normalization (inputs 20..23, int16 coefficients; TFLite's use_layer_norm): each gate's
+ * scale before the norm is intermediate 0..3's (not Q3.12), so input-, recurrent- and peephole-to-
+ * gate scales divide by it; the gate biases are not folded into the matmul but added after the
+ * norm. Per batch row of a gate (portable ApplyLayerNorm): mean = sum * 1024 / n, variance =
+ * (sum_sq * (2^20 / n) - mean^2) / 2^20 (or the guard max(1, (int)(10000 * s_coeff)) when < 1),
+ * its inverse square root as a quantized multiplier (GetInvSqrtQuantizedMultiplierExp: gemmlowp
+ * Q3.28 Newton-Raphson, 5 steps), then per element mbqm(1024 x - mean, inv_std) * coeff + bias
+ * (int32, wrapping), divided by 1024 rounding half away from zero, and mbqm by s_coeff with 12
+ * more bits of left shift (back to Q3.12) saturated to int16, before the gate's activation.
  */
 #include <math.h>
 #include <string.h>
@@ -135,6 +142,9 @@ typedef struct lstmq {
   int32_t hidden_m, proj_m;
   int hidden_s, proj_s;
   int32_t hidden_zp, output_state_zp, input_zp;
+  bool layer_norm;
+  int32_t ln_m[4], ln_guard[4];          /* per gate: the coefficients' scale, the variance guard */
+  int ln_s[4];
 } lstmq_t;
 
 /* node->state: lstmq_t, then int32 in_bias[4][n_cell], rec_bias[4][n_cell], proj_bias[n_output]. */
@@ -149,9 +159,6 @@ static int tensor_scale(const ar_node_t *node, const ar_tview_t *t, const char *
 static int lstmq_plan(const ar_node_t *node, const ar_lstm_t *l, lstmq_t *p, char *msg, size_t msg_bytes) {
   memset(p, 0, sizeof *p);
   int rc;
-  if (l->layer_norm)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "integer LSTM with layer normalization (inputs 20..23) "
-                    "is not implemented");
   for (int32_t i = 0; i < AR_LSTM_MAX_INPUTS; i++) {
     const ar_tview_t *t = l->t[i];
     if (!t || i == AR_LSTM_INPUT) continue;
@@ -160,6 +167,7 @@ static int lstmq_plan(const ar_node_t *node, const ar_lstm_t *l, lstmq_t *p, cha
     else if ((i >= AR_LSTM_INPUT_GATE_BIAS && i <= AR_LSTM_OUTPUT_GATE_BIAS) || i == AR_LSTM_PROJECTION_BIAS)
       want = AR_DTYPE_INT32;
     else if (i == AR_LSTM_CELL_STATE) want = AR_DTYPE_INT16;
+    else if (i >= AR_LSTM_INPUT_LN && i <= AR_LSTM_OUTPUT_LN) want = AR_DTYPE_INT16;
     if ((rc = ar_k_check_dtype(node, t, ar_lstm_input_name(i), want, msg, msg_bytes))) return rc;
     if (i != AR_LSTM_OUTPUT_STATE && i != AR_LSTM_CELL_STATE && !t->is_constant)
       return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s (input %d) must be a constant in the integer "
@@ -184,6 +192,7 @@ static int lstmq_plan(const ar_node_t *node, const ar_lstm_t *l, lstmq_t *p, cha
   p->cifg = l->cifg;
   p->peephole = l->peephole;
   p->projection = l->projection;
+  p->layer_norm = l->layer_norm;
 
   float s_in = 1, s_os = 1, s_cs = 1, s_hidden = 1, s_out = 1;
   int32_t zp_cs, zp_out;
@@ -203,8 +212,33 @@ static int lstmq_plan(const ar_node_t *node, const ar_lstm_t *l, lstmq_t *p, cha
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "cell_state scale %g is not a power of two at most "
                     "2^-9 (TFLite's integer LSTM needs one)", (double)s_cs);
 
-  /* The gates' scale without layer norm: Q3.12. Float arithmetic, as TFLite's prepare. */
-  const float gate_scale = 1.0f / 4096.0f;
+  /* The gates' scale: Q3.12 without layer norm, intermediate 0..3's with it. Float arithmetic, as
+   * TFLite's prepare. */
+  float gate_scales[4] = {1.0f / 4096.0f, 1.0f / 4096.0f, 1.0f / 4096.0f, 1.0f / 4096.0f};
+  static const int ln_i[4] = {AR_LSTM_INPUT_LN, AR_LSTM_FORGET_LN, AR_LSTM_CELL_LN, AR_LSTM_OUTPUT_LN};
+  static const int bias_i[4] = {AR_LSTM_INPUT_GATE_BIAS, AR_LSTM_FORGET_GATE_BIAS, AR_LSTM_CELL_GATE_BIAS,
+                                AR_LSTM_OUTPUT_GATE_BIAS};
+  static const char *const inter_name[4] = {"intermediate 0 (the input gate before layer norm)",
+                                            "intermediate 1 (the forget gate before layer norm)",
+                                            "intermediate 2 (the cell gate before layer norm)",
+                                            "intermediate 3 (the output gate before layer norm)"};
+  if (p->layer_norm)
+    for (int g = 0; g < 4; g++) {
+      if (g == G_IN && p->cifg) continue;
+      if (!l->intermediates[g])
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "integer LSTM with layer normalization needs %s",
+                        inter_name[g]);
+      if (!l->t[bias_i[g]])
+        return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "integer LSTM with layer normalization needs %s "
+                        "(input %d, added after the norm)", ar_lstm_input_name(bias_i[g]), (int)bias_i[g]);
+      float s_ln = 1;
+      if ((rc = tensor_scale(node, l->intermediates[g], inter_name[g], &gate_scales[g], NULL, msg, msg_bytes)) ||
+          (rc = tensor_scale(node, l->t[ln_i[g]], ar_lstm_input_name(ln_i[g]), &s_ln, NULL, msg, msg_bytes)))
+        return rc;
+      ar_quantize_multiplier((double)s_ln, &p->ln_m[g], &p->ln_s[g]);
+      const int32_t guard = (int32_t)(10000.0f * s_ln);
+      p->ln_guard[g] = guard > 1 ? guard : 1;
+    }
   static const int in_w[4] = {AR_LSTM_INPUT_TO_INPUT_W, AR_LSTM_INPUT_TO_FORGET_W, AR_LSTM_INPUT_TO_CELL_W,
                               AR_LSTM_INPUT_TO_OUTPUT_W};
   static const int rec_w[4] = {AR_LSTM_RECURRENT_TO_INPUT_W, AR_LSTM_RECURRENT_TO_FORGET_W,
@@ -216,6 +250,7 @@ static int lstmq_plan(const ar_node_t *node, const ar_lstm_t *l, lstmq_t *p, cha
     if ((rc = tensor_scale(node, l->t[in_w[g]], ar_lstm_input_name(in_w[g]), &s_wi, NULL, msg, msg_bytes)) ||
         (rc = tensor_scale(node, l->t[rec_w[g]], ar_lstm_input_name(rec_w[g]), &s_wr, NULL, msg, msg_bytes)))
       return rc;
+    const float gate_scale = gate_scales[g];
     const float e_in = s_wi * s_in / gate_scale, e_rec = s_wr * s_os / gate_scale;
     ar_quantize_multiplier((double)e_in, &p->in_m[g], &p->in_s[g]);
     ar_quantize_multiplier((double)e_rec, &p->rec_m[g], &p->rec_s[g]);
@@ -223,7 +258,9 @@ static int lstmq_plan(const ar_node_t *node, const ar_lstm_t *l, lstmq_t *p, cha
       float s_wc = 1;
       if ((rc = tensor_scale(node, l->t[cell_w[g]], ar_lstm_input_name(cell_w[g]), &s_wc, NULL, msg, msg_bytes)))
         return rc;
-      const float e_cell = powf(2.0f, (float)p->cell_scale) * s_wc / gate_scale;
+      /* std::pow(2, int) is a double in TFLite: the quotient is taken in double, then stored to a
+       * float (exact either way when the gate scale is 2^-12). */
+      const float e_cell = (float)(ldexp(1.0, (int)p->cell_scale) * (double)s_wc / (double)gate_scale);
       ar_quantize_multiplier((double)e_cell, &p->cell_m[g], &p->cell_s[g]);
     }
   }
@@ -299,7 +336,8 @@ void ar_k_lstm_int_init(ar_node_t *node) {
       memset(rb, 0, (size_t)p.n_cell * sizeof(int32_t));
       continue;
     }
-    const ar_tview_t *b = l.t[bias_i[g]];
+    /* With layer norm the bias is added after the norm, not folded here. */
+    const ar_tview_t *b = p.layer_norm ? NULL : l.t[bias_i[g]];
     fold_bias(ib, b ? b->data : NULL, l.t[in_w[g]]->data, p.n_cell, p.n_input, -p.input_zp);
     fold_bias(rb, NULL, l.t[rec_w[g]]->data, p.n_cell, p.n_output, -p.output_state_zp);
   }
@@ -335,10 +373,81 @@ static void mbva8(const int8_t *x, const int32_t *bias, const int8_t *w, int32_t
     }
 }
 
+/* gemmlowp SaturatingRoundingMultiplyByPOT<e> for e > 0 on int32. */
+static inline int32_t sat_mulpot32(int32_t x, int e) {
+  const int32_t threshold = (int32_t)((1u << (31 - e)) - 1u);
+  if (x > threshold) return INT32_MAX;
+  if (x < -threshold) return INT32_MIN;
+  return (int32_t)((uint32_t)x << e);
+}
+
+/* TFLite's GetInvSqrtQuantizedMultiplierExp with reverse_shift -1: 1 / sqrt(v) as a multiplier
+ * and a shift for ar_mbqm. */
+static void inv_sqrt_multiplier(int32_t v, int32_t *m, int *shift) {
+  if (v <= 1) {
+    *m = INT32_MAX;
+    *shift = 0;
+    return;
+  }
+  int sh = 11;
+  while (v >= (1 << 29)) {
+    v /= 4;
+    sh++;
+  }
+  const int pairs = (__builtin_clz((uint32_t)v) - 1) / 2 - 1;
+  sh -= pairs;
+  v = (int32_t)((uint32_t)v << (2 * pairs));
+  /* Newton-Raphson on Q3.28 from x = 1: x = 1.5 x - (v / 2) x^3. */
+  const int32_t half_v = ar_rdivpot(v >> 1, 1), three_halves = (1 << 28) + (1 << 27);
+  int32_t x = 1 << 28;
+  for (int i = 0; i < 5; i++) {
+    const int32_t x3 = sat_mulpot32(ar_srdhm(ar_srdhm(x, x), x), 6);
+    const int32_t d = (int32_t)((uint32_t)ar_srdhm(three_halves, x) - (uint32_t)ar_srdhm(half_v, x3));
+    x = sat_mulpot32(d, 3);
+  }
+  x = ar_srdhm(x, 1518500250);   /* sqrt(2) / 2 in Q0.31 */
+  if (sh < 0) {
+    x = (int32_t)((uint32_t)x << -sh);
+    sh = 0;
+  }
+  *m = x;
+  *shift = -sh;
+}
+
+/* TFLite's portable ApplyLayerNorm over nb rows of n int16 gate values, in place. */
+static void layer_norm16(int16_t *gate, const int16_t *coeff, const int32_t *bias, int32_t m, int s, int32_t guard,
+                         int32_t nb, int32_t n) {
+  for (int32_t b = 0; b < nb; b++) {
+    int16_t *row = gate + (int64_t)b * n;
+    int64_t sum = 0, sum_sq = 0;
+    for (int32_t j = 0; j < n; j++) {
+      sum += row[j];
+      sum_sq += (int32_t)row[j] * row[j];
+    }
+    const int32_t mean = (int32_t)(sum * 1024 / n);
+    const int64_t variance = sum_sq * ((1 << 20) / n) - (int64_t)mean * mean;
+    int32_t v = (int32_t)(variance / (1 << 20));
+    if (v < 1) v = guard;
+    int32_t inv_m;
+    int inv_s;
+    inv_sqrt_multiplier(v, &inv_m, &inv_s);
+    for (int32_t j = 0; j < n; j++) {
+      const int32_t shifted = (int32_t)((uint32_t)row[j] * 1024u - (uint32_t)mean);
+      const int32_t rescaled = ar_mbqm(shifted, inv_m, inv_s);
+      /* int32 arithmetic in TFLite (wraps), widened afterwards. */
+      const int64_t v3 = (int32_t)((uint32_t)rescaled * (uint32_t)(int32_t)coeff[j] + (uint32_t)bias[j]);
+      const int32_t v4 = (int32_t)((v3 > 0 ? v3 + 512 : v3 - 512) / 1024);
+      const int32_t v5 = ar_mbqm(v4, m, s + 12);
+      row[j] = (int16_t)(v5 > INT16_MAX ? INT16_MAX : v5 < INT16_MIN ? INT16_MIN : v5);
+    }
+  }
+}
+
 typedef struct lstmq_run {
   const lstmq_t *p;
   const int8_t *w_in[4], *w_rec[4], *w_proj;
-  const int16_t *w_cell[4];
+  const int16_t *w_cell[4], *ln_coeff[4];
+  const int32_t *ln_bias[4];
   const int32_t *in_bias, *rec_bias, *proj_bias;
   int16_t *gate[4], *tanh_c;
   int8_t *hidden;
@@ -373,6 +482,8 @@ static void lstmq_step(const lstmq_run_t *r, const int8_t *x, int32_t nb, int8_t
         int32_t v = ar_mbqm((int32_t)r->w_cell[g][i % nc] * c[i], p->cell_m[g], p->cell_s[g]) + gate[i];
         gate[i] = (int16_t)(v > INT16_MAX ? INT16_MAX : v < INT16_MIN ? INT16_MIN : v);
       }
+    if (p->layer_norm)
+      layer_norm16(gate, r->ln_coeff[g], r->ln_bias[g], p->ln_m[g], p->ln_s[g], p->ln_guard[g], nb, nc);
     if (g == G_CELL)
       for (int32_t i = 0; i < n; i++) gate[i] = fx_tanh(gate[i], 3);
     else
@@ -416,6 +527,13 @@ void ar_k_lstm_int_eval(const ar_node_t *node) {
     r.w_in[g] = node->inputs[in_w[g]]->data;
     r.w_rec[g] = node->inputs[rec_w[g]]->data;
     if (p->peephole && cell_w[g] >= 0) r.w_cell[g] = node->inputs[cell_w[g]]->data;
+    if (p->layer_norm) {
+      static const int ln_i[4] = {AR_LSTM_INPUT_LN, AR_LSTM_FORGET_LN, AR_LSTM_CELL_LN, AR_LSTM_OUTPUT_LN};
+      static const int bias_i[4] = {AR_LSTM_INPUT_GATE_BIAS, AR_LSTM_FORGET_GATE_BIAS, AR_LSTM_CELL_GATE_BIAS,
+                                    AR_LSTM_OUTPUT_GATE_BIAS};
+      r.ln_coeff[g] = node->inputs[ln_i[g]]->data;
+      r.ln_bias[g] = node->inputs[bias_i[g]]->data;
+    }
   }
   if (p->projection) r.w_proj = node->inputs[AR_LSTM_PROJECTION_W]->data;
   const int64_t bc = (int64_t)p->n_batch * nc;
