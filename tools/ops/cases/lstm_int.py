@@ -28,12 +28,12 @@ def _bias(n, s, r=3000):
 
 
 def lstmq_case(name, seq=True, time_major=True, cifg=False, peephole=False, proj=False, proj_bias=False,
-               cell_clip=0.0, proj_clip=0.0, cell_scale=2.0 ** -11, hidden=(0.007, 0), in_zp=3, ln=False):
+               cell_clip=0.0, proj_clip=0.0, cell_scale=2.0 ** -11, hidden=(0.007, 0), in_zp=3, ln=False, forget_ws=S_W):
     no = 3 if proj else NC
     inp = ([NT, NB, NI] if time_major else [NB, NT, NI]) if seq else [NB, NI]
     ins = [T('int8', inp, lo=-128, hi=127, quant=(S_IN, in_zp))]
-    ins += [None if cifg else _w([NC, NI])] + [_w([NC, NI]) for _ in range(3)]
-    ins += [None if cifg else _w([NC, no])] + [_w([NC, no]) for _ in range(3)]
+    ins += [None if cifg else _w([NC, NI]), _w([NC, NI], forget_ws)] + [_w([NC, NI]) for _ in range(2)]
+    ins += [None if cifg else _w([NC, no]), _w([NC, no], forget_ws)] + [_w([NC, no]) for _ in range(2)]
     pw = T('int16', [NC], const=True, lo=-3000, hi=3000, quant=(2.0 ** -12, 0))
     ins += [None if (cifg or not peephole) else pw] + [pw if peephole else None for _ in range(2)]
     # With layer norm the gate biases are added after the norm, in units of the coefficients' scale / 1024.
@@ -79,4 +79,7 @@ CASES = [
     lstmq_case('uslstm_int8_ln_peephole', ln=True, peephole=True, cell_scale=2.0 ** -12, cell_clip=0.5),
     lstmq_case('uslstm_int8_ln_projection', ln=True, proj=True, proj_bias=True, hidden=(0.007, 4)),
     lstmq_case('lstm_int8_ln_step', ln=True, seq=False, time_major=False),
+    # Forget-gate weights so small that the gate before the norm is -1..1: its variance truncates to
+    # 0 and the guard max(1, (int)(10000 * 2^-10)) = 9 stands in for it.
+    lstmq_case('uslstm_int8_ln_variance_guard', ln=True, forget_ws=2e-6),
 ]
