@@ -312,7 +312,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n_names; i++) {
     if (only_model && strcmp(only_model, names[i]) != 0) continue;
     char path[1024], why[AR_MSG_BYTES + 32] = "";
-    snprintf(path, sizeof(path), "%s/%s.tflite", models_dir(), names[i]);
+    if (snprintf(path, sizeof(path), "%s/%s.tflite", models_dir(), names[i]) >= (int)sizeof(path)) {
+      printf("%s: skipped (path longer than %zu bytes)\n", names[i], sizeof(path));
+      continue;
+    }
     printf("%s\n", names[i]);
     fflush(stdout);
     if (in_process(path, why, sizeof(why)) == 0) {
