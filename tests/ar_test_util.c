@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,4 +182,18 @@ int ar_test_popen(const char *cmd, char *out, size_t out_bytes) {
   out[got] = '\0';
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+int ar_test_sh(char *out, size_t out_bytes, const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  return ar_test_popen(cmd, out, out_bytes);
+}
+
+const char *ar_test_builddir(void) {
+  const char *b = getenv("AR_BUILDDIR");
+  return b && *b ? b : AR_BUILDDIR;
 }

@@ -52,6 +52,12 @@ int ar_test_emulated(void);
  * NUL-terminated, in out. Returns its exit status, or 128 + the signal that ended it. */
 int ar_test_popen(const char *cmd, char *out, size_t out_bytes);
 
+/* ar_test_popen of the command printf would write for `fmt` (at most 8191 bytes of command). */
+int ar_test_sh(char *out, size_t out_bytes, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The build tree the suite tests: $AR_BUILDDIR, else the one it was built in. */
+const char *ar_test_builddir(void);
+
 /* 1 when this test process runs under valgrind (its preload library is in LD_PRELOAD): every
  * thread of the process is serialised and 20-50x slower, so latency bounds are printed, not held,
  * and the per-model loops keep a few models. */

@@ -230,20 +230,8 @@ START_TEST(svdf_int8_state_matches_a_plain_reference) {
 END_TEST
 
 static char out_text[1 << 14];
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  return ar_test_popen(cmd, out_text, sizeof out_text);
-}
-
-static const char *builddir(void) {
-  const char *b = getenv("AR_BUILDDIR");
-  return b && *b ? b : AR_BUILDDIR;
-}
+#define sh(...) ar_test_sh(out_text, sizeof out_text, __VA_ARGS__)
+#define builddir ar_test_builddir
 
 START_TEST(arenactl_run_steps_writes_the_stream) {
   char model[256], dir[256], out[] = "/tmp/check_stream_out_XXXXXX";
