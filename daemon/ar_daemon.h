@@ -166,6 +166,10 @@ struct ar_dmodel {
    * connection closes the model goes back to its stored shapes (ar_models_conn_gone), so a region
    * it grew (up to max_resize_activation_bytes) is given back. NULL: stored shapes, or an admin's. */
   const void *shaped_by;
+  /* One entry per graph input (rank, then dims), allocated at load: where apply_shapes keeps the
+   * shapes of the current plan while it tries a request's, so a plan that does not fit goes back
+   * to them without allocating. */
+  int32_t (*saved_shapes)[1 + AR_MAX_RANK];
   /* Sessions (ar_sessions.c): bytes of one state slot (ar_interp_state_bytes, taken with the plan's
    * figures; 0 = stateless, sessions ignored), the table (NULL until the first session), and a
    * reset of the default state asked for by a ResetSession, applied by the next invoke without a

@@ -556,14 +556,14 @@ static int apply_shapes(ar_job_t *job) {
   ar_dmodel_t *m = job->model;
   ar_interp_t *in = m->interp;
   int32_t n = ar_interp_n_inputs(in);
-  enum { MAXI = 16 };   /* graph inputs whose shapes a request can change */
-  int32_t old_rank[MAXI], old_dims[MAXI][AR_MAX_RANK];
-  if (n > MAXI) return 0;   /* more inputs than a request can resize: shapes stay as stored */
+  int32_t (*saved)[1 + AR_MAX_RANK] = m->saved_shapes;   /* n entries, allocated at load */
+  for (int32_t i = 0; i < n; i++) {   /* every input's, before any changes (a failure restores all) */
+    const ar_tview_t *v = ar_interp_input(in, i);
+    saved[i][0] = v->rank;
+    memcpy(&saved[i][1], v->dims, sizeof(int32_t) * AR_MAX_RANK);
+  }
   int rc = 0;
   for (int32_t i = 0; i < n && rc == 0; i++) {
-    ar_tview_t *v = ar_interp_input(in, i);
-    old_rank[i] = v->rank;
-    memcpy(old_dims[i], v->dims, sizeof(old_dims[i]));
     const int64_t *shape = NULL;
     size_t rank = 0;
     int64_t stored[AR_MAX_RANK];
@@ -610,7 +610,7 @@ static int apply_shapes(ar_job_t *job) {
   /* Back to the shapes the model had, placed where it was (a shape value stays new: the next
    * invoke re-plans for its own value anyway). */
   char m2[AR_MSG_BYTES];
-  for (int32_t i = 0; i < n; i++) ar_interp_resize_input(in, i, old_rank[i], old_dims[i], m2, sizeof(m2));
+  for (int32_t i = 0; i < n; i++) ar_interp_resize_input(in, i, saved[i][0], &saved[i][1], m2, sizeof(m2));
   if (ar_interp_prepare(in, m2, sizeof(m2)) == 0)
     ar_interp_place(in, job->act_base, job->act_bytes, pers, m->persistent_region_bytes, m2, sizeof(m2));
   return rc;

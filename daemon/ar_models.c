@@ -327,6 +327,8 @@ void ar__model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
   ar_sessions_free(srv, m);   /* its sessions' slot chunks go back to the pool */
   ar_interp_free(m->interp);
   m->interp = NULL;
+  free(m->saved_shapes);
+  m->saved_shapes = NULL;
   if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
   m->has_persistent = false;
   if (m->group) ar__group_detach(srv, m->group);
@@ -346,6 +348,11 @@ static void prepare_work(ar_job_t *job) {
   job->rc = ar__prepare_model(job->srv, m->path, job->max_model_bytes, job->n_dirs,
                           (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, m->weights, 1, job->realpath, &m->cm, NULL,
                           &m->interp, job->msg, sizeof(job->msg));
+  if (job->rc == 0) {
+    m->saved_shapes = calloc((size_t)ar_interp_n_inputs(m->interp) + 1, sizeof *m->saved_shapes);
+    if (!m->saved_shapes)
+      job->rc = ar_errf(job->msg, sizeof(job->msg), AR_ENOMEM, "model '%s': out of memory for its input shapes", m->name);
+  }
 }
 
 /* Loop thread, after prepare_work. */

@@ -6,6 +6,7 @@
  * the bytes needed and leaves the model working; ResizeInput does the same explicitly. A peer that
  * is not an admin grows a region only up to max_resize_activation_bytes (EPERM past it). A growth
  * that needs more than the largest free block but no more than the free bytes compacts the pool first.
+ * A model with 20 resizable graph inputs takes a request's shapes for every one of them.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -394,6 +395,71 @@ START_TEST(growth_compacts_a_fragmented_pool) {
 }
 END_TEST
 
+/* A model with more graph inputs than the 16 the daemon once kept shapes for: NIN inputs
+ * x_i [1,2] (shape_signature [-1,2]), each -> RELU -> y_i; the graph outputs are y_0 and
+ * y_15..y_19 (the C client describes AR_CLIENT_MAX_IO outputs). One invoke sends every input with
+ * its own batch (1 + i % 3): every output has its input's batch and RELU's values. */
+#define NIN 20
+#define NOUT 6
+static int out_of(int j) { return j == 0 ? 0 : NIN - NOUT + j; }
+START_TEST(every_graph_input_resizes_past_sixteen) {
+  ar_tm_tensor_t t[2 * NIN];
+  ar_tm_op_t ops[NIN];
+  int32_t ins[NIN], outs[NOUT];
+  static char names[2 * NIN][16];
+  for (int i = 0; i < NIN; i++) {
+    snprintf(names[2 * i], sizeof names[0], "x%d", i);
+    snprintf(names[2 * i + 1], sizeof names[0], "y%d", i);
+    for (int k = 0; k < 2; k++)
+      t[2 * i + k] = (ar_tm_tensor_t){.name = names[2 * i + k], .dtype = AR_DTYPE_FLOAT32, .rank = 2, .dims = {1, 2},
+                                      .has_sig = true, .sig = {-1, 2}};
+    ops[i] = (ar_tm_op_t){.builtin = 19 /* RELU */, .n_in = 1, .n_out = 1, .in = {2 * i}, .out = {2 * i + 1}};
+    ins[i] = 2 * i;
+  }
+  for (int j = 0; j < NOUT; j++) outs[j] = 2 * out_of(j) + 1;
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 2 * NIN, ops, NIN, ins, NIN, outs, NOUT, &bytes);
+  ar_test_daemon_t d;
+  ck_assert_msg(ar_td_start(&d, "1M", NULL) == 0, "arenad did not start (log %s)", d.log);
+  char path[600], msg[AR_MSG_BYTES];
+  snprintf(path, sizeof path, "%s/wide.tflite", d.dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(file, 1, bytes, f), bytes);
+  ck_assert_int_eq(fclose(f), 0);
+  free(file);
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ck_assert_msg(ar_client_load(c, "wide", path, NULL, NULL, NULL, msg, sizeof msg) == 0, "load: %s", msg);
+  static float x[NIN][6];
+  ar_client_tensor_t in[NIN];
+  memset(in, 0, sizeof in);
+  for (int i = 0; i < NIN; i++) {
+    const int nb = 1 + i % 3;
+    for (int j = 0; j < 2 * nb; j++) x[i][j] = (float)((i * 5 + j * 3) % 7 - 3) * 0.5f;
+    in[i].dtype = AR_CLIENT_FLOAT32;
+    in[i].rank = 2, in[i].dims[0] = nb, in[i].dims[1] = 2;
+    in[i].data = x[i];
+    in[i].bytes = (uint64_t)nb * 2 * sizeof(float);
+  }
+  ar_client_result_t r;
+  ck_assert_msg(ar_client_invoke(c, "wide", in, NIN, &r, msg, sizeof msg) == 0, "invoke: %s", msg);
+  ck_assert_int_eq(r.n_outputs, NOUT);
+  for (int j = 0; j < NOUT; j++) {
+    const int i = out_of(j), nb = 1 + i % 3;
+    ck_assert_msg(r.outputs[j].rank == 2 && r.outputs[j].dims[0] == nb && r.outputs[j].dims[1] == 2,
+                  "output %d (y%d): rank %d, dims[0] %lld (batch %d sent)", j, i, r.outputs[j].rank,
+                  (long long)r.outputs[j].dims[0], nb);
+    const float *y = r.outputs[j].data;
+    for (int e = 0; e < 2 * nb; e++) ck_assert_float_eq(y[e], x[i][e] > 0 ? x[i][e] : 0.0f);
+  }
+  ar_client_result_free(&r);
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("resize");
   TCase *tc = tcase_create("daemon");
@@ -402,6 +468,7 @@ int main(void) {
   tcase_add_test(tc, peer_not_admin_grows_a_region_only_so_far);
   tcase_add_test(tc, peer_not_admin_region_is_released_when_it_leaves);
   tcase_add_test(tc, growth_compacts_a_fragmented_pool);
+  tcase_add_test(tc, every_graph_input_resizes_past_sixteen);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
