@@ -199,13 +199,14 @@ static void print_stats(json_t *root) {
     json_t *ss = json_object_get(r, "sessions");
     if (!json_is_object(ss)) continue;
     if (!sess_head)
-      printf("\n%-24s %12s %8s %8s %8s %8s %8s %12s\n", "sessions of model", "state/slot", "open", "expired",
-             "evicted", "started", "ended", "slot_bytes");
+      printf("\n%-24s %12s %8s %8s %8s %8s %8s %8s %12s\n", "sessions of model", "state/slot", "open", "expired",
+             "evicted", "started", "ended", "reloaded", "slot_bytes");
     sess_head = true;
     printf("%-24s %12" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT
-           " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT "\n",
+           " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT " %12" JSON_INTEGER_FORMAT "\n",
            ar_cli_esc(jstr(r, "name")), jint(ss, "state_bytes_per_slot"), jint(ss, "open"), jint(ss, "expired"),
-           jint(ss, "evicted"), jint(ss, "started"), jint(ss, "ended"), jint(ss, "slot_bytes"));
+           jint(ss, "evicted"), jint(ss, "started"), jint(ss, "ended"), jint(ss, "ended_by_reload"),
+           jint(ss, "slot_bytes"));
   }
   json_t *groups = json_object_get(root, "groups");
   if (json_array_size(groups) > 0) {

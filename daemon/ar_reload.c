@@ -23,6 +23,7 @@
 #include "common/ar_util.h"
 #include "daemon/ar_alloc_count.h"
 #include "daemon/ar_daemon.h"
+#include "daemon/ar_sessions.h"
 #include "daemon/ar_service.h"
 #include "interp/ar_budget.h"
 #include "daemon/ar_models_int.h"
@@ -134,6 +135,7 @@ static void reload_finish(ar_server_t *srv) {
         ar_log("reload: model '%s' replaced (sha256 %.12s... -> %.12s..., group '%s' -> '%s'); the old instance "
                "finishes %" PRIu64 " accepted invoke(s)", m->name, oh, nh, old->group_name, m->group_name,
                old->inflight);
+        ar_sessions_replaced(srv, old, m);
         ar__retire(srv, old);
       }
     }

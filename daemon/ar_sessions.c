@@ -31,6 +31,7 @@ typedef struct ar_session {
   uid_t uid;
   uint32_t inflight;      /* accepted invokes not yet done */
   bool reset_pending;     /* a ResetSession came: the next invoke accepted resets the slot */
+  bool by_reload;         /* EXPIRED because a reload replaced the model (not for being idle) */
   uint64_t last_us;       /* last invoke accepted or done (idle clock) */
   ar_state_chunk_t *chunk;
   uint32_t slot;
@@ -48,7 +49,7 @@ typedef struct ar_sessions {
   uint32_t n_chunks, cap_chunks;
   uint64_t slots_total;   /* slots of all chunks */
   uint64_t open, kept_expired;   /* OPEN + CLOSING entries; EXPIRED entries */
-  uint64_t n_expired, n_evicted, n_started, n_ended;
+  uint64_t n_expired, n_evicted, n_started, n_ended, n_reloaded;
 } ar_sessions_t;
 
 static uint32_t id_hash(const char *id) {
@@ -265,6 +266,9 @@ static int not_owner(const ar_dmodel_t *m, const ar_session_t *s, uid_t uid, cha
 }
 
 static int expired_error(const ar_server_t *srv, const ar_dmodel_t *m, const ar_session_t *s, char *msg, size_t n) {
+  if (s->by_reload)
+    return ar_errf(msg, n, AR_ESTATE, "session '%s' of model '%s' ended when a reload replaced the model (its file "
+                   "changed): its state is gone; start it again (start flag)", s->id, m->name);
   return ar_errf(msg, n, AR_ESTATE, "session '%s' of model '%s' expired after %u ms idle "
                  "(session_idle_timeout_ms %u): its state is gone; start it again (start flag)", s->id, m->name,
                  srv->cfg.session_idle_timeout_ms, srv->cfg.session_idle_timeout_ms);
@@ -346,6 +350,7 @@ static int open_session(ar_server_t *srv, ar_dmodel_t *m, const ar_reply_to_t *t
     rc = slot_take(srv, m, t, &ch, &slot, msg, n);
     if (rc) return rc;
     t->kept_expired--;
+    t->e[k].by_reload = false;
   }
   ar_session_t *s = &t->e[k];
   s->state = AR_SESS_OPEN;
@@ -514,6 +519,37 @@ ar_dmodel_t *ar_sessions_chunk_owner(ar_server_t *srv, uint64_t offset, uint64_t
   return NULL;
 }
 
+void ar_sessions_replaced(ar_server_t *srv, const ar_dmodel_t *old, ar_dmodel_t *m) {
+  const ar_sessions_t *o = old->sessions;
+  if (o == NULL || m->state_bytes == 0) return;
+  char msg[AR_MSG_BYTES];
+  if (table_for(m, msg, sizeof(msg)) != 0) return;
+  ar_sessions_t *t = m->sessions;
+  const uint64_t now = ar_now_us();
+  uint64_t carried = 0;
+  for (int32_t j = 0; j < o->n_e; j++) {
+    const ar_session_t *os = &o->e[j];
+    if (os->state != AR_SESS_OPEN && os->state != AR_SESS_EXPIRED) continue;   /* ended ones are gone */
+    if (find(t, os->id) >= 0 || !hash_grow(t)) continue;
+    int32_t k = entry_new(t);
+    if (k < 0) break;   /* no memory: the rest are simply unknown (ENOENT) */
+    ar_session_t *s = &t->e[k];
+    memset(s, 0, sizeof(*s));
+    snprintf(s->id, sizeof(s->id), "%s", os->id);
+    s->uid = os->uid;
+    s->state = AR_SESS_EXPIRED;
+    s->by_reload = true;
+    s->last_us = now;
+    hash_put(t, k);
+    t->kept_expired++;
+    t->n_reloaded++;
+    carried++;
+  }
+  evict_kept(srv, t);
+  if (carried) ar_log("reload: model '%s': %" PRIu64 " session(s) ended with the old instance; their next invokes are "
+                      "told so", m->name, carried);
+}
+
 void ar_sessions_figures(const ar_dmodel_t *m, ar_sessions_figures_t *f) {
   memset(f, 0, sizeof(*f));
   f->state_bytes = m->state_bytes;
@@ -524,6 +560,7 @@ void ar_sessions_figures(const ar_dmodel_t *m, ar_sessions_figures_t *f) {
   f->evicted = t->n_evicted;
   f->started = t->n_started;
   f->ended = t->n_ended;
+  f->ended_by_reload = t->n_reloaded;
   f->chunks = t->n_chunks;
   for (uint32_t c = 0; c < t->n_chunks; c++) f->chunk_bytes += t->chunks[c]->bytes;
 }
@@ -534,12 +571,14 @@ json_t *ar_sessions_stats_json(ar_server_t *srv, ar_dmodel_t *m, uint64_t *key) 
   if (m->sessions) expire_idle(srv, m->sessions, ar_now_us());
   ar_sessions_figures_t f;
   ar_sessions_figures(m, &f);
-  uint64_t vals[] = {f.open, f.expired, f.evicted, f.started, f.ended, f.chunks, f.chunk_bytes, f.state_bytes};
+  uint64_t vals[] = {f.open, f.expired, f.evicted, f.started, f.ended, f.ended_by_reload, f.chunks, f.chunk_bytes,
+                     f.state_bytes};
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) h = (h ^ vals[i]) * 1099511628211ull;
   *key = h;
-  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "state_bytes_per_slot", (json_int_t)f.state_bytes, "open",
+  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "state_bytes_per_slot", (json_int_t)f.state_bytes, "open",
                    (json_int_t)f.open, "expired", (json_int_t)f.expired, "evicted", (json_int_t)f.evicted, "started",
-                   (json_int_t)f.started, "ended", (json_int_t)f.ended, "slot_chunks", (json_int_t)f.chunks,
-                   "slot_bytes", (json_int_t)f.chunk_bytes);
+                   (json_int_t)f.started, "ended", (json_int_t)f.ended, "ended_by_reload",
+                   (json_int_t)f.ended_by_reload, "slot_chunks", (json_int_t)f.chunks, "slot_bytes",
+                   (json_int_t)f.chunk_bytes);
 }

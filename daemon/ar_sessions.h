@@ -16,7 +16,8 @@
  *
  * Expiry is lazy: a session idle for session_idle_timeout_ms (no invoke accepted or running) is
  * expired when it is next looked up, when room is needed, or at a GetStats: its slot is freed and
- * its id kept (up to max_sessions_per_model ids), so its next invoke is ESTATE "expired".
+ * its id kept (up to max_sessions_per_model ids), so its next invoke is ESTATE "expired". A reload
+ * that replaces the model's file ends its sessions the same way (ar_sessions_replaced).
  */
 #ifndef AR_SESSIONS_H
 #define AR_SESSIONS_H
@@ -58,6 +59,13 @@ void ar_sessions_done(ar_server_t *srv, ar_dmodel_t *m, const ar_session_use_t *
 /* Loop thread: a ResetSessionRequest (answers it). */
 void ar_sessions_reset_request(ar_server_t *srv, const ar_reply_to_t *to, const Arenad__ResetSessionRequest *r);
 
+/* Loop thread, a reload committed `m` in place of `old` (same name, another file): every session
+ * of `old` still open or expired becomes an expired id of `m` (owner kept, counted in
+ * ended_by_reload), so its next invoke is ESTATE "ended when a reload replaced the model" and not
+ * ENOENT nor a fresh state; the start flag opens it again on `m`. The state itself is not carried:
+ * it belongs to the old weights. Jobs already accepted on `old` finish there. */
+void ar_sessions_replaced(ar_server_t *srv, const ar_dmodel_t *old, ar_dmodel_t *m);
+
 /* Loop thread, the model is destroyed: its chunks back to the pool, its table freed. */
 void ar_sessions_free(ar_server_t *srv, ar_dmodel_t *m);
 
@@ -71,7 +79,7 @@ json_t *ar_sessions_stats_json(ar_server_t *srv, ar_dmodel_t *m, uint64_t *key);
 
 /* Figures for a bench or test: open sessions, pool bytes of the chunks, state bytes per slot. */
 typedef struct ar_sessions_figures {
-  uint64_t open, expired, evicted, started, ended, chunks, chunk_bytes, state_bytes;
+  uint64_t open, expired, evicted, started, ended, ended_by_reload, chunks, chunk_bytes, state_bytes;
 } ar_sessions_figures_t;
 void ar_sessions_figures(const ar_dmodel_t *m, ar_sessions_figures_t *f);
 

@@ -3,12 +3,15 @@
  * interleaved (A, B, A, A, B, ...), one started mid-way, one reset, each reproducing its own
  * stream; another uid's session refused (EPERM); an expired session refused as expired (never a
  * fresh state); max_sessions_per_model and max_sessions_per_uid named when reached; session slots
- * surviving a compaction; stateless models ignoring sessions. After each refusal the sessions that
+ * surviving a compaction; stateless models ignoring sessions; a reload that replaces the model's
+ * file ending its sessions with an error that says so (one that leaves it unchanged keeps them). After each refusal the sessions that
  * were open go on matching their goldens (nothing loaded is lost).
  *
  * The models and goldens are never committed: every test prints a SKIP line and passes when
  * ../shared/models_state or ../shared/golden_state is absent.
  */
+#include "config.h"
+
 #include <check.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -24,7 +27,9 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "loader/ar_model.h"
 #include "tests/ar_test_daemon.h"
+#include "tests/ar_test_rnn_models.h"
 #include "tests/ar_test_stream.h"
 
 /* The models whose interleaved-session tests run (issue 27's must-show: a wake word with resource
@@ -544,6 +549,131 @@ START_TEST(unload_frees_slots_and_stateless_ignores_sessions) {
 }
 END_TEST
 
+/* ---- reload ------------------------------------------------------------------------------------ */
+
+/* Write `bytes` to `path`. */
+static void write_file(const char *path, const uint8_t *bytes, size_t n) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* One invoke of the generated SVDF model (x [2,5] float) in session `id`; its 8 outputs into y. */
+static int svdf_step(ar_client_t *c, const char *id, bool start, int step, float *y, char *msg, size_t n) {
+  float x[10];
+  for (int i = 0; i < 10; i++) x[i] = (float)((step * 7 + i * 3) % 11 - 5) * 0.25f;
+  ar_client_tensor_t t;
+  memset(&t, 0, sizeof t);
+  t.dtype = AR_CLIENT_FLOAT32;
+  t.rank = 2, t.dims[0] = 2, t.dims[1] = 5;
+  t.data = x;
+  t.bytes = sizeof x;
+  ar_client_session_t sess = {.id = id, .start = start};
+  ar_client_result_t r;
+  int rc = ar_client_invoke_session(c, "svdf", &sess, &t, 1, &r, msg, n);
+  if (rc != 0) return rc;
+  ck_assert_uint_eq(r.outputs[0].bytes, 8 * sizeof(float));
+  memcpy(y, r.outputs[0].data, 8 * sizeof(float));
+  ar_client_result_free(&r);
+  return 0;
+}
+
+/* A reload that leaves a stateful model's file as it was keeps its sessions going (the stream
+ * continues: equal to a session fed the same steps that no reload touched); one that replaces the
+ * file ends them: the next invoke is ESTATE naming the reload (never ENOENT, never a fresh state
+ * silently), stats count it in ended_by_reload, and the start flag opens it again on the new
+ * model, from its initial state. Needs no ../shared: the model is tests/ar_test_rnn_models.h's SVDF. */
+START_TEST(reload_ends_sessions_of_a_replaced_model_only) {
+  char dir[] = "/tmp/arenad-sess-reload-XXXXXX", path[128], cfg[128], msg[AR_MSG_BYTES];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/svdf.tflite", dir);
+  snprintf(cfg, sizeof cfg, "%s/arenad.json", dir);
+  size_t bytes = 0;
+  uint8_t *model = ar_trm_svdf(&bytes);
+  write_file(path, model, bytes);
+  FILE *f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"models\": [{\"name\": \"svdf\", \"path\": \"%s\"}]}", path);
+  ck_assert_int_eq(fclose(f), 0);
+  const char *extra[] = {"--config", cfg, "--model-dir", dir, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "4M", extra) == 0, "arenad did not start (see %s)", dmn.log);
+  ar_client_t *c = client();
+  float a[8], b[8];
+  /* The configured model loads in the background: wait for it (EAGAIN until then). */
+  int rc = AR_EAGAIN;
+  for (int tries = 0; tries < 400 && rc == AR_EAGAIN; tries++) {
+    rc = svdf_step(c, "W", true, 0, a, msg, sizeof msg);
+    if (rc == AR_EAGAIN) nanosleep(&(struct timespec){0, 25 * 1000 * 1000}, NULL);
+  }
+  ck_assert_msg(rc == 0, "svdf never served: %s", msg);
+  /* Sessions A and B fed the same steps: equal outputs, and the state moves them step to step. */
+  for (int k = 0; k < 3; k++) {
+    ck_assert_msg(svdf_step(c, "A", k == 0, k, a, msg, sizeof msg) == 0, "A step %d: %s", k, msg);
+    ck_assert_msg(svdf_step(c, "B", k == 0, k, b, msg, sizeof msg) == 0, "B step %d: %s", k, msg);
+    ck_assert_mem_eq(a, b, sizeof a);
+  }
+  /* Reload with the file unchanged: A goes on where it was (equal to B, which also goes on). */
+  ar_client_reloaded_t *changed = NULL;
+  size_t n_changed = 0;
+  ck_assert_msg(ar_client_reload(c, &changed, &n_changed, NULL, msg, sizeof msg) == 0, "reload: %s", msg);
+  ck_assert_uint_eq(n_changed, 0);
+  free(changed);
+  ck_assert_msg(svdf_step(c, "A", false, 3, a, msg, sizeof msg) == 0, "A after an unchanged reload: %s", msg);
+  ck_assert_msg(svdf_step(c, "B", false, 3, b, msg, sizeof msg) == 0, "B after an unchanged reload: %s", msg);
+  ck_assert_mem_eq(a, b, sizeof a);
+  float fresh[8];
+  ck_assert_msg(svdf_step(c, "F", true, 3, fresh, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(memcmp(a, fresh, sizeof a) != 0, "step 3 from the initial state equals the continued stream");
+  /* Replace the file: one weight of the first constant float tensor changed. */
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(model, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  const ar_subgraph_t *sg = &m->subgraphs[0];
+  const uint8_t *w = NULL;
+  for (uint32_t i = 0; i < sg->n_tensors && !w; i++)
+    if (sg->tensors[i].dtype == AR_DTYPE_FLOAT32 && sg->tensors[i].data_bytes >= 16) w = sg->tensors[i].data;
+  ck_assert_ptr_nonnull(w);
+  uint8_t head[16];
+  memcpy(head, w, sizeof head);
+  ar_model_free(m);
+  uint8_t *at = memmem(model, bytes, head, sizeof head);
+  ck_assert_ptr_nonnull(at);
+  float v;
+  memcpy(&v, at, sizeof v);
+  v = v * 0.5f + 0.125f;
+  memcpy(at, &v, sizeof v);
+  write_file(path, model, bytes);
+  ck_assert_msg(ar_client_reload(c, &changed, &n_changed, NULL, msg, sizeof msg) == 0, "reload: %s", msg);
+  ck_assert_uint_eq(n_changed, 1);
+  ck_assert_str_eq(changed[0].name, "svdf");
+  free(changed);
+  rc = svdf_step(c, "A", false, 4, a, msg, sizeof msg);
+  ck_assert_msg(rc == AR_ESTATE && strstr(msg, "session 'A' of model 'svdf' ended when a reload replaced the model"),
+                "A after the file changed: rc %d, %s", rc, msg);
+  rc = svdf_step(c, "B", false, 4, b, msg, sizeof msg);
+  ck_assert_msg(rc == AR_ESTATE, "B after the file changed: rc %d, %s", rc, msg);
+  rc = svdf_step(c, "Z", false, 4, b, msg, sizeof msg);   /* never opened: unknown, as before */
+  ck_assert_msg(rc == AR_ENOENT, "Z: rc %d, %s", rc, msg);
+  json_t *st = stats(c);
+  json_t *ss = model_sessions(st, "svdf");
+  ck_assert_int_eq(jint(ss, "ended_by_reload"), 4);   /* W, A, B, F */
+  ck_assert_int_eq(jint(ss, "open"), 0);
+  json_decref(st);
+  /* Started again on the new model: from its initial state (equal to a new session's step). */
+  ck_assert_msg(svdf_step(c, "A", true, 0, a, msg, sizeof msg) == 0, "A started again: %s", msg);
+  ck_assert_msg(svdf_step(c, "N", true, 0, b, msg, sizeof msg) == 0, "N: %s", msg);
+  ck_assert_mem_eq(a, b, sizeof a);
+  printf("reload: unchanged file kept sessions A, B going; a replaced file ended 4 sessions (ESTATE naming the "
+         "reload), A started again from the initial state\n");
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  free(model);
+  unlink(path);
+  unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 static Suite *sessions_suite(void) {
   Suite *s = suite_create("sessions");
   TCase *tc = tcase_create("daemon");
@@ -556,6 +686,7 @@ static Suite *sessions_suite(void) {
   tcase_add_test(tc, session_slots_survive_compaction);
   tcase_add_test(tc, unload_frees_slots_and_stateless_ignores_sessions);
   tcase_add_test(tc, slots_past_the_pool_are_enospc);
+  tcase_add_test(tc, reload_ends_sessions_of_a_replaced_model_only);
   suite_add_tcase(s, tc);
   return s;
 }
