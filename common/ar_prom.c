@@ -63,6 +63,22 @@ static void per_item(FILE *out, const json_t *arr, const char *label, const char
   }
 }
 
+/* per_item for a key of each model's "sessions" object (stateful models only: a stateless model's
+ * is null and it has no sample); the family is left out when no model has sessions. */
+static void per_session(FILE *out, const json_t *models, const char *key, const char *metric, const char *type,
+                        const char *help) {
+  size_t i;
+  const json_t *e;
+  bool any = false;
+  json_array_foreach(models, i, e) any = any || json_is_integer(json_object_get(json_object_get(e, "sessions"), key));
+  if (!any) return;
+  family(out, metric, type, help);
+  json_array_foreach(models, i, e) {
+    const json_t *v = json_object_get(json_object_get(e, "sessions"), key);
+    if (json_is_integer(v)) sample_label(out, metric, "model", str_or_empty(e, "name"), json_integer_value(v));
+  }
+}
+
 /* `us` microseconds as exact decimal seconds ("0.0001", "2.5", "3"): the exposition format's base
  * unit for time is the second, and an exact decimal keeps bucket bounds and sums free of
  * binary-float noise. */
@@ -191,6 +207,24 @@ int ar_prom_write(const json_t *stats, FILE *out, char *msg, size_t msg_bytes) {
   per_item(out, models, "model", "name", "weights_bytes", "arenad_model_weights_bytes", "gauge",
            "Constant bytes read in place from the model file mapping");
   latency_histograms(out, models);
+  static const struct {
+    const char *key, *metric, *type, *help;
+  } session_keys[] = {
+      {"open", "arenad_model_sessions_open", "gauge", "Sessions of the stateful model open now"},
+      {"state_bytes_per_slot", "arenad_model_session_state_bytes", "gauge",
+       "Bytes of one session's state slot (the model's state, rounded up to 64)"},
+      {"slot_bytes", "arenad_model_session_slot_bytes", "gauge", "Pool bytes of the chunks holding the sessions' slots"},
+      {"started", "arenad_model_sessions_started_total", "counter", "Sessions started (or started again)"},
+      {"ended", "arenad_model_sessions_ended_total", "counter", "Sessions ended by their client"},
+      {"expired", "arenad_model_sessions_expired_total", "counter",
+       "Sessions expired after session_idle_timeout_ms idle"},
+      {"evicted", "arenad_model_sessions_evicted_total", "counter",
+       "Expired session ids forgotten to make room (they then answer ENOENT)"},
+      {"ended_by_reload", "arenad_model_sessions_ended_by_reload_total", "counter",
+       "Sessions of a replaced instance that this one answers as ended by the reload"},
+  };
+  for (size_t i = 0; i < sizeof(session_keys) / sizeof(session_keys[0]); i++)
+    per_session(out, models, session_keys[i].key, session_keys[i].metric, session_keys[i].type, session_keys[i].help);
 
   per_item(out, groups, "group", "name", "activation_bytes", "arenad_group_activation_bytes", "gauge",
            "Bytes of the share group's one activation region");

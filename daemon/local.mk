@@ -124,5 +124,5 @@ check_PROGRAMS += tests/check_sessions
 TESTS += tests/check_sessions
 tests_check_sessions_SOURCES = tests/check_sessions.c tests/ar_test_daemon.h $(AR_TEST_STREAM_SOURCES)
 tests_check_sessions_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_check_sessions_LDADD = libarenaclient.la libarproto.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
+tests_check_sessions_LDADD = libarenaclient.la libarproto.la libarprom.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) $(TEST_LIBS)
 $(tests_check_sessions_OBJECTS): proto/arenad.pb-c.h

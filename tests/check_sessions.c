@@ -27,6 +27,7 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "common/ar_prom.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_rnn_models.h"
@@ -658,6 +659,17 @@ START_TEST(reload_ends_sessions_of_a_replaced_model_only) {
   json_t *ss = model_sessions(st, "svdf");
   ck_assert_int_eq(jint(ss, "ended_by_reload"), 4);   /* W, A, B, F */
   ck_assert_int_eq(jint(ss, "open"), 0);
+  /* The same figures in the Prometheus text (/metrics, arenactl stats --prometheus). */
+  char *text = NULL;
+  size_t text_n = 0;
+  FILE *pm = open_memstream(&text, &text_n);
+  ck_assert_ptr_nonnull(pm);
+  ck_assert_int_eq(ar_prom_write(st, pm, msg, sizeof msg), 0);
+  ck_assert_int_eq(fclose(pm), 0);
+  ck_assert_msg(strstr(text, "\narenad_model_sessions_ended_by_reload_total{model=\"svdf\"} 4\n") &&
+                strstr(text, "\narenad_model_sessions_open{model=\"svdf\"} 0\n") &&
+                strstr(text, "# TYPE arenad_model_sessions_started_total counter\n"), "%s", text);
+  free(text);
   json_decref(st);
   /* Started again on the new model: from its initial state (equal to a new session's step). */
   ck_assert_msg(svdf_step(c, "A", true, 0, a, msg, sizeof msg) == 0, "A started again: %s", msg);
