@@ -170,6 +170,11 @@ struct ar_dmodel {
    * shapes of the current plan while it tries a request's, so a plan that does not fit goes back
    * to them without allocating. */
   int32_t (*saved_shapes)[1 + AR_MAX_RANK];
+  /* The shapes of its graph inputs, then outputs (rank, then dims), as of its load or last re-plan,
+   * copied on the loop thread while no job of its group ran (with plan_fig): what model
+   * descriptions (ListModels, load replies) show, never read from the interpreter, which a worker
+   * may be re-planning. Allocated at load. */
+  int32_t (*io_shapes)[1 + AR_MAX_RANK];
   /* Sessions (ar_sessions.c): bytes of one state slot (ar_interp_state_bytes, taken with the plan's
    * figures; 0 = stateless, sessions ignored), the table (NULL until the first session), and a
    * reset of the default state asked for by a ResetSession, applied by the next invoke without a

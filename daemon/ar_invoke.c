@@ -1002,6 +1002,7 @@ void ar__group_after(uv_work_t *w, int status) {
       m->arena_bytes = job->new_arena;
       m->persistent_bytes = job->new_persistent;
       ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);   /* the group runs nothing now */
+      ar__io_snapshot(m);
       m->state_bytes = ar_interp_state_bytes(m->interp);
       shrink_region(srv, g);
       /* Whose shapes the plan is for now: a peer that is not an admin holds them (and the region

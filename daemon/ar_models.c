@@ -239,13 +239,14 @@ typedef struct { Arenad__Tensor t; Arenad__Quantization q; int64_t shape[AR_MAX_
 
 /* Describe a tensor: name, dtype, shape and its quantization (the scale and zero point arrays are
  * the model's own, which outlives the reply: the message points at them). */
-static void fill_tensor_desc(tensor_slot_t *slot, const char *name, const ar_tview_t *v) {
+static void fill_tensor_desc(tensor_slot_t *slot, const char *name, const ar_tview_t *v, const int32_t *shape) {
   Arenad__Tensor *t = &slot->t;
   arenad__tensor__init(t);
   t->name = (char *)(name ? name : "");
   t->dtype = (Arenad__DType)v->dtype;
-  for (int32_t d = 0; d < v->rank; d++) slot->shape[d] = v->dims[d];
-  t->n_shape = (size_t)v->rank;
+  const int32_t rank = shape ? shape[0] : v->rank, *dims = shape ? shape + 1 : v->dims;
+  for (int32_t d = 0; d < rank; d++) slot->shape[d] = dims[d];
+  t->n_shape = (size_t)rank;
   t->shape = slot->shape;
   if (v->quant != NULL && v->quant->n > 0) {
     arenad__quantization__init(&slot->q);
@@ -258,7 +259,27 @@ static void fill_tensor_desc(tensor_slot_t *slot, const char *name, const ar_tvi
   }
 }
 
+void ar__io_snapshot(ar_dmodel_t *m) {
+  if (m->io_shapes == NULL || m->interp == NULL) return;
+  const int32_t n_in = ar_interp_n_inputs(m->interp), n_out = ar_interp_n_outputs(m->interp);
+  for (int32_t i = 0; i < n_in + n_out; i++) {
+    const ar_tview_t *v = i < n_in ? ar_interp_input(m->interp, i) : ar_interp_output(m->interp, i - n_in);
+    m->io_shapes[i][0] = v->rank;
+    memcpy(&m->io_shapes[i][1], v->dims, sizeof(int32_t) * AR_MAX_RANK);
+  }
+}
+
+/* ar__tensor_descs with the shapes of `snap` (n_inputs + n_outputs entries, ar__io_snapshot), or
+ * the interpreter's own when NULL. */
+static Arenad__Tensor **tensor_descs(ar_interp_t *in, bool outputs, const int32_t (*snap)[1 + AR_MAX_RANK],
+                                     size_t *n_out);
+
 Arenad__Tensor **ar__tensor_descs(ar_interp_t *in, bool outputs, size_t *n_out) {
+  return tensor_descs(in, outputs, NULL, n_out);
+}
+
+static Arenad__Tensor **tensor_descs(ar_interp_t *in, bool outputs, const int32_t (*snap)[1 + AR_MAX_RANK],
+                                     size_t *n_out) {
   int32_t n = outputs ? ar_interp_n_outputs(in) : ar_interp_n_inputs(in);
   Arenad__Tensor **ptrs = calloc((size_t)n + 1, sizeof(*ptrs) + sizeof(tensor_slot_t));
   if (ptrs == NULL) {
@@ -269,7 +290,8 @@ Arenad__Tensor **ar__tensor_descs(ar_interp_t *in, bool outputs, size_t *n_out) 
   for (int32_t i = 0; i < n; i++) {
     const ar_tview_t *v = outputs ? ar_interp_output(in, i) : ar_interp_input(in, i);
     const char *name = outputs ? ar_interp_output_name(in, i) : ar_interp_input_name(in, i);
-    fill_tensor_desc(&slots[i], name, v);
+    const int32_t at = outputs ? ar_interp_n_inputs(in) + i : i;
+    fill_tensor_desc(&slots[i], name, v, snap ? snap[at] : NULL);
     ptrs[i] = &slots[i].t;
   }
   *n_out = (size_t)n;
@@ -295,8 +317,8 @@ void ar_models_info(ar_server_t *srv, const ar_dmodel_t *m, Arenad__ModelInfo *i
   info->persistent_offset = m->has_persistent ? m->persistent_offset : 0;
   info->invokes = m->invokes;
   if (m->interp && m->state != AR_MODEL_LOADING) {
-    info->inputs = ar__tensor_descs(m->interp, false, &info->n_inputs);
-    info->outputs = ar__tensor_descs(m->interp, true, &info->n_outputs);
+    info->inputs = tensor_descs(m->interp, false, (const int32_t (*)[1 + AR_MAX_RANK])m->io_shapes, &info->n_inputs);
+    info->outputs = tensor_descs(m->interp, true, (const int32_t (*)[1 + AR_MAX_RANK])m->io_shapes, &info->n_outputs);
   }
   (void)srv;
 }
@@ -328,7 +350,9 @@ void ar__model_destroy(ar_server_t *srv, ar_dmodel_t *m) {
   ar_interp_free(m->interp);
   m->interp = NULL;
   free(m->saved_shapes);
+  free(m->io_shapes);
   m->saved_shapes = NULL;
+  m->io_shapes = NULL;
   if (m->has_persistent) ar_pool_free(&srv->pool, m->persistent_offset);
   m->has_persistent = false;
   if (m->group) ar__group_detach(srv, m->group);
@@ -349,8 +373,10 @@ static void prepare_work(ar_job_t *job) {
                           (const char (*)[AR_CONFIG_DIR_MAX])job->dirs, m->strategy, m->weights, 1, job->realpath, &m->cm, NULL,
                           &m->interp, job->msg, sizeof(job->msg));
   if (job->rc == 0) {
-    m->saved_shapes = calloc((size_t)ar_interp_n_inputs(m->interp) + 1, sizeof *m->saved_shapes);
-    if (!m->saved_shapes)
+    const size_t n_in = (size_t)ar_interp_n_inputs(m->interp), n_out = (size_t)ar_interp_n_outputs(m->interp);
+    m->saved_shapes = calloc(n_in + 1, sizeof *m->saved_shapes);
+    m->io_shapes = calloc(n_in + n_out + 1, sizeof *m->io_shapes);
+    if (!m->saved_shapes || !m->io_shapes)
       job->rc = ar_errf(job->msg, sizeof(job->msg), AR_ENOMEM, "model '%s': out of memory for its input shapes", m->name);
   }
 }
@@ -400,6 +426,7 @@ void ar__prepare_after(ar_job_t *job) {
   m->arena_bytes = ar_interp_arena_bytes(m->interp);
   m->persistent_bytes = ar_interp_persistent_bytes(m->interp);
   ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);
+  ar__io_snapshot(m);
   ar_interp_weight_figures(m->interp, &m->wfig);
   m->state_bytes = ar_interp_state_bytes(m->interp);
 

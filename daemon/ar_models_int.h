@@ -37,6 +37,9 @@ void ar__prepare_after(ar_job_t *job);
 /* The input (outputs false) or output tensors of `in` described for a reply: one allocation
  * (free() it); NULL with *n_out 0 on no memory. */
 Arenad__Tensor **ar__tensor_descs(ar_interp_t *in, bool outputs, size_t *n_out);
+/* Loop thread, no job of m's group running: copy its graph inputs' and outputs' shapes into
+ * m->io_shapes (what ar_models_info shows). */
+void ar__io_snapshot(ar_dmodel_t *m);
 /* Answer a LoadModel with the model's info. */
 void ar__answer_loaded(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t *m);
 

@@ -8,10 +8,14 @@
  * that needs more than the largest free block but no more than the free bytes compacts the pool first.
  * A model with 20 resizable graph inputs takes a request's shapes for every one of them.
  */
+#include "config.h"
+
 #include <check.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,6 +464,71 @@ START_TEST(every_graph_input_resizes_past_sixteen) {
 }
 END_TEST
 
+/* ListModels while another client's invokes re-plan the model (batch 1 <-> 4): every description
+ * shows one whole plan's shapes (input batch 1 with output batch 1, or 4 with 4), never a mix, and
+ * the daemon reads them from its own copy, not from the interpreter a worker is re-planning (the
+ * ThreadSanitizer run of this suite, ./dev tsan check_resize, holds it to that). */
+typedef struct { const char *socket; int rounds; int failed; char why[AR_MSG_BYTES + 64]; } resizer_t;
+
+static void *resizer(void *arg) {
+  resizer_t *r = arg;
+  ar_client_t *c = NULL;
+  char msg[AR_MSG_BYTES];
+  if (ar_client_connect(r->socket, &c, msg, sizeof msg) != 0) {
+    r->failed = 1;
+    snprintf(r->why, sizeof r->why, "connect: %s", msg);
+    return NULL;
+  }
+  static float items[8][ITEM], want[8][AR_TM_BATCH_OUT];
+  for (int b = 0; b < 8; b++) {
+    for (int i = 0; i < ITEM; i++) items[b][i] = (float)((b * 5 + i * 7) % 13 - 6) / 4.0f;
+    ar_tm_batch_by_hand(items[b], want[b]);
+  }
+  for (int k = 0; k < r->rounds && !r->failed; k++)
+    if (invoke_batch(c, k % 2 ? 4 : 1, k, items, want, msg, sizeof msg) != 0) {
+      r->failed = 1;
+      snprintf(r->why, sizeof r->why, "invoke %d: %s", k, msg);
+    }
+  ar_client_close(c);
+  return NULL;
+}
+
+START_TEST(descriptions_are_whole_while_a_worker_replans) {
+  ar_test_daemon_t d;
+  ck_assert_msg(ar_td_start(&d, "1M", NULL) == 0, "arenad did not start (log %s)", d.log);
+  char path[600], msg[AR_MSG_BYTES];
+  write_batch_model(d.dir, path, sizeof path);
+  ar_client_t *c = NULL;
+  ck_assert_int_eq(ar_client_connect(d.socket, &c, msg, sizeof msg), 0);
+  ck_assert_msg(ar_client_load(c, "b", path, NULL, NULL, NULL, msg, sizeof msg) == 0, "load: %s", msg);
+  resizer_t r = {.socket = d.socket, .rounds = 200};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, resizer, &r), 0);
+  int seen[2] = {0, 0}, lists = 0;
+  bool joined = false;
+  while (!joined && lists < 5000) {
+    ar_client_model_t *ms = NULL;
+    size_t n = 0;
+    ck_assert_msg(ar_client_list(c, &ms, &n, msg, sizeof msg) == 0, "list: %s", msg);
+    ck_assert_uint_eq(n, 1);
+    const int64_t bin = ms[0].inputs[0].dims[0], bout = ms[0].outputs[0].dims[0];
+    ck_assert_msg((bin == 1 || bin == 4) && bout == bin, "listed input batch %lld with output batch %lld",
+                  (long long)bin, (long long)bout);
+    seen[bin == 4]++;
+    free(ms);
+    lists++;
+    joined = pthread_tryjoin_np(th, NULL) == 0;
+  }
+  if (!joined) pthread_join(th, NULL);
+  ck_assert_msg(!r.failed, "%s", r.why);
+  printf("descriptions during re-plans: %d lists, batch 1 seen %d times, batch 4 %d times\n", lists, seen[0],
+         seen[1]);
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&d), 0);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("resize");
   TCase *tc = tcase_create("daemon");
@@ -469,6 +538,7 @@ int main(void) {
   tcase_add_test(tc, peer_not_admin_region_is_released_when_it_leaves);
   tcase_add_test(tc, growth_compacts_a_fragmented_pool);
   tcase_add_test(tc, every_graph_input_resizes_past_sixteen);
+  tcase_add_test(tc, descriptions_are_whole_while_a_worker_replans);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
