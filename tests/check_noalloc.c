@@ -311,60 +311,11 @@ START_TEST(test_stream_no_alloc) {
 }
 END_TEST
 
-/* The integer LSTM streams of ../shared/golden_state (kernels/lstm_int.c, issue 27): 0 heap
- * allocations per invoke, outputs byte for byte. TFLite resets an int8 variable to its zero point
- * (coral's output state: -1), which the hooks do here until the interpreter's reset does it.
- * Skips when ../shared/models_state is absent. */
-static void int_lstm_state_to_zero_point(ar_interp_t *in) {
-  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
-    const ar_node_t *nd = ar_interp_node(in, k);
-    if (!nd || (nd->op != AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM && nd->op != AR_OP_LSTM) || nd->n_inputs <= 18) continue;
-    ar_tview_t *h = nd->inputs[18];
-    if (h && h->dtype == AR_DTYPE_INT8 && h->quant && h->quant->n > 0)
-      memset(h->data, (int)h->quant->zero_point[0], (size_t)h->bytes);
-  }
-}
-static void int_lstm_arm(void *ctx, ar_interp_t *in, int32_t step) {
-  if (step == 0) int_lstm_state_to_zero_point(in);
-  stream_arm(ctx, in, step);
-}
-static int int_lstm_reset(void *ctx, ar_interp_t *in, int32_t step, char *msg, size_t msg_bytes) {
-  (void)ctx, (void)step;
-  int rc = ar_ts_reset_default(in, msg, msg_bytes);
-  if (rc == 0) int_lstm_state_to_zero_point(in);
-  return rc;
-}
-
-START_TEST(test_integer_lstm_streams_no_alloc) {
-  if (!ar_ts_have_state_models("integer LSTM streams without allocation")) return;
-  static const char *const names[] = {"tflm_mnist_lstm_int8", "coral_keras_lstm_mnist_ptq"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    char model[512], dir[512], msg[AR_MSG_BYTES] = "";
-    snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), names[i]);
-    snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), names[i]);
-    unsigned long calls = 0;
-    ar_ts_hooks_t hooks = {.ctx = &calls, .reset = int_lstm_reset, .before_invoke = int_lstm_arm,
-                           .after_invoke = stream_disarm};
-    ar_ts_report_t rep;
-    int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s: %s", names[i], msg);
-    ck_assert_msg(rep.bad_steps == 0, "%s: %s", names[i], rep.first_bad);
-    printf("noalloc stream %-32s %d invokes: %lu allocation calls\n", names[i], rep.steps, calls);
-    ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d stream invokes", names[i], calls, rep.steps);
-  }
-}
-END_TEST
-
-/* The control-flow and resource-variable streams of ../shared/golden_state (issue 27; the
- * microWakeWord models keep their ring buffers in resource variables): every
- * invoke, CALL_ONCE's init run and every WHILE iteration (nested too) included, allocates
- * nothing, and the outputs match the goldens. Skips when ../shared/models_state is absent. */
-START_TEST(test_control_flow_streams_no_alloc) {
-  if (!ar_ts_have_state_models("control-flow streams without allocation")) return;
-  static const char *const names[] = {"litert_call_once_mul", "litert_resource_vars_calibrated",
-                                      "litert_multi_subgraphs_while", "litert_nested_while", "mww_v1_alexa",
-                                      "mww_v2_hey_jarvis"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+/* Streams of ../shared/golden_state, one interpreter each (tests/ar_test_stream.h: resets where
+ * the golden's meta says, by the interpreter's own ar_interp_reset_state - 0 / the zero point):
+ * every invoke allocates nothing and every output matches its golden. */
+static void golden_streams_no_alloc(const char *const *names, size_t n) {
+  for (size_t i = 0; i < n; i++) {
     char model[512], dir[512], msg[AR_MSG_BYTES] = "";
     snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), names[i]);
     snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), names[i]);
@@ -378,6 +329,26 @@ START_TEST(test_control_flow_streams_no_alloc) {
            COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks");
     ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d stream invokes", names[i], calls, rep.steps);
   }
+}
+
+/* The integer LSTM streams (kernels/lstm_int.c, issue 27; coral's int8 output state resets to its
+ * zero point -1). Skips when ../shared/models_state is absent. */
+START_TEST(test_integer_lstm_streams_no_alloc) {
+  if (!ar_ts_have_state_models("integer LSTM streams without allocation")) return;
+  static const char *const names[] = {"tflm_mnist_lstm_int8", "coral_keras_lstm_mnist_ptq"};
+  golden_streams_no_alloc(names, sizeof names / sizeof names[0]);
+}
+END_TEST
+
+/* The control-flow and resource-variable streams (issue 27; the microWakeWord models keep their
+ * ring buffers in resource variables): CALL_ONCE's init run and every WHILE iteration (nested too)
+ * included. Skips when ../shared/models_state is absent. */
+START_TEST(test_control_flow_streams_no_alloc) {
+  if (!ar_ts_have_state_models("control-flow streams without allocation")) return;
+  static const char *const names[] = {"litert_call_once_mul", "litert_resource_vars_calibrated",
+                                      "litert_multi_subgraphs_while", "litert_nested_while", "mww_v1_alexa",
+                                      "mww_v2_hey_jarvis"};
+  golden_streams_no_alloc(names, sizeof names / sizeof names[0]);
 }
 END_TEST
 
@@ -466,20 +437,7 @@ END_TEST
 START_TEST(test_lstm_streams_no_alloc) {
   if (!ar_ts_have_state_models("LSTM streams without allocation")) return;
   static const char *const names[] = {"tflm_mnist_lstm_float", "litert_lstm", "litert_unidirectional_sequence_lstm"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    char model[512], dir[512], msg[AR_MSG_BYTES] = "";
-    snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), names[i]);
-    snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), names[i]);
-    unsigned long calls = 0;
-    ar_ts_hooks_t hooks = {.ctx = &calls, .before_invoke = stream_arm, .after_invoke = stream_disarm};
-    ar_ts_report_t rep;
-    int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
-    ck_assert_msg(rc == 0, "%s: %s", names[i], msg);
-    ck_assert_msg(rep.bad_steps == 0, "%s: %s", names[i], rep.first_bad);
-    printf("noalloc stream %-36s %d invokes: %lu allocation calls (%s)\n", names[i], rep.steps, calls,
-           COUNTS_MMAP ? "malloc family + mmap" : "ASan malloc/free hooks");
-    ck_assert_msg(calls == 0, "%s: %lu heap allocation calls in %d stream invokes", names[i], calls, rep.steps);
-  }
+  golden_streams_no_alloc(names, sizeof names / sizeof names[0]);
 }
 END_TEST
 

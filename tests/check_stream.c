@@ -278,38 +278,15 @@ END_TEST
 static const char *const lstm_int_streams[] = {"tflm_mnist_lstm_int8", "coral_keras_lstm_mnist_ptq"};
 #define N_LSTM_INT_STREAMS ((int)(sizeof lstm_int_streams / sizeof lstm_int_streams[0]))
 
-/* TFLite's ResetVariableTensors sets an int8 variable to its zero point (coral's output state has
- * zero point -1); the interpreter zeroes variables until the state slots of issue 27 reset them to
- * the zero point, so the in-process replay resets the LSTM's int8 output state itself, at the start
- * and at each reset of the stream. */
-static void lstm_state_to_zero_point(ar_interp_t *in) {
-  for (int32_t k = 0; k < ar_interp_n_operators(in); k++) {
-    const ar_node_t *nd = ar_interp_node(in, k);
-    if (!nd || (nd->op != AR_OP_UNIDIRECTIONAL_SEQUENCE_LSTM && nd->op != AR_OP_LSTM) || nd->n_inputs <= 18) continue;
-    ar_tview_t *h = nd->inputs[18];
-    if (h && h->dtype == AR_DTYPE_INT8 && h->quant && h->quant->n > 0)
-      memset(h->data, (int)h->quant->zero_point[0], (size_t)h->bytes);
-  }
-}
-static void lstm_first_step(void *ctx, ar_interp_t *in, int32_t step) {
-  (void)ctx;
-  if (step == 0) lstm_state_to_zero_point(in);
-}
-static int lstm_reset(void *ctx, ar_interp_t *in, int32_t step, char *msg, size_t msg_bytes) {
-  (void)ctx, (void)step;
-  int rc = ar_ts_reset_default(in, msg, msg_bytes);
-  if (rc == 0) lstm_state_to_zero_point(in);
-  return rc;
-}
-
 START_TEST(integer_lstm_streams_in_process) {
   if (!ar_ts_have_state_models("integer LSTM streams in process")) return;
   char model[512], dir[512], msg[AR_MSG_BYTES] = "";
   snprintf(model, sizeof model, "%s/%s.tflite", ar_ts_models_dir(), lstm_int_streams[_i]);
   snprintf(dir, sizeof dir, "%s/%s", ar_ts_golden_dir(), lstm_int_streams[_i]);
-  ar_ts_hooks_t hooks = {.before_invoke = lstm_first_step, .reset = lstm_reset};
+  /* No hooks: the interpreter resets coral's int8 output state to its zero point (-1) itself, as
+   * TFLite's ResetVariableTensors does. */
   ar_ts_report_t rep;
-  int rc = ar_ts_run_model(model, dir, NULL, &hooks, &rep, msg, sizeof msg);
+  int rc = ar_ts_run_model(model, dir, NULL, NULL, &rep, msg, sizeof msg);
   ck_assert_msg(rc == 0, "%s: %s", lstm_int_streams[_i], msg);
   printf("%-28s %d steps in process: %d bad (integer outputs byte for byte)\n", lstm_int_streams[_i], rep.steps,
          rep.bad_steps);
