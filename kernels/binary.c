@@ -997,50 +997,29 @@ const ar_kernel_t ar_kernel_pow = { "POW", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(pow_forms, 0, -1) };
 /* TFLite comparisons (builtins 71, 72, 58, 63, 61, 62): bool outputs; EQUAL and NOT_EQUAL also
  * take bool operands. */
-static const ar_kernel_form_t equal_forms[] = {
+static const ar_kernel_form_t equality_forms[] = {   /* EQUAL, NOT_EQUAL */
   AR_KF(1, 1, FLOAT32, BOOL),
   AR_KF(1, 1, INT32, BOOL),
   AR_KF(1, 1, INT64, BOOL),
   AR_KF(1, 1, BOOL, BOOL),
+};
+static const ar_kernel_form_t ordering_forms[] = {   /* LESS, LESS_EQUAL, GREATER, GREATER_EQUAL */
+  AR_KF(1, 1, FLOAT32, BOOL),
+  AR_KF(1, 1, INT32, BOOL),
+  AR_KF(1, 1, INT64, BOOL),
 };
 const ar_kernel_t ar_kernel_equal = { "EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(equal_forms, 0, -1) };
-static const ar_kernel_form_t not_equal_forms[] = {
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
-  AR_KF(1, 1, BOOL, BOOL),
-};
+  AR_KSUPPORT(equality_forms, 0, -1) };
 const ar_kernel_t ar_kernel_not_equal = { "NOT_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(not_equal_forms, 0, -1) };
-static const ar_kernel_form_t less_forms[] = {
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
-};
+  AR_KSUPPORT(equality_forms, 0, -1) };
 const ar_kernel_t ar_kernel_less = { "LESS", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(less_forms, 0, -1) };
-static const ar_kernel_form_t less_equal_forms[] = {
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
-};
+  AR_KSUPPORT(ordering_forms, 0, -1) };
 const ar_kernel_t ar_kernel_less_equal = { "LESS_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(less_equal_forms, 0, -1) };
-static const ar_kernel_form_t greater_forms[] = {
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
-};
+  AR_KSUPPORT(ordering_forms, 0, -1) };
 const ar_kernel_t ar_kernel_greater = { "GREATER", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(greater_forms, 0, -1) };
-static const ar_kernel_form_t greater_equal_forms[] = {
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
-};
+  AR_KSUPPORT(ordering_forms, 0, -1) };
 const ar_kernel_t ar_kernel_greater_equal = { "GREATER_EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(greater_equal_forms, 0, -1) };
+  AR_KSUPPORT(ordering_forms, 0, -1) };
 /* TFLite SELECT_V2 (builtin 123): condition ? x : y with condition, x, y broadcast together. */
 static const ar_kernel_form_t select_v2_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
