@@ -1,8 +1,8 @@
 /* ar_test_client.h - helpers for the suites that talk to a real arenad through libarenaclient
  * (tests/check_daemon.c, tests/check_compact.c): golden cases of the float models (input and
  * every output, from $AR_GOLDEN_DIR/<stem>/<case>/), comparing an Invoke reply with them (client
- * result or raw protobuf response, tolerance of ar_test_golden_mismatches), model paths and the
- * stats document as JSON. Header-only (static functions); failures are Check assertions.
+ * result or raw protobuf response, tolerance of ar_test_golden_mismatches), model paths, the
+ * stats document as JSON, waiting for the configured models. Header-only (static functions); failures are Check assertions.
  */
 #ifndef AR_TEST_CLIENT_H
 #define AR_TEST_CLIENT_H
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
@@ -113,6 +114,25 @@ static inline json_t *ar_tc_stats_model(json_t *st, const char *name) {
 /* Integer member `k` of object `o` (0 when missing). */
 static inline uint64_t ar_tc_ji(json_t *o, const char *k) {
   return (uint64_t)json_integer_value(json_object_get(o, k));
+}
+
+/* The daemon on `socket` accepts before its configured models are loaded: wait until it lists
+ * `n_models` (up to 60 s, 10 minutes under an emulator; a Check failure past that). */
+static inline void ar_tc_wait_models(const char *socket, size_t n_models) {
+  int max_tries = ar_test_emulated() ? 60000 : 6000;
+  for (int tries = 0;; tries++) {
+    ar_client_t *c = NULL;
+    ar_client_model_t *ms = NULL;
+    size_t n = 0;
+    char msg[AR_MSG_BYTES];
+    ck_assert_msg(ar_client_connect(socket, &c, msg, sizeof(msg)) == 0, "connect: %s", msg);
+    int rc = ar_client_list(c, &ms, &n, msg, sizeof(msg));
+    free(ms);
+    ar_client_close(c);
+    if (rc == 0 && n == n_models) return;
+    ck_assert_msg(tries < max_tries, "the %zu configured models did not load", n_models);
+    usleep(10000);
+  }
 }
 
 #endif

@@ -25,6 +25,7 @@
 
 #include "clients/ar_client.h"
 #include "common/ar_error.h"
+#include "tests/ar_test_client.h"
 #include "tests/ar_test_daemon.h"
 #include "tests/ar_test_util.h"
 
@@ -68,22 +69,7 @@ static void start(size_t n_models, uint64_t memory_limit) {
   write_config(n_models, memory_limit);
   const char *extra[] = {"--config", cfg_path, NULL};
   ck_assert_msg(ar_td_start(&dmn, "96M", extra) == 0, "arenad did not start (log %s)", dmn.log);
-  /* The socket accepts before the configured models are loaded: wait for them (up to 60 s, 10
-   * minutes under an emulator). */
-  int max_tries = ar_test_emulated() ? 60000 : 6000;
-  for (int tries = 0;; tries++) {
-    ar_client_t *c = NULL;
-    ar_client_model_t *ms = NULL;
-    size_t n = 0;
-    char msg[AR_MSG_BYTES];
-    ck_assert_msg(ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) == 0, "connect: %s", msg);
-    int rc = ar_client_list(c, &ms, &n, msg, sizeof(msg));
-    free(ms);
-    ar_client_close(c);
-    if (rc == 0 && n == n_models) break;
-    ck_assert_msg(tries < max_tries, "the %zu configured models did not load", n_models);
-    usleep(10000);
-  }
+  ar_tc_wait_models(dmn.socket, n_models);
 }
 
 /* The daemon's VmRSS from /proc/<pid>/status, bytes (-1 when unreadable). */

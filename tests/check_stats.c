@@ -43,20 +43,7 @@ static void start(const char *keys, const char *models, size_t n_models) {
   ck_assert_int_eq(fclose(f), 0);
   const char *extra[] = {"--config", cfg_path, NULL};
   ck_assert_msg(ar_td_start(&dmn, "96M", extra) == 0, "arenad did not start (log %s)", dmn.log);
-  int max_tries = ar_test_emulated() ? 60000 : 6000;
-  for (int tries = 0;; tries++) {
-    ar_client_t *c = NULL;
-    ar_client_model_t *ms = NULL;
-    size_t n = 0;
-    char msg[AR_MSG_BYTES];
-    ck_assert_msg(ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) == 0, "connect: %s", msg);
-    int rc = ar_client_list(c, &ms, &n, msg, sizeof(msg));
-    free(ms);
-    ar_client_close(c);
-    if (rc == 0 && n == n_models) break;
-    ck_assert_msg(tries < max_tries, "the %zu configured models did not load", n_models);
-    usleep(10000);
-  }
+  ar_tc_wait_models(dmn.socket, n_models);
 }
 
 static void stop(void) {
