@@ -184,9 +184,10 @@ static json_t *control_flow_json(const ar_interp_t *in) {
         kids = NULL;
       }
     }
-    json_t *o = kids ? json_pack("{s:i, s:i, s:s, s:I, s:I, s:I, s:o}", "subgraph", (int)ar_interp_subgraph(in),
+    json_t *o = kids ? json_pack("{s:i, s:i, s:s, s:I, s:I, s:I, s:I, s:o}", "subgraph", (int)ar_interp_subgraph(in),
                                  "operator", (int)k, "op", ar_op_name(info.op), "scratch_bytes",
-                                 (json_int_t)info.arena_bytes, "state_bytes", (json_int_t)info.state_bytes,
+                                 (json_int_t)(info.arena_bytes + info.loop_bytes), "loop_value_bytes",
+                                 (json_int_t)info.loop_bytes, "state_bytes", (json_int_t)info.state_bytes,
                                  info.op == AR_OP_WHILE ? "copy_bytes_per_iteration" : "copy_bytes_per_invoke",
                                  (json_int_t)info.copy_bytes_per_iteration, "children", kids)
                      : NULL;
@@ -427,9 +428,11 @@ static void print_control_flow(FILE *out, const ar_interp_t *in, int depth) {
     for (int32_t j = 0; j < info.n_children; j++)
       fprintf(out, "%s %s subgraph %d (arena %" PRIu64 ", persistent %" PRIu64 ")", j ? "," : "", cf_roles[kind][j],
               (int)info.subgraph[j], info.child_arena_bytes[j], info.child_persistent_bytes[j]);
-    fprintf(out, "; scratch %" PRIu64 " bytes at arena offset %" PRIu64 ", state %" PRIu64 " bytes", info.arena_bytes,
-            offset, info.state_bytes);
-    if (info.op == AR_OP_WHILE) fprintf(out, "; copied per iteration %" PRIu64 " bytes", info.copy_bytes_per_iteration);
+    fprintf(out, "; scratch %" PRIu64 " bytes at arena offset %" PRIu64 ", state %" PRIu64 " bytes",
+            info.arena_bytes + info.loop_bytes, offset, info.state_bytes);
+    if (info.op == AR_OP_WHILE)
+      fprintf(out, "; loop values swapped with %" PRIu64 " bytes of it; copied per iteration %" PRIu64 " bytes",
+              info.loop_bytes, info.copy_bytes_per_iteration);
     if (info.op == AR_OP_IF) fprintf(out, "; copied per invoke %" PRIu64 " bytes", info.copy_bytes_per_iteration);
     fputc('\n', out);
     for (int32_t j = 0; j < info.n_children; j++) print_control_flow(out, info.child[j], depth + 1);

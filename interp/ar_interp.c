@@ -17,7 +17,7 @@
  *   [ planner persistent area (folded constants, variables) | node state, 64-byte aligned each |
  *     resource variables (main graph only) ]
  * A control-flow operator's node state holds its children's persistent regions; its scratch
- * their activation plans (see "Resource variables and control flow" below).
+ * their activation plans, then a WHILE's second loop-value buffers (see cf_run).
  */
 #include "interp/ar_interp.h"
 
@@ -542,7 +542,6 @@ static void cf_free(cf_op_t *cf);
 static void cf_node_sizes(ar_interp_t *in, int32_t k);
 static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes);
 static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes);
-static void cf_link_inputs(ar_interp_t *in, int32_t k);
 static int cf_run(ar_interp_t *in, int32_t k);
 static const ar_kernel_t cf_kernel;
 
@@ -793,7 +792,6 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       }
       nd->sub = in->cf[k];
       in->kernels[k] = &cf_kernel;
-      cf_node_sizes(in, k);
       if ((rc = cf_check(in, k, msg, msg_bytes)) != 0) {
         if (describe && rc != AR_ENOMEM) {
           note_unsupported(model, in->subgraph, loader_list, n_loader, k, msg, unsup, unsup_max, &n_unsup);
@@ -804,6 +802,7 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
         if (un_out) *un_out = n_unsup;
         goto fail;
       }
+      cf_node_sizes(in, k);   /* after cf_check: it sizes a WHILE's loop-value buffers */
       in->scratch_bytes[k] = nd->scratch_bytes;
       in->run_ops[in->n_run++] = k;
       in->state_offset[k] = state_total;
@@ -1581,8 +1580,19 @@ bool ar_interp_reads_in_place(const ar_interp_t *in, int32_t t) {
 static void cf_free(cf_op_t *cf) {
   if (!cf) return;
   for (int32_t j = 0; j < cf->n_child; j++) ar_interp_free(cf->child[j]);
+  free(cf->loop_kind);
+  free(cf->loop_off);
+  free(cf->cur);
+  free(cf->next);
   free(cf);
 }
+
+/* How a WHILE's loop value i moves from one iteration to the next (cf_loop_kinds). */
+typedef enum cf_loop_kind {
+  CF_LOOP_SWAP = 0,   /* the body's output view points at the other buffer: swapped, no copy */
+  CF_LOOP_PASS = 1,   /* the body's output is its input i: the value stays in A */
+  CF_LOOP_COPY = 2,   /* copied into the other buffer after the body (counted in copy_bytes) */
+} cf_loop_kind_t;
 
 static const char *const cf_child_name[3][2] = {{"cond", "body"}, {"then", "else"}, {"init", ""}};
 static int cf_kind(ar_op_t op) { return op == AR_OP_WHILE ? 0 : op == AR_OP_IF ? 1 : 2; }
@@ -1598,6 +1608,14 @@ static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   cf->k = k;
   if (op->op == AR_OP_WHILE) {
     cf->n_child = 2, cf->sub[0] = op->options.while_.cond_subgraph, cf->sub[1] = op->options.while_.body_subgraph;
+    const size_t n = op->n_inputs > 0 ? (size_t)op->n_inputs : 1;
+    cf->n_loop = op->n_inputs;
+    cf->loop_kind = calloc(n, sizeof *cf->loop_kind);
+    cf->loop_off = calloc(n, sizeof *cf->loop_off);
+    cf->cur = calloc(n, sizeof *cf->cur);
+    cf->next = calloc(n, sizeof *cf->next);
+    if (!cf->loop_kind || !cf->loop_off || !cf->cur || !cf->next)
+      return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
   } else if (op->op == AR_OP_IF) {
     cf->n_child = 2, cf->sub[0] = op->options.if_.then_subgraph, cf->sub[1] = op->options.if_.else_subgraph;
   } else {
@@ -1623,9 +1641,11 @@ static int cf_new(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   return 0;
 }
 
+/* The operator's scratch: the children's arena (64-byte aligned), then a WHILE's second loop-value
+ * buffers (cf_check sizes them). */
 static void cf_node_sizes(ar_interp_t *in, int32_t k) {
   const cf_op_t *cf = in->cf[k];
-  in->nodes[k].scratch_bytes = cf->arena_bytes;
+  in->nodes[k].scratch_bytes = cf->arena_bytes + cf->loop_bytes;
   in->nodes[k].state_bytes = cf->state_bytes;
 }
 
@@ -1652,6 +1672,39 @@ static int cf_same(const ar_interp_t *in, int32_t k, const char *what, int32_t i
                  ar_op_name(in->sg->operators[k].op), what, i, x, bwhat, y);
 }
 
+/* How WHILE's loop value i moves, from its body `b`'s output i (tensor t). The body's producer
+ * writes the next value straight into the other buffer when t's view can point there: t is an
+ * activation of its own (not a constant, a variable or other state, a resource, a weight widened
+ * at use), written by an operator that runs, that no other tensor shares bytes with (neither in
+ * place over another nor another in place or aliased over it: the planner's in-place groups keep
+ * the planned address) and that is no other loop value's output nor a body input. The body's own
+ * input i passed through stays where it is; everything else is copied. */
+static cf_loop_kind_t cf_loop_kind(const ar_interp_t *b, int32_t i) {
+  const ar_subgraph_t *sg = b->sg;
+  const int32_t t = sg->outputs[i];
+  for (int32_t o = 0; o < i; o++)
+    if (sg->outputs[o] == t) return CF_LOOP_COPY;   /* copied from the first value's buffer */
+  bool input_i = false, other_input = false;
+  for (uint32_t j = 0; j < sg->n_inputs; j++)
+    if (sg->inputs[j] == t) {
+      if ((int32_t)j == i) input_i = true;
+      else other_input = true;
+    }
+  if (input_i || other_input) return input_i && !other_input ? CF_LOOP_PASS : CF_LOOP_COPY;
+  const ar_tensor_plan_t *tp = &b->tensor_plan[t];
+  if (b->views[t].is_constant || tp->home != AR_HOME_ARENA || tp->at_use || tp->inplace_of >= 0 ||
+      b->res_var[t] >= 0 || b->state_alias[t])
+    return CF_LOOP_COPY;
+  for (int32_t u = 0; u < b->n_tensors; u++)
+    if (b->tensor_plan[u].inplace_of == t) return CF_LOOP_COPY;
+  for (int32_t r = 0; r < b->n_run; r++) {
+    const ar_operator_t *op = &sg->operators[b->run_ops[r]];
+    for (int32_t o = 0; o < op->n_outputs; o++)
+      if (op->outputs[o] == t) return CF_LOOP_SWAP;
+  }
+  return CF_LOOP_COPY;   /* nothing writes it: its planned bytes are the value */
+}
+
 /* Inputs and outputs of operator k against its children's; copy bytes. */
 static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   cf_op_t *cf = in->cf[k];
@@ -1661,10 +1714,7 @@ static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
   cf->copy_bytes = 0;
   if (cf->op == AR_OP_WHILE) {
     ar_interp_t *c = cf->child[0], *b = cf->child[1];
-    cf->body_linked = true;
-    for (int32_t o = 0; o < nd->n_inputs; o++)
-      for (int32_t j = 0; j < nd->n_inputs; j++)
-        if (j != o && ar_interp_output(b, o) == ar_interp_input(b, j)) cf->body_linked = false;
+    cf->loop_bytes = 0;
     for (int32_t i = 0; i < nd->n_inputs && rc == 0; i++) {
       const ar_tview_t *v = nd->inputs[i];
       if (!v || !nd->outputs[i])
@@ -1678,10 +1728,10 @@ static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes) {
       if ((rc = cf_same(in, k, "input", i, v, who, ar_interp_input(b, i), msg, msg_bytes))) return rc;
       snprintf(who, sizeof who, "body subgraph %d's output %d", cf->sub[1], i);
       if ((rc = cf_same(in, k, "input", i, v, who, ar_interp_output(b, i), msg, msg_bytes))) return rc;
-      /* One copy per iteration: the body's output into the WHILE's (cond and body read it there);
-       * none for a value the body passes through unchanged (its output is its input). */
-      if (ar_interp_output(b, i) != ar_interp_input(b, i) || !cf->body_linked) cf->copy_bytes += v->bytes;
-      if (!cf->body_linked) cf->copy_bytes += v->bytes;   /* and into the body's input */
+      cf->loop_kind[i] = (uint8_t)cf_loop_kind(b, i);
+      cf->loop_off[i] = cf->loop_bytes;
+      if (cf->loop_kind[i] != CF_LOOP_PASS) cf->loop_bytes += ar_align_up(v->bytes ? v->bytes : 1, AR_ARENA_ALIGNMENT);
+      if (cf->loop_kind[i] == CF_LOOP_COPY) cf->copy_bytes += v->bytes;
     }
     const ar_tview_t *cond = ar_interp_output(c, 0);
     if (cond->dtype != AR_DTYPE_BOOL || elems_of(cond) != 1)
@@ -1723,26 +1773,6 @@ static void set_pool(ar_interp_t *in, ar_threadpool_t *pool) {
   for (int32_t k = 0; k < in->n_ops; k++) in->nodes[k].pool = pool;
 }
 
-/* The children read the parent's values where they are, instead of copies: WHILE's cond and body
- * read loop value i in the WHILE's output i (each iteration's body outputs are copied there, the
- * one copy left per value and iteration: cond and body run in the same scratch, so the body's
- * outputs do not survive the next cond run and cannot simply be swapped in), an IF's branches read
- * its inputs 1... Kernels never write their inputs; a child operator in place on an input writes
- * the input's planned buffer, which the input then no longer uses. (A READ_VARIABLE output read
- * in place, whose view a state bind moves, never reaches a control-flow operator:
- * find_read_aliases.) */
-static void cf_link_inputs(ar_interp_t *in, int32_t k) {
-  cf_op_t *cf = in->cf[k];
-  const ar_node_t *nd = &in->nodes[k];
-  if (cf->op == AR_OP_WHILE) {
-    for (int32_t i = 0; i < nd->n_inputs; i++)
-      for (int32_t j = 0; j < (cf->body_linked ? 2 : 1); j++) ar_interp_input(cf->child[j], i)->data = nd->outputs[i]->data;
-  } else if (cf->op == AR_OP_IF) {
-    for (int32_t i = 1; i < nd->n_inputs; i++)
-      for (int32_t j = 0; j < 2; j++) ar_interp_input(cf->child[j], i - 1)->data = nd->inputs[i]->data;
-  }
-}
-
 /* Place every child in its operator's scratch and state (called at the end of place, the
  * parent's scratch and state pointers set). */
 static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes) {
@@ -1759,7 +1789,6 @@ static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes) {
                                ar_interp_persistent_bytes(c), msg, msg_bytes);
       if (rc != 0) return rc;
     }
-    cf_link_inputs(in, k);
   }
   return 0;
 }
@@ -1768,7 +1797,22 @@ static inline void copy_view(ar_tview_t *dst, const ar_tview_t *src) {
   if (dst->data && src->data && dst->data != src->data) memcpy(dst->data, src->data, (size_t)src->bytes);
 }
 
-/* Run control-flow operator k. Children run with the caller's pool already entered. */
+/* Run control-flow operator k. Children run with the caller's pool already entered.
+ *
+ * The children read the parent's values where they are, instead of copies: the views of their
+ * inputs are pointed there at every run (not once at place: the parent's own views move - a
+ * WHILE's body output pointed at a loop buffer, a state slot bound - between runs, and a pointer
+ * costs nothing to set). Kernels never write their inputs; a child operator in place on an input
+ * writes the input's planned buffer, which the input then no longer uses. (A READ_VARIABLE output
+ * read in place, whose view a state bind moves, never reaches a control-flow operator:
+ * find_read_aliases.)
+ *
+ * WHILE: loop value i is first read in the WHILE's input i itself; each iteration's body writes
+ * the next values into the other buffer (A, the WHILE's output, or B in the scratch past the
+ * children's arena: cond and body share that arena, so what the body leaves there does not survive
+ * the next cond), then the buffers swap: an iteration moves pointers, not bytes, except the
+ * values cf_loop_kind copies. A value ending in B (or still in the input: no iteration) is copied
+ * into A once, after the loop. */
 static int cf_run(ar_interp_t *in, int32_t k) {
   cf_op_t *cf = in->cf[k];
   const ar_node_t *nd = &in->nodes[k];
@@ -1792,19 +1836,30 @@ static int cf_run(ar_interp_t *in, int32_t k) {
         cond = any;
       }
     }
-    ar_interp_t *br = cf->child[cond ? 0 : 1];   /* it reads the IF's inputs in place (cf_link_inputs) */
+    ar_interp_t *br = cf->child[cond ? 0 : 1];
+    for (int32_t i = 1; i < nd->n_inputs; i++) ar_interp_input(br, i - 1)->data = nd->inputs[i]->data;
     if ((rc = run_ops(br)) != 0) return rc;
     for (int32_t o = 0; o < nd->n_outputs; o++) copy_view(nd->outputs[o], ar_interp_output(br, o));
     return 0;
   }
   ar_interp_t *c = cf->child[0], *b = cf->child[1];
-  const int32_t n = nd->n_inputs;
-  for (int32_t i = 0; i < n; i++) copy_view(nd->outputs[i], nd->inputs[i]);
-  const uint8_t *cond = ar_interp_output(c, 0)->data;
+  const int32_t n = cf->n_loop;
+  const uint8_t *kind = cf->loop_kind;
+  uint8_t **cur = cf->cur, **next = cf->next;
+  uint8_t *const second = (uint8_t *)nd->scratch + cf->arena_bytes;
+  for (int32_t i = 0; i < n; i++) {
+    if (kind[i] == CF_LOOP_PASS) {   /* never moves: in A from the start */
+      copy_view(nd->outputs[i], nd->inputs[i]);
+      cur[i] = nd->outputs[i]->data;
+    } else {
+      cur[i] = nd->inputs[i]->data;
+    }
+  }
   int64_t it = 0;
-  for (;;) {   /* cond and body read the loop values in the WHILE's outputs (cf_link_inputs) */
+  for (;;) {
+    for (int32_t i = 0; i < n; i++) ar_interp_input(c, i)->data = cur[i];
     if ((rc = run_ops(c)) != 0) return rc;
-    if (!cond[0]) break;
+    if (!*(const uint8_t *)ar_interp_output(c, 0)->data) break;   /* it may be an input: read after the run */
     if (it >= in->opt.max_while_iterations) {
       cf->last_iterations = it;
       ar_errf(in->root->err, sizeof in->root->err, AR_ESTATE, "subgraph %d, operator %d (WHILE): the condition "
@@ -1812,12 +1867,26 @@ static int cf_run(ar_interp_t *in, int32_t k) {
               cf->sub[0], (long long)it);
       return AR_ESTATE;
     }
-    if (!cf->body_linked)
-      for (int32_t i = 0; i < n; i++) copy_view(ar_interp_input(b, i), nd->outputs[i]);
+    for (int32_t i = 0; i < n; i++) {
+      ar_interp_input(b, i)->data = cur[i];
+      if (kind[i] == CF_LOOP_PASS) continue;
+      uint8_t *a = nd->outputs[i]->data;
+      next[i] = cur[i] == a ? second + cf->loop_off[i] : a;
+      if (kind[i] == CF_LOOP_SWAP) b->views[b->sg->outputs[i]].data = next[i];
+    }
     if ((rc = run_ops(b)) != 0) return rc;
-    for (int32_t i = 0; i < n; i++) copy_view(nd->outputs[i], ar_interp_output(b, i));
+    for (int32_t i = 0; i < n; i++) {
+      if (kind[i] == CF_LOOP_PASS) continue;
+      if (kind[i] == CF_LOOP_COPY) {
+        const ar_tview_t *o = ar_interp_output(b, i);
+        if (o->data != next[i]) memcpy(next[i], o->data, (size_t)o->bytes);
+      }
+      cur[i] = next[i];
+    }
     it++;
   }
+  for (int32_t i = 0; i < n; i++)
+    if (cur[i] != nd->outputs[i]->data) memcpy(nd->outputs[i]->data, cur[i], (size_t)nd->outputs[i]->bytes);
   cf->last_iterations = it;
   return 0;
 }
@@ -1826,9 +1895,10 @@ static int cf_run(ar_interp_t *in, int32_t k) {
  * must keep their shapes (cf_check refuses any other, naming the operator). */
 static int cf_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   cf_op_t *cf = node->sub;
-  node->scratch_bytes = cf->arena_bytes;
+  int rc = cf_check(cf->parent, cf->k, msg, msg_bytes);
+  node->scratch_bytes = cf->arena_bytes + cf->loop_bytes;
   node->state_bytes = cf->state_bytes;
-  return cf_check(cf->parent, cf->k, msg, msg_bytes);
+  return rc;
 }
 static void cf_eval_none(const ar_node_t *node) { (void)node; }   /* run by cf_run */
 /* No forms: the op table lists WHILE, IF and CALL_ONCE as the interpreter's (any dtype). */
@@ -1847,6 +1917,7 @@ int ar_interp_control_flow(const ar_interp_t *in, int32_t k, ar_cf_info_t *out) 
     out->child[j] = cf->child[j];
   }
   out->arena_bytes = cf->arena_bytes;
+  out->loop_bytes = cf->loop_bytes;
   out->state_bytes = cf->state_bytes;
   out->copy_bytes_per_iteration = cf->copy_bytes;
   out->last_iterations = cf->last_iterations;

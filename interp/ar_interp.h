@@ -210,12 +210,18 @@ const char *ar_interp_last_error(const ar_interp_t *in);
  * step: so it overlaps the parent's tensors dead at that step, and the children of one operator
  * share it: IF's branches, WHILE's cond and body), sized as the largest child's arena; its
  * persistent region is part of the operator's state. Children read their inputs where the parent
- * has them and their outputs are copied out (never an allocation): WHILE copies its inputs into
- * its outputs once, cond and body read the loop values there (their input views point at the
- * WHILE's outputs), and per iteration each body output that is not its own input passes back by
- * one copy (a body whose output is another value's input keeps inputs of its own, copied in each
- * iteration: two copies); IF's branches read its inputs 1.. in place and the taken branch's
- * outputs are copied out. CALL_ONCE runs its
+ * has them (their input views are pointed there at every run; never an allocation).
+ * WHILE keeps each loop value in two buffers, its output (A) and a second one (B) in its scratch
+ * past the children's arena, and swaps them: cond and body read the values where they are (the
+ * WHILE's inputs in the first iteration), the body's output views point at the other buffer so
+ * its operators write the next values there directly, then the two exchange roles - no copy per
+ * iteration. A value the body passes through (its output i is its input i) stays in A. A body
+ * output whose view cannot be pointed elsewhere (a constant, a variable or other state, a body
+ * input j != i, the same tensor as an earlier output, in an in-place group, written by nothing)
+ * is copied into the other buffer after the body: those bytes are copy_bytes_per_iteration. After
+ * the loop, values left in B (an even number of iterations) or in the inputs (none) are copied
+ * into A once. IF's branches read its inputs 1.. in place and the taken branch's outputs are
+ * copied out. CALL_ONCE runs its
  * init subgraph at the first invoke of a state slot (its "ran" flag is in the slot; a reset
  * re-arms it).
  * Resource variables (VAR_HANDLE with the same container and shared_name, in any subgraph, are
@@ -227,10 +233,13 @@ typedef struct ar_cf_info {
   int32_t n_children;
   int32_t subgraph[2];          /* cond, body / then, else / init */
   uint64_t child_arena_bytes[2], child_persistent_bytes[2];
-  uint64_t arena_bytes;         /* the operator's scratch: the largest child arena */
+  uint64_t arena_bytes;         /* the largest child arena (the start of the operator's scratch) */
+  uint64_t loop_bytes;          /* WHILE: the second loop-value buffers after it in the scratch
+                                 * (64-byte aligned each; none for a value passed through) */
   uint64_t state_bytes;         /* the operator's state: the children's persistent regions */
-  uint64_t copy_bytes_per_iteration;  /* WHILE: bytes copied per iteration (the body's outputs
-                                       * back, and its inputs where it cannot read them in place);
+  uint64_t copy_bytes_per_iteration;  /* WHILE: bytes copied per iteration (the loop values whose
+                                       * body output cannot be pointed at the other buffer; 0 when
+                                       * every value swaps or passes through);
                                        * IF: bytes copied per invoke (the outputs) */
   int64_t last_iterations;      /* WHILE: iterations of the last invoke */
   const ar_interp_t *child[2];

@@ -122,10 +122,19 @@ struct cf_op {
   ar_interp_t *child[2];
   uint64_t arena_bytes, state_bytes;
   uint64_t child_state_off[2];
-  uint64_t copy_bytes;            /* per WHILE iteration / per IF */
-  bool body_linked;               /* WHILE: the body reads the loop values in the WHILE's outputs
-                                   * (false when a body output is another loop value's input: the
-                                   * copies back would overwrite what a later one reads) */
+  uint64_t copy_bytes;            /* per WHILE iteration (the loop values of kind CF_LOOP_COPY) /
+                                   * per IF */
+  /* WHILE's loop values (cf_check, cf_run): value i lives in the WHILE's output i (buffer A, the
+   * parent's arena) or in its second buffer (B: loop_off[i] past the children's arena in the
+   * operator's scratch); cond and body read it where it is, the body writes the next one in the
+   * other buffer, and the two swap (never a copy) - unless the body's output cannot be pointed
+   * elsewhere (CF_LOOP_COPY: one copy into the other buffer per iteration) or is its input
+   * (CF_LOOP_PASS: the value stays in A). */
+  int32_t n_loop;
+  uint8_t *loop_kind;             /* n_loop: cf_loop_kind_t */
+  uint64_t *loop_off;             /* n_loop: B's offset from the end of the children's arena */
+  uint64_t loop_bytes;            /* the B buffers, 64-byte aligned each */
+  uint8_t **cur, **next;          /* n_loop: where value i is / is written by this iteration */
   int64_t last_iterations;
   uint8_t *armed;                 /* CALL_ONCE: 0 until its init subgraph ran (in the state slot) */
 };

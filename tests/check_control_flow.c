@@ -166,9 +166,11 @@ START_TEST(while_loop_counts_and_is_bounded) {
   ck_assert_int_eq(info.op, AR_OP_WHILE);
   ck_assert_int_eq(info.subgraph[0], 1);
   ck_assert_int_eq(info.subgraph[1], 2);
-  /* One copy per value and iteration, the body's output into the WHILE's (cond and body read the
-   * values there; before: 3, into cond's inputs, into body's inputs and back). */
-  ck_assert_uint_eq(info.copy_bytes_per_iteration, 4 + 4);
+  /* No copy per iteration: i + step and x * 2 are written into the other loop buffer and swapped
+   * (before: 8 bytes, the body's outputs copied back into the WHILE's). The values above after 5
+   * and 2 iterations (ending in A and in B) and none. */
+  ck_assert_uint_eq(info.copy_bytes_per_iteration, 0);
+  ck_assert_uint_eq(info.loop_bytes, 2 * 64);
   ck_assert_uint_eq(info.arena_bytes, info.child_arena_bytes[0] > info.child_arena_bytes[1]
                                           ? info.child_arena_bytes[0] : info.child_arena_bytes[1]);
   ck_assert_int_eq(ar_interp_control_flow(in, 1, &info), AR_EINVAL);
@@ -283,11 +285,12 @@ START_TEST(if_takes_one_branch_and_plans_parent_plus_one_branch) {
 }
 END_TEST
 
-/* A WHILE whose body swaps two loop values: main (c INT32, a, b FLOAT32) -> WHILE(cond 1: c < 5,
- * body 2: c + 1, b, a). Body outputs 1 and 2 are its inputs 2 and 1, so the body cannot read the
- * values in the WHILE's outputs (copying output 1 back would overwrite what output 2 reads): it
- * keeps its own inputs, copied in each iteration. */
-static uint8_t *swap_loop_model(size_t *bytes) {
+/* A WHILE of three loop values: main (c INT32, a, b FLOAT32) -> WHILE(cond 1: c < 5, body 2) ->
+ * (c', a', b'). The body computes c2 = c + 1 and s = a + b; it returns c2 and the body tensors
+ * `b_out` names (1 a, 2 b, 5 s, 6 the constant 0.5) as its outputs 1 and 2 - e.g. {2, 1}: a and b
+ * swapped, each the body's input of the other value. */
+static const float half_f = 0.5f;
+static uint8_t *loop3_model(const int32_t b_out12[2], size_t *bytes) {
   static const ar_tm_tensor_t mt[] = {{"c", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
                                       {"a", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
                                       {"b", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
@@ -308,43 +311,80 @@ static uint8_t *swap_loop_model(size_t *bytes) {
                                       {"a", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
                                       {"b", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
                                       {"one", AR_DTYPE_INT32, 0, {0}, false, {0}, &one_i},
-                                      {"c2", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL}};
-  static const ar_tm_op_t bops[] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 3}, .out = {4}}};
-  static const int32_t b_out[] = {4, 2, 1};
+                                      {"c2", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"s", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
+                                      {"half", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, &half_f}};
+  static const ar_tm_op_t bops[] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 3}, .out = {4}},
+                                    {.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {1, 2}, .out = {5}}};
+  const int32_t b_out[] = {4, b_out12[0], b_out12[1]};
   const ar_tm_args_t sub[2] = {{.tensors = ct, .n_tensors = 5, .ops = cops, .n_ops = 1, .inputs = in3, .n_inputs = 3,
                                 .outputs = c_out, .n_outputs = 1},
-                               {.tensors = bt, .n_tensors = 5, .ops = bops, .n_ops = 1, .inputs = in3, .n_inputs = 3,
+                               {.tensors = bt, .n_tensors = 7, .ops = bops, .n_ops = 2, .inputs = in3, .n_inputs = 3,
                                 .outputs = b_out, .n_outputs = 3}};
   const ar_tm_args_t a = {.tensors = mt, .n_tensors = 6, .ops = mops, .n_ops = 1, .inputs = in3, .n_inputs = 3,
                           .outputs = out3, .n_outputs = 3, .subgraphs = sub, .n_subgraphs = 2};
   return ar_tm_build_args(&a, bytes);
 }
 
-START_TEST(while_body_swapping_values_keeps_its_own_inputs) {
-  size_t bytes = 0;
-  uint8_t *b = swap_loop_model(&bytes);
-  char msg[1024];
-  ar_model_t *m = NULL;
-  ck_assert_msg(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
-  ar_interp_t *in = NULL;
-  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
-  ar_cf_info_t info;
-  ck_assert_int_eq(ar_interp_control_flow(in, 0, &info), 0);
-  ck_assert_uint_eq(info.copy_bytes_per_iteration, 2 * (4 + 4 + 4));   /* into the body and back */
-  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
-  for (int32_t c0 = 0; c0 < 3; c0++) {   /* 5, 4, 3 iterations: swapped, not, swapped */
-    *(int32_t *)ar_interp_input(in, 0)->data = c0;
-    *(float *)ar_interp_input(in, 1)->data = 1.5f;
-    *(float *)ar_interp_input(in, 2)->data = -7.0f;
-    ck_assert_int_eq(ar_interp_invoke(in), 0);
-    const bool odd = (5 - c0) % 2 == 1;
-    ck_assert_int_eq(*(const int32_t *)ar_interp_output(in, 0)->data, 5);
-    ck_assert_float_eq(*(const float *)ar_interp_output(in, 1)->data, odd ? -7.0f : 1.5f);
-    ck_assert_float_eq(*(const float *)ar_interp_output(in, 2)->data, odd ? 1.5f : -7.0f);
+/* Each loop value moves by a pointer swap unless its body output cannot be pointed at the other
+ * buffer: then it alone is copied, and counted. Per case: body outputs 1 and 2, the bytes copied
+ * per iteration, the second buffers (one per value not passed through, 64 bytes each). The
+ * values after 5, 4, 3, 0 iterations (odd, even, odd, none) are those of the same loop run by
+ * hand. */
+START_TEST(while_values_swap_and_only_unswappable_ones_are_copied) {
+  static const struct {
+    int32_t out[2];
+    uint64_t copy_bytes, loop_bytes;
+    const char *what;
+  } cases[] = {
+      {{1, 5}, 0, 2 * 64, "a passed through, b = a + b swapped"},
+      {{5, 1}, 4, 3 * 64, "a = a + b swapped, b = the body's input a: copied"},
+      {{2, 1}, 4 + 4, 3 * 64, "a and b each the body's input of the other value: copied"},
+      {{5, 5}, 4, 3 * 64, "one tensor for two values: the second copied"},
+      {{5, 6}, 4, 3 * 64, "a constant output: copied"},
+  };
+  for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+    size_t bytes = 0;
+    uint8_t *b = loop3_model(cases[k].out, &bytes);
+    char msg[1024];
+    ar_model_t *m = NULL;
+    ck_assert_msg(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+    ar_interp_t *in = NULL;
+    ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+    ar_cf_info_t info;
+    ck_assert_int_eq(ar_interp_control_flow(in, 0, &info), 0);
+    ck_assert_msg(info.copy_bytes_per_iteration == cases[k].copy_bytes, "%s: %llu bytes copied per iteration",
+                  cases[k].what, (unsigned long long)info.copy_bytes_per_iteration);
+    ck_assert_msg(info.loop_bytes == cases[k].loop_bytes, "%s: %llu loop bytes", cases[k].what,
+                  (unsigned long long)info.loop_bytes);
+    ck_assert_uint_eq(ar_interp_node(in, 0)->scratch_bytes, info.arena_bytes + info.loop_bytes);
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    static const int32_t starts[] = {0, 1, 2, 5};
+    for (int s = 0; s < 4; s++) {
+      float va[2] = {1.5f, -7.0f};   /* a, b */
+      int32_t c = starts[s];
+      *(int32_t *)ar_interp_input(in, 0)->data = c;
+      *(float *)ar_interp_input(in, 1)->data = va[0];
+      *(float *)ar_interp_input(in, 2)->data = va[1];
+      ck_assert_int_eq(ar_interp_invoke(in), 0);
+      for (; c < 5; c++) {   /* the loop by hand */
+        const float a = va[0], bv = va[1], sum = a + bv, pick[7] = {0, a, bv, 0, 0, sum, 0.5f};
+        va[0] = pick[cases[k].out[0]];
+        va[1] = pick[cases[k].out[1]];
+      }
+      ck_assert_int_eq(ar_interp_control_flow(in, 0, &info), 0);
+      ck_assert_int_eq(info.last_iterations, 5 - starts[s]);
+      ck_assert_int_eq(*(const int32_t *)ar_interp_output(in, 0)->data, c);
+      ck_assert_msg(*(const float *)ar_interp_output(in, 1)->data == va[0] &&
+                        *(const float *)ar_interp_output(in, 2)->data == va[1],
+                    "%s, %d iterations: (%g, %g), by hand (%g, %g)", cases[k].what, (int)info.last_iterations,
+                    (double)*(const float *)ar_interp_output(in, 1)->data,
+                    (double)*(const float *)ar_interp_output(in, 2)->data, (double)va[0], (double)va[1]);
+    }
+    ar_interp_free(in);
+    ar_model_free(m);
+    free(b);
   }
-  ar_interp_free(in);
-  ar_model_free(m);
-  free(b);
 }
 END_TEST
 
@@ -565,7 +605,10 @@ START_TEST(arenactl_plan_shows_the_children) {
   ck_assert_msg(strstr(out_text, "control flow") != NULL, "%s", out_text);
   ck_assert_msg(strstr(out_text, "op 0 WHILE: cond subgraph 1") != NULL, "%s", out_text);
   ck_assert_msg(strstr(out_text, "  subgraph 2 op 0 WHILE: cond subgraph 3") != NULL, "%s", out_text);
-  ck_assert_msg(strstr(out_text, "copied per iteration 4 bytes") != NULL, "%s", out_text);   /* was 12 */
+  /* was 12, then 4: the outer body's output (the inner WHILE's) and the inner body's ADD are
+   * written into the other loop buffer, swapped */
+  ck_assert_msg(strstr(out_text, "loop values swapped with 64 bytes of it; copied per iteration 0 bytes") != NULL, "%s",
+                out_text);
   /* x and the result (4 bytes each) + body 2's (4 + 4 + its inner loop's largest child: cond 3's
    * 4 + 4 + 1), unaligned. */
   ck_assert_msg(strstr(out_text, "hierarchical               25 bytes lower bound") != NULL, "%s", out_text);
@@ -573,7 +616,8 @@ START_TEST(arenactl_plan_shows_the_children) {
   rc = sh("%s'%s/arenactl' plan '%s' --json 2>&1", ar_test_exec_prefix(), builddir(), model);
   ck_assert_msg(rc == 0, "%s", out_text);
   ck_assert_msg(strstr(out_text, "\"hierarchical_lower_bound_bytes\": 25") != NULL, "%s", out_text);
-  ck_assert_msg(strstr(out_text, "\"copy_bytes_per_iteration\": 4") != NULL, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "\"copy_bytes_per_iteration\": 0") != NULL, "%s", out_text);
+  ck_assert_msg(strstr(out_text, "\"loop_value_bytes\": 64") != NULL, "%s", out_text);
   ck_assert_msg(strstr(out_text, "\"role\": \"body\"") != NULL, "%s", out_text);
 }
 END_TEST
@@ -617,7 +661,7 @@ int main(void) {
   tcase_add_test(tc, if_takes_one_branch_and_plans_parent_plus_one_branch);
   tcase_add_test(tc, call_once_initialises_a_resource_variable_once_per_state);
   tcase_add_test(tc, read_variable_aliases_unless_an_assignment_comes_first);
-  tcase_add_test(tc, while_body_swapping_values_keeps_its_own_inputs);
+  tcase_add_test(tc, while_values_swap_and_only_unswappable_ones_are_copied);
   tcase_add_loop_test(tc, golden_streams_replay_in_process, 0, N_CF_STREAMS);
   tcase_add_loop_test(tc, golden_streams_replay_through_arenactl, 0, N_CF_STREAMS);
   tcase_add_test(tc, arenactl_plan_shows_the_children);
