@@ -1287,7 +1287,7 @@ int ar_interp_place_owned(ar_interp_t *in, char *msg, size_t msg_bytes) {
                    (unsigned long long)ab, (unsigned long long)pb);
   }
   /* The default state slot moves with the region: copied, then kept by the place. */
-  if (in->root == in && in->default_slot && !in->state_fresh && in->state_bytes > 0)
+  if (in->root == in && in->default_slot && !in->state_fresh && !in->carry && in->state_bytes > 0)
     memcpy((uint8_t *)p + in->slot_offset, in->default_slot, (size_t)in->state_bytes);
   uint8_t *old_slot = in->default_slot;
   int rc = ar_interp_place(in, a, ab, p, pb, msg, msg_bytes);

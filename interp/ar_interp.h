@@ -161,8 +161,9 @@ const ar_interp_options_t *ar_interp_options(const ar_interp_t *in);
  * from the model's constants, so nothing of the old places is read (they may overlap the new ones
  * or hold anything) and no pointer into them survives - except the state: a place never writes a
  * slot bound with ar_interp_bind_state, and keeps the default slot's bytes, which it resets only at
- * the first place (or after a prepare changed its layout). A caller moving the persistent region
- * moves the default slot's ar_interp_state_bytes bytes at ar_interp_default_state_offset with it
+ * the first place (after a re-plan that changed pieces: those pieces only, "State slots"). A
+ * caller moving the persistent region moves the default slot's ar_interp_state_bytes bytes at
+ * ar_interp_default_state_offset with it
  * (the daemon's compaction slides them; ar_interp_place_owned copies them). The daemon's pool
  * compaction relies on this (tests/check_compact.c). Also sets OpenBLAS's (process-wide) thread count to
  * 1, starts the interpreter's own thread pool the first time (options `threads` > 1 without a
@@ -286,12 +287,24 @@ int ar_interp_state_piece(const ar_interp_t *in, int32_t i, const char **name, i
 /* The default slot: its offset in the persistent region, and where it is (NULL until placed). */
 uint64_t ar_interp_default_state_offset(const ar_interp_t *in);
 void *ar_interp_default_state(const ar_interp_t *in);
-/* A prepare (resize) that changes the size or place of a piece resets the default slot at the
- * next place and unbinds an external slot (the binding falls back to the default: slots of the
- * old size cannot hold the new layout); the generation then counts up and the note names the
- * pieces ("state reset: NAME (A -> B bytes), ..."; "" when the last prepare kept the state). */
+/* A resize whose prepare changes the size or place of a piece (a recurrent op's state follows its
+ * input's batch: kernels/ar_kernel_check.h, ar_k_state_follows_batch) changes the layout at the
+ * next place: the default slot gets the new layout's initial state, then every piece the old
+ * layout held with the same bytes (same name, kind, subgraph; its offset may move) gets its old
+ * bytes back - a resize keeps the state whose shape it leaves alone. An external slot is unbound
+ * (the binding falls back to the default: a slot of the old layout cannot hold the new one; carry
+ * it with ar_interp_carry_state). The generation counts such places; the note names the pieces
+ * that place reset ("state reset: NAME (A -> B bytes), ..."; A is 0 for a piece the old layout
+ * lacked), "" when the last prepare's place reset nothing (the note is cleared by each prepare). */
 uint32_t ar_interp_state_generation(const ar_interp_t *in);
 const char *ar_interp_state_note(const ar_interp_t *in);
+/* Write slot `dst` (ar_interp_state_bytes, the current layout) from slot `src` written in
+ * generation `src_generation`: the current generation copies every byte; the one before it (the
+ * layout before the last change) carries piece by piece as a place carries the default slot
+ * (unchanged pieces copied, the others at their initial state); any other generation gives dst
+ * the initial state and returns AR_ESTATE. dst and src must not overlap. Never allocates; O(state
+ * bytes + pieces^2). Not while an invoke runs on the interpreter. */
+int ar_interp_carry_state(ar_interp_t *in, void *dst, const void *src, uint32_t src_generation);
 
 /* Whether tensor t (of this interpreter's subgraph) is a READ_VARIABLE output that reads its
  * variable's bytes in place (no buffer, no copy): nothing writes the variable (ASSIGN_VARIABLE,

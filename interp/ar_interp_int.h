@@ -57,8 +57,19 @@ struct ar_interp {
   void *bound;                    /* the slot bound by ar_interp_bind_state, NULL: the default */
   bool state_fresh;               /* the default slot is reset at the next place (first place, or
                                    * a prepare changed a piece) */
-  uint32_t state_generation;      /* +1 each time a prepare changes the layout */
-  char state_note[256];           /* what the last prepare reset ("" when nothing) */
+  uint32_t state_generation;      /* +1 at each place that applies a changed layout */
+  char state_note[256];           /* what the last place after a prepare reset ("" when nothing) */
+  /* Carrying state across a re-plan (ar_state.c). `pieces` is the layout of the last prepare; the
+   * default slot's bytes are in `slot_pieces` (the layout of the last place; NULL before the first);
+   * `prev_pieces` is the layout before the last change (generation prev_generation), which
+   * ar_interp_carry_state reads external slots in. The three may share one list. `carry` holds the
+   * default slot's bytes from the first prepare after a place until the next place, which puts them
+   * back piece by piece (the slot's offset may change, the place rewrites the region). */
+  ar_state_piece_t *slot_pieces, *prev_pieces;
+  int32_t n_slot_pieces, n_prev_pieces;
+  uint64_t slot_state_bytes;
+  uint32_t prev_generation;
+  uint8_t *carry;
   ar_interp_options_t opt;
   int32_t n_tensors, n_ops;
 

@@ -12,10 +12,17 @@
  * else, so a switch copies no state byte and allocates nothing.
  *
  * The default slot sits at the end of the main graph's persistent region. A place resets it only
- * the first time (or when a prepare changed the layout); a place into a moved persistent region
- * finds it where the caller moved it (the daemon's compaction slides the slot's bytes;
- * ar_interp_place_owned copies them). A slot the caller bound stays bound across places, never
- * written by them.
+ * the first time; a place into a moved persistent region finds it where the caller moved it (the
+ * daemon's compaction slides the slot's bytes; ar_interp_place_owned copies them). A slot the
+ * caller bound stays bound across places, never written by them.
+ *
+ * A re-plan (ar_interp_prepare after a resize) may change pieces: a recurrent op's state follows
+ * its input's batch (ar_k_state_follows_batch). The prepare copies the default slot's bytes aside;
+ * the place after it writes the new layout's initial state and copies back every piece the old
+ * layout held with the same bytes (same name, kind and subgraph; its offset may differ), so only
+ * the changed pieces start again, and the note names them. A changed layout counts a generation;
+ * the layout before it is kept, so that a caller's slots written in it (the daemon's sessions)
+ * are carried the same way (ar_interp_carry_state).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,33 +156,24 @@ int ar__state_layout(ar_interp_t *root, char *msg, size_t msg_bytes) {
     free(binds);
     return ar_errf(msg, msg_bytes, AR_EOVERFLOW, "interp: state bytes overflow");
   }
-  /* A layout that differs from the one before (a prepare changed a piece): the default slot
-   * starts again, and the note names the pieces that changed. */
+  /* The default slot's bytes, kept for the next place (its offset may move and the place rewrites
+   * the persistent region): once per place, in the layout they were written in (slot_pieces). A
+   * second prepare before the place (a resize undone) keeps the first copy. */
   root->state_note[0] = '\0';
-  if (root->pieces) {
-    bool changed = np != root->n_pieces || bytes != root->state_bytes;
-    size_t at = 0;
-    for (int32_t i = 0; i < np; i++) {
-      const ar_state_piece_t *o = i < root->n_pieces ? &root->pieces[i] : NULL;
-      if (o && o->bytes == pieces[i].bytes && o->offset == pieces[i].offset) continue;
-      changed = true;
-      if (at < sizeof root->state_note)
-        at += (size_t)snprintf(root->state_note + at, sizeof root->state_note - at, "%s%s (%llu -> %llu bytes)",
-                               at ? ", " : "state reset: ", pieces[i].name,
-                               (unsigned long long)(o ? o->bytes : 0), (unsigned long long)pieces[i].bytes);
+  if (!root->slot_pieces) root->state_fresh = true;   /* never placed: the first place resets it */
+  if (root->slot_pieces && root->default_slot && !root->state_fresh && !root->carry && root->slot_state_bytes > 0) {
+    root->carry = malloc((size_t)root->slot_state_bytes);
+    if (!root->carry) {
+      free(pieces);
+      free(binds);
+      return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     }
-    if (changed) {
-      root->state_fresh = true;
-      root->state_generation++;
-      root->bound = NULL;   /* a slot of the old size cannot hold the new layout */
-      if (!root->state_note[0]) snprintf(root->state_note, sizeof root->state_note, "state reset: the layout changed");
-    }
-  } else {
-    root->state_fresh = true;
+    memcpy(root->carry, root->default_slot, (size_t)root->slot_state_bytes);
   }
-  free(root->pieces);
-  free(root->binds);
+  ar_state_piece_t *old = root->pieces;
   root->pieces = pieces;
+  if (old && old != root->slot_pieces && old != root->prev_pieces) free(old);
+  free(root->binds);
   root->n_pieces = np;
   root->binds = binds;
   root->n_binds = nb;
@@ -184,11 +182,40 @@ int ar__state_layout(ar_interp_t *root, char *msg, size_t msg_bytes) {
   return 0;
 }
 
+static void drop_list(ar_interp_t *root, ar_state_piece_t *p) {
+  if (p && p != root->pieces && p != root->slot_pieces && p != root->prev_pieces) free(p);
+}
+
 void ar__state_free(ar_interp_t *root) {
-  free(root->pieces);
+  ar_state_piece_t *a = root->pieces, *b = root->slot_pieces, *c = root->prev_pieces;
+  root->pieces = root->slot_pieces = root->prev_pieces = NULL;
+  free(a);
+  if (b != a) free(b);
+  if (c != a && c != b) free(c);
   free(root->binds);
-  root->pieces = NULL;
+  free(root->carry);
   root->binds = NULL;
+  root->carry = NULL;
+}
+
+/* Piece `to` of the current layout is piece j of layout `from` when both are the same state with
+ * the same bytes (its offset may differ): a piece that keeps its bytes across a re-plan. -1: none. */
+static int32_t same_piece(const ar_state_piece_t *to, const ar_state_piece_t *from, int32_t n_from) {
+  for (int32_t j = 0; j < n_from; j++)
+    if (from[j].kind == to->kind && from[j].subgraph == to->subgraph && from[j].bytes == to->bytes &&
+        strcmp(from[j].name, to->name) == 0)
+      return j;
+  return -1;
+}
+
+static bool same_layout(const ar_state_piece_t *a, int32_t na, uint64_t abytes, const ar_state_piece_t *b, int32_t nb,
+                        uint64_t bbytes) {
+  if (na != nb || abytes != bbytes) return false;
+  for (int32_t i = 0; i < na; i++)
+    if (a[i].offset != b[i].offset || a[i].bytes != b[i].bytes || a[i].kind != b[i].kind ||
+        a[i].subgraph != b[i].subgraph || strcmp(a[i].name, b[i].name) != 0)
+      return false;
+  return true;
 }
 
 static void bind(ar_interp_t *root, uint8_t *base) {
@@ -207,14 +234,65 @@ static void reset(const ar_interp_t *root, uint8_t *base) {
   }
 }
 
+/* Write slot `dst` (current layout) from `src` in layout `from`: the initial state, then every
+ * piece `from` holds with the same bytes copied from its old offset. dst and src do not overlap. */
+static void carry_pieces(const ar_interp_t *root, uint8_t *dst, const uint8_t *src, const ar_state_piece_t *from,
+                         int32_t n_from) {
+  memset(dst, 0, (size_t)root->state_bytes);
+  reset(root, dst);
+  for (int32_t i = 0; i < root->n_pieces; i++) {
+    const ar_state_piece_t *p = &root->pieces[i];
+    const int32_t j = same_piece(p, from, n_from);
+    if (j >= 0) memcpy(dst + p->offset, src + from[j].offset, (size_t)p->bytes);
+  }
+}
+
 void ar__state_place(ar_interp_t *root, uint8_t *persistent) {
   root->default_slot = root->state_bytes > 0 && persistent ? persistent + root->slot_offset : NULL;
-  if (root->state_fresh) {
-    /* The gaps between pieces too: a slot is fully defined bytes. */
-    if (root->default_slot) memset(root->default_slot, 0, (size_t)root->state_bytes);
-    reset(root, root->default_slot);
-    root->state_fresh = false;
+  const bool changed = root->slot_pieces &&
+                       !same_layout(root->slot_pieces, root->n_slot_pieces, root->slot_state_bytes, root->pieces,
+                                    root->n_pieces, root->state_bytes);
+  if (changed) {
+    /* The note names the pieces that start again: those the old layout did not hold with these bytes. */
+    size_t at = 0;
+    for (int32_t i = 0; i < root->n_pieces; i++) {
+      const ar_state_piece_t *p = &root->pieces[i];
+      if (same_piece(p, root->slot_pieces, root->n_slot_pieces) >= 0 || at >= sizeof root->state_note) continue;
+      uint64_t was = 0;
+      for (int32_t j = 0; j < root->n_slot_pieces; j++)
+        if (root->slot_pieces[j].kind == p->kind && strcmp(root->slot_pieces[j].name, p->name) == 0)
+          was = root->slot_pieces[j].bytes;
+      at += (size_t)snprintf(root->state_note + at, sizeof root->state_note - at, "%s%s (%llu -> %llu bytes)",
+                             at ? ", " : "state reset: ", p->name, (unsigned long long)was,
+                             (unsigned long long)p->bytes);
+    }
+    root->bound = NULL;   /* a slot of the old layout cannot hold the new one */
   }
+  if (root->default_slot) {
+    if (root->state_fresh) {
+      /* The gaps between pieces too: a slot is fully defined bytes. */
+      memset(root->default_slot, 0, (size_t)root->state_bytes);
+      reset(root, root->default_slot);
+    } else if (root->carry) {
+      carry_pieces(root, root->default_slot, root->carry, root->slot_pieces, root->n_slot_pieces);
+    }
+  }
+  root->state_fresh = false;
+  free(root->carry);
+  root->carry = NULL;
+  if (changed) {
+    ar_state_piece_t *prev = root->prev_pieces;
+    root->prev_pieces = root->slot_pieces;
+    root->n_prev_pieces = root->n_slot_pieces;
+    root->prev_generation = root->state_generation;
+    root->state_generation++;
+    drop_list(root, prev);
+  }
+  ar_state_piece_t *was = root->slot_pieces;
+  root->slot_pieces = root->pieces;
+  root->n_slot_pieces = root->n_pieces;
+  root->slot_state_bytes = root->state_bytes;
+  drop_list(root, was);
   bind(root, root->bound ? root->bound : root->default_slot);
 }
 
@@ -236,9 +314,11 @@ void ar_interp_reset_state(ar_interp_t *in, void *slot) {
   ar_interp_t *root = in->root;
   if (root->state_bytes == 0) return;
   if (!slot) {
-    if (!root->default_slot) {   /* not placed: the first place resets it */
+    if (!root->default_slot || root->carry) {   /* not placed (or re-planned): the next place resets it */
       root->state_fresh = true;
-      return;
+      free(root->carry);
+      root->carry = NULL;
+      if (!root->default_slot) return;
     }
     slot = root->default_slot;
   }
@@ -264,3 +344,19 @@ uint64_t ar_interp_default_state_offset(const ar_interp_t *in) { return in->root
 void *ar_interp_default_state(const ar_interp_t *in) { return in->root->default_slot; }
 uint32_t ar_interp_state_generation(const ar_interp_t *in) { return in->root->state_generation; }
 const char *ar_interp_state_note(const ar_interp_t *in) { return in->root->state_note; }
+
+int ar_interp_carry_state(ar_interp_t *in, void *dst, const void *src, uint32_t src_generation) {
+  ar_interp_t *root = in->root;
+  if (root->state_bytes == 0) return 0;
+  if (src_generation == root->state_generation) {
+    if (dst != src) memcpy(dst, src, (size_t)root->state_bytes);
+    return 0;
+  }
+  if (root->prev_pieces && src_generation == root->prev_generation) {
+    carry_pieces(root, dst, src, root->prev_pieces, root->n_prev_pieces);
+    return 0;
+  }
+  memset(dst, 0, (size_t)root->state_bytes);
+  reset(root, dst);
+  return AR_ESTATE;
+}

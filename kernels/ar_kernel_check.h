@@ -85,6 +85,21 @@ static inline void ar_k_set_output_shape(const ar_node_t *node, int i, int32_t r
   o->bytes = n * ar_dtype_size(o->dtype);
 }
 
+/* A recurrent op's state input `i` (a variable tensor with one row per batch row: RNN's hidden
+ * state, SVDF's activation state, LSTM's output and cell state) follows the batch of the op's
+ * input: with node->infer_shapes (a re-prepare after an input resize) its dim 0 becomes `batch`.
+ * arenad's rule (TFLite's prepare refuses such a resize unless the caller also resizes the
+ * variable with ResizeInputTensor): the interpreter lays the state slot out again at the next
+ * place, resets that piece and keeps the others (interp/ar_state.c, ar_interp_state_note). */
+static inline void ar_k_state_follows_batch(const ar_node_t *node, int i, int32_t batch) {
+  ar_tview_t *s = i < node->n_inputs ? node->inputs[i] : NULL;
+  if (!node->infer_shapes || !s || s->is_constant || s->rank < 1 || batch < 1 || s->dims[0] == batch) return;
+  uint64_t n = (uint64_t)batch;
+  for (int32_t d = 1; d < s->rank; d++) n *= (uint64_t)(s->dims[d] > 0 ? s->dims[d] : 0);
+  s->dims[0] = batch;
+  s->bytes = n * ar_dtype_size(s->dtype);
+}
+
 /* The stored shape of output 0 equals the inferred (rank, dims); with node->infer_shapes (a
  * re-prepare after an input resize) the inferred shape is written into output 0 instead. */
 static inline int ar_k_check_output_shape(const ar_node_t *node, int32_t rank,

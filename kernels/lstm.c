@@ -163,6 +163,8 @@ int ar_lstm_parse(const ar_node_t *node, ar_lstm_t *l, char *msg, size_t msg_byt
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "n_output %d differs from n_cell %d without "
                     "projection_weights", (int)no, (int)nc);
   }
+  ar_k_state_follows_batch(node, AR_LSTM_OUTPUT_STATE, nb);
+  ar_k_state_follows_batch(node, AR_LSTM_CELL_STATE, nb);
   if ((rc = need_shape(node, l, AR_LSTM_OUTPUT_STATE, 2, nb, no, msg, msg_bytes)) ||
       (rc = need_shape(node, l, AR_LSTM_CELL_STATE, 2, nb, nc, msg, msg_bytes)))
     return rc;

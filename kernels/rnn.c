@@ -56,6 +56,7 @@ static int rnn_plan(const ar_node_t *node, rnn_state_t *s, char *msg, size_t msg
   if (b->rank != 1 || b->dims[0] != nu)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "bias is %s, expected [%d]", ar_k_dims_str(a, sizeof a,
                     b->rank, b->dims), (int)nu);
+  ar_k_state_follows_batch(node, 4, s->n_batch);
   if (h->rank != 2 || h->dims[0] != s->n_batch || h->dims[1] != nu)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "hidden_state is %s, expected [%d,%d]",
                     ar_k_dims_str(a, sizeof a, h->rank, h->dims), (int)s->n_batch, (int)nu);

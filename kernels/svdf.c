@@ -69,6 +69,7 @@ static int svdf_shape(const ar_node_t *node, svdf_shape_t *s, char *msg, size_t 
   s->num_units = s->num_filters / s->rank;
   if (bias && (bias->rank != 1 || bias->dims[0] != s->num_units))
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "bias must be [%d] (num_units)", (int)s->num_units);
+  ar_k_state_follows_batch(node, 4, s->batch);
   if (st->dims[0] != s->batch || (int64_t)st->dims[1] != (int64_t)s->memory_size * s->num_filters)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "state shape [%d,%d], expected [%d,%d] (batch, memory_size "
                     "* num_filters)", (int)st->dims[0], (int)st->dims[1], (int)s->batch,

@@ -2,6 +2,7 @@
 #include "tests/ar_test_rnn_models.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "tests/ar_test_model.h"
 
@@ -42,6 +43,64 @@ uint8_t *ar_trm_svdf(size_t *bytes) {
   const int32_t ins[] = {0}, outs[] = {5}, vars[] = {4};
   const ar_tm_args_t a = {.tensors = t, .n_tensors = 6, .ops = ops, .n_ops = 1, .inputs = ins, .n_inputs = 1,
                           .outputs = outs, .n_outputs = 1, .variables = vars, .n_variables = 1};
+  return ar_tm_build_args(&a, bytes);
+}
+
+uint8_t *ar_trm_svdf_sized(int32_t batch, int32_t input, int32_t filters, int32_t memory, int32_t rank,
+                           bool resizable, size_t *bytes) {
+  if (batch < 1 || input < 1 || filters < 1 || memory < 1 || rank < 1 || filters % rank) return NULL;
+  float *wf = malloc((size_t)filters * (size_t)input * sizeof(float));
+  float *wt = malloc((size_t)filters * (size_t)memory * sizeof(float));
+  float *bias = malloc((size_t)(filters / rank) * sizeof(float));
+  uint8_t *b = NULL;
+  if (wf && wt && bias) {
+    fill(wf, filters * input, 11, 0.5f);
+    fill(wt, filters * memory, 12, 0.5f);
+    fill(bias, filters / rank, 13, 0.2f);
+    const ar_tm_tensor_t t[] = {
+      {"x", AR_DTYPE_FLOAT32, 2, {batch, input}, resizable, {-1, input}, NULL},
+      {"weights_feature", AR_DTYPE_FLOAT32, 2, {filters, input}, false, {0}, wf},
+      {"weights_time", AR_DTYPE_FLOAT32, 2, {filters, memory}, false, {0}, wt},
+      {"bias", AR_DTYPE_FLOAT32, 1, {filters / rank}, false, {0}, bias},
+      {"state", AR_DTYPE_FLOAT32, 2, {batch, memory * filters}, false, {0}, NULL},
+      {"y", AR_DTYPE_FLOAT32, 2, {batch, filters / rank}, false, {0}, NULL},
+    };
+    const ar_tm_op_t ops[] = {{.builtin = 27 /* SVDF */, .n_in = 5, .n_out = 1, .in = {0, 1, 2, 3, 4}, .out = {5},
+                               .options_type = 6 /* SVDFOptions */, .n_fields = 2,
+                               .fields = {{0, 4, rank}, {1, 1, 1 /* RELU */}}}};
+    const int32_t ins[] = {0}, outs[] = {5}, vars[] = {4};
+    const ar_tm_args_t a = {.tensors = t, .n_tensors = 6, .ops = ops, .n_ops = 1, .inputs = ins, .n_inputs = 1,
+                            .outputs = outs, .n_outputs = 1, .variables = vars, .n_variables = 1};
+    b = ar_tm_build_args(&a, bytes);
+  }
+  free(wf);
+  free(wt);
+  free(bias);
+  return b;
+}
+
+uint8_t *ar_trm_svdf_two_states(size_t *bytes) {
+  fill(sv_wf, SV_F * SV_I, 1, 0.8f);
+  fill(sv_wt, SV_F * SV_M, 2, 0.8f);
+  fill(sv_bias, SV_F / SV_R, 3, 0.2f);
+  const ar_tm_tensor_t t[] = {
+    {"x", AR_DTYPE_FLOAT32, 2, {1, SV_I}, true, {-1, SV_I}, NULL},
+    {"weights_feature", AR_DTYPE_FLOAT32, 2, {SV_F, SV_I}, false, {0}, sv_wf},
+    {"weights_time", AR_DTYPE_FLOAT32, 2, {SV_F, SV_M}, false, {0}, sv_wt},
+    {"bias", AR_DTYPE_FLOAT32, 1, {SV_F / SV_R}, false, {0}, sv_bias},
+    {"state_x", AR_DTYPE_FLOAT32, 2, {1, SV_M * SV_F}, false, {0}, NULL},
+    {"y", AR_DTYPE_FLOAT32, 2, {1, SV_F / SV_R}, false, {0}, NULL},
+    {"z", AR_DTYPE_FLOAT32, 2, {1, SV_I}, false, {0}, NULL},
+    {"state_z", AR_DTYPE_FLOAT32, 2, {1, SV_M * SV_F}, false, {0}, NULL},
+    {"w", AR_DTYPE_FLOAT32, 2, {1, SV_F / SV_R}, false, {0}, NULL},
+  };
+  const ar_tm_op_t ops[] = {{.builtin = 27, .n_in = 5, .n_out = 1, .in = {0, 1, 2, 3, 4}, .out = {5},
+                             .options_type = 6, .n_fields = 2, .fields = {{0, 4, SV_R}, {1, 1, 1}}},
+                            {.builtin = 27, .n_in = 5, .n_out = 1, .in = {6, 1, 2, 3, 7}, .out = {8},
+                             .options_type = 6, .n_fields = 2, .fields = {{0, 4, SV_R}, {1, 1, 1}}}};
+  const int32_t ins[] = {0, 6}, outs[] = {5, 8}, vars[] = {4, 7};
+  const ar_tm_args_t a = {.tensors = t, .n_tensors = 9, .ops = ops, .n_ops = 2, .inputs = ins, .n_inputs = 2,
+                          .outputs = outs, .n_outputs = 2, .variables = vars, .n_variables = 2};
   return ar_tm_build_args(&a, bytes);
 }
 

@@ -5,6 +5,7 @@
 #ifndef AR_TEST_RNN_MODELS_H
 #define AR_TEST_RNN_MODELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,5 +37,19 @@ uint8_t *ar_trm_svdf_hybrid_asym(size_t *bytes);
  * with a plain reference. Weights: ar_trm_svdf_int8_state_weights after a build. */
 uint8_t *ar_trm_svdf_int8_state(size_t *bytes);
 void ar_trm_svdf_int8_state_weights(const int8_t **wf, const int8_t **wt, const int32_t **bias);
+
+/* A float SVDF of any size (the same weights on every build, seed 11): x [batch, input] ->
+ * SVDF (filters, rank, memory, bias, RELU) -> y [batch, filters / rank]; its state [batch,
+ * memory * filters] a variable tensor: batch * memory * filters * 4 state bytes (bench/sessions:
+ * 1 x 12 x 16 x 4 = 768). With `resizable` x's shape_signature is [-1, input] (the state then
+ * follows its batch: ar_k_state_follows_batch). */
+uint8_t *ar_trm_svdf_sized(int32_t batch, int32_t input, int32_t filters, int32_t memory, int32_t rank,
+                           bool resizable, size_t *bytes);
+
+/* Two float SVDFs side by side, one state each (issue 27's resize of a state piece): x [1,5]
+ * (shape_signature [-1,5]) -> SVDF A (state "state_x" [batch, 24], before z's) -> y [batch,4]; z
+ * [1,5] (fixed) -> SVDF B (state "state_z" [1, 24]) -> w [1,4]. Same weights as ar_trm_svdf (8
+ * filters, rank 2, memory 3, RELU). A resize of x's batch changes state_x and moves state_z. */
+uint8_t *ar_trm_svdf_two_states(size_t *bytes);
 
 #endif

@@ -21,6 +21,7 @@
 #include "interp/ar_interp.h"
 #include "loader/ar_model.h"
 #include "tests/ar_test_model.h"
+#include "tests/ar_test_rnn_models.h"
 #include "tests/ar_test_stream.h"
 
 enum { OP_ADD = 0 };
@@ -199,6 +200,136 @@ START_TEST(resize_keeps_state_of_unchanged_shape) {
 }
 END_TEST
 
+/* ---- A resize that changes a state piece (issue 27): ar_trm_svdf_two_states, x's SVDF state
+ * follows x's batch, z's does not. */
+
+static ar_interp_t *new_interp(const ar_model_t *m) {
+  char msg[1024] = "";
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+  return in;
+}
+
+static void resize_x(ar_interp_t *in, int32_t batch) {
+  char msg[1024] = "";
+  const int32_t dims[2] = {batch, 5};
+  ck_assert_msg(ar_interp_resize_input(in, 0, 2, dims, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_prepare(in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+}
+
+/* Input k of the stream: x rows (5 floats each) and z, fixed values. */
+static void step_inputs(int k, int rows, float *x, float *z) {
+  for (int i = 0; i < rows * 5; i++) x[i] = (float)((k * 7 + i * 3) % 11) / 5.0f - 1.0f;
+  for (int i = 0; i < 5; i++) z[i] = (float)((k * 5 + i * 2) % 9) / 4.0f - 1.0f;
+}
+
+/* One invoke with step k's inputs (x with `rows` rows); y, w copied out. */
+static void run_step(ar_interp_t *in, int k, int rows, float *y, float *w) {
+  step_inputs(k, rows, ar_interp_input(in, 0)->data, ar_interp_input(in, 1)->data);
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  ck_assert_uint_eq(ar_interp_output(in, 0)->bytes, (uint64_t)rows * 4 * sizeof(float));
+  memcpy(y, ar_interp_output(in, 0)->data, (size_t)rows * 4 * sizeof(float));
+  memcpy(w, ar_interp_output(in, 1)->data, 4 * sizeof(float));
+}
+
+static void expect_piece(const ar_interp_t *in, int32_t i, const char *name, uint64_t offset, uint64_t bytes) {
+  const char *n = NULL;
+  uint64_t off = 0, b = 0;
+  ck_assert_int_eq(ar_interp_state_piece(in, i, &n, NULL, &off, &b), 0);
+  ck_assert_str_eq(n, name);
+  ck_assert_uint_eq(off, offset);
+  ck_assert_uint_eq(b, bytes);
+}
+
+/* Batch 1 -> 2 -> 1: state_x (96 -> 192 -> 96 bytes) starts again at each resize, state_z keeps
+ * its bytes though its offset moves (96 -> 192 -> 96); the note names state_x alone. Values: y
+ * after each resize equals a fresh interpreter's stream at that batch (state 0), w equals an
+ * interpreter never resized fed the same z (its state went on), and the slot's bytes are the
+ * zeros and the saved bytes. An external slot written before the resize carries the same way
+ * (ar_interp_carry_state); a slot of an unknown generation gets the initial state (AR_ESTATE). */
+START_TEST(resize_resets_only_the_state_piece_it_changes) {
+  size_t n = 0;
+  uint8_t *b = ar_trm_svdf_two_states(&n);
+  char msg[1024] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(b, n, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_t *in = new_interp(m), *zref = new_interp(m);
+  ck_assert_uint_eq(ar_interp_state_bytes(in), 192);
+  expect_piece(in, 0, "state_x", 0, 96);
+  expect_piece(in, 1, "state_z", 96, 96);
+  float y[8], w[4], ry[8], rw[4];
+  /* An external slot: steps 0..1 from its initial state, then back to the default slot. */
+  uint8_t *ext = aligned_alloc(64, 192), *ext2 = aligned_alloc(64, 384);
+  ck_assert_ptr_nonnull(ext);
+  ck_assert_ptr_nonnull(ext2);
+  ar_interp_reset_state(in, ext);
+  ck_assert_int_eq(ar_interp_bind_state(in, ext), 0);
+  for (int k = 0; k < 2; k++) run_step(in, k, 1, y, w);
+  ck_assert_int_eq(ar_interp_bind_state(in, NULL), 0);
+  for (int k = 0; k < 3; k++) {
+    run_step(in, k, 1, y, w);
+    run_step(zref, k, 1, ry, rw);
+    ck_assert_mem_eq(y, ry, sizeof(float) * 4);
+    ck_assert_mem_eq(w, rw, sizeof w);
+  }
+  uint8_t saved_z[96], zero[384] = {0};
+  memcpy(saved_z, (uint8_t *)ar_interp_default_state(in) + 96, 96);
+  ck_assert_mem_ne(saved_z, zero, 96);   /* three steps wrote it: keeping it means something */
+  const uint32_t gen0 = ar_interp_state_generation(in);
+
+  for (int pass = 0; pass < 2; pass++) {
+    const int rows = pass == 0 ? 2 : 1;
+    resize_x(in, rows);
+    const uint64_t xb = (uint64_t)rows * 96;
+    ck_assert_uint_eq(ar_interp_state_bytes(in), pass == 0 ? 320 : 192);
+    expect_piece(in, 0, "state_x", 0, xb);
+    expect_piece(in, 1, "state_z", xb, 96);
+    ck_assert_uint_eq(ar_interp_state_generation(in), gen0 + 1 + (uint32_t)pass);
+    char want[128];
+    snprintf(want, sizeof want, "state reset: state_x (%d -> %d bytes)", pass == 0 ? 96 : 192, (int)xb);
+    ck_assert_str_eq(ar_interp_state_note(in), want);
+    const uint8_t *slot = ar_interp_default_state(in);
+    ck_assert_mem_eq(slot, zero, (size_t)xb);                 /* state_x starts again: 0 */
+    ck_assert_mem_eq(slot + xb, saved_z, 96);                 /* state_z kept, at its new offset */
+    if (pass == 0) {
+      /* The external slot written before: carried from the generation before. */
+      memset(ext2, 0xee, 384);
+      ck_assert_int_eq(ar_interp_carry_state(in, ext2, ext, gen0), 0);
+      ck_assert_mem_eq(ext2, zero, 192);
+      ck_assert_mem_eq(ext2 + 192, ext + 96, 96);
+      ck_assert_mem_ne(ext + 96, saved_z, 96);               /* its own stream (2 steps), not the default's */
+      memset(ext2, 0xee, 384);
+      ck_assert_int_eq(ar_interp_carry_state(in, ext2, ext, gen0 + 7), AR_ESTATE);
+      ck_assert_mem_eq(ext2, zero, 320);                      /* unknown layout: the initial state */
+    }
+    /* Three steps on: y as a fresh interpreter at this batch, w as the never-resized one. */
+    ar_interp_t *fresh = new_interp(m);
+    if (rows != 1) resize_x(fresh, rows);
+    for (int k = 3 + 3 * pass; k < 6 + 3 * pass; k++) {
+      run_step(in, k, rows, y, w);
+      run_step(fresh, k, rows, ry, rw);
+      ck_assert_mem_eq(y, ry, (size_t)rows * 4 * sizeof(float));
+      run_step(zref, k, 1, ry, rw);
+      ck_assert_mem_eq(w, rw, sizeof w);
+    }
+    memcpy(saved_z, (uint8_t *)ar_interp_default_state(in) + xb, 96);
+    ar_interp_free(fresh);
+  }
+  /* A resize to the shapes it has changes nothing (no re-plan: same generation, same bytes). */
+  resize_x(in, 1);
+  ck_assert_uint_eq(ar_interp_state_generation(in), gen0 + 2);
+  ck_assert_mem_eq((uint8_t *)ar_interp_default_state(in) + 96, saved_z, 96);
+  ar_interp_free(in);
+  ar_interp_free(zref);
+  ar_model_free(m);
+  free(ext);
+  free(ext2);
+  free(b);
+}
+END_TEST
+
 /* A stateless model: no slot, binds and resets are no-ops. */
 START_TEST(stateless_model_has_no_slot) {
   size_t n = 0;
@@ -343,6 +474,7 @@ int main(void) {
   tcase_add_test(tc, stateless_model_has_no_slot);
   tcase_add_test(tc, plan_shows_state_bytes_and_pieces);
   tcase_add_test(tc, resize_keeps_state_of_unchanged_shape);
+  tcase_add_test(tc, resize_resets_only_the_state_piece_it_changes);
   const int n = (int)(sizeof stream_models / sizeof stream_models[0]);
   tcase_add_loop_test(tc, two_slots_interleaved_each_reproduce_their_stream, 0, n);
   tcase_add_loop_test(tc, third_slot_started_mid_way_starts_at_step_0, 0, n);
