@@ -2,7 +2,8 @@
  *
  * Input [N,H,W,I] (NHWC), filter [O,KH,KW,I] (OHWI), optional bias [O], output [N,OH,OW,O].
  * TFLite semantics: SAME padding puts the odd row/column at the bottom/right and clamps negative
- * padding to 0; dilation spreads the taps; the fused activation is applied to bias + sum.
+ * padding to 0; dilation spreads the taps; the fused activation is applied to sum + bias (every
+ * path sums the taps from 0 and adds the bias after, as TFLite's builtin kernel does).
  *
  * Speed: a convolution is a GEMM once the input patches are laid out as rows (im2col):
  *   out[M = N*OH*OW, O] = patches[M, K = KH*KW*I] x filter[O, K]^T
@@ -251,7 +252,7 @@ static AR_ALWAYS_INLINE void conv_few_block(const conv_geom_t *g, const float *i
   for (int p = 0; p < P; p++)
     #pragma GCC unroll 4
     for (int v = 0; v < NV; v++)
-      acc[p][v] = bias ? *(const conv_v8f *)(bias + 8 * v) : (conv_v8f){0};
+      acc[p][v] = (conv_v8f){0};
   const int32_t iy0 = oy * g->sh - g->pt;
   const int32_t ci = g->ci, co = g->co;
   for (int32_t ky = 0; ky < g->kh; ky++) {
@@ -275,6 +276,14 @@ static AR_ALWAYS_INLINE void conv_few_block(const conv_geom_t *g, const float *i
           for (int v = 0; v < NV; v++) acc[p][v] += x * wv[v];
         }
       }
+    }
+  }
+  if (bias) {   /* after the whole sum, as TFLite adds it */
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+      const conv_v8f bv = *(const conv_v8f *)(bias + 8 * v);
+      #pragma GCC unroll 4
+      for (int p = 0; p < P; p++) acc[p][v] = acc[p][v] + bv;
     }
   }
   if (g->clamp) {   /* ar__activate's clamp on the registers: the same values */
@@ -301,20 +310,15 @@ static AR_ALWAYS_INLINE void conv_few_block(const conv_geom_t *g, const float *i
 
 /* AVX-512F interior of the few-input-channel loop: P pixels x the 16/24/32 output channels in
  * one or two zmm vectors (24: the second one masked to 8 lanes), twice the pixels per weight load
- * of the AVX2 block. Taps in the same (ky, kx, c) order onto the bias with FMA as conv_few_block,
- * so the outputs are bit-identical to the AVX2 clone's. */
+ * of the AVX2 block. Taps in the same (ky, kx, c) order from 0 with FMA, then the bias, as
+ * conv_few_block, so the outputs are bit-identical to the AVX2 clone's. */
 #define CONV512_INLINE AR_TARGET_AVX512 static inline __attribute__((always_inline))
 CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const float *w,
                                   const float *bias, float *o, int32_t b, int32_t oy, int32_t ox0,
                                   const int P, const int NV, __mmask16 mlast) {
   __m512 acc[8][2];
-  __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-  if (bias) {
-    b0 = _mm512_maskz_loadu_ps(NV == 1 ? mlast : (__mmask16)0xffff, bias);
-    if (NV == 2) b1 = _mm512_maskz_loadu_ps(mlast, bias + 16);
-  }
 #pragma GCC unroll 8
-  for (int p = 0; p < P; p++) { acc[p][0] = b0; acc[p][1] = b1; }
+  for (int p = 0; p < P; p++) { acc[p][0] = _mm512_setzero_ps(); acc[p][1] = _mm512_setzero_ps(); }
   const int32_t iy0 = oy * g->sh - g->pt;
   const int32_t ci = g->ci, co = g->co;
   const size_t xs = (size_t)g->sw * ci;
@@ -333,6 +337,15 @@ CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const f
           if (NV == 2) acc[p][1] = _mm512_fmadd_ps(x, w1, acc[p][1]);
         }
       }
+    }
+  }
+  if (bias) {   /* after the whole sum, as conv_few_block */
+    const __m512 b0 = _mm512_maskz_loadu_ps(NV == 1 ? mlast : (__mmask16)0xffff, bias);
+    const __m512 b1 = NV == 2 ? _mm512_maskz_loadu_ps(mlast, bias + 16) : b0;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p++) {
+      acc[p][0] = _mm512_add_ps(acc[p][0], b0);
+      if (NV == 2) acc[p][1] = _mm512_add_ps(acc[p][1], b1);
     }
   }
   if (g->clamp) {   /* max(lo, x) then min(hi, v): x < lo ? lo : x, v > hi ? hi : v (NaN kept) */
@@ -355,8 +368,8 @@ CONV512_INLINE void conv512_block(const conv_geom_t *g, const float *in, const f
  * 16 x 16 in-register transpose give X[k] = tap k of the 16 pixels; then per group of 16 output
  * channels 16 accumulators (one channel of 16 pixels each) take one FMA per tap with the weight
  * broadcast from the packed [K, O] filter - every lane useful for 16, 24 or 32 outputs - and a
- * transpose turns them back into pixel-major rows. Terms in (ky, kx, c) order onto the bias with
- * FMA, as conv_few_block: the same bits. */
+ * transpose turns them back into pixel-major rows. Terms in (ky, kx, c) order from 0 with FMA,
+ * then the bias, as conv_few_block: the same bits. */
 /* Output channels o0 .. o0+NO of the 16 pixels from X[K][16] (NO = 16 or 8, a constant). */
 CONV512_INLINE void conv512_cm_group(const conv_geom_t *g, const float *X, int32_t K,
                                      const float *w, int32_t co, int32_t o0, const float *bias,
@@ -364,12 +377,16 @@ CONV512_INLINE void conv512_cm_group(const conv_geom_t *g, const float *X, int32
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int q = 0; q < 16; q++)
-    acc[q] = q < NO && bias ? _mm512_set1_ps(bias[o0 + q]) : _mm512_setzero_ps();
+    acc[q] = _mm512_setzero_ps();
   for (int32_t k = 0; k < K; k++) {
     const __m512 x = _mm512_load_ps(X + (size_t)k * 16);
     const float *wk = w + (size_t)k * co + o0;
 #pragma GCC unroll 16
     for (int q = 0; q < NO; q++) acc[q] = _mm512_fmadd_ps(x, _mm512_set1_ps(wk[q]), acc[q]);
+  }
+  if (bias) {
+#pragma GCC unroll 16
+    for (int q = 0; q < NO; q++) acc[q] = _mm512_add_ps(acc[q], _mm512_set1_ps(bias[o0 + q]));
   }
   if (g->clamp) {   /* as conv512_block: the same values as ar__activate */
     const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
@@ -506,8 +523,8 @@ typedef struct conv_run {
  * blocks of A are transposed in registers on AVX-512F (X[k] = column k of the 16 rows), 8 x 8
  * blocks on AVX2 (two blocks of 8 rows side by side when N <= 6, so that 2N accumulators hide the
  * FMA latency), and each of the N accumulators (one output channel of those rows) takes one FMA
- * per k with the weight broadcast. Each output is bias + the terms in ascending k, one FMA each,
- * with the own GEMM's clamp, so the bits are the own GEMM's (which takes these products
+ * per k with the weight broadcast. Each output is the terms in ascending k from 0, one FMA each,
+ * then + bias, with the own GEMM's clamp, so the bits are the own GEMM's (which takes these products
  * everywhere else: OpenBLAS paths, fusion). */
 #define CONV_SMALL_N_MAX 8
 #define CONV_SMALL_N_FLOATS 4096   /* N * K weights, widened from float16 on the stack */
@@ -522,7 +539,7 @@ CONV512_INLINE void conv512_small_n_block(const float *a, int64_t lda, const flo
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int q = 0; q < 16; q++)
-    acc[q] = q < N && bias ? _mm512_set1_ps(bias[q]) : _mm512_setzero_ps();
+    acc[q] = _mm512_setzero_ps();
   for (int64_t kb = 0; kb < k; kb += 16) {
     const int64_t kn = AR_MIN((int64_t)16, k - kb);
     const __mmask16 mk = kn >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << kn) - 1u);
@@ -536,6 +553,10 @@ CONV512_INLINE void conv512_small_n_block(const float *a, int64_t lda, const flo
 #pragma GCC unroll 8
       for (int q = 0; q < N; q++) acc[q] = _mm512_fmadd_ps(r[j], _mm512_set1_ps(wk[q * k]), acc[q]);
     }
+  }
+  if (bias) {   /* after the whole sum, as the own GEMM */
+#pragma GCC unroll 8
+    for (int q = 0; q < N; q++) acc[q] = _mm512_add_ps(acc[q], _mm512_set1_ps(bias[q]));
   }
   if (clamp) {   /* sgemm512's order: max with lo, then min with hi */
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
@@ -575,7 +596,7 @@ CONV256_INLINE void conv256_small_n_block(const float *a, int64_t lda, const flo
   __m256 acc[2][8];
 #pragma GCC unroll 8
   for (int q = 0; q < 8; q++) {
-    acc[0][q] = q < N && bias ? _mm256_set1_ps(bias[q]) : _mm256_setzero_ps();
+    acc[0][q] = _mm256_setzero_ps();
     acc[1][q] = acc[0][q];
   }
   float xt[2][8][8] __attribute__((aligned(32)));   /* xt[h][j] = A[8h .. 8h+7][kb + j] */
@@ -612,7 +633,8 @@ CONV256_INLINE void conv256_small_n_block(const float *a, int64_t lda, const flo
   for (int h = 0; h < H; h++) {
 #pragma GCC unroll 8
     for (int q = 0; q < N; q++) {   /* the own GEMM's order: max with lo, then min with hi */
-      const __m256 v = clamp ? _mm256_min_ps(_mm256_max_ps(acc[h][q], vlo), vhi) : acc[h][q];
+      const __m256 s = bias ? _mm256_add_ps(acc[h][q], _mm256_set1_ps(bias[q])) : acc[h][q];
+      const __m256 v = clamp ? _mm256_min_ps(_mm256_max_ps(s, vlo), vhi) : s;
       _mm256_store_ps(o[h][q], v);
     }
   }

@@ -116,6 +116,15 @@ static inline void ar__fill_bias_rows(float *restrict out, size_t rows, size_t c
   for (size_t r = 0; r < rows; r++, out += cols) ar__copy_floats(out, bias, cols);
 }
 
+/* Add the bias (NULL: nothing) to `rows` rows of `cols` floats: after a product summed from 0, the
+ * order TFLite's float FULLY_CONNECTED and CONV_2D use. */
+static inline void ar__add_bias_rows(float *restrict out, size_t rows, size_t cols,
+                                     const float *restrict bias) {
+  if (!bias) return;
+  for (size_t r = 0; r < rows; r++, out += cols)
+    for (size_t j = 0; j < cols; j++) out[j] += bias[j];
+}
+
 /* Apply a fused activation to n floats after the GEMM (clamps vectorize; TANH / SIGN_BIT go
  * through ar_apply_activation). */
 static inline void ar__activate(float *x, size_t n, ar_activation_t act) {

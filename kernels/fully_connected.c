@@ -3,15 +3,18 @@
  * Inputs: input (any rank), weights [O, I], optional bias [O]; output [B, O] where B is the input
  * element count / I (keep_num_dims false: TFLite flattens the input to [B, I]), or the input shape
  * with its last dimension (which must be I) replaced by O (keep_num_dims true). Only the DEFAULT
- * weights format is supported. The fused activation is applied to bias + product.
+ * weights format is supported. The fused activation is applied to product + bias: every path sums
+ * the product from 0 and adds the bias after it, as TFLite's builtin kernel does (kernels/gemm.c).
  *
  * Speed: kernels/gemm.c. B = 1 (every FULLY_CONNECTED in the shipped models) on a CPU with
  * AVX-512F or AVX2 + FMA + F16C: arenad's own one-row product (kernels/sgemm.h, ar_sgemv_nt:
  * sgemm512.c or sgemm256.c, the same bits), which reads the weights once,
  * float16 ones as stored, output units split by thread count (each unit's sum is the same
- * whatever range holds it). Otherwise the output is pre-filled with the bias and beta = 1:
- * cblas_sgemv when B = 1, cblas_sgemm otherwise (weights used in place through Trans, since
- * [O, I] row-major is already W^T of the GEMM), in bands of output units or rows over the node's
+ * whatever range holds it). B >= 4 there: arenad's own GEMM (ar_sgemm_nt, each sum one FMA chain
+ * in k order from 0, then + bias: native TFLite's bits on YAMNet's [96,257] x [64,257]^T, where
+ * OpenBLAS's order moved 12 of its 521 int8 scores). Otherwise OpenBLAS with beta = 0, the bias
+ * added after: cblas_sgemv when B = 1, cblas_sgemm otherwise (weights used in place through
+ * Trans, since [O, I] row-major is already W^T of the GEMM), in bands of output units or rows over the node's
  * pool when the product is large enough. Sparse weights kept as stored (TFLite sparsity,
  * ar_kernel_sparse_filter_check) go to kernels/sparse_conv.c.
  *
@@ -166,7 +169,7 @@ static void fc_eval(const ar_node_t *node) {
     ar_fp16_to_fp32_n(bias_t->data, b32, (size_t)units);
     bias = b32;
   }
-  const ar_gemm_nt_t g = {.a = in_t->data, .b = w, .b16 = w16, .gemv = gemv, .bias = bias,
+  const ar_gemm_nt_t g = {.a = in_t->data, .b = w, .b16 = w16, .gemv = gemv, .own = true, .bias = bias,
                           .c = node->outputs[0]->data, .m = batch, .n = units, .k = depth,
                           .lda = depth, .ldb = depth, .ldc = units,
                           .act = node->options->fully_connected.activation};

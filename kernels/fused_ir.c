@@ -12,7 +12,7 @@
  *
  * Bit-identical to the unfused pair: each conv output is computed by arenad's own GEMM
  * (kernels/sgemm.h: sgemm512 on AVX-512F, sgemm256 on AVX2 + FMA + F16C, the same bits), one FMA
- * chain in k order onto the bias whatever rows a call holds, as the unfused conv's product is on
+ * chain in k order from 0, then the bias, whatever rows a call holds, as the unfused conv's product is on
  * the same CPU (gemm.c sends products of 4 rows or more there); a row computed twice (the halo
  * at the start of a thread's run) has the same bits both times; each depthwise output is
  * computed by the same code as dw_eval's. Without the own GEMM at eval (a test lowering the ISA

@@ -9,8 +9,11 @@
  * multiples of AR_GEMM_ALIGN (OpenBLAS's micro-tiles stay whole), at most AR_GEMM_MAX_CHUNKS of
  * them and none below AR_GEMM_MIN_CHUNK_MACS, so a small product stays one call. The bands depend
  * on M, N, K only, never on the thread count, so the result is the same for every pool.
- * Within a band, rows go in tiles of about AR_GEMM_TILE_BYTES of C, so that the bias fill, the
- * product's C and the activation pass stay in cache. CONV_2D asks for arenad's own GEMM
+ * Within a band, rows go in tiles of about AR_GEMM_TILE_BYTES of C, so that the product's C and
+ * the pass that adds the bias and applies the activation stay in cache. Every path adds the bias
+ * after the whole product, as TFLite's builtin FULLY_CONNECTED and CONV_2D do (starting the sum
+ * from the bias rounds differently: YAMNet's FULLY_CONNECTED after COMPLEX_ABS moved one int8
+ * quantum that way). CONV_2D asks for arenad's own GEMM
  * (kernels/sgemm.h: sgemm512.c on AVX-512F, sgemm256.c on AVX2 + FMA + F16C; its elements do not
  * depend on the split) whatever its rows (so a float16 B, which only the own GEMM reads, takes
  * the same path as a float32 one), wherever the float ISA level has one: those products are split over
@@ -74,23 +77,25 @@ static void gemm_block(const ar_gemm_nt_t *g, int64_t r0, int64_t r1, int64_t c0
   for (int64_t m0 = r0; m0 < r1; m0 += tile) {
     const int64_t tm = AR_MIN(tile, r1 - m0);
     float *dst = g->c + m0 * g->ldc + c0;
-    if (nc == g->ldc) {
-      ar__fill_bias_rows(dst, (size_t)tm, (size_t)nc, g->bias);
-    } else {
-      for (int64_t r = 0; r < tm; r++)
-        ar__fill_bias_rows(dst + r * g->ldc, 1, (size_t)nc, g->bias ? g->bias + c0 : NULL);
-    }
+    /* beta = 0: the product from 0, the bias added after it (TFLite's order), with the
+     * activation, while the tile is in cache */
     if (tm == 1)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)nc, (int)g->k, 1.0f, g->b + c0 * g->ldb, (int)g->ldb,
-                  g->a + m0 * g->lda, 1, 1.0f, dst, 1);
+                  g->a + m0 * g->lda, 1, 0.0f, dst, 1);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tm, (int)nc, (int)g->k, 1.0f,
-                  g->a + m0 * g->lda, (int)g->lda, g->b + c0 * g->ldb, (int)g->ldb, 1.0f, dst,
+                  g->a + m0 * g->lda, (int)g->lda, g->b + c0 * g->ldb, (int)g->ldb, 0.0f, dst,
                   (int)g->ldc);
-    if (g->act == AR_ACT_NONE) continue;
-    if (nc == g->ldc) ar__activate(dst, (size_t)(tm * nc), g->act);
-    else
-      for (int64_t r = 0; r < tm; r++) ar__activate(dst + r * g->ldc, (size_t)nc, g->act);
+    const float *bias = g->bias ? g->bias + c0 : NULL;
+    if (nc == g->ldc) {
+      ar__add_bias_rows(dst, (size_t)tm, (size_t)nc, bias);
+      ar__activate(dst, (size_t)(tm * nc), g->act);
+    } else {
+      for (int64_t r = 0; r < tm; r++) {
+        ar__add_bias_rows(dst + r * g->ldc, 1, (size_t)nc, bias);
+        ar__activate(dst + r * g->ldc, (size_t)nc, g->act);
+      }
+    }
   }
 }
 

@@ -17,8 +17,8 @@ typedef struct ar_gemm_nt {
   int64_t m, n, k, lda, ldb, ldc;
   ar_activation_t act;
   bool own;      /* every band through arenad's own GEMM (kernels/sgemm.h: AVX-512F or AVX2 +
-                  * FMA + F16C) when ar_sgemm_own_available() and M >= 4 (CONV_2D's products),
-                  * else OpenBLAS */
+                  * FMA + F16C) when ar_sgemm_own_available() and M >= 4 (CONV_2D's and
+                  * FULLY_CONNECTED's products), else OpenBLAS */
   const uint16_t *b16;   /* instead of b: B as float16 (weights as stored), only with own,
                           * M >= 4 and ar_sgemm_own_available() (widened while packed, same
                           * result as b); or with gemv */

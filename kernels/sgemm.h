@@ -5,8 +5,8 @@
  *   AR_ISA_AVX2    kernels/sgemm256.c (AVX2 + FMA + F16C: 6 x 16 tiles of ymm)
  *   AR_ISA_PORTABLE (or an AVX2 CPU without F16C): none - ar_sgemm_own_available() is false and
  *                  the callers take OpenBLAS (kernels/gemm.c) instead.
- * The two kernels give the same bits (each element bias + its K terms in ascending k, one FMA
- * each, then the clamp; the one-row product in 16 lane sums reduced pairwise: see sgemm512.h and
+ * The two kernels give the same bits (each element its K terms in ascending k from 0, one FMA
+ * each, then + bias, then the clamp; the one-row product in 16 lane sums reduced pairwise: see sgemm512.h and
  * sgemm256.h), so the output of a node does not depend on which of them ran, only on whether the
  * own GEMM or OpenBLAS did (those differ by rounding). Shapes, strides and units as in
  * sgemm512.h: row-major, sizes and strides in elements, C[M,N] = act(bias[N] + A[M,K] x B[N,K]^T).

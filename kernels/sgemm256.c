@@ -7,14 +7,14 @@
  * transposes, zero-padded past N; a float16 B widened by vcvtph2ps on the way), then 6 x 16 tiles
  * of C are computed in 12 ymm accumulators: per k, two panel loads, 6 broadcasts of A, 12 FMAs.
  * A row tail of 1..2 shares the last full tile (two tiles of 4 and 3..4 rows: a 1-row tile's two
- * accumulators would wait on the FMA latency at every k). The first K chunk starts from the bias,
- * later ones from C; the last applies the clamp and stores. The first tile of a block prefetches
+ * accumulators would wait on the FMA latency at every k). The first K chunk starts from 0, later
+ * ones from C; the last adds the bias, applies the clamp and stores. The first tile of a block prefetches
  * the next block of B into L2. A B of at most 64 KB with K <= 160 (the large-M 1x1 layers) is
  * packed once for all row chunks, as in sgemm512. Panel of KC = 256 k: 16 KB, half of Zen 3's
  * 32 KB L1D beside the rows of A in flight; MC = 240 rows of A: 240 KB of its 512 KB L2.
  *
- * Every element is bias + its K terms in ascending k, one FMA each, whatever the tile, chunk or
- * panel it falls in: the bits of sgemm512 and of a scalar fmaf loop. */
+ * Every element is its K terms in ascending k from 0, one FMA each, then + bias, whatever the
+ * tile, chunk or panel it falls in: the bits of sgemm512 and of a scalar fmaf loop. */
 #include "kernels/sgemm256.h"
 
 #include <string.h>
@@ -66,10 +66,8 @@ S256_INLINE void s256_tile(const float *a, int64_t lda, const float *bp, int64_t
                            int64_t ldc, const s256_panel_t *p, const int MR, const int NV) {
   __m256 acc[6][2];
   if (p->first) {
-    const __m256 b0 = p->bias ? s256_ld(p, p->bias, 0) : _mm256_setzero_ps();
-    const __m256 b1 = p->bias && NV == 2 ? s256_ld(p, p->bias + 8, 1) : _mm256_setzero_ps();
 #pragma GCC unroll 6
-    for (int i = 0; i < MR; i++) { acc[i][0] = b0; acc[i][1] = b1; }
+    for (int i = 0; i < MR; i++) { acc[i][0] = _mm256_setzero_ps(); acc[i][1] = _mm256_setzero_ps(); }
   } else {
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++) {
@@ -86,6 +84,15 @@ S256_INLINE void s256_tile(const float *a, int64_t lda, const float *bp, int64_t
       const __m256 x = _mm256_broadcast_ss(a + i * lda + kk);
       acc[i][0] = _mm256_fmadd_ps(x, w0, acc[i][0]);
       if (NV == 2) acc[i][1] = _mm256_fmadd_ps(x, w1, acc[i][1]);
+    }
+  }
+  if (p->last && p->bias) {   /* after the whole sum, as TFLite adds it */
+    const __m256 b0 = s256_ld(p, p->bias, 0);
+    const __m256 b1 = NV == 2 ? s256_ld(p, p->bias + 8, 1) : b0;
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], b0);
+      if (NV == 2) acc[i][1] = _mm256_add_ps(acc[i][1], b1);
     }
   }
   if (p->last && p->clamp) {   /* sgemm512's order: max with lo, then min with hi */

@@ -5,8 +5,8 @@
  *
  *   C[M,N] (row stride ldc) = act(bias[N] (NULL: 0) + A[M,K] (row stride lda) x B[N,K]^T (ldb))
  *
- * Row-major, B as stored in an OHWI filter, all sizes in elements. Each output is bias + the K
- * terms in ascending k, one FMA each (fmaf), then the clamp of a RELU / RELU6 / RELU_N1_TO_1
+ * Row-major, B as stored in an OHWI filter, all sizes in elements. Each output is the K terms in
+ * ascending k from 0, one FMA each (fmaf), then + bias, then the clamp of a RELU / RELU6 / RELU_N1_TO_1
  * (max with lo, then min with hi), TANH / SIGN_BIT by ar_apply_activation afterwards: the value
  * of an element depends on its row of A and column of B only, never on the tiling or on how the
  * caller splits M or N, so any split gives identical bits, and they equal ar_sgemm512_nt's on a

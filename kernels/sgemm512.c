@@ -6,7 +6,8 @@
  * then 12 x 32 tiles of C are computed in 24 zmm accumulators: per k, two panel loads, 12
  * broadcasts of A, 24 FMAs. A row tail of 1..3 shares the last full tile (two tiles of 6..8 rows:
  * a 1-row tile's NV accumulators would wait on the FMA latency at every k; +5 % on M = 49). The
- * first K chunk starts from the bias, later ones from C; the last applies the clamp and stores.
+ * first K chunk starts from 0, later ones from C; the last adds the bias (after the whole sum, as
+ * TFLite's builtin FULLY_CONNECTED and CONV_2D do), applies the clamp and stores.
  * While the first tile of a block runs it prefetches the next block's rows of B into L2 (a model's
  * weights come from L3 at every invoke; 49 x 1152 x 192 with B cold: ~5-10 % faster). 
  * A B of at most 64 KB with K <= 160 (the large-M 1x1 layers: 3136 x 144 x 24, 12544 x 16 x 24,
@@ -48,10 +49,8 @@ S512_INLINE void s512_tile(const float *a, int64_t lda, const float *bp, int64_t
                            int64_t ldc, const s512_panel_t *p, const int MR, const int NV) {
   __m512 acc[12][2];
   if (p->first) {
-    const __m512 b0 = p->bias ? _mm512_maskz_loadu_ps(p->m0, p->bias) : _mm512_setzero_ps();
-    const __m512 b1 = p->bias && NV == 2 ? _mm512_maskz_loadu_ps(p->m1, p->bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) { acc[i][0] = b0; acc[i][1] = b1; }
+    for (int i = 0; i < MR; i++) { acc[i][0] = _mm512_setzero_ps(); acc[i][1] = _mm512_setzero_ps(); }
   } else {
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) {
@@ -72,6 +71,15 @@ S512_INLINE void s512_tile(const float *a, int64_t lda, const float *bp, int64_t
       const __m512 x = _mm512_set1_ps(a[i * lda + kk]);
       acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
       if (NV == 2) acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+    }
+  }
+  if (p->last && p->bias) {   /* after the whole sum, as TFLite adds it */
+    const __m512 b0 = _mm512_maskz_loadu_ps(p->m0, p->bias);
+    const __m512 b1 = NV == 2 ? _mm512_maskz_loadu_ps(p->m1, p->bias + 16) : b0;
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      acc[i][0] = _mm512_add_ps(acc[i][0], b0);
+      if (NV == 2) acc[i][1] = _mm512_add_ps(acc[i][1], b1);
     }
   }
   if (p->last && p->clamp) {

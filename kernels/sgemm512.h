@@ -4,8 +4,9 @@
  *
  *   C[M,N] (row stride ldc) = act(bias[N] (NULL: 0) + A[M,K] (row stride lda) x B[N,K]^T (ldb))
  *
- * Row-major, B as stored in an OHWI filter. Each output is bias + sum over k in ascending order,
- * one FMA per term: the value of an element depends on its row of A and column of B only, never
+ * Row-major, B as stored in an OHWI filter. Each output is the sum over k in ascending order from
+ * 0, one FMA per term, then + bias (TFLite's builtin FULLY_CONNECTED and CONV_2D add the bias after
+ * the product: starting from the bias rounds differently): the value of an element depends on its row of A and column of B only, never
  * on how the caller splits M or N into blocks, so any split (thread pool bands) gives identical
  * bits. Not the order OpenBLAS sums in: results differ from the cblas_sgemm path by rounding.
  * Never allocates (one 32 KB packed panel of B on the stack). Only callable when

@@ -143,14 +143,15 @@ START_TEST(float_level_switch_and_report) {
 }
 END_TEST
 
-/* The own GEMM's kernels against a scalar loop in their documented order (bias, then fmaf over
- * k ascending, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
+/* The own GEMM's kernels against a scalar loop in their documented order (fmaf over k ascending
+ * from 0, then + bias, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
  * multiple of 8, 16 or 32, ldc > N, every activation, no bias, K = 0, B as float32 and as float16
  * (the same values); any split of rows or columns into separate calls gives the same bits. */
 static float s512_ref(const float *a, const float *b, const float *bias, int64_t k, int64_t n_idx,
                       ar_activation_t act) {
-  float acc = bias ? bias[n_idx] : 0.0f;
+  float acc = 0.0f;
   for (int64_t i = 0; i < k; i++) acc = fmaf(a[i], b[i], acc);
+  if (bias) acc += bias[n_idx];
   if (act == AR_ACT_RELU) acc = acc < 0 ? 0 : acc;
   else if (act == AR_ACT_RELU6) acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
   else if (act == AR_ACT_RELU_N1_TO_1) acc = acc < -1 ? -1 : acc > 1 ? 1 : acc;

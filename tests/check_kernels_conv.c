@@ -702,10 +702,10 @@ END_TEST
 
 /* 1x1 CONV_2D with 1..8 output channels (a detector's heads) runs kernels/conv.c's rows-per-
  * vector loop wherever the own GEMM runs (16 rows per zmm on AVX-512F, 8 per ymm on AVX2, two
- * blocks of 8 when N <= 6): every output is bias + its terms in ascending k with one FMA each and
- * the own GEMM's clamp, i.e. exactly the own GEMM's bits (a scalar fmaf chain here), at every
- * level the CPU has from AVX2 up; fp32 and fp16 filters, 1, 2 and 3 threads, row tails of 1..15,
- * K not a multiple of 8 or 16, no bias, TANH after. At the portable level OpenBLAS, within
+ * blocks of 8 when N <= 6): every output is its terms in ascending k from 0 with one FMA each,
+ * then + bias, and the own GEMM's clamp, i.e. exactly the own GEMM's bits (a scalar fmaf chain
+ * here), at every level the CPU has from AVX2 up; fp32 and fp16 filters, 1, 2 and 3 threads,
+ * row tails of 1..15, K not a multiple of 8 or 16, no bias, TANH after. At the portable level OpenBLAS, within
  * rounding. */
 START_TEST(conv_few_outputs_exact) {
   const struct { int h, w, c, o; bool bias; ar_activation_t act; } cases[] = {
@@ -732,9 +732,9 @@ START_TEST(conv_few_outputs_exact) {
     float *out = malloc(nout * sizeof(float)), *want = malloc(nout * sizeof(float));
     for (size_t p = 0; p < m; p++)
       for (int q = 0; q < o; q++) {
-        float acc = cases[ci].bias ? b[q] : 0.0f;
+        float acc = 0.0f;
         for (int k = 0; k < c; k++) acc = fmaf(in[p * c + k], f[(size_t)q * c + k], acc);
-        want[p * o + q] = acc;
+        want[p * o + q] = cases[ci].bias ? acc + b[q] : acc;
         ar_apply_activation(&want[p * o + q], 1, cases[ci].act);
       }
     int32_t di[4] = {1, h, w, c}, df[4] = {o, 1, 1, c}, dout[4] = {1, h, w, o};
