@@ -7,6 +7,8 @@ libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/fused_ir.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \
+  kernels/gemm_qs8_neon.h kernels/gemm_qs8_2x16c4_neon.c kernels/gemm_qs8_4x16c4_neondot.c \
+  kernels/requant_neon.h \
   kernels/qwide.h kernels/qwide.c \
   kernels/sparse_conv.h kernels/sparse_conv.c \
   kernels/batch_matmul.c

@@ -1,9 +1,11 @@
 /* qgemm.c - the 8-bit GEMM + requantization under quantized CONV_2D / FULLY_CONNECTED
  * (kernels/qgemm.h has the arithmetic and the packed layout).
  *
- * Three implementations of the same integers, picked at run time: portable C, AVX2 (int16
+ * Implementations of the same integers, picked at run time: portable C; on x86-64 AVX2 (int16
  * vpmaddwd on sign-/zero-extended bytes) and AVX-512 VNNI (vpdpbusd, 16 channels x 4 taps per
- * instruction). Each computes a tile of rows x channels into int32 accumulators, then one shared
+ * instruction); on arm64 the smull/smlal tile of kernels/gemm_qs8_2x16c4_neon.c and, where
+ * getauxval(AT_HWCAP) has ASIMDDP, the sdot tile of kernels/gemm_qs8_4x16c4_neondot.c, both with
+ * the ASIMD store below. Each computes a tile of rows x channels into int32 accumulators, then one shared
  * store adds the folded bias (and the per-row zero-point term), rescales with TFLite's fixed-point
  * multiplier, adds the output zero point, clamps and writes bytes.
  */
@@ -22,10 +24,28 @@
 #define AR_QGEMM_X86 0
 #endif
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
+
+#include "kernels/gemm_qs8_neon.h"
+#include "kernels/requant_neon.h"
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1ul << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
+#endif
+
 #define QG_ALWAYS_INLINE inline __attribute__((always_inline))
 /* Largest tile a kernel computes before the store: rows x channels. */
 #define QG_MAX_ROWS 6
 #define QG_MAX_COLS 64
+#if defined(__aarch64__)
+_Static_assert(QG_MAX_ROWS == AR_QGEMM_TILE_ROWS && QG_MAX_COLS == AR_QGEMM_TILE_COLS,
+               "kernels/gemm_qs8_neon.h's tile = this file's");
+#endif
 
 size_t ar_qgemm_packed_bytes(const ar_qgemm_t *g) {
   return (size_t)g->n_blocks * (size_t)g->k_groups * 64u;
@@ -36,6 +56,9 @@ void ar_qgemm_pack(ar_qgemm_t *g, const uint8_t *w, bool w_unsigned, const int64
                    int32_t *bias_out) {
   const int32_t n = g->n, k = g->k;
   const int32_t za = g->a_xor ? in_zero_point + 128 : in_zero_point;   /* za' */
+  /* the kernels' S is sum a'w' (x86) or sum (a' - 128)w' (arm64): colsum's coefficient */
+  const int32_t za_col = AR_QGEMM_A_SIGNED ? za - 128 : za;
+  bool has_min = false;
   memset(packed, 0, ar_qgemm_packed_bytes(g));
   for (int32_t o = 0; o < n; o++) {
     const int32_t b = o / 16, c = o % 16;
@@ -43,17 +66,19 @@ void ar_qgemm_pack(ar_qgemm_t *g, const uint8_t *w, bool w_unsigned, const int64
     for (int32_t i = 0; i < k; i++) {
       int32_t v = w_unsigned ? (int32_t)w[(size_t)o * k + i] - 128 : (int32_t)(int8_t)w[(size_t)o * k + i];
       colsum += v;
+      has_min |= v == -128;
       packed[((size_t)b * g->k_groups + (size_t)(i / 4)) * 64u + (size_t)c * 4u + (size_t)(i % 4)] =
           (uint8_t)(int8_t)v;
     }
     int64_t zw = w_zp ? w_zp[w_zp_n > 1 ? o : 0] : 0;
     if (w_unsigned) zw -= 128;
-    int64_t folded = (bias ? bias[o] : 0) - (int64_t)za * colsum + (int64_t)k * za * zw;
+    int64_t folded = (bias ? bias[o] : 0) - (int64_t)za_col * colsum + (int64_t)k * za * zw;
     bias_out[o] = (int32_t)(uint32_t)(uint64_t)folded;   /* wraps like TFLite's int32 sum */
   }
   for (int32_t o = n; o < g->n_blocks * 16; o++) bias_out[o] = 0;
   int64_t zw_row = w_zp ? w_zp[0] : 0;
   g->zw_row = (int32_t)(w_unsigned ? zw_row - 128 : zw_row);
+  g->w_has_min = has_min;
 }
 
 /* ---- The store: bias, zero-point row term, rescale, clamp, bytes. ---- */
@@ -104,7 +129,9 @@ static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int ns
 
 static void qg_tile_portable(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
                              int nseg, int rows, int32_t b0, int nb, int32_t *acc) {
-  const uint32_t x = g->a_xor;
+  const uint32_t x = g->a_xor ^ (AR_QGEMM_A_SIGNED ? 0x80u : 0u);
+  /* a' (0..255) or, AR_QGEMM_A_SIGNED, a' - 128 = (int8_t)(a' ^ 0x80) */
+#define QG_A(i) (AR_QGEMM_A_SIGNED ? (int32_t)(int8_t)(a[i] ^ x) : (int32_t)(a[i] ^ x))
   const int32_t sg = g->k_groups / nseg;
   for (int r = 0; r < rows; r++) {
     for (int v = 0; v < nb; v++) {
@@ -113,8 +140,8 @@ static void qg_tile_portable(const ar_qgemm_t *g, const uint8_t *packed, const u
       for (int q = 0; q < nseg; q++) {
         const uint8_t *a = rowp[q * QG_MAX_ROWS + r];
         for (int32_t kg = 0; kg < sg; kg++, p += 64) {
-          const int32_t a0 = (int32_t)(a[4 * kg] ^ x), a1 = (int32_t)(a[4 * kg + 1] ^ x);
-          const int32_t a2 = (int32_t)(a[4 * kg + 2] ^ x), a3 = (int32_t)(a[4 * kg + 3] ^ x);
+          const int32_t a0 = QG_A(4 * kg), a1 = QG_A(4 * kg + 1);
+          const int32_t a2 = QG_A(4 * kg + 2), a3 = QG_A(4 * kg + 3);
           for (int c = 0; c < 16; c++)
             s[c] += a0 * (int8_t)p[4 * c] + a1 * (int8_t)p[4 * c + 1] + a2 * (int8_t)p[4 * c + 2] +
                     a3 * (int8_t)p[4 * c + 3];
@@ -123,6 +150,7 @@ static void qg_tile_portable(const ar_qgemm_t *g, const uint8_t *packed, const u
       memcpy(acc + r * QG_MAX_COLS + 16 * v, s, sizeof s);
     }
   }
+#undef QG_A
 }
 
 /* ---- AVX2: bytes widened to int16, vpmaddwd. ---- */
@@ -378,6 +406,85 @@ AR_TARGET_QAVX2 static void qg_store_avx2(const ar_qgemm_t *g, const int32_t *ac
 }
 #endif
 
+/* ---- ASIMD store: 8 channels per step, kernels/requant_neon.h's exact rescales, then the zero
+ * point and the clamp on saturated int16 / bytes (lo and hi lie inside the byte type, so
+ * saturating first and clamping after gives the clamp of the exact value). ---- */
+#if defined(__aarch64__)
+static QG_ALWAYS_INLINE void qg_store_neon_body(const ar_qgemm_t *g, const int32_t *acc, int rows,
+                                                const int32_t *row_add, int32_t n0, int cols,
+                                                const int32_t *bias, const int32_t *mult,
+                                                const int32_t *shift, uint8_t *out, size_t ldo,
+                                                const bool round_up, const bool s8) {
+  const int16x8_t zo = vdupq_n_s16((int16_t)g->out_zero_point);
+  const int8x8_t lo_s = vdup_n_s8((int8_t)g->lo), hi_s = vdup_n_s8((int8_t)g->hi);
+  const uint8x8_t lo_u = vdup_n_u8((uint8_t)g->lo), hi_u = vdup_n_u8((uint8_t)g->hi);
+  int c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const int32_t n = n0 + c;
+    const int32x4_t b0 = vld1q_s32(bias + n), b1 = vld1q_s32(bias + n + 4);
+    const int32x4_t m0 = vld1q_s32(mult + n), m1 = vld1q_s32(mult + n + 4);
+    const int32x4_t s0 = vld1q_s32(shift + n), s1 = vld1q_s32(shift + n + 4);
+    const int32x4_t l0 = ar_neon_left(s0), l1 = ar_neon_left(s1);
+    const int32x4_t r0 = ar_neon_rneg(s0), r1 = ar_neon_rneg(s1);
+    const bool any_left = vmaxvq_s32(vmaxq_s32(l0, l1)) > 0;
+    for (int r = 0; r < rows; r++) {
+      int32x4_t x0 = vaddq_s32(vld1q_s32(acc + r * QG_MAX_COLS + c), b0);
+      int32x4_t x1 = vaddq_s32(vld1q_s32(acc + r * QG_MAX_COLS + c + 4), b1);
+      if (row_add) {
+        x0 = vaddq_s32(x0, vdupq_n_s32(row_add[r]));
+        x1 = vaddq_s32(x1, vdupq_n_s32(row_add[r]));
+      }
+      int32x4_t q0, q1;
+      if (round_up) {
+        if (any_left) {
+          if (!ar_neon_shl_exact(x0, l0) || !ar_neon_shl_exact(x1, l1)) {
+            qg_store(g, acc + r * QG_MAX_COLS + c, 1, row_add ? row_add + r : NULL, n, 8, bias,
+                     mult, shift, out + (size_t)r * ldo, ldo);
+            continue;
+          }
+          q0 = ar_neon_mbqm_up(x0, m0, l0, r0);
+          q1 = ar_neon_mbqm_up(x1, m1, l1, r1);
+        } else {
+          q0 = ar_neon_mbqm_up_r(x0, m0, r0);
+          q1 = ar_neon_mbqm_up_r(x1, m1, r1);
+        }
+      } else {
+        q0 = ar_neon_mbqm(x0, m0, l0, r0);
+        q1 = ar_neon_mbqm(x1, m1, l1, r1);
+      }
+      const int16x8_t h = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(q0), q1), zo);
+      uint8_t *o = out + (size_t)r * ldo + n;
+      if (s8) vst1_s8((int8_t *)o, vmin_s8(vmax_s8(vqmovn_s16(h), lo_s), hi_s));
+      else vst1_u8(o, vmin_u8(vmax_u8(vqmovun_s16(h), lo_u), hi_u));
+    }
+  }
+  if (c < cols)
+    qg_store(g, acc + c, rows, row_add, n0 + c, cols - c, bias, mult, shift, out, ldo);
+}
+
+static void qg_store_neon(const ar_qgemm_t *g, const int32_t *acc, int rows, const int32_t *row_add,
+                          int32_t n0, int cols, const int32_t *bias, const int32_t *mult,
+                          const int32_t *shift, uint8_t *out, size_t ldo) {
+  /* int8 outputs iff int8 activations (one dtype for input and output) */
+  if (g->round_up) {
+    if (g->a_xor) qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, true, true);
+    else qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, true, false);
+  } else {
+    if (g->a_xor) qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, false, true);
+    else qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, false, false);
+  }
+}
+
+static unsigned long qg_hwcap(void) {
+  static unsigned long cap = 0, known = 0;   /* relaxed: every thread computes the same value */
+  if (!__atomic_load_n(&known, __ATOMIC_RELAXED)) {
+    __atomic_store_n(&cap, getauxval(AT_HWCAP), __ATOMIC_RELAXED);
+    __atomic_store_n(&known, 1, __ATOMIC_RELAXED);
+  }
+  return __atomic_load_n(&cap, __ATOMIC_RELAXED);
+}
+#endif
+
 /* ---- Dispatch. ---- */
 
 typedef void (*qg_store_fn)(const ar_qgemm_t *, const int32_t *, int, const int32_t *, int32_t, int,
@@ -404,6 +511,10 @@ bool ar_qgemm_path_supported(ar_qgemm_path_t path) {
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512vnni");
 #endif
+#if defined(__aarch64__)
+    case AR_QGEMM_NEON: return (qg_hwcap() & HWCAP_ASIMD) != 0;
+    case AR_QGEMM_NEONDOT: return (qg_hwcap() & (HWCAP_ASIMD | HWCAP_ASIMDDP)) == (HWCAP_ASIMD | HWCAP_ASIMDDP);
+#endif
     default: return false;
   }
 }
@@ -411,6 +522,8 @@ bool ar_qgemm_path_supported(ar_qgemm_path_t path) {
 ar_qgemm_path_t ar_qgemm_best_path(void) {
   if (ar_qgemm_path_supported(AR_QGEMM_AVX512VNNI)) return AR_QGEMM_AVX512VNNI;
   if (ar_qgemm_path_supported(AR_QGEMM_AVX2)) return AR_QGEMM_AVX2;
+  if (ar_qgemm_path_supported(AR_QGEMM_NEONDOT)) return AR_QGEMM_NEONDOT;
+  if (ar_qgemm_path_supported(AR_QGEMM_NEON)) return AR_QGEMM_NEON;
   return AR_QGEMM_PORTABLE;
 }
 
@@ -423,6 +536,8 @@ const char *ar_qgemm_path_name(ar_qgemm_path_t path) {
   switch (path) {
     case AR_QGEMM_AVX2: return "avx2";
     case AR_QGEMM_AVX512VNNI: return "avx512vnni";
+    case AR_QGEMM_NEON: return "neon";
+    case AR_QGEMM_NEONDOT: return "neondot";
     default: return "portable";
   }
 }
@@ -437,6 +552,9 @@ void ar_qgemm_run_segments(const ar_qgemm_t *g, const uint8_t *packed, const int
 #if AR_QGEMM_X86
   if (path == AR_QGEMM_AVX512VNNI) { tile = qg_tile_vnni; store = qg_store_avx512; }
   else if (path == AR_QGEMM_AVX2) { tile = qg_tile_avx2; store = qg_store_avx2; }
+#elif defined(__aarch64__)
+  if (path == AR_QGEMM_NEONDOT) { tile = ar__gemm_qs8_4x16c4_neondot; store = qg_store_neon; }
+  else if (path == AR_QGEMM_NEON) { tile = ar__gemm_qs8_2x16c4_neon; store = qg_store_neon; }
 #else
   (void)path;
 #endif

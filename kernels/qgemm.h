@@ -21,6 +21,12 @@
  * to int16 and uses vpmaddwd (vpmaddubsw would saturate int16: 255*127*2 > 32767, so it cannot be
  * exact for every weight). All paths compute the same integers; the requantization is scalar
  * ar_mbqm / ar_mbqm_up (kernels/ar_quant.h), or its exact vector form.
+ *
+ * arm64 has no u8 x s8 dot product before i8mm, so there every path (portable included) takes A as
+ * signed bytes a' - 128 (a no-op on int8 activations: the stored byte) and sdot / smull multiply
+ * s8 x s8; the pack folds +128 * colsum(w') into the bias for it (AR_QGEMM_A_SIGNED), so the int32
+ * accumulators, and every output byte, are the same as on x86. The NEON kernels read the packed
+ * groups as they are: sdot's 4-byte lanes are the 4 taps of one channel.
  */
 #ifndef AR_QGEMM_H
 #define AR_QGEMM_H
@@ -29,13 +35,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Which implementation runs: AR_QGEMM_AUTO picks the best the CPU supports (AVX-512 VNNI, else
- * AVX2, else portable C). */
+/* Which implementation runs: AR_QGEMM_AUTO picks the best the CPU supports (x86-64: AVX-512 VNNI,
+ * else AVX2; arm64: sdot where HWCAP has ASIMDDP, else the smull/smlal one; else portable C). */
 typedef enum {
   AR_QGEMM_AUTO = 0,
   AR_QGEMM_PORTABLE,
   AR_QGEMM_AVX2,
   AR_QGEMM_AVX512VNNI,
+  AR_QGEMM_NEON,      /* arm64 ASIMD: smull + smlal + sadalp (kernels/gemm_qs8_2x16c4_neon.c) */
+  AR_QGEMM_NEONDOT,   /* arm64 ASIMD + dot product: sdot (kernels/gemm_qs8_4x16c4_neondot.c) */
 } ar_qgemm_path_t;
 
 /* Everything ar_qgemm_run needs besides the operands, computed at prepare/init. */
@@ -49,7 +57,17 @@ typedef struct {
   int32_t out_zero_point;
   int32_t lo, hi;          /* clamp of the fused activation, in the output type's range */
   bool round_up;           /* ar_mbqm_up (builtin int8 CONV_2D) instead of ar_mbqm */
+  bool w_has_min;          /* packed B holds a -128 (set by ar_qgemm_pack): two s8 x s8 products
+                            * can then reach 2 * 16384, past int16, so the NEON kernel does not
+                            * pair them in one int16 lane */
 } ar_qgemm_t;
+
+/* 1 where the kernels multiply A as signed bytes (arm64, see above), 0 where as unsigned. */
+#if defined(__aarch64__)
+#define AR_QGEMM_A_SIGNED 1
+#else
+#define AR_QGEMM_A_SIGNED 0
+#endif
 
 /* Bytes of packed B for `g` (g->n_blocks * g->k_groups * 64). */
 size_t ar_qgemm_packed_bytes(const ar_qgemm_t *g);
@@ -59,7 +77,8 @@ size_t ar_qgemm_packed_bytes(const ar_qgemm_t *g);
  * (n_blocks*16 int32, past N zero): bias_out[n] = bias[n] (or 0 when bias is NULL)
  * - za' * colsum(w'[n]) + K * za' * zw'[n], where za' = in_zero_point ^ a_xor's offset (za + 128
  * for int8) and zw'[n] = weight_zero_point[n] in B's representation (w_zp[n or 0] - 128 for
- * uint8). `w_zp_n` is 1 (per-tensor) or N. Sets g->zw_row. */
+ * uint8). `w_zp_n` is 1 (per-tensor) or N. With AR_QGEMM_A_SIGNED, za' - 128 stands for za' in the
+ * colsum term. Sets g->zw_row and g->w_has_min. */
 void ar_qgemm_pack(ar_qgemm_t *g, const uint8_t *w, bool w_unsigned, const int64_t *w_zp,
                    int32_t w_zp_n, const int32_t *bias, int32_t in_zero_point, uint8_t *packed,
                    int32_t *bias_out);
@@ -90,7 +109,7 @@ bool ar_qgemm_path_supported(ar_qgemm_path_t path);
 /* Force a path for every later ar_qgemm_run in the process (tests, benchmarks); AUTO restores the
  * default. An unsupported path falls back to AUTO. Not thread-safe against concurrent runs. */
 void ar_qgemm_force_path(ar_qgemm_path_t path);
-/* "portable", "avx2", "avx512vnni" (the path runs use now when `path` is AUTO). */
+/* "portable", "avx2", "avx512vnni", "neon", "neondot" (the path runs use now when `path` is AUTO). */
 const char *ar_qgemm_path_name(ar_qgemm_path_t path);
 
 #endif /* AR_QGEMM_H */

@@ -190,8 +190,9 @@ static int qnode_run(qnode_t *qn, const ar_kernel_t *k, char *msg, size_t n) {
   return 0;
 }
 
-static const ar_qgemm_path_t all_paths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI};
-#define N_PATHS 3
+static const ar_qgemm_path_t all_paths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI,
+                                             AR_QGEMM_NEON, AR_QGEMM_NEONDOT};
+#define N_PATHS 5
 
 /* Run on every supported path, at 1, 2 and 3 threads (a pool of 3: the work is cut into the same
  * chunks whichever threads take them, the scratch per thread); each must give `want`. */
@@ -572,6 +573,22 @@ static int ref_out(int in, int k, int s, int d, ar_padding_t p, int *before) {
   return o;
 }
 
+/* The random cases' variants: weights without the byte that is -128 in the GEMM's signed form
+ * (int8 -128, uint8 0: TFLite's symmetric int8 weights, where the NEON smlal kernel pairs two
+ * products in int16), and zero points at the ends of their type's range. */
+static bool g_sym_weights, g_extreme_zp;
+
+static uint8_t rnd_weight(bool u8) {
+  uint8_t v = (uint8_t)rnd();
+  if (g_sym_weights && v == (u8 ? 0x00 : 0x80)) v++;
+  return v;
+}
+
+static int64_t rnd_zero_point(bool u8) {
+  if (g_extreme_zp) return (rnd() & 1) ? (u8 ? 255 : 127) : (u8 ? 0 : -128);
+  return u8 ? (int64_t)(rnd() % 256) : (int64_t)(rnd() % 256) - 128;
+}
+
 static void run_conv_case(const qcase_t *c) {
   int pt, pl;
   const int oh = ref_out(c->h, c->kh, c->sh, c->dh, c->pad, &pt);
@@ -581,19 +598,19 @@ static void run_conv_case(const qcase_t *c) {
   uint8_t *in = malloc(n_in), *w = malloc(n_w), *out = malloc(n_out), *want = malloc(n_out);
   int32_t *bias = malloc(sizeof(int32_t) * (size_t)c->co);
   for (size_t i = 0; i < n_in; i++) in[i] = (uint8_t)rnd();
-  for (size_t i = 0; i < n_w; i++) w[i] = (uint8_t)rnd();
+  for (size_t i = 0; i < n_w; i++) w[i] = rnd_weight(c->u8);
   for (int i = 0; i < c->co; i++) bias[i] = (int32_t)(rnd() % 20001) - 10000;
   qnode_t *qn = calloc(1, sizeof *qn);
   const ar_dtype_t dt = c->u8 ? AR_DTYPE_UINT8 : AR_DTYPE_INT8;
   const float s_in = 0.02f + (float)(rnd() % 100) * 1e-3f, s_out = 0.05f + (float)(rnd() % 100) * 0.01f;
-  const int64_t z_in = c->u8 ? (int64_t)(rnd() % 256) : (int64_t)(rnd() % 256) - 128;
-  const int64_t z_out = c->u8 ? (int64_t)(rnd() % 256) : (int64_t)(rnd() % 256) - 128;
+  const int64_t z_in = rnd_zero_point(c->u8);
+  const int64_t z_out = rnd_zero_point(c->u8);
   float sw[256], sb[256];
   int64_t zw[256];
   const int nq = c->per_channel ? c->co : 1;
   for (int i = 0; i < nq; i++) {
     sw[i] = 0.001f + (float)(rnd() % 1000) * 1e-5f;
-    zw[i] = c->u8 ? 28 + (int64_t)(rnd() % 201) : 0;
+    zw[i] = c->u8 ? (g_extreme_zp ? (i & 1 ? 255 : 0) : 28 + (int64_t)(rnd() % 201)) : 0;
     sb[i] = s_in * sw[i];
   }
   const int32_t di[4] = {c->n, c->h, c->w, c->ci}, dwt[4] = {c->co, c->kh, c->kw, c->ci};
@@ -643,8 +660,7 @@ static void run_conv_case(const qcase_t *c) {
   free(qn); free(in); free(w); free(out); free(want); free(bias);
 }
 
-START_TEST(qconv_random_vs_naive_all_paths) {
-  const qcase_t cases[] = {
+static const qcase_t conv_cases[] = {
     /* n  h   w  ci  co kh kw sh sw dh dw pad               act            u8     per_channel */
     {1, 9, 7, 3, 16, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},    /* stem */
     {1, 9, 7, 3, 32, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, true, false},
@@ -670,8 +686,14 @@ START_TEST(qconv_random_vs_naive_all_paths) {
     {1, 41, 37, 32, 24, 1, 1, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_NONE, true, false},
     {1, 41, 41, 7, 45, 3, 3, 2, 2, 1, 1, AR_PADDING_SAME, AR_ACT_RELU6, false, true},
     {2, 23, 19, 24, 37, 3, 3, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, true, false},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i]);
+    /* 1..7 rows (the NEON tiles' 4/2/1-row and 2/1-row splits), K of 1..3 groups per segment */
+    {1, 1, 7, 4, 17, 1, 1, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, false, true},
+    {1, 1, 5, 12, 33, 1, 1, 1, 1, 1, 1, AR_PADDING_VALID, AR_ACT_NONE, true, false},
+    {1, 3, 1, 8, 64, 3, 1, 1, 1, 1, 1, AR_PADDING_SAME, AR_ACT_RELU, false, true},
+};
+
+START_TEST(qconv_random_vs_naive_all_paths) {
+  for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) run_conv_case(&conv_cases[i]);
 }
 END_TEST
 
@@ -690,13 +712,15 @@ static void run_fc_case_big(int batch, int depth, int units, bool u8, ar_activat
   uint8_t *in = malloc(n_in), *w = malloc(n_w), *out = malloc(n_out), *want = malloc(n_out);
   int32_t *bias = malloc(sizeof(int32_t) * (size_t)units);
   for (size_t i = 0; i < n_in; i++) in[i] = (uint8_t)rnd();
-  for (size_t i = 0; i < n_w; i++) w[i] = (uint8_t)rnd();
+  for (size_t i = 0; i < n_w; i++) w[i] = rnd_weight(u8);
   for (int i = 0; i < units; i++)
     bias[i] = has_bias ? (int32_t)((int64_t)(rnd() % (2u * (uint32_t)bias_range + 1u)) - bias_range) : 0;
   qnode_t *qn = calloc(1, sizeof *qn);
   const ar_dtype_t dt = u8 ? AR_DTYPE_UINT8 : AR_DTYPE_INT8;
   const float s_in = 0.03f, sw = 0.004f, sb = s_in * sw;
-  const int64_t z_in = u8 ? 131 : -7, z_out = u8 ? 90 : 12, zw = u8 ? 117 : 0;
+  const int64_t z_in = g_extreme_zp ? rnd_zero_point(u8) : u8 ? 131 : -7;
+  const int64_t z_out = g_extreme_zp ? rnd_zero_point(u8) : u8 ? 90 : 12;
+  const int64_t zw = u8 ? (g_extreme_zp ? 255 : 117) : 0;
   const int32_t di[2] = {batch, depth}, dwt[2] = {units, depth}, db[1] = {units};
   const int32_t dout[2] = {batch, units};
   qview(qn, 0, in, dt, 2, di, 1, &s_in, &z_in);
@@ -729,7 +753,7 @@ static void run_fc_case_big(int batch, int depth, int units, bool u8, ar_activat
   free(qn); free(in); free(w); free(out); free(want); free(bias);
 }
 
-START_TEST(qfc_random_vs_naive_all_paths) {
+static void run_fc_cases(void) {
   run_fc_case(1, 16, 16, false, AR_ACT_RELU, true);     /* hello_world's middle layer */
   run_fc_case(3, 10, 37, false, AR_ACT_NONE, true);     /* depth not a multiple of 4 */
   run_fc_case(1, 1024, 1001, true, AR_ACT_NONE, true);  /* a classifier head (channel blocks) */
@@ -743,6 +767,22 @@ START_TEST(qfc_random_vs_naive_all_paths) {
   run_fc_case_big(3, 32, 40, true, AR_ACT_NONE, true, 1 << 30, 0.000025f);
   /* Multiplier just below 1 with large accumulators: the 2^31-scale rounding steps. */
   run_fc_case_big(2, 48, 33, false, AR_ACT_NONE, true, 1 << 28, 0.000121f);
+}
+
+START_TEST(qfc_random_vs_naive_all_paths) { run_fc_cases(); }
+END_TEST
+
+/* Every random CONV_2D / FULLY_CONNECTED case again with weights that never hold the signed -128
+ * (the NEON smlal kernel's paired int16 products), then also with zero points at the ends of
+ * their range (z_in, z_out -128/127 or 0/255, uint8 z_w 0/255): each path == the naive sums. */
+START_TEST(qconv_qfc_symmetric_weights_extreme_zero_points_all_paths) {
+  for (int extreme = 0; extreme <= 1; extreme++) {
+    g_sym_weights = true;
+    g_extreme_zp = extreme;
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) run_conv_case(&conv_cases[i]);
+    run_fc_cases();
+  }
+  g_sym_weights = g_extreme_zp = false;
 }
 END_TEST
 
@@ -763,6 +803,7 @@ static Suite *quant_suite(void) {
   tcase_add_test(tc, qconv_prepare_errors);
   tcase_add_test(tc, qconv_random_vs_naive_all_paths);
   tcase_add_test(tc, qfc_random_vs_naive_all_paths);
+  tcase_add_test(tc, qconv_qfc_symmetric_weights_extreme_zero_points_all_paths);
   suite_add_tcase(s, tc);
   tc = tcase_create("wide");
   tcase_add_test(tc, mbqm64_hand_values);
