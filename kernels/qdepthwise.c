@@ -27,6 +27,16 @@
  * vector, multipliers >= 1 (left shifts) included. Depth multipliers > 1 and CPUs without AVX2 take
  * the portable loop, the reference the others are tested against: all paths give identical int32
  * sums and the same rescale, so the results are equal bit for bit (tests/check_kernels_quant_dw.c).
+ *
+ * One input channel (C == 1, any depth multiplier M: TFLM's micro_speech and person_detect stems)
+ * is an ordinary convolution with I = 1 and O = M, so it runs as one: each output pixel's KH*KW
+ * taps are laid out as a GEMM row (im2col, taps outside the input = the input zero point, which
+ * adds 0 as TFLite's skipped tap does) in a tile of scratch, and the integer GEMM of
+ * kernels/qgemm.h (vpdpbusd on AVX-512 VNNI, 4 taps x 16 channels per instruction) multiplies the
+ * tile by the filter, packed once at init as the [M, KH*KW] right-hand matrix, and rescales as it
+ * stores - the same int32 sums, the same multipliers and the same rounding (ar_mbqm_up for int8,
+ * ar_mbqm for uint8), so the same bytes as the per-pixel loop, which stays the reference when the
+ * portable loop is forced (ar__qdw_set_isa(0)).
  */
 #include "kernels/ar_kernel_impl.h"
 
@@ -39,6 +49,7 @@
 #include "kernels/ar_quant.h"
 #include "kernels/conv_util.h"
 #include "kernels/ar_parallel.h"
+#include "kernels/qgemm.h"
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
@@ -52,8 +63,14 @@ typedef struct {
   int32_t in_zp, out_zp, act_lo, act_hi;
   bool is_int8;
   bool vec_rq;                 /* every channel's shift <= 0: the vector rescale applies */
+  bool gemm;                   /* C == 1: the convolution route through kernels/qgemm.h */
+  int32_t kp;                  /* GEMM depth KH*KW rounded up to 4 (the im2col row's bytes) */
+  int32_t tile_oy;             /* output rows per im2col tile */
+  ar_qgemm_t qg;               /* the GEMM's parameters (filled by init) */
   /* byte offsets of the arrays that follow the header in node->state */
-  uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, off_rq, bytes;
+  uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, off_rq;
+  uint64_t off_gbias, off_gmult, off_gshift, off_packed, off_wt;   /* GEMM route only */
+  uint64_t bytes;
 } qdw_state_t;
 
 static int qdw_isa_forced = -1;
@@ -91,6 +108,11 @@ static int qdw_isa(void) {
 
 static uint64_t align64(uint64_t x) { return (x + 63u) & ~(uint64_t)63u; }
 
+/* The least work (multiply-adds) worth a chunk of output rows of its own on the pool. */
+#define QDW_CHUNK_MACS (128 * 1024)
+/* Bytes of one im2col tile of the GEMM route (whole output rows; at least one), kept in L1. */
+#define QDW_TILE_BYTES (16 * 1024)
+
 /* Geometry and array offsets (everything but the packed data). */
 static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   const ar_depthwise_options_t *o = &node->options->depthwise;
@@ -113,6 +135,22 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->off_w = at; at = align64(at + (uint64_t)g->ntaps * oc * 2);
   g->off_wp = at; at = align64(at + (uint64_t)g->npairs * oc * 4);
   g->off_rq = at; at = align64(at + oc * 4 * 4);   /* right shift, rounding term, threshold, left shift */
+  g->gemm = g->c == 1 && g->oc > 0 && g->ntaps > 0;
+  if (g->gemm) {
+    g->kp = (g->ntaps + 3) / 4 * 4;
+    const int64_t row_bytes = (int64_t)g->ow * g->kp;
+    g->tile_oy = row_bytes > 0 && row_bytes < QDW_TILE_BYTES ? (int32_t)(QDW_TILE_BYTES / row_bytes) : 1;
+    g->qg.n = g->oc;
+    g->qg.k = g->ntaps;
+    g->qg.k_groups = g->kp / 4;
+    g->qg.n_blocks = (g->oc + 15) / 16;
+    const uint64_t per = (uint64_t)g->qg.n_blocks * 16u * 4u;
+    g->off_gbias = at; at = align64(at + per);
+    g->off_gmult = at; at = align64(at + per);
+    g->off_gshift = at; at = align64(at + per);
+    g->off_packed = at; at = align64(at + ar_qgemm_packed_bytes(&g->qg));
+    g->off_wt = at; at = align64(at + oc * (uint64_t)g->ntaps);   /* the filter as [M][KH*KW] */
+  }
   g->bytes = at;
 }
 
@@ -120,12 +158,14 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
  * accumulators (OW * OC), then the row's tap pointers (OW * 2 * npairs), then C bytes of the input
  * zero point (what a tap outside the input points to), each 64-aligned. */
 static uint64_t qdw_slot_bytes(const qdw_state_t *g) {
-  return align64((uint64_t)g->ow * (uint64_t)g->oc * sizeof(int32_t)) +
-         align64((uint64_t)g->ow * 2u * (uint64_t)g->npairs * sizeof(void *)) + align64((uint64_t)g->c);
+  const uint64_t loop = align64((uint64_t)g->ow * (uint64_t)g->oc * sizeof(int32_t)) +
+                        align64((uint64_t)g->ow * 2u * (uint64_t)g->npairs * sizeof(void *)) +
+                        align64((uint64_t)g->c);
+  /* the GEMM route's im2col tile (the per-pixel loop may still be forced on the same node) */
+  const uint64_t tile = g->gemm ? align64((uint64_t)g->tile_oy * (uint64_t)g->ow * (uint64_t)g->kp + 8u) : 0;
+  return loop > tile ? loop : tile;
 }
 
-/* The least work (multiply-adds) worth a chunk of output rows of its own on the pool. */
-#define QDW_CHUNK_MACS (128 * 1024)
 
 int ar__qdw_check_io(const ar_node_t *node, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 2, 3, 2, 1, msg, msg_bytes);
@@ -266,6 +306,26 @@ void ar__qdw_init(ar_node_t *node) {
       rq_a[c] = r > 0 && r <= 31 ? (int32_t)((1ll << r) - 1) : 0;
       rq_b[c] = rq_a[c] >> 1;
     }
+  }
+  if (g.gemm) {
+    /* The filter [1, KH, KW, M] is the GEMM's B transposed: B[m][k] = filter[k][m]. */
+    uint8_t *wt = base + g.off_wt;
+    const uint8_t *fd = f->data;
+    for (int32_t k = 0; k < g.ntaps; k++)
+      for (int32_t c = 0; c < oc; c++) wt[(size_t)c * g.ntaps + k] = fd[(size_t)k * oc + c];
+    g.qg.a_xor = g.is_int8 ? 0x80 : 0;
+    g.qg.out_zero_point = g.out_zp;
+    g.qg.lo = g.act_lo;
+    g.qg.hi = g.act_hi;
+    g.qg.round_up = g.is_int8;   /* ar_mbqm_up for int8, ar_mbqm for uint8, as qdw_requant */
+    const int32_t padded = g.qg.n_blocks * 16;
+    int32_t *gm = (int32_t *)(base + g.off_gmult), *gs = (int32_t *)(base + g.off_gshift);
+    for (int32_t c = 0; c < padded; c++) {
+      gm[c] = c < oc ? mult[c] : 0;
+      gs[c] = c < oc ? shift[c] : 0;
+    }
+    ar_qgemm_pack(&g.qg, wt, !g.is_int8, qf->zero_point, 1, bt && bt->data ? bt->data : NULL, g.in_zp,
+                  base + g.off_packed, (int32_t *)(base + g.off_gbias));
   }
   memcpy(base, &g, sizeof g);
 }
@@ -697,6 +757,59 @@ AR_TARGET_AVX2 static void qdw_run_avx2(const qdw_state_t *g, const uint8_t *in,
 }
 #endif
 
+/* The im2col row (kp bytes) of output pixel (b, oy, ox) of a one-channel input: the KH*KW taps
+ * in filter order, the input zero point outside the image, zeros past KH*KW (B is 0 there). */
+static void qdw_im2col_row(const qdw_state_t *g, const uint8_t *in_b, uint8_t zero, int32_t oy,
+                           int32_t ox, uint8_t *row) {
+  const int32_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl, kw = g->kw;
+  const bool cols_in = ix0 >= 0 && ix0 + (kw - 1) * g->dw < g->w;
+  uint8_t *dst = row;
+  for (int32_t ky = 0; ky < g->kh; ky++, dst += kw) {
+    const int32_t iy = iy0 + ky * g->dh;
+    if (iy < 0 || iy >= g->h) { memset(dst, zero, (size_t)kw); continue; }
+    const uint8_t *src = in_b + (size_t)iy * g->w;
+    if (cols_in && g->dw == 1) {
+      if (kw <= 8 && ix0 + 8 <= g->w) {   /* one 8-byte move (the bytes past kw are overwritten) */
+        uint64_t v;
+        memcpy(&v, src + ix0, 8);
+        memcpy(dst, &v, 8);
+      } else {
+        memcpy(dst, src + ix0, (size_t)kw);
+      }
+      continue;
+    }
+    for (int32_t kx = 0; kx < kw; kx++) {
+      const int32_t ix = ix0 + kx * g->dw;
+      dst[kx] = ix >= 0 && ix < g->w ? src[ix] : zero;
+    }
+  }
+  for (int32_t i = g->ntaps; i < g->kp; i++) row[i] = 0;
+}
+
+/* GEMM route: output rows [r0, r1) (row r = image r / OH, output row r % OH), tile_oy rows at a
+ * time through an im2col tile in `col`. Output rows are contiguous, so a tile is one GEMM of
+ * tile_oy * OW rows writing straight into the output. */
+static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *in, uint8_t *out, uint8_t *col,
+                          int64_t r0, int64_t r1) {
+  const uint8_t *base = (const uint8_t *)g;
+  const uint8_t zero = (uint8_t)g->in_zp;
+  const size_t kp = (size_t)g->kp, oc = (size_t)g->oc;
+  for (int64_t t0 = r0; t0 < r1; t0 += g->tile_oy) {
+    const int64_t t1 = AR_MIN(r1, t0 + g->tile_oy);
+    uint8_t *row = col;
+    for (int64_t r = t0; r < t1; r++) {
+      const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
+      const uint8_t *in_b = in + (size_t)b * g->h * g->w;
+      /* the 8-byte moves of qdw_im2col_row may write up to 7 bytes past a row: rows are built
+       * left to right, so the next row overwrites them (the tile has kp slack for the last) */
+      for (int32_t ox = 0; ox < g->ow; ox++, row += kp) qdw_im2col_row(g, in_b, zero, oy, ox, row);
+    }
+    ar_qgemm_run(&g->qg, base + g->off_packed, (const int32_t *)(base + g->off_gbias),
+                 (const int32_t *)(base + g->off_gmult), (const int32_t *)(base + g->off_gshift), col,
+                 kp, (t1 - t0) * g->ow, out + (size_t)t0 * g->ow * oc, oc);
+  }
+}
+
 typedef struct {
   const qdw_state_t *g;
   const uint8_t *in;
@@ -710,6 +823,7 @@ typedef struct {
 static void qdw_rows(void *ctx, int32_t slot, int64_t r0, int64_t r1) {
   const qdw_ctx_t *c = ctx;
   uint8_t *scratch = c->slots + (uint64_t)slot * c->slot_bytes;
+  if (c->isa < 0) { qdw_gemm_rows(c->g, c->in, c->out, scratch, r0, r1); return; }
 #if AR_HAVE_AVX2_CLONE
   if (c->isa > 0) qdw_run_avx2(c->g, c->in, c->out, scratch, c->isa, r0, r1);
   else
@@ -723,7 +837,7 @@ void ar__qdw_eval(const ar_node_t *node) {
   c.g = g;
   c.in = node->inputs[0]->data;
   c.out = node->outputs[0]->data;
-  c.isa = qdw_isa();
+  c.isa = g->gemm && qdw_isa_forced != 0 ? -1 : qdw_isa();   /* -1: the GEMM route */
   c.slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
   c.slots = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
   const int32_t slots = (int32_t)((node->scratch_bytes - 64) / c.slot_bytes);

@@ -20,6 +20,7 @@
 #include "kernels/ar_kernels.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/ar_quant.h"
+#include "kernels/qgemm.h"
 
 /* ---------- harness ---------- */
 
@@ -359,6 +360,13 @@ START_TEST(qdw_simd_equals_portable) {
     /* big enough for the thread pool to take several chunks of rows */
     {45, 33, 21, 1, 3, 3, 1, 1, true, false, false}, {61, 47, 13, 1, 3, 3, 2, 1, true, false, false},
     {40, 38, 16, 2, 3, 3, 1, 1, false, false, false},
+    /* one input channel: the GEMM route (person_detect's 3x3 stride-2 stem, micro_speech's 10x8,
+     * more than 16 output channels, multiplier 1, dilation, VALID, left-shift multipliers) */
+    {26, 25, 1, 8, 3, 3, 2, 1, true, false, false}, {49, 40, 1, 8, 10, 8, 2, 1, true, false, false},
+    {11, 13, 1, 20, 3, 3, 1, 1, true, false, false}, {9, 10, 1, 1, 3, 3, 1, 1, true, false, false},
+    {12, 11, 1, 8, 3, 3, 1, 2, true, false, false}, {10, 12, 1, 6, 5, 3, 2, 1, false, false, false},
+    {13, 9, 1, 16, 3, 3, 1, 1, true, true, false}, {9, 11, 1, 8, 3, 3, 2, 1, true, false, true},
+    {3, 2, 1, 8, 10, 8, 1, 1, true, false, false},
   };
   int best = ar__qdw_set_isa(-1);
   for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
@@ -406,8 +414,14 @@ START_TEST(qdw_simd_equals_portable) {
       int32_t lo, hi;
       ck_assert_int_eq(ar_quant_activation_range(act, dt, s_out, zout, &lo, &hi), 0);
       naive_dw(s8, x, id, zin, w, fd, zw, bias, mul, sh, zout, lo, hi, s, d, cs[ci].same, want, oh, ow);
-      for (int isa = 0; isa <= best; isa++) {
-        ck_assert_int_eq(ar__qdw_set_isa(isa), isa);
+      /* one input channel: every GEMM path under the GEMM route (any isa but the forced portable loop) */
+      static const ar_qgemm_path_t qpaths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI};
+      for (int run = 0; run <= best + (cs[ci].c == 1 ? 3 : 0); run++) {
+        const int isa = run <= best ? run : -1;   /* -1: automatic, the GEMM route on every CPU */
+        const ar_qgemm_path_t qp = run <= best ? AR_QGEMM_AUTO : qpaths[run - best - 1];
+        if (!ar_qgemm_path_supported(qp)) continue;
+        ar_qgemm_force_path(qp);
+        ck_assert_int_eq(ar__qdw_set_isa(isa), isa < 0 ? best : isa);
         qnode_t qn;
         dw_node(&qn, dt, x, id, tq1(&qn.q[0], s_in, zin), w, fd,
                 s8 ? tq(&qn.q[1], oc, fs, NULL, 3) : tq1(&qn.q[1], fs[0], zw), bias,
@@ -420,9 +434,10 @@ START_TEST(qdw_simd_equals_portable) {
         memset(got, 0xcc, no);
         qnode_run(&qn, &ar_kernel_depthwise_conv_2d);
         for (size_t i = 0; i < no; i++)
-          ck_assert_msg(got[i] == want[i], "case %zu %s isa %d: element %zu is %d, want %d", ci,
-                        s8 ? "int8" : "uint8", isa, i, (int)got[i], (int)want[i]);
+          ck_assert_msg(got[i] == want[i], "case %zu %s isa %d gemm %s: element %zu is %d, want %d", ci,
+                        s8 ? "int8" : "uint8", isa, ar_qgemm_path_name(qp), i, (int)got[i], (int)want[i]);
       }
+      ar_qgemm_force_path(AR_QGEMM_AUTO);
       ar__qdw_set_isa(-1);
       free(x); free(w); free(want); free(got); free(bias); free(mul); free(sh);
     }
