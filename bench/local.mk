@@ -44,3 +44,11 @@ bench_sessions_SOURCES = bench/sessions.c
 bench_sessions_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(OPENBLAS_CFLAGS) $(JANSSON_CFLAGS)
 bench_sessions_LDADD = libarenaclient.la libarproto.la libartest.la $(AR_CORE_LIBS) $(PROTOBUF_C_LIBS) $(JANSSON_LIBS)
 $(bench_sessions_OBJECTS): proto/arenad.pb-c.h
+
+# bench/fixed (issue 29): the fixed costs per invoke and per operator on generated chains of 1, 10,
+# 100 tiny operators (float ADD, int8 ADD, int8 FULLY_CONNECTED), arenad at one and two threads,
+# input/output copies, and native TFLite (builtin, XNNPACK: ../shared/ref/native/tflite_run) in one run.
+noinst_PROGRAMS += bench/fixed
+bench_fixed_SOURCES = bench/fixed.c
+bench_fixed_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_fixed_LDADD = libartest.la $(AR_CORE_LIBS) $(JANSSON_LIBS)
