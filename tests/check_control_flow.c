@@ -388,6 +388,80 @@ START_TEST(while_values_swap_and_only_unswappable_ones_are_copied) {
 }
 END_TEST
 
+/* An IF inside a WHILE's body: main (c INT32, x FLOAT32) -> WHILE(cond 1: c < 5, body 2:
+ * c + 1, IF(c, x) with then 3: x + x, else 4: x * x). The IF's branches must read x where the
+ * loop keeps it this iteration (the WHILE's input, then one loop buffer or the other), so their
+ * input views are pointed at every run, not once at place. */
+static uint8_t *if_in_while_model(size_t *bytes) {
+  static const ar_tm_tensor_t mt[] = {{"c", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"x", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
+                                      {"c_out", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"x_out", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t mops[] = {{.builtin = OP_WHILE, .n_in = 2, .n_out = 2, .in = {0, 1}, .out = {2, 3},
+                                     .options_type = OPT_WHILE, .n_fields = 2, .fields = {{0, 4, 1}, {1, 4, 2}}}};
+  static const int32_t in2[] = {0, 1}, out2[] = {2, 3}, in1[] = {0}, out1[] = {1};
+  static const ar_tm_tensor_t ct[] = {{"c", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"x", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
+                                      {"limit", AR_DTYPE_INT32, 0, {0}, false, {0}, &five},
+                                      {"go_on", AR_DTYPE_BOOL, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t cops[] = {{.builtin = OP_LESS, .n_in = 2, .n_out = 1, .in = {0, 2}, .out = {3}}};
+  static const int32_t c_out[] = {3};
+  static const ar_tm_tensor_t bt[] = {{"c", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"x", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
+                                      {"one", AR_DTYPE_INT32, 0, {0}, false, {0}, &one_i},
+                                      {"c2", AR_DTYPE_INT32, 0, {0}, false, {0}, NULL},
+                                      {"x2", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t bops[] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 2}, .out = {3}},
+                                    {.builtin = OP_IF, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {4},
+                                     .options_type = OPT_IF, .n_fields = 2, .fields = {{0, 4, 3}, {1, 4, 4}}}};
+  static const int32_t b_out[] = {3, 4};
+  static const ar_tm_tensor_t xt[] = {{"x", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL},
+                                      {"y", AR_DTYPE_FLOAT32, 0, {0}, false, {0}, NULL}};
+  static const ar_tm_op_t tops[] = {{.builtin = OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 0}, .out = {1}}};
+  static const ar_tm_op_t eops[] = {{.builtin = OP_MUL, .n_in = 2, .n_out = 1, .in = {0, 0}, .out = {1}}};
+  const ar_tm_args_t sub[4] = {{.tensors = ct, .n_tensors = 4, .ops = cops, .n_ops = 1, .inputs = in2, .n_inputs = 2,
+                                .outputs = c_out, .n_outputs = 1},
+                               {.tensors = bt, .n_tensors = 5, .ops = bops, .n_ops = 2, .inputs = in2, .n_inputs = 2,
+                                .outputs = b_out, .n_outputs = 2},
+                               {.tensors = xt, .n_tensors = 2, .ops = tops, .n_ops = 1, .inputs = in1, .n_inputs = 1,
+                                .outputs = out1, .n_outputs = 1},
+                               {.tensors = xt, .n_tensors = 2, .ops = eops, .n_ops = 1, .inputs = in1, .n_inputs = 1,
+                                .outputs = out1, .n_outputs = 1}};
+  const ar_tm_args_t a = {.tensors = mt, .n_tensors = 4, .ops = mops, .n_ops = 1, .inputs = in2, .n_inputs = 2,
+                          .outputs = out2, .n_outputs = 2, .subgraphs = sub, .n_subgraphs = 4};
+  return ar_tm_build_args(&a, bytes);
+}
+
+START_TEST(if_in_a_while_body_reads_the_current_loop_value) {
+  size_t bytes = 0;
+  uint8_t *b = if_in_while_model(&bytes);
+  char msg[1024];
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(b, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_interp_new(m, NULL, &in, msg, sizeof msg) == 0, "%s", msg);
+  ar_cf_info_t info;
+  ck_assert_int_eq(ar_interp_control_flow(in, 0, &info), 0);
+  ck_assert_uint_eq(info.copy_bytes_per_iteration, 0);   /* the IF's output is written into the loop buffer */
+  for (int round = 0; round < 2; round++) {   /* placed again: the same values */
+    ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+    for (int32_t c0 = 0; c0 < 3; c0++) {   /* 5, 4, 3 iterations */
+      float x = 3.0f + (float)c0;
+      *(int32_t *)ar_interp_input(in, 0)->data = c0;
+      *(float *)ar_interp_input(in, 1)->data = x;
+      ck_assert_int_eq(ar_interp_invoke(in), 0);
+      for (int32_t c = c0; c < 5; c++) x = c ? x + x : x * x;   /* the loop by hand */
+      ck_assert_int_eq(*(const int32_t *)ar_interp_output(in, 0)->data, 5);
+      ck_assert_msg(*(const float *)ar_interp_output(in, 1)->data == x, "from c = %d: %g, by hand %g", (int)c0,
+                    (double)*(const float *)ar_interp_output(in, 1)->data, (double)x);
+    }
+  }
+  ar_interp_free(in);
+  ar_model_free(m);
+  free(b);
+}
+END_TEST
+
 static const float init_acc[2] = {10.0f, 20.0f};
 
 /* acc (a resource variable, shared_name "acc") set to init_acc by CALL_ONCE's subgraph 1 (unless
@@ -662,6 +736,7 @@ int main(void) {
   tcase_add_test(tc, call_once_initialises_a_resource_variable_once_per_state);
   tcase_add_test(tc, read_variable_aliases_unless_an_assignment_comes_first);
   tcase_add_test(tc, while_values_swap_and_only_unswappable_ones_are_copied);
+  tcase_add_test(tc, if_in_a_while_body_reads_the_current_loop_value);
   tcase_add_loop_test(tc, golden_streams_replay_in_process, 0, N_CF_STREAMS);
   tcase_add_loop_test(tc, golden_streams_replay_through_arenactl, 0, N_CF_STREAMS);
   tcase_add_test(tc, arenactl_plan_shows_the_children);
