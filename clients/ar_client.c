@@ -912,6 +912,7 @@ static int invoke_session_ranges(ar_client_t *c, const char *model, const ar_cli
   }
   res->invoke_us = ir->invoke_us;
   res->queue_us = ir->queue_us;
+  snprintf(res->state_reset, sizeof(res->state_reset), "%s", ir->state_reset ? ir->state_reset : "");
   res->priv = keep;
   return 0;
 }
@@ -1078,8 +1079,11 @@ AR_EXPORT int ar_client_resize_input(ar_client_t *c, const char *model, uint32_t
   if (rc) return rc;
   if (resp->body_case != ARENAD__RESPONSE__BODY_RESIZE_INPUT || resp->resize_input->model == NULL)
     rc = ar_errf(msg, msg_bytes, AR_EPROTO, "reply is not a resize_input");
-  else if (info)
+  else if (info) {
     copy_info(info, resp->resize_input->model);
+    snprintf(info->state_reset, sizeof(info->state_reset), "%s",
+             resp->resize_input->state_reset ? resp->resize_input->state_reset : "");
+  }
   arenad__response__free_unpacked(resp, NULL);
   return rc;
 }

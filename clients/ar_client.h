@@ -86,6 +86,8 @@ typedef struct ar_client_model {
   uint64_t invokes;
   int32_t n_inputs, n_outputs;    /* may exceed AR_CLIENT_MAX_IO; only that many are described */
   ar_client_tensor_t inputs[AR_CLIENT_MAX_IO], outputs[AR_CLIENT_MAX_IO];   /* no data */
+  char state_reset[256];          /* ar_client_resize_input only: the state pieces the re-plan reset,
+                                   * "state reset: NAME (A -> B bytes), ..."; "" none */
 } ar_client_model_t;
 
 /* Outputs of one invoke. */
@@ -95,6 +97,8 @@ typedef struct ar_client_result {
   uint64_t invoke_us;             /* time in the interpreter on the daemon's worker, µs */
   uint64_t queue_us;              /* time the request waited for its model's group, µs */
   void *priv;                     /* the decoded response and the frame that own the output bytes */
+  char state_reset[256];          /* "" unless this invoke's input shapes re-planned the model and
+                                   * that reset state pieces (as ar_client_model_t.state_reset) */
 } ar_client_result_t;
 
 /* Connect to the daemon listening on `socket_path`. *out is freed by ar_client_close.

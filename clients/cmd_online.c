@@ -207,6 +207,10 @@ static void print_stats(json_t *root) {
            ar_cli_esc(jstr(r, "name")), jint(ss, "state_bytes_per_slot"), jint(ss, "open"), jint(ss, "expired"),
            jint(ss, "evicted"), jint(ss, "started"), jint(ss, "ended"), jint(ss, "ended_by_reload"),
            jint(ss, "slot_bytes"));
+    const char *note = jstr(ss, "state_reset");
+    if (jint(ss, "state_generation") > 0)
+      printf("%-24s state layout %" JSON_INTEGER_FORMAT " (new input shapes changed it); the last change: %s\n", "",
+             jint(ss, "state_generation"), note && note[0] ? ar_cli_esc(note) : "no piece reset");
   }
   json_t *groups = json_object_get(root, "groups");
   if (json_array_size(groups) > 0) {
@@ -807,6 +811,7 @@ int ar_cmd_invoke(int argc, char **argv) {
   if (sess.id) printf(", session '%s'%s", ar_cli_esc(sess.id), sess.end ? " (ended)" : "");
   if (sbuf) printf(", through shared-memory buffer %u (%" PRIu64 " bytes)", sbuf->id, sbuf->bytes);
   printf("\n");
+  if (res.state_reset[0]) printf("%s: %s\n", name, ar_cli_esc(res.state_reset));
   for (int32_t j = 0; j < res.n_outputs && j < AR_CLIENT_MAX_IO; j++) {
     const ar_client_tensor_t *t = &res.outputs[j];
     char sh[96];

@@ -182,6 +182,10 @@ struct ar_dmodel {
   uint64_t state_bytes;
   struct ar_sessions *sessions;
   bool default_reset;
+  /* The state layout the loop thread knows (ar_interp_state_generation after the last re-plan it
+   * took the figures of; the session slots are in it) and what that re-plan reset ("" none). */
+  uint32_t state_generation;
+  char state_note[256];
   /* Its entry of the stats JSON as last printed, and the key of what it showed (ar_stats.c). */
   char *stats_text;
   uint64_t stats_text_key;
@@ -248,6 +252,12 @@ struct ar_job {
                                     shaper disconnected); never grows the region (req is NULL) */
   bool regrow;                   /* re-queued after the group region grew: move members first */
   bool replanned;                /* the worker re-planned the model (new_* hold its figures) */
+  uint64_t grow_pers_to;         /* the new plan needs this many persistent bytes: a larger
+                                    persistent region first (grow_persistent in ar_invoke.c) */
+  bool restate;                  /* its session's slot is in the state layout before the re-plan:
+                                    the loop carries the model's slots, then runs it again */
+  bool restated;                 /* ... done once already */
+  char state_note[256];          /* what the re-plan of this job reset (the reply's state_reset) */
   uint64_t grow_to;              /* the new plan needs this many activation bytes: grow first */
   bool on_loop;                  /* runs on the loop thread (inline_invoke_us), not a worker */
   bool on_worker;                /* handed to the threadpool (counted in jobs_on_workers) */

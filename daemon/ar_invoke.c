@@ -591,19 +591,22 @@ static int apply_shapes(ar_job_t *job) {
   }
   if (rc != 0 || !ar_interp_needs_prepare(in)) return rc;
   uint8_t *pers = m->has_persistent ? job->srv->pool.base + m->persistent_offset : NULL;
+  const uint32_t gen = ar_interp_state_generation(in);
   rc = ar_interp_prepare(in, job->msg, sizeof(job->msg));
   uint64_t arena = ar_interp_arena_bytes(in), persistent = ar_interp_persistent_bytes(in);
-  if (rc == 0 && persistent > m->persistent_region_bytes)
-    rc = ar_errf(job->msg, sizeof(job->msg), AR_EUNSUPPORTED, "model '%s': the new input shapes need %" PRIu64
-                 " persistent bytes, its region has %" PRIu64, m->name, persistent, m->persistent_region_bytes);
-  if (rc == 0 && arena > job->act_bytes) job->grow_to = arena;
-  if (rc == 0 && job->grow_to == 0) {
+  /* A larger persistent region first (the state grew with the batch): the loop allocates it and
+   * runs the job again; the default state's bytes go along (the prepare copied them aside). */
+  if (rc == 0 && persistent > m->persistent_region_bytes) job->grow_pers_to = persistent;
+  else if (rc == 0 && arena > job->act_bytes) job->grow_to = arena;
+  if (rc == 0 && job->grow_to == 0 && job->grow_pers_to == 0) {
     rc = ar_interp_place(in, job->act_base, job->act_bytes, pers, m->persistent_region_bytes, job->msg,
                          sizeof(job->msg));
     if (rc == 0) {
       job->replanned = true;
       job->new_arena = arena;
       job->new_persistent = persistent;
+      if (ar_interp_state_generation(in) != gen)
+        snprintf(job->state_note, sizeof(job->state_note), "%s", ar_interp_state_note(in));
       return 0;
     }
   }
@@ -669,7 +672,12 @@ static void group_work(uv_work_t *w) {
                                 mv->persistent_region_bytes, job->msg, sizeof(job->msg));
     }
     if (job->rc == 0) job->rc = apply_shapes(job);
-    if (job->rc != 0 || job->grow_to != 0 || job->resize_only) {
+    if (job->rc == 0 && !job->resize_only && !job->restated && ar_sessions_stale(&job->sess, in)) {
+      /* The re-plan changed the state's layout: the loop carries the session slots into it, then
+       * this job runs again. */
+      job->restate = true;
+    }
+    if (job->rc != 0 || job->grow_to != 0 || job->grow_pers_to != 0 || job->restate || job->resize_only) {
       job->t_end_us = ar_now_us();
       pthread_mutex_unlock(&g->lock);
       return;
@@ -775,6 +783,7 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   body.outputs = outs;
   body.invoke_us = job->t_end_us - job->t_start_us;
   body.queue_us = job->t_start_us - job->t_accept_us;
+  body.state_reset = job->state_note;
   resp.status = &st;
   resp.body_case = ARENAD__RESPONSE__BODY_INVOKE;
   resp.invoke = &body;
@@ -787,6 +796,60 @@ static void answer_invoke(ar_server_t *srv, ar_job_t *job) {
   srv->ops.reply(srv, &to, &resp);
   free(outs);
   free(ranges);
+}
+
+/* Loop thread, no job of m's group on a worker: take a re-plan's state figures. When the layout
+ * changed, every session slot of the model is carried into it (ar_sessions_restate: pieces whose
+ * bytes are unchanged keep their state, the others start again). */
+static void state_changed(ar_server_t *srv, ar_dmodel_t *m) {
+  const uint32_t gen = ar_interp_state_generation(m->interp);
+  m->state_bytes = ar_interp_state_bytes(m->interp);
+  if (gen == m->state_generation) return;
+  snprintf(m->state_note, sizeof(m->state_note), "%s", ar_interp_state_note(m->interp));
+  ar_log("model '%s': new input shapes changed its state's layout: %s", m->name,
+         m->state_note[0] ? m->state_note : "no piece reset (offsets moved)");
+  ar_sessions_restate(srv, m);
+  m->state_generation = gen;
+}
+
+/* Loop thread: `job` first in its group's line again (its client is waiting already). */
+static void requeue_first(ar_server_t *srv, ar_job_t *job) {
+  ar_group_t *g = job->model->group;
+  srv->jobs_outstanding++;
+  job->next = g->head;
+  g->head = job;
+  if (g->tail == NULL) g->tail = job;
+  ar__group_kick(srv, g);
+}
+
+/* The model's persistent region, grown for a job whose new shapes need job->grow_pers_to bytes
+ * (its state grew with the batch): a new region now, the old one freed once the job has run again
+ * and placed the model in the new one (the default state's bytes are carried by the interpreter
+ * from the copy its prepare took). ENOSPC names the bytes. Returns true when re-queued. */
+static bool grow_persistent(ar_server_t *srv, ar_job_t *job) {
+  ar_dmodel_t *m = job->model;
+  uint64_t need = ar_pool_round(job->grow_pers_to), off = 0;
+  char msg[AR_MSG_BYTES];
+  job->grow_pers_to = 0;
+  if (job->n_free_after >= 2) {
+    job->rc = AR_EINTERNAL;
+    snprintf(job->msg, sizeof(job->msg), "model '%s': persistent region growth without a free slot", m->name);
+    return false;
+  }
+  int rc = ar_pool_alloc(&srv->pool, need, AR_REGION_PERSISTENT, m->name, &off, msg, sizeof(msg));
+  if (rc != 0) {
+    job->rc = rc;
+    snprintf(job->msg, sizeof(job->msg), "model '%s': the new input shapes need a persistent region of %" PRIu64
+             " bytes (now %" PRIu64 "): %.300s", m->name, need, m->persistent_region_bytes, msg);
+    return false;
+  }
+  if (m->has_persistent) job->free_after[job->n_free_after++] = m->persistent_offset;
+  m->persistent_offset = off;
+  m->persistent_region_bytes = need;
+  m->has_persistent = true;
+  job->regrow = true;   /* the old region is freed after the run (the regrow branch) */
+  requeue_first(srv, job);
+  return true;
 }
 
 /* The group's activation region, grown for a job whose new shapes need job->grow_to bytes: a new
@@ -863,13 +926,14 @@ static void shrink_region(ar_server_t *srv, ar_group_t *g) {
     g->act_bytes = need;
 }
 
-static void answer_resized(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t *m) {
+static void answer_resized(ar_server_t *srv, const ar_reply_to_t *to, ar_dmodel_t *m, char *state_note) {
   Arenad__Response resp = ARENAD__RESPONSE__INIT;
   Arenad__Status st = ARENAD__STATUS__INIT;
   Arenad__ResizeInputResponse body = ARENAD__RESIZE_INPUT_RESPONSE__INIT;
   Arenad__ModelInfo info;
   ar_models_info(srv, m, &info);
   body.model = &info;
+  body.state_reset = state_note;
   resp.status = &st;
   resp.body_case = ARENAD__RESPONSE__BODY_RESIZE_INPUT;
   resp.resize_input = &body;
@@ -993,6 +1057,18 @@ void ar__group_after(uv_work_t *w, int status) {
       if (finalize) ar__finalize_unload(srv, finalize);
       return;   /* re-queued at the head of its group */
     }
+    if (job->rc == 0 && job->grow_pers_to != 0 && grow_persistent(srv, job)) {
+      if (finalize) ar__finalize_unload(srv, finalize);
+      return;
+    }
+    if (job->rc == 0 && job->restate) {
+      state_changed(srv, m);
+      job->restate = false;
+      job->restated = true;
+      requeue_first(srv, job);
+      if (finalize) ar__finalize_unload(srv, finalize);
+      return;
+    }
     /* The inputs were copied into the arena: the bytes-path frame goes back to the connection for
      * its next frame (the job still holds the connection's reference here). */
     ar_conn_frame_release(&job->to, job->req);
@@ -1003,7 +1079,7 @@ void ar__group_after(uv_work_t *w, int status) {
       m->persistent_bytes = job->new_persistent;
       ar_planner_figures(ar_interp_planner(m->interp), &m->plan_fig);   /* the group runs nothing now */
       ar__io_snapshot(m);
-      m->state_bytes = ar_interp_state_bytes(m->interp);
+      state_changed(srv, m);
       shrink_region(srv, g);
       /* Whose shapes the plan is for now: a peer that is not an admin holds them (and the region
        * they may have grown) only while it is connected. */
@@ -1014,7 +1090,7 @@ void ar__group_after(uv_work_t *w, int status) {
     uint64_t latency = job->t_end_us - job->t_accept_us;
     m->inflight--;
     if (job->rc == 0 && job->resize_only) {
-      answer_resized(srv, &job->to, m);
+      answer_resized(srv, &job->to, m, job->state_note);
     } else if (job->rc == 0) {
       m->invokes++;
       m->last_invoke_us = job->t_end_us - job->t_start_us;

@@ -429,6 +429,7 @@ void ar__prepare_after(ar_job_t *job) {
   ar__io_snapshot(m);
   ar_interp_weight_figures(m->interp, &m->wfig);
   m->state_bytes = ar_interp_state_bytes(m->interp);
+  m->state_generation = ar_interp_state_generation(m->interp);
 
   /* Regions: everything this load needs is allocated now, or nothing is. */
   char msg[AR_MSG_BYTES] = "";

@@ -21,6 +21,8 @@ struct ar_state_chunk {
   uint64_t bytes;         /* n_slots * slot bytes (a multiple of 64) */
   uint32_t n_slots, n_used;
   uint32_t *free;         /* stack of free slot indices: free[0 .. n_slots - n_used) */
+  uint32_t generation;    /* the state layout its slots hold (ar_interp_state_generation; written
+                           * by the loop when no job of the model's group is on a worker) */
 };
 
 typedef enum { AR_SESS_FREE = 0, AR_SESS_OPEN, AR_SESS_EXPIRED, AR_SESS_CLOSING } ar_sess_state_t;
@@ -155,6 +157,8 @@ static int slot_take(ar_server_t *srv, ar_dmodel_t *m, ar_sessions_t *t, ar_stat
                      char *msg, size_t msg_bytes) {
   for (uint32_t c = 0; c < t->n_chunks; c++) {
     ar_state_chunk_t *ch = t->chunks[c];
+    /* Not a chunk left in an older layout (its sessions were ended when it could not be carried). */
+    if (ch->generation != m->state_generation || ch->bytes / ch->n_slots != t->slot_bytes) continue;
     if (ch->n_used < ch->n_slots) {
       *slot = ch->free[ch->n_slots - ch->n_used - 1];
       ch->n_used++;
@@ -199,6 +203,7 @@ static int slot_take(ar_server_t *srv, ar_dmodel_t *m, ar_sessions_t *t, ar_stat
   }
   ch->n_slots = (uint32_t)n;
   ch->free = fr;
+  ch->generation = m->state_generation;
   for (uint32_t i = 0; i < ch->n_slots; i++) fr[i] = ch->n_slots - 1 - i;   /* slot 0 on top */
   t->chunks[t->n_chunks++] = ch;
   t->slots_total += n;
@@ -390,19 +395,6 @@ int ar_sessions_accept(ar_server_t *srv, ar_dmodel_t *m, const ar_reply_to_t *to
   }
   int rc = check_id(id, m->name, msg, msg_bytes);
   if (rc) return rc;
-  ar_sessions_t *st = m->sessions;
-  if (st != NULL && st->slot_bytes != ((m->state_bytes + 63) & ~(uint64_t)63)) {
-    /* New input shapes changed the state's size: the slots no longer fit it. Once no job holds
-     * one, the sessions go (counted evicted) and new ones start at the new size. */
-    for (int32_t k = 0; k < st->n_e; k++)
-      if (st->e[k].inflight)
-        return ar_errf(msg, msg_bytes, AR_ESTATE, "model '%s': its state changed size with its input shapes "
-                       "(%" PRIu64 " -> %" PRIu64 " bytes); its sessions end once their invokes are done: retry",
-                       m->name, st->slot_bytes, m->state_bytes);
-    ar_log("model '%s': its state changed size with its input shapes (%" PRIu64 " -> %" PRIu64 " bytes): its %"
-           PRIu64 " session(s) ended", m->name, st->slot_bytes, m->state_bytes, st->open);
-    ar_sessions_free(srv, m);
-  }
   uint64_t now = ar_now_us();
   int32_t k = -1;
   if (session->start)
@@ -432,15 +424,63 @@ int ar_sessions_bind(const ar_server_t *srv, ar_interp_t *in, const ar_session_u
                      size_t msg_bytes) {
   if (!use->stateful) return 0;
   void *slot = ar_sessions_slot(srv, use);
-  /* A job accepted before a re-plan that grew the state: its slot is too small for it now. */
-  if (slot != NULL && ar_interp_state_bytes(in) > use->chunk->bytes / use->chunk->n_slots)
-    return ar_errf(msg, msg_bytes, AR_ESTATE, "the model's state grew to %" PRIu64 " bytes with new input shapes, "
-                   "the session's slot holds %" PRIu64 ": start the session again", ar_interp_state_bytes(in),
-                   use->chunk->bytes / use->chunk->n_slots);
+  /* A slot a re-plan's new layout could not be carried into (no pool room: its session ended). */
+  if (slot != NULL && (ar_sessions_stale(use, in) || ar_interp_state_bytes(in) > use->chunk->bytes / use->chunk->n_slots))
+    return ar_errf(msg, msg_bytes, AR_ESTATE, "new input shapes changed the model's state to %" PRIu64 " bytes and "
+                   "the pool had no room to carry this session's slot into it: the session ended; start it again",
+                   ar_interp_state_bytes(in));
   int rc = ar_interp_bind_state(in, slot);
   if (rc != 0) return ar_errf(msg, msg_bytes, rc, "binding the session's state slot failed");
   if (use->reset) ar_interp_reset_state(in, slot);
   return 0;
+}
+
+bool ar_sessions_stale(const ar_session_use_t *use, const ar_interp_t *in) {
+  return use->stateful && use->chunk != NULL && use->chunk->generation != ar_interp_state_generation(in);
+}
+
+/* End every session whose slot is in chunk `ch` (it could not be carried into a new layout). */
+static void end_chunk_sessions(ar_server_t *srv, ar_sessions_t *t, ar_state_chunk_t *ch) {
+  for (int32_t k = 0; k < t->n_e; k++)
+    if (t->e[k].state == AR_SESS_OPEN && t->e[k].chunk == ch) {
+      t->n_evicted++;
+      close_session(srv, t, k);   /* may free ch with its last slot */
+    }
+}
+
+void ar_sessions_restate(ar_server_t *srv, ar_dmodel_t *m) {
+  ar_sessions_t *t = m->sessions;
+  if (t == NULL) return;
+  const uint32_t gen = ar_interp_state_generation(m->interp);
+  const uint64_t nb = (ar_interp_state_bytes(m->interp) + 63) & ~(uint64_t)63;
+  char owner[AR_POOL_OWNER_MAX], why[AR_MSG_BYTES];
+  snprintf(owner, sizeof(owner), "%.40s:sessions", m->name);
+  t->slot_bytes = nb;
+  uint64_t carried = 0, ended = t->n_evicted;
+  /* Downwards: ending a chunk's sessions may free it, which moves the last chunk (done) into c. */
+  for (uint32_t c = t->n_chunks; c-- > 0;) {
+    ar_state_chunk_t *ch = t->chunks[c];
+    if (ch->generation == gen) continue;
+    const uint64_t old_slot = ch->bytes / ch->n_slots;
+    uint64_t off = 0;
+    if (ar_pool_alloc(&srv->pool, (uint64_t)ch->n_slots * nb, AR_REGION_STATE, owner, &off, why, sizeof(why)) != 0) {
+      ar_log("model '%s': no pool room to carry %u session slot(s) into the new state layout (%s): those "
+             "sessions end", m->name, ch->n_used, why);
+      end_chunk_sessions(srv, t, ch);
+      continue;
+    }
+    /* Every slot, free ones too (they get the initial state): no list of the used ones needed. */
+    for (uint32_t j = 0; j < ch->n_slots; j++)
+      ar_interp_carry_state(m->interp, srv->pool.base + off + j * nb, srv->pool.base + ch->offset + j * old_slot,
+                            ch->generation);
+    ar_pool_free(&srv->pool, ch->offset);
+    ch->offset = off;
+    ch->bytes = (uint64_t)ch->n_slots * nb;
+    ch->generation = gen;
+    carried += ch->n_used;
+  }
+  ar_log("model '%s': %" PRIu64 " session slot(s) carried into the new state layout (%" PRIu64 " bytes a slot), %"
+         PRIu64 " session(s) ended", m->name, carried, nb, t->n_evicted - ended);
 }
 
 void ar_sessions_unbind(ar_interp_t *in, const ar_session_use_t *use) {
@@ -575,10 +615,12 @@ json_t *ar_sessions_stats_json(ar_server_t *srv, ar_dmodel_t *m, uint64_t *key) 
                      f.state_bytes};
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) h = (h ^ vals[i]) * 1099511628211ull;
+  h = (h ^ m->state_generation) * 1099511628211ull;
   *key = h;
-  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "state_bytes_per_slot", (json_int_t)f.state_bytes, "open",
-                   (json_int_t)f.open, "expired", (json_int_t)f.expired, "evicted", (json_int_t)f.evicted, "started",
-                   (json_int_t)f.started, "ended", (json_int_t)f.ended, "ended_by_reload",
+  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "state_bytes_per_slot", (json_int_t)f.state_bytes,
+                   "open", (json_int_t)f.open, "expired", (json_int_t)f.expired, "evicted", (json_int_t)f.evicted,
+                   "started", (json_int_t)f.started, "ended", (json_int_t)f.ended, "ended_by_reload",
                    (json_int_t)f.ended_by_reload, "slot_chunks", (json_int_t)f.chunks, "slot_bytes",
-                   (json_int_t)f.chunk_bytes);
+                   (json_int_t)f.chunk_bytes, "state_generation", (json_int_t)m->state_generation, "state_reset",
+                   m->state_note);
 }

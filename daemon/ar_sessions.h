@@ -49,6 +49,15 @@ void *ar_sessions_slot(const ar_server_t *srv, const ar_session_use_t *use);
  * state a re-plan made; the interpreter's bind error). */
 int ar_sessions_bind(const ar_server_t *srv, ar_interp_t *in, const ar_session_use_t *use, char *msg,
                      size_t msg_bytes);
+/* Worker, group lock held: whether the job's session slot holds a state layout older than the
+ * interpreter's (its own re-plan just changed it: the loop must carry the slots first). */
+bool ar_sessions_stale(const ar_session_use_t *use, const ar_interp_t *in);
+/* Loop thread, no job of m's group on a worker, after a re-plan changed m's state layout
+ * (ar_interp_state_generation): every slot chunk is carried into a new pool region at the new slot
+ * size (ar_interp_carry_state: pieces whose bytes are unchanged keep their state, the others start
+ * again; a chunk keeps its slot indices, so jobs holding a slot find it), the old region freed. A
+ * chunk the pool has no room for: its sessions end (counted evicted; their next invoke: ENOENT). */
+void ar_sessions_restate(ar_server_t *srv, ar_dmodel_t *m);
 /* Worker, after the invoke: back to the default slot, so that between jobs the interpreter never
  * points into a session chunk (which a compaction may move while the group is parked). */
 void ar_sessions_unbind(ar_interp_t *in, const ar_session_use_t *use);

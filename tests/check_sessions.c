@@ -682,6 +682,125 @@ START_TEST(reload_ends_sessions_of_a_replaced_model_only) {
   free(model);
   unlink(path);
   unlink(cfg);
+/* ---- a resize that changes a state piece (ar_trm_svdf_two_states: x's SVDF state follows x's
+ * batch, z's does not) ------------------------------------------------------------------------- */
+
+typedef struct two_out {
+  float y[8], w[4];
+  char state_reset[256];
+} two_out_t;
+
+/* Step k's inputs (as check_state's): x with `rows` rows, z. */
+static void two_inputs(int k, int rows, float *x, float *z) {
+  for (int i = 0; i < rows * 5; i++) x[i] = (float)((k * 7 + i * 3) % 11) / 5.0f - 1.0f;
+  for (int i = 0; i < 5; i++) z[i] = (float)((k * 5 + i * 2) % 9) / 4.0f - 1.0f;
+}
+
+/* One invoke of `model` in session `id` ("" the default state) with step k's inputs at `rows`. */
+static void two_step(ar_client_t *c, const char *model, const char *id, bool start, int k, int rows, two_out_t *o) {
+  float x[10], z[5];
+  two_inputs(k, rows, x, z);
+  ar_client_tensor_t in[2];
+  memset(in, 0, sizeof(in));
+  in[0].dtype = in[1].dtype = AR_CLIENT_FLOAT32;
+  in[0].rank = in[1].rank = 2;
+  in[0].dims[0] = rows, in[0].dims[1] = 5, in[0].data = x, in[0].bytes = (uint64_t)rows * 5 * sizeof(float);
+  in[1].dims[0] = 1, in[1].dims[1] = 5, in[1].data = z, in[1].bytes = 5 * sizeof(float);
+  ar_client_session_t s = {.id = id[0] ? id : NULL, .start = start};
+  ar_client_result_t res;
+  char msg[AR_MSG_BYTES];
+  int rc = ar_client_invoke_session(c, model, &s, in, 2, &res, msg, sizeof(msg));
+  ck_assert_msg(rc == 0, "%s session '%s' step %d: %s", model, id, k, msg);
+  ck_assert_int_eq(res.n_outputs, 2);
+  ck_assert_uint_eq(res.outputs[0].bytes, (uint64_t)rows * 4 * sizeof(float));
+  memcpy(o->y, res.outputs[0].data, (size_t)rows * 4 * sizeof(float));
+  memcpy(o->w, res.outputs[1].data, sizeof(o->w));
+  snprintf(o->state_reset, sizeof(o->state_reset), "%s", res.state_reset);
+  ar_client_result_free(&res);
+}
+
+/* Batch 1 -> 2 (an invoke of session A with 2 rows) -> 1 (ResizeInput): the reply of the request
+ * that changed the shapes names state_x; state_z goes on in A, in B (another session) and in the
+ * default state: w equals the same session's stream on a copy of the model never resized ("ref");
+ * y equals a session started after the resize (state_x from 0). arenactl stats shows the layout's
+ * generation and what it reset. The persistent region grows for the larger default slot. */
+START_TEST(resize_changes_a_state_piece_in_every_session) {
+  char dir[64] = "/tmp/arenad-rstate-XXXXXX", path[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  size_t n = 0;
+  uint8_t *b = ar_trm_svdf_two_states(&n);
+  snprintf(path, sizeof(path), "%s/two.tflite", dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+  free(b);
+  const char *extra[] = {"--model-dir", dir, NULL};
+  ck_assert_msg(ar_td_start(&dmn, "16M", extra) == 0, "arenad did not start (see %s)", dmn.log);
+  ar_client_t *c = client();
+  char msg[AR_MSG_BYTES];
+  ar_client_model_t info;
+  ck_assert_msg(ar_client_load(c, "two", path, NULL, NULL, &info, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_msg(ar_client_load(c, "ref", path, NULL, NULL, &info, msg, sizeof(msg)) == 0, "%s", msg);
+  static const char *const ids[] = {"A", "B", ""};
+  two_out_t o, r, fresh;
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < 3; i++) {
+      two_step(c, "two", ids[i], k == 0 && ids[i][0], 10 * i + k, 1, &o);
+      two_step(c, "ref", ids[i], k == 0 && ids[i][0], 10 * i + k, 1, &r);
+      ck_assert_mem_eq(o.y, r.y, 4 * sizeof(float));
+      ck_assert_mem_eq(o.w, r.w, sizeof(o.w));
+      ck_assert_str_eq(o.state_reset, "");
+    }
+  json_t *st = stats(c);
+  ck_assert_int_eq(jint(model_sessions(st, "two"), "state_bytes_per_slot"), 192);
+  ck_assert_int_eq(jint(model_sessions(st, "two"), "state_generation"), 0);
+  json_decref(st);
+
+  /* Session A sends 2 rows: the model re-plans, its reply names the piece it reset. */
+  two_step(c, "two", "A", false, 3, 2, &o);
+  ck_assert_str_eq(o.state_reset, "state reset: state_x (96 -> 192 bytes)");
+  two_step(c, "ref", "A", false, 3, 1, &r);
+  ck_assert_mem_eq(o.w, r.w, sizeof(o.w));                  /* state_z went on */
+  two_step(c, "two", "F", true, 3, 2, &fresh);              /* a session started now: state_x 0 */
+  ck_assert_mem_eq(o.y, fresh.y, 8 * sizeof(float));
+  /* B and the default state were carried the same way at the resize; their replies say nothing. */
+  for (int i = 1; i < 3; i++) {
+    two_step(c, "two", ids[i], false, 10 * i + 3, 2, &o);
+    ck_assert_str_eq(o.state_reset, "");
+    two_step(c, "ref", ids[i], false, 10 * i + 3, 1, &r);
+    ck_assert_mem_eq(o.w, r.w, sizeof(o.w));
+    two_step(c, "two", "F", true, 10 * i + 3, 2, &fresh);
+    ck_assert_mem_eq(o.y, fresh.y, 8 * sizeof(float));
+  }
+  st = stats(c);
+  json_t *ss = model_sessions(st, "two");
+  ck_assert_int_eq(jint(ss, "state_bytes_per_slot"), 320);
+  ck_assert_int_eq(jint(ss, "state_generation"), 1);
+  ck_assert_int_eq(jint(ss, "open"), 3);
+  ck_assert_int_eq(jint(ss, "evicted"), 0);
+  ck_assert_int_eq(jint(ss, "slot_bytes") % 320, 0);
+  ck_assert_str_eq(json_string_value(json_object_get(ss, "state_reset")), "state reset: state_x (96 -> 192 bytes)");
+  json_decref(st);
+
+  /* ResizeInput back to one row: named in its reply; A goes on with state_z, state_x from 0. */
+  const int64_t one[2] = {1, 5};
+  ck_assert_msg(ar_client_resize_input(c, "two", 0, one, 2, &info, msg, sizeof(msg)) == 0, "%s", msg);
+  ck_assert_str_eq(info.state_reset, "state reset: state_x (192 -> 96 bytes)");
+  two_step(c, "two", "A", false, 4, 1, &o);
+  ck_assert_str_eq(o.state_reset, "");
+  two_step(c, "ref", "A", false, 4, 1, &r);
+  ck_assert_mem_eq(o.w, r.w, sizeof(o.w));
+  two_step(c, "two", "F", true, 4, 1, &fresh);
+  ck_assert_mem_eq(o.y, fresh.y, 4 * sizeof(float));
+  char out[8192];
+  ck_assert_int_eq(ar_test_sh(out, sizeof(out), "%s/arenactl -s %s stats", ar_test_builddir(), dmn.socket), 0);
+  ck_assert_msg(strstr(out, "state layout 2 (new input shapes changed it); the last change: state reset: state_x "
+                            "(192 -> 96 bytes)") != NULL, "%s", out);
+  printf("resize: state_x reset at batch 1 -> 2 -> 1, state_z kept in sessions A, B and the default state\n");
+  ar_client_close(c);
+  ck_assert_int_eq(ar_td_stop(&dmn), 0);
+  unlink(path);
   rmdir(dir);
 }
 END_TEST
@@ -699,6 +818,7 @@ static Suite *sessions_suite(void) {
   tcase_add_test(tc, unload_frees_slots_and_stateless_ignores_sessions);
   tcase_add_test(tc, slots_past_the_pool_are_enospc);
   tcase_add_test(tc, reload_ends_sessions_of_a_replaced_model_only);
+  tcase_add_test(tc, resize_changes_a_state_piece_in_every_session);
   suite_add_tcase(s, tc);
   return s;
 }
