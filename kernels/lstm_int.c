@@ -37,95 +37,9 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/ar_fx16.h"
 #include "kernels/ar_quant.h"
 #include "kernels/lstm.h"
-
-/* ---- gemmlowp's 16-bit fixed point (Q(k).(15-k)), scalar ---- */
-
-static inline int16_t fx_srdhm(int16_t a, int16_t b) {
-  if (a == INT16_MIN && b == INT16_MIN) return INT16_MAX;
-  int32_t ab = (int32_t)a * (int32_t)b;
-  int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
-  return (int16_t)((ab + nudge) / (1 << 15));
-}
-
-static inline int16_t fx_rdivpot(int16_t x, int e) { return (int16_t)ar_rdivpot(x, e); }
-
-/* x * 2^e, saturating for e > 0, rounding for e < 0. */
-static inline int16_t fx_mulpot(int16_t x, int e) {
-  if (e == 0) return x;
-  if (e < 0) return fx_rdivpot(x, -e);
-  const int32_t threshold = (1 << (15 - e)) - 1;
-  if (x > threshold) return INT16_MAX;
-  if (x < -threshold) return INT16_MIN;
-  return (int16_t)(x * (1 << e));
-}
-
-/* A 32-bit fixed-point constant (gemmlowp writes them so) rounded to 16 bits. */
-static inline int16_t fx_const(int32_t c32) { return (int16_t)ar_rdivpot(c32, 16); }
-
-static inline int16_t fx_add(int32_t a, int32_t b) { return (int16_t)(a + b); }   /* wraps */
-static inline int16_t fx_sat_add(int16_t a, int16_t b) {
-  int32_t s = (int32_t)a + b;
-  return (int16_t)(s > INT16_MAX ? INT16_MAX : s < INT16_MIN ? INT16_MIN : s);
-}
-
-/* exp(a) for a in [-1/4, 0), Q0.15. */
-static int16_t fx_exp_quarter(int16_t a) {
-  const int16_t constant_term = fx_const(1895147668), one_third = fx_const(715827883);
-  int16_t x = fx_add(a, 1 << 12);                  /* a + 1/8 */
-  int16_t x2 = fx_srdhm(x, x), x3 = fx_srdhm(x2, x), x4 = fx_srdhm(x2, x2);
-  int16_t x4_4 = fx_mulpot(x4, -2);
-  int16_t poly = fx_mulpot(fx_add(fx_srdhm(fx_add(x4_4, x3), one_third), x2), -1);
-  return fx_sat_add(constant_term, fx_srdhm(constant_term, fx_add(x, poly)));
-}
-
-/* exp(a) for a <= 0 in Q(k), result Q0.15. */
-static int16_t fx_exp_negative(int16_t a, int k) {
-  const int frac = 15 - k;
-  const int16_t quarter = (int16_t)(1 << (frac - 2));
-  const int16_t mask = (int16_t)(quarter - 1);
-  const int16_t amq = fx_add(a & mask, -quarter);
-  int16_t result = fx_exp_quarter(fx_mulpot(amq, k));
-  const int16_t remainder = fx_add(amq, -a);
-  static const int32_t mult[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
-  for (int e = -2; e <= 4; e++)
-    if (k > e && (remainder & (1 << (frac + e)))) result = fx_srdhm(result, fx_const(mult[e + 2]));
-  if (k > 5 && a < fx_const(-(1 << (36 - k)))) result = 0;
-  if (a == 0) result = INT16_MAX;
-  return result;
-}
-
-/* Newton-Raphson 1 / (1 + x) (or (1 - x) / (1 + x)) for x in (0, 1), Q0.15. */
-static int16_t fx_nr_divide(int16_t a, bool one_minus) {
-  int32_t s = (int32_t)a + INT16_MAX;
-  int16_t half_denominator = (int16_t)((s + (s >= 0 ? 1 : -1)) / 2);
-  const int16_t c48_17 = fx_const(1515870810), cneg32_17 = fx_const(-1010580540);
-  int16_t x = fx_add(c48_17, fx_srdhm(half_denominator, cneg32_17));    /* Q2.13 */
-  for (int i = 0; i < 3; i++) {
-    int16_t hdx = fx_srdhm(half_denominator, x);
-    int16_t one_minus_hdx = fx_add(1 << 13, -hdx);
-    x = fx_add(x, fx_mulpot(fx_srdhm(x, one_minus_hdx), 2));
-  }
-  if (one_minus) return fx_mulpot(fx_add(x, -(1 << 13)), 2);
-  return fx_mulpot(x, 1);   /* x / 2 as Q1.14, rescaled to Q0.15 */
-}
-
-/* gemmlowp::logistic on Q(k) -> Q0.15. */
-static int16_t fx_logistic(int16_t a, int k) {
-  if (a == 0) return fx_const(1 << 30);
-  int16_t abs_a = a > 0 ? a : (int16_t)-a;
-  int16_t pos = fx_nr_divide(fx_exp_negative((int16_t)-abs_a, k), false);
-  return a > 0 ? pos : fx_add(INT16_MAX, -pos);
-}
-
-/* gemmlowp::tanh on Q(k) -> Q0.15. */
-static int16_t fx_tanh(int16_t a, int k) {
-  if (a == 0) return 0;
-  int16_t n = a < 0 ? a : (int16_t)-a;
-  int16_t t = fx_nr_divide(fx_exp_negative(n, k + 1), true);
-  return a < 0 ? (int16_t)-t : t;
-}
 
 /* ---- the parameters prepare works out ---- */
 
@@ -485,12 +399,12 @@ static void lstmq_step(const lstmq_run_t *r, const int8_t *x, int32_t nb, int8_t
     if (p->layer_norm)
       layer_norm16(gate, r->ln_coeff[g], r->ln_bias[g], p->ln_m[g], p->ln_s[g], p->ln_guard[g], nb, nc);
     if (g == G_CELL)
-      for (int32_t i = 0; i < n; i++) gate[i] = fx_tanh(gate[i], 3);
+      for (int32_t i = 0; i < n; i++) gate[i] = ar_fx16_tanh(gate[i], 3);
     else
-      for (int32_t i = 0; i < n; i++) gate[i] = fx_logistic(gate[i], 3);
+      for (int32_t i = 0; i < n; i++) gate[i] = ar_fx16_logistic(gate[i], 3);
   }
   const int16_t *o = r->gate[G_OUT];
-  for (int32_t i = 0; i < n; i++) r->tanh_c[i] = fx_tanh(c[i], 15 + p->cell_scale);
+  for (int32_t i = 0; i < n; i++) r->tanh_c[i] = ar_fx16_tanh(c[i], 15 + p->cell_scale);
   if (p->projection) {
     for (int32_t i = 0; i < n; i++) {
       int32_t v = ar_mbqm((int32_t)o[i] * r->tanh_c[i], p->hidden_m, p->hidden_s) - p->hidden_zp;
