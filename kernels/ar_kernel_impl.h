@@ -222,8 +222,9 @@ extern const ar_kernel_t ar_kernel_mirror_pad;
 /* kernels/segment_ops.c: TFLite EMBEDDING_LOOKUP, SEGMENT_SUM. */
 extern const ar_kernel_t ar_kernel_embedding_lookup;
 extern const ar_kernel_t ar_kernel_segment_sum;
-/* kernels/qact.c: the uint8 / int8 LEAKY_RELU and HARD_SWISH (a 256-byte table in state), reached
- * from those kernels' prepare / init / eval (unary.c, elementwise.c) when the input is 8-bit. */
+/* kernels/qact.c: the uint8 / int8 LEAKY_RELU, HARD_SWISH and TANH (a 256-byte table in state) and
+ * the int16 LOGISTIC, TANH and LEAKY_RELU, reached from those kernels' prepare / init / eval
+ * (unary.c, elementwise.c) when the input is not float32. */
 int ar__qact_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__qact_init(ar_node_t *node);
 void ar__qact_eval(const ar_node_t *node);

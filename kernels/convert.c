@@ -161,14 +161,16 @@ static int quantize_plan(const ar_node_t *node, convert_state_t *st, char *msg, 
   st->in = in->dtype;
   st->out = o->dtype;
   /* TFLite's pairs: float32 -> uint8 / int8 / int16; uint8 -> uint8 / int8; int8 -> uint8 / int8
-   * / int16; int16 -> int8 / int16 (the wide ones: kernels/qwide.h's models; int16 -> int32, which
-   * TFLite also takes, is not implemented; TFLite 2.19 refuses int8 -> int32). */
+   * / int16; int16 -> int8 / int16 / int32 (the wide ones: kernels/qwide.h's models; int16 -> int32
+   * is TFLite's form for applications that read int32 outputs; TFLite 2.19 refuses int8 -> int32
+   * at prepare, and so does this kernel). */
   const bool wide = (in->dtype == AR_DTYPE_FLOAT32 && o->dtype == AR_DTYPE_INT16) ||
                     (in->dtype == AR_DTYPE_INT8 && o->dtype == AR_DTYPE_INT16) ||
-                    (in->dtype == AR_DTYPE_INT16 && (o->dtype == AR_DTYPE_INT8 || o->dtype == AR_DTYPE_INT16));
+                    (in->dtype == AR_DTYPE_INT16 && (o->dtype == AR_DTYPE_INT8 || o->dtype == AR_DTYPE_INT16 ||
+                                                     o->dtype == AR_DTYPE_INT32));
   if (!ar_k_is_q8(o->dtype) && !wide)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s -> %s (float32 -> uint8 / int8 / int16, "
-                    "int8 -> int16, int16 -> int8 / int16 and 8-bit -> 8-bit are "
+                    "int8 -> int16, int16 -> int8 / int16 / int32 and 8-bit -> 8-bit are "
                     "implemented)", ar_dtype_name(in->dtype), ar_dtype_name(o->dtype));
   float so = 0;
   if ((rc = ar_k_qparams(node, o, "output 0", &so, &st->out_zp, msg, msg_bytes))) return rc;
@@ -295,10 +297,12 @@ static void quantize_wide_eval(const ar_node_t *node) {
                    : (int64_t)v + st->out_zp > INT32_MAX ? INT32_MAX : v + st->out_zp);
     } else {
       const int32_t q = st->in == AR_DTYPE_INT8 ? ((const int8_t *)in)[i] : ((const int16_t *)in)[i];
-      v = ar_mbqm(q - st->in_zp, st->m, st->shift) + st->out_zp;
+      /* + z_out in int32 as TFLite adds it (wrapping; only an int32 output can reach that) */
+      v = (int32_t)((uint32_t)ar_mbqm(q - st->in_zp, st->m, st->shift) + (uint32_t)st->out_zp);
     }
     v = v < lo ? lo : v > hi ? hi : v;
     if (st->out == AR_DTYPE_INT8) ((int8_t *)out)[i] = (int8_t)v;
+    else if (st->out == AR_DTYPE_INT32) ((int32_t *)out)[i] = v;
     else ((int16_t *)out)[i] = (int16_t)v;
   }
 }
@@ -318,7 +322,7 @@ static void quantize_eval(const ar_node_t *node) {
 }
 
 /* TFLite QUANTIZE (builtin 114): float32 -> uint8 / int8 / int16, uint8 / int8 -> uint8 / int8,
- * int8 -> int16, int16 -> int8 / int16. */
+ * int8 -> int16, int16 -> int8 / int16 / int32. */
 static const ar_kernel_form_t quantize_forms[] = {
   AR_KF(1, 3, FLOAT32, UINT8),
   AR_KF(1, 3, UINT8, UINT8),
@@ -330,6 +334,7 @@ static const ar_kernel_form_t quantize_forms[] = {
   AR_KF(1, 3, INT8, INT16),
   AR_KF(1, 3, INT16, INT8),
   AR_KF(1, 3, INT16, INT16),
+  AR_KF(1, 3, INT16, INT32),
 };
 const ar_kernel_t ar_kernel_quantize = { "QUANTIZE", quantize_prepare, quantize_init, quantize_eval,
   AR_KSUPPORT(quantize_forms, 0, -1) };

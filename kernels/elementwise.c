@@ -801,12 +801,27 @@ const ar_kernel_t ar_kernel_relu6 = { "RELU6", unary_prepare, unary_init, relu6_
   AR_KSUPPORT(relu6_forms, 0, -1) };
 /* TFLite LOGISTIC (builtin 14): 1 / (1 + exp(-x)), saturated like TFLite's float kernel; uint8 /
  * int8 through TFLite's 256-entry lookup table (output scale 1/256). */
+/* Its int16 form (TFLite's fixed-point or table path) is kernels/qact.c. */
+static bool logistic_i16(const ar_node_t *node) { return node->inputs[0] && node->inputs[0]->dtype == AR_DTYPE_INT16; }
+static int logistic_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
+  if (node->n_inputs >= 1 && logistic_i16(node)) return ar__qact_prepare(node, msg, msg_bytes);
+  return unary_prepare(node, msg, msg_bytes);
+}
+static void logistic_init(ar_node_t *node) {
+  if (logistic_i16(node)) ar__qact_init(node);
+  else unary_init(node);
+}
+static void logistic_any_eval(const ar_node_t *node) {
+  if (logistic_i16(node)) ar__qact_eval(node);
+  else logistic_eval(node);
+}
 static const ar_kernel_form_t logistic_forms[] = {
-  AR_KF(1, 2, FLOAT32, FLOAT32),
-  AR_KF(1, 2, UINT8, UINT8),
-  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", unary_prepare, unary_init, logistic_eval,
+const ar_kernel_t ar_kernel_logistic = { "LOGISTIC", logistic_prepare, logistic_init, logistic_any_eval,
   AR_KSUPPORT(logistic_forms, 0, -1) };
 /* TFLite HARD_SWISH (builtin 117): x * relu6(x + 3) / 6. */
 /* Its uint8 / int8 form is a byte table (kernels/qact.c). */

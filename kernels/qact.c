@@ -1,7 +1,7 @@
-/* qact.c - the uint8 / int8 forms of LEAKY_RELU, HARD_SWISH (issue 28) and PRELU (below). The
- * first two are 256-entry tables: each output byte is a function of its input byte alone, so the
- * table is made once (init) with TFLite's builtin integer arithmetic for every code and eval is a
- * byte lookup (ar__lut8_node).
+/* qact.c - the uint8 / int8 forms of LEAKY_RELU, HARD_SWISH, TANH (issue 28), the int16 forms of
+ * LOGISTIC, TANH and LEAKY_RELU (int16x8 models), and PRELU (below). The 8-bit ones are 256-entry
+ * tables: each output byte is a function of its input byte alone, so the table is made once (init)
+ * with TFLite's builtin integer arithmetic for every code and eval is a byte lookup (ar__lut8_node).
  *
  * LEAKY_RELU (activations.cc LeakyReluPrepare, reference QuantizeLeakyRelu): with x = q - z_in,
  *   out = z_out + MultiplyByQuantizedMultiplier(x, s_in / s_out) for x >= 0, and
@@ -14,15 +14,68 @@
  *   doubling high multiply that truncates, then a rounding right shift; both multipliers are
  *   QuantizeMultiplier's 32-bit ones rounded to 16 bits. TFLite requires s_in / (128 s_out) <= 1
  *   (an output shift that is a right shift) and so does this kernel.
+ * TANH uint8 / int8 (TanhPrepare, the generic optimized kernel's LUTPopulate): per code, dequantize
+ *   in float32, tanhf, roundf(y / s_out) + z_out in float32, clamped.
+ *
+ * int16 (zero points 0, output scale 2^-15, as TFLite requires):
+ * LOGISTIC / TANH take one of two paths, chosen at prepare from the input scale as TFLite does:
+ *   - a power-of-two input scale with 12 fractional bits (LOGISTIC: exactly 2^-12; TANH: 2^-12 or
+ *     2^-11, the latter with one saturating left shift): gemmlowp's 16-bit fixed-point logistic /
+ *     tanh of the raw code as Q3.12 (kernels/ar_fx16.h);
+ *   - any other scale: x = (q * M + round) >> shift with M = trunc(s_in * 3 * 4096 * 2^shift), the
+ *     least shift (at most 31) that takes M above 32767 / 2, so that +-2^17 stands for +-10.67;
+ *     then a linear interpolation in a 256-entry table of sigmoid(i / 24) in Q0.16 (LOGISTIC: 9
+ *     fractional bits of |x| between entries; TANH, via tanh(x) = 2 sigmoid(2x) - 1: 8 bits),
+ *     mirrored for x < 0, rounded back to Q0.15.
+ * LEAKY_RELU int16: the rescale above, but TFLite's x86 kernel (AVX2) takes the elements in blocks
+ *   of 16 from the start with another rounding - the high product floor(x M / 2^31), then a
+ *   rounding right shift that rounds half up - and only the last n mod 16 with
+ *   MultiplyByQuantizedMultiplier; the block elements use the first, so the bytes match.
  */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_fx16.h"
+#include "kernels/ar_parallel.h"
 #include "kernels/ar_qparams.h"
 
-typedef struct { uint8_t table[256]; } qact_state_t;
+enum { QA_TABLE8, QA_LOGISTIC16_FX, QA_LOGISTIC16_TAB, QA_TANH16_FX, QA_TANH16_TAB, QA_LEAKY16 };
+
+typedef struct {
+  int kind;                  /* QA_*: the 8-bit table, or one of the int16 paths */
+  int32_t mult, m_id, m_alpha;
+  int shift, sh_id, sh_alpha;
+  uint8_t table[256];        /* QA_TABLE8: output byte per input byte (as unsigned index) */
+} qact_state_t;
+
+/* sigmoid(i / 24) in Q0.16 for i = 0..255 (the last entry saturated to 65535): the values TFLite's
+ * int16 LOGISTIC / TANH interpolate between. They are TFLite's stored constants, not a rounding of
+ * the formula (44 entries are one above round-to-nearest), so they are data here too; every entry
+ * is reached by the a16_logistic_all_* / a16_tanh_all_* native goldens. */
+static const uint16_t sigmoid_q16[256] = {
+  32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432,
+  42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475,
+  49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485,
+  55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519,
+  59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036,
+  62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536,
+  63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405,
+  64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+  64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179,
+  65194, 65208, 65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337,
+  65345, 65352, 65360, 65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425,
+  65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474,
+  65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
+  65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516, 65517,
+  65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525, 65525,
+  65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+  65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533,
+  65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+  65534, 65534, 65534, 65535
+};
 
 /* TFLite DownScaleInt32ToInt16Multiplier: the top 16 bits of a Q31 multiplier, rounded. */
 static int16_t down_to_i16(int32_t m) {
@@ -58,7 +111,62 @@ static int16_t sat_lshift16(int16_t v, int amount) {
   return (int16_t)r;
 }
 
-/* The table of `node` (q8 LEAKY_RELU or HARD_SWISH) into st; 0 or an error naming what is wrong. */
+/* TFLite CheckedLog2: log2(x) in float32 (log(x) / log(2)), rounded; true when x is a power of two
+ * to 1e-3 in the exponent. */
+static bool checked_log2(float x, int *log2_result) {
+  const float l = logf(x) * (1.0f / logf(2.0f));
+  const float r = roundf(l);
+  *log2_result = (int)r;
+  return fabsf(l - r) < 1e-3f;
+}
+
+/* The int16 LOGISTIC / TANH / LEAKY_RELU parameters into st (see the top of the file). */
+static int q16_plan(const ar_node_t *node, qact_state_t *st, float si, int32_t zi, float so, int32_t zo,
+                    char *msg, size_t msg_bytes) {
+  if (zi != 0 || zo != 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int16 input / output zero points %d / %d: "
+                    "TFLite's int16 %s takes 0 for both", (int)zi, (int)zo, ar_op_name(node->op));
+  if (node->op == AR_OP_LEAKY_RELU) {
+    const float alpha = node->options ? node->options->leaky_relu.alpha : 0.0f;
+    if (!(alpha >= 0.0f))
+      return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "alpha %g: a quantized LEAKY_RELU takes "
+                      "alpha >= 0", (double)alpha);
+    st->kind = QA_LEAKY16;
+    ar_quantize_multiplier((double)(si * alpha / so), &st->m_alpha, &st->sh_alpha);
+    ar_quantize_multiplier((double)(si / so), &st->m_id, &st->sh_id);
+    return 0;
+  }
+  const bool logistic = node->op == AR_OP_LOGISTIC;
+  int out_log2 = 0;
+  if ((logistic && (double)so != 1.0 / 32768.0) || !checked_log2(so, &out_log2) || out_log2 != -15)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output scale %g: TFLite's int16 %s writes "
+                    "scale 2^-15 (1/32768)", (double)so, ar_op_name(node->op));
+  int in_log2 = 0;
+  const bool pot = checked_log2(si, &in_log2);
+  const int left = 12 + in_log2;   /* Q3.12 wants 2^-12 */
+  if (pot && (left == 0 || (!logistic && left == 1))) {
+    st->kind = logistic ? QA_LOGISTIC16_FX : QA_TANH16_FX;
+    st->shift = left;
+    return 0;
+  }
+  /* rescale to 1 / (3 * 4096): +-2^17 stands for +-10.67 */
+  double m = (double)si * 4096.0 * 3.0;
+  int shift = 0;
+  while (m <= 32767.0 / 2.0 && shift <= 30) {
+    shift++;
+    m *= 2.0;
+  }
+  if (!(m < 2147483648.0))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input scale %g is too large for TFLite's "
+                    "int16 %s (its multiplier overflows int32)", (double)si, ar_op_name(node->op));
+  st->kind = logistic ? QA_LOGISTIC16_TAB : QA_TANH16_TAB;
+  st->mult = (int32_t)m;
+  st->shift = shift;
+  return 0;
+}
+
+/* The state of `node` (an 8-bit table, or the int16 parameters) into st; 0 or an error naming
+ * what is wrong. */
 static int qact_plan(const ar_node_t *node, qact_state_t *st, char *msg, size_t msg_bytes) {
   const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
   int rc;
@@ -68,6 +176,9 @@ static int qact_plan(const ar_node_t *node, qact_state_t *st, char *msg, size_t 
   if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
       (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
     return rc;
+  memset(st, 0, sizeof *st);
+  if (in->dtype == AR_DTYPE_INT16) return q16_plan(node, st, si, zi, so, zo, msg, msg_bytes);
+  st->kind = QA_TABLE8;
   const bool is_signed = in->dtype == AR_DTYPE_INT8;
   const int32_t tmin = is_signed ? -128 : 0, tmax = is_signed ? 127 : 255;
   if (node->op == AR_OP_LEAKY_RELU) {
@@ -83,6 +194,16 @@ static int qact_plan(const ar_node_t *node, qact_state_t *st, char *msg, size_t 
     for (int32_t q = tmin; q <= tmax; q++) {
       const int32_t x = q - zi;
       int32_t v = zo + (x >= 0 ? ar_mbqm(x, m_id, sh_id) : ar_mbqm(x, m_a, sh_a));
+      v = v < tmin ? tmin : v > tmax ? tmax : v;
+      st->table[(uint8_t)q] = (uint8_t)v;
+    }
+    return 0;
+  }
+  if (node->op == AR_OP_TANH) {
+    const float inv = 1.0f / so;
+    for (int32_t q = tmin; q <= tmax; q++) {
+      const float y = tanhf(si * (float)(q - zi));
+      int32_t v = (int32_t)(roundf(y * inv) + (float)zo);
       v = v < tmin ? tmin : v > tmax ? tmax : v;
       st->table[(uint8_t)q] = (uint8_t)v;
     }
@@ -135,9 +256,106 @@ void ar__qact_init(ar_node_t *node) {
   if (qact_plan(node, &st, msg, sizeof msg) == 0) ar_k_store_state(node, &st, sizeof st);
 }
 
+/* TFLite's int16 LOGISTIC on the table path: x in units of 10.67 / 2^17, 9 fractional bits of |x|
+ * between entries, Q0.16 + 9 bits, mirrored below 0 (1 - sigmoid(|x|)), back to Q0.15. */
+static int16_t logistic16_tab(int16_t q, int32_t mult, int shift, int32_t rnd) {
+  const int32_t x = (int32_t)((uint32_t)q * (uint32_t)mult + (uint32_t)rnd) >> shift;   /* wraps as TFLite's int32 */
+  const uint32_t ax = x < 0 ? 0u - (uint32_t)x : (uint32_t)x;
+  const uint32_t uh = ax >> 9;
+  uint32_t r;
+  if (uh >= 255) {
+    r = 0x7fffu << 10;
+  } else {
+    const uint32_t ua = sigmoid_q16[uh], ub = sigmoid_q16[uh + 1];
+    r = (ua << 9) + (ax & 0x1ffu) * (ub - ua);
+  }
+  r = x >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u;
+  return (int16_t)(r >> 10);
+}
+
+/* TFLite's int16 TANH on the table path: tanh(x) = 2 sigmoid(2x) - 1, 8 fractional bits between
+ * entries, Q0.16 + 8 bits moved to [-1, 1), back to Q0.15. */
+static int16_t tanh16_tab(int16_t q, int32_t mult, int shift, int32_t rnd) {
+  const int32_t x = (int32_t)((uint32_t)q * (uint32_t)mult + (uint32_t)rnd) >> shift;
+  const uint32_t ax = x < 0 ? 0u - (uint32_t)x : (uint32_t)x;
+  const uint32_t uh = ax >> 8;
+  int32_t r;
+  if (uh >= 255) {
+    r = 0xffff << 8;
+  } else {
+    const uint32_t ua = sigmoid_q16[uh], ub = sigmoid_q16[uh + 1];
+    r = (int32_t)((ua << 8) + (ax & 0xffu) * (ub - ua));
+  }
+  r = x >= 0 ? r - (1 << 23) + (1 << 7) : -r + (1 << 23) + (1 << 7) - 1;
+  return (int16_t)(r >> 8);
+}
+
+/* TFLite's AVX2 MultiplyByQuantizedMultiplier lane: (x << left) * m / 2^31 floored (the low 32 bits
+ * of the 64-bit product shifted right), then a rounding right shift with ties up (saturating at
+ * INT32_MAX where the nudge overflows). */
+static int32_t mbqm_avx2(int32_t x, int32_t m, int shift) {
+  const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+  const int32_t xl = (int32_t)((uint32_t)x << left);
+  const int32_t v = (int32_t)(uint32_t)(uint64_t)(((int64_t)xl * m) >> 31);
+  if (right == 0) return v;
+  const int32_t nudge = 1 << (right - 1);
+  if (v > INT32_MAX - nudge) return INT32_MAX;
+  return (v + nudge) >> right;
+}
+
+typedef struct {
+  const qact_state_t *st;
+  const int16_t *in;
+  int16_t *out;
+  int64_t n;
+} q16_job_t;
+
+/* Elements [i0, i1) of an int16 LOGISTIC / TANH / LEAKY_RELU. */
+static void q16_range(void *ctx, int64_t i0, int64_t i1) {
+  const q16_job_t *j = ctx;
+  const qact_state_t *st = j->st;
+  const int16_t *in = j->in;
+  int16_t *out = j->out;
+  const int32_t rnd = st->shift > 0 ? 1 << (st->shift - 1) : 0;
+  switch (st->kind) {
+  case QA_LOGISTIC16_FX:
+    for (int64_t i = i0; i < i1; i++) out[i] = ar_fx16_logistic(in[i], 3);
+    break;
+  case QA_TANH16_FX:
+    for (int64_t i = i0; i < i1; i++) out[i] = ar_fx16_tanh(ar_fx16_mulpot(in[i], st->shift), 3);
+    break;
+  case QA_LOGISTIC16_TAB:
+    for (int64_t i = i0; i < i1; i++) out[i] = logistic16_tab(in[i], st->mult, st->shift, rnd);
+    break;
+  case QA_TANH16_TAB:
+    for (int64_t i = i0; i < i1; i++) out[i] = tanh16_tab(in[i], st->mult, st->shift, rnd);
+    break;
+  default: {   /* QA_LEAKY16: the AVX2 blocks of 16 from the start, then the scalar tail */
+    const int64_t blocks = j->n / 16 * 16;
+    for (int64_t i = i0; i < i1; i++) {
+      const int32_t x = in[i];
+      int32_t v;
+      if (i < blocks) v = x > 0 ? mbqm_avx2(x, st->m_id, st->sh_id) : mbqm_avx2(x, st->m_alpha, st->sh_alpha);
+      else v = x >= 0 ? ar_mbqm(x, st->m_id, st->sh_id) : ar_mbqm(x, st->m_alpha, st->sh_alpha);
+      out[i] = (int16_t)(v < INT16_MIN ? INT16_MIN : v > INT16_MAX ? INT16_MAX : v);
+    }
+    break;
+  }
+  }
+}
+
+/* The least elements worth a chunk of their own on the thread pool. */
+#define Q16_CHUNK_ELEMS (16 * 1024)
+
 void ar__qact_eval(const ar_node_t *node) {
   const qact_state_t *st = node->state;
-  ar__lut8_node(node, st->table, node->inputs[0]->data, node->outputs[0]->data, ar_k_elements(node->inputs[0]));
+  const int64_t n = ar_k_elements(node->inputs[0]);
+  if (st->kind == QA_TABLE8) {
+    ar__lut8_node(node, st->table, node->inputs[0]->data, node->outputs[0]->data, n);
+    return;
+  }
+  q16_job_t j = {st, node->inputs[0]->data, node->outputs[0]->data, n};
+  ar_parallel_for(node, n, ar_parallel_grain(n, 1, Q16_CHUNK_ELEMS, 16), q16_range, &j);
 }
 
 /* ---- PRELU, uint8 / int8 (prelu.cc Prepare, reference BroadcastPrelu4DSlow / Prelu) ----

@@ -10,7 +10,20 @@
  * row's largest code, sum = the float sum, in order, of table[255 - max + q]; each output is
  * p = table[255 - max + q] * (1 / (sum * s_out)), stored as (int32)(p + 0.5f) for uint8 (the zero
  * point is not added: TFLite's x86 QuantizeSoftmaxOutput<uint8_t>) and roundf(p) + z_out for int8,
- * clamped to the type.
+ * clamped to the type. With an int16 output (int8 / uint8 input) the same probability p is stored as
+ * roundf(p) + z_out, clamped to int16 (TFLite's QuantizeSoftmaxOutput<int16_t>).
+ *
+ * SOFTMAX int16 -> int16 (zero points 0, output scale 2^-15 within 0.1%, ranks 1-4 as TFLite's
+ * builtin kernel takes; reference SoftmaxInt16): two 513-entry int16 tables made at init as
+ * TFLite's LUTPopulate<int16_t> makes them in double (512 samples of the function, each corrected
+ * by half the rounded error of linear interpolation at the midpoint, plus the end point): exp(x)
+ * over [-10, 0] and 1 / (1 + x) over [0, 1], both scaled to [-1, 1] = [-32768, 32767] and read
+ * with 7 bits of linear interpolation. Per row: d = mbqm(q - max, s_in * beta / (10 / 65535))
+ * maps the row onto [-65535, 0], e = exp_table(sat16(d + 32767)) (Q0.15), sum = sum of e; the
+ * sum normalized by its leading zeros to [1, 2) in Q1.14 (rounded), 1 / sum = inv_table(that -
+ * 98304), each output (e * (1 / sum) + round) >> (31 - leading zeros), clamped to [0, 32767].
+ * The exponentials are recomputed for the outputs (not cached in them), so an output may still
+ * share its input's bytes.
  */
 #include <math.h>
 #include <string.h>
@@ -26,24 +39,87 @@
 
 typedef struct {
   bool is_signed;
+  bool int16_in;             /* int16 -> int16: the two int16 tables below */
+  bool int16_out;            /* int8 / uint8 -> int16 */
   float out_scale;
   int32_t out_zp;
+  int32_t mult;              /* int16: the input rescale onto [-65535, 0] */
+  int shift;
   float table[256];
+  int16_t exp_lut[513], inv_lut[513];
 } softmax_q_t;
+
+/* TFLite LUTPopulate<int16_t> (double): a 513-entry table of f over inputs [in_min, in_max] on
+ * the int16 range, values scaled by out_inv = 65536 / (out_max - out_min). */
+static double lut_exp(double x) { return exp(x); }
+static double lut_inv(double x) { return 1.0 / (1.0 + x); }
+static void lut16_fill(double (*f)(double), double in_scale, int32_t in_zp, int16_t *lut) {
+  const double out_scale = 2.0 / 65535.0;
+  const double in_min = in_scale * (double)(-32768 - in_zp), in_max = in_scale * (double)(32767 - in_zp);
+  const double out_min = out_scale * -32768.0, out_max = out_scale * 32767.0;
+  const double step = (in_max - in_min) / 512, half_step = step / 2;
+  const double inv = 65536.0 / (out_max - out_min);
+  for (int i = 0; i < 512; i++) {
+    const double v = f(in_min + i * step), vmid = f(in_min + i * step + half_step);
+    const double vnext = f(in_min + (i + 1) * step);
+    const double sample = round(v * inv);
+    const double interp = round((vnext * inv + round(v * inv)) / 2);
+    const double bias = round((interp - round(vmid * inv)) / 2);
+    const double r = sample - bias;
+    lut[i] = (int16_t)(r < -32768.0 ? -32768.0 : r > 32767.0 ? 32767.0 : r);
+  }
+  const double last = round(f(in_max) * inv);
+  lut[512] = (int16_t)(last < -32768.0 ? -32768.0 : last > 32767.0 ? 32767.0 : last);
+}
+
+/* TFLite LUTLookup for int16: the top 9 bits pick the entry, the low 7 interpolate to the next. */
+static inline int16_t lut16(const int16_t *lut, int16_t v) {
+  const int idx = 256 + (v >> 7), off = v & 0x7f;
+  const int base = lut[idx], slope = lut[idx + 1] - lut[idx];
+  return (int16_t)(base + ((slope * off + 64) >> 7));
+}
+
+static int softmax16_plan(ar_node_t *node, softmax_q_t *st, float si, int32_t zi, float so, int32_t zo,
+                          char *msg, size_t msg_bytes) {
+  const ar_tview_t *in = node->inputs[0];
+  if (zi != 0 || zo != 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int16 input / output zero points %d / %d: "
+                    "TFLite's int16 SOFTMAX takes 0 for both", (int)zi, (int)zo);
+  if (!(fabsf(so - 1.0f / 32768) <= 0.001f * 1.0f / 32768))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "output scale %g: TFLite's int16 SOFTMAX "
+                    "writes scale 2^-15 (1/32768)", (double)so);
+  if (in->rank > 4)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int16 input of rank %d: TFLite's int16 "
+                    "SOFTMAX takes ranks 1 to 4", (int)in->rank);
+  const float beta = node->options ? node->options->softmax.beta : 0.0f;
+  st->int16_in = true;
+  ar_quantize_multiplier((double)(si * beta) / (10.0 / 65535.0), &st->mult, &st->shift);
+  lut16_fill(lut_exp, 10.0 / 65535, 32767, st->exp_lut);
+  lut16_fill(lut_inv, 1.0 / 65535, -32768, st->inv_lut);
+  return 0;
+}
 
 static int softmax_q_plan(ar_node_t *node, softmax_q_t *st, char *msg, size_t msg_bytes) {
   const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
   int rc;
   float si = 0, so = 0;
   int32_t zi = 0, zo = 0;
-  if ((rc = ar_k_check_dtype(node, o, "output 0", in->dtype, msg, msg_bytes)) ||
-      (rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
+  /* int8 / uint8 -> int16 too (TFLite's SoftmaxPrepare takes an int16 output of any 8-bit input) */
+  if (!(ar_k_is_q8(in->dtype) && o->dtype == AR_DTYPE_INT16) &&
+      (rc = ar_k_check_dtype(node, o, "output 0", in->dtype, msg, msg_bytes)))
+    return rc;
+  if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
       (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
     return rc;
   if (in->rank < 1)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input 0 is a scalar (rank >= 1 needed)");
   memset(st, 0, sizeof *st);
+  if (in->dtype == AR_DTYPE_INT16) {
+    if ((rc = softmax16_plan(node, st, si, zi, so, zo, msg, msg_bytes))) return rc;
+    return ar_k_check_output_shape(node, in->rank, in->dims, msg, msg_bytes);
+  }
   st->is_signed = in->dtype == AR_DTYPE_INT8;
+  st->int16_out = o->dtype == AR_DTYPE_INT16;
   st->out_scale = so;
   st->out_zp = zo;
   const float beta = node->options ? node->options->softmax.beta : 0.0f;
@@ -125,13 +201,69 @@ static inline void softmax_q_rows(const softmax_q_t *st, const uint8_t *in, uint
   }
 }
 
+/* 8-bit rows into int16 outputs: the same float table and in-order sum, roundf(p) + z_out. */
+static void softmax_q16out_rows(const softmax_q_t *st, const uint8_t *in, int16_t *out, int64_t outer,
+                                int64_t depth) {
+  const bool s8 = st->is_signed;
+  for (int64_t r = 0; r < outer; r++, in += depth, out += depth) {
+    const float *tab = smx_tab(st, in, depth, s8);
+    float sum = 0.0f;
+    for (int64_t c = 0; c < depth; c++) sum += tab[smx_code(in, c, s8)];
+    const float inv = 1.0f / (sum * st->out_scale);
+    for (int64_t c = 0; c < depth; c++) {
+      const float p = tab[smx_code(in, c, s8)] * inv;
+      int64_t v = p < 1.0e9f ? (int64_t)roundf(p) + st->out_zp : INT16_MAX;
+      out[c] = (int16_t)(v < INT16_MIN ? INT16_MIN : v > INT16_MAX ? INT16_MAX : v);
+    }
+  }
+}
+
+/* exp(q - max) of one int16 code on the row's scale, Q0.15. */
+static inline int16_t smx16_exp(const softmax_q_t *st, int16_t q, int16_t mx) {
+  const int32_t d = ar_mbqm((int32_t)q - mx, st->mult, st->shift) + 32767;
+  return lut16(st->exp_lut, (int16_t)(d < -32768 ? -32768 : d > 32767 ? 32767 : d));
+}
+
+/* int16 rows (reference SoftmaxInt16). */
+static void softmax16_rows(const softmax_q_t *st, const int16_t *in, int16_t *out, int64_t outer,
+                           int64_t depth) {
+  for (int64_t r = 0; r < outer; r++, in += depth, out += depth) {
+    int16_t mx = INT16_MIN;
+    for (int64_t c = 0; c < depth; c++) mx = in[c] > mx ? in[c] : mx;
+    uint32_t sum = 0;   /* Q16.15; int32 arithmetic that wraps as TFLite's */
+    for (int64_t c = 0; c < depth; c++) sum += (uint32_t)(int32_t)smx16_exp(st, in[c], mx);
+    const int hp1 = sum ? __builtin_clz(sum) : 32;
+    const int32_t shifted = (int32_t)((((int64_t)(int32_t)sum << (hp1 - 1)) + (1 << 13)) >> 14);
+    int32_t sym = shifted - ((1 << 15) + (1 << 16));
+    sym = sym < -32768 ? -32768 : sym > 32767 ? 32767 : sym;
+    const int32_t recip = lut16(st->inv_lut, (int16_t)sym);
+    const int right = 31 - hp1;
+    const int64_t rnd = (int64_t)1 << (right - 1);
+    /* every e is read from the input before out[c] is written: in == out is fine */
+    for (int64_t c = 0; c < depth; c++) {
+      const int64_t e = smx16_exp(st, in[c], mx);
+      int32_t v = (int32_t)((e * recip + rnd) >> right);
+      out[c] = (int16_t)(v < 0 ? 0 : v > 32767 ? 32767 : v);
+    }
+  }
+}
+
 /* Rows [r0, r1) of the 8-bit SOFTMAX. */
 static void softmax_q_range(void *ctx, int64_t r0, int64_t r1) {
   const ar_node_t *node = ctx;
   const softmax_q_t *st = node->state;
   const ar_tview_t *t = node->inputs[0];
   const int64_t depth = t->dims[t->rank - 1];
+  if (st->int16_in) {
+    softmax16_rows(st, (const int16_t *)t->data + r0 * depth, (int16_t *)node->outputs[0]->data + r0 * depth,
+                   r1 - r0, depth);
+    return;
+  }
   const uint8_t *in = (const uint8_t *)t->data + r0 * depth;
+  if (st->int16_out) {
+    softmax_q16out_rows(st, in, (int16_t *)node->outputs[0]->data + r0 * depth, r1 - r0, depth);
+    return;
+  }
   uint8_t *out = (uint8_t *)node->outputs[0]->data + r0 * depth;
   if (st->is_signed) softmax_q_rows(st, in, out, r1 - r0, depth, true);
   else softmax_q_rows(st, in, out, r1 - r0, depth, false);
@@ -151,7 +283,7 @@ static int lastaxis_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0];
   node->state_bytes = 0;
-  if (node->op == AR_OP_SOFTMAX && ar_k_is_q8(in->dtype)) {
+  if (node->op == AR_OP_SOFTMAX && (ar_k_is_q8(in->dtype) || in->dtype == AR_DTYPE_INT16)) {
     softmax_q_t st;
     if ((rc = softmax_q_plan(node, &st, msg, msg_bytes))) return rc;
     node->state_bytes = sizeof st;
@@ -240,12 +372,16 @@ static void l2_normalization_eval(const ar_node_t *node) {
     ar_apply_activation(node->outputs[0]->data, (size_t)(outer * depth), act);
 }
 
-/* TFLite SOFTMAX (builtin 25): exp(beta (x - max)) / sum over the last axis; float32, and uint8 /
- * int8 through TFLite's float lookup table. */
+/* TFLite SOFTMAX (builtin 25): exp(beta (x - max)) / sum over the last axis; float32, uint8 /
+ * int8 (-> the same type or int16) through TFLite's float lookup table, int16 through its two int16
+ * tables. */
 static const ar_kernel_form_t softmax_forms[] = {
-  AR_KF(1, 2, FLOAT32, FLOAT32),
-  AR_KF(1, 2, UINT8, UINT8),
-  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, UINT8, INT16),
+  AR_KF(1, 3, INT8, INT16),
+  AR_KF(1, 3, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_softmax = { "SOFTMAX", lastaxis_prepare, softmax_q_init, softmax_eval,
   AR_KSUPPORT(softmax_forms, 0, -1) };

@@ -235,7 +235,8 @@ static const ar_kernel_form_t neg_forms[] = {
 };
 const ar_kernel_t ar_kernel_neg = { "NEG", neg_prepare, NULL, neg_eval,
   AR_KSUPPORT(neg_forms, 0, -1) };
-/* TFLite SQRT (builtin 75), RSQRT (76: 1 / sqrt(x)), EXP (47), LOG (73), TANH (28): float32. */
+/* TFLite SQRT (builtin 75), RSQRT (76: 1 / sqrt(x)), EXP (47), LOG (73): float32; TANH (28):
+ * float32, uint8 / int8 / int16. */
 static const ar_kernel_form_t sqrt_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
 };
@@ -256,10 +257,29 @@ static const ar_kernel_form_t log_forms[] = {
 };
 const ar_kernel_t ar_kernel_log = { "LOG", float_prepare, NULL, log_eval,
   AR_KSUPPORT(log_forms, 0, -1) };
+/* TANH on uint8 / int8 (a byte table) and int16 (TFLite's fixed-point or table paths): kernels/qact.c. */
+static bool is_quantized(const ar_node_t *node) {
+  const ar_dtype_t t = node->inputs[0] ? node->inputs[0]->dtype : AR_DTYPE_FLOAT32;
+  return t == AR_DTYPE_INT8 || t == AR_DTYPE_UINT8 || t == AR_DTYPE_INT16;
+}
+static int tanh_prepare(ar_node_t *node, char *msg, size_t n) {
+  if (node->n_inputs >= 1 && is_quantized(node)) return ar__qact_prepare(node, msg, n);
+  return float_prepare(node, msg, n);
+}
+static void tanh_init(ar_node_t *node) {
+  if (is_quantized(node)) ar__qact_init(node);
+}
+static void tanh_any_eval(const ar_node_t *node) {
+  if (is_quantized(node)) ar__qact_eval(node);
+  else tanh_eval(node);
+}
 static const ar_kernel_form_t tanh_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_tanh = { "TANH", float_prepare, NULL, tanh_eval,
+const ar_kernel_t ar_kernel_tanh = { "TANH", tanh_prepare, tanh_init, tanh_any_eval,
   AR_KSUPPORT(tanh_forms, 0, -1) };
 /* TFLite GELU (builtin 150), approximate flag honoured; float32. */
 static const ar_kernel_form_t gelu_forms[] = {
@@ -267,10 +287,9 @@ static const ar_kernel_form_t gelu_forms[] = {
 };
 const ar_kernel_t ar_kernel_gelu = { "GELU", float_prepare, NULL, gelu_eval,
   AR_KSUPPORT(gelu_forms, 0, -1) };
-/* TFLite LEAKY_RELU (builtin 98): x > 0 ? x : alpha x; float32. */
-static bool is_q8(const ar_node_t *node) {
-  return node->inputs[0] && (node->inputs[0]->dtype == AR_DTYPE_INT8 || node->inputs[0]->dtype == AR_DTYPE_UINT8);
-}
+/* TFLite LEAKY_RELU (builtin 98): x > 0 ? x : alpha x; float32, and uint8 / int8 / int16 in
+ * kernels/qact.c. */
+static bool is_q8(const ar_node_t *node) { return is_quantized(node); }
 static int leaky_relu_prepare(ar_node_t *node, char *msg, size_t n) {
   if (node->n_inputs >= 1 && is_q8(node)) return ar__qact_prepare(node, msg, n);   /* kernels/qact.c */
   return float_prepare(node, msg, n);
@@ -283,9 +302,10 @@ static void leaky_relu_any_eval(const ar_node_t *node) {
   else leaky_relu_eval(node);
 }
 static const ar_kernel_form_t leaky_relu_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
-  AR_KF(1, 1, UINT8, UINT8),
-  AR_KF(1, 1, INT8, INT8),
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, UINT8, UINT8),
+  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 2, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_leaky_relu = { "LEAKY_RELU", leaky_relu_prepare, leaky_relu_init, leaky_relu_any_eval,
   AR_KSUPPORT(leaky_relu_forms, 0, -1) };

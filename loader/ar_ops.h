@@ -13,7 +13,8 @@
  * per-channel weights; DEPTHWISE_CONV_2D 3 = int8, 4 = hybrid, 5 = int16x8, 6 = hybrid per-channel;
  * FULLY_CONNECTED 3 = hybrid, 4 = int8, 5 = keep_num_dims, 6 = no bias, 7 = int16x8, 8 = sparse
  * weights, 9 = hybrid with asymmetric input quantization (2, shuffled weights, is refused at
- * prepare). The int16x8 and hybrid forms: kernels/qwide.h. CAST 2 = uint32.
+ * prepare). The int16x8 and hybrid forms: kernels/qwide.h. CAST 2 = uint32. LOGISTIC 3, TANH 3
+ * (2 = int8), LEAKY_RELU 2 and SOFTMAX 3 = int16 (kernels/qact.c, softmax.c).
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
@@ -29,7 +30,7 @@
   XX(DEQUANTIZE,                 6, 4)  \
   XX(FULLY_CONNECTED,            9, 9)  \
   XX(L2_NORMALIZATION,          11, 1)  \
-  XX(LOGISTIC,                  14, 2)  \
+  XX(LOGISTIC,                  14, 3)  \
   XX(LSTM,                      16, 4)  \
   XX(MAX_POOL_2D,               17, 2)  \
   XX(MUL,                       18, 5)  \
@@ -39,10 +40,10 @@
   XX(RESHAPE,                   22, 1)  \
   XX(RESIZE_BILINEAR,           23, 3)  \
   XX(RNN,                       24, 3)  \
-  XX(SOFTMAX,                   25, 2)  \
+  XX(SOFTMAX,                   25, 3)  \
   XX(SPACE_TO_DEPTH,            26, 2)  \
   XX(SVDF,                      27, 4)  \
-  XX(TANH,                      28, 1)  \
+  XX(TANH,                      28, 3)  \
   XX(PAD,                       34, 2)  \
   XX(UNIDIRECTIONAL_SEQUENCE_RNN, 35, 3) \
   XX(GATHER,                    36, 7)  \
@@ -85,7 +86,7 @@
   XX(REDUCE_MIN,                89, 1)  \
   XX(FLOOR_DIV,                 90, 2)  \
   XX(RESIZE_NEAREST_NEIGHBOR,   97, 4)  \
-  XX(LEAKY_RELU,                98, 1)  \
+  XX(LEAKY_RELU,                98, 2)  \
   XX(SQUARED_DIFFERENCE,        99, 1)  \
   XX(ABS,                      101, 5)  \
   XX(SPLIT_V,                  102, 2)  \

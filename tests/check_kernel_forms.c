@@ -29,11 +29,13 @@ static const ar_dtype_t cand[] = {AR_DTYPE_FLOAT32, AR_DTYPE_FLOAT16, AR_DTYPE_I
 #define N_CAND ((int)(sizeof cand / sizeof cand[0]))
 
 /* Per-tensor quantization every 8/16-bit tensor gets: scale 1/256 and the type's lowest code as
- * zero point (what LOGISTIC and SOFTMAX require of their outputs, valid for any input). */
-static const float q_scale[1] = {1.0f / 256.0f};
+ * zero point for 8 bits, scale 2^-15 and zero point 0 for int16 (what LOGISTIC, TANH and SOFTMAX
+ * require of their outputs, valid for any input); int32 gets 1/256 and 0 (QUANTIZE int16 -> int32
+ * reads it). */
+static const float q_scale[1] = {1.0f / 256.0f}, q_scale16[1] = {1.0f / 32768.0f};
 static const int64_t zp_u8[1] = {0}, zp_i8[1] = {-128}, zp_i16[1] = {0};
 static const ar_quant_t q_u8 = {1, 0, q_scale, zp_u8}, q_i8 = {1, 0, q_scale, zp_i8},
-                        q_i16 = {1, 0, q_scale, zp_i16};
+                        q_i16 = {1, 0, q_scale16, zp_i16}, q_i32 = {1, 0, q_scale, zp_i16};
 
 /* Room for the views' data: prepare reads only constants, but give every view real bytes. */
 static uint8_t pool_bytes[16][256];
@@ -47,7 +49,8 @@ static ar_tview_t view(ar_dtype_t dt, int k) {
   t.dims[1] = 3;
   t.bytes = 6 * ar_dtype_size(dt);
   t.data = pool_bytes[k];
-  t.quant = dt == AR_DTYPE_UINT8 ? &q_u8 : dt == AR_DTYPE_INT8 ? &q_i8 : dt == AR_DTYPE_INT16 ? &q_i16 : NULL;
+  t.quant = dt == AR_DTYPE_UINT8 ? &q_u8 : dt == AR_DTYPE_INT8 ? &q_i8 : dt == AR_DTYPE_INT16 ? &q_i16
+          : dt == AR_DTYPE_INT32 ? &q_i32 : NULL;
   return t;
 }
 
