@@ -546,10 +546,10 @@ static const ar_kernel_form_t range_forms[] = {
 static const ar_kernel_form_t cumsum_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT32, INT32), AR_KF(1, 1, INT64, INT64),
 };
-static const ar_kernel_form_t one_hot_forms[] = {   /* on_value's dtype (input 2) */
-  AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT32, INT32), AR_KF(1, 1, INT64, INT64),
-  AR_KF(1, 1, INT8, INT8), AR_KF(1, 1, UINT8, UINT8), AR_KF(1, 1, BOOL, BOOL),
-};
+/* indices (input 0) -> output (on / off values): every pair TFLite 2.19 runs */
+#define ONE_HOT_OF(ix_) AR_KF(1, 1, ix_, FLOAT32), AR_KF(1, 1, ix_, INT32), AR_KF(1, 1, ix_, INT64), \
+  AR_KF(1, 1, ix_, UINT8), AR_KF(1, 1, ix_, INT8), AR_KF(1, 1, ix_, BOOL)
+static const ar_kernel_form_t one_hot_forms[] = { ONE_HOT_OF(INT32), ONE_HOT_OF(INT64) };
 
 /* TFLite TOPK_V2 (builtin 48), REVERSE_V2 (105), SHAPE (77), FILL (94), RANGE (96), CUMSUM (128),
  * ONE_HOT (85). */
@@ -562,4 +562,4 @@ const ar_kernel_t ar_kernel_range = { "RANGE", range_prepare, NULL, range_eval, 
 const ar_kernel_t ar_kernel_cumsum = { "CUMSUM", cumsum_prepare, cumsum_init, cumsum_eval,
                                        AR_KSUPPORT(cumsum_forms, 0, -1) };
 const ar_kernel_t ar_kernel_one_hot = { "ONE_HOT", one_hot_prepare, one_hot_init, one_hot_eval,
-                                        AR_KSUPPORT(one_hot_forms, 2, -1) };
+                                        AR_KSUPPORT(one_hot_forms, 0, -1) };

@@ -1,4 +1,4 @@
-/* reduce.c - TFLite MEAN (float32; uint8 / int8 over any axes); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
+/* reduce.c - TFLite MEAN (float32; uint8 / int8 / int16 over any axes; int32, int64); SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (float32, int32,
  * int64; MAX/MIN also uint8, int8); ARG_MAX, ARG_MIN (float32, int32, uint8, int8 in; int32 or
  * int64 indices out).
  *
@@ -22,6 +22,10 @@
  * mean (QuantizedMeanOrSum): the int32 sum of the codes per output, minus z_in * n, rescaled by
  * QuantizeMultiplier(double s_in / double s_out) with 1/n folded into the multiplier (shifted left by
  * min(floor(log2 n), 32, 31 + shift), divided by n) and z_out added, clamped; no axes copies the codes.
+ * int16 MEAN (zero points 0, as TFLite requires) takes that reference integer mean on every axis
+ * set (TFLite's {1,2} keep_dims form, reference_integer_ops::Mean, is the same arithmetic).
+ * int32 / int64 MEAN: TFLite's reference Mean<T, int64>: int64 sums (wrapping), divided by n with
+ * C's truncation toward zero, cast to T; an empty input gives 0.
  */
 #include <float.h>
 #include <string.h>
@@ -49,7 +53,7 @@ typedef struct {
   int64_t ostride[AR_MEAN_MAX_RANK];   /* output element stride per input dim; 0 when reduced */
   int64_t n_in, n_out;
   float count;                 /* input elements per output element */
-  ar_dtype_t dtype;            /* MEAN: FLOAT32, UINT8 or INT8 */
+  ar_dtype_t dtype;            /* MEAN: FLOAT32, UINT8, INT8, INT16, INT32 or INT64 */
   int32_t qmult, qshift, qbias, qlo, qhi;   /* quantized MEAN: rescale, folded zero points, range */
   /* Quantized MEAN over any other axes (issue 28; TFLite's reference QuantizedMeanOrSum): int32 sums
    * of the raw codes in scratch, then MultiplyByQuantizedMultiplier(sum - z_in * n, m', e') + z_out
@@ -107,19 +111,29 @@ static int mean_plan(const ar_node_t *node, mean_state_t *st, char *msg, size_t 
   if (rc) return rc;
   const ar_tview_t *in = node->inputs[0], *out = node->outputs[0];
   const ar_dtype_t dt = in->dtype;
-  if (dt != AR_DTYPE_FLOAT32 && dt != AR_DTYPE_UINT8 && dt != AR_DTYPE_INT8)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (float32, uint8 "
-                    "or int8)", ar_dtype_name(dt));
+  if (dt != AR_DTYPE_FLOAT32 && dt != AR_DTYPE_UINT8 && dt != AR_DTYPE_INT8 && dt != AR_DTYPE_INT16 &&
+      dt != AR_DTYPE_INT32 && dt != AR_DTYPE_INT64)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (float32, uint8, "
+                    "int8, int16, int32 or int64)", ar_dtype_name(dt));
   if ((rc = ar_k_check_dtype(node, out, "output 0", dt, msg, msg_bytes))) return rc;
   if ((rc = mean_shape(node, st, msg, msg_bytes))) return rc;
   st->dtype = dt;
   if (dt == AR_DTYPE_FLOAT32) return 0;
+  if (dt == AR_DTYPE_INT32 || dt == AR_DTYPE_INT64) {   /* plain integers: int64 sums, truncated / n */
+    st->qgeneral = true;
+    st->gcount = st->n_out > 0 ? st->n_in / st->n_out : 0;
+    return 0;
+  }
   const ar_quant_t *qi = in->quant, *qo = out->quant;
   if (!qi || qi->n != 1 || !qo || qo->n != 1)
     return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "%s input 0 and output 0 need per-tensor "
                     "quantization", ar_dtype_name(dt));
+  if (dt == AR_DTYPE_INT16 && (qi->zero_point[0] != 0 || qo->zero_point[0] != 0))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "int16 input 0 and output 0 need zero point 0 "
+                    "(input %lld, output %lld), as TFLite requires", (long long)qi->zero_point[0],
+                    (long long)qo->zero_point[0]);
   bool keep = node->options ? node->options->reducer.keep_dims : false;
-  if (!st->global_hw || !keep || ar_k_elements(node->inputs[1]) != 2) {
+  if (dt == AR_DTYPE_INT16 || !st->global_hw || !keep || ar_k_elements(node->inputs[1]) != 2) {
     /* Not the optimized form: TFLite's reference integer mean. */
     st->qgeneral = true;
     st->qcopy = ar_k_elements(node->inputs[1]) == 0;
@@ -160,7 +174,10 @@ static int mean_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   node->scratch_bytes = rc == 0 && st.global_hw && st.dtype == AR_DTYPE_FLOAT32
                             ? ar__gsum_scratch_bytes(st.dims[0], st.dims[1] * st.dims[2], st.dims[3])
                             : 0;
-  if (rc == 0 && st.qgeneral) node->scratch_bytes = (uint64_t)(st.n_out > 0 ? st.n_out : 1) * sizeof(int32_t);
+  if (rc == 0 && st.qgeneral)
+    node->scratch_bytes = (uint64_t)(st.n_out > 0 ? st.n_out : 1) *
+                          (st.dtype == AR_DTYPE_INT32 || st.dtype == AR_DTYPE_INT64 ? sizeof(uint64_t)
+                                                                                     : sizeof(int32_t));
   return rc;
 }
 
@@ -304,44 +321,66 @@ void ar__gsum(const ar_node_t *node, const float *in, int64_t b, int64_t hw, int
   }
 }
 
-/* Quantized MEAN over any axes (mean_state_t.qgeneral): int32 sums of the codes into scratch with
- * the float path's odometer, then the rescale. */
+/* Sums of the codes of type T into ACC sum[n_out] (zeroed here) with the float path's odometer;
+ * ACC uint64_t for int32 / int64 input: TFLite's int64 sums, wrapping. */
+#define MEAN_SUMS(NAME, T, ACC)                                                               \
+  static void NAME(const mean_state_t *st, const T *in, ACC *sum) {                           \
+    for (int64_t j = 0; j < st->n_out; j++) sum[j] = 0;                                      \
+    if (st->rank == 0) { sum[0] = (ACC)in[0]; return; }                                      \
+    if (st->n_in <= 0) return;                                                               \
+    const int32_t last = st->rank - 1;                                                       \
+    const int64_t inner = st->dims[last], os = st->ostride[last];                            \
+    int64_t idx[AR_MEAN_MAX_RANK] = {0}, off = 0, at = 0;                                    \
+    for (int64_t done = 0; done < st->n_in; done += inner, at += inner) {                    \
+      if (os) {                                                                              \
+        for (int64_t c = 0; c < inner; c++) sum[off + c] += (ACC)in[at + c];                 \
+      } else {                                                                               \
+        ACC acc = sum[off];                                                                  \
+        for (int64_t c = 0; c < inner; c++) acc += (ACC)in[at + c];                          \
+        sum[off] = acc;                                                                      \
+      }                                                                                      \
+      for (int32_t d = last - 1; d >= 0; d--) {                                              \
+        off += st->ostride[d];                                                               \
+        if (++idx[d] < st->dims[d]) break;                                                   \
+        off -= st->ostride[d] * st->dims[d];                                                 \
+        idx[d] = 0;                                                                          \
+      }                                                                                      \
+    }                                                                                        \
+  }
+MEAN_SUMS(mean_sums_u8, uint8_t, int32_t)
+MEAN_SUMS(mean_sums_i8, int8_t, int32_t)
+MEAN_SUMS(mean_sums_i16, int16_t, int32_t)
+MEAN_SUMS(mean_sums_i32, int32_t, uint64_t)
+MEAN_SUMS(mean_sums_i64, int64_t, uint64_t)
+
+/* Quantized MEAN over any axes (mean_state_t.qgeneral): int32 sums of the codes into scratch, then
+ * the rescale; int32 / int64 MEAN: int64 sums, divided by n truncating toward zero (TFLite's
+ * reference Mean<T, int64>). */
 static void qmean_general_eval(const ar_node_t *node) {
   const mean_state_t *st = node->state;
-  const bool is_signed = st->dtype == AR_DTYPE_INT8;
-  const uint8_t *iu = node->inputs[0]->data;
-  const int8_t *is = node->inputs[0]->data;
+  const void *inp = node->inputs[0]->data;
   void *outp = node->outputs[0]->data;
+  if (st->dtype == AR_DTYPE_INT32 || st->dtype == AR_DTYPE_INT64) {
+    uint64_t *sum = node->scratch;
+    if (st->dtype == AR_DTYPE_INT32) mean_sums_i32(st, inp, sum);
+    else mean_sums_i64(st, inp, sum);
+    for (int64_t j = 0; j < st->n_out; j++) {
+      /* an empty reduction: TFLite writes T's quiet NaN, 0 for an integer */
+      const int64_t v = st->gcount > 0 ? (int64_t)sum[j] / st->gcount : 0;
+      if (st->dtype == AR_DTYPE_INT32) ((int32_t *)outp)[j] = (int32_t)(uint32_t)(uint64_t)v;
+      else ((int64_t *)outp)[j] = v;
+    }
+    return;
+  }
+  const size_t es = ar_dtype_size(st->dtype);
   if (st->qcopy) {
-    if (outp != (const void *)iu) memmove(outp, iu, (size_t)st->n_in);
+    if (outp != inp) memmove(outp, inp, (size_t)st->n_in * es);
     return;
   }
   int32_t *sum = node->scratch;
-  for (int64_t j = 0; j < st->n_out; j++) sum[j] = 0;
-  if (st->rank > 0 && st->n_in > 0) {
-    const int32_t last = st->rank - 1;
-    const int64_t inner = st->dims[last], os = st->ostride[last];
-    int64_t idx[AR_MEAN_MAX_RANK] = {0}, off = 0, at = 0;
-    for (int64_t done = 0; done < st->n_in; done += inner, at += inner) {
-      if (os) {
-        if (is_signed) for (int64_t c = 0; c < inner; c++) sum[off + c] += is[at + c];
-        else for (int64_t c = 0; c < inner; c++) sum[off + c] += iu[at + c];
-      } else {
-        int32_t acc = sum[off];
-        if (is_signed) for (int64_t c = 0; c < inner; c++) acc += is[at + c];
-        else for (int64_t c = 0; c < inner; c++) acc += iu[at + c];
-        sum[off] = acc;
-      }
-      for (int32_t d = last - 1; d >= 0; d--) {
-        off += st->ostride[d];
-        if (++idx[d] < st->dims[d]) break;
-        off -= st->ostride[d] * st->dims[d];
-        idx[d] = 0;
-      }
-    }
-  } else if (st->rank == 0) {
-    sum[0] = is_signed ? is[0] : iu[0];
-  }
+  if (st->dtype == AR_DTYPE_INT8) mean_sums_i8(st, inp, sum);
+  else if (st->dtype == AR_DTYPE_UINT8) mean_sums_u8(st, inp, sum);
+  else mean_sums_i16(st, inp, sum);
   for (int64_t j = 0; j < st->n_out; j++) {
     int32_t v = 0;   /* an empty reduction: TFLite leaves the codes 0 */
     if (st->gcount > 0) {
@@ -349,8 +388,9 @@ static void qmean_general_eval(const ar_node_t *node) {
       v = ar_mbqm(shifted, st->gmult, st->gshift) + st->gz_out;
       v = v < st->qlo ? st->qlo : v > st->qhi ? st->qhi : v;
     }
-    if (is_signed) ((int8_t *)outp)[j] = (int8_t)v;
-    else ((uint8_t *)outp)[j] = (uint8_t)v;
+    if (st->dtype == AR_DTYPE_INT8) ((int8_t *)outp)[j] = (int8_t)v;
+    else if (st->dtype == AR_DTYPE_UINT8) ((uint8_t *)outp)[j] = (uint8_t)v;
+    else ((int16_t *)outp)[j] = (int16_t)v;
   }
 }
 
@@ -392,9 +432,12 @@ static void mean_eval(const ar_node_t *node) {
 
 /* TFLite MEAN (builtin 40): mean over constant axes, keep_dims honoured. */
 static const ar_kernel_form_t mean_forms[] = {
-  AR_KF(1, 2, FLOAT32, FLOAT32),
-  AR_KF(1, 2, UINT8, UINT8),
-  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 3, FLOAT32, FLOAT32),   /* TFLite marks int8 with 2 and int16 with 3; its kernel, like */
+  AR_KF(1, 3, UINT8, UINT8),       /* this one, takes every dtype at every version */
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, INT16, INT16),
+  AR_KF(1, 3, INT32, INT32),
+  AR_KF(1, 3, INT64, INT64),
 };
 const ar_kernel_t ar_kernel_mean = { "MEAN", mean_prepare, mean_init, mean_eval,
   AR_KSUPPORT(mean_forms, 0, -1) };

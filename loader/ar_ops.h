@@ -48,7 +48,7 @@
   XX(UNIDIRECTIONAL_SEQUENCE_RNN, 35, 3) \
   XX(GATHER,                    36, 7)  \
   XX(TRANSPOSE,                 39, 6)  \
-  XX(MEAN,                      40, 2)  \
+  XX(MEAN,                      40, 3)  \
   XX(SUB,                       41, 4)  \
   XX(DIV,                       42, 2)  \
   XX(SQUEEZE,                   43, 2)  \

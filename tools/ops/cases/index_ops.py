@@ -150,6 +150,16 @@ CASES += [
     one_hot([3], 2, -1, dtype='int64', on=5, off=0),
     one_hot([2, 2], 3, 0, dtype='int8', on=127, off=-128),
 ]
+# int64 indices with every output dtype (issue 28: all forms), out-of-range and negative indices
+CASES += [
+    one_hot([3, 4], 5, 1, dtype='int32', on=-3, off=9, idx='int64', name='one_hot_i64_3x4_d5_a1_int32', lo=-2, hi=7),
+    one_hot([2, 3, 2], 4, -1, dtype='int64', on=1 << 40, off=-5, idx='int64', name='one_hot_i64_2x3x2_d4_am1_int64'),
+    one_hot([7], 6, 0, dtype='uint8', on=200, off=17, idx='int64', name='one_hot_i64_7_d6_a0_uint8'),
+    one_hot([2, 1, 3], 3, 2, dtype='int8', on=-128, off=127, idx='int64', name='one_hot_i64_2x1x3_d3_a2_int8'),
+    one_hot([5], 4, -1, dtype='bool', on=True, off=False, idx='int64', name='one_hot_i64_5_d4_am1_bool'),
+    one_hot([2, 2, 1, 2], 3, 0, on=-0.5, off=4.25, idx='int64', name='one_hot_i64_2x2x1x2_d3_a0_float32',
+            lo=-1, hi=4),
+]
 
 # Integer and bool goldens come from native TFLite's builtin kernels (golden='native'); LiteRT.js
 # gives the float ones.
