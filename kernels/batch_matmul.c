@@ -1,5 +1,5 @@
-/* batch_matmul.c - TFLite BATCH_MATMUL, float32: one cblas_sgemm per output matrix; int8: plain
- * integer loops (qbmm_eval).
+/* batch_matmul.c - TFLite BATCH_MATMUL, float32: one cblas_sgemm per output matrix; int8 and int16:
+ * plain integer loops (qbmm_eval).
  *
  * TFLite batch_matmul.cc: lhs [..., M, K] (adj_x: [..., K, M]), rhs [..., K, N] (adj_y:
  * [..., N, K]), ranks 2..5; the batch dims (all but the last two) broadcast NumPy-style, aligned at
@@ -16,6 +16,7 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/ar_qparams.h"
+#include "kernels/qwide.h"
 
 /* Multiply-adds below which rows of one output matrix are not split into bands. */
 #define AR_BMM_MIN_BAND_MACS (256 * 1024)
@@ -32,8 +33,10 @@ typedef struct {
   bool adj_x, adj_y;
   /* int8 (issue 28): acc = sum (l - zl)(r - zr) in int32, rescaled by QuantizeMultiplier(
    * GetQuantizedConvolutionMultipler: float32(s_l * s_r) / s_out) with the builtin kernel's GEMM
-   * rounding (ar_mbqm_up, as the int8 FULLY_CONNECTED), + zo, clamped to int8. */
-  bool q8;
+   * rounding (ar_mbqm_up, as the int8 FULLY_CONNECTED), + zo, clamped to int8. int16 (TFLite's
+   * reference BatchMatMul<int16, int64>, zero points 0): acc = sum l * r in int64, rescaled by the
+   * same multiplier with the 64-bit MultiplyByQuantizedMultiplier (ar_mbqm64), clamped to int16. */
+  bool q8, q16;
   int32_t zl, zr, zo, qmult;
   int qshift;
 } bmm_state_t;
@@ -43,18 +46,22 @@ static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t ms
   if (rc) return rc;
   const ar_tview_t *a = node->inputs[0], *b = node->inputs[1], *o = node->outputs[0];
   memset(st, 0, sizeof *st);
-  const ar_dtype_t dt = a->dtype == AR_DTYPE_INT8 ? AR_DTYPE_INT8 : AR_DTYPE_FLOAT32;
+  const ar_dtype_t dt = a->dtype == AR_DTYPE_INT8 || a->dtype == AR_DTYPE_INT16 ? a->dtype : AR_DTYPE_FLOAT32;
   if ((rc = ar_k_check_dtype(node, a, "lhs (input 0)", dt, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, b, "rhs (input 1)", dt, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, o, "output 0", dt, msg, msg_bytes)))
     return rc;
-  if (dt == AR_DTYPE_INT8) {
+  if (dt == AR_DTYPE_INT8 || dt == AR_DTYPE_INT16) {
     float sl = 0, sr = 0, so = 0;
     if ((rc = ar_k_qparams(node, a, "lhs (input 0)", &sl, &st->zl, msg, msg_bytes)) ||
         (rc = ar_k_qparams(node, b, "rhs (input 1)", &sr, &st->zr, msg, msg_bytes)) ||
         (rc = ar_k_qparams(node, o, "output 0", &so, &st->zo, msg, msg_bytes)))
       return rc;
-    st->q8 = true;
+    if (dt == AR_DTYPE_INT16 && (st->zl || st->zr || st->zo))
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "int16 lhs, rhs and output need zero point 0 "
+                      "(%d, %d, %d), as TFLite requires", (int)st->zl, (int)st->zr, (int)st->zo);
+    st->q8 = dt == AR_DTYPE_INT8;
+    st->q16 = dt == AR_DTYPE_INT16;
     ar_quantize_multiplier(ar_quant_conv_multiplier(sl, sr, so, true), &st->qmult, &st->qshift);
   }
   if (a->rank < 2 || b->rank < 2 || a->rank > AR_BMM_MAX_RANK || b->rank > AR_BMM_MAX_RANK)
@@ -172,9 +179,39 @@ static void qbmm_eval(const ar_node_t *node) {
   }
 }
 
+/* The int16 product (zero points 0), int64 sums as TFLite's reference kernel. */
+static void qbmm16_eval(const ar_node_t *node) {
+  const bmm_state_t *st = node->state;
+  const int16_t *A = node->inputs[0]->data, *B = node->inputs[1]->data;
+  int16_t *C = node->outputs[0]->data;
+  const int64_t mn = (int64_t)st->m * st->n;
+  for (int64_t t = 0; t < st->batches; t++) {
+    int64_t oa = 0, ob = 0, rem = t;
+    for (int32_t d = st->nb - 1; d >= 0; d--) {
+      const int64_t idx = rem % st->bdims[d];
+      rem /= st->bdims[d];
+      oa += idx * st->lstride[d];
+      ob += idx * st->rstride[d];
+    }
+    const int16_t *a = A + oa, *b = B + ob;
+    for (int32_t i = 0; i < st->m; i++)
+      for (int32_t j = 0; j < st->n; j++) {
+        int64_t acc = 0;
+        for (int32_t p = 0; p < st->k; p++) {
+          const int64_t l = st->adj_x ? a[(int64_t)p * st->m + i] : a[(int64_t)i * st->k + p];
+          const int64_t r = st->adj_y ? b[(int64_t)j * st->k + p] : b[(int64_t)p * st->n + j];
+          acc += l * r;
+        }
+        const int32_t v = ar_mbqm64(acc, st->qmult, st->qshift);
+        C[t * mn + (int64_t)i * st->n + j] = (int16_t)(v < -32768 ? -32768 : v > 32767 ? 32767 : v);
+      }
+  }
+}
+
 static void bmm_eval(const ar_node_t *node) {
   const bmm_state_t *st = node->state;
   if (st->q8) { qbmm_eval(node); return; }
+  if (st->q16) { qbmm16_eval(node); return; }
   float *c = node->outputs[0]->data;
   const int64_t mn = (int64_t)st->m * st->n;
   if (mn == 0) return;
@@ -190,6 +227,7 @@ static void bmm_eval(const ar_node_t *node) {
 static const ar_kernel_form_t batch_matmul_forms[] = {
   AR_KF(1, 4, FLOAT32, FLOAT32),
   AR_KF(1, 4, INT8, INT8),
+  AR_KF(1, 4, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_batch_matmul = { "BATCH_MATMUL", bmm_prepare, bmm_init, bmm_eval,
   AR_KSUPPORT(batch_matmul_forms, 0, -1) };

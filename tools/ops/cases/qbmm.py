@@ -1,5 +1,6 @@
-"""BATCH_MATMUL int8 (kernels/batch_matmul.c, issue 28), golden from native TFLite: adj_x / adj_y,
-broadcast batch dims up to rank 5, a constant rhs, extreme zero points, K of 1."""
+"""BATCH_MATMUL int8 and int16 (kernels/batch_matmul.c, issue 28), golden from native TFLite: adj_x /
+adj_y, broadcast batch dims up to rank 5, a constant rhs, extreme zero points (int8; int16 has 0),
+K of 1, int16 sums past 2^31."""
 from oplib import Case, T
 
 
@@ -17,4 +18,22 @@ CASES = [
     qbmm('bcast', [2, 1, 3, 4], [3, 4, 5], [2, 3, 3, 5], (0.1, -128), (0.01, 127), (0.05, -128)),
     qbmm('r5_const', [1, 2, 1, 2, 8], [8, 3], [1, 2, 1, 2, 3], (0.02, 3), (0.03, 0), (0.06, 5), const_b=True),
     qbmm('k1', [4, 1], [1, 3], [4, 3], (0.5, 0), (0.25, 1), (0.2, -1)),
+]
+
+
+def qbmm16(name, a, b, out, sa, sb, so, adj_x=False, adj_y=False, const_b=False, lo=-32768, hi=32767):
+    return Case('bmm16_' + name, 'BATCH_MATMUL',
+                [T('int16', a, quant=(sa, 0), lo=lo, hi=hi), T('int16', b, quant=(sb, 0), lo=lo, hi=hi, const=const_b)],
+                [T('int16', out, quant=(so, 0))], options=('BatchMatMulOptions', {'adj_x': adj_x, 'adj_y': adj_y}),
+                version=3, golden='native')
+
+
+CASES += [
+    qbmm16('2x3_3x4', [2, 3], [3, 4], [2, 4], 0.001, 0.002, 0.01, lo=-3000, hi=3000),
+    qbmm16('adj_x', [2, 5, 3], [2, 5, 4], [2, 3, 4], 0.0003, 0.0004, 0.5, adj_x=True),
+    qbmm16('adj_y', [3, 4, 6], [3, 2, 6], [3, 4, 2], 0.0002, 0.0005, 0.8, adj_y=True),
+    qbmm16('bcast', [2, 1, 3, 4], [3, 4, 5], [2, 3, 3, 5], 0.01, 0.001, 0.05, lo=-500, hi=500),
+    qbmm16('r5_const', [1, 2, 1, 2, 8], [8, 3], [1, 2, 1, 2, 3], 0.0002, 0.0003, 0.3, const_b=True),
+    qbmm16('k1_clamp', [4, 1], [1, 3], [4, 3], 0.5, 0.25, 0.01, lo=-200, hi=200),
+    qbmm16('big_k', [2, 40], [40, 3], [2, 3], 3e-5, 3e-5, 0.7),   # sums past 2^31
 ]
