@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,17 +24,30 @@ static int f32_best(void) {
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return AR_ISA_PORTABLE;
   if (__builtin_cpu_supports("avx512f")) return AR_ISA_AVX512;
   return AR_ISA_AVX2;
+#elif defined(__aarch64__) && defined(__linux__)
+  /* HWCAP_ASIMD (bit 1 of AT_HWCAP; every Cortex-A53/A72/A76 has it, the kernel says so). */
+  return (getauxval(AT_HWCAP) & (1ul << 1)) ? AR_ISA_NEON : AR_ISA_PORTABLE;
 #else
   return AR_ISA_PORTABLE;
 #endif
 }
 
-/* AR_FLOAT_ISA=portable|avx2|avx512f caps the automatic level (a level the CPU lacks is ignored). */
+/* The highest level this build can name (AR_FLOAT_ISA's values run up to it). */
+static int f32_top(void) {
+#if defined(__aarch64__)
+  return AR_ISA_NEON;
+#else
+  return AR_ISA_AVX512;
+#endif
+}
+
+/* AR_FLOAT_ISA=portable|avx2|avx512f (aarch64: portable|neon) caps the automatic level (a level
+ * the CPU lacks is ignored). */
 static int f32_auto(void) {
   int l = f32_best();
   const char *e = getenv("AR_FLOAT_ISA");
   if (e) {
-    for (int k = AR_ISA_PORTABLE; k <= AR_ISA_AVX512; k++)
+    for (int k = AR_ISA_PORTABLE; k <= f32_top(); k++)
       if (strcmp(e, ar_isa_name(k)) == 0 && k < l) l = k;
   }
   return l;
@@ -53,6 +69,9 @@ int ar__f32_set_isa(int isa) {
 }
 
 const char *ar_isa_name(int level) {
+#if defined(__aarch64__)
+  if (level == AR_ISA_NEON) return "neon";
+#endif
   switch (level) {
   case AR_ISA_PORTABLE: return "portable";
   case AR_ISA_AVX2: return "avx2";
@@ -141,12 +160,18 @@ int ar__blas_set_core(const char *core) {
 
 /* The float kernel families with run-time picked clones, and the highest level each has. */
 static const struct { const char *name; int top; } f32_families[] = {
+#if defined(__aarch64__)
+  /* aarch64: the own NEON GEMM (kernels/gemm_f32_neon.h) under CONV_2D / FULLY_CONNECTED; the
+   * rest runs its GCC-vector baseline (NEON code, but not picked at run time). */
+  {"conv/fc gemm", AR_ISA_NEON},
+#else
   {"depthwise", AR_ISA_AVX512},
   {"direct conv", AR_ISA_AVX512},
   {"im2col copy", AR_ISA_PORTABLE},
   {"conv gemm", AR_ISA_AVX512},
   {"elementwise/activations", AR_ISA_AVX512},
   {"transpose conv", AR_ISA_AVX512},
+#endif
 };
 
 static const char *int_level(int l, const char *top) {

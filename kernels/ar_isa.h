@@ -29,9 +29,14 @@
 #define AR_ISA_PORTABLE 0
 #define AR_ISA_AVX2 1    /* AVX2 + FMA */
 #define AR_ISA_AVX512 2  /* AVX-512F (+ the AVX2+FMA set) */
+/* aarch64: Advanced SIMD (HWCAP_ASIMD), the first SIMD level in the slot AVX2 has on x86-64 (the
+ * x86 clones are not compiled there, and every `level >= AR_ISA_AVX2` test sits behind
+ * AR_HAVE_AVX2_CLONE). It picks arenad's own NEON float GEMM (kernels/gemm_f32_neon.h) instead of
+ * OpenBLAS; the other float kernels' GCC-vector baseline is NEON on aarch64 already. */
+#define AR_ISA_NEON 1
 
 /* The level the float kernels run at: the best the CPU has, capped by the environment variable
- * AR_FLOAT_ISA=portable|avx2|avx512f when set (to compare paths, or to step around one), or the
+ * AR_FLOAT_ISA=portable|avx2|avx512f (aarch64: portable|neon) when set (to compare paths, or to step around one), or the
  * one ar__f32_set_isa forced. */
 int ar_isa_float_level(void);
 
@@ -40,7 +45,7 @@ int ar_isa_float_level(void);
  * lacks `isa`. Not thread-safe against running invokes: call it between them. */
 int ar__f32_set_isa(int isa);
 
-/* Name of a float level: "portable", "avx2", "avx512f". */
+/* Name of a float level: "portable", "avx2", "avx512f"; on aarch64 "portable", "neon". */
 const char *ar_isa_name(int level);
 
 /* OpenBLAS's active core (openblas_get_corename(), e.g. "SkylakeX"), or "unknown" when the BLAS

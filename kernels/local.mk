@@ -3,7 +3,7 @@
 libarkernels_la_SOURCES += kernels/ar_kernel_impl.h kernels/conv_util.h kernels/common.c \
   kernels/ar_parallel.h kernels/parallel.c kernels/gemm.h kernels/gemm.c \
   kernels/ar_isa.h kernels/ar_isa.c kernels/sgemm.h kernels/sgemm.c kernels/sgemm512.h kernels/sgemm512.c \
-  kernels/sgemm256.h kernels/sgemm256.c \
+  kernels/sgemm256.h kernels/sgemm256.c kernels/gemm_f32_neon.h kernels/gemm_f32_8x8_neon.c \
   kernels/ar_quant.h kernels/quant.c \
   kernels/conv.c kernels/depthwise.c kernels/fused_ir.c kernels/qdepthwise.c kernels/transpose_conv.c kernels/fully_connected.c \
   kernels/qconv.h kernels/qconv.c kernels/qgemm.h kernels/qgemm.c \

@@ -2,7 +2,9 @@
  * SSE3-era core on a CPU with AVX2 / AVX-512, the user's OPENBLAS_CORETYPE kept), sgemm / sgemv
  * values on every core this CPU can run against a naive product, the float kernels' level switch,
  * the report arenactl --version prints, and arenad's own GEMM (kernels/sgemm.h: sgemm512 on
- * AVX-512F, sgemm256 on AVX2 + FMA + F16C) exact against scalar fmaf loops and between the two. */
+ * AVX-512F, sgemm256 on AVX2 + FMA + F16C; on aarch64 the NEON gemm_f32_8x8_neon.c) exact against
+ * scalar fmaf loops in each kernel's order and between the two x86 ones, the NEON one also within
+ * the float rule of OpenBLAS (the portable path). */
 #include <check.h>
 #include <cblas.h>
 #include <dlfcn.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/ar_isa.h"
+#include "kernels/gemm_f32_neon.h"
 #include "kernels/sgemm.h"
 #include "kernels/sgemm256.h"
 #include "kernels/sgemm512.h"
@@ -143,15 +146,23 @@ START_TEST(float_level_switch_and_report) {
 }
 END_TEST
 
-/* The own GEMM's kernels against a scalar loop in their documented order (fmaf over k ascending
- * from 0, then + bias, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
+/* The own GEMM's kernels (x86 and NEON alike) against a scalar loop in their documented order
+ * (fmaf over k ascending from 0, then + bias, then the activation): bit-identical on odd shapes, K past one 256-chunk, N not a
  * multiple of 8, 16 or 32, ldc > N, every activation, no bias, K = 0, B as float32 and as float16
  * (the same values); any split of rows or columns into separate calls gives the same bits. */
+static float ref_act(float acc, ar_activation_t act);
+typedef float (*gemm_ref_fn)(const float *, const float *, const float *, int64_t, int64_t,
+                             ar_activation_t);
+
 static float s512_ref(const float *a, const float *b, const float *bias, int64_t k, int64_t n_idx,
                       ar_activation_t act) {
   float acc = 0.0f;
   for (int64_t i = 0; i < k; i++) acc = fmaf(a[i], b[i], acc);
   if (bias) acc += bias[n_idx];
+  return ref_act(acc, act);
+}
+
+static float ref_act(float acc, ar_activation_t act) {
   if (act == AR_ACT_RELU) acc = acc < 0 ? 0 : acc;
   else if (act == AR_ACT_RELU6) acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
   else if (act == AR_ACT_RELU_N1_TO_1) acc = acc < -1 ? -1 : acc > 1 ? 1 : acc;
@@ -172,11 +183,12 @@ static uint16_t rand_f16(unsigned *s) {
   return (uint16_t)(((*s >> 31) << 15) | ((10u + (*s >> 8) % 7u) << 10) | ((*s >> 12) & 0x3ffu));
 }
 
-/* One M x N x K case of kernel `name` (f32 / f16 entry points): C exact against s512_ref, the
+/* One M x N x K case of kernel `name` (f32 / f16 entry points): C exact against `ref`, the
  * gaps past N untouched, the fp16 B the same bits, three row bands x two column bands the same
  * bits. The result is left in `out` (m * ldc floats) when out is not NULL. */
-static void gemm_case(const char *name, gemm_fn f32, gemm16_fn f16, int m, int n, int k, int extra,
-                      ar_activation_t act, bool with_bias, unsigned seed, float *out) {
+static void gemm_case(const char *name, gemm_ref_fn ref, gemm_fn f32, gemm16_fn f16, int m, int n,
+                      int k, int extra, ar_activation_t act, bool with_bias, unsigned seed,
+                      float *out) {
   const int ldc = n + extra, lda = k + 1, ldb = k + 2;
   unsigned s = seed;
   float *a = malloc(sizeof(float) * (size_t)(m * lda + 1)), *b = malloc(sizeof(float) * (size_t)(n * ldb + 1));
@@ -191,7 +203,7 @@ static void gemm_case(const char *name, gemm_fn f32, gemm16_fn f16, int m, int n
   f32(a, lda, b, ldb, bp, c, ldc, m, n, k, act);
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < n; j++) {
-      const float want = s512_ref(a + i * lda, b + j * ldb, bp, k, j, act);
+      const float want = ref(a + i * lda, b + j * ldb, bp, k, j, act);
       ck_assert_msg(memcmp(&c[i * ldc + j], &want, sizeof want) == 0,
                     "%s %dx%dx%d act %d bias %d: C[%d,%d] = %.9g, want %.9g", name, m, n, k, act,
                     with_bias, i, j, (double)c[i * ldc + j], (double)want);
@@ -238,7 +250,7 @@ START_TEST(sgemm512_exact_on_odd_shapes) {
     return;
   }
   for (size_t ci = 0; ci < sizeof gemm_cases / sizeof gemm_cases[0]; ci++)
-    gemm_case("sgemm512", ar_sgemm512_nt, ar_sgemm512_nt_f16, gemm_cases[ci].m, gemm_cases[ci].n,
+    gemm_case("sgemm512", s512_ref, ar_sgemm512_nt, ar_sgemm512_nt_f16, gemm_cases[ci].m, gemm_cases[ci].n,
               gemm_cases[ci].k, gemm_cases[ci].extra, gemm_cases[ci].act, gemm_cases[ci].bias,
               777u + (unsigned)ci, NULL);
 }
@@ -280,12 +292,12 @@ START_TEST(sgemm256_exact_on_odd_shapes) {
       const size_t cn = (size_t)m * (size_t)(n + extra);
       float *c256 = malloc(sizeof(float) * cn), *c512 = malloc(sizeof(float) * cn);
       const unsigned seed = 1000u * (unsigned)pass + (unsigned)ci;
-      gemm_case("sgemm256", ar_sgemm256_nt, ar_sgemm256_nt_f16, m, n, k, extra, act, bias, seed, c256);
+      gemm_case("sgemm256", s512_ref, ar_sgemm256_nt, ar_sgemm256_nt_f16, m, n, k, extra, act, bias, seed, c256);
       /* The dispatch point takes the AVX2 kernel at this level: the same bits. */
-      gemm_case("ar_sgemm_nt [avx2]", ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias, seed, NULL);
+      gemm_case("ar_sgemm_nt [avx2]", s512_ref, ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias, seed, NULL);
       if (both) {
         ar__f32_set_isa(AR_ISA_AVX512);
-        gemm_case("sgemm512", ar_sgemm512_nt, ar_sgemm512_nt_f16, m, n, k, extra, act, bias, seed, c512);
+        gemm_case("sgemm512", s512_ref, ar_sgemm512_nt, ar_sgemm512_nt_f16, m, n, k, extra, act, bias, seed, c512);
         ck_assert_msg(memcmp(c256, c512, sizeof(float) * cn) == 0, "%dx%dx%d: sgemm256 and sgemm512 differ",
                       m, n, k);
         ar__f32_set_isa(AR_ISA_AVX2);
@@ -332,7 +344,9 @@ static const struct { int n, k; ar_activation_t act; bool bias; } gemv_cases[] =
 };
 
 /* Kernel `name` on every gemv case, the outputs concatenated into out (NULL: not kept). */
-static void gemv_cases_run(const char *name, gemv_fn fn, float *out) {
+typedef float (*gemv_ref_fn)(const float *, const float *, const float *, int64_t, int64_t,
+                             ar_activation_t);
+static void gemv_cases_run(const char *name, gemv_ref_fn ref, gemv_fn fn, float *out) {
   unsigned s = 4242;
   for (size_t ci = 0; ci < sizeof gemv_cases / sizeof gemv_cases[0]; ci++) {
     const int n = gemv_cases[ci].n, k = gemv_cases[ci].k, ldb = k + 3;
@@ -351,7 +365,7 @@ static void gemv_cases_run(const char *name, gemv_fn fn, float *out) {
     fn(x, b, NULL, ldb, bp, y, n, k, act);
     fn(x, NULL, b16, ldb, bp, y16, n, k, act);
     for (int j = 0; j < n; j++) {
-      const float want = s512_gemv_ref(x, b + (size_t)j * ldb, bp, k, j, act);
+      const float want = ref(x, b + (size_t)j * ldb, bp, k, j, act);
       ck_assert_msg(memcmp(&y[j], &want, sizeof want) == 0, "%s case %zu (%dx%d): y[%d] = %.9g, want %.9g",
                     name, ci, n, k, j, (double)y[j], (double)want);
     }
@@ -380,7 +394,7 @@ START_TEST(sgemv512_exact_on_odd_shapes) {
            ar_isa_name(ar_isa_float_level()));
     return;
   }
-  gemv_cases_run("sgemv512", ar_sgemv512_nt, NULL);
+  gemv_cases_run("sgemv512", s512_gemv_ref, ar_sgemv512_nt, NULL);
 }
 END_TEST
 
@@ -397,16 +411,144 @@ START_TEST(sgemv256_exact_on_odd_shapes) {
   float *y512 = malloc(sizeof(float) * total);
   const bool both = ar__f32_set_isa(AR_ISA_AVX512) == AR_ISA_AVX512;
   ar__f32_set_isa(AR_ISA_AVX2);
-  gemv_cases_run("sgemv256", ar_sgemv256_nt, y256);
-  gemv_cases_run("ar_sgemv_nt [avx2]", ar_sgemv_nt, yd);
+  gemv_cases_run("sgemv256", s512_gemv_ref, ar_sgemv256_nt, y256);
+  gemv_cases_run("ar_sgemv_nt [avx2]", s512_gemv_ref, ar_sgemv_nt, yd);
   ck_assert_int_eq(memcmp(y256, yd, sizeof(float) * total), 0);
   if (both) {
     ar__f32_set_isa(AR_ISA_AVX512);
-    gemv_cases_run("sgemv512", ar_sgemv512_nt, y512);
+    gemv_cases_run("sgemv512", s512_gemv_ref, ar_sgemv512_nt, y512);
     ck_assert_msg(memcmp(y256, y512, sizeof(float) * total) == 0, "sgemv256 and sgemv512 differ");
   }
   ar__f32_set_isa(-1);
   free(y256); free(yd); free(y512);
+}
+END_TEST
+
+/* ---- aarch64: the NEON GEMM (kernels/gemm_f32_8x8_neon.c) ---- */
+
+/* The one-row product in its documented order: 8 lane sums (lane l: k = l, l + 8, ... below K
+ * rounded down to 8), h_l = l + (l + 4), (h0 + h1) + (h2 + h3), the K % 8 last terms by fmaf,
+ * then the bias, then the activation. */
+static float neon_gemv_ref(const float *x, const float *b, const float *bias, int64_t k, int64_t j,
+                           ar_activation_t act) {
+  const int64_t k8 = k / 8 * 8;
+  float lane[8];
+  for (int l = 0; l < 8; l++) {
+    lane[l] = 0.0f;
+    for (int64_t i = l; i < k8; i += 8) lane[l] = fmaf(x[i], b[i], lane[l]);
+  }
+  float h[4];
+  for (int l = 0; l < 4; l++) h[l] = lane[l] + lane[l + 4];
+  float acc = (h[0] + h[1]) + (h[2] + h[3]);
+  for (int64_t i = k8; i < k; i++) acc = fmaf(x[i], b[i], acc);
+  acc = acc + (bias ? bias[j] : 0.0f);
+  ar_apply_activation(&acc, 1, act);
+  return acc;
+}
+
+/* The NEON GEMM exact against s512_ref (fmaf over k, then the bias, then the activation) on the
+ * listed cases and a sweep: every M in 1..24 (tiles of 8 and every tail 1..7), K in 1..300 (below,
+ * at and past the 4-k step and KC = 256) and N in 1..70 (panels of 8, every partial one), the
+ * activation and bias cycling, plus M = 120..136 (past MC = 128); B as float16 the same bits; any
+ * split of rows or columns the same bits; the dispatch point (ar_sgemm_nt) takes it at the NEON
+ * level, and not at the portable one. */
+START_TEST(sgemm_neon_exact_on_odd_shapes) {
+  if (!ar_sgemm_neon_available()) {
+    printf("check_isa: sgemm_neon_exact_on_odd_shapes skipped: not aarch64 NEON at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  ck_assert(ar_sgemm_own_available());
+  ck_assert_str_eq(ar_isa_name(ar_isa_float_level()), "neon");
+  static const int ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 100, 255, 256, 257, 300};
+  enum { NK = sizeof ks / sizeof ks[0] };
+  int runs = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    const int ncase = pass == 0 ? (int)(sizeof gemm_cases / sizeof gemm_cases[0]) : pass == 1 ? 24 * NK : 17;
+    for (int ci = 0; ci < ncase; ci++) {
+      int m, n, k, extra;
+      ar_activation_t act;
+      bool bias;
+      if (pass == 0) {
+        m = gemm_cases[ci].m; n = gemm_cases[ci].n; k = gemm_cases[ci].k; extra = gemm_cases[ci].extra;
+        act = gemm_cases[ci].act; bias = gemm_cases[ci].bias;
+      } else if (pass == 1) {
+        m = 1 + ci / NK; k = ks[ci % NK]; n = 1 + (m * 13 + (ci % NK) * 29) % 70;
+        extra = ci % 3; act = all_acts[ci % N_ACTS]; bias = ci % 4 != 1;
+      } else {
+        m = 120 + ci; k = ks[ci % NK]; n = 1 + (ci * 37) % 70; extra = ci % 2;
+        act = all_acts[(ci + 1) % N_ACTS]; bias = ci % 3 != 0;
+      }
+      const unsigned seed = 2000u * (unsigned)pass + (unsigned)ci;
+      gemm_case("gemm_f32_neon", s512_ref, ar_sgemm_neon_nt, ar_sgemm_neon_nt_f16, m, n, k, extra, act,
+                bias, seed, NULL);
+      gemm_case("ar_sgemm_nt [neon]", s512_ref, ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias,
+                seed, NULL);
+      runs++;
+    }
+  }
+  ck_assert_int_gt(runs, 400);
+  ck_assert_int_eq(ar__f32_set_isa(AR_ISA_PORTABLE), AR_ISA_PORTABLE);
+  ck_assert(!ar_sgemm_neon_available() && !ar_sgemm_own_available());
+  ar__f32_set_isa(-1);
+}
+END_TEST
+
+/* The NEON one-row product exact against neon_gemv_ref on the gemv cases (float32 and float16 B,
+ * K below, at and past 8 with a tail, N not a multiple of 4, a split of N). */
+START_TEST(sgemv_neon_exact_on_odd_shapes) {
+  if (!ar_sgemm_neon_available()) {
+    printf("check_isa: sgemv_neon_exact_on_odd_shapes skipped: not aarch64 NEON at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  const size_t total = gemv_cases_outputs();
+  float *yn = malloc(sizeof(float) * total), *yd = malloc(sizeof(float) * total);
+  gemv_cases_run("gemv_f32_neon", neon_gemv_ref, ar_sgemv_neon_nt, yn);
+  gemv_cases_run("ar_sgemv_nt [neon]", neon_gemv_ref, ar_sgemv_nt, yd);
+  ck_assert_int_eq(memcmp(yn, yd, sizeof(float) * total), 0);
+  free(yn); free(yd);
+}
+END_TEST
+
+/* The portable path is the oracle: the NEON GEMM against OpenBLAS (cblas_sgemm, then the bias and
+ * the activation as gemm.c's OpenBLAS path applies them) within the float rule, |got - want| <=
+ * 1e-5 * (sum over k of |a b| + |bias|) + 1e-30, on random shapes with M, N, K of 1, odd sizes,
+ * sizes past the tiles, and a 1x1-layer shape (M = 3136, N = 48, K = 16). */
+START_TEST(sgemm_neon_within_float_rule_of_openblas) {
+  if (!ar_sgemm_neon_available()) {
+    printf("check_isa: sgemm_neon_within_float_rule_of_openblas skipped: not aarch64 NEON at the float level in force (%s)\n",
+           ar_isa_name(ar_isa_float_level()));
+    return;
+  }
+  static const int shapes[][3] = {{1, 1, 1}, {1, 37, 1}, {37, 1, 1}, {1, 1, 300}, {9, 13, 1},
+                                  {7, 9, 11}, {64, 64, 64}, {129, 71, 257}, {3136, 48, 16},
+                                  {49, 200, 192}};
+  unsigned s = 99;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    float *a = malloc(sizeof(float) * (size_t)m * k), *b = malloc(sizeof(float) * (size_t)n * k);
+    float *bias = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)m * n);
+    float *want = malloc(sizeof(float) * (size_t)m * n);
+    for (int i = 0; i < m * k; i++) { s = s * 1103515245u + 12345u; a[i] = (float)((s >> 9) % 20001) / 10000.0f - 1.0f; }
+    for (int i = 0; i < n * k; i++) { s = s * 1103515245u + 12345u; b[i] = (float)((s >> 9) % 20001) / 10000.0f - 1.0f; }
+    for (int i = 0; i < n; i++) bias[i] = 0.1f * (float)(i % 11) - 0.5f;
+    const ar_activation_t act = si % 2 ? AR_ACT_RELU6 : AR_ACT_NONE;
+    ar_sgemm_neon_nt(a, k, b, k, bias, got, n, m, n, k, act);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, want, n);
+    for (int i = 0; i < m; i++) {
+      for (int j = 0; j < n; j++) {
+        float w = want[i * n + j] + bias[j];
+        ar_apply_activation(&w, 1, act);
+        double mag = fabs((double)bias[j]);
+        for (int q = 0; q < k; q++) mag += fabs((double)a[i * k + q] * (double)b[j * k + q]);
+        const double err = fabs((double)got[i * n + j] - (double)w);
+        ck_assert_msg(err <= 1e-5 * mag + 1e-30, "%dx%dx%d: C[%d,%d] = %.9g, OpenBLAS %.9g (|err| %.3g, scale %.3g)",
+                      m, n, k, i, j, (double)got[i * n + j], (double)w, err, mag);
+      }
+    }
+    free(a); free(b); free(bias); free(got); free(want);
+  }
 }
 END_TEST
 
@@ -421,6 +563,13 @@ int main(void) {
   tcase_add_test(tc, sgemm256_exact_on_odd_shapes);
   tcase_add_test(tc, sgemv256_exact_on_odd_shapes);
   suite_add_tcase(s, tc);
+  /* The NEON sweeps run under qemu-aarch64 (./dev cross-check), 5-20x slower than a board. */
+  TCase *tn = tcase_create("neon");
+  tcase_set_timeout(tn, 60);
+  tcase_add_test(tn, sgemm_neon_exact_on_odd_shapes);
+  tcase_add_test(tn, sgemv_neon_exact_on_odd_shapes);
+  tcase_add_test(tn, sgemm_neon_within_float_rule_of_openblas);
+  suite_add_tcase(s, tn);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -706,7 +706,7 @@ END_TEST
  * then + bias, and the own GEMM's clamp, i.e. exactly the own GEMM's bits (a scalar fmaf chain
  * here), at every level the CPU has from AVX2 up; fp32 and fp16 filters, 1, 2 and 3 threads,
  * row tails of 1..15, K not a multiple of 8 or 16, no bias, TANH after. At the portable level OpenBLAS, within
- * rounding. */
+ * rounding. On aarch64 the NEON GEMM itself takes them, in the same order. */
 START_TEST(conv_few_outputs_exact) {
   const struct { int h, w, c, o; bool bias; ar_activation_t act; } cases[] = {
     {48, 48, 48, 1, true, AR_ACT_NONE}, {16, 16, 88, 2, true, AR_ACT_RELU},
