@@ -154,7 +154,7 @@ static float ref_act(float acc, ar_activation_t act);
 typedef float (*gemm_ref_fn)(const float *, const float *, const float *, int64_t, int64_t,
                              ar_activation_t);
 
-static float s512_ref(const float *a, const float *b, const float *bias, int64_t k, int64_t n_idx,
+static float gemm_ref(const float *a, const float *b, const float *bias, int64_t k, int64_t n_idx,
                       ar_activation_t act) {
   float acc = 0.0f;
   for (int64_t i = 0; i < k; i++) acc = fmaf(a[i], b[i], acc);
@@ -250,7 +250,7 @@ START_TEST(sgemm512_exact_on_odd_shapes) {
     return;
   }
   for (size_t ci = 0; ci < sizeof gemm_cases / sizeof gemm_cases[0]; ci++)
-    gemm_case("sgemm512", s512_ref, ar_sgemm512_nt, ar_sgemm512_nt_f16, gemm_cases[ci].m, gemm_cases[ci].n,
+    gemm_case("sgemm512", gemm_ref, ar_sgemm512_nt, ar_sgemm512_nt_f16, gemm_cases[ci].m, gemm_cases[ci].n,
               gemm_cases[ci].k, gemm_cases[ci].extra, gemm_cases[ci].act, gemm_cases[ci].bias,
               777u + (unsigned)ci, NULL);
 }
@@ -292,12 +292,12 @@ START_TEST(sgemm256_exact_on_odd_shapes) {
       const size_t cn = (size_t)m * (size_t)(n + extra);
       float *c256 = malloc(sizeof(float) * cn), *c512 = malloc(sizeof(float) * cn);
       const unsigned seed = 1000u * (unsigned)pass + (unsigned)ci;
-      gemm_case("sgemm256", s512_ref, ar_sgemm256_nt, ar_sgemm256_nt_f16, m, n, k, extra, act, bias, seed, c256);
+      gemm_case("sgemm256", gemm_ref, ar_sgemm256_nt, ar_sgemm256_nt_f16, m, n, k, extra, act, bias, seed, c256);
       /* The dispatch point takes the AVX2 kernel at this level: the same bits. */
-      gemm_case("ar_sgemm_nt [avx2]", s512_ref, ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias, seed, NULL);
+      gemm_case("ar_sgemm_nt [avx2]", gemm_ref, ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias, seed, NULL);
       if (both) {
         ar__f32_set_isa(AR_ISA_AVX512);
-        gemm_case("sgemm512", s512_ref, ar_sgemm512_nt, ar_sgemm512_nt_f16, m, n, k, extra, act, bias, seed, c512);
+        gemm_case("sgemm512", gemm_ref, ar_sgemm512_nt, ar_sgemm512_nt_f16, m, n, k, extra, act, bias, seed, c512);
         ck_assert_msg(memcmp(c256, c512, sizeof(float) * cn) == 0, "%dx%dx%d: sgemm256 and sgemm512 differ",
                       m, n, k);
         ar__f32_set_isa(AR_ISA_AVX2);
@@ -446,7 +446,7 @@ static float neon_gemv_ref(const float *x, const float *b, const float *bias, in
   return acc;
 }
 
-/* The NEON GEMM exact against s512_ref (fmaf over k, then the bias, then the activation) on the
+/* The NEON GEMM exact against gemm_ref (fmaf over k, then the bias, then the activation) on the
  * listed cases and a sweep: every M in 1..24 (tiles of 8 and every tail 1..7), K in 1..300 (below,
  * at and past the 4-k step and KC = 256) and N in 1..70 (panels of 8, every partial one), the
  * activation and bias cycling, plus M = 120..136 (past MC = 128); B as float16 the same bits; any
@@ -480,9 +480,9 @@ START_TEST(sgemm_neon_exact_on_odd_shapes) {
         act = all_acts[(ci + 1) % N_ACTS]; bias = ci % 3 != 0;
       }
       const unsigned seed = 2000u * (unsigned)pass + (unsigned)ci;
-      gemm_case("gemm_f32_neon", s512_ref, ar_sgemm_neon_nt, ar_sgemm_neon_nt_f16, m, n, k, extra, act,
+      gemm_case("gemm_f32_neon", gemm_ref, ar_sgemm_neon_nt, ar_sgemm_neon_nt_f16, m, n, k, extra, act,
                 bias, seed, NULL);
-      gemm_case("ar_sgemm_nt [neon]", s512_ref, ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias,
+      gemm_case("ar_sgemm_nt [neon]", gemm_ref, ar_sgemm_nt, ar_sgemm_nt_f16, m, n, k, extra, act, bias,
                 seed, NULL);
       runs++;
     }
