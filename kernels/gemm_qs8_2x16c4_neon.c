@@ -16,17 +16,22 @@
 #include <arm_neon.h>
 
 #define MLAL_ALWAYS_INLINE inline __attribute__((always_inline))
+/* GCC's scheduler before register allocation hoists every product of the unrolled loop and then
+ * spills accumulators (5 of 16 reloaded and stored each iteration); without it the loop keeps
+ * them all in registers. */
+#pragma GCC optimize("no-schedule-insns")
 
-static MLAL_ALWAYS_INLINE int8x16_t mlal_dup4(const int8_t *p, int8x16_t xm) {
-  uint32_t u;
-  __builtin_memcpy(&u, p, 4);
-  return veorq_s8(vreinterpretq_s8_u32(vdupq_n_u32(u)), xm);
+/* The 4 bytes at p in every 32-bit lane (ld1r: arm64 loads need no alignment), as a_s. */
+static MLAL_ALWAYS_INLINE int8x16_t mlal_dup4(const int8_t *p, int8x16_t xm, bool flip) {
+  const int8x16_t x = vreinterpretq_s8_u32(vld1q_dup_u32((const uint32_t *)(const void *)p));
+  return flip ? veorq_s8(x, xm) : x;
 }
 
-/* R (1 or 2) rows from rowp[.. + r0], one block of 16 channels at pb; `pair`: smlal two groups. */
+/* R (1 or 2) rows from rowp[.. + r0], one block of 16 channels at pb; `pair`: smlal two groups;
+ * `flip`: uint8 activations (a_s = a ^ 0x80; int8 ones are a_s already). */
 static MLAL_ALWAYS_INLINE void mlal_rows(const uint8_t *pb, const uint8_t *const *rowp, int r0,
                                          int nseg, int32_t sg, int8x16_t xm, int32_t *acc,
-                                         const int R, const bool pair) {
+                                         const int R, const bool pair, const bool flip) {
   int32x4_t c[2][8];
   for (int r = 0; r < R; r++)
     for (int i = 0; i < 8; i++) c[r][i] = vdupq_n_s32(0);
@@ -39,8 +44,8 @@ static MLAL_ALWAYS_INLINE void mlal_rows(const uint8_t *pb, const uint8_t *const
       for (; kg + 2 <= sg; kg += 2, p += 128) {
         int8x16_t x0[2], x1[2];
         for (int r = 0; r < R; r++) {
-          x0[r] = mlal_dup4(a[r] + 4 * kg, xm);
-          x1[r] = mlal_dup4(a[r] + 4 * kg + 4, xm);
+          x0[r] = mlal_dup4(a[r] + 4 * kg, xm, flip);
+          x1[r] = mlal_dup4(a[r] + 4 * kg + 4, xm, flip);
         }
         for (int cq = 0; cq < 4; cq++) {
           const int8x16_t w0 = vld1q_s8(p + 16 * cq), w1 = vld1q_s8(p + 64 + 16 * cq);
@@ -57,7 +62,7 @@ static MLAL_ALWAYS_INLINE void mlal_rows(const uint8_t *pb, const uint8_t *const
     }
     for (; kg < sg; kg++, p += 64) {
       int8x16_t x0[2];
-      for (int r = 0; r < R; r++) x0[r] = mlal_dup4(a[r] + 4 * kg, xm);
+      for (int r = 0; r < R; r++) x0[r] = mlal_dup4(a[r] + 4 * kg, xm, flip);
       for (int cq = 0; cq < 4; cq++) {
         const int8x16_t w0 = vld1q_s8(p + 16 * cq);
         for (int r = 0; r < R; r++) {
@@ -73,22 +78,23 @@ static MLAL_ALWAYS_INLINE void mlal_rows(const uint8_t *pb, const uint8_t *const
                 vpaddq_s32(c[r][2 * cq], c[r][2 * cq + 1]));
 }
 
-static void mlal_rows2_pair(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg,
-                            int32_t sg, int8x16_t xm, int32_t *acc) {
-  mlal_rows(pb, rowp, r0, nseg, sg, xm, acc, 2, true);
-}
-static void mlal_rows1_pair(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg,
-                            int32_t sg, int8x16_t xm, int32_t *acc) {
-  mlal_rows(pb, rowp, r0, nseg, sg, xm, acc, 1, true);
-}
-static void mlal_rows2(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg, int32_t sg,
-                       int8x16_t xm, int32_t *acc) {
-  mlal_rows(pb, rowp, r0, nseg, sg, xm, acc, 2, false);
-}
-static void mlal_rows1(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg, int32_t sg,
-                       int8x16_t xm, int32_t *acc) {
-  mlal_rows(pb, rowp, r0, nseg, sg, xm, acc, 1, false);
-}
+#define MLAL_VARIANT(R, P, F)                                                                   \
+  static void mlal_rows##R##_##P##F(const uint8_t *pb, const uint8_t *const *rowp, int r0,        \
+                                    int nseg, int32_t sg, int8x16_t xm, int32_t *acc) {           \
+    mlal_rows(pb, rowp, r0, nseg, sg, xm, acc, R, P, F);                                          \
+  }
+MLAL_VARIANT(2, 1, 0)
+MLAL_VARIANT(1, 1, 0)
+MLAL_VARIANT(2, 0, 0)
+MLAL_VARIANT(1, 0, 0)
+MLAL_VARIANT(2, 1, 1)
+MLAL_VARIANT(1, 1, 1)
+MLAL_VARIANT(2, 0, 1)
+MLAL_VARIANT(1, 0, 1)
+#undef MLAL_VARIANT
+
+typedef void (*mlal_fn)(const uint8_t *, const uint8_t *const *, int, int, int32_t, int8x16_t,
+                        int32_t *);
 
 void ar__gemm_qs8_2x16c4_neon(const ar_qgemm_t *g, const uint8_t *packed,
                               const uint8_t *const *rowp, int nseg, int rows, int32_t b0, int nb,
@@ -96,17 +102,15 @@ void ar__gemm_qs8_2x16c4_neon(const ar_qgemm_t *g, const uint8_t *packed,
   const int8x16_t xm = vdupq_n_s8((int8_t)(g->a_xor ^ 0x80u));
   const size_t bstride = (size_t)g->k_groups * 64u;
   const int32_t sg = g->k_groups / nseg;
+  const bool pair = !g->w_has_min, flip = !g->a_xor;
+  const mlal_fn two = pair ? (flip ? mlal_rows2_11 : mlal_rows2_10) : (flip ? mlal_rows2_01 : mlal_rows2_00);
+  const mlal_fn one = pair ? (flip ? mlal_rows1_11 : mlal_rows1_10) : (flip ? mlal_rows1_01 : mlal_rows1_00);
   for (int v = 0; v < nb; v++) {
     const uint8_t *pb = packed + (size_t)(b0 + v) * bstride;
     int32_t *av = acc + 16 * v;
     int r0 = 0;
-    if (!g->w_has_min) {
-      for (; r0 + 2 <= rows; r0 += 2) mlal_rows2_pair(pb, rowp, r0, nseg, sg, xm, av);
-      if (r0 < rows) mlal_rows1_pair(pb, rowp, r0, nseg, sg, xm, av);
-    } else {
-      for (; r0 + 2 <= rows; r0 += 2) mlal_rows2(pb, rowp, r0, nseg, sg, xm, av);
-      if (r0 < rows) mlal_rows1(pb, rowp, r0, nseg, sg, xm, av);
-    }
+    for (; r0 + 2 <= rows; r0 += 2) two(pb, rowp, r0, nseg, sg, xm, av);
+    if (r0 < rows) one(pb, rowp, r0, nseg, sg, xm, av);
   }
 }
 #endif /* __aarch64__ */

@@ -17,11 +17,15 @@
 #include <arm_neon.h>
 
 #define DOT_ALWAYS_INLINE inline __attribute__((always_inline))
+/* GCC's scheduler before register allocation hoists all 16 weight loads of the unrolled loop and
+ * spills accumulators to make room; without it the loop keeps them in registers. */
+#pragma GCC optimize("no-schedule-insns")
 
-/* R (1, 2 or 4) rows from rowp[.. + r0], one block of 16 channels at pb. */
+/* R (1, 2 or 4) rows from rowp[.. + r0], one block of 16 channels at pb; `flip`: uint8
+ * activations (a_s = a ^ 0x80; int8 ones are a_s already). */
 static DOT_ALWAYS_INLINE void dot_rows(const uint8_t *pb, const uint8_t *const *rowp, int r0,
                                        int nseg, int32_t sg, int8x16_t xm, int32_t *acc,
-                                       const int R) {
+                                       const int R, const bool flip) {
   int32x4_t c[4][4];
   for (int r = 0; r < R; r++)
     for (int i = 0; i < 4; i++) c[r][i] = vdupq_n_s32(0);
@@ -32,7 +36,10 @@ static DOT_ALWAYS_INLINE void dot_rows(const uint8_t *pb, const uint8_t *const *
     int32_t kg = 0;
     for (; kg + 4 <= sg; kg += 4, p += 256) {
       int8x16_t x[4];
-      for (int r = 0; r < R; r++) x[r] = veorq_s8(vld1q_s8(a[r] + 4 * kg), xm);
+      for (int r = 0; r < R; r++) {
+        x[r] = vld1q_s8(a[r] + 4 * kg);
+        if (flip) x[r] = veorq_s8(x[r], xm);
+      }
 #define DOT_STEP(j)                                                                     \
       do {                                                                              \
         const int8x16_t w0 = vld1q_s8(p + 64 * (j)), w1 = vld1q_s8(p + 64 * (j) + 16);  \
@@ -54,7 +61,8 @@ static DOT_ALWAYS_INLINE void dot_rows(const uint8_t *pb, const uint8_t *const *
       for (int r = 0; r < R; r++) {
         uint32_t u;
         __builtin_memcpy(&u, a[r] + 4 * kg, 4);
-        x[r] = veorq_s8(vreinterpretq_s8_u32(vdupq_n_u32(u)), xm);
+        x[r] = vreinterpretq_s8_u32(vdupq_n_u32(u));
+        if (flip) x[r] = veorq_s8(x[r], xm);
       }
       DOT_STEP(0);
     }
@@ -64,20 +72,18 @@ static DOT_ALWAYS_INLINE void dot_rows(const uint8_t *pb, const uint8_t *const *
     for (int i = 0; i < 4; i++) vst1q_s32(acc + (r0 + r) * AR_QGEMM_TILE_COLS + 4 * i, c[r][i]);
 }
 
-static void dot_rows4(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg, int32_t sg,
-                      int8x16_t xm, int32_t *acc) {
-  dot_rows(pb, rowp, r0, nseg, sg, xm, acc, 4);
-}
-
-static void dot_rows2(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg, int32_t sg,
-                      int8x16_t xm, int32_t *acc) {
-  dot_rows(pb, rowp, r0, nseg, sg, xm, acc, 2);
-}
-
-static void dot_rows1(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg, int32_t sg,
-                      int8x16_t xm, int32_t *acc) {
-  dot_rows(pb, rowp, r0, nseg, sg, xm, acc, 1);
-}
+#define DOT_VARIANT(R, F)                                                                       \
+  static void dot_rows##R##_##F(const uint8_t *pb, const uint8_t *const *rowp, int r0, int nseg,  \
+                                int32_t sg, int8x16_t xm, int32_t *acc) {                         \
+    dot_rows(pb, rowp, r0, nseg, sg, xm, acc, R, F);                                              \
+  }
+DOT_VARIANT(4, 0)
+DOT_VARIANT(2, 0)
+DOT_VARIANT(1, 0)
+DOT_VARIANT(4, 1)
+DOT_VARIANT(2, 1)
+DOT_VARIANT(1, 1)
+#undef DOT_VARIANT
 
 void ar__gemm_qs8_4x16c4_neondot(const ar_qgemm_t *g, const uint8_t *packed,
                                  const uint8_t *const *rowp, int nseg, int rows, int32_t b0, int nb,
@@ -90,9 +96,15 @@ void ar__gemm_qs8_4x16c4_neondot(const ar_qgemm_t *g, const uint8_t *packed,
     const uint8_t *pb = packed + (size_t)(b0 + v) * bstride;
     int32_t *av = acc + 16 * v;
     int r0 = 0;
-    for (; rows - r0 >= 3; r0 += 4) dot_rows4(pb, rowp, r0, nseg, sg, xm, av);
-    if (rows - r0 == 2) dot_rows2(pb, rowp, r0, nseg, sg, xm, av);
-    else if (rows - r0 == 1) dot_rows1(pb, rowp, r0, nseg, sg, xm, av);
+    if (g->a_xor) {   /* int8 */
+      for (; rows - r0 >= 3; r0 += 4) dot_rows4_0(pb, rowp, r0, nseg, sg, xm, av);
+      if (rows - r0 == 2) dot_rows2_0(pb, rowp, r0, nseg, sg, xm, av);
+      else if (rows - r0 == 1) dot_rows1_0(pb, rowp, r0, nseg, sg, xm, av);
+    } else {
+      for (; rows - r0 >= 3; r0 += 4) dot_rows4_1(pb, rowp, r0, nseg, sg, xm, av);
+      if (rows - r0 == 2) dot_rows2_1(pb, rowp, r0, nseg, sg, xm, av);
+      else if (rows - r0 == 1) dot_rows1_1(pb, rowp, r0, nseg, sg, xm, av);
+    }
   }
 }
 #endif /* __aarch64__ */
