@@ -175,7 +175,12 @@ static const struct { const char *name; int top; } f32_families[] = {
 };
 
 static const char *int_level(int l, const char *top) {
+#if defined(__aarch64__)
+  (void)top;
+  return l <= 0 ? "portable" : "neon";   /* arm64's integer loops have one SIMD level */
+#else
   return l <= 0 ? "portable" : l == 1 ? "avx2" : top;
+#endif
 }
 
 int ar_isa_report(char *buf, size_t n) {

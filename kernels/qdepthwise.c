@@ -55,6 +55,17 @@
 #include <immintrin.h>
 #define QDW_TARGET_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
 #endif
+/* arm64: level 1 is the ASIMD loop (every arm64 Linux CPU has ASIMD) and rescale. */
+#if defined(__aarch64__) && !defined(__clang_analyzer__)
+#define QDW_NEON 1
+#include <arm_neon.h>
+
+#include "kernels/requant_neon.h"
+#else
+#define QDW_NEON 0
+#endif
+/* The tap pointer table of the SIMD loops (x86 and arm64). */
+#define QDW_PTRS (AR_HAVE_AVX2_CLONE || QDW_NEON)
 
 typedef struct {
   int32_t n, h, w, c, mult, oc;
@@ -76,7 +87,7 @@ typedef struct {
 static int qdw_isa_forced = -1;
 
 int ar__qdw_set_isa(int isa) {
-  int best = 0;
+  int best = QDW_NEON;
 #if AR_HAVE_AVX2_CLONE
   if (__builtin_cpu_supports("avx2")) best = 1;
   if (best && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -94,7 +105,7 @@ static int qdw_isa(void) {
   if (qdw_isa_forced >= 0) return qdw_isa_forced;
   int cached = __atomic_load_n(&best, __ATOMIC_RELAXED);
   if (cached < 0) {
-    int b = 0;
+    int b = QDW_NEON;
 #if AR_HAVE_AVX2_CLONE
     if (__builtin_cpu_supports("avx2")) b = 1;
     if (b && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -401,7 +412,7 @@ static AR_ALWAYS_INLINE void qdw_requant(const qdw_state_t *g, const int32_t *ac
     }
 }
 
-#if AR_HAVE_AVX2_CLONE
+#if QDW_PTRS
 /* The tap pointer table of output row oy (depth multiplier 1), read by the SIMD loops: tap k of
  * pixel ox at tp[ox * 2 * npairs + k]. A tap outside the input points to zbuf (C bytes of the input
  * zero point, so it adds (z_in - z_in) * w = 0, as TFLite's skipped tap does), and so does the pad
@@ -449,7 +460,9 @@ static AR_ALWAYS_INLINE void qdw_ptr_tail(const qdw_state_t *g, const uint8_t *c
     }
   }
 }
+#endif
 
+#if AR_HAVE_AVX2_CLONE
 /* AVX2: npix pixels whose taps are read through the pointer table tp; multiplier 1. */
 AR_TARGET_AVX2 static AR_ALWAYS_INLINE void qdw_ptr_avx2_t(const qdw_state_t *g, const uint8_t *const *tp,
                                                  const int16_t *wp,
@@ -694,6 +707,116 @@ QDW_TARGET_VNNI static void qdw_ptr_vnni(const qdw_state_t *g, const uint8_t *co
 }
 #endif
 
+#if QDW_NEON
+/* ASIMD: npix pixels through the pointer table tp, multiplier 1. Per tap and 16 channels: the
+ * bytes less the input zero point as int16 (usubl / ssubl: [-255, 255], exact), smlal with the
+ * [tap][channel] int16 weights (w - z_w) into 4 x 4 int32 accumulators that stay in registers over
+ * the taps; the same int32 sums as the portable loop. */
+static AR_ALWAYS_INLINE void qdw_ptr_neon_t(const qdw_state_t *g, const uint8_t *const *tp,
+                                            const int16_t *w, const int32_t *bias, int32_t *acc,
+                                            int32_t npix, bool s8) {
+  const int32_t oc = g->oc, nt = g->ntaps, np2 = 2 * g->npairs;
+  const int8x16_t zs = vdupq_n_s8((int8_t)g->in_zp);
+  const uint8x16_t zu = vdupq_n_u8((uint8_t)g->in_zp);
+  for (int32_t p = 0; p < npix; p++) {
+    const uint8_t *const *tq = tp + (size_t)p * np2;
+    int32_t *a = acc + (size_t)p * oc;
+    int32_t c = 0;
+    for (; c + 16 <= oc; c += 16) {
+      int32x4_t a0 = vld1q_s32(bias + c), a1 = vld1q_s32(bias + c + 4);
+      int32x4_t a2 = vld1q_s32(bias + c + 8), a3 = vld1q_s32(bias + c + 12);
+      const int16_t *wk = w + c;
+      for (int32_t k = 0; k < nt; k++, wk += oc) {
+        int16x8_t xl, xh;
+        if (s8) {
+          const int8x16_t x = vld1q_s8((const int8_t *)tq[k] + c);
+          xl = vsubl_s8(vget_low_s8(x), vget_low_s8(zs));
+          xh = vsubl_high_s8(x, zs);
+        } else {
+          const uint8x16_t x = vld1q_u8(tq[k] + c);
+          xl = vreinterpretq_s16_u16(vsubl_u8(vget_low_u8(x), vget_low_u8(zu)));
+          xh = vreinterpretq_s16_u16(vsubl_high_u8(x, zu));
+        }
+        const int16x8_t w0 = vld1q_s16(wk), w1 = vld1q_s16(wk + 8);
+        a0 = vmlal_s16(a0, vget_low_s16(xl), vget_low_s16(w0));
+        a1 = vmlal_high_s16(a1, xl, w0);
+        a2 = vmlal_s16(a2, vget_low_s16(xh), vget_low_s16(w1));
+        a3 = vmlal_high_s16(a3, xh, w1);
+      }
+      vst1q_s32(a + c, a0);
+      vst1q_s32(a + c + 4, a1);
+      vst1q_s32(a + c + 8, a2);
+      vst1q_s32(a + c + 12, a3);
+    }
+    for (; c + 8 <= oc; c += 8) {
+      int32x4_t a0 = vld1q_s32(bias + c), a1 = vld1q_s32(bias + c + 4);
+      const int16_t *wk = w + c;
+      for (int32_t k = 0; k < nt; k++, wk += oc) {
+        int16x8_t xl;
+        if (s8) xl = vsubl_s8(vld1_s8((const int8_t *)tq[k] + c), vget_low_s8(zs));
+        else xl = vreinterpretq_s16_u16(vsubl_u8(vld1_u8(tq[k] + c), vget_low_u8(zu)));
+        const int16x8_t w0 = vld1q_s16(wk);
+        a0 = vmlal_s16(a0, vget_low_s16(xl), vget_low_s16(w0));
+        a1 = vmlal_high_s16(a1, xl, w0);
+      }
+      vst1q_s32(a + c, a0);
+      vst1q_s32(a + c + 4, a1);
+    }
+    if (c < oc) qdw_ptr_tail(g, tq, w, bias, a, 1, c, s8);
+  }
+}
+
+/* One channel of the rescale, scalar (the tails of qdw_requant_neon). */
+static AR_ALWAYS_INLINE uint8_t qdw_rq1(const qdw_state_t *g, int32_t x, int32_t m, int32_t sh, bool s8) {
+  int32_t v = (s8 ? ar_mbqm_up(x, m, sh) : ar_mbqm(x, m, sh)) + g->out_zp;
+  v = v < g->act_lo ? g->act_lo : v > g->act_hi ? g->act_hi : v;
+  return (uint8_t)v;
+}
+
+/* Rescale one row of accumulators, 8 channels per step (channel blocks outer, so each block's
+ * constants are made once per row): kernels/requant_neon.h's exact ar_mbqm_up (int8) / ar_mbqm
+ * (uint8), then the zero point and the clamp on saturated int16 / bytes. An int8 block whose
+ * x << shift overflows (no valid model) takes the scalar 64-bit form. */
+static AR_ALWAYS_INLINE void qdw_requant_neon_t(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
+                                                const int32_t *mult, const int32_t *shift, bool s8) {
+  const int32_t oc = g->oc, ow = g->ow;
+  const int16x8_t zo = vdupq_n_s16((int16_t)g->out_zp);
+  const int8x8_t lo_s = vdup_n_s8((int8_t)g->act_lo), hi_s = vdup_n_s8((int8_t)g->act_hi);
+  const uint8x8_t lo_u = vdup_n_u8((uint8_t)g->act_lo), hi_u = vdup_n_u8((uint8_t)g->act_hi);
+  int32_t c = 0;
+  for (; c + 8 <= oc; c += 8) {
+    const int32x4_t m0 = vld1q_s32(mult + c), m1 = vld1q_s32(mult + c + 4);
+    const int32x4_t s0 = vld1q_s32(shift + c), s1 = vld1q_s32(shift + c + 4);
+    const int32x4_t l0 = ar_neon_left(s0), l1 = ar_neon_left(s1);
+    const int32x4_t r0 = ar_neon_rneg(s0), r1 = ar_neon_rneg(s1);
+    const bool any_left = vmaxvq_s32(vmaxq_s32(l0, l1)) > 0;
+    for (int32_t ox = 0; ox < ow; ox++) {
+      const int32_t *x = acc + (size_t)ox * oc + c;
+      uint8_t *op = o + (size_t)ox * oc + c;
+      const int32x4_t x0 = vld1q_s32(x), x1 = vld1q_s32(x + 4);
+      int32x4_t q0, q1;
+      if (s8) {
+        if (any_left && (!ar_neon_shl_exact(x0, l0) || !ar_neon_shl_exact(x1, l1))) {
+          for (int j = 0; j < 8; j++) op[j] = qdw_rq1(g, x[j], mult[c + j], shift[c + j], true);
+          continue;
+        }
+        q0 = ar_neon_mbqm_up(x0, m0, l0, r0);
+        q1 = ar_neon_mbqm_up(x1, m1, l1, r1);
+      } else {
+        q0 = ar_neon_mbqm(x0, m0, l0, r0);
+        q1 = ar_neon_mbqm(x1, m1, l1, r1);
+      }
+      const int16x8_t h = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(q0), q1), zo);
+      if (s8) vst1_s8((int8_t *)op, vmin_s8(vmax_s8(vqmovn_s16(h), lo_s), hi_s));
+      else vst1_u8(op, vmin_u8(vmax_u8(vqmovun_s16(h), lo_u), hi_u));
+    }
+  }
+  for (; c < oc; c++)
+    for (int32_t ox = 0; ox < ow; ox++)
+      o[(size_t)ox * oc + c] = qdw_rq1(g, acc[(size_t)ox * oc + c], mult[c], shift[c], s8);
+}
+#endif
+
 /* Output rows [r0, r1) of all images (row r = image r / OH, output row r % OH). */
 static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, uint8_t *out,
                                       uint8_t *scratch, int isa, bool s8, int64_t r0, int64_t r1) {
@@ -704,7 +827,7 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
   const int16_t *w = (const int16_t *)(base + g->off_w);
   const int32_t oc = g->oc;
   int32_t *acc = (int32_t *)scratch;
-#if AR_HAVE_AVX2_CLONE
+#if QDW_PTRS
   const int64_t *taps = (const int64_t *)(base + g->off_taps);
   const int16_t *wp = (const int16_t *)(base + g->off_wp);
   const uint8_t **tp = (const uint8_t **)(scratch + align64((uint64_t)g->ow * (uint64_t)oc * sizeof(int32_t)));
@@ -728,15 +851,23 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
     if (!simd) {
       qdw_checked(g, in_b, w, bias, acc, oy, 0, g->ow, s8);
     } else {
-#if AR_HAVE_AVX2_CLONE
+#if QDW_PTRS
       qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp);
+#endif
+#if AR_HAVE_AVX2_CLONE
       if (isa == 2) qdw_ptr_vnni(g, tp, wp, bias, acc, g->ow);
       else qdw_ptr_avx2(g, tp, wp, bias, acc, g->ow);
+#elif QDW_NEON
+      (void)wp;
+      qdw_ptr_neon_t(g, tp, w, bias, acc, g->ow, s8);
 #endif
     }
 #if AR_HAVE_AVX2_CLONE
     if (isa == 2 && g->vec_rq) qdw_requant_512(g, acc, orow, mult);
     else if (isa > 0 && g->vec_rq) qdw_requant_avx2(g, acc, orow, mult, shift);
+    else
+#elif QDW_NEON
+    if (isa > 0 && g->vec_rq) qdw_requant_neon_t(g, acc, orow, mult, shift, s8);
     else
 #endif
       qdw_requant(g, acc, orow, mult, shift, s8);
