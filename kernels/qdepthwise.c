@@ -77,10 +77,15 @@ typedef struct {
   bool gemm;                   /* C == 1: the convolution route through kernels/qgemm.h */
   int32_t kp;                  /* GEMM depth KH*KW rounded up to 4 (the im2col row's bytes) */
   int32_t tile_oy;             /* output rows per im2col tile */
+  int32_t hp, wp;              /* the padded input image's rows and columns (qdw_pad_input) */
+  uint64_t pad_bytes;          /* scratch ahead of the slots for it (64-aligned) */
   ar_qgemm_t qg;               /* the GEMM's parameters (filled by init) */
   /* byte offsets of the arrays that follow the header in node->state */
   uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, off_rq;
   uint64_t off_gbias, off_gmult, off_gshift, off_packed, off_wt;   /* GEMM route only */
+  bool grp;                    /* stride 1, multiplier 1, C in {2, 4, 8, 16}: 32 / C pixels per pass */
+  bool flat_rq;                /* C in {2, 4, 8}: the rescale runs over a row as 16-lane vectors */
+  uint64_t off_wpx, off_biasx, off_rqx;   /* grp: weights and bias over 32 lanes; flat_rq: m, r, l x 16 */
   uint64_t bytes;
 } qdw_state_t;
 
@@ -146,11 +151,24 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->off_w = at; at = align64(at + (uint64_t)g->ntaps * oc * 2);
   g->off_wp = at; at = align64(at + (uint64_t)g->npairs * oc * 4);
   g->off_rq = at; at = align64(at + oc * 4 * 4);   /* right shift, rounding term, threshold, left shift */
+  g->grp = g->mult == 1 && g->sw == 1 && g->c >= 2 && g->c < 32 && 32 % g->c == 0;
+  g->flat_rq = g->mult == 1 && g->c >= 2 && g->c < 16 && 16 % g->c == 0;
+  if (g->grp) {
+    g->off_wpx = at; at = align64(at + (uint64_t)g->npairs * 32u * 2u * 2u);
+    g->off_biasx = at; at = align64(at + 32u * 4u);
+  }
+  if (g->flat_rq) { g->off_rqx = at; at = align64(at + 3u * 16u * 4u); }
   g->gemm = g->c == 1 && g->oc > 0 && g->ntaps > 0;
   if (g->gemm) {
     g->kp = (g->ntaps + 3) / 4 * 4;
     const int64_t row_bytes = (int64_t)g->ow * g->kp;
     g->tile_oy = row_bytes > 0 && row_bytes < QDW_TILE_BYTES ? (int32_t)(QDW_TILE_BYTES / row_bytes) : 1;
+    /* the frame holds every tap of every pixel, and the 8-byte moves from a filter row's first */
+    const int32_t need_w = (g->ow - 1) * g->sw + AR_MAX((g->kw - 1) * g->dw + 1, 8);
+    const int32_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    g->wp = AR_MAX(need_w, g->pl + g->w);
+    g->hp = AR_MAX(need_h, g->pt + g->h);
+    g->pad_bytes = align64((uint64_t)g->n * (uint64_t)g->hp * (uint64_t)g->wp);
     g->qg.n = g->oc;
     g->qg.k = g->ntaps;
     g->qg.k_groups = g->kp / 4;
@@ -259,7 +277,7 @@ int ar__qdw_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   node->state_bytes = g.bytes;
   const int64_t rows = (int64_t)g.n * g.oh;
   const int64_t slots = AR_MIN(rows, (int64_t)ar_parallel_threads(node));
-  node->scratch_bytes = 64 + (uint64_t)(slots > 0 ? slots : 1) * qdw_slot_bytes(&g);
+  node->scratch_bytes = 64 + g.pad_bytes + (uint64_t)(slots > 0 ? slots : 1) * qdw_slot_bytes(&g);
   return 0;
 }
 
@@ -316,6 +334,24 @@ void ar__qdw_init(ar_node_t *node) {
     } else {
       rq_a[c] = r > 0 && r <= 31 ? (int32_t)((1ll << r) - 1) : 0;
       rq_b[c] = rq_a[c] >> 1;
+    }
+  }
+  /* Lane j of a pass over 32 / C pixels (grp) or of a 16-lane rescale vector (flat_rq) holds
+   * channel j % C. */
+  if (g.grp) {
+    int16_t *wpx = (int16_t *)(base + g.off_wpx);
+    int32_t *bx = (int32_t *)(base + g.off_biasx);
+    for (int32_t j = 0; j < 32; j++) bx[j] = bias[j % oc];
+    for (int32_t p = 0; p < g.npairs; p++)
+      for (int32_t j = 0; j < 32; j++)
+        for (int q = 0; q < 2; q++) wpx[((size_t)p * 32 + j) * 2 + q] = wp[((size_t)p * oc + j % oc) * 2 + q];
+  }
+  if (g.flat_rq) {
+    int32_t *rx = (int32_t *)(base + g.off_rqx);
+    for (int32_t j = 0; j < 16; j++) {
+      rx[j] = mult[j % oc];
+      rx[16 + j] = rq_r[j % oc];
+      rx[32 + j] = rq_l[j % oc];
     }
   }
   if (g.gemm) {
@@ -419,7 +455,7 @@ static AR_ALWAYS_INLINE void qdw_requant(const qdw_state_t *g, const int32_t *ac
  * tap of an odd tap count (weight 0). Interior pixels take the precomputed offsets. */
 static AR_ALWAYS_INLINE void qdw_row_ptrs(const qdw_state_t *g, const uint8_t *in_b, const uint8_t *zbuf,
                                           const int64_t *taps, int32_t oy, int32_t ox_lo, int32_t ox_hi,
-                                          const uint8_t **tp) {
+                                          const uint8_t **tp, bool borders_only) {
   const int32_t np2 = 2 * g->npairs, c = g->c;
   const int32_t iy0 = oy * g->sh - g->pt;
   const bool row_in = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh <= g->h - 1;
@@ -427,6 +463,7 @@ static AR_ALWAYS_INLINE void qdw_row_ptrs(const qdw_state_t *g, const uint8_t *i
     const uint8_t **t = tp + (size_t)ox * np2;
     const int32_t ix0 = ox * g->sw - g->pl;
     if (row_in && ox >= ox_lo && ox < ox_hi) {
+      if (borders_only) continue;   /* the caller reads these pixels' taps as offsets */
       const uint8_t *ip = in_b + ((ptrdiff_t)iy0 * g->w + ix0) * c;
       for (int32_t k = 0; k < np2; k++) t[k] = ip + taps[k];
       continue;
@@ -585,23 +622,28 @@ AR_TARGET_AVX2 static void qdw_ptr_avx2(const qdw_state_t *g, const uint8_t *con
 }
 
 /* AVX-512 VNNI: 16 channels per zmm, vpdpwssd multiply-adds a tap pair into the accumulator. */
+/* Tap k of pixel p: from the pointer table tp, or (direct: a pixel of a row inside the input) at
+ * offset taps[k] from the pixel's first tap ip0 + p * pstep. */
+#define QDW_TAP(p, k) (direct ? ip0 + (ptrdiff_t)(p) * pstep + taps[k] : tp[(size_t)(p) * np2 + (size_t)(k)])
+
 QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g, const uint8_t *const *tp,
                                                  const int16_t *wp,
                                                  const int32_t *bias, int32_t *acc, int32_t npix,
-                                                 bool s8) {
+                                                 bool s8, bool direct, const uint8_t *ip0,
+                                                 const int64_t *taps, ptrdiff_t pstep) {
   const int32_t oc = g->oc, np = g->npairs, np2 = 2 * np;
   const __m512i zp = _mm512_set1_epi16((int16_t)g->in_zp);
   const __m256i zp8 = _mm256_set1_epi16((int16_t)g->in_zp);
   for (int32_t p = 0; p < npix; p++) {
-    const uint8_t *const *tq = tp + (size_t)p * np2;
+    const uint8_t *const *tq = direct ? NULL : tp + (size_t)p * np2;   /* direct: oc % 8 == 0, no tail */
     int32_t *a = acc + (size_t)p * oc;
     int32_t c = 0;
     for (; c + 32 <= oc; c += 32) {
       __m512i a0 = _mm512_loadu_si512((const void *)(bias + c));
       __m512i a1 = _mm512_loadu_si512((const void *)(bias + c + 16));
       for (int32_t t = 0; t < np; t++) {
-        const __m256i xa = _mm256_loadu_si256((const __m256i *)(tq[2 * t] + c));
-        const __m256i xb = _mm256_loadu_si256((const __m256i *)(tq[2 * t + 1] + c));
+        const __m256i xa = _mm256_loadu_si256((const __m256i *)(QDW_TAP(p, 2 * t) + c));
+        const __m256i xb = _mm256_loadu_si256((const __m256i *)(QDW_TAP(p, 2 * t + 1) + c));
         /* within each 128-bit lane: lo = channels 0-7 / 16-23, hi = 8-15 / 24-31 */
         const __m256i l8 = _mm256_unpacklo_epi8(xa, xb), h8 = _mm256_unpackhi_epi8(xa, xb);
         const __m256i q0 = _mm256_permute2x128_si256(l8, h8, 0x20);   /* channels 0-15 */
@@ -620,8 +662,8 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g
     for (; c + 16 <= oc; c += 16) {
       __m512i a0 = _mm512_loadu_si512((const void *)(bias + c));
       for (int32_t t = 0; t < np; t++) {
-        const __m128i xa = _mm_loadu_si128((const __m128i *)(tq[2 * t] + c));
-        const __m128i xb = _mm_loadu_si128((const __m128i *)(tq[2 * t + 1] + c));
+        const __m128i xa = _mm_loadu_si128((const __m128i *)(QDW_TAP(p, 2 * t) + c));
+        const __m128i xb = _mm_loadu_si128((const __m128i *)(QDW_TAP(p, 2 * t + 1) + c));
         const __m256i q = _mm256_set_m128i(_mm_unpackhi_epi8(xa, xb), _mm_unpacklo_epi8(xa, xb));
         __m512i v = s8 ? _mm512_cvtepi8_epi16(q) : _mm512_cvtepu8_epi16(q);
         v = _mm512_sub_epi16(v, zp);
@@ -633,8 +675,8 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g
     for (; c + 8 <= oc; c += 8) {
       __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c));
       for (int32_t t = 0; t < np; t++) {
-        const __m128i xa = _mm_loadl_epi64((const __m128i *)(tq[2 * t] + c));
-        const __m128i xb = _mm_loadl_epi64((const __m128i *)(tq[2 * t + 1] + c));
+        const __m128i xa = _mm_loadl_epi64((const __m128i *)(QDW_TAP(p, 2 * t) + c));
+        const __m128i xb = _mm_loadl_epi64((const __m128i *)(QDW_TAP(p, 2 * t + 1) + c));
         const __m128i l8 = _mm_unpacklo_epi8(xa, xb);
         __m256i l = s8 ? _mm256_cvtepi8_epi16(l8) : _mm256_cvtepu8_epi16(l8);
         l = _mm256_sub_epi16(l, zp8);
@@ -643,7 +685,7 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g
       }
       _mm256_storeu_si256((__m256i *)(a + c), a0);
     }
-    if (c < oc) {
+    if (!direct && c < oc) {
       const int16_t *w = (const int16_t *)((const uint8_t *)g + g->off_w);
       qdw_ptr_tail(g, tq, w, bias, a, 1, c, s8);
     }
@@ -659,8 +701,15 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g
 QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
                                             const int32_t *mult) {
   const bool s8 = g->is_int8;
-  const int32_t oc = g->oc, ow = g->ow;
-  const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *rl = rr + 3 * oc;
+  /* flat_rq: the row as ceil(OW * C / 16) "pixels" of 16 lanes, lane j channel j % C */
+  const bool flat = g->flat_rq;
+  const int32_t oc = flat ? 16 : g->oc, total = g->ow * g->oc;
+  const int32_t ow = flat ? (total + 15) / 16 : g->ow;
+  const int32_t *rr = (const int32_t *)((const uint8_t *)g + g->off_rq), *rl = rr + 3 * g->oc;
+  if (flat) {
+    const int32_t *rx = (const int32_t *)((const uint8_t *)g + g->off_rqx);
+    mult = rx; rr = rx + 16; rl = rx + 32;
+  }
   const __m512i zero = _mm512_setzero_si512(), low32 = _mm512_set1_epi64(0xFFFFFFFFll);
   const __m512i c30 = _mm512_set1_epi64(1ll << 30), c31 = _mm512_set1_epi64(1ll << 31);
   const __m512i lim = _mm512_set1_epi64(-(1ll << 30)), c31s = _mm512_set1_epi64(31);
@@ -677,7 +726,8 @@ QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t 
     const __m512i k_o = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_o, _mm512_sllv_epi64(c30, r_o)));
     const __m512i n_e = _mm512_add_epi64(r_e, c31s), n_o = _mm512_add_epi64(r_o, c31s);
     for (int32_t ox = 0; ox < ow; ox++) {
-      __m512i x = _mm512_maskz_loadu_epi32(keep, acc + (size_t)ox * oc + c);
+      const __mmask16 keep_px = flat && total - ox * 16 < 16 ? (__mmask16)((1u << (total - ox * 16)) - 1u) : keep;
+      __m512i x = _mm512_maskz_loadu_epi32(keep_px, acc + (size_t)ox * oc + c);
       if (!s8) x = _mm512_sllv_epi32(x, l);
       __m512i pe = _mm512_mul_epi32(x, m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd);
       __m512i te, to;
@@ -695,16 +745,104 @@ QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t 
       const __m512i qe = _mm512_srav_epi64(te, n_e), qo = _mm512_srav_epi64(to, n_o);
       __m512i q = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
       q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, zp), lo), hi);
-      _mm512_mask_cvtepi32_storeu_epi8(o + (size_t)ox * oc + c, keep, q);
+      _mm512_mask_cvtepi32_storeu_epi8(o + (size_t)ox * oc + c, keep_px, q);
     }
   }
 }
 
-QDW_TARGET_VNNI static void qdw_ptr_vnni(const qdw_state_t *g, const uint8_t *const *tp, const int16_t *wp,
-                                         const int32_t *bias, int32_t *acc, int32_t npix) {
-  if (g->is_int8) qdw_ptr_vnni_t(g, tp, wp, bias, acc, npix, true);
-  else qdw_ptr_vnni_t(g, tp, wp, bias, acc, npix, false);
+/* grp: pixels [ox0, ox1) of a row (inside the input horizontally, stride 1), 32 / C at a time: the
+ * 32 bytes from a group's first pixel's tap hold that tap of all its pixels (the next pixel's is C
+ * bytes on), or 32 bytes of zbuf above and below the image; lane j is channel j % C, with the
+ * weights and bias laid out so at init. Pixels past the last whole group are left to the caller.
+ * Returns the first pixel not done. */
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE int32_t qdw_grp_vnni_t(const qdw_state_t *g, const uint8_t *const *tp,
+                                                              int32_t *acc, int32_t ox0, int32_t ox1,
+                                                              bool s8, bool direct, const uint8_t *ip0,
+                                                              const int64_t *taps, ptrdiff_t pstep) {
+  const int32_t np = g->npairs, np2 = 2 * np, per = 32 / g->c;
+  const int16_t *wpx = (const int16_t *)((const uint8_t *)g + g->off_wpx);
+  const int32_t *bx = (const int32_t *)((const uint8_t *)g + g->off_biasx);
+  const __m512i zp = _mm512_set1_epi16((int16_t)g->in_zp);
+  const __m512i b0 = _mm512_loadu_si512((const void *)bx), b1 = _mm512_loadu_si512((const void *)(bx + 16));
+  int32_t ox = ox0;
+  for (; ox + per <= ox1; ox += per) {
+    __m512i a0 = b0, a1 = b1;
+    for (int32_t t = 0; t < np; t++) {
+      const __m256i xa = _mm256_loadu_si256((const __m256i *)QDW_TAP(ox, 2 * t));
+      const __m256i xb = _mm256_loadu_si256((const __m256i *)QDW_TAP(ox, 2 * t + 1));
+      const __m256i l8 = _mm256_unpacklo_epi8(xa, xb), h8 = _mm256_unpackhi_epi8(xa, xb);
+      const __m256i q0 = _mm256_permute2x128_si256(l8, h8, 0x20);   /* lanes 0-15 */
+      const __m256i q1 = _mm256_permute2x128_si256(l8, h8, 0x31);   /* lanes 16-31 */
+      __m512i v0 = s8 ? _mm512_cvtepi8_epi16(q0) : _mm512_cvtepu8_epi16(q0);
+      __m512i v1 = s8 ? _mm512_cvtepi8_epi16(q1) : _mm512_cvtepu8_epi16(q1);
+      v0 = _mm512_sub_epi16(v0, zp);
+      v1 = _mm512_sub_epi16(v1, zp);
+      const int16_t *wq = wpx + (size_t)t * 64;
+      a0 = _mm512_dpwssd_epi32(a0, v0, _mm512_loadu_si512((const void *)wq));
+      a1 = _mm512_dpwssd_epi32(a1, v1, _mm512_loadu_si512((const void *)(wq + 32)));
+    }
+    int32_t *a = acc + (size_t)ox * g->c;
+    _mm512_storeu_si512((void *)a, a0);
+    _mm512_storeu_si512((void *)(a + 16), a1);
+  }
+  return ox;
 }
+
+/* Every pixel of output row oy on AVX-512 VNNI. A row whose taps are all inside the input
+ * vertically, with 8-channel blocks (or grp), reads its interior columns [ox_lo, ox_hi) at the
+ * fixed tap offsets from each pixel's first tap, and only its border pixels through the pointer
+ * table; other rows take the table for every pixel. grp rows run 32 / C interior pixels per pass.
+ * The same sums whichever way a tap is found. */
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_row_vnni_t(const qdw_state_t *g, const uint8_t *in_b,
+                                                            const uint8_t *zbuf, const int64_t *taps,
+                                                            int32_t oy, int32_t ox_lo, int32_t ox_hi,
+                                                            const uint8_t **tp, const int16_t *wp,
+                                                            const int32_t *bias, int32_t *acc, bool s8) {
+  const int32_t np2 = 2 * g->npairs, oc = g->oc;
+  const int32_t iy0 = oy * g->sh - g->pt;
+  const bool row_in = iy0 >= 0 && iy0 + (g->kh - 1) * g->dh <= g->h - 1;
+  const bool direct = row_in && (oc % 8 == 0 || g->grp) && ox_lo < ox_hi;
+  qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp, direct);
+  if (!direct) {
+    int32_t ox = 0;
+    if (g->grp) {
+      if (ox_lo > 0) qdw_ptr_vnni_t(g, tp, wp, bias, acc, ox_lo, s8, false, NULL, NULL, 0);
+      ox = qdw_grp_vnni_t(g, tp, acc, ox_lo, ox_hi, s8, false, NULL, NULL, 0);
+    }
+    qdw_ptr_vnni_t(g, tp + (size_t)ox * np2, wp, bias, acc + (size_t)ox * oc, g->ow - ox, s8, false, NULL,
+                   NULL, 0);
+    return;
+  }
+  if (ox_lo > 0) qdw_ptr_vnni_t(g, tp, wp, bias, acc, ox_lo, s8, false, NULL, NULL, 0);
+  const ptrdiff_t pstep = (ptrdiff_t)g->sw * g->c;
+  /* pixel ox's first tap; QDW_TAP(p, k) of the kernels below counts p from ip0's pixel */
+  const uint8_t *ip0 = in_b + ((ptrdiff_t)iy0 * g->w - g->pl) * g->c;
+  int32_t ox = ox_lo;
+  if (g->grp) ox = qdw_grp_vnni_t(g, NULL, acc, ox_lo, ox_hi, s8, true, ip0, taps, pstep);
+  if (ox < ox_hi) {
+    if (oc % 8 == 0)
+      qdw_ptr_vnni_t(g, NULL, wp, bias, acc + (size_t)ox * oc, ox_hi - ox, s8, true, ip0 + ox * pstep, taps,
+                     pstep);
+    else   /* grp with C < 8 (C % 8 != 0): the last interior pixels through their table entries */
+      for (int32_t x = ox; x < ox_hi; x++) {
+        const uint8_t **t = tp + (size_t)x * np2;
+        for (int32_t k = 0; k < np2; k++) t[k] = ip0 + x * pstep + taps[k];
+        qdw_ptr_vnni_t(g, tp + (size_t)x * np2, wp, bias, acc + (size_t)x * oc, 1, s8, false, NULL, NULL, 0);
+      }
+  }
+  if (ox_hi < g->ow)
+    qdw_ptr_vnni_t(g, tp + (size_t)ox_hi * np2, wp, bias, acc + (size_t)ox_hi * oc, g->ow - ox_hi, s8, false,
+                   NULL, NULL, 0);
+}
+
+QDW_TARGET_VNNI static void qdw_row_vnni(const qdw_state_t *g, const uint8_t *in_b, const uint8_t *zbuf,
+                                         const int64_t *taps, int32_t oy, int32_t ox_lo, int32_t ox_hi,
+                                         const uint8_t **tp, const int16_t *wp, const int32_t *bias,
+                                         int32_t *acc) {
+  if (g->is_int8) qdw_row_vnni_t(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp, wp, bias, acc, true);
+  else qdw_row_vnni_t(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp, wp, bias, acc, false);
+}
+
 #endif
 
 #if QDW_NEON
@@ -839,7 +977,7 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
   if (ox_hi > g->ow) ox_hi = g->ow;
   if (ox_lo > ox_hi) ox_lo = ox_hi;
   const bool simd = isa > 0 && g->mult == 1;
-  if (simd) memset(zbuf, (uint8_t)g->in_zp, (size_t)g->c);
+  if (simd) memset(zbuf, (uint8_t)g->in_zp, (size_t)AR_MAX(g->c, 32));   /* grp reads 32 */
 #else
   const bool simd = false;
   (void)isa;
@@ -851,14 +989,16 @@ static AR_ALWAYS_INLINE void qdw_body(const qdw_state_t *g, const uint8_t *in, u
     if (!simd) {
       qdw_checked(g, in_b, w, bias, acc, oy, 0, g->ow, s8);
     } else {
-#if QDW_PTRS
-      qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp);
-#endif
 #if AR_HAVE_AVX2_CLONE
-      if (isa == 2) qdw_ptr_vnni(g, tp, wp, bias, acc, g->ow);
-      else qdw_ptr_avx2(g, tp, wp, bias, acc, g->ow);
+      if (isa == 2) {
+        qdw_row_vnni(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp, wp, bias, acc);
+      } else {
+        qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp, false);
+        qdw_ptr_avx2(g, tp, wp, bias, acc, g->ow);
+      }
 #elif QDW_NEON
       (void)wp;
+      qdw_row_ptrs(g, in_b, zbuf, taps, oy, ox_lo, ox_hi, tp, false);
       qdw_ptr_neon_t(g, tp, w, bias, acc, g->ow, s8);
 #endif
     }
@@ -888,52 +1028,66 @@ AR_TARGET_AVX2 static void qdw_run_avx2(const qdw_state_t *g, const uint8_t *in,
 }
 #endif
 
-/* The im2col row (kp bytes) of output pixel (b, oy, ox) of a one-channel input: the KH*KW taps
- * in filter order, the input zero point outside the image, zeros past KH*KW (B is 0 there). */
-static void qdw_im2col_row(const qdw_state_t *g, const uint8_t *in_b, uint8_t zero, int32_t oy,
-                           int32_t ox, uint8_t *row) {
-  const int32_t iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl, kw = g->kw;
-  const bool cols_in = ix0 >= 0 && ix0 + (kw - 1) * g->dw < g->w;
-  uint8_t *dst = row;
-  for (int32_t ky = 0; ky < g->kh; ky++, dst += kw) {
-    const int32_t iy = iy0 + ky * g->dh;
-    if (iy < 0 || iy >= g->h) { memset(dst, zero, (size_t)kw); continue; }
-    const uint8_t *src = in_b + (size_t)iy * g->w;
-    if (cols_in && g->dw == 1) {
-      if (kw <= 8 && ix0 + 8 <= g->w) {   /* one 8-byte move (the bytes past kw are overwritten) */
-        uint64_t v;
-        memcpy(&v, src + ix0, 8);
-        memcpy(dst, &v, 8);
-      } else {
-        memcpy(dst, src + ix0, (size_t)kw);
-      }
-      continue;
+/* The GEMM route's padded input: every image's one channel copied once per eval into a frame of
+ * the input zero point, HP x WP bytes per image (state hp, wp), so that an output pixel's taps are
+ * read without bounds checks: tap (ky, kx) of pixel (oy, ox) at row oy*SH + ky*DH, column
+ * ox*SW + kx*DW of the frame, and 8 bytes from a filter row's first tap are inside it. */
+static void qdw_pad_input(const qdw_state_t *g, const uint8_t *in, uint8_t *pad) {
+  const size_t wp = (size_t)g->wp, w = (size_t)g->w;
+  for (int32_t b = 0; b < g->n; b++) {
+    uint8_t *pb = pad + (size_t)b * g->hp * wp;
+    const uint8_t *ib = in + (size_t)b * g->h * w;
+    memset(pb, (uint8_t)g->in_zp, (size_t)g->pt * wp);
+    for (int32_t y = 0; y < g->h; y++) {
+      uint8_t *d = pb + (size_t)(g->pt + y) * wp;
+      memset(d, (uint8_t)g->in_zp, (size_t)g->pl);
+      memcpy(d + g->pl, ib + (size_t)y * w, w);
+      memset(d + g->pl + w, (uint8_t)g->in_zp, wp - (size_t)g->pl - w);
     }
-    for (int32_t kx = 0; kx < kw; kx++) {
-      const int32_t ix = ix0 + kx * g->dw;
-      dst[kx] = ix >= 0 && ix < g->w ? src[ix] : zero;
-    }
+    memset(pb + (size_t)(g->pt + g->h) * wp, (uint8_t)g->in_zp, (size_t)(g->hp - g->pt - g->h) * wp);
   }
-  for (int32_t i = g->ntaps; i < g->kp; i++) row[i] = 0;
 }
 
-/* GEMM route: output rows [r0, r1) (row r = image r / OH, output row r % OH), tile_oy rows at a
- * time through an im2col tile in `col`. Output rows are contiguous, so a tile is one GEMM of
- * tile_oy * OW rows writing straight into the output. */
-static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *in, uint8_t *out, uint8_t *col,
+/* The im2col rows (kp bytes each, zeros past KH*KW, where B is 0) of the OW pixels of output row
+ * oy, read from the padded image pb. With dilation 1 and KW <= 8 each filter row is one 8-byte
+ * move: it writes up to 7 bytes past the filter row's taps, which the next filter row, the zero
+ * padding or the next pixel's row (built after it) overwrites; the tile has 8 bytes of slack for
+ * the last. */
+static void qdw_im2col_orow(const qdw_state_t *g, const uint8_t *pb, int32_t oy, uint8_t *row) {
+  const size_t kp = (size_t)g->kp, kw = (size_t)g->kw, wp = (size_t)g->wp;
+  const uint8_t *top = pb + (size_t)oy * g->sh * wp;
+  const size_t dh = (size_t)g->dh * wp;
+  const bool moves = g->dw == 1 && g->kw <= 8;
+  for (int32_t ox = 0; ox < g->ow; ox++) {
+    uint8_t *d = row + (size_t)ox * kp;
+    const uint8_t *s = top + (size_t)ox * g->sw;
+    if (moves) {
+      for (int32_t ky = 0; ky < g->kh; ky++, d += kw, s += dh) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        memcpy(d, &v, 8);
+      }
+    } else {
+      for (int32_t ky = 0; ky < g->kh; ky++, d += kw, s += dh)
+        for (int32_t kx = 0; kx < g->kw; kx++) d[kx] = s[(size_t)kx * g->dw];
+    }
+    for (int32_t i = g->ntaps; i < g->kp; i++) row[(size_t)ox * kp + (size_t)i] = 0;
+  }
+}
+
+/* GEMM route: output rows [r0, r1) (row r = image r / OH, output row r % OH) from the padded
+ * input, tile_oy rows at a time through an im2col tile in `col`. Output rows are contiguous, so a
+ * tile is one GEMM of tile_oy * OW rows writing straight into the output. */
+static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *pad, uint8_t *out, uint8_t *col,
                           int64_t r0, int64_t r1) {
   const uint8_t *base = (const uint8_t *)g;
-  const uint8_t zero = (uint8_t)g->in_zp;
   const size_t kp = (size_t)g->kp, oc = (size_t)g->oc;
   for (int64_t t0 = r0; t0 < r1; t0 += g->tile_oy) {
     const int64_t t1 = AR_MIN(r1, t0 + g->tile_oy);
     uint8_t *row = col;
-    for (int64_t r = t0; r < t1; r++) {
+    for (int64_t r = t0; r < t1; r++, row += (size_t)g->ow * kp) {
       const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
-      const uint8_t *in_b = in + (size_t)b * g->h * g->w;
-      /* the 8-byte moves of qdw_im2col_row may write up to 7 bytes past a row: rows are built
-       * left to right, so the next row overwrites them (the tile has kp slack for the last) */
-      for (int32_t ox = 0; ox < g->ow; ox++, row += kp) qdw_im2col_row(g, in_b, zero, oy, ox, row);
+      qdw_im2col_orow(g, pad + (size_t)b * g->hp * g->wp, oy, row);
     }
     ar_qgemm_run(&g->qg, base + g->off_packed, (const int32_t *)(base + g->off_gbias),
                  (const int32_t *)(base + g->off_gmult), (const int32_t *)(base + g->off_gshift), col,
@@ -948,13 +1102,14 @@ typedef struct {
   int isa;
   uint8_t *slots;              /* scratch of slot 0; slot s at slots + s * slot_bytes */
   uint64_t slot_bytes;
+  const uint8_t *pad;          /* GEMM route: the padded input (qdw_pad_input) */
 } qdw_ctx_t;
 
 /* Output rows [r0, r1) on the scratch of their slot. */
 static void qdw_rows(void *ctx, int32_t slot, int64_t r0, int64_t r1) {
   const qdw_ctx_t *c = ctx;
   uint8_t *scratch = c->slots + (uint64_t)slot * c->slot_bytes;
-  if (c->isa < 0) { qdw_gemm_rows(c->g, c->in, c->out, scratch, r0, r1); return; }
+  if (c->isa < 0) { qdw_gemm_rows(c->g, c->pad, c->out, scratch, r0, r1); return; }
 #if AR_HAVE_AVX2_CLONE
   if (c->isa > 0) qdw_run_avx2(c->g, c->in, c->out, scratch, c->isa, r0, r1);
   else
@@ -970,8 +1125,11 @@ void ar__qdw_eval(const ar_node_t *node) {
   c.out = node->outputs[0]->data;
   c.isa = g->gemm && qdw_isa_forced != 0 ? -1 : qdw_isa();   /* -1: the GEMM route */
   c.slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
-  c.slots = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
-  const int32_t slots = (int32_t)((node->scratch_bytes - 64) / c.slot_bytes);
+  uint8_t *at = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
+  c.pad = at;
+  if (c.isa < 0) qdw_pad_input(g, c.in, at);   /* once, before the rows are shared out */
+  c.slots = at + g->pad_bytes;
+  const int32_t slots = (int32_t)((node->scratch_bytes - 64 - g->pad_bytes) / c.slot_bytes);
   const int64_t rows = (int64_t)g->n * g->oh;
   ar_parallel_for_slots(node, rows,
                         ar_parallel_grain(rows, (int64_t)g->ow * g->oc * g->ntaps, QDW_CHUNK_MACS, 1),

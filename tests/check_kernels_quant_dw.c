@@ -367,6 +367,12 @@ START_TEST(qdw_simd_equals_portable) {
     {12, 11, 1, 8, 3, 3, 1, 2, true, false, false}, {10, 12, 1, 6, 5, 3, 2, 1, false, false, false},
     {13, 9, 1, 16, 3, 3, 1, 1, true, true, false}, {9, 11, 1, 8, 3, 3, 2, 1, true, false, true},
     {3, 2, 1, 8, 10, 8, 1, 1, true, false, false},
+    /* stride 1, multiplier 1, C in {2, 4, 8, 16}: 32 / C pixels per pass and, below 16 channels,
+     * the rescale over 16-lane runs of a row (person_detect's 48x48x8 layer, ties, left shifts) */
+    {13, 29, 8, 1, 3, 3, 1, 1, true, false, false}, {11, 17, 4, 1, 5, 5, 1, 1, true, false, false},
+    {9, 23, 2, 1, 3, 3, 1, 2, true, false, false}, {10, 21, 16, 1, 3, 3, 1, 1, false, false, false},
+    {12, 19, 8, 1, 3, 3, 1, 1, true, true, false}, {8, 27, 8, 1, 3, 3, 1, 1, true, false, true},
+    {7, 9, 4, 1, 2, 2, 1, 1, true, true, false}, {5, 35, 16, 1, 3, 3, 1, 1, true, false, true},
   };
   int best = ar__qdw_set_isa(-1);
   for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
