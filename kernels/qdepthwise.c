@@ -84,7 +84,10 @@ typedef struct {
   uint64_t off_mult, off_shift, off_bias, off_taps, off_w, off_wp, off_rq;
   uint64_t off_gbias, off_gmult, off_gshift, off_packed, off_wt;   /* GEMM route only */
   bool grp;                    /* stride 1, multiplier 1, C in {2, 4, 8, 16}: 32 / C pixels per pass */
-  bool flat_rq;                /* C in {2, 4, 8}: the rescale runs over a row as 16-lane vectors */
+  bool flat_rq;                /* OC in {2, 4, 8}: the rescale runs over a row as 16-lane vectors */
+  bool c1x;                    /* GEMM route with OC in {4, 8} and no weight zero-point row term:
+                                * on AVX-512 VNNI, 16 / OC pixels per vector (qdw_c1_vnni) */
+  uint64_t off_b16, off_bias16;   /* c1x: B over 16 lanes (lane j channel j % OC), bias likewise */
   uint64_t off_wpx, off_biasx, off_rqx;   /* grp: weights and bias over 32 lanes; flat_rq: m, r, l x 16 */
   uint64_t bytes;
 } qdw_state_t;
@@ -152,7 +155,7 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
   g->off_wp = at; at = align64(at + (uint64_t)g->npairs * oc * 4);
   g->off_rq = at; at = align64(at + oc * 4 * 4);   /* right shift, rounding term, threshold, left shift */
   g->grp = g->mult == 1 && g->sw == 1 && g->c >= 2 && g->c < 32 && 32 % g->c == 0;
-  g->flat_rq = g->mult == 1 && g->c >= 2 && g->c < 16 && 16 % g->c == 0;
+  g->flat_rq = g->oc >= 2 && g->oc < 16 && 16 % g->oc == 0;
   if (g->grp) {
     g->off_wpx = at; at = align64(at + (uint64_t)g->npairs * 32u * 2u * 2u);
     g->off_biasx = at; at = align64(at + 32u * 4u);
@@ -179,6 +182,11 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
     g->off_gshift = at; at = align64(at + per);
     g->off_packed = at; at = align64(at + ar_qgemm_packed_bytes(&g->qg));
     g->off_wt = at; at = align64(at + oc * (uint64_t)g->ntaps);   /* the filter as [M][KH*KW] */
+    g->c1x = g->oc == 4 || g->oc == 8;   /* init clears it for legacy uint8 weights (zw_row) */
+    if (g->c1x) {
+      g->off_b16 = at; at = align64(at + (uint64_t)g->qg.k_groups * 64u);
+      g->off_bias16 = at; at = align64(at + 16u * 4u);
+    }
   }
   g->bytes = at;
 }
@@ -360,7 +368,9 @@ void ar__qdw_init(ar_node_t *node) {
     const uint8_t *fd = f->data;
     for (int32_t k = 0; k < g.ntaps; k++)
       for (int32_t c = 0; c < oc; c++) wt[(size_t)c * g.ntaps + k] = fd[(size_t)k * oc + c];
-    g.qg.a_xor = g.is_int8 ? 0x80 : 0;
+    /* int8 inputs are flipped to unsigned (x + 128) once, as qdw_pad_input copies them, so the
+     * GEMM reads them as they are (a_xor 0) with the zero point za' = z_in + 128 */
+    g.qg.a_xor = 0;
     g.qg.out_zero_point = g.out_zp;
     g.qg.lo = g.act_lo;
     g.qg.hi = g.act_hi;
@@ -371,8 +381,23 @@ void ar__qdw_init(ar_node_t *node) {
       gm[c] = c < oc ? mult[c] : 0;
       gs[c] = c < oc ? shift[c] : 0;
     }
-    ar_qgemm_pack(&g.qg, wt, !g.is_int8, qf->zero_point, 1, bt && bt->data ? bt->data : NULL, g.in_zp,
-                  base + g.off_packed, (int32_t *)(base + g.off_gbias));
+    int32_t *gb = (int32_t *)(base + g.off_gbias);
+    ar_qgemm_pack(&g.qg, wt, !g.is_int8, qf->zero_point, 1, bt && bt->data ? bt->data : NULL,
+                  g.is_int8 ? g.in_zp + 128 : g.in_zp, base + g.off_packed, gb);
+    if (g.qg.zw_row != 0) g.c1x = false;
+    if (g.c1x) {   /* B and the folded bias again, lane j of a 16-lane vector = channel j % OC */
+      uint8_t *b16 = base + g.off_b16;
+      int32_t *bias16 = (int32_t *)(base + g.off_bias16);
+      memset(b16, 0, (size_t)g.qg.k_groups * 64u);
+      for (int32_t j = 0; j < 16; j++) {
+        const int32_t ch = j % oc;
+        bias16[j] = gb[ch];
+        for (int32_t k = 0; k < g.ntaps; k++) {
+          const uint8_t v = wt[(size_t)ch * g.ntaps + k];
+          b16[(size_t)(k / 4) * 64u + (size_t)j * 4u + (size_t)(k % 4)] = g.is_int8 ? v : (uint8_t)(v - 128u);
+        }
+      }
+    }
   }
   memcpy(base, &g, sizeof g);
 }
@@ -698,10 +723,61 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_ptr_vnni_t(const qdw_state_t *g
  * ((x m) << l + 2^30 + 2^(30+r)) >> (31 + r); uint8 (ar_mbqm) ((x << l) m + 2^30 + 2^(30+r)
  * - [(x << l) m < -2^30] 2^31) >> (31 + r), the bracket sending negative ties away from zero; the
  * 2^(30+r) term only where r > 0. The same bits as qdw_requant / qdw_rq8. */
+/* The per-lane constants of the 512-bit rescale for one vector of channels (keep: its lanes). */
+typedef struct {
+  __m512i m, m_odd, l, l_e, l_o, k_e, k_o, n_e, n_o, zp, lo, hi;
+  __mmask8 rpos_e, rpos_o;
+} qdw_rq512_t;
+
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_rq512_init(qdw_rq512_t *k, const qdw_state_t *g,
+                                                            const int32_t *mult, const int32_t *rr,
+                                                            const int32_t *rl, __mmask16 keep) {
+  const __m512i zero = _mm512_setzero_si512(), low32 = _mm512_set1_epi64(0xFFFFFFFFll);
+  const __m512i c30 = _mm512_set1_epi64(1ll << 30), c31s = _mm512_set1_epi64(31);
+  k->m = _mm512_maskz_loadu_epi32(keep, mult);
+  k->m_odd = _mm512_srli_epi64(k->m, 32);
+  const __m512i r = _mm512_maskz_loadu_epi32(keep, rr);
+  k->l = _mm512_maskz_loadu_epi32(keep, rl);
+  const __m512i r_e = _mm512_and_si512(r, low32), r_o = _mm512_srli_epi64(r, 32);
+  k->l_e = _mm512_and_si512(k->l, low32);
+  k->l_o = _mm512_srli_epi64(k->l, 32);
+  k->rpos_e = _mm512_cmpgt_epi64_mask(r_e, zero);
+  k->rpos_o = _mm512_cmpgt_epi64_mask(r_o, zero);
+  k->k_e = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(k->rpos_e, _mm512_sllv_epi64(c30, r_e)));
+  k->k_o = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(k->rpos_o, _mm512_sllv_epi64(c30, r_o)));
+  k->n_e = _mm512_add_epi64(r_e, c31s);
+  k->n_o = _mm512_add_epi64(r_o, c31s);
+  k->zp = _mm512_set1_epi32(g->out_zp);
+  k->lo = _mm512_set1_epi32(g->act_lo);
+  k->hi = _mm512_set1_epi32(g->act_hi);
+}
+
+/* 16 accumulators rescaled, + z_out, clamped (int32 lanes; see qdw_requant_512). */
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE __m512i qdw_rq512(const qdw_rq512_t *k, __m512i x, bool s8) {
+  const __m512i c31 = _mm512_set1_epi64(1ll << 31), lim = _mm512_set1_epi64(-(1ll << 30));
+  if (!s8) x = _mm512_sllv_epi32(x, k->l);
+  __m512i pe = _mm512_mul_epi32(x, k->m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), k->m_odd);
+  __m512i te, to;
+  if (s8) {
+    pe = _mm512_sllv_epi64(pe, k->l_e);
+    po = _mm512_sllv_epi64(po, k->l_o);
+    te = _mm512_add_epi64(pe, k->k_e);
+    to = _mm512_add_epi64(po, k->k_o);
+  } else {
+    te = _mm512_add_epi64(pe, k->k_e);
+    to = _mm512_add_epi64(po, k->k_o);
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, lim) & k->rpos_e, te, c31);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, lim) & k->rpos_o, to, c31);
+  }
+  const __m512i qe = _mm512_srav_epi64(te, k->n_e), qo = _mm512_srav_epi64(to, k->n_o);
+  __m512i q = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
+  return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, k->zp), k->lo), k->hi);
+}
+
 QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t *acc, uint8_t *o,
                                             const int32_t *mult) {
   const bool s8 = g->is_int8;
-  /* flat_rq: the row as ceil(OW * C / 16) "pixels" of 16 lanes, lane j channel j % C */
+  /* flat_rq: the row as ceil(OW * OC / 16) "pixels" of 16 lanes, lane j channel j % OC */
   const bool flat = g->flat_rq;
   const int32_t oc = flat ? 16 : g->oc, total = g->ow * g->oc;
   const int32_t ow = flat ? (total + 15) / 16 : g->ow;
@@ -710,44 +786,82 @@ QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t 
     const int32_t *rx = (const int32_t *)((const uint8_t *)g + g->off_rqx);
     mult = rx; rr = rx + 16; rl = rx + 32;
   }
-  const __m512i zero = _mm512_setzero_si512(), low32 = _mm512_set1_epi64(0xFFFFFFFFll);
-  const __m512i c30 = _mm512_set1_epi64(1ll << 30), c31 = _mm512_set1_epi64(1ll << 31);
-  const __m512i lim = _mm512_set1_epi64(-(1ll << 30)), c31s = _mm512_set1_epi64(31);
-  const __m512i zp = _mm512_set1_epi32(g->out_zp), lo = _mm512_set1_epi32(g->act_lo),
-                hi = _mm512_set1_epi32(g->act_hi);
   for (int32_t c = 0; c < oc; c += 16) {
     const __mmask16 keep = oc - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (oc - c)) - 1u);
-    const __m512i m = _mm512_maskz_loadu_epi32(keep, mult + c), m_odd = _mm512_srli_epi64(m, 32);
-    const __m512i r = _mm512_maskz_loadu_epi32(keep, rr + c), l = _mm512_maskz_loadu_epi32(keep, rl + c);
-    const __m512i r_e = _mm512_and_si512(r, low32), r_o = _mm512_srli_epi64(r, 32);
-    const __m512i l_e = _mm512_and_si512(l, low32), l_o = _mm512_srli_epi64(l, 32);
-    const __mmask8 rpos_e = _mm512_cmpgt_epi64_mask(r_e, zero), rpos_o = _mm512_cmpgt_epi64_mask(r_o, zero);
-    const __m512i k_e = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_e, _mm512_sllv_epi64(c30, r_e)));
-    const __m512i k_o = _mm512_add_epi64(c30, _mm512_maskz_mov_epi64(rpos_o, _mm512_sllv_epi64(c30, r_o)));
-    const __m512i n_e = _mm512_add_epi64(r_e, c31s), n_o = _mm512_add_epi64(r_o, c31s);
+    qdw_rq512_t k;
+    qdw_rq512_init(&k, g, mult + c, rr + c, rl + c, keep);
     for (int32_t ox = 0; ox < ow; ox++) {
       const __mmask16 keep_px = flat && total - ox * 16 < 16 ? (__mmask16)((1u << (total - ox * 16)) - 1u) : keep;
-      __m512i x = _mm512_maskz_loadu_epi32(keep_px, acc + (size_t)ox * oc + c);
-      if (!s8) x = _mm512_sllv_epi32(x, l);
-      __m512i pe = _mm512_mul_epi32(x, m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd);
-      __m512i te, to;
-      if (s8) {
-        pe = _mm512_sllv_epi64(pe, l_e);
-        po = _mm512_sllv_epi64(po, l_o);
-        te = _mm512_add_epi64(pe, k_e);
-        to = _mm512_add_epi64(po, k_o);
-      } else {
-        te = _mm512_add_epi64(pe, k_e);
-        to = _mm512_add_epi64(po, k_o);
-        te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, lim) & rpos_e, te, c31);
-        to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, lim) & rpos_o, to, c31);
-      }
-      const __m512i qe = _mm512_srav_epi64(te, n_e), qo = _mm512_srav_epi64(to, n_o);
-      __m512i q = _mm512_mask_blend_epi32(0xAAAA, qe, _mm512_slli_epi64(qo, 32));
-      q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, zp), lo), hi);
+      const __m512i x = _mm512_maskz_loadu_epi32(keep_px, acc + (size_t)ox * oc + c);
+      const __m512i q = s8 ? qdw_rq512(&k, x, true) : qdw_rq512(&k, x, false);
       _mm512_mask_cvtepi32_storeu_epi8(o + (size_t)ox * oc + c, keep_px, q);
     }
   }
+}
+
+/* c1x: `rows` im2col rows (kp bytes apart, already unsigned) times B, 16 / OC rows per vector:
+ * lane j of a vector holds channel j % OC of row j / OC, so the 16 bytes it stores are those rows'
+ * outputs, contiguous. Each 4-tap group of a row is broadcast to its lanes (vpdpbusd u8 x s8); the
+ * sum is the GEMM's (bias folded the same way), then the rescale of qdw_requant_512. */
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_c1_vnni_t(const qdw_state_t *g, const uint8_t *col,
+                                                           int64_t rows, uint8_t *out, bool s8) {
+  enum { U = 4 };   /* vectors in flight */
+  const uint8_t *base = (const uint8_t *)g;
+  const uint8_t *b16 = base + g->off_b16;
+  const int32_t oc = g->oc, per = 16 / oc, kg = g->qg.k_groups;
+  const size_t kp = (size_t)g->kp;
+  const __m512i bias = _mm512_loadu_si512((const void *)(base + g->off_bias16));
+  const int32_t *rx = (const int32_t *)(base + g->off_rqx);
+  qdw_rq512_t k;
+  qdw_rq512_init(&k, g, rx, rx + 16, rx + 32, 0xFFFF);
+  const __mmask16 lane_rows[4] = {(__mmask16)((1u << oc) - 1u), (__mmask16)(((1u << oc) - 1u) << oc),
+                                  (__mmask16)(((1u << oc) - 1u) << (2 * oc)),
+                                  (__mmask16)(((1u << oc) - 1u) << (3 * oc))};
+  int64_t r = 0;
+  for (; r + U * per <= rows; r += U * per) {
+    __m512i acc[U];
+    for (int u = 0; u < U; u++) acc[u] = bias;
+    const uint8_t *a = col + (size_t)r * kp;
+    for (int32_t q = 0; q < kg; q++) {
+      const __m512i w = _mm512_loadu_si512((const void *)(b16 + (size_t)q * 64u));
+      for (int u = 0; u < U; u++) {
+        uint32_t v;
+        memcpy(&v, a + (size_t)(u * per) * kp + 4u * (size_t)q, 4);
+        __m512i x = _mm512_set1_epi32((int)v);
+        for (int i = 1; i < per; i++) {
+          memcpy(&v, a + (size_t)(u * per + i) * kp + 4u * (size_t)q, 4);
+          x = _mm512_mask_set1_epi32(x, lane_rows[i], (int)v);
+        }
+        acc[u] = _mm512_dpbusd_epi32(acc[u], x, w);
+      }
+    }
+    for (int u = 0; u < U; u++) {
+      const __m512i o = s8 ? qdw_rq512(&k, acc[u], true) : qdw_rq512(&k, acc[u], false);
+      _mm_storeu_si128((__m128i *)(out + (size_t)(r + u * per) * oc), _mm512_cvtepi32_epi8(o));
+    }
+  }
+  for (; r < rows; r += per) {   /* the last rows, one vector at a time (missing rows: lanes unused) */
+    const int32_t nr = (int32_t)AR_MIN((int64_t)per, rows - r);
+    __m512i acc = bias;
+    const uint8_t *a = col + (size_t)r * kp;
+    for (int32_t q = 0; q < kg; q++) {
+      uint32_t v;
+      memcpy(&v, a + 4u * (size_t)q, 4);
+      __m512i x = _mm512_set1_epi32((int)v);
+      for (int i = 1; i < nr; i++) {
+        memcpy(&v, a + (size_t)i * kp + 4u * (size_t)q, 4);
+        x = _mm512_mask_set1_epi32(x, lane_rows[i], (int)v);
+      }
+      acc = _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512((const void *)(b16 + (size_t)q * 64u)));
+    }
+    const __m512i o = s8 ? qdw_rq512(&k, acc, true) : qdw_rq512(&k, acc, false);
+    _mm_mask_storeu_epi8(out + (size_t)r * oc, (__mmask16)((1u << (nr * oc)) - 1u), _mm512_cvtepi32_epi8(o));
+  }
+}
+
+QDW_TARGET_VNNI static void qdw_c1_vnni(const qdw_state_t *g, const uint8_t *col, int64_t rows, uint8_t *out) {
+  if (g->is_int8) qdw_c1_vnni_t(g, col, rows, out, true);
+  else qdw_c1_vnni_t(g, col, rows, out, false);
 }
 
 /* grp: pixels [ox0, ox1) of a row (inside the input horizontally, stride 1), 32 / C at a time: the
@@ -1034,17 +1148,20 @@ AR_TARGET_AVX2 static void qdw_run_avx2(const qdw_state_t *g, const uint8_t *in,
  * ox*SW + kx*DW of the frame, and 8 bytes from a filter row's first tap are inside it. */
 static void qdw_pad_input(const qdw_state_t *g, const uint8_t *in, uint8_t *pad) {
   const size_t wp = (size_t)g->wp, w = (size_t)g->w;
+  const uint8_t flip = g->is_int8 ? 0x80 : 0;   /* int8: stored as x + 128 (init's a_xor note) */
+  const uint8_t zb = (uint8_t)((uint8_t)g->in_zp ^ flip);
   for (int32_t b = 0; b < g->n; b++) {
     uint8_t *pb = pad + (size_t)b * g->hp * wp;
     const uint8_t *ib = in + (size_t)b * g->h * w;
-    memset(pb, (uint8_t)g->in_zp, (size_t)g->pt * wp);
+    memset(pb, zb, (size_t)g->pt * wp);
     for (int32_t y = 0; y < g->h; y++) {
       uint8_t *d = pb + (size_t)(g->pt + y) * wp;
-      memset(d, (uint8_t)g->in_zp, (size_t)g->pl);
-      memcpy(d + g->pl, ib + (size_t)y * w, w);
-      memset(d + g->pl + w, (uint8_t)g->in_zp, wp - (size_t)g->pl - w);
+      const uint8_t *src = ib + (size_t)y * w;
+      memset(d, zb, (size_t)g->pl);
+      for (size_t x = 0; x < w; x++) d[(size_t)g->pl + x] = src[x] ^ flip;
+      memset(d + g->pl + w, zb, wp - (size_t)g->pl - w);
     }
-    memset(pb + (size_t)(g->pt + g->h) * wp, (uint8_t)g->in_zp, (size_t)(g->hp - g->pt - g->h) * wp);
+    memset(pb + (size_t)(g->pt + g->h) * wp, zb, (size_t)(g->hp - g->pt - g->h) * wp);
   }
 }
 
@@ -1079,7 +1196,7 @@ static void qdw_im2col_orow(const qdw_state_t *g, const uint8_t *pb, int32_t oy,
  * input, tile_oy rows at a time through an im2col tile in `col`. Output rows are contiguous, so a
  * tile is one GEMM of tile_oy * OW rows writing straight into the output. */
 static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *pad, uint8_t *out, uint8_t *col,
-                          int64_t r0, int64_t r1) {
+                          int64_t r0, int64_t r1, bool c1x) {
   const uint8_t *base = (const uint8_t *)g;
   const size_t kp = (size_t)g->kp, oc = (size_t)g->oc;
   for (int64_t t0 = r0; t0 < r1; t0 += g->tile_oy) {
@@ -1089,6 +1206,11 @@ static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *pad, uint8_t *out
       const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
       qdw_im2col_orow(g, pad + (size_t)b * g->hp * g->wp, oy, row);
     }
+#if AR_HAVE_AVX2_CLONE
+    if (c1x) { qdw_c1_vnni(g, col, (t1 - t0) * g->ow, out + (size_t)t0 * g->ow * oc); continue; }
+#else
+    (void)c1x;
+#endif
     ar_qgemm_run(&g->qg, base + g->off_packed, (const int32_t *)(base + g->off_gbias),
                  (const int32_t *)(base + g->off_gmult), (const int32_t *)(base + g->off_gshift), col,
                  kp, (t1 - t0) * g->ow, out + (size_t)t0 * g->ow * oc, oc);
@@ -1109,7 +1231,7 @@ typedef struct {
 static void qdw_rows(void *ctx, int32_t slot, int64_t r0, int64_t r1) {
   const qdw_ctx_t *c = ctx;
   uint8_t *scratch = c->slots + (uint64_t)slot * c->slot_bytes;
-  if (c->isa < 0) { qdw_gemm_rows(c->g, c->pad, c->out, scratch, r0, r1); return; }
+  if (c->isa < 0) { qdw_gemm_rows(c->g, c->pad, c->out, scratch, r0, r1, c->isa == -2); return; }
 #if AR_HAVE_AVX2_CLONE
   if (c->isa > 0) qdw_run_avx2(c->g, c->in, c->out, scratch, c->isa, r0, r1);
   else
@@ -1123,7 +1245,10 @@ void ar__qdw_eval(const ar_node_t *node) {
   c.g = g;
   c.in = node->inputs[0]->data;
   c.out = node->outputs[0]->data;
-  c.isa = g->gemm && qdw_isa_forced != 0 ? -1 : qdw_isa();   /* -1: the GEMM route */
+  /* -1: the GEMM route (kernels/qgemm.h); -2: its c1x form, on AVX-512 VNNI unless the AVX2 loop
+   * is forced (which tests use to run the route on each GEMM path) */
+  c.isa = qdw_isa();
+  if (g->gemm && qdw_isa_forced != 0) c.isa = g->c1x && c.isa == 2 ? -2 : -1;
   c.slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
   uint8_t *at = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
   c.pad = at;

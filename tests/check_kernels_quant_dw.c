@@ -366,7 +366,8 @@ START_TEST(qdw_simd_equals_portable) {
     {11, 13, 1, 20, 3, 3, 1, 1, true, false, false}, {9, 10, 1, 1, 3, 3, 1, 1, true, false, false},
     {12, 11, 1, 8, 3, 3, 1, 2, true, false, false}, {10, 12, 1, 6, 5, 3, 2, 1, false, false, false},
     {13, 9, 1, 16, 3, 3, 1, 1, true, true, false}, {9, 11, 1, 8, 3, 3, 2, 1, true, false, true},
-    {3, 2, 1, 8, 10, 8, 1, 1, true, false, false},
+    {3, 2, 1, 8, 10, 8, 1, 1, true, false, false}, {17, 15, 1, 4, 3, 3, 2, 1, true, false, false},
+    {10, 11, 1, 4, 3, 5, 1, 1, true, true, false}, {13, 9, 1, 8, 3, 3, 1, 1, false, false, true},
     /* stride 1, multiplier 1, C in {2, 4, 8, 16}: 32 / C pixels per pass and, below 16 channels,
      * the rescale over 16-lane runs of a row (person_detect's 48x48x8 layer, ties, left shifts) */
     {13, 29, 8, 1, 3, 3, 1, 1, true, false, false}, {11, 17, 4, 1, 5, 5, 1, 1, true, false, false},
@@ -423,7 +424,9 @@ START_TEST(qdw_simd_equals_portable) {
       /* one input channel: every GEMM path under the GEMM route (any isa but the forced portable loop) */
       static const ar_qgemm_path_t qpaths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI};
       for (int run = 0; run <= best + (cs[ci].c == 1 ? 3 : 0); run++) {
-        const int isa = run <= best ? run : -1;   /* -1: automatic, the GEMM route on every CPU */
+        /* past the isa runs: the GEMM route through kernels/qgemm.h on each path it can force (the
+         * AVX2 loop forced, else automatic; with AVX-512 VNNI, isa 2 runs the route's own kernel) */
+        const int isa = run <= best ? run : best >= 1 ? 1 : -1;
         const ar_qgemm_path_t qp = run <= best ? AR_QGEMM_AUTO : qpaths[run - best - 1];
         if (!ar_qgemm_path_supported(qp)) continue;
         ar_qgemm_force_path(qp);
