@@ -682,6 +682,10 @@ START_TEST(reload_ends_sessions_of_a_replaced_model_only) {
   free(model);
   unlink(path);
   unlink(cfg);
+  rmdir(dir);
+}
+END_TEST
+
 /* ---- a resize that changes a state piece (ar_trm_svdf_two_states: x's SVDF state follows x's
  * batch, z's does not) ------------------------------------------------------------------------- */
 
