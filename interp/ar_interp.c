@@ -1587,7 +1587,7 @@ static void cf_free(cf_op_t *cf) {
   free(cf);
 }
 
-/* How a WHILE's loop value i moves from one iteration to the next (cf_loop_kinds). */
+/* How a WHILE's loop value i moves from one iteration to the next (cf_loop_kind). */
 typedef enum cf_loop_kind {
   CF_LOOP_SWAP = 0,   /* the body's output view points at the other buffer: swapped, no copy */
   CF_LOOP_PASS = 1,   /* the body's output is its input i: the value stays in A */
