@@ -352,7 +352,11 @@ START_TEST(another_uids_session_is_eperm) {
   char msg[AR_MSG_BYTES];
   ck_assert_msg(stream_load(c, &s, "mww_v1_alexa", msg, sizeof(msg)) == 0, "%s", msg);
   step_ok(c, &s, "A", 0, true, false, false);
+  /* Closed across the fork (sessions belong to the uid, not the connection): a child that inherits
+   * it exits with it allocated, and under valgrind that leak made the child exit 99. */
+  ar_client_close(c);
   int bits = as_nobody(&s);
+  c = client();
   ck_assert_msg(bits == 63, "as nobody: result bits %d, want 63 (1 invoke EPERM, 2 start EPERM, 4 end EPERM, "
                 "8 own session, 16 max_sessions_per_uid, 32 own session step 1)", bits);
   /* Root's session is intact, and root (an admin) is not held to max_sessions_per_uid. */

@@ -305,7 +305,9 @@ class InvokeResult(Sequence):
     numpy array of the output's dtype and shape (integer codes for quantized outputs);
     result.tensors[i] its TensorInfo with the quantization parameters, result.real(key) the output
     as float32 real values (dequantized when it is quantized). invoke_us / queue_us: the daemon's
-    time in the interpreter and waiting for the model's group, microseconds.
+    time in the interpreter and waiting for the model's group, microseconds. state_reset: "" unless
+    this invoke's input shapes re-planned a stateful model and that reset state pieces ("state
+    reset: NAME (A -> B bytes), ...": docs/protocol.md "Sessions").
 
     Where the arrays live (no copy is made of an output's bytes unless asked for):
     * outputs sent in the reply are numpy views of `frame`, the numpy uint8 buffer the client read
@@ -324,16 +326,18 @@ class InvokeResult(Sequence):
     * with copy=True every array owns its memory (flags.owndata) and `frame` is None."""
 
     def __init__(self, tensors: List[TensorInfo], arrays: List[np.ndarray], invoke_us: int, queue_us: int,
-                 frame: Optional[np.ndarray] = None):
+                 frame: Optional[np.ndarray] = None, state_reset: str = ""):
         self.tensors = tensors
         self.arrays = arrays
         self.invoke_us = invoke_us
         self.queue_us = queue_us
         self.frame = frame
+        self.state_reset = state_reset
 
     def copy(self) -> "InvokeResult":
         """The same result with arrays that own their memory (frame None)."""
-        return InvokeResult(self.tensors, [np.array(a) for a in self.arrays], self.invoke_us, self.queue_us)
+        return InvokeResult(self.tensors, [np.array(a) for a in self.arrays], self.invoke_us, self.queue_us,
+                            state_reset=self.state_reset)
 
     @property
     def names(self) -> List[str]:
@@ -897,7 +901,7 @@ class Client:
             infos.append(info)
             arrays.append(a)
         return InvokeResult(infos, arrays, resp.invoke.invoke_us, resp.invoke.queue_us,
-                            frame if used_frame else None)
+                            frame if used_frame else None, getattr(resp.invoke, "state_reset", ""))
 
     # ---- framing and id matching ----------------------------------------------------------------
     def _deadline(self, timeout: Any) -> Optional[float]:
