@@ -831,6 +831,14 @@ static bool grow_persistent(ar_server_t *srv, ar_job_t *job) {
   uint64_t need = ar_pool_round(job->grow_pers_to), off = 0;
   char msg[AR_MSG_BYTES];
   job->grow_pers_to = 0;
+  if (need > srv->cfg.max_resize_activation_bytes && !ar_models_peer_is_admin(srv, &job->to)) {
+    /* The same bound as an activation region's growth (the state grows with the batch). */
+    job->rc = AR_EPERM;
+    snprintf(job->msg, sizeof(job->msg), "model '%s': the new input shapes need a persistent region of %" PRIu64
+             " bytes (now %" PRIu64 "), above max_resize_activation_bytes %" PRIu64 " for peers that are not admins",
+             m->name, need, m->persistent_region_bytes, srv->cfg.max_resize_activation_bytes);
+    return false;
+  }
   if (job->n_free_after >= 2) {
     job->rc = AR_EINTERNAL;
     snprintf(job->msg, sizeof(job->msg), "model '%s': persistent region growth without a free slot", m->name);
