@@ -191,7 +191,7 @@ uint8_t *ar_trm_svdf_hybrid_asym(size_t *bytes) { return svdf_hybrid(true, bytes
  * int8 (.015), bias int32 (s_x * s_wf), state int8 [1,20] (scale .8, zp -50). */
 static int8_t sv8_wf[4 * 6], sv8_wt[4 * 5];
 static int32_t sv8_bias[4];
-uint8_t *ar_trm_svdf_int8_state(size_t *bytes) {
+static uint8_t *svdf_int8_state(bool resizable, size_t *bytes) {
   int32_t v[24];
   ifill(v, 24, 31, -127, 127);
   for (int i = 0; i < 24; i++) sv8_wf[i] = (int8_t)v[i];
@@ -199,7 +199,7 @@ uint8_t *ar_trm_svdf_int8_state(size_t *bytes) {
   for (int i = 0; i < 20; i++) sv8_wt[i] = (int8_t)v[i];
   ifill(sv8_bias, 4, 33, -2000, 2000);
   const ar_tm_tensor_t t[] = {
-    {"x", AR_DTYPE_INT8, 2, {1, 6}, false, {0}, NULL},
+    {"x", AR_DTYPE_INT8, 2, {1, 6}, resizable, {-1, 6}, NULL},
     {"weights_feature", AR_DTYPE_INT8, 2, {4, 6}, false, {0}, sv8_wf},
     {"weights_time", AR_DTYPE_INT8, 2, {4, 5}, false, {0}, sv8_wt},
     {"bias", AR_DTYPE_INT32, 1, {4}, false, {0}, sv8_bias},
@@ -219,6 +219,8 @@ uint8_t *ar_trm_svdf_int8_state(size_t *bytes) {
                           .n_variables = 1};
   return ar_tm_build_args(&a, bytes);
 }
+uint8_t *ar_trm_svdf_int8_state(size_t *bytes) { return svdf_int8_state(false, bytes); }
+uint8_t *ar_trm_svdf_int8_state_resizable(size_t *bytes) { return svdf_int8_state(true, bytes); }
 void ar_trm_svdf_int8_state_weights(const int8_t **wf, const int8_t **wt, const int32_t **bias) {
   *wf = sv8_wf;
   *wt = sv8_wt;

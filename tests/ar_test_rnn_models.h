@@ -36,6 +36,9 @@ uint8_t *ar_trm_svdf_hybrid_asym(size_t *bytes);
  * has no such form (it reads the state as int16), so there is no native golden; tests compare it
  * with a plain reference. Weights: ar_trm_svdf_int8_state_weights after a build. */
 uint8_t *ar_trm_svdf_int8_state(size_t *bytes);
+/* The same with x's shape_signature [-1, 6]: its state [batch, 20] (zero point -50) follows x's
+ * batch. */
+uint8_t *ar_trm_svdf_int8_state_resizable(size_t *bytes);
 void ar_trm_svdf_int8_state_weights(const int8_t **wf, const int8_t **wt, const int32_t **bias);
 
 /* A float SVDF of any size (the same weights on every build, seed 11): x [batch, input] ->

@@ -330,6 +330,50 @@ START_TEST(resize_resets_only_the_state_piece_it_changes) {
 }
 END_TEST
 
+/* An int8 state piece a resize changes starts again at its zero point (-50: TFLite's
+ * ResetVariableTensor), not 0: ar_trm_svdf_int8_state_resizable, batch 1 -> 2 after two steps; the
+ * next step's two rows equal a fresh interpreter's at batch 2. */
+START_TEST(resized_int8_state_starts_at_its_zero_point) {
+  size_t n = 0;
+  uint8_t *b = ar_trm_svdf_int8_state_resizable(&n);
+  char msg[1024] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(b, n, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_t *in = new_interp(m), *fresh = new_interp(m);
+  ck_assert_uint_eq(ar_interp_state_bytes(in), 64);
+  int8_t *x = ar_interp_input(in, 0)->data;
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < 6; i++) x[i] = (int8_t)(k * 40 + i * 17 - 60);
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+  }
+  const int8_t *st = ar_interp_default_state(in);
+  bool moved = false;
+  for (int i = 0; i < 20; i++) moved |= st[i] != -50;
+  ck_assert(moved);   /* two steps wrote it */
+  const int32_t two[2] = {2, 6};
+  ck_assert_msg(ar_interp_resize_input(in, 0, 2, two, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_prepare(in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_str_eq(ar_interp_state_note(in), "state reset: state (20 -> 40 bytes)");
+  st = ar_interp_default_state(in);
+  for (int i = 0; i < 40; i++) ck_assert_int_eq(st[i], -50);
+  ck_assert_msg(ar_interp_resize_input(fresh, 0, 2, two, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_prepare(fresh, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_msg(ar_interp_place_owned(fresh, msg, sizeof msg) == 0, "%s", msg);
+  int8_t *xs[2] = {ar_interp_input(in, 0)->data, ar_interp_input(fresh, 0)->data};
+  for (int j = 0; j < 2; j++)
+    for (int i = 0; i < 12; i++) xs[j][i] = (int8_t)(i * 13 - 70);
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  ck_assert_int_eq(ar_interp_invoke(fresh), 0);
+  ck_assert_uint_eq(ar_interp_output(in, 0)->bytes, 8);
+  ck_assert_mem_eq(ar_interp_output(in, 0)->data, ar_interp_output(fresh, 0)->data, 8);
+  ar_interp_free(in);
+  ar_interp_free(fresh);
+  ar_model_free(m);
+  free(b);
+}
+END_TEST
+
 /* A stateless model: no slot, binds and resets are no-ops. */
 START_TEST(stateless_model_has_no_slot) {
   size_t n = 0;
@@ -475,6 +519,7 @@ int main(void) {
   tcase_add_test(tc, plan_shows_state_bytes_and_pieces);
   tcase_add_test(tc, resize_keeps_state_of_unchanged_shape);
   tcase_add_test(tc, resize_resets_only_the_state_piece_it_changes);
+  tcase_add_test(tc, resized_int8_state_starts_at_its_zero_point);
   const int n = (int)(sizeof stream_models / sizeof stream_models[0]);
   tcase_add_loop_test(tc, two_slots_interleaved_each_reproduce_their_stream, 0, n);
   tcase_add_loop_test(tc, third_slot_started_mid_way_starts_at_step_0, 0, n);
