@@ -1,9 +1,11 @@
 /* ar_fx16.h - gemmlowp's 16-bit fixed-point arithmetic (Q(k).(15-k): raw int16, k integer bits),
  * scalar, as TFLite's int16 kernels use it: the doubling high multiply with gemmlowp's rounding, the
  * rounding / saturating power-of-two scalings, exp on negative values, 1 / (1 + x), and the
- * logistic and tanh built from them (Q(k) in, Q0.15 out). Shared by the integer LSTM
- * (kernels/lstm_int.c: its gates) and the int16 LOGISTIC / TANH on power-of-two input scales
- * (kernels/qact.c); TFLite's SSE4 int16 lanes (vpmulhrsw, saturating adds) give the same values.
+ * logistic and tanh built from them (Q(k) in, Q0.15 out); and, on int32, the saturating left
+ * shift and TFLite's GetInvSqrtQuantizedMultiplierExp (Q3.28 Newton-Raphson). Shared by the
+ * integer LSTM (kernels/lstm_int.c: its gates, its layer norm) and the int16 LOGISTIC / TANH on
+ * power-of-two input scales and the int8 RSQRT (kernels/qact.c); TFLite's SSE4 int16 lanes
+ * (vpmulhrsw, saturating adds) give the same values as the scalar code here.
  */
 #ifndef AR_FX16_H
 #define AR_FX16_H
@@ -96,6 +98,50 @@ static inline int16_t ar_fx16_tanh(int16_t a, int k) {
   int16_t n = a < 0 ? a : (int16_t)-a;
   int16_t t = ar_fx16_nr_divide(ar_fx16_exp_negative(n, k + 1), true);
   return a < 0 ? (int16_t)-t : t;
+}
+
+/* ---- 32-bit helpers of the same arithmetic ---- */
+
+/* gemmlowp SaturatingRoundingMultiplyByPOT<e> for e > 0 on int32. */
+static inline int32_t ar_sat_mulpot32(int32_t x, int e) {
+  const int32_t threshold = (int32_t)((1u << (31 - e)) - 1u);
+  if (x > threshold) return INT32_MAX;
+  if (x < -threshold) return INT32_MIN;
+  return (int32_t)((uint32_t)x << e);
+}
+
+/* TFLite's GetInvSqrtQuantizedMultiplierExp with reverse_shift -1: 1 / sqrt(v) as a multiplier
+ * and a shift for ar_mbqm (the integer LSTM's layer norm, kernels/lstm_int.c; the int8 RSQRT,
+ * kernels/qact.c). */
+static inline void ar_inv_sqrt_multiplier(int32_t v, int32_t *m, int *shift) {
+  if (v <= 1) {
+    *m = INT32_MAX;
+    *shift = 0;
+    return;
+  }
+  int sh = 11;
+  while (v >= (1 << 29)) {
+    v /= 4;
+    sh++;
+  }
+  const int pairs = (__builtin_clz((uint32_t)v) - 1) / 2 - 1;
+  sh -= pairs;
+  v = (int32_t)((uint32_t)v << (2 * pairs));
+  /* Newton-Raphson on Q3.28 from x = 1: x = 1.5 x - (v / 2) x^3. */
+  const int32_t half_v = ar_rdivpot(v >> 1, 1), three_halves = (1 << 28) + (1 << 27);
+  int32_t x = 1 << 28;
+  for (int i = 0; i < 5; i++) {
+    const int32_t x3 = ar_sat_mulpot32(ar_srdhm(ar_srdhm(x, x), x), 6);
+    const int32_t d = (int32_t)((uint32_t)ar_srdhm(three_halves, x) - (uint32_t)ar_srdhm(half_v, x3));
+    x = ar_sat_mulpot32(d, 3);
+  }
+  x = ar_srdhm(x, 1518500250);   /* sqrt(2) / 2 in Q0.31 */
+  if (sh < 0) {
+    x = (int32_t)((uint32_t)x << -sh);
+    sh = 0;
+  }
+  *m = x;
+  *shift = -sh;
 }
 
 #endif /* AR_FX16_H */

@@ -265,22 +265,22 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
                                     AR_DTYPE_INT8, AR_DTYPE_INT16};
   static const ar_dtype_t fi[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32};
   static const ar_dtype_t minmax[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
-                                      AR_DTYPE_UINT8, AR_DTYPE_INT8};
+                                      AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16};
   /* uint8 / int8 comparisons are quantized-only in TFLite (they compare rescaled values). */
   static const ar_dtype_t cmp[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64};
   static const ar_dtype_t eq[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_BOOL};
   static const ar_dtype_t sel[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
-                                   AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_BOOL};
+                                   AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16, AR_DTYPE_BOOL};
   const ar_dtype_t *set;
   int nset;
   switch (op) {
   case NB_ADD: case NB_MUL: set = iIq; nset = 5; break;   /* float32: elementwise.c */
   case NB_SUB: set = fiIq; nset = 6; break;
   case NB_DIV: case NB_FLOOR_DIV: case NB_SQDIFF: case NB_POW: set = fi; nset = 2; break;
-  case NB_MAXIMUM: case NB_MINIMUM: set = minmax; nset = 5; break;
+  case NB_MAXIMUM: case NB_MINIMUM: set = minmax; nset = 6; break;
   case NB_LESS: case NB_LESS_EQUAL: case NB_GREATER: case NB_GREATER_EQUAL: set = cmp; nset = 3; break;
   case NB_EQUAL: case NB_NOT_EQUAL: set = eq; nset = 4; break;
-  default: set = sel; nset = 6; break;                   /* SELECT_V2 */
+  default: set = sel; nset = 7; break;                   /* SELECT_V2 */
   }
   if (!dtype_in(x->dtype, set, nset))
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input %d has dtype %s, which this "
@@ -722,10 +722,15 @@ static void run_i8(const nb_state_t *st, void *out, const void *const *in, const
   default: return;
   }
 }
-/* int16: the quantized ADD, SUB, MUL of the int16x8 models (prepare refuses the rest). */
+/* int16: the quantized ADD, SUB, MUL of the int16x8 models and MAXIMUM / MINIMUM on the codes
+ * (prepare refuses the rest). */
 static void run_i16(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
   const nb_quant_t *q = &st->q;
   if (st->quantized) Q8_LOOPS(int16_t);
+  switch (st->op) {
+  CMP_CASES(int16_t)
+  default: return;
+  }
 }
 static void run_bool(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
   switch (st->op) {
@@ -747,6 +752,7 @@ static void run_bool(const nb_state_t *st, void *out, const void *const *in, con
 static void run_select(size_t es, void *out, const void *const *in, const int64_t *s, int64_t n) {
   switch (es) {
   case 1: SEL_LOOP(uint8_t); return;
+  case 2: SEL_LOOP(uint16_t); return;
   case 4: SEL_LOOP(uint32_t); return;
   default: SEL_LOOP(uint64_t); return;
   }
@@ -964,20 +970,22 @@ const ar_kernel_t ar_kernel_floor_div = { "FLOOR_DIV", ar__nb_prepare, ar__nb_in
   AR_KSUPPORT(floor_div_forms, 0, -1) };
 /* TFLite MAXIMUM / MINIMUM (builtins 55, 57): x > y ? x : y / x < y ? x : y (NaN in x yields y). */
 static const ar_kernel_form_t maximum_forms[] = {
-  AR_KF(1, 3, FLOAT32, FLOAT32),
-  AR_KF(1, 3, INT32, INT32),
-  AR_KF(1, 3, INT64, INT64),
-  AR_KF(1, 3, UINT8, UINT8),
-  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 4, FLOAT32, FLOAT32),
+  AR_KF(1, 4, INT32, INT32),
+  AR_KF(1, 4, INT64, INT64),
+  AR_KF(1, 4, UINT8, UINT8),
+  AR_KF(1, 4, INT8, INT8),
+  AR_KF(1, 4, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_maximum = { "MAXIMUM", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(maximum_forms, 0, -1) };
 static const ar_kernel_form_t minimum_forms[] = {
-  AR_KF(1, 3, FLOAT32, FLOAT32),
-  AR_KF(1, 3, INT32, INT32),
-  AR_KF(1, 3, INT64, INT64),
-  AR_KF(1, 3, UINT8, UINT8),
-  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 4, FLOAT32, FLOAT32),
+  AR_KF(1, 4, INT32, INT32),
+  AR_KF(1, 4, INT64, INT64),
+  AR_KF(1, 4, UINT8, UINT8),
+  AR_KF(1, 4, INT8, INT8),
+  AR_KF(1, 4, INT16, INT16),
 };
 const ar_kernel_t ar_kernel_minimum = { "MINIMUM", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(minimum_forms, 0, -1) };
@@ -1027,6 +1035,7 @@ static const ar_kernel_form_t select_v2_forms[] = {
   AR_KF(1, 1, INT64, INT64),
   AR_KF(1, 1, UINT8, UINT8),
   AR_KF(1, 1, INT8, INT8),
+  AR_KF(1, 1, INT16, INT16),
   AR_KF(1, 1, BOOL, BOOL),
 };
 const ar_kernel_t ar_kernel_select_v2 = { "SELECT_V2", ar__nb_prepare, ar__nb_init, nb_eval,

@@ -103,7 +103,7 @@ tests_check_audio_LDADD = $(AR_CORE_LIBS) $(TEST_LIBS)
 # live in reduce.c above), the recurrent ops (SVDF, LSTM float and integer, RNN); hand-computed
 # tests in tests/check_kernels_math.c.
 libarkernels_la_SOURCES += kernels/binary.c kernels/unary.c kernels/softmax.c kernels/svdf.c kernels/variable.c \
-  kernels/lstm.h kernels/lstm.c kernels/lstm_int.c kernels/ar_fx16.h kernels/rnn.c
+  kernels/lstm.h kernels/lstm.c kernels/lstm_int.c kernels/ar_fx16.h kernels/ar_lut16.h kernels/rnn.c
 check_PROGRAMS += tests/check_kernels_math
 TESTS += tests/check_kernels_math
 tests_check_kernels_math_SOURCES = tests/check_kernels_math.c

@@ -287,47 +287,6 @@ static void mbva8(const int8_t *x, const int32_t *bias, const int8_t *w, int32_t
     }
 }
 
-/* gemmlowp SaturatingRoundingMultiplyByPOT<e> for e > 0 on int32. */
-static inline int32_t sat_mulpot32(int32_t x, int e) {
-  const int32_t threshold = (int32_t)((1u << (31 - e)) - 1u);
-  if (x > threshold) return INT32_MAX;
-  if (x < -threshold) return INT32_MIN;
-  return (int32_t)((uint32_t)x << e);
-}
-
-/* TFLite's GetInvSqrtQuantizedMultiplierExp with reverse_shift -1: 1 / sqrt(v) as a multiplier
- * and a shift for ar_mbqm. */
-static void inv_sqrt_multiplier(int32_t v, int32_t *m, int *shift) {
-  if (v <= 1) {
-    *m = INT32_MAX;
-    *shift = 0;
-    return;
-  }
-  int sh = 11;
-  while (v >= (1 << 29)) {
-    v /= 4;
-    sh++;
-  }
-  const int pairs = (__builtin_clz((uint32_t)v) - 1) / 2 - 1;
-  sh -= pairs;
-  v = (int32_t)((uint32_t)v << (2 * pairs));
-  /* Newton-Raphson on Q3.28 from x = 1: x = 1.5 x - (v / 2) x^3. */
-  const int32_t half_v = ar_rdivpot(v >> 1, 1), three_halves = (1 << 28) + (1 << 27);
-  int32_t x = 1 << 28;
-  for (int i = 0; i < 5; i++) {
-    const int32_t x3 = sat_mulpot32(ar_srdhm(ar_srdhm(x, x), x), 6);
-    const int32_t d = (int32_t)((uint32_t)ar_srdhm(three_halves, x) - (uint32_t)ar_srdhm(half_v, x3));
-    x = sat_mulpot32(d, 3);
-  }
-  x = ar_srdhm(x, 1518500250);   /* sqrt(2) / 2 in Q0.31 */
-  if (sh < 0) {
-    x = (int32_t)((uint32_t)x << -sh);
-    sh = 0;
-  }
-  *m = x;
-  *shift = -sh;
-}
-
 /* TFLite's portable ApplyLayerNorm over nb rows of n int16 gate values, in place. */
 static void layer_norm16(int16_t *gate, const int16_t *coeff, const int32_t *bias, int32_t m, int s, int32_t guard,
                          int32_t nb, int32_t n) {
@@ -344,7 +303,7 @@ static void layer_norm16(int16_t *gate, const int16_t *coeff, const int32_t *bia
     if (v < 1) v = guard;
     int32_t inv_m;
     int inv_s;
-    inv_sqrt_multiplier(v, &inv_m, &inv_s);
+    ar_inv_sqrt_multiplier(v, &inv_m, &inv_s);
     for (int32_t j = 0; j < n; j++) {
       const int32_t shifted = (int32_t)((uint32_t)row[j] * 1024u - (uint32_t)mean);
       const int32_t rescaled = ar_mbqm(shifted, inv_m, inv_s);

@@ -39,16 +39,21 @@
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_fx16.h"
+#include "kernels/ar_lut16.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/ar_qparams.h"
 
-enum { QA_TABLE8, QA_LOGISTIC16_FX, QA_LOGISTIC16_TAB, QA_TANH16_FX, QA_TANH16_TAB, QA_LEAKY16 };
+enum { QA_TABLE8, QA_LOGISTIC16_FX, QA_LOGISTIC16_TAB, QA_TANH16_FX, QA_TANH16_TAB, QA_LEAKY16, QA_ABS16,
+       QA_ABS16_RAW, QA_LUT16, QA_SQRT16 };
 
 typedef struct {
   int kind;                  /* QA_*: the 8-bit table, or one of the int16 paths */
   int32_t mult, m_id, m_alpha;
   int shift, sh_id, sh_alpha;
+  bool rescale;              /* QA_ABS16: input and output scales differ */
+  float in_scale, out_scale; /* QA_SQRT16 */
   uint8_t table[256];        /* QA_TABLE8: output byte per input byte (as unsigned index) */
+  int16_t lut[513];          /* QA_LUT16: ar_lut16.h */
 } qact_state_t;
 
 /* sigmoid(i / 24) in Q0.16 for i = 0..255 (the last entry saturated to 65535): the values TFLite's
@@ -120,6 +125,106 @@ static bool checked_log2(float x, int *log2_result) {
   return fabsf(l - r) < 1e-3f;
 }
 
+/* ---- ABS, EXP, LOG, RSQRT, SQRT on int8 / int16 (elementwise.cc, exp.cc) ---- */
+
+typedef struct { float out_min, out_scale; } qun_params_t;
+static float qun_exp(float x, const void *p) { (void)p; return expf(x); }
+/* LOG of x <= 0 is the lowest output value (TFLite's LogLUTPrepare) */
+static float qun_log(float x, const void *p) { return x <= 0.0f ? ((const qun_params_t *)p)->out_min : logf(x); }
+/* RSQRT of x <= 0 is the highest int16 output (its LUT's transform) */
+static float qun_rsqrt(float x, const void *p) {
+  return x <= 0.0f ? 32767.0f * ((const qun_params_t *)p)->out_scale : 1.0f / sqrtf(x);
+}
+
+/* (int)f as x86's cvttss2si gives it: out of range (and NaN) is INT32_MIN. */
+static int32_t trunc_i32(float f) {
+  return f > -2147483904.0f && f < 2147483648.0f ? (int32_t)f : INT32_MIN;
+}
+
+/* SQRT of one code (SqrtEvalQuantized): trunc(sqrtf(s_in (q - z_in)) / s_out) + z_out; a negative
+ * input, which TFLite refuses at invoke, is taken as 0 here. */
+static int32_t qun_sqrt(int32_t q, float si, int32_t zi, float so, int32_t zo) {
+  const float x = si * (float)(q - zi);
+  return (int32_t)((uint32_t)trunc_i32(x >= 0.0f ? sqrtf(x) / so : 0.0f) + (uint32_t)zo);
+}
+
+static bool is_qunary(ar_op_t op) {
+  return op == AR_OP_ABS || op == AR_OP_EXP || op == AR_OP_LOG || op == AR_OP_RSQRT || op == AR_OP_SQRT;
+}
+
+/* The int8 table (LUTPopulate<int8_t>'s float32 dequantize / transform / round for EXP and LOG,
+ * the integer ABS and RSQRT of AbsEvalQuantized / RsqrtEvalQuantizedInt8, SQRT above). RSQRT of a
+ * code below the zero point (TFLite refuses the invoke) gives 127, as the zero point itself does. */
+static void qun_plan8(const ar_node_t *node, qact_state_t *st, float si, int32_t zi, float so, int32_t zo) {
+  const ar_op_t op = node->op;
+  int32_t m = 0;
+  int sh = 0;
+  if (op == AR_OP_ABS) ar_quantize_multiplier((double)(si / so), &m, &sh);
+  if (op == AR_OP_RSQRT) ar_quantize_multiplier(1.0 / (double)(sqrtf(si) * so), &m, &sh);
+  const qun_params_t p = {(float)(-128 - zo) * so, so};
+  for (int32_t q = -128; q <= 127; q++) {
+    int32_t v;
+    if (op == AR_OP_ABS) {
+      const int32_t a = q - zi < 0 ? zi - q : q - zi;
+      v = (si != so ? ar_mbqm(a, m, sh) : a) + zo;
+    } else if (op == AR_OP_RSQRT) {
+      const int32_t x = q - zi;
+      if (x <= 0) {
+        v = 127;
+      } else {
+        int32_t im;
+        int ish;
+        ar_inv_sqrt_multiplier(x, &im, &ish);
+        v = ar_mbqm(ar_mbqm(1, im, ish + 20), m, sh - 20) + zo;
+      }
+    } else if (op == AR_OP_SQRT) {
+      v = qun_sqrt(q, si, zi, so, zo);
+    } else {
+      const float x = si * (float)(q - zi);
+      const float y = op == AR_OP_EXP ? qun_exp(x, &p) : qun_log(x, &p);
+      v = trunc_i32(roundf(y * (1.0f / so)) + (float)zo);
+    }
+    st->table[(uint8_t)q] = (uint8_t)(int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+  }
+}
+
+/* The int16 forms: ABS per element (rescaled when the scales differ; without quantization a plain
+ * |x| that wraps -32768 as TFLite's static_cast does), SQRT per element, EXP / LOG / RSQRT through
+ * a float32 ar_lut16.h table (RSQRT of a negative code, which TFLite refuses at invoke, reads the
+ * table too). TFLite's GenericPrepare takes zero points 0 for ABS, LOG, RSQRT, SQRT. */
+static int qun_plan16(const ar_node_t *node, qact_state_t *st, char *msg, size_t msg_bytes) {
+  const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
+  const ar_op_t op = node->op;
+  if (op == AR_OP_ABS && (!in->quant || in->quant->n == 0)) {
+    st->kind = QA_ABS16_RAW;
+    return 0;
+  }
+  float si = 0, so = 0;
+  int32_t zi = 0, zo = 0;
+  int rc;
+  if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
+      (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
+    return rc;
+  if (op != AR_OP_EXP && (zi != 0 || zo != 0))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "int16 input / output zero points %d / %d: "
+                    "TFLite's int16 %s takes 0 for both", (int)zi, (int)zo, ar_op_name(op));
+  st->in_scale = si;
+  st->out_scale = so;
+  if (op == AR_OP_ABS) {
+    st->kind = QA_ABS16;
+    st->rescale = si != so;
+    ar_quantize_multiplier((double)(si / so), &st->mult, &st->shift);
+  } else if (op == AR_OP_SQRT) {
+    st->kind = QA_SQRT16;
+  } else {
+    st->kind = QA_LUT16;
+    const qun_params_t p = {(float)(-32768 - zo) * so, so};
+    ar_lut16_fill_float(op == AR_OP_EXP ? qun_exp : op == AR_OP_LOG ? qun_log : qun_rsqrt, &p, si, zi, so, zo,
+                        st->lut);
+  }
+  return 0;
+}
+
 /* The int16 LOGISTIC / TANH / LEAKY_RELU parameters into st (see the top of the file). */
 static int q16_plan(const ar_node_t *node, qact_state_t *st, float si, int32_t zi, float so, int32_t zo,
                     char *msg, size_t msg_bytes) {
@@ -171,14 +276,23 @@ static int qact_plan(const ar_node_t *node, qact_state_t *st, char *msg, size_t 
   const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
   int rc;
   if ((rc = ar_k_check_dtype(node, o, "output 0", in->dtype, msg, msg_bytes))) return rc;
+  memset(st, 0, sizeof *st);
+  if (is_qunary(node->op) && in->dtype == AR_DTYPE_INT16) return qun_plan16(node, st, msg, msg_bytes);
+  if (is_qunary(node->op) && in->dtype != AR_DTYPE_INT8)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (TFLite's %s takes "
+                    "float32, int8, int16%s)", ar_dtype_name(in->dtype), ar_op_name(node->op),
+                    node->op == AR_OP_ABS ? ", int32" : "");
   float si = 0, so = 0;
   int32_t zi = 0, zo = 0;
   if ((rc = ar_k_qparams(node, in, "input 0", &si, &zi, msg, msg_bytes)) ||
       (rc = ar_k_qparams(node, o, "output 0", &so, &zo, msg, msg_bytes)))
     return rc;
-  memset(st, 0, sizeof *st);
   if (in->dtype == AR_DTYPE_INT16) return q16_plan(node, st, si, zi, so, zo, msg, msg_bytes);
   st->kind = QA_TABLE8;
+  if (is_qunary(node->op)) {
+    qun_plan8(node, st, si, zi, so, zo);
+    return 0;
+  }
   const bool is_signed = in->dtype == AR_DTYPE_INT8;
   const int32_t tmin = is_signed ? -128 : 0, tmax = is_signed ? 127 : 255;
   if (node->op == AR_OP_LEAKY_RELU) {
@@ -329,6 +443,25 @@ static void q16_range(void *ctx, int64_t i0, int64_t i1) {
     break;
   case QA_TANH16_TAB:
     for (int64_t i = i0; i < i1; i++) out[i] = tanh16_tab(in[i], st->mult, st->shift, rnd);
+    break;
+  case QA_ABS16:
+    for (int64_t i = i0; i < i1; i++) {
+      const int32_t a = in[i] < 0 ? -(int32_t)in[i] : in[i];
+      const int32_t v = st->rescale ? ar_mbqm(a, st->mult, st->shift) : a;
+      out[i] = (int16_t)(v > INT16_MAX ? INT16_MAX : v);
+    }
+    break;
+  case QA_ABS16_RAW:
+    for (int64_t i = i0; i < i1; i++) out[i] = (int16_t)(uint16_t)(in[i] < 0 ? -(int32_t)in[i] : in[i]);
+    break;
+  case QA_LUT16:
+    for (int64_t i = i0; i < i1; i++) out[i] = ar_lut16_lookup(st->lut, in[i]);
+    break;
+  case QA_SQRT16:
+    for (int64_t i = i0; i < i1; i++) {
+      const int32_t v = qun_sqrt(in[i], st->in_scale, 0, st->out_scale, 0);
+      out[i] = (int16_t)(v < INT16_MIN ? INT16_MIN : v > INT16_MAX ? INT16_MAX : v);
+    }
     break;
   default: {   /* QA_LEAKY16: the AVX2 blocks of 16 from the start, then the scalar tail */
     const int64_t blocks = j->n / 16 * 16;

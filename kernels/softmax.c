@@ -30,6 +30,7 @@
 
 #include "kernels/ar_kernel_check.h"
 #include "kernels/ar_kernel_impl.h"
+#include "kernels/ar_lut16.h"
 #include "kernels/ar_qparams.h"
 #include "kernels/ar_parallel.h"
 
@@ -49,35 +50,8 @@ typedef struct {
   int16_t exp_lut[513], inv_lut[513];
 } softmax_q_t;
 
-/* TFLite LUTPopulate<int16_t> (double): a 513-entry table of f over inputs [in_min, in_max] on
- * the int16 range, values scaled by out_inv = 65536 / (out_max - out_min). */
 static double lut_exp(double x) { return exp(x); }
 static double lut_inv(double x) { return 1.0 / (1.0 + x); }
-static void lut16_fill(double (*f)(double), double in_scale, int32_t in_zp, int16_t *lut) {
-  const double out_scale = 2.0 / 65535.0;
-  const double in_min = in_scale * (double)(-32768 - in_zp), in_max = in_scale * (double)(32767 - in_zp);
-  const double out_min = out_scale * -32768.0, out_max = out_scale * 32767.0;
-  const double step = (in_max - in_min) / 512, half_step = step / 2;
-  const double inv = 65536.0 / (out_max - out_min);
-  for (int i = 0; i < 512; i++) {
-    const double v = f(in_min + i * step), vmid = f(in_min + i * step + half_step);
-    const double vnext = f(in_min + (i + 1) * step);
-    const double sample = round(v * inv);
-    const double interp = round((vnext * inv + round(v * inv)) / 2);
-    const double bias = round((interp - round(vmid * inv)) / 2);
-    const double r = sample - bias;
-    lut[i] = (int16_t)(r < -32768.0 ? -32768.0 : r > 32767.0 ? 32767.0 : r);
-  }
-  const double last = round(f(in_max) * inv);
-  lut[512] = (int16_t)(last < -32768.0 ? -32768.0 : last > 32767.0 ? 32767.0 : last);
-}
-
-/* TFLite LUTLookup for int16: the top 9 bits pick the entry, the low 7 interpolate to the next. */
-static inline int16_t lut16(const int16_t *lut, int16_t v) {
-  const int idx = 256 + (v >> 7), off = v & 0x7f;
-  const int base = lut[idx], slope = lut[idx + 1] - lut[idx];
-  return (int16_t)(base + ((slope * off + 64) >> 7));
-}
 
 static int softmax16_plan(ar_node_t *node, softmax_q_t *st, float si, int32_t zi, float so, int32_t zo,
                           char *msg, size_t msg_bytes) {
@@ -94,8 +68,9 @@ static int softmax16_plan(ar_node_t *node, softmax_q_t *st, float si, int32_t zi
   const float beta = node->options ? node->options->softmax.beta : 0.0f;
   st->int16_in = true;
   ar_quantize_multiplier((double)(si * beta) / (10.0 / 65535.0), &st->mult, &st->shift);
-  lut16_fill(lut_exp, 10.0 / 65535, 32767, st->exp_lut);
-  lut16_fill(lut_inv, 1.0 / 65535, -32768, st->inv_lut);
+  /* as TFLite: doubles, exp on [-10, 0] and 1 / (1 + x) on [0, 1], outputs on [-1, 1] */
+  ar_lut16_fill_double(lut_exp, 10.0 / 65535, 32767, 2.0 / 65535, 0, st->exp_lut);
+  ar_lut16_fill_double(lut_inv, 1.0 / 65535, -32768, 2.0 / 65535, 0, st->inv_lut);
   return 0;
 }
 
@@ -221,7 +196,7 @@ static void softmax_q16out_rows(const softmax_q_t *st, const uint8_t *in, int16_
 /* exp(q - max) of one int16 code on the row's scale, Q0.15. */
 static inline int16_t smx16_exp(const softmax_q_t *st, int16_t q, int16_t mx) {
   const int32_t d = ar_mbqm((int32_t)q - mx, st->mult, st->shift) + 32767;
-  return lut16(st->exp_lut, (int16_t)(d < -32768 ? -32768 : d > 32767 ? 32767 : d));
+  return ar_lut16_lookup(st->exp_lut, (int16_t)(d < -32768 ? -32768 : d > 32767 ? 32767 : d));
 }
 
 /* int16 rows (reference SoftmaxInt16). */
@@ -236,7 +211,7 @@ static void softmax16_rows(const softmax_q_t *st, const int16_t *in, int16_t *ou
     const int32_t shifted = (int32_t)((((int64_t)(int32_t)sum << (hp1 - 1)) + (1 << 13)) >> 14);
     int32_t sym = shifted - ((1 << 15) + (1 << 16));
     sym = sym < -32768 ? -32768 : sym > 32767 ? 32767 : sym;
-    const int32_t recip = lut16(st->inv_lut, (int16_t)sym);
+    const int32_t recip = ar_lut16_lookup(st->inv_lut, (int16_t)sym);
     const int right = 31 - hp1;
     const int64_t rnd = (int64_t)1 << (right - 1);
     /* every e is read from the input before out[c] is written: in == out is fine */

@@ -220,12 +220,38 @@ static void cast_eval(const ar_node_t *node) {
   ar_parallel_for(node, n, ar_parallel_grain(n, 1, CAST_CHUNK_ELEMS, 64), cast_range, (void *)node);
 }
 
-/* TFLite ABS (builtin 101): |x|; float32, int32. */
+/* ABS, EXP, LOG, RSQRT, SQRT on int8 / int16 (quantized, TFLite's elementwise.cc / exp.cc
+ * arithmetic): kernels/qact.c. */
+static bool q8_16(const ar_node_t *node) {
+  const ar_dtype_t t = node->inputs[0] ? node->inputs[0]->dtype : AR_DTYPE_FLOAT32;
+  return t == AR_DTYPE_INT8 || t == AR_DTYPE_INT16;
+}
+#define Q_OR(name, fprep, feval)                                                             \
+  static int name##_q_prepare(ar_node_t *node, char *msg, size_t n) {                        \
+    if (node->n_inputs >= 1 && q8_16(node)) return ar__qact_prepare(node, msg, n);           \
+    return fprep(node, msg, n);                                                              \
+  }                                                                                          \
+  static void name##_q_init(ar_node_t *node) {                                               \
+    if (q8_16(node)) ar__qact_init(node);                                                    \
+  }                                                                                          \
+  static void name##_q_eval(const ar_node_t *node) {                                         \
+    if (q8_16(node)) ar__qact_eval(node);                                                    \
+    else feval(node);                                                                        \
+  }
+Q_OR(abs, abs_prepare, abs_eval)
+Q_OR(sqrt, float_prepare, sqrt_eval)
+Q_OR(rsqrt, float_prepare, rsqrt_eval)
+Q_OR(exp, float_prepare, exp_eval)
+Q_OR(log, float_prepare, log_eval)
+
+/* TFLite ABS (builtin 101): |x|; float32, int32, int8 / int16 (rescaled). */
 static const ar_kernel_form_t abs_forms[] = {
   AR_KF(1, 5, FLOAT32, FLOAT32),
   AR_KF(1, 5, INT32, INT32),
+  AR_KF(1, 5, INT8, INT8),
+  AR_KF(1, 5, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_abs = { "ABS", abs_prepare, NULL, abs_eval,
+const ar_kernel_t ar_kernel_abs = { "ABS", abs_q_prepare, abs_q_init, abs_q_eval,
   AR_KSUPPORT(abs_forms, 0, -1) };
 /* TFLite NEG (builtin 59): -x; float32, int32, int64. */
 static const ar_kernel_form_t neg_forms[] = {
@@ -235,27 +261,35 @@ static const ar_kernel_form_t neg_forms[] = {
 };
 const ar_kernel_t ar_kernel_neg = { "NEG", neg_prepare, NULL, neg_eval,
   AR_KSUPPORT(neg_forms, 0, -1) };
-/* TFLite SQRT (builtin 75), RSQRT (76: 1 / sqrt(x)), EXP (47), LOG (73): float32; TANH (28):
- * float32, uint8 / int8 / int16. */
+/* TFLite SQRT (builtin 75), RSQRT (76: 1 / sqrt(x)), EXP (47), LOG (73): float32, int8, int16;
+ * TANH (28): float32, uint8 / int8 / int16. */
 static const ar_kernel_form_t sqrt_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 2, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_sqrt = { "SQRT", float_prepare, NULL, sqrt_eval,
+const ar_kernel_t ar_kernel_sqrt = { "SQRT", sqrt_q_prepare, sqrt_q_init, sqrt_q_eval,
   AR_KSUPPORT(sqrt_forms, 0, -1) };
 static const ar_kernel_form_t rsqrt_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, INT8, INT8),
+  AR_KF(1, 3, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_rsqrt = { "RSQRT", float_prepare, NULL, rsqrt_eval,
+const ar_kernel_t ar_kernel_rsqrt = { "RSQRT", rsqrt_q_prepare, rsqrt_q_init, rsqrt_q_eval,
   AR_KSUPPORT(rsqrt_forms, 0, -1) };
 static const ar_kernel_form_t exp_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 2, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_exp = { "EXP", float_prepare, NULL, exp_eval,
+const ar_kernel_t ar_kernel_exp = { "EXP", exp_q_prepare, exp_q_init, exp_q_eval,
   AR_KSUPPORT(exp_forms, 0, -1) };
 static const ar_kernel_form_t log_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 2, FLOAT32, FLOAT32),
+  AR_KF(1, 2, INT8, INT8),
+  AR_KF(1, 2, INT16, INT16),
 };
-const ar_kernel_t ar_kernel_log = { "LOG", float_prepare, NULL, log_eval,
+const ar_kernel_t ar_kernel_log = { "LOG", log_q_prepare, log_q_init, log_q_eval,
   AR_KSUPPORT(log_forms, 0, -1) };
 /* TANH on uint8 / int8 (a byte table) and int16 (TFLite's fixed-point or table paths): kernels/qact.c. */
 static bool is_quantized(const ar_node_t *node) {

@@ -14,7 +14,8 @@
  * FULLY_CONNECTED 3 = hybrid, 4 = int8, 5 = keep_num_dims, 6 = no bias, 7 = int16x8, 8 = sparse
  * weights, 9 = hybrid with asymmetric input quantization (2, shuffled weights, is refused at
  * prepare). The int16x8 and hybrid forms: kernels/qwide.h. CAST 2 = uint32. LOGISTIC 3, TANH 3
- * (2 = int8), LEAKY_RELU 2 and SOFTMAX 3 = int16 (kernels/qact.c, softmax.c).
+ * (2 = int8), LEAKY_RELU 2 and SOFTMAX 3 = int16 (kernels/qact.c, softmax.c); EXP, LOG, SQRT 2 =
+ * int8 / int16, RSQRT 2 = int8, 3 = int16 (qact.c); MAXIMUM / MINIMUM 4 = int16 (binary.c).
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
@@ -54,14 +55,14 @@
   XX(SQUEEZE,                   43, 2)  \
   XX(UNIDIRECTIONAL_SEQUENCE_LSTM, 44, 3) \
   XX(STRIDED_SLICE,             45, 8)  \
-  XX(EXP,                       47, 1)  \
+  XX(EXP,                       47, 2)  \
   XX(SPLIT,                     49, 4)  \
   XX(LOG_SOFTMAX,               50, 1)  \
   XX(CAST,                      53, 2)  \
   XX(PRELU,                     54, 1)  \
-  XX(MAXIMUM,                   55, 3)  \
+  XX(MAXIMUM,                   55, 4)  \
   XX(ARG_MAX,                   56, 2)  \
-  XX(MINIMUM,                   57, 3)  \
+  XX(MINIMUM,                   57, 4)  \
   XX(LESS,                      58, 1)  \
   XX(NEG,                       59, 1)  \
   XX(GREATER,                   61, 1)  \
@@ -73,10 +74,10 @@
   XX(EXPAND_DIMS,               70, 1)  \
   XX(EQUAL,                     71, 1)  \
   XX(NOT_EQUAL,                 72, 1)  \
-  XX(LOG,                       73, 1)  \
+  XX(LOG,                       73, 2)  \
   XX(SUM,                       74, 1)  \
-  XX(SQRT,                      75, 1)  \
-  XX(RSQRT,                     76, 1)  \
+  XX(SQRT,                      75, 2)  \
+  XX(RSQRT,                     76, 3)  \
   XX(POW,                       78, 1)  \
   XX(ARG_MIN,                   79, 1)  \
   XX(REDUCE_PROD,               81, 1)  \

@@ -1008,7 +1008,7 @@ static void write_tmp_model(char *path, size_t n, const char *tag, const uint8_t
 }
 
 /* x float32 -> op 0 RELU with 2 inputs (an arity error, EINVAL at prepare: inspect stopped there
- * before and showed no operator list) -> op 1 ABS on int8 (a dtype it does not take) -> op 2
+ * before and showed no operator list) -> op 1 ABS on uint8 (a dtype it does not take) -> op 2
  * CONCATENATION of 17 inputs (refused by the loader while a node held at most 16 operands; any
  * count the file holds runs now) -> op 3 RELU (runs). inspect lists all four, marks 0-1 "cannot
  * run: <why>" and 2-3 "runs",
@@ -1017,14 +1017,14 @@ START_TEST(inspect_lists_every_operator_and_why) {
   ar_tm_tensor_t t[8] = {
     {"x", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
     {"a", AR_DTYPE_FLOAT32, 2, {1, 4}, false, {0}, NULL},
-    {"q", AR_DTYPE_INT8, 2, {1, 4}, false, {0}, NULL},
-    {"qa", AR_DTYPE_INT8, 2, {1, 4}, false, {0}, NULL},
+    {"q", AR_DTYPE_UINT8, 2, {1, 4}, false, {0}, NULL},
+    {"qa", AR_DTYPE_UINT8, 2, {1, 4}, false, {0}, NULL},
     {"c", AR_DTYPE_FLOAT32, 2, {17, 4}, false, {0}, NULL},
     {"y", AR_DTYPE_FLOAT32, 2, {17, 4}, false, {0}, NULL},
   };
   ar_tm_op_t ops[4] = {
     {19, 2, 1, {0, 0}, {1}, 0, 0, {{0}}},            /* RELU, two inputs */
-    {101, 1, 1, {2}, {3}, 0, 0, {{0}}},              /* ABS int8 */
+    {101, 1, 1, {2}, {3}, 0, 0, {{0}}},              /* ABS uint8 (TFLite's ABS has no uint8) */
     {2, 17, 1, {0}, {4}, 10, 1, {{0, 4, 0}}},        /* CONCATENATION of 17 */
     {19, 1, 1, {4}, {5}, 0, 0, {{0}}},               /* RELU: runs */
   };
@@ -1040,10 +1040,10 @@ START_TEST(inspect_lists_every_operator_and_why) {
   ck_assert_msg(rc == 0, "inspect: %d %.1500s", rc, big);
   static const char *const want[] = {
     "    0     RELU                                     1  float32                cannot run: has 2 inputs, expected 1..1\n",
-    "    1     ABS                                      1  int8                   cannot run: input 0 (tensor q) has dtype INT8, which this operator does not take\n",
+    "    1     ABS                                      1  uint8                  cannot run: input 0 (tensor q) has dtype UINT8, which this operator does not take\n",
     "    2     CONCATENATION                            1  float32                runs\n",
     "    3     RELU                                     1  float32                runs\n",
-    "cannot run    2 operators unsupported: RELU v1 [has 2 inputs, expected 1..1] (op 0); ABS v1 [input 0 (tensor q) has dtype INT8",
+    "cannot run    2 operators unsupported: RELU v1 [has 2 inputs, expected 1..1] (op 0); ABS v1 [input 0 (tensor q) has dtype UINT8",
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     ck_assert_msg(strstr(big, want[i]) != NULL, "inspect lacks \"%s\":\n%.1500s", want[i], big);
@@ -1055,7 +1055,7 @@ START_TEST(inspect_lists_every_operator_and_why) {
   ck_assert(json_is_false(json_object_get(doc, "runnable")));
   json_t *un = json_object_get(doc, "unsupported_operators");
   ck_assert_int_eq(json_array_size(un), 2);
-  static const char *const dts[] = {"float32", "int8"};
+  static const char *const dts[] = {"float32", "uint8"};
   for (size_t i = 0; i < 2; i++) {
     json_t *e = json_array_get(un, i);
     ck_assert_int_eq(json_integer_value(json_object_get(e, "index")), (json_int_t)i);

@@ -17,6 +17,8 @@
 #include "kernels/ar_kernel_impl.h"
 #include "kernels/ar_kernels.h"
 #include "kernels/ar_parallel.h"
+#include "kernels/ar_fx16.h"
+#include "kernels/ar_lut16.h"
 #include "kernels/ar_quant.h"
 #include "kernels/qgemm.h"
 #include "kernels/qwide.h"
@@ -103,6 +105,72 @@ START_TEST(rescale_both_roundings_hand_values) {
   ck_assert_int_eq(ar_mbqm_up(INT32_MAX, INT32_MAX, 0), INT32_MAX - 1);
   ck_assert_int_eq(ar_mbqm(INT32_MIN, half, -31), -1);   /* -2^30 / 2^31 = -0.5 -> -1 away */
   ck_assert_int_eq(ar_mbqm_up(INT32_MIN, half, -31), 0); /* -0.5 -> 0 up */
+}
+END_TEST
+
+/* kernels/ar_fx16.h: gemmlowp's 16-bit fixed point and the inverse square root multiplier. */
+START_TEST(fx16_hand_values) {
+  /* doubling high multiply: 0.5 * 0.5 = 0.25; the one overflow saturates */
+  ck_assert_int_eq(ar_fx16_srdhm(16384, 16384), 8192);
+  ck_assert_int_eq(ar_fx16_srdhm(INT16_MIN, INT16_MIN), INT16_MAX);
+  /* power-of-two scaling: saturating up, rounding half away from zero down */
+  ck_assert_int_eq(ar_fx16_mulpot(20000, 1), INT16_MAX);
+  ck_assert_int_eq(ar_fx16_mulpot(-20000, 1), INT16_MIN);
+  ck_assert_int_eq(ar_fx16_mulpot(3, -1), 2);
+  ck_assert_int_eq(ar_fx16_mulpot(-3, -1), -2);
+  /* logistic / tanh on Q3.12 -> Q0.15: 0 -> 0.5 / 0, the mirror images, and 1.0 (4096) against
+   * sigmoid(1) = 0.731059 (23955.5 / 32768) within 3 LSB and tanh(1) = 0.761594 (24956.2) within
+   * 8 (gemmlowp's 16-bit tanh gives 24948 there; the native goldens pin every code) */
+  ck_assert_int_eq(ar_fx16_logistic(0, 3), 16384);
+  ck_assert_int_eq(ar_fx16_tanh(0, 3), 0);
+  ck_assert_int_le(abs(ar_fx16_logistic(4096, 3) - 23955), 3);
+  ck_assert_int_le(abs(ar_fx16_tanh(4096, 3) - 24956), 8);
+  const int16_t xs[] = {1, 100, 4096, 12345, 32767};
+  for (int i = 0; i < 5; i++) {
+    ck_assert_int_eq(ar_fx16_logistic(xs[i], 3) + ar_fx16_logistic((int16_t)-xs[i], 3), INT16_MAX);
+    ck_assert_int_eq(ar_fx16_tanh((int16_t)-xs[i], 3), -ar_fx16_tanh(xs[i], 3));
+  }
+  /* 1 / sqrt(v) as (multiplier, shift): v = 4 -> 0.5, v = 100 -> 0.1 (2^20 scaled, within 2) */
+  int32_t m;
+  int sh;
+  ar_inv_sqrt_multiplier(4, &m, &sh);
+  ck_assert_int_le(abs(ar_mbqm(1 << 20, m, sh) - 524288), 2);
+  ar_inv_sqrt_multiplier(100, &m, &sh);
+  ck_assert_int_le(abs(ar_mbqm(1 << 20, m, sh) - 104858), 2);
+  ar_inv_sqrt_multiplier(1, &m, &sh);
+  ck_assert_int_eq(m, INT32_MAX);
+  ck_assert_int_eq(sh, 0);
+}
+END_TEST
+
+static double lut16_identity(double x) { return x; }
+
+/* kernels/ar_lut16.h: the 9-bit entry, 7-bit interpolation rounding half up. */
+START_TEST(lut16_lookup_hand_values) {
+  static int16_t lut[513];
+  /* identity (the last segment ends at 32767, not 32768: one short at its top) */
+  for (int i = 0; i <= 512; i++) lut[i] = (int16_t)(i == 512 ? 32767 : (i - 256) * 128);
+  for (int32_t v = -32768; v < 32640; v++) ck_assert_int_eq(ar_lut16_lookup(lut, (int16_t)v), v);
+  for (int32_t v = 32640; v <= 32767; v++) ck_assert_int_le(v - ar_lut16_lookup(lut, (int16_t)v), 1);
+  /* entry 256 + 0 (codes 0..127) rising 0 -> 1: offset 63 rounds down, 64 (a tie) up */
+  lut[256] = 0;
+  lut[257] = 1;
+  ck_assert_int_eq(ar_lut16_lookup(lut, 63), 0);
+  ck_assert_int_eq(ar_lut16_lookup(lut, 64), 1);
+  /* falling 1 -> 0: the tie at 64 rounds up (stays 1), 65 goes down */
+  lut[256] = 1;
+  lut[257] = 0;
+  ck_assert_int_eq(ar_lut16_lookup(lut, 64), 1);
+  ck_assert_int_eq(ar_lut16_lookup(lut, 65), 0);
+  /* a table of f(x) = x on equal input and output ranges: entry i within 1 of (i - 256) * 128
+   * (the output step is 65536 / 65535 of the input's), the ends clamped to int16, and reading it
+   * back gives every code within 2 */
+  static int16_t id[513];
+  ar_lut16_fill_double(lut16_identity, 1.0 / 256, 0, 1.0 / 256, 0, id);
+  ck_assert_int_eq(id[0], -32768);
+  ck_assert_int_eq(id[512], 32767);
+  for (int i = 1; i < 512; i++) ck_assert_int_le(abs(id[i] - (i - 256) * 128), 1);
+  for (int32_t v = -32768; v <= 32767; v++) ck_assert_int_le(abs(ar_lut16_lookup(id, (int16_t)v) - v), 2);
 }
 END_TEST
 
@@ -793,6 +861,8 @@ static Suite *quant_suite(void) {
   tcase_add_test(tc, srdhm_and_rdivpot_hand_values);
   tcase_add_test(tc, rescale_both_roundings_hand_values);
   tcase_add_test(tc, activation_ranges_hand_values);
+  tcase_add_test(tc, fx16_hand_values);
+  tcase_add_test(tc, lut16_lookup_hand_values);
   suite_add_tcase(s, tc);
   tc = tcase_create("conv_fc");
   tcase_set_timeout(tc, 60);

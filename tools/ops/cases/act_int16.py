@@ -4,7 +4,7 @@ rank-4 shape), ranks 1-4, sizes 0 and 1, and input scales that take each of TFLi
 LOGISTIC / TANH on a power-of-two input scale (gemmlowp's fixed-point Q3.12 -> Q0.15; TANH also
 with one bit of left shift) and on any other scale (the 256-entry sigmoid table with
 interpolation), extreme scales at both ends. Case names start with a16_."""
-from oplib import Case, T, shape_tag
+from oplib import Case, T, bcast_shape, shape_tag
 
 I16 = dict(lo=-32768, hi=32767)
 ALL16 = list(range(-32768, 32768))
@@ -102,4 +102,75 @@ CASES += [
     q32('2x3x4_zp', [2, 3, 4], (0.0005, 0), (0.0007, -2147483000)),
     q32('1x2x2x3', [1, 2, 2, 3], (0.001, 0), (1e-9, 0)),
     q32('0x2', [0, 2], (0.001, 0), (0.002, 0)),
+]
+
+# ABS, EXP, LOG, RSQRT, SQRT on int8 / int16 (TFLite's elementwise.cc / exp.cc: integer ABS and
+# int8 RSQRT, float32 LUTPopulate tables for EXP / LOG / int16 RSQRT, float32 SQRT). Every int8
+# code; every int16 code or every 13th; RSQRT / SQRT only where TFLite's invoke accepts the input
+# (>= the zero point / >= 0: it refuses the invoke otherwise).
+def un(op, name, shape, dtype, qin, qout, data=None, lo=None, hi=None, version=2):
+    rlo, rhi = {'int16': (-32768, 32767), 'int8': (-128, 127)}[dtype]
+    return Case('a16_' + name, op, [T(dtype, shape, quant=qin, data=data, lo=rlo if lo is None else lo,
+                                      hi=rhi if hi is None else hi)],
+                [T(dtype, shape, quant=qout)], version=version, golden='native')
+
+
+NONNEG16 = list(range(0, 32768, 7))   # 4682 codes
+CASES += [
+    un('ABS', 'abs_i8_all_same', [256], 'int8', (0.05, -5), (0.05, -5), data=ALL8['int8']),
+    un('ABS', 'abs_i8_all_rescale', [256], 'int8', (0.05, 10), (0.03, -100), data=ALL8['int8']),
+    un('ABS', 'abs_i8_2x3x4', [2, 3, 4], 'int8', (0.02, 127), (0.011, -128)),
+    un('ABS', 'abs_i16_all_same', [65536], 'int16', (0.001, 0), (0.001, 0), data=ALL16, version=5),
+    un('ABS', 'abs_i16_s13_rescale', [2, 2521], 'int16', (0.001, 0), (0.0013, 0), data=STRIDE13, version=5),
+    un('ABS', 'abs_i16_1x2x3x4_up', [1, 2, 3, 4], 'int16', (0.002, 0), (0.0005, 0), version=5),
+    Case('a16_abs_i16_raw', 'ABS', [T('int16', [5042], data=STRIDE13)], [T('int16', [5042])], version=5,
+         golden='native'),
+    un('EXP', 'exp_i8_all', [256], 'int8', (0.05, 0), (2.5, -128), data=ALL8['int8']),
+    un('EXP', 'exp_i8_all_neg', [256], 'int8', (0.04, 100), (1.0 / 256, -128), data=ALL8['int8']),
+    un('EXP', 'exp_i16_all', [65536], 'int16', (0.0002, 0), (1000.0 / 32768, 0), data=ALL16),
+    un('EXP', 'exp_i16_s13_neg', [5042], 'int16', (0.0003, 0), (1.0 / 32768, 0), data=[min(v, 0) for v in STRIDE13]),
+    un('EXP', 'exp_i16_2x3x4', [2, 3, 4], 'int16', (0.0001, 0), (3.0 / 32768, 0)),
+    un('LOG', 'log_i8_all', [256], 'int8', (0.1, -128), (0.03, -10), data=ALL8['int8']),
+    un('LOG', 'log_i8_all_zp', [256], 'int8', (0.01, 20), (0.05, 90), data=ALL8['int8']),
+    un('LOG', 'log_i16_all', [65536], 'int16', (0.001, 0), (0.0003, 0), data=ALL16),
+    un('LOG', 'log_i16_3x5', [3, 5], 'int16', (0.05, 0), (0.0004, 0), lo=1, hi=32767),
+    un('RSQRT', 'rsqrt_i8_all', [128], 'int8', (0.05, 0), (0.02, -128), data=list(range(0, 128)), version=2),
+    un('RSQRT', 'rsqrt_i8_zp', [228], 'int8', (0.003, -100), (0.1, -128), data=list(range(-100, 128)), version=2),
+    un('RSQRT', 'rsqrt_i8_2x3x4', [2, 3, 4], 'int8', (0.5, -20), (0.01, 0), lo=-20, hi=127, version=2),
+    un('RSQRT', 'rsqrt_i16_nonneg', [len(NONNEG16)], 'int16', (0.0001, 0), (0.01, 0), data=NONNEG16, version=3),
+    un('RSQRT', 'rsqrt_i16_1x2x2x3', [1, 2, 2, 3], 'int16', (0.01, 0), (0.0003, 0), lo=0, hi=32767, version=3),
+    un('SQRT', 'sqrt_i8_all', [256], 'int8', (0.1, -128), (0.02, -128), data=ALL8['int8']),
+    un('SQRT', 'sqrt_i8_zp', [100], 'int8', (0.5, 27), (0.05, 0), data=list(range(27, 127))),
+    un('SQRT', 'sqrt_i16_nonneg', [len(NONNEG16)], 'int16', (0.001, 0), (0.0002, 0), data=NONNEG16),
+    un('SQRT', 'sqrt_i16_2x3x4', [2, 3, 4], 'int16', (0.01, 0), (0.0005, 0), lo=0, hi=32767),
+    un('ABS', 'abs_i8_0x3', [0, 3], 'int8', (0.05, -5), (0.05, -5)),
+    un('EXP', 'exp_i16_1', [1], 'int16', (0.001, 0), (3.0 / 32768, 0)),
+]
+
+# MAXIMUM / MINIMUM int16 (the codes compared, no rescale) and SELECT_V2 int16, broadcasting.
+def mm(op, name, a, b, const_b=False, version=4):
+    out = bcast_shape(a, b)
+    return Case('a16_' + name, op, [T('int16', a, quant=(0.001, 0), **I16),
+                                    T('int16', b, quant=(0.001, 0), const=const_b, **I16)],
+                [T('int16', out, quant=(0.001, 0))], options=('MaximumMinimumOptions', {}), version=version,
+                golden='native')
+
+
+CASES += [
+    mm('MAXIMUM', 'maximum_i16_3x5', [3, 5], [3, 5]),
+    mm('MAXIMUM', 'maximum_i16_2x3x4_4c', [2, 3, 4], [4], const_b=True),
+    mm('MINIMUM', 'minimum_i16_2x1x4x3_3', [2, 1, 4, 3], [3]),
+    mm('MINIMUM', 'minimum_i16_1_2x3', [1], [2, 3]),
+]
+
+
+def sel2(name, c, a, b):
+    out = bcast_shape(bcast_shape(c, a), b)
+    return Case('a16_' + name, 'SELECT_V2', [T('bool', c), T('int16', a, **I16), T('int16', b, **I16)],
+                [T('int16', out)], golden='native')
+
+
+CASES += [
+    sel2('select_v2_i16_2x3', [2, 3], [2, 3], [2, 3]),
+    sel2('select_v2_i16_bcast', [3, 1], [1, 4], [3, 4]),
 ]
