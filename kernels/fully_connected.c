@@ -1,4 +1,4 @@
-/* fully_connected.c - TFLite FULLY_CONNECTED, float32.
+/* fully_connected.c - TFLite FULLY_CONNECTED, float32 (and uint8 -> int16).
  *
  * Inputs: input (any rank), weights [O, I], optional bias [O]; output [B, O] where B is the input
  * element count / I (keep_num_dims false: TFLite flattens the input to [B, I]), or the input shape
@@ -32,12 +32,79 @@
 
 #include "common/ar_util.h"
 #include "kernels/ar_kernel_check.h"
+#include "kernels/ar_qparams.h"
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
 #include "kernels/sgemm.h"
 #include "kernels/qconv.h"
 #include "kernels/qwide.h"
 #include "kernels/sparse_conv.h"
+
+/* ---- uint8 input and weights, int16 output (TFLite's uint8 FULLY_CONNECTED with an int16 output:
+ * output zero point 0). The rescale rounds as native TFLite 2.19's GEMM does, which depends on the
+ * shape: one input row with at least 4 output units and 8 inputs takes its one-row kernel, whose
+ * two roundings both go half up (ar_mbqm_up: -9716.64 gives -9716, as -19433 / 2 rounds up);
+ * any other shape takes gemmlowp, ties away from zero (ar_mbqm: -9717). Found on the
+ * fc_u8i16_ native goldens (1x40 -> 64, 1x8 -> 16, 1x21 -> 4 one way; 1x7 -> 16, 1x31 -> 2,
+ * 6x24 -> 20 the other). acc = bias + sum (x - z_in)(w - z_w) in int32, rescaled by
+ * QuantizeMultiplier(GetQuantizedConvolutionMultipler: float32(s_in * s_w) / s_out), clamped to the
+ * fused activation's int16 range. Plain loops: no shipped model has this form. ---- */
+typedef struct {
+  int32_t z_in, z_w, mult, lo, hi;
+  int shift;
+  bool round_up;   /* one row, >= 4 units, >= 8 inputs: ar_mbqm_up; else ar_mbqm */
+} fc_u8i16_state_t;
+
+static bool fc_is_u8i16(const ar_node_t *node) {
+  return node->inputs[0]->dtype == AR_DTYPE_UINT8 && node->outputs[0]->dtype == AR_DTYPE_INT16;
+}
+
+static int fc_u8i16_plan(const ar_node_t *node, fc_u8i16_state_t *st, char *msg, size_t msg_bytes) {
+  const ar_tview_t *in = node->inputs[0], *wt = node->inputs[1], *out = node->outputs[0];
+  const ar_tview_t *bias = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  int rc;
+  if ((rc = ar_k_check_dtype(node, wt, "weights (input 1)", AR_DTYPE_UINT8, msg, msg_bytes)) ||
+      (bias && (rc = ar_k_check_dtype(node, bias, "bias (input 2)", AR_DTYPE_INT32, msg, msg_bytes))))
+    return rc;
+  float s_in = 0, s_w = 0, s_out = 0;
+  int32_t z_out = 0;
+  if ((rc = ar_k_qparams(node, in, "input 0", &s_in, &st->z_in, msg, msg_bytes)) ||
+      (rc = ar_k_qparams(node, wt, "weights (input 1)", &s_w, &st->z_w, msg, msg_bytes)) ||
+      (rc = ar_k_qparams(node, out, "output 0", &s_out, &z_out, msg, msg_bytes)))
+    return rc;
+  if (z_out != 0)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "an int16 output of a uint8 FULLY_CONNECTED needs "
+                    "zero point 0 (it has %d), as TFLite's kernel assumes", (int)z_out);
+  ar_quantize_multiplier(ar_quant_conv_multiplier(s_in, s_w, s_out, true), &st->mult, &st->shift);
+  const int64_t depth = wt->dims[1], units = wt->dims[0];
+  st->round_up = ar_k_elements(in) / depth == 1 && units >= 4 && depth >= 8;
+  return ar_quant_activation_range(node->options->fully_connected.activation, AR_DTYPE_INT16, s_out, 0,
+                                   &st->lo, &st->hi);
+}
+
+static void fc_u8i16_init(ar_node_t *node) {
+  fc_u8i16_state_t st;
+  if (fc_u8i16_plan(node, &st, NULL, 0) == 0) ar_k_store_state(node, &st, sizeof st);
+}
+
+static void fc_u8i16_eval(const ar_node_t *node) {
+  const fc_u8i16_state_t *st = node->state;
+  const ar_tview_t *wt = node->inputs[1];
+  const int32_t units = wt->dims[0], depth = wt->dims[1];
+  const int64_t batch = ar_k_elements(node->inputs[0]) / depth;
+  const uint8_t *x = node->inputs[0]->data, *w = wt->data;
+  const int32_t *bias = node->n_inputs > 2 && node->inputs[2] ? node->inputs[2]->data : NULL;
+  int16_t *y = node->outputs[0]->data;
+  for (int64_t b = 0; b < batch; b++)
+    for (int32_t o = 0; o < units; o++) {
+      const uint8_t *xr = x + b * depth, *wr = w + (int64_t)o * depth;
+      int32_t acc = bias ? bias[o] : 0;
+      for (int32_t d = 0; d < depth; d++) acc += ((int32_t)xr[d] - st->z_in) * ((int32_t)wr[d] - st->z_w);
+      int32_t v = st->round_up ? ar_mbqm_up(acc, st->mult, st->shift) : ar_mbqm(acc, st->mult, st->shift);
+      v = v < st->lo ? st->lo : v > st->hi ? st->hi : v;
+      y[b * units + o] = (int16_t)v;
+    }
+}
 
 static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const char *name = "FULLY_CONNECTED";
@@ -112,6 +179,12 @@ static int fc_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
     return ar_errf(msg, msg_bytes, AR_ESHAPE, AR__OPFMT "output shape %s, expected %s", idx, name,
                    ar__shape_str(s1, sizeof s1, out), ar__shape_str(s2, sizeof s2, &w));
   }
+  if (fc_is_u8i16(node)) {
+    node->state_bytes = sizeof(fc_u8i16_state_t);
+    node->scratch_bytes = 0;
+    fc_u8i16_state_t st;
+    return fc_u8i16_plan(node, &st, msg, msg_bytes);
+  }
   if (quantized) return ar__qfc_prepare(node, msg, msg_bytes);
   if (wide) return ar__qw_prepare(node, msg, msg_bytes);
   if (sparse) {
@@ -137,11 +210,13 @@ bool ar__fully_connected_reads_f16(const ar_node_t *node, int32_t input) {
 }
 
 static void fc_init(ar_node_t *node) {
-  if (ar__q_is_quantized(node)) ar__qfc_init(node);
+  if (fc_is_u8i16(node)) fc_u8i16_init(node);
+  else if (ar__q_is_quantized(node)) ar__qfc_init(node);
   else if (ar__qw_takes(node)) ar__qw_init(node);
 }
 
 static void fc_eval(const ar_node_t *node) {
+  if (fc_is_u8i16(node)) { fc_u8i16_eval(node); return; }
   if (ar__q_is_quantized(node)) { ar__qfc_eval(node); return; }
   if (ar__qw_takes(node)) { ar__qw_eval(node); return; }
   if (node->inputs[1]->sparsity) { ar__sparse_fc_eval(node); return; }
@@ -179,6 +254,7 @@ static void fc_eval(const ar_node_t *node) {
 static const ar_kernel_form_t fully_connected_forms[] = {
   AR_KF(1, 8, FLOAT32, FLOAT32),          /* 8: sparse weights */
   AR_KF(1, 6, UINT8, UINT8),
+  AR_KF(1, 6, UINT8, INT16),              /* int16 output (TFLite's uint8 kernel) */
   AR_KF(1, 6, INT8, INT8),
   AR_KFW(3, 9, FLOAT32, INT8, FLOAT32),   /* hybrid, asymmetric inputs from v9 (kernels/qwide.h) */
   AR_KFW(7, 9, INT16, INT8, INT16),       /* int16x8 */
