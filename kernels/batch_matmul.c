@@ -1,5 +1,12 @@
 /* batch_matmul.c - TFLite BATCH_MATMUL, float32: one cblas_sgemm per output matrix; int8 and int16:
- * plain integer loops (qbmm_eval).
+ * plain integer loops (qbmm_eval); hybrid (float32 lhs, int8 rhs): plain loops (hbmm_eval).
+ *
+ * Hybrid, as TFLite 2.19's builtin kernel (EvalHybrid + optimized_ops::BatchMatMul): each row of
+ * K lhs values (per lhs batch and row) is quantized to int8 at every invoke, symmetric, or
+ * asymmetric when BatchMatMulOptions.asymmetric_quantize_inputs says so (kernels/qwide.h: TFLite's
+ * tensor_utils quantizers), its scale multiplied by the rhs's (per-tensor) scale in float; per
+ * output acc = sum q * w in int32, then acc -= rowsum(w) * float(zp) in float (truncated back to
+ * int32, as TFLite's int32 -= float), out = scale * float(acc).
  *
  * TFLite batch_matmul.cc: lhs [..., M, K] (adj_x: [..., K, M]), rhs [..., K, N] (adj_y:
  * [..., N, K]), ranks 2..5; the batch dims (all but the last two) broadcast NumPy-style, aligned at
@@ -9,6 +16,7 @@
  * fixed by the shapes alone, that run on the node's pool: the same result for every thread count.
  */
 #include <cblas.h>
+#include <math.h>
 #include <string.h>
 
 #include "common/ar_util.h"
@@ -37,6 +45,8 @@ typedef struct {
    * reference BatchMatMul<int16, int64>, zero points 0): acc = sum l * r in int64, rescaled by the
    * same multiplier with the 64-bit MultiplyByQuantizedMultiplier (ar_mbqm64), clamped to int16. */
   bool q8, q16;
+  bool hybrid, asym;                   /* float32 lhs, int8 rhs; asymmetric input quantization */
+  float s_rhs;                         /* hybrid: the rhs's scale */
   int32_t zl, zr, zo, qmult;
   int qshift;
 } bmm_state_t;
@@ -47,10 +57,19 @@ static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t ms
   const ar_tview_t *a = node->inputs[0], *b = node->inputs[1], *o = node->outputs[0];
   memset(st, 0, sizeof *st);
   const ar_dtype_t dt = a->dtype == AR_DTYPE_INT8 || a->dtype == AR_DTYPE_INT16 ? a->dtype : AR_DTYPE_FLOAT32;
+  st->hybrid = dt == AR_DTYPE_FLOAT32 && b->dtype == AR_DTYPE_INT8;
   if ((rc = ar_k_check_dtype(node, a, "lhs (input 0)", dt, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, b, "rhs (input 1)", dt, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, b, "rhs (input 1)", st->hybrid ? AR_DTYPE_INT8 : dt, msg, msg_bytes)) ||
       (rc = ar_k_check_dtype(node, o, "output 0", dt, msg, msg_bytes)))
     return rc;
+  if (st->hybrid) {
+    int32_t zr = 0;
+    if ((rc = ar_k_qparams(node, b, "rhs (input 1)", &st->s_rhs, &zr, msg, msg_bytes))) return rc;
+    if (zr != 0)
+      return AR_K_ERR(node, msg, msg_bytes, AR_EINVAL, "hybrid (float32 lhs) int8 rhs needs zero point 0 "
+                      "(it has %d)", (int)zr);
+    st->asym = node->options && node->options->batch_matmul.asymmetric_quantize_inputs;
+  }
   if (dt == AR_DTYPE_INT8 || dt == AR_DTYPE_INT16) {
     float sl = 0, sr = 0, so = 0;
     if ((rc = ar_k_qparams(node, a, "lhs (input 0)", &sl, &st->zl, msg, msg_bytes)) ||
@@ -111,7 +130,10 @@ static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t ms
 static int bmm_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   bmm_state_t st;
   node->state_bytes = sizeof st;
-  return bmm_plan(node, &st, msg, msg_bytes);
+  int rc = bmm_plan(node, &st, msg, msg_bytes);
+  /* hybrid: one lhs row gathered (K floats) and quantized (K int8) */
+  node->scratch_bytes = rc == 0 && st.hybrid ? (uint64_t)st.k * (sizeof(float) + 1) + 8 : 0;
+  return rc;
 }
 
 static void bmm_init(ar_node_t *node) {
@@ -208,8 +230,84 @@ static void qbmm16_eval(const ar_node_t *node) {
   }
 }
 
+/* TFLite's asymmetric row quantization as the hybrid BATCH_MATMUL gets it on x86-64: as
+ * ar__qw_quantize_asymmetric, but the range rmax - rmin is subtracted in float before the division
+ * by 255 in double (ar__qw_quantize_asymmetric subtracts in double, which FULLY_CONNECTED's
+ * goldens want): bmmh_asym's third row, [-0.3, 2.5], has scale 0.009759892 natively, 0.009759891
+ * with the double range. The zero point and the rounding of the codes as there. */
+static float hbmm_quantize_asym(const float *x, int64_t n, int8_t *q, int32_t *zp) {
+  float mn = 0.0f, mx = 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    if (x[i] < mn) mn = x[i];
+    if (x[i] > mx) mx = x[i];
+  }
+  if (mn == mx) {
+    memset(q, 0, (size_t)n);
+    *zp = 0;
+    return 1.0f;
+  }
+  const float s = (float)((double)(mx - mn) / 255.0);
+  const double ds = (double)s;
+  const double zp_from_min = -128.0 - (double)mn / ds, zp_from_max = 127.0 - (double)mx / ds;
+  const double err_min = 128.0 + fabs((double)mn / ds), err_max = 127.0 + fabs((double)mx / ds);
+  const double zpd = err_min < err_max ? zp_from_min : zp_from_max;
+  const int32_t z = zpd <= -128.0 ? -128 : zpd >= 127.0 ? 127 : (int32_t)(int8_t)round(zpd);
+  const float inv = (float)(1.0 / ds);
+  for (int64_t i = 0; i < n; i++) {
+    const int32_t v = (int32_t)roundf(x[i] * inv) + z;
+    q[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+  }
+  *zp = z;
+  return s;
+}
+
+/* The hybrid product: each lhs row quantized as TFLite's EvalHybrid does, then the int8 sums. */
+static void hbmm_eval(const ar_node_t *node) {
+  const bmm_state_t *st = node->state;
+  const float *A = node->inputs[0]->data;
+  const int8_t *B = node->inputs[1]->data;
+  float *C = node->outputs[0]->data;
+  float *row = node->scratch;
+  int8_t *q = (int8_t *)(row + st->k);
+  const int64_t mn = (int64_t)st->m * st->n;
+  for (int64_t t = 0; t < st->batches; t++) {
+    int64_t oa = 0, ob = 0, rem = t;
+    for (int32_t d = st->nb - 1; d >= 0; d--) {
+      const int64_t idx = rem % st->bdims[d];
+      rem /= st->bdims[d];
+      oa += idx * st->lstride[d];
+      ob += idx * st->rstride[d];
+    }
+    const float *a = A + oa;
+    const int8_t *b = B + ob;
+    for (int32_t i = 0; i < st->m; i++) {
+      const float *x = a + (int64_t)i * st->k;
+      if (st->adj_x) {
+        for (int32_t p = 0; p < st->k; p++) row[p] = a[(int64_t)p * st->m + i];
+        x = row;
+      }
+      int32_t zp = 0;
+      const float s_in = st->asym ? hbmm_quantize_asym(x, st->k, q, &zp)
+                                  : ar__qw_quantize_symmetric(x, st->k, q);
+      const float scale = s_in * st->s_rhs;
+      const float off = (float)zp;
+      for (int32_t j = 0; j < st->n; j++) {
+        int32_t acc = 0, wsum = 0;
+        for (int32_t p = 0; p < st->k; p++) {
+          const int32_t w = st->adj_y ? b[(int64_t)j * st->k + p] : b[(int64_t)p * st->n + j];
+          acc += (int32_t)q[p] * w;
+          wsum += w;
+        }
+        if (zp != 0) acc = (int32_t)((float)acc - (float)wsum * off);
+        C[t * mn + (int64_t)i * st->n + j] = scale * (float)acc;
+      }
+    }
+  }
+}
+
 static void bmm_eval(const ar_node_t *node) {
   const bmm_state_t *st = node->state;
+  if (st->hybrid) { hbmm_eval(node); return; }
   if (st->q8) { qbmm_eval(node); return; }
   if (st->q16) { qbmm16_eval(node); return; }
   float *c = node->outputs[0]->data;
@@ -228,6 +326,7 @@ static const ar_kernel_form_t batch_matmul_forms[] = {
   AR_KF(1, 4, FLOAT32, FLOAT32),
   AR_KF(1, 4, INT8, INT8),
   AR_KF(1, 4, INT16, INT16),
+  AR_KFW(1, 4, FLOAT32, INT8, FLOAT32),   /* hybrid; asymmetric inputs from v4 */
 };
 const ar_kernel_t ar_kernel_batch_matmul = { "BATCH_MATMUL", bmm_prepare, bmm_init, bmm_eval,
   AR_KSUPPORT(batch_matmul_forms, 0, -1) };

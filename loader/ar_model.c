@@ -1008,7 +1008,10 @@ static int decode_builtin_options(opctx_t *c, ar_op_t op, ar_options_t *o) {
   case AR_OP_BATCH_MATMUL:
     if ((rc = opt_bool(c, AR_FB_BATCH_MATMUL_ADJ_X, "BatchMatMulOptions.adj_x", &o->batch_matmul.adj_x)))
       return rc;
-    return opt_bool(c, AR_FB_BATCH_MATMUL_ADJ_Y, "BatchMatMulOptions.adj_y", &o->batch_matmul.adj_y);
+    if ((rc = opt_bool(c, AR_FB_BATCH_MATMUL_ADJ_Y, "BatchMatMulOptions.adj_y", &o->batch_matmul.adj_y)))
+      return rc;
+    return opt_bool(c, AR_FB_BATCH_MATMUL_ASYMMETRIC_QUANTIZE_INPUTS,
+                    "BatchMatMulOptions.asymmetric_quantize_inputs", &o->batch_matmul.asymmetric_quantize_inputs);
   case AR_OP_GATHER:
     if ((rc = opt_i32(c, AR_FB_GATHER_AXIS, 0, "GatherOptions.axis", &o->gather.axis)))
       return rc;

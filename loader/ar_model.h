@@ -102,7 +102,8 @@ typedef struct { int32_t axis, batch_dims; } ar_gather_options_t;
 typedef struct { int32_t num_splits; } ar_split_options_t;          /* SPLIT, SPLIT_V */
 typedef struct { int32_t count, axis; } ar_pack_options_t;          /* PACK values_count, UNPACK num */
 typedef struct { int32_t n_dims; int32_t dims[AR_MAX_RANK]; } ar_squeeze_options_t;
-typedef struct { bool adj_x, adj_y; } ar_batch_matmul_options_t;
+/* BATCH_MATMUL: asymmetric_quantize_inputs matters to the hybrid form (float32 lhs, int8 rhs) only. */
+typedef struct { bool adj_x, adj_y, asymmetric_quantize_inputs; } ar_batch_matmul_options_t;
 /* SVDF (SVDFOptions): rank (>= 1, checked at load), fused activation. */
 typedef struct { int32_t rank; ar_activation_t activation; bool asymmetric_quantize_inputs; } ar_svdf_options_t;
 /* LSTM (LSTMOptions) and UNIDIRECTIONAL_SEQUENCE_LSTM (UnidirectionalSequenceLSTMOptions):

@@ -1407,7 +1407,7 @@ static int bmm(float *a, int ar, const int32_t *da, float *b, int br, const int3
   tview_set(&tc, c, cr, dc, false);
   tnode_t tn;
   memset(&tn, 0, sizeof tn);
-  tn.opt.batch_matmul = (ar_batch_matmul_options_t){adj_x, adj_y};
+  tn.opt.batch_matmul = (ar_batch_matmul_options_t){.adj_x = adj_x, .adj_y = adj_y};
   tn.node.op = AR_OP_BATCH_MATMUL;
   tn.node.index = 7;
   tn.node.options = &tn.opt;

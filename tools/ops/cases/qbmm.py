@@ -37,3 +37,24 @@ CASES += [
     qbmm16('k1_clamp', [4, 1], [1, 3], [4, 3], 0.5, 0.25, 0.01, lo=-200, hi=200),
     qbmm16('big_k', [2, 40], [40, 3], [2, 3], 3e-5, 3e-5, 0.7),   # sums past 2^31
 ]
+
+
+def hbmm(name, a, b, out, sb, adj_x=False, adj_y=False, asym=False, lo=-1.0, hi=1.0, const_b=True):
+    return Case('bmmh_' + name, 'BATCH_MATMUL',
+                [T('float32', a, lo=lo, hi=hi), T('int8', b, quant=(sb, 0), lo=-127, hi=127, const=const_b)],
+                [T('float32', out)],
+                options=('BatchMatMulOptions', {'adj_x': adj_x, 'adj_y': adj_y, 'asymmetric_quantize_inputs': asym}),
+                version=4 if asym else 1, golden='native')
+
+
+# Hybrid (float32 lhs, int8 rhs): each lhs row quantized at invoke, symmetric or asymmetric.
+CASES += [
+    hbmm('2x3_3x4', [2, 3], [3, 4], [2, 4], 0.02),
+    hbmm('adj_x', [2, 5, 3], [2, 5, 4], [2, 3, 4], 0.01, adj_x=True, lo=-3.0, hi=2.0),
+    hbmm('adj_y', [3, 4, 6], [3, 2, 6], [3, 4, 2], 0.05, adj_y=True),
+    hbmm('bcast', [2, 1, 3, 4], [3, 4, 5], [2, 3, 3, 5], 0.03, lo=-0.5, hi=4.0),
+    hbmm('r5', [1, 2, 1, 2, 8], [8, 3], [1, 2, 1, 2, 3], 0.004),
+    hbmm('asym', [3, 16], [16, 5], [3, 5], 0.02, asym=True, lo=-0.3, hi=2.5),
+    hbmm('asym_adj', [2, 7, 4], [2, 6, 7], [2, 4, 6], 0.015, adj_x=True, adj_y=True, asym=True, lo=0.1, hi=3.0),
+    hbmm('asym_neg', [4, 9], [9, 3], [4, 3], 0.03, asym=True, lo=-2.0, hi=-0.5),
+]
