@@ -61,6 +61,15 @@
 /* The first layer of an image model has 3 input channels: K = KH*KW*3 is too short for GEMM to pay
  * off, so up to this many input channels (and 16/24/32 outputs) a direct loop runs instead. */
 #define AR_CONV_FEW_IN_MAX 4
+/* On aarch64 the direct loop's GCC vectors compile to about 5 instructions per multiply-add
+ * (qemu insncount, face_detection_short_range's 5x5x3 -> 24 first layer: 43% of the invoke), where
+ * im2col + the NEON GEMM (kernels/gemm_f32_8x8_neon.c) take about 0.5: the first layer goes the
+ * im2col way there, at every float level (a compile-time choice, so prepare and eval agree). */
+#if defined(__aarch64__)
+#define AR_CONV_FEW_IN_LOOP 0
+#else
+#define AR_CONV_FEW_IN_LOOP 1
+#endif
 /* im2col tiles wanted (for the pool) when the rows allow tiles of AR_CONV_TILE_MIN_PIXELS. */
 #define AR_CONV_TILES 8
 /* Multiply-adds below which a band of direct-loop rows or im2col rows is not split further. */
@@ -95,8 +104,8 @@ static void conv_geometry(const ar_node_t *node, conv_geom_t *g) {
   g->m = (int64_t)g->n * g->oh * g->ow;
   g->k = (int64_t)g->kh * g->kw * g->ci;
   g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1;
-  g->few_in = !g->direct && g->ci <= AR_CONV_FEW_IN_MAX && (g->co == 16 || g->co == 24 ||
-                                                             g->co == 32);
+  g->few_in = AR_CONV_FEW_IN_LOOP && !g->direct && g->ci <= AR_CONV_FEW_IN_MAX &&
+               (g->co == 16 || g->co == 24 || g->co == 32);
   int64_t t = (int64_t)AR_CONV_TILE_BYTES / (g->k * (int64_t)sizeof(float));
   int64_t share = (g->m + AR_CONV_TILES - 1) / AR_CONV_TILES;
   share = (share + 15) / 16 * 16;
