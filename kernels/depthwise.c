@@ -592,6 +592,68 @@ dw512_chunk(const dw_geom_t *g, const float *in, const void *wt, const void *bia
 }
 #endif
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+/* aarch64, float level AR_ISA_NEON: the interior of a whole K x K filter (K = 3 or 5, stride SW,
+ * multiplier 1, dilation 1). dw_interior's GCC vectors compile there to about 2.7 instructions per
+ * multiply-add (the 4-pixel x 8-channel tile of 5x5 taps spills addresses and accumulators: qemu
+ * instruction profile of face_detection_short_range); here each block of 4 channels keeps its
+ * K*K weight vectors in registers across the run of pixels and P pixels (4 for 3x3, 2 for 5x5:
+ * K*K + 2P + P of the 32 vector registers) take one load and one fmla per tap. Each output is
+ * the bias, then its taps in (ky, kx) order with one fused multiply-add each: dw_interior's
+ * values (GCC contracts its `a += x * w` into fmla), so the portable level gives the same bits. */
+static AR_ALWAYS_INLINE void dw_interior_neon(const float *ip0, size_t row_stride, const float *wt,
+                                              const float *bias, float *o, int32_t npix, int32_t C,
+                                              const int K, const int SW) {
+  const int P = K == 3 ? 4 : 2;
+  const size_t xs = (size_t)SW * C;
+  int32_t c = 0;
+  for (; c + 4 <= C; c += 4) {
+    float32x4_t w[25];
+#pragma GCC unroll 25
+    for (int t = 0; t < K * K; t++) w[t] = vld1q_f32(wt + (size_t)t * C + c);
+    const float32x4_t bv = bias ? vld1q_f32(bias + c) : vdupq_n_f32(0.0f);
+    const float *ip = ip0 + c;
+    float *op = o + c;
+    int32_t p = 0;
+    for (; p + P <= npix; p += P, ip += P * xs, op += (size_t)P * C) {
+      float32x4_t acc[4];
+#pragma GCC unroll 4
+      for (int q = 0; q < P; q++) acc[q] = bv;
+#pragma GCC unroll 5
+      for (int ky = 0; ky < K; ky++) {
+        const float *r = ip + (size_t)ky * row_stride;
+#pragma GCC unroll 5
+        for (int kx = 0; kx < K; kx++)
+#pragma GCC unroll 4
+          for (int q = 0; q < P; q++)
+            acc[q] = vfmaq_f32(acc[q], vld1q_f32(r + (size_t)q * xs + (size_t)kx * C), w[ky * K + kx]);
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < P; q++) vst1q_f32(op + (size_t)q * C, acc[q]);
+    }
+    for (; p < npix; p++, ip += xs, op += C) {
+      float32x4_t acc = bv;
+#pragma GCC unroll 5
+      for (int ky = 0; ky < K; ky++)
+#pragma GCC unroll 5
+        for (int kx = 0; kx < K; kx++)
+          acc = vfmaq_f32(acc, vld1q_f32(ip + (size_t)ky * row_stride + (size_t)kx * C), w[ky * K + kx]);
+      vst1q_f32(op, acc);
+    }
+  }
+  for (; c < C; c++)   /* channels past a multiple of 4 */
+    for (int32_t p = 0; p < npix; p++) {
+      const float *ip = ip0 + (size_t)p * xs + c;
+      float acc = bias ? bias[c] : 0.0f;
+      for (int ky = 0; ky < K; ky++)
+        for (int kx = 0; kx < K; kx++)
+          acc = __builtin_fmaf(ip[(size_t)ky * row_stride + (size_t)kx * C], wt[(size_t)(ky * K + kx) * C + c], acc);
+      o[(size_t)p * C + c] = acc;
+    }
+}
+#endif
+
 static AR_ALWAYS_INLINE void dw_clamp_row(float *x, size_t n, float lo, float hi) {
   for (size_t i = 0; i < n; i++) {
     float v = x[i] < lo ? lo : x[i];
@@ -617,6 +679,9 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
   if (g->dh == 1 && g->dw == 1 && g->kh == g->kw && (g->kh == 3 || g->kh == 5) &&
       (g->sw == 1 || g->sw == 2))
     spec = (g->kh == 3 ? 1 : 3) + (g->sw == 2);
+#if defined(__aarch64__)
+  const bool neon = ar__f32_isa() >= AR_ISA_NEON;
+#endif
   /* Rows [row0, row1) of N*OH: image b from row y_begin(b) to y_end(b). */
   const int32_t b0 = (int32_t)(g->row0 / g->oh), b1 = (int32_t)((g->row1 + g->oh - 1) / g->oh);
   for (int32_t b = b0; b < b1; b++)
@@ -644,7 +709,19 @@ static AR_ALWAYS_INLINE void dw_body(const dw_geom_t *g, const float *in, const 
         float *o = orow + (size_t)ox_lo * C;
         const int32_t np = ox_hi - ox_lo;
         const bool full = kh == g->kh;
-        switch (spec) {
+        int sp = spec;
+#if defined(__aarch64__)
+        if (neon && full && spec) {
+          if (spec == 1) dw_interior_neon(ip0, row_stride, w0, bias, o, np, C, 3, 1);
+          else if (spec == 2) dw_interior_neon(ip0, row_stride, w0, bias, o, np, C, 3, 2);
+          else if (spec == 3) dw_interior_neon(ip0, row_stride, w0, bias, o, np, C, 5, 1);
+          else dw_interior_neon(ip0, row_stride, w0, bias, o, np, C, 5, 2);
+          sp = -1;   /* done */
+        }
+#endif
+        switch (sp) {
+        case -1:
+          break;
         case 1:
           if (full) dw_interior(ip0, row_stride, w0, bias, o, np, C, 3, 3, 1, 1, 1);
           else dw_interior(ip0, row_stride, w0, bias, o, np, C, kh, 3, 1, 1, 1);
