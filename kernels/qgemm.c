@@ -406,19 +406,71 @@ AR_TARGET_QAVX2 static void qg_store_avx2(const ar_qgemm_t *g, const int32_t *ac
 }
 #endif
 
-/* ---- ASIMD store: 8 channels per step, kernels/requant_neon.h's exact rescales, then the zero
+/* ---- ASIMD store: 16 (then 8) channels per step, kernels/requant_neon.h's exact rescales, then the zero
  * point and the clamp on saturated int16 / bytes (lo and hi lie inside the byte type, so
  * saturating first and clamping after gives the clamp of the exact value). ---- */
 #if defined(__aarch64__)
+/* 4 lanes of the rescale; false when an ar_mbqm_up left shift overflowed (the caller goes scalar). */
+static QG_ALWAYS_INLINE bool qg_rq4_neon(int32x4_t x, int32x4_t m, int32x4_t l, int32x4_t r,
+                                         bool any_left, bool round_up, int32x4_t *q) {
+  if (round_up) {
+    if (any_left) {
+      if (!ar_neon_shl_exact(x, l)) return false;
+      *q = ar_neon_mbqm_up(x, m, l, r);
+    } else {
+      *q = ar_neon_mbqm_up_r(x, m, r);
+    }
+  } else {
+    *q = ar_neon_mbqm(x, m, l, r);
+  }
+  return true;
+}
+
 static QG_ALWAYS_INLINE void qg_store_neon_body(const ar_qgemm_t *g, const int32_t *acc, int rows,
                                                 const int32_t *row_add, int32_t n0, int cols,
                                                 const int32_t *bias, const int32_t *mult,
                                                 const int32_t *shift, uint8_t *out, size_t ldo,
                                                 const bool round_up, const bool s8) {
   const int16x8_t zo = vdupq_n_s16((int16_t)g->out_zero_point);
-  const int8x8_t lo_s = vdup_n_s8((int8_t)g->lo), hi_s = vdup_n_s8((int8_t)g->hi);
-  const uint8x8_t lo_u = vdup_n_u8((uint8_t)g->lo), hi_u = vdup_n_u8((uint8_t)g->hi);
+  const int8x16_t lo_s = vdupq_n_s8((int8_t)g->lo), hi_s = vdupq_n_s8((int8_t)g->hi);
+  const uint8x16_t lo_u = vdupq_n_u8((uint8_t)g->lo), hi_u = vdupq_n_u8((uint8_t)g->hi);
   int c = 0;
+  /* 16 channels per step: one byte vector per row */
+  for (; c + 16 <= cols; c += 16) {
+    const int32_t n = n0 + c;
+    int32x4_t b[4], m[4], l[4], r[4];
+    int32x4_t lmax = vdupq_n_s32(0);
+    for (int j = 0; j < 4; j++) {
+      b[j] = vld1q_s32(bias + n + 4 * j);
+      m[j] = vld1q_s32(mult + n + 4 * j);
+      const int32x4_t sh = vld1q_s32(shift + n + 4 * j);
+      l[j] = ar_neon_left(sh);
+      r[j] = ar_neon_rneg(sh);
+      lmax = vmaxq_s32(lmax, l[j]);
+    }
+    const bool any_left = vmaxvq_s32(lmax) > 0;
+    for (int rr = 0; rr < rows; rr++) {
+      const int32_t *a = acc + rr * QG_MAX_COLS + c;
+      const int32x4_t ra = vdupq_n_s32(row_add ? row_add[rr] : 0);
+      int32x4_t q[4];
+      bool ok = true;
+      for (int j = 0; j < 4; j++) {
+        int32x4_t x = vaddq_s32(vld1q_s32(a + 4 * j), b[j]);
+        if (row_add) x = vaddq_s32(x, ra);
+        ok &= qg_rq4_neon(x, m[j], l[j], r[j], any_left, round_up, &q[j]);
+      }
+      if (!ok) {
+        qg_store(g, a, 1, row_add ? row_add + rr : NULL, n, 16, bias, mult, shift,
+                 out + (size_t)rr * ldo, ldo);
+        continue;
+      }
+      const int16x8_t h0 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(q[0]), q[1]), zo);
+      const int16x8_t h1 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(q[2]), q[3]), zo);
+      uint8_t *o = out + (size_t)rr * ldo + n;
+      if (s8) vst1q_s8((int8_t *)o, vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(h0), h1), lo_s), hi_s));
+      else vst1q_u8(o, vminq_u8(vmaxq_u8(vqmovun_high_s16(vqmovun_s16(h0), h1), lo_u), hi_u));
+    }
+  }
   for (; c + 8 <= cols; c += 8) {
     const int32_t n = n0 + c;
     const int32x4_t b0 = vld1q_s32(bias + n), b1 = vld1q_s32(bias + n + 4);
@@ -427,35 +479,24 @@ static QG_ALWAYS_INLINE void qg_store_neon_body(const ar_qgemm_t *g, const int32
     const int32x4_t l0 = ar_neon_left(s0), l1 = ar_neon_left(s1);
     const int32x4_t r0 = ar_neon_rneg(s0), r1 = ar_neon_rneg(s1);
     const bool any_left = vmaxvq_s32(vmaxq_s32(l0, l1)) > 0;
-    for (int r = 0; r < rows; r++) {
-      int32x4_t x0 = vaddq_s32(vld1q_s32(acc + r * QG_MAX_COLS + c), b0);
-      int32x4_t x1 = vaddq_s32(vld1q_s32(acc + r * QG_MAX_COLS + c + 4), b1);
+    for (int rr = 0; rr < rows; rr++) {
+      int32x4_t x0 = vaddq_s32(vld1q_s32(acc + rr * QG_MAX_COLS + c), b0);
+      int32x4_t x1 = vaddq_s32(vld1q_s32(acc + rr * QG_MAX_COLS + c + 4), b1);
       if (row_add) {
-        x0 = vaddq_s32(x0, vdupq_n_s32(row_add[r]));
-        x1 = vaddq_s32(x1, vdupq_n_s32(row_add[r]));
+        x0 = vaddq_s32(x0, vdupq_n_s32(row_add[rr]));
+        x1 = vaddq_s32(x1, vdupq_n_s32(row_add[rr]));
       }
       int32x4_t q0, q1;
-      if (round_up) {
-        if (any_left) {
-          if (!ar_neon_shl_exact(x0, l0) || !ar_neon_shl_exact(x1, l1)) {
-            qg_store(g, acc + r * QG_MAX_COLS + c, 1, row_add ? row_add + r : NULL, n, 8, bias,
-                     mult, shift, out + (size_t)r * ldo, ldo);
-            continue;
-          }
-          q0 = ar_neon_mbqm_up(x0, m0, l0, r0);
-          q1 = ar_neon_mbqm_up(x1, m1, l1, r1);
-        } else {
-          q0 = ar_neon_mbqm_up_r(x0, m0, r0);
-          q1 = ar_neon_mbqm_up_r(x1, m1, r1);
-        }
-      } else {
-        q0 = ar_neon_mbqm(x0, m0, l0, r0);
-        q1 = ar_neon_mbqm(x1, m1, l1, r1);
+      if (!qg_rq4_neon(x0, m0, l0, r0, any_left, round_up, &q0) ||
+          !qg_rq4_neon(x1, m1, l1, r1, any_left, round_up, &q1)) {
+        qg_store(g, acc + rr * QG_MAX_COLS + c, 1, row_add ? row_add + rr : NULL, n, 8, bias,
+                 mult, shift, out + (size_t)rr * ldo, ldo);
+        continue;
       }
       const int16x8_t h = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(q0), q1), zo);
-      uint8_t *o = out + (size_t)r * ldo + n;
-      if (s8) vst1_s8((int8_t *)o, vmin_s8(vmax_s8(vqmovn_s16(h), lo_s), hi_s));
-      else vst1_u8(o, vmin_u8(vmax_u8(vqmovun_s16(h), lo_u), hi_u));
+      uint8_t *o = out + (size_t)rr * ldo + n;
+      if (s8) vst1_s8((int8_t *)o, vmin_s8(vmax_s8(vqmovn_s16(h), vget_low_s8(lo_s)), vget_low_s8(hi_s)));
+      else vst1_u8(o, vmin_u8(vmax_u8(vqmovun_s16(h), vget_low_u8(lo_u)), vget_low_u8(hi_u)));
     }
   }
   if (c < cols)
