@@ -107,6 +107,25 @@ static QG_ALWAYS_INLINE void qg_store(const ar_qgemm_t *g, const int32_t *acc, i
   }
 }
 
+#if defined(__aarch64__)
+/* Sum of n bytes (n a multiple of 4): uadalp 16 at a time into u16 lanes (128 vectors at most
+ * before a lane could pass 65535), then 8 and 4. */
+static uint32_t qg_bytes_sum_neon(const uint8_t *a, int32_t n) {
+  uint32_t s = 0;
+  int32_t v16 = n / 16;
+  while (v16 > 0) {
+    const int32_t c = v16 < 128 ? v16 : 128;
+    uint16x8_t t = vdupq_n_u16(0);
+    for (int32_t j = 0; j < c; j++, a += 16) t = vpadalq_u8(t, vld1q_u8(a));
+    s += vaddlvq_u16(t);
+    v16 -= c;
+  }
+  if (n & 8) { s += vaddlv_u8(vld1_u8(a)); a += 8; }
+  if (n & 4) s += (uint32_t)a[0] + a[1] + a[2] + a[3];
+  return s;
+}
+#endif
+
 /* -zw' * sum_k (a[r][k] ^ a_xor) for each row of a tile (legacy uint8 weights); the rows are
  * nseg segments of K / nseg bytes, segment q of row r at rowp[q * QG_MAX_ROWS + r]. */
 static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int nseg, int rows,
@@ -116,6 +135,13 @@ static void qg_row_terms(const ar_qgemm_t *g, const uint8_t *const *rowp, int ns
     int32_t s = 0;
     for (int q = 0; q < nseg; q++) {
       const uint8_t *a = rowp[q * QG_MAX_ROWS + r];
+#if defined(__aarch64__)
+      /* (uint8 activations: the only ones beside uint8 weights) */
+      if (!g->a_xor && seg_bytes % 4 == 0) {
+        s += (int32_t)qg_bytes_sum_neon(a, seg_bytes);
+        continue;
+      }
+#endif
       if (g->a_xor)
         for (int32_t i = 0; i < seg_bytes; i++) s += (int32_t)(a[i] ^ 0x80u);
       else
