@@ -6,19 +6,29 @@
 #      pkg-config file) and the control data (conffiles, maintainer scripts);
 #   2. systemd-analyze verify of the extracted units, with ExecStart= pointing into the tree;
 #   3. the extracted programs run: arenad --check-config on the packaged conffile, arenad serving
-#      a temporary socket, arenactl (on the extracted libarenaclient) pinging it, and a program
-#      compiled against the extracted -dev package (pkg-config with a sysroot) pinging it too;
+#      a temporary socket, arenactl (on the extracted libarenaclient) pinging it, loading a real
+#      model and invoking it on its golden input (outputs within check_interp's tolerance of the
+#      LiteRT golden), and a program compiled against the extracted -dev package (pkg-config with
+#      a sysroot) pinging it too;
 #   4. dpkg --root into a second scratch tree with the maintainer scripts run chrootless
 #      (DPKG_ROOT): packages installed, conffile registered, the arenad user created by
 #      systemd-sysusers --root, /var/lib/arenad/models made, the socket enabled and the service
 #      not; then purge.
 # Prints one line per check; exits 1 on the first failure. Needs no root for 1-3; step 4 runs
 # as root only (dpkg --root with scripts), else it says it skipped.
+#
+# Packages of another architecture than this machine's (`./dev deb --arch arm64`): the extracted
+# programs of step 3 run under qemu-user (qemu-aarch64, no binfmt_misc: the host root with the
+# :arm64 run-time libraries of `./dev cross-deps` is the guest's sysroot), the -dev test program is
+# built with the cross gcc, and the dpkg database of step 4 gets the architecture added.
+# Environment: AR_QEMU (default qemu-<cpu of the packages>), AR_DEB_TEST_MODELS (the folder holding
+# face_detection_short_range.tflite, default ../shared/models, else models/; the load + invoke
+# check is skipped with a message when neither holds it).
 set -euo pipefail
 # No 'grep -q' at the end of a pipe here: it exits at the first match, the writer dies of SIGPIPE
 # and pipefail turns that into a failure (seen: ldd | grep -q).
 DEBDIR="$(cd "${1:?usage: deb-test.sh DEBDIR}" && pwd)"
-MA="$(dpkg-architecture -qDEB_HOST_MULTIARCH)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp="$(mktemp -d)"
 daemon_pid=""
 cleanup() {
@@ -41,6 +51,20 @@ deb_of() {
 PKGS=(arenad arenactl libarenaclient0 libarenaclient-dev python3-arenad)
 declare -A DEB=()
 for p in "${PKGS[@]}"; do DEB[$p]="$(deb_of "$p")"; done
+
+# The packages' architecture, and how its programs run here: directly, or under qemu-user.
+ARCH="$(dpkg-deb -f "${DEB[arenad]}" Architecture)"
+BUILD_ARCH="$(dpkg-architecture -qDEB_BUILD_ARCH)"
+MA="$(dpkg-architecture -a "$ARCH" -qDEB_HOST_MULTIARCH 2>/dev/null)"
+RUN=()
+CC=cc
+if [ "$ARCH" != "$BUILD_ARCH" ]; then
+  RUN=("${AR_QEMU:-qemu-$(dpkg-architecture -a "$ARCH" -qDEB_HOST_GNU_CPU 2>/dev/null)}")
+  command -v "${RUN[0]}" >/dev/null || fail "$ARCH packages: no ${RUN[0]} to run them (apt-get install qemu-user)"
+  CC="$(dpkg-architecture -a "$ARCH" -qDEB_HOST_GNU_TYPE 2>/dev/null)-gcc"
+  command -v "$CC" >/dev/null || fail "$ARCH packages: no $CC for the -dev test program (./dev cross-deps)"
+  echo "        $ARCH packages on $BUILD_ARCH: programs run under ${RUN[0]}, the -dev test program built with $CC"
+fi
 
 # ------------------------------------------------------------------------------------------
 # 1. Extracted file list and control data
@@ -136,10 +160,18 @@ fi
 # 3. The extracted programs run
 # ------------------------------------------------------------------------------------------
 export LD_LIBRARY_PATH="$R/usr/lib/$MA"
-ldd "$R/usr/bin/arenactl" | grep "libarenaclient.so.0 => $R/usr/lib/$MA/" >/dev/null \
-  || fail "arenactl does not resolve libarenaclient.so.0 from the package"
-ver="$("$R/usr/sbin/arenad" --version)"
-"$R/usr/sbin/arenad" --check-config "$R/etc/arenad/arenad.json" > "$tmp/check-config.out" 2>&1 \
+if [ ${#RUN[@]} -eq 0 ]; then
+  ldd "$R/usr/bin/arenactl" > "$tmp/ldd.out"
+else
+  # ldd runs the host's loader; the guest's (PT_INTERP, from libc6:<arch>) lists under qemu.
+  interp="$(readelf -l "$R/usr/bin/arenactl" | sed -n 's/.*interpreter: \(.*\)]$/\1/p')"
+  "${RUN[@]}" "$interp" --list "$R/usr/bin/arenactl" > "$tmp/ldd.out"
+  ok "$(file -b "$R/usr/sbin/arenad" | cut -d, -f1,2): /usr/sbin/arenad; arenactl's libraries (listed by $interp under ${RUN[0]}): $(awk '$2 == "=>" {print $1}' "$tmp/ldd.out" | tr '\n' ' ')"
+fi
+grep "libarenaclient.so.0 => $R/usr/lib/$MA/" "$tmp/ldd.out" >/dev/null \
+  || { cat "$tmp/ldd.out"; fail "arenactl does not resolve libarenaclient.so.0 from the package"; }
+ver="$("${RUN[@]}" "$R/usr/sbin/arenad" --version)"
+"${RUN[@]}" "$R/usr/sbin/arenad" --check-config "$R/etc/arenad/arenad.json" > "$tmp/check-config.out" 2>&1 \
   || { cat "$tmp/check-config.out"; fail "arenad --check-config on the packaged conffile"; }
 ok "arenad --version: $ver; --check-config /etc/arenad/arenad.json: $(tail -n 1 "$tmp/check-config.out" | sed "s|$R||")"
 
@@ -147,12 +179,54 @@ ok "arenad --version: $ver; --check-config /etc/arenad/arenad.json: $(tail -n 1 
 # of it without the socket keys, on a socket of our own.
 sock="$tmp/arenad.sock"
 grep -v '"socket' "$R/etc/arenad/arenad.json" > "$tmp/test.json"
-"$R/usr/sbin/arenad" --foreground --config "$tmp/test.json" --socket "$sock" > "$tmp/arenad.log" 2>&1 &
+# The real model of the load + invoke check, with its LiteRT golden (tests/golden).
+MODEL=face_detection_short_range
+mdir=""
+for d in ${AR_DEB_TEST_MODELS:-} "$(dirname "$ROOT")/shared/models" "$ROOT/models"; do
+  [ -f "$d/$MODEL.tflite" ] && { mdir="$(cd "$d" && pwd)"; break; }
+done
+"${RUN[@]}" "$R/usr/sbin/arenad" --foreground --config "$tmp/test.json" --socket "$sock" \
+  ${mdir:+--model-dir "$mdir"} > "$tmp/arenad.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
+# Under qemu-user the daemon takes a few seconds to come up.
+for _ in $(seq 1 600); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || { cat "$tmp/arenad.log"; fail "arenad did not create $sock"; }
-ping_out="$("$R/usr/bin/arenactl" -s "$sock" ping 2>&1)" || fail "arenactl ping: $ping_out"
-ok "arenactl ping (extracted arenactl + libarenaclient0 -> extracted arenad): $ping_out"
+ping_out="$("${RUN[@]}" "$R/usr/bin/arenactl" -s "$sock" ping 2>&1)" || fail "arenactl ping: $ping_out"
+ok "arenactl ping (extracted arenactl + libarenaclient0 -> extracted arenad${RUN:+, both under ${RUN[0]}}): $ping_out"
+
+if [ -z "$mdir" ]; then
+  echo "skip    load + invoke of $MODEL.tflite: in none of ${AR_DEB_TEST_MODELS:-} ../shared/models models/ (./dev models)"
+else
+  out="$("${RUN[@]}" "$R/usr/bin/arenactl" -s "$sock" load "$MODEL" "$mdir/$MODEL.tflite" 2>&1)" \
+    || { cat "$tmp/arenad.log"; fail "arenactl load $MODEL: $out"; }
+  g="$ROOT/tests/golden/$MODEL/photo"
+  out="$("${RUN[@]}" "$R/usr/bin/arenactl" -s "$sock" invoke "$MODEL" --input "$g/input_0.bin" \
+    --output "$tmp/invoke" 2>&1)" || { cat "$tmp/arenad.log"; fail "arenactl invoke $MODEL: $out"; }
+  # check_interp's rule: each element within 1e-4 max|golden| + 1e-5 of LiteRT's output.
+  cmp_out="$(/usr/bin/python3 - "$g" "$tmp/invoke" <<'EOF'
+import os, sys
+import numpy as np
+g, o = sys.argv[1:3]
+worst = []
+j = 0
+while os.path.exists(f"{g}/output_{j}.bin"):
+    want = np.fromfile(f"{g}/output_{j}.bin", dtype=np.float32)
+    got = np.fromfile(f"{o}/output_{j}.bin", dtype=np.float32)
+    if got.shape != want.shape:
+        sys.exit(f"output {j}: {got.size} floats, golden {want.size}")
+    err = np.abs(got - want)
+    tol = 1e-4 * np.abs(want).max() + 1e-5
+    if (err > tol).any():
+        sys.exit(f"output {j}: {(err > tol).sum()} of {want.size} out of tolerance, worst |err| {err.max():.3g}")
+    worst.append(f"output {j} ({want.size} floats) max |err| {err.max():.3g}")
+    j += 1
+if j == 0:
+    sys.exit("no golden outputs in " + g)
+print("; ".join(worst))
+EOF
+)" || fail "arenactl invoke $MODEL against the LiteRT golden: $cmp_out"
+  ok "arenactl load + invoke $MODEL (real model, golden photo input) vs LiteRT golden: $cmp_out"
+fi
 
 cat > "$tmp/client.c" <<'EOF'
 #include <arenad/client.h>
@@ -172,11 +246,11 @@ pc=(env PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$R/usr/lib/$MA/pkgconfig:/usr/lib/$M
     PKG_CONFIG_SYSROOT_DIR="$R" pkg-config)
 flags="$("${pc[@]}" --cflags --libs arenaclient)" || fail "pkg-config arenaclient"
 # shellcheck disable=SC2086
-cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/client" "$tmp/client.c" $flags || fail "compiling against libarenaclient-dev"
-cver="$("$tmp/client" "$sock")" || fail "the client built against libarenaclient-dev could not ping"
-ok "cc \$(pkg-config --cflags --libs arenaclient) [$flags] -> ping: $cver"
+"$CC" -std=gnu11 -Wall -Wextra -Werror -o "$tmp/client" "$tmp/client.c" $flags || fail "compiling against libarenaclient-dev"
+cver="$("${RUN[@]}" "$tmp/client" "$sock")" || fail "the client built against libarenaclient-dev could not ping"
+ok "$CC \$(pkg-config --cflags --libs arenaclient) [$flags] -> ping: $cver"
 
-prom="$("$R/usr/bin/arenactl" -s "$sock" stats --prometheus 2>&1)" || fail "arenactl stats --prometheus: $prom"
+prom="$("${RUN[@]}" "$R/usr/bin/arenactl" -s "$sock" stats --prometheus 2>&1)" || fail "arenactl stats --prometheus: $prom"
 printf '%s\n' "$prom" | grep '^# TYPE arenad_pool_bytes gauge' >/dev/null || fail "arenactl stats --prometheus: no arenad_pool_bytes gauge"
 ok "arenactl stats --prometheus: $(printf '%s\n' "$prom" | grep -c '^# TYPE') metrics, e.g. $(printf '%s\n' "$prom" | grep -m1 '^arenad_pool_bytes')"
 
@@ -207,6 +281,7 @@ fi
 D="$tmp/dpkgroot"
 mkdir -p "$D/var/lib/dpkg/info" "$D/var/lib/dpkg/updates" "$D/var/lib/dpkg/triggers" "$D/etc"
 touch "$D/var/lib/dpkg/status" "$D/var/lib/dpkg/available"
+[ "$ARCH" = "$BUILD_ARCH" ] || dpkg --root="$D" --add-architecture "$ARCH"
 # The scripts run on this host with DPKG_ROOT set. Debhelper guards its systemctl calls with
 # [ -z "$DPKG_ROOT" ] or /run/systemd/system; stubs in front of PATH make sure nothing reaches a
 # running systemd here anyway, and log what would have been called. py3compile/py3clean
