@@ -85,8 +85,10 @@ typedef struct {
   uint64_t off_gbias, off_gmult, off_gshift, off_packed, off_wt;   /* GEMM route only */
   bool grp;                    /* stride 1, multiplier 1, C in {2, 4, 8, 16}: 32 / C pixels per pass */
   bool flat_rq;                /* OC in {2, 4, 8}: the rescale runs over a row as 16-lane vectors */
-  bool c1x;                    /* GEMM route with OC in {4, 8} and no weight zero-point row term:
-                                * on AVX-512 VNNI, 16 / OC pixels per vector (qdw_c1_vnni) */
+  bool c1x;                    /* GEMM route with OC in {4, 8}, dilation 1 along W and no weight
+                                * zero-point row term: on AVX-512 VNNI, 16 / OC pixels per vector
+                                * straight from the padded input (qdw_c1_vnni) */
+  int32_t kw4, c1_groups;      /* c1x: KW rounded up to 4; KH * KW4 / 4 tap groups */
   uint64_t off_b16, off_bias16;   /* c1x: B over 16 lanes (lane j channel j % OC), bias likewise */
   uint64_t off_wpx, off_biasx, off_rqx;   /* grp: weights and bias over 32 lanes; flat_rq: m, r, l x 16 */
   uint64_t bytes;
@@ -167,7 +169,8 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
     const int64_t row_bytes = (int64_t)g->ow * g->kp;
     g->tile_oy = row_bytes > 0 && row_bytes < QDW_TILE_BYTES ? (int32_t)(QDW_TILE_BYTES / row_bytes) : 1;
     /* the frame holds every tap of every pixel, and the 8-byte moves from a filter row's first */
-    const int32_t need_w = (g->ow - 1) * g->sw + AR_MAX((g->kw - 1) * g->dw + 1, 8);
+    g->kw4 = (g->kw + 3) / 4 * 4;   /* c1x reads KW4 bytes from a filter row's first tap */
+    const int32_t need_w = (g->ow - 1) * g->sw + AR_MAX(AR_MAX((g->kw - 1) * g->dw + 1, 8), g->kw4);
     const int32_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
     g->wp = AR_MAX(need_w, g->pl + g->w);
     g->hp = AR_MAX(need_h, g->pt + g->h);
@@ -182,9 +185,11 @@ static void qdw_geometry(const ar_node_t *node, qdw_state_t *g) {
     g->off_gshift = at; at = align64(at + per);
     g->off_packed = at; at = align64(at + ar_qgemm_packed_bytes(&g->qg));
     g->off_wt = at; at = align64(at + oc * (uint64_t)g->ntaps);   /* the filter as [M][KH*KW] */
-    g->c1x = g->oc == 4 || g->oc == 8;   /* init clears it for legacy uint8 weights (zw_row) */
+    /* init clears c1x for legacy uint8 weights (zw_row) */
+    g->c1x = (g->oc == 4 || g->oc == 8) && g->dw == 1;
+    g->c1_groups = g->kh * (g->kw4 / 4);
     if (g->c1x) {
-      g->off_b16 = at; at = align64(at + (uint64_t)g->qg.k_groups * 64u);
+      g->off_b16 = at; at = align64(at + (uint64_t)g->c1_groups * 64u);
       g->off_bias16 = at; at = align64(at + 16u * 4u);
     }
   }
@@ -385,17 +390,22 @@ void ar__qdw_init(ar_node_t *node) {
     ar_qgemm_pack(&g.qg, wt, !g.is_int8, qf->zero_point, 1, bt && bt->data ? bt->data : NULL,
                   g.is_int8 ? g.in_zp + 128 : g.in_zp, base + g.off_packed, gb);
     if (g.qg.zw_row != 0) g.c1x = false;
-    if (g.c1x) {   /* B and the folded bias again, lane j of a 16-lane vector = channel j % OC */
+    if (g.c1x) {
+      /* B and the folded bias again: lane j of a 16-lane vector = channel j % OC; group (ky, q)
+       * holds taps (ky, 4q .. 4q + 3), weight 0 past KW (those bytes are the next columns) */
       uint8_t *b16 = base + g.off_b16;
       int32_t *bias16 = (int32_t *)(base + g.off_bias16);
-      memset(b16, 0, (size_t)g.qg.k_groups * 64u);
+      const int32_t gpr = g.kw4 / 4;
+      memset(b16, 0, (size_t)g.c1_groups * 64u);
       for (int32_t j = 0; j < 16; j++) {
         const int32_t ch = j % oc;
         bias16[j] = gb[ch];
-        for (int32_t k = 0; k < g.ntaps; k++) {
-          const uint8_t v = wt[(size_t)ch * g.ntaps + k];
-          b16[(size_t)(k / 4) * 64u + (size_t)j * 4u + (size_t)(k % 4)] = g.is_int8 ? v : (uint8_t)(v - 128u);
-        }
+        for (int32_t ky = 0; ky < g.kh; ky++)
+          for (int32_t kx = 0; kx < g.kw; kx++) {
+            const uint8_t v = wt[(size_t)ch * g.ntaps + (size_t)ky * g.kw + kx];
+            const size_t grp = (size_t)ky * gpr + (size_t)kx / 4;
+            b16[grp * 64u + (size_t)j * 4u + (size_t)(kx % 4)] = g.is_int8 ? v : (uint8_t)(v - 128u);
+          }
       }
     }
   }
@@ -799,17 +809,18 @@ QDW_TARGET_VNNI static void qdw_requant_512(const qdw_state_t *g, const int32_t 
   }
 }
 
-/* c1x: `rows` im2col rows (kp bytes apart, already unsigned) times B, 16 / OC rows per vector:
- * lane j of a vector holds channel j % OC of row j / OC, so the 16 bytes it stores are those rows'
- * outputs, contiguous. Each 4-tap group of a row is broadcast to its lanes (vpdpbusd u8 x s8); the
- * sum is the GEMM's (bias folded the same way), then the rescale of qdw_requant_512. */
-QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_c1_vnni_t(const qdw_state_t *g, const uint8_t *col,
-                                                           int64_t rows, uint8_t *out, bool s8) {
-  enum { U = 4 };   /* vectors in flight */
+/* c1x: output row oy of one image, straight from its padded copy pb (already unsigned): 16 / OC
+ * pixels per vector, lane j = channel j % OC of pixel j / OC, so the 16 bytes a vector stores are
+ * those pixels' outputs, contiguous. Tap group (ky, q) of a pixel is the 4 bytes from column
+ * ox*SW + 4q of padded row oy*SH + ky*DH, broadcast to its lanes (vpdpbusd u8 x s8; the bytes past
+ * KW meet weight 0). The sum is the GEMM's, bias folded the same way; then the rescale of
+ * qdw_requant_512. */
+QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_c1_vnni_t(const qdw_state_t *g, const uint8_t *pb, int32_t oy,
+                                                           uint8_t *out, bool s8) {
+  enum { U = 4, KH_MAX = 64 };   /* vectors in flight */
   const uint8_t *base = (const uint8_t *)g;
   const uint8_t *b16 = base + g->off_b16;
-  const int32_t oc = g->oc, per = 16 / oc, kg = g->qg.k_groups;
-  const size_t kp = (size_t)g->kp;
+  const int32_t oc = g->oc, per = 16 / oc, gpr = g->kw4 / 4, sw = g->sw, ow = g->ow;
   const __m512i bias = _mm512_loadu_si512((const void *)(base + g->off_bias16));
   const int32_t *rx = (const int32_t *)(base + g->off_rqx);
   qdw_rq512_t k;
@@ -817,51 +828,57 @@ QDW_TARGET_VNNI static AR_ALWAYS_INLINE void qdw_c1_vnni_t(const qdw_state_t *g,
   const __mmask16 lane_rows[4] = {(__mmask16)((1u << oc) - 1u), (__mmask16)(((1u << oc) - 1u) << oc),
                                   (__mmask16)(((1u << oc) - 1u) << (2 * oc)),
                                   (__mmask16)(((1u << oc) - 1u) << (3 * oc))};
-  int64_t r = 0;
-  for (; r + U * per <= rows; r += U * per) {
+  const uint8_t *rows[KH_MAX];
+  for (int32_t ky = 0; ky < g->kh; ky++) rows[ky] = pb + (size_t)(oy * g->sh + ky * g->dh) * g->wp;
+  int32_t ox = 0;
+  for (; ox + U * per <= ow; ox += U * per) {
     __m512i acc[U];
     for (int u = 0; u < U; u++) acc[u] = bias;
-    const uint8_t *a = col + (size_t)r * kp;
-    for (int32_t q = 0; q < kg; q++) {
-      const __m512i w = _mm512_loadu_si512((const void *)(b16 + (size_t)q * 64u));
-      for (int u = 0; u < U; u++) {
-        uint32_t v;
-        memcpy(&v, a + (size_t)(u * per) * kp + 4u * (size_t)q, 4);
-        __m512i x = _mm512_set1_epi32((int)v);
-        for (int i = 1; i < per; i++) {
-          memcpy(&v, a + (size_t)(u * per + i) * kp + 4u * (size_t)q, 4);
-          x = _mm512_mask_set1_epi32(x, lane_rows[i], (int)v);
+    const uint8_t *w = b16;
+    for (int32_t ky = 0; ky < g->kh; ky++)
+      for (int32_t q = 0; q < gpr; q++, w += 64) {
+        const __m512i wv = _mm512_loadu_si512((const void *)w);
+        const uint8_t *src = rows[ky] + (size_t)ox * sw + 4u * (size_t)q;
+        for (int u = 0; u < U; u++) {
+          uint32_t v;
+          memcpy(&v, src + (size_t)(u * per) * sw, 4);
+          __m512i x = _mm512_set1_epi32((int)v);
+          for (int i = 1; i < per; i++) {
+            memcpy(&v, src + (size_t)(u * per + i) * sw, 4);
+            x = _mm512_mask_set1_epi32(x, lane_rows[i], (int)v);
+          }
+          acc[u] = _mm512_dpbusd_epi32(acc[u], x, wv);
         }
-        acc[u] = _mm512_dpbusd_epi32(acc[u], x, w);
       }
-    }
     for (int u = 0; u < U; u++) {
       const __m512i o = s8 ? qdw_rq512(&k, acc[u], true) : qdw_rq512(&k, acc[u], false);
-      _mm_storeu_si128((__m128i *)(out + (size_t)(r + u * per) * oc), _mm512_cvtepi32_epi8(o));
+      _mm_storeu_si128((__m128i *)(out + (size_t)(ox + u * per) * oc), _mm512_cvtepi32_epi8(o));
     }
   }
-  for (; r < rows; r += per) {   /* the last rows, one vector at a time (missing rows: lanes unused) */
-    const int32_t nr = (int32_t)AR_MIN((int64_t)per, rows - r);
+  for (; ox < ow; ox += per) {   /* the last pixels, one vector at a time (missing pixels: lanes unused) */
+    const int32_t np = AR_MIN(per, ow - ox);
     __m512i acc = bias;
-    const uint8_t *a = col + (size_t)r * kp;
-    for (int32_t q = 0; q < kg; q++) {
-      uint32_t v;
-      memcpy(&v, a + 4u * (size_t)q, 4);
-      __m512i x = _mm512_set1_epi32((int)v);
-      for (int i = 1; i < nr; i++) {
-        memcpy(&v, a + (size_t)i * kp + 4u * (size_t)q, 4);
-        x = _mm512_mask_set1_epi32(x, lane_rows[i], (int)v);
+    const uint8_t *w = b16;
+    for (int32_t ky = 0; ky < g->kh; ky++)
+      for (int32_t q = 0; q < gpr; q++, w += 64) {
+        const uint8_t *src = rows[ky] + (size_t)ox * sw + 4u * (size_t)q;
+        uint32_t v;
+        memcpy(&v, src, 4);
+        __m512i x = _mm512_set1_epi32((int)v);
+        for (int i = 1; i < np; i++) {
+          memcpy(&v, src + (size_t)i * sw, 4);
+          x = _mm512_mask_set1_epi32(x, lane_rows[i], (int)v);
+        }
+        acc = _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512((const void *)w));
       }
-      acc = _mm512_dpbusd_epi32(acc, x, _mm512_loadu_si512((const void *)(b16 + (size_t)q * 64u)));
-    }
     const __m512i o = s8 ? qdw_rq512(&k, acc, true) : qdw_rq512(&k, acc, false);
-    _mm_mask_storeu_epi8(out + (size_t)r * oc, (__mmask16)((1u << (nr * oc)) - 1u), _mm512_cvtepi32_epi8(o));
+    _mm_mask_storeu_epi8(out + (size_t)ox * oc, (__mmask16)((1u << (np * oc)) - 1u), _mm512_cvtepi32_epi8(o));
   }
 }
 
-QDW_TARGET_VNNI static void qdw_c1_vnni(const qdw_state_t *g, const uint8_t *col, int64_t rows, uint8_t *out) {
-  if (g->is_int8) qdw_c1_vnni_t(g, col, rows, out, true);
-  else qdw_c1_vnni_t(g, col, rows, out, false);
+QDW_TARGET_VNNI static void qdw_c1_vnni(const qdw_state_t *g, const uint8_t *pb, int32_t oy, uint8_t *out) {
+  if (g->is_int8) qdw_c1_vnni_t(g, pb, oy, out, true);
+  else qdw_c1_vnni_t(g, pb, oy, out, false);
 }
 
 /* grp: pixels [ox0, ox1) of a row (inside the input horizontally, stride 1), 32 / C at a time: the
@@ -1199,6 +1216,15 @@ static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *pad, uint8_t *out
                           int64_t r0, int64_t r1, bool c1x) {
   const uint8_t *base = (const uint8_t *)g;
   const size_t kp = (size_t)g->kp, oc = (size_t)g->oc;
+#if AR_HAVE_AVX2_CLONE
+  if (c1x) {   /* no im2col: the kernel reads the padded input */
+    for (int64_t r = r0; r < r1; r++)
+      qdw_c1_vnni(g, pad + (size_t)(r / g->oh) * g->hp * g->wp, (int32_t)(r % g->oh), out + (size_t)r * g->ow * oc);
+    return;
+  }
+#else
+  (void)c1x;
+#endif
   for (int64_t t0 = r0; t0 < r1; t0 += g->tile_oy) {
     const int64_t t1 = AR_MIN(r1, t0 + g->tile_oy);
     uint8_t *row = col;
@@ -1206,11 +1232,6 @@ static void qdw_gemm_rows(const qdw_state_t *g, const uint8_t *pad, uint8_t *out
       const int32_t b = (int32_t)(r / g->oh), oy = (int32_t)(r % g->oh);
       qdw_im2col_orow(g, pad + (size_t)b * g->hp * g->wp, oy, row);
     }
-#if AR_HAVE_AVX2_CLONE
-    if (c1x) { qdw_c1_vnni(g, col, (t1 - t0) * g->ow, out + (size_t)t0 * g->ow * oc); continue; }
-#else
-    (void)c1x;
-#endif
     ar_qgemm_run(&g->qg, base + g->off_packed, (const int32_t *)(base + g->off_gbias),
                  (const int32_t *)(base + g->off_gmult), (const int32_t *)(base + g->off_gshift), col,
                  kp, (t1 - t0) * g->ow, out + (size_t)t0 * g->ow * oc, oc);
@@ -1248,7 +1269,7 @@ void ar__qdw_eval(const ar_node_t *node) {
   /* -1: the GEMM route (kernels/qgemm.h); -2: its c1x form, on AVX-512 VNNI unless the AVX2 loop
    * is forced (which tests use to run the route on each GEMM path) */
   c.isa = qdw_isa();
-  if (g->gemm && qdw_isa_forced != 0) c.isa = g->c1x && c.isa == 2 ? -2 : -1;
+  if (g->gemm && qdw_isa_forced != 0) c.isa = g->c1x && g->kh <= 64 && c.isa == 2 ? -2 : -1;
   c.slot_bytes = qdw_slot_bytes(g) > 0 ? qdw_slot_bytes(g) : 1;
   uint8_t *at = (uint8_t *)(((uintptr_t)node->scratch + 63u) & ~(uintptr_t)63u);
   c.pad = at;
