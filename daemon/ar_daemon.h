@@ -248,6 +248,8 @@ struct ar_job {
   ar_session_use_t sess;          /* INVOKE: its session (ar_sessions.c); stateful false otherwise */
   /* INVOKE / ResizeInput: new input shapes (see apply_shapes in ar_invoke.c) */
   bool resize_only;              /* a ResizeInput request: re-plan, no run */
+  bool may_restate;              /* its new shapes may change the state's layout, which every
+                                    session shares: an admin's request, or a restore */
   bool restore;                  /* resize_only, internal: back to the stored input shapes (its
                                     shaper disconnected); never grows the region (req is NULL) */
   bool regrow;                   /* re-queued after the group region grew: move members first */

@@ -281,6 +281,7 @@ static void queue_restore(ar_server_t *srv, ar_dmodel_t *m) {
   job->kind = AR_JOB_INVOKE;
   job->resize_only = true;
   job->restore = true;
+  job->may_restate = true;
   job->srv = srv;
   job->to = (ar_reply_to_t){.conn = NULL, .fd = -1};
   job->model = m;
@@ -530,6 +531,7 @@ void ar_models_invoke(ar_server_t *srv, const ar_reply_to_t *to, Arenad__Request
   }
   job->kind = AR_JOB_INVOKE;
   job->resize_only = resize_only;
+  job->may_restate = ar_models_peer_is_admin(srv, to);
   job->srv = srv;
   job->to = *to;
   if (!resize_only) ar_conn_reserve_reply(&job->to, invoke_reply_bound(m->interp, job->out_dst));
@@ -593,6 +595,12 @@ static int apply_shapes(ar_job_t *job) {
   uint8_t *pers = m->has_persistent ? job->srv->pool.base + m->persistent_offset : NULL;
   const uint32_t gen = ar_interp_state_generation(in);
   rc = ar_interp_prepare(in, job->msg, sizeof(job->msg));
+  if (rc == 0 && !job->may_restate && ar_interp_state_layout_pending(in))
+    /* The state is one layout for every session of the model (and the default state): new shapes
+     * that change it would reset or move every user's streams. */
+    rc = ar_errf(job->msg, sizeof(job->msg), AR_EPERM, "model '%s': these input shapes change its state's layout "
+                 "(%" PRIu64 " -> %" PRIu64 " state bytes), which every session of the model shares: only an admin "
+                 "(admin_uids / admin_gids) may", m->name, m->state_bytes, ar_interp_state_bytes(in));
   uint64_t arena = ar_interp_arena_bytes(in), persistent = ar_interp_persistent_bytes(in);
   /* A larger persistent region first (the state grew with the batch): the loop allocates it and
    * runs the job again; the default state's bytes go along (the prepare copied them aside). */

@@ -297,6 +297,11 @@ void *ar_interp_default_state(const ar_interp_t *in);
  * that place reset ("state reset: NAME (A -> B bytes), ..."; A is 0 for a piece the old layout
  * lacked), "" when the last prepare's place reset nothing (the note is cleared by each prepare). */
 uint32_t ar_interp_state_generation(const ar_interp_t *in);
+/* Between an ar_interp_prepare and the place that follows: whether that place will change the
+ * state's layout (a piece's size or offset; the generation then counts it). false before the
+ * first place and when the prepare kept the layout. Lets a caller refuse new shapes that would
+ * change the state every session shares (arenad: only an admin may). */
+bool ar_interp_state_layout_pending(const ar_interp_t *in);
 const char *ar_interp_state_note(const ar_interp_t *in);
 /* Write slot `dst` (ar_interp_state_bytes, the current layout) from slot `src` written in
  * generation `src_generation`: the current generation copies every byte; the one before it (the

@@ -343,6 +343,11 @@ int ar_interp_state_piece(const ar_interp_t *in, int32_t i, const char **name, i
 uint64_t ar_interp_default_state_offset(const ar_interp_t *in) { return in->root->slot_offset; }
 void *ar_interp_default_state(const ar_interp_t *in) { return in->root->default_slot; }
 uint32_t ar_interp_state_generation(const ar_interp_t *in) { return in->root->state_generation; }
+bool ar_interp_state_layout_pending(const ar_interp_t *in) {
+  const ar_interp_t *root = in->root;
+  return root->slot_pieces && !same_layout(root->slot_pieces, root->n_slot_pieces, root->slot_state_bytes,
+                                           root->pieces, root->n_pieces, root->state_bytes);
+}
 const char *ar_interp_state_note(const ar_interp_t *in) { return in->root->state_note; }
 
 int ar_interp_carry_state(ar_interp_t *in, void *dst, const void *src, uint32_t src_generation) {

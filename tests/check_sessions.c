@@ -727,6 +727,41 @@ static void two_step(ar_client_t *c, const char *model, const char *id, bool sta
   ar_client_result_free(&res);
 }
 
+/* As nobody (a peer that is not an admin): new shapes of "two" that would change its state's
+ * layout, by an invoke and by ResizeInput, are EPERM naming the rule.
+ * Returns the bits of what it got (3 = both refused so). */
+static int two_resize_as_nobody(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(255);
+    ar_client_t *c = NULL;
+    char msg[AR_MSG_BYTES];
+    if (ar_client_connect(dmn.socket, &c, msg, sizeof(msg)) != 0) _exit(254);
+    int bits = 0;
+    float x[10], z[5];
+    two_inputs(0, 2, x, z);
+    ar_client_tensor_t in[2];
+    memset(in, 0, sizeof(in));
+    in[0].dtype = in[1].dtype = AR_CLIENT_FLOAT32;
+    in[0].rank = in[1].rank = 2;
+    in[0].dims[0] = 2, in[0].dims[1] = 5, in[0].data = x, in[0].bytes = sizeof(x);
+    in[1].dims[0] = 1, in[1].dims[1] = 5, in[1].data = z, in[1].bytes = sizeof(z);
+    ar_client_result_t res;   /* in the default state: no session of its own is left open */
+    if (ar_client_invoke_session(c, "two", NULL, in, 2, &res, msg, sizeof(msg)) == AR_EPERM &&
+        strstr(msg, "change its state's layout (192 -> 320 state bytes), which every session of the model shares"))
+      bits |= 1;
+    const int64_t two_rows[2] = {2, 5};
+    if (ar_client_resize_input(c, "two", 0, two_rows, 2, NULL, msg, sizeof(msg)) == AR_EPERM &&
+        strstr(msg, "only an admin"))
+      bits |= 2;
+    ar_client_close(c);
+    _exit(bits);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* Batch 1 -> 2 (an invoke of session A with 2 rows) -> 1 (ResizeInput): the reply of the request
  * that changed the shapes names state_x; state_z goes on in A, in B (another session) and in the
  * default state: w equals the same session's stream on a copy of the model never resized ("ref");
@@ -743,8 +778,15 @@ START_TEST(resize_changes_a_state_piece_in_every_session) {
   ck_assert_uint_eq(fwrite(b, 1, n, f), n);
   fclose(f);
   free(b);
-  const char *extra[] = {"--model-dir", dir, NULL};
+  char cfg[128];   /* socket_mode 0666: a second uid connects (below) */
+  snprintf(cfg, sizeof(cfg), "%s/arenad.json", dir);
+  f = fopen(cfg, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"models\": [], \"socket_mode\": \"0666\"}", f);
+  ck_assert_int_eq(fclose(f), 0);
+  const char *extra[] = {"--model-dir", dir, "--config", cfg, NULL};
   ck_assert_msg(ar_td_start(&dmn, "16M", extra) == 0, "arenad did not start (see %s)", dmn.log);
+  chmod(dmn.dir, 0755);
   ar_client_t *c = client();
   char msg[AR_MSG_BYTES];
   ar_client_model_t info;
@@ -765,6 +807,19 @@ START_TEST(resize_changes_a_state_piece_in_every_session) {
   ck_assert_int_eq(jint(model_sessions(st, "two"), "state_generation"), 0);
   json_decref(st);
 
+  /* A peer that is not an admin may not change the state every session shares (the daemon
+   * answers EPERM and keeps the layout: generation 0, A and B go on below as if nothing came). */
+  if (geteuid() == 0) {
+    ar_client_close(c);   /* not across the fork (sessions belong to the uid, not the connection) */
+    ck_assert_int_eq(two_resize_as_nobody(), 3);
+    c = client();
+    st = stats(c);
+    ck_assert_int_eq(jint(model_sessions(st, "two"), "state_generation"), 0);
+    ck_assert_int_eq(jint(model_sessions(st, "two"), "state_bytes_per_slot"), 192);
+    json_decref(st);
+  } else {
+    printf("resize: the non-admin refusal skipped (needs root to connect as a second uid)\n");
+  }
   /* Session A sends 2 rows: the model re-plans, its reply names the piece it reset. */
   two_step(c, "two", "A", false, 3, 2, &o);
   ck_assert_str_eq(o.state_reset, "state reset: state_x (96 -> 192 bytes)");
@@ -809,6 +864,7 @@ START_TEST(resize_changes_a_state_piece_in_every_session) {
   ar_client_close(c);
   ck_assert_int_eq(ar_td_stop(&dmn), 0);
   unlink(path);
+  unlink(cfg);
   rmdir(dir);
 }
 END_TEST
