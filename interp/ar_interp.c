@@ -1343,8 +1343,16 @@ static int run_ops(ar_interp_t *in) {
 int ar_interp_invoke(ar_interp_t *in) {
   if (!in->placed || in->dirty) return AR_ESTATE;
   in->err[0] = '\0';
-  ar_threadpool_enter(in->pool);
+  /* Sleeping helpers are woken as the invoke starts only for a model that has split work on the
+   * pool before (or on its first invoke): a small model whose every operator runs as one chunk
+   * would pay the wake-up and keep a core spinning for nothing. One that starts splitting later
+   * (new input shapes) wakes them at its first split and from its next invoke on. */
+  const bool wake = in->pool_split_seen || !in->invoked;
+  const uint64_t splits = ar_threadpool_splits(in->pool);
+  ar_threadpool_enter_ex(in->pool, wake);
   int rc = run_ops(in);
+  if (ar_threadpool_splits(in->pool) != splits) in->pool_split_seen = true;
+  in->invoked = true;
   ar_threadpool_leave(in->pool);
   return rc;
 }

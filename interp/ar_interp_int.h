@@ -107,6 +107,9 @@ struct ar_interp {
   bool placed;
   void *owned_activation, *owned_persistent;   /* from ar_interp_place_owned */
   ar_threadpool_t *pool;          /* the pool the nodes use: opt.pool, or own_pool */
+  bool pool_split_seen;           /* an invoke of this interpreter shared work on the pool: later
+                                   * invokes wake its helpers at the start (ar_interp_invoke) */
+  bool invoked;                   /* at least one invoke has run */
   ar_threadpool_t *own_pool;      /* started at the first place when opt.threads > 1 */
 
   /* Resizing (ar_interp_resize_input, ar_interp_set_shape_input, ar_interp_prepare). */

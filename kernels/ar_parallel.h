@@ -43,6 +43,7 @@
 #ifndef AR_PARALLEL_H
 #define AR_PARALLEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,7 +138,14 @@ int32_t ar_threadpool_threads(const ar_threadpool_t *pool);
  * above) and keeps the helpers hot until it ends; enter wakes sleeping helpers when a core is free
  * for them (one futex call). NULL is fine. Never allocates. */
 void ar_threadpool_enter(ar_threadpool_t *pool);
+/* ar_threadpool_enter, waking sleeping helpers only when `wake`: an invoke none of whose operators
+ * split (every parallel_for one chunk, e.g. a small model) has no use for them, and waking them
+ * costs the futex call and then their spin through the invoke on a core of their own. */
+void ar_threadpool_enter_ex(ar_threadpool_t *pool, bool wake);
 void ar_threadpool_leave(ar_threadpool_t *pool);
+/* How many parallel_for calls have shared their chunks out on the pool so far (a running count,
+ * all callers together; 0 for NULL): an invoke that leaves it unchanged split nothing. */
+uint64_t ar_threadpool_splits(const ar_threadpool_t *pool);
 
 /* Run fn(ctx, i) on every thread of the pool at the same time - the caller as i = 0 and each
  * helper as 1 .. threads - 1 - and return when all are done; each participant calls it again

@@ -131,6 +131,7 @@ struct ar_threadpool {
   /* Written when invokes and helpers start and stop work. */
   _Alignas(64) _Atomic int32_t busy;   /* invokes in progress + helpers inside a job */
   _Atomic int32_t invokes;       /* invokes in progress (enter .. leave) */
+  _Atomic uint64_t splits;       /* parallel_run calls that shared their chunks (ar_threadpool_splits) */
   _Atomic int32_t next_home;     /* helper start-up: the run of chunks each helper starts on */
   _Atomic uint64_t cold_until_us;/* no hot spinning before this time (now_us; see helper_main) */
   /* ar_threadpool_run_all */
@@ -183,16 +184,22 @@ static void publish(ar_threadpool_t *p, int wake) {
     futex(&p->gen, FUTEX_WAKE, wake);
 }
 
-void ar_threadpool_enter(ar_threadpool_t *pool) {
+void ar_threadpool_enter(ar_threadpool_t *pool) { ar_threadpool_enter_ex(pool, true); }
+
+void ar_threadpool_enter_ex(ar_threadpool_t *pool, bool wake) {
   if (!pool) return;
   atomic_fetch_add(&pool->invokes, 1);
   const int32_t b = atomic_fetch_add(&pool->busy, 1) + 1;
   /* Helpers asleep and a core free for them: wake them now, so that they are spinning by the
    * time the first split operator publishes (a wake-up costs tens of us on an idle VM). */
-  if (b < pool->threads && atomic_load(&pool->sleepers) > 0) {
+  if (wake && b < pool->threads && atomic_load(&pool->sleepers) > 0) {
     const int32_t free_cores = pool->threads - b;
     publish(pool, free_cores < pool->n_helpers ? free_cores : pool->n_helpers);
   }
+}
+
+uint64_t ar_threadpool_splits(const ar_threadpool_t *pool) {
+  return pool ? atomic_load_explicit(&pool->splits, memory_order_relaxed) : 0;
 }
 
 void ar_threadpool_leave(ar_threadpool_t *pool) {
@@ -442,6 +449,7 @@ static void parallel_run(const ar_node_t *node, int64_t n, int64_t grain, int64_
     for (int64_t c = 0; c < n_chunks; c++) call_chunk(&j, 0, c);
     return;
   }
+  atomic_fetch_add_explicit(&p->splits, 1, memory_order_relaxed);
   int64_t parts = p->threads < max_slots ? p->threads : max_slots;
   if (parts > AR_POOL_PARTS_MAX) parts = AR_POOL_PARTS_MAX;
   if (parts > n_chunks) parts = n_chunks;
