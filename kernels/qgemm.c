@@ -291,13 +291,40 @@ QG_VNNI_TILE(1)
 #undef QG_VNNI_ROW
 #undef QG_VNNI_OUT
 
+/* One row (a FULLY_CONNECTED on one input row, the last row of a layer): each block's sum in four
+ * accumulators over alternate groups, added at the end (the same int32 sum, wrapping alike), so
+ * that four vpdpbusd are in flight instead of one chain - where the 6-row tile would compute the
+ * row six times over. */
+AR_TARGET_QVNNI static void qg_vnni_row1(const uint8_t *packed, size_t bstride, int nseg, int32_t sg,
+                                         const uint8_t *const *rowp, uint32_t xr, int nb, int32_t *acc) {
+  for (int v = 0; v < nb; v++) {
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    for (int q = 0; q < nseg; q++) {
+      const uint8_t *a = rowp[q * QG_MAX_ROWS];
+      const uint8_t *p = packed + (size_t)v * bstride + (size_t)q * (size_t)sg * 64u;
+      int32_t kg = 0;
+      for (; kg + 4 <= sg; kg += 4, p += 256) {
+        s0 = _mm512_dpbusd_epi32(s0, qg_bcast(a + 4 * kg, xr), _mm512_loadu_si512((const void *)p));
+        s1 = _mm512_dpbusd_epi32(s1, qg_bcast(a + 4 * kg + 4, xr), _mm512_loadu_si512((const void *)(p + 64)));
+        s2 = _mm512_dpbusd_epi32(s2, qg_bcast(a + 4 * kg + 8, xr), _mm512_loadu_si512((const void *)(p + 128)));
+        s3 = _mm512_dpbusd_epi32(s3, qg_bcast(a + 4 * kg + 12, xr), _mm512_loadu_si512((const void *)(p + 192)));
+      }
+      for (; kg < sg; kg++, p += 64)
+        s0 = _mm512_dpbusd_epi32(s0, qg_bcast(a + 4 * kg, xr), _mm512_loadu_si512((const void *)p));
+    }
+    const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
+    _mm512_storeu_si512((void *)(acc + 16 * v), sum);
+  }
+}
+
 static void qg_tile_vnni(const ar_qgemm_t *g, const uint8_t *packed, const uint8_t *const *rowp,
                          int nseg, int rows, int32_t b0, int nb, int32_t *acc) {
-  (void)rows;   /* rowp has QG_MAX_ROWS entries per segment, the spare ones repeat the last row */
+  /* rowp has QG_MAX_ROWS entries per segment, the spare ones repeat the last row */
   const uint32_t xr = g->a_xor ? 0x80808080u : 0u;
   const size_t bstride = (size_t)g->k_groups * 64u;
   const uint8_t *p = packed + (size_t)b0 * bstride;
   const int32_t sg = g->k_groups / nseg;
+  if (rows == 1) { qg_vnni_row1(p, bstride, nseg, sg, rowp, xr, nb, acc); return; }
   switch (nb) {
     case 4: qg_vnni_6_4(p, bstride, nseg, sg, rowp, xr, acc); break;
     case 3: qg_vnni_6_3(p, bstride, nseg, sg, rowp, xr, acc); break;

@@ -829,6 +829,8 @@ static void run_fc_cases(void) {
   run_fc_case(67, 256, 40, false, AR_ACT_RELU, true);   /* row blocks */
   run_fc_case(7, 64, 65, true, AR_ACT_RELU6, false);
   run_fc_case(2, 1, 16, false, AR_ACT_NONE, true);
+  run_fc_case(1, 4000, 4, false, AR_ACT_NONE, true);    /* micro_speech's head: one row, 1000 groups */
+  run_fc_case(1, 37, 70, true, AR_ACT_RELU, true);      /* one uint8 row, 5 blocks, depth % 4 */
   /* Multiplier 4.8 (shift 3) with accumulators near 2^30: x << 3 overflows int32, which the
    * vector stores hand to the scalar one (64-bit ar_mbqm_up, TFLite's wrapping int32 ar_mbqm). */
   run_fc_case_big(3, 32, 40, false, AR_ACT_NONE, true, 1 << 30, 0.000025f);
