@@ -222,8 +222,9 @@ extern const ar_kernel_t ar_kernel_mirror_pad;
 /* kernels/segment_ops.c: TFLite EMBEDDING_LOOKUP, SEGMENT_SUM. */
 extern const ar_kernel_t ar_kernel_embedding_lookup;
 extern const ar_kernel_t ar_kernel_segment_sum;
-/* kernels/qact.c: the uint8 / int8 LEAKY_RELU, HARD_SWISH and TANH (a 256-byte table in state) and
- * the int16 LOGISTIC, TANH and LEAKY_RELU, reached from those kernels' prepare / init / eval
+/* kernels/qact.c: the uint8 / int8 LEAKY_RELU, HARD_SWISH, TANH, ELU, GELU, RELU_N1_TO_1,
+ * RELU_0_TO_1 and int8 ABS, EXP, LOG, RSQRT, SQRT (a 256-byte table in state), the int16 LOGISTIC,
+ * TANH, LEAKY_RELU, ABS, EXP, LOG, RSQRT, SQRT, reached from those kernels' prepare / init / eval
  * (unary.c, elementwise.c) when the input is not float32. */
 int ar__qact_prepare(ar_node_t *node, char *msg, size_t msg_bytes);
 void ar__qact_init(ar_node_t *node);

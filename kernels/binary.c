@@ -193,6 +193,30 @@ static int nb_op_of(ar_op_t op) {
   }
 }
 
+/* TFLite's uint8 / int8 comparisons and its int16 EQUAL / NOT_EQUAL (comparisons.cc
+ * ComparisonQuantized): each input offset by its zero point, shifted left 8 and rescaled by its
+ * own scale (QuantizeMultiplierSmallerThanOneExp: a scale below 1), then compared. (TFLite 2.19's
+ * int16 LESS, LESS_EQUAL, GREATER, GREATER_EQUAL compare the codes.) q: off1/off2, m1/s1, m2/s2. */
+static int nb_plan_cmpq(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_bytes) {
+  const ar_tview_t *x = node->inputs[0], *y = node->inputs[1];
+  float sx = 0, sy = 0;
+  int32_t zx = 0, zy = 0;
+  int rc;
+  if ((rc = ar_k_qparams(node, x, "input 0", &sx, &zx, msg, msg_bytes)) ||
+      (rc = ar_k_qparams(node, y, "input 1", &sy, &zy, msg, msg_bytes)))
+    return rc;
+  if (!(sx < 1.0f && sy < 1.0f))
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input scales %g, %g: TFLite's quantized "
+                    "comparison rescales by scales below 1", (double)sx, (double)sy);
+  nb_quant_t *q = &st->q;
+  st->quantized = true;
+  q->off1 = -zx;
+  q->off2 = -zy;
+  ar_quantize_multiplier((double)sx, &q->m1, &q->s1);
+  ar_quantize_multiplier((double)sy, &q->m2, &q->s2);
+  return 0;
+}
+
 /* TFLite's Prepare of quantized ADD / SUB (PrepareGeneralSubOp: left shift 20 for 8 bits, input
  * multipliers s_i / (2 max), output multiplier 2 max / (2^20 s_out), each through
  * QuantizeMultiplierSmallerThanOneExp) and MUL (s1 s2 / s_out through QuantizeMultiplier), with
@@ -266,9 +290,12 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   static const ar_dtype_t fi[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32};
   static const ar_dtype_t minmax[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
                                       AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16};
-  /* uint8 / int8 comparisons are quantized-only in TFLite (they compare rescaled values). */
-  static const ar_dtype_t cmp[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64};
-  static const ar_dtype_t eq[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_BOOL};
+  /* uint8 / int8 comparisons (and int16 EQUAL / NOT_EQUAL) compare rescaled values (nb_plan_cmpq);
+   * the other int16 ones the codes. */
+  static const ar_dtype_t cmp[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
+                                   AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16};
+  static const ar_dtype_t eq[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64, AR_DTYPE_BOOL,
+                                  AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16};
   static const ar_dtype_t sel[] = {AR_DTYPE_FLOAT32, AR_DTYPE_INT32, AR_DTYPE_INT64,
                                    AR_DTYPE_UINT8, AR_DTYPE_INT8, AR_DTYPE_INT16, AR_DTYPE_BOOL};
   const ar_dtype_t *set;
@@ -278,8 +305,8 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   case NB_SUB: set = fiIq; nset = 6; break;
   case NB_DIV: case NB_FLOOR_DIV: case NB_SQDIFF: case NB_POW: set = fi; nset = 2; break;
   case NB_MAXIMUM: case NB_MINIMUM: set = minmax; nset = 6; break;
-  case NB_LESS: case NB_LESS_EQUAL: case NB_GREATER: case NB_GREATER_EQUAL: set = cmp; nset = 3; break;
-  case NB_EQUAL: case NB_NOT_EQUAL: set = eq; nset = 4; break;
+  case NB_LESS: case NB_LESS_EQUAL: case NB_GREATER: case NB_GREATER_EQUAL: set = cmp; nset = 6; break;
+  case NB_EQUAL: case NB_NOT_EQUAL: set = eq; nset = 7; break;
   default: set = sel; nset = 7; break;                   /* SELECT_V2 */
   }
   if (!dtype_in(x->dtype, set, nset))
@@ -303,6 +330,9 @@ static int nb_plan(const ar_node_t *node, nb_state_t *st, char *msg, size_t msg_
   st->ihi = INT64_MAX;
   if ((ar_k_is_q8(x->dtype) || x->dtype == AR_DTYPE_INT16) && (op == NB_ADD || op == NB_SUB || op == NB_MUL)) {
     if ((rc = nb_plan_quant(node, st, msg, msg_bytes))) return rc;
+  } else if ((ar_k_is_q8(x->dtype) || (x->dtype == AR_DTYPE_INT16 && (op == NB_EQUAL || op == NB_NOT_EQUAL))) &&
+             compare) {
+    if ((rc = nb_plan_cmpq(node, st, msg, msg_bytes))) return rc;
   } else if (x->dtype != AR_DTYPE_FLOAT32 && st->act != AR_ACT_NONE) {
     if (st->post_act)
       return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "fused activation %d on %s operands",
@@ -707,25 +737,56 @@ static void q8_run(const nb_state_t *st, void *out, const void *const *in, const
   else q8_u8(st, out, in, s, n);
 }
 
-/* uint8 / int8: MAXIMUM, MINIMUM and the quantized ADD, SUB, MUL (prepare refuses the rest). */
+/* A uint8 / int8 comparison operand on the common scale (nb_plan_cmpq). */
+static inline int32_t cmpq1(const nb_quant_t *q, int32_t x) { return ar_rdivpot(ar_srdhm((x + q->off1) * 256, q->m1), -q->s1); }
+static inline int32_t cmpq2(const nb_quant_t *q, int32_t y) { return ar_rdivpot(ar_srdhm((y + q->off2) * 256, q->m2), -q->s2); }
+#define CMPQ_CASES(TI)                                                                        \
+  case NB_EQUAL:         NB_LOOP2(TI, bool, cmpq1(q, x) == cmpq2(q, y)); return;             \
+  case NB_NOT_EQUAL:     NB_LOOP2(TI, bool, cmpq1(q, x) != cmpq2(q, y)); return;             \
+  case NB_LESS:          NB_LOOP2(TI, bool, cmpq1(q, x) < cmpq2(q, y)); return;              \
+  case NB_LESS_EQUAL:    NB_LOOP2(TI, bool, cmpq1(q, x) <= cmpq2(q, y)); return;             \
+  case NB_GREATER:       NB_LOOP2(TI, bool, cmpq1(q, x) > cmpq2(q, y)); return;              \
+  case NB_GREATER_EQUAL: NB_LOOP2(TI, bool, cmpq1(q, x) >= cmpq2(q, y)); return;
+
+/* uint8 / int8: MAXIMUM, MINIMUM, the quantized comparisons and ADD, SUB, MUL (prepare refuses the
+ * rest). */
 static void run_u8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
-  if (st->quantized) { q8_run(st, out, in, s, n); return; }
+  const nb_quant_t *q = &st->q;
+  if (st->quantized) {
+    switch (st->op) {
+    CMPQ_CASES(uint8_t)
+    default: q8_run(st, out, in, s, n); return;
+    }
+  }
   switch (st->op) {
   CMP_CASES(uint8_t)
   default: return;
   }
 }
 static void run_i8(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
-  if (st->quantized) { q8_run(st, out, in, s, n); return; }
+  const nb_quant_t *q = &st->q;
+  if (st->quantized) {
+    switch (st->op) {
+    CMPQ_CASES(int8_t)
+    default: q8_run(st, out, in, s, n); return;
+    }
+  }
   switch (st->op) {
   CMP_CASES(int8_t)
   default: return;
   }
 }
-/* int16: the quantized ADD, SUB, MUL of the int16x8 models and MAXIMUM / MINIMUM on the codes
+/* int16: the quantized ADD, SUB, MUL of the int16x8 models, EQUAL / NOT_EQUAL on the scales (as
+ * TFLite 2.19's, a16_equal_i16_6_scales), the other comparisons and MAXIMUM / MINIMUM on the codes
  * (prepare refuses the rest). */
 static void run_i16(const nb_state_t *st, void *out, const void *const *in, const int64_t *s, int64_t n) {
   const nb_quant_t *q = &st->q;
+  if (st->quantized && (st->op == NB_EQUAL || st->op == NB_NOT_EQUAL)) {
+    switch (st->op) {
+    CMPQ_CASES(int16_t)
+    default: return;
+    }
+  }
   if (st->quantized) Q8_LOOPS(int16_t);
   switch (st->op) {
   CMP_CASES(int16_t)
@@ -1004,17 +1065,24 @@ static const ar_kernel_form_t pow_forms[] = {
 const ar_kernel_t ar_kernel_pow = { "POW", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(pow_forms, 0, -1) };
 /* TFLite comparisons (builtins 71, 72, 58, 63, 61, 62): bool outputs; EQUAL and NOT_EQUAL also
- * take bool operands. */
+ * take bool operands; uint8 / int8 (and int16 EQUAL / NOT_EQUAL) compared on their scales, the
+ * other int16 comparisons as codes. */
 static const ar_kernel_form_t equality_forms[] = {   /* EQUAL, NOT_EQUAL */
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
-  AR_KF(1, 1, BOOL, BOOL),
+  AR_KF(1, 2, FLOAT32, BOOL),
+  AR_KF(1, 2, INT32, BOOL),
+  AR_KF(1, 2, INT64, BOOL),
+  AR_KF(1, 2, BOOL, BOOL),
+  AR_KF(1, 2, UINT8, BOOL),
+  AR_KF(1, 2, INT8, BOOL),
+  AR_KF(1, 2, INT16, BOOL),
 };
 static const ar_kernel_form_t ordering_forms[] = {   /* LESS, LESS_EQUAL, GREATER, GREATER_EQUAL */
-  AR_KF(1, 1, FLOAT32, BOOL),
-  AR_KF(1, 1, INT32, BOOL),
-  AR_KF(1, 1, INT64, BOOL),
+  AR_KF(1, 2, FLOAT32, BOOL),
+  AR_KF(1, 2, INT32, BOOL),
+  AR_KF(1, 2, INT64, BOOL),
+  AR_KF(1, 2, UINT8, BOOL),
+  AR_KF(1, 2, INT8, BOOL),
+  AR_KF(1, 2, INT16, BOOL),
 };
 const ar_kernel_t ar_kernel_equal = { "EQUAL", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(equality_forms, 0, -1) };

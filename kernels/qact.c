@@ -14,8 +14,11 @@
  *   doubling high multiply that truncates, then a rounding right shift; both multipliers are
  *   QuantizeMultiplier's 32-bit ones rounded to 16 bits. TFLite requires s_in / (128 s_out) <= 1
  *   (an output shift that is a right shift) and so does this kernel.
- * TANH uint8 / int8 (TanhPrepare, the generic optimized kernel's LUTPopulate): per code, dequantize
- *   in float32, tanhf, roundf(y / s_out) + z_out in float32, clamped.
+ * TANH uint8 / int8, ELU int8, GELU uint8 / int8 (TanhPrepare, EluPrepare, GeluPrepare: the generic
+ *   optimized kernels' LUTPopulate): per code, dequantize in float32, the float32 function (tanhf;
+ *   expm1f below 0; GELU's erfc or tanh form), roundf(y / s_out) + z_out in float32, clamped.
+ * RELU_N1_TO_1, RELU_0_TO_1 uint8 / int8 (QuantizedReluX(-1 / 0, 1)): RELU's rescale, clamped to
+ *   z_out + roundf(-1 / s_out) or z_out .. z_out + roundf(1 / s_out) within the type.
  *
  * int16 (zero points 0, output scale 2^-15, as TFLite requires):
  * LOGISTIC / TANH take one of two paths, chosen at prepare from the input scale as TFLite does:
@@ -116,6 +119,19 @@ static int16_t sat_lshift16(int16_t v, int amount) {
   return (int16_t)r;
 }
 
+/* (int)f as x86's cvttss2si gives it: out of range (and NaN) is INT32_MIN. */
+static int32_t trunc_i32(float f) {
+  return f > -2147483904.0f && f < 2147483648.0f ? (int32_t)f : INT32_MIN;
+}
+
+/* TFLite's GELU transforms of its LUTs (reference gelu.h), float32: the exact form through erfc,
+ * the tanh approximation with sqrt(2 / pi) rounded to float. */
+static float gelu_exact(float x) { return 0.5f * x * erfcf(x * -0.70710678118654752440f); }
+static float gelu_approx(float x) {
+  const float k = (float)(1.12837916709551257390 * 0.70710678118654752440);
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
 /* TFLite CheckedLog2: log2(x) in float32 (log(x) / log(2)), rounded; true when x is a power of two
  * to 1e-3 in the exponent. */
 static bool checked_log2(float x, int *log2_result) {
@@ -134,11 +150,6 @@ static float qun_log(float x, const void *p) { return x <= 0.0f ? ((const qun_pa
 /* RSQRT of x <= 0 is the highest int16 output (its LUT's transform) */
 static float qun_rsqrt(float x, const void *p) {
   return x <= 0.0f ? 32767.0f * ((const qun_params_t *)p)->out_scale : 1.0f / sqrtf(x);
-}
-
-/* (int)f as x86's cvttss2si gives it: out of range (and NaN) is INT32_MIN. */
-static int32_t trunc_i32(float f) {
-  return f > -2147483904.0f && f < 2147483648.0f ? (int32_t)f : INT32_MIN;
 }
 
 /* SQRT of one code (SqrtEvalQuantized): trunc(sqrtf(s_in (q - z_in)) / s_out) + z_out; a negative
@@ -278,6 +289,9 @@ static int qact_plan(const ar_node_t *node, qact_state_t *st, char *msg, size_t 
   if ((rc = ar_k_check_dtype(node, o, "output 0", in->dtype, msg, msg_bytes))) return rc;
   memset(st, 0, sizeof *st);
   if (is_qunary(node->op) && in->dtype == AR_DTYPE_INT16) return qun_plan16(node, st, msg, msg_bytes);
+  if (node->op == AR_OP_ELU && in->dtype != AR_DTYPE_INT8)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (TFLite's ELU takes "
+                    "float32, int8)", ar_dtype_name(in->dtype));
   if (is_qunary(node->op) && in->dtype != AR_DTYPE_INT8)
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 0 has dtype %s (TFLite's %s takes "
                     "float32, int8, int16%s)", ar_dtype_name(in->dtype), ar_op_name(node->op),
@@ -313,12 +327,31 @@ static int qact_plan(const ar_node_t *node, qact_state_t *st, char *msg, size_t 
     }
     return 0;
   }
-  if (node->op == AR_OP_TANH) {
+  if (node->op == AR_OP_TANH || node->op == AR_OP_ELU || node->op == AR_OP_GELU) {
+    const bool approx = node->op == AR_OP_GELU && node->options && node->options->gelu.approximate;
     const float inv = 1.0f / so;
     for (int32_t q = tmin; q <= tmax; q++) {
-      const float y = tanhf(si * (float)(q - zi));
-      int32_t v = (int32_t)(roundf(y * inv) + (float)zo);
+      const float x = si * (float)(q - zi);
+      const float y = node->op == AR_OP_TANH ? tanhf(x) : node->op == AR_OP_ELU ? (x < 0.0f ? expm1f(x) : x)
+                      : approx ? gelu_approx(x) : gelu_exact(x);
+      int32_t v = trunc_i32(roundf(y * inv) + (float)zo);
       v = v < tmin ? tmin : v > tmax ? tmax : v;
+      st->table[(uint8_t)q] = (uint8_t)v;
+    }
+    return 0;
+  }
+  if (node->op == AR_OP_RELU_N1_TO_1 || node->op == AR_OP_RELU_0_TO_1) {
+    /* TFLite QuantizedReluX(-1 or 0, 1): the RELU rescale, clamped to the codes of [min, 1] */
+    int32_t m;
+    int sh;
+    ar_quantize_multiplier((double)(si / so), &m, &sh);
+    int32_t lo = zo + (int32_t)roundf((node->op == AR_OP_RELU_N1_TO_1 ? -1.0f : 0.0f) / so);
+    int32_t hi = zo + (int32_t)roundf(1.0f / so);
+    lo = lo > tmin ? lo : tmin;
+    hi = hi < tmax ? hi : tmax;
+    for (int32_t q = tmin; q <= tmax; q++) {
+      int32_t v = zo + ar_mbqm(q - zi, m, sh);
+      v = v < lo ? lo : v > hi ? hi : v;
       st->table[(uint8_t)q] = (uint8_t)v;
     }
     return 0;

@@ -226,23 +226,32 @@ static bool q8_16(const ar_node_t *node) {
   const ar_dtype_t t = node->inputs[0] ? node->inputs[0]->dtype : AR_DTYPE_FLOAT32;
   return t == AR_DTYPE_INT8 || t == AR_DTYPE_INT16;
 }
-#define Q_OR(name, fprep, feval)                                                             \
+/* ELU, GELU, RELU_N1_TO_1, RELU_0_TO_1 on uint8 / int8 (byte tables): kernels/qact.c. */
+static bool u8_i8(const ar_node_t *node) {
+  const ar_dtype_t t = node->inputs[0] ? node->inputs[0]->dtype : AR_DTYPE_FLOAT32;
+  return t == AR_DTYPE_INT8 || t == AR_DTYPE_UINT8;
+}
+#define Q_OR(name, pred, fprep, feval)                                                       \
   static int name##_q_prepare(ar_node_t *node, char *msg, size_t n) {                        \
-    if (node->n_inputs >= 1 && q8_16(node)) return ar__qact_prepare(node, msg, n);           \
+    if (node->n_inputs >= 1 && pred(node)) return ar__qact_prepare(node, msg, n);            \
     return fprep(node, msg, n);                                                              \
   }                                                                                          \
   static void name##_q_init(ar_node_t *node) {                                               \
-    if (q8_16(node)) ar__qact_init(node);                                                    \
+    if (pred(node)) ar__qact_init(node);                                                     \
   }                                                                                          \
   static void name##_q_eval(const ar_node_t *node) {                                         \
-    if (q8_16(node)) ar__qact_eval(node);                                                    \
+    if (pred(node)) ar__qact_eval(node);                                                     \
     else feval(node);                                                                        \
   }
-Q_OR(abs, abs_prepare, abs_eval)
-Q_OR(sqrt, float_prepare, sqrt_eval)
-Q_OR(rsqrt, float_prepare, rsqrt_eval)
-Q_OR(exp, float_prepare, exp_eval)
-Q_OR(log, float_prepare, log_eval)
+Q_OR(abs, q8_16, abs_prepare, abs_eval)
+Q_OR(sqrt, q8_16, float_prepare, sqrt_eval)
+Q_OR(rsqrt, q8_16, float_prepare, rsqrt_eval)
+Q_OR(exp, q8_16, float_prepare, exp_eval)
+Q_OR(log, q8_16, float_prepare, log_eval)
+Q_OR(elu, u8_i8, float_prepare, elu_eval)
+Q_OR(gelu, u8_i8, float_prepare, gelu_eval)
+Q_OR(relu_n1_to_1, u8_i8, float_prepare, relu_n1_to_1_eval)
+Q_OR(relu_0_to_1, u8_i8, float_prepare, relu_0_to_1_eval)
 
 /* TFLite ABS (builtin 101): |x|; float32, int32, int8 / int16 (rescaled). */
 static const ar_kernel_form_t abs_forms[] = {
@@ -315,11 +324,13 @@ static const ar_kernel_form_t tanh_forms[] = {
 };
 const ar_kernel_t ar_kernel_tanh = { "TANH", tanh_prepare, tanh_init, tanh_any_eval,
   AR_KSUPPORT(tanh_forms, 0, -1) };
-/* TFLite GELU (builtin 150), approximate flag honoured; float32. */
+/* TFLite GELU (builtin 150), approximate flag honoured; float32, uint8 / int8 (byte tables). */
 static const ar_kernel_form_t gelu_forms[] = {
-  AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 3, FLOAT32, FLOAT32),
+  AR_KF(1, 3, UINT8, UINT8),
+  AR_KF(1, 3, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_gelu = { "GELU", float_prepare, NULL, gelu_eval,
+const ar_kernel_t ar_kernel_gelu = { "GELU", gelu_q_prepare, gelu_q_init, gelu_q_eval,
   AR_KSUPPORT(gelu_forms, 0, -1) };
 /* TFLite LEAKY_RELU (builtin 98): x > 0 ? x : alpha x; float32, and uint8 / int8 / int16 in
  * kernels/qact.c. */
@@ -343,22 +354,30 @@ static const ar_kernel_form_t leaky_relu_forms[] = {
 };
 const ar_kernel_t ar_kernel_leaky_relu = { "LEAKY_RELU", leaky_relu_prepare, leaky_relu_init, leaky_relu_any_eval,
   AR_KSUPPORT(leaky_relu_forms, 0, -1) };
-/* TFLite ELU (builtin 111): x < 0 ? exp(x) - 1 : x; float32. */
+/* TFLite ELU (builtin 111): x < 0 ? exp(x) - 1 : x; float32, int8 (a byte table). */
 static const ar_kernel_form_t elu_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_elu = { "ELU", float_prepare, NULL, elu_eval,
+const ar_kernel_t ar_kernel_elu = { "ELU", elu_q_prepare, elu_q_init, elu_q_eval,
   AR_KSUPPORT(elu_forms, 0, -1) };
-/* TFLite RELU_N1_TO_1 (builtin 20): clamp to [-1, 1]; RELU_0_TO_1 (152): clamp to [0, 1]. */
+/* TFLite RELU_N1_TO_1 (builtin 20): clamp to [-1, 1]; RELU_0_TO_1 (152): clamp to [0, 1]; float32,
+ * uint8 / int8 (byte tables). */
 static const ar_kernel_form_t relu_n1_to_1_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_relu_n1_to_1 = { "RELU_N1_TO_1", float_prepare, NULL, relu_n1_to_1_eval,
+const ar_kernel_t ar_kernel_relu_n1_to_1 = { "RELU_N1_TO_1", relu_n1_to_1_q_prepare, relu_n1_to_1_q_init,
+                                             relu_n1_to_1_q_eval,
   AR_KSUPPORT(relu_n1_to_1_forms, 0, -1) };
 static const ar_kernel_form_t relu_0_to_1_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
+  AR_KF(1, 1, UINT8, UINT8),
+  AR_KF(1, 1, INT8, INT8),
 };
-const ar_kernel_t ar_kernel_relu_0_to_1 = { "RELU_0_TO_1", float_prepare, NULL, relu_0_to_1_eval,
+const ar_kernel_t ar_kernel_relu_0_to_1 = { "RELU_0_TO_1", relu_0_to_1_q_prepare, relu_0_to_1_q_init,
+                                            relu_0_to_1_q_eval,
   AR_KSUPPORT(relu_0_to_1_forms, 0, -1) };
 /* TFLite CAST (builtin 53): static_cast between float32, int32, int64, uint8, int8, int16, bool,
  * uint32 (version 2 marks uint32 in TFLite's op_version; one kernel takes every form at both). */

@@ -15,7 +15,9 @@
  * weights, 9 = hybrid with asymmetric input quantization (2, shuffled weights, is refused at
  * prepare). The int16x8 and hybrid forms: kernels/qwide.h. CAST 2 = uint32. LOGISTIC 3, TANH 3
  * (2 = int8), LEAKY_RELU 2 and SOFTMAX 3 = int16 (kernels/qact.c, softmax.c); EXP, LOG, SQRT 2 =
- * int8 / int16, RSQRT 2 = int8, 3 = int16 (qact.c); MAXIMUM / MINIMUM 4 = int16 (binary.c).
+ * int8 / int16, RSQRT 2 = int8, 3 = int16 (qact.c); MAXIMUM / MINIMUM 4 = int16 (binary.c);
+ * GELU 3 (the versions TFLite 2.19 registers; its uint8 / int8 forms are tables in qact.c); the
+ * comparisons 2 = uint8 / int8 / int16 (binary.c).
  */
 #ifndef AR_OPS_H
 #define AR_OPS_H
@@ -63,17 +65,17 @@
   XX(MAXIMUM,                   55, 4)  \
   XX(ARG_MAX,                   56, 2)  \
   XX(MINIMUM,                   57, 4)  \
-  XX(LESS,                      58, 1)  \
+  XX(LESS,                      58, 2)  \
   XX(NEG,                       59, 1)  \
-  XX(GREATER,                   61, 1)  \
-  XX(GREATER_EQUAL,             62, 1)  \
-  XX(LESS_EQUAL,                63, 1)  \
+  XX(GREATER,                   61, 2)  \
+  XX(GREATER_EQUAL,             62, 2)  \
+  XX(LESS_EQUAL,                63, 2)  \
   XX(SLICE,                     65, 6)  \
   XX(TRANSPOSE_CONV,            67, 5)  \
   XX(TILE,                      69, 3)  \
   XX(EXPAND_DIMS,               70, 1)  \
-  XX(EQUAL,                     71, 1)  \
-  XX(NOT_EQUAL,                 72, 1)  \
+  XX(EQUAL,                     71, 2)  \
+  XX(NOT_EQUAL,                 72, 2)  \
   XX(LOG,                       73, 2)  \
   XX(SUM,                       74, 1)  \
   XX(SQRT,                      75, 2)  \
@@ -109,7 +111,7 @@
   XX(VAR_HANDLE,               142, 1)  \
   XX(READ_VARIABLE,            143, 1)  \
   XX(ASSIGN_VARIABLE,          144, 1)  \
-  XX(GELU,                     150, 1)  \
+  XX(GELU,                     150, 3)  \
   XX(RELU_0_TO_1,              152, 1)  \
   /* issue 28, kernels/logical.c, math_ops.c, index_ops.c */ \
   XX(FLOOR,                      8, 1)  \

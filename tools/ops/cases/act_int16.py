@@ -174,3 +174,55 @@ CASES += [
     sel2('select_v2_i16_2x3', [2, 3], [2, 3], [2, 3]),
     sel2('select_v2_i16_bcast', [3, 1], [1, 4], [3, 4]),
 ]
+
+# ELU int8, GELU uint8 / int8 (exact and tanh forms), RELU_N1_TO_1 / RELU_0_TO_1 uint8 / int8:
+# TFLite's byte tables (LUTPopulate, QuantizedReluX), every code.
+def act8(op, name, dtype, qin, qout, options=None, version=1):
+    return act(op, name, [256], qin, qout, data=ALL8[dtype], options=options, version=version, dtype=dtype)
+
+
+GELU = lambda a: ('GeluOptions', {'approximate': a})
+CASES += [
+    act8('ELU', 'elu_i8_all', 'int8', (0.05, 10), (0.04, -30)),
+    act8('ELU', 'elu_i8_all_wide', 'int8', (0.3, -128), (0.2, 0)),
+    act('ELU', 'elu_i8_2x3x4', [2, 3, 4], (0.1, 0), (0.1, 0), dtype='int8'),
+    act8('GELU', 'gelu_i8_all', 'int8', (0.05, 0), (0.04, -100), GELU(False), version=2),
+    act8('GELU', 'gelu_i8_all_approx', 'int8', (0.05, 0), (0.04, -100), GELU(True), version=2),
+    act8('GELU', 'gelu_u8_all', 'uint8', (0.1, 128), (0.06, 20), GELU(False), version=2),
+    act8('GELU', 'gelu_u8_all_approx', 'uint8', (0.1, 128), (0.06, 20), GELU(True), version=2),
+    act('GELU', 'gelu_i8_1x2x3x4', [1, 2, 3, 4], (0.02, 5), (0.02, 5), options=GELU(False), dtype='int8', version=2),
+    act8('RELU_N1_TO_1', 'relu_n1_to_1_i8_all', 'int8', (0.02, 0), (0.01, 0)),
+    act8('RELU_N1_TO_1', 'relu_n1_to_1_u8_all', 'uint8', (0.03, 128), (1.0 / 127, 127)),
+    act8('RELU_0_TO_1', 'relu_0_to_1_i8_all', 'int8', (0.02, -20), (1.0 / 255, -128)),
+    act8('RELU_0_TO_1', 'relu_0_to_1_u8_all', 'uint8', (0.01, 100), (0.005, 3)),
+    act('RELU_N1_TO_1', 'relu_n1_to_1_i8_3x5', [3, 5], (0.05, 3), (0.02, -1), dtype='int8'),
+]
+
+# Comparisons on uint8 / int8 (TFLite's ComparisonWithScaling: both inputs offset, shifted left 8
+# and rescaled by their own scales, then compared) and int16 (LESS / GREATER...: the codes
+# compared whatever the scales; EQUAL / NOT_EQUAL: rescaled), broadcasting.
+def cmpc(op, name, a, b, dtype, qa, qb, const_b=False, version=None, data_a=None, data_b=None):
+    lo, hi = {'int16': (-32768, 32767), 'int8': (-128, 127), 'uint8': (0, 255)}[dtype]
+    return Case('a16_' + name, op, [T(dtype, a, quant=qa, lo=lo, hi=hi, data=data_a),
+                                    T(dtype, b, quant=qb, const=const_b, lo=lo, hi=hi, data=data_b)],
+                [T('bool', bcast_shape(a, b))], version=version or 2, golden='native')
+
+
+for op in ('LESS', 'LESS_EQUAL', 'GREATER', 'GREATER_EQUAL', 'EQUAL', 'NOT_EQUAL'):
+    o = op.lower()
+    CASES += [
+        cmpc(op, f'{o}_i8_3x7', [3, 7], [3, 7], 'int8', (0.05, 3), (0.1, -7)),
+        cmpc(op, f'{o}_u8_2x3x4_4', [2, 3, 4], [4], 'uint8', (0.02, 128), (0.02, 120), const_b=True),
+        # every pair of int8 codes on one scale: equal scaled values where the codes are equal
+        cmpc(op, f'{o}_i8_all_pairs', [256, 1], [256], 'int8', (0.01, 0), (0.01, 0),
+             data_a=ALL8['int8'], data_b=ALL8['int8']),
+        cmpc(op, f'{o}_i16_4x5', [4, 5], [4, 5], 'int16', (0.001, 0), (0.001, 0)),
+        # different scales: TFLite 2.19 compares the int16 codes as they are, except in EQUAL and
+        # NOT_EQUAL, which rescale them as the 8-bit ones (left shift 8)
+        cmpc(op, f'{o}_i16_6_scales', [6], [6], 'int16', (0.001, 0), (0.01, 0), data_a=[1, 5, -3, 100, 0, 7],
+             data_b=[2, 5, -30, 10, 0, -7]),
+        cmpc(op, f'{o}_i16_2x1x3_3', [2, 1, 3], [3], 'int16', (0.001, 0), (0.001, 0), data_b=[-5, 0, 7],
+             data_a=[-5, 3, 7, 0, 0, -32768]),
+        cmpc(op, f'{o}_i16_600_tenfold', [600], [600], 'int16', (0.001, 0), (0.01, 0),
+             data_a=[10 * k + (k % 3 == 0) for k in range(-300, 300)], data_b=list(range(-300, 300))),
+    ]
