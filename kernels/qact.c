@@ -33,7 +33,9 @@
  * LEAKY_RELU int16: the rescale above, but TFLite's x86 kernel (AVX2) takes the elements in blocks
  *   of 16 from the start with another rounding - the high product floor(x M / 2^31), then a
  *   rounding right shift that rounds half up - and only the last n mod 16 with
- *   MultiplyByQuantizedMultiplier; the block elements use the first, so the bytes match.
+ *   MultiplyByQuantizedMultiplier; the block elements use the first, so the bytes match. (A
+ *   TFLite built without AVX2, e.g. on arm64, takes every element the scalar way and differs by
+ *   one code on ties; arenad follows the x86 build, the goldens' reference, on every CPU.)
  */
 #include <limits.h>
 #include <math.h>
