@@ -10,7 +10,7 @@
  *   4 or 8 bytes (float32, int32, int64, uint8, int8, int16, bool).
  * - SHAPE: the input's dims as int32 or int64 (ShapeOptions.out_type, matching the output).
  * - FILL: dims int32 / int64 (rank 1, each >= 0), value a scalar of the output's dtype (float32,
- *   int32, int64, int8, int16, bool).
+ *   int32, int64, int8, int16, bool, float16).
  * - RANGE: start, start + delta, ... (accumulated, as TFLite does) while short of limit; int32,
  *   int64 or float32 scalars; size ceil(|limit - start| / |delta|) (integer: rounded up in integer
  *   arithmetic).
@@ -258,7 +258,7 @@ static void shape_eval(const ar_node_t *node) {
 
 static bool fill_dtype(ar_dtype_t t) {
   return t == AR_DTYPE_FLOAT32 || t == AR_DTYPE_INT32 || t == AR_DTYPE_INT64 || t == AR_DTYPE_INT8 ||
-         t == AR_DTYPE_INT16 || t == AR_DTYPE_BOOL;
+         t == AR_DTYPE_INT16 || t == AR_DTYPE_BOOL || t == AR_DTYPE_FLOAT16;
 }
 
 static int fill_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -274,7 +274,7 @@ static int fill_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
                     (int)dt->dims[0], AR_MAX_RANK);
   if (!fill_dtype(v->dtype))
     return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "input 1 (value)%s has dtype %s (float32, "
-                    "int32, int64, int8, int16 or bool)", tn_of(v, tn, sizeof tn), ar_dtype_name(v->dtype));
+                    "int32, int64, int8, int16, bool or float16)", tn_of(v, tn, sizeof tn), ar_dtype_name(v->dtype));
   if (v->rank != 0)
     return AR_K_ERR(node, msg, msg_bytes, AR_ESHAPE, "input 1 (value) has rank %d, expected a scalar",
                     (int)v->rank);
@@ -537,8 +537,9 @@ static const ar_kernel_form_t shape_forms[] = {
   SHAPE_OF(BOOL), SHAPE_OF(FLOAT16),
 };
 static const ar_kernel_form_t fill_forms[] = {   /* the value's dtype (input 1) */
-  AR_KF(1, 3, FLOAT32, FLOAT32), AR_KF(1, 3, INT32, INT32), AR_KF(1, 3, INT64, INT64),
-  AR_KF(1, 3, BOOL, BOOL), AR_KF(1, 3, INT8, INT8), AR_KF(1, 3, INT16, INT16),
+  AR_KF(1, 5, FLOAT32, FLOAT32), AR_KF(1, 5, INT32, INT32), AR_KF(1, 5, INT64, INT64),
+  AR_KF(1, 5, BOOL, BOOL), AR_KF(1, 5, INT8, INT8), AR_KF(1, 5, INT16, INT16),
+  AR_KF(1, 5, FLOAT16, FLOAT16),   /* 4: float16 (the bits copied) */
 };
 static const ar_kernel_form_t range_forms[] = {
   AR_KF(1, 2, INT32, INT32), AR_KF(1, 2, FLOAT32, FLOAT32), AR_KF(1, 2, INT64, INT64),

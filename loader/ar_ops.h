@@ -125,7 +125,7 @@
   XX(LOGICAL_NOT,               87, 1)  \
   XX(SQUARE,                    92, 1)  \
   XX(ZEROS_LIKE,                93, 1)  \
-  XX(FILL,                      94, 3)  \
+  XX(FILL,                      94, 5)  \
   XX(RANGE,                     96, 2)  \
   XX(CEIL,                     104, 1)  \
   XX(REVERSE_V2,               105, 3)  \

@@ -92,6 +92,8 @@ CASES += [
     fill([2, 1, 3], 7, 'int32'), fill([1, 2, 1, 2], 123456789012, 'int64', const=True),
     fill([2, 1, 2, 1, 2], True, 'bool', version=2), fill([1], 0.0, 'float32'), fill([3, 0], 1.0, 'float32'),
     fill([2, 3], -128, 'int8', version=3), fill([3, 2], -32768, 'int16', version=3),
+    fill([2, 1, 3], -1.5, 'float16', version=4, const=True, name='fill_f16_2x1x3'),
+    fill([4], 65504.0, 'float16', version=4, const=True, name='fill_f16_4_max'),
 ]
 
 # ---- RANGE ----
