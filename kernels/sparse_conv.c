@@ -42,6 +42,7 @@
 #include "kernels/conv_util.h"
 #include "kernels/ar_parallel.h"
 #include "kernels/sparse_conv.h"
+#include "kernels/sgemm.h"
 
 #if AR_HAVE_AVX2_CLONE
 #include <immintrin.h>
@@ -226,6 +227,11 @@ int ar_kernel_sparse_filter_check(const ar_node_t *node, char *msg, size_t msg_b
  * 30 % stored) at one thread: [96,96,8] -> 32 0.23 -> 0.11 ms, [48,48,16] -> 64 0.12-0.14 -> 0.08,
  * [48,48,24] -> 48 0.12 -> 0.08; with 64 or more input channels, or 6x6 and 12x12 maps, the
  * entry-by-entry loop is as fast or faster (its multiply-adds are the stored ones only). */
+#if defined(__aarch64__)
+#define SPARSE_DENSE_NEON 1
+#else
+#define SPARSE_DENSE_NEON 0
+#endif
 #define DENSE_MAX_IN 48
 #define DENSE_MIN_DENSITY 8
 #define DENSE_MIN_OUT 16
@@ -244,6 +250,14 @@ static bool dense_pick(const spm_t *m, int64_t pixels) {
   const uint64_t dense = (uint64_t)m->o * (uint64_t)m->i;
   if (sparse_dense_forced == 0 || dense * sizeof(float) > DENSE_MAX_BYTES) return false;
   if (sparse_dense_forced == 1) return true;
+#if SPARSE_DENSE_NEON
+  /* aarch64: the expanded filter goes through the NEON GEMM, 0.3-0.4 instructions per (dense)
+   * multiply-add, where the entry-by-entry loop (portable there) takes several per stored one
+   * (qemu instruction profile, face_detection_full_range_sparse: sparse_tiles + sparse_portable
+   * 133M per invoke against XNNPACK's 47M for the whole model): any filter that fits, on 16
+   * pixels or more. */
+  return pixels >= 16;
+#endif
   const uint64_t stored = (uint64_t)ar_index_vector_at(&m->seg, m->groups) * (uint64_t)(m->rb * m->cb);
   return m->i <= DENSE_MAX_IN && m->o >= DENSE_MIN_OUT && pixels >= DENSE_MIN_PIXELS &&
          stored * DENSE_MIN_DENSITY >= dense;
@@ -680,7 +694,15 @@ AR_TARGET_SPARSE_AVX512 static void sparse_avx512(const spm_t *m, const pix_t *p
  * tell the two paths apart), and the choice depends on the shapes alone, so the bytes are the same
  * for every thread count and ISA level. */
 
-/* wt = the dense [I][O] filter. */
+/* Element (input channel c, output channel k) of the dense filter: wt = [I][O], or on aarch64
+ * [O][I] (B of the NEON GEMM, kernels/sgemm.h); ni = I, no = O. */
+#if SPARSE_DENSE_NEON
+#define DENSE_AT(c, k, ni, no) ((int64_t)(k) * (ni) + (c))
+#else
+#define DENSE_AT(c, k, ni, no) ((int64_t)(c) * (no) + (k))
+#endif
+
+/* wt = the dense filter (DENSE_AT's layout). */
 static void dense_build(const spm_t *m, float *restrict wt) {
   float w[WBUF];
   const int32_t o = m->o, rb = m->rb, cb = m->cb, rc = rb * cb;
@@ -699,7 +721,7 @@ static void dense_build(const spm_t *m, float *restrict wt) {
         const int64_t c0 = ar_index_vector_at(&m->idx, j) * cb;
         const float *wj = w + (j - e0) * rc;
         for (int32_t r = 0; r < rb; r++)
-          for (int32_t t = 0; t < cb; t++) wt[(c0 + t) * o + (int64_t)g * rb + r] = wj[r * cb + t];
+          for (int32_t t = 0; t < cb; t++) wt[DENSE_AT(c0 + t, (int64_t)g * rb + r, m->i, o)] = wj[r * cb + t];
       }
     }
   }
@@ -722,8 +744,7 @@ static AR_ALWAYS_INLINE void dense_body(const float *restrict wt, int32_t o, con
     for (int32_t k = 0; k < o; k++) y[k] = bias ? bias[k] : 0.0f;
     for (int32_t c = 0; c < px->ci; c++) {
       const float xv = x[c];
-      const float *w = wt + (int64_t)c * o;
-      for (int32_t k = 0; k < o; k++) y[k] = fmaf(xv, w[k], y[k]);
+      for (int32_t k = 0; k < o; k++) y[k] = fmaf(xv, wt[DENSE_AT(c, k, px->ci, o)], y[k]);
     }
     ar__activate(y, (size_t)o, act);
   }
@@ -847,6 +868,15 @@ static void dense_run(const sparse_ctx_t *c, const pix_t *px, int64_t q0, int64_
   if (isa == 1) { dense_avx2(c->scratch, c->m.o, px, q0, q1, c->bias, c->act, out); return; }
 #endif
   (void)isa;
+#if SPARSE_DENSE_NEON
+  /* Unit strides: pixels [q0, q1) are consecutive rows of the input, A of the NEON GEMM (its
+   * order: the terms, then the bias; within float rounding of the portable loop's). */
+  if (px->sh == 1 && px->sw == 1 && px->w == px->ow && ar_sgemm_own_available()) {
+    ar_sgemm_nt(px->in + q0 * px->ci, px->ci, c->scratch, px->ci, c->bias, out + q0 * c->m.o,
+                c->m.o, q1 - q0, c->m.o, px->ci, c->act);
+    return;
+  }
+#endif
   dense_portable(c->scratch, c->m.o, px, q0, q1, c->bias, c->act, out);
 }
 
