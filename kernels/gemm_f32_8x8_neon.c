@@ -129,7 +129,7 @@ N8_INLINE void n8_tile(const float *a, int64_t lda, const float *bp, int64_t kc,
 
 /* The rows of one (row chunk, panel, K chunk) block: tiles of 8, then one of the rest (1..7).
  * Out of line: one copy of the tiles for the float32 and float16 paths. */
-__attribute__((noinline)) static void n8_rows(const float *a, int64_t lda, const float *bp,
+__attribute__((noinline, optimize("no-schedule-insns"))) static void n8_rows(const float *a, int64_t lda, const float *bp,
                                               int64_t kc, float *c, int64_t ldc, int64_t mr,
                                               const n8_panel_t *p) {
   int64_t i = 0;
