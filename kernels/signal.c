@@ -9,10 +9,12 @@
  *     W), (x * w) >> shift saturated to int16.
  *   SignalFftAutoScale: int16 [N] -> int16 [N], int32 scalar scale_bits: s = 15 - msb(max|x|)
  *     (msb(0) = 32 as TFLM's __builtin_clz branch, so silence gives 0), at least 0; out = x * 2^s.
- *   SignalRfft (T int16, fft_length): int16 [..., L] -> int16 [..., 2 (fft_length/2 + 1)]: each
- *     frame zero-padded to fft_length and transformed by kissfft's fixed-point real FFT (16-bit,
- *     every stage scaled by 1/radix with rounding, radix 4 first then 2, Q15 twiddles
- *     floor(0.5 + 32767 cos/sin)); fft_length a power of two >= 4. T float32/int32 is refused.
+ *   SignalRfft (T, fft_length): T [..., L] -> T [..., 2 (fft_length/2 + 1)], T int16, int32 or
+ *     float32: each frame zero-padded to fft_length and transformed by kissfft's real FFT (radix
+ *     4 first then 2; kernels/signal_kissfft.h). int16 / int32 are kissfft's FIXED_POINT 16 / 32:
+ *     every stage scaled by 1/radix with rounding (products in int32 / int64, + 2^14 >> 15 /
+ *     + 2^30 >> 31), twiddles floor(0.5 + 32767 / 2147483647 cos/sin); float32 unscaled, float
+ *     twiddles. fft_length a power of two >= 4.
  *   SignalEnergy (start_index, end_index): int16 complex [2M] -> uint32 [M]: re^2 + im^2 for
  *     bins [start, end); the bins outside are written 0 (TFLM leaves them untouched).
  *   SignalFilterBank (num_channels): uint32 energy [M], int16 weights, unweights, channel
@@ -161,85 +163,101 @@ static void autoscale_eval(const ar_node_t *node) {
   *scale_out = s;
 }
 
-/* ---- SignalRfft: kissfft's fixed-point (16-bit) real FFT ---- */
+/* ---- SignalRfft: kissfft's real FFT, fixed point (16 and 32 bits) and float ---- */
 
 typedef struct cpx16 { int16_t r, i; } cpx16_t;
+typedef struct cpx32 { int32_t r, i; } cpx32_t;
+typedef struct cpxf { float r, i; } cpxf_t;
 
 static const char *const rfft_keys[] = {"T", "fft_length"};
 
-/* State: params, then ncfft twiddles, then ncfft/2 super twiddles, then the factors (<= 64). */
+/* State: params, then ncfft twiddles, then ncfft/2 super twiddles (of the T's complex type). */
 typedef struct rfft_state {
   sig_params_t p;
   int32_t ncfft, n_factors;
   int32_t factors[64];
 } rfft_state_t;
 
-static size_t rfft_state_bytes(int32_t ncfft) {
-  return sizeof(rfft_state_t) + (size_t)ncfft * sizeof(cpx16_t) + (size_t)(ncfft / 2) * sizeof(cpx16_t);
-}
-
-/* Q15 rounding of a product sum: (x + 2^14) >> 15 truncated to int16. */
+/* int16 (FIXED_POINT 16): Q15 rounding of a product sum, (x + 2^14) >> 15 truncated to int16. */
 static int16_t q15_round(int64_t x) {
   const int32_t v = (int32_t)((uint32_t)(uint64_t)x + (1u << 14));
   return (int16_t)(uint16_t)(uint32_t)(v >> 15);
 }
-static int16_t smul_div(int16_t x, int32_t k) { return q15_round((int64_t)x * k); }
-static void fixdiv(cpx16_t *c, int div) {
+static void fixdiv_i16(cpx16_t *c, int div) {
   const int32_t k = 32767 / div;
-  c->r = smul_div(c->r, k);
-  c->i = smul_div(c->i, k);
+  c->r = q15_round((int64_t)c->r * k);
+  c->i = q15_round((int64_t)c->i * k);
 }
-static cpx16_t cmul(cpx16_t a, cpx16_t b) {
+static cpx16_t cmul_i16(cpx16_t a, cpx16_t b) {
   cpx16_t m;
   m.r = q15_round((int64_t)(int32_t)((uint32_t)((int32_t)a.r * b.r) - (uint32_t)((int32_t)a.i * b.i)));
   m.i = q15_round((int64_t)(int32_t)((uint32_t)((int32_t)a.r * b.i) + (uint32_t)((int32_t)a.i * b.r)));
   return m;
 }
-static cpx16_t cadd(cpx16_t a, cpx16_t b) { return (cpx16_t){(int16_t)(uint16_t)(a.r + b.r), (int16_t)(uint16_t)(a.i + b.i)}; }
-static cpx16_t csub(cpx16_t a, cpx16_t b) { return (cpx16_t){(int16_t)(uint16_t)(a.r - b.r), (int16_t)(uint16_t)(a.i - b.i)}; }
+static int16_t sadd_i16(int16_t a, int16_t b) { return (int16_t)(uint16_t)(a + b); }
+static int16_t ssub_i16(int16_t a, int16_t b) { return (int16_t)(uint16_t)(a - b); }
+static cpx16_t cadd_i16(cpx16_t a, cpx16_t b) { return (cpx16_t){sadd_i16(a.r, b.r), sadd_i16(a.i, b.i)}; }
+static cpx16_t csub_i16(cpx16_t a, cpx16_t b) { return (cpx16_t){ssub_i16(a.r, b.r), ssub_i16(a.i, b.i)}; }
+static int16_t half_add_i16(int16_t a, int16_t b) { return (int16_t)(uint16_t)((a + b) >> 1); }
+static int16_t half_sub_i16(int16_t a, int16_t b) { return (int16_t)(uint16_t)((a - b) >> 1); }
+static cpx16_t cneg_i_i16(cpx16_t c) { return (cpx16_t){c.r, (int16_t)(uint16_t)(-(int32_t)c.i)}; }
 
-static void bfly2(cpx16_t *f, int64_t fstride, const cpx16_t *tw, int64_t m) {
-  cpx16_t *f2 = f + m;
-  const cpx16_t *t = tw;
-  for (int64_t k = 0; k < m; k++, f++, f2++, t += fstride) {
-    fixdiv(f, 2);
-    fixdiv(f2, 2);
-    const cpx16_t p = cmul(*f2, *t);
-    *f2 = csub(*f, p);
-    *f = cadd(*f, p);
-  }
+/* int32 (FIXED_POINT 32): products in int64, (x + 2^30) >> 31 truncated to int32; int32 sums wrap. */
+static int32_t q31_round(int64_t x) {
+  const int64_t v = (int64_t)((uint64_t)x + (1ull << 30));
+  return (int32_t)(uint32_t)(uint64_t)(v >> 31);
 }
-
-static void bfly4(cpx16_t *f, int64_t fstride, const cpx16_t *tw, int64_t m) {
-  const cpx16_t *t1 = tw, *t2 = tw, *t3 = tw;
-  for (int64_t k = 0; k < m; k++, f++) {
-    fixdiv(&f[0], 4); fixdiv(&f[m], 4); fixdiv(&f[2 * m], 4); fixdiv(&f[3 * m], 4);
-    const cpx16_t s0 = cmul(f[m], *t1), s1 = cmul(f[2 * m], *t2), s2 = cmul(f[3 * m], *t3);
-    const cpx16_t s5 = csub(f[0], s1);
-    f[0] = cadd(f[0], s1);
-    const cpx16_t s3 = cadd(s0, s2), s4 = csub(s0, s2);
-    f[2 * m] = csub(f[0], s3);
-    t1 += fstride; t2 += 2 * fstride; t3 += 3 * fstride;
-    f[0] = cadd(f[0], s3);
-    f[m].r = (int16_t)(uint16_t)(s5.r + s4.i);
-    f[m].i = (int16_t)(uint16_t)(s5.i - s4.r);
-    f[3 * m].r = (int16_t)(uint16_t)(s5.r - s4.i);
-    f[3 * m].i = (int16_t)(uint16_t)(s5.i + s4.r);
-  }
+static void fixdiv_i32(cpx32_t *c, int div) {
+  const int64_t k = 2147483647 / div;
+  c->r = q31_round((int64_t)c->r * k);
+  c->i = q31_round((int64_t)c->i * k);
 }
+static cpx32_t cmul_i32(cpx32_t a, cpx32_t b) {
+  cpx32_t m;
+  m.r = q31_round((int64_t)((uint64_t)((int64_t)a.r * b.r) - (uint64_t)((int64_t)a.i * b.i)));
+  m.i = q31_round((int64_t)((uint64_t)((int64_t)a.r * b.i) + (uint64_t)((int64_t)a.i * b.r)));
+  return m;
+}
+static int32_t sadd_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static int32_t ssub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+static cpx32_t cadd_i32(cpx32_t a, cpx32_t b) { return (cpx32_t){sadd_i32(a.r, b.r), sadd_i32(a.i, b.i)}; }
+static cpx32_t csub_i32(cpx32_t a, cpx32_t b) { return (cpx32_t){ssub_i32(a.r, b.r), ssub_i32(a.i, b.i)}; }
+static int32_t half_add_i32(int32_t a, int32_t b) { return sadd_i32(a, b) >> 1; }
+static int32_t half_sub_i32(int32_t a, int32_t b) { return ssub_i32(a, b) >> 1; }
+static cpx32_t cneg_i_i32(cpx32_t c) { return (cpx32_t){c.r, (int32_t)(0u - (uint32_t)c.i)}; }
 
-/* kissfft's decimation in time: factors (p, m) pairs, recursion depth = number of stages. */
-static void kf_work(cpx16_t *out, const cpx16_t *in, int64_t fstride, const int32_t *factors,
-                    const cpx16_t *tw) {
-  const int32_t p = factors[0], m = factors[1];
-  cpx16_t *beg = out, *end = out + (int64_t)p * m;
-  if (m == 1) {
-    for (; out != end; out++, in += fstride) *out = *in;
-  } else {
-    for (; out != end; out += m, in += fstride) kf_work(out, in, fstride * p, factors + 2, tw);
-  }
-  if (p == 2) bfly2(beg, fstride, tw, m);
-  else bfly4(beg, fstride, tw, m);
+/* float: no stage scaling, HALF_OF is * 0.5f. */
+static void fixdiv_f32(cpxf_t *c, int div) { (void)c; (void)div; }
+static cpxf_t cmul_f32(cpxf_t a, cpxf_t b) { return (cpxf_t){a.r * b.r - a.i * b.i, a.r * b.i + a.i * b.r}; }
+static float sadd_f32(float a, float b) { return a + b; }
+static float ssub_f32(float a, float b) { return a - b; }
+static cpxf_t cadd_f32(cpxf_t a, cpxf_t b) { return (cpxf_t){a.r + b.r, a.i + b.i}; }
+static cpxf_t csub_f32(cpxf_t a, cpxf_t b) { return (cpxf_t){a.r - b.r, a.i - b.i}; }
+static float half_add_f32(float a, float b) { return (a + b) * 0.5f; }
+static float half_sub_f32(float a, float b) { return (a - b) * 0.5f; }
+static cpxf_t cneg_i_f32(cpxf_t c) { return (cpxf_t){c.r, -c.i}; }
+
+#define KF_C cpx16_t
+#define KF_N(x) x##_i16
+#include "kernels/signal_kissfft.h"
+#undef KF_C
+#undef KF_N
+#define KF_C cpx32_t
+#define KF_N(x) x##_i32
+#include "kernels/signal_kissfft.h"
+#undef KF_C
+#undef KF_N
+#define KF_C cpxf_t
+#define KF_N(x) x##_f32
+#include "kernels/signal_kissfft.h"
+#undef KF_C
+#undef KF_N
+
+/* Bytes of one real sample of T (int16, int32, float32). */
+static size_t rfft_sample_bytes(int64_t t) { return t == AR_DTYPE_INT16 ? 2 : 4; }
+
+static size_t rfft_state_bytes(int32_t ncfft, size_t sample_bytes) {
+  return sizeof(rfft_state_t) + (size_t)(ncfft + ncfft / 2) * 2 * sample_bytes;
 }
 
 static int rfft_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
@@ -248,11 +266,12 @@ static int rfft_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   const ar_tview_t *in = node->inputs[0], *o = node->outputs[0];
   sig_params_t p;
   if ((rc = sig_read_params(node, rfft_keys, 2, &p, msg, msg_bytes))) return rc;
-  if (p.v[0] != AR_DTYPE_INT16)
-    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "T = %s: only the int16 (fixed-point) form is implemented",
-                    ar_dtype_name((ar_dtype_t)p.v[0]));
-  if ((rc = ar_k_check_dtype(node, in, "input 0", AR_DTYPE_INT16, msg, msg_bytes)) ||
-      (rc = ar_k_check_dtype(node, o, "output 0", AR_DTYPE_INT16, msg, msg_bytes)))
+  if (p.v[0] != AR_DTYPE_INT16 && p.v[0] != AR_DTYPE_INT32 && p.v[0] != AR_DTYPE_FLOAT32)
+    return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "T = %lld (%s): expected FLOAT32, INT16 or INT32",
+                    (long long)p.v[0], p.v[0] >= 0 && p.v[0] < 64 ? ar_dtype_name((ar_dtype_t)p.v[0]) : "?");
+  const ar_dtype_t t = (ar_dtype_t)p.v[0];
+  if ((rc = ar_k_check_dtype(node, in, "input 0", t, msg, msg_bytes)) ||
+      (rc = ar_k_check_dtype(node, o, "output 0", t, msg, msg_bytes)))
     return rc;
   const int64_t len = p.v[1];
   if (len < 4 || len > (1 << 16) || (len & (len - 1)) != 0)
@@ -265,29 +284,35 @@ static int rfft_prepare(ar_node_t *node, char *msg, size_t msg_bytes) {
   int32_t dims[AR_MAX_RANK];
   memcpy(dims, in->dims, sizeof(int32_t) * (size_t)in->rank);
   dims[in->rank - 1] = (int32_t)(2 * (len / 2 + 1));
-  node->state_bytes = rfft_state_bytes((int32_t)(len / 2));
-  /* scratch: the zero-padded frame (len int16) and kissfft's tmpbuf (len/2 complex) */
-  node->scratch_bytes = (uint64_t)len * sizeof(int16_t) + (uint64_t)(len / 2) * sizeof(cpx16_t);
+  const size_t sb = rfft_sample_bytes(t);
+  node->state_bytes = rfft_state_bytes((int32_t)(len / 2), sb);
+  /* scratch: the zero-padded frame (len samples) and kissfft's tmpbuf (len/2 complex) */
+  node->scratch_bytes = (uint64_t)len * sb + (uint64_t)(len / 2) * 2 * sb;
   return ar_k_check_output_shape(node, in->rank, dims, msg, msg_bytes);
+}
+
+/* kissfft's kf_cexp: fixed point floor(0.5 + SAMP_MAX cos/sin), float (float)cos/sin. */
+static void rfft_twiddle(void *tw, int64_t t, int32_t i, double ph) {
+  if (t == AR_DTYPE_INT16) {
+    ((cpx16_t *)tw)[i] = (cpx16_t){(int16_t)floor(0.5 + 32767.0 * cos(ph)), (int16_t)floor(0.5 + 32767.0 * sin(ph))};
+  } else if (t == AR_DTYPE_INT32) {
+    ((cpx32_t *)tw)[i] = (cpx32_t){(int32_t)floor(0.5 + 2147483647.0 * cos(ph)),
+                                   (int32_t)floor(0.5 + 2147483647.0 * sin(ph))};
+  } else {
+    ((cpxf_t *)tw)[i] = (cpxf_t){(float)cos(ph), (float)sin(ph)};
+  }
 }
 
 static void rfft_init(ar_node_t *node) {
   rfft_state_t *s = node->state;
   params_init(node, rfft_keys, 2);
+  const int64_t t = s->p.v[0];
   const int32_t ncfft = (int32_t)(s->p.v[1] / 2);
   s->ncfft = ncfft;
-  cpx16_t *tw = (cpx16_t *)(s + 1), *super = tw + ncfft;
+  char *tw = (char *)(s + 1), *super = tw + (size_t)ncfft * 2 * rfft_sample_bytes(t);
   const double pi = 3.14159265358979323846264338327950288;
-  for (int32_t i = 0; i < ncfft; i++) {
-    const double ph = -2.0 * pi * i / ncfft;
-    tw[i].r = (int16_t)floor(0.5 + 32767.0 * cos(ph));
-    tw[i].i = (int16_t)floor(0.5 + 32767.0 * sin(ph));
-  }
-  for (int32_t i = 0; i < ncfft / 2; i++) {
-    const double ph = -pi * ((double)(i + 1) / ncfft + 0.5);
-    super[i].r = (int16_t)floor(0.5 + 32767.0 * cos(ph));
-    super[i].i = (int16_t)floor(0.5 + 32767.0 * sin(ph));
-  }
+  for (int32_t i = 0; i < ncfft; i++) rfft_twiddle(tw, t, i, -2.0 * pi * i / ncfft);
+  for (int32_t i = 0; i < ncfft / 2; i++) rfft_twiddle(super, t, i, -pi * ((double)(i + 1) / ncfft + 0.5));
   /* kissfft's factorization: radix 4 while it divides, then 2 (powers of two only here). */
   int32_t n = ncfft, p = 4, k = 0;
   while (n > 1) {
@@ -301,36 +326,29 @@ static void rfft_init(ar_node_t *node) {
 
 static void rfft_eval(const ar_node_t *node) {
   const rfft_state_t *s = node->state;
+  const int64_t t = s->p.v[0];
+  const size_t sb = rfft_sample_bytes(t);
   const int32_t ncfft = s->ncfft, len = 2 * ncfft;
-  const cpx16_t *tw = (const cpx16_t *)(s + 1), *super = tw + ncfft;
+  const char *tw = (const char *)(s + 1), *super = tw + (size_t)ncfft * 2 * sb;
   const ar_tview_t *in_t = node->inputs[0];
   const int32_t flen = in_t->dims[in_t->rank - 1];
   const int64_t frames = flen ? ar_k_elements(in_t) / flen : 0;
-  int16_t *work = node->scratch;
-  cpx16_t *tmp = (cpx16_t *)(work + len);
-  const int16_t *x = in_t->data;
-  int16_t *out = node->outputs[0]->data;
+  char *work = node->scratch, *tmp = work + (size_t)len * sb;
+  const char *x = in_t->data;
+  char *out = node->outputs[0]->data;
   for (int64_t f = 0; f < frames; f++) {
-    memcpy(work, x + f * flen, (size_t)flen * sizeof(int16_t));
-    memset(work + flen, 0, (size_t)(len - flen) * sizeof(int16_t));
-    kf_work(tmp, (const cpx16_t *)work, 1, s->factors, tw);
-    cpx16_t *fd = (cpx16_t *)(out + f * 2 * (ncfft + 1));
-    cpx16_t dc = tmp[0];
-    fixdiv(&dc, 2);
-    fd[0].r = (int16_t)(uint16_t)(dc.r + dc.i);
-    fd[ncfft].r = (int16_t)(uint16_t)(dc.r - dc.i);
-    fd[0].i = fd[ncfft].i = 0;
-    for (int32_t k = 1; k <= ncfft / 2; k++) {
-      cpx16_t fpk = tmp[k], fpnk = {tmp[ncfft - k].r, (int16_t)(uint16_t)(-(int32_t)tmp[ncfft - k].i)};
-      fixdiv(&fpk, 2);
-      fixdiv(&fpnk, 2);
-      const cpx16_t f1k = cadd(fpk, fpnk), f2k = csub(fpk, fpnk);
-      const cpx16_t t = cmul(f2k, super[k - 1]);
-      fd[k].r = (int16_t)(uint16_t)((f1k.r + t.r) >> 1);
-      fd[k].i = (int16_t)(uint16_t)((f1k.i + t.i) >> 1);
-      fd[ncfft - k].r = (int16_t)(uint16_t)((f1k.r - t.r) >> 1);
-      fd[ncfft - k].i = (int16_t)(uint16_t)((t.i - f1k.i) >> 1);
-    }
+    memcpy(work, x + (size_t)(f * flen) * sb, (size_t)flen * sb);
+    memset(work + (size_t)flen * sb, 0, (size_t)(len - flen) * sb);
+    char *fd = out + (size_t)(f * 2 * (ncfft + 1)) * sb;
+    if (t == AR_DTYPE_INT16)
+      kf_rfft_frame_i16((const cpx16_t *)work, (cpx16_t *)tmp, (cpx16_t *)fd, ncfft, s->factors,
+                        (const cpx16_t *)tw, (const cpx16_t *)super);
+    else if (t == AR_DTYPE_INT32)
+      kf_rfft_frame_i32((const cpx32_t *)work, (cpx32_t *)tmp, (cpx32_t *)fd, ncfft, s->factors,
+                        (const cpx32_t *)tw, (const cpx32_t *)super);
+    else
+      kf_rfft_frame_f32((const cpxf_t *)work, (cpxf_t *)tmp, (cpxf_t *)fd, ncfft, s->factors,
+                        (const cpxf_t *)tw, (const cpxf_t *)super);
   }
 }
 
@@ -702,7 +720,9 @@ const ar_kernel_t ar_kernel_signal_window = { "SignalWindow", window_prepare, wi
   AR_KSUPPORT(i16_forms, 0, -1) };
 const ar_kernel_t ar_kernel_signal_fft_auto_scale = { "SignalFftAutoScale", autoscale_prepare, NULL, autoscale_eval,
   AR_KSUPPORT(i16_forms, 0, -1) };
-const ar_kernel_t ar_kernel_signal_rfft = { "SignalRfft", rfft_prepare, rfft_init, rfft_eval, AR_KSUPPORT(i16_forms, 0, -1) };
+static const ar_kernel_form_t rfft_forms[] = { AR_KF(1, 1, FLOAT32, FLOAT32), AR_KF(1, 1, INT16, INT16),
+                                                AR_KF(1, 1, INT32, INT32) };
+const ar_kernel_t ar_kernel_signal_rfft = { "SignalRfft", rfft_prepare, rfft_init, rfft_eval, AR_KSUPPORT(rfft_forms, 0, -1) };
 const ar_kernel_t ar_kernel_signal_energy = { "SignalEnergy", energy_prepare, energy_init, energy_eval,
   AR_KSUPPORT(energy_forms, 0, -1) };
 const ar_kernel_t ar_kernel_signal_filter_bank = { "SignalFilterBank", filter_bank_prepare, filter_bank_init,

@@ -273,6 +273,181 @@ START_TEST(signal_rfft_is_the_scaled_dft) {
 }
 END_TEST
 
+/* ---- SignalRfft int32 / float32 ---- */
+
+/* The reference of kissfft's FIXED_POINT 32 arithmetic, written as a plain mixed-radix DFT: at each
+ * level every sub-sequence's value is scaled by 1/p (rounded product with 2147483647 / p), rotated
+ * by its Q31 twiddle (one rounding of the summed int64 products), and the p of them summed with the
+ * exact +-1 / +-i factors of a radix-p DFT (integer sums wrap, so their order does not matter). */
+typedef struct { int32_t r, i; } rc32_t;
+static int32_t r31(int64_t x) { return (int32_t)(uint32_t)(uint64_t)((int64_t)((uint64_t)x + (1ull << 30)) >> 31); }
+static rc32_t rdiv(rc32_t a, int p) {
+  const int64_t k = 2147483647 / p;
+  return (rc32_t){r31((int64_t)a.r * k), r31((int64_t)a.i * k)};
+}
+static rc32_t rmul(rc32_t a, rc32_t b) {
+  return (rc32_t){r31((int64_t)a.r * b.r - (int64_t)a.i * b.i), r31((int64_t)a.r * b.i + (int64_t)a.i * b.r)};
+}
+static rc32_t rtw(double ph) {
+  return (rc32_t){(int32_t)floor(0.5 + 2147483647.0 * cos(ph)), (int32_t)floor(0.5 + 2147483647.0 * sin(ph))};
+}
+static int32_t wadd(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static void ref_dft32(const rc32_t *x, int64_t stride, int n, int ntot, rc32_t *y) {
+  const double pi = 3.14159265358979323846264338327950288;
+  if (n == 1) { y[0] = x[0]; return; }
+  const int p = n % 4 == 0 ? 4 : 2, m = n / p;
+  rc32_t *sub = malloc(sizeof(rc32_t) * (size_t)n);
+  for (int q = 0; q < p; q++) ref_dft32(x + q * stride, stride * p, m, ntot, sub + q * m);
+  for (int k = 0; k < m; k++) {
+    rc32_t s[4];
+    for (int j = 0; j < p; j++) {
+      s[j] = rdiv(sub[j * m + k], p);
+      if (j) s[j] = rmul(s[j], rtw(-2.0 * pi * (j * k * (ntot / n)) / ntot));
+    }
+    for (int q = 0; q < p; q++) {
+      rc32_t acc = {0, 0};
+      for (int j = 0; j < p; j++) {
+        const int e = (j * q * (4 / p)) % 4;   /* s_j * (-i)^e */
+        const rc32_t v = e == 0 ? s[j] : e == 1 ? (rc32_t){s[j].i, (int32_t)(0u - (uint32_t)s[j].r)}
+                       : e == 2 ? (rc32_t){(int32_t)(0u - (uint32_t)s[j].r), (int32_t)(0u - (uint32_t)s[j].i)}
+                                : (rc32_t){(int32_t)(0u - (uint32_t)s[j].i), s[j].r};
+        acc.r = wadd(acc.r, v.r); acc.i = wadd(acc.i, v.i);
+      }
+      y[k + q * m] = acc;
+    }
+  }
+  free(sub);
+}
+/* kiss_fftr's split of the ncfft-point complex FFT of the packed real frame into ncfft + 1 bins. */
+static void ref_rfft32(const int32_t *frame, int len, int32_t *out) {
+  const double pi = 3.14159265358979323846264338327950288;
+  const int nc = len / 2;
+  rc32_t *z = malloc(sizeof(rc32_t) * (size_t)nc);
+  ref_dft32((const rc32_t *)frame, 1, nc, nc, z);
+  rc32_t *o = (rc32_t *)out;
+  const rc32_t dc = rdiv(z[0], 2);
+  o[0] = (rc32_t){wadd(dc.r, dc.i), 0};
+  o[nc] = (rc32_t){wadd(dc.r, (int32_t)(0u - (uint32_t)dc.i)), 0};
+  for (int k = 1; k <= nc / 2; k++) {
+    const rc32_t a = rdiv(z[k], 2), b = rdiv((rc32_t){z[nc - k].r, (int32_t)(0u - (uint32_t)z[nc - k].i)}, 2);
+    const rc32_t f1 = {wadd(a.r, b.r), wadd(a.i, b.i)};
+    const rc32_t f2 = {wadd(a.r, (int32_t)(0u - (uint32_t)b.r)), wadd(a.i, (int32_t)(0u - (uint32_t)b.i))};
+    const rc32_t t = rmul(f2, rtw(-pi * ((double)k / nc + 0.5)));
+    o[k] = (rc32_t){wadd(f1.r, t.r) >> 1, wadd(f1.i, t.i) >> 1};
+    o[nc - k] = (rc32_t){wadd(f1.r, (int32_t)(0u - (uint32_t)t.r)) >> 1, wadd(t.i, (int32_t)(0u - (uint32_t)f1.i)) >> 1};
+  }
+  free(z);
+}
+
+/* SignalRfft T = int32 equals the reference byte for byte (fft_length 4..1024, zero-padded frames,
+ * full-scale and small inputs), and both are DFT / fft_length within a few LSB. */
+START_TEST(signal_rfft_int32_is_kissfft_fixed32) {
+  uint8_t co[128];
+  const char *keys[] = {"T", "fft_length"};
+  for (int len = 4; len <= 1024; len *= 2) {
+    for (int scale = 0; scale < 2; scale++) {
+      const int32_t v[] = {AR_DTYPE_INT32, len};
+      const size_t nb = fbmap(co, keys, v, 2);
+      const int flen = len - len / 4, nout = 2 * (len / 2 + 1);
+      int32_t *x = malloc(sizeof(int32_t) * 3 * (size_t)flen), *o = malloc(sizeof(int32_t) * 3 * (size_t)nout);
+      int32_t *frame = calloc((size_t)len, sizeof(int32_t)), *want = malloc(sizeof(int32_t) * (size_t)nout);
+      srand((unsigned)(len * 2 + scale));
+      for (int i = 0; i < 3 * flen; i++) {
+        const int64_t r = ((int64_t)rand() << 16) ^ rand();
+        x[i] = scale ? (int32_t)(r % 2147483647) * (rand() & 1 ? 1 : -1) : (int32_t)(r % 2001) - 1000;
+      }
+      ar_tview_t in = tv(AR_DTYPE_INT32, x, 2, 3, flen), out = tv(AR_DTYPE_INT32, o, 2, 3, nout);
+      ar_tview_t *ins[1] = {&in}, *outs[1] = {&out};
+      ar_node_t n = mk(AR_OP_SIGNAL_RFFT, co, nb, 1, ins, 1, outs);
+      run_ok(&n);
+      const double pi = 3.14159265358979323846;
+      for (int f = 0; f < 3; f++) {
+        memcpy(frame, x + f * flen, sizeof(int32_t) * (size_t)flen);
+        ref_rfft32(frame, len, want);
+        ck_assert_msg(memcmp(o + f * nout, want, sizeof(int32_t) * (size_t)nout) == 0,
+                      "fft_length %d scale %d frame %d differs from the reference", len, scale, f);
+        for (int k = 0; k <= len / 2; k++) {
+          double re = 0, im = 0;
+          for (int i = 0; i < flen; i++) { re += frame[i] * cos(2 * pi * k * i / len); im -= frame[i] * sin(2 * pi * k * i / len); }
+          re /= len; im /= len;
+          const double tol = 2.0 + log2((double)len);
+          ck_assert_msg(fabs(want[2 * k] - re) <= tol && fabs(want[2 * k + 1] - im) <= tol,
+                        "fft_length %d frame %d bin %d: got (%d,%d) want (%.2f,%.2f)", len, f, k, want[2 * k],
+                        want[2 * k + 1], re, im);
+        }
+      }
+      free(x); free(o); free(frame); free(want);
+    }
+  }
+}
+END_TEST
+
+/* SignalRfft T = float32: the unscaled DFT (kissfft's float real FFT) within float rounding. */
+START_TEST(signal_rfft_float_is_the_dft) {
+  uint8_t co[128];
+  const char *keys[] = {"T", "fft_length"};
+  for (int len = 4; len <= 1024; len *= 2) {
+    const int32_t v[] = {AR_DTYPE_FLOAT32, len};
+    const size_t nb = fbmap(co, keys, v, 2);
+    const int flen = len - len / 4 + 1 > len ? len : len - len / 4 + 1, nout = 2 * (len / 2 + 1);
+    float *x = malloc(sizeof(float) * 2 * (size_t)flen), *o = malloc(sizeof(float) * 2 * (size_t)nout);
+    srand((unsigned)len);
+    for (int i = 0; i < 2 * flen; i++) x[i] = (float)(rand() % 20001 - 10000) / 1000.0f;
+    ar_tview_t in = tv(AR_DTYPE_FLOAT32, x, 2, 2, flen), out = tv(AR_DTYPE_FLOAT32, o, 2, 2, nout);
+    ar_tview_t *ins[1] = {&in}, *outs[1] = {&out};
+    ar_node_t n = mk(AR_OP_SIGNAL_RFFT, co, nb, 1, ins, 1, outs);
+    run_ok(&n);
+    const double pi = 3.14159265358979323846;
+    for (int f = 0; f < 2; f++) {
+      const float *xf = x + f * flen;
+      double mass = 0;
+      for (int i = 0; i < flen; i++) mass += fabs(xf[i]);
+      for (int k = 0; k <= len / 2; k++) {
+        double re = 0, im = 0;
+        for (int i = 0; i < flen; i++) { re += xf[i] * cos(2 * pi * k * i / len); im -= xf[i] * sin(2 * pi * k * i / len); }
+        const double tol = 1e-6 * mass * (1 + log2((double)len));
+        const float *ob = o + f * nout;
+        ck_assert_msg(fabs(ob[2 * k] - re) <= tol && fabs(ob[2 * k + 1] - im) <= tol,
+                      "fft_length %d frame %d bin %d: got (%g,%g) want (%g,%g)", len, f, k, ob[2 * k], ob[2 * k + 1], re, im);
+      }
+    }
+    free(x); free(o);
+  }
+  /* a cosine at bin 3 of 16: 8 (= N/2) in bins 3, nothing elsewhere */
+  const int32_t v[] = {AR_DTYPE_FLOAT32, 16};
+  const size_t nb = fbmap(co, keys, v, 2);
+  float x[16], o[18];
+  for (int i = 0; i < 16; i++) x[i] = (float)cos(2 * 3.14159265358979323846 * 3 * i / 16);
+  ar_tview_t in = tv(AR_DTYPE_FLOAT32, x, 1, 16), out = tv(AR_DTYPE_FLOAT32, o, 1, 18);
+  ar_tview_t *ins[1] = {&in}, *outs[1] = {&out};
+  ar_node_t n = mk(AR_OP_SIGNAL_RFFT, co, nb, 1, ins, 1, outs);
+  run_ok(&n);
+  for (int k = 0; k <= 8; k++)
+    ck_assert_msg(fabsf(o[2 * k] - (k == 3 ? 8.0f : 0.0f)) < 1e-5f && fabsf(o[2 * k + 1]) < 1e-5f, "bin %d: (%g,%g)", k,
+                  o[2 * k], o[2 * k + 1]);
+}
+END_TEST
+
+/* T must name the tensors' dtype and be one of the three forms. */
+START_TEST(signal_rfft_refuses_a_t_that_is_not_the_tensors) {
+  uint8_t co[128];
+  const char *keys[] = {"T", "fft_length"};
+  int16_t x[8], o[10];
+  ar_tview_t in = tv(AR_DTYPE_INT16, x, 1, 8), out = tv(AR_DTYPE_INT16, o, 1, 10);
+  ar_tview_t *ins[1] = {&in}, *outs[1] = {&out};
+  const int32_t v32[] = {AR_DTYPE_INT32, 8};
+  size_t nb = fbmap(co, keys, v32, 2);
+  ar_node_t n = mk(AR_OP_SIGNAL_RFFT, co, nb, 1, ins, 1, outs);
+  ck_assert_int_ne(prep(&n), 0);
+  ck_assert_msg(strstr(g_msg, "operator 5 (SignalRfft)") && strstr(g_msg, "input 0") && strstr(g_msg, "INT32"), "%s", g_msg);
+  const int32_t vb[] = {AR_DTYPE_BOOL, 8};
+  nb = fbmap(co, keys, vb, 2);
+  n = mk(AR_OP_SIGNAL_RFFT, co, nb, 1, ins, 1, outs);
+  ck_assert_int_eq(prep(&n), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(g_msg, "expected FLOAT32, INT16 or INT32"), "%s", g_msg);
+}
+END_TEST
+
 START_TEST(signal_energy) {
   uint8_t co[128];
   const char *keys[] = {"end_index", "start_index"};
@@ -601,6 +776,9 @@ static Suite *audio_suite(void) {
   tcase_add_test(k, signal_window_shifts_and_saturates);
   tcase_add_test(k, signal_fft_auto_scale);
   tcase_add_test(k, signal_rfft_is_the_scaled_dft);
+  tcase_add_test(k, signal_rfft_int32_is_kissfft_fixed32);
+  tcase_add_test(k, signal_rfft_float_is_the_dft);
+  tcase_add_test(k, signal_rfft_refuses_a_t_that_is_not_the_tensors);
   tcase_add_test(k, signal_energy);
   tcase_add_test(k, signal_filter_bank_accumulates_triangles);
   tcase_add_test(k, signal_filter_bank_square_root);
