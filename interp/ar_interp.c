@@ -649,6 +649,10 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
   if (!root && (rc = build_vars(in, msg, msg_bytes)) != 0) goto fail;
   if ((rc = bind_resources(in, msg, msg_bytes)) != 0) goto fail;
   find_read_aliases(in);
+  if (ar__prepval_init(in) != 0) {
+    rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+    goto fail;
+  }
 
   /* Graph inputs whose values set shapes (PAD paddings, RESHAPE shape): a snapshot each, so that
    * prepare can read the value the caller gives before the invoke that needs it. */
@@ -852,6 +856,10 @@ static int interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in
       if (un_out) *un_out = n_unsup;
       goto fail;
     }
+    if (ar__prepval_eval(in, k) != 0) {   /* a value a later operator's output shape needs */
+      rc = ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
+      goto fail;
+    }
     if (in->op_folded[k]) {
       /* Folding runs at place, when the activation region may be in use by another model, so a
        * folded operator cannot have scratch. */
@@ -1024,6 +1032,7 @@ void ar_interp_free(ar_interp_t *in) {
   free(in->snap);
   free(in->snap_valid);
   free(in->cur);
+  ar__prepval_free(in);
   ar_planner_free(in->planner);
   free(in->views);
   free(in->nodes);
@@ -1243,11 +1252,13 @@ int ar_interp_place(ar_interp_t *in, void *activation, uint64_t activation_bytes
   /* Inputs that set shapes: kernel init reads the value prepare used, not the arena bytes. */
   for (uint32_t i = 0; i < in->sg->n_inputs; i++)
     if (in->snap_valid[i]) in->views[in->sg->inputs[i]].data = in->snap[i];
+  ar__prepval_point(in, true);   /* and values computed at prepare (ar_prepval.c) */
   int rc = 0;
   for (int32_t i = 0; i < in->n_run && rc == 0; i++) {
     int32_t k = in->run_ops[i];
     if (in->kernels[k]->init) rc = init_node(in, k, msg, msg_bytes);
   }
+  ar__prepval_point(in, false);
   for (uint32_t i = 0; i < in->sg->n_inputs; i++)
     if (in->snap_valid[i]) {
       int32_t t = in->sg->inputs[i];
@@ -2035,6 +2046,7 @@ int ar_interp_prepare(ar_interp_t *in, char *msg, size_t msg_bytes) {
     rc = in->kernels[k]->prepare(nd, msg, msg_bytes);
     nd->infer_shapes = false;
     if (rc != 0) return rc;
+    if (ar__prepval_eval(in, k) != 0) return ar_errf(msg, msg_bytes, AR_ENOMEM, "interp: out of memory");
     in->scratch_bytes[k] = in->op_folded[k] ? 0 : nd->scratch_bytes;
     if (!in->op_folded[k]) macs += node_macs(nd);
     if (nd->fused) macs += node_macs(nd->fused);

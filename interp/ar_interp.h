@@ -379,7 +379,13 @@ int32_t ar_interp_op_pad_folded(const ar_interp_t *in, int32_t k);
  * RESIZE_NEAREST_NEIGHBOR size, SPLIT axis, SPLIT_V size_splits/axis, TRANSPOSE_CONV
  * output_shape) sets shapes by its value: give that value
  * with ar_interp_set_shape_input before the invoke (it is kept in a snapshot prepare reads); a
- * change marks the interpreter for ar_interp_prepare like a resize. The flow before each invoke:
+ * change marks the interpreter for ar_interp_prepare like a resize. A shape operand computed in
+ * the graph (FILL dims, RANGE start/limit/delta, TOPK_V2 k and the operands above) is computed at
+ * prepare when it follows from input shapes and constants alone (SHAPE of an input, then GATHER,
+ * ADD, CONCATENATION, ... of that and of constants: interp/ar_prepval.c), so a resize re-plans
+ * those outputs too; one that reads a graph input's values or anything computed at invoke is
+ * refused at ar_interp_new (AR_EUNSUPPORTED naming the operator and operand: TFLite would make
+ * its output a dynamic tensor). The flow before each invoke:
  *
  *   resize_input / set_shape_input as needed;
  *   if (ar_interp_needs_prepare(in)) { ar_interp_prepare(); ar_interp_place(); }

@@ -117,6 +117,10 @@ struct ar_interp {
   bool dirty;                     /* shapes or shape values changed since the last prepare */
   uint8_t **snap;                 /* per graph input: value of an input that sets a shape, or NULL */
   bool *snap_valid;               /* per graph input: snap holds a value given by the caller */
+  /* Values computed at prepare for operands that set shapes (ar_prepval.c). */
+  bool *want_value;               /* n_tensors: feeds (maybe through a chain) such an operand */
+  uint8_t **prep_val;             /* n_tensors: the prepare-time value's buffer, or NULL */
+  void **prep_placed;             /* n_tensors: the placed data while kernel inits read prep_val */
 };
 
 struct rvar {
@@ -162,5 +166,18 @@ int ar__state_layout(ar_interp_t *root, char *msg, size_t msg_bytes);
  * default slot; then the bound slot (or the default) is bound again. */
 void ar__state_place(ar_interp_t *root, uint8_t *persistent);
 void ar__state_free(ar_interp_t *root);
+
+/* ar_prepval.c: values known at prepare (SHAPE of an input and what is computed from it and from
+ * constants) for the operands whose values decide output shapes. init marks the wanted tensors
+ * (AR_ENOMEM); eval, after operator k's prepare, computes k's outputs on buffers of their own and
+ * sets their value_known when k feeds such an operand and every input it reads is known (else
+ * clears value_known; AR_ENOMEM); free releases the buffers. */
+int ar__prepval_init(ar_interp_t *in);
+int ar__prepval_eval(ar_interp_t *in, int32_t k);
+void ar__prepval_free(ar_interp_t *in);
+/* At place, around the kernels' inits (which read operand values as prepare did, like the
+ * snapshots of inputs that set shapes): at_values true points every computed tensor's view at its
+ * prepare-time value, false puts the placed address back. */
+void ar__prepval_point(ar_interp_t *in, bool at_values);
 
 #endif /* AR_INTERP_INT_H */

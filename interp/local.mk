@@ -3,6 +3,8 @@
 libarinterp_la_SOURCES += interp/ar_interp.c interp/ar_interp.h interp/ar_interp_int.h
 # the state slot (issue 27): layout, bind, reset of every piece of per-stream state.
 libarinterp_la_SOURCES += interp/ar_state.c
+# values computed at prepare for operands that set shapes (FILL dims from SHAPE of an input).
+libarinterp_la_SOURCES += interp/ar_prepval.c
 # lifetimes + budget table (owner: memory-planner work).
 libarinterp_la_SOURCES += interp/ar_lifetimes.c interp/ar_lifetimes.h interp/ar_budget.c interp/ar_budget.h
 # interpreter tests (owner: interpreter work): goldens, plan independence, zero allocation.

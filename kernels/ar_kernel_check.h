@@ -136,15 +136,17 @@ static inline int ar_k_check_output_shape_at(const ar_node_t *node, int k, int32
  * output a dynamic tensor then: STRIDED_SLICE/SLICE begin/end/size, TILE multiples, BROADCAST_TO
  * shape, SPLIT axis, EXPAND_DIMS axis, TRANSPOSE perm, RESIZE_* size, TRANSPOSE_CONV output_shape).
  * Returns 0 when `t` is a constant whose data are readable at prepare, else AR_EUNSUPPORTED with
- * "<what> is not a constant (its values decide the output shape; dynamic shapes are not
- * supported)". A graph input whose value the interpreter knows at prepare (value_known: it
- * re-prepares when the value changes, ar_interp_set_shape_input) is accepted like a constant; which
- * operands get that treatment is the interpreter's list of inputs that set a shape. */
+ * "<what> is not a constant (its values decide the output shape and are known only at invoke, ...)".
+ * A value the interpreter knows at prepare (value_known) is accepted like a constant: a graph input
+ * that sets a shape (it re-prepares when the value changes, ar_interp_set_shape_input) or a tensor
+ * computed at prepare from input shapes and constants (SHAPE and what follows it,
+ * interp/ar_prepval.c). */
 static inline int ar_k_require_constant(const ar_node_t *node, const ar_tview_t *t, const char *what,
                                         char *msg, size_t msg_bytes) {
   if ((t->is_constant || t->value_known) && t->data) return 0;
   return AR_K_ERR(node, msg, msg_bytes, AR_EUNSUPPORTED, "%s is not a constant (its values decide "
-                  "the output shape; dynamic shapes are not supported)", what);
+                  "the output shape and are known only at invoke, not computed from shapes and constants "
+                  "at prepare; dynamic shapes are not supported)", what);
 }
 
 /* `t` is an index tensor: int32 or int64. */

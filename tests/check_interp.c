@@ -1036,6 +1036,113 @@ START_TEST(test_channel_pad_folded_into_add) {
 }
 END_TEST
 
+/* Operands whose values decide an output shape, computed at prepare (interp/ar_prepval.c): x
+ * [b,3] (shape_signature [-1,3]); s = SHAPE(x); bp1 = GATHER(s, 0) + 1; y = FILL(s, 2.5) [b,3];
+ * r = RANGE(0, bp1, 1) [b+1]; TOPK_V2(z [1,6], bp1) -> the b+1 largest of z and their indices.
+ * Batch 1 then 4 (resize, prepare, place): every output has the shape the values say and the
+ * values by hand. */
+START_TEST(test_shape_operands_computed_at_prepare) {
+  static const int32_t zero = 0, one = 1;
+  static const float fv = 2.5f;
+  const ar_tm_tensor_t t[] = {
+    {.name = "x", .dtype = AR_DTYPE_FLOAT32, .rank = 2, .dims = {1, 3}, .has_sig = true, .sig = {-1, 3}},
+    {.name = "s", .dtype = AR_DTYPE_INT32, .rank = 1, .dims = {2}},
+    {.name = "zero", .dtype = AR_DTYPE_INT32, .rank = 0, .data = &zero},
+    {.name = "b", .dtype = AR_DTYPE_INT32, .rank = 0},
+    {.name = "one", .dtype = AR_DTYPE_INT32, .rank = 0, .data = &one},
+    {.name = "bp1", .dtype = AR_DTYPE_INT32, .rank = 0},
+    {.name = "v", .dtype = AR_DTYPE_FLOAT32, .rank = 0, .data = &fv},
+    {.name = "y", .dtype = AR_DTYPE_FLOAT32, .rank = 2, .dims = {1, 3}, .has_sig = true, .sig = {-1, 3}},
+    {.name = "r", .dtype = AR_DTYPE_INT32, .rank = 1, .dims = {2}, .has_sig = true, .sig = {-1}},
+    {.name = "z", .dtype = AR_DTYPE_FLOAT32, .rank = 2, .dims = {1, 6}},
+    {.name = "topv", .dtype = AR_DTYPE_FLOAT32, .rank = 2, .dims = {1, 2}, .has_sig = true, .sig = {1, -1}},
+    {.name = "topi", .dtype = AR_DTYPE_INT32, .rank = 2, .dims = {1, 2}, .has_sig = true, .sig = {1, -1}},
+  };
+  const ar_tm_op_t ops[] = {
+    {.builtin = 77 /* SHAPE */, .n_in = 1, .n_out = 1, .in = {0}, .out = {1}},
+    {.builtin = 36 /* GATHER */, .n_in = 2, .n_out = 1, .in = {1, 2}, .out = {3}},
+    {.builtin = 0 /* ADD */, .n_in = 2, .n_out = 1, .in = {3, 4}, .out = {5}},
+    {.builtin = 94 /* FILL */, .n_in = 2, .n_out = 1, .in = {1, 6}, .out = {7}},
+    {.builtin = 96 /* RANGE */, .n_in = 3, .n_out = 1, .in = {2, 5, 4}, .out = {8}},
+    {.builtin = 48 /* TOPK_V2 */, .n_in = 2, .n_out = 2, .in = {9, 5}, .out = {10, 11}},
+  };
+  const int32_t ins[] = {0, 9}, outs[] = {7, 8, 10, 11};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 12, ops, 6, ins, 2, outs, 4, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = NULL;
+  ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+  const float z[6] = {0.5f, -1.0f, 3.0f, 2.0f, 3.5f, -0.25f};   /* sorted: 4, 2, 3, 0, 5, 1 */
+  const int32_t order[6] = {4, 2, 3, 0, 5, 1};
+  for (int b = 1; b <= 4; b += 3) {
+    if (b > 1) {
+      const int32_t dims[2] = {b, 3};
+      ck_assert_msg(ar_interp_resize_input(in, 0, 2, dims, msg, sizeof msg) == 0, "%s", msg);
+      ck_assert(ar_interp_needs_prepare(in));
+      ck_assert_msg(ar_interp_prepare(in, msg, sizeof msg) == 0, "batch %d: %s", b, msg);
+    }
+    ck_assert_msg(ar_interp_place_owned(in, msg, sizeof msg) == 0, "%s", msg);
+    float *x = ar_interp_input(in, 0)->data;
+    for (int i = 0; i < 3 * b; i++) x[i] = (float)i;
+    memcpy(ar_interp_input(in, 1)->data, z, sizeof z);
+    ck_assert_int_eq(ar_interp_invoke(in), 0);
+    const ar_tview_t *y = ar_interp_output(in, 0), *r = ar_interp_output(in, 1), *tv = ar_interp_output(in, 2),
+                     *ti = ar_interp_output(in, 3);
+    ck_assert_msg(y->rank == 2 && y->dims[0] == b && y->dims[1] == 3, "batch %d: FILL gave rank %d [%d,...]", b,
+                  y->rank, y->dims[0]);
+    for (int i = 0; i < 3 * b; i++) ck_assert_float_eq(((const float *)y->data)[i], 2.5f);
+    ck_assert_msg(r->rank == 1 && r->dims[0] == b + 1, "batch %d: RANGE gave %d elements", b, r->dims[0]);
+    for (int i = 0; i <= b; i++) ck_assert_int_eq(((const int32_t *)r->data)[i], i);
+    ck_assert_msg(tv->rank == 2 && tv->dims[0] == 1 && tv->dims[1] == b + 1 && ti->dims[1] == b + 1,
+                  "batch %d: TOPK_V2 gave [%d,%d]", b, tv->dims[0], tv->dims[1]);
+    for (int i = 0; i <= b; i++) {
+      ck_assert_int_eq(((const int32_t *)ti->data)[i], order[i]);
+      ck_assert_float_eq(((const float *)tv->data)[i], z[order[i]]);
+    }
+  }
+  ar_interp_free(in);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
+/* FILL dims computed from a graph input's VALUES (n + 1) is known only at invoke: TFLite makes
+ * the output dynamic; arenad refuses at load, naming the operator and the operand. */
+START_TEST(test_shape_operand_from_input_values_refused) {
+  static const int32_t one[1] = {1};
+  static const float fv = 1.0f;
+  const ar_tm_tensor_t t[] = {
+    {.name = "n", .dtype = AR_DTYPE_INT32, .rank = 1, .dims = {1}},
+    {.name = "one", .dtype = AR_DTYPE_INT32, .rank = 1, .dims = {1}, .data = one},
+    {.name = "d", .dtype = AR_DTYPE_INT32, .rank = 1, .dims = {1}},
+    {.name = "v", .dtype = AR_DTYPE_FLOAT32, .rank = 0, .data = &fv},
+    {.name = "y", .dtype = AR_DTYPE_FLOAT32, .rank = 1, .dims = {2}, .has_sig = true, .sig = {-1}},
+  };
+  const ar_tm_op_t ops[] = {
+    {.builtin = 0 /* ADD */, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}},
+    {.builtin = 94 /* FILL */, .n_in = 2, .n_out = 1, .in = {2, 3}, .out = {4}},
+  };
+  const int32_t ins[] = {0}, outs[] = {4};
+  size_t bytes = 0;
+  uint8_t *file = ar_tm_build(t, 5, ops, 2, ins, 1, outs, 1, &bytes);
+  char msg[AR_MSG_BYTES] = "";
+  ar_model_t *m = NULL;
+  ck_assert_msg(ar_model_load_buffer(file, bytes, &m, msg, sizeof msg) == 0, "%s", msg);
+  ar_interp_options_t opt;
+  ar_interp_options_default(&opt);
+  ar_interp_t *in = NULL;
+  ck_assert_int_eq(ar_interp_new(m, &opt, &in, msg, sizeof msg), AR_EUNSUPPORTED);
+  ck_assert_msg(strstr(msg, "FILL v1 [input 0 (dims) is not a constant (its values decide the output shape and are "
+                       "known only at invoke") && strstr(msg, "(op 1)"), "%s", msg);
+  ar_model_free(m);
+  free(file);
+}
+END_TEST
+
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("golden");
@@ -1064,6 +1171,8 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, test_channel_pad_folded_into_add);
   tcase_add_test(tc, test_ignored_options_tables_run);
   tcase_add_test(tc, test_negative_anchor_refused_at_load);
+  tcase_add_test(tc, test_shape_operands_computed_at_prepare);
+  tcase_add_test(tc, test_shape_operand_from_input_values_refused);
   suite_add_tcase(s, tc);
   return s;
 }

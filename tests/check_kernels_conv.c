@@ -1399,7 +1399,8 @@ START_TEST(tconv_builtin_prepare_errors) {
   t.os.is_constant = false;
   ck_assert_int_eq(ar_kernel_transpose_conv.prepare(&t.node, msg, sizeof msg), AR_EUNSUPPORTED);
   ck_assert_str_eq(msg, "operator 7 (TRANSPOSE_CONV): output_shape (input 0) is not a constant (its "
-                        "values decide the output shape; dynamic shapes are not supported)");
+                        "values decide the output shape and are known only at invoke, not computed from shapes "
+                        "and constants at prepare; dynamic shapes are not supported)");
 }
 END_TEST
 

@@ -224,7 +224,8 @@ START_TEST(strided_slice_refuses_non_constant_begin) {
   ar_node_t n = node1(AR_OP_STRIDED_SLICE, &opt, 4, ins, &out);
   ck_assert_int_eq(run(&n), AR_EUNSUPPORTED);
   ck_assert_str_eq(g_msg, "operator 3 (STRIDED_SLICE): begin (input 1) is not a constant (its values "
-                          "decide the output shape; dynamic shapes are not supported)");
+                          "decide the output shape and are known only at invoke, not computed from shapes and "
+                          "constants at prepare; dynamic shapes are not supported)");
   /* A graph input whose value the interpreter knows (value_known) is used like a constant. */
   tb.value_known = true;
   ck_assert_int_eq(run(&n), 0);
