@@ -64,7 +64,7 @@ static const char *const root_keys[] = {
   "drain_timeout_ms", "busy_poll_us", "inline_invoke_us", "admin_reserved_connections",
   "max_pending_frame_bytes_per_uid", "max_unwritten_reply_bytes_per_uid", "max_buffer_bytes_per_uid",
   "stats_refresh_ms", "stats_rate_per_s", "stats_burst",
-  "max_while_iterations",
+  "max_while_iterations", "max_while_ms",
   "max_sessions_per_model", "max_sessions_per_uid", "session_idle_timeout_ms"};
 size_t ar_config_root_keys(const char *const **keys) {
   *keys = root_keys;
@@ -194,6 +194,7 @@ void ar_config_defaults(ar_config_t *cfg) {
   cfg->session_idle_timeout_ms = 600000;
   cfg->compact_after_unload = true;
   cfg->max_while_iterations = AR_CONFIG_WHILE_DEFAULT;
+  cfg->max_while_ms = 10000;
   cfg->admin_uids[cfg->n_admin_uids++] = 0;
   if (geteuid() != 0) cfg->admin_uids[cfg->n_admin_uids++] = geteuid();
   cfg->n_model_dirs = 1;
@@ -589,6 +590,8 @@ static int load_root(json_t *root, ar_config_t *cfg, const char *base, char *msg
       rc = get_bool(v, k, &cfg->compact_after_unload, msg, n);
     } else if (strcmp(k, "max_while_iterations") == 0) {
       rc = get_uint(v, k, 1, AR_CONFIG_WHILE_MAX, &cfg->max_while_iterations, msg, n);
+    } else if (strcmp(k, "max_while_ms") == 0) {
+      rc = get_uint(v, k, 0, AR_CFG_TIMEOUT_MAX, &cfg->max_while_ms, msg, n);
     } else if (strcmp(k, "admin_uids") == 0) {
       rc = get_ids(v, k, (uint32_t *)cfg->admin_uids, &cfg->n_admin_uids, msg, n);
     } else if (strcmp(k, "admin_gids") == 0) {

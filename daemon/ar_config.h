@@ -155,6 +155,9 @@ typedef struct ar_config {
   uint32_t max_while_iterations;  /* a WHILE still going after this many iterations ends its invoke
                                    * (ar_interp_options_t), 1..AR_CONFIG_WHILE_MAX, default
                                    * AR_CONFIG_WHILE_DEFAULT; for models loaded after it is set */
+  uint32_t max_while_ms;        /* a WHILE still going after this many ms ends its invoke
+                                 * (ETIMEDOUT), 0 = no time bound, default 10000, at most
+                                 * AR_CFG_TIMEOUT_MAX; for models loaded after it is set */
   /* Peers allowed to load, unload and reload (SO_PEERCRED uid, or a gid: the primary one or any of
    * the peer's supplementary groups, SO_PEERGROUPS). Default: uids 0 and the daemon's own effective
    * uid, no gids. */

@@ -415,6 +415,8 @@ struct ar_server {
                                     and the one in progress (at its next step) with ESTATE */
   int listen_fd;                 /* the adopted socket's fd when socket-activated, else -1 */
   bool draining;
+  int cancel_invokes;            /* set (atomically) when the drain deadline passes: a WHILE in an
+                                    invoke still running stops (ar_interp_options_t.cancel) */
   uv_timer_t drain_timer;        /* drain_timeout_ms deadline */
   bool drain_timer_on;
   uv_timer_t sweep;              /* connection timeouts (ar_conn.c) */

@@ -268,7 +268,11 @@ int ar__prepare_model(ar_server_t *srv, const char *path, uint64_t max_bytes, ui
    * the configured count without one. */
   opt.pool = srv ? srv->tpool : NULL;
   opt.threads = (int32_t)threads;
-  if (srv) opt.max_while_iterations = srv->cfg.max_while_iterations;   /* 0: the interpreter's default */
+  if (srv) {
+    opt.max_while_iterations = srv->cfg.max_while_iterations;   /* 0: the interpreter's default */
+    opt.max_while_us = (int64_t)srv->cfg.max_while_ms * 1000;   /* 0: no time bound */
+    opt.cancel = &srv->cancel_invokes;                          /* set at the drain deadline */
+  }
   ar_interp_t *in = NULL;
   rc = ar_interp_new(use, &opt, &in, lmsg, sizeof(lmsg));
   /* A kernel's prepare rejects the operator's stored tensors (input count, a stored output shape

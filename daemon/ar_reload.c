@@ -181,6 +181,7 @@ static void reload_finish(ar_server_t *srv) {
     srv->cfg.memory_limit_bytes = cfg->memory_limit_bytes;
     srv->cfg.compact_after_unload = cfg->compact_after_unload;
     srv->cfg.max_while_iterations = cfg->max_while_iterations;
+    srv->cfg.max_while_ms = cfg->max_while_ms;
     srv->cfg.stats_refresh_ms = cfg->stats_refresh_ms;
     srv->cfg.stats_rate_per_s = cfg->stats_rate_per_s;
     srv->cfg.stats_burst = cfg->stats_burst;

@@ -528,12 +528,14 @@ static void ar_server_maybe_finish_drain(ar_server_t *srv) {
 }
 
 /* drain_timeout_ms passed: replies not delivered by now are dropped with their connections;
- * jobs still on a worker finish (their replies are then dropped too), then the loop ends. */
+ * jobs still on a worker finish (their replies are then dropped too; a WHILE loop in one stops at
+ * its next iteration), then the loop ends. */
 static void on_drain_deadline(uv_timer_t *t) {
   ar_server_t *srv = t->data;
   ar_log("drain_timeout_ms %u passed: closing %" PRIu64 " connection(s), dropping their unwritten replies; "
          "loads in progress give up", srv->cfg.drain_timeout_ms, srv->n_conns);
   ar_models_abort_loads(srv);
+  __atomic_store_n(&srv->cancel_invokes, 1, __ATOMIC_RELAXED);   /* a WHILE still iterating stops */
   ar_conn_close_all(srv);
   ar_server_maybe_finish_drain(srv);
 }

@@ -543,6 +543,13 @@ static void cf_node_sizes(ar_interp_t *in, int32_t k);
 static int cf_check(ar_interp_t *in, int32_t k, char *msg, size_t msg_bytes);
 static int cf_place(ar_interp_t *in, char *msg, size_t msg_bytes);
 static int cf_run(ar_interp_t *in, int32_t k);
+
+/* CLOCK_MONOTONIC in microseconds (the vDSO: no system call, no allocation). */
+static int64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 static const ar_kernel_t cf_kernel;
 
 int ar_interp_new(const ar_model_t *model, const ar_interp_options_t *opt_in, ar_interp_t **out,
@@ -1831,7 +1838,7 @@ static inline void copy_view(ar_tview_t *dst, const ar_tview_t *src) {
  * children's arena: cond and body share that arena, so what the body leaves there does not survive
  * the next cond), then the buffers swap: an iteration moves pointers, not bytes, except the
  * values cf_loop_kind copies. A value ending in B (or still in the input: no iteration) is copied
- * into A once, after the loop. */
+ * into A once, after the loop. A WHILE also ends on max_while_us and on the cancel flag. */
 static int cf_run(ar_interp_t *in, int32_t k) {
   cf_op_t *cf = in->cf[k];
   const ar_node_t *nd = &in->nodes[k];
@@ -1875,6 +1882,7 @@ static int cf_run(ar_interp_t *in, int32_t k) {
     }
   }
   int64_t it = 0;
+  const int64_t t0 = in->opt.max_while_us > 0 ? mono_us() : 0;
   for (;;) {
     for (int32_t i = 0; i < n; i++) ar_interp_input(c, i)->data = cur[i];
     if ((rc = run_ops(c)) != 0) return rc;
@@ -1885,6 +1893,22 @@ static int cf_run(ar_interp_t *in, int32_t k) {
               "(subgraph %d) still holds after %lld iterations (max_while_iterations)", in->subgraph, k,
               cf->sub[0], (long long)it);
       return AR_ESTATE;
+    }
+    if (in->opt.cancel && __atomic_load_n(in->opt.cancel, __ATOMIC_RELAXED)) {
+      cf->last_iterations = it;
+      ar_errf(in->root->err, sizeof in->root->err, AR_ETIMEDOUT, "subgraph %d, operator %d (WHILE): stopped after "
+              "%lld iterations: the invoke was cancelled", in->subgraph, k, (long long)it);
+      return AR_ETIMEDOUT;
+    }
+    if (t0) {
+      const int64_t spent = mono_us() - t0;
+      if (spent >= in->opt.max_while_us) {
+        cf->last_iterations = it;
+        ar_errf(in->root->err, sizeof in->root->err, AR_ETIMEDOUT, "subgraph %d, operator %d (WHILE): the "
+                "condition (subgraph %d) still holds after %lld iterations and %lld ms (max_while_ms)", in->subgraph,
+                k, cf->sub[0], (long long)it, (long long)(spent / 1000));
+        return AR_ETIMEDOUT;
+      }
     }
     for (int32_t i = 0; i < n; i++) {
       ar_interp_input(b, i)->data = cur[i];

@@ -91,6 +91,14 @@ typedef struct ar_interp_options {
   int64_t max_while_iterations;  /* default AR_INTERP_MAX_WHILE_ITERATIONS (0 or less: that): a
                                 * WHILE whose condition still holds after this many iterations
                                 * ends the invoke with AR_ESTATE, ar_interp_last_error naming it */
+  int64_t max_while_us;        /* default 0 (none): a WHILE still iterating this many microseconds
+                                * (CLOCK_MONOTONIC, checked before each iteration) ends the invoke
+                                * with AR_ETIMEDOUT, ar_interp_last_error naming it - an iteration
+                                * bound alone lets a heavy body hold a worker for minutes */
+  const int *cancel;           /* default NULL; when set and *cancel is non-zero (read atomically,
+                                * written by another thread) a WHILE stops before its next
+                                * iteration: AR_ETIMEDOUT "... stopped: the invoke was cancelled"
+                                * (arenad sets it when its drain deadline passes) */
 } ar_interp_options_t;
 
 #define AR_INTERP_MAX_WHILE_ITERATIONS (1 << 20)

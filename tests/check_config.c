@@ -55,6 +55,7 @@ START_TEST(defaults_are_documented_values) {
   ck_assert_uint_eq(cfg.max_resize_activation_bytes, 32u << 20);
   ck_assert(cfg.compact_after_unload);
   ck_assert_uint_eq(cfg.max_while_iterations, 1u << 20);
+  ck_assert_uint_eq(cfg.max_while_ms, 10000);
   ck_assert_uint_ge(cfg.n_admin_uids, 1);
   ck_assert_uint_eq(cfg.admin_uids[0], 0);
   if (geteuid() != 0) ck_assert_uint_eq(cfg.admin_uids[1], geteuid());
@@ -341,6 +342,13 @@ START_TEST(max_while_iterations_key) {
   ck_assert_int_eq(load_text("{\"models\": [], \"max_while_iterations\": \"many\"}", &cfg, msg, sizeof(msg)),
                    AR_ECONFIG);
   ck_assert_msg(strstr(msg, "max_while_iterations: must be an integer") != NULL, "%s", msg);
+  /* max_while_ms: 0 (no time bound) .. one day. */
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_ms\": 0}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(cfg.max_while_ms, 0);
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_ms\": 250}", &cfg, msg, sizeof(msg)), 0);
+  ck_assert_uint_eq(cfg.max_while_ms, 250);
+  ck_assert_int_eq(load_text("{\"models\": [], \"max_while_ms\": 86400001}", &cfg, msg, sizeof(msg)), AR_ECONFIG);
+  ck_assert_msg(strstr(msg, "max_while_ms: 86400001 is out of range [0, 86400000]") != NULL, "%s", msg);
 }
 END_TEST
 

@@ -194,6 +194,32 @@ START_TEST(while_loop_counts_and_is_bounded) {
   ck_assert_int_eq(ar_interp_invoke(in), 0);
   ck_assert_str_eq(ar_interp_last_error(in), "");
   ar_interp_free(in);
+
+  /* The same endless loop bounded by time (max_while_us 30 ms, iterations unbounded in practice):
+   * ETIMEDOUT naming max_while_ms; with the cancel flag set it stops before its first iteration. */
+  ar_interp_options_default(&opt);
+  opt.max_while_iterations = INT64_MAX;
+  opt.max_while_us = 30000;
+  int cancel = 0;
+  opt.cancel = &cancel;
+  ck_assert_msg(ar_interp_new(m, &opt, &in, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_int_eq(ar_interp_place_owned(in, msg, sizeof msg), 0);
+  set_scalars(in, 2, 1.0f);
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ETIMEDOUT);
+  ck_assert_msg(strstr(ar_interp_last_error(in), "subgraph 0, operator 0 (WHILE): the condition (subgraph 1) still "
+                                                 "holds after ") &&
+                strstr(ar_interp_last_error(in), " ms (max_while_ms)"), "%s", ar_interp_last_error(in));
+  ar_cf_info_t tinfo;
+  ck_assert_int_eq(ar_interp_control_flow(in, 0, &tinfo), 0);
+  ck_assert_int_gt(tinfo.last_iterations, 0);
+  cancel = 1;
+  ck_assert_int_eq(ar_interp_invoke(in), AR_ETIMEDOUT);
+  ck_assert_str_eq(ar_interp_last_error(in), "subgraph 0, operator 0 (WHILE): stopped after 0 iterations: the invoke "
+                                             "was cancelled");
+  cancel = 0;
+  set_scalars(in, 7, 1.0f);   /* a loop that ends is served as before */
+  ck_assert_int_eq(ar_interp_invoke(in), 0);
+  ar_interp_free(in);
   free_loaded(m);
 }
 END_TEST
