@@ -88,7 +88,14 @@ static int outside_dirs(const char *path, uint32_t n_dirs, const char (*dirs)[AR
       return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs (model_dirs "
                      "entry '%s' is a symlink loop, ELOOP)", path, dirs[i]);
   }
-  return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs", path);
+  /* Which folders those are, and how to add one (loads are an admin's, who may see them). */
+  char list[512];
+  size_t at = 0;
+  list[0] = '\0';
+  for (uint32_t i = 0; i < n_dirs && at < sizeof(list); i++)
+    at += (size_t)snprintf(list + at, sizeof(list) - at, "%s'%s'", i ? ", " : "", dirs[i]);
+  return ar_errf(msg, msg_bytes, AR_EPERM, "model file '%s': not inside the daemon's model_dirs (%s): add its folder "
+                 "to model_dirs and reload, or start arenad with -m DIR", path, n_dirs ? list : "none");
 }
 
 /* `path` (whose realpath failed with ELOOP) and the symlinks it leads through, followed one link at

@@ -388,6 +388,10 @@ int ar_sessions_accept(ar_server_t *srv, ar_dmodel_t *m, const ar_reply_to_t *to
   if (m->state_bytes == 0) return 0;   /* stateless: sessions ignored */
   use->stateful = true;
   const char *id = session && session->id ? session->id : "";
+  if (id[0] == '\0' && session && (session->start || session->end))
+    return ar_errf(msg, msg_bytes, AR_EINVAL, "model '%s': the start and end flags need a session id (1 to %d "
+                   "printable bytes); without one the invoke uses the model's default state", m->name,
+                   AR_SESSION_ID_MAX);
   if (id[0] == '\0') {   /* the default state */
     use->reset = (session && session->reset) || m->default_reset;
     m->default_reset = false;

@@ -612,6 +612,9 @@ START_TEST(reload_ends_sessions_of_a_replaced_model_only) {
     if (rc == AR_EAGAIN) nanosleep(&(struct timespec){0, 25 * 1000 * 1000}, NULL);
   }
   ck_assert_msg(rc == 0, "svdf never served: %s", msg);
+  /* start (or end) without an id is refused, not taken silently as the default state. */
+  rc = svdf_step(c, "", true, 0, a, msg, sizeof msg);
+  ck_assert_msg(rc == AR_EINVAL && strstr(msg, "the start and end flags need a session id"), "rc %d: %s", rc, msg);
   /* Sessions A and B fed the same steps: equal outputs, and the state moves them step to step. */
   for (int k = 0; k < 3; k++) {
     ck_assert_msg(svdf_step(c, "A", k == 0, k, a, msg, sizeof msg) == 0, "A step %d: %s", k, msg);
