@@ -44,7 +44,8 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 30;
   if (runs < 1) runs = 1;
-  const ar_qgemm_path_t paths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI};
+  const ar_qgemm_path_t paths[] = {AR_QGEMM_PORTABLE, AR_QGEMM_AVX2, AR_QGEMM_AVX512VNNI,
+                                   AR_QGEMM_NEON, AR_QGEMM_NEONDOT};
   printf("%-42s %-11s %10s %8s\n", "int8 CONV_2D (per-channel, RELU6)", "path", "median us", "GOP/s");
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const qcase_t *c = &cases[ci];
