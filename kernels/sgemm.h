@@ -3,10 +3,12 @@
  * level in force, ar__f32_isa):
  *   AR_ISA_AVX512  kernels/sgemm512.c (AVX-512F: 12 x 32 tiles of zmm)
  *   AR_ISA_AVX2    kernels/sgemm256.c (AVX2 + FMA + F16C: 6 x 16 tiles of ymm)
+ *   AR_ISA_NEON    kernels/gemm_f32_8x8_neon.c (aarch64 Advanced SIMD: 8 x 8 tiles; the same
+ *                  order, the bias after the sum: kernels/gemm_f32_neon.h)
  *   AR_ISA_PORTABLE (or an AVX2 CPU without F16C): none - ar_sgemm_own_available() is false and
  *                  the callers take OpenBLAS (kernels/gemm.c) instead.
- * The two kernels give the same bits (each element its K terms in ascending k from 0, one FMA
- * each, then + bias, then the clamp; the one-row product in 16 lane sums reduced pairwise: see sgemm512.h and
+ * The kernels give the same bits (each element its K terms in ascending k from 0, one FMA each,
+ * then + bias, then the clamp; the one-row product in 16 lane sums reduced pairwise: see sgemm512.h and
  * sgemm256.h), so the output of a node does not depend on which of them ran, only on whether the
  * own GEMM or OpenBLAS did (those differ by rounding). Shapes, strides and units as in
  * sgemm512.h: row-major, sizes and strides in elements, C[M,N] = act(bias[N] + A[M,K] x B[N,K]^T).
@@ -19,7 +21,7 @@
 
 #include "kernels/ar_kernels.h"
 
-/* True when one of the kernels can run at the level in force (AVX-512F, or AVX2 + FMA + F16C):
+/* True when one of the kernels can run at the level in force (AVX-512F, AVX2 + FMA + F16C, NEON):
  * the functions below may only be called then. Re-read at every call (tests lower the level). */
 bool ar_sgemm_own_available(void);
 
