@@ -244,6 +244,7 @@ extern const ar_kernel_t ar_kernel_imag;
 extern const ar_kernel_t ar_kernel_signal_window;
 extern const ar_kernel_t ar_kernel_signal_fft_auto_scale;
 extern const ar_kernel_t ar_kernel_signal_rfft;
+extern const ar_kernel_t ar_kernel_posenet_decoder;
 extern const ar_kernel_t ar_kernel_signal_energy;
 extern const ar_kernel_t ar_kernel_signal_filter_bank;
 extern const ar_kernel_t ar_kernel_signal_filter_bank_square_root;

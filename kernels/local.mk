@@ -92,7 +92,7 @@ tests_check_kernels_detect_LDADD = libarkernels.la libarloader.la libarcommon.la
 libarkernels_la_SOURCES += kernels/logical.c kernels/math_ops.c kernels/index_ops.c \
   kernels/qact.c kernels/space_ops.c kernels/segment_ops.c
 # Audio front ends: TFLite's RFFT2D / COMPLEX_ABS / REAL / IMAG, TFLite Micro's Signal custom ops.
-libarkernels_la_SOURCES += kernels/audio.c kernels/signal.c kernels/signal_kissfft.h
+libarkernels_la_SOURCES += kernels/audio.c kernels/signal.c kernels/signal_kissfft.h kernels/posenet.c
 # Their hand-computed tests and the two real models of ../shared/models_more (skipped when absent).
 check_PROGRAMS += tests/check_audio
 TESTS += tests/check_audio

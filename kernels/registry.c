@@ -95,6 +95,7 @@ const ar_kernel_t *ar_kernel_for(ar_op_t op) {
   case AR_OP_SIGNAL_WINDOW: return &ar_kernel_signal_window;
   case AR_OP_SIGNAL_FFT_AUTO_SCALE: return &ar_kernel_signal_fft_auto_scale;
   case AR_OP_SIGNAL_RFFT: return &ar_kernel_signal_rfft;
+  case AR_OP_POSENET_DECODER: return &ar_kernel_posenet_decoder;
   case AR_OP_SIGNAL_ENERGY: return &ar_kernel_signal_energy;
   case AR_OP_SIGNAL_FILTER_BANK: return &ar_kernel_signal_filter_bank;
   case AR_OP_SIGNAL_FILTER_BANK_SQUARE_ROOT: return &ar_kernel_signal_filter_bank_square_root;

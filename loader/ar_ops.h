@@ -153,7 +153,8 @@
   XX(SIGNAL_FILTER_BANK_SQUARE_ROOT, "SignalFilterBankSquareRoot", 1) \
   XX(SIGNAL_FILTER_BANK_SPECTRAL_SUBTRACTION, "SignalFilterBankSpectralSubtraction", 1) \
   XX(SIGNAL_PCAN, "SignalPCAN", 1) \
-  XX(SIGNAL_FILTER_BANK_LOG, "SignalFilterBankLog", 1)
+  XX(SIGNAL_FILTER_BANK_LOG, "SignalFilterBankLog", 1) \
+  XX(POSENET_DECODER, "PosenetDecoderOp", 1)
 
 /* TFLite's BuiltinOperator code for CUSTOM. */
 #define AR_TFLITE_BUILTIN_CUSTOM 32

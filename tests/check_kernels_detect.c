@@ -461,6 +461,189 @@ START_TEST(negative_anchor_size_refused_at_prepare) {
 }
 END_TEST
 
+/* ---- PosenetDecoderOp ---- */
+
+/* A grid of 9 x 18 cells (stride 16). Person A's keypoint k peaks (logit hi) at cell (1 + k % 7,
+ * 1 + 3 (k / 7)), its neighbours left, below and below-left at hi - 1 (not peaks: lower than a
+ * neighbour); person B is A moved 9 columns right, logits 0.5 lower. Everywhere in a person's half
+ * the short offsets of keypoint k point at (peak + (0.25, -0.5)) (an affine field: the bilinear
+ * samples are exact), mid-range displacements 0. So every keypoint of a person lands at its peak +
+ * (0.25, -0.5) cells, and its logit there is 0.75 (hi - 0.5) + 0.25 (hi - 1) = hi - 0.625. */
+#define PN_H 9
+#define PN_W 18
+typedef struct {
+  float hm[PN_H * PN_W * 17], so[PN_H * PN_W * 34], mo[PN_H * PN_W * 64];
+  float kp[1 * 4 * 17 * 2], ks[4 * 17], ps[4], n[1];
+  ar_tview_t in[3], out[4];
+  ar_tview_t *ins[3], *outs[4];
+  ar_node_t node;
+  uint8_t co[256];
+} pn_t;
+
+static void pn_target(int person, int k, float *y, float *x) {
+  *y = (float)(1 + k % 7) + 0.25f;
+  *x = (float)(1 + 3 * (k / 7) + 9 * person) - 0.5f;
+}
+
+static void pn_setup(pn_t *p, bool two, int max_det, double thr, double nms_px) {
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < PN_H * PN_W * 17; i++) p->hm[i] = -10.0f;
+  for (int person = 0; person < (two ? 2 : 1); person++)
+    for (int k = 0; k < 17; k++) {
+      const int cy = 1 + k % 7, cx = 1 + 3 * (k / 7) + 9 * person;
+      const float hi = person ? 4.5f : 5.0f;
+      p->hm[(cy * PN_W + cx) * 17 + k] = hi;
+      p->hm[(cy * PN_W + cx - 1) * 17 + k] = hi - 1;
+      p->hm[((cy + 1) * PN_W + cx) * 17 + k] = hi - 1;
+      p->hm[((cy + 1) * PN_W + cx - 1) * 17 + k] = hi - 1;
+    }
+  for (int y = 0; y < PN_H; y++)
+    for (int x = 0; x < PN_W; x++)
+      for (int k = 0; k < 17; k++) {
+        float ty, tx;
+        pn_target(x >= 9, k, &ty, &tx);
+        p->so[(y * PN_W + x) * 34 + k] = (ty - (float)y) * 16.0f;
+        p->so[(y * PN_W + x) * 34 + 17 + k] = (tx - (float)x) * 16.0f;
+      }
+  const kv_t kv[] = {{"max_detections", T_INT, max_det}, {"nms_radius", T_FLOAT, nms_px},
+                     {"score_threshold", T_FLOAT, thr}, {"stride", T_INT, 16}};
+  const size_t nb = flex_map(p->co, kv, 4);
+  float *in_data[3] = {p->hm, p->so, p->mo};
+  const int ch[3] = {17, 34, 64};
+  for (int i = 0; i < 3; i++) {
+    ar_tview_t *t = &p->in[i];
+    t->data = in_data[i]; t->dtype = AR_DTYPE_FLOAT32; t->rank = 4;
+    t->dims[0] = 1; t->dims[1] = PN_H; t->dims[2] = PN_W; t->dims[3] = ch[i];
+    t->bytes = (uint64_t)PN_H * PN_W * (uint64_t)ch[i] * 4;
+    p->ins[i] = t;
+  }
+  float *out_data[4] = {p->kp, p->ks, p->ps, p->n};
+  const int ranks[4] = {4, 3, 2, 1};
+  const int32_t dims[4][4] = {{1, max_det, 17, 2}, {1, max_det, 17, 0}, {1, max_det, 0, 0}, {1, 0, 0, 0}};
+  for (int o = 0; o < 4; o++) {
+    ar_tview_t *t = &p->out[o];
+    t->data = out_data[o]; t->dtype = AR_DTYPE_FLOAT32; t->rank = ranks[o];
+    uint64_t e = 1;
+    for (int d = 0; d < ranks[o]; d++) t->dims[d] = dims[o][d], e *= (uint64_t)dims[o][d];
+    t->bytes = e * 4;
+    p->outs[o] = t;
+  }
+  p->node.op = AR_OP_POSENET_DECODER; p->node.index = 5; p->node.version = 1;
+  p->node.custom_options = p->co; p->node.custom_options_bytes = (uint32_t)nb;
+  p->node.n_inputs = 3; p->node.inputs = p->ins;
+  p->node.n_outputs = 4; p->node.outputs = p->outs;
+  p->node.threads = 1;
+}
+
+static int pn_run(pn_t *p) {
+  const ar_kernel_t *k = ar_kernel_for(AR_OP_POSENET_DECODER);
+  ck_assert_ptr_nonnull(k);
+  g_msg[0] = '\0';
+  int rc = k->prepare(&p->node, g_msg, sizeof g_msg);
+  if (rc) return rc;
+  p->node.state = calloc(1, p->node.state_bytes);
+  p->node.scratch = malloc(p->node.scratch_bytes);
+  memset(p->node.scratch, 0xff, p->node.scratch_bytes);
+  memset(p->kp, 0x7f, sizeof p->kp);   /* rows past the count must be cleared */
+  k->init(&p->node);
+  k->eval(&p->node);
+  free(p->node.state);
+  free(p->node.scratch);
+  p->node.state = p->node.scratch = NULL;
+  return 0;
+}
+
+static float pn_sig(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+static void pn_expect_person(const pn_t *p, int row, int person) {
+  const float score = pn_sig((person ? 4.5f : 5.0f) - 0.625f);
+  for (int k = 0; k < 17; k++) {
+    float ty, tx;
+    pn_target(person, k, &ty, &tx);
+    const float *kp = p->kp + (row * 17 + k) * 2;
+    ck_assert_msg(fabsf(kp[0] - ty * 16) < 1e-3f && fabsf(kp[1] - tx * 16) < 1e-3f,
+                  "row %d keypoint %d at (%g,%g), want (%g,%g)", row, k, kp[0], kp[1], ty * 16, tx * 16);
+    ck_assert_msg(fabsf(p->ks[row * 17 + k] - score) < 1e-5f, "row %d keypoint %d score %g, want %g", row, k,
+                  p->ks[row * 17 + k], score);
+  }
+  ck_assert_msg(fabsf(p->ps[row] - score) < 1e-5f, "row %d pose score %g, want %g", row, p->ps[row], score);
+}
+
+START_TEST(posenet_one_clear_person) {
+  static pn_t p;
+  pn_setup(&p, false, 3, 0.5, 20);
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 1.0f);
+  pn_expect_person(&p, 0, 0);
+  for (int i = 17 * 2; i < 3 * 17 * 2; i++) ck_assert_float_eq(p.kp[i], 0.0f);
+  ck_assert_float_eq(p.ps[1], 0.0f);
+}
+END_TEST
+
+START_TEST(posenet_two_people_and_nms) {
+  static pn_t p;
+  pn_setup(&p, true, 3, 0.5, 20);   /* 20 px < the 144 px between them */
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 2.0f);
+  pn_expect_person(&p, 0, 0);   /* the stronger first */
+  pn_expect_person(&p, 1, 1);
+  pn_setup(&p, true, 3, 0.5, 160);  /* 160 px: every root of B is within A's same keypoint */
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 1.0f);
+  pn_expect_person(&p, 0, 0);
+  pn_setup(&p, true, 1, 0.5, 20);   /* max_detections 1 */
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 1.0f);
+  pn_expect_person(&p, 0, 0);
+}
+END_TEST
+
+START_TEST(posenet_score_threshold_cuts) {
+  static pn_t p;
+  /* A scores sigmoid(4.375) = 0.98757, B sigmoid(3.875) = 0.97967 */
+  pn_setup(&p, true, 3, 0.985, 20);
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 1.0f);
+  pn_expect_person(&p, 0, 0);
+  pn_setup(&p, true, 3, 0.99, 20);
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 0.0f);
+  ck_assert_float_eq(p.ps[0], 0.0f);
+}
+END_TEST
+
+START_TEST(posenet_refuses_malformed_options) {
+  static pn_t p;
+  pn_setup(&p, false, 3, 0.5, 20);
+  const ar_kernel_t *k = ar_kernel_for(AR_OP_POSENET_DECODER);
+  const struct { kv_t kv[4]; int n; const char *want; } bad[] = {
+    {{{"max_detections", T_INT, 3}, {"nms_radius", T_FLOAT, 20}, {"score_threshold", T_FLOAT, 0.5}}, 3,
+     "custom option stride is missing"},
+    {{{"max_detections", T_INT, 0}, {"nms_radius", T_FLOAT, 20}, {"score_threshold", T_FLOAT, 0.5}, {"stride", T_INT, 16}}, 4,
+     "max_detections = 0 is not an integer in 1..1000"},
+    {{{"max_detections", T_INT, 3}, {"nms_radius", T_FLOAT, 20}, {"score_threshold", T_FLOAT, 1.5}, {"stride", T_INT, 16}}, 4,
+     "score_threshold = 1.5 is not in [0, 1]"},
+    {{{"max_detections", T_INT, 3}, {"nms_radius", T_FLOAT, -1}, {"score_threshold", T_FLOAT, 0.5}, {"stride", T_INT, 16}}, 4,
+     "nms_radius = -1 is not in [0, 1e6)"},
+    {{{"max_detections", T_INT, 3}, {"nms_radius", T_FLOAT, 20}, {"score_threshold", T_FLOAT, 0.5}, {"stride", T_INT, 0}}, 4,
+     "stride = 0 is not an integer in 1..1024"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    p.node.custom_options_bytes = (uint32_t)flex_map(p.co, bad[i].kv, bad[i].n);
+    ck_assert_int_eq(k->prepare(&p.node, g_msg, sizeof g_msg), AR_EINVAL);
+    ck_assert_msg(strstr(g_msg, "operator 5 (PosenetDecoderOp)") && strstr(g_msg, bad[i].want), "%s", g_msg);
+  }
+  p.node.custom_options_bytes = 3;
+  ck_assert_int_eq(k->prepare(&p.node, g_msg, sizeof g_msg), AR_EINVAL);
+  ck_assert_msg(strstr(g_msg, "are not a FlexBuffers map"), "%s", g_msg);
+  /* mid-range displacements with the wrong channel count */
+  pn_setup(&p, false, 3, 0.5, 20);
+  p.in[2].dims[3] = 32;
+  ck_assert_int_eq(k->prepare(&p.node, g_msg, sizeof g_msg), AR_ESHAPE);
+  ck_assert_msg(strstr(g_msg, "input 2 (mid-range displacements) must be [1,H,W,64]"), "%s", g_msg);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("kernels_detect");
   TCase *tc = tcase_create("flexbuf");
@@ -477,6 +660,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, int8_scores_regular_nms_and_fewer_boxes_than_rows);
   tcase_add_test(tc, int8_encodings_decode);
   tcase_add_test(tc, negative_anchor_size_refused_at_prepare);
+  tcase_add_test(tc, posenet_one_clear_person);
+  tcase_add_test(tc, posenet_two_people_and_nms);
+  tcase_add_test(tc, posenet_score_threshold_cuts);
+  tcase_add_test(tc, posenet_refuses_malformed_options);
   suite_add_tcase(s, tc);
   return s;
 }
