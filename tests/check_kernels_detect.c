@@ -644,6 +644,35 @@ START_TEST(posenet_refuses_malformed_options) {
 }
 END_TEST
 
+/* uint8 inputs (as an Edge TPU PoseNet hands them over): the same person quantized exactly
+ * (heatmaps scale 0.1 zero point 100, offsets scale 4 zero point 128) decodes as the float one. */
+START_TEST(posenet_uint8_inputs_dequantized) {
+  static pn_t p;
+  static uint8_t q[3][PN_H * PN_W * 64];
+  pn_setup(&p, false, 3, 0.5, 20);
+  const float scale[3] = {0.1f, 4.0f, 4.0f};
+  const int64_t zp[3] = {100, 128, 128};
+  static ar_quant_t qp[3];
+  const float *src[3] = {p.hm, p.so, p.mo};
+  for (int i = 0; i < 3; i++) {
+    const int n = PN_H * PN_W * (int)p.in[i].dims[3];
+    for (int e = 0; e < n; e++) {
+      const float c = roundf(src[i][e] / scale[i]) + (float)zp[i];
+      ck_assert_msg(c >= 0 && c <= 255 && ((c - (float)zp[i]) * scale[i]) == src[i][e], "input %d [%d] %g", i, e, src[i][e]);
+      q[i][e] = (uint8_t)c;
+    }
+    qp[i] = (ar_quant_t){1, 0, &scale[i], &zp[i]};
+    p.in[i].data = q[i]; p.in[i].dtype = AR_DTYPE_UINT8; p.in[i].bytes = (uint64_t)n; p.in[i].quant = &qp[i];
+  }
+  ck_assert_msg(pn_run(&p) == 0, "%s", g_msg);
+  ck_assert_float_eq(p.n[0], 1.0f);
+  pn_expect_person(&p, 0, 0);
+  p.in[1].quant = NULL;
+  ck_assert_int_eq(ar_kernel_for(AR_OP_POSENET_DECODER)->prepare(&p.node, g_msg, sizeof g_msg), AR_EINVAL);
+  ck_assert_msg(strstr(g_msg, "input 1 (short offsets) is uint8 without one scale and zero point"), "%s", g_msg);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("kernels_detect");
   TCase *tc = tcase_create("flexbuf");
@@ -664,6 +693,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, posenet_two_people_and_nms);
   tcase_add_test(tc, posenet_score_threshold_cuts);
   tcase_add_test(tc, posenet_refuses_malformed_options);
+  tcase_add_test(tc, posenet_uint8_inputs_dequantized);
   suite_add_tcase(s, tc);
   return s;
 }
