@@ -559,12 +559,15 @@ static QG_ALWAYS_INLINE void qg_store_neon_body(const ar_qgemm_t *g, const int32
 static void qg_store_neon(const ar_qgemm_t *g, const int32_t *acc, int rows, const int32_t *row_add,
                           int32_t n0, int cols, const int32_t *bias, const int32_t *mult,
                           const int32_t *shift, uint8_t *out, size_t ldo) {
-  /* int8 outputs iff int8 activations (one dtype for input and output) */
+  /* int8 output bytes when the clamp reaches below 0. Not a_xor: a caller may hand the GEMM int8
+   * activations already flipped to unsigned (a_xor 0; the one-channel depthwise route) and still
+   * want int8 outputs. A clamp inside [0, 127] gives the same bytes either way. */
+  const bool s8 = g->lo < 0;
   if (g->round_up) {
-    if (g->a_xor) qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, true, true);
+    if (s8) qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, true, true);
     else qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, true, false);
   } else {
-    if (g->a_xor) qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, false, true);
+    if (s8) qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, false, true);
     else qg_store_neon_body(g, acc, rows, row_add, n0, cols, bias, mult, shift, out, ldo, false, false);
   }
 }
