@@ -51,6 +51,20 @@ typedef struct {
   int qshift;
 } bmm_state_t;
 
+/* Element offsets into the left (*oa) and right (*ob) operands of output batch t (row-major over
+ * the output batch dims, broadcast dims stride 0). */
+static inline void bmm_offsets(const bmm_state_t *st, int64_t t, int64_t *oa, int64_t *ob) {
+  int64_t a = 0, b = 0, rem = t;
+  for (int32_t d = st->nb - 1; d >= 0; d--) {
+    const int64_t idx = rem % st->bdims[d];
+    rem /= st->bdims[d];
+    a += idx * st->lstride[d];
+    b += idx * st->rstride[d];
+  }
+  *oa = a;
+  *ob = b;
+}
+
 static int bmm_plan(const ar_node_t *node, bmm_state_t *st, char *msg, size_t msg_bytes) {
   int rc = ar_k_check_arity(node, 2, 2, 2, 1, msg, msg_bytes);
   if (rc) return rc;
@@ -157,14 +171,8 @@ static void bmm_range(void *ctx, int64_t c0, int64_t c1) {
   for (int64_t ci = c0; ci < c1; ci++) {
     const int64_t t = ci / j->n_bands, r0 = ci % j->n_bands * j->band;
     const int64_t rows = AR_MIN(j->band, (int64_t)st->m - r0);
-    /* Operand offsets of output batch t (row-major over the output batch dims). */
-    int64_t oa = 0, ob = 0, rem = t;
-    for (int32_t d = st->nb - 1; d >= 0; d--) {
-      const int64_t idx = rem % st->bdims[d];
-      rem /= st->bdims[d];
-      oa += idx * st->lstride[d];
-      ob += idx * st->rstride[d];
-    }
+    int64_t oa, ob;
+    bmm_offsets(st, t, &oa, &ob);
     const float *a = j->a + oa + (st->adj_x ? r0 : r0 * lda);
     cblas_sgemm(CblasRowMajor, st->adj_x ? CblasTrans : CblasNoTrans,
                 st->adj_y ? CblasTrans : CblasNoTrans, (int)rows, st->n, st->k, 1.0f, a, lda,
@@ -179,13 +187,8 @@ static void qbmm_eval(const ar_node_t *node) {
   int8_t *C = node->outputs[0]->data;
   const int64_t mn = (int64_t)st->m * st->n;
   for (int64_t t = 0; t < st->batches; t++) {
-    int64_t oa = 0, ob = 0, rem = t;
-    for (int32_t d = st->nb - 1; d >= 0; d--) {
-      const int64_t idx = rem % st->bdims[d];
-      rem /= st->bdims[d];
-      oa += idx * st->lstride[d];
-      ob += idx * st->rstride[d];
-    }
+    int64_t oa, ob;
+    bmm_offsets(st, t, &oa, &ob);
     const int8_t *a = A + oa, *b = B + ob;
     for (int32_t i = 0; i < st->m; i++)
       for (int32_t j = 0; j < st->n; j++) {
@@ -208,13 +211,8 @@ static void qbmm16_eval(const ar_node_t *node) {
   int16_t *C = node->outputs[0]->data;
   const int64_t mn = (int64_t)st->m * st->n;
   for (int64_t t = 0; t < st->batches; t++) {
-    int64_t oa = 0, ob = 0, rem = t;
-    for (int32_t d = st->nb - 1; d >= 0; d--) {
-      const int64_t idx = rem % st->bdims[d];
-      rem /= st->bdims[d];
-      oa += idx * st->lstride[d];
-      ob += idx * st->rstride[d];
-    }
+    int64_t oa, ob;
+    bmm_offsets(st, t, &oa, &ob);
     const int16_t *a = A + oa, *b = B + ob;
     for (int32_t i = 0; i < st->m; i++)
       for (int32_t j = 0; j < st->n; j++) {
@@ -271,13 +269,8 @@ static void hbmm_eval(const ar_node_t *node) {
   int8_t *q = (int8_t *)(row + st->k);
   const int64_t mn = (int64_t)st->m * st->n;
   for (int64_t t = 0; t < st->batches; t++) {
-    int64_t oa = 0, ob = 0, rem = t;
-    for (int32_t d = st->nb - 1; d >= 0; d--) {
-      const int64_t idx = rem % st->bdims[d];
-      rem /= st->bdims[d];
-      oa += idx * st->lstride[d];
-      ob += idx * st->rstride[d];
-    }
+    int64_t oa, ob;
+    bmm_offsets(st, t, &oa, &ob);
     const float *a = A + oa;
     const int8_t *b = B + ob;
     for (int32_t i = 0; i < st->m; i++) {

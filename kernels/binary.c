@@ -1030,7 +1030,7 @@ static const ar_kernel_form_t floor_div_forms[] = {
 const ar_kernel_t ar_kernel_floor_div = { "FLOOR_DIV", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(floor_div_forms, 0, -1) };
 /* TFLite MAXIMUM / MINIMUM (builtins 55, 57): x > y ? x : y / x < y ? x : y (NaN in x yields y). */
-static const ar_kernel_form_t maximum_forms[] = {
+static const ar_kernel_form_t maximum_forms[] = {   /* MAXIMUM and MINIMUM */
   AR_KF(1, 4, FLOAT32, FLOAT32),
   AR_KF(1, 4, INT32, INT32),
   AR_KF(1, 4, INT64, INT64),
@@ -1040,16 +1040,8 @@ static const ar_kernel_form_t maximum_forms[] = {
 };
 const ar_kernel_t ar_kernel_maximum = { "MAXIMUM", ar__nb_prepare, ar__nb_init, nb_eval,
   AR_KSUPPORT(maximum_forms, 0, -1) };
-static const ar_kernel_form_t minimum_forms[] = {
-  AR_KF(1, 4, FLOAT32, FLOAT32),
-  AR_KF(1, 4, INT32, INT32),
-  AR_KF(1, 4, INT64, INT64),
-  AR_KF(1, 4, UINT8, UINT8),
-  AR_KF(1, 4, INT8, INT8),
-  AR_KF(1, 4, INT16, INT16),
-};
 const ar_kernel_t ar_kernel_minimum = { "MINIMUM", ar__nb_prepare, ar__nb_init, nb_eval,
-  AR_KSUPPORT(minimum_forms, 0, -1) };
+  AR_KSUPPORT(maximum_forms, 0, -1) };
 /* TFLite SQUARED_DIFFERENCE (builtin 99): (x - y)^2; float32, int32. */
 static const ar_kernel_form_t squared_difference_forms[] = {
   AR_KF(1, 1, FLOAT32, FLOAT32),
